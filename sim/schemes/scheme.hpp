@@ -1,0 +1,58 @@
+#pragma once
+// The interface between schemes and the rest: a scheme is a builder
+// (Workload, HardwareProfile, params) -> TaskGraph, with its source cited (design.md "Scheme library").
+// Schemes know algorithms; the engine knows resources; neither reaches into the other.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cost_model/hardware_profile.hpp"
+#include "sim/task_graph.hpp"
+#include "sim/workload.hpp"
+
+namespace overlap::sim {
+
+enum class Fidelity : std::uint8_t { curve, steps };
+
+struct SchemeParam {
+  std::string name;
+  std::string type;         // "int", "string", "list", "bool", "number"
+  std::string default_value;
+  std::string help;
+};
+
+struct BuildContext {
+  const Workload& workload;
+  const HardwareProfile& hardware;
+  const nlohmann::json& params;  // validated against SchemeInfo::params by the caller
+  Fidelity fidelity = Fidelity::curve;
+};
+
+struct BuiltScheme {
+  TaskGraph graph;
+  // Bytes each rank must send to each other rank for the workload's collectives (the byte
+  // accounting the simulator checks against the timeline), [src][dst].
+  std::vector<std::vector<Bytes>> required_bytes;
+  // Latency perfect overlap would give (FlashOverlap Sec. 6.4), when the scheme can state it; < 0 =
+  // the caller uses the generic bound.
+  Ps bound_ps = -1;
+  // Why this scheme is where it is, in one line (e.g. "tail: last chunk's RS exposed").
+  std::string reason;
+};
+
+struct SchemeInfo {
+  std::string name;
+  std::string source;  // document and section
+  std::string summary;
+  std::vector<SchemeParam> params;
+  std::function<bool(const Workload&)> applies;  // can this scheme run this workload?
+  std::function<BuiltScheme(const BuildContext&)> build;
+};
+
+// Every scheme, in a stable order. Defined in sim/schemes/registry.cpp.
+const std::vector<SchemeInfo>& scheme_registry();
+const SchemeInfo* find_scheme(const std::string& name);
+
+}  // namespace overlap::sim

@@ -1,0 +1,186 @@
+#include "sim/task_graph.hpp"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/depth_first_search.hpp>
+#include <fmt/format.h>
+
+#include <sstream>
+
+namespace overlap::sim {
+
+const char* op_kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::tiled: return "tiled";
+    case OpKind::persistent: return "persistent";
+    case OpKind::comm_kernel: return "comm_kernel";
+    case OpKind::memory: return "memory";
+    case OpKind::copy: return "copy";
+    case OpKind::wait: return "wait";
+    case OpKind::signal: return "signal";
+    case OpKind::delay: return "delay";
+  }
+  return "?";
+}
+
+StreamId TaskGraph::add_stream(int rank, std::string name, int priority) {
+  if (rank < 0 || rank >= num_ranks_)
+    throw GraphError(fmt::format("stream '{}': rank {} outside [0, {})", name, rank, num_ranks_));
+  streams_.push_back(Stream{std::move(name), rank, priority});
+  return static_cast<StreamId>(streams_.size() - 1);
+}
+
+CounterId TaskGraph::add_counter(std::string name) {
+  counters_.push_back(Counter{std::move(name)});
+  return static_cast<CounterId>(counters_.size() - 1);
+}
+
+namespace {
+
+void require(bool ok, const Op& op, const char* what) {
+  if (!ok) throw GraphError(fmt::format("op '{}' ({}): {}", op.name, op_kind_name(op.kind), what));
+}
+
+}  // namespace
+
+OpId TaskGraph::add(Op op) {
+  require(op.stream >= 0 && op.stream < static_cast<StreamId>(streams_.size()), op, "unknown stream");
+  for (OpId d : op.deps)
+    require(d >= 0 && d < static_cast<OpId>(ops_.size()), op, "dependency on an op not yet added");
+  const int counters = static_cast<int>(counters_.size());
+  switch (op.kind) {
+    case OpKind::tiled:
+    case OpKind::persistent:
+      require(op.ctas > 0, op, "needs ctas > 0");
+      require(op.ctas_per_sm > 0, op, "needs ctas_per_sm > 0");
+      require(op.cta_ps >= 0, op, "needs cta_ps >= 0");
+      require(op.max_ctas >= 0, op, "needs max_ctas >= 0");
+      require(op.tile_counters.empty() || op.tile_counters.size() == 1 ||
+                  static_cast<std::int64_t>(op.tile_counters.size()) == op.ctas,
+              op, "tile_counters must be empty, one counter, or one per tile");
+      for (CounterId c : op.tile_counters) require(c >= 0 && c < counters, op, "unknown tile counter");
+      break;
+    case OpKind::comm_kernel:
+      require(op.channels >= 0, op, "needs channels >= 0");
+      require(op.duration_ps >= 0, op, "needs duration_ps >= 0");
+      require(op.members >= 1, op, "needs members >= 1");
+      for (const Phase& ph : op.phases) {
+        require(ph.compute_ps >= 0 && ph.latency_ps >= 0, op, "phase times must be >= 0");
+        for (const PeerBytes& pb : ph.sends)
+          require(pb.peer >= 0 && pb.peer < num_ranks_ && pb.bytes > 0, op, "phase send needs a peer rank and bytes > 0");
+        for (const PeerBytes& pb : ph.recvs)
+          require(pb.peer >= 0 && pb.peer < num_ranks_ && pb.bytes > 0, op, "phase recv needs a peer rank and bytes > 0");
+      }
+      require(op.phases.empty() || op.collective >= 0, op, "phases need a collective id to match peers");
+      break;
+    case OpKind::memory:
+      require(op.bytes >= 0, op, "needs bytes >= 0");
+      require(op.channels >= 0, op, "needs channels >= 0");
+      break;
+    case OpKind::copy:
+      require(op.bytes > 0, op, "needs bytes > 0");
+      require(op.src_gpu >= 0 && op.src_gpu < num_ranks_ && op.dst_gpu >= 0 && op.dst_gpu < num_ranks_, op,
+              "needs src_gpu and dst_gpu inside the graph's ranks");
+      break;
+    case OpKind::wait:
+      require(op.counter >= 0 && op.counter < counters, op, "unknown counter");
+      break;
+    case OpKind::signal:
+      require(op.counter >= 0 && op.counter < counters, op, "unknown counter");
+      break;
+    case OpKind::delay:
+      require(op.delay_ps >= 0, op, "needs delay_ps >= 0");
+      break;
+  }
+  ops_.push_back(std::move(op));
+  return static_cast<OpId>(ops_.size() - 1);
+}
+
+void TaskGraph::depend(OpId after, OpId before) {
+  if (after < 0 || after >= static_cast<OpId>(ops_.size()) || before < 0 ||
+      before >= static_cast<OpId>(ops_.size()))
+    throw GraphError(fmt::format("depend({}, {}): unknown op", after, before));
+  ops_[static_cast<std::size_t>(after)].deps.push_back(before);
+}
+
+namespace {
+
+using Dag = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+
+// Edges: every dependency, and stream order (each op after the previous op of its stream).
+Dag build_dag(const TaskGraph& g, std::vector<std::pair<OpId, OpId>>* stream_edges) {
+  Dag dag(g.ops().size());
+  std::vector<OpId> last(g.streams().size(), kNoOp);
+  for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id) {
+    const Op& op = g.op(id);
+    for (OpId d : op.deps) boost::add_edge(static_cast<std::size_t>(d), static_cast<std::size_t>(id), dag);
+    OpId& prev = last[static_cast<std::size_t>(op.stream)];
+    if (prev != kNoOp) {
+      boost::add_edge(static_cast<std::size_t>(prev), static_cast<std::size_t>(id), dag);
+      if (stream_edges) stream_edges->emplace_back(prev, id);
+    }
+    prev = id;
+  }
+  return dag;
+}
+
+struct CycleFound {
+  std::vector<std::size_t> ops;
+};
+
+class CycleVisitor : public boost::default_dfs_visitor {
+ public:
+  explicit CycleVisitor(std::vector<std::size_t>& parent) : parent_(parent) {}
+  void tree_edge(boost::graph_traits<Dag>::edge_descriptor e, const Dag& g) {
+    parent_[boost::target(e, g)] = boost::source(e, g);
+  }
+  void back_edge(boost::graph_traits<Dag>::edge_descriptor e, const Dag& g) {
+    const std::size_t from = boost::source(e, g), to = boost::target(e, g);
+    CycleFound c;
+    for (std::size_t v = from; v != to; v = parent_[v]) c.ops.push_back(v);
+    c.ops.push_back(to);
+    std::reverse(c.ops.begin(), c.ops.end());
+    throw c;
+  }
+
+ private:
+  std::vector<std::size_t>& parent_;
+};
+
+}  // namespace
+
+void TaskGraph::check_acyclic() const {
+  Dag dag = build_dag(*this, nullptr);
+  std::vector<std::size_t> parent(ops_.size(), 0);
+  try {
+    boost::depth_first_search(dag, boost::visitor(CycleVisitor(parent)));
+  } catch (const CycleFound& c) {
+    std::string names;
+    for (std::size_t v : c.ops) names += fmt::format("'{}' -> ", ops_[v].name);
+    names += fmt::format("'{}'", ops_[c.ops.front()].name);
+    throw GraphError("task graph has a cycle (dependencies and stream order): " + names);
+  }
+}
+
+std::string TaskGraph::to_graphviz() const {
+  std::vector<std::pair<OpId, OpId>> stream_edges;
+  build_dag(*this, &stream_edges);
+  std::ostringstream out;
+  out << "digraph tasks {\n  rankdir=LR;\n  node [shape=box, fontsize=10];\n";
+  for (int r = 0; r < num_ranks_; ++r) {
+    out << fmt::format("  subgraph cluster_rank{} {{\n    label=\"rank {}\";\n", r, r);
+    for (OpId id = 0; id < static_cast<OpId>(ops_.size()); ++id) {
+      if (rank_of(id) != r) continue;
+      const Op& op = ops_[static_cast<std::size_t>(id)];
+      out << fmt::format("    op{} [label=\"{}\\n{} @ {}\"];\n", id, op.name, op_kind_name(op.kind),
+                         streams_[static_cast<std::size_t>(op.stream)].name);
+    }
+    out << "  }\n";
+  }
+  for (OpId id = 0; id < static_cast<OpId>(ops_.size()); ++id)
+    for (OpId d : ops_[static_cast<std::size_t>(id)].deps) out << fmt::format("  op{} -> op{};\n", d, id);
+  for (auto [a, b] : stream_edges) out << fmt::format("  op{} -> op{} [style=dashed];\n", a, b);
+  out << "}\n";
+  return out.str();
+}
+
+}  // namespace overlap::sim

@@ -1,0 +1,134 @@
+#pragma once
+// TaskGraph: what a scheme builder produces and the engine runs (design.md "Data flow").
+// Ops live on in-order streams of a rank (GPU); explicit dependencies express cross-stream events and
+// cross-rank synchronisation; counters express FlashOverlap's counting table and PyTorch's barrier.
+// The graph is held as a Boost.Graph DAG: cycles (including ones closed by stream order) are rejected
+// with the ops on the cycle named.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cost_model/units.hpp"
+
+namespace overlap::sim {
+
+using OpId = std::int32_t;
+using StreamId = std::int32_t;
+using CounterId = std::int32_t;
+inline constexpr OpId kNoOp = -1;
+
+enum class OpKind : std::uint8_t {
+  tiled,        // a grid of CTAs dispatched in launch order onto free SMs (GEMM, attention)
+  persistent,   // min(max_ctas, free SMs) CTAs, each looping over its share of the tiles
+  comm_kernel,  // holds `channels` SMs for its whole life: a fixed-duration collective (curve
+                // fidelity) or phases of transfers (steps fidelity, SM-driven copies)
+  memory,       // memory-bound kernel: `bytes` through the GPU's HBM share
+  copy,         // copy-engine transfer: takes one engine of `rank`'s GPU, no SMs
+  wait,         // completes when a counter reaches `target` (no SMs; FlashOverlap wait kernel)
+  signal,       // adds `amount` to a counter when it runs (zero time)
+  delay,        // a fixed time on its stream holding nothing (host gaps, modelled work)
+};
+const char* op_kind_name(OpKind k);
+
+// One peer-to-peer leg of a phase.
+struct PeerBytes {
+  int peer = -1;  // GPU index
+  Bytes bytes = 0;
+};
+
+// One step of an SM-driven collective or copy (design.md "Collectives", fidelity `steps`).
+// A send from r to p in phase k of collective c is matched with p's receive from r in phase k of c;
+// the transfer starts when both sides have entered the phase (rendezvous). A phase ends when its
+// sends and receives are done, then `compute_ps` (e.g. the reduction of what arrived) and
+// `latency_ps` (per-step protocol latency) pass.
+struct Phase {
+  std::vector<PeerBytes> sends;
+  std::vector<PeerBytes> recvs;
+  Ps compute_ps = 0;
+  Ps latency_ps = 0;
+};
+
+struct Op {
+  std::string name;
+  OpKind kind = OpKind::delay;
+  StreamId stream = -1;  // the rank is the stream's rank
+  bool comm = false;     // communication op: takes zero time in the compute-only re-run
+  std::vector<OpId> deps;  // must complete before this op may start (besides stream order)
+
+  // tiled / persistent: `ctas` tiles of `cta_ps` each, `ctas_per_sm` resident per SM.
+  std::int64_t ctas = 0;
+  int ctas_per_sm = 1;
+  Ps cta_ps = 0;
+  int max_ctas = 0;  // persistent: grid cap (0 = every slot free at start)
+  // Tile completion signalling: empty, one counter (every tile adds 1), or one per tile in dispatch
+  // order (tile i adds 1 to tile_counters[i]).
+  std::vector<CounterId> tile_counters;
+
+  // comm_kernel
+  int channels = 0;      // SMs held
+  Ps duration_ps = 0;    // curve fidelity: time once every member is resident
+  std::int64_t collective = -1;  // members with the same id start together (curve) / match (steps)
+  int members = 1;       // ranks taking part (curve rendezvous)
+  std::vector<Phase> phases;  // steps fidelity: when non-empty, duration_ps is added after them
+
+  // memory
+  Bytes bytes = 0;  // also the copy size
+
+  // copy
+  int src_gpu = -1, dst_gpu = -1;
+
+  // wait / signal
+  CounterId counter = -1;
+  std::int64_t target = 0;  // wait: counter >= target
+  std::int64_t amount = 1;  // signal
+
+  // delay
+  Ps delay_ps = 0;
+};
+
+struct Stream {
+  std::string name;
+  int rank = 0;
+  int priority = 0;  // higher runs first when SMs free up (CUDA: lower number = higher priority)
+};
+
+struct Counter {
+  std::string name;
+};
+
+class GraphError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class TaskGraph {
+ public:
+  explicit TaskGraph(int num_ranks = 1) : num_ranks_(num_ranks) {}
+
+  int num_ranks() const { return num_ranks_; }
+  StreamId add_stream(int rank, std::string name, int priority = 0);
+  CounterId add_counter(std::string name);
+  OpId add(Op op);                   // throws GraphError on an invalid op (names it)
+  void depend(OpId after, OpId before);  // `after` waits for `before`
+
+  const std::vector<Op>& ops() const { return ops_; }
+  const std::vector<Stream>& streams() const { return streams_; }
+  const std::vector<Counter>& counters() const { return counters_; }
+  const Op& op(OpId id) const { return ops_.at(static_cast<std::size_t>(id)); }
+  int rank_of(OpId id) const { return streams_[static_cast<std::size_t>(op(id).stream)].rank; }
+
+  // Throws GraphError if the dependencies and stream order form a cycle; the message names the ops
+  // on one cycle in order.
+  void check_acyclic() const;
+  // Graphviz (dot) of ops, dependency edges (solid) and stream order (dashed), clustered by rank.
+  std::string to_graphviz() const;
+
+ private:
+  int num_ranks_;
+  std::vector<Op> ops_;
+  std::vector<Stream> streams_;
+  std::vector<Counter> counters_;
+};
+
+}  // namespace overlap::sim

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what overlap-sim needs to build, test and plot, from Debian's packages and PyPI.
+# Idempotent: installs only what is missing. Safe to run on every CI run.
+set -euo pipefail
+debs=(cmake g++ make libeigen3-dev libboost-graph-dev libcli11-dev libfmt-dev catch2
+      libyaml-cpp-dev nlohmann-json3-dev libbenchmark-dev)
+missing=()
+for p in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# matplotlib for the plotting scripts (optional for the simulator itself).
+py=${PYTHON:-python3}
+if command -v "$py" >/dev/null && ! "$py" -c "import matplotlib" 2>/dev/null; then
+  echo "setup: installing matplotlib"
+  "$py" -m pip install -q matplotlib || echo "setup: matplotlib not installed; --plot will be unavailable" >&2
+fi
