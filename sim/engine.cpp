@@ -56,7 +56,9 @@ using MatchKey = std::tuple<std::int64_t, std::int32_t, std::int32_t, std::int32
 class Engine {
  public:
   Engine(const TaskGraph& g, const NodeConfig& node, const EngineOptions& opt)
-      : g_(g), node_(node), opt_(opt), net_(node.fabric), st_(g.ops().size()) {
+      : g_(g), node_(node), opt_(opt), ops_(g.ops().data()), net_(node.fabric), st_(g.ops().size()) {
+    rank_of_.reserve(g.ops().size());
+    for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id) rank_of_.push_back(g.rank_of(id));
     tl_.num_ranks = g.num_ranks();
     tl_.ops.resize(g.ops().size());
     tl_.rank_end_ps.assign(static_cast<std::size_t>(g.num_ranks()), 0);
@@ -142,10 +144,10 @@ class Engine {
   }
 
  private:
-  const Op& op(OpId id) const { return g_.op(id); }
+  const Op& op(OpId id) const { return ops_[id]; }
   OpState& state(OpId id) { return st_[static_cast<std::size_t>(id)]; }
   OpRecord& rec(OpId id) { return tl_.ops[static_cast<std::size_t>(id)]; }
-  int rank(OpId id) const { return g_.rank_of(id); }
+  int rank(OpId id) const { return rank_of_[static_cast<std::size_t>(id)]; }
   GpuState& gpu_of(OpId id) { return gpus_[static_cast<std::size_t>(rank(id))]; }
 
   void mark_start(OpId id) {
@@ -313,8 +315,10 @@ class Engine {
     bool sm_freed = false;
     if (o.kind == OpKind::persistent && tile + s.grid < o.ctas) {
       queue_.push(now_ + o.cta_ps, EventType::cta_end, id, (tile + s.grid) * kSmBits + sm);
-    } else if (o.kind == OpKind::tiled && s.next_tile < o.ctas && g.sms.resident(sm) > 1) {
-      // The SM still hosts this kernel's CTAs: the freed slot takes its next CTA.
+    } else if (o.kind == OpKind::tiled && s.next_tile < o.ctas &&
+               (g.sms.resident(sm) > 1 || g.sms.waiting().front().op == id)) {
+      // The slot goes straight to this kernel's next CTA: either the SM still hosts its other CTAs,
+      // or it is first in line for any freed SM anyway (the hot path of a running GEMM).
       start_cta(id, sm, s.next_tile++);
       if (s.next_tile == o.ctas) g.sms.dequeue(id);
     } else if (--g.sms.resident(sm) == 0) {
@@ -553,6 +557,8 @@ class Engine {
   const TaskGraph& g_;
   const NodeConfig& node_;
   const EngineOptions& opt_;
+  const Op* ops_;               // hot path: no bounds checks
+  std::vector<int> rank_of_;
   FlowNetwork net_;
   std::vector<OpState> st_;
   std::vector<GpuState> gpus_;

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Set-up command 2: install what is missing, build, and pass the tests; then the same tests once
+# more under AddressSanitizer + UndefinedBehaviorSanitizer. `--quick` skips the sanitizer pass.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+jobs=$(nproc)
+bash "$root/tools/setup.sh"
+
+echo "== release build and tests"
+cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake --build "$root/build" -j"$jobs"
+ctest --test-dir "$root/build" --output-on-failure -j"$jobs"
+
+if [ "${1:-}" != "--quick" ]; then
+  echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
+  cmake -S "$root" -B "$root/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOVERLAP_SANITIZE=ON \
+        -DOVERLAP_BUILD_BENCH=OFF > /dev/null
+  cmake --build "$root/build-asan" -j"$jobs" --target overlap_tests overlap-sim
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir "$root/build-asan" --output-on-failure -j"$jobs"
+fi
