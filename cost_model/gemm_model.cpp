@@ -1,0 +1,110 @@
+#include "cost_model/gemm_model.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace overlap {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+const GemmProfileEntry* find_calibrated(const HardwareProfile& p, const GemmShape& s) {
+  for (const auto& e : p.gemm_profiles) {
+    if (e.m == s.m && e.n == s.n && e.k == s.k && e.dtype == s.dtype && e.duration_us > 0) return &e;
+  }
+  return nullptr;
+}
+
+// FLOP per picosecond one SM sustains on a large compute-bound GEMM.
+double flop_per_ps_per_sm(const GpuSpec& gpu, DType dtype) {
+  if (gpu.gemm_tile_us > 0) return 2.0 * 128 * 128 * 1024 / (gpu.gemm_tile_us * 1e6);
+  auto it = gpu.peak_tflops.find(dtype_name(dtype));
+  // fp16 and bf16 run at the same tensor-core rate on every GPU in facts.md; accept either.
+  if (it == gpu.peak_tflops.end() && (dtype == DType::fp16 || dtype == DType::bf16)) {
+    it = gpu.peak_tflops.find(dtype == DType::fp16 ? "bf16" : "fp16");
+  }
+  if (it == gpu.peak_tflops.end() || !(it->second > 0)) {
+    throw std::invalid_argument(std::string("GEMM model: no peak_tflops for dtype ") + dtype_name(dtype));
+  }
+  if (gpu.sm_count <= 0) throw std::invalid_argument("GEMM model: sm_count must be positive");
+  return flop_per_ps_from_tflops(it->second) * gpu.gemm_efficiency / gpu.sm_count;
+}
+
+}  // namespace
+
+std::int64_t GemmPlan::waves(int sm_avail) const {
+  if (tiles == 0) return 0;
+  if (sm_avail <= 0) throw std::invalid_argument("GemmPlan::waves: no SMs available");
+  return ceil_div(tiles, static_cast<std::int64_t>(sm_avail) * ctas_per_sm);
+}
+
+GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& s) {
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0) throw std::invalid_argument("GEMM model: m, n, k must be positive");
+  const GpuSpec& gpu = profile.gpu;
+  GemmPlan plan;
+  plan.ctas_per_sm = std::max(1, gpu.gemm_ctas_per_sm);
+  plan.total_flop = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+  plan.weight_bytes = s.k * s.n * dtype_bytes(s.dtype);
+  const int slots = gpu.sm_count * plan.ctas_per_sm;
+
+  const GemmProfileEntry* cal = find_calibrated(profile, s);
+  if (cal) {
+    plan.tile_m = cal->tile_m;
+    plan.tile_n = cal->tile_n;
+  } else if (s.m < 128) {
+    // Skinny GEMMs (decode): libraries pick short tiles instead of padding M to 128; 16 is the
+    // tensor-core MMA height (mma m16), so a batch-1 GEMV costs 16 rows, not 128.
+    plan.tile_m = static_cast<int>(std::max<std::int64_t>(16, std::bit_ceil(static_cast<std::uint64_t>(s.m))));
+  } else if (s.m >= 256 && s.n >= 256) {
+    const int big_m = s.m >= s.n ? 256 : 128;
+    const int big_n = s.m >= s.n ? 128 : 256;
+    if (ceil_div(s.m, big_m) * ceil_div(s.n, big_n) >= slots) {
+      plan.tile_m = big_m;
+      plan.tile_n = big_n;
+    }
+  }
+  plan.tiles = ceil_div(s.m, plan.tile_m) * ceil_div(s.n, plan.tile_n);
+
+  if (cal) {
+    // Calibrated: the measured duration spread over the measured waves (design.md "Calibration").
+    plan.calibrated = true;
+    const std::int64_t w = plan.waves(gpu.sm_count);
+    plan.cta_ps = std::max<Ps>(1, ps_from_us(cal->duration_us) / w);
+  } else {
+    // A CTA computes its full tile (edge tiles are padded) over all of K.
+    const double cta_flop = 2.0 * plan.tile_m * plan.tile_n * static_cast<double>(s.k);
+    plan.cta_ps = std::max<Ps>(1, static_cast<Ps>(std::ceil(cta_flop / flop_per_ps_per_sm(gpu, s.dtype))));
+  }
+  if (gpu.hbm_bandwidth_gbps > 0) {
+    plan.memory_ps = transfer_ps(plan.weight_bytes, gpu.hbm_bandwidth_gbps * gpu.hbm_efficiency);
+  }
+  plan.memory_bound = plan.memory_ps > plan.waves(gpu.sm_count) * plan.cta_ps;
+  return plan;
+}
+
+double gemm_comm_slowdown(const GpuSpec& gpu, int busy_sms) {
+  if (busy_sms <= 0 || gpu.sm_count <= 0) return 1.0;
+  const double frac = std::min(1.0, static_cast<double>(busy_sms) / gpu.sm_count);
+  return 1.0 + gpu.gemm_comm_interference * frac;
+}
+
+Ps cta_time_ps(const HardwareProfile& profile, const GemmPlan& plan, int busy_sms) {
+  const double f = gemm_comm_slowdown(profile.gpu, busy_sms);
+  return f == 1.0 ? plan.cta_ps : static_cast<Ps>(std::llround(static_cast<double>(plan.cta_ps) * f));
+}
+
+Ps gemm_time_ps(const HardwareProfile& profile, const GemmShape& shape, int sms_available) {
+  const GemmPlan plan = plan_gemm(profile, shape);
+  const int busy = std::max(0, profile.gpu.sm_count - sms_available);
+  const Ps compute = plan.waves(sms_available) * cta_time_ps(profile, plan, busy);
+  return std::max(compute, plan.memory_ps);
+}
+
+Ps gemm_time_ps(const HardwareProfile& profile, const GemmShape& shape) {
+  return gemm_time_ps(profile, shape, profile.gpu.sm_count);
+}
+
+}  // namespace overlap

@@ -1,0 +1,51 @@
+#pragma once
+// GEMM tile/wave model (design.md "The simulation model", GPU): a GEMM is a grid of output tiles
+// (CTAs) dispatched onto SMs; its time is waves * per-CTA time when compute-bound, and weight bytes
+// over HBM bandwidth when memory-bound (batch-1 decode GEMV streams the weights: delayed-tp-blog
+// "Theoretical Exposed Wait-time"). The simulator dispatches CTAs itself; gemm_time_ps() is the
+// closed form of the same model for tuners and closed-form predictors.
+#include <cstdint>
+
+#include "cost_model/hardware_profile.hpp"
+
+namespace overlap {
+
+struct GemmShape {
+  std::int64_t m = 0, n = 0, k = 0;  // C[m,n] = A[m,k] * B[k,n]; B is the weight
+  DType dtype = DType::bf16;
+};
+
+struct GemmPlan {
+  int tile_m = 128, tile_n = 128;
+  std::int64_t tiles = 0;   // ceil(m / tile_m) * ceil(n / tile_n)
+  int ctas_per_sm = 1;
+  Ps cta_ps = 0;            // one CTA (output tile over all of K) on an otherwise idle GPU
+  bool calibrated = false;  // tile shape and cta_ps from a GemmProfileEntry
+  bool memory_bound = false;  // memory_ps > compute time on all SMs
+  Bytes weight_bytes = 0;   // k * n * dtype bytes
+  double total_flop = 0;    // 2 m n k
+  Ps memory_ps = 0;         // weight_bytes / (hbm_bandwidth * hbm_efficiency)
+
+  // ceil(tiles / (sm_avail * ctas_per_sm)); 0 tiles -> 0 waves.
+  std::int64_t waves(int sm_avail) const;
+};
+
+// Tile shape: the calibrated entry for (m, n, k, dtype) if the profile has one; otherwise a
+// cuBLAS/CUTLASS-like heuristic (FlashOverlap's CUTLASS configs use 128/256 x 128/256 tiles, facts.md
+// "FlashOverlap's published implementation"): 256x128 (m >= n) or 128x256 when both m and n are at
+// least 256 and the bigger tile still gives a full wave; for m < 128 a tile of max(16, m rounded up
+// to a power of two) rows by 128; 128x128 otherwise.
+// Throws std::invalid_argument for non-positive dims or a dtype with no peak_tflops.
+GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& shape);
+
+// Per-CTA slowdown while `busy_sms` SMs run communication kernels (GpuSpec::gemm_comm_interference).
+double gemm_comm_slowdown(const GpuSpec& gpu, int busy_sms);
+// One CTA's duration with `busy_sms` SMs taken by communication.
+Ps cta_time_ps(const HardwareProfile& profile, const GemmPlan& plan, int busy_sms);
+
+// Whole-GEMM time on `sms_available` SMs (the rest busy with communication): waves * cta_ps
+// (slowed by the busy SMs) when compute-bound, max(that, memory_ps) when memory-bound.
+Ps gemm_time_ps(const HardwareProfile& profile, const GemmShape& shape, int sms_available);
+Ps gemm_time_ps(const HardwareProfile& profile, const GemmShape& shape);  // all SMs
+
+}  // namespace overlap

@@ -1,0 +1,205 @@
+#include "cost_model/nccl_tests_import.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "cost_model/input_error.hpp"
+
+namespace overlap {
+namespace {
+
+std::vector<std::string> split_ws(const std::string& line) {
+  std::istringstream ss(line);
+  std::vector<std::string> out;
+  std::string tok;
+  while (ss >> tok) out.push_back(tok);
+  return out;
+}
+
+bool parse_double(const std::string& s, double& out) {
+  char* end = nullptr;
+  out = std::strtod(s.c_str(), &end);
+  return end != s.c_str() && *end == '\0';
+}
+
+bool parse_int64(const std::string& s, std::int64_t& out) {
+  char* end = nullptr;
+  out = std::strtoll(s.c_str(), &end, 10);
+  return end != s.c_str() && *end == '\0';
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+std::optional<CollectivePrimitive> primitive_from_nccl_tests_program(const std::string& program) {
+  std::string p = program;
+  const auto slash = p.find_last_of('/');
+  if (slash != std::string::npos) p = p.substr(slash + 1);
+  if (p.size() > 5 && p.compare(p.size() - 5, 5, "_perf") == 0) p = p.substr(0, p.size() - 5);
+  if (p == "all_reduce") return CollectivePrimitive::all_reduce;
+  if (p == "reduce_scatter") return CollectivePrimitive::reduce_scatter;
+  if (p == "all_gather") return CollectivePrimitive::all_gather;
+  if (p == "alltoall") return CollectivePrimitive::all_to_all;
+  if (p == "broadcast") return CollectivePrimitive::broadcast;
+  if (p == "reduce") return CollectivePrimitive::reduce;
+  return std::nullopt;
+}
+
+NcclTestsResult parse_nccl_tests_text(std::istream& in, const std::string& source_name) {
+  NcclTestsResult result;
+  std::string line;
+  int line_no = 0;
+  // Column layout from the "#  size  count  type  redop  root  time ..." header; older nccl-tests
+  // versions print no root column, so the prefix length is taken from the header when present.
+  std::size_t prefix_cols = 5;
+  bool has_root = true;
+  while (std::getline(in, line)) {
+    ++line_no;
+    const std::string t = trim(line);
+    if (t.empty()) continue;
+    if (t[0] == '#') {
+      const std::string body = trim(t.substr(1));
+      const std::string starting = "Collective test starting:";
+      if (body.rfind(starting, 0) == 0) {
+        result.primitive = primitive_from_nccl_tests_program(trim(body.substr(starting.size())));
+      } else if (body.rfind("Rank", 0) == 0) {
+        ++result.n_ranks;
+      } else {
+        const auto cols = split_ws(body);
+        if (cols.size() >= 4 && cols[0] == "size" && cols[1] == "count") {
+          prefix_cols = 0;
+          while (prefix_cols < cols.size() && cols[prefix_cols] != "time" && cols[prefix_cols] != "cputime") {
+            ++prefix_cols;
+          }
+          has_root = prefix_cols >= 5;
+        }
+      }
+      continue;
+    }
+    const auto cols = split_ws(t);
+    std::int64_t size = 0;
+    if (cols.empty() || !parse_int64(cols[0], size)) continue;  // stray output (NCCL INFO lines...)
+    if (cols.size() < prefix_cols + 4) {
+      throw InputError(source_name, line_no, "", "nccl-tests row has " + std::to_string(cols.size()) +
+                                                     " columns, expected at least " +
+                                                     std::to_string(prefix_cols + 4));
+    }
+    NcclTestsRow row;
+    row.size_bytes = size;
+    if (!parse_int64(cols[1], row.count)) throw InputError(source_name, line_no, "count", "not an integer: " + cols[1]);
+    row.type = cols[2];
+    row.redop = prefix_cols >= 4 ? cols[3] : "";
+    if (has_root) {
+      std::int64_t root = -1;
+      if (parse_int64(cols[4], root)) row.root = static_cast<int>(root);
+    }
+    auto read_group = [&](std::size_t at, const char* what) -> std::optional<NcclTestsMeasurement> {
+      if (cols.size() < at + 3) return std::nullopt;
+      NcclTestsMeasurement m;
+      if (!parse_double(cols[at], m.time_us) || !parse_double(cols[at + 1], m.algbw_gbps) ||
+          !parse_double(cols[at + 2], m.busbw_gbps)) {
+        throw InputError(source_name, line_no, what, "expected time algbw busbw numbers");
+      }
+      return m;
+    };
+    row.out_of_place = read_group(prefix_cols, "out-of-place");
+    row.in_place = read_group(prefix_cols + 4, "in-place");
+    result.rows.push_back(std::move(row));
+  }
+  if (result.rows.empty()) throw InputError(source_name, 0, "", "no nccl-tests result rows found");
+  return result;
+}
+
+NcclTestsResult parse_nccl_tests_json(const nlohmann::json& report, const std::string& source_name) {
+  NcclTestsResult result;
+  if (!report.is_object() || !report.contains("results") || !report["results"].is_array()) {
+    throw InputError(source_name, 0, "results", "nccl-tests JSON report has no results list");
+  }
+  if (report.contains("devices") && report["devices"].is_array()) {
+    result.n_ranks = static_cast<int>(report["devices"].size());
+  } else if (report.contains("config") && report["config"].contains("devices")) {
+    result.n_ranks = static_cast<int>(report["config"]["devices"].size());
+  }
+  std::size_t i = 0;
+  for (const auto& r : report["results"]) {
+    const std::string key = "results[" + std::to_string(i++) + "]";
+    try {
+      NcclTestsRow row;
+      row.size_bytes = r.at("size").get<Bytes>();
+      row.count = r.value("count", std::int64_t{0});
+      row.type = r.value("type", std::string());
+      row.redop = r.value("redop", std::string());
+      if (r.contains("root")) {
+        const auto& root = r["root"];
+        row.root = root.is_number() ? root.get<int>() : std::atoi(root.get<std::string>().c_str());
+      }
+      auto read = [&](const char* name) -> std::optional<NcclTestsMeasurement> {
+        if (!r.contains(name) || r[name].is_null()) return std::nullopt;
+        const auto& m = r[name];
+        NcclTestsMeasurement out;
+        out.time_us = m.contains("time") ? m["time"].get<double>() : m.at("cpu_time").get<double>();
+        out.algbw_gbps = m.at("alg_bw").get<double>();
+        out.busbw_gbps = m.at("bus_bw").get<double>();
+        return out;
+      };
+      row.out_of_place = read("out_of_place");
+      row.in_place = read("in_place");
+      result.rows.push_back(std::move(row));
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(source_name, 0, key, std::string("malformed result: ") + e.what());
+    }
+  }
+  if (result.rows.empty()) throw InputError(source_name, 0, "results", "no nccl-tests result rows found");
+  return result;
+}
+
+NcclTestsResult load_nccl_tests_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, 0, "", "cannot open file");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string text = buf.str();
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    try {
+      return parse_nccl_tests_json(nlohmann::json::parse(text), path);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw InputError(path, 0, "", std::string("JSON syntax error: ") + e.what());
+    }
+  }
+  std::istringstream lines(text);
+  return parse_nccl_tests_text(lines, path);
+}
+
+BandwidthCurve NcclTestsResult::curve(bool in_place) const {
+  std::vector<CurvePoint> pts;
+  for (const auto& r : rows) {
+    const auto& m = in_place ? r.in_place : r.out_of_place;
+    if (r.size_bytes <= 0 || !m || !(m->time_us > 0)) continue;
+    pts.push_back(CurvePoint{r.size_bytes, ps_from_us(m->time_us)});
+  }
+  return BandwidthCurve(std::move(pts));
+}
+
+double NcclTestsResult::observed_busbw_factor(bool in_place) const {
+  // The largest row has the most significant digits in the printed algbw/busbw.
+  const NcclTestsMeasurement* best = nullptr;
+  Bytes best_size = 0;
+  for (const auto& r : rows) {
+    const auto& m = in_place ? r.in_place : r.out_of_place;
+    if (m && m->algbw_gbps > 0 && r.size_bytes > best_size) {
+      best = &*m;
+      best_size = r.size_bytes;
+    }
+  }
+  return best ? best->busbw_gbps / best->algbw_gbps : 0.0;
+}
+
+}  // namespace overlap

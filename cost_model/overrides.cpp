@@ -1,0 +1,98 @@
+#include "cost_model/overrides.hpp"
+
+#include <cstdlib>
+
+#include "cost_model/input_error.hpp"
+
+namespace overlap {
+namespace {
+
+bool is_index(const std::string& s) {
+  if (s.empty() || s.size() > 9) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+// A copy of `n` built in code: its nodes carry no YAML::Mark, so an error in an overridden value is
+// reported without the (meaningless) line of the --set text.
+YAML::Node without_marks(const YAML::Node& n) {
+  if (n.IsScalar()) return YAML::Node(n.Scalar());
+  if (n.IsSequence()) {
+    YAML::Node out(YAML::NodeType::Sequence);
+    for (const auto& e : n) out.push_back(without_marks(e));
+    return out;
+  }
+  if (n.IsMap()) {
+    YAML::Node out(YAML::NodeType::Map);
+    for (const auto& kv : n) out[kv.first.Scalar()] = without_marks(kv.second);
+    return out;
+  }
+  return YAML::Node();
+}
+
+}  // namespace
+
+Override parse_override(const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos) throw InputError("", 0, "--set", "expected PATH=VALUE (got '" + assignment + "')");
+  Override o;
+  o.value_text = assignment.substr(eq + 1);
+  const std::string path = assignment.substr(0, eq);
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = path.find('.', start);
+    const std::string seg = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (seg.empty()) throw InputError("", 0, "--set", "empty key in path '" + path + "'");
+    o.path.push_back(seg);
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return o;
+}
+
+void apply_override(YAML::Node& root, const Override& o) {
+  YAML::Node value;
+  try {
+    value = without_marks(YAML::Load(o.value_text));
+  } catch (const YAML::Exception& e) {
+    throw InputError("", 0, "--set", "cannot parse value '" + o.value_text + "': " + e.msg);
+  }
+  if (!root.IsMap()) root = YAML::Node(YAML::NodeType::Map);
+  // Walk with reset(), never operator=: assigning a yaml-cpp node that came from operator[] would
+  // overwrite the node it refers to instead of rebinding the cursor.
+  YAML::Node cur;
+  cur.reset(root);
+  std::string walked;
+  for (std::size_t i = 0; i + 1 < o.path.size(); ++i) {
+    const std::string& seg = o.path[i];
+    walked += (walked.empty() ? "" : ".") + seg;
+    YAML::Node next;
+    if (cur.IsSequence() && is_index(seg)) {
+      const auto idx = static_cast<std::size_t>(std::atoi(seg.c_str()));
+      if (idx >= cur.size()) throw InputError("", 0, walked, "--set: list index out of range");
+      next.reset(cur[idx]);
+    } else {
+      if (!cur.IsMap()) cur = YAML::Node(YAML::NodeType::Map);  // replace a scalar by a map
+      next.reset(cur[seg]);
+    }
+    if (!next.IsMap() && !next.IsSequence()) next = YAML::Node(YAML::NodeType::Map);
+    cur.reset(next);
+  }
+  const std::string& last = o.path.back();
+  if (cur.IsSequence() && is_index(last)) {
+    const auto idx = static_cast<std::size_t>(std::atoi(last.c_str()));
+    if (idx >= cur.size()) throw InputError("", 0, walked + "." + last, "--set: list index out of range");
+    cur[idx] = value;
+  } else {
+    if (!cur.IsMap()) cur = YAML::Node(YAML::NodeType::Map);
+    cur[last] = value;
+  }
+}
+
+void apply_overrides(YAML::Node& root, const std::vector<std::string>& assignments) {
+  for (const auto& a : assignments) apply_override(root, parse_override(a));
+}
+
+}  // namespace overlap

@@ -1,0 +1,77 @@
+#include "cost_model/profile_json.hpp"
+
+namespace overlap {
+
+nlohmann::json profile_to_json(const HardwareProfile& p) {
+  using nlohmann::json;
+  json j;
+  j["name"] = p.name;
+  j["description"] = p.description;
+  j["source_file"] = p.source_file;
+  const GpuSpec& g = p.gpu;
+  j["gpu"] = {{"name", g.name},
+              {"sm_count", g.sm_count},
+              {"gemm_ctas_per_sm", g.gemm_ctas_per_sm},
+              {"clock_mhz", g.clock_mhz},
+              {"peak_tflops", g.peak_tflops},
+              {"gemm_efficiency", g.gemm_efficiency},
+              {"hbm_bandwidth_gbps", g.hbm_bandwidth_gbps},
+              {"hbm_efficiency", g.hbm_efficiency},
+              {"copy_engines", g.copy_engines},
+              {"kernel_launch_us", g.kernel_launch_us},
+              {"min_sm_partition", g.min_sm_partition},
+              {"gemm_tile_us", g.gemm_tile_us},
+              {"gemm_comm_interference", g.gemm_comm_interference}};
+  const FabricSpec& f = p.fabric;
+  json links = json::object();
+  for (const auto& [name, lc] : f.links) {
+    links[name] = {{"bandwidth_gbps", lc.bandwidth_gbps}, {"latency_us", lc.latency_us}};
+  }
+  json nodes = json::array();
+  for (const auto& n : f.nodes) {
+    json jn = {{"name", n.name}, {"kind", fabric_node_kind_name(n.kind)}};
+    if (n.kind == FabricNodeKind::gpu) jn["gpu"] = n.gpu;
+    nodes.push_back(jn);
+  }
+  json edges = json::array();
+  for (const auto& e : f.edges) {
+    edges.push_back({{"from", f.nodes.at(static_cast<std::size_t>(e.from)).name},
+                     {"to", f.nodes.at(static_cast<std::size_t>(e.to)).name},
+                     {"link_class", e.link_class},
+                     {"bandwidth_gbps", e.bandwidth_gbps},
+                     {"latency_us", e.latency_us}});
+  }
+  j["fabric"] = {{"topology", f.topology},       {"num_gpus", f.num_gpus}, {"gpus_per_node", f.gpus_per_node},
+                 {"gpus_per_numa", f.gpus_per_numa}, {"links", links},      {"nodes", nodes},
+                 {"edges", edges}};
+  const CommSpec& c = p.comm;
+  j["comm"] = {{"library", c.library},
+               {"channels", c.channels},
+               {"p2p_channels", c.p2p_channels},
+               {"base_latency_us", c.base_latency_us},
+               {"step_latency_us", c.step_latency_us},
+               {"protocol_efficiency", c.protocol_efficiency},
+               {"bandwidth_efficiency", c.bandwidth_efficiency}};
+  json curves = json::object();
+  for (const auto& [key, curve] : p.curves) {
+    json pts = json::array();
+    for (const auto& pt : curve.points()) pts.push_back({pt.bytes, us_from_ps(pt.time_ps)});
+    curves[key] = {{"points", pts}, {"fit", {{"alpha_us", curve.fit().alpha_us}, {"beta_gbps", curve.fit().beta_gbps}}}};
+  }
+  j["curves"] = curves;
+  json gemms = json::array();
+  for (const auto& e : p.gemm_profiles) {
+    gemms.push_back({{"m", e.m},
+                     {"n", e.n},
+                     {"k", e.k},
+                     {"dtype", dtype_name(e.dtype)},
+                     {"tile_m", e.tile_m},
+                     {"tile_n", e.tile_n},
+                     {"duration_us", e.duration_us},
+                     {"wave_end_us", e.wave_end_us}});
+  }
+  j["gemm_profiles"] = gemms;
+  return j;
+}
+
+}  // namespace overlap

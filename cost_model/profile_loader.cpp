@@ -1,0 +1,332 @@
+#include "cost_model/profile_loader.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+
+#include "cost_model/collective_primitive.hpp"
+#include "cost_model/nccl_tests_import.hpp"
+#include "cost_model/overrides.hpp"
+
+#ifndef OVERLAP_SOURCE_DIR
+#define OVERLAP_SOURCE_DIR "."
+#endif
+
+namespace overlap {
+namespace fs = std::filesystem;
+namespace {
+
+int to_int(const YamlReader& r, const std::string& key, std::int64_t v) {
+  if (v > 1'000'000'000) r.fail_at(key, "value too large (got " + std::to_string(v) + ")");
+  return static_cast<int>(v);
+}
+
+GpuSpec read_gpu(const YamlReader& r) {
+  r.allow_keys({"name", "sm_count", "gemm_ctas_per_sm", "clock_mhz", "peak_tflops", "gemm_efficiency",
+                "hbm_bandwidth_gbps", "hbm_efficiency", "copy_engines", "kernel_launch_us", "min_sm_partition",
+                "gemm_tile_us", "gemm_comm_interference"});
+  GpuSpec g;
+  g.name = r.get_string("name", g.name);
+  g.sm_count = to_int(r, "sm_count", r.get_positive_int("sm_count"));
+  g.gemm_ctas_per_sm = to_int(r, "gemm_ctas_per_sm", r.get_positive_int("gemm_ctas_per_sm", g.gemm_ctas_per_sm));
+  g.clock_mhz = r.get_nonnegative_double("clock_mhz", g.clock_mhz);
+  if (auto p = r.optional_child("peak_tflops")) {
+    p->expect_map();
+    for (const auto& key : p->keys()) {
+      if (!parse_dtype(key)) p->fail_at(key, "unknown dtype (allowed: fp8, fp16, bf16, fp32)");
+      g.peak_tflops[key] = p->get_positive_double(key);
+    }
+  }
+  g.gemm_efficiency = r.get_fraction("gemm_efficiency", g.gemm_efficiency);
+  g.hbm_bandwidth_gbps = r.get_nonnegative_double("hbm_bandwidth_gbps", g.hbm_bandwidth_gbps);
+  g.hbm_efficiency = r.get_fraction("hbm_efficiency", g.hbm_efficiency);
+  g.copy_engines = to_int(r, "copy_engines", r.get_nonnegative_int("copy_engines", g.copy_engines));
+  g.kernel_launch_us = r.get_nonnegative_double("kernel_launch_us", g.kernel_launch_us);
+  g.min_sm_partition = to_int(r, "min_sm_partition", r.get_positive_int("min_sm_partition", g.min_sm_partition));
+  g.gemm_tile_us = r.get_nonnegative_double("gemm_tile_us", g.gemm_tile_us);
+  g.gemm_comm_interference = r.get_nonnegative_double("gemm_comm_interference", g.gemm_comm_interference);
+  if (g.peak_tflops.empty() && g.gemm_tile_us <= 0) {
+    throw InputError(r.file(), r.line(), r.path().empty() ? "peak_tflops" : r.path() + ".peak_tflops",
+                     "missing required field (or give gemm_tile_us)");
+  }
+  if (g.min_sm_partition > g.sm_count) r.fail_at("min_sm_partition", "must not exceed sm_count");
+  return g;
+}
+
+std::optional<FabricNodeKind> parse_node_kind(const std::string& s) {
+  for (auto k : {FabricNodeKind::gpu, FabricNodeKind::nvswitch, FabricNodeKind::pcie_switch, FabricNodeKind::host,
+                 FabricNodeKind::nic, FabricNodeKind::network_switch}) {
+    if (s == fabric_node_kind_name(k)) return k;
+  }
+  return std::nullopt;
+}
+
+void read_explicit_graph(const YamlReader& r, FabricSpec& f) {
+  const YamlReader nodes = r.child("nodes");
+  nodes.expect_sequence();
+  std::map<std::string, int> index;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const YamlReader n = nodes.element(i);
+    n.allow_keys({"name", "kind", "gpu"});
+    FabricNode node;
+    node.name = n.get_string("name");
+    const auto kind = parse_node_kind(n.get_string("kind"));
+    if (!kind) n.fail_at("kind", "unknown node kind (allowed: gpu, nvswitch, pcie_switch, host, nic, network_switch)");
+    node.kind = *kind;
+    if (node.kind == FabricNodeKind::gpu) {
+      node.gpu = to_int(n, "gpu", n.get_nonnegative_int("gpu", -1));
+      if (node.gpu < 0 || node.gpu >= f.num_gpus) n.fail_at("gpu", "must be a GPU index below fabric.num_gpus");
+    }
+    if (!index.emplace(node.name, static_cast<int>(f.nodes.size())).second) n.fail_at("name", "duplicate node name");
+    f.nodes.push_back(node);
+  }
+  const YamlReader edges = r.child("edges");
+  edges.expect_sequence();
+  for (std::size_t i = 0; i < edges.size(); ++i) {
+    const YamlReader e = edges.element(i);
+    e.allow_keys({"from", "to", "link_class", "bandwidth_gbps", "latency_us", "bidirectional"});
+    auto node_of = [&](const char* key) {
+      const auto it = index.find(e.get_string(key));
+      if (it == index.end()) e.fail_at(key, "unknown node");
+      return it->second;
+    };
+    FabricEdge edge;
+    edge.from = node_of("from");
+    edge.to = node_of("to");
+    edge.link_class = e.get_string("link_class");
+    const auto lc = f.links.find(edge.link_class);
+    if (lc == f.links.end()) e.fail_at("link_class", "unknown link class (not under fabric.links)");
+    edge.bandwidth_gbps = e.get_positive_double("bandwidth_gbps", lc->second.bandwidth_gbps);
+    edge.latency_us = e.get_nonnegative_double("latency_us", lc->second.latency_us);
+    f.edges.push_back(edge);
+    if (e.get_bool("bidirectional", true)) {
+      std::swap(edge.from, edge.to);
+      f.edges.push_back(edge);
+    }
+  }
+}
+
+FabricSpec read_fabric(const YamlReader& r) {
+  r.allow_keys({"topology", "num_gpus", "gpus_per_node", "gpus_per_numa", "links", "nodes", "edges"});
+  FabricSpec f;
+  f.topology = r.get_string("topology", f.topology);
+  static const std::vector<std::string> topologies = {"nvswitch", "full_mesh", "pcie", "multi_node", "explicit"};
+  if (std::find(topologies.begin(), topologies.end(), f.topology) == topologies.end()) {
+    r.fail_at("topology", "unknown topology '" + f.topology +
+                              "' (allowed: nvswitch, full_mesh, pcie, multi_node, explicit)");
+  }
+  f.num_gpus = to_int(r, "num_gpus", r.get_positive_int("num_gpus"));
+  f.gpus_per_node = to_int(r, "gpus_per_node", r.get_nonnegative_int("gpus_per_node", 0));
+  f.gpus_per_numa = to_int(r, "gpus_per_numa", r.get_nonnegative_int("gpus_per_numa", 0));
+  if (f.gpus_per_node > 0 && f.num_gpus % f.gpus_per_node != 0) {
+    r.fail_at("gpus_per_node", "must divide fabric.num_gpus (" + std::to_string(f.num_gpus) + ")");
+  }
+  if (f.gpus_per_numa > 0 && f.num_gpus % f.gpus_per_numa != 0) {
+    r.fail_at("gpus_per_numa", "must divide fabric.num_gpus (" + std::to_string(f.num_gpus) + ")");
+  }
+  const YamlReader links = r.child("links");
+  links.expect_map();
+  if (links.size() == 0) links.fail("needs at least one link class");
+  for (const auto& name : links.keys()) {
+    const YamlReader l = links.child(name);
+    l.allow_keys({"bandwidth_gbps", "latency_us"});
+    LinkClass lc;
+    lc.name = name;
+    lc.bandwidth_gbps = l.get_positive_double("bandwidth_gbps");
+    lc.latency_us = l.get_nonnegative_double("latency_us", 0);
+    f.links[name] = lc;
+  }
+  // The link classes each preset needs (fabric_topology.cpp).
+  std::vector<std::string> need;
+  if (f.topology == "nvswitch" || f.topology == "full_mesh") need = {"nvlink"};
+  if (f.topology == "pcie") {
+    need = {"pcie"};
+    const int per_numa = f.gpus_per_numa > 0 ? f.gpus_per_numa : f.num_gpus;
+    if (f.num_gpus > per_numa) need.push_back("host");
+  }
+  if (f.topology == "multi_node") need = {"nvlink", "network"};
+  for (const auto& n : need) {
+    if (!f.links.count(n)) links.fail("missing link class '" + n + "' (topology " + f.topology + " needs it)");
+  }
+  if (f.topology == "explicit") {
+    read_explicit_graph(r, f);
+  } else {
+    if (r.has("nodes")) r.fail_at("nodes", "only allowed with topology: explicit");
+    if (r.has("edges")) r.fail_at("edges", "only allowed with topology: explicit");
+    expand_topology(f);
+  }
+  return f;
+}
+
+CommSpec read_comm(const YamlReader& r) {
+  r.allow_keys({"library", "channels", "p2p_channels", "base_latency_us", "step_latency_us", "protocol_efficiency",
+                "bandwidth_efficiency"});
+  CommSpec c;
+  c.library = r.get_string("library", c.library);
+  c.channels = to_int(r, "channels", r.get_positive_int("channels", c.channels));
+  c.p2p_channels = to_int(r, "p2p_channels", r.get_positive_int("p2p_channels", c.p2p_channels));
+  c.base_latency_us = r.get_nonnegative_double("base_latency_us", c.base_latency_us);
+  c.step_latency_us = r.get_nonnegative_double("step_latency_us", c.step_latency_us);
+  c.protocol_efficiency = r.get_fraction("protocol_efficiency", c.protocol_efficiency);
+  c.bandwidth_efficiency = r.get_fraction("bandwidth_efficiency", c.bandwidth_efficiency);
+  return c;
+}
+
+bool valid_curve_key(const std::string& key) {
+  for (const char* prefix : {"p2p.", "copy_engine."}) {
+    if (key.rfind(prefix, 0) == 0 && key.size() > std::string(prefix).size()) return true;
+  }
+  const auto dot = key.find('.');
+  if (!parse_collective_primitive(key.substr(0, dot))) return false;
+  if (dot == std::string::npos) return true;
+  const std::string suffix = key.substr(dot + 1);  // ".n<ranks>"
+  return suffix.size() > 1 && suffix[0] == 'n' &&
+         std::all_of(suffix.begin() + 1, suffix.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
+BandwidthCurve read_curve(const YamlReader& r, const std::string& base_dir) {
+  r.allow_keys({"points", "alpha_us", "beta_gbps", "nccl_tests", "in_place"});
+  const int forms = int(r.has("points")) + int(r.has("alpha_us") || r.has("beta_gbps")) + int(r.has("nccl_tests"));
+  if (forms != 1) r.fail("give exactly one of: points, alpha_us + beta_gbps, nccl_tests");
+  if (r.has("points")) {
+    const YamlReader pts = r.child("points");
+    pts.expect_sequence();
+    std::vector<CurvePoint> points;
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+      const YamlReader p = pts.element(i);
+      if (!p.is_sequence() || p.size() != 2) p.fail("must be [bytes, time_us]");
+      const std::int64_t bytes = p.element(0).as_int();
+      const double us = p.element(1).as_double();
+      if (bytes <= 0) p.element(0).fail("must be a positive integer (got " + std::to_string(bytes) + ")");
+      if (!(us > 0)) p.element(1).fail("must be a positive number (got " + p.element(1).node().Scalar() + ")");
+      points.push_back(CurvePoint{bytes, ps_from_us(us)});
+    }
+    try {
+      return BandwidthCurve(std::move(points));
+    } catch (const std::invalid_argument& e) {
+      pts.fail(e.what());
+    }
+  }
+  if (r.has("nccl_tests")) {
+    const std::string file = r.get_string("nccl_tests");
+    const fs::path path = fs::path(file).is_absolute() ? fs::path(file) : fs::path(base_dir) / file;
+    return load_nccl_tests_file(path.string()).curve(r.get_bool("in_place", false));
+  }
+  return BandwidthCurve::from_alpha_beta(r.get_nonnegative_double("alpha_us", 0), r.get_positive_double("beta_gbps"));
+}
+
+GemmProfileEntry read_gemm_entry(const YamlReader& r) {
+  r.allow_keys({"m", "n", "k", "dtype", "tile_m", "tile_n", "duration_us", "wave_end_us"});
+  GemmProfileEntry e;
+  e.m = r.get_positive_int("m");
+  e.n = r.get_positive_int("n");
+  e.k = r.get_positive_int("k");
+  const auto dt = parse_dtype(r.get_string("dtype", "bf16"));
+  if (!dt) r.fail_at("dtype", "unknown dtype (allowed: fp8, fp16, bf16, fp32)");
+  e.dtype = *dt;
+  e.tile_m = to_int(r, "tile_m", r.get_positive_int("tile_m", e.tile_m));
+  e.tile_n = to_int(r, "tile_n", r.get_positive_int("tile_n", e.tile_n));
+  e.duration_us = r.get_positive_double("duration_us");
+  if (auto w = r.optional_child("wave_end_us")) {
+    w->expect_sequence();
+    for (std::size_t i = 0; i < w->size(); ++i) e.wave_end_us.push_back(w->element(i).as_double());
+  }
+  return e;
+}
+
+std::string strip_hardware_prefix(const std::string& set) {
+  const std::string prefix = "hardware.";
+  return set.rfind(prefix, 0) == 0 ? set.substr(prefix.size()) : set;
+}
+
+bool looks_like_path(const std::string& s) {
+  return s.find('/') != std::string::npos || (s.size() > 5 && s.compare(s.size() - 5, 5, ".yaml") == 0);
+}
+
+}  // namespace
+
+std::string default_hardware_dir() { return std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware"; }
+
+std::vector<std::string> builtin_profile_names(const std::string& hardware_dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(hardware_dir, ec)) {
+    if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+HardwareProfile profile_from_yaml(const YamlReader& r, const std::string& base_dir) {
+  r.allow_keys({"name", "description", "gpu", "fabric", "comm", "curves", "gemm_profiles"});
+  HardwareProfile p;
+  p.name = r.get_string("name", "");
+  p.description = r.get_string("description", "");
+  p.gpu = read_gpu(r.child("gpu"));
+  p.fabric = read_fabric(r.child("fabric"));
+  if (auto c = r.optional_child("comm")) p.comm = read_comm(*c);
+  if (auto curves = r.optional_child("curves")) {
+    curves->expect_map();
+    for (const auto& key : curves->keys()) {
+      if (!valid_curve_key(key)) {
+        curves->fail_at(key, "unknown curve (allowed: all_reduce, reduce_scatter, all_gather, all_to_all, "
+                             "broadcast, reduce, optionally .n<ranks>; p2p.<link_class>; copy_engine.<link_class>)");
+      }
+      p.curves[key] = read_curve(curves->child(key), base_dir);
+    }
+  }
+  if (auto g = r.optional_child("gemm_profiles")) {
+    g->expect_sequence();
+    for (std::size_t i = 0; i < g->size(); ++i) p.gemm_profiles.push_back(read_gemm_entry(g->element(i)));
+  }
+  p.source_file = r.file();
+  return p;
+}
+
+YAML::Node load_profile_yaml(const std::string& name_or_path, const std::string& hardware_dir,
+                             std::string* file_out) {
+  std::string file = name_or_path;
+  if (!looks_like_path(name_or_path)) {
+    file = (fs::path(hardware_dir) / (name_or_path + ".yaml")).string();
+    if (!fs::exists(file)) {
+      std::string known;
+      for (const auto& n : builtin_profile_names(hardware_dir)) known += (known.empty() ? "" : ", ") + n;
+      throw InputError("", 0, "hardware", "unknown hardware profile '" + name_or_path + "' (built-in: " + known + ")");
+    }
+  }
+  if (file_out) *file_out = file;
+  return load_yaml_file(file);
+}
+
+HardwareProfile load_profile_file(const std::string& path, const std::vector<std::string>& sets) {
+  YAML::Node root = load_yaml_file(path);
+  std::vector<std::string> stripped;
+  for (const auto& s : sets) stripped.push_back(strip_hardware_prefix(s));
+  apply_overrides(root, stripped);
+  const std::string base_dir = fs::path(path).parent_path().string();
+  return profile_from_yaml(YamlReader(root, "", path), base_dir.empty() ? "." : base_dir);
+}
+
+HardwareProfile load_profile(const std::string& name_or_path, const std::string& hardware_dir,
+                             const std::vector<std::string>& sets) {
+  std::string file;
+  load_profile_yaml(name_or_path, hardware_dir, &file);  // resolves the name, checks it exists
+  return load_profile_file(file, sets);
+}
+
+HardwareProfile load_hardware_node(const YamlReader& reader, const std::string& hardware_dir) {
+  if (reader.is_scalar()) {
+    try {
+      return load_profile(reader.as_string(), hardware_dir);
+    } catch (const InputError& e) {
+      if (e.file().empty()) reader.fail(e.message());  // unknown name: point at the scenario's line
+      throw;
+    }
+  }
+  reader.expect_map();
+  const std::string base_dir = reader.file().empty() ? "." : fs::path(reader.file()).parent_path().string();
+  return profile_from_yaml(reader, base_dir.empty() ? "." : base_dir);
+}
+
+}  // namespace overlap

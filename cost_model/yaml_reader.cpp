@@ -1,0 +1,216 @@
+#include "cost_model/yaml_reader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <utility>
+
+namespace overlap {
+
+YamlReader::YamlReader(YAML::Node node, std::string path, std::string file)
+    : node_(std::move(node)), path_(std::move(path)), file_(std::move(file)) {}
+
+int YamlReader::line() const {
+  // YAML::Mark is 0-based; a node built in code (e.g. by --set) has the null mark (line -1).
+  const YAML::Mark mark = node_.Mark();
+  return mark.line >= 0 ? mark.line + 1 : 0;
+}
+
+bool YamlReader::has(const std::string& key) const {
+  return node_.IsMap() && node_[key] && !node_[key].IsNull();
+}
+
+std::string YamlReader::child_path(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+std::string YamlReader::scalar_text() const {
+  if (node_.IsScalar()) return node_.Scalar();
+  if (node_.IsMap()) return "a map";
+  if (node_.IsSequence()) return "a list";
+  return "nothing";
+}
+
+void YamlReader::fail(const std::string& message) const {
+  throw InputError(file_, line(), path_, message);
+}
+
+void YamlReader::fail_at(const std::string& key, const std::string& message) const {
+  if (node_.IsMap() && node_[key]) {
+    YamlReader(node_[key], child_path(key), file_).fail(message);
+  }
+  throw InputError(file_, line(), child_path(key), message);
+}
+
+void YamlReader::expect_map() const {
+  if (!node_.IsMap()) fail("must be a map (got " + scalar_text() + ")");
+}
+
+void YamlReader::expect_sequence() const {
+  if (!node_.IsSequence()) fail("must be a list (got " + scalar_text() + ")");
+}
+
+void YamlReader::allow_keys(const std::vector<std::string>& allowed) const {
+  expect_map();
+  for (const auto& kv : node_) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    const YAML::Mark mark = kv.first.Mark();
+    throw InputError(file_, mark.line >= 0 ? mark.line + 1 : 0, child_path(key),
+                     "unknown key (allowed: " + list + ")");
+  }
+}
+
+YamlReader YamlReader::child(const std::string& key) const {
+  expect_map();
+  if (!has(key)) throw InputError(file_, line(), child_path(key), "missing required field");
+  return YamlReader(node_[key], child_path(key), file_);
+}
+
+std::optional<YamlReader> YamlReader::optional_child(const std::string& key) const {
+  expect_map();
+  if (!has(key)) return std::nullopt;
+  return YamlReader(node_[key], child_path(key), file_);
+}
+
+YamlReader YamlReader::element(std::size_t index) const {
+  expect_sequence();
+  return YamlReader(node_[index], path_ + "[" + std::to_string(index) + "]", file_);
+}
+
+std::vector<std::string> YamlReader::keys() const {
+  expect_map();
+  std::vector<std::string> out;
+  for (const auto& kv : node_) out.push_back(kv.first.as<std::string>());
+  return out;
+}
+
+std::string YamlReader::as_string() const {
+  if (!node_.IsScalar()) fail("must be a string (got " + scalar_text() + ")");
+  return node_.Scalar();
+}
+
+std::int64_t YamlReader::as_int() const {
+  if (node_.IsScalar()) {
+    try {
+      return node_.as<std::int64_t>();
+    } catch (const YAML::Exception&) {
+    }
+  }
+  fail("must be an integer (got " + scalar_text() + ")");
+}
+
+double YamlReader::as_double() const {
+  if (node_.IsScalar()) {
+    try {
+      return node_.as<double>();
+    } catch (const YAML::Exception&) {
+    }
+  }
+  fail("must be a number (got " + scalar_text() + ")");
+}
+
+bool YamlReader::as_bool() const {
+  if (node_.IsScalar()) {
+    try {
+      return node_.as<bool>();
+    } catch (const YAML::Exception&) {
+    }
+  }
+  fail("must be true or false (got " + scalar_text() + ")");
+}
+
+std::string YamlReader::get_string(const std::string& key) const { return child(key).as_string(); }
+std::string YamlReader::get_string(const std::string& key, const std::string& fallback) const {
+  const auto c = optional_child(key);
+  return c ? c->as_string() : fallback;
+}
+
+std::int64_t YamlReader::get_int(const std::string& key) const { return child(key).as_int(); }
+std::int64_t YamlReader::get_int(const std::string& key, std::int64_t fallback) const {
+  const auto c = optional_child(key);
+  return c ? c->as_int() : fallback;
+}
+
+namespace {
+std::int64_t positive_int(const YamlReader& r) {
+  if (!r.is_scalar()) r.fail("must be a positive integer (got a " + std::string(r.is_map() ? "map" : "list") + ")");
+  std::int64_t v = 0;
+  try {
+    v = r.node().as<std::int64_t>();
+  } catch (const YAML::Exception&) {
+    r.fail("must be a positive integer (got " + r.node().Scalar() + ")");
+  }
+  if (v <= 0) r.fail("must be a positive integer (got " + r.node().Scalar() + ")");
+  return v;
+}
+}  // namespace
+
+std::int64_t YamlReader::get_positive_int(const std::string& key) const {
+  return positive_int(child(key));
+}
+std::int64_t YamlReader::get_positive_int(const std::string& key, std::int64_t fallback) const {
+  const auto c = optional_child(key);
+  return c ? positive_int(*c) : fallback;
+}
+std::int64_t YamlReader::get_nonnegative_int(const std::string& key, std::int64_t fallback) const {
+  const auto c = optional_child(key);
+  if (!c) return fallback;
+  const std::int64_t v = c->as_int();
+  if (v < 0) c->fail("must be a non-negative integer (got " + c->node().Scalar() + ")");
+  return v;
+}
+
+double YamlReader::get_double(const std::string& key) const { return child(key).as_double(); }
+double YamlReader::get_double(const std::string& key, double fallback) const {
+  const auto c = optional_child(key);
+  return c ? c->as_double() : fallback;
+}
+
+namespace {
+double positive_double(const YamlReader& r) {
+  const double v = r.as_double();
+  if (!(v > 0) || !std::isfinite(v)) r.fail("must be a positive number (got " + r.node().Scalar() + ")");
+  return v;
+}
+}  // namespace
+
+double YamlReader::get_positive_double(const std::string& key) const {
+  return positive_double(child(key));
+}
+double YamlReader::get_positive_double(const std::string& key, double fallback) const {
+  const auto c = optional_child(key);
+  return c ? positive_double(*c) : fallback;
+}
+double YamlReader::get_nonnegative_double(const std::string& key, double fallback) const {
+  const auto c = optional_child(key);
+  if (!c) return fallback;
+  const double v = c->as_double();
+  if (!(v >= 0) || !std::isfinite(v)) c->fail("must be a non-negative number (got " + c->node().Scalar() + ")");
+  return v;
+}
+double YamlReader::get_fraction(const std::string& key, double fallback) const {
+  const auto c = optional_child(key);
+  if (!c) return fallback;
+  const double v = c->as_double();
+  if (!(v > 0 && v <= 1)) c->fail("must be a fraction in (0, 1] (got " + c->node().Scalar() + ")");
+  return v;
+}
+bool YamlReader::get_bool(const std::string& key, bool fallback) const {
+  const auto c = optional_child(key);
+  return c ? c->as_bool() : fallback;
+}
+
+YAML::Node load_yaml_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, 0, "", "cannot open file");
+  try {
+    return YAML::Load(in);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(path, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "YAML syntax error: " + e.msg);
+  }
+}
+
+}  // namespace overlap

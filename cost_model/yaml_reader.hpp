@@ -1,0 +1,83 @@
+#pragma once
+// YamlReader: a view of one YAML node that knows its key path ("hardware.gpu.sm_count") and file,
+// so every loader (hardware profiles here, scenarios in sim/) reports bad input the same way:
+// unknown keys, wrong types, missing required fields and out-of-range values become an InputError
+// naming file, line and key (design.md "Scenario files").
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "cost_model/input_error.hpp"
+
+namespace overlap {
+
+class YamlReader {
+ public:
+  YamlReader(YAML::Node node, std::string path, std::string file);
+
+  const YAML::Node& node() const { return node_; }
+  const std::string& path() const { return path_; }
+  const std::string& file() const { return file_; }
+  int line() const;  // 1-based line of this node; 0 when unknown (built in code or by --set)
+
+  bool is_map() const { return node_.IsMap(); }
+  bool is_sequence() const { return node_.IsSequence(); }
+  bool is_scalar() const { return node_.IsScalar(); }
+  bool has(const std::string& key) const;
+
+  // Throw unless this node is a map / sequence / scalar.
+  void expect_map() const;
+  void expect_sequence() const;
+  // Throw if the map has a key not in `allowed` (the message lists the allowed keys).
+  void allow_keys(const std::vector<std::string>& allowed) const;
+
+  YamlReader child(const std::string& key) const;  // required: throws "missing required field"
+  std::optional<YamlReader> optional_child(const std::string& key) const;
+  std::size_t size() const { return node_.size(); }
+  YamlReader element(std::size_t index) const;  // sequence element, path "a.b[3]"
+  std::vector<std::string> keys() const;        // map keys in file order
+
+  // Typed reads of this node.
+  std::string as_string() const;
+  std::int64_t as_int() const;
+  double as_double() const;
+  bool as_bool() const;
+
+  // Typed reads of a key: required (throws when missing) or with a default.
+  std::string get_string(const std::string& key) const;
+  std::string get_string(const std::string& key, const std::string& fallback) const;
+  std::int64_t get_int(const std::string& key) const;
+  std::int64_t get_int(const std::string& key, std::int64_t fallback) const;
+  std::int64_t get_positive_int(const std::string& key) const;
+  std::int64_t get_positive_int(const std::string& key, std::int64_t fallback) const;
+  std::int64_t get_nonnegative_int(const std::string& key, std::int64_t fallback) const;
+  double get_double(const std::string& key) const;
+  double get_double(const std::string& key, double fallback) const;
+  double get_positive_double(const std::string& key) const;
+  double get_positive_double(const std::string& key, double fallback) const;
+  double get_nonnegative_double(const std::string& key, double fallback) const;
+  // A fraction in (0, 1].
+  double get_fraction(const std::string& key, double fallback) const;
+  bool get_bool(const std::string& key, bool fallback) const;
+
+  // Throw an InputError located at this node / at `key` of this map (or at the map if absent).
+  [[noreturn]] void fail(const std::string& message) const;
+  [[noreturn]] void fail_at(const std::string& key, const std::string& message) const;
+
+ private:
+  std::string child_path(const std::string& key) const;
+  std::string scalar_text() const;
+
+  YAML::Node node_;
+  std::string path_;
+  std::string file_;
+};
+
+// Reads a YAML file into a node; a missing file or a syntax error is an InputError (with the line of
+// the syntax error).
+YAML::Node load_yaml_file(const std::string& path);
+
+}  // namespace overlap

@@ -1,0 +1,59 @@
+// nccl-tests import from hand-written samples in tests/data (text table and JSON report).
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "cost_model/input_error.hpp"
+#include "cost_model/nccl_tests_import.hpp"
+
+using namespace overlap;
+
+TEST_CASE("busbw factors (nccl-tests doc/PERFORMANCE.md)", "[nccl_tests]") {
+  CHECK(busbw_factor(CollectivePrimitive::all_reduce, 8) == Approx(1.75));
+  CHECK(busbw_factor(CollectivePrimitive::reduce_scatter, 8) == Approx(0.875));
+  CHECK(busbw_factor(CollectivePrimitive::all_gather, 4) == Approx(0.75));
+  CHECK(busbw_factor(CollectivePrimitive::all_to_all, 2) == Approx(0.5));
+  CHECK(busbw_factor(CollectivePrimitive::broadcast, 8) == Approx(1.0));
+  CHECK(algbw_from_busbw(CollectivePrimitive::all_reduce, 8, 350) == Approx(200));
+  CHECK(busbw_from_algbw(CollectivePrimitive::all_reduce, 8, 200) == Approx(350));
+}
+
+TEST_CASE("nccl-tests text table -> curve", "[nccl_tests]") {
+  const auto r = load_nccl_tests_file(std::string(OVERLAP_SOURCE_DIR) + "/tests/data/nccl_tests_all_reduce_8xh100.txt");
+  REQUIRE(r.primitive == CollectivePrimitive::all_reduce);
+  CHECK(r.n_ranks == 8);
+  REQUIRE(r.rows.size() == 11);
+  CHECK(r.rows.front().size_bytes == 1024);
+  CHECK(r.rows.front().type == "float");
+  CHECK(r.rows.front().redop == "sum");
+  CHECK(r.rows.front().root == -1);
+  CHECK(r.rows.back().size_bytes == 1073741824);
+  CHECK(r.rows.back().out_of_place->time_us == Approx(5239.58));
+  CHECK(r.rows.back().in_place->time_us == Approx(5291.98));
+  const BandwidthCurve c = r.curve();
+  CHECK(c.time_ps(1073741824) == ps_from_us(5239.58));
+  CHECK(r.curve(true).time_ps(1073741824) == ps_from_us(5291.98));
+  CHECK(r.observed_busbw_factor() == Approx(busbw_factor(CollectivePrimitive::all_reduce, r.n_ranks)).epsilon(1e-3));
+}
+
+TEST_CASE("nccl-tests JSON report -> curve", "[nccl_tests]") {
+  const auto r = load_nccl_tests_file(std::string(OVERLAP_SOURCE_DIR) + "/tests/data/nccl_tests_reduce_scatter_4x.json");
+  CHECK(r.n_ranks == 4);
+  REQUIRE(r.rows.size() == 11);
+  CHECK(r.rows.front().root == -1);
+  CHECK(r.observed_busbw_factor() == Approx(busbw_factor(CollectivePrimitive::reduce_scatter, 4)));
+  const BandwidthCurve c = r.curve();
+  CHECK(c.time_ps(1024) == ps_from_us(10.0 + 1024 * 0.75 / 300e3));
+}
+
+TEST_CASE("nccl-tests text rows that cannot be read name the line", "[nccl_tests]") {
+  std::istringstream in("#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+                        "  1024  256  float  sum  -1  12.0  0.09  0.15  0  12.1  0.08  0.15  0\n"
+                        "  2048  512  float  sum  -1  abc  0.09  0.15  0  12.1  0.08  0.15  0\n");
+  try {
+    parse_nccl_tests_text(in, "x.txt");
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    CHECK(e.line() == 3);
+  }
+}

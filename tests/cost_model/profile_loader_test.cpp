@@ -1,0 +1,140 @@
+// Hardware profile loading: built-ins, inline YAML, one test per kind of bad input, --set overrides.
+#include <catch2/catch.hpp>
+
+#include "cost_model/input_error.hpp"
+#include "cost_model/overrides.hpp"
+#include "cost_model/profile_json.hpp"
+#include "cost_model/profile_loader.hpp"
+
+using namespace overlap;
+
+namespace {
+const std::string kHardwareDir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware";
+
+// An inline profile as a scenario's `hardware:` value; line 1 is "gpu:".
+HardwareProfile load_inline(const std::string& yaml) {
+  return profile_from_yaml(YamlReader(YAML::Load(yaml), "hardware", "scenarios/x.yaml"), ".");
+}
+
+const char* kMinimal =
+    "gpu:\n"                                       // 1
+    "  sm_count: 100\n"                            // 2
+    "  peak_tflops: {bf16: 500}\n"                 // 3
+    "fabric:\n"                                    // 4
+    "  num_gpus: 4\n"                              // 5
+    "  links: {nvlink: {bandwidth_gbps: 300}}\n";  // 6
+
+std::string error_of(const std::string& yaml) {
+  try {
+    load_inline(yaml);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST_CASE("a profile written with a handful of numbers gets the documented defaults", "[profile]") {
+  const HardwareProfile p = load_inline(kMinimal);
+  CHECK(p.gpu.sm_count == 100);
+  CHECK(p.gpu.gemm_efficiency == 0.8);
+  CHECK(p.gpu.copy_engines == 2);
+  CHECK(p.fabric.topology == "nvswitch");
+  CHECK(p.comm.channels == 24);
+  CHECK(p.fabric.nodes.size() == 5);   // 4 GPUs + the switch
+  CHECK(p.fabric.edges.size() == 8);   // both directions
+}
+
+TEST_CASE("every built-in profile loads and expands", "[profile]") {
+  const auto names = builtin_profile_names(kHardwareDir);
+  CHECK(names.size() >= 6);
+  for (const auto& name : names) {
+    INFO(name);
+    const HardwareProfile p = load_profile(name, kHardwareDir);
+    CHECK(p.name == name);
+    CHECK(p.gpu.sm_count > 0);
+    CHECK_FALSE(p.fabric.edges.empty());
+    int gpus = 0;
+    for (const auto& n : p.fabric.nodes) gpus += n.kind == FabricNodeKind::gpu;
+    CHECK(gpus == p.fabric.num_gpus);
+    const auto j = profile_to_json(p);
+    CHECK(j["fabric"]["edges"].size() == p.fabric.edges.size());
+  }
+  const HardwareProfile pcie = load_profile("rtx4090-4x-pcie", kHardwareDir);
+  CHECK(pcie.fabric.nodes.size() == 8);   // 4 GPUs, 2 PCIe switches, 2 hosts
+  CHECK(pcie.fabric.edges.size() == 14);  // 8 GPU-switch, 4 switch-host, 2 host-host
+  const HardwareProfile two = load_profile("h100-2node-ib400", kHardwareDir);
+  CHECK(two.fabric.nodes.size() == 16 + 16 + 2 + 1);
+  CHECK(two.fabric.links.at("network").bandwidth_gbps == 50);
+}
+
+TEST_CASE("loader error: unknown key names key and line", "[profile][errors]") {
+  const std::string msg = error_of(std::string(kMinimal) + "comm:\n  chanels: 8\n");
+  CHECK(msg.rfind("scenarios/x.yaml:8: hardware.comm.chanels: unknown key", 0) == 0);
+}
+
+TEST_CASE("loader error: wrong type", "[profile][errors]") {
+  const std::string msg = error_of(
+      "gpu:\n  sm_count: many\n  peak_tflops: {bf16: 500}\nfabric:\n  num_gpus: 4\n  links: {nvlink: {bandwidth_gbps: 300}}\n");
+  CHECK(msg == "scenarios/x.yaml:2: hardware.gpu.sm_count: must be a positive integer (got many)");
+  const std::string msg2 = error_of(
+      "gpu:\n  sm_count: 10\n  peak_tflops: {bf16: fast}\nfabric:\n  num_gpus: 4\n  links: {nvlink: {bandwidth_gbps: 300}}\n");
+  CHECK(msg2 == "scenarios/x.yaml:3: hardware.gpu.peak_tflops.bf16: must be a number (got fast)");
+}
+
+TEST_CASE("loader error: missing required field", "[profile][errors]") {
+  const std::string msg = error_of("gpu:\n  sm_count: 10\n  peak_tflops: {bf16: 500}\nfabric:\n  topology: nvswitch\n  links: {nvlink: {bandwidth_gbps: 300}}\n");
+  CHECK(msg == "scenarios/x.yaml:5: hardware.fabric.num_gpus: missing required field");
+}
+
+TEST_CASE("loader error: non-positive size", "[profile][errors]") {
+  const std::string msg = error_of(
+      "gpu:\n  sm_count: -3\n  peak_tflops: {bf16: 500}\nfabric:\n  num_gpus: 4\n  links: {nvlink: {bandwidth_gbps: 300}}\n");
+  CHECK(msg == "scenarios/x.yaml:2: hardware.gpu.sm_count: must be a positive integer (got -3)");
+  const std::string msg2 = error_of(
+      "gpu:\n  sm_count: 3\n  peak_tflops: {bf16: 500}\nfabric:\n  num_gpus: 4\n  links: {nvlink: {bandwidth_gbps: 0}}\n");
+  CHECK(msg2 == "scenarios/x.yaml:6: hardware.fabric.links.nvlink.bandwidth_gbps: must be a positive number (got 0)");
+}
+
+TEST_CASE("loader error: a node size that must divide the GPU count", "[profile][errors]") {
+  const std::string msg = error_of(
+      "gpu:\n  sm_count: 3\n  peak_tflops: {bf16: 500}\nfabric:\n  topology: multi_node\n  num_gpus: 8\n"
+      "  gpus_per_node: 3\n  links: {nvlink: {bandwidth_gbps: 300}, network: {bandwidth_gbps: 50}}\n");
+  CHECK(msg == "scenarios/x.yaml:7: hardware.fabric.gpus_per_node: must divide fabric.num_gpus (8)");
+}
+
+TEST_CASE("loader error: a topology's link class is missing", "[profile][errors]") {
+  const std::string msg = error_of(
+      "gpu:\n  sm_count: 3\n  peak_tflops: {bf16: 500}\nfabric:\n  topology: pcie\n  num_gpus: 4\n"
+      "  gpus_per_numa: 2\n  links:\n    pcie: {bandwidth_gbps: 25}\n");
+  CHECK(msg.find("hardware.fabric.links: missing link class 'host'") != std::string::npos);
+}
+
+TEST_CASE("--set overrides create or replace values before validation", "[profile][overrides]") {
+  const HardwareProfile p = load_profile("h100-sxm-8x-nvswitch", kHardwareDir,
+                                         {"hardware.fabric.links.nvlink.bandwidth_gbps=900", "gpu.sm_count=120",
+                                          "comm.channels=32", "gpu.peak_tflops={bf16: 500}"});
+  CHECK(p.fabric.links.at("nvlink").bandwidth_gbps == 900);
+  CHECK(p.fabric.edges.front().bandwidth_gbps == 900);
+  CHECK(p.gpu.sm_count == 120);
+  CHECK(p.comm.channels == 32);
+  CHECK(p.gpu.peak_tflops.size() == 1);
+  CHECK(p.gpu.peak_tflops.at("bf16") == 500);
+
+  // An unknown path is caught by validation afterwards.
+  CHECK_THROWS_WITH(load_profile("h100-sxm-8x-nvswitch", kHardwareDir, {"gpu.bogus=1"}),
+                    Catch::Contains("gpu.bogus: unknown key"));
+  CHECK_THROWS_AS(parse_override("gpu.sm_count"), InputError);
+  CHECK_THROWS_AS(parse_override("gpu..sm_count=1"), InputError);
+
+  YAML::Node root = YAML::Load("a: {b: 1}\nlist: [{x: 1}, {x: 2}]\n");
+  apply_overrides(root, {"a.c.d=[1, 2]", "a.b=hello", "list.1.x=5"});
+  CHECK(root["a"]["b"].as<std::string>() == "hello");
+  CHECK(root["a"]["c"]["d"].size() == 2);
+  CHECK(root["list"][1]["x"].as<int>() == 5);
+  CHECK(root["list"][0]["x"].as<int>() == 1);
+}
+
+TEST_CASE("unknown built-in name lists the known ones", "[profile][errors]") {
+  CHECK_THROWS_WITH(load_profile("h200-nonexistent", kHardwareDir), Catch::Contains("h100-sxm-8x-nvswitch"));
+}

@@ -1,0 +1,111 @@
+// `overlap-sim profile show`: the resolved HardwareProfile as JSON, YAML or a readable table.
+#include "tools/cmd_profile.hpp"
+
+#include <algorithm>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "cost_model/input_error.hpp"
+#include "cost_model/profile_json.hpp"
+#include "cost_model/profile_loader.hpp"
+
+namespace overlap {
+namespace {
+
+void emit_yaml(YAML::Emitter& em, const nlohmann::json& j) {
+  if (j.is_object()) {
+    em << YAML::BeginMap;
+    for (const auto& [k, v] : j.items()) {
+      em << YAML::Key << k << YAML::Value;
+      emit_yaml(em, v);
+    }
+    em << YAML::EndMap;
+  } else if (j.is_array()) {
+    const bool flat = std::all_of(j.begin(), j.end(), [](const nlohmann::json& e) { return e.is_primitive(); });
+    em << (flat ? YAML::Flow : YAML::Block) << YAML::BeginSeq;
+    for (const auto& v : j) emit_yaml(em, v);
+    em << YAML::EndSeq;
+  } else if (j.is_string()) {
+    em << j.get<std::string>();
+  } else if (j.is_boolean()) {
+    em << j.get<bool>();
+  } else if (j.is_number_integer()) {
+    em << j.get<std::int64_t>();
+  } else if (j.is_number()) {
+    em << j.get<double>();
+  } else {
+    em << YAML::Null;
+  }
+}
+
+void print_table(const HardwareProfile& p, std::ostream& out) {
+  auto row = [&](const std::string& k, const std::string& v) { out << fmt::format("  {:<28} {}\n", k, v); };
+  out << "profile " << p.name << (p.description.empty() ? "" : " - " + p.description) << "\n";
+  out << "gpu\n";
+  const GpuSpec& g = p.gpu;
+  row("name", g.name);
+  row("sm_count", std::to_string(g.sm_count));
+  for (const auto& [dt, tf] : g.peak_tflops) row("peak_tflops." + dt, fmt::format("{:g} TFLOP/s", tf));
+  row("gemm_efficiency", fmt::format("{:g}", g.gemm_efficiency));
+  if (g.gemm_tile_us > 0) row("gemm_tile_us", fmt::format("{:g} us", g.gemm_tile_us));
+  row("gemm_comm_interference", fmt::format("{:g}", g.gemm_comm_interference));
+  row("hbm_bandwidth_gbps", fmt::format("{:g} GB/s (x{:g})", g.hbm_bandwidth_gbps, g.hbm_efficiency));
+  row("copy_engines", std::to_string(g.copy_engines));
+  row("kernel_launch_us", fmt::format("{:g} us", g.kernel_launch_us));
+  row("min_sm_partition", std::to_string(g.min_sm_partition));
+  out << "fabric\n";
+  const FabricSpec& f = p.fabric;
+  row("topology", f.topology);
+  row("num_gpus", std::to_string(f.num_gpus));
+  if (f.gpus_per_node > 0) row("gpus_per_node", std::to_string(f.gpus_per_node));
+  if (f.gpus_per_numa > 0) row("gpus_per_numa", std::to_string(f.gpus_per_numa));
+  for (const auto& [name, lc] : f.links) {
+    row("links." + name, fmt::format("{:g} GB/s, {:g} us", lc.bandwidth_gbps, lc.latency_us));
+  }
+  row("graph", fmt::format("{} nodes, {} directed edges", f.nodes.size(), f.edges.size()));
+  out << "comm\n";
+  const CommSpec& c = p.comm;
+  row("library", c.library);
+  row("channels", std::to_string(c.channels));
+  row("p2p_channels", std::to_string(c.p2p_channels));
+  row("base/step latency", fmt::format("{:g} / {:g} us", c.base_latency_us, c.step_latency_us));
+  row("protocol/bandwidth eff.", fmt::format("{:g} / {:g}", c.protocol_efficiency, c.bandwidth_efficiency));
+  if (!p.curves.empty()) {
+    out << "curves\n";
+    for (const auto& [key, curve] : p.curves) {
+      row(key, fmt::format("{} points, fit {:g} us + S / {:g} GB/s", curve.points().size(), curve.fit().alpha_us,
+                           curve.fit().beta_gbps));
+    }
+  }
+  if (!p.gemm_profiles.empty()) row("gemm_profiles", std::to_string(p.gemm_profiles.size()) + " entries");
+}
+
+}  // namespace
+
+int cmd_profile_show(const std::string& name_or_path, const std::string& format,
+                     const std::vector<std::string>& sets, std::ostream& out) {
+  try {
+    if (format != "json" && format != "yaml" && format != "table") {
+      throw InputError("", 0, "--format", "must be json, yaml or table (got " + format + ")");
+    }
+    const HardwareProfile p = load_profile(name_or_path, default_hardware_dir(), sets);
+    if (format == "json") {
+      out << profile_to_json(p).dump(2) << "\n";
+    } else if (format == "yaml") {
+      YAML::Emitter em;
+      em.SetDoublePrecision(15);
+      emit_yaml(em, profile_to_json(p));
+      out << em.c_str() << "\n";
+    } else {
+      print_table(p, out);
+    }
+    return 0;
+  } catch (const InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace overlap

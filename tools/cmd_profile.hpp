@@ -1,0 +1,14 @@
+#pragma once
+// `overlap-sim profile show NAME|PATH [--format json|yaml|table] [--set a.b=v ...]`: prints the
+// resolved hardware profile (defaults filled in, fabric expanded). Returns 0, or 2 after printing an
+// input error to stderr.
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace overlap {
+
+int cmd_profile_show(const std::string& name_or_path, const std::string& format,
+                     const std::vector<std::string>& sets, std::ostream& out);
+
+}  // namespace overlap
