@@ -26,7 +26,7 @@ inline constexpr Ps kNever = std::numeric_limits<Ps>::max();
 inline Ps ps_from_us(double us) { return static_cast<Ps>(std::llround(us * 1e6)); }
 inline Ps ps_from_ns(double ns) { return static_cast<Ps>(std::llround(ns * 1e3)); }
 inline Ps ps_from_s(double s) { return static_cast<Ps>(std::llround(s * 1e12)); }
-inline double us_from_ps(Ps ps) { return static_cast<double>(ps) * 1e-6; }
+inline double us_from_ps(Ps ps) { return static_cast<double>(ps) / 1e6; }  // division: exact decimals print cleanly
 
 // GB/s (1e9 B/s) <-> bytes per picosecond.
 inline constexpr double bytes_per_ps_from_gbps(double gbps) { return gbps * 1e-3; }

@@ -110,7 +110,7 @@ TEST_CASE("loader error: a topology's link class is missing", "[profile][errors]
   CHECK(msg.find("hardware.fabric.links: missing link class 'host'") != std::string::npos);
 }
 
-TEST_CASE("--set overrides create or replace values before validation", "[profile][overrides]") {
+TEST_CASE("option set: overrides create or replace values before validation", "[profile][overrides]") {
   const HardwareProfile p = load_profile("h100-sxm-8x-nvswitch", kHardwareDir,
                                          {"hardware.fabric.links.nvlink.bandwidth_gbps=900", "gpu.sm_count=120",
                                           "comm.channels=32", "gpu.peak_tflops={bf16: 500}"});

@@ -1,0 +1,276 @@
+#include "sim/metrics.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "sim/engine.hpp"
+#include "sim/node_builder.hpp"
+#include "sim/schemes/graph_builder.hpp"
+#include "sim/workload_shapes.hpp"
+
+namespace overlap::sim {
+
+namespace {
+
+// A curve-fidelity collective moves no modelled bytes: its duration comes from the curve. GraphBuilder
+// marks one with its nominal size in Op::bytes (a barrier kernel carries none).
+bool has_curve_collectives(const TaskGraph& g) {
+  for (const Op& op : g.ops())
+    if (op.kind == OpKind::comm_kernel && op.phases.empty() && op.members > 1 && op.bytes > 0) return true;
+  return false;
+}
+
+// Byte accounting (design.md "Scheme library"): what crossed the fabric between every pair of ranks
+// must equal what the workload's collectives need. A mismatch is a bug in a scheme or the engine.
+void check_bytes(const BuiltScheme& built, const Timeline& tl, const std::string& what) {
+  const int n = built.graph.num_ranks();
+  const auto& req = built.required_bytes;
+  if (static_cast<int>(req.size()) != n)
+    throw InternalError(fmt::format("{}: required_bytes has {} rows for {} ranks", what, req.size(), n));
+  std::vector<std::vector<Bytes>> seen(static_cast<std::size_t>(n), std::vector<Bytes>(static_cast<std::size_t>(n), 0));
+  for (const PairBytes& pb : bytes_by_pair(tl)) {
+    if (pb.src == pb.dst) continue;  // local HBM traffic is not communication
+    if (pb.src < 0 || pb.dst < 0 || pb.src >= n || pb.dst >= n)
+      throw InternalError(fmt::format("{}: bytes moved between ranks {} and {} outside the graph", what, pb.src, pb.dst));
+    seen[static_cast<std::size_t>(pb.src)][static_cast<std::size_t>(pb.dst)] += pb.bytes;
+  }
+  for (int s = 0; s < n; ++s) {
+    if (static_cast<int>(req[static_cast<std::size_t>(s)].size()) != n)
+      throw InternalError(fmt::format("{}: required_bytes row {} has {} entries for {} ranks", what, s,
+                                      req[static_cast<std::size_t>(s)].size(), n));
+    for (int d = 0; d < n; ++d) {
+      const Bytes want = s == d ? 0 : req[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)];
+      const Bytes got = seen[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)];
+      if (want != got)
+        throw InternalError(fmt::format("{}: byte accounting mismatch, rank {} -> rank {}: moved {} bytes, the "
+                                        "collectives need {}",
+                                        what, s, d, got, want));
+    }
+  }
+}
+
+// Peak SMs held by communication ops at once on any rank (design.md "GPU": comm kernels hold
+// `channels` SMs for their whole duration).
+int peak_comm_sms(const TaskGraph& g, const Timeline& tl) {
+  int peak = 0;
+  for (int r = 0; r < g.num_ranks(); ++r) {
+    std::vector<std::pair<Ps, int>> events;  // (time, +sms / -sms); releases sort before takes
+    for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id) {
+      const Op& op = g.op(id);
+      if (!op.comm || g.rank_of(id) != r) continue;
+      const OpRecord& rec = tl.ops.at(static_cast<std::size_t>(id));
+      if (rec.sms_held <= 0 || rec.end_ps <= rec.start_ps) continue;
+      events.emplace_back(rec.start_ps, rec.sms_held);
+      events.emplace_back(rec.end_ps, -rec.sms_held);
+    }
+    std::sort(events.begin(), events.end());
+    int held = 0;
+    for (const auto& [t, d] : events) {
+      held += d;
+      peak = std::max(peak, held);
+    }
+  }
+  return peak;
+}
+
+// The graph with every compute op taking zero time (CTAs of zero duration, memory kernels of zero
+// bytes, non-communication delays of zero): what the scheme's communication costs alone. Launch
+// overheads stay, as they do in the real run, so this is a lower bound of it.
+TaskGraph without_compute(const TaskGraph& g) {
+  TaskGraph out(g.num_ranks());
+  for (const Stream& s : g.streams()) out.add_stream(s.rank, s.name, s.priority);
+  for (const Counter& c : g.counters()) out.add_counter(c.name);
+  for (const Op& op : g.ops()) {
+    Op o = op;
+    if (!o.comm) {
+      switch (o.kind) {
+        case OpKind::tiled:
+        case OpKind::persistent: o.cta_ps = 0; break;
+        case OpKind::memory: o.bytes = 0; break;
+        case OpKind::delay: o.delay_ps = 0; break;
+        default: break;
+      }
+    }
+    out.add(std::move(o));
+  }
+  return out;
+}
+
+// The parameters a scheme ran with: the given ones plus every declared default not given.
+nlohmann::json params_with_defaults(const SchemeInfo& scheme, const nlohmann::json& given) {
+  nlohmann::json out = given.is_object() ? given : nlohmann::json::object();
+  for (const SchemeParam& p : scheme.params) {
+    if (out.contains(p.name) || p.default_value.empty()) continue;
+    try {
+      if (p.type == "int") out[p.name] = std::stoll(p.default_value);
+      else if (p.type == "number") out[p.name] = std::stod(p.default_value);
+      else if (p.type == "bool") out[p.name] = p.default_value == "true";
+      else out[p.name] = p.default_value;
+    } catch (const std::exception&) {
+      out[p.name] = p.default_value;  // a default that is not a plain literal: report it as written
+    }
+  }
+  return out;
+}
+
+double safe_ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
+
+}  // namespace
+
+Ps workload_comm_ps(const Workload& workload, const HardwareProfile& hardware, Fidelity fidelity) {
+  const nlohmann::json no_params = nlohmann::json::object();
+  const BuildContext ctx{workload, hardware, no_params, fidelity};
+  const BuiltScheme built = build_workload_collectives(ctx);
+  const NodeConfig node = make_node(hardware, built.graph.num_ranks());
+  return run(built.graph, node).makespan_ps;
+}
+
+SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const EvaluateOptions& options) {
+  validate_workload(ctx.workload);
+  if (scheme.applies && !scheme.applies(ctx.workload))
+    throw std::invalid_argument(
+        fmt::format("scheme '{}' does not apply to a {} workload", scheme.name, ctx.workload.kind));
+  BuiltScheme built = scheme.build(ctx);
+  const NodeConfig node = make_node(ctx.hardware, built.graph.num_ranks());
+
+  EngineOptions main_opts;
+  main_opts.record_ctas = options.record_ctas;
+  Timeline tl = run(built.graph, node, main_opts);
+  EngineOptions zero_opts;
+  zero_opts.zero_comm = true;
+  const Timeline compute_only = run(built.graph, node, zero_opts);
+  const Timeline comm_alone = run(without_compute(built.graph), node);
+
+  if (options.verify_bytes) {
+    if (has_curve_collectives(built.graph)) {
+      const BuildContext steps_ctx{ctx.workload, ctx.hardware, ctx.params, Fidelity::steps};
+      const BuiltScheme steps = scheme.build(steps_ctx);
+      if (has_curve_collectives(steps.graph))
+        throw InternalError(fmt::format("{}: steps fidelity still holds curve collectives", scheme.name));
+      const Timeline steps_tl = run(steps.graph, make_node(ctx.hardware, steps.graph.num_ranks()));
+      check_bytes(steps, steps_tl, scheme.name + " (steps-fidelity byte check)");
+    } else {
+      check_bytes(built, tl, scheme.name);
+    }
+  }
+
+  SchemeResult r;
+  r.scheme = scheme.name;
+  r.params = params_with_defaults(scheme, ctx.params);
+  r.latency_ps = tl.makespan_ps;
+  r.compute_only_ps = compute_only.makespan_ps;
+  r.comm_ps = workload_comm_ps(ctx.workload, ctx.hardware, ctx.fidelity);
+  r.scheme_comm_ps = comm_alone.makespan_ps;
+  // The one definition of exposed communication (design.md "Metrics").
+  r.exposed_comm_ps = r.latency_ps - r.compute_only_ps;
+  r.overlap_efficiency_raw = r.comm_ps > 0 ? 1.0 - safe_ratio(static_cast<double>(r.exposed_comm_ps),
+                                                               static_cast<double>(r.comm_ps))
+                                           : 0.0;
+  // Clamped for the report: below 0 the scheme exposes more than the collectives cost alone (extra
+  // per-chunk latency, SM contention) and hides nothing; above 1 it ran faster than compute-only,
+  // which only an engine anomaly could cause. The raw value is reported beside it.
+  r.overlap_efficiency = std::clamp(r.overlap_efficiency_raw, 0.0, 1.0);
+  // Bound: perfect overlap (flashoverlap-paper Sec. 6.4). Nothing beats the compute-only run; with
+  // no scheme-specific bound, the scheme's own communication cannot finish faster than it does alone
+  // either. (Its own, not the workload's collectives: a decomposition into P2P steps may skip NCCL's
+  // per-collective latency and beat comm_ps.)
+  if (built.bound_ps >= 0) {
+    r.bound_ps = std::max(built.bound_ps, r.compute_only_ps);
+  } else {
+    r.bound_ps = std::max(r.compute_only_ps, r.scheme_comm_ps);
+  }
+  r.pct_of_bound = r.latency_ps > 0 ? 100.0 * safe_ratio(static_cast<double>(r.bound_ps),
+                                                         static_cast<double>(r.latency_ps))
+                                    : 100.0;
+  r.sms_lost_to_comm = peak_comm_sms(built.graph, tl);
+  r.reason = built.reason;
+  r.events = tl.events;
+  for (int rank = 0; rank < built.graph.num_ranks(); ++rank) {
+    ResourceUtilization u;
+    u.rank = rank;
+    const auto ri = static_cast<std::size_t>(rank);
+    const double span = static_cast<double>(r.latency_ps);
+    if (ri < tl.sm_busy_ps.size())
+      u.sm = safe_ratio(static_cast<double>(tl.sm_busy_ps[ri]), ctx.hardware.gpu.sm_count * span);
+    if (ri < tl.copy_engine_busy_ps.size())
+      u.copy_engine = safe_ratio(static_cast<double>(tl.copy_engine_busy_ps[ri]), ctx.hardware.gpu.copy_engines * span);
+    r.utilization.push_back(u);
+  }
+  if (options.keep_timeline) r.timeline = std::move(tl);
+  return r;
+}
+
+std::string baseline_scheme_for(const Workload& workload) {
+  return workload.kind == "decode_stack" ? "tp_baseline" : "no_overlap";
+}
+
+std::vector<SchemeResult> evaluate_all(const std::vector<SchemeRequest>& schemes, const Workload& workload,
+                                       const HardwareProfile& hardware, Fidelity fidelity,
+                                       const EvaluateOptions& options) {
+  std::vector<const SchemeInfo*> infos;
+  for (const SchemeRequest& req : schemes) {
+    const SchemeInfo* info = find_scheme(req.name);
+    if (!info) throw std::invalid_argument(fmt::format("schemes: unknown scheme '{}'", req.name));
+    infos.push_back(info);
+  }
+  const std::string base_name = baseline_scheme_for(workload);
+  std::vector<SchemeResult> out;
+  std::optional<Ps> baseline_ps;
+  for (std::size_t i = 0; i < schemes.size(); ++i) {
+    if (infos[i]->applies && !infos[i]->applies(workload)) continue;
+    const BuildContext ctx{workload, hardware, schemes[i].params, fidelity};
+    out.push_back(evaluate(*infos[i], ctx, options));
+    if (!baseline_ps && schemes[i].name == base_name) baseline_ps = out.back().latency_ps;
+  }
+  if (!baseline_ps) {
+    const SchemeInfo* base = find_scheme(base_name);
+    if (!base) throw std::logic_error("baseline scheme '" + base_name + "' is not registered");
+    const nlohmann::json defaults = nlohmann::json::object();
+    EvaluateOptions quiet = options;
+    quiet.keep_timeline = false;
+    quiet.record_ctas = false;
+    baseline_ps = evaluate(*base, BuildContext{workload, hardware, defaults, fidelity}, quiet).latency_ps;
+  }
+  for (SchemeResult& r : out)
+    r.speedup_vs_no_overlap = r.latency_ps > 0 ? safe_ratio(static_cast<double>(*baseline_ps),
+                                                            static_cast<double>(r.latency_ps))
+                                               : 0.0;
+  return out;
+}
+
+nlohmann::json to_json(const SchemeResult& r) {
+  nlohmann::json j;
+  j["scheme"] = r.scheme;
+  j["params"] = r.params;
+  j["latency_us"] = us_from_ps(r.latency_ps);
+  j["compute_only_us"] = us_from_ps(r.compute_only_ps);
+  j["comm_us"] = us_from_ps(r.comm_ps);
+  j["exposed_comm_us"] = us_from_ps(r.exposed_comm_ps);
+  j["exposed_comm_definition"] = "latency - compute-only latency (communication ops taking zero time)";
+  j["overlap_efficiency"] = r.overlap_efficiency;
+  j["overlap_efficiency_raw"] = r.overlap_efficiency_raw;
+  j["speedup_vs_no_overlap"] = r.speedup_vs_no_overlap;
+  j["bound_us"] = us_from_ps(r.bound_ps);
+  j["pct_of_bound"] = r.pct_of_bound;
+  j["sms_lost_to_comm"] = r.sms_lost_to_comm;
+  j["reason"] = r.reason;
+  j["latency_ps"] = r.latency_ps;
+  j["compute_only_ps"] = r.compute_only_ps;
+  j["comm_ps"] = r.comm_ps;
+  j["scheme_comm_us"] = us_from_ps(r.scheme_comm_ps);
+  j["exposed_comm_ps"] = r.exposed_comm_ps;
+  j["bound_ps"] = r.bound_ps;
+  nlohmann::json util = nlohmann::json::array();
+  for (const ResourceUtilization& u : r.utilization)
+    util.push_back({{"rank", u.rank}, {"sm", u.sm}, {"copy_engine", u.copy_engine}});
+  j["utilization"] = util;
+  j["events"] = r.events;
+  return j;
+}
+
+}  // namespace overlap::sim

@@ -1,0 +1,90 @@
+#pragma once
+// Metrics of one scheme on one workload (design.md "Metrics"). One definition of exposed
+// communication, used everywhere: exposed = latency - compute-only latency, where compute-only is the
+// same graph re-run with every communication op taking zero time.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cost_model/hardware_profile.hpp"
+#include "cost_model/units.hpp"
+#include "sim/schemes/scheme.hpp"
+#include "sim/timeline.hpp"
+
+namespace overlap::sim {
+
+// A scheme broke an invariant the simulator guarantees (byte accounting); a bug, not bad input.
+class InternalError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+struct ResourceUtilization {
+  int rank = 0;
+  double sm = 0;           // sum over SMs of busy time / (sm_count * latency), in [0, 1]
+  double copy_engine = 0;  // busy time / (copy_engines * latency)
+};
+
+struct SchemeResult {
+  std::string scheme;
+  nlohmann::json params;      // the parameters it ran with
+  Ps latency_ps = 0;          // makespan over ranks
+  Ps compute_only_ps = 0;     // same graph, communication ops taking zero time
+  Ps comm_ps = 0;             // the workload's collectives alone on an idle node, no overlap
+  Ps scheme_comm_ps = 0;      // this scheme's own communication alone: its graph re-run with every
+                              // compute op taking zero time (decomposed P2P steps can beat comm_ps)
+  Ps exposed_comm_ps = 0;     // latency - compute-only (may be < 0 only through engine anomalies;
+                              // reported as computed, never clamped)
+  double overlap_efficiency = 0;  // 1 - exposed / comm, clamped to [0, 1] (see metrics.cpp)
+  double overlap_efficiency_raw = 0;  // unclamped value (0 when comm == 0)
+  double speedup_vs_no_overlap = 0;   // baseline latency / latency; 0 = no baseline evaluated
+  Ps bound_ps = 0;            // latency perfect overlap would give (FlashOverlap Sec. 6.4): the scheme's
+                              // own bound if it states one, else max(compute-only, scheme_comm)
+  double pct_of_bound = 0;    // 100 * bound / latency
+  int sms_lost_to_comm = 0;   // peak SMs held by communication ops on any rank
+  std::string reason;         // the scheme's one-line why
+  std::vector<ResourceUtilization> utilization;  // per rank
+  std::uint64_t events = 0;   // engine events of the main run
+  Timeline timeline;          // the main run (for traces); empty unless keep_timeline
+};
+
+struct EvaluateOptions {
+  bool record_ctas = false;    // keep CTA intervals in the timeline (traces)
+  bool keep_timeline = false;  // store the main run's timeline in the result
+  // Check byte accounting (timeline bytes == BuiltScheme::required_bytes). When the graph holds
+  // curve-fidelity collectives (which move no modelled bytes), the check runs on a steps-fidelity
+  // rebuild of the same scheme.
+  bool verify_bytes = true;
+};
+
+// Latency of the workload's collectives alone, one after another on an idle node (the
+// "communication time" every scheme of a workload is measured against).
+Ps workload_comm_ps(const Workload& workload, const HardwareProfile& hardware, Fidelity fidelity);
+
+// Builds the scheme's graph, runs it, re-runs it compute-only, checks byte accounting (InternalError
+// on a mismatch) and computes the metrics. speedup_vs_no_overlap is left 0 (evaluate_all fills it).
+SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx,
+                      const EvaluateOptions& options = {});
+
+struct SchemeRequest {
+  std::string name;
+  nlohmann::json params = nlohmann::json::object();
+};
+
+// Evaluates each requested scheme that applies to the workload (those that do not are skipped), and
+// fills speedup_vs_no_overlap against the baseline: `no_overlap`, or `tp_baseline` for decode_stack
+// workloads. The baseline is evaluated (with default params) even when not requested, but only
+// requested schemes are returned. Throws std::invalid_argument for an unknown scheme name.
+std::vector<SchemeResult> evaluate_all(const std::vector<SchemeRequest>& schemes,
+                                       const Workload& workload, const HardwareProfile& hardware,
+                                       Fidelity fidelity, const EvaluateOptions& options = {});
+
+// The baseline scheme name for a workload ("no_overlap", or "tp_baseline" for decode_stack).
+std::string baseline_scheme_for(const Workload& workload);
+
+nlohmann::json to_json(const SchemeResult& r);
+
+}  // namespace overlap::sim

@@ -1,0 +1,269 @@
+#include "sim/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <type_traits>
+#include <variant>
+
+#include <fmt/format.h>
+
+namespace overlap::sim {
+
+const char* const kExposedCommDefinition =
+    "exposed comm = latency - compute-only latency (the same graph re-run with every communication op "
+    "taking zero time)";
+
+namespace {
+
+// Picoseconds as microseconds with all six decimals: exact, so CSV output never depends on
+// floating-point printing.
+std::string exact_us(Ps ps) {
+  const Ps mag = ps < 0 ? -ps : ps;
+  return fmt::format("{}{}.{:06}", ps < 0 ? "-" : "", mag / kPsPerUs, mag % kPsPerUs);
+}
+
+// Fixed precision; "-" for a value that is not finite (never print NaN).
+std::string fixed(double v, int decimals) {
+  if (!std::isfinite(v)) return "-";
+  std::string s = fmt::format("{:.{}f}", v, decimals);
+  if (s.find_first_not_of("-0.") == std::string::npos && s[0] == '-') s.erase(0, 1);  // no "-0.00"
+  return s;
+}
+
+std::string param_value_text(const nlohmann::json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+// "chunks=8 schedule=ring" (params in key order; nlohmann keeps objects sorted).
+std::string params_text(const nlohmann::json& params) {
+  std::string out;
+  if (!params.is_object()) return params.is_null() ? out : params.dump();
+  for (auto it = params.begin(); it != params.end(); ++it)
+    out += (out.empty() ? "" : " ") + it.key() + "=" + param_value_text(it.value());
+  return out;
+}
+
+std::string scheme_label(const SchemeResult& r) {
+  const std::string p = params_text(r.params);
+  return p.empty() ? r.scheme : r.scheme + " (" + p + ")";
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+template <typename T>
+void field(nlohmann::json& j, std::string& text, const char* key, const T& value) {
+  j[key] = value;
+  text += fmt::format(" {}={}", key, value);
+}
+
+}  // namespace
+
+std::optional<ReportFormat> parse_report_format(const std::string& s) {
+  if (s == "table") return ReportFormat::table;
+  if (s == "json") return ReportFormat::json;
+  if (s == "csv") return ReportFormat::csv;
+  return std::nullopt;
+}
+
+ReportContext report_context(const Scenario& scenario) {
+  ReportContext ctx;
+  ctx.scenario = scenario.name;
+  ctx.hardware = scenario.hardware_name;
+  ctx.workload = scenario.workload;
+  ctx.fidelity = scenario.fidelity;
+  ctx.baseline = baseline_scheme_for(scenario.workload);
+  return ctx;
+}
+
+namespace {
+
+// Both renderings of a workload from one walk over its fields, so they never disagree.
+std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
+  nlohmann::json j = nlohmann::json::object();
+  std::string text;
+  j["kind"] = w.kind;
+  j["tp"] = w.tp;
+  text = fmt::format("{} tp={}", w.kind, w.tp);
+  std::visit(
+      [&](const auto& s) {
+        using S = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same_v<S, GemmCollective>) {
+          field(j, text, "m", s.m);
+          field(j, text, "n", s.n);
+          field(j, text, "k", s.k);
+          field(j, text, "primitive", std::string(primitive_name(s.primitive)));
+          field(j, text, "rmsnorm_after", s.rmsnorm_after);
+        } else if constexpr (std::is_same_v<S, MlpTpSp>) {
+          field(j, text, "tokens", s.tokens);
+          field(j, text, "d_model", s.d_model);
+          field(j, text, "d_ffn", s.d_ffn);
+          field(j, text, "gated", s.gated);
+        } else if constexpr (std::is_same_v<S, AttentionTpSp>) {
+          field(j, text, "batch", s.batch);
+          field(j, text, "seq", s.seq);
+          field(j, text, "d_model", s.d_model);
+          field(j, text, "heads", s.heads);
+          field(j, text, "kv_heads", s.kv_heads);
+          field(j, text, "causal", s.causal);
+        } else if constexpr (std::is_same_v<S, AttentionUlysses>) {
+          field(j, text, "batch", s.batch);
+          field(j, text, "seq", s.seq);
+          field(j, text, "d_model", s.d_model);
+          field(j, text, "heads", s.heads);
+          field(j, text, "causal", s.causal);
+        } else if constexpr (std::is_same_v<S, DecodeStack>) {
+          field(j, text, "layers", s.layers);
+          field(j, text, "d_model", s.d_model);
+          field(j, text, "d_ffn", s.d_ffn);
+          field(j, text, "heads", s.heads);
+          field(j, text, "kv_heads", s.kv_heads);
+          if (s.allreduce_us >= 0) field(j, text, "allreduce_us", s.allreduce_us);
+        } else if constexpr (std::is_same_v<S, Transformer>) {
+          field(j, text, "model", s.model);
+          field(j, text, "layers", s.layers);
+          field(j, text, "batch", s.batch);
+          field(j, text, "seq", s.seq);
+          field(j, text, "d_model", s.d_model);
+          field(j, text, "d_ffn", s.d_ffn);
+          field(j, text, "heads", s.heads);
+          field(j, text, "kv_heads", s.kv_heads);
+        }
+        field(j, text, "dtype", std::string(dtype_name(s.dtype)));
+      },
+      w.shape);
+  return {j, text};
+}
+
+}  // namespace
+
+std::string describe_workload(const Workload& w) { return workload_fields(w).second; }
+nlohmann::json workload_json(const Workload& w) { return workload_fields(w).first; }
+
+nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeResult>& results) {
+  nlohmann::json j;
+  j["scenario"] = ctx.scenario;
+  j["hardware"] = ctx.hardware;
+  j["workload"] = workload_json(ctx.workload);
+  j["fidelity"] = fidelity_name(ctx.fidelity);
+  j["baseline"] = ctx.baseline;
+  j["exposed_comm_definition"] = kExposedCommDefinition;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const SchemeResult& r : results) {
+    nlohmann::json row = to_json(r);
+    // Microseconds by division of the exact picoseconds: the double nearest the true value, so
+    // 2171207944 ps prints as 2171.207944, not 2171.2079439999998.
+    for (const char* key : {"latency", "compute_only", "comm", "exposed_comm", "bound"}) {
+      const std::string ps_key = std::string(key) + "_ps";
+      if (row.contains(ps_key) && row[ps_key].is_number_integer())
+        row[std::string(key) + "_us"] = static_cast<double>(row[ps_key].get<std::int64_t>()) / 1e6;
+    }
+    rows.push_back(std::move(row));
+  }
+  j["results"] = rows;
+  return j;
+}
+
+std::string format_json(const ReportContext& ctx, const std::vector<SchemeResult>& results) {
+  return report_json(ctx, results).dump(2) + "\n";
+}
+
+const std::vector<std::string>& csv_columns() {
+  static const std::vector<std::string> cols = {
+      "scenario",  "hardware",        "scheme",   "params",       "latency_us",
+      "compute_only_us", "comm_us",   "exposed_comm_us", "overlap_efficiency", "speedup_vs_no_overlap",
+      "bound_us",  "pct_of_bound",    "sms_lost_to_comm", "reason"};
+  return cols;
+}
+
+std::string format_csv(const ReportContext& ctx, const std::vector<SchemeResult>& results) {
+  std::string out;
+  for (std::size_t i = 0; i < csv_columns().size(); ++i) out += (i ? "," : "") + csv_columns()[i];
+  out += "\n";
+  for (const SchemeResult& r : results) {
+    const std::vector<std::string> row = {
+        ctx.scenario,
+        ctx.hardware,
+        r.scheme,
+        r.params.is_object() && r.params.empty() ? std::string() : r.params.dump(),
+        exact_us(r.latency_ps),
+        exact_us(r.compute_only_ps),
+        exact_us(r.comm_ps),
+        exact_us(r.exposed_comm_ps),
+        fixed(r.overlap_efficiency, 6),
+        fixed(r.speedup_vs_no_overlap, 6),
+        exact_us(r.bound_ps),
+        fixed(r.pct_of_bound, 4),
+        std::to_string(r.sms_lost_to_comm),
+        r.reason};
+    for (std::size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + csv_field(row[i]);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string format_table(const ReportContext& ctx, const std::vector<SchemeResult>& results) {
+  const std::vector<std::string> headers = {
+      "scheme",       "latency (us)", "compute-only (us)", "comm (us)", "exposed comm (us)",
+      "overlap eff. (%)", "speedup vs " + ctx.baseline, "bound (us)", "% of bound", "SMs lost to comm",
+      "reason"};
+  std::vector<std::vector<std::string>> rows;
+  for (const SchemeResult& r : results) {
+    rows.push_back({scheme_label(r), fixed(us_from_ps(r.latency_ps), 2), fixed(us_from_ps(r.compute_only_ps), 2),
+                    fixed(us_from_ps(r.comm_ps), 2), fixed(us_from_ps(r.exposed_comm_ps), 2),
+                    fixed(100.0 * r.overlap_efficiency, 1),
+                    r.speedup_vs_no_overlap > 0 ? fixed(r.speedup_vs_no_overlap, 3) + "x" : std::string("-"),
+                    r.bound_ps > 0 ? fixed(us_from_ps(r.bound_ps), 2) : std::string("-"),
+                    r.bound_ps > 0 ? fixed(r.pct_of_bound, 1) : std::string("-"),
+                    std::to_string(r.sms_lost_to_comm), r.reason});
+  }
+  std::vector<std::size_t> width(headers.size());
+  for (std::size_t c = 0; c < headers.size(); ++c) {
+    width[c] = headers[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  const std::size_t last = headers.size() - 1;  // the reason: left-aligned, not padded
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (c) s += "  ";
+      if (c == last) s += cells[c];
+      else if (c == 0) s += fmt::format("{:<{}}", cells[c], width[c]);
+      else s += fmt::format("{:>{}}", cells[c], width[c]);
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    return s + "\n";
+  };
+  std::string out;
+  out += fmt::format("scenario: {}   hardware: {}   fidelity: {}\n", ctx.scenario, ctx.hardware,
+                     fidelity_name(ctx.fidelity));
+  out += fmt::format("workload: {}\n", describe_workload(ctx.workload));
+  out += fmt::format("{}; overlap eff. = 1 - exposed / comm; bound = latency with perfect overlap\n\n",
+                     kExposedCommDefinition);
+  out += line(headers);
+  std::size_t rule = 0;
+  for (std::size_t c = 0; c < last; ++c) rule += width[c] + 2;
+  rule += headers[last].size();
+  out += std::string(rule, '-') + "\n";
+  for (const auto& row : rows) out += line(row);
+  return out;
+}
+
+std::string format_report(ReportFormat format, const ReportContext& ctx, const std::vector<SchemeResult>& results) {
+  switch (format) {
+    case ReportFormat::table: return format_table(ctx, results);
+    case ReportFormat::json: return format_json(ctx, results);
+    case ReportFormat::csv: return format_csv(ctx, results);
+  }
+  return {};
+}
+
+}  // namespace overlap::sim

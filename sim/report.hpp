@@ -1,0 +1,51 @@
+#pragma once
+// The report of a `run`: the metrics of every scheme (sim/metrics.hpp) as a table for people, or as
+// JSON / CSV for programs (design.md "Questions it answers", "Metrics"). Output is deterministic:
+// fixed-precision numbers, schemes in the order they were evaluated, keys in a fixed order.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/metrics.hpp"
+#include "sim/scenario.hpp"
+#include "sim/workload.hpp"
+
+namespace overlap::sim {
+
+enum class ReportFormat { table, json, csv };
+std::optional<ReportFormat> parse_report_format(const std::string& s);
+
+// What the header line names: the scenario, the hardware, the workload and the baseline that
+// speedups are measured against.
+struct ReportContext {
+  std::string scenario;
+  std::string hardware;
+  Workload workload;
+  Fidelity fidelity = Fidelity::curve;
+  std::string baseline;  // baseline_scheme_for(workload)
+};
+ReportContext report_context(const Scenario& scenario);
+
+// The one definition of exposed communication every output states (design.md "Metrics").
+extern const char* const kExposedCommDefinition;
+
+// "mlp_tpsp tp=8 tokens=8192 d_model=8192 d_ffn=28672 gated=true dtype=bf16"
+std::string describe_workload(const Workload& w);
+// The workload's kind, tp and shape fields as a JSON object.
+nlohmann::json workload_json(const Workload& w);
+
+// {"scenario", "hardware", "workload", "fidelity", "baseline", "exposed_comm_definition",
+//  "results": [to_json(SchemeResult)...]}
+nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeResult>& results);
+
+std::string format_table(const ReportContext& ctx, const std::vector<SchemeResult>& results);
+std::string format_json(const ReportContext& ctx, const std::vector<SchemeResult>& results);
+std::string format_csv(const ReportContext& ctx, const std::vector<SchemeResult>& results);
+std::string format_report(ReportFormat format, const ReportContext& ctx, const std::vector<SchemeResult>& results);
+
+// The CSV columns, in order (the header row of format_csv).
+const std::vector<std::string>& csv_columns();
+
+}  // namespace overlap::sim

@@ -1,0 +1,533 @@
+#include "sim/scenario.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "cost_model/input_error.hpp"
+#include "cost_model/overrides.hpp"
+#include "cost_model/profile_loader.hpp"
+#include "cost_model/yaml_reader.hpp"
+#include "sim/workload_shapes.hpp"
+
+namespace overlap::sim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kTopLevelKeys = {"name",     "description", "hardware", "workload",
+                                                "schemes",  "fidelity",    "sweep"};
+const std::vector<std::string> kWorkloadKinds = {"gemm_collective",   "mlp_tpsp",     "attention_tpsp",
+                                                 "attention_ulysses", "decode_stack", "transformer"};
+// Candidates offered in the "unknown model" message; named_model() decides what exists.
+const std::vector<std::string> kModelCandidates = {"llama3-8b", "llama3-70b"};
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+bool looks_like_path(const std::string& s) {
+  return s.find('/') != std::string::npos || (s.size() > 5 && s.compare(s.size() - 5, 5, ".yaml") == 0);
+}
+
+std::string dir_of(const std::string& file) {
+  if (file.empty()) return ".";
+  const std::string d = fs::path(file).parent_path().string();
+  return d.empty() ? "." : d;
+}
+
+// A profile path written in a scenario is relative to the scenario's folder.
+std::string resolve_profile_ref(const std::string& ref, const std::string& scenario_file) {
+  if (!looks_like_path(ref) || fs::path(ref).is_absolute() || scenario_file.empty()) return ref;
+  return (fs::path(dir_of(scenario_file)) / ref).lexically_normal().string();
+}
+
+bool any_set_under(const std::vector<std::string>& sets, const std::string& prefix) {
+  for (const auto& s : sets) {
+    if (s.rfind(prefix + ".", 0) == 0) return true;
+  }
+  return false;
+}
+
+DType read_dtype(const YamlReader& w, const std::string& key, DType fallback) {
+  const auto c = w.optional_child(key);
+  if (!c) return fallback;
+  const auto d = parse_dtype(c->as_string());
+  if (!d) c->fail("must be one of fp8, fp16, bf16, fp32 (got " + c->as_string() + ")");
+  return *d;
+}
+
+Primitive read_primitive(const YamlReader& w) {
+  const YamlReader c = w.child("primitive");
+  const std::string s = c.as_string();
+  for (Primitive p : {Primitive::all_reduce, Primitive::reduce_scatter, Primitive::all_gather,
+                      Primitive::all_to_all}) {
+    if (s == primitive_name(p)) return p;
+  }
+  c.fail("must be one of all_reduce, reduce_scatter, all_gather, all_to_all (got " + s + ")");
+}
+
+// A size that a named model may supply: the file's value wins, else the model's, else it is missing.
+std::int64_t size_field(const YamlReader& w, const std::string& key, std::optional<std::int64_t> from_model) {
+  if (w.has(key) || !from_model) return w.get_positive_int(key);
+  return *from_model;
+}
+
+// kv_heads: 0 (or absent) means "as many as heads" (no GQA).
+std::int64_t kv_heads_field(const YamlReader& w, std::optional<std::int64_t> from_model) {
+  if (w.has("kv_heads")) return w.get_nonnegative_int("kv_heads", 0);
+  return from_model.value_or(0);
+}
+
+void require_divides(const YamlReader& w, const std::string& key, std::int64_t value, std::int64_t divisor,
+                     const std::string& divisor_text) {
+  if (divisor > 0 && value % divisor != 0)
+    w.fail_at(key, fmt::format("{} is not divisible by {}", value, divisor_text));
+}
+
+std::optional<Transformer> read_model(const YamlReader& w) {
+  const auto c = w.optional_child("model");
+  if (!c) return std::nullopt;
+  const std::string name = c->as_string();
+  if (name == "custom") return std::nullopt;
+  auto t = named_model(name);
+  if (!t) {
+    std::vector<std::string> known;
+    for (const auto& m : kModelCandidates)
+      if (named_model(m)) known.push_back(m);
+    c->fail("unknown model '" + name + "' (known: " + join(known) + ", custom)");
+  }
+  return t;
+}
+
+template <typename T>
+std::optional<std::int64_t> from(const std::optional<Transformer>& m, T Transformer::*field) {
+  if (!m) return std::nullopt;
+  return static_cast<std::int64_t>((*m).*field);
+}
+
+// Attention-shaped checks shared by attention_tpsp and transformer (and the head split of the
+// others): heads divide the width, kv_heads divide heads, TP shards heads, SP shards tokens.
+void check_heads(const YamlReader& w, std::int64_t d_model, std::int64_t heads, std::int64_t kv_heads, int tp) {
+  require_divides(w, "heads", d_model, heads, fmt::format("heads = {} (d_model must be a multiple of heads)", heads));
+  if (kv_heads > 0) require_divides(w, "kv_heads", heads, kv_heads, fmt::format("kv_heads = {} (heads must be a multiple of kv_heads)", kv_heads));
+  require_divides(w, "heads", heads, tp, fmt::format("tp = {} (TP shards the heads)", tp));
+}
+
+Workload read_workload(const YamlReader& w, int max_ranks) {
+  w.expect_map();
+  Workload out;
+  const YamlReader kind_node = w.child("kind");
+  out.kind = kind_node.as_string();
+  const std::vector<std::string> common = {"kind", "tp"};
+  auto keys = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), common.begin(), common.end());
+    return extra;
+  };
+  const std::int64_t tp64 = w.get_positive_int("tp");
+  if (tp64 > max_ranks)
+    w.fail_at("tp", fmt::format("{} ranks, but the hardware has {} GPUs", tp64, max_ranks));
+  out.tp = static_cast<int>(tp64);
+  const int tp = out.tp;
+  const std::string tp_text = fmt::format("tp = {}", tp);
+
+  if (out.kind == "gemm_collective") {
+    w.allow_keys(keys({"m", "n", "k", "dtype", "primitive", "rmsnorm_after"}));
+    GemmCollective g;
+    g.m = w.get_positive_int("m");
+    g.n = w.get_positive_int("n");
+    g.k = w.get_positive_int("k");
+    g.dtype = read_dtype(w, "dtype", DType::bf16);
+    g.primitive = read_primitive(w);
+    g.rmsnorm_after = w.get_bool("rmsnorm_after", false);
+    // Reduce-scatter and all-to-all hand each rank M / tp rows of the output.
+    if (g.primitive == Primitive::reduce_scatter || g.primitive == Primitive::all_to_all)
+      require_divides(w, "m", g.m, tp, tp_text + " (the collective splits the output rows)");
+    out.shape = g;
+  } else if (out.kind == "mlp_tpsp") {
+    w.allow_keys(keys({"model", "tokens", "batch", "seq", "d_model", "d_ffn", "gated", "dtype"}));
+    const auto model = read_model(w);
+    MlpTpSp m;
+    if (w.has("tokens")) {
+      if (w.has("batch") || w.has("seq")) w.fail_at("tokens", "give either tokens or batch and seq, not both");
+      m.tokens = w.get_positive_int("tokens");
+    } else if (w.has("batch") || w.has("seq")) {
+      m.tokens = w.get_positive_int("batch") * w.get_positive_int("seq");
+    } else {
+      m.tokens = w.get_positive_int("tokens");  // throws: missing required field
+    }
+    m.d_model = size_field(w, "d_model", from(model, &Transformer::d_model));
+    m.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn));
+    m.gated = w.get_bool("gated", true);
+    m.dtype = read_dtype(w, "dtype", DType::bf16);
+    const std::string tokens_key = w.has("tokens") ? "tokens" : "seq";
+    require_divides(w, tokens_key, m.tokens, tp, tp_text + " (sequence parallelism shards the tokens)");
+    require_divides(w, "d_ffn", m.d_ffn, tp, tp_text + " (TP shards the FFN width)");
+    out.shape = m;
+  } else if (out.kind == "attention_tpsp") {
+    w.allow_keys(keys({"model", "batch", "seq", "d_model", "heads", "kv_heads", "causal", "dtype"}));
+    const auto model = read_model(w);
+    AttentionTpSp a;
+    a.batch = w.get_positive_int("batch");
+    a.seq = w.get_positive_int("seq");
+    a.d_model = size_field(w, "d_model", from(model, &Transformer::d_model));
+    a.heads = size_field(w, "heads", from(model, &Transformer::heads));
+    a.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
+    a.causal = w.get_bool("causal", true);
+    a.dtype = read_dtype(w, "dtype", DType::bf16);
+    check_heads(w, a.d_model, a.heads, a.kv_heads, tp);
+    require_divides(w, "seq", a.batch * a.seq, tp, tp_text + " (sequence parallelism shards batch x seq tokens)");
+    out.shape = a;
+  } else if (out.kind == "attention_ulysses") {
+    w.allow_keys(keys({"model", "batch", "seq", "d_model", "heads", "causal", "dtype"}));
+    const auto model = read_model(w);
+    AttentionUlysses a;
+    a.batch = w.get_positive_int("batch");
+    a.seq = w.get_positive_int("seq");
+    a.d_model = size_field(w, "d_model", from(model, &Transformer::d_model));
+    a.heads = size_field(w, "heads", from(model, &Transformer::heads));
+    a.causal = w.get_bool("causal", true);
+    a.dtype = read_dtype(w, "dtype", DType::bf16);
+    check_heads(w, a.d_model, a.heads, 0, tp);
+    require_divides(w, "seq", a.seq, tp, tp_text + " (Ulysses shards the sequence)");
+    out.shape = a;
+  } else if (out.kind == "decode_stack") {
+    w.allow_keys(keys({"model", "layers", "d_model", "d_ffn", "heads", "kv_heads", "dtype", "allreduce_us"}));
+    const auto model = read_model(w);
+    DecodeStack d;
+    d.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers)));
+    d.d_model = size_field(w, "d_model", from(model, &Transformer::d_model));
+    d.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn));
+    d.heads = size_field(w, "heads", from(model, &Transformer::heads));
+    d.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
+    d.dtype = read_dtype(w, "dtype", DType::fp8);
+    d.allreduce_us = w.has("allreduce_us") ? w.get_positive_double("allreduce_us") : -1.0;
+    check_heads(w, d.d_model, d.heads, d.kv_heads, tp);
+    require_divides(w, "d_ffn", d.d_ffn, tp, tp_text + " (TP shards the FFN width)");
+    out.shape = d;
+  } else if (out.kind == "transformer") {
+    w.allow_keys(keys({"model", "layers", "batch", "seq", "d_model", "d_ffn", "heads", "kv_heads", "dtype"}));
+    const auto model = read_model(w);
+    Transformer t;
+    t.model = model ? model->model : "custom";
+    t.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers)));
+    t.batch = w.get_positive_int("batch");
+    t.seq = w.get_positive_int("seq");
+    t.d_model = size_field(w, "d_model", from(model, &Transformer::d_model));
+    t.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn));
+    t.heads = size_field(w, "heads", from(model, &Transformer::heads));
+    t.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
+    t.dtype = read_dtype(w, "dtype", DType::bf16);
+    check_heads(w, t.d_model, t.heads, t.kv_heads, tp);
+    require_divides(w, "d_ffn", t.d_ffn, tp, tp_text + " (TP shards the FFN width)");
+    require_divides(w, "seq", t.batch * t.seq, tp, tp_text + " (sequence parallelism shards batch x seq tokens)");
+    out.shape = t;
+  } else {
+    kind_node.fail("unknown workload kind '" + out.kind + "' (known: " + join(kWorkloadKinds) + ")");
+  }
+  // The shape library's own check (sim/workload_shapes.hpp) as a safety net, mapped onto the key.
+  try {
+    validate_workload(out);
+  } catch (const std::invalid_argument& e) {
+    std::string msg = e.what();
+    std::string key;
+    const auto colon = msg.find(": ");
+    if (msg.rfind("workload.", 0) == 0 && colon != std::string::npos) {
+      key = msg.substr(9, colon - 9);
+      msg = msg.substr(colon + 2);
+    }
+    if (key.empty()) w.fail(msg);
+    w.fail_at(key, msg);
+  }
+  return out;
+}
+
+// A YAML value as JSON for scheme params (scalars: int, then number, then bool, then string).
+nlohmann::json yaml_to_json(const YAML::Node& n) {
+  if (n.IsSequence()) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& e : n) arr.push_back(yaml_to_json(e));
+    return arr;
+  }
+  if (n.IsMap()) {
+    nlohmann::json obj = nlohmann::json::object();
+    for (const auto& kv : n) obj[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+    return obj;
+  }
+  if (!n.IsScalar()) return nullptr;
+  std::int64_t i = 0;
+  if (YAML::convert<std::int64_t>::decode(n, i)) return i;
+  double d = 0;
+  if (YAML::convert<double>::decode(n, d)) return d;
+  bool b = false;
+  if (YAML::convert<bool>::decode(n, b)) return b;
+  return n.Scalar();
+}
+
+nlohmann::json read_param(const YamlReader& p, const SchemeParam& spec) {
+  if (spec.type == "int") return p.as_int();
+  if (spec.type == "number") {
+    const double v = p.as_double();
+    if (!std::isfinite(v)) p.fail("must be a finite number");
+    return v;
+  }
+  if (spec.type == "bool") return p.as_bool();
+  if (spec.type == "string") return p.as_string();
+  if (spec.type == "list") {
+    // A scalar stands for a named choice the scheme documents (e.g. FlashOverlap's "tuned" wave
+    // groups); the builder rejects names it does not know.
+    if (p.is_scalar()) return yaml_to_json(p.node());
+    p.expect_sequence();
+    return yaml_to_json(p.node());
+  }
+  return yaml_to_json(p.node());  // a type this loader does not know: pass through unchanged
+}
+
+std::string scheme_names_applying(const Workload& w) {
+  std::vector<std::string> names;
+  for (const auto& s : scheme_registry())
+    if (!s.applies || s.applies(w)) names.push_back(s.name);
+  return join(names);
+}
+
+SchemeSpec read_scheme(const YamlReader& e, const Workload& workload) {
+  SchemeSpec spec;
+  spec.line = e.line();
+  std::optional<YamlReader> params;
+  if (e.is_map()) {
+    e.allow_keys({"name", "params"});
+    params = e.optional_child("params");
+  }
+  // Constructed, never assigned: assigning a yaml-cpp node writes through to the node it refers to.
+  const YamlReader name_node = e.is_map() ? e.child("name") : e;
+  spec.name = name_node.as_string();
+  const SchemeInfo* info = find_scheme(spec.name);
+  if (!info) {
+    std::vector<std::string> known;
+    for (const auto& s : scheme_registry()) known.push_back(s.name);
+    name_node.fail("unknown scheme '" + spec.name + "' (known: " + join(known) + ")");
+  }
+  if (info->applies && !info->applies(workload))
+    name_node.fail("scheme '" + spec.name + "' does not apply to a " + workload.kind +
+                   " workload (schemes that do: " + scheme_names_applying(workload) + ")");
+  if (params) {
+    params->expect_map();
+    for (const std::string& key : params->keys()) {
+      const SchemeParam* ps = nullptr;
+      for (const auto& candidate : info->params)
+        if (candidate.name == key) ps = &candidate;
+      if (!ps) {
+        std::vector<std::string> known;
+        for (const auto& c : info->params) known.push_back(c.name);
+        params->fail_at(key, "unknown parameter of scheme '" + spec.name + "' (known: " +
+                                 (known.empty() ? std::string("none") : join(known)) + ")");
+      }
+      spec.params[key] = read_param(params->child(key), *ps);
+    }
+  }
+  return spec;
+}
+
+std::string flow_text(const YAML::Node& n) {
+  if (n.IsScalar()) return n.Scalar();
+  YAML::Emitter em;
+  em.SetMapFormat(YAML::Flow);
+  em.SetSeqFormat(YAML::Flow);
+  em << n;
+  return em.c_str();
+}
+
+Scenario load_impl(const std::string& text, const std::string& file, const ScenarioOptions& options,
+                   bool with_sweep);
+
+std::vector<std::string> split_keys(const std::string& key) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = key.find(',', start);
+    std::string k = key.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    while (!k.empty() && k.front() == ' ') k.erase(0, 1);
+    while (!k.empty() && k.back() == ' ') k.pop_back();
+    out.push_back(k);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::vector<SweepAxis> read_sweep(const YamlReader& s, const std::string& text, const std::string& file,
+                                  const ScenarioOptions& options) {
+  s.expect_map();
+  std::vector<SweepAxis> axes;
+  for (const std::string& key : s.keys()) {
+    const YamlReader values = s.child(key);
+    SweepAxis axis;
+    axis.keys = split_keys(key);
+    axis.line = values.line();
+    for (const auto& k : axis.keys) {
+      if (k.empty()) values.fail("empty key path in sweep axis '" + key + "'");
+      if (k == "sweep" || k.rfind("sweep.", 0) == 0) values.fail("a sweep cannot vary the sweep");
+    }
+    values.expect_sequence();
+    if (values.size() == 0) values.fail("a sweep axis needs at least one value");
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const YamlReader v = values.element(i);
+      std::vector<std::string> point;
+      if (axis.keys.size() == 1) {
+        point.push_back(flow_text(v.node()));
+      } else {
+        if (!v.is_sequence() || v.size() != axis.keys.size())
+          v.fail(fmt::format("each value of a sweep over {} keys must be a list of {} values", axis.keys.size(),
+                             axis.keys.size()));
+        for (std::size_t k = 0; k < axis.keys.size(); ++k) point.push_back(flow_text(v.node()[k]));
+      }
+      // Each value must make a valid scenario on its own: load the scenario with it applied.
+      // Points apply on top of the scenario's own --set overrides, as `sweep` will run them.
+      ScenarioOptions trial = options;
+      for (std::size_t k = 0; k < axis.keys.size(); ++k) trial.sets.push_back(axis.keys[k] + "=" + point[k]);
+      try {
+        (void)load_impl(text, file, trial, false);
+      } catch (const InputError& e) {
+        v.fail("this sweep value of '" + key + "' makes an invalid scenario: " + e.what());
+      }
+      axis.values.push_back(std::move(point));
+    }
+    axes.push_back(std::move(axis));
+  }
+  return axes;
+}
+
+YAML::Node parse(const std::string& text, const std::string& file) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(file, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "YAML syntax error: " + e.msg);
+  }
+}
+
+// Parses the text afresh on every call: overrides edit the tree in place, and yaml-cpp's Clone()
+// drops the line marks errors need.
+Scenario load_impl(const std::string& text, const std::string& file, const ScenarioOptions& options,
+                   bool with_sweep) {
+  const std::string hardware_dir = options.hardware_dir.empty() ? default_hardware_dir() : options.hardware_dir;
+  YAML::Node root = parse(text, file);
+  if (!with_sweep && root.IsMap()) root.remove("sweep");
+  if (!root.IsMap()) {
+    const int line = root.Mark().line >= 0 ? root.Mark().line + 1 : 0;
+    throw InputError(file, line, "", "a scenario must be a map with hardware, workload and schemes");
+  }
+  Scenario sc;
+  sc.file = file;
+
+  // A named profile is spliced into the tree when --set reaches into it, so the override is
+  // validated by the profile loader like any other value (cost_model/profile_loader.hpp).
+  std::string hardware_file = file;
+  std::string hardware_name;
+  if (root["hardware"] && root["hardware"].IsScalar()) {
+    hardware_name = root["hardware"].Scalar();
+    if (any_set_under(options.sets, "hardware")) {
+      const YamlReader ref(root["hardware"], "hardware", file);
+      try {
+        root["hardware"] = load_profile_yaml(resolve_profile_ref(hardware_name, file), hardware_dir, &hardware_file);
+      } catch (const InputError& e) {
+        if (e.file().empty()) ref.fail(e.message());
+        throw;
+      }
+    }
+  }
+  apply_overrides(root, options.sets);
+
+  const YamlReader r(root, "", file);
+  r.allow_keys(kTopLevelKeys);
+  sc.description = r.get_string("description", "");
+  sc.name = r.get_string("name", file.empty() ? std::string("inline") : fs::path(file).stem().string());
+
+  const YamlReader hw = r.child("hardware");
+  if (hw.is_scalar()) {
+    hardware_name = hw.as_string();
+    try {
+      sc.hardware = load_profile(resolve_profile_ref(hardware_name, file), hardware_dir);
+    } catch (const InputError& e) {
+      if (e.file().empty()) hw.fail(e.message());
+      throw;
+    }
+  } else {
+    hw.expect_map();
+    const YamlReader located(hw.node(), "hardware", hardware_file);
+    sc.hardware = profile_from_yaml(located, dir_of(hardware_file));
+    if (hardware_name.empty()) hardware_name = sc.hardware.name.empty() ? "inline" : sc.hardware.name;
+  }
+  sc.hardware_name = hardware_name;
+  if (sc.hardware.fabric.num_gpus < 1) hw.fail("the profile has no GPUs");
+
+  sc.workload = read_workload(r.child("workload"), sc.hardware.fabric.num_gpus);
+
+  if (const auto f = r.optional_child("fidelity")) {
+    const std::string s = f->as_string();
+    if (s == "curve") sc.fidelity = Fidelity::curve;
+    else if (s == "steps") sc.fidelity = Fidelity::steps;
+    else f->fail("must be curve or steps (got " + s + ")");
+  }
+
+  if (const auto list = r.optional_child("schemes")) {
+    list->expect_sequence();
+    if (list->size() == 0) list->fail("list at least one scheme, or leave `schemes` out to run every scheme that applies");
+    for (std::size_t i = 0; i < list->size(); ++i) sc.schemes.push_back(read_scheme(list->element(i), sc.workload));
+  } else {
+    for (const auto& s : scheme_registry())
+      if (!s.applies || s.applies(sc.workload)) sc.schemes.push_back(SchemeSpec{s.name, nlohmann::json::object(), 0});
+    if (sc.schemes.empty()) r.fail("no scheme applies to a " + sc.workload.kind + " workload");
+  }
+
+  if (with_sweep) {
+    if (const auto s = r.optional_child("sweep")) sc.sweep = read_sweep(*s, text, file, options);
+  }
+  sc.text = text;
+  sc.sets = options.sets;
+  return sc;
+}
+
+}  // namespace
+
+const char* fidelity_name(Fidelity f) { return f == Fidelity::steps ? "steps" : "curve"; }
+
+Scenario load_scenario_text(const std::string& yaml_text, const std::string& file, const ScenarioOptions& options) {
+  return load_impl(yaml_text, file, options, options.validate_sweep);
+}
+
+Scenario load_scenario_file(const std::string& path, const ScenarioOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, 0, "", "cannot open file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return load_scenario_text(text.str(), path, options);
+}
+
+std::vector<std::vector<std::string>> sweep_points(const Scenario& scenario) {
+  std::vector<std::vector<std::string>> points;
+  if (scenario.sweep.empty()) return points;
+  points.push_back({});
+  for (const SweepAxis& axis : scenario.sweep) {
+    std::vector<std::vector<std::string>> next;
+    for (const auto& p : points) {
+      for (const auto& v : axis.values) {
+        auto q = p;
+        for (std::size_t k = 0; k < axis.keys.size(); ++k) q.push_back(axis.keys[k] + "=" + v[k]);
+        next.push_back(std::move(q));
+      }
+    }
+    points = std::move(next);
+  }
+  return points;
+}
+
+}  // namespace overlap::sim

@@ -1,0 +1,325 @@
+// Async TP (async-tp-illustrated; PyTorch SymmetricMemory micro-pipeline TP): Looped
+// CollectiveEinsum. All-gather-matmul: each rank pulls the other ranks' shards one step at a time and
+// runs a sub-matmul on each as it lands ("Decomposing all-gather matmuls"). Matmul-reduce-scatter:
+// each step computes the partial output another rank owns, and after a barrier every rank pulls the
+// partial computed for it; the T partials are summed at the end ("Decomposing matmul
+// reduce-scatters"; facts.md "PyTorch async TP": accumulated and reduced at the end).
+//
+// transport copy_engine: cudaMemcpyAsync pulls on copy engines, no SMs ("Copy-engine based comms").
+// transport sm: an SM copy kernel per step holding `copy_sms` SMs ("SM contention and wave
+// quantization").
+// streams 2: steps alternate between two streams so the next sub-matmul fills the SMs the previous
+// one's partial wave leaves idle; streams 1: the sub-matmuls run back to back on one stream and each
+// pays its own partial wave, N + S waves instead of N + 1 ("Amplified wave quantization due to
+// decomposition").
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cost_model/collective_model.hpp"
+#include "cost_model/input_error.hpp"
+#include "sim/schemes/graph_builder.hpp"
+#include "sim/workload_shapes.hpp"
+
+namespace overlap::sim {
+
+namespace {
+
+struct AsyncTpParams {
+  bool sm_transport = false;
+  int streams = 2;
+  int copy_sms = 16;
+};
+
+AsyncTpParams read_params(const BuildContext& ctx) {
+  AsyncTpParams p;
+  const std::string t = param_string(ctx, "transport", "copy_engine");
+  if (t != "copy_engine" && t != "sm")
+    throw InputError("", 0, "params.transport", fmt::format("must be copy_engine or sm (got '{}')", t));
+  p.sm_transport = t == "sm";
+  const std::int64_t s = param_int(ctx, "streams", 2);
+  if (s != 1 && s != 2) throw InputError("", 0, "params.streams", fmt::format("must be 1 or 2 (got {})", s));
+  p.streams = static_cast<int>(s);
+  // TransformerEngine's userbuffers default num_sm = 16 (facts.md "Production overlap implementations").
+  const std::int64_t c = param_int(ctx, "copy_sms", 16);
+  if (c < 1 || c >= ctx.hardware.gpu.sm_count)
+    throw InputError("", 0, "params.copy_sms", fmt::format("must be in 1..{} (got {})", ctx.hardware.gpu.sm_count - 1, c));
+  p.copy_sms = static_cast<int>(c);
+  return p;
+}
+
+int mod(int a, int n) { return ((a % n) + n) % n; }
+
+using UnitCompute = std::function<OpId(int rank, StreamId stream, std::int64_t rows, const std::string& name,
+                                       const std::vector<OpId>& deps)>;
+
+class LoopedEinsum {
+ public:
+  LoopedEinsum(GraphBuilder& b, const AsyncTpParams& p) : b_(b), p_(p), T_(b.ranks()) {
+    main_ = b.add_streams("current", 0);
+    // The second stream: PyTorch's backend stream (2 streams), or where the copies wait (1 stream).
+    second_ = b.add_streams(p.streams == 2 ? "backend" : "copies", 0);
+    for (const auto& [name, lc] : b.hardware().fabric.links) barrier_ps_ = std::max(barrier_ps_, ps_from_us(lc.latency_us));
+  }
+  const std::vector<StreamId>& main_streams() const { return main_; }
+
+  // A one-block barrier kernel across the group (SymmetricMemory barrier): one SM, a link latency.
+  std::vector<OpId> barrier(const std::vector<StreamId>& streams, const std::vector<std::vector<OpId>>& deps,
+                            const std::string& name) {
+    const std::int64_t id = b_.new_collective_id();
+    std::vector<OpId> out;
+    for (int r = 0; r < T_; ++r) {
+      Op op;
+      op.name = name;
+      op.kind = OpKind::comm_kernel;
+      op.stream = streams[static_cast<std::size_t>(r)];
+      op.comm = true;
+      op.deps = deps.empty() ? std::vector<OpId>{} : deps[static_cast<std::size_t>(r)];
+      op.channels = 1;
+      op.duration_ps = barrier_ps_;
+      op.collective = id;
+      op.members = T_;
+      out.push_back(b_.graph().add(std::move(op)));
+    }
+    return out;
+  }
+
+  // One step's transfers: rank r receives `recv_bytes[r]` from (r + step) and, with SM copies, its
+  // kernel also serves the rank that pulls from it, (r - step).
+  std::vector<OpId> transfer(int step, const std::vector<StreamId>& streams, const std::vector<Bytes>& send_bytes,
+                             const std::vector<Bytes>& recv_bytes, const std::vector<std::vector<OpId>>& deps,
+                             const std::string& name) {
+    std::vector<OpId> out;
+    const std::int64_t id = p_.sm_transport ? b_.new_collective_id() : -1;
+    for (int r = 0; r < T_; ++r) {
+      const int src = mod(r + step, T_);
+      const StreamId s = streams[static_cast<std::size_t>(r)];
+      if (!p_.sm_transport) {
+        out.push_back(b_.add_copy(r, s, src, r, recv_bytes[static_cast<std::size_t>(r)], name,
+                                  deps[static_cast<std::size_t>(r)], false));
+        continue;
+      }
+      Op op;
+      op.name = name;
+      op.kind = OpKind::comm_kernel;
+      op.stream = s;
+      op.comm = true;
+      op.deps = deps[static_cast<std::size_t>(r)];
+      op.channels = p_.copy_sms;
+      op.collective = id;
+      op.members = T_;
+      Phase ph;
+      ph.sends.push_back({mod(r - step, T_), send_bytes[static_cast<std::size_t>(r)]});
+      ph.recvs.push_back({src, recv_bytes[static_cast<std::size_t>(r)]});
+      op.phases.push_back(std::move(ph));
+      out.push_back(b_.graph().add(std::move(op)));
+    }
+    return out;
+  }
+
+  StreamId compute_stream(int r, int step) const {
+    if (p_.streams == 1) return main_[static_cast<std::size_t>(r)];
+    return step % 2 == 0 ? main_[static_cast<std::size_t>(r)] : second_[static_cast<std::size_t>(r)];
+  }
+  StreamId copy_stream(int r, int step) const {
+    return p_.streams == 1 ? second_[static_cast<std::size_t>(r)] : compute_stream(r, step);
+  }
+
+  // All-gather-matmul over `rows` gathered rows of `row_bytes` each; returns per-rank last ops.
+  std::vector<OpId> all_gather_matmul(std::int64_t rows, Bytes row_bytes, const UnitCompute& compute,
+                                      const std::vector<OpId>& start, const std::string& tag) {
+    std::vector<Bytes> shard(static_cast<std::size_t>(T_));
+    for (int r = 0; r < T_; ++r) shard[static_cast<std::size_t>(r)] = chunk_bytes(rows, T_, r) * row_bytes;
+    // Copy the local shard into the symmetric buffer, then a barrier: every shard is pullable.
+    std::vector<std::vector<OpId>> bdeps;
+    for (int r = 0; r < T_; ++r) {
+      std::vector<OpId> d;
+      if (!start.empty()) d.push_back(start[static_cast<std::size_t>(r)]);
+      bdeps.push_back({b_.add_memory(r, main_[static_cast<std::size_t>(r)],
+                                     MemoryKernel{tag + ".mv", 2 * shard[static_cast<std::size_t>(r)], d, 0})});
+    }
+    const std::vector<OpId> ready = barrier(main_, bdeps, tag + ".barrier");
+    std::vector<std::vector<OpId>> last(static_cast<std::size_t>(T_));
+    for (int r = 0; r < T_; ++r)
+      last[static_cast<std::size_t>(r)].push_back(
+          compute(r, main_[static_cast<std::size_t>(r)], chunk_bytes(rows, T_, r), fmt::format("{}.mm{}", tag, r), {}));
+    for (int step = 1; step < T_; ++step) {
+      std::vector<StreamId> cps;
+      std::vector<Bytes> recv;
+      std::vector<std::vector<OpId>> deps;
+      for (int r = 0; r < T_; ++r) {
+        cps.push_back(copy_stream(r, step));
+        recv.push_back(shard[static_cast<std::size_t>(mod(r + step, T_))]);
+        deps.push_back({ready[static_cast<std::size_t>(r)]});  // backend_stream.wait_stream(current)
+      }
+      const std::vector<OpId> pulled = transfer(step, cps, shard, recv, deps, fmt::format("{}.pull{}", tag, step));
+      for (int r = 0; r < T_; ++r) {
+        const int src = mod(r + step, T_);
+        last[static_cast<std::size_t>(r)].push_back(compute(r, compute_stream(r, step), chunk_bytes(rows, T_, src),
+                                                            fmt::format("{}.mm{}", tag, src),
+                                                            {pulled[static_cast<std::size_t>(r)]}));
+      }
+    }
+    // Shard r reaches every other rank once: r -> p carries shard r.
+    for (int src = 0; src < T_; ++src)
+      for (int dst = 0; dst < T_; ++dst)
+        if (src != dst) b_.add_required_bytes(src, dst, shard[static_cast<std::size_t>(src)]);
+    // current_stream().wait_stream(backend_stream); barrier.
+    std::vector<std::vector<OpId>> ends;
+    for (int r = 0; r < T_; ++r) ends.push_back(last[static_cast<std::size_t>(r)]);
+    return barrier(main_, ends, tag + ".barrier_end");
+  }
+
+  // Matmul-reduce-scatter over `rows` output rows of `row_bytes` each; returns per-rank last ops.
+  std::vector<OpId> matmul_reduce_scatter(std::int64_t rows, Bytes row_bytes, const UnitCompute& compute,
+                                          const std::vector<OpId>& start, const std::string& tag) {
+    std::vector<Bytes> chunk(static_cast<std::size_t>(T_));
+    for (int r = 0; r < T_; ++r) chunk[static_cast<std::size_t>(r)] = chunk_bytes(rows, T_, r) * row_bytes;
+    std::vector<std::vector<OpId>> last(static_cast<std::size_t>(T_));
+    for (int step = 1; step < T_; ++step) {
+      std::vector<std::vector<OpId>> produced;
+      std::vector<StreamId> cps;
+      for (int r = 0; r < T_; ++r) {
+        const int dst = mod(r - step, T_);  // the rank this partial belongs to
+        std::vector<OpId> d;
+        if (step == 1 && !start.empty()) d.push_back(start[static_cast<std::size_t>(r)]);
+        produced.push_back({compute(r, compute_stream(r, step), chunk_bytes(rows, T_, dst),
+                                    fmt::format("{}.mm{}", tag, dst), d)});
+        cps.push_back(copy_stream(r, step));
+      }
+      // Every rank has produced its step partial; then each pulls the one made for it by (r + step).
+      const std::vector<OpId> ready = barrier(cps, produced, fmt::format("{}.barrier{}", tag, step));
+      std::vector<Bytes> send, recv;
+      std::vector<std::vector<OpId>> deps;
+      for (int r = 0; r < T_; ++r) {
+        send.push_back(chunk[static_cast<std::size_t>(mod(r - step, T_))]);
+        recv.push_back(chunk[static_cast<std::size_t>(r)]);
+        deps.push_back({ready[static_cast<std::size_t>(r)]});
+      }
+      const std::vector<OpId> pulled = transfer(step, cps, send, recv, deps, fmt::format("{}.pull{}", tag, step));
+      for (int r = 0; r < T_; ++r) last[static_cast<std::size_t>(r)].push_back(pulled[static_cast<std::size_t>(r)]);
+    }
+    std::vector<OpId> out;
+    for (int r = 0; r < T_; ++r) {
+      std::vector<OpId> d = last[static_cast<std::size_t>(r)];
+      const OpId own = compute(r, main_[static_cast<std::size_t>(r)], chunk_bytes(rows, T_, r),
+                               fmt::format("{}.mm{}", tag, r), {});
+      d.push_back(own);
+      // The T partials of this rank's slice summed at the end (read T, write 1).
+      out.push_back(b_.add_memory(r, main_[static_cast<std::size_t>(r)],
+                                  MemoryKernel{tag + ".reduce", (T_ + 1) * chunk[static_cast<std::size_t>(r)], d, 0}));
+    }
+    for (int src = 0; src < T_; ++src)
+      for (int dst = 0; dst < T_; ++dst)
+        if (src != dst) b_.add_required_bytes(src, dst, chunk[static_cast<std::size_t>(dst)]);
+    return out;
+  }
+
+ private:
+  GraphBuilder& b_;
+  const AsyncTpParams& p_;
+  int T_;
+  std::vector<StreamId> main_, second_;
+  Ps barrier_ps_ = 0;
+};
+
+// A lower bound on any schedule that moves `recv_bytes` into one rank: its port's raw link bandwidth
+// (no latency, no protocol efficiency). The generic bound (NCCL's collective alone) is not one for
+// a P2P decomposition, which skips NCCL's base and per-step latencies.
+Ps port_bound_ps(const HardwareProfile& hw, int ranks, Bytes recv_bytes) {
+  const std::string cls = collective_link_class(hw, ranks);
+  const auto it = hw.fabric.links.find(cls);
+  if (it == hw.fabric.links.end() || !(it->second.bandwidth_gbps > 0) || recv_bytes <= 0) return 0;
+  return static_cast<Ps>(static_cast<double>(recv_bytes) / bytes_per_ps_from_gbps(it->second.bandwidth_gbps));
+}
+
+UnitCompute gemm_unit(GraphBuilder& b, const RankGemm& g) {
+  return [&b, g](int rank, StreamId stream, std::int64_t rows, const std::string& name, const std::vector<OpId>& deps) {
+    GemmOptions o;
+    o.name = name;
+    o.deps = deps;
+    return b.add_gemm(rank, stream, GemmShape{rows, g.n, g.k, g.dtype}, o);
+  };
+}
+
+BuiltScheme build_async_tp(const BuildContext& ctx) {
+  const AsyncTpParams p = read_params(ctx);
+  const Workload& w = ctx.workload;
+  validate_workload(w);
+  GraphBuilder b(ctx);
+  LoopedEinsum le(b, p);
+  const int T = w.tp;
+  const std::string how = fmt::format("{} pulls, {} stream{}", p.sm_transport ? "SM" : "copy-engine", p.streams,
+                                      p.streams == 1 ? " (N+S partial waves)" : "s");
+  Bytes largest = 0;  // the largest decomposed collective's S
+  if (w.kind == "gemm_collective") {
+    const GemmCollective g = gemm_collective_shape(w);
+    const RankGemm gm{g.m, g.n, g.k, g.dtype};
+    if (g.primitive == Primitive::all_gather) {
+      le.all_gather_matmul(g.m, g.k * dtype_bytes(g.dtype), gemm_unit(b, gm), {}, "ag");
+      largest = g.m * g.k * dtype_bytes(g.dtype);
+    } else if (g.primitive == Primitive::reduce_scatter) {
+      le.matmul_reduce_scatter(g.m, g.n * dtype_bytes(g.dtype), gemm_unit(b, gm), {}, "rs");
+      largest = g.m * g.n * dtype_bytes(g.dtype);
+    } else {
+      throw InputError("", 0, "workload.primitive", "async_tp decomposes all_gather or reduce_scatter only");
+    }
+  } else if (w.kind == "mlp_tpsp") {
+    const auto& mlp = std::get<MlpTpSp>(w.shape);
+    const MlpShapes s = mlp_shapes(mlp, T);
+    const std::vector<OpId> ag =
+        le.all_gather_matmul(s.col.m, s.col.k * dtype_bytes(s.col.dtype), gemm_unit(b, s.col), {}, "fc1");
+    std::vector<OpId> act;
+    for (int r = 0; r < T; ++r)
+      act.push_back(b.add_memory(r, le.main_streams()[static_cast<std::size_t>(r)],
+                                 MemoryKernel{"activation", s.activation_bytes, {ag[static_cast<std::size_t>(r)]}, 0}));
+    le.matmul_reduce_scatter(s.row.m, s.row.n * dtype_bytes(s.row.dtype), gemm_unit(b, s.row), act, "fc2");
+    largest = std::max(s.all_gather_bytes, s.reduce_scatter_bytes);
+  } else if (w.kind == "attention_tpsp") {
+    const auto& att = std::get<AttentionTpSp>(w.shape);
+    const AttentionShapes s = attention_shapes(att, T);
+    const std::vector<OpId> ag =
+        le.all_gather_matmul(s.qkv.m, s.qkv.k * dtype_bytes(s.qkv.dtype), gemm_unit(b, s.qkv), {}, "qkv");
+    std::vector<OpId> attn;
+    for (int r = 0; r < T; ++r)
+      attn.push_back(b.add_flop_kernel(r, le.main_streams()[static_cast<std::size_t>(r)], "attention",
+                                       s.attention_flops, s.attention_tiles, att.dtype, {ag[static_cast<std::size_t>(r)]}));
+    le.matmul_reduce_scatter(s.out.m, s.out.n * dtype_bytes(s.out.dtype), gemm_unit(b, s.out), attn, "out");
+    largest = std::max(s.all_gather_bytes, s.reduce_scatter_bytes);
+  } else {
+    throw InputError("", 0, "workload.kind", fmt::format("async_tp does not apply to '{}'", w.kind));
+  }
+  return b.finish(fmt::format("Looped CollectiveEinsum, {}", how), port_bound_ps(ctx.hardware, T, largest / T * (T - 1)));
+}
+
+bool async_tp_applies(const Workload& w) {
+  if (w.tp < 2) return false;
+  if (w.kind == "gemm_collective") {
+    const auto* g = std::get_if<GemmCollective>(&w.shape);
+    return g && (g->primitive == Primitive::all_gather || g->primitive == Primitive::reduce_scatter);
+  }
+  return w.kind == "mlp_tpsp" || w.kind == "attention_tpsp";
+}
+
+}  // namespace
+
+SchemeInfo make_async_tp_scheme() {
+  SchemeInfo s;
+  s.name = "async_tp";
+  s.source = "async-tp-illustrated (Looped CollectiveEinsum; PyTorch SymmetricMemory async TP)";
+  s.summary = "all-gather-matmul / matmul-reduce-scatter decomposed into per-step P2P pulls and sub-matmuls";
+  s.params = {
+      {"transport", "string", "copy_engine", "copy_engine (cudaMemcpyAsync pulls, no SMs) | sm (SM copy kernels)"},
+      {"streams", "int", "2", "1 (sub-matmuls back to back: N+S partial waves) | 2 (alternating streams)"},
+      {"copy_sms", "int", "16", "SMs an SM copy kernel holds (transport sm)"},
+  };
+  s.applies = async_tp_applies;
+  s.build = build_async_tp;
+  return s;
+}
+
+}  // namespace overlap::sim

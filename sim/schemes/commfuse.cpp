@@ -1,0 +1,436 @@
+// CommFuse (commfuse-paper Sec. 3.2, Sec. 4, Alg. 1-5, Appendix A): reduce-scatter, all-gather and
+// the Ulysses all-to-all decomposed into P2P steps, with the computation cut into m x T slices and
+// ordered rank-adaptively so that the last step needs no communication.
+//
+// Transport: the algorithms issue paired, two-sided `p2p_send` / `p2p_recv` calls (Alg. 1 lines
+// 16-17, Alg. 2 lines 20-21) through the communication library (NCCL send/recv on GPUs, HCCL on
+// Ascend), whose kernels run on SMs and match sender with receiver. So every exchange is a
+// comm_kernel whose phase holds the sends and receives: the engine matches them across ranks,
+// shares the links, and the kernel holds its channels' SMs while it runs.
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cost_model/collective_model.hpp"
+#include "cost_model/gemm_model.hpp"
+#include "cost_model/input_error.hpp"
+#include "sim/schemes/commfuse_schedule.hpp"
+#include "sim/schemes/graph_builder.hpp"
+#include "sim/workload_shapes.hpp"
+
+namespace overlap::sim {
+
+namespace {
+
+struct CommFuseParams {
+  int m = 1;  // slicing granularity: the sequence is cut into m x T slices (Sec. 3.2)
+  CommFuseSchedule schedule = CommFuseSchedule::ring;
+  bool query_split = true;  // attention_tpsp: Alg. 4 (true) or the row-parallel projection (Alg. 3)
+  int channels = 0;         // SMs an exchange kernel holds
+};
+
+CommFuseParams read_params(const BuildContext& ctx) {
+  CommFuseParams p;
+  const std::int64_t m = param_int(ctx, "m", 1);
+  if (m < 1 || m > 4096) throw InputError("", 0, "params.m", fmt::format("must be an integer in 1..4096 (got {})", m));
+  p.m = static_cast<int>(m);
+  const std::string sched = param_string(ctx, "schedule", "ring");
+  const auto parsed = parse_commfuse_schedule(sched);
+  if (!parsed)
+    throw InputError("", 0, "params.schedule", fmt::format("must be ring, pairwise or circular (got '{}')", sched));
+  p.schedule = *parsed;
+  const std::string att = param_string(ctx, "attention", "query_split");
+  if (att != "query_split" && att != "row_parallel")
+    throw InputError("", 0, "params.attention", fmt::format("must be query_split or row_parallel (got '{}')", att));
+  p.query_split = att == "query_split";
+  const std::int64_t ch = param_int(ctx, "channels", -1);
+  const int sms = ctx.hardware.gpu.sm_count;
+  if (ch == 0 || ch < -1 || ch >= sms)
+    throw InputError("", 0, "params.channels",
+                     fmt::format("must be -1 (profile comm.p2p_channels) or 1..{} (got {})", sms - 1, ch));
+  p.channels = ch > 0 ? static_cast<int>(ch) : std::clamp(ctx.hardware.comm.p2p_channels, 1, std::max(1, sms - 1));
+  return p;
+}
+
+// Rows of slice `slice` (of `slices`), sub-slice `sub` (of m): the sequence cut into m x T pieces.
+std::int64_t unit_rows(std::int64_t rows, int slices, int slice, int m, int sub) {
+  return chunk_bytes(chunk_bytes(rows, slices, slice), m, sub);
+}
+
+// The compute of one (slice, sub-slice) unit: emits ops on `stream` and returns the last one.
+using UnitCompute = std::function<OpId(int rank, StreamId stream, std::int64_t rows, const std::string& tag,
+                                       const std::vector<OpId>& deps)>;
+
+struct Pipeline {
+  GraphBuilder& b;
+  const CommFuseParams& p;
+  RankStreams streams;
+  int T = 0;
+  std::int64_t rows = 0;   // rows (tokens) of the whole sequence the collective is over
+  Bytes row_bytes = 0;     // bytes one row carries over the wire
+  std::string tag;
+
+  Bytes unit_bytes(int slice, int sub) const { return unit_rows(rows, T, slice, p.m, sub) * row_bytes; }
+  std::vector<Bytes> slice_bytes() const {
+    std::vector<Bytes> s;
+    for (int l = 0; l < T; ++l) s.push_back(chunk_bytes(rows, T, l) * row_bytes);
+    return s;
+  }
+
+  // Collective ids: one per (round, sub-slice), shared by every rank taking part in that round.
+  std::vector<std::int64_t> ids;
+  std::vector<int> members;  // ranks with an exchange in each round
+  void reserve_ids(const std::vector<std::vector<FuseStep>>& orders) {
+    int rounds = 0;
+    for (const auto& o : orders)
+      for (const FuseStep& s : o) rounds = std::max(rounds, s.round + 1);
+    members.assign(static_cast<std::size_t>(rounds), 0);
+    for (const auto& o : orders)
+      for (const FuseStep& s : o)
+        if (s.round >= 0) ++members[static_cast<std::size_t>(s.round)];
+    ids.clear();
+    for (int i = 0; i < rounds * p.m; ++i) ids.push_back(b.new_collective_id());
+  }
+
+  OpId exchange(int rank, const FuseStep& st, int sub, Bytes send_bytes, Bytes recv_bytes,
+                const std::vector<OpId>& deps, const std::string& name) {
+    Op op;
+    op.name = name;
+    op.kind = OpKind::comm_kernel;
+    op.stream = streams.comm[static_cast<std::size_t>(rank)];
+    op.comm = true;
+    op.deps = deps;
+    op.channels = p.channels;
+    op.collective = ids[static_cast<std::size_t>(st.round * p.m + sub)];
+    op.members = members[static_cast<std::size_t>(st.round)];
+    Phase ph;
+    if (send_bytes > 0) ph.sends.push_back({st.send_to, send_bytes});
+    if (recv_bytes > 0) ph.recvs.push_back({st.recv_from, recv_bytes});
+    op.phases.push_back(std::move(ph));
+    return b.graph().add(std::move(op));
+  }
+
+  // FuseRS (Alg. 2 / 3 / 4): compute each slice's partial output, send it on; the own slice last.
+  // Returns, per rank, the op that completes the rank's reduced output.
+  std::vector<OpId> fuse_rs(const UnitCompute& compute, const std::vector<OpId>& start) {
+    std::vector<std::vector<FuseStep>> orders;
+    for (int r = 0; r < T; ++r) orders.push_back(fuse_rs_order(r, T, p.schedule));
+    reserve_ids(orders);
+    std::vector<OpId> done;
+    for (int r = 0; r < T; ++r) {
+      const auto& order = orders[static_cast<std::size_t>(r)];
+      const StreamId cs = streams.compute[static_cast<std::size_t>(r)];
+      const StreamId xs = streams.comm[static_cast<std::size_t>(r)];
+      std::vector<OpId> last_exchange(static_cast<std::size_t>(p.m), kNoOp);
+      std::vector<OpId> ends;
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        const FuseStep& st = order[i];
+        for (int s = 0; s < p.m; ++s) {
+          const std::string nm = fmt::format("{}.rs.slice{}.{}", tag, st.slice, s);
+          std::vector<OpId> deps;
+          if (i == 0 && s == 0 && !start.empty()) deps.push_back(start[static_cast<std::size_t>(r)]);
+          const OpId g = compute(r, cs, unit_rows(rows, T, st.slice, p.m, s), nm, deps);
+          const Bytes ub = unit_bytes(st.slice, s);
+          if (st.send_to >= 0) {
+            std::vector<OpId> xdeps{g};
+            if (p.schedule == CommFuseSchedule::ring && i > 0) {
+              // Alg. 2 line 16: O <- B_in + O before the accumulator is forwarded (read 2, write 1).
+              xdeps = {b.add_memory(r, xs, MemoryKernel{nm + ".add", 3 * ub, {g}, 0})};
+            }
+            // Ring: what arrives is the accumulator of the next slice; direct: a partial of ours.
+            const Bytes rb = p.schedule == CommFuseSchedule::ring ? unit_bytes(order[i + 1].slice, s) : unit_bytes(r, s);
+            last_exchange[static_cast<std::size_t>(s)] = exchange(r, st, s, ub, rb, xdeps, nm + ".p2p");
+          } else {
+            // Own slice: ring adds the arrived accumulator; direct schedules aggregate the T buffers
+            // (Alg. 2: "the aggregation over the N buffers").
+            const Bytes red = p.schedule == CommFuseSchedule::ring ? 3 * ub : (T + 1) * ub;
+            std::vector<OpId> deps2{g};
+            if (last_exchange[static_cast<std::size_t>(s)] != kNoOp) deps2.push_back(last_exchange[static_cast<std::size_t>(s)]);
+            ends.push_back(b.add_memory(r, cs, MemoryKernel{nm + ".reduce", red, deps2, 0}));
+          }
+        }
+      }
+      done.push_back(ends.back());
+    }
+    add_required(fuse_rs_required_bytes(slice_bytes(), p.schedule));
+    return done;
+  }
+
+  // FuseAG (Alg. 1, Sec. 4.2 column-parallel): local shard first, then each shard as it arrives.
+  std::vector<OpId> fuse_ag(const UnitCompute& compute) {
+    std::vector<std::vector<FuseStep>> orders;
+    for (int r = 0; r < T; ++r) orders.push_back(fuse_ag_order(r, T, p.schedule));
+    reserve_ids(orders);
+    std::vector<OpId> done;
+    for (int r = 0; r < T; ++r) {
+      const auto& order = orders[static_cast<std::size_t>(r)];
+      const StreamId cs = streams.compute[static_cast<std::size_t>(r)];
+      OpId last = kNoOp;
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        const FuseStep& st = order[i];
+        for (int s = 0; s < p.m; ++s) {
+          const std::string nm = fmt::format("{}.ag.shard{}.{}", tag, st.slice, s);
+          std::vector<OpId> deps;
+          if (st.recv_from >= 0) {
+            // Ring forwards the shard used one step earlier; direct schedules send their own shard.
+            const int sent = p.schedule == CommFuseSchedule::ring ? order[i - 1].slice : r;
+            deps.push_back(exchange(r, st, s, unit_bytes(sent, s), unit_bytes(st.slice, s), {}, nm + ".p2p"));
+          }
+          last = compute(r, cs, unit_rows(rows, T, st.slice, p.m, s), nm, deps);
+        }
+      }
+      done.push_back(last);
+    }
+    add_required(fuse_ag_required_bytes(slice_bytes(), p.schedule));
+    return done;
+  }
+
+  // Fuse All-to-All (Alg. 5): query slice j's attention output goes to rank j; own slice last.
+  std::vector<OpId> fuse_a2a(const UnitCompute& compute, const std::vector<OpId>& start) {
+    std::vector<std::vector<FuseStep>> orders;
+    for (int r = 0; r < T; ++r) {
+      // Alg. 5 lines 11-13: send to j = r+i+1 (its slice l = j), receive from k = r-i-1. That is the
+      // circular order; pairwise exchanges with the round's partner instead. Both end on slice r.
+      orders.push_back(fuse_rs_order(r, T, p.schedule == CommFuseSchedule::pairwise ? CommFuseSchedule::pairwise
+                                                                                   : CommFuseSchedule::circular));
+    }
+    reserve_ids(orders);
+    std::vector<OpId> done;
+    for (int r = 0; r < T; ++r) {
+      const auto& order = orders[static_cast<std::size_t>(r)];
+      const StreamId cs = streams.compute[static_cast<std::size_t>(r)];
+      std::vector<OpId> ends;
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        const FuseStep& st = order[i];
+        for (int s = 0; s < p.m; ++s) {
+          const std::string nm = fmt::format("{}.a2a.slice{}.{}", tag, st.slice, s);
+          std::vector<OpId> deps;
+          if (i == 0 && s == 0 && !start.empty()) deps.push_back(start[static_cast<std::size_t>(r)]);
+          const OpId g = compute(r, cs, unit_rows(rows, T, st.slice, p.m, s), nm, deps);
+          if (st.send_to >= 0)
+            ends.push_back(exchange(r, st, s, unit_bytes(st.slice, s), unit_bytes(r, s), {g}, nm + ".p2p"));
+          else
+            ends.push_back(g);
+        }
+      }
+      // Alg. 5 line 25: wait for all communication, then concatenate (the receive buffers are the output).
+      done.push_back(b.add_delay(r, cs, 0, tag + ".a2a.wait_all", ends));
+    }
+    add_required(fuse_a2a_required_bytes(slice_bytes()));
+    return done;
+  }
+
+  // Byte accounting from the schedule's closed form (commfuse_schedule.hpp), not from the ops.
+  void add_required(const std::vector<std::vector<Bytes>>& req) {
+    for (int src = 0; src < T; ++src)
+      for (int dst = 0; dst < T; ++dst) b.add_required_bytes(src, dst, req[static_cast<std::size_t>(src)][static_cast<std::size_t>(dst)]);
+  }
+};
+
+// A lower bound on any schedule that moves `recv_bytes` into one rank: its port's raw link bandwidth
+// (no latency, no protocol efficiency). The generic bound (NCCL's collective alone) is not one for
+// a P2P decomposition, which skips NCCL's base and per-step latencies.
+Ps port_bound_ps(const HardwareProfile& hw, int ranks, Bytes recv_bytes) {
+  const std::string cls = collective_link_class(hw, ranks);
+  const auto it = hw.fabric.links.find(cls);
+  if (it == hw.fabric.links.end() || !(it->second.bandwidth_gbps > 0) || recv_bytes <= 0) return 0;
+  return static_cast<Ps>(static_cast<double>(recv_bytes) / bytes_per_ps_from_gbps(it->second.bandwidth_gbps));
+}
+
+UnitCompute gemm_unit(GraphBuilder& b, const RankGemm& g) {
+  return [&b, g](int rank, StreamId stream, std::int64_t rows, const std::string& name, const std::vector<OpId>& deps) {
+    GemmOptions o;
+    o.name = name;
+    o.deps = deps;
+    return b.add_gemm(rank, stream, GemmShape{rows, g.n, g.k, g.dtype}, o);
+  };
+}
+
+// Link class the TP group's P2P transfers cross (for the one-line reason).
+double p2p_gbps(const HardwareProfile& hw, int ranks) {
+  try {
+    return collective_bandwidth_gbps(hw, collective_link_class(hw, ranks));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+std::string step_reason(const HardwareProfile& hw, int T, const RankGemm& g, std::int64_t rows, Bytes row_bytes,
+                        int m, const char* what) {
+  const std::int64_t unit = std::max<std::int64_t>(1, rows / (static_cast<std::int64_t>(T) * m));
+  const Ps c = gemm_time_ps(hw, overlap::GemmShape{unit, g.n, g.k, g.dtype});
+  const double gbps = p2p_gbps(hw, T);
+  const Ps p = gbps > 0 ? transfer_ps(unit * row_bytes, gbps) : 0;
+  if (p > c)
+    return fmt::format("{}: comm > compute per step ({:.1f} > {:.1f} us): about (T-1)(p-c) exposed", what,
+                       us_from_ps(p), us_from_ps(c));
+  return fmt::format("{}: compute >= comm per step ({:.1f} >= {:.1f} us): only the first step's head is exposed",
+                     what, us_from_ps(c), us_from_ps(p));
+}
+
+BuiltScheme build_commfuse(const BuildContext& ctx) {
+  const CommFuseParams p = read_params(ctx);
+  const Workload& w = ctx.workload;
+  validate_workload(w);
+  GraphBuilder b(ctx);
+  Pipeline pl{b, p, b.add_compute_and_comm_streams(), w.tp, 0, 0, "cf", {}, {}};
+  const int T = w.tp;
+  auto check_m = [&](std::int64_t rows) {
+    if (rows / T < p.m)
+      throw InputError("", 0, "params.m",
+                       fmt::format("{} rows per rank cannot be cut into m = {} slices", rows / T, p.m));
+  };
+  std::string reason;
+  Bytes largest = 0;  // the largest decomposed collective's S (each rank receives (T-1)/T of it)
+  auto note = [&](Bytes collective_bytes) { largest = std::max(largest, collective_bytes); };
+
+  if (w.kind == "gemm_collective") {
+    const GemmCollective gc = gemm_collective_shape(w);
+    const RankGemm g{gc.m, gc.n, gc.k, gc.dtype};
+    check_m(gc.m);
+    pl.rows = gc.m;
+    if (gc.primitive == Primitive::reduce_scatter) {
+      // Alg. 3: row-parallel projection, partial outputs of each sequence slice sent on.
+      pl.row_bytes = gc.n * dtype_bytes(gc.dtype);
+      pl.tag = "rowpar";
+      pl.fuse_rs(gemm_unit(b, g), {});
+      note(gc.m * pl.row_bytes);
+      reason = step_reason(ctx.hardware, T, g, gc.m, pl.row_bytes, p.m, "FuseRS");
+    } else {
+      // Sec. 4.2: column-parallel projection over the gathered sequence, shard by shard.
+      pl.row_bytes = gc.k * dtype_bytes(gc.dtype);
+      pl.tag = "colpar";
+      pl.fuse_ag(gemm_unit(b, g));
+      note(gc.m * pl.row_bytes);
+      reason = step_reason(ctx.hardware, T, g, gc.m, pl.row_bytes, p.m, "FuseAG");
+    }
+  } else if (w.kind == "mlp_tpsp") {
+    const auto& mlp = std::get<MlpTpSp>(w.shape);
+    const MlpShapes s = mlp_shapes(mlp, T);
+    check_m(s.col.m);
+    pl.rows = s.col.m;
+    pl.row_bytes = s.col.k * dtype_bytes(s.col.dtype);
+    pl.tag = "fc1";
+    const std::vector<OpId> ag = pl.fuse_ag(gemm_unit(b, s.col));
+    note(s.all_gather_bytes);
+    note(s.reduce_scatter_bytes);
+    std::vector<OpId> act;
+    for (int r = 0; r < T; ++r)
+      act.push_back(b.add_memory(r, pl.streams.compute[static_cast<std::size_t>(r)],
+                                 MemoryKernel{"activation", s.activation_bytes, {ag[static_cast<std::size_t>(r)]}, 0}));
+    pl.row_bytes = s.row.n * dtype_bytes(s.row.dtype);
+    pl.tag = "fc2";
+    pl.fuse_rs(gemm_unit(b, s.row), act);
+    reason = step_reason(ctx.hardware, T, s.row, s.row.m, pl.row_bytes, p.m, "FuseAG + FuseRS");
+  } else if (w.kind == "attention_tpsp") {
+    const auto& att = std::get<AttentionTpSp>(w.shape);
+    const AttentionShapes s = attention_shapes(att, T);
+    check_m(s.qkv.m);
+    pl.rows = s.qkv.m;
+    pl.row_bytes = s.qkv.k * dtype_bytes(s.qkv.dtype);
+    pl.tag = "qkv";
+    const std::vector<OpId> ag = pl.fuse_ag(gemm_unit(b, s.qkv));
+    note(s.all_gather_bytes);
+    note(s.reduce_scatter_bytes);
+    pl.row_bytes = s.out.n * dtype_bytes(s.out.dtype);
+    pl.tag = "attn_out";
+    const std::int64_t total_rows = s.out.m;
+    if (p.query_split) {
+      // Alg. 4: attention of one query slice (against all keys) + its output projection per step.
+      // Attention FLOPs are taken proportional to the slice's rows (causal masking makes late slices
+      // somewhat dearer; the split keeps the total exact).
+      const RankGemm out = s.out;
+      const double flops = s.attention_flops;
+      const std::int64_t tiles = s.attention_tiles;
+      const DType dt = att.dtype;
+      UnitCompute qs = [&b, out, flops, tiles, total_rows, dt](int rank, StreamId stream, std::int64_t rows,
+                                                               const std::string& name, const std::vector<OpId>& deps) {
+        const double frac = static_cast<double>(rows) / static_cast<double>(total_rows);
+        const std::int64_t t = std::max<std::int64_t>(1, (tiles * rows + total_rows - 1) / total_rows);
+        const OpId a = b.add_flop_kernel(rank, stream, name + ".attn", flops * frac, t, dt, deps);
+        GemmOptions o;
+        o.name = name + ".proj";
+        (void)a;  // the projection follows the attention in stream order
+        return b.add_gemm(rank, stream, GemmShape{rows, out.n, out.k, out.dtype}, o);
+      };
+      pl.fuse_rs(qs, ag);
+      reason = step_reason(ctx.hardware, T, s.out, total_rows, pl.row_bytes, p.m, "query-split FuseRS");
+    } else {
+      std::vector<OpId> attn;
+      for (int r = 0; r < T; ++r)
+        attn.push_back(b.add_flop_kernel(r, pl.streams.compute[static_cast<std::size_t>(r)], "attention",
+                                         s.attention_flops, s.attention_tiles, att.dtype,
+                                         {ag[static_cast<std::size_t>(r)]}));
+      pl.fuse_rs(gemm_unit(b, s.out), attn);
+      reason = step_reason(ctx.hardware, T, s.out, total_rows, pl.row_bytes, p.m, "row-parallel FuseRS");
+    }
+  } else if (w.kind == "attention_ulysses") {
+    const auto& att = std::get<AttentionUlysses>(w.shape);
+    const UlyssesShapes s = ulysses_shapes(att, T);
+    // The first all-to-all (sequence -> heads) stays a collective; Alg. 5 fuses the second one.
+    CollectiveSpec a2a;
+    a2a.name = "qkv_all_to_all";
+    a2a.primitive = Primitive::all_to_all;
+    a2a.bytes = s.qkv_all_to_all_bytes;
+    a2a.streams = pl.streams.compute;
+    const std::vector<OpId> first = b.add_collective(a2a);
+    // Rows: the whole sequence of every sample; one row carries d_model / T features of the rank's heads.
+    const std::int64_t rows = att.batch * att.seq;
+    check_m(rows);
+    pl.rows = rows;
+    pl.row_bytes = att.d_model / T * dtype_bytes(att.dtype);
+    pl.tag = "ulysses";
+    const double flops = s.attention_flops;
+    const std::int64_t tiles = s.attention_tiles;
+    const DType dt = att.dtype;
+    UnitCompute qs = [&b, flops, tiles, rows, dt](int rank, StreamId stream, std::int64_t r_rows,
+                                                  const std::string& name, const std::vector<OpId>& deps) {
+      const double frac = static_cast<double>(r_rows) / static_cast<double>(rows);
+      const std::int64_t t = std::max<std::int64_t>(1, (tiles * r_rows + rows - 1) / rows);
+      return b.add_flop_kernel(rank, stream, name + ".attn", flops * frac, t, dt, deps);
+    };
+    pl.fuse_a2a(qs, first);
+    note(s.qkv_all_to_all_bytes);
+    note(s.out_all_to_all_bytes);
+    reason = "Fuse All-to-All: each query slice's attention hides the previous slice's transfer";
+  } else {
+    throw InputError("", 0, "workload.kind", fmt::format("commfuse does not apply to '{}'", w.kind));
+  }
+  const Ps bound = port_bound_ps(ctx.hardware, T, largest / T * (T - 1));
+  return b.finish(fmt::format("{} (schedule {}, m = {})", reason, commfuse_schedule_name(p.schedule), p.m), bound);
+}
+
+bool commfuse_applies(const Workload& w) {
+  if (w.tp < 2) return false;
+  if (w.kind == "gemm_collective") {
+    const auto* gc = std::get_if<GemmCollective>(&w.shape);
+    return gc && (gc->primitive == Primitive::reduce_scatter || gc->primitive == Primitive::all_gather);
+  }
+  return w.kind == "mlp_tpsp" || w.kind == "attention_tpsp" || w.kind == "attention_ulysses";
+}
+
+}  // namespace
+
+SchemeInfo make_commfuse_scheme() {
+  SchemeInfo s;
+  s.name = "commfuse";
+  s.source = "commfuse-paper Sec. 3-4, Alg. 1-5, Appendix A";
+  s.summary =
+      "reduce-scatter / all-gather / Ulysses all-to-all decomposed into P2P steps; rank-adaptive slice order so the "
+      "last step needs no communication";
+  s.params = {
+      {"m", "int", "1", "slicing granularity: the sequence is cut into m x T slices (Sec. 3.2)"},
+      {"schedule", "string", "ring", "ring (Alg. 1/2) | pairwise (App. A.3 bidirectional) | circular (App. A.4)"},
+      {"attention", "string", "query_split", "attention_tpsp: query_split (Alg. 4) | row_parallel (Alg. 3)"},
+      {"channels", "int", "-1", "SMs each P2P exchange kernel holds; -1 = the profile's comm.p2p_channels"},
+  };
+  s.applies = commfuse_applies;
+  s.build = build_commfuse;
+  return s;
+}
+
+}  // namespace overlap::sim

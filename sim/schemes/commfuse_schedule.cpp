@@ -1,0 +1,148 @@
+// Rank-adaptive CommFuse step orders (commfuse-paper Alg. 1, Alg. 2, Appendix A).
+#include "sim/schemes/commfuse_schedule.hpp"
+
+#include <bit>
+#include <numeric>
+#include <stdexcept>
+
+namespace overlap::sim {
+
+namespace {
+
+int mod(int a, int n) { return ((a % n) + n) % n; }
+
+void check_ranks(int rank, int ranks) {
+  if (ranks < 1 || rank < 0 || rank >= ranks)
+    throw std::invalid_argument("commfuse schedule: rank " + std::to_string(rank) + " of " +
+                                std::to_string(ranks));
+}
+
+}  // namespace
+
+const char* commfuse_schedule_name(CommFuseSchedule s) {
+  switch (s) {
+    case CommFuseSchedule::ring: return "ring";
+    case CommFuseSchedule::pairwise: return "pairwise";
+    case CommFuseSchedule::circular: return "circular";
+  }
+  return "?";
+}
+
+std::optional<CommFuseSchedule> parse_commfuse_schedule(const std::string& s) {
+  if (s == "ring") return CommFuseSchedule::ring;
+  if (s == "pairwise") return CommFuseSchedule::pairwise;
+  if (s == "circular") return CommFuseSchedule::circular;
+  return std::nullopt;
+}
+
+int round_robin_rounds(int ranks) { return ranks <= 1 ? 0 : (ranks % 2 == 0 ? ranks - 1 : ranks); }
+
+int round_robin_partner(int rank, int round, int ranks) {
+  check_ranks(rank, ranks);
+  if (round < 0 || round >= round_robin_rounds(ranks))
+    throw std::invalid_argument("commfuse schedule: round " + std::to_string(round));
+  // Power-of-two groups: rank XOR (round + 1) reproduces App. A.3's example exactly
+  // (A<->B, C<->D; A<->C, B<->D; A<->D, B<->C).
+  if (std::has_single_bit(static_cast<unsigned>(ranks))) return rank ^ (round + 1);
+  // Circle method: with an even count n, rank n-1 stays fixed and meets rank `round`; the others
+  // pair as i + j == 2 * round (mod n-1). An odd count adds a phantom rank; meeting it is a bye.
+  const int n = ranks % 2 == 0 ? ranks : ranks + 1;
+  int partner;
+  if (rank == n - 1) {
+    partner = round;
+  } else {
+    const int j = mod(2 * round - rank, n - 1);
+    partner = j == rank ? n - 1 : j;
+  }
+  return partner >= ranks ? -1 : partner;
+}
+
+std::vector<FuseStep> fuse_rs_order(int rank, int ranks, CommFuseSchedule schedule) {
+  check_ranks(rank, ranks);
+  const int T = ranks;
+  std::vector<FuseStep> steps;
+  switch (schedule) {
+    case CommFuseSchedule::ring:  // Alg. 2 lines 11-13, 18-21
+      for (int i = 0; i + 1 < T; ++i) steps.push_back({mod(rank - i - 1, T), mod(rank + 1, T), mod(rank - 1, T), i});
+      break;
+    case CommFuseSchedule::circular:  // App. A.4: slice owner gets the partial directly
+      for (int i = 0; i + 1 < T; ++i)
+        steps.push_back({mod(rank - i - 1, T), mod(rank - i - 1, T), mod(rank + i + 1, T), i});
+      break;
+    case CommFuseSchedule::pairwise:  // App. A.3: exchange with this round's partner
+      for (int round = 0; round < round_robin_rounds(T); ++round) {
+        const int p = round_robin_partner(rank, round, T);
+        if (p >= 0) steps.push_back({p, p, p, round});
+      }
+      break;
+  }
+  steps.push_back({rank, -1, -1, -1});  // rank-adaptive: the slice that stays here comes last
+  return steps;
+}
+
+std::vector<FuseStep> fuse_ag_order(int rank, int ranks, CommFuseSchedule schedule) {
+  check_ranks(rank, ranks);
+  const int T = ranks;
+  std::vector<FuseStep> steps;
+  steps.push_back({rank, -1, -1, -1});  // rank-adaptive: the local shard needs no communication
+  switch (schedule) {
+    case CommFuseSchedule::ring:  // Alg. 1 lines 12-21: forward what arrived from rank-1
+      for (int i = 1; i < T; ++i) steps.push_back({mod(rank - i, T), mod(rank + 1, T), mod(rank - 1, T), i - 1});
+      break;
+    case CommFuseSchedule::circular:
+      for (int i = 1; i < T; ++i) steps.push_back({mod(rank - i, T), mod(rank + i, T), mod(rank - i, T), i - 1});
+      break;
+    case CommFuseSchedule::pairwise:
+      for (int round = 0; round < round_robin_rounds(T); ++round) {
+        const int p = round_robin_partner(rank, round, T);
+        if (p >= 0) steps.push_back({p, p, p, round});
+      }
+      break;
+  }
+  return steps;
+}
+
+std::vector<std::vector<Bytes>> fuse_rs_required_bytes(const std::vector<Bytes>& slice_bytes,
+                                                       CommFuseSchedule schedule) {
+  const int T = static_cast<int>(slice_bytes.size());
+  std::vector<std::vector<Bytes>> req(slice_bytes.size(), std::vector<Bytes>(slice_bytes.size(), 0));
+  if (T <= 1) return req;
+  const Bytes total = std::accumulate(slice_bytes.begin(), slice_bytes.end(), Bytes{0});
+  for (int r = 0; r < T; ++r) {
+    if (schedule == CommFuseSchedule::ring) {
+      req[r][mod(r + 1, T)] = total - slice_bytes[r];
+    } else {
+      for (int p = 0; p < T; ++p)
+        if (p != r) req[r][p] = slice_bytes[p];
+    }
+  }
+  return req;
+}
+
+std::vector<std::vector<Bytes>> fuse_ag_required_bytes(const std::vector<Bytes>& slice_bytes,
+                                                       CommFuseSchedule schedule) {
+  const int T = static_cast<int>(slice_bytes.size());
+  std::vector<std::vector<Bytes>> req(slice_bytes.size(), std::vector<Bytes>(slice_bytes.size(), 0));
+  if (T <= 1) return req;
+  const Bytes total = std::accumulate(slice_bytes.begin(), slice_bytes.end(), Bytes{0});
+  for (int r = 0; r < T; ++r) {
+    if (schedule == CommFuseSchedule::ring) {
+      req[r][mod(r + 1, T)] = total - slice_bytes[mod(r + 1, T)];
+    } else {
+      for (int p = 0; p < T; ++p)
+        if (p != r) req[r][p] = slice_bytes[r];
+    }
+  }
+  return req;
+}
+
+std::vector<std::vector<Bytes>> fuse_a2a_required_bytes(const std::vector<Bytes>& slice_bytes) {
+  const std::size_t T = slice_bytes.size();
+  std::vector<std::vector<Bytes>> req(T, std::vector<Bytes>(T, 0));
+  for (std::size_t r = 0; r < T; ++r)
+    for (std::size_t p = 0; p < T; ++p)
+      if (p != r) req[r][p] = slice_bytes[p];
+  return req;
+}
+
+}  // namespace overlap::sim

@@ -1,0 +1,244 @@
+// data_slicing: Megatron / MindSpeed-style chunking (commfuse-paper Sec. 1-2, "data slicing"): the
+// layer's activations are cut into `chunks` slices along M (tokens); slice i's GEMM runs while slice
+// i-1's collective runs on a second, higher-priority stream. For a GEMM followed by a collective the
+// last slice's collective has nothing left to hide behind, so it is exposed (commfuse-paper Sec. 1);
+// for an all-gather before a GEMM the first slice's gather is exposed. Small slices cost what they
+// cost: each slice is planned by the GEMM model on its own (memory-bound regime, wave quantization
+// per slice, async-tp-illustrated "Amplified wave quantization") and every kernel pays its launch.
+//
+// build_sliced_layers() with chunks = 1 is also the no-overlap schedule (no_overlap.cpp).
+#include <algorithm>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "sim/schemes/graph_builder.hpp"
+#include "sim/workload_shapes.hpp"
+
+namespace overlap::sim {
+
+namespace {
+
+// Ops of one stage: [slice][rank] (empty inner vector: the stage emitted nothing).
+using PerSlice = std::vector<std::vector<OpId>>;
+
+// Rows of slice c when `total` rows are cut into `chunks` slices (the first total % chunks slices
+// get one row more).
+std::int64_t slice_rows(std::int64_t total, int chunks, int c) {
+  return total / chunks + (c < total % chunks ? 1 : 0);
+}
+
+class SlicedEmitter {
+ public:
+  SlicedEmitter(GraphBuilder& b, int chunks, bool collectives_only)
+      : b_(b), chunks_(chunks), comm_only_(collectives_only), streams_(b.add_compute_and_comm_streams()) {}
+
+  int chunks() const { return chunks_; }
+  int ranks() const { return b_.ranks(); }
+
+  // A collective per slice on the comm stream, slice i after deps[i] (per rank).
+  PerSlice collective(Primitive p, const std::vector<Bytes>& slice_bytes, const PerSlice& deps,
+                      const std::string& name) {
+    PerSlice out(slice_bytes.size());
+    for (std::size_t i = 0; i < slice_bytes.size(); ++i) {
+      CollectiveSpec spec;
+      spec.name = slice_bytes.size() > 1 ? fmt::format("{}[{}]", name, i) : name;
+      spec.primitive = p;
+      spec.bytes = slice_bytes[i];
+      spec.streams = streams_.comm;
+      if (i < deps.size() && !deps[i].empty())
+        for (int r = 0; r < ranks(); ++r) spec.deps.push_back({deps[i][static_cast<std::size_t>(r)]});
+      out[i] = b_.add_collective(spec);
+    }
+    return out;
+  }
+
+  // A GEMM per slice on the compute stream, slice i after deps[i] (per rank).
+  PerSlice gemm(const std::vector<GemmShape>& slices, const PerSlice& deps, const std::string& name) {
+    PerSlice out(slices.size());
+    if (comm_only_) return out;
+    for (std::size_t i = 0; i < slices.size(); ++i)
+      for (int r = 0; r < ranks(); ++r) {
+        GemmOptions o;
+        o.name = slices.size() > 1 ? fmt::format("{}[{}]", name, i) : name;
+        if (i < deps.size() && !deps[i].empty()) o.deps = {deps[i][static_cast<std::size_t>(r)]};
+        out[i].push_back(b_.add_gemm(r, streams_.compute[static_cast<std::size_t>(r)], slices[i], o));
+      }
+    return out;
+  }
+
+  PerSlice memory(const std::vector<Bytes>& slice_bytes, const PerSlice& deps, const std::string& name) {
+    PerSlice out(slice_bytes.size());
+    if (comm_only_) return out;
+    for (std::size_t i = 0; i < slice_bytes.size(); ++i)
+      for (int r = 0; r < ranks(); ++r) {
+        MemoryKernel k;
+        k.name = slice_bytes.size() > 1 ? fmt::format("{}[{}]", name, i) : name;
+        k.bytes = slice_bytes[i];
+        if (i < deps.size() && !deps[i].empty()) k.deps = {deps[i][static_cast<std::size_t>(r)]};
+        out[i].push_back(b_.add_memory(r, streams_.compute[static_cast<std::size_t>(r)], k));
+      }
+    return out;
+  }
+
+  PerSlice flops(const std::vector<double>& slice_flops, const std::vector<std::int64_t>& slice_tiles, DType dtype,
+                 const PerSlice& deps, const std::string& name) {
+    PerSlice out(slice_flops.size());
+    if (comm_only_) return out;
+    for (std::size_t i = 0; i < slice_flops.size(); ++i)
+      for (int r = 0; r < ranks(); ++r) {
+        std::vector<OpId> d;
+        if (i < deps.size() && !deps[i].empty()) d = {deps[i][static_cast<std::size_t>(r)]};
+        out[i].push_back(b_.add_flop_kernel(r, streams_.compute[static_cast<std::size_t>(r)],
+                                            slice_flops.size() > 1 ? fmt::format("{}[{}]", name, i) : name,
+                                            slice_flops[i], slice_tiles[i], dtype, d));
+      }
+    return out;
+  }
+
+  // Row counts of the slices of `total` rows (never more slices than rows).
+  std::vector<std::int64_t> rows(std::int64_t total) const {
+    const int k = static_cast<int>(std::min<std::int64_t>(chunks_, std::max<std::int64_t>(1, total)));
+    std::vector<std::int64_t> out;
+    for (int c = 0; c < k; ++c) out.push_back(slice_rows(total, k, c));
+    return out;
+  }
+
+ private:
+  GraphBuilder& b_;
+  int chunks_;
+  bool comm_only_;
+  RankStreams streams_;
+};
+
+std::vector<GemmShape> row_slices(const std::vector<std::int64_t>& rows, std::int64_t n, std::int64_t k, DType dt) {
+  std::vector<GemmShape> out;
+  for (std::int64_t m : rows) out.push_back(GemmShape{m, n, k, dt});
+  return out;
+}
+
+std::vector<Bytes> scaled(const std::vector<std::int64_t>& rows, Bytes per_row) {
+  std::vector<Bytes> out;
+  for (std::int64_t m : rows) out.push_back(m * per_row);
+  return out;
+}
+
+void emit_gemm_collective(SlicedEmitter& e, const GemmCollective& g, int tp) {
+  const int b = dtype_bytes(g.dtype);
+  const std::vector<std::int64_t> rows = e.rows(g.m);
+  PerSlice last;
+  if (g.primitive == Primitive::all_gather) {
+    // AG -> GEMM: slice i's gathered rows feed slice i's GEMM.
+    const PerSlice ag = e.collective(Primitive::all_gather, scaled(rows, g.k * b), {}, "all_gather");
+    last = e.gemm(row_slices(rows, g.n, g.k, g.dtype), ag, "gemm");
+  } else {
+    const PerSlice mm = e.gemm(row_slices(rows, g.n, g.k, g.dtype), {}, "gemm");
+    last = e.collective(g.primitive, scaled(rows, g.n * b), mm, primitive_name(g.primitive));
+  }
+  if (g.rmsnorm_after) {
+    // RMSNorm reads and writes the output each rank holds after the collective.
+    Bytes out_bytes = g.m * g.n * b;
+    if (g.primitive == Primitive::reduce_scatter) out_bytes /= tp;
+    PerSlice dep(1);
+    if (!last.empty()) dep[0] = last.back();  // after the last slice's collective (and GEMM)
+    e.memory({2 * out_bytes}, dep, "rmsnorm");
+  }
+}
+
+void emit_mlp(SlicedEmitter& e, const MlpTpSp& mlp, int tp) {
+  const MlpShapes s = mlp_shapes(mlp, tp);
+  const int b = dtype_bytes(mlp.dtype);
+  const std::vector<std::int64_t> rows = e.rows(mlp.tokens);
+  const PerSlice ag = e.collective(Primitive::all_gather, scaled(rows, mlp.d_model * b), {}, "mlp.all_gather");
+  const PerSlice col = e.gemm(row_slices(rows, s.col.n, s.col.k, mlp.dtype), ag, "mlp.fc1");
+  e.memory(scaled(rows, s.activation_bytes / mlp.tokens), {}, "mlp.act");
+  const PerSlice row = e.gemm(row_slices(rows, s.row.n, s.row.k, mlp.dtype), {}, "mlp.fc2");
+  (void)col;
+  e.collective(Primitive::reduce_scatter, scaled(rows, mlp.d_model * b), row, "mlp.reduce_scatter");
+}
+
+void emit_attention(SlicedEmitter& e, const AttentionTpSp& att, int tp) {
+  const AttentionShapes s = attention_shapes(att, tp);
+  const int b = dtype_bytes(att.dtype);
+  const std::int64_t tokens = att.batch * att.seq;
+  const std::vector<std::int64_t> rows = e.rows(tokens);
+  const PerSlice ag = e.collective(Primitive::all_gather, scaled(rows, att.d_model * b), {}, "attn.all_gather");
+  e.gemm(row_slices(rows, s.qkv.n, s.qkv.k, att.dtype), ag, "attn.qkv");
+  // Core attention needs every token of a sequence: one kernel after all QKV slices (stream order).
+  e.flops({s.attention_flops}, {s.attention_tiles}, att.dtype, {}, "attn.core");
+  const PerSlice out = e.gemm(row_slices(rows, s.out.n, s.out.k, att.dtype), {}, "attn.out_proj");
+  e.collective(Primitive::reduce_scatter, scaled(rows, att.d_model * b), out, "attn.reduce_scatter");
+}
+
+void emit_ulysses(SlicedEmitter& e, const AttentionUlysses& att, int tp) {
+  const UlyssesShapes s = ulysses_shapes(att, tp);
+  // Slices along the rank's heads: heads are independent in attention (commfuse-paper Alg. 5).
+  const std::int64_t heads_rank = att.heads / tp;
+  const std::vector<std::int64_t> heads = e.rows(heads_rank);
+  std::vector<Bytes> qkv, out;
+  std::vector<double> fl;
+  std::vector<std::int64_t> tiles;
+  for (std::int64_t h : heads) {
+    qkv.push_back(s.qkv_all_to_all_bytes / heads_rank * h);
+    out.push_back(s.out_all_to_all_bytes / heads_rank * h);
+    fl.push_back(s.attention_flops * static_cast<double>(h) / static_cast<double>(heads_rank));
+    tiles.push_back(std::max<std::int64_t>(1, s.attention_tiles / heads_rank * h));
+  }
+  const PerSlice a2a = e.collective(Primitive::all_to_all, qkv, {}, "ulysses.all_to_all_qkv");
+  const PerSlice core = e.flops(fl, tiles, att.dtype, a2a, "ulysses.attention");
+  e.collective(Primitive::all_to_all, out, core, "ulysses.all_to_all_out");
+}
+
+}  // namespace
+
+BuiltScheme build_sliced_layers(const BuildContext& ctx, const SlicedLayerOptions& options) {
+  if (options.chunks < 1)
+    throw std::invalid_argument(fmt::format("params.chunks: must be >= 1 (got {})", options.chunks));
+  GraphBuilder b(ctx);
+  SlicedEmitter e(b, options.chunks, options.collectives_only);
+  const Workload& w = ctx.workload;
+  const int tp = std::max(1, w.tp);
+  if (w.kind == "gemm_collective") {
+    emit_gemm_collective(e, std::get<GemmCollective>(w.shape), tp);
+  } else if (w.kind == "mlp_tpsp") {
+    emit_mlp(e, std::get<MlpTpSp>(w.shape), tp);
+  } else if (w.kind == "attention_tpsp") {
+    emit_attention(e, std::get<AttentionTpSp>(w.shape), tp);
+  } else if (w.kind == "attention_ulysses") {
+    emit_ulysses(e, std::get<AttentionUlysses>(w.shape), tp);
+  } else if (w.kind == "transformer") {
+    const Transformer& t = std::get<Transformer>(w.shape);
+    for (int l = 0; l < t.layers; ++l) {
+      emit_attention(e, transformer_attention(t), tp);
+      emit_mlp(e, transformer_mlp(t), tp);
+    }
+  } else {
+    throw std::invalid_argument(fmt::format("workload.kind: '{}' is not a layer workload", w.kind));
+  }
+  const std::string reason =
+      options.chunks == 1 ? "sequential: every collective waits for its GEMM (nothing hidden)"
+                          : fmt::format("{} slices: the edge slice's collective is exposed; per-slice launch and "
+                                        "wave quantization",
+                                        options.chunks);
+  return b.finish(reason);
+}
+
+SchemeInfo make_data_slicing_scheme() {
+  SchemeInfo s;
+  s.name = "data_slicing";
+  s.source = "commfuse-paper Sec. 1-2 (Megatron / MindSpeed CoC data slicing)";
+  s.summary = "cut the GEMM along M into chunks; chunk i+1's GEMM overlaps chunk i's collective";
+  s.params = {SchemeParam{"chunks", "int", "4", "slices along M (tokens; heads for Ulysses)"}};
+  s.applies = [](const Workload& w) { return w.kind != "decode_stack"; };
+  s.build = [](const BuildContext& ctx) {
+    const std::int64_t chunks = param_int(ctx, "chunks", 4);
+    if (chunks < 1 || chunks > 4096)
+      throw std::invalid_argument(fmt::format("params.chunks: must be in [1, 4096] (got {})", chunks));
+    return build_sliced_layers(ctx, SlicedLayerOptions{static_cast<int>(chunks), false});
+  };
+  return s;
+}
+
+}  // namespace overlap::sim

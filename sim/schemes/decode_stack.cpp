@@ -1,0 +1,216 @@
+#include "sim/schemes/decode_stack.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "cost_model/collective_model.hpp"
+#include "sim/schemes/graph_builder.hpp"
+#include "sim/workload_shapes.hpp"
+
+namespace overlap::sim {
+
+DecodeTimes decode_times(const DecodeStack& dec, int tp, const HardwareProfile& hw) {
+  const double hbm_gbps = hw.gpu.hbm_bandwidth_gbps * hw.gpu.hbm_efficiency;
+  if (!(hbm_gbps > 0))
+    throw std::invalid_argument("hardware.gpu.hbm_bandwidth_gbps: decode weight streaming needs a positive HBM bandwidth");
+  const DecodeShapes s = decode_shapes(dec, tp);
+  DecodeTimes t;
+  // delayed-tp-blog: tau_w = weight bytes of the module's shard / v_b.
+  t.tau_att_ps = transfer_ps(s.attention_weight_bytes, hbm_gbps);
+  t.tau_mlp_ps = transfer_ps(s.mlp_weight_bytes, hbm_gbps);
+  if (dec.allreduce_us >= 0) {
+    t.tau_c_ps = ps_from_us(dec.allreduce_us);
+  } else if (tp > 1) {
+    t.tau_c_ps = collective_time_ps(hw, CollectivePrimitive::all_reduce, s.all_reduce_bytes, tp,
+                                    collective_link_class(hw, tp), default_algorithm(Primitive::all_reduce));
+  }
+  return t;
+}
+
+namespace {
+
+void require_layers(int layers) {
+  if (layers < 1) throw std::invalid_argument(fmt::format("workload.layers: must be >= 1 (got {})", layers));
+}
+
+// Attention then MLP per layer: module 2l is layer l's attention, 2l+1 its MLP.
+std::vector<DecodeModule> alternating(int layers) {
+  std::vector<DecodeModule> m;
+  for (int l = 0; l < layers; ++l) {
+    m.push_back({DecodeModuleKind::attention, false, {}});
+    m.push_back({DecodeModuleKind::mlp, false, {}});
+  }
+  return m;
+}
+
+}  // namespace
+
+DecodePlan tp_baseline_plan(int layers) {
+  // Every module all-reduces and the next module needs the sum: Delta_B = 2 N_L tau_c.
+  require_layers(layers);
+  DecodePlan p;
+  p.modules = alternating(layers);
+  for (std::size_t i = 0; i < p.modules.size(); ++i) {
+    p.modules[i].all_reduce = true;
+    if (i > 0) p.modules[i].waits_for = {static_cast<int>(i) - 1};
+  }
+  p.final_waits = {static_cast<int>(p.modules.size()) - 1};
+  p.reason = "every all-reduce is waited for by the next module";
+  return p;
+}
+
+DecodePlan gptj_parallel_plan(int layers) {
+  // Attention and MLP of a layer in parallel on the same input: one module, one all-reduce per layer
+  // (Delta_J = N_L tau_c).
+  require_layers(layers);
+  DecodePlan p;
+  for (int l = 0; l < layers; ++l) {
+    DecodeModule m{DecodeModuleKind::parallel_block, true, {}};
+    if (l > 0) m.waits_for = {l - 1};
+    p.modules.push_back(m);
+  }
+  p.final_waits = {layers - 1};
+  p.reason = "one all-reduce per layer, each waited for by the next layer";
+  return p;
+}
+
+DecodePlan pt_transformer_plan(int layers, int t_d) {
+  // No attention all-reduce; one MLP all-reduce kept every t_d layers (after layers t_d, 2 t_d, ...),
+  // waited for by the next module: N_L / t_d exposed all-reduces.
+  require_layers(layers);
+  if (t_d < 1 || t_d > layers)
+    throw std::invalid_argument(fmt::format("params.t_d: must be in [1, layers = {}] (got {})", layers, t_d));
+  DecodePlan p;
+  p.modules = alternating(layers);
+  for (int l = 0; l < layers; ++l) p.modules[static_cast<std::size_t>(2 * l + 1)].all_reduce = (l + 1) % t_d == 0;
+  for (std::size_t i = 1; i < p.modules.size(); ++i)
+    if (p.modules[i - 1].all_reduce) p.modules[i].waits_for = {static_cast<int>(i) - 1};
+  if (p.modules.back().all_reduce) p.final_waits = {static_cast<int>(p.modules.size()) - 1};
+  p.reason = fmt::format("one MLP all-reduce every {} layers, each exposed", t_d);
+  return p;
+}
+
+DecodePlan ladder_residual_plan(int layers) {
+  // Module n+1 starts from the residual of module n-1's all-reduce: streaming module n hides it.
+  // The last module's all-reduce feeds the LM head and is fully exposed.
+  require_layers(layers);
+  DecodePlan p;
+  p.modules = alternating(layers);
+  for (std::size_t i = 0; i < p.modules.size(); ++i) {
+    p.modules[i].all_reduce = true;
+    if (i >= 2) p.modules[i].waits_for = {static_cast<int>(i) - 2};
+  }
+  p.final_waits = {static_cast<int>(p.modules.size()) - 1};
+  p.comm_streams = 2;
+  p.reason = "each all-reduce hidden behind one module's streaming; the last one exposed";
+  return p;
+}
+
+DecodePlan dtp_plan(int layers, int delta) {
+  // Module n's all-reduce is consumed after module n + delta (before module n + delta + 1 starts);
+  // the last delta modules send nothing. The first delta + 1 modules wait for nothing.
+  require_layers(layers);
+  const int n = 2 * layers;
+  if (delta < 1 || delta > n)
+    throw std::invalid_argument(fmt::format("params.delta: must be in [1, 2 * layers = {}] (got {})", n, delta));
+  DecodePlan p;
+  p.modules = alternating(layers);
+  for (int i = 0; i < n; ++i) {
+    p.modules[static_cast<std::size_t>(i)].all_reduce = i < n - delta;
+    if (i >= delta + 1) p.modules[static_cast<std::size_t>(i)].waits_for = {i - 1 - delta};
+  }
+  if (n - 1 - delta >= 0) p.final_waits = {n - 1 - delta};
+  // delta + 1 all-reduces can be in flight at once.
+  p.comm_streams = delta + 1;
+  p.reason = fmt::format("each all-reduce hidden behind {} modules' streaming", delta);
+  return p;
+}
+
+DecodePlan no_comm_plan(int layers) {
+  require_layers(layers);
+  DecodePlan p;
+  p.modules = alternating(layers);
+  p.reason = "no communication (the blog's no-comm variant: quality loss, no wait)";
+  return p;
+}
+
+BuiltScheme build_decode_stack(const BuildContext& ctx, const DecodePlan& plan, bool collectives_only) {
+  if (ctx.workload.kind != "decode_stack")
+    throw std::invalid_argument(fmt::format("workload.kind: the decode family needs decode_stack (got '{}')",
+                                            ctx.workload.kind));
+  const DecodeStack& dec = std::get<DecodeStack>(ctx.workload.shape);
+  const int tp = std::max(1, ctx.workload.tp);
+  const DecodeShapes shapes = decode_shapes(dec, tp);
+  const DecodeTimes times = decode_times(dec, tp, ctx.hardware);
+
+  GraphBuilder b(ctx);
+  const std::vector<StreamId> compute = b.add_streams("compute", 0);
+  std::vector<std::vector<StreamId>> comm;
+  const int n_comm = collectives_only ? 1 : std::max(1, plan.comm_streams);
+  for (int s = 0; s < n_comm; ++s) comm.push_back(b.add_streams(fmt::format("comm{}", s), 1));
+
+  const int ranks = b.ranks();
+  std::vector<std::vector<OpId>> all_reduce(plan.modules.size());  // [module][rank]
+  auto wait_deps = [&](const std::vector<int>& waits, int r) {
+    std::vector<OpId> deps;
+    for (int w : waits) {
+      if (w < 0 || static_cast<std::size_t>(w) >= plan.modules.size() || all_reduce[static_cast<std::size_t>(w)].empty())
+        throw std::logic_error(fmt::format("decode plan: waits for module {}, which has no earlier all-reduce", w));
+      deps.push_back(all_reduce[static_cast<std::size_t>(w)][static_cast<std::size_t>(r)]);
+    }
+    return deps;
+  };
+
+  Ps streaming_ps = 0;
+  int issued = 0;
+  for (std::size_t i = 0; i < plan.modules.size(); ++i) {
+    const DecodeModule& m = plan.modules[i];
+    const int layer = m.kind == DecodeModuleKind::parallel_block ? static_cast<int>(i) : static_cast<int>(i) / 2;
+    Bytes bytes = 0;
+    const char* what = "";
+    switch (m.kind) {
+      case DecodeModuleKind::attention: bytes = shapes.attention_weight_bytes, what = "attn"; break;
+      case DecodeModuleKind::mlp: bytes = shapes.mlp_weight_bytes, what = "mlp"; break;
+      case DecodeModuleKind::parallel_block:
+        bytes = shapes.attention_weight_bytes + shapes.mlp_weight_bytes, what = "attn+mlp";
+        break;
+    }
+    std::vector<OpId> module_op(static_cast<std::size_t>(ranks), kNoOp);
+    if (!collectives_only) {
+      streaming_ps += m.kind == DecodeModuleKind::attention ? times.tau_att_ps
+                      : m.kind == DecodeModuleKind::mlp     ? times.tau_mlp_ps
+                                                            : transfer_ps(bytes, ctx.hardware.gpu.hbm_bandwidth_gbps *
+                                                                                     ctx.hardware.gpu.hbm_efficiency);
+      for (int r = 0; r < ranks; ++r) {
+        MemoryKernel k;
+        k.name = fmt::format("L{}.{}", layer, what);
+        k.bytes = bytes;
+        k.deps = wait_deps(m.waits_for, r);
+        module_op[static_cast<std::size_t>(r)] = b.add_memory(r, compute[static_cast<std::size_t>(r)], k);
+      }
+    }
+    if (m.all_reduce) {
+      CollectiveSpec spec;
+      spec.name = fmt::format("L{}.{}.all_reduce", layer, what);
+      spec.primitive = Primitive::all_reduce;
+      spec.bytes = shapes.all_reduce_bytes;
+      spec.streams = comm[static_cast<std::size_t>(issued % n_comm)];
+      if (!collectives_only)
+        for (int r = 0; r < ranks; ++r) spec.deps.push_back({module_op[static_cast<std::size_t>(r)]});
+      // The blog's tau_c: a measured all-reduce latency when the workload gives one.
+      if (dec.allreduce_us >= 0) spec.fixed_duration_ps = times.tau_c_ps;
+      all_reduce[i] = b.add_collective(spec);
+      ++issued;
+    }
+  }
+  if (!collectives_only && !plan.final_waits.empty())
+    for (int r = 0; r < ranks; ++r)
+      b.add_delay(r, compute[static_cast<std::size_t>(r)], 0, "lm_head.wait", wait_deps(plan.final_waits, r));
+  // Perfect overlap leaves weight streaming alone (the blog's zero exposed wait-time).
+  return b.finish(plan.reason, collectives_only ? -1 : streaming_ps);
+}
+
+}  // namespace overlap::sim

@@ -1,0 +1,243 @@
+// FlashOverlap (flashoverlap-paper Sec. 3, 4, 6.4; facts.md "FlashOverlap's published
+// implementation"): one GEMM kernel whose CTAs, in their epilogue, reorder their tile into the
+// group's contiguous buffer and atomically increment the group's counter; on a high-priority comm
+// stream a wait kernel per group spins until the count is reached and then issues NCCL's collective
+// on that group's slice. NCCL's SMs shrink the GEMM's later waves while they run (the engine's SM
+// pool); the reordering costs a little in the GEMM epilogue and in the RMSNorm that reads the output
+// back through the mapping table (Sec. 3.3, 6.6, Table 5).
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cost_model/closed_forms.hpp"
+#include "cost_model/flashoverlap_predictor.hpp"
+#include "cost_model/gemm_model.hpp"
+#include "cost_model/input_error.hpp"
+#include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/wave_groups.hpp"
+#include "sim/workload_shapes.hpp"
+
+namespace overlap::sim {
+
+namespace {
+
+struct FlashOverlapParams {
+  enum class Search { list, equal, auto_search, optimal } search = Search::auto_search;
+  std::vector<int> groups;      // Search::list
+  int equal_size = 1;           // Search::equal
+  int wave_sms = 0;             // SMs per wave when tiles are assigned to groups
+  double epilogue_overhead = 0; // fraction added to every GEMM tile (pre-reorder)
+  double rmsnorm_overhead = 0;  // fraction added to the RMSNorm (post-reorder)
+  bool sm_margin = false;       // GEMM capped at wave_sms SMs (persistent grid), NCCL's SMs kept free
+};
+
+FlashOverlapParams read_params(const BuildContext& ctx) {
+  FlashOverlapParams p;
+  const int sms = ctx.hardware.gpu.sm_count;
+  if (ctx.params.is_object() && ctx.params.contains("groups")) {
+    const nlohmann::json& g = ctx.params.at("groups");
+    if (g.is_string()) {
+      const std::string s = g.get<std::string>();
+      if (s == "auto") p.search = FlashOverlapParams::Search::auto_search;
+      else if (s == "optimal") p.search = FlashOverlapParams::Search::optimal;
+      else throw InputError("", 0, "params.groups", fmt::format("must be \"auto\", \"optimal\", a wave count or a list of wave counts (got '{}')", s));
+    } else if (g.is_number_integer()) {
+      p.search = FlashOverlapParams::Search::equal;
+      p.equal_size = g.get<int>();
+      if (p.equal_size < 1) throw InputError("", 0, "params.groups", fmt::format("group size must be >= 1 wave (got {})", p.equal_size));
+    } else if (g.is_array() && !g.empty()) {
+      p.search = FlashOverlapParams::Search::list;
+      for (const auto& v : g) {
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 1)
+          throw InputError("", 0, "params.groups", "every group must be a positive whole number of waves");
+        p.groups.push_back(v.get<int>());
+      }
+    } else {
+      throw InputError("", 0, "params.groups", "must be \"auto\", \"optimal\", a wave count or a non-empty list of wave counts");
+    }
+  }
+  // The published implementation computes waves with NCCL assumed to hold 2 SMs (facts.md).
+  const std::int64_t ws = param_int(ctx, "wave_sms", sms - 2);
+  if (ws < 1 || ws > sms)
+    throw InputError("", 0, "params.wave_sms", fmt::format("must be in 1..{} (got {})", sms, ws));
+  p.wave_sms = static_cast<int>(ws);
+  // Table 5: the pre-reorder in the epilogue costs 0.07-0.68 % of the GEMM; the post-reorder 7.5-9.6 %
+  // of the RMSNorm (Sec. 6.6: "< 10 %").
+  p.epilogue_overhead = param_number(ctx, "epilogue_overhead", 0.005);
+  if (!(p.epilogue_overhead >= 0 && p.epilogue_overhead <= 1))
+    throw InputError("", 0, "params.epilogue_overhead", fmt::format("must be in [0, 1] (got {})", p.epilogue_overhead));
+  p.rmsnorm_overhead = param_number(ctx, "rmsnorm_overhead", 0.09);
+  if (!(p.rmsnorm_overhead >= 0 && p.rmsnorm_overhead <= 10))
+    throw InputError("", 0, "params.rmsnorm_overhead", fmt::format("must be in [0, 10] (got {})", p.rmsnorm_overhead));
+  p.sm_margin = param_bool(ctx, "sm_margin", false);
+  return p;
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Bytes of the collective of the whole output (nccl-tests S: each rank's buffer / input).
+Bytes output_bytes(const GemmCollective& g) { return g.m * g.n * dtype_bytes(g.dtype); }
+
+BuiltScheme build_flashoverlap(const BuildContext& ctx) {
+  const FlashOverlapParams p = read_params(ctx);
+  const Workload& w = ctx.workload;
+  validate_workload(w);
+  if (w.kind != "gemm_collective")
+    throw InputError("", 0, "workload.kind", fmt::format("flashoverlap does not apply to '{}'", w.kind));
+  const GemmCollective g = gemm_collective_shape(w);
+  if (g.primitive == Primitive::all_gather)
+    throw InputError("", 0, "workload.primitive", "flashoverlap needs the collective after the GEMM (all_reduce, reduce_scatter, all_to_all)");
+  const HardwareProfile& hw = ctx.hardware;
+  const int T = w.tp;
+  GraphBuilder b(ctx);
+  const RankStreams st = b.add_compute_and_comm_streams();
+
+  const overlap::GemmShape shape{g.m, g.n, g.k, g.dtype};
+  const GemmPlan plan = plan_gemm(hw, shape);
+  const std::int64_t tiles_per_wave = static_cast<std::int64_t>(p.wave_sms) * plan.ctas_per_sm;
+  const int waves = wave_count(plan.tiles, tiles_per_wave);
+  const Bytes total = output_bytes(g);
+  auto comm_of = [&](Bytes bytes) { return b.collective_ps(g.primitive, bytes, T); };
+
+  // Partition: given, equal, or searched with FlashOverlap's predictor on the bandwidth curve.
+  std::vector<int> groups;
+  std::string how;
+  switch (p.search) {
+    case FlashOverlapParams::Search::list: groups = p.groups; how = "given"; break;
+    case FlashOverlapParams::Search::equal: groups = equal_wave_groups(waves, p.equal_size); how = "equal"; break;
+    case FlashOverlapParams::Search::auto_search:
+    case FlashOverlapParams::Search::optimal: {
+      WaveGroupProblem prob;
+      prob.tiles = plan.tiles;
+      prob.tiles_per_wave = tiles_per_wave;
+      prob.bytes_per_tile = ceil_div(total, plan.tiles);
+      prob.gemm_ps = gemm_time_ps(hw, shape, p.wave_sms);
+      prob.comm_ps = comm_of;
+      const WaveGroupSearchResult r = p.search == FlashOverlapParams::Search::auto_search
+                                          ? flashoverlap_search(prob)
+                                          : optimal_wave_groups(prob);
+      groups = r.groups;
+      how = fmt::format("{} search, predicted {:.1f} us", p.search == FlashOverlapParams::Search::auto_search ? "predictive" : "optimal", us_from_ps(r.predicted_ps));
+      break;
+    }
+  }
+  std::vector<TileRange> ranges;
+  try {
+    ranges = wave_group_tiles(groups, plan.tiles, tiles_per_wave);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("", 0, "params.groups", fmt::format("{} ({} tiles, {} per wave)", e.what(), plan.tiles, tiles_per_wave));
+  }
+
+  // The GEMM op, planned like GraphBuilder::add_gemm, with the pre-reorder's epilogue cost on every
+  // tile and one counter per group (tile i of dispatch order counts for the group holding it).
+  Ps cta_ps = plan.cta_ps;
+  const std::int64_t full_waves = plan.waves(hw.gpu.sm_count);
+  if (full_waves > 0 && plan.memory_ps > full_waves * cta_ps) cta_ps = ceil_div(plan.memory_ps, full_waves);
+  cta_ps += static_cast<Ps>(static_cast<double>(cta_ps) * p.epilogue_overhead + 0.5);
+
+  std::vector<OpId> last_comm(static_cast<std::size_t>(T), kNoOp);
+  std::vector<std::vector<CounterId>> rank_counters;
+  for (int r = 0; r < T; ++r) {
+    std::vector<CounterId> counters;
+    for (std::size_t j = 0; j < ranges.size(); ++j) counters.push_back(b.add_counter(fmt::format("r{}.group{}", r, j)));
+    Op op;
+    op.name = "gemm.signalling";
+    op.kind = OpKind::tiled;
+    if (p.sm_margin) {
+      // The GEMM keeps to the wave width the groups were cut for, so NCCL never waits for SMs
+      // (the published predictor's assumption, facts.md: "NCCL assumed to take 2 SMs").
+      op.kind = OpKind::persistent;
+      op.max_ctas = static_cast<int>(tiles_per_wave);
+    }
+    op.stream = st.compute[static_cast<std::size_t>(r)];
+    op.ctas = plan.tiles;
+    op.ctas_per_sm = plan.ctas_per_sm;
+    op.cta_ps = cta_ps;
+    for (std::size_t j = 0; j < ranges.size(); ++j)
+      for (std::int64_t t = 0; t < ranges[j].count; ++t) op.tile_counters.push_back(counters[j]);
+    b.graph().add(std::move(op));
+    rank_counters.push_back(std::move(counters));
+  }
+  for (std::size_t j = 0; j < ranges.size(); ++j) {
+    // Sec. 5: for each group the signalling kernel stalls the comm stream until the count is reached,
+    // then the group's collective is issued on the same (high-priority) stream.
+    std::vector<OpId> waits;
+    for (int r = 0; r < T; ++r)
+      waits.push_back(b.add_wait(r, st.comm[static_cast<std::size_t>(r)], rank_counters[static_cast<std::size_t>(r)][j],
+                                 ranges[j].count, fmt::format("wait.group{}", j)));
+    CollectiveSpec c;
+    c.name = fmt::format("{}.group{}", primitive_name(g.primitive), j);
+    c.primitive = g.primitive;
+    c.bytes = group_bytes(ranges[j], plan.tiles, total);
+    c.streams = st.comm;
+    for (int r = 0; r < T; ++r) c.deps.push_back({waits[static_cast<std::size_t>(r)]});
+    last_comm = b.add_collective(c);
+  }
+
+  // Post-reorder: the following RMSNorm reads the output back through the mapping table.
+  Ps rmsnorm_ps = 0;
+  if (g.rmsnorm_after) {
+    Bytes out = total;
+    if (g.primitive == Primitive::reduce_scatter) out /= T;
+    const Bytes bytes = static_cast<Bytes>(static_cast<double>(2 * out) * (1.0 + p.rmsnorm_overhead));
+    for (int r = 0; r < T; ++r)
+      b.add_memory(r, st.compute[static_cast<std::size_t>(r)],
+                   MemoryKernel{"rmsnorm.reorder", bytes, {last_comm[static_cast<std::size_t>(r)]}, 0});
+    if (hw.gpu.hbm_bandwidth_gbps > 0)
+      rmsnorm_ps = transfer_ps(2 * out, hw.gpu.hbm_bandwidth_gbps * hw.gpu.hbm_efficiency) +
+                   ps_from_us(hw.gpu.kernel_launch_us);
+  }
+
+  // Sec. 6.4 bound: perfect overlap of the unmodified GEMM and NCCL's collective (+ a plain RMSNorm).
+  const Ps gemm_ps = gemm_time_ps(hw, shape);
+  const std::int64_t all_waves = std::max<std::int64_t>(1, plan.waves(hw.gpu.sm_count));
+  const Bytes last_wave_bytes =
+      group_bytes({std::max<std::int64_t>(0, plan.tiles - hw.gpu.sm_count * plan.ctas_per_sm),
+                   std::min<std::int64_t>(plan.tiles, static_cast<std::int64_t>(hw.gpu.sm_count) * plan.ctas_per_sm)},
+                  plan.tiles, total);
+  const Ps bound = flashoverlap_bound_ps(gemm_ps, comm_of(total), gemm_ps / all_waves, comm_of(last_wave_bytes)) +
+                   rmsnorm_ps;
+
+  // One line: the tail the partition leaves.
+  const Ps last_comm_ps = comm_of(group_bytes(ranges.back(), plan.tiles, total));
+  const Ps comp_ps = gemm_time_ps(hw, shape, p.wave_sms);
+  const std::string tail = comm_of(total) > comp_ps ? "comm-bound: the collectives trail the GEMM"
+                                                     : fmt::format("tail: last group's {} ({:.1f} us) exposed",
+                                                                   primitive_name(g.primitive), us_from_ps(last_comm_ps));
+  return b.finish(fmt::format("groups {} waves ({}); {}", groups, how, tail), bound);
+}
+
+bool flashoverlap_applies(const Workload& w) {
+  if (w.tp < 2 || w.kind != "gemm_collective") return false;
+  const auto* g = std::get_if<GemmCollective>(&w.shape);
+  return g && g->primitive != Primitive::all_gather;
+}
+
+}  // namespace
+
+SchemeInfo make_flashoverlap_scheme() {
+  SchemeInfo s;
+  s.name = "flashoverlap";
+  s.source = "flashoverlap-paper Sec. 3 (signaling, reordering), Sec. 4 (predictive search), Sec. 6.4 (bound)";
+  s.summary = "GEMM signals per wave group through a counting table; NCCL collective per group on a high-priority stream";
+  s.params = {
+      {"groups", "list", "auto",
+       "wave groups: a list of wave counts, one wave count n (equal groups, Fig. 14 Egs=n), \"auto\" (the paper's "
+       "predictive search) or \"optimal\" (exact optimum of the same predictor)"},
+      {"wave_sms", "int", "sm_count - 2", "SMs per wave when tiles are assigned to groups (published code: SMs - 2)"},
+      {"epilogue_overhead", "number", "0.005", "pre-reorder cost in the GEMM epilogue, fraction of a tile (Table 5)"},
+      {"rmsnorm_overhead", "number", "0.09", "post-reorder cost in the following RMSNorm, fraction (Table 5)"},
+      {"sm_margin", "bool", "false",
+       "cap the GEMM at wave_sms SMs so NCCL's SMs stay free (default: the GEMM takes every free SM and a group's "
+       "collective waits for SMs, as on the GPU)"},
+  };
+  s.applies = flashoverlap_applies;
+  s.build = build_flashoverlap;
+  return s;
+}
+
+}  // namespace overlap::sim

@@ -1,0 +1,371 @@
+#include "sim/schemes/graph_builder.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace overlap::sim {
+
+CollectiveAlgorithm default_algorithm(Primitive p) {
+  // NCCL runs AllReduce / ReduceScatter / AllGather as rings and AlltoAll as grouped send/recv to
+  // every peer (facts.md "NCCL on 8xH100 NVSwitch").
+  return p == Primitive::all_to_all ? CollectiveAlgorithm::pairwise : CollectiveAlgorithm::ring;
+}
+
+CollectivePrimitive to_collective_primitive(Primitive p) {
+  switch (p) {
+    case Primitive::all_reduce: return CollectivePrimitive::all_reduce;
+    case Primitive::reduce_scatter: return CollectivePrimitive::reduce_scatter;
+    case Primitive::all_gather: return CollectivePrimitive::all_gather;
+    case Primitive::all_to_all: return CollectivePrimitive::all_to_all;
+  }
+  throw std::invalid_argument("unknown primitive");
+}
+
+std::string collective_link_class(const HardwareProfile& hw, int ranks) {
+  const FabricSpec& f = hw.fabric;
+  auto has = [&](const char* c) { return f.links.count(c) > 0; };
+  // A ring over GPUs of several nodes (or NUMA domains) is as fast as its slowest hop.
+  if (f.topology == "multi_node" && f.gpus_per_node > 0 && ranks > f.gpus_per_node && has("network"))
+    return "network";
+  if (f.topology == "pcie") {
+    if (f.gpus_per_numa > 0 && ranks > f.gpus_per_numa && has("host") &&
+        (!has("pcie") || f.links.at("host").bandwidth_gbps < f.links.at("pcie").bandwidth_gbps))
+      return "host";
+    if (has("pcie")) return "pcie";
+  }
+  if (has("nvlink")) return "nvlink";
+  if (!f.links.empty()) return f.links.begin()->first;
+  throw std::invalid_argument("hardware.fabric.links: no link class a collective could use");
+}
+
+GraphBuilder::GraphBuilder(const BuildContext& ctx) : GraphBuilder(ctx, std::max(1, ctx.workload.tp)) {}
+
+GraphBuilder::GraphBuilder(const BuildContext& ctx, int ranks)
+    : ctx_(ctx),
+      graph_(ranks),
+      required_(static_cast<std::size_t>(ranks), std::vector<Bytes>(static_cast<std::size_t>(ranks), 0)) {}
+
+StreamId GraphBuilder::add_stream(int rank, const std::string& name, int priority) {
+  return graph_.add_stream(rank, fmt::format("r{}.{}", rank, name), priority);
+}
+
+std::vector<StreamId> GraphBuilder::add_streams(const std::string& name, int priority) {
+  std::vector<StreamId> out;
+  for (int r = 0; r < ranks(); ++r) out.push_back(add_stream(r, name, priority));
+  return out;
+}
+
+RankStreams GraphBuilder::add_compute_and_comm_streams() {
+  RankStreams s;
+  // The communication stream gets the higher priority so a collective is not starved of SMs by the
+  // GEMM it overlaps (flashoverlap-paper Sec. 4, high-priority comm stream; facts.md "Production").
+  s.compute = add_streams("compute", 0);
+  s.comm = add_streams("comm", 1);
+  return s;
+}
+
+namespace {
+
+void check_stream_rank(const TaskGraph& g, int rank, StreamId stream, const std::string& name) {
+  if (stream < 0 || stream >= static_cast<StreamId>(g.streams().size()))
+    throw GraphError(fmt::format("op '{}': unknown stream {}", name, stream));
+  if (g.streams()[static_cast<std::size_t>(stream)].rank != rank)
+    throw GraphError(fmt::format("op '{}': stream {} is not on rank {}", name, stream, rank));
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+OpId GraphBuilder::add_gemm(int rank, StreamId stream, const GemmShape& shape, const GemmOptions& options) {
+  check_stream_rank(graph_, rank, stream, options.name);
+  if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0) return add_delay(rank, stream, 0, options.name, options.deps);
+  const HardwareProfile& hw = hardware();
+  const GemmPlan plan = plan_gemm(hw, shape);
+  const int sms = options.sm_budget > 0 ? std::min(options.sm_budget, hw.gpu.sm_count) : hw.gpu.sm_count;
+
+  Op op;
+  op.name = options.name;
+  op.stream = stream;
+  op.deps = options.deps;
+  op.ctas = plan.tiles;
+  op.ctas_per_sm = plan.ctas_per_sm;
+  op.cta_ps = plan.cta_ps;
+  op.tile_counters = options.tile_counters;
+  // Memory-bound regime (small M: decode GEMVs, thin data-slicing chunks): streaming the weights
+  // takes longer than the waves' arithmetic, so each wave is stretched until the GEMM takes
+  // memory_ps (gemm_model.hpp: max(waves * cta, memory_ps)).
+  const std::int64_t waves = plan.waves(sms);
+  if (waves > 0 && plan.memory_ps > waves * op.cta_ps) op.cta_ps = ceil_div(plan.memory_ps, waves);
+  // An SM budget (TransformerEngine set_sm_margin, facts.md "Production overlap implementations")
+  // is a grid of budget CTAs looping over the tiles: a persistent kernel capped at the budget.
+  if (options.persistent || options.sm_budget > 0) {
+    op.kind = OpKind::persistent;
+    op.max_ctas = options.sm_budget > 0 ? sms * plan.ctas_per_sm : 0;
+  } else {
+    op.kind = OpKind::tiled;
+  }
+  return graph_.add(std::move(op));
+}
+
+OpId GraphBuilder::add_flop_kernel(int rank, StreamId stream, const std::string& name, double total_flops,
+                                   std::int64_t tiles, DType dtype, const std::vector<OpId>& deps) {
+  check_stream_rank(graph_, rank, stream, name);
+  if (!(total_flops > 0) || tiles <= 0) return add_delay(rank, stream, 0, name, deps);
+  // Per-SM rate of the GEMM model: a 128x128 tile over K = tile_flops / (2*128*128) reproduces
+  // plan_gemm's per-CTA time, so attention tiles run at the same tensor-core rate as GEMM tiles.
+  const double tile_flops = total_flops / static_cast<double>(tiles);
+  const std::int64_t k_equiv = std::max<std::int64_t>(1, std::llround(tile_flops / (2.0 * 128 * 128)));
+  GemmShape probe{128, 128, k_equiv, dtype};
+  const GemmPlan plan = plan_gemm(hardware(), probe);
+  Op op;
+  op.name = name;
+  op.kind = OpKind::tiled;
+  op.stream = stream;
+  op.deps = deps;
+  op.ctas = tiles;
+  op.ctas_per_sm = 1;
+  op.cta_ps = plan.cta_ps;
+  return graph_.add(std::move(op));
+}
+
+OpId GraphBuilder::add_memory(int rank, StreamId stream, const MemoryKernel& kernel) {
+  check_stream_rank(graph_, rank, stream, kernel.name);
+  Op op;
+  op.name = kernel.name;
+  op.kind = OpKind::memory;
+  op.stream = stream;
+  op.deps = kernel.deps;
+  op.bytes = kernel.bytes;
+  op.channels = kernel.sms;
+  return graph_.add(std::move(op));
+}
+
+Ps GraphBuilder::collective_ps(Primitive primitive, Bytes bytes, int members) const {
+  if (members <= 1 || bytes <= 0) return 0;
+  return collective_time_ps(hardware(), to_collective_primitive(primitive), bytes, members,
+                            collective_link_class(hardware(), members), default_algorithm(primitive));
+}
+
+std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
+  std::vector<int> members = spec.ranks;
+  if (members.empty())
+    for (int r = 0; r < ranks(); ++r) members.push_back(r);
+  const int n = static_cast<int>(members.size());
+  if (spec.streams.size() != members.size())
+    throw GraphError(fmt::format("collective '{}': {} streams for {} members", spec.name, spec.streams.size(), n));
+  if (!spec.deps.empty() && spec.deps.size() != members.size())
+    throw GraphError(fmt::format("collective '{}': deps must be empty or one list per member", spec.name));
+  const CollectiveAlgorithm algorithm = spec.algorithm.value_or(default_algorithm(spec.primitive));
+  const CollectivePrimitive prim = to_collective_primitive(spec.primitive);
+  const HardwareProfile& hw = hardware();
+  const std::string link = collective_link_class(hw, n);
+  const int channels = std::min(spec.channels >= 0 ? spec.channels : hw.comm.channels, hw.gpu.sm_count);
+  auto deps_of = [&](int i) { return spec.deps.empty() ? std::vector<OpId>{} : spec.deps[static_cast<std::size_t>(i)]; };
+
+  std::vector<OpId> out;
+  if (n <= 1 || spec.bytes <= 0) {  // nothing to move: a zero-time marker keeps stream order
+    for (int i = 0; i < n; ++i)
+      out.push_back(add_delay(members[static_cast<std::size_t>(i)], spec.streams[static_cast<std::size_t>(i)], 0,
+                              spec.name, deps_of(i), true));
+    return out;
+  }
+
+  const CollectiveSchedule schedule = collective_steps(hw, prim, spec.bytes, n, link, algorithm);
+  // Byte accounting: what the algorithm moves between members (design.md "Scheme library").
+  for (int i = 0; i < n; ++i)
+    for (const CollectiveStep& st : schedule.ranks[static_cast<std::size_t>(i)])
+      for (const CollectiveTransfer& t : st.sends)
+        add_required_bytes(members[static_cast<std::size_t>(i)], members[static_cast<std::size_t>(t.peer)], t.bytes);
+
+  const std::int64_t id = new_collective_id();
+  // A fixed duration (a measured tau_c) is a curve-level figure; the steps fidelity always runs the
+  // algorithm's transfers.
+  const bool steps = fidelity() == Fidelity::steps;
+  const Ps curve_ps = spec.fixed_duration_ps >= 0
+                          ? spec.fixed_duration_ps
+                          : collective_time_ps(hw, prim, spec.bytes, n, link, algorithm);
+  for (int i = 0; i < n; ++i) {
+    const int rank = members[static_cast<std::size_t>(i)];
+    const StreamId stream = spec.streams[static_cast<std::size_t>(i)];
+    check_stream_rank(graph_, rank, stream, spec.name);
+    Op op;
+    op.name = spec.name;
+    op.kind = OpKind::comm_kernel;
+    op.stream = stream;
+    op.comm = true;
+    op.deps = deps_of(i);
+    op.channels = channels;
+    op.collective = id;
+    op.members = n;
+    if (steps) {
+      // design.md "Collectives", fidelity `steps`: each step a phase of transfers with its protocol
+      // latency; the one-off base latency is paid after the phases (duration_ps).
+      op.duration_ps = schedule.base_latency_ps;
+      for (const CollectiveStep& st : schedule.ranks[static_cast<std::size_t>(i)]) {
+        Phase ph;
+        ph.latency_ps = st.latency_ps;
+        for (const CollectiveTransfer& t : st.sends)
+          if (t.bytes > 0) ph.sends.push_back({members[static_cast<std::size_t>(t.peer)], t.bytes});
+        for (const CollectiveTransfer& t : st.recvs)
+          if (t.bytes > 0) ph.recvs.push_back({members[static_cast<std::size_t>(t.peer)], t.bytes});
+        op.phases.push_back(std::move(ph));
+      }
+    } else {
+      op.duration_ps = curve_ps;
+      // Nominal size of the curve collective (the engine moves no bytes for it): marks it as a
+      // data-moving collective for the byte accounting check (metrics.cpp), unlike a barrier.
+      op.bytes = spec.bytes;
+    }
+    out.push_back(graph_.add(std::move(op)));
+  }
+  return out;
+}
+
+void GraphBuilder::add_required_bytes(int src, int dst, Bytes bytes) {
+  if (src < 0 || dst < 0 || src >= ranks() || dst >= ranks())
+    throw GraphError(fmt::format("byte accounting: pair ({}, {}) outside {} ranks", src, dst, ranks()));
+  required_[static_cast<std::size_t>(src)][static_cast<std::size_t>(dst)] += bytes;
+}
+
+void GraphBuilder::add_collective_required_bytes(Primitive primitive, Bytes bytes, const std::vector<int>& ranks_in) {
+  std::vector<int> members = ranks_in;
+  if (members.empty())
+    for (int r = 0; r < ranks(); ++r) members.push_back(r);
+  const int n = static_cast<int>(members.size());
+  if (n <= 1 || bytes <= 0) return;
+  const CollectiveSchedule schedule =
+      collective_steps(hardware(), to_collective_primitive(primitive), bytes, n,
+                       collective_link_class(hardware(), n), default_algorithm(primitive));
+  for (int i = 0; i < n; ++i)
+    for (const CollectiveStep& st : schedule.ranks[static_cast<std::size_t>(i)])
+      for (const CollectiveTransfer& t : st.sends)
+        add_required_bytes(members[static_cast<std::size_t>(i)], members[static_cast<std::size_t>(t.peer)], t.bytes);
+}
+
+OpId GraphBuilder::add_copy(int rank, StreamId stream, int src_gpu, int dst_gpu, Bytes bytes, const std::string& name,
+                            const std::vector<OpId>& deps, bool count_required) {
+  check_stream_rank(graph_, rank, stream, name);
+  Op op;
+  op.name = name;
+  op.kind = OpKind::copy;
+  op.stream = stream;
+  op.comm = true;
+  op.deps = deps;
+  op.bytes = bytes;
+  op.src_gpu = src_gpu;
+  op.dst_gpu = dst_gpu;
+  const OpId id = graph_.add(std::move(op));
+  if (count_required && src_gpu != dst_gpu) add_required_bytes(src_gpu, dst_gpu, bytes);
+  return id;
+}
+
+OpId GraphBuilder::add_wait(int rank, StreamId stream, CounterId counter, std::int64_t target,
+                            const std::string& name, const std::vector<OpId>& deps) {
+  check_stream_rank(graph_, rank, stream, name);
+  Op op;
+  op.name = name;
+  op.kind = OpKind::wait;
+  op.stream = stream;
+  op.deps = deps;
+  op.counter = counter;
+  op.target = target;
+  return graph_.add(std::move(op));
+}
+
+OpId GraphBuilder::add_signal(int rank, StreamId stream, CounterId counter, std::int64_t amount,
+                              const std::string& name, const std::vector<OpId>& deps) {
+  check_stream_rank(graph_, rank, stream, name);
+  Op op;
+  op.name = name;
+  op.kind = OpKind::signal;
+  op.stream = stream;
+  op.deps = deps;
+  op.counter = counter;
+  op.amount = amount;
+  return graph_.add(std::move(op));
+}
+
+OpId GraphBuilder::add_delay(int rank, StreamId stream, Ps delay_ps, const std::string& name,
+                             const std::vector<OpId>& deps, bool comm) {
+  check_stream_rank(graph_, rank, stream, name);
+  Op op;
+  op.name = name;
+  op.kind = OpKind::delay;
+  op.stream = stream;
+  op.deps = deps;
+  op.delay_ps = delay_ps;
+  op.comm = comm;
+  return graph_.add(std::move(op));
+}
+
+BuiltScheme GraphBuilder::finish(std::string reason, Ps bound_ps) {
+  BuiltScheme out;
+  out.graph = std::move(graph_);
+  out.required_bytes = std::move(required_);
+  out.bound_ps = bound_ps;
+  out.reason = std::move(reason);
+  const int n = out.graph.num_ranks();
+  graph_ = TaskGraph(n);
+  required_.assign(static_cast<std::size_t>(n), std::vector<Bytes>(static_cast<std::size_t>(n), 0));
+  next_collective_ = 0;
+  return out;
+}
+
+// ---- parameters ----
+
+namespace {
+
+const nlohmann::json* find_param(const BuildContext& ctx, const std::string& name) {
+  if (!ctx.params.is_object()) return nullptr;
+  auto it = ctx.params.find(name);
+  return it == ctx.params.end() || it->is_null() ? nullptr : &*it;
+}
+
+[[noreturn]] void bad_param(const std::string& name, const char* want, const nlohmann::json& got) {
+  throw std::invalid_argument(fmt::format("params.{}: expected {} (got {})", name, want, got.dump()));
+}
+
+}  // namespace
+
+std::int64_t param_int(const BuildContext& ctx, const std::string& name, std::int64_t fallback) {
+  const nlohmann::json* v = find_param(ctx, name);
+  if (!v) return fallback;
+  if (v->is_number_integer()) return v->get<std::int64_t>();
+  if (v->is_number_float()) {
+    const double d = v->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<std::int64_t>(d);
+  }
+  bad_param(name, "an integer", *v);
+}
+
+int param_small_int(const BuildContext& ctx, const std::string& name, int fallback) {
+  return static_cast<int>(std::clamp<std::int64_t>(param_int(ctx, name, fallback), -(1 << 30), 1 << 30));
+}
+
+double param_number(const BuildContext& ctx, const std::string& name, double fallback) {
+  const nlohmann::json* v = find_param(ctx, name);
+  if (!v) return fallback;
+  if (v->is_number() && std::isfinite(v->get<double>())) return v->get<double>();
+  bad_param(name, "a finite number", *v);
+}
+
+bool param_bool(const BuildContext& ctx, const std::string& name, bool fallback) {
+  const nlohmann::json* v = find_param(ctx, name);
+  if (!v) return fallback;
+  if (v->is_boolean()) return v->get<bool>();
+  bad_param(name, "true or false", *v);
+}
+
+std::string param_string(const BuildContext& ctx, const std::string& name, const std::string& fallback) {
+  const nlohmann::json* v = find_param(ctx, name);
+  if (!v) return fallback;
+  if (v->is_string()) return v->get<std::string>();
+  bad_param(name, "a string", *v);
+}
+
+}  // namespace overlap::sim

@@ -1,0 +1,170 @@
+#pragma once
+// Building blocks every scheme uses to turn a workload into a TaskGraph (design.md "Scheme library",
+// "The simulation model"). Schemes describe algorithms with these calls; the durations come from the
+// cost model (GEMM tile plans, collective curves and steps, HBM bandwidth), so no scheme carries its
+// own timing formula.
+//
+// Collective size convention: `bytes` is nccl-tests' S, the full array size
+// (all_reduce: each rank's buffer; reduce_scatter: each rank's input; all_gather: each rank's output;
+// all_to_all: each rank's send buffer). facts.md "NCCL on 8xH100 NVSwitch".
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cost_model/collective_model.hpp"
+#include "cost_model/gemm_model.hpp"
+#include "cost_model/hardware_profile.hpp"
+#include "cost_model/units.hpp"
+#include "sim/schemes/scheme.hpp"
+#include "sim/task_graph.hpp"
+#include "sim/workload.hpp"
+
+namespace overlap::sim {
+
+struct GemmOptions {
+  std::string name = "gemm";
+  std::vector<OpId> deps;
+  // Tile completion signalling (FlashOverlap's counting table): empty, one counter, or one per tile.
+  std::vector<CounterId> tile_counters;
+  // SMs the GEMM may use (TransformerEngine set_sm_margin; FlashOverlap's "SMs - 2"); 0 = all SMs.
+  // For a tiled GEMM this is the wave width the tile time is planned for; for a persistent GEMM it
+  // caps the grid.
+  int sm_budget = 0;
+  bool persistent = false;  // a Hopper persistent GEMM (grid = min(tiles, SMs)) instead of tiled
+};
+
+// A memory-bound kernel: elementwise, reduction, RMSNorm, reorder, batch-1 GEMV (weight streaming).
+struct MemoryKernel {
+  std::string name = "memory";
+  Bytes bytes = 0;  // bytes read + written through HBM
+  std::vector<OpId> deps;
+  // SMs held while it runs. 0: limited by HBM alone (the engine then needs no free SM), the
+  // weight-streaming idealisation of delayed-tp-blog "Theoretical Exposed Wait-time".
+  int sms = 0;
+};
+
+// One collective across `ranks` (default: every rank of the graph), one op per member rank.
+struct CollectiveSpec {
+  std::string name = "collective";
+  Primitive primitive = Primitive::all_reduce;
+  Bytes bytes = 0;               // nccl-tests S (see the header comment)
+  std::vector<int> ranks;        // members; empty = 0 .. ranks()-1
+  std::vector<StreamId> streams; // one per member, in `ranks` order
+  std::vector<std::vector<OpId>> deps;  // per member (may be empty = none)
+  int channels = -1;             // SMs held; < 0 = the profile's comm.channels
+  // Algorithm of the steps fidelity and of the byte accounting; nullopt = default_algorithm().
+  std::optional<CollectiveAlgorithm> algorithm;
+  // Fixed duration instead of the collective model's (delayed-tp-blog's measured tau_c); < 0 = model.
+  // Curve fidelity only: at steps fidelity the algorithm's transfers run.
+  Ps fixed_duration_ps = -1;
+};
+
+// Per-rank streams most schemes need: a compute stream and a (higher-priority) communication stream.
+struct RankStreams {
+  std::vector<StreamId> compute;  // indexed by rank
+  std::vector<StreamId> comm;
+};
+
+// NCCL's choice: ring for all_reduce / reduce_scatter / all_gather, pairwise for all_to_all.
+CollectiveAlgorithm default_algorithm(Primitive p);
+CollectivePrimitive to_collective_primitive(Primitive p);
+// The link class a collective over `ranks` GPUs runs on: "network" when it spans nodes of a
+// multi_node fabric, "host" when it spans NUMA nodes of a pcie fabric, else the intra-node class.
+std::string collective_link_class(const HardwareProfile& hw, int ranks);
+
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(const BuildContext& ctx);
+  GraphBuilder(const BuildContext& ctx, int ranks);  // a graph over `ranks` ranks (not workload.tp)
+
+  int ranks() const { return graph_.num_ranks(); }
+  const HardwareProfile& hardware() const { return ctx_.hardware; }
+  const Workload& workload() const { return ctx_.workload; }
+  Fidelity fidelity() const { return ctx_.fidelity; }
+  TaskGraph& graph() { return graph_; }
+
+  // Streams. Priority: higher runs first when SMs free up (task_graph.hpp).
+  StreamId add_stream(int rank, const std::string& name, int priority = 0);
+  std::vector<StreamId> add_streams(const std::string& name, int priority = 0);  // one per rank
+  // compute (priority 0) + comm (priority 1) on every rank.
+  RankStreams add_compute_and_comm_streams();
+
+  // A fresh collective id (rendezvous / phase matching key).
+  std::int64_t new_collective_id() { return next_collective_++; }
+  CounterId add_counter(const std::string& name) { return graph_.add_counter(name); }
+
+  // GEMM as a tiled (or persistent) op from cost_model's GEMM plan (tile shape, tile count, per-tile
+  // time for the SMs it may use). A GEMM with m, n or k == 0 is a zero-time delay op.
+  OpId add_gemm(int rank, StreamId stream, const GemmShape& shape, const GemmOptions& options = {});
+  // A tiled kernel from an explicit FLOP count (attention): tiles of `tile_flops` each at the GEMM
+  // model's per-SM rate.
+  OpId add_flop_kernel(int rank, StreamId stream, const std::string& name, double total_flops,
+                       std::int64_t tiles, DType dtype, const std::vector<OpId>& deps = {});
+  OpId add_memory(int rank, StreamId stream, const MemoryKernel& kernel);
+
+  // One collective: per member either one `comm_kernel` op whose duration is the collective curve
+  // (curve fidelity, rendezvous on a fresh collective id) or the algorithm's steps as phases (steps
+  // fidelity, cost_model's collective_steps). Returns the member ops in `ranks` order. A curve op
+  // carries the collective's nominal size in Op::bytes (the engine ignores it for comm_kernel ops; the
+  // byte accounting check uses it to tell a data-moving collective from a barrier).
+  // Adds the bytes the collective moves to required_bytes().
+  std::vector<OpId> add_collective(const CollectiveSpec& spec);
+  // Time the collective takes alone on an idle node at curve fidelity (what add_collective uses).
+  Ps collective_ps(Primitive primitive, Bytes bytes, int members) const;
+
+  // A copy-engine transfer of `bytes` from src_gpu to dst_gpu on `stream` (comm op, no SMs).
+  // Adds the bytes to required_bytes() when `count_required` (a copy that is part of a collective).
+  OpId add_copy(int rank, StreamId stream, int src_gpu, int dst_gpu, Bytes bytes,
+                const std::string& name, const std::vector<OpId>& deps = {},
+                bool count_required = true);
+
+  OpId add_wait(int rank, StreamId stream, CounterId counter, std::int64_t target,
+                const std::string& name, const std::vector<OpId>& deps = {});
+  OpId add_signal(int rank, StreamId stream, CounterId counter, std::int64_t amount,
+                  const std::string& name, const std::vector<OpId>& deps = {});
+  OpId add_delay(int rank, StreamId stream, Ps delay_ps, const std::string& name,
+                 const std::vector<OpId>& deps = {}, bool comm = false);
+
+  // Byte accounting ([src][dst], ranks x ranks) of what the collectives added so far need.
+  const std::vector<std::vector<Bytes>>& required_bytes() const { return required_; }
+  void add_required_bytes(int src, int dst, Bytes bytes);
+  // Bytes each member sends to each other member for a collective moved by the collective model's
+  // algorithm (the same one add_collective's steps use), added to required_bytes().
+  void add_collective_required_bytes(Primitive primitive, Bytes bytes, const std::vector<int>& ranks);
+
+  // Moves the graph and byte accounting into a BuiltScheme (the builder is empty afterwards).
+  BuiltScheme finish(std::string reason, Ps bound_ps = -1);
+
+ private:
+  const BuildContext& ctx_;
+  TaskGraph graph_;
+  std::int64_t next_collective_ = 0;
+  std::vector<std::vector<Bytes>> required_;
+};
+
+// A layer workload (gemm_collective, mlp_tpsp, attention_tpsp, attention_ulysses, transformer) as a
+// pipeline of `chunks` slices along M (tokens; heads for Ulysses): slice i's GEMM overlaps slice
+// i-1's collective on a second stream (Megatron / MindSpeed data slicing, commfuse-paper Sec. 1-2).
+// chunks = 1 is no overlap. collectives_only keeps only the collectives. Defined in data_slicing.cpp.
+struct SlicedLayerOptions {
+  int chunks = 1;
+  bool collectives_only = false;
+};
+BuiltScheme build_sliced_layers(const BuildContext& ctx, const SlicedLayerOptions& options);
+
+// The workload's collectives alone, one after another on one stream per rank, no computation: what
+// "communication time" (design.md "Metrics") is measured on. Defined in no_overlap.cpp, whose order of
+// collectives it shares.
+BuiltScheme build_workload_collectives(const BuildContext& ctx);
+
+// Scheme parameters with defaults: `params[name]` when present, else `fallback`. A present value of
+// the wrong type throws std::invalid_argument naming the key ("params.<name>").
+std::int64_t param_int(const BuildContext& ctx, const std::string& name, std::int64_t fallback);
+// param_int saturated into [-2^30, 2^30], for counts a builder range-checks itself.
+int param_small_int(const BuildContext& ctx, const std::string& name, int fallback);
+double param_number(const BuildContext& ctx, const std::string& name, double fallback);
+bool param_bool(const BuildContext& ctx, const std::string& name, bool fallback);
+std::string param_string(const BuildContext& ctx, const std::string& name, const std::string& fallback);
+
+}  // namespace overlap::sim

@@ -1,0 +1,39 @@
+// The scheme registry (sim/schemes/scheme.hpp): every scheme of design.md "Scheme library", in a
+// stable order. Each scheme file defines its make_<name>_scheme(); this file only lists them.
+#include <string>
+#include <vector>
+
+#include "sim/schemes/scheme.hpp"
+
+namespace overlap::sim {
+
+SchemeInfo make_no_overlap_scheme();
+SchemeInfo make_data_slicing_scheme();
+SchemeInfo make_async_tp_scheme();
+SchemeInfo make_commfuse_scheme();
+SchemeInfo make_flashoverlap_scheme();
+SchemeInfo make_tp_baseline_scheme();
+SchemeInfo make_gptj_parallel_scheme();
+SchemeInfo make_pt_transformer_scheme();
+SchemeInfo make_ladder_residual_scheme();
+SchemeInfo make_dtp_scheme();
+SchemeInfo make_no_comm_scheme();
+
+const std::vector<SchemeInfo>& scheme_registry() {
+  static const std::vector<SchemeInfo> registry = {
+      make_no_overlap_scheme(),    make_data_slicing_scheme(), make_async_tp_scheme(),
+      make_commfuse_scheme(),      make_flashoverlap_scheme(), make_tp_baseline_scheme(),
+      make_gptj_parallel_scheme(), make_pt_transformer_scheme(), make_ladder_residual_scheme(),
+      make_dtp_scheme(),           make_no_comm_scheme(),
+  };
+  return registry;
+}
+
+const SchemeInfo* find_scheme(const std::string& name) {
+  for (const SchemeInfo& s : scheme_registry()) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+}  // namespace overlap::sim

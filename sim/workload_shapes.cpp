@@ -1,0 +1,195 @@
+#include "sim/workload_shapes.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <variant>
+
+#include <fmt/format.h>
+
+namespace overlap::sim {
+
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+void require_positive(std::int64_t v, const char* field) {
+  if (v <= 0) throw std::invalid_argument(fmt::format("workload.{}: must be positive (got {})", field, v));
+}
+
+void require_divisible(std::int64_t v, int tp, const char* field) {
+  if (v % tp != 0)
+    throw std::invalid_argument(fmt::format("workload.{}: {} is not divisible by tp = {}", field, v, tp));
+}
+
+// Query block of a FlashAttention-style kernel: one CTA per (batch, head, 128 queries).
+constexpr std::int64_t kAttentionQueryBlock = 128;
+
+// Core attention FLOPs: QK^T and PV are each 2 x seq x seq x head_dim per head and batch; a causal
+// mask skips (about) half of the score matrix.
+double attention_flops(std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t head_dim,
+                       bool causal) {
+  const double full = 4.0 * static_cast<double>(batch) * static_cast<double>(seq) *
+                      static_cast<double>(seq) * static_cast<double>(heads) * static_cast<double>(head_dim);
+  return causal ? full / 2.0 : full;
+}
+
+}  // namespace
+
+Bytes activation_bytes(std::int64_t tokens, std::int64_t width, DType dtype) {
+  return tokens * width * dtype_bytes(dtype);
+}
+
+GemmCollective gemm_collective_shape(const Workload& w) { return std::get<GemmCollective>(w.shape); }
+
+MlpShapes mlp_shapes(const MlpTpSp& mlp, int tp) {
+  MlpShapes s;
+  const std::int64_t ffn_rank = mlp.d_ffn / tp;
+  const std::int64_t cols = (mlp.gated ? 2 : 1) * ffn_rank;
+  s.all_gather_bytes = activation_bytes(mlp.tokens, mlp.d_model, mlp.dtype);
+  s.col = RankGemm{mlp.tokens, cols, mlp.d_model, mlp.dtype};
+  s.activation_bytes = activation_bytes(mlp.tokens, cols + ffn_rank, mlp.dtype);
+  s.row = RankGemm{mlp.tokens, mlp.d_model, ffn_rank, mlp.dtype};
+  s.reduce_scatter_bytes = activation_bytes(mlp.tokens, mlp.d_model, mlp.dtype);
+  return s;
+}
+
+AttentionShapes attention_shapes(const AttentionTpSp& att, int tp) {
+  AttentionShapes s;
+  const std::int64_t tokens = att.batch * att.seq;
+  const std::int64_t head_dim = att.d_model / att.heads;
+  const std::int64_t kv_heads = att.kv_heads > 0 ? att.kv_heads : att.heads;
+  const std::int64_t heads_rank = att.heads / tp;
+  const std::int64_t kv_rank = std::max<std::int64_t>(1, kv_heads / tp);  // GQA: kv heads replicate when kv < tp
+  s.all_gather_bytes = activation_bytes(tokens, att.d_model, att.dtype);
+  s.qkv = RankGemm{tokens, (heads_rank + 2 * kv_rank) * head_dim, att.d_model, att.dtype};
+  s.attention_flops = attention_flops(att.batch, att.seq, heads_rank, head_dim, att.causal);
+  s.attention_tiles = att.batch * heads_rank * ceil_div(att.seq, kAttentionQueryBlock);
+  s.out = RankGemm{tokens, att.d_model, heads_rank * head_dim, att.dtype};
+  s.reduce_scatter_bytes = activation_bytes(tokens, att.d_model, att.dtype);
+  return s;
+}
+
+UlyssesShapes ulysses_shapes(const AttentionUlysses& att, int tp) {
+  UlyssesShapes s;
+  const std::int64_t local_tokens = att.batch * (att.seq / tp);
+  const std::int64_t head_dim = att.d_model / att.heads;
+  const std::int64_t heads_rank = att.heads / tp;
+  s.qkv_all_to_all_bytes = 3 * activation_bytes(local_tokens, att.d_model, att.dtype);
+  s.attention_flops = attention_flops(att.batch, att.seq, heads_rank, head_dim, att.causal);
+  s.attention_tiles = att.batch * heads_rank * ceil_div(att.seq, kAttentionQueryBlock);
+  s.out_all_to_all_bytes = activation_bytes(local_tokens, att.d_model, att.dtype);
+  return s;
+}
+
+DecodeShapes decode_shapes(const DecodeStack& dec, int tp) {
+  DecodeShapes s;
+  const std::int64_t head_dim = dec.d_model / dec.heads;
+  const std::int64_t kv_heads = dec.kv_heads > 0 ? dec.kv_heads : dec.heads;
+  const std::int64_t q_width = dec.heads * head_dim;
+  const std::int64_t kv_width = kv_heads * head_dim;
+  const std::int64_t p = dtype_bytes(dec.dtype);
+  s.attention_weight_bytes = (dec.d_model * (q_width + 2 * kv_width) + q_width * dec.d_model) * p / tp;
+  s.mlp_weight_bytes = 3 * dec.d_model * dec.d_ffn * p / tp;
+  s.all_reduce_bytes = activation_bytes(1, dec.d_model, DType::bf16);
+  return s;
+}
+
+AttentionTpSp transformer_attention(const Transformer& t) {
+  AttentionTpSp a;
+  a.batch = t.batch;
+  a.seq = t.seq;
+  a.d_model = t.d_model;
+  a.heads = t.heads;
+  a.kv_heads = t.kv_heads;
+  a.causal = true;
+  a.dtype = t.dtype;
+  return a;
+}
+
+MlpTpSp transformer_mlp(const Transformer& t) {
+  MlpTpSp m;
+  m.tokens = t.batch * t.seq;
+  m.d_model = t.d_model;
+  m.d_ffn = t.d_ffn;
+  m.gated = true;
+  m.dtype = t.dtype;
+  return m;
+}
+
+std::optional<Transformer> named_model(const std::string& name, const Transformer& base) {
+  Transformer t = base;
+  t.model = name;
+  // Llama 3 model card (Meta, "Llama 3 Herd of Models", Table 3).
+  if (name == "llama3-8b") {
+    t.layers = 32, t.d_model = 4096, t.d_ffn = 14336, t.heads = 32, t.kv_heads = 8;
+  } else if (name == "llama3-70b") {
+    t.layers = 80, t.d_model = 8192, t.d_ffn = 28672, t.heads = 64, t.kv_heads = 8;
+  } else {
+    return std::nullopt;
+  }
+  return t;
+}
+
+void validate_workload(const Workload& w) {
+  if (w.tp < 1) throw std::invalid_argument(fmt::format("workload.tp: must be >= 1 (got {})", w.tp));
+  const int tp = w.tp;
+  if (w.kind == "gemm_collective") {
+    const auto& g = std::get<GemmCollective>(w.shape);
+    require_positive(g.m, "m");
+    require_positive(g.n, "n");
+    require_positive(g.k, "k");
+    // Reduce-scatter and all-to-all split the output rows across ranks.
+    if (g.primitive == Primitive::reduce_scatter || g.primitive == Primitive::all_to_all)
+      require_divisible(g.m, tp, "m");
+  } else if (w.kind == "mlp_tpsp") {
+    const auto& m = std::get<MlpTpSp>(w.shape);
+    require_positive(m.tokens, "tokens");
+    require_positive(m.d_model, "d_model");
+    require_positive(m.d_ffn, "d_ffn");
+    require_divisible(m.tokens, tp, "tokens");
+    require_divisible(m.d_ffn, tp, "d_ffn");
+  } else if (w.kind == "attention_tpsp" || w.kind == "transformer") {
+    std::int64_t batch = 0, seq = 0, d = 0, heads = 0, kv = 0;
+    if (w.kind == "attention_tpsp") {
+      const auto& a = std::get<AttentionTpSp>(w.shape);
+      batch = a.batch, seq = a.seq, d = a.d_model, heads = a.heads, kv = a.kv_heads;
+    } else {
+      const auto& t = std::get<Transformer>(w.shape);
+      if (t.layers < 1) throw std::invalid_argument(fmt::format("workload.layers: must be >= 1 (got {})", t.layers));
+      require_positive(t.d_ffn, "d_ffn");
+      require_divisible(t.d_ffn, tp, "d_ffn");
+      batch = t.batch, seq = t.seq, d = t.d_model, heads = t.heads, kv = t.kv_heads;
+    }
+    require_positive(batch, "batch");
+    require_positive(seq, "seq");
+    require_positive(d, "d_model");
+    require_positive(heads, "heads");
+    if (kv < 0) throw std::invalid_argument("workload.kv_heads: must be >= 0");
+    if (d % heads != 0) throw std::invalid_argument("workload.heads: d_model is not divisible by heads");
+    if (kv > 0 && heads % kv != 0) throw std::invalid_argument("workload.kv_heads: heads is not divisible by kv_heads");
+    require_divisible(heads, tp, "heads");
+    require_divisible(batch * seq, tp, "seq");
+  } else if (w.kind == "attention_ulysses") {
+    const auto& a = std::get<AttentionUlysses>(w.shape);
+    require_positive(a.batch, "batch");
+    require_positive(a.seq, "seq");
+    require_positive(a.d_model, "d_model");
+    require_positive(a.heads, "heads");
+    if (a.d_model % a.heads != 0) throw std::invalid_argument("workload.heads: d_model is not divisible by heads");
+    require_divisible(a.seq, tp, "seq");
+    require_divisible(a.heads, tp, "heads");
+  } else if (w.kind == "decode_stack") {
+    const auto& d = std::get<DecodeStack>(w.shape);
+    if (d.layers < 1) throw std::invalid_argument(fmt::format("workload.layers: must be >= 1 (got {})", d.layers));
+    require_positive(d.d_model, "d_model");
+    require_positive(d.d_ffn, "d_ffn");
+    require_positive(d.heads, "heads");
+    if (d.d_model % d.heads != 0) throw std::invalid_argument("workload.heads: d_model is not divisible by heads");
+    require_divisible(d.heads, tp, "heads");
+    require_divisible(d.d_ffn, tp, "d_ffn");
+  } else {
+    throw std::invalid_argument(fmt::format("workload.kind: unknown kind '{}'", w.kind));
+  }
+}
+
+}  // namespace overlap::sim

@@ -1,0 +1,81 @@
+#pragma once
+// Per-rank shapes of every workload kind, derived from the parallelism (sim/workload.hpp): TP shards
+// weights (column-parallel: N / tp; row-parallel: K / tp), SP shards activations (tokens / tp),
+// Ulysses shards the sequence and then the heads. Every scheme of a workload reads its GEMMs and
+// collectives from here, so all schemes compute the same layer.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "cost_model/gemm_model.hpp"
+#include "cost_model/hardware_profile.hpp"
+#include "cost_model/units.hpp"
+#include "sim/workload.hpp"
+
+namespace overlap::sim {
+
+using RankGemm = GemmShape;  // cost_model/gemm_model.hpp
+
+// mlp_tpsp per rank (Megatron sequence parallelism): all-gather of the tokens/tp x d_model shard,
+// column-parallel GEMM (tokens x cols x d_model), activation, row-parallel GEMM
+// (tokens x d_model x ffn/tp), reduce-scatter back to tokens/tp x d_model.
+struct MlpShapes {
+  Bytes all_gather_bytes = 0;  // nccl-tests S: the gathered tokens x d_model activation
+  RankGemm col;                // up (+ gate) projection
+  Bytes activation_bytes = 0;  // SwiGLU / GELU kernel: read col output, write ffn/tp activation
+  RankGemm row;                // down projection
+  Bytes reduce_scatter_bytes = 0;  // S: the tokens x d_model partial sums
+};
+
+// attention_tpsp per rank: all-gather, QKV projection (heads/tp and kv_heads/tp), core attention
+// (a tiled kernel from a FLOP model), output projection, reduce-scatter.
+struct AttentionShapes {
+  Bytes all_gather_bytes = 0;
+  RankGemm qkv;
+  double attention_flops = 0;    // QK^T and PV over the rank's heads; causal halves it
+  std::int64_t attention_tiles = 0;  // batch x heads/tp x ceil(seq / 128) query blocks
+  RankGemm out;
+  Bytes reduce_scatter_bytes = 0;
+};
+
+// attention_ulysses per rank (DeepSpeed-Ulysses; CommFuse Alg. 5): all-to-all of Q, K, V from
+// sequence shards to head shards, attention over the full sequence for heads/tp heads, all-to-all of
+// the output back to sequence shards.
+struct UlyssesShapes {
+  Bytes qkv_all_to_all_bytes = 0;  // S: each rank's send buffer (3 x batch x seq/tp x d_model)
+  double attention_flops = 0;
+  std::int64_t attention_tiles = 0;
+  Bytes out_all_to_all_bytes = 0;  // S: batch x seq/tp x d_model
+};
+
+// decode_stack per rank (delayed-tp-blog, "Theoretical Exposed Wait-time"): each module streams its
+// weight shard from HBM; the attention module streams d x (q + 2 kv) + q x d weights, the (SwiGLU,
+// Llama3 as in the blog's "Implementation Details") MLP 3 x d x ffn, both divided by tp. With
+// kv_heads == heads and ffn = 8d/3 these are the blog's 4 d^2 p / L and 8 d^2 p / L.
+struct DecodeShapes {
+  Bytes attention_weight_bytes = 0;  // per rank
+  Bytes mlp_weight_bytes = 0;        // per rank
+  Bytes all_reduce_bytes = 0;        // S: one token's d_model hidden state (bf16)
+};
+
+GemmCollective gemm_collective_shape(const Workload& w);
+MlpShapes mlp_shapes(const MlpTpSp& mlp, int tp);
+AttentionShapes attention_shapes(const AttentionTpSp& att, int tp);
+UlyssesShapes ulysses_shapes(const AttentionUlysses& att, int tp);
+DecodeShapes decode_shapes(const DecodeStack& dec, int tp);
+// One transformer layer as the attention_tpsp and mlp_tpsp workloads it is made of.
+AttentionTpSp transformer_attention(const Transformer& t);
+MlpTpSp transformer_mlp(const Transformer& t);
+
+// Named model configurations ("llama3-8b", "llama3-70b"): layers, widths and heads filled into a
+// Transformer (batch, seq and dtype kept from `base`). nullopt for an unknown name.
+std::optional<Transformer> named_model(const std::string& name, const Transformer& base = {});
+
+// Bytes of a tokens x width activation.
+Bytes activation_bytes(std::int64_t tokens, std::int64_t width, DType dtype);
+
+// Throws std::invalid_argument (naming the field, "workload.<field>") when a shape cannot be sharded:
+// non-positive sizes, or a sharded dimension not divisible by tp.
+void validate_workload(const Workload& w);
+
+}  // namespace overlap::sim

@@ -1,0 +1,367 @@
+// The overlap-sim CLI, run in-process through run_cli (tools/cli.hpp): exit codes, the documented
+// JSON / CSV / table outputs, the Chrome trace, atomic output files, the default scenario.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "sim/report.hpp"
+#include "sim/schemes/scheme.hpp"
+#include "tools/cli.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CliResult {
+  int rc = -1;
+  std::string out, err;
+};
+
+CliResult cli(const std::vector<std::string>& args) {
+  std::vector<const char*> argv = {"overlap-sim"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  CliResult r;
+  r.rc = overlap::tools::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+// A fresh directory per test, removed afterwards.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int counter = 0;
+    path = fs::temp_directory_path() / ("overlap-cli-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+};
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// A small, fast scenario: one GEMM + reduce-scatter on 4 of the H100s.
+const std::string kScenario =
+    "# test scenario\n"                                // 1
+    "hardware: h100-sxm-8x-nvswitch\n"                 // 2
+    "workload:\n"                                      // 3
+    "  kind: gemm_collective\n"                        // 4
+    "  tp: 4\n"                                        // 5
+    "  m: 2048\n"                                      // 6
+    "  n: 4096\n"                                      // 7
+    "  k: 2048\n"                                      // 8
+    "  primitive: reduce_scatter\n"                    // 9
+    "schemes:\n"                                       // 10
+    "  - no_overlap\n"                                 // 11
+    "  - {name: data_slicing, params: {chunks: 2}}\n"; // 12
+
+// Sets an environment variable for one scope and restores it.
+struct ScopedEnv {
+  std::string name;
+  std::optional<std::string> old;
+  ScopedEnv(std::string n, const std::string& value) : name(std::move(n)) {
+    if (const char* v = std::getenv(name.c_str())) old = v;
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old) ::setenv(name.c_str(), old->c_str(), 1);
+    else ::unsetenv(name.c_str());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("usage errors exit 2 with a message on stderr", "[cli]") {
+  TempDir dir;
+  const std::string scen = dir.file("s.yaml");
+  write(scen, kScenario);
+
+  const CliResult none = cli({});
+  CHECK(none.rc == 2);
+  CHECK(!none.err.empty());
+
+  const CliResult bogus = cli({"run", scen, "--bogus"});
+  CHECK(bogus.rc == 2);
+  CHECK_THAT(bogus.err, Catch::Contains("--bogus"));
+
+  const CliResult format = cli({"run", scen, "--format", "xml"});
+  CHECK(format.rc == 2);
+  CHECK_THAT(format.err, Catch::Contains("xml"));
+
+  CHECK(cli({"run", scen, "--fidelity", "exact"}).rc == 2);
+  CHECK(cli({"frobnicate"}).rc == 2);
+
+  const CliResult missing = cli({"run", dir.file("nope.yaml")});
+  CHECK(missing.rc == 2);
+  CHECK_THAT(missing.err, Catch::Contains("nope.yaml"));
+
+  const CliResult scheme = cli({"run", scen, "--scheme", "warp_drive"});
+  CHECK(scheme.rc == 2);
+  CHECK_THAT(scheme.err, Catch::Contains("warp_drive"));
+  CHECK(cli({"run", scen, "--scheme", "dtp"}).rc == 2);  // does not apply to this workload
+
+  const CliResult help = cli({"--help"});
+  CHECK(help.rc == 0);
+  CHECK_THAT(help.out, Catch::Contains("run"));
+  CHECK_THAT(help.out, Catch::Contains("schemes"));
+}
+
+TEST_CASE("scenario input errors exit 2 naming the file, line and key", "[cli]") {
+  TempDir dir;
+  const std::string scen = dir.file("s.yaml");
+  write(scen, kScenario);
+
+  const CliResult set = cli({"run", scen, "--set", "workload.m=0"});
+  CHECK(set.rc == 2);
+  CHECK_THAT(set.err, Catch::Contains("workload.m"));
+
+  write(scen, kScenario + "  - {name: data_slicing, params: {chunkz: 2}}\n");  // line 13
+  const CliResult param = cli({"run", scen});
+  CHECK(param.rc == 2);
+  CHECK_THAT(param.err, Catch::Contains(scen + ":13"));
+  CHECK_THAT(param.err, Catch::Contains("schemes[2].params.chunkz"));
+
+  // A value of the right type that the scheme's builder rejects is still located at its line.
+  write(scen, kScenario + "  - {name: data_slicing, params: {chunks: 0}}\n");
+  const CliResult value = cli({"run", scen});
+  CHECK(value.rc == 2);
+  CHECK_THAT(value.err, Catch::Contains(scen + ":13"));
+  CHECK_THAT(value.err, Catch::Contains("chunks"));
+}
+
+TEST_CASE("run --format json has the documented keys and consistent metrics", "[cli][report]") {
+  TempDir dir;
+  const std::string scen = dir.file("s.yaml");
+  write(scen, kScenario);
+  const CliResult r = cli({"run", scen, "--format", "json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"scenario", "hardware", "workload", "results", "exposed_comm_definition"})
+    CHECK(j.contains(key));
+  CHECK(j["scenario"] == "s");
+  CHECK(j["hardware"] == "h100-sxm-8x-nvswitch");
+  CHECK(j["workload"]["kind"] == "gemm_collective");
+  CHECK(j["workload"]["tp"] == 4);
+  CHECK(j["workload"]["m"] == 2048);
+  REQUIRE(j["results"].size() == 2);
+  for (const auto& row : j["results"]) {
+    for (const char* key : {"scheme", "params", "latency_us", "compute_only_us", "comm_us", "exposed_comm_us",
+                            "overlap_efficiency", "speedup_vs_no_overlap", "bound_us", "pct_of_bound",
+                            "sms_lost_to_comm", "reason"})
+      CHECK(row.contains(key));
+    // The one definition of exposed communication, exactly in picoseconds.
+    CHECK(row["exposed_comm_ps"].get<std::int64_t>() ==
+          row["latency_ps"].get<std::int64_t>() - row["compute_only_ps"].get<std::int64_t>());
+    CHECK(row["latency_us"].get<double>() == Approx(row["latency_ps"].get<double>() / 1e6));
+    CHECK(row["latency_us"].get<double>() > 0);
+  }
+  CHECK(j["results"][0]["scheme"] == "no_overlap");
+  CHECK(j["results"][0]["speedup_vs_no_overlap"].get<double>() == Approx(1.0));
+  CHECK(j["results"][1]["scheme"] == "data_slicing");
+  CHECK(j["results"][1]["params"] == nlohmann::json{{"chunks", 2}});
+  // speedup = baseline latency / latency.
+  CHECK(j["results"][1]["speedup_vs_no_overlap"].get<double>() ==
+        Approx(j["results"][0]["latency_ps"].get<double>() / j["results"][1]["latency_ps"].get<double>()));
+
+  // Deterministic: the same run prints the same bytes.
+  CHECK(cli({"run", scen, "--format", "json"}).out == r.out);
+}
+
+TEST_CASE("run --format csv and table carry the same rows", "[cli][report]") {
+  TempDir dir;
+  const std::string scen = dir.file("s.yaml");
+  write(scen, kScenario);
+  const CliResult csv = cli({"run", scen, "--format", "csv"});
+  REQUIRE(csv.rc == 0);
+  std::istringstream lines(csv.out);
+  std::string header, row1, row2, extra;
+  std::getline(lines, header);
+  std::getline(lines, row1);
+  std::getline(lines, row2);
+  CHECK(!std::getline(lines, extra));
+  std::string expected;
+  for (const auto& c : overlap::sim::csv_columns()) expected += (expected.empty() ? "" : ",") + c;
+  CHECK(header == expected);
+  CHECK(row1.rfind("s,h100-sxm-8x-nvswitch,no_overlap,", 0) == 0);
+  CHECK(row2.rfind("s,h100-sxm-8x-nvswitch,data_slicing,", 0) == 0);
+
+  const CliResult table = cli({"run", scen});
+  REQUIRE(table.rc == 0);
+  CHECK_THAT(table.out, Catch::Contains("latency (us)"));
+  CHECK_THAT(table.out, Catch::Contains("exposed comm (us)"));
+  CHECK_THAT(table.out, Catch::Contains("exposed comm = latency - compute-only latency"));
+  CHECK_THAT(table.out, Catch::Contains("data_slicing (chunks=2)"));
+  CHECK_THAT(table.out, Catch::Contains("hardware: h100-sxm-8x-nvswitch"));
+  CHECK(table.out.find("nan") == std::string::npos);
+}
+
+TEST_CASE("option output: writes the report atomically and an error leaves no file", "[cli][atomic]") {
+  TempDir dir;
+  const std::string scen = dir.file("s.yaml");
+  write(scen, kScenario);
+  const std::string out = dir.file("out.json");
+
+  const CliResult ok = cli({"run", scen, "--format", "json", "--output", out});
+  REQUIRE(ok.rc == 0);
+  CHECK(ok.out.empty());
+  CHECK(read(out) == cli({"run", scen, "--format", "json"}).out);
+
+  // A failing run keeps the previous file untouched and leaves no temporary behind.
+  write(out, "OLD");
+  const CliResult bad = cli({"run", scen, "--format", "json", "--output", out, "--set", "workload.k=-1"});
+  CHECK(bad.rc == 2);
+  CHECK(read(out) == "OLD");
+  CHECK(dir.entries() == std::vector<std::string>{"out.json", "s.yaml"});
+
+  // A failing run writes nothing at all: not the report, not the trace.
+  const CliResult bad2 = cli({"run", scen, "--output", dir.file("new.txt"), "--trace", dir.file("t.json"),
+                              "--set", "workload.primitive=gather_everything"});
+  CHECK(bad2.rc == 2);
+  CHECK(dir.entries() == std::vector<std::string>{"out.json", "s.yaml"});
+
+  // An output path that cannot be written is a usage error.
+  const CliResult nodir = cli({"run", scen, "--output", dir.file("no/such/dir/out.txt")});
+  CHECK(nodir.rc == 2);
+  CHECK_THAT(nodir.err, Catch::Contains("no/such/dir"));
+}
+
+TEST_CASE("option trace: writes a Chrome trace of one scheme", "[cli][trace]") {
+  TempDir dir;
+  const std::string scen = dir.file("s.yaml");
+  write(scen, kScenario);
+  const std::string trace = dir.file("t.json");
+  const CliResult r = cli({"run", scen, "--scheme", "data_slicing", "--trace", trace});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  // --scheme runs only that scheme.
+  CHECK_THAT(r.out, Catch::Contains("data_slicing"));
+  CHECK(r.out.find("\nno_overlap ") == std::string::npos);  // no row for the baseline
+  const auto j = nlohmann::json::parse(read(trace));
+  REQUIRE(j.contains("traceEvents"));
+  REQUIRE(j["traceEvents"].is_array());
+  int slices = 0, ctas = 0;
+  for (const auto& e : j["traceEvents"]) {
+    REQUIRE(e.contains("ph"));
+    REQUIRE(e.contains("pid"));
+    const std::string ph = e["ph"];
+    if (ph == "M") continue;
+    CHECK(e.contains("ts"));
+    if (ph == "X") {
+      ++slices;
+      CHECK(e.contains("dur"));
+      CHECK(e.contains("tid"));
+      CHECK(e["dur"].get<double>() >= 0);
+      if (e.value("cat", "") == "cta") ++ctas;
+    }
+  }
+  CHECK(slices > 0);
+  CHECK(ctas > 0);  // the run recorded CTAs for the SM lanes
+  CHECK(j["otherData"]["scheme"] == "data_slicing");
+}
+
+TEST_CASE("run without a scenario uses the default Llama-3-70B MLP scenario", "[cli]") {
+  const CliResult r = cli({"run", "--scheme", "no_overlap", "--format", "json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["scenario"] == "llama3-70b-tp8-mlp");
+  CHECK(j["workload"]["kind"] == "mlp_tpsp");
+  CHECK(j["workload"]["tp"] == 8);
+  CHECK(j["workload"]["d_model"] == 8192);
+
+  // A paper scenario by its name, found under the source tree.
+  CHECK(cli({"run", "dtp-a1", "--scheme", "tp_baseline", "--format", "csv"}).rc == 0);
+
+  // OVERLAP_HOME moves the source tree: an empty one has no default scenario.
+  TempDir home;
+  ScopedEnv env("OVERLAP_HOME", home.path.string());
+  const CliResult moved = cli({"run"});
+  CHECK(moved.rc == 2);
+  CHECK_THAT(moved.err, Catch::Contains(home.path.string()));
+}
+
+TEST_CASE("schemes lists every scheme with its parameters and source", "[cli]") {
+  const CliResult table = cli({"schemes"});
+  REQUIRE(table.rc == 0);
+  const CliResult json = cli({"schemes", "--format", "json"});
+  REQUIRE(json.rc == 0);
+  const auto j = nlohmann::json::parse(json.out);
+  REQUIRE(j["schemes"].size() == overlap::sim::scheme_registry().size());
+  for (std::size_t i = 0; i < overlap::sim::scheme_registry().size(); ++i) {
+    const auto& info = overlap::sim::scheme_registry()[i];
+    CHECK(j["schemes"][i]["name"] == info.name);
+    CHECK(j["schemes"][i]["source"] == info.source);
+    CHECK(j["schemes"][i]["params"].size() == info.params.size());
+    CHECK_THAT(table.out, Catch::Contains(info.name));
+    for (const auto& p : info.params) CHECK_THAT(table.out, Catch::Contains(p.name));
+  }
+}
+
+TEST_CASE("profile show prints a built-in profile", "[cli]") {
+  const CliResult r = cli({"profile", "show", "h100-sxm-8x-nvswitch", "--format", "json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK_NOTHROW(nlohmann::json::parse(r.out));
+  CHECK_THAT(r.out, Catch::Contains("132"));
+  CHECK(cli({"profile", "show"}).rc == 2);  // the name is required
+}
+
+TEST_CASE("option plot: reports a missing Python clearly and writes nothing", "[cli][plot]") {
+  TempDir dir;
+  const std::string scen = dir.file("s.yaml");
+  write(scen, kScenario);
+  ScopedEnv env("PYTHON", dir.file("no-such-python3"));
+  const CliResult r = cli({"run", scen, "--output", dir.file("out.txt"), "--plot", dir.file("t.png")});
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.err, Catch::Contains("Python"));
+  CHECK(dir.entries() == std::vector<std::string>{"s.yaml"});
+}
+
+TEST_CASE("option plot: writes a PNG timeline when matplotlib is available", "[cli][plot]") {
+  if (std::system("python3 -c 'import matplotlib' > /dev/null 2>&1") != 0) {
+    WARN("python3 with matplotlib not available: --plot not exercised");
+    return;
+  }
+  TempDir dir;
+  const std::string scen = dir.file("s.yaml");
+  write(scen, kScenario);
+  const std::string png = dir.file("t.png");
+  const CliResult r = cli({"run", scen, "--scheme", "data_slicing", "--plot", png});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const std::string bytes = read(png);
+  REQUIRE(bytes.size() > 8);
+  CHECK(bytes.substr(1, 3) == "PNG");
+  CHECK(dir.entries() == std::vector<std::string>{"s.yaml", "t.png"});  // no temporaries left
+}

@@ -1,0 +1,162 @@
+// no_overlap on an idealised node (even waves, alpha-beta links with zero latency, no launch
+// overhead, no interference): latency is exactly GEMM + collective (closed_forms.hpp no_overlap_ps),
+// for a collective after the GEMM and an all-gather before it; the MLP layer is the sum of its parts.
+#include <catch2/catch.hpp>
+
+#include "cost_model/closed_forms.hpp"
+#include "cost_model/collective_model.hpp"
+#include "cost_model/gemm_model.hpp"
+#include "sim/metrics.hpp"
+#include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/scheme.hpp"
+#include "sim/workload_shapes.hpp"
+
+using namespace overlap;
+using namespace overlap::sim;
+
+namespace {
+
+// 132 SMs; one 128x128 tile over K = 1024 takes exactly 1 us; links alpha-beta with no latency;
+// HBM fast enough that memory kernels take (almost) nothing; no launch overhead, no interference.
+HardwareProfile no_overlap_ideal_profile(int gpus) {
+  HardwareProfile h;
+  h.name = "ideal";
+  h.gpu.sm_count = 132;
+  h.gpu.peak_tflops["bf16"] = 1000;
+  h.gpu.gemm_efficiency = 1;
+  h.gpu.gemm_tile_us = 1.0;
+  h.gpu.gemm_comm_interference = 0;
+  h.gpu.hbm_bandwidth_gbps = 1e9;
+  h.gpu.hbm_efficiency = 1;
+  h.gpu.kernel_launch_us = 0;
+  h.fabric.topology = "nvswitch";
+  h.fabric.num_gpus = gpus;
+  h.fabric.links["nvlink"] = LinkClass{"nvlink", 500, 0};
+  expand_topology(h.fabric);
+  h.comm.channels = 8;
+  h.comm.base_latency_us = 0;
+  h.comm.step_latency_us = 0;
+  h.comm.bandwidth_efficiency = 1;
+  return h;
+}
+
+Workload gemm_workload(int tp, Primitive p, std::int64_t m, std::int64_t n, std::int64_t k) {
+  Workload w;
+  w.kind = "gemm_collective";
+  w.tp = tp;
+  w.shape = GemmCollective{m, n, k, DType::bf16, p, false};
+  return w;
+}
+
+Ps collective_alone_ps(const HardwareProfile& hw, Primitive p, Bytes bytes, int tp) {
+  return collective_time_ps(hw, to_collective_primitive(p), bytes, tp, "nvlink", default_algorithm(p));
+}
+
+}  // namespace
+
+TEST_CASE("no_overlap = GEMM + collective on an idealised node", "[no_overlap][closed_form]") {
+  const HardwareProfile hw = no_overlap_ideal_profile(4);
+  const SchemeInfo* s = find_scheme("no_overlap");
+  REQUIRE(s != nullptr);
+  const nlohmann::json params = nlohmann::json::object();
+  for (Primitive p : {Primitive::all_reduce, Primitive::reduce_scatter, Primitive::all_to_all, Primitive::all_gather}) {
+    // 2048 x 1536: 256x128 tiles -> 8 x 12 = 96 tiles (one wave); K = 4096 -> 4 us per tile... the
+    // plan decides; the closed form reads the same plan.
+    for (std::int64_t k : {1024, 4096}) {
+      INFO("primitive " << primitive_name(p) << " k " << k);
+      const Workload w = gemm_workload(4, p, 2048, 1536, k);
+      const BuildContext ctx{w, hw, params, Fidelity::curve};
+      const SchemeResult r = evaluate(*s, ctx);
+      const Ps gemm = gemm_time_ps(hw, GemmShape{2048, 1536, k, DType::bf16});
+      const Bytes bytes = p == Primitive::all_gather ? 2048 * k * 2 : 2048 * 1536 * 2;
+      const Ps comm = collective_alone_ps(hw, p, bytes, 4);
+      REQUIRE(gemm > 0);
+      REQUIRE(comm > 0);
+      CHECK(r.latency_ps == no_overlap_ps(gemm, comm));
+      CHECK(r.compute_only_ps == gemm);
+      CHECK(r.comm_ps == comm);
+      CHECK(r.scheme_comm_ps == comm);
+      CHECK(r.exposed_comm_ps == comm);
+      CHECK(r.overlap_efficiency == 0.0);
+      CHECK(r.sms_lost_to_comm == 8);
+    }
+  }
+}
+
+TEST_CASE("no_overlap at steps fidelity matches the curve on an idle node", "[no_overlap][fidelity]") {
+  const HardwareProfile hw = no_overlap_ideal_profile(4);
+  const SchemeInfo* s = find_scheme("no_overlap");
+  REQUIRE(s != nullptr);
+  const nlohmann::json params = nlohmann::json::object();
+  const Workload w = gemm_workload(4, Primitive::reduce_scatter, 2048, 2048, 1024);
+  const SchemeResult curve = evaluate(*s, BuildContext{w, hw, params, Fidelity::curve});
+  const SchemeResult steps = evaluate(*s, BuildContext{w, hw, params, Fidelity::steps});
+  // collective_model.hpp: steps take the alpha-beta time up to 1 ps of rounding per step.
+  CHECK(std::llabs(curve.latency_ps - steps.latency_ps) <= 4);
+  CHECK(curve.compute_only_ps == steps.compute_only_ps);
+}
+
+TEST_CASE("no_overlap MLP = all-gather + fc1 + activation + fc2 + reduce-scatter", "[no_overlap][closed_form]") {
+  const HardwareProfile hw = no_overlap_ideal_profile(4);
+  const SchemeInfo* s = find_scheme("no_overlap");
+  REQUIRE(s != nullptr);
+  Workload w;
+  w.kind = "mlp_tpsp";
+  w.tp = 4;
+  MlpTpSp mlp;
+  mlp.tokens = 2048;
+  mlp.d_model = 1024;
+  mlp.d_ffn = 4096;
+  mlp.gated = true;
+  w.shape = mlp;
+  const nlohmann::json params = nlohmann::json::object();
+  const SchemeResult r = evaluate(*s, BuildContext{w, hw, params, Fidelity::curve});
+  const MlpShapes sh = mlp_shapes(mlp, 4);
+  CHECK(sh.col.n == 2 * 4096 / 4);
+  CHECK(sh.row.k == 4096 / 4);
+  const Ps ag = collective_alone_ps(hw, Primitive::all_gather, sh.all_gather_bytes, 4);
+  const Ps rs = collective_alone_ps(hw, Primitive::reduce_scatter, sh.reduce_scatter_bytes, 4);
+  const Ps fc1 = gemm_time_ps(hw, sh.col);
+  const Ps fc2 = gemm_time_ps(hw, sh.row);
+  const Ps act = transfer_ps(sh.activation_bytes, 1e9);  // HBM at 1e9 GB/s: a few picoseconds
+  CHECK(r.comm_ps == ag + rs);
+  CHECK(r.latency_ps == ag + fc1 + act + fc2 + rs);
+  CHECK(r.exposed_comm_ps == ag + rs);
+}
+
+TEST_CASE("no_overlap transformer = layers x (attention layer + MLP layer)", "[no_overlap][closed_form]") {
+  const HardwareProfile hw = no_overlap_ideal_profile(4);
+  const SchemeInfo* s = find_scheme("no_overlap");
+  REQUIRE(s != nullptr);
+  const nlohmann::json params = nlohmann::json::object();
+  Transformer base;
+  base.batch = 1;
+  base.seq = 512;
+  const auto llama = named_model("llama3-70b", base);
+  REQUIRE(llama.has_value());
+  CHECK(llama->layers == 80);
+  CHECK(llama->d_model == 8192);
+  CHECK(llama->d_ffn == 28672);
+  CHECK(llama->kv_heads == 8);
+  CHECK_FALSE(named_model("gpt-5", base).has_value());
+
+  Transformer t = *named_model("llama3-8b", base);
+  t.layers = 2;
+  Workload w;
+  w.kind = "transformer";
+  w.tp = 4;
+  w.shape = t;
+  Workload att;
+  att.kind = "attention_tpsp";
+  att.tp = 4;
+  att.shape = transformer_attention(t);
+  Workload mlp;
+  mlp.kind = "mlp_tpsp";
+  mlp.tp = 4;
+  mlp.shape = transformer_mlp(t);
+  const SchemeResult whole = evaluate(*s, BuildContext{w, hw, params, Fidelity::curve});
+  const SchemeResult a = evaluate(*s, BuildContext{att, hw, params, Fidelity::curve});
+  const SchemeResult m = evaluate(*s, BuildContext{mlp, hw, params, Fidelity::curve});
+  CHECK(whole.latency_ps == 2 * (a.latency_ps + m.latency_ps));
+  CHECK(whole.comm_ps == 2 * (a.comm_ps + m.comm_ps));
+}

@@ -1,0 +1,35 @@
+#pragma once
+// The `overlap-sim` command line (CLI11): subcommands `run`, `schemes` and `profile show`.
+// run_cli() is the whole program minus the process: tests call it in-process with string streams.
+// Exit status: 0 success; 2 usage or input error (message on `err`); 1 internal error.
+#include <ostream>
+#include <stdexcept>
+#include <string>
+
+namespace overlap::tools {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInternal = 1;
+inline constexpr int kExitUsage = 2;
+
+// A mistake in how the program was called that is not located in a scenario file (an option value,
+// a missing plotting dependency, an output path that cannot be written). Exit status 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+// The source tree (scenarios/, tools/): $OVERLAP_HOME when set, else the tree the program was built
+// from (compile definition OVERLAP_SOURCE_DIR).
+std::string source_dir();
+// Built-in hardware profiles: <source_dir>/scenarios/hardware.
+std::string hardware_dir();
+// A user-given input path: as written when it exists (relative to the current directory), else
+// relative to source_dir(); for a bare name (no '/', no .yaml) also scenarios/NAME.yaml and
+// scenarios/papers/NAME.yaml. Returns the path as written when nothing matches (the loader then
+// reports it missing).
+std::string resolve_input_path(const std::string& path);
+
+}  // namespace overlap::tools

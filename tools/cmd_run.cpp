@@ -1,0 +1,210 @@
+#include "tools/cmd_run.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "cost_model/input_error.hpp"
+#include "sim/atomic_file.hpp"
+#include "sim/chrome_trace.hpp"
+#include "sim/engine.hpp"
+#include "sim/metrics.hpp"
+#include "sim/node_builder.hpp"
+#include "sim/report.hpp"
+#include "sim/scenario.hpp"
+#include "tools/cli.hpp"
+
+extern char** environ;
+
+namespace overlap::tools {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Runs a program (searched in PATH) and waits for it; stdout/stderr go to ours unless `quiet`.
+// Returns its exit status, or -1 when it could not be started.
+int run_process(const std::vector<std::string>& args, bool quiet) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  }
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status) == 127 ? -1 : WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+std::string python_program() {
+  const char* p = std::getenv("PYTHON");
+  return p && *p ? std::string(p) : std::string("python3");
+}
+
+// --plot needs python3 with matplotlib; say so before any simulation runs.
+void check_plotting_available() {
+  const std::string py = python_program();
+  const int rc = run_process({py, "-c", "import matplotlib"}, true);
+  if (rc == -1) throw UsageError(fmt::format("--plot needs Python 3 ('{}' was not found; set PYTHON to another interpreter)", py));
+  if (rc != 0)
+    throw UsageError(fmt::format("--plot needs matplotlib ('{} -c \"import matplotlib\"' failed); install it with "
+                                 "'{} -m pip install matplotlib' or tools/setup.sh", py, py));
+  if (!fs::exists(fs::path(source_dir()) / "tools" / "plot_timeline.py"))
+    throw UsageError("--plot: tools/plot_timeline.py not found under " + source_dir() + " (set OVERLAP_HOME)");
+}
+
+void write_output(const std::string& path, const std::string& content) {
+  try {
+    write_file_atomically(path, content);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
+}
+
+const sim::SchemeInfo& scheme_or_throw(const std::string& name) {
+  const sim::SchemeInfo* info = sim::find_scheme(name);
+  if (!info) throw std::logic_error("scheme '" + name + "' vanished from the registry");
+  return *info;
+}
+
+// A scheme rejected its parameters while the schemes were evaluated: find which one (by building
+// each graph again) and point at the scenario line that names it.
+[[noreturn]] void locate_scheme_error(const sim::Scenario& sc, const std::vector<sim::SchemeSpec>& specs,
+                                      const std::string& what) {
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const sim::SchemeSpec& spec = specs[i];
+    const sim::BuildContext ctx{sc.workload, sc.hardware, spec.params, sc.fidelity};
+    std::string key = spec.line > 0 ? fmt::format("schemes[{}]", i) : std::string("--scheme");
+    std::string message;
+    try {
+      (void)scheme_or_throw(spec.name).build(ctx);
+      continue;
+    } catch (const InputError& e) {
+      if (!e.key_path().empty()) key += "." + e.key_path();
+      message = e.message();
+    } catch (const std::invalid_argument& e) {
+      message = e.what();
+    }
+    throw InputError(spec.line > 0 ? sc.file : std::string(), spec.line, key,
+                     fmt::format("scheme '{}': {}", spec.name, message));
+  }
+  throw InputError(sc.file, 0, "schemes", what);
+}
+
+std::vector<sim::SchemeSpec> selected_schemes(const sim::Scenario& sc, const std::string& only) {
+  if (only.empty()) return sc.schemes;
+  for (const auto& s : sc.schemes)
+    if (s.name == only) return {s};
+  const sim::SchemeInfo* info = sim::find_scheme(only);
+  if (!info) {
+    std::string known;
+    for (const auto& s : sim::scheme_registry()) known += (known.empty() ? "" : ", ") + s.name;
+    throw UsageError(fmt::format("--scheme: unknown scheme '{}' (known: {})", only, known));
+  }
+  if (info->applies && !info->applies(sc.workload))
+    throw UsageError(fmt::format("--scheme: '{}' does not apply to a {} workload", only, sc.workload.kind));
+  return {sim::SchemeSpec{only, nlohmann::json::object(), 0}};
+}
+
+// The Chrome trace of one scheme's run, with every CTA on its SM (sim/chrome_trace.hpp).
+nlohmann::json trace_of(const sim::Scenario& sc, const sim::SchemeSpec& spec) {
+  const sim::BuildContext ctx{sc.workload, sc.hardware, spec.params, sc.fidelity};
+  sim::BuiltScheme built = scheme_or_throw(spec.name).build(ctx);
+  const sim::NodeConfig node = sim::make_node(sc.hardware, built.graph.num_ranks());
+  sim::EngineOptions engine;
+  engine.record_ctas = true;
+  const sim::Timeline tl = sim::run(built.graph, node, engine);
+  nlohmann::json trace = sim::chrome_trace(built.graph, tl, node);
+  trace["otherData"]["scheme"] = spec.name;
+  trace["otherData"]["params"] = spec.params;
+  trace["otherData"]["scenario"] = sc.name;
+  trace["otherData"]["hardware"] = sc.hardware_name;
+  return trace;
+}
+
+void plot(const std::string& trace_path, const std::string& png_path, const std::string& title) {
+  const std::string script = (fs::path(source_dir()) / "tools" / "plot_timeline.py").string();
+  const int rc = run_process({python_program(), script, trace_path, "--output", png_path, "--title", title}, false);
+  if (rc != 0) throw UsageError(fmt::format("--plot: {} failed (exit status {})", script, rc));
+}
+
+}  // namespace
+
+void cmd_run(const RunOptions& options, std::ostream& out) {
+  const auto format = sim::parse_report_format(options.format);
+  if (!format) throw UsageError("--format must be table, json or csv (got '" + options.format + "')");
+  if (!options.fidelity.empty() && options.fidelity != "curve" && options.fidelity != "steps")
+    throw UsageError("--fidelity must be curve or steps (got '" + options.fidelity + "')");
+  if (!options.plot.empty()) check_plotting_available();
+
+  sim::ScenarioOptions load;
+  load.sets = options.sets;
+  if (!options.fidelity.empty()) load.sets.push_back("fidelity=" + options.fidelity);
+  load.hardware_dir = hardware_dir();
+  // The default scenario lives in the source tree, wherever the program runs from.
+  const std::string path = options.scenario.empty() ? (fs::path(source_dir()) / kDefaultScenario).string()
+                                                    : resolve_input_path(options.scenario);
+  const sim::Scenario sc = sim::load_scenario_file(path, load);
+
+  const std::vector<sim::SchemeSpec> specs = selected_schemes(sc, options.scheme);
+  std::vector<sim::SchemeRequest> requests;
+  for (const auto& s : specs) requests.push_back(sim::SchemeRequest{s.name, s.params});
+
+  std::vector<sim::SchemeResult> results;
+  try {
+    results = sim::evaluate_all(requests, sc.workload, sc.hardware, sc.fidelity);
+  } catch (const InputError& e) {
+    locate_scheme_error(sc, specs, e.what());
+  } catch (const std::invalid_argument& e) {
+    locate_scheme_error(sc, specs, e.what());
+  }
+
+  // Everything is computed before anything is written: an error leaves no file behind.
+  const std::string report = sim::format_report(*format, sim::report_context(sc), results);
+  nlohmann::json trace;
+  const bool want_trace = !options.trace.empty() || !options.plot.empty();
+  if (want_trace) trace = trace_of(sc, specs.front());
+
+  if (options.output.empty()) out << report;
+  else write_output(options.output, report);
+  if (!options.trace.empty()) write_output(options.trace, trace.dump());
+  if (!options.plot.empty()) {
+    const std::string title = fmt::format("{}: {} on {}", sc.name, specs.front().name, sc.hardware_name);
+    if (!options.trace.empty()) {
+      plot(options.trace, options.plot, title);
+    } else {
+      const fs::path tmp = fs::temp_directory_path() / fmt::format("overlap-sim-trace-{}.json", ::getpid());
+      write_output(tmp.string(), trace.dump());
+      try {
+        plot(tmp.string(), options.plot, title);
+      } catch (...) {
+        std::error_code ec;
+        fs::remove(tmp, ec);
+        throw;
+      }
+      std::error_code ec;
+      fs::remove(tmp, ec);
+    }
+  }
+}
+
+}  // namespace overlap::tools

@@ -1,0 +1,29 @@
+#pragma once
+// `overlap-sim run [SCENARIO]`: loads a scenario, evaluates its schemes (sim/metrics.hpp) and prints
+// or writes the report (sim/report.hpp); optionally the Chrome trace and a PNG timeline of one scheme.
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace overlap::tools {
+
+// The scenario `run` uses when none is given (Llama-3-70B MLP, TP=8 on 8xH100).
+inline constexpr const char* kDefaultScenario = "scenarios/llama3-70b-tp8-mlp.yaml";
+
+struct RunOptions {
+  std::string scenario;            // "" = kDefaultScenario
+  std::vector<std::string> sets;   // --set a.b.c=value
+  std::string format = "table";    // table | json | csv
+  std::string output;              // "" = `out`
+  std::string trace;               // Chrome trace JSON of one scheme
+  std::string scheme;              // run only this scheme (and trace / plot it)
+  std::string plot;                // PNG timeline via tools/plot_timeline.py
+  std::string fidelity;            // "" = the scenario's (curve | steps)
+};
+
+// Throws overlap::InputError (bad scenario / --set), UsageError (bad option, missing plotting
+// dependency, unwritable output); anything else is an internal error. Files are written only after
+// every result is computed, each atomically (sim/atomic_file.hpp).
+void cmd_run(const RunOptions& options, std::ostream& out);
+
+}  // namespace overlap::tools

@@ -1,0 +1,14 @@
+#pragma once
+// `overlap-sim schemes [--format table|json]`: every registered scheme with its source, summary and
+// parameters (name, type, default, help), in registry order.
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace overlap::tools {
+
+nlohmann::json schemes_json();
+void cmd_schemes(const std::string& format, std::ostream& out);
+
+}  // namespace overlap::tools
