@@ -54,9 +54,6 @@ AsyncTpParams read_params(const BuildContext& ctx) {
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
-using UnitCompute = std::function<OpId(int rank, StreamId stream, std::int64_t rows, const std::string& name,
-                                       const std::vector<OpId>& deps)>;
-
 class LoopedEinsum {
  public:
   LoopedEinsum(GraphBuilder& b, const AsyncTpParams& p) : b_(b), p_(p), T_(b.ranks()) {
@@ -226,25 +223,6 @@ class LoopedEinsum {
   std::vector<StreamId> main_, second_;
   Ps barrier_ps_ = 0;
 };
-
-// A lower bound on any schedule that moves `recv_bytes` into one rank: its port's raw link bandwidth
-// (no latency, no protocol efficiency). The generic bound (NCCL's collective alone) is not one for
-// a P2P decomposition, which skips NCCL's base and per-step latencies.
-Ps port_bound_ps(const HardwareProfile& hw, int ranks, Bytes recv_bytes) {
-  const std::string cls = collective_link_class(hw, ranks);
-  const auto it = hw.fabric.links.find(cls);
-  if (it == hw.fabric.links.end() || !(it->second.bandwidth_gbps > 0) || recv_bytes <= 0) return 0;
-  return static_cast<Ps>(static_cast<double>(recv_bytes) / bytes_per_ps_from_gbps(it->second.bandwidth_gbps));
-}
-
-UnitCompute gemm_unit(GraphBuilder& b, const RankGemm& g) {
-  return [&b, g](int rank, StreamId stream, std::int64_t rows, const std::string& name, const std::vector<OpId>& deps) {
-    GemmOptions o;
-    o.name = name;
-    o.deps = deps;
-    return b.add_gemm(rank, stream, GemmShape{rows, g.n, g.k, g.dtype}, o);
-  };
-}
 
 BuiltScheme build_async_tp(const BuildContext& ctx) {
   const AsyncTpParams p = read_params(ctx);

@@ -61,10 +61,6 @@ std::int64_t unit_rows(std::int64_t rows, int slices, int slice, int m, int sub)
   return chunk_bytes(chunk_bytes(rows, slices, slice), m, sub);
 }
 
-// The compute of one (slice, sub-slice) unit: emits ops on `stream` and returns the last one.
-using UnitCompute = std::function<OpId(int rank, StreamId stream, std::int64_t rows, const std::string& tag,
-                                       const std::vector<OpId>& deps)>;
-
 struct Pipeline {
   GraphBuilder& b;
   const CommFuseParams& p;
@@ -230,25 +226,6 @@ struct Pipeline {
       for (int dst = 0; dst < T; ++dst) b.add_required_bytes(src, dst, req[static_cast<std::size_t>(src)][static_cast<std::size_t>(dst)]);
   }
 };
-
-// A lower bound on any schedule that moves `recv_bytes` into one rank: its port's raw link bandwidth
-// (no latency, no protocol efficiency). The generic bound (NCCL's collective alone) is not one for
-// a P2P decomposition, which skips NCCL's base and per-step latencies.
-Ps port_bound_ps(const HardwareProfile& hw, int ranks, Bytes recv_bytes) {
-  const std::string cls = collective_link_class(hw, ranks);
-  const auto it = hw.fabric.links.find(cls);
-  if (it == hw.fabric.links.end() || !(it->second.bandwidth_gbps > 0) || recv_bytes <= 0) return 0;
-  return static_cast<Ps>(static_cast<double>(recv_bytes) / bytes_per_ps_from_gbps(it->second.bandwidth_gbps));
-}
-
-UnitCompute gemm_unit(GraphBuilder& b, const RankGemm& g) {
-  return [&b, g](int rank, StreamId stream, std::int64_t rows, const std::string& name, const std::vector<OpId>& deps) {
-    GemmOptions o;
-    o.name = name;
-    o.deps = deps;
-    return b.add_gemm(rank, stream, GemmShape{rows, g.n, g.k, g.dtype}, o);
-  };
-}
 
 // Link class the TP group's P2P transfers cross (for the one-line reason).
 double p2p_gbps(const HardwareProfile& hw, int ranks) {

@@ -132,34 +132,22 @@ BuiltScheme build_flashoverlap(const BuildContext& ctx) {
     throw InputError("", 0, "params.groups", fmt::format("{} ({} tiles, {} per wave)", e.what(), plan.tiles, tiles_per_wave));
   }
 
-  // The GEMM op, planned like GraphBuilder::add_gemm, with the pre-reorder's epilogue cost on every
-  // tile and one counter per group (tile i of dispatch order counts for the group holding it).
-  Ps cta_ps = plan.cta_ps;
-  const std::int64_t full_waves = plan.waves(hw.gpu.sm_count);
-  if (full_waves > 0 && plan.memory_ps > full_waves * cta_ps) cta_ps = ceil_div(plan.memory_ps, full_waves);
-  cta_ps += static_cast<Ps>(static_cast<double>(cta_ps) * p.epilogue_overhead + 0.5);
-
+  // The signalling GEMM: the pre-reorder's epilogue cost on every tile and one counter per group
+  // (tile i of dispatch order counts for the group holding it).
   std::vector<OpId> last_comm(static_cast<std::size_t>(T), kNoOp);
   std::vector<std::vector<CounterId>> rank_counters;
   for (int r = 0; r < T; ++r) {
     std::vector<CounterId> counters;
     for (std::size_t j = 0; j < ranges.size(); ++j) counters.push_back(b.add_counter(fmt::format("r{}.group{}", r, j)));
-    Op op;
-    op.name = "gemm.signalling";
-    op.kind = OpKind::tiled;
-    if (p.sm_margin) {
-      // The GEMM keeps to the wave width the groups were cut for, so NCCL never waits for SMs
-      // (the published predictor's assumption, facts.md: "NCCL assumed to take 2 SMs").
-      op.kind = OpKind::persistent;
-      op.max_ctas = static_cast<int>(tiles_per_wave);
-    }
-    op.stream = st.compute[static_cast<std::size_t>(r)];
-    op.ctas = plan.tiles;
-    op.ctas_per_sm = plan.ctas_per_sm;
-    op.cta_ps = cta_ps;
+    GemmOptions o;
+    o.name = "gemm.signalling";
+    o.epilogue_overhead = p.epilogue_overhead;
+    // With sm_margin the GEMM keeps to the wave width the groups were cut for, so NCCL never waits
+    // for SMs (the published predictor's assumption, facts.md: "NCCL assumed to take 2 SMs").
+    if (p.sm_margin) o.sm_budget = p.wave_sms;
     for (std::size_t j = 0; j < ranges.size(); ++j)
-      for (std::int64_t t = 0; t < ranges[j].count; ++t) op.tile_counters.push_back(counters[j]);
-    b.graph().add(std::move(op));
+      for (std::int64_t t = 0; t < ranges[j].count; ++t) o.tile_counters.push_back(counters[j]);
+    b.add_gemm(r, st.compute[static_cast<std::size_t>(r)], shape, o);
     rank_counters.push_back(std::move(counters));
   }
   for (std::size_t j = 0; j < ranges.size(); ++j) {

@@ -101,6 +101,7 @@ OpId GraphBuilder::add_gemm(int rank, StreamId stream, const GemmShape& shape, c
   // memory_ps (gemm_model.hpp: max(waves * cta, memory_ps)).
   const std::int64_t waves = plan.waves(sms);
   if (waves > 0 && plan.memory_ps > waves * op.cta_ps) op.cta_ps = ceil_div(plan.memory_ps, waves);
+  op.cta_ps += static_cast<Ps>(static_cast<double>(op.cta_ps) * options.epilogue_overhead + 0.5);
   // An SM budget (TransformerEngine set_sm_margin, facts.md "Production overlap implementations")
   // is a grid of budget CTAs looping over the tiles: a persistent kernel capped at the budget.
   if (options.persistent || options.sm_budget > 0) {
@@ -366,6 +367,22 @@ std::string param_string(const BuildContext& ctx, const std::string& name, const
   if (!v) return fallback;
   if (v->is_string()) return v->get<std::string>();
   bad_param(name, "a string", *v);
+}
+
+UnitCompute gemm_unit(GraphBuilder& b, const GemmShape& g) {
+  return [&b, g](int rank, StreamId stream, std::int64_t rows, const std::string& name, const std::vector<OpId>& deps) {
+    GemmOptions o;
+    o.name = name;
+    o.deps = deps;
+    return b.add_gemm(rank, stream, GemmShape{rows, g.n, g.k, g.dtype}, o);
+  };
+}
+
+Ps port_bound_ps(const HardwareProfile& hw, int ranks, Bytes recv_bytes) {
+  const std::string cls = collective_link_class(hw, ranks);
+  const auto it = hw.fabric.links.find(cls);
+  if (it == hw.fabric.links.end() || !(it->second.bandwidth_gbps > 0) || recv_bytes <= 0) return 0;
+  return static_cast<Ps>(static_cast<double>(recv_bytes) / bytes_per_ps_from_gbps(it->second.bandwidth_gbps));
 }
 
 }  // namespace overlap::sim

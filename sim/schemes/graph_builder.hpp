@@ -8,6 +8,7 @@
 // (all_reduce: each rank's buffer; reduce_scatter: each rank's input; all_gather: each rank's output;
 // all_to_all: each rank's send buffer). facts.md "NCCL on 8xH100 NVSwitch".
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,9 @@ struct GemmOptions {
   // caps the grid.
   int sm_budget = 0;
   bool persistent = false;  // a Hopper persistent GEMM (grid = min(tiles, SMs)) instead of tiled
+  // Extra epilogue work per tile as a fraction of its time (FlashOverlap's pre-communication
+  // reorder, flashoverlap-paper Sec. 3.3 / Table 5: < 1 %).
+  double epilogue_overhead = 0;
 };
 
 // A memory-bound kernel: elementwise, reduction, RMSNorm, reorder, batch-1 GEMV (weight streaming).
@@ -157,6 +161,18 @@ BuiltScheme build_sliced_layers(const BuildContext& ctx, const SlicedLayerOption
 // "communication time" (design.md "Metrics") is measured on. Defined in no_overlap.cpp, whose order of
 // collectives it shares.
 BuiltScheme build_workload_collectives(const BuildContext& ctx);
+
+// The compute of one unit of a decomposed scheme (async TP's sub-matmuls, CommFuse's slices): `rows`
+// rows of the layer's work on `stream` after `deps`; returns the last op it emitted.
+using UnitCompute = std::function<OpId(int rank, StreamId stream, std::int64_t rows, const std::string& name,
+                                       const std::vector<OpId>& deps)>;
+// The unit compute of a GEMM: `rows` rows of `g` (n, k and dtype kept).
+UnitCompute gemm_unit(GraphBuilder& b, const GemmShape& g);
+
+// A lower bound on any schedule that moves `recv_bytes` into one rank: its port's raw link bandwidth
+// (no latency, no protocol efficiency). The generic bound (NCCL's collective alone) is not one for
+// a P2P decomposition, which skips NCCL's base and per-step latencies.
+Ps port_bound_ps(const HardwareProfile& hw, int ranks, Bytes recv_bytes);
 
 // Scheme parameters with defaults: `params[name]` when present, else `fallback`. A present value of
 // the wrong type throws std::invalid_argument naming the key ("params.<name>").

@@ -3,6 +3,8 @@
 // alternating streams the next sub-matmul fills the previous one's partial wave.
 #include <catch2/catch.hpp>
 
+#include "ideal_profile.hpp"
+
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
 #include "sim/engine.hpp"
@@ -12,41 +14,9 @@
 
 using namespace overlap;
 using namespace overlap::sim;
+using namespace overlap::sim::test;
 
 namespace {
-
-// 132 SMs, 1 us per 128x128x1024 tile, zero-latency links, no launch overhead, near-free HBM.
-HardwareProfile atp_ideal_profile(int gpus, double link_gbps) {
-  HardwareProfile h;
-  h.name = "ideal";
-  h.gpu.sm_count = 132;
-  h.gpu.peak_tflops["bf16"] = 1000;
-  h.gpu.gemm_efficiency = 1;
-  h.gpu.gemm_tile_us = 1.0;
-  h.gpu.gemm_comm_interference = 0;
-  h.gpu.hbm_bandwidth_gbps = 1e9;
-  h.gpu.hbm_efficiency = 1;
-  h.gpu.kernel_launch_us = 0;
-  h.gpu.copy_engines = 2;
-  h.fabric.topology = "nvswitch";
-  h.fabric.num_gpus = gpus;
-  h.fabric.links["nvlink"] = LinkClass{"nvlink", link_gbps, 0};
-  expand_topology(h.fabric);
-  h.comm.channels = 8;
-  h.comm.p2p_channels = 8;
-  h.comm.base_latency_us = 0;
-  h.comm.step_latency_us = 0;
-  h.comm.bandwidth_efficiency = 1;
-  return h;
-}
-
-Workload atp_workload(int tp, Primitive prim, std::int64_t m, std::int64_t n, std::int64_t k) {
-  Workload w;
-  w.kind = "gemm_collective";
-  w.tp = tp;
-  w.shape = GemmCollective{m, n, k, DType::bf16, prim, false};
-  return w;
-}
 
 // End of the local shard copy + start barrier on rank 0 (when the first sub-matmul may start).
 Ps start_of_first_matmul(const TaskGraph& g, const Timeline& tl) {
@@ -65,8 +35,8 @@ TEST_CASE("async TP all-gather-matmul: 1 stream pays N+S partial waves, 2 stream
   const int T = 4;
   // 4096 x 1024 x 1024 per rank: 256 tiles = 2 waves on 132 SMs undecomposed; each of the S = 4
   // sub-matmuls (1024 rows) is 64 tiles: one partial wave of c = 1 us.
-  const Workload w = atp_workload(T, Primitive::all_gather, 4096, 1024, 1024);
-  const HardwareProfile hw = atp_ideal_profile(T, 4000);
+  const Workload w = gemm_workload(T, Primitive::all_gather, 4096, 1024, 1024);
+  const HardwareProfile hw = ideal_profile(T, 4000);
   const Ps c = plan_gemm(hw, overlap::GemmShape{1024, 1024, 1024, DType::bf16}).cta_ps;
   REQUIRE(c == kPsPerUs);
   REQUIRE(plan_gemm(hw, overlap::GemmShape{4096, 1024, 1024, DType::bf16}).tiles == 256);
@@ -96,8 +66,8 @@ TEST_CASE("async TP copy-engine pulls hold no SMs; SM copies do", "[async_tp]") 
   const SchemeInfo* s = find_scheme("async_tp");
   REQUIRE(s);
   const int T = 2;
-  const Workload w = atp_workload(T, Primitive::reduce_scatter, 2048, 1024, 1024);
-  const HardwareProfile hw = atp_ideal_profile(T, 1000);
+  const Workload w = gemm_workload(T, Primitive::reduce_scatter, 2048, 1024, 1024);
+  const HardwareProfile hw = ideal_profile(T, 1000);
   for (const char* transport : {"copy_engine", "sm"}) {
     const nlohmann::json params = {{"transport", transport}, {"copy_sms", 12}};
     BuildContext ctx{w, hw, params, Fidelity::steps};
@@ -114,13 +84,13 @@ TEST_CASE("async TP copy-engine pulls hold no SMs; SM copies do", "[async_tp]") 
 TEST_CASE("async TP byte accounting on every workload it applies to", "[async_tp][bytes]") {
   const SchemeInfo* s = find_scheme("async_tp");
   REQUIRE(s);
-  const HardwareProfile hw = atp_ideal_profile(4, 1000);
+  const HardwareProfile hw = ideal_profile(4, 1000);
   Workload mlp;
   mlp.kind = "mlp_tpsp";
   mlp.tp = 4;
   mlp.shape = MlpTpSp{2048, 1024, 2048, true, DType::bf16};
-  for (const Workload& w : {atp_workload(3, Primitive::all_gather, 1536, 512, 512),
-                            atp_workload(4, Primitive::reduce_scatter, 2048, 512, 512), mlp}) {
+  for (const Workload& w : {gemm_workload(3, Primitive::all_gather, 1536, 512, 512),
+                            gemm_workload(4, Primitive::reduce_scatter, 2048, 512, 512), mlp}) {
     REQUIRE(s->applies(w));
     for (int streams : {1, 2})
       for (const char* transport : {"copy_engine", "sm"}) {
@@ -135,11 +105,11 @@ TEST_CASE("async TP byte accounting on every workload it applies to", "[async_tp
 TEST_CASE("async TP applies and validates its params", "[async_tp][params]") {
   const SchemeInfo* s = find_scheme("async_tp");
   REQUIRE(s);
-  CHECK_FALSE(s->applies(atp_workload(4, Primitive::all_reduce, 4096, 1024, 1024)));
-  CHECK_FALSE(s->applies(atp_workload(4, Primitive::all_to_all, 4096, 1024, 1024)));
-  CHECK_FALSE(s->applies(atp_workload(1, Primitive::all_gather, 4096, 1024, 1024)));
-  const HardwareProfile hw = atp_ideal_profile(4, 1000);
-  const Workload w = atp_workload(4, Primitive::all_gather, 4096, 1024, 1024);
+  CHECK_FALSE(s->applies(gemm_workload(4, Primitive::all_reduce, 4096, 1024, 1024)));
+  CHECK_FALSE(s->applies(gemm_workload(4, Primitive::all_to_all, 4096, 1024, 1024)));
+  CHECK_FALSE(s->applies(gemm_workload(1, Primitive::all_gather, 4096, 1024, 1024)));
+  const HardwareProfile hw = ideal_profile(4, 1000);
+  const Workload w = gemm_workload(4, Primitive::all_gather, 4096, 1024, 1024);
   auto key_of = [&](const nlohmann::json& params) {
     BuildContext ctx{w, hw, params, Fidelity::curve};
     try {

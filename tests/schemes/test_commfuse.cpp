@@ -3,6 +3,8 @@
 // per-step transfer p is below the per-step compute c, "maximum possible reduction" otherwise).
 #include <catch2/catch.hpp>
 
+#include "ideal_profile.hpp"
+
 #include <algorithm>
 #include <set>
 
@@ -16,42 +18,9 @@
 
 using namespace overlap;
 using namespace overlap::sim;
+using namespace overlap::sim::test;
 
 namespace {
-
-// 132 SMs, a 128x128x1024 tile takes exactly 1 us, links alpha-beta with zero latency, no launch
-// overhead, no GEMM/comm interference, HBM so fast that elementwise kernels take picoseconds.
-HardwareProfile cf_ideal_profile(int gpus, double link_gbps) {
-  HardwareProfile h;
-  h.name = "ideal";
-  h.gpu.sm_count = 132;
-  h.gpu.peak_tflops["bf16"] = 1000;
-  h.gpu.gemm_efficiency = 1;
-  h.gpu.gemm_tile_us = 1.0;
-  h.gpu.gemm_comm_interference = 0;
-  h.gpu.hbm_bandwidth_gbps = 1e9;
-  h.gpu.hbm_efficiency = 1;
-  h.gpu.kernel_launch_us = 0;
-  h.gpu.copy_engines = 2;
-  h.fabric.topology = "nvswitch";
-  h.fabric.num_gpus = gpus;
-  h.fabric.links["nvlink"] = LinkClass{"nvlink", link_gbps, 0};
-  expand_topology(h.fabric);
-  h.comm.channels = 8;
-  h.comm.p2p_channels = 8;
-  h.comm.base_latency_us = 0;
-  h.comm.step_latency_us = 0;
-  h.comm.bandwidth_efficiency = 1;
-  return h;
-}
-
-Workload gemm_workload(int tp, Primitive prim, std::int64_t m, std::int64_t n, std::int64_t k) {
-  Workload w;
-  w.kind = "gemm_collective";
-  w.tp = tp;
-  w.shape = GemmCollective{m, n, k, DType::bf16, prim, false};
-  return w;
-}
 
 const OpRecord& record_named(const TaskGraph& g, const Timeline& tl, const std::string& name, int rank) {
   for (OpId i = 0; i < static_cast<OpId>(g.ops().size()); ++i)
@@ -123,7 +92,7 @@ TEST_CASE("rank-adaptive orders: own slice last (RS) / first (AG), exchanges mat
 TEST_CASE("commfuse byte accounting holds for every schedule and m", "[commfuse][bytes]") {
   const SchemeInfo* s = find_scheme("commfuse");
   REQUIRE(s);
-  const HardwareProfile hw = cf_ideal_profile(4, 1000);
+  const HardwareProfile hw = ideal_profile(4, 1000);
   for (int T : {2, 3, 4}) {
     for (Primitive prim : {Primitive::reduce_scatter, Primitive::all_gather}) {
       const Workload w = gemm_workload(T, prim, 768 * T, 512, 256);
@@ -155,7 +124,7 @@ TEST_CASE("FuseRS latency = max(T*c, c + (T-1)*p) on an idealised node", "[commf
   const Bytes slice_bytes = 1024 * 1024 * 2;
   for (double gbps : {1000.0, 4000.0}) {  // p = 2.10 us > c, and p = 0.52 us < c
     for (const char* sched : {"ring", "circular"}) {
-      const HardwareProfile hw = cf_ideal_profile(T, gbps);
+      const HardwareProfile hw = ideal_profile(T, gbps);
       const nlohmann::json params = {{"schedule", sched}};
       BuildContext ctx{w, hw, params, Fidelity::steps};
       const BuiltScheme built = s->build(ctx);
@@ -194,7 +163,7 @@ TEST_CASE("commfuse applies and validates its params", "[commfuse][params]") {
   dec.tp = 4;
   dec.shape = DecodeStack{};
   CHECK_FALSE(s->applies(dec));
-  const HardwareProfile hw = cf_ideal_profile(4, 1000);
+  const HardwareProfile hw = ideal_profile(4, 1000);
   const Workload w = gemm_workload(4, Primitive::reduce_scatter, 4096, 1024, 1024);
   auto key_of = [&](const nlohmann::json& params) {
     BuildContext ctx{w, hw, params, Fidelity::curve};
@@ -215,7 +184,7 @@ TEST_CASE("commfuse applies and validates its params", "[commfuse][params]") {
 TEST_CASE("commfuse layers: MLP, attention (query-split / row-parallel), Ulysses", "[commfuse][bytes]") {
   const SchemeInfo* s = find_scheme("commfuse");
   REQUIRE(s);
-  const HardwareProfile hw = cf_ideal_profile(4, 1000);
+  const HardwareProfile hw = ideal_profile(4, 1000);
   Workload mlp;
   mlp.kind = "mlp_tpsp";
   mlp.tp = 4;

@@ -4,6 +4,8 @@
 // one-wave GEMM into two half-wave chunks costs two waves (wave quantization per chunk).
 #include <catch2/catch.hpp>
 
+#include "ideal_profile.hpp"
+
 #include "cost_model/collective_model.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "sim/metrics.hpp"
@@ -12,38 +14,9 @@
 
 using namespace overlap;
 using namespace overlap::sim;
+using namespace overlap::sim::test;
 
 namespace {
-
-HardwareProfile slicing_ideal_profile(int gpus, double link_gbps) {
-  HardwareProfile h;
-  h.name = "ideal";
-  h.gpu.sm_count = 132;
-  h.gpu.peak_tflops["bf16"] = 1000;
-  h.gpu.gemm_efficiency = 1;
-  h.gpu.gemm_tile_us = 1.0;  // a 128x128 tile over K = 1024 takes 1 us
-  h.gpu.gemm_comm_interference = 0;
-  h.gpu.hbm_bandwidth_gbps = 1e9;
-  h.gpu.hbm_efficiency = 1;
-  h.gpu.kernel_launch_us = 0;
-  h.fabric.topology = "nvswitch";
-  h.fabric.num_gpus = gpus;
-  h.fabric.links["nvlink"] = LinkClass{"nvlink", link_gbps, 0};
-  expand_topology(h.fabric);
-  h.comm.channels = 8;
-  h.comm.base_latency_us = 0;
-  h.comm.step_latency_us = 0;
-  h.comm.bandwidth_efficiency = 1;
-  return h;
-}
-
-Workload gemm_workload(Primitive p, std::int64_t m, std::int64_t n, std::int64_t k) {
-  Workload w;
-  w.kind = "gemm_collective";
-  w.tp = 4;
-  w.shape = GemmCollective{m, n, k, DType::bf16, p, false};
-  return w;
-}
 
 SchemeResult run_slicing(const Workload& w, const HardwareProfile& hw, int chunks) {
   const SchemeInfo* s = find_scheme("data_slicing");
@@ -55,13 +28,13 @@ SchemeResult run_slicing(const Workload& w, const HardwareProfile& hw, int chunk
 }  // namespace
 
 TEST_CASE("data slicing with k chunks exposes exactly the last chunk's collective", "[data_slicing][closed_form]") {
-  const HardwareProfile hw = slicing_ideal_profile(4, 1000);
+  const HardwareProfile hw = ideal_profile(4, 1000);
   // m = 4096 in k chunks of 4096/k rows x 512 columns: 128x128 tiles, (32/k) x 4 <= 124 tiles, so a
   // chunk is one wave even beside the collective's 8 SMs. K = 8192: 8 us per chunk.
   for (Primitive p : {Primitive::all_reduce, Primitive::reduce_scatter}) {
     for (int k : {2, 4, 8}) {
       INFO("primitive " << primitive_name(p) << " chunks " << k);
-      const Workload w = gemm_workload(p, 4096, 512, 8192);
+      const Workload w = gemm_workload(4, p, 4096, 512, 8192);
       const SchemeResult r = run_slicing(w, hw, k);
       const Ps chunk_gemm = gemm_time_ps(hw, GemmShape{4096 / k, 512, 8192, DType::bf16});
       const Ps chunk_comm = collective_time_ps(hw, to_collective_primitive(p), (4096 / k) * 512 * 2, 4, "nvlink",
@@ -77,9 +50,9 @@ TEST_CASE("data slicing with k chunks exposes exactly the last chunk's collectiv
 }
 
 TEST_CASE("data slicing before a GEMM exposes the first chunk's all-gather", "[data_slicing][closed_form]") {
-  const HardwareProfile hw = slicing_ideal_profile(4, 5000);
+  const HardwareProfile hw = ideal_profile(4, 5000);
   const int k = 4;
-  const Workload w = gemm_workload(Primitive::all_gather, 4096, 1024, 8192);
+  const Workload w = gemm_workload(4, Primitive::all_gather, 4096, 1024, 8192);
   const SchemeResult r = run_slicing(w, hw, k);
   const Ps chunk_gemm = gemm_time_ps(hw, GemmShape{1024, 1024, 8192, DType::bf16});
   const Ps chunk_ag = collective_time_ps(hw, CollectivePrimitive::all_gather, 1024 * 8192 * 2, 4, "nvlink");
@@ -89,9 +62,9 @@ TEST_CASE("data slicing before a GEMM exposes the first chunk's all-gather", "[d
 
 TEST_CASE("communication-bound slicing: first GEMM chunk then every collective", "[data_slicing][closed_form]") {
   // A slow link: each chunk's all-reduce outlasts the next chunk's GEMM.
-  const HardwareProfile hw = slicing_ideal_profile(4, 50);
+  const HardwareProfile hw = ideal_profile(4, 50);
   const int k = 4;
-  const Workload w = gemm_workload(Primitive::all_reduce, 4096, 1024, 1024);
+  const Workload w = gemm_workload(4, Primitive::all_reduce, 4096, 1024, 1024);
   const SchemeResult r = run_slicing(w, hw, k);
   const Ps chunk_gemm = gemm_time_ps(hw, GemmShape{1024, 1024, 1024, DType::bf16});
   const Ps chunk_comm = collective_time_ps(hw, CollectivePrimitive::all_reduce, 1024 * 1024 * 2, 4, "nvlink");
@@ -101,10 +74,10 @@ TEST_CASE("communication-bound slicing: first GEMM chunk then every collective",
 }
 
 TEST_CASE("one chunk is no overlap; half-wave chunks pay a full wave each", "[data_slicing]") {
-  const HardwareProfile hw = slicing_ideal_profile(4, 1000);
+  const HardwareProfile hw = ideal_profile(4, 1000);
   const nlohmann::json none = nlohmann::json::object();
   // 1536 x 1408 = 12 x 11 = 132 tiles of 128x128: exactly one wave on 132 SMs.
-  const Workload w = gemm_workload(Primitive::all_reduce, 1536, 1408, 1024);
+  const Workload w = gemm_workload(4, Primitive::all_reduce, 1536, 1408, 1024);
   const SchemeResult one = run_slicing(w, hw, 1);
   const SchemeResult base = evaluate(*find_scheme("no_overlap"), BuildContext{w, hw, none, Fidelity::curve});
   CHECK(one.latency_ps == base.latency_ps);
@@ -114,8 +87,8 @@ TEST_CASE("one chunk is no overlap; half-wave chunks pay a full wave each", "[da
 }
 
 TEST_CASE("data slicing rejects a chunk count below 1 naming the key", "[data_slicing][errors]") {
-  const HardwareProfile hw = slicing_ideal_profile(4, 1000);
-  const Workload w = gemm_workload(Primitive::all_reduce, 1024, 1024, 1024);
+  const HardwareProfile hw = ideal_profile(4, 1000);
+  const Workload w = gemm_workload(4, Primitive::all_reduce, 1024, 1024, 1024);
   const nlohmann::json bad = {{"chunks", 0}};
   try {
     evaluate(*find_scheme("data_slicing"), BuildContext{w, hw, bad, Fidelity::curve});

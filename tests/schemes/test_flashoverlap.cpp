@@ -6,6 +6,8 @@
 // (RTX 4090 PCIe), Sec. 6.5 "Fixed-sized grouping fails".
 #include <catch2/catch.hpp>
 
+#include "ideal_profile.hpp"
+
 #include "cost_model/flashoverlap_predictor.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
@@ -17,26 +19,14 @@
 
 using namespace overlap;
 using namespace overlap::sim;
+using namespace overlap::sim::test;
 
 namespace {
 
-// 132 SMs, 1 us per 128x128x1024 tile; all_reduce follows an alpha-beta curve.
+// 2 GPUs; all_reduce follows an alpha-beta curve; NCCL takes 2 SMs, as the published code assumes
+// (facts.md "FlashOverlap's published implementation").
 HardwareProfile fo_profile(double alpha_us, double beta_gbps) {
-  HardwareProfile h;
-  h.name = "ideal";
-  h.gpu.sm_count = 132;
-  h.gpu.peak_tflops["bf16"] = 1000;
-  h.gpu.gemm_efficiency = 1;
-  h.gpu.gemm_tile_us = 1.0;
-  h.gpu.gemm_comm_interference = 0;
-  h.gpu.hbm_bandwidth_gbps = 1e9;
-  h.gpu.hbm_efficiency = 1;
-  h.gpu.kernel_launch_us = 0;
-  h.fabric.topology = "nvswitch";
-  h.fabric.num_gpus = 2;
-  h.fabric.links["nvlink"] = LinkClass{"nvlink", 1000, 0};
-  expand_topology(h.fabric);
-  h.comm.channels = 2;  // facts.md: the published code assumes NCCL takes 2 SMs
+  HardwareProfile h = ideal_profile(2, 1000, 2);
   h.curves["all_reduce"] = BandwidthCurve::from_alpha_beta(alpha_us, beta_gbps);
   return h;
 }

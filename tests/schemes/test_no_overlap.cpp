@@ -3,6 +3,8 @@
 // for a collective after the GEMM and an all-gather before it; the MLP layer is the sum of its parts.
 #include <catch2/catch.hpp>
 
+#include "ideal_profile.hpp"
+
 #include "cost_model/closed_forms.hpp"
 #include "cost_model/collective_model.hpp"
 #include "cost_model/gemm_model.hpp"
@@ -13,40 +15,9 @@
 
 using namespace overlap;
 using namespace overlap::sim;
+using namespace overlap::sim::test;
 
 namespace {
-
-// 132 SMs; one 128x128 tile over K = 1024 takes exactly 1 us; links alpha-beta with no latency;
-// HBM fast enough that memory kernels take (almost) nothing; no launch overhead, no interference.
-HardwareProfile no_overlap_ideal_profile(int gpus) {
-  HardwareProfile h;
-  h.name = "ideal";
-  h.gpu.sm_count = 132;
-  h.gpu.peak_tflops["bf16"] = 1000;
-  h.gpu.gemm_efficiency = 1;
-  h.gpu.gemm_tile_us = 1.0;
-  h.gpu.gemm_comm_interference = 0;
-  h.gpu.hbm_bandwidth_gbps = 1e9;
-  h.gpu.hbm_efficiency = 1;
-  h.gpu.kernel_launch_us = 0;
-  h.fabric.topology = "nvswitch";
-  h.fabric.num_gpus = gpus;
-  h.fabric.links["nvlink"] = LinkClass{"nvlink", 500, 0};
-  expand_topology(h.fabric);
-  h.comm.channels = 8;
-  h.comm.base_latency_us = 0;
-  h.comm.step_latency_us = 0;
-  h.comm.bandwidth_efficiency = 1;
-  return h;
-}
-
-Workload gemm_workload(int tp, Primitive p, std::int64_t m, std::int64_t n, std::int64_t k) {
-  Workload w;
-  w.kind = "gemm_collective";
-  w.tp = tp;
-  w.shape = GemmCollective{m, n, k, DType::bf16, p, false};
-  return w;
-}
 
 Ps collective_alone_ps(const HardwareProfile& hw, Primitive p, Bytes bytes, int tp) {
   return collective_time_ps(hw, to_collective_primitive(p), bytes, tp, "nvlink", default_algorithm(p));
@@ -55,7 +26,7 @@ Ps collective_alone_ps(const HardwareProfile& hw, Primitive p, Bytes bytes, int 
 }  // namespace
 
 TEST_CASE("no_overlap = GEMM + collective on an idealised node", "[no_overlap][closed_form]") {
-  const HardwareProfile hw = no_overlap_ideal_profile(4);
+  const HardwareProfile hw = ideal_profile(4);
   const SchemeInfo* s = find_scheme("no_overlap");
   REQUIRE(s != nullptr);
   const nlohmann::json params = nlohmann::json::object();
@@ -84,7 +55,7 @@ TEST_CASE("no_overlap = GEMM + collective on an idealised node", "[no_overlap][c
 }
 
 TEST_CASE("no_overlap at steps fidelity matches the curve on an idle node", "[no_overlap][fidelity]") {
-  const HardwareProfile hw = no_overlap_ideal_profile(4);
+  const HardwareProfile hw = ideal_profile(4);
   const SchemeInfo* s = find_scheme("no_overlap");
   REQUIRE(s != nullptr);
   const nlohmann::json params = nlohmann::json::object();
@@ -97,7 +68,7 @@ TEST_CASE("no_overlap at steps fidelity matches the curve on an idle node", "[no
 }
 
 TEST_CASE("no_overlap MLP = all-gather + fc1 + activation + fc2 + reduce-scatter", "[no_overlap][closed_form]") {
-  const HardwareProfile hw = no_overlap_ideal_profile(4);
+  const HardwareProfile hw = ideal_profile(4);
   const SchemeInfo* s = find_scheme("no_overlap");
   REQUIRE(s != nullptr);
   Workload w;
@@ -125,7 +96,7 @@ TEST_CASE("no_overlap MLP = all-gather + fc1 + activation + fc2 + reduce-scatter
 }
 
 TEST_CASE("no_overlap transformer = layers x (attention layer + MLP layer)", "[no_overlap][closed_form]") {
-  const HardwareProfile hw = no_overlap_ideal_profile(4);
+  const HardwareProfile hw = ideal_profile(4);
   const SchemeInfo* s = find_scheme("no_overlap");
   REQUIRE(s != nullptr);
   const nlohmann::json params = nlohmann::json::object();
