@@ -67,6 +67,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run_cmd->add_option("--trace", run.trace, "Write the Chrome trace (Perfetto) of one scheme's run to FILE");
   run_cmd->add_option("--scheme", run.scheme, "Run only this scheme (the one traced / plotted)");
   run_cmd->add_option("--plot", run.plot, "Write a PNG timeline of one scheme's run (needs python3 + matplotlib)");
+  run_cmd->add_option("--graphviz", run.graphviz, "Write the task graph (Graphviz dot) of one scheme to FILE");
   run_cmd->add_option("--fidelity", run.fidelity, "Collective fidelity (overrides the scenario's)")
       ->check(CLI::IsMember({"curve", "steps"}));
 

@@ -187,6 +187,11 @@ void cmd_run(const RunOptions& options, std::ostream& out) {
   if (options.output.empty()) out << report;
   else write_output(options.output, report);
   if (!options.trace.empty()) write_output(options.trace, trace.dump());
+  if (!options.graphviz.empty()) {
+    const sim::SchemeSpec& spec = specs.front();
+    const sim::BuildContext ctx{sc.workload, sc.hardware, spec.params, sc.fidelity};
+    write_output(options.graphviz, scheme_or_throw(spec.name).build(ctx).graph.to_graphviz());
+  }
   if (!options.plot.empty()) {
     const std::string title = fmt::format("{}: {} on {}", sc.name, specs.front().name, sc.hardware_name);
     if (!options.trace.empty()) {

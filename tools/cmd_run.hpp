@@ -18,6 +18,7 @@ struct RunOptions {
   std::string trace;               // Chrome trace JSON of one scheme
   std::string scheme;              // run only this scheme (and trace / plot it)
   std::string plot;                // PNG timeline via tools/plot_timeline.py
+  std::string graphviz;            // the task graph (Graphviz dot) of one scheme, for debugging
   std::string fidelity;            // "" = the scenario's (curve | steps)
 };
 

@@ -290,6 +290,20 @@ TEST_CASE("option trace: writes a Chrome trace of one scheme", "[cli][trace]") {
   CHECK(j["otherData"]["scheme"] == "data_slicing");
 }
 
+TEST_CASE("option graphviz: writes the task graph of one scheme as dot", "[cli][graphviz]") {
+  TempDir dir;
+  const std::string scen = dir.file("s.yaml");
+  write(scen, kScenario);
+  const std::string dot = dir.file("g.dot");
+  const CliResult r = cli({"run", scen, "--scheme", "data_slicing", "--graphviz", dot});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const std::string text = read(dot);
+  CHECK(text.rfind("digraph tasks {", 0) == 0);
+  CHECK_THAT(text, Catch::Contains("cluster_rank0"));
+  CHECK_THAT(text, Catch::Contains("->"));
+}
+
 TEST_CASE("run without a scenario uses the default Llama-3-70B MLP scenario", "[cli]") {
   const CliResult r = cli({"run", "--scheme", "no_overlap", "--format", "json"});
   INFO(r.err);
