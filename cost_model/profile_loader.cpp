@@ -29,6 +29,8 @@ GpuSpec read_gpu(const YamlReader& r) {
   GpuSpec g;
   g.name = r.get_string("name", g.name);
   g.sm_count = to_int(r, "sm_count", r.get_positive_int("sm_count"));
+  // The engine addresses SMs in 12 bits (sim/engine.cpp); the largest GPUs today have a few hundred.
+  if (g.sm_count > 4096) r.fail_at("sm_count", "must be at most 4096 (got " + std::to_string(g.sm_count) + ")");
   g.gemm_ctas_per_sm = to_int(r, "gemm_ctas_per_sm", r.get_positive_int("gemm_ctas_per_sm", g.gemm_ctas_per_sm));
   g.clock_mhz = r.get_nonnegative_double("clock_mhz", g.clock_mhz);
   if (auto p = r.optional_child("peak_tflops")) {
@@ -266,6 +268,19 @@ HardwareProfile profile_from_yaml(const YamlReader& r, const std::string& base_d
   p.gpu = read_gpu(r.child("gpu"));
   p.fabric = read_fabric(r.child("fabric"));
   if (auto c = r.optional_child("comm")) p.comm = read_comm(*c);
+  // A collective kernel holds its channels' SMs at once: more than the GPU has could never run. An
+  // explicit value that large is an error; a default that large (a small GPU) is cut to sm_count.
+  const auto comm_node = r.optional_child("comm");
+  for (auto [key, value] : {std::pair<const char*, int*>{"channels", &p.comm.channels},
+                            std::pair<const char*, int*>{"p2p_channels", &p.comm.p2p_channels}}) {
+    if (*value <= p.gpu.sm_count) continue;
+    if (!comm_node || !comm_node->has(key)) {
+      *value = p.gpu.sm_count;
+      continue;
+    }
+    comm_node->fail_at(key, "must not exceed gpu.sm_count = " + std::to_string(p.gpu.sm_count) + " (got " +
+                                std::to_string(*value) + ")");
+  }
   if (auto curves = r.optional_child("curves")) {
     curves->expect_map();
     for (const auto& key : curves->keys()) {

@@ -102,12 +102,12 @@ class Engine {
       if (opt_.zero_comm && op.comm) continue;
       const GpuConfig& gpu = node_.gpus[static_cast<std::size_t>(g_.rank_of(id))];
       if (is_gang(op.kind) && op.channels > gpu.sm_count)
-        throw SimError(fmt::format("op '{}' needs {} SMs but GPU {} has {}", op.name, op.channels,
+        throw ResourceError(fmt::format("op '{}' needs {} SMs but GPU {} has {}", op.name, op.channels,
                                    g_.rank_of(id), gpu.sm_count));
       if ((op.kind == OpKind::tiled || op.kind == OpKind::persistent) && gpu.sm_count == 0)
-        throw SimError(fmt::format("op '{}' needs SMs but GPU {} has none", op.name, g_.rank_of(id)));
+        throw ResourceError(fmt::format("op '{}' needs SMs but GPU {} has none", op.name, g_.rank_of(id)));
       if (op.kind == OpKind::copy && gpu.copy_engines == 0)
-        throw SimError(fmt::format("copy '{}' needs a copy engine but GPU {} has none", op.name, g_.rank_of(id)));
+        throw ResourceError(fmt::format("copy '{}' needs a copy engine but GPU {} has none", op.name, g_.rank_of(id)));
     }
   }
 
@@ -585,7 +585,7 @@ Timeline run(const TaskGraph& graph, const NodeConfig& node, const EngineOptions
   if (static_cast<int>(node.gpus.size()) < graph.num_ranks())
     throw SimError(fmt::format("graph has {} ranks but the node has {} GPUs", graph.num_ranks(), node.gpus.size()));
   for (const GpuConfig& g : node.gpus)
-    if (g.sm_count > kSmBits) throw SimError(fmt::format("a GPU with {} SMs is beyond the engine's limit", g.sm_count));
+    if (g.sm_count > kSmBits) throw ResourceError(fmt::format("a GPU with {} SMs is beyond the engine's limit", g.sm_count));
   graph.check_acyclic();
   Engine engine(graph, node, options);
   return engine.run();

@@ -36,8 +36,15 @@ class SimError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Runs the graph to completion. Throws GraphError for cycles and SimError for a deadlock (ops that
-// can never run, named with what they wait for) or resources a kernel can never get.
+// The graph asks for resources the node does not have (more SMs than the GPU, a copy with no copy
+// engine): a property of the scenario, not a bug, so tools report it as an input error.
+class ResourceError : public SimError {
+ public:
+  using SimError::SimError;
+};
+
+// Runs the graph to completion. Throws GraphError for cycles, ResourceError for resources an op can
+// never get, and SimError for a deadlock (ops that can never run, named with what they wait for).
 Timeline run(const TaskGraph& graph, const NodeConfig& node, const EngineOptions& options = {});
 
 }  // namespace overlap::sim

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cost_model/input_error.hpp"
+#include "sim/engine.hpp"
 #include "tools/cmd_profile.hpp"
 #include "tools/cmd_run.hpp"
 #include "tools/cmd_schemes.hpp"
@@ -122,6 +123,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     return kExitUsage;
   } catch (const UsageError& e) {
     err << "overlap-sim: error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const sim::ResourceError& e) {
+    err << "overlap-sim: error: the hardware cannot run this: " << e.what() << "\n";
     return kExitUsage;
   } catch (const std::exception& e) {
     err << "overlap-sim: internal error: " << e.what() << "\n";

@@ -290,6 +290,16 @@ TEST_CASE("option trace: writes a Chrome trace of one scheme", "[cli][trace]") {
   CHECK(j["otherData"]["scheme"] == "data_slicing");
 }
 
+TEST_CASE("hardware that cannot run a scheme is an input error, not a crash", "[cli]") {
+  // async_tp pulls with copy engines; a GPU without any cannot run it.
+  const CliResult r = cli({"run", "--scheme", "async_tp", "--set", "hardware.gpu.copy_engines=0"});
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.err, Catch::Contains("copy engine"));
+  const CliResult too_many = cli({"run", "--set", "hardware.comm.channels=200"});
+  CHECK(too_many.rc == 2);
+  CHECK_THAT(too_many.err, Catch::Contains("hardware.comm.channels") && Catch::Contains("sm_count"));
+}
+
 TEST_CASE("option graphviz: writes the task graph of one scheme as dot", "[cli][graphviz]") {
   TempDir dir;
   const std::string scen = dir.file("s.yaml");

@@ -138,6 +138,7 @@ TEST_CASE("a kernel asking more SMs than the GPU has is an error", "[engine][dea
   TaskGraph g(1);
   g.add(comm_kernel("greedy", g.add_stream(0, "s"), 200, 1));
   CHECK_THROWS_WITH(run(g, switch_node(1, 132, 1)), Catch::Contains("greedy") && Catch::Contains("200 SMs"));
+  CHECK_THROWS_AS(run(g, switch_node(1, 132, 1)), ResourceError);
 }
 
 TEST_CASE("invalid ops are rejected when added", "[engine][graph]") {
