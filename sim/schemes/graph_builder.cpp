@@ -165,7 +165,9 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
   const CollectivePrimitive prim = to_collective_primitive(spec.primitive);
   const HardwareProfile& hw = hardware();
   const std::string link = collective_link_class(hw, n);
-  const int channels = std::min(spec.channels >= 0 ? spec.channels : hw.comm.channels, hw.gpu.sm_count);
+  // Not clamped to the SM count: a collective that wants more SMs than the GPU has is reported by the
+  // engine (ResourceError) rather than silently run on fewer.
+  const int channels = spec.channels >= 0 ? spec.channels : hw.comm.channels;
   auto deps_of = [&](int i) { return spec.deps.empty() ? std::vector<OpId>{} : spec.deps[static_cast<std::size_t>(i)]; };
 
   std::vector<OpId> out;
