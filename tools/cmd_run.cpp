@@ -93,7 +93,8 @@ const sim::SchemeInfo& scheme_or_throw(const std::string& name) {
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const sim::SchemeSpec& spec = specs[i];
     const sim::BuildContext ctx{sc.workload, sc.hardware, spec.params, sc.fidelity};
-    std::string key = spec.line > 0 ? fmt::format("schemes[{}]", i) : std::string("--scheme");
+    // Line 0 when the scheme list came from --set: the file is still named, without a line.
+    std::string key = fmt::format("schemes[{}]", i);
     std::string message;
     try {
       (void)scheme_or_throw(spec.name).build(ctx);
@@ -104,7 +105,7 @@ const sim::SchemeInfo& scheme_or_throw(const std::string& name) {
     } catch (const std::invalid_argument& e) {
       message = e.what();
     }
-    throw InputError(spec.line > 0 ? sc.file : std::string(), spec.line, key,
+    throw InputError(sc.file, spec.line, key,
                      fmt::format("scheme '{}': {}", spec.name, message));
   }
   throw InputError(sc.file, 0, "schemes", what);
