@@ -162,12 +162,18 @@ Ps CollectiveSchedule::idle_time_ps() const {
   return t;
 }
 
-double collective_bandwidth_gbps(const HardwareProfile& profile, const std::string& link_class) {
+double collective_bandwidth_gbps(const HardwareProfile& profile, const std::string& link_class, int n_ranks) {
   const auto it = profile.fabric.links.find(link_class);
   if (it == profile.fabric.links.end()) {
     throw std::invalid_argument("collective model: unknown link class '" + link_class + "'");
   }
-  return it->second.bandwidth_gbps * profile.comm.bandwidth_efficiency * profile.comm.protocol_efficiency;
+  double port_gbps = it->second.bandwidth_gbps;
+  // A full mesh splits a GPU's bandwidth over its N-1 peers, one link each (fabric_topology.cpp); a
+  // collective over n of the N GPUs can drive only n-1 of those links.
+  const int all = profile.fabric.num_gpus;
+  if (profile.fabric.topology == "full_mesh" && n_ranks > 1 && all > 1 && n_ranks < all)
+    port_gbps *= static_cast<double>(n_ranks - 1) / static_cast<double>(all - 1);
+  return port_gbps * profile.comm.bandwidth_efficiency * profile.comm.protocol_efficiency;
 }
 
 Ps collective_model_time_ps(const HardwareProfile& profile, CollectivePrimitive primitive, Bytes bytes_total,
@@ -176,7 +182,7 @@ Ps collective_model_time_ps(const HardwareProfile& profile, CollectivePrimitive 
   if (algorithm == CollectiveAlgorithm::tree) {
     return collective_steps(profile, primitive, bytes_total, n_ranks, link_class, algorithm).idle_time_ps();
   }
-  const double bw = collective_bandwidth_gbps(profile, link_class);
+  const double bw = collective_bandwidth_gbps(profile, link_class, n_ranks);
   int nsteps = ring_steps(primitive, n_ranks);  // ring and pairwise: n-1 steps per phase
   if (algorithm == CollectiveAlgorithm::direct) nsteps = primitive == CollectivePrimitive::all_reduce ? 2 : 1;
   // facts.md "NCCL on 8xH100 NVSwitch": t = base + nsteps * step_latency + S / bw, where the bytes a
@@ -209,7 +215,7 @@ CollectiveSchedule collective_steps(const HardwareProfile& profile, CollectivePr
   sched.algorithm = algorithm;
   sched.n_ranks = n_ranks;
   sched.bytes_total = bytes_total;
-  sched.bandwidth_gbps = collective_bandwidth_gbps(profile, link_class);
+  sched.bandwidth_gbps = collective_bandwidth_gbps(profile, link_class, n_ranks);
   sched.ranks.assign(static_cast<std::size_t>(n_ranks), {});
   if (n_ranks == 1 || bytes_total == 0) return sched;  // nothing to move: no steps, no latency
   sched.base_latency_ps = ps_from_us(profile.comm.base_latency_us);

@@ -58,8 +58,10 @@ struct CollectiveSchedule {
 };
 
 // Effective bandwidth of one collective port on `link_class`: link bandwidth times the comm
-// library's bandwidth and protocol efficiencies. Throws std::invalid_argument for an unknown class.
-double collective_bandwidth_gbps(const HardwareProfile& profile, const std::string& link_class);
+// library's bandwidth and protocol efficiencies; on a full mesh, only the share of the port's links
+// that lead to the collective's other n_ranks-1 members (n_ranks = 0: all GPUs). Throws
+// std::invalid_argument for an unknown class.
+double collective_bandwidth_gbps(const HardwareProfile& profile, const std::string& link_class, int n_ranks = 0);
 
 // Curve fidelity: calibrated curve if the profile has one for this primitive, else the alpha-beta
 // model of `algorithm`. n_ranks <= 1 or bytes_total <= 0 -> 0.

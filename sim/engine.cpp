@@ -435,8 +435,9 @@ class Engine {
   }
 
   void start_phase_transfer(OpId sender, OpId receiver, int src, int dst, Bytes bytes) {
-    start_transfer(make_transfer(TransferKind::phase, sender, receiver, src, dst, bytes, Mechanism::sm),
-                   node_.fabric.route_latency_ps(src, dst));
+    const Op& o = op(sender);
+    start_transfer(make_transfer(TransferKind::phase, sender, receiver, src, dst, bytes, Mechanism::sm, o.link_efficiency),
+                   o.phase_latency_covers_wire ? 0 : node_.fabric.route_latency_ps(src, dst));
   }
 
   void phase_leg_done(OpId id) {
@@ -459,13 +460,15 @@ class Engine {
                    o.src_gpu == o.dst_gpu ? 0 : node_.fabric.route_latency_ps(o.src_gpu, o.dst_gpu));
   }
 
-  TransferState make_transfer(TransferKind kind, OpId id, OpId receiver, int src, int dst, Bytes bytes, Mechanism m) {
+  TransferState make_transfer(TransferKind kind, OpId id, OpId receiver, int src, int dst, Bytes bytes, Mechanism m,
+                              double efficiency = 1.0) {
     const Fabric& f = node_.fabric;
     const Ps latency = src == dst ? 0 : f.route_latency_ps(src, dst);
     const Ps total = f.isolated_ps(src, dst, bytes, m);
     // The isolated time is the truth (a calibrated curve); what is left after the route latency is
-    // served at the rate that makes it exact, and shared max-min fairly with everything else.
-    const double service = static_cast<double>(std::max<Ps>(1, total - latency));
+    // served at the rate that makes it exact (slowed by the sender's efficiency), and shared max-min
+    // fairly with everything else.
+    const double service = std::ceil(static_cast<double>(std::max<Ps>(1, total - latency)) / efficiency);
     const double moved = static_cast<double>(bytes) * (src == dst ? 2.0 : 1.0);
     return TransferState{kind, id, receiver, src, dst, bytes, f.route(src, dst), moved / service, service, now_};
   }

@@ -71,6 +71,7 @@ OpId TaskGraph::add(Op op) {
           require(pb.peer >= 0 && pb.peer < num_ranks_ && pb.bytes > 0, op, "phase recv needs a peer rank and bytes > 0");
       }
       require(op.phases.empty() || op.collective >= 0, op, "phases need a collective id to match peers");
+      require(op.link_efficiency > 0 && op.link_efficiency <= 1, op, "link_efficiency must be in (0, 1]");
       break;
     case OpKind::memory:
       require(op.bytes >= 0, op, "needs bytes >= 0");

@@ -71,6 +71,12 @@ struct Op {
   std::int64_t collective = -1;  // members with the same id start together (curve) / match (steps)
   int members = 1;       // ranks taking part (curve rendezvous)
   std::vector<Phase> phases;  // steps fidelity: when non-empty, duration_ps is added after them
+  // Phase transfers run at this fraction of the rate the fabric gives them in isolation: a collective
+  // library's busbw falls short of the links' (NCCL: comm.bandwidth_efficiency x protocol efficiency).
+  double link_efficiency = 1.0;
+  // The phases' latency_ps already includes the wire latency of their transfers (NCCL's per-step
+  // latency does), so the transfers start moving at once instead of paying their route's latency too.
+  bool phase_latency_covers_wire = false;
 
   // memory
   Bytes bytes = 0;  // also the copy size

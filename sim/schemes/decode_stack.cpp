@@ -25,7 +25,7 @@ DecodeTimes decode_times(const DecodeStack& dec, int tp, const HardwareProfile& 
     t.tau_c_ps = ps_from_us(dec.allreduce_us);
   } else if (tp > 1) {
     t.tau_c_ps = collective_time_ps(hw, CollectivePrimitive::all_reduce, s.all_reduce_bytes, tp,
-                                    collective_link_class(hw, tp), default_algorithm(Primitive::all_reduce));
+                                    collective_link_class(hw, tp), default_algorithm(hw, Primitive::all_reduce));
   }
   return t;
 }

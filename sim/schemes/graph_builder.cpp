@@ -9,9 +9,14 @@
 
 namespace overlap::sim {
 
-CollectiveAlgorithm default_algorithm(Primitive p) {
-  // NCCL runs AllReduce / ReduceScatter / AllGather as rings and AlltoAll as grouped send/recv to
-  // every peer (facts.md "NCCL on 8xH100 NVSwitch").
+CollectiveAlgorithm default_algorithm(const HardwareProfile& hw, Primitive p) {
+  // On a full mesh each peer has its own link, and one ring would use one of them: NCCL spreads its
+  // channels over rings of different orders so a collective drives every link. Sending to every peer
+  // at once (direct) is the step schedule that does the same, so the steps fidelity sees the port
+  // bandwidth the curve fidelity assumes.
+  if (hw.fabric.topology == "full_mesh") return CollectiveAlgorithm::direct;
+  // Elsewhere NCCL runs AllReduce / ReduceScatter / AllGather as rings and AlltoAll as grouped
+  // send/recv to every peer (facts.md "NCCL on 8xH100 NVSwitch").
   return p == Primitive::all_to_all ? CollectiveAlgorithm::pairwise : CollectiveAlgorithm::ring;
 }
 
@@ -149,7 +154,7 @@ OpId GraphBuilder::add_memory(int rank, StreamId stream, const MemoryKernel& ker
 Ps GraphBuilder::collective_ps(Primitive primitive, Bytes bytes, int members) const {
   if (members <= 1 || bytes <= 0) return 0;
   return collective_time_ps(hardware(), to_collective_primitive(primitive), bytes, members,
-                            collective_link_class(hardware(), members), default_algorithm(primitive));
+                            collective_link_class(hardware(), members), default_algorithm(hardware(), primitive));
 }
 
 std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
@@ -161,7 +166,7 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
     throw GraphError(fmt::format("collective '{}': {} streams for {} members", spec.name, spec.streams.size(), n));
   if (!spec.deps.empty() && spec.deps.size() != members.size())
     throw GraphError(fmt::format("collective '{}': deps must be empty or one list per member", spec.name));
-  const CollectiveAlgorithm algorithm = spec.algorithm.value_or(default_algorithm(spec.primitive));
+  const CollectiveAlgorithm algorithm = spec.algorithm.value_or(default_algorithm(hardware(), spec.primitive));
   const CollectivePrimitive prim = to_collective_primitive(spec.primitive);
   const HardwareProfile& hw = hardware();
   const std::string link = collective_link_class(hw, n);
@@ -209,6 +214,11 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
       // design.md "Collectives", fidelity `steps`: each step a phase of transfers with its protocol
       // latency; the one-off base latency is paid after the phases (duration_ps).
       op.duration_ps = schedule.base_latency_ps;
+      // The library's busbw falls short of the links' (collective_bandwidth_gbps): the engine slows
+      // each transfer by that fraction. NCCL's step latency covers the wire's. So on an idle fabric
+      // whose steps do not share links, the steps take what the curve fidelity says.
+      op.link_efficiency = hw.comm.bandwidth_efficiency * hw.comm.protocol_efficiency;
+      op.phase_latency_covers_wire = true;
       for (const CollectiveStep& st : schedule.ranks[static_cast<std::size_t>(i)]) {
         Phase ph;
         ph.latency_ps = st.latency_ps;
@@ -243,7 +253,7 @@ void GraphBuilder::add_collective_required_bytes(Primitive primitive, Bytes byte
   if (n <= 1 || bytes <= 0) return;
   const CollectiveSchedule schedule =
       collective_steps(hardware(), to_collective_primitive(primitive), bytes, n,
-                       collective_link_class(hardware(), n), default_algorithm(primitive));
+                       collective_link_class(hardware(), n), default_algorithm(hardware(), primitive));
   for (int i = 0; i < n; ++i)
     for (const CollectiveStep& st : schedule.ranks[static_cast<std::size_t>(i)])
       for (const CollectiveTransfer& t : st.sends)

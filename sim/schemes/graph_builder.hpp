@@ -70,8 +70,9 @@ struct RankStreams {
   std::vector<StreamId> comm;
 };
 
-// NCCL's choice: ring for all_reduce / reduce_scatter / all_gather, pairwise for all_to_all.
-CollectiveAlgorithm default_algorithm(Primitive p);
+// NCCL's choice: ring for all_reduce / reduce_scatter / all_gather, pairwise for all_to_all; on a
+// full mesh, every peer at once (direct), which drives every link as NCCL's multiple rings do.
+CollectiveAlgorithm default_algorithm(const HardwareProfile& hw, Primitive p);
 CollectivePrimitive to_collective_primitive(Primitive p);
 // The link class a collective over `ranks` GPUs runs on: "network" when it spans nodes of a
 // multi_node fabric, "host" when it spans NUMA nodes of a pcie fabric, else the intra-node class.

@@ -38,7 +38,7 @@ TEST_CASE("data slicing with k chunks exposes exactly the last chunk's collectiv
       const SchemeResult r = run_slicing(w, hw, k);
       const Ps chunk_gemm = gemm_time_ps(hw, GemmShape{4096 / k, 512, 8192, DType::bf16});
       const Ps chunk_comm = collective_time_ps(hw, to_collective_primitive(p), (4096 / k) * 512 * 2, 4, "nvlink",
-                                               default_algorithm(p));
+                                               default_algorithm(hw, p));
       REQUIRE(chunk_gemm == 8 * kPsPerUs);
       REQUIRE(chunk_comm < chunk_gemm);
       CHECK(r.compute_only_ps == k * chunk_gemm);
