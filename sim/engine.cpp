@@ -500,7 +500,8 @@ class Engine {
     net_.remove(now_, flow);
     reshare();
     const TransferState& t = transfers_[static_cast<std::size_t>(idx)];
-    const double moved = static_cast<double>(t.bytes) * (t.src == t.dst ? 2.0 : 1.0);
+    // A local copy reads and writes HBM (twice its bytes); a memory kernel's bytes already count both.
+    const double moved = static_cast<double>(t.bytes) * (t.src == t.dst && t.kind != TransferKind::memory ? 2.0 : 1.0);
     for (int l : t.links) tl_.link_bytes[static_cast<std::size_t>(l)] += moved;
     if (t.kind != TransferKind::memory)
       tl_.transfers.push_back(TransferRecord{t.op, t.src, t.dst, t.bytes, t.start_ps, now_, t.links});

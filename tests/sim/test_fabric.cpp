@@ -135,4 +135,17 @@ TEST_CASE("memory-bound kernels share HBM", "[engine][memory]") {
   const Timeline tl = run(g, switch_node(1, 8, 1));
   CHECK(tl.ops[a].end_ps == 2 * kUs);
   CHECK(tl.ops[b].end_ps == 2 * kUs);
+  // Both kernels' bytes crossed the HBM resource once each.
+  CHECK(tl.link_bytes[static_cast<std::size_t>(switch_node(1, 8, 1).fabric.hbm_link(0))] == 2.0 * kMB);
+}
+
+TEST_CASE("a local copy moves its bytes through HBM twice (read and write)", "[engine][copy]") {
+  // 1 MB read + 1 MB written at 1000 GB/s = 2 us.
+  TaskGraph g(1);
+  const OpId c = g.add(copy("d2d", g.add_stream(0, "copy"), 0, 0, kMB));
+  const NodeConfig node = switch_node(1, 8, 1);
+  const Timeline tl = run(g, node);
+  CHECK(tl.ops[c].end_ps == 2 * kUs);
+  CHECK(tl.link_bytes[static_cast<std::size_t>(node.fabric.hbm_link(0))] == 2.0 * kMB);
+  CHECK(bytes_by_pair(tl).empty());  // a local copy is not traffic between ranks
 }
