@@ -224,6 +224,38 @@ class LoopedEinsum {
   Ps barrier_ps_ = 0;
 };
 
+// One layer's blocks. `start`: per-rank ops the block waits for (empty: none); returns the per-rank
+// ops that end it (the reduce of the matmul-reduce-scatter's partials). Appends the S of each
+// collective it decomposes to `collectives`. `prefix` names the layer's ops in a composed model.
+std::vector<OpId> emit_mlp(GraphBuilder& b, LoopedEinsum& le, const MlpTpSp& mlp, int T, const std::vector<OpId>& start,
+                           const std::string& prefix, std::vector<Bytes>& collectives) {
+  const MlpShapes s = mlp_shapes(mlp, T);
+  const std::vector<OpId> ag = le.all_gather_matmul(s.col.m, s.col.k * dtype_bytes(s.col.dtype), gemm_unit(b, s.col),
+                                                    start, prefix + "fc1");
+  std::vector<OpId> act;
+  for (int r = 0; r < T; ++r)
+    act.push_back(b.add_memory(r, le.main_streams()[static_cast<std::size_t>(r)],
+                               MemoryKernel{prefix + "activation", s.activation_bytes, {ag[static_cast<std::size_t>(r)]}, 0}));
+  collectives.push_back(s.all_gather_bytes);
+  collectives.push_back(s.reduce_scatter_bytes);
+  return le.matmul_reduce_scatter(s.row.m, s.row.n * dtype_bytes(s.row.dtype), gemm_unit(b, s.row), act, prefix + "fc2");
+}
+
+std::vector<OpId> emit_attention(GraphBuilder& b, LoopedEinsum& le, const AttentionTpSp& att, int T,
+                                 const std::vector<OpId>& start, const std::string& prefix,
+                                 std::vector<Bytes>& collectives) {
+  const AttentionShapes s = attention_shapes(att, T);
+  const std::vector<OpId> ag = le.all_gather_matmul(s.qkv.m, s.qkv.k * dtype_bytes(s.qkv.dtype), gemm_unit(b, s.qkv),
+                                                    start, prefix + "qkv");
+  std::vector<OpId> attn;
+  for (int r = 0; r < T; ++r)
+    attn.push_back(b.add_flop_kernel(r, le.main_streams()[static_cast<std::size_t>(r)], prefix + "attention",
+                                     s.attention_flops, s.attention_tiles, att.dtype, {ag[static_cast<std::size_t>(r)]}));
+  collectives.push_back(s.all_gather_bytes);
+  collectives.push_back(s.reduce_scatter_bytes);
+  return le.matmul_reduce_scatter(s.out.m, s.out.n * dtype_bytes(s.out.dtype), gemm_unit(b, s.out), attn, prefix + "out");
+}
+
 BuiltScheme build_async_tp(const BuildContext& ctx) {
   const AsyncTpParams p = read_params(ctx);
   const Workload& w = ctx.workload;
@@ -233,45 +265,45 @@ BuiltScheme build_async_tp(const BuildContext& ctx) {
   const int T = w.tp;
   const std::string how = fmt::format("{} pulls, {} stream{}", p.sm_transport ? "SM" : "copy-engine", p.streams,
                                       p.streams == 1 ? " (N+S partial waves)" : "s");
-  Bytes largest = 0;  // the largest decomposed collective's S
+  std::vector<Bytes> collectives;  // S of every decomposed collective
+  std::string layers;
   if (w.kind == "gemm_collective") {
     const GemmCollective g = gemm_collective_shape(w);
     const RankGemm gm{g.m, g.n, g.k, g.dtype};
     if (g.primitive == Primitive::all_gather) {
       le.all_gather_matmul(g.m, g.k * dtype_bytes(g.dtype), gemm_unit(b, gm), {}, "ag");
-      largest = g.m * g.k * dtype_bytes(g.dtype);
+      collectives.push_back(g.m * g.k * dtype_bytes(g.dtype));
     } else if (g.primitive == Primitive::reduce_scatter) {
       le.matmul_reduce_scatter(g.m, g.n * dtype_bytes(g.dtype), gemm_unit(b, gm), {}, "rs");
-      largest = g.m * g.n * dtype_bytes(g.dtype);
+      collectives.push_back(g.m * g.n * dtype_bytes(g.dtype));
     } else {
       throw InputError("", 0, "workload.primitive", "async_tp decomposes all_gather or reduce_scatter only");
     }
   } else if (w.kind == "mlp_tpsp") {
-    const auto& mlp = std::get<MlpTpSp>(w.shape);
-    const MlpShapes s = mlp_shapes(mlp, T);
-    const std::vector<OpId> ag =
-        le.all_gather_matmul(s.col.m, s.col.k * dtype_bytes(s.col.dtype), gemm_unit(b, s.col), {}, "fc1");
-    std::vector<OpId> act;
-    for (int r = 0; r < T; ++r)
-      act.push_back(b.add_memory(r, le.main_streams()[static_cast<std::size_t>(r)],
-                                 MemoryKernel{"activation", s.activation_bytes, {ag[static_cast<std::size_t>(r)]}, 0}));
-    le.matmul_reduce_scatter(s.row.m, s.row.n * dtype_bytes(s.row.dtype), gemm_unit(b, s.row), act, "fc2");
-    largest = std::max(s.all_gather_bytes, s.reduce_scatter_bytes);
+    emit_mlp(b, le, std::get<MlpTpSp>(w.shape), T, {}, "", collectives);
   } else if (w.kind == "attention_tpsp") {
-    const auto& att = std::get<AttentionTpSp>(w.shape);
-    const AttentionShapes s = attention_shapes(att, T);
-    const std::vector<OpId> ag =
-        le.all_gather_matmul(s.qkv.m, s.qkv.k * dtype_bytes(s.qkv.dtype), gemm_unit(b, s.qkv), {}, "qkv");
-    std::vector<OpId> attn;
-    for (int r = 0; r < T; ++r)
-      attn.push_back(b.add_flop_kernel(r, le.main_streams()[static_cast<std::size_t>(r)], "attention",
-                                       s.attention_flops, s.attention_tiles, att.dtype, {ag[static_cast<std::size_t>(r)]}));
-    le.matmul_reduce_scatter(s.out.m, s.out.n * dtype_bytes(s.out.dtype), gemm_unit(b, s.out), attn, "out");
-    largest = std::max(s.all_gather_bytes, s.reduce_scatter_bytes);
+    emit_attention(b, le, std::get<AttentionTpSp>(w.shape), T, {}, "", collectives);
+  } else if (w.kind == "transformer") {
+    // Per layer attention then MLP; layer l+1's all-gather waits on each rank for layer l's MLP
+    // reduce-scatter (its input is that output), so layers do not overlap one another.
+    const Transformer& t = std::get<Transformer>(w.shape);
+    std::vector<OpId> end;
+    for (int l = 0; l < t.layers; ++l) {
+      const std::string prefix = fmt::format("L{}.", l);
+      end = emit_attention(b, le, transformer_attention(t), T, end, prefix, collectives);
+      end = emit_mlp(b, le, transformer_mlp(t), T, end, prefix, collectives);
+    }
+    layers = fmt::format("{} layers, ", t.layers);
   } else {
     throw InputError("", 0, "workload.kind", fmt::format("async_tp does not apply to '{}'", w.kind));
   }
-  return b.finish(fmt::format("Looped CollectiveEinsum, {}", how), port_bound_ps(ctx.hardware, T, largest / T * (T - 1)));
+  // Bound: every byte a rank receives crosses its port. One layer keeps the largest collective's
+  // (T-1)/T share; in a composed model every collective goes through the same ports, and the ranks
+  // receive (T-1)/T of their sum on average, so the busiest rank at least that sum.
+  Bytes recv = 0;
+  for (const Bytes S : collectives)
+    recv = w.kind == "transformer" ? recv + S / T * (T - 1) : std::max(recv, S / T * (T - 1));
+  return b.finish(fmt::format("{}Looped CollectiveEinsum, {}", layers, how), port_bound_ps(ctx.hardware, T, recv));
 }
 
 bool async_tp_applies(const Workload& w) {
@@ -280,7 +312,7 @@ bool async_tp_applies(const Workload& w) {
     const auto* g = std::get_if<GemmCollective>(&w.shape);
     return g && (g->primitive == Primitive::all_gather || g->primitive == Primitive::reduce_scatter);
   }
-  return w.kind == "mlp_tpsp" || w.kind == "attention_tpsp";
+  return w.kind == "mlp_tpsp" || w.kind == "attention_tpsp" || w.kind == "transformer";
 }
 
 }  // namespace

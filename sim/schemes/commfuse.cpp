@@ -157,7 +157,9 @@ struct Pipeline {
   }
 
   // FuseAG (Alg. 1, Sec. 4.2 column-parallel): local shard first, then each shard as it arrives.
-  std::vector<OpId> fuse_ag(const UnitCompute& compute) {
+  // `start`: per-rank ops producing the local shard (empty: none); the first compute and the first
+  // exchange wait for it (later exchanges follow on the comm stream).
+  std::vector<OpId> fuse_ag(const UnitCompute& compute, const std::vector<OpId>& start = {}) {
     std::vector<std::vector<FuseStep>> orders;
     for (int r = 0; r < T; ++r) orders.push_back(fuse_ag_order(r, T, p.schedule));
     reserve_ids(orders);
@@ -166,15 +168,22 @@ struct Pipeline {
       const auto& order = orders[static_cast<std::size_t>(r)];
       const StreamId cs = streams.compute[static_cast<std::size_t>(r)];
       OpId last = kNoOp;
+      std::vector<OpId> first_deps;  // what the rank's first compute and first exchange wait for
+      if (!start.empty()) first_deps.push_back(start[static_cast<std::size_t>(r)]);
+      bool first_compute = true, first_exchange = true;
       for (std::size_t i = 0; i < order.size(); ++i) {
         const FuseStep& st = order[i];
         for (int s = 0; s < p.m; ++s) {
           const std::string nm = fmt::format("{}.ag.shard{}.{}", tag, st.slice, s);
           std::vector<OpId> deps;
+          if (first_compute) deps = first_deps;
+          first_compute = false;
           if (st.recv_from >= 0) {
             // Ring forwards the shard used one step earlier; direct schedules send their own shard.
             const int sent = p.schedule == CommFuseSchedule::ring ? order[i - 1].slice : r;
-            deps.push_back(exchange(r, st, s, unit_bytes(sent, s), unit_bytes(st.slice, s), {}, nm + ".p2p"));
+            deps.push_back(exchange(r, st, s, unit_bytes(sent, s), unit_bytes(st.slice, s),
+                                    first_exchange ? first_deps : std::vector<OpId>{}, nm + ".p2p"));
+            first_exchange = false;
           }
           last = compute(r, cs, unit_rows(rows, T, st.slice, p.m, s), nm, deps);
         }
@@ -249,6 +258,83 @@ std::string step_reason(const HardwareProfile& hw, int T, const RankGemm& g, std
                      what, us_from_ps(c), us_from_ps(p));
 }
 
+void check_m(const CommFuseParams& p, int T, std::int64_t rows) {
+  if (rows / T < p.m)
+    throw InputError("", 0, "params.m", fmt::format("{} rows per rank cannot be cut into m = {} slices", rows / T, p.m));
+}
+
+// One layer's blocks. `start`: per-rank ops the block waits for (empty: none); returns per-rank ops
+// that complete the rank's reduced output. Appends the S of each collective it decomposes to
+// `collectives`; `prefix` names the layer's ops in a composed model; `reason` gets the one-line why.
+std::vector<OpId> emit_mlp(Pipeline& pl, const MlpTpSp& mlp, const std::vector<OpId>& start, const std::string& prefix,
+                           std::vector<Bytes>& collectives, std::string& reason) {
+  GraphBuilder& b = pl.b;
+  const int T = pl.T;
+  const MlpShapes s = mlp_shapes(mlp, T);
+  check_m(pl.p, T, s.col.m);
+  pl.rows = s.col.m;
+  pl.row_bytes = s.col.k * dtype_bytes(s.col.dtype);
+  pl.tag = prefix + "fc1";
+  const std::vector<OpId> ag = pl.fuse_ag(gemm_unit(b, s.col), start);
+  collectives.push_back(s.all_gather_bytes);
+  collectives.push_back(s.reduce_scatter_bytes);
+  std::vector<OpId> act;
+  for (int r = 0; r < T; ++r)
+    act.push_back(b.add_memory(r, pl.streams.compute[static_cast<std::size_t>(r)],
+                               MemoryKernel{prefix + "activation", s.activation_bytes, {ag[static_cast<std::size_t>(r)]}, 0}));
+  pl.row_bytes = s.row.n * dtype_bytes(s.row.dtype);
+  pl.tag = prefix + "fc2";
+  const std::vector<OpId> end = pl.fuse_rs(gemm_unit(b, s.row), act);
+  reason = step_reason(b.hardware(), T, s.row, s.row.m, pl.row_bytes, pl.p.m, "FuseAG + FuseRS");
+  return end;
+}
+
+std::vector<OpId> emit_attention(Pipeline& pl, const AttentionTpSp& att, const std::vector<OpId>& start,
+                                 const std::string& prefix, std::vector<Bytes>& collectives, std::string& reason) {
+  GraphBuilder& b = pl.b;
+  const int T = pl.T;
+  const AttentionShapes s = attention_shapes(att, T);
+  check_m(pl.p, T, s.qkv.m);
+  pl.rows = s.qkv.m;
+  pl.row_bytes = s.qkv.k * dtype_bytes(s.qkv.dtype);
+  pl.tag = prefix + "qkv";
+  const std::vector<OpId> ag = pl.fuse_ag(gemm_unit(b, s.qkv), start);
+  collectives.push_back(s.all_gather_bytes);
+  collectives.push_back(s.reduce_scatter_bytes);
+  pl.row_bytes = s.out.n * dtype_bytes(s.out.dtype);
+  pl.tag = prefix + "attn_out";
+  const std::int64_t total_rows = s.out.m;
+  if (pl.p.query_split) {
+    // Alg. 4: attention of one query slice (against all keys) + its output projection per step.
+    // Attention FLOPs are taken proportional to the slice's rows (causal masking makes late slices
+    // somewhat dearer; the split keeps the total exact).
+    const RankGemm out = s.out;
+    const double flops = s.attention_flops;
+    const std::int64_t tiles = s.attention_tiles;
+    const DType dt = att.dtype;
+    UnitCompute qs = [&b, out, flops, tiles, total_rows, dt](int rank, StreamId stream, std::int64_t rows,
+                                                             const std::string& name, const std::vector<OpId>& deps) {
+      const double frac = static_cast<double>(rows) / static_cast<double>(total_rows);
+      const std::int64_t t = std::max<std::int64_t>(1, (tiles * rows + total_rows - 1) / total_rows);
+      const OpId a = b.add_flop_kernel(rank, stream, name + ".attn", flops * frac, t, dt, deps);
+      GemmOptions o;
+      o.name = name + ".proj";
+      (void)a;  // the projection follows the attention in stream order
+      return b.add_gemm(rank, stream, GemmShape{rows, out.n, out.k, out.dtype}, o);
+    };
+    const std::vector<OpId> end = pl.fuse_rs(qs, ag);
+    reason = step_reason(b.hardware(), T, s.out, total_rows, pl.row_bytes, pl.p.m, "query-split FuseRS");
+    return end;
+  }
+  std::vector<OpId> attn;
+  for (int r = 0; r < T; ++r)
+    attn.push_back(b.add_flop_kernel(r, pl.streams.compute[static_cast<std::size_t>(r)], prefix + "attention",
+                                     s.attention_flops, s.attention_tiles, att.dtype, {ag[static_cast<std::size_t>(r)]}));
+  const std::vector<OpId> end = pl.fuse_rs(gemm_unit(b, s.out), attn);
+  reason = step_reason(b.hardware(), T, s.out, total_rows, pl.row_bytes, pl.p.m, "row-parallel FuseRS");
+  return end;
+}
+
 BuiltScheme build_commfuse(const BuildContext& ctx) {
   const CommFuseParams p = read_params(ctx);
   const Workload& w = ctx.workload;
@@ -256,95 +342,45 @@ BuiltScheme build_commfuse(const BuildContext& ctx) {
   GraphBuilder b(ctx);
   Pipeline pl{b, p, b.add_compute_and_comm_streams(), w.tp, 0, 0, "cf", {}, {}};
   const int T = w.tp;
-  auto check_m = [&](std::int64_t rows) {
-    if (rows / T < p.m)
-      throw InputError("", 0, "params.m",
-                       fmt::format("{} rows per rank cannot be cut into m = {} slices", rows / T, p.m));
-  };
   std::string reason;
-  Bytes largest = 0;  // the largest decomposed collective's S (each rank receives (T-1)/T of it)
-  auto note = [&](Bytes collective_bytes) { largest = std::max(largest, collective_bytes); };
+  std::vector<Bytes> collectives;  // S of every decomposed collective (each rank receives (T-1)/T of it)
 
   if (w.kind == "gemm_collective") {
     const GemmCollective gc = gemm_collective_shape(w);
     const RankGemm g{gc.m, gc.n, gc.k, gc.dtype};
-    check_m(gc.m);
+    check_m(p, T, gc.m);
     pl.rows = gc.m;
     if (gc.primitive == Primitive::reduce_scatter) {
       // Alg. 3: row-parallel projection, partial outputs of each sequence slice sent on.
       pl.row_bytes = gc.n * dtype_bytes(gc.dtype);
       pl.tag = "rowpar";
       pl.fuse_rs(gemm_unit(b, g), {});
-      note(gc.m * pl.row_bytes);
+      collectives.push_back(gc.m * pl.row_bytes);
       reason = step_reason(ctx.hardware, T, g, gc.m, pl.row_bytes, p.m, "FuseRS");
     } else {
       // Sec. 4.2: column-parallel projection over the gathered sequence, shard by shard.
       pl.row_bytes = gc.k * dtype_bytes(gc.dtype);
       pl.tag = "colpar";
       pl.fuse_ag(gemm_unit(b, g));
-      note(gc.m * pl.row_bytes);
+      collectives.push_back(gc.m * pl.row_bytes);
       reason = step_reason(ctx.hardware, T, g, gc.m, pl.row_bytes, p.m, "FuseAG");
     }
   } else if (w.kind == "mlp_tpsp") {
-    const auto& mlp = std::get<MlpTpSp>(w.shape);
-    const MlpShapes s = mlp_shapes(mlp, T);
-    check_m(s.col.m);
-    pl.rows = s.col.m;
-    pl.row_bytes = s.col.k * dtype_bytes(s.col.dtype);
-    pl.tag = "fc1";
-    const std::vector<OpId> ag = pl.fuse_ag(gemm_unit(b, s.col));
-    note(s.all_gather_bytes);
-    note(s.reduce_scatter_bytes);
-    std::vector<OpId> act;
-    for (int r = 0; r < T; ++r)
-      act.push_back(b.add_memory(r, pl.streams.compute[static_cast<std::size_t>(r)],
-                                 MemoryKernel{"activation", s.activation_bytes, {ag[static_cast<std::size_t>(r)]}, 0}));
-    pl.row_bytes = s.row.n * dtype_bytes(s.row.dtype);
-    pl.tag = "fc2";
-    pl.fuse_rs(gemm_unit(b, s.row), act);
-    reason = step_reason(ctx.hardware, T, s.row, s.row.m, pl.row_bytes, p.m, "FuseAG + FuseRS");
+    emit_mlp(pl, std::get<MlpTpSp>(w.shape), {}, "", collectives, reason);
   } else if (w.kind == "attention_tpsp") {
-    const auto& att = std::get<AttentionTpSp>(w.shape);
-    const AttentionShapes s = attention_shapes(att, T);
-    check_m(s.qkv.m);
-    pl.rows = s.qkv.m;
-    pl.row_bytes = s.qkv.k * dtype_bytes(s.qkv.dtype);
-    pl.tag = "qkv";
-    const std::vector<OpId> ag = pl.fuse_ag(gemm_unit(b, s.qkv));
-    note(s.all_gather_bytes);
-    note(s.reduce_scatter_bytes);
-    pl.row_bytes = s.out.n * dtype_bytes(s.out.dtype);
-    pl.tag = "attn_out";
-    const std::int64_t total_rows = s.out.m;
-    if (p.query_split) {
-      // Alg. 4: attention of one query slice (against all keys) + its output projection per step.
-      // Attention FLOPs are taken proportional to the slice's rows (causal masking makes late slices
-      // somewhat dearer; the split keeps the total exact).
-      const RankGemm out = s.out;
-      const double flops = s.attention_flops;
-      const std::int64_t tiles = s.attention_tiles;
-      const DType dt = att.dtype;
-      UnitCompute qs = [&b, out, flops, tiles, total_rows, dt](int rank, StreamId stream, std::int64_t rows,
-                                                               const std::string& name, const std::vector<OpId>& deps) {
-        const double frac = static_cast<double>(rows) / static_cast<double>(total_rows);
-        const std::int64_t t = std::max<std::int64_t>(1, (tiles * rows + total_rows - 1) / total_rows);
-        const OpId a = b.add_flop_kernel(rank, stream, name + ".attn", flops * frac, t, dt, deps);
-        GemmOptions o;
-        o.name = name + ".proj";
-        (void)a;  // the projection follows the attention in stream order
-        return b.add_gemm(rank, stream, GemmShape{rows, out.n, out.k, out.dtype}, o);
-      };
-      pl.fuse_rs(qs, ag);
-      reason = step_reason(ctx.hardware, T, s.out, total_rows, pl.row_bytes, p.m, "query-split FuseRS");
-    } else {
-      std::vector<OpId> attn;
-      for (int r = 0; r < T; ++r)
-        attn.push_back(b.add_flop_kernel(r, pl.streams.compute[static_cast<std::size_t>(r)], "attention",
-                                         s.attention_flops, s.attention_tiles, att.dtype,
-                                         {ag[static_cast<std::size_t>(r)]}));
-      pl.fuse_rs(gemm_unit(b, s.out), attn);
-      reason = step_reason(ctx.hardware, T, s.out, total_rows, pl.row_bytes, p.m, "row-parallel FuseRS");
+    emit_attention(pl, std::get<AttentionTpSp>(w.shape), {}, "", collectives, reason);
+  } else if (w.kind == "transformer") {
+    // Per layer attention then MLP; layer l+1's all-gather waits on each rank for layer l's MLP
+    // reduce-scatter (its input is that output), so layers do not overlap one another.
+    const Transformer& t = std::get<Transformer>(w.shape);
+    std::vector<OpId> end;
+    std::string attention_reason, mlp_reason;
+    for (int l = 0; l < t.layers; ++l) {
+      const std::string prefix = fmt::format("L{}.", l);
+      end = emit_attention(pl, transformer_attention(t), end, prefix, collectives, attention_reason);
+      end = emit_mlp(pl, transformer_mlp(t), end, prefix, collectives, mlp_reason);
     }
+    reason = fmt::format("{} layers; attention {}; MLP {}", t.layers, attention_reason, mlp_reason);
   } else if (w.kind == "attention_ulysses") {
     const auto& att = std::get<AttentionUlysses>(w.shape);
     const UlyssesShapes s = ulysses_shapes(att, T);
@@ -357,7 +393,7 @@ BuiltScheme build_commfuse(const BuildContext& ctx) {
     const std::vector<OpId> first = b.add_collective(a2a);
     // Rows: the whole sequence of every sample; one row carries d_model / T features of the rank's heads.
     const std::int64_t rows = att.batch * att.seq;
-    check_m(rows);
+    check_m(p, T, rows);
     pl.rows = rows;
     pl.row_bytes = att.d_model / T * dtype_bytes(att.dtype);
     pl.tag = "ulysses";
@@ -371,13 +407,19 @@ BuiltScheme build_commfuse(const BuildContext& ctx) {
       return b.add_flop_kernel(rank, stream, name + ".attn", flops * frac, t, dt, deps);
     };
     pl.fuse_a2a(qs, first);
-    note(s.qkv_all_to_all_bytes);
-    note(s.out_all_to_all_bytes);
+    collectives.push_back(s.qkv_all_to_all_bytes);
+    collectives.push_back(s.out_all_to_all_bytes);
     reason = "Fuse All-to-All: each query slice's attention hides the previous slice's transfer";
   } else {
     throw InputError("", 0, "workload.kind", fmt::format("commfuse does not apply to '{}'", w.kind));
   }
-  const Ps bound = port_bound_ps(ctx.hardware, T, largest / T * (T - 1));
+  // Bound: every byte a rank receives crosses its port. One layer keeps the largest collective's
+  // (T-1)/T share; in a composed model every collective goes through the same ports, and the ranks
+  // receive (T-1)/T of their sum on average, so the busiest rank at least that sum.
+  Bytes recv = 0;
+  for (const Bytes S : collectives)
+    recv = w.kind == "transformer" ? recv + S / T * (T - 1) : std::max(recv, S / T * (T - 1));
+  const Ps bound = port_bound_ps(ctx.hardware, T, recv);
   return b.finish(fmt::format("{} (schedule {}, m = {})", reason, commfuse_schedule_name(p.schedule), p.m), bound);
 }
 
@@ -387,7 +429,8 @@ bool commfuse_applies(const Workload& w) {
     const auto* gc = std::get_if<GemmCollective>(&w.shape);
     return gc && (gc->primitive == Primitive::reduce_scatter || gc->primitive == Primitive::all_gather);
   }
-  return w.kind == "mlp_tpsp" || w.kind == "attention_tpsp" || w.kind == "attention_ulysses";
+  return w.kind == "mlp_tpsp" || w.kind == "attention_tpsp" || w.kind == "attention_ulysses" ||
+         w.kind == "transformer";
 }
 
 }  // namespace
