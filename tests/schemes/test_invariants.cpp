@@ -150,8 +150,6 @@ TEST_CASE("every registered scheme keeps the invariants on random workloads", "[
       CHECK(r.exposed_comm_ps >= 0);
       CHECK(r.compute_only_ps <= r.latency_ps);
       CHECK(r.latency_ps >= r.bound_ps);
-      CHECK(r.overlap_efficiency >= 0.0);
-      CHECK(r.overlap_efficiency <= 1.0);
       CHECK(r.scheme_comm_ps <= r.latency_ps);
       // Exposed communication is at most what the scheme's own communication costs alone. (Not
       // always below comm_ps: k data slices pay k collective latencies, which on small shapes
@@ -159,6 +157,8 @@ TEST_CASE("every registered scheme keeps the invariants on random workloads", "[
       CHECK(r.exposed_comm_ps <= r.scheme_comm_ps);
       if (s.name == "no_overlap") CHECK(r.exposed_comm_ps == r.comm_ps);
       if (s.name == "no_overlap" || s.name == "tp_baseline") CHECK(r.exposed_comm_ps <= r.comm_ps);
+      // Every scheme that overlaps the workload's collectives with unchanged collectives hides some.
+      if (s.name != "data_slicing") CHECK(r.exposed_comm_ps <= r.comm_ps + r.comm_ps / 100);
       if (c.per_rank_bytes >= 0) {
         const BuiltScheme b = s.build(ctx);
         for (int rank = 0; rank < c.workload.tp; ++rank) {
