@@ -44,6 +44,17 @@ void YamlReader::fail_at(const std::string& key, const std::string& message) con
 
 void YamlReader::expect_map() const {
   if (!node_.IsMap()) fail("must be a map (got " + scalar_text() + ")");
+  // yaml-cpp keeps a repeated key and lookups see only one of them: the other would be silently
+  // ignored, so a repeat is an error at its second occurrence.
+  std::vector<std::string> seen;
+  for (const auto& kv : node_) {
+    std::string key = kv.first.Scalar();
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      const YAML::Mark mark = kv.first.Mark();
+      throw InputError(file_, mark.line >= 0 ? mark.line + 1 : 0, child_path(key), "key given twice");
+    }
+    seen.push_back(std::move(key));
+  }
 }
 
 void YamlReader::expect_sequence() const {

@@ -124,6 +124,13 @@ TEST_CASE("unknown keys are errors naming the key and its line", "[scenario][err
   check_located(load_error(replace_line(kGemm, 12, "  - {name: data_slicing, chunks: 8}")), 12, "schemes[1].chunks");
 }
 
+TEST_CASE("a key given twice is an error at its second line, not silently dropped", "[scenario][errors]") {
+  // Line 6 is `  m: ...`; writing it again on line 7 (in place of n) must not let one value win.
+  const InputError e = load_error(replace_line(kGemm, 7, "  m: 4096"));
+  check_located(e, 7, "workload.m");
+  CHECK_THAT(std::string(e.what()), Catch::Contains("given twice"));
+}
+
 TEST_CASE("wrong types are errors naming the key and its line", "[scenario][errors]") {
   const InputError e = load_error(replace_line(kGemm, 6, "  m: lots"));
   check_located(e, 6, "workload.m");
