@@ -342,7 +342,10 @@ class Engine {
       }
       const int gpu = rank(id);
       const int hbm = node_.fabric.hbm_link(gpu);
-      if (hbm < 0) throw SimError(fmt::format("memory kernel '{}': GPU {} has no HBM resource", o.name, gpu));
+      if (hbm < 0) {  // a node without a memory model: memory-bound work is free
+        queue_.push(now_, EventType::timer, id, kTimerComplete);
+        return;
+      }
       const double cap = node_.fabric.links()[static_cast<std::size_t>(hbm)].capacity_bytes_per_ps;
       const double service = std::ceil(static_cast<double>(o.bytes) / cap);
       start_transfer(TransferState{TransferKind::memory, id, kNoOp, gpu, gpu, o.bytes, {hbm},
@@ -590,6 +593,15 @@ Timeline run(const TaskGraph& graph, const NodeConfig& node, const EngineOptions
     throw SimError(fmt::format("graph has {} ranks but the node has {} GPUs", graph.num_ranks(), node.gpus.size()));
   for (const GpuConfig& g : node.gpus)
     if (g.sm_count > kSmBits) throw ResourceError(fmt::format("a GPU with {} SMs is beyond the engine's limit", g.sm_count));
+  // Every CTA is an event: past a few hundred million a run takes minutes, so refuse it up front
+  // rather than appear to hang.
+  constexpr std::int64_t kMaxCtas = 200'000'000;
+  std::int64_t ctas = 0;
+  for (const Op& op : graph.ops())
+    if (op.kind == OpKind::tiled || op.kind == OpKind::persistent) ctas += op.ctas;
+  if (ctas > kMaxCtas)
+    throw ResourceError(fmt::format("the graph has {} CTAs, more than the {} the engine simulates one by one; "
+                                    "shrink the workload", ctas, kMaxCtas));
   graph.check_acyclic();
   Engine engine(graph, node, options);
   return engine.run();

@@ -37,7 +37,8 @@ class SimError : public std::runtime_error {
 };
 
 // The graph asks for resources the node does not have (more SMs than the GPU, a copy with no copy
-// engine): a property of the scenario, not a bug, so tools report it as an input error.
+// engine) or for more CTAs than the engine simulates in reasonable time: a property of the scenario,
+// not a bug, so tools report it as an input error.
 class ResourceError : public SimError {
  public:
   using SimError::SimError;

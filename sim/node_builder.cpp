@@ -25,8 +25,11 @@ NodeConfig make_node(const HardwareProfile& profile, int ranks) {
                            spec.nodes[static_cast<std::size_t>(e.to)].name, e.link_class));
     edge_class.push_back(e.link_class);
   }
-  for (int g = 0; g < spec.num_gpus; ++g)
-    f.set_hbm(g, profile.gpu.hbm_bandwidth_gbps * profile.gpu.hbm_efficiency);
+  // hbm_bandwidth_gbps = 0 is "no memory model" (scenarios/hardware/README.md): no HBM resource, and
+  // memory-bound kernels take no time.
+  if (profile.gpu.hbm_bandwidth_gbps > 0)
+    for (int g = 0; g < spec.num_gpus; ++g)
+      f.set_hbm(g, profile.gpu.hbm_bandwidth_gbps * profile.gpu.hbm_efficiency);
 
   // Calibrated point-to-point curves apply to every GPU pair whose route's narrowest link is of that
   // class ("p2p.<class>" for SM-driven copies, "copy_engine.<class>" for copy engines).

@@ -12,8 +12,14 @@ namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+// Sizes stay far below what would overflow byte counts (a product of two dimensions times the dtype
+// size fits in 64 bits) and what the engine could simulate tile by tile.
+constexpr std::int64_t kMaxDimension = std::int64_t{1} << 24;
+
 void require_positive(std::int64_t v, const char* field) {
   if (v <= 0) throw std::invalid_argument(fmt::format("workload.{}: must be positive (got {})", field, v));
+  if (v > kMaxDimension)
+    throw std::invalid_argument(fmt::format("workload.{}: must be at most {} (got {})", field, kMaxDimension, v));
 }
 
 void require_divisible(std::int64_t v, int tp, const char* field) {

@@ -125,7 +125,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     err << "overlap-sim: error: " << e.what() << "\n";
     return kExitUsage;
   } catch (const sim::ResourceError& e) {
-    err << "overlap-sim: error: the hardware cannot run this: " << e.what() << "\n";
+    err << "overlap-sim: error: cannot simulate this: " << e.what() << "\n";
     return kExitUsage;
   } catch (const std::exception& e) {
     err << "overlap-sim: internal error: " << e.what() << "\n";

@@ -300,6 +300,20 @@ TEST_CASE("hardware that cannot run a scheme is an input error, not a crash", "[
   CHECK_THAT(too_many.err, Catch::Contains("hardware.comm.channels") && Catch::Contains("sm_count"));
 }
 
+TEST_CASE("absurd sizes are refused with the key named, not simulated for hours", "[cli]") {
+  const CliResult r = cli({"run", "--scheme", "no_overlap", "--set", "workload.tokens=1099511627776"});
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.err, Catch::Contains("workload.tokens") && Catch::Contains("at most"));
+}
+
+TEST_CASE("a profile without a memory model (hbm_bandwidth_gbps 0) still runs", "[cli]") {
+  const CliResult r = cli({"run", "--scheme", "no_overlap", "--set", "hardware.gpu.hbm_bandwidth_gbps=0", "--format", "json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["results"][0]["latency_us"].get<double>() > 0);
+}
+
 TEST_CASE("option graphviz: writes the task graph of one scheme as dot", "[cli][graphviz]") {
   TempDir dir;
   const std::string scen = dir.file("s.yaml");

@@ -141,6 +141,30 @@ TEST_CASE("a kernel asking more SMs than the GPU has is an error", "[engine][dea
   CHECK_THROWS_AS(run(g, switch_node(1, 132, 1)), ResourceError);
 }
 
+TEST_CASE("a graph too large to simulate tile by tile is refused at once", "[engine][deadlock]") {
+  TaskGraph g(1);
+  g.add(tiled("huge_gemm", g.add_stream(0, "s"), 300'000'000));
+  CHECK_THROWS_AS(run(g, switch_node(1, 132, 1)), ResourceError);
+  CHECK_THROWS_WITH(run(g, switch_node(1, 132, 1)), Catch::Contains("300000000 CTAs"));
+}
+
+TEST_CASE("without an HBM resource memory-bound kernels take no time", "[engine][memory]") {
+  NodeConfig n;
+  n.gpus.push_back(GpuConfig{8, 1});
+  n.fabric.add_node("gpu0", 0);
+  TaskGraph g(1);
+  Op m;
+  m.kind = OpKind::memory;
+  m.name = "rmsnorm";
+  m.bytes = 1'000'000;
+  m.stream = g.add_stream(0, "s");
+  const OpId id = g.add(m);
+  const OpId after = g.add(delay("after", m.stream, 5));
+  const Timeline tl = run(g, n);
+  CHECK(tl.ops[id].end_ps == 0);
+  CHECK(tl.ops[after].end_ps == 5);
+}
+
 TEST_CASE("invalid ops are rejected when added", "[engine][graph]") {
   TaskGraph g(2);
   const StreamId s = g.add_stream(0, "s");
