@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -298,6 +299,40 @@ TEST_CASE("hardware that cannot run a scheme is an input error, not a crash", "[
   const CliResult too_many = cli({"run", "--set", "hardware.comm.channels=200"});
   CHECK(too_many.rc == 2);
   CHECK_THAT(too_many.err, Catch::Contains("hardware.comm.channels") && Catch::Contains("sm_count"));
+}
+
+namespace {
+
+void require_finite(const nlohmann::json& j, const std::string& where) {
+  if (j.is_number_float()) {
+    INFO(where);
+    REQUIRE(std::isfinite(j.get<double>()));
+  } else if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) require_finite(v, where + "." + k);
+  } else if (j.is_array()) {
+    for (std::size_t i = 0; i < j.size(); ++i) require_finite(j[i], where + "[" + std::to_string(i) + "]");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every shipped scenario runs and reports finite numbers", "[cli][shipped]") {
+  std::vector<std::string> files;
+  for (const char* dir : {"/scenarios", "/scenarios/papers"})
+    for (const auto& e : fs::directory_iterator(std::string(OVERLAP_SOURCE_DIR) + dir))
+      if (e.path().extension() == ".yaml") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 10);
+  for (const std::string& f : files) {
+    INFO(f);
+    const CliResult r = cli({"run", f, "--format", "json"});
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    REQUIRE(!j["results"].empty());
+    require_finite(j, "report");
+    for (const auto& res : j["results"]) CHECK(res["latency_us"].get<double>() > 0);
+  }
 }
 
 TEST_CASE("absurd sizes are refused with the key named, not simulated for hours", "[cli]") {
