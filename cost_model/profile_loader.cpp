@@ -1,6 +1,7 @@
 #include "cost_model/profile_loader.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
@@ -248,7 +249,11 @@ bool looks_like_path(const std::string& s) {
 
 }  // namespace
 
-std::string default_hardware_dir() { return std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware"; }
+// The source tree, or OVERLAP_HOME when the program runs from elsewhere (README, tools/cli.cpp).
+std::string default_hardware_dir() {
+  const char* home = std::getenv("OVERLAP_HOME");
+  return (home && *home ? std::string(home) : std::string(OVERLAP_SOURCE_DIR)) + "/scenarios/hardware";
+}
 
 std::vector<std::string> builtin_profile_names(const std::string& hardware_dir) {
   std::vector<std::string> names;
@@ -307,7 +312,11 @@ YAML::Node load_profile_yaml(const std::string& name_or_path, const std::string&
     if (!fs::exists(file)) {
       std::string known;
       for (const auto& n : builtin_profile_names(hardware_dir)) known += (known.empty() ? "" : ", ") + n;
-      throw InputError("", 0, "hardware", "unknown hardware profile '" + name_or_path + "' (built-in: " + known + ")");
+      throw InputError("", 0, "hardware",
+                       "unknown hardware profile '" + name_or_path + "' (" +
+                           (known.empty() ? "no profiles under " + hardware_dir + "; is OVERLAP_HOME right?"
+                                          : "built-in: " + known) +
+                           ")");
     }
   }
   if (file_out) *file_out = file;

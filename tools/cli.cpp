@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cost_model/input_error.hpp"
+#include "cost_model/profile_loader.hpp"
 #include "sim/engine.hpp"
 #include "tools/cmd_profile.hpp"
 #include "tools/cmd_run.hpp"
@@ -26,7 +27,7 @@ std::string source_dir() {
   return home && *home ? std::string(home) : std::string(OVERLAP_SOURCE_DIR);
 }
 
-std::string hardware_dir() { return (fs::path(source_dir()) / "scenarios" / "hardware").string(); }
+std::string hardware_dir() { return default_hardware_dir(); }
 
 std::string resolve_input_path(const std::string& path) {
   if (path.empty() || fs::path(path).is_absolute() || fs::exists(path)) return path;
