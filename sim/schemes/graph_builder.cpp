@@ -84,6 +84,18 @@ void check_stream_rank(const TaskGraph& g, int rank, StreamId stream, const std:
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+// What every op starts from: its stream (checked to be on `rank`), name, kind and dependencies.
+Op new_op(const TaskGraph& g, int rank, StreamId stream, OpKind kind, const std::string& name,
+          const std::vector<OpId>& deps) {
+  check_stream_rank(g, rank, stream, name);
+  Op op;
+  op.name = name;
+  op.kind = kind;
+  op.stream = stream;
+  op.deps = deps;
+  return op;
+}
+
 }  // namespace
 
 OpId GraphBuilder::add_gemm(int rank, StreamId stream, const GemmShape& shape, const GemmOptions& options) {
@@ -93,10 +105,7 @@ OpId GraphBuilder::add_gemm(int rank, StreamId stream, const GemmShape& shape, c
   const GemmPlan plan = plan_gemm(hw, shape);
   const int sms = options.sm_budget > 0 ? std::min(options.sm_budget, hw.gpu.sm_count) : hw.gpu.sm_count;
 
-  Op op;
-  op.name = options.name;
-  op.stream = stream;
-  op.deps = options.deps;
+  Op op = new_op(graph_, rank, stream, OpKind::tiled, options.name, options.deps);
   op.ctas = plan.tiles;
   op.ctas_per_sm = plan.ctas_per_sm;
   op.cta_ps = plan.cta_ps;
@@ -112,8 +121,6 @@ OpId GraphBuilder::add_gemm(int rank, StreamId stream, const GemmShape& shape, c
   if (options.persistent || options.sm_budget > 0) {
     op.kind = OpKind::persistent;
     op.max_ctas = options.sm_budget > 0 ? sms * plan.ctas_per_sm : 0;
-  } else {
-    op.kind = OpKind::tiled;
   }
   return graph_.add(std::move(op));
 }
@@ -128,11 +135,7 @@ OpId GraphBuilder::add_flop_kernel(int rank, StreamId stream, const std::string&
   const std::int64_t k_equiv = std::max<std::int64_t>(1, std::llround(tile_flops / (2.0 * 128 * 128)));
   GemmShape probe{128, 128, k_equiv, dtype};
   const GemmPlan plan = plan_gemm(hardware(), probe);
-  Op op;
-  op.name = name;
-  op.kind = OpKind::tiled;
-  op.stream = stream;
-  op.deps = deps;
+  Op op = new_op(graph_, rank, stream, OpKind::tiled, name, deps);
   op.ctas = tiles;
   op.ctas_per_sm = 1;
   op.cta_ps = plan.cta_ps;
@@ -140,12 +143,7 @@ OpId GraphBuilder::add_flop_kernel(int rank, StreamId stream, const std::string&
 }
 
 OpId GraphBuilder::add_memory(int rank, StreamId stream, const MemoryKernel& kernel) {
-  check_stream_rank(graph_, rank, stream, kernel.name);
-  Op op;
-  op.name = kernel.name;
-  op.kind = OpKind::memory;
-  op.stream = stream;
-  op.deps = kernel.deps;
+  Op op = new_op(graph_, rank, stream, OpKind::memory, kernel.name, kernel.deps);
   op.bytes = kernel.bytes;
   op.channels = kernel.sms;
   return graph_.add(std::move(op));
@@ -262,13 +260,8 @@ void GraphBuilder::add_collective_required_bytes(Primitive primitive, Bytes byte
 
 OpId GraphBuilder::add_copy(int rank, StreamId stream, int src_gpu, int dst_gpu, Bytes bytes, const std::string& name,
                             const std::vector<OpId>& deps, bool count_required) {
-  check_stream_rank(graph_, rank, stream, name);
-  Op op;
-  op.name = name;
-  op.kind = OpKind::copy;
-  op.stream = stream;
+  Op op = new_op(graph_, rank, stream, OpKind::copy, name, deps);
   op.comm = true;
-  op.deps = deps;
   op.bytes = bytes;
   op.src_gpu = src_gpu;
   op.dst_gpu = dst_gpu;
@@ -279,12 +272,7 @@ OpId GraphBuilder::add_copy(int rank, StreamId stream, int src_gpu, int dst_gpu,
 
 OpId GraphBuilder::add_wait(int rank, StreamId stream, CounterId counter, std::int64_t target,
                             const std::string& name, const std::vector<OpId>& deps) {
-  check_stream_rank(graph_, rank, stream, name);
-  Op op;
-  op.name = name;
-  op.kind = OpKind::wait;
-  op.stream = stream;
-  op.deps = deps;
+  Op op = new_op(graph_, rank, stream, OpKind::wait, name, deps);
   op.counter = counter;
   op.target = target;
   return graph_.add(std::move(op));
@@ -292,12 +280,7 @@ OpId GraphBuilder::add_wait(int rank, StreamId stream, CounterId counter, std::i
 
 OpId GraphBuilder::add_signal(int rank, StreamId stream, CounterId counter, std::int64_t amount,
                               const std::string& name, const std::vector<OpId>& deps) {
-  check_stream_rank(graph_, rank, stream, name);
-  Op op;
-  op.name = name;
-  op.kind = OpKind::signal;
-  op.stream = stream;
-  op.deps = deps;
+  Op op = new_op(graph_, rank, stream, OpKind::signal, name, deps);
   op.counter = counter;
   op.amount = amount;
   return graph_.add(std::move(op));
@@ -305,12 +288,7 @@ OpId GraphBuilder::add_signal(int rank, StreamId stream, CounterId counter, std:
 
 OpId GraphBuilder::add_delay(int rank, StreamId stream, Ps delay_ps, const std::string& name,
                              const std::vector<OpId>& deps, bool comm) {
-  check_stream_rank(graph_, rank, stream, name);
-  Op op;
-  op.name = name;
-  op.kind = OpKind::delay;
-  op.stream = stream;
-  op.deps = deps;
+  Op op = new_op(graph_, rank, stream, OpKind::delay, name, deps);
   op.delay_ps = delay_ps;
   op.comm = comm;
   return graph_.add(std::move(op));
