@@ -10,22 +10,16 @@
 //   rates      inside the engine: bytes per picosecond (double). 1 GB/s = 1e-3 B/ps.
 #include <cmath>
 #include <cstdint>
-#include <limits>
 
 namespace overlap {
 
 using Ps = std::int64_t;     // picoseconds
 using Bytes = std::int64_t;  // bytes
 
-inline constexpr Ps kPsPerNs = 1'000;
 inline constexpr Ps kPsPerUs = 1'000'000;
-inline constexpr Ps kPsPerMs = 1'000'000'000;
-inline constexpr Ps kNever = std::numeric_limits<Ps>::max();
 
 // Rounds to the nearest picosecond; callers pass finite, non-negative values (validated upstream).
 inline Ps ps_from_us(double us) { return static_cast<Ps>(std::llround(us * 1e6)); }
-inline Ps ps_from_ns(double ns) { return static_cast<Ps>(std::llround(ns * 1e3)); }
-inline Ps ps_from_s(double s) { return static_cast<Ps>(std::llround(s * 1e12)); }
 inline double us_from_ps(Ps ps) { return static_cast<double>(ps) / 1e6; }  // division: exact decimals print cleanly
 
 // GB/s (1e9 B/s) <-> bytes per picosecond.
