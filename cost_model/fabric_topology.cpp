@@ -1,12 +1,15 @@
 // Topology presets -> fabric graph (design.md "Fabric": GPU ports, switches, PCIe root/host, NICs;
 // directed links with capacity and latency). Link class names the presets use:
 //   nvswitch, full_mesh: "nvlink";  pcie: "pcie" and "host" (the CPU interconnect between NUMA
-//   nodes, e.g. UPI/Infinity Fabric);  multi_node: "nvlink" and "network" (NIC port, e.g. IB).
+//   nodes, e.g. UPI/Infinity Fabric);  multi_node: "nvlink" and "network" (NIC port, e.g. IB);
+//   virtual: "d2d" (a device-to-device copy between partitions of one GPU) or "pcie" (staged
+//   through pinned host memory).
 // A class's latency is that of one GPU-to-GPU transfer over the class; a route through a switch has
 // two edges of the class, so each edge touching a switch carries half of it.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "cost_model/hardware_profile.hpp"
 
@@ -82,15 +85,27 @@ void expand_pcie(FabricSpec& f) {
   }
 }
 
-// Nodes of gpus_per_node GPUs on an NVSwitch each; one NIC per GPU (GPUDirect RDMA), every NIC on
-// one network switch.
+// Nodes of gpus_per_node GPUs on an NVSwitch each; one NIC per GPU (GPUDirect RDMA). Without rails
+// every NIC is on one network switch. Rail-optimised (the DGX SuperPOD layout): NIC i of every node
+// is on rail switch i, and the rail switches are joined by a non-blocking spine, so traffic between
+// same-index GPUs of two nodes crosses one switch and other pairs cross rail, spine, rail.
 void expand_multi_node(FabricSpec& f) {
   const LinkClass& nv = need_class(f, "nvlink");
   const LinkClass& net = need_class(f, "network");
   const int per_node = f.gpus_per_node > 0 ? f.gpus_per_node : f.num_gpus;
   const int nodes = (f.num_gpus + per_node - 1) / per_node;
   add_gpus(f);
-  const int net_sw = add_node(f, "network_switch", FabricNodeKind::network_switch);
+  std::vector<int> net_sw;
+  if (!f.rails) {
+    net_sw.push_back(add_node(f, "network_switch", FabricNodeKind::network_switch));
+  } else {
+    const int spine = add_node(f, "spine", FabricNodeKind::network_switch);
+    for (int i = 0; i < per_node; ++i) {
+      net_sw.push_back(add_node(f, "rail" + std::to_string(i), FabricNodeKind::network_switch));
+      // Non-blocking: the spine port of a rail carries what all its NICs can send.
+      add_duplex(f, net_sw.back(), spine, net, net.bandwidth_gbps * nodes, 0);
+    }
+  }
   for (int n = 0; n < nodes; ++n) {
     const std::string prefix = "node" + std::to_string(n) + ".";
     const int sw = add_node(f, prefix + "nvswitch", FabricNodeKind::nvswitch);
@@ -98,9 +113,36 @@ void expand_multi_node(FabricSpec& f) {
       add_duplex(f, g, sw, nv, nv.bandwidth_gbps, nv.latency_us / 2);
       const int nic = add_node(f, "nic" + std::to_string(g), FabricNodeKind::nic);
       add_duplex(f, g, nic, net, net.bandwidth_gbps, 0);
-      add_duplex(f, nic, net_sw, net, net.bandwidth_gbps, net.latency_us / 2);
+      const int leaf = net_sw[f.rails ? static_cast<std::size_t>(g - n * per_node) : 0];
+      add_duplex(f, nic, leaf, net, net.bandwidth_gbps, net.latency_us / 2);
     }
   }
+}
+
+// T virtual ranks on one physical GPU (the calibration's single-GPU host). d2d: every rank reaches
+// the others through the GPU's memory system (one hub; the HBM the copies read and write is the
+// engine's shared HBM resource). host: a copy is staged through pinned host memory, so every rank's
+// traffic shares the one PCIe link of the physical GPU (D2H on its up direction, H2D on its down).
+void expand_virtual(FabricSpec& f) {
+  add_gpus(f);
+  if (f.virtual_link == "host") {
+    const LinkClass& pcie = need_class(f, "pcie");
+    const int out = add_node(f, "gpu.out", FabricNodeKind::gpu_memory);
+    const int in = add_node(f, "gpu.in", FabricNodeKind::gpu_memory);
+    const int host = add_node(f, "host", FabricNodeKind::host);
+    // Inside the GPU the partitions are not the limit: the PCIe link (and HBM) are.
+    constexpr double kOnChipGbps = 1e6;
+    for (int g = 0; g < f.num_gpus; ++g) {
+      f.edges.push_back(FabricEdge{g, out, pcie.name, kOnChipGbps, 0});
+      f.edges.push_back(FabricEdge{in, g, pcie.name, kOnChipGbps, 0});
+    }
+    f.edges.push_back(FabricEdge{out, host, pcie.name, pcie.bandwidth_gbps, pcie.latency_us / 2});
+    f.edges.push_back(FabricEdge{host, in, pcie.name, pcie.bandwidth_gbps, pcie.latency_us / 2});
+    return;
+  }
+  const LinkClass& d2d = need_class(f, "d2d");
+  const int hub = add_node(f, "gpu.memory", FabricNodeKind::gpu_memory);
+  for (int g = 0; g < f.num_gpus; ++g) add_duplex(f, g, hub, d2d, d2d.bandwidth_gbps, d2d.latency_us / 2);
 }
 
 }  // namespace
@@ -118,6 +160,8 @@ void expand_topology(FabricSpec& fabric) {
     expand_pcie(fabric);
   } else if (fabric.topology == "multi_node") {
     expand_multi_node(fabric);
+  } else if (fabric.topology == "virtual") {
+    expand_virtual(fabric);
   } else {
     throw std::invalid_argument("unknown fabric topology '" + fabric.topology + "'");
   }

@@ -38,8 +38,39 @@ const char* fabric_node_kind_name(FabricNodeKind k) {
     case FabricNodeKind::host: return "host";
     case FabricNodeKind::nic: return "nic";
     case FabricNodeKind::network_switch: return "network_switch";
+    case FabricNodeKind::gpu_memory: return "gpu_memory";
   }
   return "?";
+}
+
+const char* transport_name(Transport t) {
+  switch (t) {
+    case Transport::nccl_p2p: return "nccl_p2p";
+    case Transport::sm_copy: return "sm_copy";
+    case Transport::copy_engine: return "copy_engine";
+    case Transport::one_sided: return "one_sided";
+  }
+  return "?";
+}
+
+std::optional<Transport> parse_transport(const std::string& s) {
+  for (Transport t : kAllTransports)
+    if (s == transport_name(t)) return t;
+  return std::nullopt;
+}
+
+const TransportSpec& TransportsSpec::of(Transport t) const {
+  switch (t) {
+    case Transport::nccl_p2p: return nccl_p2p;
+    case Transport::sm_copy: return sm_copy;
+    case Transport::copy_engine: return copy_engine;
+    case Transport::one_sided: return one_sided;
+  }
+  return copy_engine;
+}
+
+TransportSpec& TransportsSpec::of(Transport t) {
+  return const_cast<TransportSpec&>(static_cast<const TransportsSpec&>(*this).of(t));
 }
 
 }  // namespace overlap

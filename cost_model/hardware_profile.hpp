@@ -2,6 +2,7 @@
 // HardwareProfile: everything the simulator knows about a node, written in YAML by hand or by the
 // calibration harness (design.md "Calibration and validation"). Every field carries its unit in its
 // name (see units.hpp: `_gbps` is GB/s). Defaults are documented here and in scenarios/hardware/README.md.
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -27,7 +28,6 @@ struct GpuSpec {
   double hbm_bandwidth_gbps = 0;      // datasheet HBM bandwidth
   double hbm_efficiency = 0.9;        // fraction a streaming kernel reaches
   int copy_engines = 2;               // async copy engines usable for transfers
-  double kernel_launch_us = 2.0;      // gap a stream pays before each kernel starts
   int min_sm_partition = 1;           // green-context granularity (8 on Hopper)
   // Time of one 128x128 output tile over K = 1024 (2*128*128*1024 FLOP) on one SM, in us; when > 0
   // it replaces peak_tflops * gemm_efficiency / sm_count as the per-SM GEMM rate (for every dtype).
@@ -37,6 +37,65 @@ struct GpuSpec {
   // (1 + gemm_comm_interference * busy_sms / sm_count) times longer while busy_sms SMs run comm.
   // 0.5 is a placeholder until the interference microbenchmark (design.md "Calibration") measures it.
   double gemm_comm_interference = 0.5;
+  // L2 reuse of GEMM operands: a tile streams (tile_m + tile_n) * K operand bytes, of which 1 /
+  // gemm_l2_reuse comes from HBM (the rest hits in L2, shared by the tiles of a wave that read the
+  // same rows of A and columns of B: about sqrt(tiles per wave) for a swizzled raster). Sets the HBM
+  // traffic a running GEMM competes with copies and memory kernels for. Placeholder until the
+  // interference benchmark measures it.
+  double gemm_l2_reuse = 8.0;
+};
+
+// Kernel launch (design.md "Streams and sync"): the host thread of each rank issues its launches
+// ahead of the GPU, in program order, each costing host_us of host time; on the device a kernel
+// starts no earlier than gap_us after the kernel it depends on ends. Under CUDA Graphs the host cost
+// is paid once per graph (nothing per kernel) and the device gap is graph_gap_us.
+struct LaunchSpec {
+  // pegainfer blog "From Launch Overhead to CUDA Graph" (CUDA 13): 4-6 us of driver and runtime work
+  // per launch; placeholder until the launch benchmark (calibrate/) measures it.
+  double host_us = 4.0;
+  // NVIDIA blog "Getting Started with CUDA Graphs" (V100): 3.8 us per kernel back to back on a
+  // stream vs 3.4 us as a graph for a 2.9 us kernel, i.e. about 0.9 us and 0.5 us of device-side gap.
+  double gap_us = 0.9;
+  double graph_gap_us = 0.5;
+  bool cuda_graphs = false;
+  Ps gap_ps() const { return ps_from_us(cuda_graphs ? graph_gap_us : gap_us); }
+  Ps host_ps() const { return cuda_graphs ? 0 : ps_from_us(host_us); }
+};
+
+// How bytes move between GPUs: one cost per mechanism (design.md "Copy engines", "Collectives").
+// An isolated transfer of s bytes over a route takes
+//     route wire latency + latency_us + s / (narrowest link bandwidth * efficiency)
+// (capped further by k * cta_gbps for an SM copy kernel of k CTAs), unless the profile has a
+// calibrated curve "<mechanism>.<link class>", which then gives the whole time.
+enum class Transport : std::uint8_t {
+  nccl_p2p,     // NCCL send/recv kernels (CommFuse's p2p_send / p2p_recv): hold SMs, match both sides
+  sm_copy,      // an SM copy kernel of k CTAs reading peer memory (TransformerEngine userbuffers)
+  copy_engine,  // cudaMemcpyAsync on a copy engine (PyTorch async TP): no SMs
+  one_sided,    // put/get on symmetric memory from a kernel (NVSHMEM-like)
+};
+inline constexpr Transport kAllTransports[] = {Transport::nccl_p2p, Transport::sm_copy, Transport::copy_engine,
+                                               Transport::one_sided};
+const char* transport_name(Transport t);
+std::optional<Transport> parse_transport(const std::string& s);
+
+struct TransportSpec {
+  double latency_us = 0;    // per-transfer cost on top of the route's wire latency
+  double efficiency = 1.0;  // fraction of the narrowest link's bandwidth the mechanism reaches
+  double cta_gbps = 0;      // sm_copy: bandwidth one CTA moves (0 = no per-CTA limit)
+};
+
+struct TransportsSpec {
+  // Defaults: facts.md "NVIDIA H100 SXM" (copy-engine P2P writes about 376 GB/s of 450 one-way,
+  // NVIDIA/nccl issue 1264 -> 0.83) and p2pBandwidthLatencyTest's P2P write latency of about 1.8-2.3 us
+  // (NVIDIA/cuda-samples issue 230); NCCL send/recv at the collectives' busbw fraction (facts.md
+  // "NCCL on 8xH100 NVSwitch": 0.82) and its Simple base latency; the SM-copy and one-sided figures
+  // are placeholders until calibrate/ measures them.
+  TransportSpec nccl_p2p{8.4, 0.82, 0};
+  TransportSpec sm_copy{2.0, 0.83, 25.0};
+  TransportSpec copy_engine{2.0, 0.83, 0};
+  TransportSpec one_sided{1.5, 0.83, 0};
+  const TransportSpec& of(Transport t) const;
+  TransportSpec& of(Transport t);
 };
 
 // A class of link, e.g. "nvlink", "pcie", "ib". `--set hardware.links.nvlink.bandwidth_gbps=900`.
@@ -46,7 +105,8 @@ struct LinkClass {
   double latency_us = 0;      // one-way latency of a transfer over this class
 };
 
-enum class FabricNodeKind { gpu, nvswitch, pcie_switch, host, nic, network_switch };
+// gpu_memory: the on-chip crossbar through which virtual ranks of one physical GPU reach each other.
+enum class FabricNodeKind { gpu, nvswitch, pcie_switch, host, nic, network_switch, gpu_memory };
 const char* fabric_node_kind_name(FabricNodeKind k);
 
 struct FabricNode {
@@ -67,11 +127,19 @@ struct FabricSpec {
   // Topology preset the edges were generated from: "nvswitch" (every GPU to one switch),
   // "full_mesh" (pairwise direct links, e.g. A800 NVLink), "pcie" (GPUs under PCIe switches per
   // NUMA node, nodes joined through the host), "multi_node" (nodes of `gpus_per_node` on an NVSwitch
-  // each, joined by NICs over `network`), or "explicit" (nodes and edges given).
+  // each, joined by NICs over `network`), "virtual" (T ranks on one physical GPU, see virtual_link),
+  // or "explicit" (nodes and edges given).
   std::string topology = "nvswitch";
   int num_gpus = 0;
   int gpus_per_node = 0;     // multi_node; 0 = all GPUs in one node
   int gpus_per_numa = 0;     // pcie; 0 = all under one root
+  // virtual: T virtual ranks share ONE physical GPU (the calibration's single-GPU host, green-context
+  // SM partitions): one HBM and one pool of copy engines; a rank-to-rank copy is a device-to-device
+  // copy through that HBM ("d2d") or staged through pinned host memory over `pcie` ("host").
+  std::string virtual_link = "d2d";
+  // multi_node: NICs on rail switches (NIC i of every node on rail switch i), rails joined by a
+  // spine; false = every NIC on one network switch.
+  bool rails = false;
   std::map<std::string, LinkClass> links;
   std::vector<FabricNode> nodes;  // filled by expand_topology() unless explicit
   std::vector<FabricEdge> edges;
@@ -103,7 +171,11 @@ struct HardwareProfile {
   GpuSpec gpu;
   FabricSpec fabric;
   CommSpec comm;
-  // Calibrated bandwidth curves by key: "p2p.<link_class>", "copy_engine.<link_class>",
+  LaunchSpec launch;
+  TransportsSpec transports;
+  // Calibrated bandwidth curves by key: "<transport>.<link_class>" (transport_name: nccl_p2p, sm_copy,
+  // copy_engine, one_sided; "p2p.<class>" is an alias of sm_copy; link class "d2d", "h2d", "d2h" for
+  // copies inside one GPU or to/from pinned host memory),
   // "all_reduce", "reduce_scatter", "all_gather", "all_to_all" (algbw vs full array size).
   std::map<std::string, BandwidthCurve> curves;
   std::vector<GemmProfileEntry> gemm_profiles;

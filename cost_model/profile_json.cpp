@@ -18,10 +18,10 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
               {"hbm_bandwidth_gbps", g.hbm_bandwidth_gbps},
               {"hbm_efficiency", g.hbm_efficiency},
               {"copy_engines", g.copy_engines},
-              {"kernel_launch_us", g.kernel_launch_us},
               {"min_sm_partition", g.min_sm_partition},
               {"gemm_tile_us", g.gemm_tile_us},
-              {"gemm_comm_interference", g.gemm_comm_interference}};
+              {"gemm_comm_interference", g.gemm_comm_interference},
+              {"gemm_l2_reuse", g.gemm_l2_reuse}};
   const FabricSpec& f = p.fabric;
   json links = json::object();
   for (const auto& [name, lc] : f.links) {
@@ -41,9 +41,22 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
                      {"bandwidth_gbps", e.bandwidth_gbps},
                      {"latency_us", e.latency_us}});
   }
-  j["fabric"] = {{"topology", f.topology},       {"num_gpus", f.num_gpus}, {"gpus_per_node", f.gpus_per_node},
-                 {"gpus_per_numa", f.gpus_per_numa}, {"links", links},      {"nodes", nodes},
+  j["fabric"] = {{"topology", f.topology},         {"num_gpus", f.num_gpus}, {"gpus_per_node", f.gpus_per_node},
+                 {"gpus_per_numa", f.gpus_per_numa},   {"links", links},      {"nodes", nodes},
                  {"edges", edges}};
+  if (f.topology == "virtual") j["fabric"]["virtual_link"] = f.virtual_link;
+  if (f.topology == "multi_node") j["fabric"]["rails"] = f.rails;
+  const LaunchSpec& l = p.launch;
+  j["launch"] = {{"host_us", l.host_us}, {"gap_us", l.gap_us}, {"graph_gap_us", l.graph_gap_us},
+                 {"cuda_graphs", l.cuda_graphs}};
+  json transports = json::object();
+  for (Transport t : kAllTransports) {
+    const TransportSpec& ts = p.transports.of(t);
+    json jt = {{"latency_us", ts.latency_us}, {"efficiency", ts.efficiency}};
+    if (t == Transport::sm_copy) jt["cta_gbps"] = ts.cta_gbps;
+    transports[transport_name(t)] = jt;
+  }
+  j["transports"] = transports;
   const CommSpec& c = p.comm;
   j["comm"] = {{"library", c.library},
                {"channels", c.channels},

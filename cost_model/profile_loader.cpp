@@ -25,8 +25,8 @@ int to_int(const YamlReader& r, const std::string& key, std::int64_t v) {
 
 GpuSpec read_gpu(const YamlReader& r) {
   r.allow_keys({"name", "sm_count", "gemm_ctas_per_sm", "clock_mhz", "peak_tflops", "gemm_efficiency",
-                "hbm_bandwidth_gbps", "hbm_efficiency", "copy_engines", "kernel_launch_us", "min_sm_partition",
-                "gemm_tile_us", "gemm_comm_interference"});
+                "hbm_bandwidth_gbps", "hbm_efficiency", "copy_engines", "min_sm_partition", "gemm_tile_us",
+                "gemm_comm_interference", "gemm_l2_reuse"});
   GpuSpec g;
   g.name = r.get_string("name", g.name);
   g.sm_count = to_int(r, "sm_count", r.get_positive_int("sm_count"));
@@ -45,10 +45,11 @@ GpuSpec read_gpu(const YamlReader& r) {
   g.hbm_bandwidth_gbps = r.get_nonnegative_double("hbm_bandwidth_gbps", g.hbm_bandwidth_gbps);
   g.hbm_efficiency = r.get_fraction("hbm_efficiency", g.hbm_efficiency);
   g.copy_engines = to_int(r, "copy_engines", r.get_nonnegative_int("copy_engines", g.copy_engines));
-  g.kernel_launch_us = r.get_nonnegative_double("kernel_launch_us", g.kernel_launch_us);
   g.min_sm_partition = to_int(r, "min_sm_partition", r.get_positive_int("min_sm_partition", g.min_sm_partition));
   g.gemm_tile_us = r.get_nonnegative_double("gemm_tile_us", g.gemm_tile_us);
   g.gemm_comm_interference = r.get_nonnegative_double("gemm_comm_interference", g.gemm_comm_interference);
+  g.gemm_l2_reuse = r.get_positive_double("gemm_l2_reuse", g.gemm_l2_reuse);
+  if (g.gemm_l2_reuse < 1) r.fail_at("gemm_l2_reuse", "must be at least 1 (every operand byte is read once)");
   if (g.peak_tflops.empty() && g.gemm_tile_us <= 0) {
     throw InputError(r.file(), r.line(), r.path().empty() ? "peak_tflops" : r.path() + ".peak_tflops",
                      "missing required field (or give gemm_tile_us)");
@@ -59,7 +60,7 @@ GpuSpec read_gpu(const YamlReader& r) {
 
 std::optional<FabricNodeKind> parse_node_kind(const std::string& s) {
   for (auto k : {FabricNodeKind::gpu, FabricNodeKind::nvswitch, FabricNodeKind::pcie_switch, FabricNodeKind::host,
-                 FabricNodeKind::nic, FabricNodeKind::network_switch}) {
+                 FabricNodeKind::nic, FabricNodeKind::network_switch, FabricNodeKind::gpu_memory}) {
     if (s == fabric_node_kind_name(k)) return k;
   }
   return std::nullopt;
@@ -75,7 +76,8 @@ void read_explicit_graph(const YamlReader& r, FabricSpec& f) {
     FabricNode node;
     node.name = n.get_string("name");
     const auto kind = parse_node_kind(n.get_string("kind"));
-    if (!kind) n.fail_at("kind", "unknown node kind (allowed: gpu, nvswitch, pcie_switch, host, nic, network_switch)");
+    if (!kind) n.fail_at("kind", "unknown node kind (allowed: gpu, nvswitch, pcie_switch, host, nic, network_switch, "
+                             "gpu_memory)");
     node.kind = *kind;
     if (node.kind == FabricNodeKind::gpu) {
       node.gpu = to_int(n, "gpu", n.get_nonnegative_int("gpu", -1));
@@ -111,13 +113,25 @@ void read_explicit_graph(const YamlReader& r, FabricSpec& f) {
 }
 
 FabricSpec read_fabric(const YamlReader& r) {
-  r.allow_keys({"topology", "num_gpus", "gpus_per_node", "gpus_per_numa", "links", "nodes", "edges"});
+  r.allow_keys({"topology", "num_gpus", "gpus_per_node", "gpus_per_numa", "virtual_link", "rails", "links", "nodes",
+                "edges"});
   FabricSpec f;
   f.topology = r.get_string("topology", f.topology);
-  static const std::vector<std::string> topologies = {"nvswitch", "full_mesh", "pcie", "multi_node", "explicit"};
+  static const std::vector<std::string> topologies = {"nvswitch", "full_mesh", "pcie", "multi_node", "virtual",
+                                                      "explicit"};
   if (std::find(topologies.begin(), topologies.end(), f.topology) == topologies.end()) {
     r.fail_at("topology", "unknown topology '" + f.topology +
-                              "' (allowed: nvswitch, full_mesh, pcie, multi_node, explicit)");
+                              "' (allowed: nvswitch, full_mesh, pcie, multi_node, virtual, explicit)");
+  }
+  if (r.has("virtual_link")) {
+    if (f.topology != "virtual") r.fail_at("virtual_link", "only allowed with topology: virtual");
+    f.virtual_link = r.get_string("virtual_link");
+    if (f.virtual_link != "d2d" && f.virtual_link != "host")
+      r.fail_at("virtual_link", "must be d2d or host (got '" + f.virtual_link + "')");
+  }
+  if (r.has("rails")) {
+    if (f.topology != "multi_node") r.fail_at("rails", "only allowed with topology: multi_node");
+    f.rails = r.get_bool("rails", false);
   }
   f.num_gpus = to_int(r, "num_gpus", r.get_positive_int("num_gpus"));
   f.gpus_per_node = to_int(r, "gpus_per_node", r.get_nonnegative_int("gpus_per_node", 0));
@@ -149,6 +163,7 @@ FabricSpec read_fabric(const YamlReader& r) {
     if (f.num_gpus > per_numa) need.push_back("host");
   }
   if (f.topology == "multi_node") need = {"nvlink", "network"};
+  if (f.topology == "virtual") need = {f.virtual_link == "host" ? "pcie" : "d2d"};
   for (const auto& n : need) {
     if (!f.links.count(n)) links.fail("missing link class '" + n + "' (topology " + f.topology + " needs it)");
   }
@@ -176,9 +191,39 @@ CommSpec read_comm(const YamlReader& r) {
   return c;
 }
 
+LaunchSpec read_launch(const YamlReader& r) {
+  r.allow_keys({"host_us", "gap_us", "graph_gap_us", "cuda_graphs"});
+  LaunchSpec l;
+  l.host_us = r.get_nonnegative_double("host_us", l.host_us);
+  l.gap_us = r.get_nonnegative_double("gap_us", l.gap_us);
+  l.graph_gap_us = r.get_nonnegative_double("graph_gap_us", l.graph_gap_us);
+  l.cuda_graphs = r.get_bool("cuda_graphs", l.cuda_graphs);
+  return l;
+}
+
+TransportsSpec read_transports(const YamlReader& r) {
+  std::vector<std::string> names;
+  for (Transport t : kAllTransports) names.push_back(transport_name(t));
+  r.allow_keys(names);
+  TransportsSpec out;
+  for (Transport t : kAllTransports) {
+    const auto c = r.optional_child(transport_name(t));
+    if (!c) continue;
+    TransportSpec& spec = out.of(t);
+    if (t == Transport::sm_copy) c->allow_keys({"latency_us", "efficiency", "cta_gbps"});
+    else c->allow_keys({"latency_us", "efficiency"});
+    spec.latency_us = c->get_nonnegative_double("latency_us", spec.latency_us);
+    spec.efficiency = c->get_fraction("efficiency", spec.efficiency);
+    if (t == Transport::sm_copy) spec.cta_gbps = c->get_nonnegative_double("cta_gbps", spec.cta_gbps);
+  }
+  return out;
+}
+
 bool valid_curve_key(const std::string& key) {
-  for (const char* prefix : {"p2p.", "copy_engine."}) {
-    if (key.rfind(prefix, 0) == 0 && key.size() > std::string(prefix).size()) return true;
+  std::vector<std::string> prefixes = {"p2p."};
+  for (Transport t : kAllTransports) prefixes.push_back(std::string(transport_name(t)) + ".");
+  for (const std::string& prefix : prefixes) {
+    if (key.rfind(prefix, 0) == 0 && key.size() > prefix.size()) return true;
   }
   const auto dot = key.find('.');
   if (!parse_collective_primitive(key.substr(0, dot))) return false;
@@ -266,13 +311,15 @@ std::vector<std::string> builtin_profile_names(const std::string& hardware_dir) 
 }
 
 HardwareProfile profile_from_yaml(const YamlReader& r, const std::string& base_dir) {
-  r.allow_keys({"name", "description", "gpu", "fabric", "comm", "curves", "gemm_profiles"});
+  r.allow_keys({"name", "description", "gpu", "fabric", "comm", "launch", "transports", "curves", "gemm_profiles"});
   HardwareProfile p;
   p.name = r.get_string("name", "");
   p.description = r.get_string("description", "");
   p.gpu = read_gpu(r.child("gpu"));
   p.fabric = read_fabric(r.child("fabric"));
   if (auto c = r.optional_child("comm")) p.comm = read_comm(*c);
+  if (auto l = r.optional_child("launch")) p.launch = read_launch(*l);
+  if (auto t = r.optional_child("transports")) p.transports = read_transports(*t);
   // A collective kernel holds its channels' SMs at once: more than the GPU has could never run. An
   // explicit value that large is an error; a default that large (a small GPU) is cut to sm_count.
   const auto comm_node = r.optional_child("comm");
@@ -291,9 +338,13 @@ HardwareProfile profile_from_yaml(const YamlReader& r, const std::string& base_d
     for (const auto& key : curves->keys()) {
       if (!valid_curve_key(key)) {
         curves->fail_at(key, "unknown curve (allowed: all_reduce, reduce_scatter, all_gather, all_to_all, "
-                             "broadcast, reduce, optionally .n<ranks>; p2p.<link_class>; copy_engine.<link_class>)");
+                             "broadcast, reduce, optionally .n<ranks>; <transport>.<link_class> with transport nccl_p2p, "
+                             "sm_copy, copy_engine, one_sided or p2p)");
       }
-      p.curves[key] = read_curve(curves->child(key), base_dir);
+      // "p2p.<class>" is the older name of an SM-driven copy's curve.
+      const std::string stored = key.rfind("p2p.", 0) == 0 ? "sm_copy." + key.substr(4) : key;
+      if (p.curves.count(stored)) curves->fail_at(key, "given twice (p2p.<class> is sm_copy.<class>)");
+      p.curves[stored] = read_curve(curves->child(key), base_dir);
     }
   }
   if (auto g = r.optional_child("gemm_profiles")) {

@@ -2,6 +2,11 @@
 // The discrete-event engine (design.md "The simulation model"). Events are plain data ordered by
 // (time, sequence), so runs are byte-identical; handlers schedule the events they cause. The engine
 // knows SMs, streams, copy engines, counters and the fabric; it knows nothing of schemes.
+//
+// Inside, two sides meet through a narrow interface (ASTRA-sim's system layer / network backend
+// split, style.md): the GPU side (gpu_side.hpp: SM pools, CTA dispatch, copy engines, launch) and
+// the network side (network_side.hpp: fabric routes, max-min flows, HBM, collectives). The core
+// (engine.cpp) owns the clock, the event loop, dependencies, streams and counters.
 #include <functional>
 #include <stdexcept>
 #include <vector>
@@ -16,12 +21,22 @@ namespace overlap::sim {
 struct GpuConfig {
   int sm_count = 0;
   int copy_engines = 0;
+  // The physical GPU this rank runs on (-1: its own). Virtual ranks of one physical GPU (green-context
+  // partitions) share its copy engines, its HBM and the interference of its communication kernels.
+  int physical = -1;
+  // A GEMM tile takes (1 + comm_interference * comm SMs / SMs) times longer while communication
+  // kernels hold that many of the physical GPU's SMs (GpuSpec::gemm_comm_interference).
+  double comm_interference = 0;
 };
 
 struct NodeConfig {
   std::vector<GpuConfig> gpus;  // one per rank
   Fabric fabric;
-  Ps kernel_launch_ps = 0;      // each kernel waits this long after it is ready before it may run
+  // Launch model (LaunchSpec): each rank's host thread issues its kernels and copies ahead, in
+  // program (op id) order, launch_host_ps apiece; a kernel starts no earlier than its issue and no
+  // earlier than launch_gap_ps after its dependencies are met.
+  Ps launch_gap_ps = 0;
+  Ps launch_host_ps = 0;
 };
 
 struct EngineOptions {

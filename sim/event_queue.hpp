@@ -10,18 +10,19 @@
 namespace overlap::sim {
 
 enum class EventType : std::uint8_t {
-  kernel_launched,  // a kernel's launch overhead has passed: it competes for SMs
-  cta_end,          // a CTA (tile) finished on an SM
-  timer,            // an op-level timer: delay end, collective duration end, phase end
-  flow_latency_end, // a transfer's latency has passed: it starts sharing link bandwidth
-  flow_end,         // a transfer's last byte arrived (stale if its version moved on)
+  kernel_launched,  // core: an op's launch has passed (issued by the host, gap after its deps)
+  cohort_end,       // GPU side: a cohort of CTAs (same kernel, same start) finished (stale if its version moved on)
+  timer,            // core: a delay op ends
+  net_timer,        // network side: a phase's latency or a collective's remaining time ends
+  flow_latency_end, // network side: a transfer's latency has passed: it starts sharing link bandwidth
+  flow_end,         // network side: a flow's last byte arrived (stale if its version moved on)
 };
 
 struct Event {
   Ps time_ps = 0;
   std::uint64_t seq = 0;
-  std::int64_t b = 0;  // type-specific payload (tile | SM, timer kind, flow version)
-  std::int32_t a = 0;  // type-specific id (op or flow)
+  std::int64_t b = 0;  // type-specific payload (version, timer kind)
+  std::int32_t a = 0;  // type-specific id (op, cohort, transfer or flow)
   EventType type = EventType::timer;
 };
 

@@ -5,12 +5,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace overlap::sim {
 
-int Fabric::add_node(std::string name, int gpu) {
+const std::string Fabric::kD2d = "d2d";
+
+int Fabric::add_node(std::string name, int gpu, bool is_switch) {
   node_names_.push_back(std::move(name));
+  node_is_switch_.push_back(is_switch ? 1 : 0);
   const int id = static_cast<int>(node_names_.size() - 1);
   if (gpu >= 0) {
     if (static_cast<int>(gpu_node_.size()) <= gpu) {
@@ -21,17 +25,19 @@ int Fabric::add_node(std::string name, int gpu) {
       throw std::invalid_argument(fmt::format("fabric: GPU {} has two nodes", gpu));
     gpu_node_[static_cast<std::size_t>(gpu)] = id;
   }
-  routes_.clear();
+  pairs_.clear();
+  routed_.clear();
   return id;
 }
 
-int Fabric::add_link(int from, int to, double capacity_gbps, Ps latency_ps, std::string name) {
+int Fabric::add_link(int from, int to, double capacity_gbps, Ps latency_ps, std::string name, std::string link_class) {
   if (from < 0 || to < 0 || from >= node_count() || to >= node_count())
     throw std::invalid_argument(fmt::format("fabric: link '{}' joins unknown nodes", name));
-  if (!(capacity_gbps > 0) || latency_ps < 0)
-    throw std::invalid_argument(fmt::format("fabric: link '{}' needs capacity > 0 and latency >= 0", name));
-  links_.push_back(Link{std::move(name), from, to, bytes_per_ps_from_gbps(capacity_gbps), latency_ps});
-  routes_.clear();
+  if (!(capacity_gbps > 0) || !std::isfinite(capacity_gbps) || latency_ps < 0)
+    throw std::invalid_argument(fmt::format("fabric: link '{}' needs a finite capacity > 0 and latency >= 0", name));
+  links_.push_back(Link{std::move(name), from, to, bytes_per_ps_from_gbps(capacity_gbps), latency_ps, std::move(link_class)});
+  pairs_.clear();
+  routed_.clear();
   return static_cast<int>(links_.size() - 1);
 }
 
@@ -39,78 +45,168 @@ void Fabric::set_hbm(int gpu, double bandwidth_gbps) {
   if (gpu < 0 || gpu >= num_gpus() || gpu_node_[static_cast<std::size_t>(gpu)] < 0)
     throw std::invalid_argument(fmt::format("fabric: HBM for unknown GPU {}", gpu));
   const int node = gpu_node_[static_cast<std::size_t>(gpu)];
-  hbm_link_[static_cast<std::size_t>(gpu)] =
-      add_link(node, node, bandwidth_gbps, 0, fmt::format("gpu{}.hbm", gpu));
+  hbm_link_[static_cast<std::size_t>(gpu)] = add_link(node, node, bandwidth_gbps, 0, fmt::format("gpu{}.hbm", gpu), "hbm");
 }
 
-void Fabric::set_curve(int src_gpu, int dst_gpu, Mechanism m, BandwidthCurve curve) {
-  curves_[{src_gpu, dst_gpu, m}] = std::move(curve);
+void Fabric::share_hbm(int gpu, int owner) {
+  if (gpu < 0 || gpu >= num_gpus() || owner < 0 || owner >= num_gpus() || hbm_link_[static_cast<std::size_t>(owner)] < 0)
+    throw std::invalid_argument(fmt::format("fabric: GPU {} cannot share the HBM of GPU {}", gpu, owner));
+  hbm_link_[static_cast<std::size_t>(gpu)] = hbm_link_[static_cast<std::size_t>(owner)];
+  pairs_.clear();
+  routed_.clear();
 }
 
-const std::vector<int>& Fabric::route(int src_gpu, int dst_gpu) const {
-  auto key = std::make_pair(src_gpu, dst_gpu);
-  if (auto it = routes_.find(key); it != routes_.end()) return it->second;
-  if (src_gpu < 0 || dst_gpu < 0 || src_gpu >= num_gpus() || dst_gpu >= num_gpus())
-    throw std::invalid_argument(fmt::format("fabric: no GPU {} or {}", src_gpu, dst_gpu));
-  std::vector<int> path;
-  if (src_gpu == dst_gpu) {
-    const int hbm = hbm_link_[static_cast<std::size_t>(src_gpu)];
-    if (hbm < 0) throw std::invalid_argument(fmt::format("fabric: GPU {} has no HBM resource", src_gpu));
-    path.push_back(hbm);
-  } else {
-    // Shortest path by (hops, latency): weight = 1e6 per hop + latency in us, so hop count wins and
-    // latency breaks ties. Self-links (HBM) are not part of the routing graph.
-    using G = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
-                                    boost::property<boost::edge_weight_t, double, boost::property<boost::edge_index_t, int>>>;
-    G g(static_cast<std::size_t>(node_count()));
-    for (int l = 0; l < static_cast<int>(links_.size()); ++l) {
-      const Link& k = links_[static_cast<std::size_t>(l)];
-      if (k.from == k.to) continue;
-      auto [e, ok] = boost::add_edge(static_cast<std::size_t>(k.from), static_cast<std::size_t>(k.to), g);
-      (void)ok;
-      boost::put(boost::edge_weight, g, e, 1e6 + us_from_ps(k.latency_ps));
-      boost::put(boost::edge_index, g, e, l);
+void Fabric::set_transport(Transport t, const TransportSpec& spec) {
+  if (!(spec.efficiency > 0 && spec.efficiency <= 1) || !(spec.latency_us >= 0) || !(spec.cta_gbps >= 0))
+    throw std::invalid_argument(fmt::format("fabric: transport {} needs latency >= 0, efficiency in (0, 1]",
+                                            transport_name(t)));
+  transports_[static_cast<std::size_t>(t)] = spec;
+}
+
+void Fabric::set_curve(Transport t, const std::string& link_class, BandwidthCurve curve) {
+  curves_[{t, link_class}] = std::move(curve);
+}
+
+bool Fabric::same_memory(int a, int b) const {
+  if (a == b) return true;
+  const int ha = hbm_link(a), hb = hbm_link(b);
+  return ha >= 0 && ha == hb;
+}
+
+// One Dijkstra from `src_gpu` over the network links (HBM self-links excluded) fills the routes to
+// every GPU. Weight = 1e6 per hop + latency in us: hop count wins, latency breaks ties; between
+// parallel links the lowest latency, then the lowest id.
+void Fabric::routes_from(int src_gpu) const {
+  const auto n = static_cast<std::size_t>(node_count());
+  if (pairs_.size() != static_cast<std::size_t>(num_gpus())) {
+    pairs_.assign(static_cast<std::size_t>(num_gpus()), {});
+    routed_.assign(static_cast<std::size_t>(num_gpus()), 0);
+  }
+  using G = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+                                  boost::property<boost::edge_weight_t, double>>;
+  G g(n);
+  std::map<std::pair<int, int>, int> best;  // (from, to) -> the parallel link a route takes
+  for (int l = 0; l < static_cast<int>(links_.size()); ++l) {
+    const Link& k = links_[static_cast<std::size_t>(l)];
+    if (k.from == k.to) continue;
+    auto [it, fresh] = best.emplace(std::make_pair(k.from, k.to), l);
+    if (!fresh) {
+      if (k.latency_ps < links_[static_cast<std::size_t>(it->second)].latency_ps) it->second = l;
+      continue;
     }
-    const auto src = static_cast<std::size_t>(gpu_node_[static_cast<std::size_t>(src_gpu)]);
-    const auto dst = static_cast<std::size_t>(gpu_node_[static_cast<std::size_t>(dst_gpu)]);
-    std::vector<std::size_t> pred(boost::num_vertices(g));
-    std::vector<double> dist(boost::num_vertices(g));
-    boost::dijkstra_shortest_paths(g, src, boost::predecessor_map(pred.data()).distance_map(dist.data()));
-    if (pred[dst] == dst)
-      throw std::invalid_argument(fmt::format("fabric: GPU {} cannot reach GPU {}", src_gpu, dst_gpu));
-    for (std::size_t v = dst; v != src; v = pred[v]) {
-      // The cheapest parallel edge pred[v] -> v (deterministic: lowest latency, then lowest id).
-      int best = -1;
-      for (int l = 0; l < static_cast<int>(links_.size()); ++l) {
-        const Link& k = links_[static_cast<std::size_t>(l)];
-        if (static_cast<std::size_t>(k.from) == pred[v] && static_cast<std::size_t>(k.to) == v &&
-            (best < 0 || k.latency_ps < links_[static_cast<std::size_t>(best)].latency_ps))
-          best = l;
+  }
+  for (const auto& [ends, l] : best) {
+    auto [e, ok] = boost::add_edge(static_cast<std::size_t>(ends.first), static_cast<std::size_t>(ends.second), g);
+    (void)ok;
+    boost::put(boost::edge_weight, g, e, 1e6 + us_from_ps(links_[static_cast<std::size_t>(l)].latency_ps));
+  }
+  const auto src = static_cast<std::size_t>(gpu_node_[static_cast<std::size_t>(src_gpu)]);
+  std::vector<std::size_t> pred(n);
+  std::vector<double> dist(n);
+  boost::dijkstra_shortest_paths(g, src, boost::predecessor_map(pred.data()).distance_map(dist.data()));
+  auto& row = pairs_[static_cast<std::size_t>(src_gpu)];
+  row.assign(static_cast<std::size_t>(num_gpus()), PairInfo{});
+  for (int dst_gpu = 0; dst_gpu < num_gpus(); ++dst_gpu) {
+    PairInfo& info = row[static_cast<std::size_t>(dst_gpu)];
+    const int dst_node = gpu_node_[static_cast<std::size_t>(dst_gpu)];
+    if (dst_gpu != src_gpu && dst_node >= 0) {
+      const auto dst = static_cast<std::size_t>(dst_node);
+      if (pred[dst] == dst) {
+        info.narrowest = -1;  // unreachable: reported when asked for
+        continue;
       }
-      path.push_back(best);
+      for (std::size_t v = dst; v != src; v = pred[v])
+        info.links.push_back(best.at({static_cast<int>(pred[v]), static_cast<int>(v)}));
+      std::reverse(info.links.begin(), info.links.end());
     }
-    std::reverse(path.begin(), path.end());
+    for (int l : info.links) {
+      const Link& k = links_[static_cast<std::size_t>(l)];
+      info.latency_ps += k.latency_ps;
+      if (info.narrowest_link < 0 || k.capacity_bytes_per_ps < info.narrowest) {
+        info.narrowest = k.capacity_bytes_per_ps;
+        info.narrowest_link = l;
+      }
+    }
+    // A copy inside one memory reads and writes it: half its bandwidth, and class "d2d".
+    if (same_memory(src_gpu, dst_gpu) && hbm_link(src_gpu) >= 0) {
+      const double half = links_[static_cast<std::size_t>(hbm_link(src_gpu))].capacity_bytes_per_ps / 2;
+      if (info.narrowest_link < 0 || half < info.narrowest) {
+        info.narrowest = half;
+        info.narrowest_link = -2;  // marks "d2d"
+      }
+    }
   }
-  return routes_.emplace(key, std::move(path)).first->second;
+  routed_[static_cast<std::size_t>(src_gpu)] = 1;
 }
 
-Ps Fabric::route_latency_ps(int src_gpu, int dst_gpu) const {
-  Ps total = 0;
-  for (int l : route(src_gpu, dst_gpu)) total += links_[static_cast<std::size_t>(l)].latency_ps;
-  return total;
+const Fabric::PairInfo& Fabric::pair(int src_gpu, int dst_gpu) const {
+  if (src_gpu < 0 || dst_gpu < 0 || src_gpu >= num_gpus() || dst_gpu >= num_gpus() ||
+      gpu_node_[static_cast<std::size_t>(src_gpu)] < 0 || gpu_node_[static_cast<std::size_t>(dst_gpu)] < 0)
+    throw std::invalid_argument(fmt::format("fabric: no GPU {} or {}", src_gpu, dst_gpu));
+  if (routed_.size() != static_cast<std::size_t>(num_gpus()) || !routed_[static_cast<std::size_t>(src_gpu)])
+    routes_from(src_gpu);
+  const PairInfo& info = pairs_[static_cast<std::size_t>(src_gpu)][static_cast<std::size_t>(dst_gpu)];
+  if (info.narrowest < 0) throw std::invalid_argument(fmt::format("fabric: GPU {} cannot reach GPU {}", src_gpu, dst_gpu));
+  if (info.narrowest_link == -1)
+    throw std::invalid_argument(fmt::format("fabric: GPU {} has no HBM resource for a local copy", src_gpu));
+  return info;
 }
 
-Ps Fabric::isolated_ps(int src_gpu, int dst_gpu, Bytes bytes, Mechanism m) const {
-  if (auto it = curves_.find({src_gpu, dst_gpu, m}); it != curves_.end()) return it->second.time_ps(bytes);
-  const auto& path = route(src_gpu, dst_gpu);
-  double narrowest = 0;
-  for (int l : path) {
-    const double c = links_[static_cast<std::size_t>(l)].capacity_bytes_per_ps;
-    narrowest = narrowest == 0 ? c : std::min(narrowest, c);
+const std::vector<int>& Fabric::route(int src_gpu, int dst_gpu) const { return pair(src_gpu, dst_gpu).links; }
+
+Ps Fabric::route_latency_ps(int src_gpu, int dst_gpu) const { return pair(src_gpu, dst_gpu).latency_ps; }
+
+std::pair<int, int> Fabric::switch_links(int gpu) const {
+  if (gpu < 0 || gpu >= num_gpus()) throw std::invalid_argument(fmt::format("fabric: no GPU {}", gpu));
+  const int node = gpu_node_[static_cast<std::size_t>(gpu)];
+  int up = -1, down = -1;
+  for (int l = 0; l < static_cast<int>(links_.size()); ++l) {
+    const Link& k = links_[static_cast<std::size_t>(l)];
+    if (k.from == node && k.to != node && node_is_switch_[static_cast<std::size_t>(k.to)] && up < 0) up = l;
+    if (k.to == node && k.from != node && node_is_switch_[static_cast<std::size_t>(k.from)] && down < 0) down = l;
   }
-  // A local copy reads and writes HBM: twice the bytes cross it.
-  const double moved = static_cast<double>(bytes) * (src_gpu == dst_gpu ? 2.0 : 1.0);
-  return route_latency_ps(src_gpu, dst_gpu) + static_cast<Ps>(std::ceil(moved / narrowest));
+  if (up < 0 || down < 0)
+    throw std::invalid_argument(fmt::format("fabric: GPU {} is not attached to a switch (NVLS needs one)", gpu));
+  return {up, down};
+}
+
+double Fabric::narrowest_bytes_per_ps(int src_gpu, int dst_gpu) const { return pair(src_gpu, dst_gpu).narrowest; }
+
+const std::string& Fabric::narrowest_class(int src_gpu, int dst_gpu) const {
+  const PairInfo& info = pair(src_gpu, dst_gpu);
+  return info.narrowest_link == -2 ? kD2d : links_[static_cast<std::size_t>(info.narrowest_link)].link_class;
+}
+
+const BandwidthCurve* Fabric::curve_for(int src_gpu, int dst_gpu, Transport t) const {
+  if (curves_.empty()) return nullptr;
+  const auto it = curves_.find({t, narrowest_class(src_gpu, dst_gpu)});
+  return it == curves_.end() || it->second.empty() ? nullptr : &it->second;
+}
+
+double Fabric::rate_cap(const TransportSpec& spec, int ctas) const {
+  return ctas > 0 && spec.cta_gbps > 0 ? bytes_per_ps_from_gbps(spec.cta_gbps * ctas) : 0;
+}
+
+Ps Fabric::isolated_ps(int src_gpu, int dst_gpu, Bytes bytes, Transport t, int ctas) const {
+  if (const BandwidthCurve* c = curve_for(src_gpu, dst_gpu, t)) return c->time_ps(bytes);
+  const PairInfo& info = pair(src_gpu, dst_gpu);
+  const TransportSpec& spec = transports_[static_cast<std::size_t>(t)];
+  double rate = info.narrowest * spec.efficiency;
+  if (const double cap = rate_cap(spec, ctas); cap > 0) rate = std::min(rate, cap);
+  return info.latency_ps + ps_from_us(spec.latency_us) +
+         static_cast<Ps>(std::ceil(static_cast<double>(bytes) / rate));
+}
+
+Ps Fabric::latency_part_ps(int src_gpu, int dst_gpu, Bytes bytes, Transport t, int ctas) const {
+  const Ps total = isolated_ps(src_gpu, dst_gpu, bytes, t, ctas);
+  Ps latency;
+  if (const BandwidthCurve* c = curve_for(src_gpu, dst_gpu, t)) latency = ps_from_us(std::max(0.0, c->fit().alpha_us));
+  else latency = pair(src_gpu, dst_gpu).latency_ps + ps_from_us(transports_[static_cast<std::size_t>(t)].latency_us);
+  return std::clamp<Ps>(latency, 0, std::max<Ps>(0, total - 1));
+}
+
+Ps Fabric::wire_ps(int src_gpu, int dst_gpu, Bytes bytes, double efficiency) const {
+  return static_cast<Ps>(std::ceil(static_cast<double>(bytes) / (pair(src_gpu, dst_gpu).narrowest * efficiency)));
 }
 
 }  // namespace overlap::sim

@@ -17,14 +17,6 @@ namespace overlap::sim {
 
 namespace {
 
-// A curve-fidelity collective moves no modelled bytes: its duration comes from the curve. GraphBuilder
-// marks one with its nominal size in Op::bytes (a barrier kernel carries none).
-bool has_curve_collectives(const TaskGraph& g) {
-  for (const Op& op : g.ops())
-    if (op.kind == OpKind::comm_kernel && op.phases.empty() && op.members > 1 && op.bytes > 0) return true;
-  return false;
-}
-
 // Byte accounting (design.md "Scheme library"): what crossed the fabric between every pair of ranks
 // must equal what the workload's collectives need. A mismatch is a bug in a scheme or the engine.
 void check_bytes(const BuiltScheme& built, const Timeline& tl, const std::string& what) {
@@ -146,18 +138,9 @@ SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const E
   const Timeline compute_only = run(built.graph, node, zero_opts);
   const Timeline comm_alone = run(without_compute(built.graph), node);
 
-  if (options.verify_bytes) {
-    if (has_curve_collectives(built.graph)) {
-      const BuildContext steps_ctx{ctx.workload, ctx.hardware, ctx.params, Fidelity::steps};
-      const BuiltScheme steps = scheme.build(steps_ctx);
-      if (has_curve_collectives(steps.graph))
-        throw InternalError(fmt::format("{}: steps fidelity still holds curve collectives", scheme.name));
-      const Timeline steps_tl = run(steps.graph, make_node(ctx.hardware, steps.graph.num_ranks()));
-      check_bytes(steps, steps_tl, scheme.name + " (steps-fidelity byte check)");
-    } else {
-      check_bytes(built, tl, scheme.name);
-    }
-  }
+  // Curve-fidelity collectives move their algorithm's bytes as flows too, so one check on the main
+  // run covers both fidelities.
+  if (options.verify_bytes) check_bytes(built, tl, scheme.name);
 
   SchemeResult r;
   r.scheme = scheme.name;

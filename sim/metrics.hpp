@@ -54,9 +54,8 @@ struct SchemeResult {
 struct EvaluateOptions {
   bool record_ctas = false;    // keep CTA intervals in the timeline (traces)
   bool keep_timeline = false;  // store the main run's timeline in the result
-  // Check byte accounting (timeline bytes == BuiltScheme::required_bytes). When the graph holds
-  // curve-fidelity collectives (which move no modelled bytes), the check runs on a steps-fidelity
-  // rebuild of the same scheme.
+  // Check byte accounting (timeline bytes == BuiltScheme::required_bytes) on the main run: collectives
+  // move their algorithm's bytes at both fidelities.
   bool verify_bytes = true;
 };
 

@@ -13,40 +13,41 @@ NodeConfig make_node(const HardwareProfile& profile, int ranks) {
     throw std::invalid_argument(fmt::format("profile '{}' has {} GPUs; {} ranks asked", profile.name,
                                             spec.num_gpus, ranks));
   NodeConfig node;
-  node.kernel_launch_ps = ps_from_us(profile.gpu.kernel_launch_us);
-  for (int r = 0; r < spec.num_gpus; ++r) node.gpus.push_back(GpuConfig{profile.gpu.sm_count, profile.gpu.copy_engines});
+  node.launch_gap_ps = profile.launch.gap_ps();
+  node.launch_host_ps = profile.launch.host_ps();
+  const bool virtual_ranks = spec.topology == "virtual";
+  for (int r = 0; r < spec.num_gpus; ++r) {
+    GpuConfig g{profile.gpu.sm_count, profile.gpu.copy_engines, virtual_ranks ? 0 : -1,
+                profile.gpu.gemm_comm_interference};
+    node.gpus.push_back(g);
+  }
 
   Fabric& f = node.fabric;
-  for (const FabricNode& n : spec.nodes) f.add_node(n.name, n.kind == FabricNodeKind::gpu ? n.gpu : -1);
-  std::vector<std::string> edge_class;
-  for (const FabricEdge& e : spec.edges) {
+  for (const FabricNode& n : spec.nodes)
+    f.add_node(n.name, n.kind == FabricNodeKind::gpu ? n.gpu : -1, n.kind == FabricNodeKind::nvswitch);
+  for (const FabricEdge& e : spec.edges)
     f.add_link(e.from, e.to, e.bandwidth_gbps, ps_from_us(e.latency_us),
                fmt::format("{}->{} ({})", spec.nodes[static_cast<std::size_t>(e.from)].name,
-                           spec.nodes[static_cast<std::size_t>(e.to)].name, e.link_class));
-    edge_class.push_back(e.link_class);
-  }
+                           spec.nodes[static_cast<std::size_t>(e.to)].name, e.link_class),
+               e.link_class);
   // hbm_bandwidth_gbps = 0 is "no memory model" (scenarios/hardware/README.md): no HBM resource, and
-  // memory-bound kernels take no time.
-  if (profile.gpu.hbm_bandwidth_gbps > 0)
-    for (int g = 0; g < spec.num_gpus; ++g)
-      f.set_hbm(g, profile.gpu.hbm_bandwidth_gbps * profile.gpu.hbm_efficiency);
-
-  // Calibrated point-to-point curves apply to every GPU pair whose route's narrowest link is of that
-  // class ("p2p.<class>" for SM-driven copies, "copy_engine.<class>" for copy engines).
-  for (int s = 0; s < spec.num_gpus; ++s)
-    for (int d = 0; d < spec.num_gpus; ++d) {
-      if (s == d) continue;
-      int narrowest = -1;
-      for (int l : f.route(s, d))
-        if (narrowest < 0 || f.links()[static_cast<std::size_t>(l)].capacity_bytes_per_ps <
-                                 f.links()[static_cast<std::size_t>(narrowest)].capacity_bytes_per_ps)
-          narrowest = l;
-      const std::string& cls = edge_class[static_cast<std::size_t>(narrowest)];
-      if (auto it = profile.curves.find("p2p." + cls); it != profile.curves.end())
-        f.set_curve(s, d, Mechanism::sm, it->second);
-      if (auto it = profile.curves.find("copy_engine." + cls); it != profile.curves.end())
-        f.set_curve(s, d, Mechanism::copy_engine, it->second);
+  // memory-bound kernels take no time. Virtual ranks share their physical GPU's one HBM.
+  if (profile.gpu.hbm_bandwidth_gbps > 0) {
+    const double hbm = profile.gpu.hbm_bandwidth_gbps * profile.gpu.hbm_efficiency;
+    if (virtual_ranks) {
+      f.set_hbm(0, hbm);
+      for (int g = 1; g < spec.num_gpus; ++g) f.share_hbm(g, 0);
+    } else {
+      for (int g = 0; g < spec.num_gpus; ++g) f.set_hbm(g, hbm);
     }
+  }
+  for (Transport t : kAllTransports) f.set_transport(t, profile.transports.of(t));
+  // Calibrated curves "<transport>.<link class>" (the loader stores "p2p.<class>" as sm_copy).
+  for (const auto& [key, curve] : profile.curves) {
+    const auto dot = key.find('.');
+    if (dot == std::string::npos) continue;
+    if (const auto t = parse_transport(key.substr(0, dot))) f.set_curve(*t, key.substr(dot + 1), curve);
+  }
   return node;
 }
 

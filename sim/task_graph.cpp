@@ -54,6 +54,7 @@ OpId TaskGraph::add(Op op) {
       require(op.ctas_per_sm > 0, op, "needs ctas_per_sm > 0");
       require(op.cta_ps >= 0, op, "needs cta_ps >= 0");
       require(op.max_ctas >= 0, op, "needs max_ctas >= 0");
+      require(op.hbm_bytes_per_cta >= 0, op, "needs hbm_bytes_per_cta >= 0");
       require(op.tile_counters.empty() || op.tile_counters.size() == 1 ||
                   static_cast<std::int64_t>(op.tile_counters.size()) == op.ctas,
               op, "tile_counters must be empty, one counter, or one per tile");
@@ -66,12 +67,22 @@ OpId TaskGraph::add(Op op) {
       for (const Phase& ph : op.phases) {
         require(ph.compute_ps >= 0 && ph.latency_ps >= 0, op, "phase times must be >= 0");
         for (const PeerBytes& pb : ph.sends)
-          require(pb.peer >= 0 && pb.peer < num_ranks_ && pb.bytes > 0, op, "phase send needs a peer rank and bytes > 0");
+          require((pb.peer == kSwitchPeer || (pb.peer >= 0 && pb.peer < num_ranks_)) && pb.bytes > 0, op,
+                  "phase send needs a peer rank (or the switch) and bytes > 0");
         for (const PeerBytes& pb : ph.recvs)
-          require(pb.peer >= 0 && pb.peer < num_ranks_ && pb.bytes > 0, op, "phase recv needs a peer rank and bytes > 0");
+          require((pb.peer == kSwitchPeer || (pb.peer >= 0 && pb.peer < num_ranks_)) && pb.bytes > 0, op,
+                  "phase recv needs a peer rank (or the switch) and bytes > 0");
       }
+      for (const PeerBytes& pb : op.curve_sends)
+        require((pb.peer == kSwitchPeer || (pb.peer >= 0 && pb.peer < num_ranks_)) && pb.bytes > 0, op,
+                "curve send needs a peer rank (or the switch) and bytes > 0");
+      require(op.curve_latency_ps >= 0 && op.curve_latency_ps <= op.duration_ps, op,
+              "curve_latency_ps must be in [0, duration_ps]");
+      require(op.curve_sends.empty() || op.phases.empty(), op, "a collective is either curve (curve_sends) or steps (phases)");
       require(op.phases.empty() || op.collective >= 0, op, "phases need a collective id to match peers");
       require(op.link_efficiency > 0 && op.link_efficiency <= 1, op, "link_efficiency must be in (0, 1]");
+      require(!op.transport || *op.transport != Transport::copy_engine, op,
+              "a comm kernel cannot move bytes by copy engine (use a copy op)");
       break;
     case OpKind::memory:
       require(op.bytes >= 0, op, "needs bytes >= 0");

@@ -5,10 +5,12 @@
 // The graph is held as a Boost.Graph DAG: cycles (including ones closed by stream order) are rejected
 // with the ops on the cycle named.
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "cost_model/hardware_profile.hpp"
 #include "cost_model/units.hpp"
 
 namespace overlap::sim {
@@ -31,22 +33,28 @@ enum class OpKind : std::uint8_t {
 };
 const char* op_kind_name(OpKind k);
 
+// A peer that is the NVSwitch the GPU is attached to (NVLS: the switch reduces and multicasts).
+inline constexpr int kSwitchPeer = -2;
+
 // One peer-to-peer leg of a phase.
 struct PeerBytes {
-  int peer = -1;  // GPU index
+  int peer = -1;  // GPU index, or kSwitchPeer
   Bytes bytes = 0;
 };
 
 // One step of an SM-driven collective or copy (design.md "Collectives", fidelity `steps`).
 // A send from r to p in phase k of collective c is matched with p's receive from r in phase k of c;
-// the transfer starts when both sides have entered the phase (rendezvous). A phase ends when its
-// sends and receives are done, then `compute_ps` (e.g. the reduction of what arrived) and
-// `latency_ps` (per-step protocol latency) pass.
+// the transfer starts when both sides have entered the phase (rendezvous). Transfers to or from the
+// switch (kSwitchPeer) need no partner: they cross the GPU's own link to the switch. A phase ends
+// when its sends and receives are done, then `compute_ps` and `latency_ps` (per-step protocol
+// latency) pass. `reduce`: the receiver reduces what arrives as it streams in (NCCL reduces inside its
+// copy loop), reading its HBM twice more per received byte (the arrival and its own contribution).
 struct Phase {
   std::vector<PeerBytes> sends;
   std::vector<PeerBytes> recvs;
   Ps compute_ps = 0;
   Ps latency_ps = 0;
+  bool reduce = false;
 };
 
 struct Op {
@@ -56,11 +64,14 @@ struct Op {
   bool comm = false;     // communication op: takes zero time in the compute-only re-run
   std::vector<OpId> deps;  // must complete before this op may start (besides stream order)
 
-  // tiled / persistent: `ctas` tiles of `cta_ps` each, `ctas_per_sm` resident per SM.
+  // tiled / persistent: `ctas` tiles of `cta_ps` each, `ctas_per_sm` resident per SM. A tile's time
+  // stretches while communication kernels hold SMs of its GPU (GpuConfig::comm_interference) and
+  // while its HBM traffic (`hbm_bytes_per_cta` per tile, at full speed) gets less than it needs.
   std::int64_t ctas = 0;
   int ctas_per_sm = 1;
   Ps cta_ps = 0;
-  int max_ctas = 0;  // persistent: grid cap (0 = every slot free at start)
+  Bytes hbm_bytes_per_cta = 0;
+  int max_ctas = 0;  // persistent: grid size (0 = one CTA per slot of the GPU: sm_count * ctas_per_sm)
   // Tile completion signalling: empty, one counter (every tile adds 1), or one per tile in dispatch
   // order (tile i adds 1 to tile_counters[i]).
   std::vector<CounterId> tile_counters;
@@ -71,6 +82,18 @@ struct Op {
   std::int64_t collective = -1;  // members with the same id start together (curve) / match (steps)
   int members = 1;       // ranks taking part (curve rendezvous)
   std::vector<Phase> phases;  // steps fidelity: when non-empty, duration_ps is added after them
+  // Curve fidelity: the bytes this member sends to each peer over the whole collective. They load
+  // the links as flows (so concurrent traffic contends), running at the rate that makes the
+  // collective take duration_ps on an idle fabric; curve_latency_ps of duration_ps is latency that
+  // moves no bytes. curve_reduces: receivers reduce what arrives (HBM traffic, as Phase::reduce).
+  std::vector<PeerBytes> curve_sends;
+  Bytes curve_from_switch = 0;  // bytes the switch multicasts down to this member (NVLS)
+  Ps curve_latency_ps = 0;
+  bool curve_reduces = false;
+  // Phase transfers: costed as this transport (nccl_p2p: CommFuse's send/recv; sm_copy: an SM copy
+  // kernel of `channels` CTAs; one_sided: put/get) by the fabric (fabric.hpp); unset: NCCL
+  // collective steps, at link_efficiency with the phase latency covering the wire's.
+  std::optional<Transport> transport;
   // Phase transfers run at this fraction of the rate the fabric gives them in isolation: a collective
   // library's busbw falls short of the links' (NCCL: comm.bandwidth_efficiency x protocol efficiency).
   double link_efficiency = 1.0;

@@ -30,10 +30,11 @@ struct CtaRecord {  // only when EngineOptions::record_ctas
 
 struct TransferRecord {
   OpId op = kNoOp;
-  int src_gpu = -1, dst_gpu = -1;
+  int src_gpu = -1, dst_gpu = -1;  // kSwitchPeer (-2) for a leg to or from the NVSwitch
   Bytes bytes = 0;
   Ps start_ps = 0, end_ps = 0;  // start = posted on both sides; end = last byte arrived
-  std::vector<int> links;       // fabric link ids on its route (HBM resources included)
+  std::vector<int> links;       // fabric link ids it loaded: its route, and the HBM it read and wrote
+                                // (a link repeats when crossed more than once)
 };
 
 struct Timeline {

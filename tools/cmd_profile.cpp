@@ -53,7 +53,7 @@ void print_table(const HardwareProfile& p, std::ostream& out) {
   row("gemm_comm_interference", fmt::format("{:g}", g.gemm_comm_interference));
   row("hbm_bandwidth_gbps", fmt::format("{:g} GB/s (x{:g})", g.hbm_bandwidth_gbps, g.hbm_efficiency));
   row("copy_engines", std::to_string(g.copy_engines));
-  row("kernel_launch_us", fmt::format("{:g} us", g.kernel_launch_us));
+  row("gemm_l2_reuse", fmt::format("{:g}", g.gemm_l2_reuse));
   row("min_sm_partition", std::to_string(g.min_sm_partition));
   out << "fabric\n";
   const FabricSpec& f = p.fabric;
@@ -72,6 +72,18 @@ void print_table(const HardwareProfile& p, std::ostream& out) {
   row("p2p_channels", std::to_string(c.p2p_channels));
   row("base/step latency", fmt::format("{:g} / {:g} us", c.base_latency_us, c.step_latency_us));
   row("protocol/bandwidth eff.", fmt::format("{:g} / {:g}", c.protocol_efficiency, c.bandwidth_efficiency));
+  out << "launch\n";
+  row("host / gap / graph gap", fmt::format("{:g} / {:g} / {:g} us", p.launch.host_us, p.launch.gap_us,
+                                             p.launch.graph_gap_us));
+  row("cuda_graphs", p.launch.cuda_graphs ? "true" : "false");
+  out << "transports\n";
+  for (Transport t : kAllTransports) {
+    const TransportSpec& ts = p.transports.of(t);
+    row(transport_name(t), fmt::format("{:g} us + S / (link x {:g}){}", ts.latency_us, ts.efficiency,
+                                       t == Transport::sm_copy && ts.cta_gbps > 0
+                                           ? fmt::format(", at most {:g} GB/s per CTA", ts.cta_gbps)
+                                           : std::string()));
+  }
   if (!p.curves.empty()) {
     out << "curves\n";
     for (const auto& [key, curve] : p.curves) {

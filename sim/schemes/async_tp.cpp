@@ -1,9 +1,9 @@
 // Async TP (async-tp-illustrated; PyTorch SymmetricMemory micro-pipeline TP): Looped
 // CollectiveEinsum. All-gather-matmul: each rank pulls the other ranks' shards one step at a time and
 // runs a sub-matmul on each as it lands ("Decomposing all-gather matmuls"). Matmul-reduce-scatter:
-// each step computes the partial output another rank owns, and after a barrier every rank pulls the
-// partial computed for it; the T partials are summed at the end ("Decomposing matmul
-// reduce-scatters"; facts.md "PyTorch async TP": accumulated and reduced at the end).
+// accumulators of partial results rotate around the ring; each step a rank computes its partial of
+// the shard whose accumulator is arriving and adds it ("Decomposing matmul reduce-scatters", steps
+// 1-5).
 //
 // transport copy_engine: cudaMemcpyAsync pulls on copy engines, no SMs ("Copy-engine based comms").
 // transport sm: an SM copy kernel per step holding `copy_sms` SMs ("SM contention and wave
@@ -60,60 +60,37 @@ class LoopedEinsum {
     main_ = b.add_streams("current", 0);
     // The second stream: PyTorch's backend stream (2 streams), or where the copies wait (1 stream).
     second_ = b.add_streams(p.streams == 2 ? "backend" : "copies", 0);
-    for (const auto& [name, lc] : b.hardware().fabric.links) barrier_ps_ = std::max(barrier_ps_, ps_from_us(lc.latency_us));
+    // Accumulator transfers run beside the sub-matmul of the same step, so on a stream of their own.
+    acc_ = b.add_streams("accumulators", 0);
   }
   const std::vector<StreamId>& main_streams() const { return main_; }
 
-  // A one-block barrier kernel across the group (SymmetricMemory barrier): one SM, a link latency.
-  std::vector<OpId> barrier(const std::vector<StreamId>& streams, const std::vector<std::vector<OpId>>& deps,
-                            const std::string& name) {
-    const std::int64_t id = b_.new_collective_id();
-    std::vector<OpId> out;
-    for (int r = 0; r < T_; ++r) {
-      Op op;
-      op.name = name;
-      op.kind = OpKind::comm_kernel;
-      op.stream = streams[static_cast<std::size_t>(r)];
-      op.comm = true;
-      op.deps = deps.empty() ? std::vector<OpId>{} : deps[static_cast<std::size_t>(r)];
-      op.channels = 1;
-      op.duration_ps = barrier_ps_;
-      op.collective = id;
-      op.members = T_;
-      out.push_back(b_.graph().add(std::move(op)));
-    }
-    return out;
-  }
-
-  // One step's transfers: rank r receives `recv_bytes[r]` from (r + step) and, with SM copies, its
-  // kernel also serves the rank that pulls from it, (r - step).
-  std::vector<OpId> transfer(int step, const std::vector<StreamId>& streams, const std::vector<Bytes>& send_bytes,
+  // One step's pulls: rank r receives `recv_bytes[r]` from `src(r)`: a cudaMemcpyAsync on a copy
+  // engine, or an SM copy kernel of copy_sms CTAs (which also serves the rank that pulls from r,
+  // `dst(r)`, sending it `send_bytes[r]`).
+  std::vector<OpId> transfer(const std::function<int(int)>& src, const std::function<int(int)>& dst,
+                             const std::vector<StreamId>& streams, const std::vector<Bytes>& send_bytes,
                              const std::vector<Bytes>& recv_bytes, const std::vector<std::vector<OpId>>& deps,
                              const std::string& name) {
     std::vector<OpId> out;
     const std::int64_t id = p_.sm_transport ? b_.new_collective_id() : -1;
     for (int r = 0; r < T_; ++r) {
-      const int src = mod(r + step, T_);
       const StreamId s = streams[static_cast<std::size_t>(r)];
+      const Bytes in = recv_bytes[static_cast<std::size_t>(r)];
       if (!p_.sm_transport) {
-        out.push_back(b_.add_copy(r, s, src, r, recv_bytes[static_cast<std::size_t>(r)], name,
-                                  deps[static_cast<std::size_t>(r)], false));
+        out.push_back(b_.add_copy(r, s, src(r), r, in, name, deps[static_cast<std::size_t>(r)], false));
         continue;
       }
-      Op op;
-      op.name = name;
-      op.kind = OpKind::comm_kernel;
-      op.stream = s;
-      op.comm = true;
-      op.deps = deps[static_cast<std::size_t>(r)];
-      op.channels = p_.copy_sms;
-      op.collective = id;
-      op.members = T_;
-      Phase ph;
-      ph.sends.push_back({mod(r - step, T_), send_bytes[static_cast<std::size_t>(r)]});
-      ph.recvs.push_back({src, recv_bytes[static_cast<std::size_t>(r)]});
-      op.phases.push_back(std::move(ph));
-      out.push_back(b_.graph().add(std::move(op)));
+      P2pSpec x;
+      x.name = name;
+      x.transport = Transport::sm_copy;
+      x.channels = p_.copy_sms;
+      x.collective = id;
+      x.members = T_;
+      x.sends.push_back({dst(r), send_bytes[static_cast<std::size_t>(r)]});
+      x.recvs.push_back({src(r), in});
+      x.deps = deps[static_cast<std::size_t>(r)];
+      out.push_back(b_.add_p2p(r, s, x));
     }
     return out;
   }
@@ -126,12 +103,13 @@ class LoopedEinsum {
     return p_.streams == 1 ? second_[static_cast<std::size_t>(r)] : compute_stream(r, step);
   }
 
-  // All-gather-matmul over `rows` gathered rows of `row_bytes` each; returns per-rank last ops.
+  // All-gather-matmul over `rows` gathered rows of `row_bytes` each ("Decomposing all-gather
+  // matmuls"): copy the local shard into the symmetric buffer, barrier, then each step pull the shard
+  // of rank r+step and run its sub-matmul as it lands. Returns per-rank last ops.
   std::vector<OpId> all_gather_matmul(std::int64_t rows, Bytes row_bytes, const UnitCompute& compute,
                                       const std::vector<OpId>& start, const std::string& tag) {
     std::vector<Bytes> shard(static_cast<std::size_t>(T_));
     for (int r = 0; r < T_; ++r) shard[static_cast<std::size_t>(r)] = chunk_bytes(rows, T_, r) * row_bytes;
-    // Copy the local shard into the symmetric buffer, then a barrier: every shard is pullable.
     std::vector<std::vector<OpId>> bdeps;
     for (int r = 0; r < T_; ++r) {
       std::vector<OpId> d;
@@ -139,7 +117,7 @@ class LoopedEinsum {
       bdeps.push_back({b_.add_memory(r, main_[static_cast<std::size_t>(r)],
                                      MemoryKernel{tag + ".mv", 2 * shard[static_cast<std::size_t>(r)], d, 0})});
     }
-    const std::vector<OpId> ready = barrier(main_, bdeps, tag + ".barrier");
+    const std::vector<OpId> ready = b_.add_barrier(main_, bdeps, tag + ".barrier");
     std::vector<std::vector<OpId>> last(static_cast<std::size_t>(T_));
     for (int r = 0; r < T_; ++r)
       last[static_cast<std::size_t>(r)].push_back(
@@ -153,7 +131,10 @@ class LoopedEinsum {
         recv.push_back(shard[static_cast<std::size_t>(mod(r + step, T_))]);
         deps.push_back({ready[static_cast<std::size_t>(r)]});  // backend_stream.wait_stream(current)
       }
-      const std::vector<OpId> pulled = transfer(step, cps, shard, recv, deps, fmt::format("{}.pull{}", tag, step));
+      const int T = T_;
+      const std::vector<OpId> pulled =
+          transfer([step, T](int r) { return mod(r + step, T); }, [step, T](int r) { return mod(r - step, T); }, cps,
+                   shard, recv, deps, fmt::format("{}.pull{}", tag, step));
       for (int r = 0; r < T_; ++r) {
         const int src = mod(r + step, T_);
         last[static_cast<std::size_t>(r)].push_back(compute(r, compute_stream(r, step), chunk_bytes(rows, T_, src),
@@ -168,60 +149,67 @@ class LoopedEinsum {
     // current_stream().wait_stream(backend_stream); barrier.
     std::vector<std::vector<OpId>> ends;
     for (int r = 0; r < T_; ++r) ends.push_back(last[static_cast<std::size_t>(r)]);
-    return barrier(main_, ends, tag + ".barrier_end");
+    return b_.add_barrier(main_, ends, tag + ".barrier_end");
   }
 
-  // Matmul-reduce-scatter over `rows` output rows of `row_bytes` each; returns per-rank last ops.
+  // Matmul-reduce-scatter over `rows` output rows of `row_bytes` each, by accumulators passed around
+  // the ring ("Decomposing matmul reduce-scatters", steps 1-5): at step s rank r computes its partial
+  // of shard d = r-1-s while the accumulator of d arrives from rank r-1 (which added its own partial
+  // at step s-1), then adds its partial to it. After T-1 passes the accumulator of shard r is home,
+  // complete. Returns per-rank last ops (the final add).
   std::vector<OpId> matmul_reduce_scatter(std::int64_t rows, Bytes row_bytes, const UnitCompute& compute,
                                           const std::vector<OpId>& start, const std::string& tag) {
     std::vector<Bytes> chunk(static_cast<std::size_t>(T_));
     for (int r = 0; r < T_; ++r) chunk[static_cast<std::size_t>(r)] = chunk_bytes(rows, T_, r) * row_bytes;
-    std::vector<std::vector<OpId>> last(static_cast<std::size_t>(T_));
-    for (int step = 1; step < T_; ++step) {
-      std::vector<std::vector<OpId>> produced;
-      std::vector<StreamId> cps;
+    auto shard = [this](int r, int step) { return mod(r - 1 - step, T_); };
+    std::vector<OpId> acc(static_cast<std::size_t>(T_), kNoOp);  // the op that last wrote rank r's accumulator
+    for (int step = 0; step < T_; ++step) {
+      std::vector<OpId> partial;
       for (int r = 0; r < T_; ++r) {
-        const int dst = mod(r - step, T_);  // the rank this partial belongs to
-        std::vector<OpId> d;
-        if (step == 1 && !start.empty()) d.push_back(start[static_cast<std::size_t>(r)]);
-        produced.push_back({compute(r, compute_stream(r, step), chunk_bytes(rows, T_, dst),
-                                    fmt::format("{}.mm{}", tag, dst), d)});
-        cps.push_back(copy_stream(r, step));
+        const int d = shard(r, step);
+        std::vector<OpId> deps;
+        if (step == 0 && !start.empty()) deps.push_back(start[static_cast<std::size_t>(r)]);
+        partial.push_back(compute(r, compute_stream(r, step), chunk_bytes(rows, T_, d), fmt::format("{}.mm{}", tag, d), deps));
       }
-      // Every rank has produced its step partial; then each pulls the one made for it by (r + step).
-      const std::vector<OpId> ready = barrier(cps, produced, fmt::format("{}.barrier{}", tag, step));
+      if (step == 0) {  // the first partial initialises the accumulator
+        acc = partial;
+        continue;
+      }
+      std::vector<StreamId> streams;
       std::vector<Bytes> send, recv;
       std::vector<std::vector<OpId>> deps;
       for (int r = 0; r < T_; ++r) {
-        send.push_back(chunk[static_cast<std::size_t>(mod(r - step, T_))]);
-        recv.push_back(chunk[static_cast<std::size_t>(r)]);
-        deps.push_back({ready[static_cast<std::size_t>(r)]});
+        streams.push_back(acc_[static_cast<std::size_t>(r)]);
+        recv.push_back(chunk[static_cast<std::size_t>(shard(r, step))]);
+        send.push_back(chunk[static_cast<std::size_t>(shard(mod(r + 1, T_), step))]);
+        // The accumulator leaves rank r-1 once its add of the previous step is done (a pull on
+        // rank r waits for the flag rank r-1 sets then); an SM copy also waits for its own add.
+        std::vector<OpId> d{acc[static_cast<std::size_t>(mod(r - 1, T_))]};
+        if (p_.sm_transport) d.push_back(acc[static_cast<std::size_t>(r)]);
+        deps.push_back(std::move(d));
       }
-      const std::vector<OpId> pulled = transfer(step, cps, send, recv, deps, fmt::format("{}.pull{}", tag, step));
-      for (int r = 0; r < T_; ++r) last[static_cast<std::size_t>(r)].push_back(pulled[static_cast<std::size_t>(r)]);
+      const int T = T_;
+      const std::vector<OpId> arrived =
+          transfer([T](int r) { return mod(r - 1, T); }, [T](int r) { return mod(r + 1, T); }, streams, send, recv, deps,
+                   fmt::format("{}.acc{}", tag, step));
+      for (int r = 0; r < T_; ++r) {
+        const Bytes c = chunk[static_cast<std::size_t>(shard(r, step))];
+        b_.add_required_bytes(mod(r - 1, T_), r, c);
+        // Step 4: add the local partial to the arrived accumulator (read both, write one).
+        acc[static_cast<std::size_t>(r)] =
+            b_.add_memory(r, compute_stream(r, step),
+                          MemoryKernel{fmt::format("{}.add{}", tag, step), 3 * c,
+                                       {partial[static_cast<std::size_t>(r)], arrived[static_cast<std::size_t>(r)]}, 0});
+      }
     }
-    std::vector<OpId> out;
-    for (int r = 0; r < T_; ++r) {
-      std::vector<OpId> d = last[static_cast<std::size_t>(r)];
-      const OpId own = compute(r, main_[static_cast<std::size_t>(r)], chunk_bytes(rows, T_, r),
-                               fmt::format("{}.mm{}", tag, r), {});
-      d.push_back(own);
-      // The T partials of this rank's slice summed at the end (read T, write 1).
-      out.push_back(b_.add_memory(r, main_[static_cast<std::size_t>(r)],
-                                  MemoryKernel{tag + ".reduce", (T_ + 1) * chunk[static_cast<std::size_t>(r)], d, 0}));
-    }
-    for (int src = 0; src < T_; ++src)
-      for (int dst = 0; dst < T_; ++dst)
-        if (src != dst) b_.add_required_bytes(src, dst, chunk[static_cast<std::size_t>(dst)]);
-    return out;
+    return acc;
   }
 
  private:
   GraphBuilder& b_;
   const AsyncTpParams& p_;
   int T_;
-  std::vector<StreamId> main_, second_;
-  Ps barrier_ps_ = 0;
+  std::vector<StreamId> main_, second_, acc_;
 };
 
 // One layer's blocks. `start`: per-rank ops the block waits for (empty: none); returns the per-rank

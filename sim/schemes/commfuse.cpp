@@ -92,22 +92,20 @@ struct Pipeline {
     for (int i = 0; i < rounds * p.m; ++i) ids.push_back(b.new_collective_id());
   }
 
+  // One round's paired p2p_send / p2p_recv (Alg. 1 lines 16-17, Alg. 2 lines 20-21): an NCCL
+  // send/recv kernel holding its channels' SMs, costed as the profile's nccl_p2p transport.
   OpId exchange(int rank, const FuseStep& st, int sub, Bytes send_bytes, Bytes recv_bytes,
                 const std::vector<OpId>& deps, const std::string& name) {
-    Op op;
-    op.name = name;
-    op.kind = OpKind::comm_kernel;
-    op.stream = streams.comm[static_cast<std::size_t>(rank)];
-    op.comm = true;
-    op.deps = deps;
-    op.channels = p.channels;
-    op.collective = ids[static_cast<std::size_t>(st.round * p.m + sub)];
-    op.members = members[static_cast<std::size_t>(st.round)];
-    Phase ph;
-    if (send_bytes > 0) ph.sends.push_back({st.send_to, send_bytes});
-    if (recv_bytes > 0) ph.recvs.push_back({st.recv_from, recv_bytes});
-    op.phases.push_back(std::move(ph));
-    return b.graph().add(std::move(op));
+    P2pSpec x;
+    x.name = name;
+    x.transport = Transport::nccl_p2p;
+    x.channels = p.channels;
+    x.collective = ids[static_cast<std::size_t>(st.round * p.m + sub)];
+    x.members = members[static_cast<std::size_t>(st.round)];
+    if (send_bytes > 0) x.sends.push_back({st.send_to, send_bytes});
+    if (recv_bytes > 0) x.recvs.push_back({st.recv_from, recv_bytes});
+    x.deps = deps;
+    return b.add_p2p(rank, streams.comm[static_cast<std::size_t>(rank)], x);
   }
 
   // FuseRS (Alg. 2 / 3 / 4): compute each slice's partial output, send it on; the own slice last.
@@ -236,21 +234,14 @@ struct Pipeline {
   }
 };
 
-// Link class the TP group's P2P transfers cross (for the one-line reason).
-double p2p_gbps(const HardwareProfile& hw, int ranks) {
-  try {
-    return collective_bandwidth_gbps(hw, collective_link_class(hw, ranks));
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
-
-std::string step_reason(const HardwareProfile& hw, int T, const RankGemm& g, std::int64_t rows, Bytes row_bytes,
+// The one-line reason: one step's compute against one step's transfer, the latter as the engine
+// costs it (rank 0 to its ring neighbour, NCCL send/recv on an idle node).
+std::string step_reason(const GraphBuilder& b, int T, const RankGemm& g, std::int64_t rows, Bytes row_bytes,
                         int m, const char* what) {
+  const HardwareProfile& hw = b.hardware();
   const std::int64_t unit = std::max<std::int64_t>(1, rows / (static_cast<std::int64_t>(T) * m));
   const Ps c = gemm_time_ps(hw, overlap::GemmShape{unit, g.n, g.k, g.dtype});
-  const double gbps = p2p_gbps(hw, T);
-  const Ps p = gbps > 0 ? transfer_ps(unit * row_bytes, gbps) : 0;
+  const Ps p = b.transfer_ps(0, 1 % T, unit * row_bytes, Transport::nccl_p2p);
   if (p > c)
     return fmt::format("{}: comm > compute per step ({:.1f} > {:.1f} us): about (T-1)(p-c) exposed", what,
                        us_from_ps(p), us_from_ps(c));
@@ -285,7 +276,7 @@ std::vector<OpId> emit_mlp(Pipeline& pl, const MlpTpSp& mlp, const std::vector<O
   pl.row_bytes = s.row.n * dtype_bytes(s.row.dtype);
   pl.tag = prefix + "fc2";
   const std::vector<OpId> end = pl.fuse_rs(gemm_unit(b, s.row), act);
-  reason = step_reason(b.hardware(), T, s.row, s.row.m, pl.row_bytes, pl.p.m, "FuseAG + FuseRS");
+  reason = step_reason(b, T, s.row, s.row.m, pl.row_bytes, pl.p.m, "FuseAG + FuseRS");
   return end;
 }
 
@@ -323,7 +314,7 @@ std::vector<OpId> emit_attention(Pipeline& pl, const AttentionTpSp& att, const s
       return b.add_gemm(rank, stream, GemmShape{rows, out.n, out.k, out.dtype}, o);
     };
     const std::vector<OpId> end = pl.fuse_rs(qs, ag);
-    reason = step_reason(b.hardware(), T, s.out, total_rows, pl.row_bytes, pl.p.m, "query-split FuseRS");
+    reason = step_reason(b, T, s.out, total_rows, pl.row_bytes, pl.p.m, "query-split FuseRS");
     return end;
   }
   std::vector<OpId> attn;
@@ -331,7 +322,7 @@ std::vector<OpId> emit_attention(Pipeline& pl, const AttentionTpSp& att, const s
     attn.push_back(b.add_flop_kernel(r, pl.streams.compute[static_cast<std::size_t>(r)], prefix + "attention",
                                      s.attention_flops, s.attention_tiles, att.dtype, {ag[static_cast<std::size_t>(r)]}));
   const std::vector<OpId> end = pl.fuse_rs(gemm_unit(b, s.out), attn);
-  reason = step_reason(b.hardware(), T, s.out, total_rows, pl.row_bytes, pl.p.m, "row-parallel FuseRS");
+  reason = step_reason(b, T, s.out, total_rows, pl.row_bytes, pl.p.m, "row-parallel FuseRS");
   return end;
 }
 
@@ -356,14 +347,14 @@ BuiltScheme build_commfuse(const BuildContext& ctx) {
       pl.tag = "rowpar";
       pl.fuse_rs(gemm_unit(b, g), {});
       collectives.push_back(gc.m * pl.row_bytes);
-      reason = step_reason(ctx.hardware, T, g, gc.m, pl.row_bytes, p.m, "FuseRS");
+      reason = step_reason(b, T, g, gc.m, pl.row_bytes, p.m, "FuseRS");
     } else {
       // Sec. 4.2: column-parallel projection over the gathered sequence, shard by shard.
       pl.row_bytes = gc.k * dtype_bytes(gc.dtype);
       pl.tag = "colpar";
       pl.fuse_ag(gemm_unit(b, g));
       collectives.push_back(gc.m * pl.row_bytes);
-      reason = step_reason(ctx.hardware, T, g, gc.m, pl.row_bytes, p.m, "FuseAG");
+      reason = step_reason(b, T, g, gc.m, pl.row_bytes, p.m, "FuseAG");
     }
   } else if (w.kind == "mlp_tpsp") {
     emit_mlp(pl, std::get<MlpTpSp>(w.shape), {}, "", collectives, reason);

@@ -177,16 +177,16 @@ BuiltScheme build_flashoverlap(const BuildContext& ctx) {
                    MemoryKernel{"rmsnorm.reorder", bytes, {last_comm[static_cast<std::size_t>(r)]}, 0});
     if (hw.gpu.hbm_bandwidth_gbps > 0)
       rmsnorm_ps = transfer_ps(2 * out, hw.gpu.hbm_bandwidth_gbps * hw.gpu.hbm_efficiency) +
-                   ps_from_us(hw.gpu.kernel_launch_us);
+                   hw.launch.gap_ps();
   }
 
   // Sec. 6.4 bound: perfect overlap of the unmodified GEMM and NCCL's collective (+ a plain RMSNorm).
   const Ps gemm_ps = gemm_time_ps(hw, shape);
   const std::int64_t all_waves = std::max<std::int64_t>(1, plan.waves(hw.gpu.sm_count));
-  const Bytes last_wave_bytes =
-      group_bytes({std::max<std::int64_t>(0, plan.tiles - hw.gpu.sm_count * plan.ctas_per_sm),
-                   std::min<std::int64_t>(plan.tiles, static_cast<std::int64_t>(hw.gpu.sm_count) * plan.ctas_per_sm)},
-                  plan.tiles, total);
+  // The last wave holds what is left after the full ones: a partial wave sends only its own tiles.
+  const std::int64_t slots = static_cast<std::int64_t>(hw.gpu.sm_count) * plan.ctas_per_sm;
+  const std::int64_t last_wave_first = (all_waves - 1) * slots;
+  const Bytes last_wave_bytes = group_bytes({last_wave_first, plan.tiles - last_wave_first}, plan.tiles, total);
   const Ps bound = flashoverlap_bound_ps(gemm_ps, comm_of(total), gemm_ps / all_waves, comm_of(last_wave_bytes)) +
                    rmsnorm_ps;
 

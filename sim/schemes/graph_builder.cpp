@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "sim/node_builder.hpp"
 
 namespace overlap::sim {
 
@@ -84,6 +87,20 @@ void check_stream_rank(const TaskGraph& g, int rank, StreamId stream, const std:
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+// HBM traffic of one GEMM tile at full speed (issue 9, item 4): each tile streams (tile_m + tile_n) x K
+// operands of which 1 / gemm_l2_reuse misses L2, and writes its output tile; never less, over the
+// whole GEMM, than reading A and B and writing C once (a skinny GEMM streams its weights).
+Bytes gemm_tile_hbm_bytes(const HardwareProfile& hw, const GemmShape& shape, const GemmPlan& plan) {
+  const double e = dtype_bytes(shape.dtype);
+  const double tiles = static_cast<double>(plan.tiles);
+  const double k = static_cast<double>(shape.k);
+  const double tile_model = tiles * (static_cast<double>(plan.tile_m + plan.tile_n) * k * e / hw.gpu.gemm_l2_reuse +
+                                     static_cast<double>(plan.tile_m) * plan.tile_n * e);
+  const double once = (static_cast<double>(shape.m) * k + k * static_cast<double>(shape.n) +
+                       static_cast<double>(shape.m) * static_cast<double>(shape.n)) * e;
+  return static_cast<Bytes>(std::ceil(std::max(tile_model, once) / tiles));
+}
+
 // What every op starts from: its stream (checked to be on `rank`), name, kind and dependencies.
 Op new_op(const TaskGraph& g, int rank, StreamId stream, OpKind kind, const std::string& name,
           const std::vector<OpId>& deps) {
@@ -116,6 +133,7 @@ OpId GraphBuilder::add_gemm(int rank, StreamId stream, const GemmShape& shape, c
   const std::int64_t waves = plan.waves(sms);
   if (waves > 0 && plan.memory_ps > waves * op.cta_ps) op.cta_ps = ceil_div(plan.memory_ps, waves);
   op.cta_ps += static_cast<Ps>(static_cast<double>(op.cta_ps) * options.epilogue_overhead + 0.5);
+  op.hbm_bytes_per_cta = gemm_tile_hbm_bytes(hw, shape, plan);
   // An SM budget (TransformerEngine set_sm_margin, facts.md "Production overlap implementations")
   // is a grid of budget CTAs looping over the tiles: a persistent kernel capped at the budget.
   if (options.persistent || options.sm_budget > 0) {
@@ -154,6 +172,36 @@ Ps GraphBuilder::collective_ps(Primitive primitive, Bytes bytes, int members) co
   return collective_time_ps(hardware(), to_collective_primitive(primitive), bytes, members,
                             collective_link_class(hardware(), members), default_algorithm(hardware(), primitive));
 }
+
+namespace {
+
+// Curve fidelity (issue 9, item 3): the bytes member `i` sends to each peer over the whole algorithm
+// load the links they cross, as flows, so a collective contends with concurrent traffic; the
+// algorithm's latencies (base + per-step) are the part of the curve time that moves no bytes.
+void set_curve_traffic(Op& op, const CollectiveSchedule& schedule, int i, const std::vector<int>& members) {
+  std::map<int, Bytes> to;
+  Bytes from_switch = 0;
+  for (const CollectiveStep& st : schedule.ranks[static_cast<std::size_t>(i)]) {
+    for (const CollectiveTransfer& t : st.sends)
+      to[t.peer < 0 ? kSwitchPeer : members[static_cast<std::size_t>(t.peer)]] += t.bytes;
+    for (const CollectiveTransfer& t : st.recvs)
+      if (t.peer < 0) from_switch += t.bytes;
+  }
+  for (const auto& [peer, bytes] : to)
+    if (bytes > 0) op.curve_sends.push_back(PeerBytes{peer, bytes});
+  op.curve_from_switch = from_switch;
+  Ps latency = schedule.base_latency_ps;
+  for (std::size_t s = 0; s < schedule.num_steps(); ++s) {
+    Ps step = 0;
+    for (const auto& r : schedule.ranks) step = std::max(step, r[s].latency_ps);
+    latency += step;
+  }
+  op.curve_latency_ps = std::clamp<Ps>(latency, 0, op.duration_ps);
+  op.curve_reduces = schedule.primitive == CollectivePrimitive::all_reduce ||
+                     schedule.primitive == CollectivePrimitive::reduce_scatter;
+}
+
+}  // namespace
 
 std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
   std::vector<int> members = spec.ranks;
@@ -220,6 +268,7 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
       for (const CollectiveStep& st : schedule.ranks[static_cast<std::size_t>(i)]) {
         Phase ph;
         ph.latency_ps = st.latency_ps;
+        ph.reduce = st.reduce_bytes > 0;  // the reduction streams through HBM as the bytes arrive
         for (const CollectiveTransfer& t : st.sends)
           if (t.bytes > 0) ph.sends.push_back({members[static_cast<std::size_t>(t.peer)], t.bytes});
         for (const CollectiveTransfer& t : st.recvs)
@@ -228,9 +277,10 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
       }
     } else {
       op.duration_ps = curve_ps;
-      // Nominal size of the curve collective (the engine moves no bytes for it): marks it as a
-      // data-moving collective for the byte accounting check (metrics.cpp), unlike a barrier.
+      // Nominal size of the curve collective: marks it as a data-moving collective (metrics.cpp),
+      // unlike a barrier; its bytes load the links as flows (set_curve_traffic).
       op.bytes = spec.bytes;
+      set_curve_traffic(op, schedule, i, members);
     }
     out.push_back(graph_.add(std::move(op)));
   }
@@ -268,6 +318,64 @@ OpId GraphBuilder::add_copy(int rank, StreamId stream, int src_gpu, int dst_gpu,
   const OpId id = graph_.add(std::move(op));
   if (count_required && src_gpu != dst_gpu) add_required_bytes(src_gpu, dst_gpu, bytes);
   return id;
+}
+
+OpId GraphBuilder::add_p2p(int rank, StreamId stream, const P2pSpec& spec) {
+  if (spec.transport == Transport::copy_engine)
+    throw GraphError(fmt::format("p2p '{}': a copy-engine transfer is a copy op (add_copy)", spec.name));
+  Op op = new_op(graph_, rank, stream, OpKind::comm_kernel, spec.name, spec.deps);
+  op.comm = true;
+  op.channels = spec.channels;
+  op.collective = spec.collective >= 0 ? spec.collective : new_collective_id();
+  op.members = spec.members;
+  op.transport = spec.transport;
+  Phase ph;
+  for (const PeerBytes& pb : spec.sends)
+    if (pb.bytes > 0) ph.sends.push_back(pb);
+  for (const PeerBytes& pb : spec.recvs)
+    if (pb.bytes > 0) ph.recvs.push_back(pb);
+  op.phases.push_back(std::move(ph));
+  return graph_.add(std::move(op));
+}
+
+std::vector<OpId> GraphBuilder::add_barrier(const std::vector<StreamId>& streams,
+                                            const std::vector<std::vector<OpId>>& deps, const std::string& name,
+                                            const std::vector<int>& ranks_in) {
+  std::vector<int> members = ranks_in;
+  if (members.empty())
+    for (int r = 0; r < ranks(); ++r) members.push_back(r);
+  if (streams.size() != members.size() || (!deps.empty() && deps.size() != members.size()))
+    throw GraphError(fmt::format("barrier '{}': one stream (and deps list) per member", name));
+  const HardwareProfile& hw = hardware();
+  // async-tp-illustrated: the barrier is a one-block kernel writing a flag into every peer's symmetric
+  // buffer and spinning on its own: a one-sided put's latency over the link class the group spans.
+  Ps latency = ps_from_us(hw.transports.one_sided.latency_us);
+  if (members.size() > 1) {
+    const auto it = hw.fabric.links.find(collective_link_class(hw, static_cast<int>(members.size())));
+    if (it != hw.fabric.links.end()) latency += ps_from_us(it->second.latency_us);
+  }
+  const std::int64_t id = new_collective_id();
+  std::vector<OpId> out;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    Op op = new_op(graph_, members[i], streams[i], OpKind::comm_kernel, name, deps.empty() ? std::vector<OpId>{} : deps[i]);
+    op.comm = true;
+    op.channels = 1;
+    op.duration_ps = latency;
+    op.collective = id;
+    op.members = static_cast<int>(members.size());
+    out.push_back(graph_.add(std::move(op)));
+  }
+  return out;
+}
+
+const NodeConfig& GraphBuilder::node() const {
+  if (!node_) node_ = std::make_unique<NodeConfig>(make_node(hardware(), ranks()));
+  return *node_;
+}
+
+Ps GraphBuilder::transfer_ps(int src, int dst, Bytes bytes, Transport transport, int ctas) const {
+  if (bytes <= 0) return 0;
+  return node().fabric.isolated_ps(src, dst, bytes, transport, ctas);
 }
 
 OpId GraphBuilder::add_wait(int rank, StreamId stream, CounterId counter, std::int64_t target,

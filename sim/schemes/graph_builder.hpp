@@ -9,6 +9,7 @@
 // all_to_all: each rank's send buffer). facts.md "NCCL on 8xH100 NVSwitch".
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/hardware_profile.hpp"
 #include "cost_model/units.hpp"
+#include "sim/engine.hpp"
 #include "sim/schemes/scheme.hpp"
 #include "sim/task_graph.hpp"
 #include "sim/workload.hpp"
@@ -62,6 +64,21 @@ struct CollectiveSpec {
   // Fixed duration instead of the collective model's (delayed-tp-blog's measured tau_c); < 0 = model.
   // Curve fidelity only: at steps fidelity the algorithm's transfers run.
   Ps fixed_duration_ps = -1;
+};
+
+// One point-to-point exchange kernel of a rank (design.md "Scheme library"): what it sends to and
+// receives from which peers, matched across ranks by `collective` (the ranks exchanging in one round
+// share it), costed as `transport` by the fabric, holding `channels` SMs while it runs.
+struct P2pSpec {
+  std::string name = "p2p";
+  // nccl_p2p (NCCL send/recv), sm_copy (an SM copy kernel of `channels` CTAs) or one_sided; a
+  // copy-engine transfer is a copy op (GraphBuilder::add_copy), not a kernel.
+  Transport transport = Transport::nccl_p2p;
+  int channels = 0;
+  std::int64_t collective = -1;
+  int members = 2;
+  std::vector<PeerBytes> sends, recvs;
+  std::vector<OpId> deps;
 };
 
 // Per-rank streams most schemes need: a compute stream and a (higher-priority) communication stream.
@@ -124,6 +141,18 @@ class GraphBuilder {
                 const std::string& name, const std::vector<OpId>& deps = {},
                 bool count_required = true);
 
+  // A point-to-point exchange kernel (P2pSpec). Its bytes are not added to required_bytes(): a
+  // decomposed collective states what it must move as a whole.
+  OpId add_p2p(int rank, StreamId stream, const P2pSpec& spec);
+  // A one-block barrier kernel on every member (PyTorch SymmetricMemory's barrier): each rank puts a
+  // flag to its peers and waits for theirs, one one-sided latency over the group's link class.
+  // Returns the member ops in `ranks` order (empty ranks = every rank).
+  std::vector<OpId> add_barrier(const std::vector<StreamId>& streams, const std::vector<std::vector<OpId>>& deps,
+                                const std::string& name, const std::vector<int>& ranks = {});
+  // How long `bytes` take from src to dst by `transport` alone on an idle node: the fabric's one
+  // answer (fabric.hpp), which the engine also uses, so reasons quote what was simulated.
+  Ps transfer_ps(int src, int dst, Bytes bytes, Transport transport, int ctas = 0) const;
+
   OpId add_wait(int rank, StreamId stream, CounterId counter, std::int64_t target,
                 const std::string& name, const std::vector<OpId>& deps = {});
   OpId add_signal(int rank, StreamId stream, CounterId counter, std::int64_t amount,
@@ -142,8 +171,11 @@ class GraphBuilder {
   BuiltScheme finish(std::string reason, Ps bound_ps = -1);
 
  private:
+  const NodeConfig& node() const;
+
   const BuildContext& ctx_;
   TaskGraph graph_;
+  mutable std::unique_ptr<NodeConfig> node_;  // built on first use (transfer_ps)
   std::int64_t next_collective_ = 0;
   std::vector<std::vector<Bytes>> required_;
 };

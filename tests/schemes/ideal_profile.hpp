@@ -1,7 +1,8 @@
 #pragma once
 // The idealised node the scheme tests compute exact answers on: 132 SMs; a 128x128 tile over
 // K = 1024 takes exactly 1 us; alpha-beta links with no latency; HBM so fast that memory kernels take
-// (almost) nothing; no launch overhead, no GEMM/comm interference, no NCCL latency.
+// (almost) nothing; no launch overhead, no GEMM/comm interference, no NCCL latency; every transport at
+// the link's full rate with no latency of its own.
 #include "cost_model/hardware_profile.hpp"
 #include "sim/workload.hpp"
 
@@ -17,7 +18,8 @@ inline HardwareProfile ideal_profile(int gpus, double link_gbps = 500, int chann
   h.gpu.gemm_comm_interference = 0;
   h.gpu.hbm_bandwidth_gbps = 1e9;
   h.gpu.hbm_efficiency = 1;
-  h.gpu.kernel_launch_us = 0;
+  h.launch.host_us = 0;
+  h.launch.gap_us = 0;
   h.gpu.copy_engines = 2;
   h.fabric.topology = "nvswitch";
   h.fabric.num_gpus = gpus;
@@ -28,6 +30,7 @@ inline HardwareProfile ideal_profile(int gpus, double link_gbps = 500, int chann
   h.comm.base_latency_us = 0;
   h.comm.step_latency_us = 0;
   h.comm.bandwidth_efficiency = 1;
+  for (Transport t : kAllTransports) h.transports.of(t) = TransportSpec{0, 1, 0};
   return h;
 }
 

@@ -26,7 +26,8 @@ HardwareProfile decode_ideal_profile(int gpus) {
   h.gpu.gemm_comm_interference = 0;
   h.gpu.hbm_bandwidth_gbps = 1000;  // 1 byte per picosecond: streaming times are exact
   h.gpu.hbm_efficiency = 1;
-  h.gpu.kernel_launch_us = 0;
+  h.launch.host_us = 0;
+  h.launch.gap_us = 0;
   h.fabric.topology = "nvswitch";
   h.fabric.num_gpus = gpus;
   h.fabric.links["nvlink"] = LinkClass{"nvlink", 450, 0};
@@ -58,6 +59,15 @@ SchemeResult run_scheme(const std::string& name, const Workload& w, const Hardwa
   const SchemeInfo* s = find_scheme(name);
   REQUIRE(s != nullptr);
   return evaluate(*s, BuildContext{w, hw, params, Fidelity::curve});
+}
+
+// An all-reduce reads and writes HBM too (its few kilobytes as flows, engine issue 9 item 4): where it
+// overlaps a module's weight streaming it slows it by a few picoseconds, which the blog's idealisation
+// (streaming alone on HBM) leaves out. At most this much per all-reduce of the run.
+constexpr Ps kHbmSlackPerAllReduce = 4;
+
+bool within_hbm_slack(Ps actual, Ps expected, int all_reduces) {
+  return actual >= expected && actual <= expected + kHbmSlackPerAllReduce * all_reduces;
 }
 
 }  // namespace
@@ -105,17 +115,19 @@ TEST_CASE("decode family latency = weight streaming + the closed-form exposed wa
     // Ladder Residual and DTP(1): exact while an exposed wait never follows another one (tau_c at
     // most tau_mlp: only the modules after an attention wait).
     if (t.tau_c_ps <= t.tau_mlp_ps) {
-      CHECK(run_scheme("ladder_residual", w, hw).latency_ps == streaming + exposed_ladder_residual_ps(wst));
-      CHECK(run_scheme("dtp", w, hw, {{"delta", 1}}).latency_ps == streaming + exposed_dtp_ps(wst, 1));
+      CHECK(within_hbm_slack(run_scheme("ladder_residual", w, hw).latency_ps,
+                             streaming + exposed_ladder_residual_ps(wst), 2 * layers));
+      CHECK(within_hbm_slack(run_scheme("dtp", w, hw, {{"delta", 1}}).latency_ps, streaming + exposed_dtp_ps(wst, 1),
+                             2 * layers));
     }
     // DTP(2k): exact while the delta modules hide tau_c (the regime the blog designs delta for).
     for (int delta : {2, 4}) {
       INFO("delta " << delta);
       if (t.tau_c_ps <= (delta / 2) * (t.tau_att_ps + t.tau_mlp_ps)) {
         const SchemeResult r = run_scheme("dtp", w, hw, {{"delta", delta}});
-        CHECK(r.latency_ps == streaming + exposed_dtp_ps(wst, delta));
-        CHECK(r.exposed_comm_ps == 0);
-        CHECK(r.overlap_efficiency == 1.0);
+        CHECK(within_hbm_slack(r.latency_ps, streaming + exposed_dtp_ps(wst, delta), 2 * layers));
+        CHECK(r.exposed_comm_ps <= kHbmSlackPerAllReduce * 2 * layers);
+        CHECK(r.overlap_efficiency >= 1.0 - 1e-4);
       }
     }
   }
@@ -134,7 +146,7 @@ TEST_CASE("Ladder Residual with tau_c above both modules: hand-computed schedule
   const Ps a = t.tau_att_ps, m = t.tau_mlp_ps, c = t.tau_c_ps;
   REQUIRE(c > m);
   const SchemeResult r = run_scheme("ladder_residual", w, hw);
-  CHECK(r.latency_ps == a + 2 * m + 2 * c);
+  CHECK(within_hbm_slack(r.latency_ps, a + 2 * m + 2 * c, 4));
   const WeightStreamingTimes wst{2, c, a, m};
   CHECK(2 * (a + m) + exposed_ladder_residual_ps(wst) == a + m + 3 * c);
   CHECK(r.latency_ps < 2 * (a + m) + exposed_ladder_residual_ps(wst));

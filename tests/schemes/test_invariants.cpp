@@ -27,7 +27,8 @@ HardwareProfile invariant_profile(int gpus) {
   h.gpu.gemm_efficiency = 0.8;
   h.gpu.hbm_bandwidth_gbps = 3350;
   h.gpu.hbm_efficiency = 0.9;
-  h.gpu.kernel_launch_us = 2.0;
+  h.launch.host_us = 0;
+  h.launch.gap_us = 2.0;
   h.gpu.copy_engines = 3;
   h.fabric.topology = "nvswitch";
   h.fabric.num_gpus = gpus;
@@ -158,7 +159,10 @@ TEST_CASE("every registered scheme keeps the invariants on random workloads", "[
       if (s.name == "no_overlap") CHECK(r.exposed_comm_ps == r.comm_ps);
       if (s.name == "no_overlap" || s.name == "tp_baseline") CHECK(r.exposed_comm_ps <= r.comm_ps);
       // Every scheme that overlaps the workload's collectives with unchanged collectives hides some.
-      if (s.name != "data_slicing") CHECK(r.exposed_comm_ps <= r.comm_ps + r.comm_ps / 100);
+      // Not the decompositions into pieces that each pay a call's latency: data slicing's k
+      // collectives, and CommFuse's T-1 NCCL send/recv exchanges (transports.nccl_p2p latency each),
+      // which on small shapes cost more than one ring collective's base + per-step latencies.
+      if (s.name != "data_slicing" && s.name != "commfuse") CHECK(r.exposed_comm_ps <= r.comm_ps + r.comm_ps / 100);
       if (c.per_rank_bytes >= 0) {
         const BuiltScheme b = s.build(ctx);
         for (int rank = 0; rank < c.workload.tp; ++rank) {

@@ -23,7 +23,8 @@ HardwareProfile metrics_profile(int gpus) {
   h.gpu.gemm_efficiency = 0.8;
   h.gpu.hbm_bandwidth_gbps = 3350;
   h.gpu.hbm_efficiency = 0.9;
-  h.gpu.kernel_launch_us = 2.0;
+  h.launch.host_us = 0;
+  h.launch.gap_us = 2.0;
   h.fabric.topology = "nvswitch";
   h.fabric.num_gpus = gpus;
   h.fabric.links["nvlink"] = LinkClass{"nvlink", 450, 0.5};

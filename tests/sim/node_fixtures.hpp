@@ -11,8 +11,8 @@ inline NodeConfig switch_node(int gpus, int sms, int copy_engines, double port_g
   for (int g = 0; g < gpus; ++g) n.fabric.add_node("gpu" + std::to_string(g), g);
   const int sw = n.fabric.add_node("switch");
   for (int g = 0; g < gpus; ++g) {
-    n.fabric.add_link(g, sw, port_gbps, latency_ps, "up" + std::to_string(g));
-    n.fabric.add_link(sw, g, port_gbps, latency_ps, "down" + std::to_string(g));
+    n.fabric.add_link(g, sw, port_gbps, latency_ps, "up" + std::to_string(g), "port");
+    n.fabric.add_link(sw, g, port_gbps, latency_ps, "down" + std::to_string(g), "port");
   }
   for (int g = 0; g < gpus; ++g) n.fabric.set_hbm(g, 1000.0);
   return n;

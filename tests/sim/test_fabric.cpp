@@ -19,7 +19,8 @@ TEST_CASE("an isolated transfer takes latency + bytes / narrowest capacity", "[e
   // Two hops of 0.5 us latency each + 10 us.
   CHECK(tl.ops[c].end_ps == 11 * kUs);
   REQUIRE(tl.transfers.size() == 1);
-  CHECK(tl.transfers[0].links.size() == 2);
+  // Up-link, down-link, and the HBM read at the source and written at the destination.
+  CHECK(tl.transfers[0].links.size() == 4);
 }
 
 TEST_CASE("two transfers on one link each get half, and shares are recomputed when one ends", "[engine][fabric]") {
@@ -81,7 +82,7 @@ TEST_CASE("max-min: a flow limited elsewhere leaves the rest of a shared link to
 TEST_CASE("a calibrated curve gives an isolated transfer exactly its time", "[engine][fabric]") {
   NodeConfig n = switch_node(2, 8, 1, 100.0, 1'000'000);
   // At 1 MB the curve says 25 us (40 GB/s effective, below the 100 GB/s port).
-  n.fabric.set_curve(0, 1, Mechanism::copy_engine,
+  n.fabric.set_curve(Transport::copy_engine, "port",
                      BandwidthCurve({{1024, 3'000'000}, {kMB, 25'000'000}, {16 * kMB, 170'000'000}}));
   TaskGraph g(2);
   const OpId c = g.add(copy("c", g.add_stream(0, "copy"), 0, 1, kMB));

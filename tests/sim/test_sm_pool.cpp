@@ -133,7 +133,7 @@ TEST_CASE("launch overhead delays each kernel after it is ready", "[engine][laun
   const OpId a = g.add(tiled("a", s, 132));
   const OpId b = g.add(tiled("b", s, 132));
   NodeConfig node = switch_node(1, 132, 2);
-  node.kernel_launch_ps = 3'000'000;
+  node.launch_gap_ps = 3'000'000;
   const Timeline tl = run(g, node);
   CHECK(tl.ops[a].start_ps == 3'000'000);
   CHECK(tl.ops[a].end_ps == 4'000'000);

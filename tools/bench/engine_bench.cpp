@@ -13,7 +13,7 @@ namespace {
 
 NodeConfig bench_node(int gpus) {
   NodeConfig n;
-  n.kernel_launch_ps = 2'000'000;
+  n.launch_gap_ps = 2'000'000;
   for (int g = 0; g < gpus; ++g) n.gpus.push_back(GpuConfig{132, 3});
   for (int g = 0; g < gpus; ++g) n.fabric.add_node("gpu" + std::to_string(g), g);
   const int sw = n.fabric.add_node("nvswitch");

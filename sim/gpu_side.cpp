@@ -1,0 +1,368 @@
+#include "sim/gpu_side.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace overlap::sim {
+namespace {
+
+bool is_tile_kernel(OpKind k) { return k == OpKind::tiled || k == OpKind::persistent; }
+
+}  // namespace
+
+GpuSide::GpuSide(SimContext& ctx, GpuListener& listener, NetworkSide& net)
+    : ctx_(ctx), listener_(listener), net_(net), kernels_(ctx.graph.ops().size()) {
+  const int ranks = ctx.graph.num_ranks();
+  phys_.resize(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    const GpuConfig& c = ctx.node.gpus[static_cast<std::size_t>(r)];
+    pools_.emplace_back(c.sm_count);
+    PhysicalGpu& g = phys_[static_cast<std::size_t>(ctx.physical(r))];
+    g.sm_total += c.sm_count;
+    g.interference = c.comm_interference;
+  }
+  for (int p = 0; p < ranks; ++p) {
+    const int engines = ctx.node.gpus[static_cast<std::size_t>(p)].copy_engines;
+    phys_[static_cast<std::size_t>(p)].engine_busy.assign(static_cast<std::size_t>(engines), 0);
+    phys_[static_cast<std::size_t>(p)].engine_since.assign(static_cast<std::size_t>(engines), 0);
+  }
+}
+
+// ---- SMs ----
+
+void GpuSide::launch(OpId id) {
+  const Op& o = ctx_.op(id);
+  KernelState& s = ks(id);
+  const int rank = ctx_.rank(id);
+  if (o.kind == OpKind::persistent) {
+    // A persistent kernel's grid is fixed at launch (one CTA per slot of the GPU, or its cap); its
+    // CTAs start as SMs free up, each looping over its tiles (tile c, c + grid, ...).
+    const std::int64_t slots = static_cast<std::int64_t>(pools_[static_cast<std::size_t>(rank)].sm_count()) * o.ctas_per_sm;
+    s.grid = std::min<std::int64_t>(o.ctas, o.max_ctas > 0 ? o.max_ctas : slots);
+  }
+  const Stream& st = ctx_.graph.streams()[static_cast<std::size_t>(o.stream)];
+  pools_[static_cast<std::size_t>(rank)].enqueue({st.priority, launch_seq_++, id});
+  dispatch(rank);
+}
+
+int GpuSide::take_sm(SmPool& p, OpId id) {
+  const int sm = p.take(id);
+  KernelState& s = ks(id);
+  ++s.held;
+  OpRecord& r = ctx_.rec(id);
+  r.sms_held = std::max(r.sms_held, s.held);
+  if (is_tile_kernel(ctx_.op(id).kind) && !s.in_active) {
+    s.in_active = true;
+    phys_of(id).active.push_back(id);
+  }
+  return sm;
+}
+
+// Hands free SMs to waiting kernels: highest priority first, then launch order.
+void GpuSide::dispatch(int rank) {
+  SmPool& p = pools_[static_cast<std::size_t>(rank)];
+  auto& waiting = p.waiting();
+  std::size_t i = 0;
+  while (i < waiting.size() && p.free_count() > 0) {
+    const OpId id = waiting[i].op;
+    const Op& o = ctx_.op(id);
+    KernelState& s = ks(id);
+    bool leaves = false;
+    if (is_tile_kernel(o.kind)) {
+      // Tiled: the next tiles in launch order. Persistent: the next CTAs of the grid, each starting
+      // on its first tile (its index).
+      const std::int64_t limit = o.kind == OpKind::tiled ? o.ctas : s.grid;
+      while (s.next < limit && p.free_count() > 0) {
+        const int sm = take_sm(p, id);
+        const std::int64_t n = std::min<std::int64_t>(o.ctas_per_sm, limit - s.next);
+        p.resident(sm) = static_cast<int>(n);
+        for (std::int64_t k = 0; k < n; ++k) start_cta(id, sm, s.next++);
+      }
+      leaves = s.next == limit;
+    } else {  // gang: comm_kernel or memory kernel holding `channels` SMs
+      while (s.held < o.channels && p.free_count() > 0) {
+        const int sm = take_sm(p, id);
+        p.resident(sm) = 1;
+        ctx_.rec(id).sms.push_back(sm);
+        if (o.comm) comm_sms_changed(phys_of(id), 1);
+      }
+      if (s.held == o.channels) {
+        waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
+        listener_.gang_started(id);
+        continue;
+      }
+    }
+    if (leaves) waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
+    else ++i;
+  }
+}
+
+void GpuSide::start_cta(OpId id, int sm, std::int64_t tile) {
+  ctx_.mark_start(id);
+  KernelState& s = ks(id);
+  if (s.open_cohort >= 0) {
+    Cohort& open = cohorts_[static_cast<std::size_t>(s.open_cohort)];
+    if (open.alive && open.start_ps == ctx_.now) {
+      open.ctas.emplace_back(sm, tile);
+      ++s.running;
+      mark_demand(id);
+      return;
+    }
+  }
+  std::int32_t c;
+  if (!free_cohorts_.empty()) {
+    c = free_cohorts_.back();
+    free_cohorts_.pop_back();
+  } else {
+    cohorts_.emplace_back();
+    c = static_cast<std::int32_t>(cohorts_.size() - 1);
+  }
+  Cohort& co = cohorts_[static_cast<std::size_t>(c)];
+  co.op = id;
+  co.start_ps = co.last_ps = ctx_.now;
+  co.left = static_cast<double>(ctx_.op(id).cta_ps);
+  co.rate = s.rate;
+  ++co.version;
+  co.alive = true;
+  co.ctas.clear();
+  co.ctas.emplace_back(sm, tile);
+  s.cohorts.push_back(c);
+  s.open_cohort = c;
+  ++s.running;
+  mark_demand(id);
+  schedule(c);
+}
+
+void GpuSide::schedule(std::int32_t c) {
+  const Cohort& co = cohorts_[static_cast<std::size_t>(c)];
+  // At rate 1 the end is exact (integer work); otherwise rounded up, forgiving floating-point dust.
+  const double left = co.rate == 1.0 ? co.left : std::ceil(co.left / co.rate - 1e-6);
+  ctx_.queue.push(co.last_ps + static_cast<Ps>(std::max(0.0, left)), EventType::cohort_end, c, co.version);
+}
+
+void GpuSide::on_cohort_end(std::int32_t c, std::uint32_t version) {
+  Cohort& co = cohorts_[static_cast<std::size_t>(c)];
+  if (!co.alive || co.version != version) return;  // stale: the cohort's rate changed
+  co.alive = false;
+  const OpId id = co.op;
+  const Ps start = co.start_ps;
+  std::vector<std::pair<int, std::int64_t>> ctas;
+  ctas.swap(co.ctas);
+  KernelState& s = ks(id);
+  s.cohorts.erase(std::find(s.cohorts.begin(), s.cohorts.end(), c));
+  if (s.open_cohort == c) s.open_cohort = -1;
+  free_cohorts_.push_back(c);
+  const int rank = ctx_.rank(id);
+  ctx_.tl.sm_busy_ps[static_cast<std::size_t>(rank)] += static_cast<Ps>(ctas.size()) * (ctx_.now - start);
+  s.running -= static_cast<std::int32_t>(ctas.size());
+  mark_demand(id);
+  for (const auto& [sm, tile] : ctas) {
+    if (ctx_.options.record_ctas) ctx_.tl.ctas.push_back(CtaRecord{id, sm, tile, start, ctx_.now});
+    bool freed = false;
+    end_cta(id, sm, tile, freed);
+    if (freed) dispatch(rank);
+  }
+  // Keep the buffer for the next cohort that reuses this slot.
+  if (cohorts_[static_cast<std::size_t>(c)].ctas.empty()) {
+    ctas.clear();
+    cohorts_[static_cast<std::size_t>(c)].ctas.swap(ctas);
+  }
+}
+
+void GpuSide::end_cta(OpId id, int sm, std::int64_t tile, bool& sm_freed) {
+  const Op& o = ctx_.op(id);
+  KernelState& s = ks(id);
+  SmPool& p = pool(id);
+  if (ctx_.options.on_tile_end) ctx_.options.on_tile_end(id, tile, ctx_.now);
+  listener_.tile_done(id, tile);
+  ++s.done_tiles;
+  if (o.kind == OpKind::persistent && tile + s.grid < o.ctas) {
+    start_cta(id, sm, tile + s.grid);  // a persistent CTA loops to its next tile
+  } else if (o.kind == OpKind::tiled && s.next < o.ctas && p.waiting().front().op == id) {
+    // The slot goes straight to this kernel's next CTA when it is first in line for a freed SM. A
+    // higher-priority kernel waiting first instead lets the SM drain (all its CTAs end) and takes it.
+    start_cta(id, sm, s.next++);
+    if (s.next == o.ctas) p.dequeue(id);
+  } else if (--p.resident(sm) == 0) {
+    p.release(sm);
+    --s.held;
+    sm_freed = true;
+  }
+  if (s.done_tiles == o.ctas) kernel_finished(id);
+}
+
+void GpuSide::kernel_finished(OpId id) {
+  KernelState& s = ks(id);
+  if (s.demand >= 0) {
+    net_.remove_demand(s.demand);
+    s.demand = -1;
+  }
+  if (s.in_active) {
+    auto& active = phys_of(id).active;
+    active.erase(std::find(active.begin(), active.end(), id));
+    s.in_active = false;
+  }
+  listener_.kernel_done(id);
+}
+
+void GpuSide::release_gang(OpId id) {
+  const Op& o = ctx_.op(id);
+  OpRecord& r = ctx_.rec(id);
+  if (r.sms.empty()) return;
+  const int rank = ctx_.rank(id);
+  SmPool& p = pools_[static_cast<std::size_t>(rank)];
+  ctx_.tl.sm_busy_ps[static_cast<std::size_t>(rank)] += static_cast<Ps>(r.sms.size()) * (ctx_.now - r.start_ps);
+  for (int sm : r.sms) p.release(sm);
+  if (o.comm) comm_sms_changed(phys_of(id), -static_cast<int>(r.sms.size()));
+  ks(id).held = 0;
+  dispatch(rank);
+}
+
+// ---- rates: interference and HBM ----
+
+void GpuSide::comm_sms_changed(PhysicalGpu& g, int delta) {
+  g.comm_sms += delta;
+  if (g.interference > 0 && !g.dirty) {
+    g.dirty = true;
+    dirty_phys_.push_back(static_cast<int>(&g - phys_.data()));
+  }
+}
+
+void GpuSide::mark_demand(OpId id) {
+  const Op& o = ctx_.op(id);
+  KernelState& s = ks(id);
+  if (o.hbm_bytes_per_cta <= 0 || o.cta_ps <= 0 || s.dirty_demand) return;
+  s.dirty_demand = true;
+  dirty_demand_.push_back(id);
+}
+
+void GpuSide::demand_changed(int demand) {
+  if (demand < 0 || demand >= static_cast<int>(demand_op_.size())) return;
+  const OpId id = demand_op_[static_cast<std::size_t>(demand)];
+  KernelState& s = ks(id);
+  if (s.dirty_rate) return;
+  s.dirty_rate = true;
+  dirty_rate_.push_back(id);
+}
+
+double GpuSide::target_rate(OpId id) const {
+  const KernelState& s = kernels_[static_cast<std::size_t>(id)];
+  const PhysicalGpu& g = phys_[static_cast<std::size_t>(ctx_.physical(ctx_.rank(id)))];
+  double rate = 1.0;
+  if (g.interference > 0 && g.comm_sms > 0 && g.sm_total > 0)
+    rate = 1.0 / (1.0 + g.interference * std::min(1.0, static_cast<double>(g.comm_sms) / g.sm_total));
+  if (s.demand >= 0) rate = std::min(rate, net_.demand_multiplier(s.demand));
+  return rate;
+}
+
+void GpuSide::set_rate(OpId id, double rate) {
+  KernelState& s = ks(id);
+  s.rate = rate;
+  for (std::int32_t c : s.cohorts) {
+    Cohort& co = cohorts_[static_cast<std::size_t>(c)];
+    co.left = std::max(0.0, co.left - static_cast<double>(ctx_.now - co.last_ps) * co.rate);
+    co.last_ps = ctx_.now;
+    co.rate = rate;
+    ++co.version;
+    schedule(c);
+  }
+}
+
+void GpuSide::flush() {
+  while (!dirty_demand_.empty() || !dirty_rate_.empty() || !dirty_phys_.empty()) {
+    std::vector<OpId> demands;
+    demands.swap(dirty_demand_);
+    for (OpId id : demands) {
+      KernelState& s = ks(id);
+      s.dirty_demand = false;
+      const Op& o = ctx_.op(id);
+      if (s.done_tiles == o.ctas) continue;
+      // A tile's HBM traffic at full speed, for every CTA running now.
+      const double cap = static_cast<double>(s.running) * static_cast<double>(o.hbm_bytes_per_cta) /
+                         static_cast<double>(o.cta_ps);
+      if (s.running == 0) {
+        if (s.demand >= 0) net_.remove_demand(s.demand);
+        s.demand = -1;
+      } else if (s.demand < 0) {
+        s.demand = net_.add_demand(ctx_.rank(id), cap);
+        if (s.demand >= 0) {
+          if (static_cast<int>(demand_op_.size()) <= s.demand) demand_op_.resize(static_cast<std::size_t>(s.demand) + 1, kNoOp);
+          demand_op_[static_cast<std::size_t>(s.demand)] = id;
+        }
+      } else {
+        net_.set_demand(s.demand, cap);
+      }
+      if (!s.dirty_rate) {
+        s.dirty_rate = true;
+        dirty_rate_.push_back(id);
+      }
+    }
+    std::vector<int> phys;
+    phys.swap(dirty_phys_);
+    for (int index : phys) {
+      PhysicalGpu& g = phys_[static_cast<std::size_t>(index)];
+      g.dirty = false;
+      for (OpId id : g.active) {
+        KernelState& s = ks(id);
+        if (!s.dirty_rate) {
+          s.dirty_rate = true;
+          dirty_rate_.push_back(id);
+        }
+      }
+    }
+    std::vector<OpId> rates;
+    rates.swap(dirty_rate_);
+    for (OpId id : rates) {
+      KernelState& s = ks(id);
+      s.dirty_rate = false;
+      if (s.done_tiles == ctx_.op(id).ctas) continue;
+      const double r = target_rate(id);
+      if (r != s.rate) set_rate(id, r);
+    }
+  }
+}
+
+// ---- copy engines ----
+
+void GpuSide::queue_copy(OpId id) {
+  PhysicalGpu& g = phys_of(id);
+  const auto it = std::find(g.engine_busy.begin(), g.engine_busy.end(), 0);
+  if (it == g.engine_busy.end()) g.copy_queue.push_back(id);
+  else start_copy(id, static_cast<int>(it - g.engine_busy.begin()));
+}
+
+void GpuSide::start_copy(OpId id, int engine) {
+  PhysicalGpu& g = phys_of(id);
+  g.engine_busy[static_cast<std::size_t>(engine)] = 1;
+  g.engine_since[static_cast<std::size_t>(engine)] = ctx_.now;
+  ctx_.mark_start(id);
+  ctx_.rec(id).copy_engine = engine;
+  net_.start_copy(id);
+}
+
+void GpuSide::copy_done(OpId id) {
+  PhysicalGpu& g = phys_of(id);
+  const int e = ctx_.rec(id).copy_engine;
+  g.engine_busy[static_cast<std::size_t>(e)] = 0;
+  ctx_.tl.copy_engine_busy_ps[static_cast<std::size_t>(ctx_.rank(id))] += ctx_.now - g.engine_since[static_cast<std::size_t>(e)];
+  if (!g.copy_queue.empty()) {
+    const OpId next = g.copy_queue.front();
+    g.copy_queue.pop_front();
+    start_copy(next, e);
+  }
+}
+
+// ---- diagnostics ----
+
+bool GpuSide::waiting_for_sms(OpId op) const {
+  const SmPool& p = pools_[static_cast<std::size_t>(ctx_.rank(op))];
+  auto& w = const_cast<SmPool&>(p).waiting();
+  return std::any_of(w.begin(), w.end(), [op](const SmPool::Waiting& x) { return x.op == op; });
+}
+
+bool GpuSide::waiting_for_copy_engine(OpId op) const {
+  const PhysicalGpu& g = phys_[static_cast<std::size_t>(ctx_.physical(ctx_.rank(op)))];
+  return std::find(g.copy_queue.begin(), g.copy_queue.end(), op) != g.copy_queue.end();
+}
+
+}  // namespace overlap::sim

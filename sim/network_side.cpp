@@ -1,0 +1,385 @@
+#include "sim/network_side.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace overlap::sim {
+namespace {
+
+std::vector<double> capacities(const Fabric& f) {
+  std::vector<double> c;
+  c.reserve(f.links().size());
+  for (const Link& l : f.links()) c.push_back(l.capacity_bytes_per_ps);
+  return c;
+}
+
+// NCCL reduces what arrives inside its copy loop: besides the write of the received bytes into its
+// FIFO, the receiver reads them back and reads its own contribution (Phase::reduce); the sum goes on
+// to the next hop, which counts as that hop's send.
+constexpr int kReduceExtraHbm = 2;
+
+}  // namespace
+
+NetworkSide::NetworkSide(SimContext& ctx, NetworkListener& listener)
+    : ctx_(ctx), listener_(listener), fabric_(ctx.node.fabric), flows_(capacities(ctx.node.fabric)),
+      st_(ctx.graph.ops().size()) {}
+
+std::vector<int> NetworkSide::endpoint_links(int src, int dst, int reduce_extra) const {
+  std::vector<int> links = src == dst ? std::vector<int>{} : fabric_.route(src, dst);
+  const int hs = fabric_.hbm_link(src), hd = fabric_.hbm_link(dst);
+  if (hs >= 0) links.push_back(hs);  // read at the source
+  if (hd >= 0)
+    for (int i = 0; i <= reduce_extra; ++i) links.push_back(hd);  // written (and reduced) at the destination
+  return links;
+}
+
+// ---- work of gang kernels and copies ----
+
+void NetworkSide::start_gang_work(OpId id) {
+  const Op& o = ctx_.op(id);
+  if (o.kind == OpKind::memory) {
+    const int hbm = fabric_.hbm_link(ctx_.rank(id));
+    if (o.bytes == 0 || hbm < 0) {  // nothing to stream, or a node without a memory model
+      ctx_.queue.push(ctx_.now, EventType::net_timer, id, kGangDone);
+      return;
+    }
+    const double capacity = fabric_.links()[static_cast<std::size_t>(hbm)].capacity_bytes_per_ps;
+    const double service = std::ceil(static_cast<double>(o.bytes) / capacity);
+    const int r = ctx_.rank(id);
+    start_transfer(Transfer{Kind::memory, id, kNoOp, r, r, o.bytes, {hbm}, static_cast<double>(o.bytes) / service,
+                            service, ctx_.now, -1},
+                   0);
+    return;
+  }
+  if (!o.phases.empty()) {
+    enter_phase(id);
+    return;
+  }
+  if (o.collective >= 0 && o.members > 1) {
+    // Curve fidelity: a collective runs once every member's kernel is resident.
+    auto& arrived = rendezvous_[o.collective];
+    arrived.push_back(id);
+    if (static_cast<int>(arrived.size()) == o.members) start_curve(o.collective);
+    return;
+  }
+  ctx_.queue.push(ctx_.now + o.duration_ps, EventType::net_timer, id, kGangDone);
+}
+
+void NetworkSide::start_copy(OpId id) {
+  const Op& o = ctx_.op(id);
+  const Ps total = fabric_.isolated_ps(o.src_gpu, o.dst_gpu, o.bytes, Transport::copy_engine);
+  const Ps latency = fabric_.latency_part_ps(o.src_gpu, o.dst_gpu, o.bytes, Transport::copy_engine);
+  const double service = static_cast<double>(std::max<Ps>(1, total - latency));
+  start_transfer(Transfer{Kind::copy, id, kNoOp, o.src_gpu, o.dst_gpu, o.bytes, endpoint_links(o.src_gpu, o.dst_gpu, 0),
+                          static_cast<double>(o.bytes) / service, service, ctx_.now, -1},
+                 latency);
+}
+
+// ---- curve-fidelity collectives: the collective's bytes as flows on the links they use ----
+
+void NetworkSide::start_curve(std::int64_t collective) {
+  CurveRun run;
+  run.members = std::move(rendezvous_[collective]);
+  rendezvous_.erase(collective);
+  const Op& first = ctx_.op(run.members.front());
+  // At least a picosecond of moving bytes, so a collective timed by a fixed figure (a measured tau_c
+  // no longer than its latency) still shows its bytes on the links and in the byte accounting.
+  const Ps bandwidth_ps = std::max<Ps>(1, first.duration_ps - first.curve_latency_ps);
+  run.latency_ps = std::max<Ps>(0, first.duration_ps - bandwidth_ps);
+  std::vector<Transfer> legs;
+  {
+    for (OpId m : run.members) {
+      const Op& o = ctx_.op(m);
+      const int r = ctx_.rank(m);
+      for (const PeerBytes& pb : o.curve_sends) {
+        std::vector<int> links;
+        if (pb.peer == kSwitchPeer) {
+          links = {fabric_.switch_links(r).first};
+          if (fabric_.hbm_link(r) >= 0) links.push_back(fabric_.hbm_link(r));
+        } else {
+          links = endpoint_links(r, pb.peer, o.curve_reduces ? kReduceExtraHbm : 0);
+        }
+        legs.push_back(Transfer{Kind::curve, m, kNoOp, r, pb.peer, pb.bytes, std::move(links), 0, 0, ctx_.now, 0});
+      }
+      if (o.curve_from_switch > 0) {
+        std::vector<int> links = {fabric_.switch_links(r).second};
+        if (fabric_.hbm_link(r) >= 0) links.push_back(fabric_.hbm_link(r));
+        legs.push_back(Transfer{Kind::curve, m, kNoOp, kSwitchPeer, r, o.curve_from_switch, std::move(links), 0, 0, ctx_.now, 0});
+      }
+    }
+  }
+  if (legs.empty()) {
+    const Ps end = ctx_.now + first.duration_ps;
+    curves_.push_back(std::move(run));
+    ctx_.queue.push(end, EventType::net_timer, static_cast<std::int32_t>(curves_.size() - 1), kCurveDone);
+    return;
+  }
+  // Each leg runs at the rate that moves its bytes in the collective's bandwidth time; where the
+  // collective alone would overfill a link (its schedule is not what the curve measured), every leg
+  // is slowed alike so it still takes exactly its curve time on an idle fabric.
+  std::map<int, double> load;
+  for (Transfer& t : legs) {
+    t.service = static_cast<double>(bandwidth_ps);
+    t.cap = static_cast<double>(t.bytes) / t.service;
+    for (int l : t.links) load[l] += t.cap;
+  }
+  double over = 1.0;
+  for (const auto& [l, sum] : load)
+    over = std::max(over, sum / fabric_.links()[static_cast<std::size_t>(l)].capacity_bytes_per_ps);
+  run.outstanding = static_cast<int>(legs.size());
+  curves_.push_back(std::move(run));
+  const auto index = static_cast<std::int32_t>(curves_.size() - 1);
+  for (Transfer& t : legs) {
+    if (over > 1 + 1e-9) t.cap /= over;
+    t.collective = index;
+    start_transfer(std::move(t), 0);
+  }
+}
+
+// ---- steps fidelity and point-to-point phases ----
+
+void NetworkSide::enter_phase(OpId id) {
+  const Op& o = ctx_.op(id);
+  OpNetState& s = st_[static_cast<std::size_t>(id)];
+  if (s.phase == static_cast<std::int32_t>(o.phases.size())) {
+    ctx_.queue.push(ctx_.now + o.duration_ps, EventType::net_timer, id, kGangDone);
+    return;
+  }
+  const Phase& ph = o.phases[static_cast<std::size_t>(s.phase)];
+  const int me = ctx_.rank(id);
+  s.outstanding = static_cast<std::int32_t>(ph.sends.size() + ph.recvs.size());
+  if (s.outstanding == 0) {
+    ctx_.queue.push(ctx_.now + ph.compute_ps + ph.latency_ps, EventType::net_timer, id, kPhaseEnd);
+    return;
+  }
+  // Sends and receives rendezvous by (collective, phase, src, dst); the transfer starts when both
+  // sides have entered the phase (per-step synchronisation, design.md "Collectives"). Legs to and
+  // from the switch need no partner.
+  for (const PeerBytes& pb : ph.sends) {
+    if (pb.peer == kSwitchPeer) {
+      start_switch_leg(id, true, pb.bytes);
+      continue;
+    }
+    MatchKey key{o.collective, s.phase, me, pb.peer};
+    auto it = posted_recvs_.find(key);
+    if (it != posted_recvs_.end() && !it->second.empty()) {
+      auto [receiver, bytes] = it->second.front();
+      it->second.pop_front();
+      if (it->second.empty()) posted_recvs_.erase(it);
+      check_bytes(id, receiver, pb.bytes, bytes);
+      const OpNetState& rs = st_[static_cast<std::size_t>(receiver)];
+      start_phase_transfer(id, receiver, me, pb.peer, pb.bytes,
+                           ctx_.op(receiver).phases[static_cast<std::size_t>(rs.phase)].reduce);
+    } else {
+      posted_sends_[key].push_back({id, pb.bytes});
+    }
+  }
+  for (const PeerBytes& pb : ph.recvs) {
+    if (pb.peer == kSwitchPeer) {
+      start_switch_leg(id, false, pb.bytes);
+      continue;
+    }
+    MatchKey key{o.collective, s.phase, pb.peer, me};
+    auto it = posted_sends_.find(key);
+    if (it != posted_sends_.end() && !it->second.empty()) {
+      auto [sender, bytes] = it->second.front();
+      it->second.pop_front();
+      if (it->second.empty()) posted_sends_.erase(it);
+      check_bytes(sender, id, bytes, pb.bytes);
+      start_phase_transfer(sender, id, pb.peer, me, bytes, ph.reduce);
+    } else {
+      posted_recvs_[key].push_back({id, pb.bytes});
+    }
+  }
+}
+
+void NetworkSide::check_bytes(OpId sender, OpId receiver, Bytes sent, Bytes expected) const {
+  if (sent != expected)
+    throw SimError(fmt::format("'{}' sends {} bytes but '{}' expects {}", ctx_.op(sender).name, sent,
+                               ctx_.op(receiver).name, expected));
+}
+
+void NetworkSide::start_phase_transfer(OpId sender, OpId receiver, int src, int dst, Bytes bytes, bool reduce) {
+  const Op& o = ctx_.op(sender);
+  Ps latency = 0;
+  double service = 0;
+  if (o.transport) {
+    // A point-to-point transport (CommFuse's NCCL send/recv, an SM copy kernel, a one-sided put):
+    // the fabric's one answer for these bytes on this path.
+    const int ctas = *o.transport == Transport::sm_copy ? o.channels : 0;
+    const Ps total = fabric_.isolated_ps(src, dst, bytes, *o.transport, ctas);
+    latency = fabric_.latency_part_ps(src, dst, bytes, *o.transport, ctas);
+    service = static_cast<double>(std::max<Ps>(1, total - latency));
+  } else {
+    // An NCCL collective step: the library's busbw falls short of the links' (link_efficiency), and
+    // its per-step latency (the phase's) covers the wire's.
+    service = static_cast<double>(std::max<Ps>(1, fabric_.wire_ps(src, dst, bytes, o.link_efficiency)));
+    latency = o.phase_latency_covers_wire ? 0 : fabric_.route_latency_ps(src, dst);
+  }
+  start_transfer(Transfer{Kind::phase, sender, receiver, src, dst, bytes,
+                          endpoint_links(src, dst, reduce ? kReduceExtraHbm : 0), static_cast<double>(bytes) / service,
+                          service, ctx_.now, -1},
+                 latency);
+}
+
+void NetworkSide::start_switch_leg(OpId id, bool up, Bytes bytes) {
+  const Op& o = ctx_.op(id);
+  const int r = ctx_.rank(id);
+  const auto [up_link, down_link] = fabric_.switch_links(r);
+  const int link = up ? up_link : down_link;
+  const double rate = fabric_.links()[static_cast<std::size_t>(link)].capacity_bytes_per_ps * o.link_efficiency;
+  const double service = std::max(1.0, std::ceil(static_cast<double>(bytes) / rate));
+  std::vector<int> links = {link};
+  if (fabric_.hbm_link(r) >= 0) links.push_back(fabric_.hbm_link(r));
+  start_transfer(Transfer{Kind::switch_leg, id, kNoOp, up ? r : kSwitchPeer, up ? kSwitchPeer : r, bytes,
+                          std::move(links), static_cast<double>(bytes) / service, service, ctx_.now, -1},
+                 0);
+}
+
+void NetworkSide::phase_leg_done(OpId id) {
+  OpNetState& s = st_[static_cast<std::size_t>(id)];
+  if (--s.outstanding > 0) return;
+  const Phase& ph = ctx_.op(id).phases[static_cast<std::size_t>(s.phase)];
+  ctx_.queue.push(ctx_.now + ph.compute_ps + ph.latency_ps, EventType::net_timer, id, kPhaseEnd);
+}
+
+// ---- flows ----
+
+void NetworkSide::start_transfer(Transfer t, Ps latency_ps) {
+  std::int32_t idx;
+  if (!free_transfers_.empty()) {
+    idx = free_transfers_.back();
+    free_transfers_.pop_back();
+    transfers_[static_cast<std::size_t>(idx)] = std::move(t);
+  } else {
+    transfers_.push_back(std::move(t));
+    idx = static_cast<std::int32_t>(transfers_.size() - 1);
+  }
+  if (latency_ps > 0) ctx_.queue.push(ctx_.now + latency_ps, EventType::flow_latency_end, idx, 0);
+  else join(idx);
+}
+
+void NetworkSide::join(std::int32_t idx) {
+  Transfer& t = transfers_[static_cast<std::size_t>(idx)];
+  t.start_ps = std::min(t.start_ps, ctx_.now);
+  const int flow = flows_.add(ctx_.now, t.links, t.cap, t.service, changed_);
+  if (static_cast<int>(flow_transfer_.size()) <= flow) {
+    flow_transfer_.resize(static_cast<std::size_t>(flow) + 1, -1);
+    demand_of_flow_.resize(static_cast<std::size_t>(flow) + 1, -1);
+  }
+  flow_transfer_[static_cast<std::size_t>(flow)] = idx;
+  demand_of_flow_[static_cast<std::size_t>(flow)] = -1;
+  apply_changes();
+}
+
+void NetworkSide::apply_changes() {
+  if (changed_.empty()) return;
+  std::vector<int> changed;
+  changed.swap(changed_);
+  for (int f : changed) {
+    const Flow& flow = flows_.flow(f);
+    if (!flow.active) continue;
+    if (flow_transfer_[static_cast<std::size_t>(f)] >= 0)
+      ctx_.queue.push(flows_.finish_ps(f), EventType::flow_end, f, static_cast<std::int64_t>(flow.version));
+    else
+      listener_.demand_changed(demand_of_flow_[static_cast<std::size_t>(f)]);
+  }
+  changed.clear();
+  if (changed_.empty()) changed_.swap(changed);  // keep the capacity
+}
+
+void NetworkSide::transfer_done(std::int32_t idx) {
+  // Copy out what the completion needs: the listener may start transfers that reuse the slot.
+  Transfer t = std::move(transfers_[static_cast<std::size_t>(idx)]);
+  free_transfers_.push_back(idx);
+  for (int l : t.links) ctx_.tl.link_bytes[static_cast<std::size_t>(l)] += static_cast<double>(t.bytes);
+  if (t.kind != Kind::memory)
+    ctx_.tl.transfers.push_back(TransferRecord{t.op, t.src, t.dst, t.bytes, t.start_ps, ctx_.now, t.links});
+  switch (t.kind) {
+    case Kind::memory: listener_.gang_work_done(t.op); break;
+    case Kind::copy: listener_.copy_done(t.op); break;
+    case Kind::phase:
+      phase_leg_done(t.op);
+      phase_leg_done(t.receiver);
+      break;
+    case Kind::switch_leg: phase_leg_done(t.op); break;
+    case Kind::curve: {
+      CurveRun& run = curves_[static_cast<std::size_t>(t.collective)];
+      if (--run.outstanding == 0)
+        ctx_.queue.push(ctx_.now + run.latency_ps, EventType::net_timer, t.collective, kCurveDone);
+      break;
+    }
+  }
+}
+
+// ---- HBM demand of running kernels ----
+
+int NetworkSide::add_demand(int rank, double bytes_per_ps) {
+  const int hbm = fabric_.hbm_link(rank);
+  if (hbm < 0 || !(bytes_per_ps > 0)) return -1;
+  const int flow = flows_.add(ctx_.now, {hbm}, bytes_per_ps, -1.0, changed_);
+  if (static_cast<int>(flow_transfer_.size()) <= flow) {
+    flow_transfer_.resize(static_cast<std::size_t>(flow) + 1, -1);
+    demand_of_flow_.resize(static_cast<std::size_t>(flow) + 1, -1);
+  }
+  demand_flow_.push_back(flow);
+  const int id = static_cast<int>(demand_flow_.size() - 1);
+  flow_transfer_[static_cast<std::size_t>(flow)] = -1;
+  demand_of_flow_[static_cast<std::size_t>(flow)] = id;
+  apply_changes();
+  return id;
+}
+
+void NetworkSide::set_demand(int demand, double bytes_per_ps) {
+  flows_.set_cap(ctx_.now, demand_flow_[static_cast<std::size_t>(demand)], bytes_per_ps, changed_);
+  apply_changes();
+}
+
+void NetworkSide::remove_demand(int demand) {
+  const int flow = demand_flow_[static_cast<std::size_t>(demand)];
+  flows_.remove(ctx_.now, flow, changed_);
+  demand_of_flow_[static_cast<std::size_t>(flow)] = -1;
+  apply_changes();
+}
+
+// ---- events ----
+
+void NetworkSide::on_event(const Event& e) {
+  switch (e.type) {
+    case EventType::flow_latency_end: join(e.a); break;
+    case EventType::flow_end: {
+      const Flow& f = flows_.flow(e.a);
+      if (!f.active || f.version != static_cast<std::uint32_t>(e.b)) return;  // stale
+      const std::int32_t idx = flow_transfer_[static_cast<std::size_t>(e.a)];
+      flows_.remove(ctx_.now, e.a, changed_);
+      apply_changes();
+      transfer_done(idx);
+      break;
+    }
+    case EventType::net_timer:
+      switch (e.b) {
+        case kGangDone: listener_.gang_work_done(e.a); break;
+        case kPhaseEnd:
+          ++st_[static_cast<std::size_t>(e.a)].phase;
+          enter_phase(e.a);
+          break;
+        case kCurveDone:
+          for (OpId m : curves_[static_cast<std::size_t>(e.a)].members) listener_.gang_work_done(m);
+          break;
+        default: break;
+      }
+      break;
+    default: break;
+  }
+}
+
+bool NetworkSide::waiting_in_rendezvous(OpId op) const {
+  const Op& o = ctx_.op(op);
+  const auto it = rendezvous_.find(o.collective);
+  return it != rendezvous_.end() && std::find(it->second.begin(), it->second.end(), op) != it->second.end();
+}
+
+}  // namespace overlap::sim

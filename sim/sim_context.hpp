@@ -1,0 +1,72 @@
+#pragma once
+// What the engine's core, GPU side and network side share: the graph and node being run, the clock,
+// the event queue and the timeline being written (engine.hpp). Internal to the engine.
+#include <cstdint>
+#include <vector>
+
+#include "sim/engine.hpp"
+#include "sim/event_queue.hpp"
+
+namespace overlap::sim {
+
+struct SimContext {
+  SimContext(const TaskGraph& g, const NodeConfig& n, const EngineOptions& o)
+      : graph(g), node(n), options(o), ops(g.ops().data()) {
+    rank_of.reserve(g.ops().size());
+    for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id) rank_of.push_back(g.rank_of(id));
+    tl.num_ranks = g.num_ranks();
+    tl.ops.resize(g.ops().size());
+    for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id) tl.ops[static_cast<std::size_t>(id)].op = id;
+    tl.rank_end_ps.assign(static_cast<std::size_t>(g.num_ranks()), 0);
+    tl.sm_busy_ps.assign(static_cast<std::size_t>(g.num_ranks()), 0);
+    tl.copy_engine_busy_ps.assign(static_cast<std::size_t>(g.num_ranks()), 0);
+    tl.link_bytes.assign(n.fabric.links().size(), 0.0);
+  }
+
+  const Op& op(OpId id) const { return ops[id]; }
+  int rank(OpId id) const { return rank_of[static_cast<std::size_t>(id)]; }
+  OpRecord& rec(OpId id) { return tl.ops[static_cast<std::size_t>(id)]; }
+  void mark_start(OpId id) {
+    OpRecord& r = rec(id);
+    if (r.start_ps < 0) r.start_ps = now;
+  }
+  // The physical GPU a rank runs on (virtual ranks share one).
+  int physical(int rank) const {
+    const int p = node.gpus[static_cast<std::size_t>(rank)].physical;
+    return p < 0 ? rank : p;
+  }
+
+  const TaskGraph& graph;
+  const NodeConfig& node;
+  const EngineOptions& options;
+  const Op* ops;  // hot path: no bounds checks
+  std::vector<int> rank_of;
+  EventQueue queue;
+  Ps now = 0;
+  Timeline tl;
+};
+
+// What the network side tells the rest of the engine.
+class NetworkListener {
+ public:
+  virtual ~NetworkListener() = default;
+  // A gang kernel's work (collective, SM copy, memory kernel) is done: release its SMs, complete it.
+  virtual void gang_work_done(OpId op) = 0;
+  // A copy-engine transfer arrived.
+  virtual void copy_done(OpId op) = 0;
+  // The HBM share of a demand flow (a running GEMM's operand traffic) changed.
+  virtual void demand_changed(int demand) = 0;
+};
+
+// What the GPU side tells the rest of the engine.
+class GpuListener {
+ public:
+  virtual ~GpuListener() = default;
+  // A gang kernel (comm_kernel, memory) holds all the SMs it asked for: its work may start.
+  virtual void gang_started(OpId op) = 0;
+  // A CTA finished a tile (counters move) / every tile of a kernel is done.
+  virtual void tile_done(OpId op, std::int64_t tile) = 0;
+  virtual void kernel_done(OpId op) = 0;
+};
+
+}  // namespace overlap::sim
