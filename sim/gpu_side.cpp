@@ -52,8 +52,13 @@ int GpuSide::take_sm(SmPool& p, OpId id) {
   OpRecord& r = ctx_.rec(id);
   r.sms_held = std::max(r.sms_held, s.held);
   if (is_tile_kernel(ctx_.op(id).kind) && !s.in_active) {
+    // From now on its rate follows the GPU's interference; set it for what runs there already.
     s.in_active = true;
     phys_of(id).active.push_back(id);
+    if (phys_of(id).comm_sms > 0 && !s.dirty_rate) {
+      s.dirty_rate = true;
+      dirty_rate_.push_back(id);
+    }
   }
   return sm;
 }
