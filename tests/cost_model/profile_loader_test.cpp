@@ -138,3 +138,67 @@ TEST_CASE("option set: overrides create or replace values before validation", "[
 TEST_CASE("unknown built-in name lists the known ones", "[profile][errors]") {
   CHECK_THROWS_WITH(load_profile("h200-nonexistent", kHardwareDir), Catch::Contains("h100-sxm-8x-nvswitch"));
 }
+
+TEST_CASE("launch, transports and GEMM HBM traffic load with their defaults and overrides", "[profile][issue9]") {
+  const HardwareProfile d = load_inline(kMinimal);
+  CHECK(d.launch.host_us == 4.0);
+  CHECK(d.launch.gap_us == 0.9);
+  CHECK_FALSE(d.launch.cuda_graphs);
+  CHECK(d.transports.copy_engine.efficiency == 0.83);
+  CHECK(d.gpu.gemm_l2_reuse == 8.0);
+  const HardwareProfile p = load_inline(std::string(kMinimal) +
+                                        "launch: {host_us: 2, gap_us: 0.5, graph_gap_us: 0.2, cuda_graphs: true}\n"
+                                        "transports:\n"
+                                        "  sm_copy: {latency_us: 1, efficiency: 0.5, cta_gbps: 10}\n"
+                                        "  nccl_p2p: {latency_us: 6}\n"
+                                        "curves:\n"
+                                        "  p2p.nvlink: {alpha_us: 1, beta_gbps: 300}\n"
+                                        "  copy_engine.d2d: {alpha_us: 2, beta_gbps: 1300}\n");
+  CHECK(p.launch.gap_ps() == 200'000);
+  CHECK(p.launch.host_ps() == 0);
+  CHECK(p.transports.sm_copy.cta_gbps == 10);
+  CHECK(p.transports.nccl_p2p.latency_us == 6);
+  CHECK(p.transports.nccl_p2p.efficiency == 0.82);  // default kept
+  CHECK(p.curves.count("sm_copy.nvlink") == 1);    // the older p2p. name
+  CHECK(p.curves.count("copy_engine.d2d") == 1);
+}
+
+TEST_CASE("loader error: bad launch, transport and topology fields name file, line and key", "[profile][errors][issue9]") {
+  const std::string base(kMinimal);  // 6 lines
+  CHECK(error_of(base + "launch: {gap_us: -1}\n") ==
+        "scenarios/x.yaml:7: hardware.launch.gap_us: must be a non-negative number (got -1)");
+  CHECK(error_of(base + "transports:\n  sm_copy: {efficiency: 1.5}\n") ==
+        "scenarios/x.yaml:8: hardware.transports.sm_copy.efficiency: must be a fraction in (0, 1] (got 1.5)");
+  CHECK(error_of(base + "transports:\n  nvlink: {latency_us: 1}\n").find("hardware.transports.nvlink: unknown key") !=
+        std::string::npos);
+  CHECK(error_of(base + "transports:\n  copy_engine: {cta_gbps: 3}\n")
+            .find("hardware.transports.copy_engine.cta_gbps: unknown key") != std::string::npos);
+  CHECK(error_of("gpu:\n  sm_count: 10\n  peak_tflops: {bf16: 500}\n  gemm_l2_reuse: 0.5\nfabric:\n  num_gpus: 4\n"
+                 "  links: {nvlink: {bandwidth_gbps: 300}}\n") ==
+        "scenarios/x.yaml:4: hardware.gpu.gemm_l2_reuse: must be at least 1 (every operand byte is read once)");
+  CHECK(error_of("gpu:\n  sm_count: 10\n  peak_tflops: {bf16: 500}\nfabric:\n  num_gpus: 4\n  virtual_link: d2d\n"
+                 "  links: {nvlink: {bandwidth_gbps: 300}}\n") ==
+        "scenarios/x.yaml:6: hardware.fabric.virtual_link: only allowed with topology: virtual");
+  CHECK(error_of("gpu:\n  sm_count: 10\n  peak_tflops: {bf16: 500}\nfabric:\n  topology: virtual\n  num_gpus: 4\n"
+                 "  links: {nvlink: {bandwidth_gbps: 300}}\n")
+            .find("missing link class 'd2d'") != std::string::npos);
+  CHECK(error_of(base + "curves:\n  p2p.nvlink: {alpha_us: 1, beta_gbps: 3}\n  sm_copy.nvlink: {alpha_us: 1, beta_gbps: 3}\n")
+            .find("given twice") != std::string::npos);
+}
+
+TEST_CASE("virtual and rail-optimised topologies expand to the graphs they describe", "[profile][issue9]") {
+  const HardwareProfile v = load_inline(
+      "gpu:\n  sm_count: 32\n  peak_tflops: {bf16: 500}\nfabric:\n  topology: virtual\n  num_gpus: 4\n"
+      "  links: {d2d: {bandwidth_gbps: 1300}}\n");
+  CHECK(v.fabric.nodes.size() == 5);  // 4 ranks + the GPU's memory system
+  const HardwareProfile h = load_inline(
+      "gpu:\n  sm_count: 32\n  peak_tflops: {bf16: 500}\nfabric:\n  topology: virtual\n  num_gpus: 2\n"
+      "  virtual_link: host\n  links: {pcie: {bandwidth_gbps: 25}}\n");
+  CHECK(h.fabric.nodes.size() == 5);  // 2 ranks, out, in, host
+  const HardwareProfile r = load_inline(
+      "gpu:\n  sm_count: 32\n  peak_tflops: {bf16: 500}\nfabric:\n  topology: multi_node\n  num_gpus: 16\n"
+      "  gpus_per_node: 8\n  rails: true\n  links: {nvlink: {bandwidth_gbps: 450}, network: {bandwidth_gbps: 50}}\n");
+  int rails = 0;
+  for (const auto& n : r.fabric.nodes) rails += n.name.rfind("rail", 0) == 0;
+  CHECK(rails == 8);
+}
