@@ -187,7 +187,7 @@ class Engine final : public NetworkListener, public GpuListener {
         break;
       case OpKind::delay:
         ctx_.mark_start(id);
-        ctx_.queue.push(ctx_.now + o.delay_ps, EventType::timer, id, 0);
+        ctx_.queue.push(ctx_.now + (ctx_.options.zero_compute && !o.comm ? 0 : o.delay_ps), EventType::timer, id, 0);
         break;
     }
   }

@@ -42,6 +42,9 @@ struct NodeConfig {
 struct EngineOptions {
   bool record_ctas = false;  // keep every CTA's interval (SM lanes in traces); costs memory
   bool zero_comm = false;    // compute-only re-run: every `comm` op completes at once, holding nothing
+  // Communication-alone re-run: every op that is not `comm` takes no time (its CTAs, bytes of a
+  // memory kernel and delays are zero; launches and dependencies stay).
+  bool zero_compute = false;
   // Called when a CTA finishes a tile (tile index in dispatch order), before its counters move.
   std::function<void(OpId op, std::int64_t tile, Ps end_ps)> on_tile_end;
 };

@@ -27,6 +27,7 @@ int Fabric::add_node(std::string name, int gpu, bool is_switch) {
   }
   pairs_.clear();
   routed_.clear();
+  route_graph_.reset();
   return id;
 }
 
@@ -38,6 +39,7 @@ int Fabric::add_link(int from, int to, double capacity_gbps, Ps latency_ps, std:
   links_.push_back(Link{std::move(name), from, to, bytes_per_ps_from_gbps(capacity_gbps), latency_ps, std::move(link_class)});
   pairs_.clear();
   routed_.clear();
+  route_graph_.reset();
   return static_cast<int>(links_.size() - 1);
 }
 
@@ -73,33 +75,45 @@ bool Fabric::same_memory(int a, int b) const {
   return ha >= 0 && ha == hb;
 }
 
-// One Dijkstra from `src_gpu` over the network links (HBM self-links excluded) fills the routes to
-// every GPU. Weight = 1e6 per hop + latency in us: hop count wins, latency breaks ties; between
-// parallel links the lowest latency, then the lowest id.
+// The routing graph over the network links (HBM self-links excluded), with, between two nodes, the
+// parallel link a route takes (the lowest latency, then the lowest id). Weight = 1e6 per hop +
+// latency in us: hop count wins, latency breaks ties. Built once per fabric.
+struct Fabric::RouteGraph {
+  using G = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+                                  boost::property<boost::edge_weight_t, double>>;
+  explicit RouteGraph(std::size_t nodes) : g(nodes) {}
+  G g;
+  std::map<std::pair<int, int>, int> best;
+};
+
+const Fabric::RouteGraph& Fabric::route_graph() const {
+  if (route_graph_) return *route_graph_;
+  auto rg = std::make_shared<RouteGraph>(static_cast<std::size_t>(node_count()));
+  for (int l = 0; l < static_cast<int>(links_.size()); ++l) {
+    const Link& k = links_[static_cast<std::size_t>(l)];
+    if (k.from == k.to) continue;
+    auto [it, fresh] = rg->best.emplace(std::make_pair(k.from, k.to), l);
+    if (!fresh && k.latency_ps < links_[static_cast<std::size_t>(it->second)].latency_ps) it->second = l;
+  }
+  for (const auto& [ends, l] : rg->best) {
+    auto [e, ok] = boost::add_edge(static_cast<std::size_t>(ends.first), static_cast<std::size_t>(ends.second), rg->g);
+    (void)ok;
+    boost::put(boost::edge_weight, rg->g, e, 1e6 + us_from_ps(links_[static_cast<std::size_t>(l)].latency_ps));
+  }
+  route_graph_ = rg;
+  return *route_graph_;
+}
+
+// One Dijkstra from `src_gpu` fills the routes to every GPU.
 void Fabric::routes_from(int src_gpu) const {
   const auto n = static_cast<std::size_t>(node_count());
   if (pairs_.size() != static_cast<std::size_t>(num_gpus())) {
     pairs_.assign(static_cast<std::size_t>(num_gpus()), {});
     routed_.assign(static_cast<std::size_t>(num_gpus()), 0);
   }
-  using G = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
-                                  boost::property<boost::edge_weight_t, double>>;
-  G g(n);
-  std::map<std::pair<int, int>, int> best;  // (from, to) -> the parallel link a route takes
-  for (int l = 0; l < static_cast<int>(links_.size()); ++l) {
-    const Link& k = links_[static_cast<std::size_t>(l)];
-    if (k.from == k.to) continue;
-    auto [it, fresh] = best.emplace(std::make_pair(k.from, k.to), l);
-    if (!fresh) {
-      if (k.latency_ps < links_[static_cast<std::size_t>(it->second)].latency_ps) it->second = l;
-      continue;
-    }
-  }
-  for (const auto& [ends, l] : best) {
-    auto [e, ok] = boost::add_edge(static_cast<std::size_t>(ends.first), static_cast<std::size_t>(ends.second), g);
-    (void)ok;
-    boost::put(boost::edge_weight, g, e, 1e6 + us_from_ps(links_[static_cast<std::size_t>(l)].latency_ps));
-  }
+  const RouteGraph& rg = route_graph();
+  const auto& g = rg.g;
+  const auto& best = rg.best;
   const auto src = static_cast<std::size_t>(gpu_node_[static_cast<std::size_t>(src_gpu)]);
   std::vector<std::size_t> pred(n);
   std::vector<double> dist(n);

@@ -14,6 +14,7 @@
 // own protocol latency and efficiency instead (wire_ps).
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -85,6 +86,8 @@ class Fabric {
   const PairInfo& pair(int src_gpu, int dst_gpu) const;
   void routes_from(int src_gpu) const;
   const BandwidthCurve* curve_for(int src_gpu, int dst_gpu, Transport t) const;
+  struct RouteGraph;  // the Boost.Graph of network links, built once (fabric.cpp)
+  const RouteGraph& route_graph() const;
   double rate_cap(const TransportSpec& spec, int ctas) const;
 
   std::vector<std::string> node_names_;
@@ -97,6 +100,7 @@ class Fabric {
   // pairs_[src][dst], filled one source at a time.
   mutable std::vector<std::vector<PairInfo>> pairs_;
   mutable std::vector<char> routed_;
+  mutable std::shared_ptr<const RouteGraph> route_graph_;
   static const std::string kD2d;
 };
 

@@ -7,9 +7,9 @@
 //
 // Rates change only where a change can reach (issue 9, "Scale"): a flow that joins links with room
 // for it at its cap, or leaves links none of whose flows it held back (no link it crosses is full),
-// changes no other flow; otherwise progressive filling reruns over the connected component of flows
-// and links the change touches, not over the whole network. Flows advance lazily: a flow's progress
-// is brought up to date only when its multiplier changes.
+// changes no other flow; otherwise progressive filling reruns over the flows the change can reach
+// (through full links: a link with room holds nobody back), not over the whole network. Flows
+// advance lazily: a flow's progress is brought up to date only when its multiplier changes.
 #include <cstdint>
 #include <vector>
 
@@ -61,9 +61,12 @@ class FlowNetwork {
   // Scratch for component search and progressive filling.
   std::vector<std::uint32_t> link_stamp_, flow_stamp_;
   std::uint32_t stamp_ = 0;
-  std::vector<int> comp_flows_, comp_links_, stack_;
-  std::vector<double> residual_, rate_;
+  std::vector<int> comp_flows_, bound_links_, stack_;
+  std::vector<double> residual_, outside_, rate_;
   std::vector<int> unfixed_;
+  std::vector<char> moved_;
+  std::vector<int> slot_;     // per flow: its index in the set being filled
+  std::vector<int> by_cap_, fixing_;
   std::vector<char> fixed_, capped_;
 };
 

@@ -40,6 +40,7 @@ void GpuSide::launch(OpId id) {
     const std::int64_t slots = static_cast<std::int64_t>(pools_[static_cast<std::size_t>(rank)].sm_count()) * o.ctas_per_sm;
     s.grid = std::min<std::int64_t>(o.ctas, o.max_ctas > 0 ? o.max_ctas : slots);
   }
+  s.has_demand = o.hbm_bytes_per_cta > 0 && o.cta_ps > 0 && !(ctx_.options.zero_compute && !o.comm);
   const Stream& st = ctx_.graph.streams()[static_cast<std::size_t>(o.stream)];
   pools_[static_cast<std::size_t>(rank)].enqueue({st.priority, launch_seq_++, id});
   dispatch(rank);
@@ -103,17 +104,17 @@ void GpuSide::dispatch(int rank) {
 }
 
 void GpuSide::start_cta(OpId id, int sm, std::int64_t tile) {
-  ctx_.mark_start(id);
   KernelState& s = ks(id);
+  ++s.running;
+  if (s.has_demand && !s.dirty_demand) mark_demand(id);
   if (s.open_cohort >= 0) {
     Cohort& open = cohorts_[static_cast<std::size_t>(s.open_cohort)];
-    if (open.alive && open.start_ps == ctx_.now) {
+    if (open.alive && open.start_ps == ctx_.now) {  // the hot path: a wave refilling its SMs
       open.ctas.emplace_back(sm, tile);
-      ++s.running;
-      mark_demand(id);
       return;
     }
   }
+  ctx_.mark_start(id);
   std::int32_t c;
   if (!free_cohorts_.empty()) {
     c = free_cohorts_.back();
@@ -125,16 +126,15 @@ void GpuSide::start_cta(OpId id, int sm, std::int64_t tile) {
   Cohort& co = cohorts_[static_cast<std::size_t>(c)];
   co.op = id;
   co.start_ps = co.last_ps = ctx_.now;
-  co.left = static_cast<double>(ctx_.op(id).cta_ps);
+  const Op& o = ctx_.op(id);
+  co.left = ctx_.options.zero_compute && !o.comm ? 0.0 : static_cast<double>(o.cta_ps);
   co.rate = s.rate;
   ++co.version;
   co.alive = true;
-  co.ctas.clear();
+  co.ctas.clear();  // keeps the buffer of the cohort that used this slot before
   co.ctas.emplace_back(sm, tile);
   s.cohorts.push_back(c);
   s.open_cohort = c;
-  ++s.running;
-  mark_demand(id);
   schedule(c);
 }
 
@@ -151,49 +151,45 @@ void GpuSide::on_cohort_end(std::int32_t c, std::uint32_t version) {
   co.alive = false;
   const OpId id = co.op;
   const Ps start = co.start_ps;
-  std::vector<std::pair<int, std::int64_t>> ctas;
-  ctas.swap(co.ctas);
+  ctas_.swap(co.ctas);
+  const Op& o = ctx_.op(id);
   KernelState& s = ks(id);
   s.cohorts.erase(std::find(s.cohorts.begin(), s.cohorts.end(), c));
   if (s.open_cohort == c) s.open_cohort = -1;
-  free_cohorts_.push_back(c);
   const int rank = ctx_.rank(id);
-  ctx_.tl.sm_busy_ps[static_cast<std::size_t>(rank)] += static_cast<Ps>(ctas.size()) * (ctx_.now - start);
-  s.running -= static_cast<std::int32_t>(ctas.size());
-  mark_demand(id);
-  for (const auto& [sm, tile] : ctas) {
-    if (ctx_.options.record_ctas) ctx_.tl.ctas.push_back(CtaRecord{id, sm, tile, start, ctx_.now});
+  SmPool& p = pools_[static_cast<std::size_t>(rank)];
+  ctx_.tl.sm_busy_ps[static_cast<std::size_t>(rank)] += static_cast<Ps>(ctas_.size()) * (ctx_.now - start);
+  s.running -= static_cast<std::int32_t>(ctas_.size());
+  if (s.has_demand) mark_demand(id);
+  const bool per_tile = ctx_.options.record_ctas || ctx_.options.on_tile_end || !o.tile_counters.empty();
+  // The CTAs retire one by one in the order they started, as separate events would have.
+  for (const auto& [sm, tile] : ctas_) {
+    if (per_tile) {
+      if (ctx_.options.record_ctas) ctx_.tl.ctas.push_back(CtaRecord{id, sm, tile, start, ctx_.now});
+      if (ctx_.options.on_tile_end) ctx_.options.on_tile_end(id, tile, ctx_.now);
+      listener_.tile_done(id, tile);
+    }
+    ++s.done_tiles;
     bool freed = false;
-    end_cta(id, sm, tile, freed);
+    if (o.kind == OpKind::persistent && tile + s.grid < o.ctas) {
+      start_cta(id, sm, tile + s.grid);  // a persistent CTA loops to its next tile
+    } else if (o.kind == OpKind::tiled && s.next < o.ctas && p.waiting().front().op == id) {
+      // The slot goes straight to this kernel's next CTA when it is first in line for a freed SM. A
+      // higher-priority kernel waiting first instead lets the SM drain (all its CTAs end) and takes it.
+      start_cta(id, sm, s.next++);
+      if (s.next == o.ctas) p.dequeue(id);
+    } else if (--p.resident(sm) == 0) {
+      p.release(sm);
+      --s.held;
+      freed = true;
+    }
+    if (s.done_tiles == o.ctas) kernel_finished(id);
     if (freed) dispatch(rank);
   }
-  // Keep the buffer for the next cohort that reuses this slot.
-  if (cohorts_[static_cast<std::size_t>(c)].ctas.empty()) {
-    ctas.clear();
-    cohorts_[static_cast<std::size_t>(c)].ctas.swap(ctas);
-  }
-}
-
-void GpuSide::end_cta(OpId id, int sm, std::int64_t tile, bool& sm_freed) {
-  const Op& o = ctx_.op(id);
-  KernelState& s = ks(id);
-  SmPool& p = pool(id);
-  if (ctx_.options.on_tile_end) ctx_.options.on_tile_end(id, tile, ctx_.now);
-  listener_.tile_done(id, tile);
-  ++s.done_tiles;
-  if (o.kind == OpKind::persistent && tile + s.grid < o.ctas) {
-    start_cta(id, sm, tile + s.grid);  // a persistent CTA loops to its next tile
-  } else if (o.kind == OpKind::tiled && s.next < o.ctas && p.waiting().front().op == id) {
-    // The slot goes straight to this kernel's next CTA when it is first in line for a freed SM. A
-    // higher-priority kernel waiting first instead lets the SM drain (all its CTAs end) and takes it.
-    start_cta(id, sm, s.next++);
-    if (s.next == o.ctas) p.dequeue(id);
-  } else if (--p.resident(sm) == 0) {
-    p.release(sm);
-    --s.held;
-    sm_freed = true;
-  }
-  if (s.done_tiles == o.ctas) kernel_finished(id);
+  // The slot keeps this buffer for the cohort that reuses it next.
+  ctas_.clear();
+  cohorts_[static_cast<std::size_t>(c)].ctas.swap(ctas_);
+  free_cohorts_.push_back(c);
 }
 
 void GpuSide::kernel_finished(OpId id) {
@@ -234,9 +230,8 @@ void GpuSide::comm_sms_changed(PhysicalGpu& g, int delta) {
 }
 
 void GpuSide::mark_demand(OpId id) {
-  const Op& o = ctx_.op(id);
   KernelState& s = ks(id);
-  if (o.hbm_bytes_per_cta <= 0 || o.cta_ps <= 0 || s.dirty_demand) return;
+  if (s.dirty_demand) return;
   s.dirty_demand = true;
   dirty_demand_.push_back(id);
 }
@@ -275,9 +270,9 @@ void GpuSide::set_rate(OpId id, double rate) {
 
 void GpuSide::flush() {
   while (!dirty_demand_.empty() || !dirty_rate_.empty() || !dirty_phys_.empty()) {
-    std::vector<OpId> demands;
-    demands.swap(dirty_demand_);
-    for (OpId id : demands) {
+    scratch_ops_.clear();
+    scratch_ops_.swap(dirty_demand_);
+    for (OpId id : scratch_ops_) {
       KernelState& s = ks(id);
       s.dirty_demand = false;
       const Op& o = ctx_.op(id);
@@ -302,9 +297,9 @@ void GpuSide::flush() {
         dirty_rate_.push_back(id);
       }
     }
-    std::vector<int> phys;
-    phys.swap(dirty_phys_);
-    for (int index : phys) {
+    scratch_phys_.clear();
+    scratch_phys_.swap(dirty_phys_);
+    for (int index : scratch_phys_) {
       PhysicalGpu& g = phys_[static_cast<std::size_t>(index)];
       g.dirty = false;
       for (OpId id : g.active) {
@@ -315,9 +310,9 @@ void GpuSide::flush() {
         }
       }
     }
-    std::vector<OpId> rates;
-    rates.swap(dirty_rate_);
-    for (OpId id : rates) {
+    scratch_ops_.clear();
+    scratch_ops_.swap(dirty_rate_);
+    for (OpId id : scratch_ops_) {
       KernelState& s = ks(id);
       s.dirty_rate = false;
       if (s.done_tiles == ctx_.op(id).ctas) continue;

@@ -62,6 +62,7 @@ class GpuSide {
     double rate = 1;
     std::int32_t open_cohort = -1;  // the cohort CTAs starting now join
     std::vector<std::int32_t> cohorts;  // alive cohorts
+    bool has_demand = false;      // its tiles stream HBM bytes (a demand flow while it runs)
     bool dirty_demand = false, dirty_rate = false, in_active = false;
   };
   struct PhysicalGpu {
@@ -82,7 +83,6 @@ class GpuSide {
   void dispatch(int rank);
   int take_sm(SmPool& p, OpId id);
   void start_cta(OpId id, int sm, std::int64_t tile);
-  void end_cta(OpId id, int sm, std::int64_t tile, bool& sm_freed);
   void schedule(std::int32_t cohort);
   double target_rate(OpId id) const;
   void set_rate(OpId id, double rate);
@@ -102,6 +102,10 @@ class GpuSide {
   std::vector<OpId> demand_op_;     // demand id -> op
   std::vector<OpId> dirty_demand_, dirty_rate_;
   std::vector<int> dirty_phys_;
+  // Scratch buffers kept between events (no allocation per event).
+  std::vector<std::pair<int, std::int64_t>> ctas_;
+  std::vector<OpId> scratch_ops_;
+  std::vector<int> scratch_phys_;
   std::uint64_t launch_seq_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "sim/metrics.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -49,48 +50,27 @@ void check_bytes(const BuiltScheme& built, const Timeline& tl, const std::string
 // Peak SMs held by communication ops at once on any rank (design.md "GPU": comm kernels hold
 // `channels` SMs for their whole duration).
 int peak_comm_sms(const TaskGraph& g, const Timeline& tl) {
+  // Per rank: (time, +sms / -sms); releases sort before takes at the same time.
+  std::vector<std::vector<std::pair<Ps, int>>> events(static_cast<std::size_t>(g.num_ranks()));
+  for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id) {
+    const Op& op = g.op(id);
+    if (!op.comm) continue;
+    const OpRecord& rec = tl.ops.at(static_cast<std::size_t>(id));
+    if (rec.sms_held <= 0 || rec.end_ps <= rec.start_ps) continue;
+    auto& ev = events[static_cast<std::size_t>(g.rank_of(id))];
+    ev.emplace_back(rec.start_ps, rec.sms_held);
+    ev.emplace_back(rec.end_ps, -rec.sms_held);
+  }
   int peak = 0;
-  for (int r = 0; r < g.num_ranks(); ++r) {
-    std::vector<std::pair<Ps, int>> events;  // (time, +sms / -sms); releases sort before takes
-    for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id) {
-      const Op& op = g.op(id);
-      if (!op.comm || g.rank_of(id) != r) continue;
-      const OpRecord& rec = tl.ops.at(static_cast<std::size_t>(id));
-      if (rec.sms_held <= 0 || rec.end_ps <= rec.start_ps) continue;
-      events.emplace_back(rec.start_ps, rec.sms_held);
-      events.emplace_back(rec.end_ps, -rec.sms_held);
-    }
-    std::sort(events.begin(), events.end());
+  for (auto& ev : events) {
+    std::sort(ev.begin(), ev.end());
     int held = 0;
-    for (const auto& [t, d] : events) {
+    for (const auto& [t, d] : ev) {
       held += d;
       peak = std::max(peak, held);
     }
   }
   return peak;
-}
-
-// The graph with every compute op taking zero time (CTAs of zero duration, memory kernels of zero
-// bytes, non-communication delays of zero): what the scheme's communication costs alone. Launch
-// overheads stay, as they do in the real run, so this is a lower bound of it.
-TaskGraph without_compute(const TaskGraph& g) {
-  TaskGraph out(g.num_ranks());
-  for (const Stream& s : g.streams()) out.add_stream(s.rank, s.name, s.priority);
-  for (const Counter& c : g.counters()) out.add_counter(c.name);
-  for (const Op& op : g.ops()) {
-    Op o = op;
-    if (!o.comm) {
-      switch (o.kind) {
-        case OpKind::tiled:
-        case OpKind::persistent: o.cta_ps = 0; break;
-        case OpKind::memory: o.bytes = 0; break;
-        case OpKind::delay: o.delay_ps = 0; break;
-        default: break;
-      }
-    }
-    out.add(std::move(o));
-  }
-  return out;
 }
 
 // The parameters a scheme ran with: the given ones plus every declared default not given.
@@ -114,12 +94,13 @@ double safe_ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
 
 }  // namespace
 
-Ps workload_comm_ps(const Workload& workload, const HardwareProfile& hardware, Fidelity fidelity) {
+Ps workload_comm_ps(const Workload& workload, const HardwareProfile& hardware, Fidelity fidelity,
+                    const NodeConfig* node) {
   const nlohmann::json no_params = nlohmann::json::object();
-  const BuildContext ctx{workload, hardware, no_params, fidelity};
+  const BuildContext ctx{workload, hardware, no_params, fidelity, node};
   const BuiltScheme built = build_workload_collectives(ctx);
-  const NodeConfig node = make_node(hardware, built.graph.num_ranks());
-  return run(built.graph, node).makespan_ps;
+  if (node) return run(built.graph, *node).makespan_ps;
+  return run(built.graph, make_node(hardware, built.graph.num_ranks())).makespan_ps;
 }
 
 SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const EvaluateOptions& options) {
@@ -128,15 +109,30 @@ SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const E
     throw std::invalid_argument(
         fmt::format("scheme '{}' does not apply to a {} workload", scheme.name, ctx.workload.kind));
   BuiltScheme built = scheme.build(ctx);
-  const NodeConfig node = make_node(ctx.hardware, built.graph.num_ranks());
+  std::unique_ptr<NodeConfig> own;
+  if (!ctx.node) own = std::make_unique<NodeConfig>(make_node(ctx.hardware, built.graph.num_ranks()));
+  const NodeConfig& node = ctx.node ? *ctx.node : *own;
 
   EngineOptions main_opts;
   main_opts.record_ctas = options.record_ctas;
   Timeline tl = run(built.graph, node, main_opts);
+  if (options.latency_only) {
+    SchemeResult r;
+    r.scheme = scheme.name;
+    r.params = params_with_defaults(scheme, ctx.params);
+    r.latency_ps = tl.makespan_ps;
+    r.reason = built.reason;
+    r.events = tl.events;
+    return r;
+  }
   EngineOptions zero_opts;
   zero_opts.zero_comm = true;
   const Timeline compute_only = run(built.graph, node, zero_opts);
-  const Timeline comm_alone = run(without_compute(built.graph), node);
+  // The scheme's own communication alone: every compute op taking zero time (launch overheads stay,
+  // as they do in the real run, so this is a lower bound of it).
+  EngineOptions comm_opts;
+  comm_opts.zero_compute = true;
+  const Timeline comm_alone = run(built.graph, node, comm_opts);
 
   // Curve-fidelity collectives move their algorithm's bytes as flows too, so one check on the main
   // run covers both fidelities.
@@ -147,7 +143,7 @@ SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const E
   r.params = params_with_defaults(scheme, ctx.params);
   r.latency_ps = tl.makespan_ps;
   r.compute_only_ps = compute_only.makespan_ps;
-  r.comm_ps = workload_comm_ps(ctx.workload, ctx.hardware, ctx.fidelity);
+  r.comm_ps = options.comm_ps >= 0 ? options.comm_ps : workload_comm_ps(ctx.workload, ctx.hardware, ctx.fidelity);
   r.scheme_comm_ps = comm_alone.makespan_ps;
   // The one definition of exposed communication (design.md "Metrics").
   r.exposed_comm_ps = r.latency_ps - r.compute_only_ps;
@@ -204,20 +200,27 @@ std::vector<SchemeResult> evaluate_all(const std::vector<SchemeRequest>& schemes
   const std::string base_name = baseline_scheme_for(workload);
   std::vector<SchemeResult> out;
   std::optional<Ps> baseline_ps;
+  // What every scheme shares is run once per scenario: the workload's collectives alone, and the
+  // baseline (its latency only, when it was not asked for itself).
+  validate_workload(workload);
+  const NodeConfig node = make_node(hardware, std::max(1, workload.tp));
+  EvaluateOptions shared = options;
+  if (shared.comm_ps < 0) shared.comm_ps = workload_comm_ps(workload, hardware, fidelity, &node);
   for (std::size_t i = 0; i < schemes.size(); ++i) {
     if (infos[i]->applies && !infos[i]->applies(workload)) continue;
-    const BuildContext ctx{workload, hardware, schemes[i].params, fidelity};
-    out.push_back(evaluate(*infos[i], ctx, options));
-    if (!baseline_ps && schemes[i].name == base_name) baseline_ps = out.back().latency_ps;
+    const BuildContext ctx{workload, hardware, schemes[i].params, fidelity, &node};
+    out.push_back(evaluate(*infos[i], ctx, shared));
+    if (!baseline_ps && schemes[i].name == base_name && schemes[i].params.empty()) baseline_ps = out.back().latency_ps;
   }
   if (!baseline_ps) {
     const SchemeInfo* base = find_scheme(base_name);
     if (!base) throw std::logic_error("baseline scheme '" + base_name + "' is not registered");
     const nlohmann::json defaults = nlohmann::json::object();
-    EvaluateOptions quiet = options;
+    EvaluateOptions quiet = shared;
     quiet.keep_timeline = false;
     quiet.record_ctas = false;
-    baseline_ps = evaluate(*base, BuildContext{workload, hardware, defaults, fidelity}, quiet).latency_ps;
+    quiet.latency_only = true;
+    baseline_ps = evaluate(*base, BuildContext{workload, hardware, defaults, fidelity, &node}, quiet).latency_ps;
   }
   for (SchemeResult& r : out)
     r.speedup_vs_no_overlap = r.latency_ps > 0 ? safe_ratio(static_cast<double>(*baseline_ps),

@@ -11,6 +11,7 @@
 
 #include "cost_model/hardware_profile.hpp"
 #include "cost_model/units.hpp"
+#include "sim/engine.hpp"
 #include "sim/schemes/scheme.hpp"
 #include "sim/timeline.hpp"
 
@@ -57,11 +58,18 @@ struct EvaluateOptions {
   // Check byte accounting (timeline bytes == BuiltScheme::required_bytes) on the main run: collectives
   // move their algorithm's bytes at both fidelities.
   bool verify_bytes = true;
+  // What every scheme of a scenario shares, computed once by evaluate_all: the workload's
+  // collectives alone (< 0: evaluate computes it).
+  Ps comm_ps = -1;
+  // Only the main run (latency, events): what a baseline needs for the speedup column.
+  bool latency_only = false;
 };
 
 // Latency of the workload's collectives alone, one after another on an idle node (the
 // "communication time" every scheme of a workload is measured against).
-Ps workload_comm_ps(const Workload& workload, const HardwareProfile& hardware, Fidelity fidelity);
+// `node`: the engine's node for `hardware` when the caller has one (nullptr: built here).
+Ps workload_comm_ps(const Workload& workload, const HardwareProfile& hardware, Fidelity fidelity,
+                    const NodeConfig* node = nullptr);
 
 // Builds the scheme's graph, runs it, re-runs it compute-only, checks byte accounting (InternalError
 // on a mismatch) and computes the metrics. speedup_vs_no_overlap is left 0 (evaluate_all fills it).

@@ -42,7 +42,7 @@ void NetworkSide::start_gang_work(OpId id) {
   const Op& o = ctx_.op(id);
   if (o.kind == OpKind::memory) {
     const int hbm = fabric_.hbm_link(ctx_.rank(id));
-    if (o.bytes == 0 || hbm < 0) {  // nothing to stream, or a node without a memory model
+    if (o.bytes == 0 || hbm < 0 || (ctx_.options.zero_compute && !o.comm)) {  // nothing to stream, or a node without a memory model
       ctx_.queue.push(ctx_.now, EventType::net_timer, id, kGangDone);
       return;
     }

@@ -369,6 +369,7 @@ std::vector<OpId> GraphBuilder::add_barrier(const std::vector<StreamId>& streams
 }
 
 const NodeConfig& GraphBuilder::node() const {
+  if (ctx_.node && static_cast<int>(ctx_.node->gpus.size()) >= ranks()) return *ctx_.node;
   if (!node_) node_ = std::make_unique<NodeConfig>(make_node(hardware(), ranks()));
   return *node_;
 }

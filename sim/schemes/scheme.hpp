@@ -16,6 +16,8 @@ namespace overlap::sim {
 
 enum class Fidelity : std::uint8_t { curve, steps };
 
+struct NodeConfig;  // sim/engine.hpp
+
 struct SchemeParam {
   std::string name;
   std::string type;         // "int", "string", "list", "bool", "number"
@@ -28,6 +30,9 @@ struct BuildContext {
   const HardwareProfile& hardware;
   const nlohmann::json& params;  // validated against SchemeInfo::params by the caller
   Fidelity fidelity = Fidelity::curve;
+  // The engine's node for `hardware` (make_node), shared by every build and run of a scenario so
+  // routes are found once; nullptr: built where needed.
+  const NodeConfig* node = nullptr;
 };
 
 struct BuiltScheme {
