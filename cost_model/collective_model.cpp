@@ -53,12 +53,15 @@ Candidate model_candidate(const NcclCommunicator& comm, const NcclCost& cost, Co
   return Candidate{a, proto, cost.default_enabled, lat + transfer_ps(bytes, t.bandwidth_gbps), lat, false};
 }
 
+// A forced choice that cannot run: the profile's comm.algorithm / comm.protocol (naming the profile's
+// file), or this call's NCCL_ALGO / NCCL_PROTO-like override.
 [[noreturn]] void forced_error(const HardwareProfile& hw, const std::string& key, const std::string& message) {
-  throw InputError(hw.source_file, 0, key, message);
+  throw InputError(key.rfind("comm.", 0) == 0 ? hw.source_file : std::string(), 0, key, message);
 }
 
 std::string override_key(bool from_call, const char* what) {
-  return from_call ? std::string("--") + what : std::string("comm.") + what;
+  if (from_call) return std::string(what) == "algorithm" ? "NCCL_ALGO" : "NCCL_PROTO";
+  return std::string("comm.") + what;
 }
 
 }  // namespace
@@ -86,7 +89,7 @@ double collective_bandwidth_gbps(const HardwareProfile& hw, const std::string& l
 
 double collective_port_gbps(const HardwareProfile& hw, const std::string& link_class, int n_ranks) {
   const int n = n_ranks > 1 ? n_ranks : std::max(2, hw.fabric.num_gpus);
-  return nccl_communicator(hw, n, link_class).bus_bw_gbps / hw.comm.bandwidth_efficiency;
+  return nccl_communicator(hw, n, link_class).port_gbps;
 }
 
 std::vector<CollectiveCandidate> collective_candidates(const HardwareProfile& hw, CollectivePrimitive primitive,

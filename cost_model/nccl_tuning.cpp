@@ -96,6 +96,7 @@ NcclCommunicator nccl_communicator(const HardwareProfile& hw, int n_ranks, const
   const int all = f.num_gpus;
   if (c.full_mesh && all > 1 && n_ranks < all)
     port_gbps *= static_cast<double>(n_ranks - 1) / static_cast<double>(all - 1);
+  c.port_gbps = port_gbps;
   c.bus_bw_gbps = port_gbps * hw.comm.bandwidth_efficiency;
   c.channels = std::max(1, hw.comm.channels);
   // NVLS needs an NVSwitch with NVLink SHARP and at least two channels (tuning.cc), and a generation

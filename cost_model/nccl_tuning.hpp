@@ -35,6 +35,7 @@ struct NcclCommunicator {
   NcclHw collective_hw = NcclHw::nvlink;  // link kind of the collective's slowest hop (link_class)
   bool full_mesh = false;            // direct links per pair (no switch)
   bool nvswitch = false;             // an NVSwitch joins the node's GPUs (CollnetDirect needs one)
+  double port_gbps = 0;              // line rate of one GPU's port on the link class (full mesh: its share)
   double bus_bw_gbps = 0;            // NCCL's ring graph bandwidth: nChannels x bwIntra
   int channels = 1;                  // comm.channels (ring/tree graph channels)
   int nvls_channels = 0;             // 0 = NVLS unavailable
