@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cost_model/bandwidth_curve.hpp"
+#include "cost_model/nccl_constants.hpp"
 #include "cost_model/units.hpp"
 
 namespace overlap {
@@ -145,15 +146,30 @@ struct FabricSpec {
   std::vector<FabricEdge> edges;
 };
 
-// Communication library (NCCL-like) constants. facts.md "NCCL on 8xH100 NVSwitch".
+// Communication library constants: NCCL's tuning model (cost_model/nccl_tuning.hpp, design.md
+// "Collectives"; facts.md "NCCL on 8xH100 NVSwitch"). YAML under `comm:`; README "comm".
 struct CommSpec {
   std::string library = "nccl";
-  int channels = 24;                  // SMs (one CTA per channel) a collective kernel holds
-  int p2p_channels = 32;
-  double base_latency_us = 8.4;       // Simple protocol over NVLink ring
-  double step_latency_us = 3.4;       // per ring step
-  double protocol_efficiency = 1.0;   // data bytes per wire byte (LL: 0.5, LL128: 120/128, Simple: 1)
-  double bandwidth_efficiency = 0.9;  // fraction of link bandwidth a collective's busbw reaches
+  // NCCL_ALGO / NCCL_PROTO: force one algorithm / protocol for every collective (comm.algorithm,
+  // comm.protocol; "auto" = nullopt = NCCL's minimum-predicted-time choice per call). A forced choice
+  // that cannot run a collective is an input error, as NCCL fails such a call.
+  std::optional<NcclAlgorithm> algorithm;
+  std::optional<NcclProtocol> protocol;
+  NcclArch arch = NcclArch::hopper;  // GPU generation of NCCL's per-generation caps
+  bool nvlink_sharp = false;         // the NVSwitch reduces in the switch (NVLS): H100/H200 HGX, not A100
+  bool collnet = false;              // the network switches reduce (SHARP; CollnetDirect/CollnetChain)
+  int channels = 24;                 // most collective channels (NCCL_MAX_NCHANNELS); one CTA = one SM each
+  int nvls_channels = 16;            // channels of an NVLS collective (NCCL_NVLS_NCHANNELS; 16 on Hopper)
+  int p2p_channels = 32;             // channels of send/recv (all-to-all)
+  // NCCL's bus bandwidth of its ring graph as a fraction of the link line rate: NCCL models an NVLink 4
+  // link at 20.6 GB/s of its 25 (18 links: 371 of 450 GB/s), and measures ring busbw ~365-370.
+  double bandwidth_efficiency = 0.9;
+  // NCCL's tuner constants (latencies per algorithm/protocol/link kind, bandwidth caps). Defaults:
+  // NCCL's for `arch`; any entry may be overridden (comm.latency_us, comm.ll_max_bw_gbps, ...).
+  NcclTunerConstants tuner = NcclTunerConstants::defaults(NcclArch::hopper);
+  // Which NCCL latency class a fabric link class is (by default from its name: "network" -> net,
+  // "pcie"/"host" -> pci, anything else -> nvlink); comm.link_kinds overrides per class.
+  std::map<std::string, NcclHw> link_kinds;
 };
 
 // One calibrated GEMM measurement (design.md "Calibration": tile shape, duration, wave profile).

@@ -1,5 +1,6 @@
 #include "cost_model/nccl_tests_import.hpp"
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -36,6 +37,28 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
+// The value of NCCL_PROTO / NCCL_ALGO in a line: "NCCL_X set by environment to V" (NCCL_DEBUG=INFO)
+// or "NCCL_X=V". Empty when the line has none.
+std::string env_setting(const std::string& line, const std::string& var) {
+  const std::string by_env = var + " set by environment to ";
+  auto at = line.find(by_env);
+  std::size_t from = std::string::npos;
+  if (at != std::string::npos) from = at + by_env.size();
+  else if ((at = line.find(var + "=")) != std::string::npos) from = at + var.size() + 1;
+  if (from == std::string::npos) return "";
+  std::string v;
+  for (std::size_t i = from; i < line.size() && !std::isspace(static_cast<unsigned char>(line[i])); ++i) {
+    if (line[i] != '"' && line[i] != '\'') v += line[i];
+  }
+  return v;
+}
+
+// Records a forced protocol / algorithm when the setting names exactly one.
+void note_settings(const std::string& line, NcclTestsResult& r) {
+  if (const std::string v = env_setting(line, "NCCL_PROTO"); !v.empty()) r.protocol = parse_nccl_protocol(v);
+  if (const std::string v = env_setting(line, "NCCL_ALGO"); !v.empty()) r.algorithm = parse_nccl_algorithm(v);
+}
+
 }  // namespace
 
 std::optional<CollectivePrimitive> primitive_from_nccl_tests_program(const std::string& program) {
@@ -64,6 +87,7 @@ NcclTestsResult parse_nccl_tests_text(std::istream& in, const std::string& sourc
     ++line_no;
     const std::string t = trim(line);
     if (t.empty()) continue;
+    note_settings(t, result);
     if (t[0] == '#') {
       const std::string body = trim(t.substr(1));
       const std::string starting = "Collective test starting:";
@@ -126,6 +150,16 @@ NcclTestsResult parse_nccl_tests_json(const nlohmann::json& report, const std::s
     result.n_ranks = static_cast<int>(report["devices"].size());
   } else if (report.contains("config") && report["config"].contains("devices")) {
     result.n_ranks = static_cast<int>(report["config"]["devices"].size());
+  }
+  for (const nlohmann::json* where : {&report, report.contains("config") ? &report["config"] : nullptr,
+                                      report.contains("config") && report["config"].contains("env")
+                                          ? &report["config"]["env"]
+                                          : nullptr}) {
+    if (!where || !where->is_object()) continue;
+    if (where->contains("NCCL_PROTO") && (*where)["NCCL_PROTO"].is_string())
+      result.protocol = parse_nccl_protocol((*where)["NCCL_PROTO"].get<std::string>());
+    if (where->contains("NCCL_ALGO") && (*where)["NCCL_ALGO"].is_string())
+      result.algorithm = parse_nccl_algorithm((*where)["NCCL_ALGO"].get<std::string>());
   }
   std::size_t i = 0;
   for (const auto& r : report["results"]) {

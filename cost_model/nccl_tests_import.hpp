@@ -7,6 +7,10 @@
 //  - the JSON report (nccl-tests -J / --output_file x.json): {"config": ..., "devices": [...],
 //    "results": [{"size", "count", "type", "redop", "root",
 //                 "out_of_place": {"time", "alg_bw", "bus_bw", "nwrong"}, "in_place": {...}}]}.
+// A run forced to one protocol or algorithm says so in its output when NCCL_DEBUG=INFO printed it
+// ("NCCL INFO NCCL_PROTO set by environment to LL128") or a comment line records the setting
+// ("# NCCL_PROTO=LL128"); a JSON report may carry "NCCL_PROTO" / "NCCL_ALGO" at its top level, in
+// "config" or in "config.env". Lists and exclusions ("LL,LL128", "^LL") force no single one.
 #include <istream>
 #include <optional>
 #include <string>
@@ -16,6 +20,7 @@
 
 #include "cost_model/bandwidth_curve.hpp"
 #include "cost_model/collective_primitive.hpp"
+#include "cost_model/nccl_constants.hpp"
 
 namespace overlap {
 
@@ -37,6 +42,8 @@ struct NcclTestsRow {
 struct NcclTestsResult {
   std::optional<CollectivePrimitive> primitive;  // from "# Collective test starting: X_perf", if any
   int n_ranks = 0;  // number of "#  Rank" device lines (JSON: devices); 0 when not reported
+  std::optional<NcclProtocol> protocol;   // NCCL_PROTO the run was forced to (one protocol), if recorded
+  std::optional<NcclAlgorithm> algorithm; // NCCL_ALGO likewise
   std::vector<NcclTestsRow> rows;
 
   // Time vs size from the out-of-place (default) or in-place columns; rows of size 0 are skipped.

@@ -58,13 +58,41 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
   }
   j["transports"] = transports;
   const CommSpec& c = p.comm;
+  // Written so that profile_from_yaml reads it back (profile show --format yaml round-trips).
+  json latency = json::object();
+  for (int ai = 0; ai < kNcclAlgorithms; ++ai) {
+    const auto a = static_cast<NcclAlgorithm>(ai);
+    for (auto pr : {NcclProtocol::LL, NcclProtocol::LL128, NcclProtocol::Simple}) {
+      const NcclLatency& l = c.tuner.at(a, pr);
+      latency[nccl_algorithm_name(a)][nccl_protocol_name(pr)] = {
+          {"base", l.base_us}, {"nvlink", l.hw_us[0]}, {"pci", l.hw_us[1]}, {"net", l.hw_us[2]}};
+    }
+  }
+  json kinds = json::object();
+  for (const auto& [cls, kind] : c.link_kinds) kinds[cls] = nccl_hw_name(kind);
   j["comm"] = {{"library", c.library},
+               {"algorithm", c.algorithm ? nccl_algorithm_name(*c.algorithm) : "auto"},
+               {"protocol", c.protocol ? nccl_protocol_name(*c.protocol) : "auto"},
+               {"arch", nccl_arch_name(c.arch)},
+               {"nvlink_sharp", c.nvlink_sharp},
+               {"collnet", c.collnet},
                {"channels", c.channels},
+               {"nvls_channels", c.nvls_channels},
                {"p2p_channels", c.p2p_channels},
-               {"base_latency_us", c.base_latency_us},
-               {"step_latency_us", c.step_latency_us},
-               {"protocol_efficiency", c.protocol_efficiency},
-               {"bandwidth_efficiency", c.bandwidth_efficiency}};
+               {"bandwidth_efficiency", c.bandwidth_efficiency},
+               {"nvls_efficiency", c.tuner.nvls_efficiency},
+               {"latency_us", latency},
+               {"link_kinds", kinds}};
+  // The per-generation caps are per node-count class; a profile overrides them with one value, so
+  // they are written only when all three classes agree (else the arch's defaults stand).
+  const auto cap = [&](const char* key, const std::array<double, 3>& v) {
+    if (v[0] == v[1] && v[1] == v[2] && v[0] > 0) j["comm"][key] = v[0];
+  };
+  cap("ll_max_bw_gbps", c.tuner.ll_max_bw_gbps);
+  cap("ring_ll128_channel_gbps", c.tuner.ring_ll128_channel_gbps);
+  cap("tree_channel_gbps", c.tuner.tree_channel_gbps);
+  cap("tree_ll128_channel_gbps", c.tuner.tree_ll128_channel_gbps);
+  cap("nvls_tree_channel_gbps", c.tuner.nvls_tree_channel_gbps);
   json curves = json::object();
   for (const auto& [key, curve] : p.curves) {
     json pts = json::array();

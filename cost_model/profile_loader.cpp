@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "cost_model/collective_primitive.hpp"
+#include "cost_model/nccl_constants.hpp"
 #include "cost_model/nccl_tests_import.hpp"
 #include "cost_model/overrides.hpp"
 
@@ -177,17 +178,89 @@ FabricSpec read_fabric(const YamlReader& r) {
   return f;
 }
 
+// comm.latency_us: {<Algorithm>: {<Protocol>: {base, nvlink, pci, net}}} overrides NCCL's latencies.
+void read_latency_overrides(const YamlReader& r, NcclTunerConstants& tuner) {
+  r.expect_map();
+  for (const auto& algo_name : r.keys()) {
+    const auto algo = parse_nccl_algorithm(algo_name);
+    if (!algo) r.fail_at(algo_name, "unknown algorithm (NCCL's names: Tree, Ring, CollnetDirect, CollnetChain, NVLS, NVLSTree, PAT)");
+    const YamlReader a = r.child(algo_name);
+    a.expect_map();
+    for (const auto& proto_name : a.keys()) {
+      const auto proto = parse_nccl_protocol(proto_name);
+      if (!proto) a.fail_at(proto_name, "unknown protocol (NCCL's names: LL, LL128, Simple)");
+      const YamlReader l = a.child(proto_name);
+      l.allow_keys({"base", "nvlink", "pci", "net"});
+      NcclLatency& lat = tuner.at(*algo, *proto);
+      lat.base_us = l.get_nonnegative_double("base", lat.base_us);
+      for (auto h : {NcclHw::nvlink, NcclHw::pci, NcclHw::net}) {
+        auto& v = lat.hw_us[static_cast<std::size_t>(index_of(h))];
+        v = l.get_nonnegative_double(nccl_hw_name(h), v);
+      }
+    }
+  }
+}
+
 CommSpec read_comm(const YamlReader& r) {
-  r.allow_keys({"library", "channels", "p2p_channels", "base_latency_us", "step_latency_us", "protocol_efficiency",
-                "bandwidth_efficiency"});
+  if (r.has("protocol_efficiency")) {
+    r.fail_at("protocol_efficiency", "replaced by NCCL's per-protocol model: pick a protocol with comm.protocol "
+                                     "(LL, LL128, Simple) or leave it to the size (auto)");
+  }
+  r.allow_keys({"library", "algorithm", "protocol", "arch", "nvlink_sharp", "collnet", "channels", "nvls_channels",
+                "p2p_channels", "bandwidth_efficiency", "latency_us", "ll_max_bw_gbps", "ring_ll128_channel_gbps",
+                "tree_channel_gbps", "tree_ll128_channel_gbps", "nvls_tree_channel_gbps", "nvls_efficiency",
+                "link_kinds", "base_latency_us", "step_latency_us"});
   CommSpec c;
   c.library = r.get_string("library", c.library);
+  const std::string algo = r.get_string("algorithm", "auto");
+  if (algo != "auto") {
+    c.algorithm = parse_nccl_algorithm(algo);
+    if (!c.algorithm) {
+      r.fail_at("algorithm", "unknown algorithm '" + algo +
+                                 "' (auto, or NCCL's names: Tree, Ring, CollnetDirect, CollnetChain, NVLS, NVLSTree, PAT)");
+    }
+  }
+  const std::string proto = r.get_string("protocol", "auto");
+  if (proto != "auto") {
+    c.protocol = parse_nccl_protocol(proto);
+    if (!c.protocol) r.fail_at("protocol", "unknown protocol '" + proto + "' (auto, or NCCL's names: LL, LL128, Simple)");
+  }
+  const std::string arch = r.get_string("arch", nccl_arch_name(c.arch));
+  const auto parsed_arch = parse_nccl_arch(arch);
+  if (!parsed_arch) r.fail_at("arch", "unknown GPU generation '" + arch + "' (volta, ampere, hopper, blackwell)");
+  c.arch = *parsed_arch;
+  c.tuner = NcclTunerConstants::defaults(c.arch);
+  c.nvlink_sharp = r.get_bool("nvlink_sharp", c.nvlink_sharp);
+  c.collnet = r.get_bool("collnet", c.collnet);
   c.channels = to_int(r, "channels", r.get_positive_int("channels", c.channels));
+  c.nvls_channels = to_int(r, "nvls_channels", r.get_positive_int("nvls_channels", c.nvls_channels));
   c.p2p_channels = to_int(r, "p2p_channels", r.get_positive_int("p2p_channels", c.p2p_channels));
-  c.base_latency_us = r.get_nonnegative_double("base_latency_us", c.base_latency_us);
-  c.step_latency_us = r.get_nonnegative_double("step_latency_us", c.step_latency_us);
-  c.protocol_efficiency = r.get_fraction("protocol_efficiency", c.protocol_efficiency);
   c.bandwidth_efficiency = r.get_fraction("bandwidth_efficiency", c.bandwidth_efficiency);
+  // Before issue 13 a profile gave one latency pair: NCCL's Ring/Simple base and per-step latency.
+  // They still set exactly that (on every link kind).
+  if (r.has("base_latency_us")) c.tuner.at(NcclAlgorithm::Ring, NcclProtocol::Simple).base_us = r.get_nonnegative_double("base_latency_us", 0);
+  if (r.has("step_latency_us")) {
+    const double step = r.get_nonnegative_double("step_latency_us", 0);
+    for (auto& v : c.tuner.at(NcclAlgorithm::Ring, NcclProtocol::Simple).hw_us) v = step;
+  }
+  if (auto l = r.optional_child("latency_us")) read_latency_overrides(*l, c.tuner);
+  const auto cap = [&](const char* key, std::array<double, 3>& v) {
+    if (r.has(key)) v.fill(r.get_positive_double(key));
+  };
+  cap("ll_max_bw_gbps", c.tuner.ll_max_bw_gbps);
+  cap("ring_ll128_channel_gbps", c.tuner.ring_ll128_channel_gbps);
+  cap("tree_channel_gbps", c.tuner.tree_channel_gbps);
+  cap("tree_ll128_channel_gbps", c.tuner.tree_ll128_channel_gbps);
+  if (r.has("nvls_tree_channel_gbps")) c.tuner.nvls_tree_channel_gbps.fill(r.get_nonnegative_double("nvls_tree_channel_gbps", 0));
+  c.tuner.nvls_efficiency = r.get_nonnegative_double("nvls_efficiency", c.tuner.nvls_efficiency);
+  if (auto k = r.optional_child("link_kinds")) {
+    k->expect_map();
+    for (const auto& cls : k->keys()) {
+      const auto kind = parse_nccl_hw(k->get_string(cls));
+      if (!kind) k->fail_at(cls, "unknown link kind (nvlink, pci, net)");
+      c.link_kinds[cls] = *kind;
+    }
+  }
   return c;
 }
 
@@ -225,15 +298,32 @@ bool valid_curve_key(const std::string& key) {
   for (const std::string& prefix : prefixes) {
     if (key.rfind(prefix, 0) == 0 && key.size() > prefix.size()) return true;
   }
-  const auto dot = key.find('.');
-  if (!parse_collective_primitive(key.substr(0, dot))) return false;
-  if (dot == std::string::npos) return true;
-  const std::string suffix = key.substr(dot + 1);  // ".n<ranks>"
-  return suffix.size() > 1 && suffix[0] == 'n' &&
-         std::all_of(suffix.begin() + 1, suffix.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  // "<primitive>", optionally ".n<ranks>", optionally ".<PROTO>" (NCCL's protocol name).
+  std::vector<std::string> parts;
+  std::size_t at = 0;
+  while (true) {
+    const auto dot = key.find('.', at);
+    parts.push_back(key.substr(at, dot == std::string::npos ? std::string::npos : dot - at));
+    if (dot == std::string::npos) break;
+    at = dot + 1;
+  }
+  if (parts.empty() || parts.size() > 3 || !parse_collective_primitive(parts[0])) return false;
+  std::size_t i = 1;
+  const auto is_ranks = [](const std::string& s) {
+    return s.size() > 1 && s[0] == 'n' && std::all_of(s.begin() + 1, s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  };
+  if (i < parts.size() && is_ranks(parts[i])) ++i;
+  if (i < parts.size() && parse_nccl_protocol(parts[i]) && parts[i] == nccl_protocol_name(*parse_nccl_protocol(parts[i]))) ++i;
+  return i == parts.size();
 }
 
-BandwidthCurve read_curve(const YamlReader& r, const std::string& base_dir) {
+// A curve and, for an imported nccl-tests run, the protocol it was forced to (NCCL_PROTO), if any.
+struct ReadCurve {
+  BandwidthCurve curve;
+  std::optional<NcclProtocol> protocol;
+};
+
+ReadCurve read_curve(const YamlReader& r, const std::string& base_dir) {
   r.allow_keys({"points", "alpha_us", "beta_gbps", "nccl_tests", "in_place"});
   const int forms = int(r.has("points")) + int(r.has("alpha_us") || r.has("beta_gbps")) + int(r.has("nccl_tests"));
   if (forms != 1) r.fail("give exactly one of: points, alpha_us + beta_gbps, nccl_tests");
@@ -251,7 +341,7 @@ BandwidthCurve read_curve(const YamlReader& r, const std::string& base_dir) {
       points.push_back(CurvePoint{bytes, ps_from_us(us)});
     }
     try {
-      return BandwidthCurve(std::move(points));
+      return ReadCurve{BandwidthCurve(std::move(points)), std::nullopt};
     } catch (const std::invalid_argument& e) {
       pts.fail(e.what());
     }
@@ -259,9 +349,11 @@ BandwidthCurve read_curve(const YamlReader& r, const std::string& base_dir) {
   if (r.has("nccl_tests")) {
     const std::string file = r.get_string("nccl_tests");
     const fs::path path = fs::path(file).is_absolute() ? fs::path(file) : fs::path(base_dir) / file;
-    return load_nccl_tests_file(path.string()).curve(r.get_bool("in_place", false));
+    const NcclTestsResult result = load_nccl_tests_file(path.string());
+    return ReadCurve{result.curve(r.get_bool("in_place", false)), result.protocol};
   }
-  return BandwidthCurve::from_alpha_beta(r.get_nonnegative_double("alpha_us", 0), r.get_positive_double("beta_gbps"));
+  return ReadCurve{BandwidthCurve::from_alpha_beta(r.get_nonnegative_double("alpha_us", 0), r.get_positive_double("beta_gbps")),
+                   std::nullopt};
 }
 
 GemmProfileEntry read_gemm_entry(const YamlReader& r) {
@@ -324,6 +416,7 @@ HardwareProfile profile_from_yaml(const YamlReader& r, const std::string& base_d
   // explicit value that large is an error; a default that large (a small GPU) is cut to sm_count.
   const auto comm_node = r.optional_child("comm");
   for (auto [key, value] : {std::pair<const char*, int*>{"channels", &p.comm.channels},
+                            std::pair<const char*, int*>{"nvls_channels", &p.comm.nvls_channels},
                             std::pair<const char*, int*>{"p2p_channels", &p.comm.p2p_channels}}) {
     if (*value <= p.gpu.sm_count) continue;
     if (!comm_node || !comm_node->has(key)) {
@@ -338,13 +431,27 @@ HardwareProfile profile_from_yaml(const YamlReader& r, const std::string& base_d
     for (const auto& key : curves->keys()) {
       if (!valid_curve_key(key)) {
         curves->fail_at(key, "unknown curve (allowed: all_reduce, reduce_scatter, all_gather, all_to_all, "
-                             "broadcast, reduce, optionally .n<ranks>; <transport>.<link_class> with transport nccl_p2p, "
-                             "sm_copy, copy_engine, one_sided or p2p)");
+                             "broadcast, reduce, optionally .n<ranks>, optionally .LL / .LL128 / .Simple; "
+                             "<transport>.<link_class> with transport nccl_p2p, sm_copy, copy_engine, one_sided "
+                             "or p2p)");
       }
+      ReadCurve c = read_curve(curves->child(key), base_dir);
       // "p2p.<class>" is the older name of an SM-driven copy's curve.
-      const std::string stored = key.rfind("p2p.", 0) == 0 ? "sm_copy." + key.substr(4) : key;
+      std::string stored = key.rfind("p2p.", 0) == 0 ? "sm_copy." + key.substr(4) : key;
       if (p.curves.count(stored)) curves->fail_at(key, "given twice (p2p.<class> is sm_copy.<class>)");
-      p.curves[stored] = read_curve(curves->child(key), base_dir);
+      // An nccl-tests run forced to one protocol (NCCL_PROTO in its output) measured that protocol
+      // only: it is that protocol's curve (collective_model.hpp).
+      if (c.protocol) {
+        const std::string proto = nccl_protocol_name(*c.protocol);
+        const auto dot = key.rfind('.');
+        const std::string last = dot == std::string::npos ? "" : key.substr(dot + 1);
+        if (parse_nccl_protocol(last) && last != proto) {
+          curves->fail_at(key, "the key names protocol " + last + " but the nccl-tests file ran NCCL_PROTO=" + proto);
+        }
+        if (last != proto) stored = key + "." + proto;
+      }
+      if (p.curves.count(stored)) curves->fail_at(key, "a curve for " + stored + " is given twice");
+      p.curves[stored] = std::move(c.curve);
     }
   }
   if (auto g = r.optional_child("gemm_profiles")) {

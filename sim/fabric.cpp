@@ -201,6 +201,12 @@ double Fabric::rate_cap(const TransportSpec& spec, int ctas) const {
   return ctas > 0 && spec.cta_gbps > 0 ? bytes_per_ps_from_gbps(spec.cta_gbps * ctas) : 0;
 }
 
+bool Fabric::cta_limited(int src_gpu, int dst_gpu, Transport t, int ctas) const {
+  const TransportSpec& spec = transports_[static_cast<std::size_t>(t)];
+  const double cap = rate_cap(spec, ctas);
+  return cap > 0 && cap < pair(src_gpu, dst_gpu).narrowest * spec.efficiency;
+}
+
 Ps Fabric::isolated_ps(int src_gpu, int dst_gpu, Bytes bytes, Transport t, int ctas) const {
   if (const BandwidthCurve* c = curve_for(src_gpu, dst_gpu, t)) return c->time_ps(bytes);
   const PairInfo& info = pair(src_gpu, dst_gpu);

@@ -75,6 +75,10 @@ class Fabric {
   // Time the bytes take at `efficiency` of the narrowest link, no latency (NCCL collective steps,
   // whose per-step latency covers the wire's).
   Ps wire_ps(int src_gpu, int dst_gpu, Bytes bytes, double efficiency) const;
+  // A calibrated curve times this transport on this path / an SM copy of `ctas` CTAs is held back by
+  // its CTAs rather than by the wire.
+  bool has_curve(int src_gpu, int dst_gpu, Transport t) const { return curve_for(src_gpu, dst_gpu, t) != nullptr; }
+  bool cta_limited(int src_gpu, int dst_gpu, Transport t, int ctas) const;
 
  private:
   struct PairInfo {

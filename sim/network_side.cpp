@@ -74,8 +74,22 @@ void NetworkSide::start_copy(OpId id) {
   const Ps latency = fabric_.latency_part_ps(o.src_gpu, o.dst_gpu, o.bytes, Transport::copy_engine);
   const double service = static_cast<double>(std::max<Ps>(1, total - latency));
   start_transfer(Transfer{Kind::copy, id, kNoOp, o.src_gpu, o.dst_gpu, o.bytes, endpoint_links(o.src_gpu, o.dst_gpu, 0),
-                          static_cast<double>(o.bytes) / service, service, ctx_.now, -1},
+                          wire_rate(o.src_gpu, o.dst_gpu, o.bytes, service, Transport::copy_engine, 0), service,
+                          ctx_.now, -1},
                  latency);
+}
+
+// The rate a transfer occupies its links at. A mechanism that reaches only a fraction of the line rate
+// (a protocol's efficiency) loses the rest to its own overhead on the wire, so it occupies the link
+// at the line rate while its payload moves more slowly: two such transfers through one port share
+// the line rate, and together move what one would (the port's busbw), not twice it. A calibrated
+// curve's rate and an SM copy held back by its CTAs (not by the wire) occupy only what they move.
+double NetworkSide::wire_rate(int src, int dst, Bytes bytes, double service, std::optional<Transport> t,
+                              int ctas) const {
+  const double payload = static_cast<double>(bytes) / service;
+  if (t && fabric_.has_curve(src, dst, *t)) return payload;
+  if (t && *t == Transport::sm_copy && fabric_.cta_limited(src, dst, *t, ctas)) return payload;
+  return std::max(payload, fabric_.narrowest_bytes_per_ps(src, dst));
 }
 
 // ---- curve-fidelity collectives: the collective's bytes as flows on the links they use ----
@@ -117,23 +131,29 @@ void NetworkSide::start_curve(std::int64_t collective) {
     ctx_.queue.push(end, EventType::net_timer, static_cast<std::int32_t>(curves_.size() - 1), kCurveDone);
     return;
   }
-  // Each leg runs at the rate that moves its bytes in the collective's bandwidth time; where the
-  // collective alone would overfill a link (its schedule is not what the curve measured), every leg
-  // is slowed alike so it still takes exactly its curve time on an idle fabric.
+  // Each leg moves its bytes in the collective's bandwidth time. On the wire the collective fills its
+  // busiest network link, as NCCL's protocol overhead does (wire_rate): the legs' rates are scaled
+  // alike so the busiest link is exactly full, which also keeps any link from being overfilled by
+  // the collective alone, so it takes exactly its curve time on an idle fabric.
   std::map<int, double> load;
   for (Transfer& t : legs) {
     t.service = static_cast<double>(bandwidth_ps);
     t.cap = static_cast<double>(t.bytes) / t.service;
     for (int l : t.links) load[l] += t.cap;
   }
-  double over = 1.0;
-  for (const auto& [l, sum] : load)
-    over = std::max(over, sum / fabric_.links()[static_cast<std::size_t>(l)].capacity_bytes_per_ps);
+  double over = 0.0, over_all = 0.0;
+  for (const auto& [l, sum] : load) {
+    const Link& link = fabric_.links()[static_cast<std::size_t>(l)];
+    const double ratio = sum / link.capacity_bytes_per_ps;
+    over_all = std::max(over_all, ratio);
+    if (link.from != link.to) over = std::max(over, ratio);  // HBM is not the wire
+  }
+  if (over <= 0 || over_all / over > 1) over = over_all;  // never overfill an HBM either
   run.outstanding = static_cast<int>(legs.size());
   curves_.push_back(std::move(run));
   const auto index = static_cast<std::int32_t>(curves_.size() - 1);
   for (Transfer& t : legs) {
-    if (over > 1 + 1e-9) t.cap /= over;
+    if (over > 0) t.cap /= over;
     t.collective = index;
     start_transfer(std::move(t), 0);
   }
@@ -213,6 +233,11 @@ void NetworkSide::start_phase_transfer(OpId sender, OpId receiver, int src, int 
     const Ps total = fabric_.isolated_ps(src, dst, bytes, *o.transport, ctas);
     latency = fabric_.latency_part_ps(src, dst, bytes, *o.transport, ctas);
     service = static_cast<double>(std::max<Ps>(1, total - latency));
+    start_transfer(Transfer{Kind::phase, sender, receiver, src, dst, bytes,
+                            endpoint_links(src, dst, reduce ? kReduceExtraHbm : 0),
+                            wire_rate(src, dst, bytes, service, o.transport, ctas), service, ctx_.now, -1},
+                   latency);
+    return;
   } else {
     // An NCCL collective step: the library's busbw falls short of the links' (link_efficiency), and
     // its per-step latency (the phase's) covers the wire's.
@@ -220,8 +245,8 @@ void NetworkSide::start_phase_transfer(OpId sender, OpId receiver, int src, int 
     latency = o.phase_latency_covers_wire ? 0 : fabric_.route_latency_ps(src, dst);
   }
   start_transfer(Transfer{Kind::phase, sender, receiver, src, dst, bytes,
-                          endpoint_links(src, dst, reduce ? kReduceExtraHbm : 0), static_cast<double>(bytes) / service,
-                          service, ctx_.now, -1},
+                          endpoint_links(src, dst, reduce ? kReduceExtraHbm : 0),
+                          wire_rate(src, dst, bytes, service, std::nullopt, 0), service, ctx_.now, -1},
                  latency);
 }
 
@@ -230,12 +255,13 @@ void NetworkSide::start_switch_leg(OpId id, bool up, Bytes bytes) {
   const int r = ctx_.rank(id);
   const auto [up_link, down_link] = fabric_.switch_links(r);
   const int link = up ? up_link : down_link;
-  const double rate = fabric_.links()[static_cast<std::size_t>(link)].capacity_bytes_per_ps * o.link_efficiency;
-  const double service = std::max(1.0, std::ceil(static_cast<double>(bytes) / rate));
+  const double line = fabric_.links()[static_cast<std::size_t>(link)].capacity_bytes_per_ps;
+  const double service = std::max(1.0, std::ceil(static_cast<double>(bytes) / (line * o.link_efficiency)));
   std::vector<int> links = {link};
   if (fabric_.hbm_link(r) >= 0) links.push_back(fabric_.hbm_link(r));
+  // On the wire at the line rate, its payload at the protocol's (wire_rate).
   start_transfer(Transfer{Kind::switch_leg, id, kNoOp, up ? r : kSwitchPeer, up ? kSwitchPeer : r, bytes,
-                          std::move(links), static_cast<double>(bytes) / service, service, ctx_.now, -1},
+                          std::move(links), std::max(line, static_cast<double>(bytes) / service), service, ctx_.now, -1},
                  0);
 }
 

@@ -9,6 +9,7 @@
 // same resources (issue 9, items 3 and 4).
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -76,6 +77,7 @@ class NetworkSide {
   enum TimerKind : std::int64_t { kGangDone = 0, kPhaseEnd = 1, kCurveDone = 2 };
 
   std::vector<int> endpoint_links(int src, int dst, int reduce_extra) const;
+  double wire_rate(int src, int dst, Bytes bytes, double service, std::optional<Transport> t, int ctas) const;
   void start_transfer(Transfer t, Ps latency_ps);
   void join(std::int32_t idx);
   void apply_changes();

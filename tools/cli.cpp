@@ -10,6 +10,7 @@
 #include "cost_model/input_error.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "sim/engine.hpp"
+#include "tools/cmd_collective.hpp"
 #include "tools/cmd_profile.hpp"
 #include "tools/cmd_run.hpp"
 #include "tools/cmd_schemes.hpp"
@@ -89,6 +90,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
 
+  CollectiveOptions collective;
+  CLI::App* collective_cmd = add_collective_command(app, collective);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -109,6 +113,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     if (schemes_cmd->parsed()) {
       cmd_schemes(schemes_format, out);
+      return kExitOk;
+    }
+    if (collective_cmd->parsed()) {
+      cmd_collective(collective, out);
       return kExitOk;
     }
     if (show_cmd->parsed()) {

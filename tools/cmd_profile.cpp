@@ -70,8 +70,8 @@ void print_table(const HardwareProfile& p, std::ostream& out) {
   row("library", c.library);
   row("channels", std::to_string(c.channels));
   row("p2p_channels", std::to_string(c.p2p_channels));
-  row("base/step latency", fmt::format("{:g} / {:g} us", c.base_latency_us, c.step_latency_us));
-  row("protocol/bandwidth eff.", fmt::format("{:g} / {:g}", c.protocol_efficiency, c.bandwidth_efficiency));
+  row("algorithm/protocol", fmt::format("{} / {}", c.algorithm ? nccl_algorithm_name(*c.algorithm) : "auto", c.protocol ? nccl_protocol_name(*c.protocol) : "auto"));
+  row("bandwidth eff. / NVLS", fmt::format("{:g} / {}", c.bandwidth_efficiency, c.nvlink_sharp ? fmt::format("{} channels", c.nvls_channels) : std::string("no")));
   out << "launch\n";
   row("host / gap / graph gap", fmt::format("{:g} / {:g} / {:g} us", p.launch.host_us, p.launch.gap_us,
                                              p.launch.graph_gap_us));

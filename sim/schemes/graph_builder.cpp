@@ -12,15 +12,11 @@
 
 namespace overlap::sim {
 
-CollectiveAlgorithm default_algorithm(const HardwareProfile& hw, Primitive p) {
-  // On a full mesh each peer has its own link, and one ring would use one of them: NCCL spreads its
-  // channels over rings of different orders so a collective drives every link. Sending to every peer
-  // at once (direct) is the step schedule that does the same, so the steps fidelity sees the port
-  // bandwidth the curve fidelity assumes.
-  if (hw.fabric.topology == "full_mesh") return CollectiveAlgorithm::direct;
-  // Elsewhere NCCL runs AllReduce / ReduceScatter / AllGather as rings and AlltoAll as grouped
-  // send/recv to every peer (facts.md "NCCL on 8xH100 NVSwitch").
-  return p == Primitive::all_to_all ? CollectiveAlgorithm::pairwise : CollectiveAlgorithm::ring;
+std::optional<NcclAlgorithm> default_algorithm(const HardwareProfile& hw, Primitive p) {
+  // NCCL runs all-to-all as grouped send/recv whatever NCCL_ALGO says; every other collective takes
+  // the profile's NCCL_ALGO-like setting, or NCCL's choice per call (plan_collective).
+  if (p == Primitive::all_to_all) return NcclAlgorithm::SendRecv;
+  return hw.comm.algorithm;
 }
 
 CollectivePrimitive to_collective_primitive(Primitive p) {
@@ -169,16 +165,18 @@ OpId GraphBuilder::add_memory(int rank, StreamId stream, const MemoryKernel& ker
 
 Ps GraphBuilder::collective_ps(Primitive primitive, Bytes bytes, int members) const {
   if (members <= 1 || bytes <= 0) return 0;
-  return collective_time_ps(hardware(), to_collective_primitive(primitive), bytes, members,
-                            collective_link_class(hardware(), members), default_algorithm(hardware(), primitive));
+  return plan_collective(hardware(), to_collective_primitive(primitive), bytes, members,
+                         collective_link_class(hardware(), members))
+      .time_ps;
 }
 
 namespace {
 
 // Curve fidelity (issue 9, item 3): the bytes member `i` sends to each peer over the whole algorithm
 // load the links they cross, as flows, so a collective contends with concurrent traffic; the
-// algorithm's latencies (base + per-step) are the part of the curve time that moves no bytes.
-void set_curve_traffic(Op& op, const CollectiveSchedule& schedule, int i, const std::vector<int>& members) {
+// plan's latency (NCCL's base + per-step latencies) is the part of the curve time that moves no bytes.
+void set_curve_traffic(Op& op, const CollectiveSchedule& schedule, int i, const std::vector<int>& members,
+                       Ps latency_ps) {
   std::map<int, Bytes> to;
   Bytes from_switch = 0;
   for (const CollectiveStep& st : schedule.ranks[static_cast<std::size_t>(i)]) {
@@ -190,15 +188,31 @@ void set_curve_traffic(Op& op, const CollectiveSchedule& schedule, int i, const 
   for (const auto& [peer, bytes] : to)
     if (bytes > 0) op.curve_sends.push_back(PeerBytes{peer, bytes});
   op.curve_from_switch = from_switch;
-  Ps latency = schedule.base_latency_ps;
-  for (std::size_t s = 0; s < schedule.num_steps(); ++s) {
-    Ps step = 0;
-    for (const auto& r : schedule.ranks) step = std::max(step, r[s].latency_ps);
-    latency += step;
-  }
-  op.curve_latency_ps = std::clamp<Ps>(latency, 0, op.duration_ps);
+  op.curve_latency_ps = std::clamp<Ps>(latency_ps, 0, op.duration_ps);
   op.curve_reduces = schedule.primitive == CollectivePrimitive::all_reduce ||
                      schedule.primitive == CollectivePrimitive::reduce_scatter;
+}
+
+// The steps a collective of `plan` runs at steps fidelity, and that its byte accounting counts.
+CollectiveSchedule engine_schedule(const HardwareProfile& hw, const CollectivePlan& plan, Bytes bytes, int n,
+                                   const std::string& link) {
+  // NVLS's legs to and from the switch run on the GPU's own switch links (the engine's kSwitchPeer).
+  try {
+    return collective_steps(hw, plan, bytes, n, link);
+  } catch (const std::invalid_argument&) {
+    // NVLSTree / CollNet: no steps model yet (nccl_algorithms.hpp). Their curve fidelity has their
+    // time; their steps (and byte accounting) are the ring's with the same protocol.
+  }
+  CollectivePlan ring = plan_collective(hw, plan.primitive, bytes, n, link,
+                                        CollectiveOverrides{NcclAlgorithm::Ring, NcclProtocol::Simple});
+  return collective_steps(hw, ring, bytes, n, link);
+}
+
+void add_schedule_bytes(GraphBuilder& b, const CollectiveSchedule& schedule, const std::vector<int>& members) {
+  for (std::size_t i = 0; i < members.size(); ++i)
+    for (const CollectiveStep& st : schedule.ranks[i])
+      for (const CollectiveTransfer& t : st.sends)
+        if (t.peer >= 0) b.add_required_bytes(members[i], members[static_cast<std::size_t>(t.peer)], t.bytes);
 }
 
 }  // namespace
@@ -212,13 +226,8 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
     throw GraphError(fmt::format("collective '{}': {} streams for {} members", spec.name, spec.streams.size(), n));
   if (!spec.deps.empty() && spec.deps.size() != members.size())
     throw GraphError(fmt::format("collective '{}': deps must be empty or one list per member", spec.name));
-  const CollectiveAlgorithm algorithm = spec.algorithm.value_or(default_algorithm(hardware(), spec.primitive));
   const CollectivePrimitive prim = to_collective_primitive(spec.primitive);
   const HardwareProfile& hw = hardware();
-  const std::string link = collective_link_class(hw, n);
-  // Not clamped to the SM count: a collective that wants more SMs than the GPU has is reported by the
-  // engine (ResourceError) rather than silently run on fewer.
-  const int channels = spec.channels >= 0 ? spec.channels : hw.comm.channels;
   auto deps_of = [&](int i) { return spec.deps.empty() ? std::vector<OpId>{} : spec.deps[static_cast<std::size_t>(i)]; };
 
   std::vector<OpId> out;
@@ -229,20 +238,28 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
     return out;
   }
 
-  const CollectiveSchedule schedule = collective_steps(hw, prim, spec.bytes, n, link, algorithm);
+  const std::string link = collective_link_class(hw, n);
+  // What NCCL would run for this call (algorithm, protocol, channels, time).
+  const CollectivePlan plan = plan_collective(hw, prim, spec.bytes, n, link, CollectiveOverrides{spec.algorithm, {}});
+  const CollectiveSchedule schedule = engine_schedule(hw, plan, spec.bytes, n, link);
   // Byte accounting: what the algorithm moves between members (design.md "Scheme library").
-  for (int i = 0; i < n; ++i)
-    for (const CollectiveStep& st : schedule.ranks[static_cast<std::size_t>(i)])
-      for (const CollectiveTransfer& t : st.sends)
-        add_required_bytes(members[static_cast<std::size_t>(i)], members[static_cast<std::size_t>(t.peer)], t.bytes);
+  add_schedule_bytes(*this, schedule, members);
+  // A collective kernel holds one SM per channel: NCCL's channel count for this size (a small
+  // collective takes fewer SMs from the GEMM beside it), unless the scheme names a count. Not clamped
+  // to the SM count: a request for more SMs than the GPU has is reported by the engine (ResourceError)
+  // rather than silently run on fewer.
+  const int channels = spec.channels >= 0 ? spec.channels : plan.channels;
 
   const std::int64_t id = new_collective_id();
   // A fixed duration (a measured tau_c) is a curve-level figure; the steps fidelity always runs the
   // algorithm's transfers.
   const bool steps = fidelity() == Fidelity::steps;
-  const Ps curve_ps = spec.fixed_duration_ps >= 0
-                          ? spec.fixed_duration_ps
-                          : collective_time_ps(hw, prim, spec.bytes, n, link, algorithm);
+  const Ps curve_ps = spec.fixed_duration_ps >= 0 ? spec.fixed_duration_ps : plan.time_ps;
+  // The protocol's bandwidth as a fraction of the ports' line rate: the engine slows each transfer by
+  // it (NCCL's step latency covers the wire's). So on an idle fabric whose steps do not share links,
+  // the steps take what the curve fidelity says.
+  const double port_gbps = collective_port_gbps(hw, link, n);
+  const double link_efficiency = port_gbps > 0 ? schedule.bandwidth_gbps / port_gbps : 1.0;
   for (int i = 0; i < n; ++i) {
     const int rank = members[static_cast<std::size_t>(i)];
     const StreamId stream = spec.streams[static_cast<std::size_t>(i)];
@@ -260,19 +277,17 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
       // design.md "Collectives", fidelity `steps`: each step a phase of transfers with its protocol
       // latency; the one-off base latency is paid after the phases (duration_ps).
       op.duration_ps = schedule.base_latency_ps;
-      // The library's busbw falls short of the links' (collective_bandwidth_gbps): the engine slows
-      // each transfer by that fraction. NCCL's step latency covers the wire's. So on an idle fabric
-      // whose steps do not share links, the steps take what the curve fidelity says.
-      op.link_efficiency = hw.comm.bandwidth_efficiency * hw.comm.protocol_efficiency;
+      op.link_efficiency = link_efficiency;
       op.phase_latency_covers_wire = true;
       for (const CollectiveStep& st : schedule.ranks[static_cast<std::size_t>(i)]) {
         Phase ph;
         ph.latency_ps = st.latency_ps;
         ph.reduce = st.reduce_bytes > 0;  // the reduction streams through HBM as the bytes arrive
+        auto peer_of = [&](int p) { return p < 0 ? kSwitchPeer : members[static_cast<std::size_t>(p)]; };
         for (const CollectiveTransfer& t : st.sends)
-          if (t.bytes > 0) ph.sends.push_back({members[static_cast<std::size_t>(t.peer)], t.bytes});
+          if (t.bytes > 0) ph.sends.push_back({peer_of(t.peer), t.bytes});
         for (const CollectiveTransfer& t : st.recvs)
-          if (t.bytes > 0) ph.recvs.push_back({members[static_cast<std::size_t>(t.peer)], t.bytes});
+          if (t.bytes > 0) ph.recvs.push_back({peer_of(t.peer), t.bytes});
         op.phases.push_back(std::move(ph));
       }
     } else {
@@ -280,7 +295,7 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
       // Nominal size of the curve collective: marks it as a data-moving collective (metrics.cpp),
       // unlike a barrier; its bytes load the links as flows (set_curve_traffic).
       op.bytes = spec.bytes;
-      set_curve_traffic(op, schedule, i, members);
+      set_curve_traffic(op, schedule, i, members, plan.latency_ps);
     }
     out.push_back(graph_.add(std::move(op)));
   }
@@ -299,13 +314,10 @@ void GraphBuilder::add_collective_required_bytes(Primitive primitive, Bytes byte
     for (int r = 0; r < ranks(); ++r) members.push_back(r);
   const int n = static_cast<int>(members.size());
   if (n <= 1 || bytes <= 0) return;
-  const CollectiveSchedule schedule =
-      collective_steps(hardware(), to_collective_primitive(primitive), bytes, n,
-                       collective_link_class(hardware(), n), default_algorithm(hardware(), primitive));
-  for (int i = 0; i < n; ++i)
-    for (const CollectiveStep& st : schedule.ranks[static_cast<std::size_t>(i)])
-      for (const CollectiveTransfer& t : st.sends)
-        add_required_bytes(members[static_cast<std::size_t>(i)], members[static_cast<std::size_t>(t.peer)], t.bytes);
+  const HardwareProfile& hw = hardware();
+  const std::string link = collective_link_class(hw, n);
+  const CollectivePrimitive prim = to_collective_primitive(primitive);
+  add_schedule_bytes(*this, engine_schedule(hw, plan_collective(hw, prim, bytes, n, link), bytes, n, link), members);
 }
 
 OpId GraphBuilder::add_copy(int rank, StreamId stream, int src_gpu, int dst_gpu, Bytes bytes, const std::string& name,

@@ -58,9 +58,10 @@ struct CollectiveSpec {
   std::vector<int> ranks;        // members; empty = 0 .. ranks()-1
   std::vector<StreamId> streams; // one per member, in `ranks` order
   std::vector<std::vector<OpId>> deps;  // per member (may be empty = none)
-  int channels = -1;             // SMs held; < 0 = the profile's comm.channels
-  // Algorithm of the steps fidelity and of the byte accounting; nullopt = default_algorithm().
-  std::optional<CollectiveAlgorithm> algorithm;
+  int channels = -1;             // SMs held; < 0 = NCCL's channel count for this size (plan_collective)
+  // NCCL_ALGO for this call; nullopt = default_algorithm() (the profile's comm.algorithm, else NCCL's
+  // choice per size).
+  std::optional<NcclAlgorithm> algorithm;
   // Fixed duration instead of the collective model's (delayed-tp-blog's measured tau_c); < 0 = model.
   // Curve fidelity only: at steps fidelity the algorithm's transfers run.
   Ps fixed_duration_ps = -1;
@@ -87,9 +88,10 @@ struct RankStreams {
   std::vector<StreamId> comm;
 };
 
-// NCCL's choice: ring for all_reduce / reduce_scatter / all_gather, pairwise for all_to_all; on a
-// full mesh, every peer at once (direct), which drives every link as NCCL's multiple rings do.
-CollectiveAlgorithm default_algorithm(const HardwareProfile& hw, Primitive p);
+// The algorithm a collective is forced to: the profile's comm.algorithm (NCCL_ALGO), nullopt when NCCL
+// chooses per call by size (cost_model/collective_model.hpp plan_collective). all_to_all always runs
+// as SendRecv (NCCL_ALGO does not govern send/recv).
+std::optional<NcclAlgorithm> default_algorithm(const HardwareProfile& hw, Primitive p);
 CollectivePrimitive to_collective_primitive(Primitive p);
 // The link class a collective over `ranks` GPUs runs on: "network" when it spans nodes of a
 // multi_node fabric, "host" when it spans NUMA nodes of a pcie fabric, else the intra-node class.
@@ -125,14 +127,17 @@ class GraphBuilder {
                        std::int64_t tiles, DType dtype, const std::vector<OpId>& deps = {});
   OpId add_memory(int rank, StreamId stream, const MemoryKernel& kernel);
 
-  // One collective: per member either one `comm_kernel` op whose duration is the collective curve
-  // (curve fidelity, rendezvous on a fresh collective id) or the algorithm's steps as phases (steps
-  // fidelity, cost_model's collective_steps). Returns the member ops in `ranks` order. A curve op
+  // One collective as NCCL runs it (cost_model's plan_collective: algorithm, protocol, channels by
+  // size): per member either one `comm_kernel` op whose duration is the plan's time (curve fidelity,
+  // rendezvous on a fresh collective id) or the algorithm's steps as phases (steps fidelity,
+  // cost_model's collective_steps). The op holds the plan's channels as SMs unless the spec names a
+  // count. Returns the member ops in `ranks` order. A curve op
   // carries the collective's nominal size in Op::bytes (the engine ignores it for comm_kernel ops; the
   // byte accounting check uses it to tell a data-moving collective from a barrier).
   // Adds the bytes the collective moves to required_bytes().
   std::vector<OpId> add_collective(const CollectiveSpec& spec);
-  // Time the collective takes alone on an idle node at curve fidelity (what add_collective uses).
+  // Time the collective takes alone on an idle node at curve fidelity (what add_collective uses):
+  // plan_collective(...).time_ps.
   Ps collective_ps(Primitive primitive, Bytes bytes, int members) const;
 
   // A copy-engine transfer of `bytes` from src_gpu to dst_gpu on `stream` (comm op, no SMs).

@@ -1,8 +1,8 @@
 #pragma once
 // The idealised node the scheme tests compute exact answers on: 132 SMs; a 128x128 tile over
 // K = 1024 takes exactly 1 us; alpha-beta links with no latency; HBM so fast that memory kernels take
-// (almost) nothing; no launch overhead, no GEMM/comm interference, no NCCL latency; every transport at
-// the link's full rate with no latency of its own.
+// (almost) nothing; no launch overhead, no GEMM/comm interference, no NCCL latency (NCCL pinned to
+// a zero-latency Simple ring); every transport at the link's full rate with no latency of its own.
 #include "cost_model/hardware_profile.hpp"
 #include "sim/workload.hpp"
 
@@ -27,8 +27,11 @@ inline HardwareProfile ideal_profile(int gpus, double link_gbps = 500, int chann
   expand_topology(h.fabric);
   h.comm.channels = channels;
   h.comm.p2p_channels = channels;
-  h.comm.base_latency_us = 0;
-  h.comm.step_latency_us = 0;
+  // NCCL pinned to a zero-latency Simple ring at line rate: a collective of S bytes over n ranks takes
+  // exactly S x busbw_factor / link bandwidth (all-to-all: its send/recv with Simple, same constants).
+  h.comm.algorithm = NcclAlgorithm::Ring;
+  h.comm.protocol = NcclProtocol::Simple;
+  h.comm.tuner.at(NcclAlgorithm::Ring, NcclProtocol::Simple) = NcclLatency{0, {0, 0, 0}};
   h.comm.bandwidth_efficiency = 1;
   for (Transport t : kAllTransports) h.transports.of(t) = TransportSpec{0, 1, 0};
   return h;

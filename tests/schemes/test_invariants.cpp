@@ -160,9 +160,11 @@ TEST_CASE("every registered scheme keeps the invariants on random workloads", "[
       if (s.name == "no_overlap" || s.name == "tp_baseline") CHECK(r.exposed_comm_ps <= r.comm_ps);
       // Every scheme that overlaps the workload's collectives with unchanged collectives hides some.
       // Not the decompositions into pieces that each pay a call's latency: data slicing's k
-      // collectives, and CommFuse's T-1 NCCL send/recv exchanges (transports.nccl_p2p latency each),
-      // which on small shapes cost more than one ring collective's base + per-step latencies.
-      if (s.name != "data_slicing" && s.name != "commfuse") CHECK(r.exposed_comm_ps <= r.comm_ps + r.comm_ps / 100);
+      // collectives, CommFuse's T-1 NCCL send/recv exchanges (transports.nccl_p2p latency each) and
+      // async TP's T-1 copy-engine pulls and barriers, which on small shapes cost more than one
+      // collective that NCCL runs with its low-latency protocol.
+      const bool decomposed = s.name == "data_slicing" || s.name == "commfuse" || s.name == "async_tp";
+      if (!decomposed) CHECK(r.exposed_comm_ps <= r.comm_ps + r.comm_ps / 100);
       if (c.per_rank_bytes >= 0) {
         const BuiltScheme b = s.build(ctx);
         for (int rank = 0; rank < c.workload.tp; ++rank) {

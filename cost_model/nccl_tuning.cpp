@@ -1,0 +1,320 @@
+#include "cost_model/nccl_tuning.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace overlap {
+namespace {
+
+using A = NcclAlgorithm;
+using P = NcclProtocol;
+
+bool is_rs_or_ag(CollectivePrimitive p) {
+  return p == CollectivePrimitive::reduce_scatter || p == CollectivePrimitive::all_gather;
+}
+
+// NCCL's nsteps per collective (tuning.cc): the ring's steps, which also sizes its bus -> algorithm
+// bandwidth conversion.
+int ring_nsteps(CollectivePrimitive p, int n) {
+  if (p == CollectivePrimitive::all_reduce) return 2 * (n - 1);
+  if (is_rs_or_ag(p)) return n - 1;
+  return n;  // broadcast, reduce
+}
+
+// NCCL's size correction of tree bandwidth (tuning.cc treeCorrectionFactor), by protocol and
+// log2(bytes / 64); trees fall short of their model for medium sizes.
+constexpr double kTreeCorrection[3][23] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+
+NcclCost unavailable(std::string why) {
+  NcclCost c;
+  c.available = false;
+  c.why_not = std::move(why);
+  return c;
+}
+
+int max_threads(const NcclCommunicator& comm, A a, P p) {
+  switch (p) {
+    case P::LL: return kNcclLLMaxThreads;
+    case P::LL128: return kNcclLL128MaxThreads;
+    case P::Simple:
+      if (a == A::Ring) return comm.bus_bw_gbps <= kNcclPciBwGbps ? 256 : kNcclSimpleMaxThreads;
+      if (a == A::Tree) return kNcclSimpleMaxThreads;
+      return kNcclMaxThreads;  // NVLS, NVLSTree, CollNet, PAT
+  }
+  return kNcclSimpleMaxThreads;
+}
+
+long long thread_threshold(const NcclCommunicator& comm, A a, P p) {
+  if ((a == A::CollnetDirect || a == A::CollnetChain) && p == P::Simple) return kNcclCollnetThreadThreshold;
+  switch (p) {
+    case P::LL: return static_cast<long long>(kNcclLLThreadThreshold) * (a == A::Ring ? comm.n_ranks : 1);
+    case P::LL128: return kNcclLL128ThreadThreshold;
+    case P::Simple: return kNcclSimpleThreadThreshold;
+  }
+  return kNcclSimpleThreadThreshold;
+}
+
+}  // namespace
+
+int nccl_log2i(long long v) {
+  if (v <= 0) return -1;
+  int l = 0;
+  while (v >>= 1) ++l;
+  return l;
+}
+
+NcclHw nccl_hw_of_link_class(const HardwareProfile& hw, const std::string& link_class) {
+  const auto it = hw.comm.link_kinds.find(link_class);
+  if (it != hw.comm.link_kinds.end()) return it->second;
+  if (link_class == "network" || link_class == "net" || link_class == "ib" || link_class == "roce" ||
+      link_class == "ethernet")
+    return NcclHw::net;
+  if (link_class == "pcie" || link_class == "pci" || link_class == "host") return NcclHw::pci;
+  return NcclHw::nvlink;
+}
+
+NcclCommunicator nccl_communicator(const HardwareProfile& hw, int n_ranks, const std::string& link_class) {
+  if (n_ranks < 2) throw std::invalid_argument("NCCL model: a communicator needs at least 2 ranks");
+  const FabricSpec& f = hw.fabric;
+  const auto it = f.links.find(link_class);
+  if (it == f.links.end()) throw std::invalid_argument("collective model: unknown link class '" + link_class + "'");
+  NcclCommunicator c;
+  c.n_ranks = n_ranks;
+  if (f.topology == "multi_node" && f.gpus_per_node > 0) c.n_nodes = (n_ranks + f.gpus_per_node - 1) / f.gpus_per_node;
+  c.ranks_per_node = (n_ranks + c.n_nodes - 1) / c.n_nodes;
+  c.collective_hw = nccl_hw_of_link_class(hw, link_class);
+  c.intra_hw = f.topology == "multi_node" && f.links.count("nvlink") ? nccl_hw_of_link_class(hw, "nvlink") : c.collective_hw;
+  c.full_mesh = f.topology == "full_mesh";
+  c.nvswitch = f.topology == "nvswitch" || f.topology == "multi_node";
+  double port_gbps = it->second.bandwidth_gbps;
+  // A full mesh splits a GPU's bandwidth over its N-1 peers, one link each (fabric_topology.cpp); a
+  // collective over n of the N GPUs can drive only n-1 of those links.
+  const int all = f.num_gpus;
+  if (c.full_mesh && all > 1 && n_ranks < all)
+    port_gbps *= static_cast<double>(n_ranks - 1) / static_cast<double>(all - 1);
+  c.port_gbps = port_gbps;
+  c.bus_bw_gbps = port_gbps * hw.comm.bandwidth_efficiency;
+  c.channels = std::max(1, hw.comm.channels);
+  // NVLS needs an NVSwitch with NVLink SHARP and at least two channels (tuning.cc), and a generation
+  // NCCL gives an NVLS efficiency (Hopper on).
+  if (hw.comm.nvlink_sharp && c.nvswitch && hw.comm.nvls_channels >= 2 && hw.comm.tuner.nvls_efficiency > 0)
+    c.nvls_channels = hw.comm.nvls_channels;
+  c.collnet = hw.comm.collnet;
+  c.arch_index = c.n_nodes <= 2 ? c.n_nodes - 1 : 2;
+  return c;
+}
+
+NcclCost nccl_cost(const HardwareProfile& hw, const NcclCommunicator& comm, CollectivePrimitive p, NcclAlgorithm a,
+                   NcclProtocol proto) {
+  const NcclTunerConstants& k = hw.comm.tuner;
+  const int n = comm.n_ranks;
+  const int nodes = comm.n_nodes;
+  const int ppn = comm.ranks_per_node;
+  const auto ai = static_cast<std::size_t>(comm.arch_index);
+  const bool ar = p == CollectivePrimitive::all_reduce;
+  const std::string coll = collective_primitive_name(p);
+  const std::string name = std::string(nccl_algorithm_name(a)) + "/" + nccl_protocol_name(proto);
+
+  if (p == CollectivePrimitive::all_to_all) {
+    if (a != A::SendRecv) return unavailable("all_to_all runs as grouped send/recv, not " + std::string(nccl_algorithm_name(a)));
+    if (proto == P::LL128) return unavailable("send/recv uses LL or Simple");
+    return nccl_p2p_cost(hw, comm, proto);
+  }
+  if (a == A::SendRecv) return unavailable("SendRecv is how all_to_all runs");
+
+  // Which algorithms NCCL's tuner considers for each collective (tuning.cc).
+  if ((p == CollectivePrimitive::broadcast || p == CollectivePrimitive::reduce) && a != A::Ring)
+    return unavailable(coll + " runs only as Ring");
+  if (is_rs_or_ag(p) && a != A::Ring && a != A::PAT && a != A::NVLS && a != A::CollnetDirect)
+    return unavailable(coll + " runs as Ring, PAT, NVLS or CollnetDirect");
+  if (ar && a == A::PAT) return unavailable("PAT runs only reduce_scatter and all_gather");
+  const bool simple_only = a == A::NVLS || a == A::NVLSTree || a == A::PAT || a == A::CollnetDirect || a == A::CollnetChain;
+  if (simple_only && proto != P::Simple) return unavailable(std::string(nccl_algorithm_name(a)) + " runs only the Simple protocol");
+  if ((a == A::NVLS || a == A::NVLSTree) && comm.nvls_channels < 2)
+    return unavailable(std::string(nccl_algorithm_name(a)) +
+                       " needs an NVSwitch with NVLink SHARP (comm.nvlink_sharp: true, comm.nvls_channels >= 2, "
+                       "comm.arch hopper or later)");
+  if (a == A::NVLSTree && nodes == 1) return unavailable("NVLSTree runs only across nodes (NCCL disables it on one node)");
+  if (a == A::NVLS && nodes > 1 && !comm.collnet) return unavailable("NVLS across nodes needs CollNet (comm.collnet: true)");
+  if (a == A::NVLS && nodes > 1 && is_rs_or_ag(p)) return unavailable("NVLS " + coll + " across nodes needs CollNet support NCCL lacks here");
+  if (a == A::PAT && nodes != n) return unavailable("PAT runs only with one GPU per node");
+  if (a == A::CollnetDirect || a == A::CollnetChain) {
+    if (!comm.collnet) return unavailable(std::string(nccl_algorithm_name(a)) + " needs a network with SHARP (comm.collnet: true)");
+    if (nodes == 1) return unavailable(std::string(nccl_algorithm_name(a)) + " runs only across nodes");
+    if (a == A::CollnetDirect && !comm.nvswitch) return unavailable("CollnetDirect needs an NVSwitch node");
+    if (a == A::CollnetDirect && is_rs_or_ag(p)) return unavailable("CollnetDirect " + coll + " needs one NIC per GPU with CollNet support");
+  }
+
+  // Bandwidth (tuning.cc ncclTopoTuneModel): the graph's bus bandwidth, refined per algorithm/protocol.
+  const double nch = comm.channels;
+  double bus = comm.bus_bw_gbps;
+  if (a == A::NVLS || a == A::NVLSTree) {
+    const double vch = comm.nvls_channels;
+    const double per = comm.bus_bw_gbps / vch;
+    double intra = per * k.nvls_efficiency * (vch - 1) / vch;
+    intra *= ar ? 2.0 : static_cast<double>(ppn - 1) / ppn;  // all-reduce pipelines its two halves
+    double bw = intra;
+    // Across nodes the network bounds it (one node: no network hop; NCCL's single-node NVLS graph
+    // has no inter bandwidth below its intra one).
+    if (nodes > 1) bw = std::min(bw, per * ((nodes <= 2 && a == A::NVLSTree) ? 2.0 : 1.0));
+    if (a == A::NVLSTree) bw = std::min(bw, k.nvls_tree_channel_gbps[ai]);
+    bus = vch * bw;
+  }
+  if (a == A::Ring && proto == P::LL) bus = std::min(k.ll_max_bw_gbps[ai], bus * 0.5);
+  if (a == A::Ring && proto == P::LL128) bus = std::min(bus * 0.92, nch * k.ring_ll128_channel_gbps[ai]);
+  if (a == A::Tree && ar) bus = std::min(bus * 0.92, nch * k.tree_channel_gbps[ai]);
+  if (a == A::Tree && proto == P::LL) bus = std::min(bus / 3.8, k.ll_max_bw_gbps[ai]);
+  if (a == A::Tree && proto == P::LL128)
+    bus = std::min(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * k.tree_ll128_channel_gbps[ai]);
+  if (a == A::PAT) bus *= 0.75;
+  if (a == A::CollnetDirect) {
+    // NCCL assumes a NIC per GPU: fewer channels than GPUs per node share them.
+    double factor = static_cast<double>(ppn) / nch;
+    factor -= (factor - 1) / 2;
+    bus /= factor;
+    if (hw.comm.arch == NcclArch::hopper || hw.comm.arch == NcclArch::blackwell) bus *= 0.85;
+  }
+  if (!(bus > 0)) return unavailable(name + " has no bandwidth on this communicator");
+
+  NcclCost cost;
+  cost.available = true;
+  cost.bus_bandwidth_gbps = bus;
+  // Bus -> algorithm bandwidth: a ring moves S * nsteps / n per port; trees and CollNet 2 S;
+  // all-gather / reduce-scatter other than the ring are left as they are (tuning.cc).
+  double ratio = 1.0;
+  if (!(a != A::Ring && is_rs_or_ag(p))) {
+    if (a == A::Ring || a == A::NVLS || a == A::NVLSTree) ratio = static_cast<double>(n) / ring_nsteps(p, n);
+    else ratio = 0.5;
+  }
+  cost.bandwidth_gbps = bus * ratio;
+  // NVLS moves (n+1)/n x S through each GPU's switch link each way for an all-reduce (facts.md, NCCL's
+  // maintainers) and S for a reduce-scatter / all-gather: no faster than the link allows. NCCL's
+  // formula does not bound it and runs past the link for few ranks (2 GPUs: 1.6x the ring's bus
+  // bandwidth); measured NVLS on 2-4 H100s stays near the ring's (nccl issue 1455).
+  if ((a == A::NVLS || a == A::NVLSTree) && nodes == 1) {
+    const double traffic = ar ? static_cast<double>(n + 1) / n : 1.0;
+    cost.bandwidth_gbps = std::min(cost.bandwidth_gbps, comm.bus_bw_gbps / traffic);
+  }
+
+  // Latency.
+  const NcclLatency& l = k.at(a, proto);
+  const auto hw_lat = [&](NcclAlgorithm alg, NcclHw h) {
+    return k.at(alg, proto).hw_us[static_cast<std::size_t>(index_of(h))];
+  };
+  double intra_lat = hw_lat(a, comm.intra_hw);
+  // With one GPU per node every hop is exposed at the network's (tree) latency.
+  double inter_lat = ppn == 1 ? hw_lat(A::Tree, NcclHw::net) : hw_lat(a, NcclHw::net);
+  double lat = l.base_us;
+  const int nsteps = ring_nsteps(p, n);
+  const int log2_nodes = nccl_log2i(nodes);
+  switch (a) {
+    case A::Ring:
+      if (p == CollectivePrimitive::broadcast || p == CollectivePrimitive::reduce) {
+        // A pipeline: every rank forwards as it receives; one step of latency (NCCL: rings on the
+        // same channels).
+        lat += hw_lat(A::Ring, nodes == 1 ? comm.intra_hw : NcclHw::net);
+      } else {
+        // Across nodes every ring step also pays the network's post overhead (1 us on x86, x3 for
+        // Simple: getNetOverhead).
+        if (nodes > 1) intra_lat = std::max(intra_lat, proto == P::Simple ? 3.0 : 1.0);
+        const int inter_steps = nodes == 1 ? 0 : ar ? 2 * (nodes - 1) : nodes - 1;
+        lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
+      }
+      break;
+    case A::Tree:
+      if (ar) lat += 2 * ((ppn - 1) * intra_lat + log2_nodes * inter_lat);
+      break;
+    case A::CollnetDirect:
+      lat += 2 * (std::min(1, ppn - 1) * intra_lat + (ppn - 1) * 0.4) + inter_lat;
+      break;
+    case A::CollnetChain:
+      lat += 2 * (ppn - 1) * intra_lat + inter_lat;
+      break;
+    case A::NVLS:
+      lat = intra_lat + (nodes > 1 ? inter_lat : 0.0);
+      break;
+    case A::NVLSTree:
+      lat += intra_lat + 2 * log2_nodes * inter_lat;
+      break;
+    case A::PAT:
+      lat += log2_nodes * (inter_lat / 3.5) + n * 2.8;
+      break;
+    case A::SendRecv:
+      break;
+  }
+  cost.latency_us = lat;
+  // LL128 is on by default only where NCCL trusts it: NVLink inside the node (tuning.cc).
+  if (proto == P::LL128 && comm.intra_hw != NcclHw::nvlink) cost.default_enabled = false;
+  return cost;
+}
+
+NcclTime nccl_time(const NcclCommunicator& comm, const NcclCost& cost, CollectivePrimitive p, NcclAlgorithm a,
+                   NcclProtocol proto, Bytes bytes) {
+  NcclTime t;
+  double bw = cost.bandwidth_gbps;
+  double lat = cost.latency_us;
+  const int log_size = nccl_log2i(bytes >> 6);
+  if (a == A::Tree && p == CollectivePrimitive::all_reduce && log_size >= 0 && log_size < 23)
+    bw *= kTreeCorrection[index_of(proto)][log_size];
+  // Across nodes a Simple ring all-reduce of more than 64 bytes per rank and channel reaches a
+  // latency plateau (tuning.cc ncclTopoGetAlgoTime).
+  if (a == A::Ring && proto == P::Simple && comm.n_nodes > 1 && p == CollectivePrimitive::all_reduce &&
+      bytes / (static_cast<long long>(comm.channels) * comm.n_ranks) >= 64)
+    lat *= 1.4;
+  t.latency_us = lat;
+  t.bandwidth_gbps = bw;
+  t.time_us = lat + static_cast<double>(bytes) / (1000.0 * bw);
+  return t;
+}
+
+int nccl_channels(const HardwareProfile& hw, const NcclCommunicator& comm, NcclAlgorithm a, NcclProtocol proto,
+                  Bytes bytes) {
+  if (a == A::NVLS || a == A::NVLSTree) {
+    // NVLS does not need more channels to reach its bandwidth, nor fewer for small messages.
+    return comm.n_nodes > 1 && a == A::NVLS ? std::min(comm.nvls_channels, comm.channels) : comm.nvls_channels;
+  }
+  if (a == A::SendRecv) return nccl_p2p_channels(hw, comm, bytes);
+  int nc = comm.channels;
+  const long long nt = max_threads(comm, a, proto);
+  const long long threshold = thread_threshold(comm, a, proto);
+  // Fewer channels until each channel's threads have their minimum work (enqueue.cc).
+  while (nc >= 2 && bytes < static_cast<long long>(nc) * nt * threshold) --nc;
+  return nc;
+}
+
+NcclProtocol nccl_p2p_protocol(const HardwareProfile& hw, const NcclCommunicator& comm, Bytes bytes) {
+  const Bytes per_peer = bytes / comm.n_ranks;
+  const int per_peer_channels = std::max(1, hw.comm.p2p_channels / comm.n_ranks);
+  return per_peer <= per_peer_channels * kNcclP2pLLThresholdBytes ? NcclProtocol::LL : NcclProtocol::Simple;
+}
+
+int nccl_p2p_channels(const HardwareProfile& hw, const NcclCommunicator& comm, Bytes bytes) {
+  const Bytes per_peer = bytes / comm.n_ranks;
+  const int per_peer_max = std::max(1, hw.comm.p2p_channels / comm.n_ranks);
+  // A channel per 32 KiB a peer sends, up to the per-peer share of the p2p channels (enqueue.cc);
+  // every rank is a peer, itself included (an all-to-all sends a block to itself too).
+  const long long want = std::max<long long>(1, (per_peer + 32767) / 32768);
+  const int per_peer_channels = static_cast<int>(std::min<long long>(per_peer_max, want));
+  return std::min(hw.comm.p2p_channels, per_peer_channels * comm.n_ranks);
+}
+
+NcclCost nccl_p2p_cost(const HardwareProfile& hw, const NcclCommunicator& comm, NcclProtocol proto) {
+  const NcclTunerConstants& k = hw.comm.tuner;
+  const auto ai = static_cast<std::size_t>(comm.arch_index);
+  const NcclLatency& l = k.at(A::Ring, proto);
+  NcclCost c;
+  c.available = true;
+  double bus = comm.bus_bw_gbps;
+  if (proto == P::LL) bus = std::min(k.ll_max_bw_gbps[ai], bus * 0.5);
+  c.bus_bandwidth_gbps = bus;
+  // Each port carries (n-1)/n of S.
+  c.bandwidth_gbps = bus * comm.n_ranks / (comm.n_ranks - 1);
+  c.latency_us = l.base_us + (comm.n_ranks - 1) * l.hw_us[static_cast<std::size_t>(index_of(comm.collective_hw))];
+  return c;
+}
+
+}  // namespace overlap

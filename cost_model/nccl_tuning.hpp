@@ -1,0 +1,93 @@
+#pragma once
+// NCCL's tuning model (src/graph/tuning.cc and src/enqueue.cc of https://github.com/NVIDIA/nccl; read
+// to learn the model, no code copied), over a HardwareProfile instead of a probed topology:
+//
+//  - per (collective, algorithm, protocol): a latency (base + steps x per-step latency of the link
+//    kind each step crosses) and a bandwidth: the bus bandwidth of NCCL's ring graph (here the link
+//    class's bandwidth x comm.bandwidth_efficiency), refined per protocol (LL carries 4 data bytes in
+//    8, LL128 120 in 128, capped per channel), converted to algorithm bandwidth (ring: nRanks/nsteps,
+//    tree: 1/2);
+//  - predicted time t = latency + S / bandwidth (S: nccl-tests' size, the full array), with NCCL's
+//    size-dependent correction for trees;
+//  - the choice: minimum predicted time among what the profile enables (NCCL_ALGO / NCCL_PROTO-like
+//    overrides, NVLS only with NVLink SHARP, LL128 by default only over NVLink);
+//  - channels: NCCL's maximum, reduced for small messages until each channel's threads have their
+//    minimum work (NVLS always uses comm.nvls_channels).
+//
+// What NCCL learns from probing (the graph's channel count and per-channel bandwidth, the node count)
+// comes from the profile: fabric link classes, comm.channels / nvls_channels, gpus_per_node.
+#include <optional>
+#include <string>
+
+#include "cost_model/collective_primitive.hpp"
+#include "cost_model/hardware_profile.hpp"
+#include "cost_model/nccl_constants.hpp"
+#include "cost_model/units.hpp"
+
+namespace overlap {
+
+// What NCCL's tuner knows about one communicator of n_ranks GPUs whose collective runs on link_class.
+struct NcclCommunicator {
+  int n_ranks = 0;
+  int n_nodes = 1;
+  int ranks_per_node = 0;
+  NcclHw intra_hw = NcclHw::nvlink;  // link kind inside a node
+  NcclHw collective_hw = NcclHw::nvlink;  // link kind of the collective's slowest hop (link_class)
+  bool full_mesh = false;            // direct links per pair (no switch)
+  bool nvswitch = false;             // an NVSwitch joins the node's GPUs (CollnetDirect needs one)
+  double port_gbps = 0;              // line rate of one GPU's port on the link class (full mesh: its share)
+  double bus_bw_gbps = 0;            // NCCL's ring graph bandwidth: nChannels x bwIntra
+  int channels = 1;                  // comm.channels (ring/tree graph channels)
+  int nvls_channels = 0;             // 0 = NVLS unavailable
+  bool collnet = false;
+  int arch_index = 0;                // node-count class of the bandwidth caps: 0 one node, 1 two, 2 more
+};
+
+// Throws std::invalid_argument for an unknown link class or n_ranks < 2.
+NcclCommunicator nccl_communicator(const HardwareProfile& hw, int n_ranks, const std::string& link_class);
+
+// The latency / bandwidth NCCL's table holds for one (collective, algorithm, protocol), before the
+// size-dependent corrections. available == false where NCCL leaves the entry at bandwidth 0 (the
+// algorithm cannot run that collective with that protocol on this communicator).
+struct NcclCost {
+  bool available = false;
+  bool default_enabled = true;  // false: runs only when forced (NCCL enables LL128 by default only over NVLink)
+  double latency_us = 0;
+  double bandwidth_gbps = 0;     // algorithm bandwidth: t = latency + S / bandwidth
+  double bus_bandwidth_gbps = 0; // before NCCL's bus -> algorithm bandwidth conversion
+  std::string why_not;           // when unavailable: the reason, for error messages
+};
+
+NcclCost nccl_cost(const HardwareProfile& hw, const NcclCommunicator& comm, CollectivePrimitive p,
+                   NcclAlgorithm a, NcclProtocol proto);
+
+// NCCL's predicted time of one call of `bytes` (nccl-tests' S) with that cost: latency (times NCCL's
+// ring plateau factor across nodes) + S / bandwidth (times the tree correction by size). Also returns
+// the size-independent part.
+struct NcclTime {
+  double time_us = 0;
+  double latency_us = 0;
+  double bandwidth_gbps = 0;  // the bandwidth the S-proportional part ran at (after corrections)
+};
+NcclTime nccl_time(const NcclCommunicator& comm, const NcclCost& cost, CollectivePrimitive p, NcclAlgorithm a,
+                   NcclProtocol proto, Bytes bytes);
+
+// Channels (CTAs, one SM each) NCCL launches for this call (enqueue.cc topoGetAlgoInfo).
+int nccl_channels(const HardwareProfile& hw, const NcclCommunicator& comm, NcclAlgorithm a, NcclProtocol proto,
+                  Bytes bytes);
+
+// All-to-all as NCCL runs it: grouped send/recv, LL while each peer's bytes fit the LL threshold of
+// its channels, else Simple; channels per peer grow with the bytes (32 KiB each), up to p2p_channels.
+NcclProtocol nccl_p2p_protocol(const HardwareProfile& hw, const NcclCommunicator& comm, Bytes bytes);
+int nccl_p2p_channels(const HardwareProfile& hw, const NcclCommunicator& comm, Bytes bytes);
+// Send/recv cost: the ring's constants for that protocol over n-1 pairwise rounds (NCCL's tuner has
+// no model of send/recv; its p2p schedule runs round i as send to rank+i, receive from rank-i).
+NcclCost nccl_p2p_cost(const HardwareProfile& hw, const NcclCommunicator& comm, NcclProtocol proto);
+
+// The NCCL latency kind of a fabric link class (comm.link_kinds, else by name).
+NcclHw nccl_hw_of_link_class(const HardwareProfile& hw, const std::string& link_class);
+
+// floor(log2(v)) for v >= 1, -1 for v <= 0 (NCCL's log2i).
+int nccl_log2i(long long v);
+
+}  // namespace overlap

@@ -1,0 +1,89 @@
+// design.md "Collectives": the two fidelities agree on an idle node. A collective built by
+// GraphBuilder::add_collective at `curve` fidelity (one op lasting the plan's time) and at `steps`
+// fidelity (the algorithm's transfers through the fabric) runs through sim::run on the node
+// make_node() builds from the profile; both take the same time for every algorithm and protocol the
+// engine runs today, and the comm kernel holds the plan's channels as SMs.
+// NVLS's steps send to and receive from the NVSwitch (kSwitchPeer) over each GPU's own switch links.
+// NVLSTree and CollNet have no steps model yet (their steps are the ring's).
+#include <catch2/catch.hpp>
+
+#include "cost_model/collective_model.hpp"
+#include "cost_model/profile_loader.hpp"
+#include "sim/engine.hpp"
+#include "sim/node_builder.hpp"
+#include "sim/schemes/graph_builder.hpp"
+#include "sim/workload.hpp"
+
+using namespace overlap;
+using namespace overlap::sim;
+using A = NcclAlgorithm;
+using P = NcclProtocol;
+
+namespace {
+
+struct Run {
+  Ps makespan_ps = 0;
+  int sms_held = 0;
+};
+
+// One collective alone on an idle node, forced to (algorithm, protocol).
+Run run_one(const HardwareProfile& profile, Primitive p, Bytes bytes, int n, A a, P proto, Fidelity fidelity) {
+  HardwareProfile hw = profile;
+  hw.comm.protocol = proto;
+  Workload w;
+  w.kind = "gemm_collective";
+  w.tp = n;
+  const nlohmann::json params = nlohmann::json::object();
+  const BuildContext ctx{w, hw, params, fidelity};
+  GraphBuilder b(ctx, n);
+  const RankStreams s = b.add_compute_and_comm_streams();
+  CollectiveSpec spec;
+  spec.name = "coll";
+  spec.primitive = p;
+  spec.bytes = bytes;
+  spec.streams = s.comm;
+  if (p != Primitive::all_to_all) spec.algorithm = a;
+  const std::vector<OpId> ops = b.add_collective(spec);
+  const TaskGraph& g = b.graph();
+  const Timeline tl = run(g, make_node(hw, n));
+  return Run{tl.makespan_ps, tl.ops.at(static_cast<std::size_t>(ops.front())).sms_held};
+}
+
+}  // namespace
+
+TEST_CASE("curve and steps agree on an idle node for every algorithm and protocol the engine runs",
+          "[collective][fidelity]") {
+  const std::string dir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware";
+  int checked = 0;
+  for (const std::string name : {"h100-sxm-8x-nvswitch", "a800-8x-nvlink", "rtx4090-4x-pcie", "h100-2node-ib400"}) {
+    const HardwareProfile hw = load_profile(name, dir);
+    const int n = name == std::string("rtx4090-4x-pcie") ? 2 : name == std::string("h100-2node-ib400") ? 16 : 8;
+    const std::string link = collective_link_class(hw, n);
+    for (Primitive p : {Primitive::all_reduce, Primitive::reduce_scatter, Primitive::all_gather, Primitive::all_to_all}) {
+      for (Bytes bytes : {Bytes{96} << 10, Bytes{24} << 20}) {
+        for (const CollectiveCandidate& c : collective_candidates(hw, to_collective_primitive(p), bytes, n, link)) {
+          if (c.algorithm == A::NVLSTree || c.algorithm == A::CollnetDirect || c.algorithm == A::CollnetChain)
+            continue;  // no steps model yet (see the header)
+          INFO(name << " n=" << n << " " << primitive_name(p) << " S=" << bytes << " " << nccl_algorithm_name(c.algorithm)
+                    << "/" << nccl_protocol_name(c.protocol));
+          const Run curve = run_one(hw, p, bytes, n, c.algorithm, c.protocol, Fidelity::curve);
+          const Run steps = run_one(hw, p, bytes, n, c.algorithm, c.protocol, Fidelity::steps);
+          REQUIRE(curve.makespan_ps > 0);
+          CHECK(std::abs(static_cast<double>(steps.makespan_ps) / static_cast<double>(curve.makespan_ps) - 1.0) < 1e-4);
+          CHECK(curve.sms_held == c.channels);
+          CHECK(steps.sms_held == c.channels);
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked > 40);
+}
+
+TEST_CASE("a small collective takes fewer SMs than a large one", "[collective][fidelity]") {
+  const HardwareProfile hw = load_profile("h100-sxm-8x-nvswitch", std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware");
+  const Run small = run_one(hw, Primitive::reduce_scatter, 64 << 10, 8, A::Ring, P::Simple, Fidelity::curve);
+  const Run large = run_one(hw, Primitive::reduce_scatter, 64 << 20, 8, A::Ring, P::Simple, Fidelity::curve);
+  CHECK(small.sms_held == 2);  // 64 KiB: two channels of NCCL's 32 KiB minimum work each
+  CHECK(large.sms_held == hw.comm.channels);
+}

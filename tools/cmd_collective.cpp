@@ -1,0 +1,306 @@
+// `overlap-sim collective`: the collective model as an nccl-tests table (tools/cmd_collective.hpp).
+#include "tools/cmd_collective.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cost_model/collective_model.hpp"
+#include "cost_model/input_error.hpp"
+#include "cost_model/nccl_tests_import.hpp"
+#include "cost_model/profile_loader.hpp"
+#include "sim/schemes/graph_builder.hpp"
+#include "tools/cli.hpp"
+
+namespace overlap::tools {
+namespace {
+
+struct DataType {
+  const char* name;
+  int bytes;
+};
+// nccl-tests' type names (-d).
+constexpr DataType kTypes[] = {{"int8", 1},   {"uint8", 1},  {"int32", 4}, {"uint32", 4},   {"int64", 8},
+                               {"uint64", 8}, {"half", 2},   {"float", 4}, {"double", 8},   {"bfloat16", 2},
+                               {"f8e4m3", 1}, {"f8e5m2", 1}};
+
+const DataType* find_type(const std::string& name) {
+  for (const DataType& t : kTypes)
+    if (name == t.name) return &t;
+  return nullptr;
+}
+
+// nccl-tests prints a value in a fixed width with as many of two decimals as fit.
+std::string fixed_width(double v, int width) {
+  for (int decimals = 2; decimals >= 0; --decimals) {
+    const std::string s = fmt::format("{:>{}.{}f}", v, width, decimals);
+    if (static_cast<int>(s.size()) <= width) return s;
+  }
+  return fmt::format("{:>{}.{}e}", v, width, width >= 7 ? 1 : 0);
+}
+
+const char* program_name(CollectivePrimitive p) {
+  switch (p) {
+    case CollectivePrimitive::all_reduce: return "all_reduce_perf";
+    case CollectivePrimitive::reduce_scatter: return "reduce_scatter_perf";
+    case CollectivePrimitive::all_gather: return "all_gather_perf";
+    case CollectivePrimitive::all_to_all: return "alltoall_perf";
+    case CollectivePrimitive::broadcast: return "broadcast_perf";
+    case CollectivePrimitive::reduce: return "reduce_perf";
+  }
+  return "?";
+}
+
+bool reduces(CollectivePrimitive p) {
+  return p == CollectivePrimitive::all_reduce || p == CollectivePrimitive::reduce_scatter ||
+         p == CollectivePrimitive::reduce;
+}
+
+bool rooted(CollectivePrimitive p) { return p == CollectivePrimitive::broadcast || p == CollectivePrimitive::reduce; }
+
+// One row of the sweep: nccl-tests' size and element count for a requested size.
+struct Row {
+  long long bytes = 0;  // the "size" column (full array)
+  long long count = 0;  // the "count" column
+  CollectivePlan plan;
+  double time_us = 0, algbw_gbps = 0, busbw_gbps = 0;
+};
+
+// nccl-tests' byte counts: all-gather, reduce-scatter and all-to-all split the array into per-rank
+// parts aligned to 16 bytes, and print the per-rank count.
+Row sizes_of(CollectivePrimitive p, long long requested, int type_bytes, int n) {
+  Row r;
+  const long long count = requested / type_bytes;
+  if (p == CollectivePrimitive::all_gather || p == CollectivePrimitive::reduce_scatter ||
+      p == CollectivePrimitive::all_to_all) {
+    const long long align = std::max(1, 16 / type_bytes);
+    const long long per_rank = (count / n) / align * align;
+    r.count = per_rank;
+    r.bytes = per_rank * n * type_bytes;
+  } else {
+    r.count = count;
+    r.bytes = count * type_bytes;
+  }
+  return r;
+}
+
+long long parse_size_option(const std::string& text, const char* option) {
+  const auto v = parse_nccl_tests_size(text);
+  if (!v) throw UsageError(fmt::format("{}: not a size (a number with an optional K, M or G suffix): '{}'", option, text));
+  return *v;
+}
+
+std::string resolve_hardware(const std::string& name) {
+  const bool path = std::filesystem::path(name).extension() == ".yaml" || name.find('/') != std::string::npos;
+  return path ? resolve_input_path(name) : name;
+}
+
+}  // namespace
+
+std::optional<long long> parse_nccl_tests_size(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  std::size_t i = 0;
+  bool digits = false, dot = false;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || (text[i] == '.' && !dot))) {
+    if (text[i] == '.') dot = true;
+    else digits = true;
+    ++i;
+  }
+  if (!digits) return std::nullopt;
+  const double number = std::strtod(text.substr(0, i).c_str(), nullptr);
+  double unit = 1;
+  if (i < text.size()) {
+    switch (std::tolower(static_cast<unsigned char>(text[i]))) {
+      case 'k': unit = 1024.0; break;
+      case 'm': unit = 1024.0 * 1024; break;
+      case 'g': unit = 1024.0 * 1024 * 1024; break;
+      default: return std::nullopt;
+    }
+    ++i;
+  }
+  if (i != text.size()) return std::nullopt;
+  const double bytes = number * unit;
+  if (!std::isfinite(bytes) || bytes > 1e18) return std::nullopt;
+  return static_cast<long long>(bytes);
+}
+
+CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "collective", "Print the collective model's times as an nccl-tests table (algorithm, protocol and channels per size)");
+  cmd->add_option("primitive", o.primitive,
+                  "all_reduce, reduce_scatter, all_gather, all_to_all, broadcast or reduce (or nccl-tests' program name)")
+      ->required();
+  cmd->add_option("--hardware", o.hardware, "Built-in profile name or a profile YAML path (default h100-sxm-8x-nvswitch)");
+  cmd->add_option("--ranks,-g", o.ranks, "Ranks (GPUs) in the collective (default: all of the profile's)");
+  cmd->add_option("-b,--minbytes", o.min_bytes, "Smallest size, nccl-tests syntax (8, 1K, 8M, 8G); default 8");
+  cmd->add_option("-e,--maxbytes", o.max_bytes, "Largest size; default 8G");
+  cmd->add_option("-f,--stepfactor", o.step_factor, "Multiply the size by this each row (default 2)");
+  cmd->add_option("-i,--stepbytes", o.step_bytes, "Add this many bytes each row instead of -f");
+  cmd->add_option("-d,--datatype", o.dtype, "Element type, nccl-tests' names (default float)");
+  cmd->add_option("-o,--op", o.op, "Reduction name printed in the redop column (default sum)");
+  cmd->add_option("--algo", o.algorithm,
+                  "NCCL_ALGO: auto, Tree, Ring, CollnetDirect, CollnetChain, NVLS, NVLSTree or PAT (default: the profile's)");
+  cmd->add_option("--proto", o.protocol, "NCCL_PROTO: auto, LL, LL128 or Simple (default: the profile's)");
+  cmd->add_option("--set", o.sets, "Override a profile key: [hardware.]a.b=value (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}));
+  return cmd;
+}
+
+void cmd_collective(const CollectiveOptions& o, std::ostream& out) {
+  auto prim = parse_collective_primitive(o.primitive);
+  if (!prim) prim = primitive_from_nccl_tests_program(o.primitive);
+  if (!prim) {
+    throw UsageError("unknown collective '" + o.primitive +
+                     "' (all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, reduce)");
+  }
+  const DataType* type = find_type(o.dtype);
+  if (!type) {
+    std::string names;
+    for (const DataType& t : kTypes) names += (names.empty() ? "" : ", ") + std::string(t.name);
+    throw UsageError("-d: unknown data type '" + o.dtype + "' (" + names + ")");
+  }
+  if (o.format != "table" && o.format != "json") throw UsageError("--format: must be table or json");
+  CollectiveOverrides overrides;
+  if (o.algorithm != "auto") {
+    overrides.algorithm = parse_nccl_algorithm(o.algorithm);
+    if (!overrides.algorithm)
+      throw UsageError("--algo: unknown algorithm '" + o.algorithm +
+                       "' (auto, Tree, Ring, CollnetDirect, CollnetChain, NVLS, NVLSTree, PAT)");
+  }
+  if (o.protocol != "auto") {
+    overrides.protocol = parse_nccl_protocol(o.protocol);
+    if (!overrides.protocol) throw UsageError("--proto: unknown protocol '" + o.protocol + "' (auto, LL, LL128, Simple)");
+  }
+  const long long lo = parse_size_option(o.min_bytes, "-b");
+  const long long hi = parse_size_option(o.max_bytes, "-e");
+  if (lo > hi) throw UsageError(fmt::format("-b {} is larger than -e {}", o.min_bytes, o.max_bytes));
+  long long step_bytes = 0;
+  long long factor = 0;
+  if (!o.step_bytes.empty()) {
+    step_bytes = parse_size_option(o.step_bytes, "-i");
+    if (step_bytes <= 0) throw UsageError("-i: must be a positive size");
+  } else {
+    char* end = nullptr;
+    factor = std::strtoll(o.step_factor.c_str(), &end, 10);
+    if (o.step_factor.empty() || *end != '\0' || factor < 2)
+      throw UsageError("-f: must be an integer of at least 2 (got '" + o.step_factor + "')");
+  }
+
+  const HardwareProfile hw = load_profile(resolve_hardware(o.hardware), default_hardware_dir(), o.sets);
+  const int n = o.ranks > 0 ? o.ranks : hw.fabric.num_gpus;
+  if (n < 2 || n > hw.fabric.num_gpus)
+    throw UsageError(fmt::format("--ranks: must be between 2 and the profile's {} GPUs (got {})", hw.fabric.num_gpus, n));
+  const std::string link = sim::collective_link_class(hw, n);
+
+  std::vector<Row> rows;
+  for (long long s = lo;;) {
+    Row r = sizes_of(*prim, s, type->bytes, n);
+    r.plan = plan_collective(hw, *prim, r.bytes, n, link, overrides);
+    r.time_us = us_from_ps(r.plan.time_ps);
+    r.algbw_gbps = r.time_us > 0 ? static_cast<double>(r.bytes) / 1e3 / r.time_us : 0.0;
+    r.busbw_gbps = busbw_from_algbw(*prim, n, r.algbw_gbps);
+    rows.push_back(r);
+    if (rows.size() > 100000) throw UsageError("-b/-e/-i: more than 100000 sizes");
+    // A zero-byte first row keeps its place (nccl-tests prints it); a factor sweep goes on from 1 byte.
+    const long long next = step_bytes > 0 ? s + step_bytes : (s == 0 ? 1 : s * factor);
+    if (next > hi || next <= s) break;
+    s = next;
+  }
+  bool any_nvls = false;
+  double busbw_sum = 0;
+  for (const Row& r : rows) {
+    any_nvls |= r.bytes > 0 && (r.plan.algorithm == NcclAlgorithm::NVLS || r.plan.algorithm == NcclAlgorithm::NVLSTree);
+    busbw_sum += r.busbw_gbps;
+  }
+  const std::string redop = reduces(*prim) ? o.op : "none";
+  const int root = rooted(*prim) ? 0 : -1;
+  const char* program = program_name(*prim);
+  auto algo_of = [](const Row& r) { return r.bytes > 0 ? nccl_algorithm_name(r.plan.algorithm) : "-"; };
+  auto proto_of = [](const Row& r) { return r.bytes > 0 ? nccl_protocol_name(r.plan.protocol) : "-"; };
+  auto source_of = [](const Row& r) { return r.bytes <= 0 ? "-" : r.plan.from_curve ? "curve" : "model"; };
+
+  if (o.format == "json") {
+    nlohmann::json devices = nlohmann::json::array();
+    for (int r = 0; r < n; ++r) devices.push_back({{"rank", r}, {"device", r}, {"device_info", hw.gpu.name}});
+    nlohmann::json results = nlohmann::json::array();
+    for (const Row& r : rows) {
+      const nlohmann::json m = {{"time", r.time_us}, {"alg_bw", r.algbw_gbps}, {"bus_bw", r.busbw_gbps}, {"nwrong", nullptr}};
+      results.push_back({{"size", r.bytes},
+                         {"count", r.count},
+                         {"type", type->name},
+                         {"redop", redop},
+                         {"root", root},
+                         {"out_of_place", m},
+                         {"in_place", m},
+                         {"algorithm", algo_of(r)},
+                         {"protocol", proto_of(r)},
+                         {"channels", r.bytes > 0 ? r.plan.channels : 0},
+                         {"time_from", source_of(r)}});
+    }
+    const nlohmann::json report = {
+        {"generator", "overlap-sim collective (NCCL model, not a measurement)"},
+        {"collective", program},
+        {"config",
+         {{"nthreads", 1},
+          {"ngpus", n},
+          {"minimum_bytes", lo},
+          {"maximum_bytes", hi},
+          {"step_factor", factor},
+          {"step_bytes", step_bytes},
+          {"hardware", hw.name},
+          {"link_class", link},
+          {"devices", devices}}},
+        {"results", results},
+        {"avg_bus_bw", rows.empty() ? 0.0 : busbw_sum / static_cast<double>(rows.size())}};
+    out << report.dump(2) << "\n";
+    return;
+  }
+
+  out << fmt::format("# overlap-sim collective: NCCL's tuning model (not a measurement) on {}{}\n", hw.name,
+                     hw.description.empty() ? "" : " (" + hw.description + ")");
+  out << fmt::format("# {} ranks over link class '{}'; algorithm {}, protocol {}\n", n, link,
+                     overrides.algorithm ? nccl_algorithm_name(*overrides.algorithm)
+                     : hw.comm.algorithm ? nccl_algorithm_name(*hw.comm.algorithm)
+                                         : "auto",
+                     overrides.protocol ? nccl_protocol_name(*overrides.protocol)
+                     : hw.comm.protocol ? nccl_protocol_name(*hw.comm.protocol)
+                                        : "auto");
+  out << "# Collective test starting: " << program << "\n";
+  out << fmt::format("# nThread 1 nGpus {} minBytes {} maxBytes {} step: {} warmup iters: 0 iters: 0 agg iters: 1 "
+                     "validation: 0 graph: 0\n",
+                     n, lo, hi, step_bytes > 0 ? fmt::format("{}(bytes)", step_bytes) : fmt::format("{}(factor)", factor));
+  out << "#\n# Using devices\n";
+  for (int r = 0; r < n; ++r)
+    out << fmt::format("#  Rank {:>2} Group  0 Pid      0 on overlap-sim device {:>2} [model] {}\n", r, r, hw.gpu.name);
+  out << "#\n";
+  out << fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}           out-of-place                       in-place\n", "",
+                     "", "", "", "");
+  out << fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  "
+                     "{:<13}  {:<6}  {:>8}  {}\n",
+                     "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+                     "busbw", "#wrong", "algo", "proto", "channels", "time_from");
+  out << fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}\n",
+                     "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  for (const Row& r : rows) {
+    const std::string group = fmt::format("  {}  {}  {}    N/A", fixed_width(r.time_us, 7), fixed_width(r.algbw_gbps, 6),
+                                          fixed_width(r.busbw_gbps, 6));
+    out << fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}  {:<13}  {:<6}  {:>8}  {}\n", r.bytes, r.count, type->name,
+                       redop, root, group, group, algo_of(r), proto_of(r), r.bytes > 0 ? r.plan.channels : 0,
+                       source_of(r));
+  }
+  if (any_nvls) {
+    out << "# NVLS rows: busbw is nccl-tests' algbw x 2(n-1)/n as for any all-reduce; with NVLink SHARP each GPU's\n"
+           "# link carries algbw x (n+1)/n each way (NCCL maintainers, nccl-tests issue 212 / PR 239; facts.md).\n";
+  }
+  out << fmt::format("# Avg bus bandwidth    : {:g}\n", rows.empty() ? 0.0 : busbw_sum / static_cast<double>(rows.size()));
+  out << "#\n# Collective test concluded: " << program << "\n";
+}
+
+}  // namespace overlap::tools
