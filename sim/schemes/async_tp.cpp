@@ -272,26 +272,21 @@ BuiltScheme build_async_tp(const BuildContext& ctx) {
   } else if (w.kind == "attention_tpsp") {
     emit_attention(b, le, std::get<AttentionTpSp>(w.shape), T, {}, "", collectives);
   } else if (w.kind == "transformer") {
-    // Per layer attention then MLP; layer l+1's all-gather waits on each rank for layer l's MLP
-    // reduce-scatter (its input is that output), so layers do not overlap one another.
     const Transformer& t = std::get<Transformer>(w.shape);
-    std::vector<OpId> end;
-    for (int l = 0; l < t.layers; ++l) {
-      const std::string prefix = fmt::format("L{}.", l);
-      end = emit_attention(b, le, transformer_attention(t), T, end, prefix, collectives);
-      end = emit_mlp(b, le, transformer_mlp(t), T, end, prefix, collectives);
-    }
+    compose_layers(
+        t.layers,
+        [&](const std::vector<OpId>& start, const std::string& prefix) {
+          return emit_attention(b, le, transformer_attention(t), T, start, prefix, collectives);
+        },
+        [&](const std::vector<OpId>& start, const std::string& prefix) {
+          return emit_mlp(b, le, transformer_mlp(t), T, start, prefix, collectives);
+        });
     layers = fmt::format("{} layers, ", t.layers);
   } else {
     throw InputError("", 0, "workload.kind", fmt::format("async_tp does not apply to '{}'", w.kind));
   }
-  // Bound: every byte a rank receives crosses its port. One layer keeps the largest collective's
-  // (T-1)/T share; in a composed model every collective goes through the same ports, and the ranks
-  // receive (T-1)/T of their sum on average, so the busiest rank at least that sum.
-  Bytes recv = 0;
-  for (const Bytes S : collectives)
-    recv = w.kind == "transformer" ? recv + S / T * (T - 1) : std::max(recv, S / T * (T - 1));
-  return b.finish(fmt::format("{}Looped CollectiveEinsum, {}", layers, how), port_bound_ps(ctx.hardware, T, recv));
+  return b.finish(fmt::format("{}Looped CollectiveEinsum, {}", layers, how),
+                  decomposition_bound_ps(ctx.hardware, T, collectives, w.kind == "transformer"));
 }
 
 bool async_tp_applies(const Workload& w) {

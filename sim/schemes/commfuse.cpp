@@ -361,16 +361,16 @@ BuiltScheme build_commfuse(const BuildContext& ctx) {
   } else if (w.kind == "attention_tpsp") {
     emit_attention(pl, std::get<AttentionTpSp>(w.shape), {}, "", collectives, reason);
   } else if (w.kind == "transformer") {
-    // Per layer attention then MLP; layer l+1's all-gather waits on each rank for layer l's MLP
-    // reduce-scatter (its input is that output), so layers do not overlap one another.
     const Transformer& t = std::get<Transformer>(w.shape);
-    std::vector<OpId> end;
     std::string attention_reason, mlp_reason;
-    for (int l = 0; l < t.layers; ++l) {
-      const std::string prefix = fmt::format("L{}.", l);
-      end = emit_attention(pl, transformer_attention(t), end, prefix, collectives, attention_reason);
-      end = emit_mlp(pl, transformer_mlp(t), end, prefix, collectives, mlp_reason);
-    }
+    compose_layers(
+        t.layers,
+        [&](const std::vector<OpId>& start, const std::string& prefix) {
+          return emit_attention(pl, transformer_attention(t), start, prefix, collectives, attention_reason);
+        },
+        [&](const std::vector<OpId>& start, const std::string& prefix) {
+          return emit_mlp(pl, transformer_mlp(t), start, prefix, collectives, mlp_reason);
+        });
     reason = fmt::format("{} layers; attention {}; MLP {}", t.layers, attention_reason, mlp_reason);
   } else if (w.kind == "attention_ulysses") {
     const auto& att = std::get<AttentionUlysses>(w.shape);
@@ -404,13 +404,7 @@ BuiltScheme build_commfuse(const BuildContext& ctx) {
   } else {
     throw InputError("", 0, "workload.kind", fmt::format("commfuse does not apply to '{}'", w.kind));
   }
-  // Bound: every byte a rank receives crosses its port. One layer keeps the largest collective's
-  // (T-1)/T share; in a composed model every collective goes through the same ports, and the ranks
-  // receive (T-1)/T of their sum on average, so the busiest rank at least that sum.
-  Bytes recv = 0;
-  for (const Bytes S : collectives)
-    recv = w.kind == "transformer" ? recv + S / T * (T - 1) : std::max(recv, S / T * (T - 1));
-  const Ps bound = port_bound_ps(ctx.hardware, T, recv);
+  const Ps bound = decomposition_bound_ps(ctx.hardware, T, collectives, w.kind == "transformer");
   return b.finish(fmt::format("{} (schedule {}, m = {})", reason, commfuse_schedule_name(p.schedule), p.m), bound);
 }
 

@@ -209,11 +209,18 @@ BuiltScheme build_sliced_layers(const BuildContext& ctx, const SlicedLayerOption
   } else if (w.kind == "attention_ulysses") {
     emit_ulysses(e, std::get<AttentionUlysses>(w.shape), tp);
   } else if (w.kind == "transformer") {
+    // Layers follow one another in stream order (the sliced emitter chains every block).
     const Transformer& t = std::get<Transformer>(w.shape);
-    for (int l = 0; l < t.layers; ++l) {
-      emit_attention(e, transformer_attention(t), tp);
-      emit_mlp(e, transformer_mlp(t), tp);
-    }
+    compose_layers(
+        t.layers,
+        [&](const std::vector<OpId>&, const std::string&) {
+          emit_attention(e, transformer_attention(t), tp);
+          return std::vector<OpId>{};
+        },
+        [&](const std::vector<OpId>&, const std::string&) {
+          emit_mlp(e, transformer_mlp(t), tp);
+          return std::vector<OpId>{};
+        });
   } else {
     throw std::invalid_argument(fmt::format("workload.kind: '{}' is not a layer workload", w.kind));
   }

@@ -489,6 +489,22 @@ UnitCompute gemm_unit(GraphBuilder& b, const GemmShape& g) {
   };
 }
 
+std::vector<OpId> compose_layers(int layers, const LayerEmitter& attention, const LayerEmitter& mlp) {
+  std::vector<OpId> end;
+  for (int l = 0; l < layers; ++l) {
+    const std::string prefix = fmt::format("L{}.", l);
+    end = attention(end, prefix);
+    end = mlp(end, prefix);
+  }
+  return end;
+}
+
+Ps decomposition_bound_ps(const HardwareProfile& hw, int T, const std::vector<Bytes>& collectives, bool summed) {
+  Bytes recv = 0;
+  for (const Bytes S : collectives) recv = summed ? recv + S / T * (T - 1) : std::max(recv, S / T * (T - 1));
+  return port_bound_ps(hw, T, recv);
+}
+
 Ps port_bound_ps(const HardwareProfile& hw, int ranks, Bytes recv_bytes) {
   const std::string cls = collective_link_class(hw, ranks);
   const auto it = hw.fabric.links.find(cls);

@@ -207,6 +207,20 @@ using UnitCompute = std::function<OpId(int rank, StreamId stream, std::int64_t r
 // The unit compute of a GEMM: `rows` rows of `g` (n, k and dtype kept).
 UnitCompute gemm_unit(GraphBuilder& b, const GemmShape& g);
 
+// A whole model as its layers (design.md "Workloads", transformer): per layer attention then MLP,
+// each emitter given the per-rank ops it starts after (empty for the first layer) and the layer's
+// op-name prefix ("L3."), returning the per-rank ops that end it. Layer l+1 waits on each rank for
+// layer l's MLP (its input is that output), so layers do not overlap one another. Returns the last
+// layer's end ops.
+using LayerEmitter = std::function<std::vector<OpId>(const std::vector<OpId>& start, const std::string& prefix)>;
+std::vector<OpId> compose_layers(int layers, const LayerEmitter& attention, const LayerEmitter& mlp);
+
+// The bound of a P2P decomposition of collectives of sizes `collectives` (nccl-tests S) over T ranks:
+// every byte a rank receives crosses its port. One layer keeps the largest collective's (T-1)/T share;
+// in a composed model (`summed`) every collective goes through the same ports, and the ranks receive
+// (T-1)/T of their sum on average, so the busiest rank at least that sum.
+Ps decomposition_bound_ps(const HardwareProfile& hw, int T, const std::vector<Bytes>& collectives, bool summed);
+
 // A lower bound on any schedule that moves `recv_bytes` into one rank: its port's raw link bandwidth
 // (no latency, no protocol efficiency). The generic bound (NCCL's collective alone) is not one for
 // a P2P decomposition, which skips NCCL's base and per-step latencies.
