@@ -85,14 +85,30 @@ int FlowNetwork::add(Ps now_ps, std::vector<int> links, double cap_bytes_per_ps,
     changed.push_back(id);
     return id;
   }
-  reshare_from(now_ps, f.links, changed);
+  reshare_from(now_ps, id, contested(f, cap_bytes_per_ps), changed);
   if (std::find(changed.begin(), changed.end(), id) == changed.end()) changed.push_back(id);
   return id;
 }
 
+// The links of `f` with no room for `extra` more (each occurrence counted): where a change of f's rate
+// reaches the other flows.
+std::vector<int> FlowNetwork::contested(const Flow& f, double extra) const {
+  std::vector<int> out;
+  for (std::size_t i = 0; i < f.links.size(); ++i) {
+    const int l = f.links[i];
+    if (std::find(f.links.begin(), f.links.begin() + static_cast<std::ptrdiff_t>(i), l) != f.links.begin() + static_cast<std::ptrdiff_t>(i))
+      continue;
+    const double times = static_cast<double>(std::count(f.links.begin(), f.links.end(), l));
+    const auto li = static_cast<std::size_t>(l);
+    if (load_[li] + times * extra >= capacity_[li] * (1 - kSlack)) out.push_back(l);
+  }
+  return out;
+}
+
 void FlowNetwork::remove(Ps now_ps, int id, std::vector<int>& changed) {
   Flow& f = flows_[static_cast<std::size_t>(id)];
-  const bool was_limiting = touches_full_link(f);
+  // Only the full links it crossed can have held another flow back.
+  const std::vector<int> full = contested(f, 0.0);
   add_load(f, -f.multiplier * f.cap_bytes_per_ps);
   for (int l : f.links) {
     auto& v = on_link_[static_cast<std::size_t>(l)];
@@ -103,8 +119,7 @@ void FlowNetwork::remove(Ps now_ps, int id, std::vector<int>& changed) {
   f.multiplier = 0;
   ++f.version;
   free_ids_.push_back(id);
-  // Only if it crossed a full link could it have held another flow back.
-  if (was_limiting) reshare_from(now_ps, f.links, changed);
+  if (!full.empty()) reshare_from(now_ps, -1, full, changed);
 }
 
 void FlowNetwork::set_cap(Ps now_ps, int id, double cap, std::vector<int>& changed) {
@@ -118,15 +133,22 @@ void FlowNetwork::set_cap(Ps now_ps, int id, double cap, std::vector<int>& chang
       return;  // still at its cap; nobody else moves
     }
   }
+  // Refill as if it joined anew at its new cap (a demand flow has no progress to keep).
+  const std::vector<int> full = contested(f, 0.0);
+  add_load(f, -f.multiplier * f.cap_bytes_per_ps);
+  f.multiplier = 0;
   f.cap_bytes_per_ps = cap;
-  reshare_from(now_ps, f.links, changed);
+  std::vector<int> seeds = contested(f, cap);
+  for (int l : full)
+    if (std::find(seeds.begin(), seeds.end(), l) == seeds.end()) seeds.push_back(l);
+  reshare_from(now_ps, id, seeds, changed);
 }
 
-void FlowNetwork::reshare_from(Ps now_ps, const std::vector<int>& seed_links, std::vector<int>& changed) {
+void FlowNetwork::reshare_from(Ps now_ps, int origin, const std::vector<int>& seed_links, std::vector<int>& changed) {
   ++reshares_;
   // Progressive filling over the flows a change can reach, found by growing a set: start with the
-  // flows on the seed links (where the change happened); fill them with every other flow's rate held
-  // fixed; then, on each link the set touches but does not hold all of, if one of the set's flows
+  // flow that changed and the flows on the seed links (the full links where the change happened);
+  // fill them with every other flow's rate held fixed; then, on each link the set touches but does not hold all of, if one of the set's flows
   // changed rate there and the link is full (so others may be held back or freed), take that link's
   // flows into the set too, and fill again. A change that stays local (a transfer joining an HBM a
   // memory-bound GEMM fills) costs only its neighbourhood; the result is the max-min allocation.
@@ -137,6 +159,10 @@ void FlowNetwork::reshare_from(Ps now_ps, const std::vector<int>& seed_links, st
   }
   const std::uint32_t held = stamp_;  // link_stamp_ == held: the set holds all the link's flows
   comp_flows_.clear();
+  if (origin >= 0) {  // the flow that changed, even where it finds room
+    flow_stamp_[static_cast<std::size_t>(origin)] = held;
+    comp_flows_.push_back(origin);
+  }
   stack_.assign(seed_links.begin(), seed_links.end());
   for (;;) {
     for (int l : stack_) {

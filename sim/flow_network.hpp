@@ -49,7 +49,8 @@ class FlowNetwork {
   bool fits(const Flow& f, double extra_rate) const;  // every link has room for extra_rate more
   bool touches_full_link(const Flow& f) const;
   void add_load(const Flow& f, double rate);
-  void reshare_from(Ps now_ps, const std::vector<int>& seed_links, std::vector<int>& changed);
+  void reshare_from(Ps now_ps, int origin, const std::vector<int>& seed_links, std::vector<int>& changed);
+  std::vector<int> contested(const Flow& f, double extra) const;
   void set_multiplier(Ps now_ps, int id, double m, std::vector<int>& changed);
 
   std::vector<double> capacity_;

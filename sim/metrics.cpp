@@ -127,11 +127,13 @@ SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const E
   }
   EngineOptions zero_opts;
   zero_opts.zero_comm = true;
+  zero_opts.graph_checked = true;
   const Timeline compute_only = run(built.graph, node, zero_opts);
   // The scheme's own communication alone: every compute op taking zero time (launch overheads stay,
   // as they do in the real run, so this is a lower bound of it).
   EngineOptions comm_opts;
   comm_opts.zero_compute = true;
+  comm_opts.graph_checked = true;
   const Timeline comm_alone = run(built.graph, node, comm_opts);
 
   // Curve-fidelity collectives move their algorithm's bytes as flows too, so one check on the main
