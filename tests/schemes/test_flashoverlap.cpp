@@ -8,6 +8,7 @@
 
 #include "ideal_profile.hpp"
 
+#include "cost_model/closed_forms.hpp"
 #include "cost_model/flashoverlap_predictor.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
@@ -171,4 +172,23 @@ TEST_CASE("flashoverlap applies and validates its params", "[flashoverlap][param
   CHECK(key_of({{"wave_sms", 0}}) == "params.wave_sms");
   CHECK(key_of({{"epilogue_overhead", -1}}) == "params.epilogue_overhead");
   CHECK(key_of({{"groups", {1, 3}}}) == "none");
+}
+
+TEST_CASE("the Sec. 6.4 bound sends only the last partial wave's tiles after the GEMM", "[flashoverlap][bound]") {
+  // 512 tiles of 256x128 on 132 SMs: waves of 132, 132, 132 and a last partial wave of 116 tiles.
+  // A compute-bound GEMM + all-reduce: bound = GEMM + the all-reduce of the last wave's output
+  // (116/512 of it), not of a full wave's 132 tiles.
+  const HardwareProfile hw = fo_profile(5, 2000);
+  BuiltScheme b;
+  simulate(hw, {{"groups", "auto"}}, &b);
+  const overlap::GemmShape shape{8192, 2048, 8192, DType::bf16};
+  const GemmPlan plan = plan_gemm(hw, shape);
+  REQUIRE(plan.tiles == 512);
+  const Bytes total = 8192LL * 2048 * 2;
+  const Ps gemm = gemm_time_ps(hw, shape);
+  auto ar = [&](Bytes s) { return hw.curves.at("all_reduce").time_ps(s); };
+  const Bytes last_wave = group_bytes({3 * 132, 512 - 3 * 132}, 512, total);
+  CHECK(last_wave == total * 116 / 512);
+  REQUIRE(gemm >= ar(total));
+  CHECK(b.bound_ps == flashoverlap_bound_ps(gemm, ar(total), gemm / 4, ar(last_wave)));
 }

@@ -85,6 +85,9 @@ TEST_CASE("the two collective fidelities agree on an idle node of every built-in
       INFO(name << " tp=" << tp << " " << primitive_name(p));
       const bool shares_host_link = hw.fabric.topology == "pcie" && hw.fabric.gpus_per_numa < tp;
       if (p == Primitive::all_to_all && shares_host_link) continue;
+      // Virtual ranks share one HBM: every step's copies contend for it, which NCCL's per-port model
+      // (and NCCL itself, which cannot run two ranks on one GPU) does not describe.
+      if (hw.fabric.topology == "virtual") continue;
       // NVLSTree has no steps model yet (graph_builder.cpp engine_schedule runs the ring's steps).
       const Bytes bytes = p == Primitive::all_gather ? Bytes{1024} * tp * 1024 * 2 : Bytes{1024} * tp * 4096 * 2;
       const NcclAlgorithm algo =
