@@ -22,18 +22,25 @@ FlowNetwork::FlowNetwork(std::vector<double> link_capacity_bytes_per_ps)
       unfixed_(capacity_.size(), 0),
       moved_(capacity_.size(), 0) {}
 
-bool FlowNetwork::fits(const Flow& f, double extra_rate) const {
-  // Links may repeat in a route: each occurrence draws the rate once more. Routes are short, so the
-  // repeat count is found by scanning.
+// Calls fn(link, occurrences) once per distinct link of `f`: a route may cross a link more than once
+// (an HBM read and written), each occurrence drawing the flow's rate again. Routes are short, so
+// the repeats are found by scanning.
+template <class Fn>
+void for_each_link(const Flow& f, Fn fn) {
   for (std::size_t i = 0; i < f.links.size(); ++i) {
     const int l = f.links[i];
-    if (std::find(f.links.begin(), f.links.begin() + static_cast<std::ptrdiff_t>(i), l) != f.links.begin() + static_cast<std::ptrdiff_t>(i))
-      continue;
-    const double times = static_cast<double>(std::count(f.links.begin(), f.links.end(), l));
-    const auto li = static_cast<std::size_t>(l);
-    if (load_[li] + times * extra_rate > capacity_[li] * (1 + kSlack)) return false;
+    const auto first = f.links.begin();
+    if (std::find(first, first + static_cast<std::ptrdiff_t>(i), l) != first + static_cast<std::ptrdiff_t>(i)) continue;
+    fn(static_cast<std::size_t>(l), static_cast<double>(std::count(first, f.links.end(), l)));
   }
-  return true;
+}
+
+bool FlowNetwork::fits(const Flow& f, double extra_rate) const {
+  bool ok = true;
+  for_each_link(f, [&](std::size_t l, double times) {
+    if (load_[l] + times * extra_rate > capacity_[l] * (1 + kSlack)) ok = false;
+  });
+  return ok;
 }
 
 bool FlowNetwork::touches_full_link(const Flow& f) const {
@@ -94,14 +101,9 @@ int FlowNetwork::add(Ps now_ps, std::vector<int> links, double cap_bytes_per_ps,
 // reaches the other flows.
 std::vector<int> FlowNetwork::contested(const Flow& f, double extra) const {
   std::vector<int> out;
-  for (std::size_t i = 0; i < f.links.size(); ++i) {
-    const int l = f.links[i];
-    if (std::find(f.links.begin(), f.links.begin() + static_cast<std::ptrdiff_t>(i), l) != f.links.begin() + static_cast<std::ptrdiff_t>(i))
-      continue;
-    const double times = static_cast<double>(std::count(f.links.begin(), f.links.end(), l));
-    const auto li = static_cast<std::size_t>(l);
-    if (load_[li] + times * extra >= capacity_[li] * (1 - kSlack)) out.push_back(l);
-  }
+  for_each_link(f, [&](std::size_t l, double times) {
+    if (load_[l] + times * extra >= capacity_[l] * (1 - kSlack)) out.push_back(static_cast<int>(l));
+  });
   return out;
 }
 
