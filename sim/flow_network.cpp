@@ -10,18 +10,6 @@ namespace {
 // Relative slack for "the link has room" and "the link is full": rates are sums of doubles.
 constexpr double kSlack = 1e-9;
 
-}  // namespace
-
-FlowNetwork::FlowNetwork(std::vector<double> link_capacity_bytes_per_ps)
-    : capacity_(std::move(link_capacity_bytes_per_ps)),
-      load_(capacity_.size(), 0.0),
-      on_link_(capacity_.size()),
-      link_stamp_(capacity_.size(), 0),
-      residual_(capacity_.size(), 0.0),
-      outside_(capacity_.size(), 0.0),
-      unfixed_(capacity_.size(), 0),
-      moved_(capacity_.size(), 0) {}
-
 // Calls fn(link, occurrences) once per distinct link of `f`: a route may cross a link more than once
 // (an HBM read and written), each occurrence drawing the flow's rate again. Routes are short, so
 // the repeats are found by scanning.
@@ -34,6 +22,18 @@ void for_each_link(const Flow& f, Fn fn) {
     fn(static_cast<std::size_t>(l), static_cast<double>(std::count(first, f.links.end(), l)));
   }
 }
+
+}  // namespace
+
+FlowNetwork::FlowNetwork(std::vector<double> link_capacity_bytes_per_ps)
+    : capacity_(std::move(link_capacity_bytes_per_ps)),
+      load_(capacity_.size(), 0.0),
+      on_link_(capacity_.size()),
+      link_stamp_(capacity_.size(), 0),
+      residual_(capacity_.size(), 0.0),
+      outside_(capacity_.size(), 0.0),
+      unfixed_(capacity_.size(), 0),
+      moved_(capacity_.size(), 0) {}
 
 bool FlowNetwork::fits(const Flow& f, double extra_rate) const {
   bool ok = true;
