@@ -97,7 +97,7 @@ Ps BandwidthCurve::time_ps(Bytes bytes) const {
   const double x1 = std::log2(static_cast<double>(hi->bytes));
   const double f = (x - x0) / (x1 - x0);
   const double t = static_cast<double>(lo->time_ps) + f * static_cast<double>(hi->time_ps - lo->time_ps);
-  return static_cast<Ps>(std::llround(t));
+  return checked_ps(std::round(t));
 }
 
 double BandwidthCurve::gbps(Bytes bytes) const {

@@ -19,8 +19,8 @@ WeightStreamingTimes weight_streaming_times(int layers, std::int64_t d_model, in
   WeightStreamingTimes t;
   t.layers = layers;
   t.tau_c_ps = tau_c_ps;
-  t.tau_att_ps = static_cast<Ps>(std::llround(4.0 * d2p / bytes_per_ps));
-  t.tau_mlp_ps = static_cast<Ps>(std::llround(8.0 * d2p / bytes_per_ps));
+  t.tau_att_ps = checked_ps(std::round(4.0 * d2p / bytes_per_ps));
+  t.tau_mlp_ps = checked_ps(std::round(8.0 * d2p / bytes_per_ps));
   return t;
 }
 
@@ -30,7 +30,7 @@ Ps exposed_gptj_ps(const WeightStreamingTimes& t) { return t.layers * t.tau_c_ps
 
 Ps exposed_pt_transformer_ps(const WeightStreamingTimes& t, int t_d) {
   if (t_d <= 0) throw std::invalid_argument("PT-Transformer: t_d must be positive");
-  return static_cast<Ps>(std::llround(static_cast<double>(t.layers) * static_cast<double>(t.tau_c_ps) / t_d));
+  return checked_ps(std::round(static_cast<double>(t.layers) * static_cast<double>(t.tau_c_ps) / t_d));
 }
 
 Ps exposed_ladder_residual_ps(const WeightStreamingTimes& t) {

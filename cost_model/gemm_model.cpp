@@ -76,7 +76,7 @@ GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& s) {
   } else {
     // A CTA computes its full tile (edge tiles are padded) over all of K.
     const double cta_flop = 2.0 * plan.tile_m * plan.tile_n * static_cast<double>(s.k);
-    plan.cta_ps = std::max<Ps>(1, static_cast<Ps>(std::ceil(cta_flop / flop_per_ps_per_sm(gpu, s.dtype))));
+    plan.cta_ps = std::max<Ps>(1, checked_ps(std::ceil(cta_flop / flop_per_ps_per_sm(gpu, s.dtype))));
   }
   if (gpu.hbm_bandwidth_gbps > 0) {
     plan.memory_ps = transfer_ps(plan.weight_bytes, gpu.hbm_bandwidth_gbps * gpu.hbm_efficiency);
@@ -93,7 +93,7 @@ double gemm_comm_slowdown(const GpuSpec& gpu, int busy_sms) {
 
 Ps cta_time_ps(const HardwareProfile& profile, const GemmPlan& plan, int busy_sms) {
   const double f = gemm_comm_slowdown(profile.gpu, busy_sms);
-  return f == 1.0 ? plan.cta_ps : static_cast<Ps>(std::llround(static_cast<double>(plan.cta_ps) * f));
+  return f == 1.0 ? plan.cta_ps : checked_ps(std::round(static_cast<double>(plan.cta_ps) * f));
 }
 
 Ps gemm_time_ps(const HardwareProfile& profile, const GemmShape& shape, int sms_available) {

@@ -55,7 +55,7 @@ class Engine final : public NetworkListener, public GpuListener {
       // The host thread of each rank issues its launches ahead, in program order.
       if (is_launched(op.kind)) {
         Ps& h = host[static_cast<std::size_t>(ctx_.rank(id))];
-        h += node.launch_host_ps;
+        h = checked_add(h, node.launch_host_ps);
         issue_ps_[static_cast<std::size_t>(id)] = h;
       }
     }
@@ -173,7 +173,7 @@ class Engine final : public NetworkListener, public GpuListener {
       case OpKind::memory:
       case OpKind::copy: {
         // Launch: no earlier than the host issued it, and a device-side gap after its dependencies.
-        const Ps at = std::max(ctx_.now + ctx_.node.launch_gap_ps, issue_ps_[static_cast<std::size_t>(id)]);
+        const Ps at = std::max(checked_add(ctx_.now, ctx_.node.launch_gap_ps), issue_ps_[static_cast<std::size_t>(id)]);
         ctx_.queue.push(at, EventType::kernel_launched, id, 0);
         break;
       }
@@ -187,7 +187,7 @@ class Engine final : public NetworkListener, public GpuListener {
         break;
       case OpKind::delay:
         ctx_.mark_start(id);
-        ctx_.queue.push(ctx_.now + (ctx_.options.zero_compute && !o.comm ? 0 : o.delay_ps), EventType::timer, id, 0);
+        ctx_.queue.push(checked_add(ctx_.now, ctx_.options.zero_compute && !o.comm ? 0 : o.delay_ps), EventType::timer, id, 0);
         break;
     }
   }

@@ -213,8 +213,8 @@ Ps Fabric::isolated_ps(int src_gpu, int dst_gpu, Bytes bytes, Transport t, int c
   const TransportSpec& spec = transports_[static_cast<std::size_t>(t)];
   double rate = info.narrowest * spec.efficiency;
   if (const double cap = rate_cap(spec, ctas); cap > 0) rate = std::min(rate, cap);
-  return info.latency_ps + ps_from_us(spec.latency_us) +
-         static_cast<Ps>(std::ceil(static_cast<double>(bytes) / rate));
+  return checked_add(checked_add(info.latency_ps, ps_from_us(spec.latency_us)),
+                     checked_ps(std::ceil(static_cast<double>(bytes) / rate)));
 }
 
 Ps Fabric::latency_part_ps(int src_gpu, int dst_gpu, Bytes bytes, Transport t, int ctas) const {
@@ -226,7 +226,7 @@ Ps Fabric::latency_part_ps(int src_gpu, int dst_gpu, Bytes bytes, Transport t, i
 }
 
 Ps Fabric::wire_ps(int src_gpu, int dst_gpu, Bytes bytes, double efficiency) const {
-  return static_cast<Ps>(std::ceil(static_cast<double>(bytes) / (pair(src_gpu, dst_gpu).narrowest * efficiency)));
+  return checked_ps(std::ceil(static_cast<double>(bytes) / (pair(src_gpu, dst_gpu).narrowest * efficiency)));
 }
 
 }  // namespace overlap::sim

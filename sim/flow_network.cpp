@@ -296,7 +296,7 @@ Ps FlowNetwork::finish_ps(int id) const {
   const Flow& f = flows_[static_cast<std::size_t>(id)];
   const double left = f.service_left_ps / f.multiplier;
   // Round up, forgiving floating-point dust below a millionth of a picosecond.
-  return f.last_update_ps + static_cast<Ps>(std::max(0.0, std::ceil(left - 1e-6)));
+  return checked_add(f.last_update_ps, checked_ps(std::max(0.0, std::ceil(left - 1e-6))));
 }
 
 }  // namespace overlap::sim

@@ -142,7 +142,7 @@ void GpuSide::schedule(std::int32_t c) {
   const Cohort& co = cohorts_[static_cast<std::size_t>(c)];
   // At rate 1 the end is exact (integer work); otherwise rounded up, forgiving floating-point dust.
   const double left = co.rate == 1.0 ? co.left : std::ceil(co.left / co.rate - 1e-6);
-  ctx_.queue.push(co.last_ps + static_cast<Ps>(std::max(0.0, left)), EventType::cohort_end, c, co.version);
+  ctx_.queue.push(checked_add(co.last_ps, checked_ps(std::max(0.0, left))), EventType::cohort_end, c, co.version);
 }
 
 void GpuSide::on_cohort_end(std::int32_t c, std::uint32_t version) {

@@ -65,7 +65,7 @@ void NetworkSide::start_gang_work(OpId id) {
     if (static_cast<int>(arrived.size()) == o.members) start_curve(o.collective);
     return;
   }
-  ctx_.queue.push(ctx_.now + o.duration_ps, EventType::net_timer, id, kGangDone);
+  ctx_.queue.push(checked_add(ctx_.now, o.duration_ps), EventType::net_timer, id, kGangDone);
 }
 
 void NetworkSide::start_copy(OpId id) {
@@ -126,7 +126,7 @@ void NetworkSide::start_curve(std::int64_t collective) {
     }
   }
   if (legs.empty()) {
-    const Ps end = ctx_.now + first.duration_ps;
+    const Ps end = checked_add(ctx_.now, first.duration_ps);
     curves_.push_back(std::move(run));
     ctx_.queue.push(end, EventType::net_timer, static_cast<std::int32_t>(curves_.size() - 1), kCurveDone);
     return;
@@ -165,14 +165,14 @@ void NetworkSide::enter_phase(OpId id) {
   const Op& o = ctx_.op(id);
   OpNetState& s = st_[static_cast<std::size_t>(id)];
   if (s.phase == static_cast<std::int32_t>(o.phases.size())) {
-    ctx_.queue.push(ctx_.now + o.duration_ps, EventType::net_timer, id, kGangDone);
+    ctx_.queue.push(checked_add(ctx_.now, o.duration_ps), EventType::net_timer, id, kGangDone);
     return;
   }
   const Phase& ph = o.phases[static_cast<std::size_t>(s.phase)];
   const int me = ctx_.rank(id);
   s.outstanding = static_cast<std::int32_t>(ph.sends.size() + ph.recvs.size());
   if (s.outstanding == 0) {
-    ctx_.queue.push(ctx_.now + ph.compute_ps + ph.latency_ps, EventType::net_timer, id, kPhaseEnd);
+    ctx_.queue.push(checked_add(ctx_.now, checked_add(ph.compute_ps, ph.latency_ps)), EventType::net_timer, id, kPhaseEnd);
     return;
   }
   // Sends and receives rendezvous by (collective, phase, src, dst); the transfer starts when both
@@ -269,7 +269,7 @@ void NetworkSide::phase_leg_done(OpId id) {
   OpNetState& s = st_[static_cast<std::size_t>(id)];
   if (--s.outstanding > 0) return;
   const Phase& ph = ctx_.op(id).phases[static_cast<std::size_t>(s.phase)];
-  ctx_.queue.push(ctx_.now + ph.compute_ps + ph.latency_ps, EventType::net_timer, id, kPhaseEnd);
+  ctx_.queue.push(checked_add(ctx_.now, checked_add(ph.compute_ps, ph.latency_ps)), EventType::net_timer, id, kPhaseEnd);
 }
 
 // ---- flows ----
@@ -284,7 +284,7 @@ void NetworkSide::start_transfer(Transfer t, Ps latency_ps) {
     transfers_.push_back(std::move(t));
     idx = static_cast<std::int32_t>(transfers_.size() - 1);
   }
-  if (latency_ps > 0) ctx_.queue.push(ctx_.now + latency_ps, EventType::flow_latency_end, idx, 0);
+  if (latency_ps > 0) ctx_.queue.push(checked_add(ctx_.now, latency_ps), EventType::flow_latency_end, idx, 0);
   else join(idx);
 }
 
@@ -335,7 +335,7 @@ void NetworkSide::transfer_done(std::int32_t idx) {
     case Kind::curve: {
       CurveRun& run = curves_[static_cast<std::size_t>(t.collective)];
       if (--run.outstanding == 0)
-        ctx_.queue.push(ctx_.now + run.latency_ps, EventType::net_timer, t.collective, kCurveDone);
+        ctx_.queue.push(checked_add(ctx_.now, run.latency_ps), EventType::net_timer, t.collective, kCurveDone);
       break;
     }
   }

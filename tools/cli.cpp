@@ -136,6 +136,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const sim::ResourceError& e) {
     err << "overlap-sim: error: cannot simulate this: " << e.what() << "\n";
     return kExitUsage;
+  } catch (const RangeError& e) {
+    err << "overlap-sim: error: cannot simulate this: " << e.what() << "\n";
+    return kExitUsage;
   } catch (const std::exception& e) {
     err << "overlap-sim: internal error: " << e.what() << "\n";
     return kExitInternal;

@@ -128,7 +128,7 @@ OpId GraphBuilder::add_gemm(int rank, StreamId stream, const GemmShape& shape, c
   // memory_ps (gemm_model.hpp: max(waves * cta, memory_ps)).
   const std::int64_t waves = plan.waves(sms);
   if (waves > 0 && plan.memory_ps > waves * op.cta_ps) op.cta_ps = ceil_div(plan.memory_ps, waves);
-  op.cta_ps += static_cast<Ps>(static_cast<double>(op.cta_ps) * options.epilogue_overhead + 0.5);
+  op.cta_ps = checked_add(op.cta_ps, checked_ps(std::round(static_cast<double>(op.cta_ps) * options.epilogue_overhead)));
   op.hbm_bytes_per_cta = gemm_tile_hbm_bytes(hw, shape, plan);
   // An SM budget (TransformerEngine set_sm_margin, facts.md "Production overlap implementations")
   // is a grid of budget CTAs looping over the tiles: a persistent kernel capped at the budget.
@@ -509,7 +509,7 @@ Ps port_bound_ps(const HardwareProfile& hw, int ranks, Bytes recv_bytes) {
   const std::string cls = collective_link_class(hw, ranks);
   const auto it = hw.fabric.links.find(cls);
   if (it == hw.fabric.links.end() || !(it->second.bandwidth_gbps > 0) || recv_bytes <= 0) return 0;
-  return static_cast<Ps>(static_cast<double>(recv_bytes) / bytes_per_ps_from_gbps(it->second.bandwidth_gbps));
+  return checked_ps(static_cast<double>(recv_bytes) / bytes_per_ps_from_gbps(it->second.bandwidth_gbps));
 }
 
 }  // namespace overlap::sim
