@@ -336,6 +336,31 @@ std::map<std::string, std::string> read_sweep_output(const std::string& path, co
   return done;
 }
 
+std::size_t sweep_row_count(SweepFormat format, const std::string& rows) {
+  if (format == SweepFormat::json) {
+    try {
+      const nlohmann::json j = nlohmann::json::parse(rows);
+      return j.is_array() ? j.size() : 0;
+    } catch (const nlohmann::json::exception&) {
+      return 0;
+    }
+  }
+  std::size_t pos = 0, n = 0;
+  std::vector<std::string> fields;
+  std::string raw;
+  while (next_csv_record(rows, pos, fields, raw)) ++n;
+  return n;
+}
+
+std::size_t sweep_expected_rows(const PreparedPoint& point) {
+  std::size_t n = 0;
+  for (const SchemeSpec& s : point.schemes) {
+    const SchemeInfo* info = find_scheme(s.name);
+    if (info && (!info->applies || info->applies(point.workload))) ++n;
+  }
+  return n;
+}
+
 std::string sweep_checkpoint_line(SweepFormat format, const std::string& key, const std::string& rows) {
   return nlohmann::json{{"format", format_name(format)}, {"key", key}, {"rows", rows}}.dump() + "\n";
 }

@@ -77,6 +77,11 @@ std::vector<std::string> sweep_csv_columns(const SweepGrid& grid);
 // InputError naming it.
 std::map<std::string, std::string> read_sweep_output(const std::string& path, const SweepGrid& grid,
                                                      SweepFormat format);
+// Rows in one point's text (CSV lines or a JSON array), to tell a finished point from a cut one.
+std::size_t sweep_row_count(SweepFormat format, const std::string& rows);
+// Rows a point produces: its schemes that apply to its workload.
+std::size_t sweep_expected_rows(const PreparedPoint& point);
+
 // Checkpoint lines: one JSON object per finished point, {"format", "key", "rows"}, appended as points
 // finish. Lines of another format, or a last line cut short by a crash, are skipped.
 std::string sweep_checkpoint_line(SweepFormat format, const std::string& key, const std::string& rows);

@@ -64,13 +64,13 @@ class Progress {
          << std::flush;
   }
 
-  // The summary line; `skipped` points came from --resume.
-  void finish(std::size_t skipped, int threads) {
+  // The summary line: `computed` points by every process, `skipped` ones came from --resume.
+  void finish(std::size_t computed, std::size_t skipped, int threads, int ranks) {
     if (!enabled_) return;
     const double s = std::chrono::duration<double>(Clock::now() - start_).count();
-    const std::size_t done = done_;
-    err_ << fmt::format("\r{}{} points in {:.1f} s: {:.1f} points/s on {} thread{}{}\x1b[K\n", label_, done, s,
-                        s > 0 ? static_cast<double>(done) / s : 0.0, threads, threads == 1 ? "" : "s",
+    err_ << fmt::format("\rsweep: {} points in {:.1f} s: {:.1f} points/s on {} thread{}{}{}\x1b[K\n", computed, s,
+                        s > 0 ? static_cast<double>(computed) / s : 0.0, threads, threads == 1 ? "" : "s",
+                        ranks > 1 ? fmt::format(" x {} ranks", ranks) : std::string(),
                         skipped ? fmt::format(" ({} done before, skipped)", skipped) : std::string())
          << std::flush;
   }
@@ -187,6 +187,10 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
       if (!seen.insert(c).second) throw UsageError("the key '" + c + "' is swept by two axes");
   }
 
+  if (!o.plot.empty() && grid.columns.size() > 2)
+    throw UsageError(fmt::format("--plot draws one swept key (line chart) or two (heatmap); this sweep varies {}",
+                                 grid.columns.size()));
+
   const int jobs = o.jobs > 0 ? o.jobs
                               : std::max(1, sim::default_jobs() / std::max(1, world.local_size()));
   sim::ScenarioOptions point_load = load;
@@ -203,6 +207,15 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
       for (const std::string& f : checkpoint_files(o.output)) {
         sim::read_sweep_checkpoint(f, format, done);
         resumed_from.push_back(f);
+      }
+      // A point counts as done only with all its rows (a file cut short by hand loses its last point).
+      std::map<std::string, std::size_t> expected;
+      for (std::size_t i = 0; i < grid.points.size(); ++i)
+        expected[sim::sweep_point_key(grid.points[i].values)] = sim::sweep_expected_rows(prepared[i]);
+      for (auto it = done.begin(); it != done.end();) {
+        const auto e = expected.find(it->first);
+        if (e == expected.end() || sim::sweep_row_count(format, it->second) != e->second) it = done.erase(it);
+        else ++it;
       }
       done_keys = "OK\n";
       for (const auto& [k, v] : done) done_keys += k + "\n";
@@ -299,7 +312,7 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
         if (it == done.end()) throw std::logic_error("sweep: point " + std::to_string(i) + " has no result");
         texts[i] = it->second;
       }
-      progress.finish(grid.points.size() - remaining.size(), jobs);
+      progress.finish(remaining.size(), grid.points.size() - remaining.size(), jobs, world.size());
       const std::string text = sim::assemble_sweep_output(sc, grid, format, texts);
       if (o.output.empty()) out << text;
       else write_output(o.output, text);
