@@ -75,6 +75,10 @@ void SweepWorld::broadcast(std::string& value) const {
   if (len > 0) MPI_Bcast(value.data(), static_cast<int>(len), MPI_CHAR, 0, MPI_COMM_WORLD);
 }
 
+void SweepWorld::barrier() const {
+  if (size_ > 1) MPI_Barrier(MPI_COMM_WORLD);
+}
+
 void SweepWorld::abort(int code) const {
   if (size_ > 1) MPI_Abort(MPI_COMM_WORLD, code);
   std::exit(code);
@@ -88,6 +92,7 @@ SweepWorld::SweepWorld() { local_size_ = 1; }
 SweepWorld::~SweepWorld() = default;
 std::vector<std::string> SweepWorld::gather(const std::string& mine) const { return {mine}; }
 void SweepWorld::broadcast(std::string&) const {}
+void SweepWorld::barrier() const {}
 void SweepWorld::abort(int code) const { std::exit(code); }
 
 #endif

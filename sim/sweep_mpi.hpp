@@ -27,6 +27,8 @@ class SweepWorld {
   std::vector<std::string> gather(const std::string& mine) const;
   // Rank 0's `value` on every rank.
   void broadcast(std::string& value) const;
+  // Returns when every rank has called it.
+  void barrier() const;
   // Ends every process of the job (after an error on one rank only).
   [[noreturn]] void abort(int code) const;
 

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "cost_model/input_error.hpp"
+#include "sim/engine.hpp"
 #include "sim/scenario.hpp"
 #include "sim/sweep.hpp"
 #include "sim/sweep_mpi.hpp"
@@ -268,6 +269,12 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
       kinds[k] = 'E';
       stop = true;
       return;
+    } catch (const sim::ResourceError& e) {
+      // Hardware a scheme cannot run on at this point (run reports the same, exit 2).
+      rows[k] = fmt::format("at {}: cannot simulate this: {}", sim::sweep_point_key(grid.points[i].values), e.what());
+      kinds[k] = 'E';
+      stop = true;
+      return;
     } catch (const std::exception& e) {
       rows[k] = fmt::format("at {}: {}", sim::sweep_point_key(grid.points[i].values), e.what());
       kinds[k] = 'X';
@@ -361,18 +368,20 @@ void cmd_sweep(const SweepOptions& options, std::ostream& out, std::ostream& err
     run_sweep(options, out, err, world);
     return;
   }
+  // Every error reaches every rank (those after the ranks part ways travel as messages): rank 0
+  // reports it, and no rank leaves before it has, since mpirun stops the job when one exits non-zero.
+  int code = kExitOk;
   try {
     run_sweep(options, out, err, world);
-  } catch (const QuietExit&) {
-    throw;
+  } catch (const QuietExit& e) {
+    code = e.code();
   } catch (const std::exception& e) {
-    // Errors before the ranks part ways happen on every rank alike: rank 0 reports them.
-    if (world.rank() != 0) {
-      const bool input = dynamic_cast<const InputError*>(&e) || dynamic_cast<const UsageError*>(&e);
-      throw QuietExit(input ? kExitUsage : kExitInternal);
-    }
-    throw;
+    const bool input = dynamic_cast<const InputError*>(&e) || dynamic_cast<const UsageError*>(&e);
+    code = input ? kExitUsage : kExitInternal;
+    if (world.rank() == 0) err << "overlap-sim: " << (input ? "error: " : "internal error: ") << e.what() << "\n" << std::flush;
   }
+  world.barrier();
+  if (code != kExitOk) throw QuietExit(code);
 }
 
 }  // namespace overlap::tools
