@@ -347,7 +347,8 @@ nlohmann::json to_json(const WaveGroupTuneResult& r) {
   return j;
 }
 
-std::string format_tune_table(const WaveGroupTuneResult& r, const Workload& w, const std::string& hardware_name) {
+std::string format_tune_table(const WaveGroupTuneResult& r, const Workload& w, const std::string& hardware_name,
+                              int top) {
   const GemmCollective g = gemm_collective_shape(w);
   std::string out;
   out += fmt::format("tune: GEMM {}x{}x{} {} + {} over {} GPUs on {} (search: {})\n", g.m, g.n, g.k,
@@ -366,11 +367,22 @@ std::string format_tune_table(const WaveGroupTuneResult& r, const Workload& w, c
     std::string s = fmt::format("{}", v);
     return s.size() > 40 ? s.substr(0, 36) + " ...]" : s;
   };
+  // The best `top` candidates: by the engine when the search simulated them, else in the
+  // predictor's order; # is the order they were evaluated in.
+  std::vector<std::size_t> shown(r.candidates.size());
+  for (std::size_t i = 0; i < shown.size(); ++i) shown[i] = i;
+  if (r.search == WaveGroupSearch::simulate)
+    std::stable_sort(shown.begin(), shown.end(), [&](std::size_t a, std::size_t b) {
+      return r.candidates[a].simulated_ps < r.candidates[b].simulated_ps;
+    });
+  if (top > 0 && shown.size() > static_cast<std::size_t>(top)) shown.resize(static_cast<std::size_t>(top));
   std::size_t gw = std::string("groups (waves)").size();
-  for (const auto& c : r.candidates) gw = std::max(gw, groups_text(c.groups_waves).size());
+  for (std::size_t i : shown) gw = std::max(gw, groups_text(r.candidates[i].groups_waves).size());
+  out += fmt::format("{} of {} candidates{}:\n", shown.size(), r.candidates.size(),
+                     r.search == WaveGroupSearch::simulate ? ", fastest in the engine first" : "");
   out += fmt::format("  #  {:<{}}  predicted (us)  simulated (us)  engine - predictor (us)  origin\n",
                      "groups (waves)", gw);
-  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+  for (std::size_t i : shown) {
     const WaveGroupTrial& c = r.candidates[i];
     const bool chosen = c.groups_waves == r.groups_waves;
     out += fmt::format("{}{:>2}  {:<{}}  {:>14.2f}  {:>14}  {:>23}  {}\n", chosen ? "*" : " ", i + 1,

@@ -89,7 +89,9 @@ WaveGroupTuneResult tune_wave_groups(const Workload& w, const HardwareProfile& h
 // {"groups_waves", "groups_tiles", "predicted_us", "simulated_us", "no_overlap_us",
 //  "speedup_vs_no_overlap", "search", "candidates", "search_ms", ...}
 nlohmann::json to_json(const WaveGroupTuneResult& r);
-std::string format_tune_table(const WaveGroupTuneResult& r, const Workload& w, const std::string& hardware_name);
+// The table lists the best `top` candidates (the JSON has them all).
+std::string format_tune_table(const WaveGroupTuneResult& r, const Workload& w, const std::string& hardware_name,
+                              int top = 10);
 
 // Tile indices (row-major over the ceil(M/BM) x ceil(N/BN) tile grid) in the order a CUTLASS 2.x
 // kernel with GemmIdentityThreadblockSwizzle<swizzle> launches them: the grid is (grid_m * 2^L) x

@@ -101,7 +101,7 @@ void tune_operator(const TuneOptions& o, std::ostream& out) {
     throw UsageError(std::string("--search exhaustive: ") + e.what());
   }
   const std::string text = o.format == "json" ? sim::to_json(r).dump(2) + "\n"
-                                              : sim::format_tune_table(r, w, o.hardware);
+                                              : sim::format_tune_table(r, w, o.hardware, o.top);
   std::string config;
   if (!o.export_flashoverlap.empty())
     config = sim::flashoverlap_config(r, sim::gemm_collective_shape(w), o.swizzle, o.algo).dump(4) + "\n";

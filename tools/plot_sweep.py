@@ -176,6 +176,10 @@ def main():
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=args.dpi, format="png")
+        # mkstemp makes the file private; give it the permissions a new file gets.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, args.output)
     finally:
         if os.path.exists(tmp):
