@@ -93,7 +93,7 @@ constexpr std::size_t kPoints = 6, kSchemes = 3;
 
 }  // namespace
 
-TEST_CASE("--sweep flags: values split at top-level commas; axes merge with the scenario's", "[sweep]") {
+TEST_CASE("sweep flags split values at top-level commas and merge with the scenario's axes", "[sweep]") {
   const sim::SweepAxis a = sim::parse_sweep_flag("params.groups=[1,2],[2, 2],auto");
   CHECK(a.keys == std::vector<std::string>{"params.groups"});
   REQUIRE(a.values.size() == 3);
