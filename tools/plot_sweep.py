@@ -49,7 +49,7 @@ def as_value(text):
 
 
 def load(path):
-    """(swept keys, baseline, rows); each row: point values (tuple), scheme, speedup, exposed us."""
+    """(swept keys, baseline, rows); each row: point values (tuple), scheme, speedup, exposed us, params."""
     try:
         with open(path, encoding="utf-8", newline="") as f:
             text = f.read()
@@ -62,7 +62,8 @@ def load(path):
             keys = doc["swept"]
             for r in doc["rows"]:
                 rows.append((tuple(as_value(r["point"][k]) for k in keys), r["scheme"],
-                             float(r["speedup_vs_no_overlap"]), float(r["exposed_comm_us"])))
+                             float(r["speedup_vs_no_overlap"]), float(r["exposed_comm_us"]),
+                             json.dumps(r.get("params", {}), sort_keys=True)))
             baseline = doc["rows"][0].get("baseline", "no_overlap") if doc["rows"] else "no_overlap"
         except (ValueError, KeyError, TypeError) as e:
             fail(f"{path} is not the JSON output of overlap-sim sweep ({e})")
@@ -74,14 +75,37 @@ def load(path):
         i_scheme = header.index("scheme")
         i_speedup = header.index("speedup_vs_no_overlap")
         i_exposed = header.index("exposed_comm_us")
+        i_params = header.index("params")
     except (StopIteration, ValueError):
         fail(f"{path} is not the CSV output of overlap-sim sweep (no scenario/scheme/speedup columns)")
     keys = header[:n]
     for line, r in enumerate(reader, start=2):
         if len(r) != len(header):
             fail(f"{path}:{line}: {len(r)} fields, the header has {len(header)}")
-        rows.append((tuple(as_value(v) for v in r[:n]), r[i_scheme], float(r[i_speedup]), float(r[i_exposed])))
-    return keys, "no_overlap", rows
+        params = json.dumps(json.loads(r[i_params]), sort_keys=True) if r[i_params] else "{}"
+        rows.append((tuple(as_value(v) for v in r[:n]), r[i_scheme], float(r[i_speedup]), float(r[i_exposed]), params))
+    # The CSV does not name the baseline: no_overlap, or tp_baseline for decode stacks (which run
+    # no no_overlap row), as overlap-sim picks it.
+    schemes = {r[1] for r in rows}
+    baseline = "no_overlap" if "no_overlap" in schemes or "tp_baseline" not in schemes else "tp_baseline"
+    return keys, baseline, rows
+
+
+def labelled(rows):
+    """Rows as (point, label, speedup, exposed): a scheme that runs with several settings at one
+    point (e.g. pt_transformer t_d 2 and 4) gets one label per setting, naming the knobs that differ."""
+    settings = {}
+    for point, scheme, _, _, params in rows:
+        settings.setdefault(scheme, {}).setdefault(point, set()).add(params)
+    several = {s for s, per_point in settings.items() if any(len(v) > 1 for v in per_point.values())}
+    out = []
+    for point, scheme, speedup, exposed, params in rows:
+        label = scheme
+        if scheme in several:
+            p = json.loads(params)
+            label += " (" + " ".join(f"{k}={v}" for k, v in sorted(p.items())) + ")"
+        out.append((point, label, speedup, exposed))
+    return out
 
 
 def ordered(values):
@@ -106,6 +130,7 @@ def main():
         fail("matplotlib is not installed (python3 -m pip install matplotlib, or tools/setup.sh)")
 
     keys, baseline, rows = load(args.results)
+    rows = labelled(rows)
     if not rows:
         fail(f"{args.results} has no rows")
     if len(keys) not in (1, 2):
