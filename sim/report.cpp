@@ -157,19 +157,21 @@ nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeRes
   j["baseline"] = ctx.baseline;
   j["exposed_comm_definition"] = kExposedCommDefinition;
   nlohmann::json rows = nlohmann::json::array();
-  for (const SchemeResult& r : results) {
-    nlohmann::json row = to_json(r);
-    // Microseconds by division of the exact picoseconds: the double nearest the true value, so
-    // 2171207944 ps prints as 2171.207944, not 2171.2079439999998.
-    for (const char* key : {"latency", "compute_only", "comm", "exposed_comm", "bound"}) {
-      const std::string ps_key = std::string(key) + "_ps";
-      if (row.contains(ps_key) && row[ps_key].is_number_integer())
-        row[std::string(key) + "_us"] = static_cast<double>(row[ps_key].get<std::int64_t>()) / 1e6;
-    }
-    rows.push_back(std::move(row));
-  }
+  for (const SchemeResult& r : results) rows.push_back(report_row_json(r));
   j["results"] = rows;
   return j;
+}
+
+nlohmann::json report_row_json(const SchemeResult& r) {
+  nlohmann::json row = to_json(r);
+  // Microseconds by division of the exact picoseconds: the double nearest the true value, so
+  // 2171207944 ps prints as 2171.207944, not 2171.2079439999998.
+  for (const char* key : {"latency", "compute_only", "comm", "exposed_comm", "bound"}) {
+    const std::string ps_key = std::string(key) + "_ps";
+    if (row.contains(ps_key) && row[ps_key].is_number_integer())
+      row[std::string(key) + "_us"] = static_cast<double>(row[ps_key].get<std::int64_t>()) / 1e6;
+  }
+  return row;
 }
 
 std::string format_json(const ReportContext& ctx, const std::vector<SchemeResult>& results) {
@@ -184,33 +186,135 @@ const std::vector<std::string>& csv_columns() {
   return cols;
 }
 
-std::string format_csv(const ReportContext& ctx, const std::vector<SchemeResult>& results) {
+std::vector<std::string> csv_row(const ReportContext& ctx, const SchemeResult& r) {
+  return {ctx.scenario,
+          ctx.hardware,
+          r.scheme,
+          r.params.is_object() && r.params.empty() ? std::string() : r.params.dump(),
+          exact_us(r.latency_ps),
+          exact_us(r.compute_only_ps),
+          exact_us(r.comm_ps),
+          exact_us(r.exposed_comm_ps),
+          fixed(r.overlap_efficiency, 6),
+          fixed(r.speedup_vs_no_overlap, 6),
+          exact_us(r.bound_ps),
+          fixed(r.pct_of_bound, 4),
+          std::to_string(r.sms_lost_to_comm),
+          r.reason};
+}
+
+std::string csv_line(const std::vector<std::string>& fields) {
   std::string out;
-  for (std::size_t i = 0; i < csv_columns().size(); ++i) out += (i ? "," : "") + csv_columns()[i];
-  out += "\n";
-  for (const SchemeResult& r : results) {
-    const std::vector<std::string> row = {
-        ctx.scenario,
-        ctx.hardware,
-        r.scheme,
-        r.params.is_object() && r.params.empty() ? std::string() : r.params.dump(),
-        exact_us(r.latency_ps),
-        exact_us(r.compute_only_ps),
-        exact_us(r.comm_ps),
-        exact_us(r.exposed_comm_ps),
-        fixed(r.overlap_efficiency, 6),
-        fixed(r.speedup_vs_no_overlap, 6),
-        exact_us(r.bound_ps),
-        fixed(r.pct_of_bound, 4),
-        std::to_string(r.sms_lost_to_comm),
-        r.reason};
-    for (std::size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + csv_field(row[i]);
-    out += "\n";
+  for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + csv_field(fields[i]);
+  return out;
+}
+
+std::string format_csv(const ReportContext& ctx, const std::vector<SchemeResult>& results) {
+  std::string out = csv_line(csv_columns()) + "\n";
+  for (const SchemeResult& r : results) out += csv_line(csv_row(ctx, r)) + "\n";
+  return out;
+}
+
+std::string wrap_text(const std::string& text, std::size_t width, const std::string& indent) {
+  if (text.size() <= width) return text.empty() ? text : text + "\n";  // as written, spacing kept
+  std::string out, line;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t sp = text.find(' ', pos);
+    if (sp == std::string::npos) sp = text.size();
+    const std::string word = text.substr(pos, sp - pos);
+    pos = sp + 1;
+    if (word.empty()) continue;
+    const std::size_t add = line.empty() ? word.size() : line.size() + 1 + word.size();
+    if (!line.empty() && add > width) {
+      out += line + "\n";
+      line = indent + word;
+    } else {
+      line += (line.empty() ? "" : " ") + word;
+    }
+  }
+  if (!line.empty()) out += line + "\n";
+  return out;
+}
+
+namespace {
+
+// The parameters a result ran with that differ from its scheme's declared defaults.
+nlohmann::json non_default_params(const SchemeResult& r) {
+  nlohmann::json out = nlohmann::json::object();
+  if (!r.params.is_object()) return out;
+  const SchemeInfo* info = find_scheme(r.scheme);
+  for (auto it = r.params.begin(); it != r.params.end(); ++it) {
+    bool is_default = false;
+    if (info) {
+      for (const SchemeParam& p : info->params)
+        if (p.name == it.key()) is_default = param_value_text(it.value()) == p.default_value;
+    }
+    if (!is_default) out[it.key()] = it.value();
   }
   return out;
 }
 
-std::string format_table(const ReportContext& ctx, const std::vector<SchemeResult>& results) {
+std::string clip(const std::string& s, std::size_t width) {
+  return s.size() <= width ? s : s.substr(0, width - 3) + "...";
+}
+
+std::string format_narrow_table(const ReportContext& ctx, const std::vector<SchemeResult>& results) {
+  constexpr std::size_t kLabelWidth = 34;
+  const std::vector<std::string> headers = {"scheme",           "latency (us)", "comm (us)", "exposed comm (us)",
+                                            "overlap eff. (%)", "speedup",      "% of bound"};
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> labels;
+  for (const SchemeResult& r : results) {
+    const std::string p = params_text(non_default_params(r));
+    labels.push_back(p.empty() ? r.scheme : r.scheme + " (" + p + ")");
+    rows.push_back({clip(labels.back(), kLabelWidth), fixed(us_from_ps(r.latency_ps), 2),
+                    fixed(us_from_ps(r.comm_ps), 2), fixed(us_from_ps(r.exposed_comm_ps), 2),
+                    fixed(100.0 * r.overlap_efficiency, 1),
+                    r.speedup_vs_no_overlap > 0 ? fixed(r.speedup_vs_no_overlap, 3) + "x" : std::string("-"),
+                    r.bound_ps > 0 ? fixed(r.pct_of_bound, 1) : std::string("-")});
+  }
+  std::vector<std::size_t> width(headers.size());
+  for (std::size_t c = 0; c < headers.size(); ++c) {
+    width[c] = headers[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (c) s += "  ";
+      s += c == 0 ? fmt::format("{:<{}}", cells[c], width[c]) : fmt::format("{:>{}}", cells[c], width[c]);
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    return s + "\n";
+  };
+  std::string out;
+  out += wrap_text(fmt::format("scenario: {}   hardware: {}   fidelity: {}", ctx.scenario, ctx.hardware,
+                               fidelity_name(ctx.fidelity)),
+                   kTableWidth, "  ");
+  out += wrap_text("workload: " + describe_workload(ctx.workload), kTableWidth, "  ");
+  out += wrap_text(fmt::format("{}; overlap eff. = 1 - exposed / comm; speedup vs {}; bound = latency with perfect "
+                               "overlap",
+                               kExposedCommDefinition, ctx.baseline),
+                   kTableWidth, "  ");
+  out += "\n" + line(headers);
+  std::size_t rule = 0;
+  for (std::size_t c = 0; c < headers.size(); ++c) rule += width[c] + (c ? 2 : 0);
+  out += std::string(rule, '-') + "\n";
+  for (const auto& row : rows) out += line(row);
+  out += "\n";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    // The full label when the table had to shorten it.
+    const std::string who = labels[i].size() > kLabelWidth ? labels[i] : results[i].scheme;
+    out += wrap_text(who + ": " + results[i].reason, kTableWidth, "    ");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_table(const ReportContext& ctx, const std::vector<SchemeResult>& results, bool wide) {
+  if (!wide) return format_narrow_table(ctx, results);
   const std::vector<std::string> headers = {
       "scheme",       "latency (us)", "compute-only (us)", "comm (us)", "exposed comm (us)",
       "overlap eff. (%)", "speedup vs " + ctx.baseline, "bound (us)", "% of bound", "SMs lost to comm",
@@ -257,9 +361,10 @@ std::string format_table(const ReportContext& ctx, const std::vector<SchemeResul
   return out;
 }
 
-std::string format_report(ReportFormat format, const ReportContext& ctx, const std::vector<SchemeResult>& results) {
+std::string format_report(ReportFormat format, const ReportContext& ctx, const std::vector<SchemeResult>& results,
+                          bool wide) {
   switch (format) {
-    case ReportFormat::table: return format_table(ctx, results);
+    case ReportFormat::table: return format_table(ctx, results, wide);
     case ReportFormat::json: return format_json(ctx, results);
     case ReportFormat::csv: return format_csv(ctx, results);
   }

@@ -40,12 +40,28 @@ nlohmann::json workload_json(const Workload& w);
 //  "results": [to_json(SchemeResult)...]}
 nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeResult>& results);
 
-std::string format_table(const ReportContext& ctx, const std::vector<SchemeResult>& results);
+// The table fits 120 columns: a scheme is named with the parameters it sets that differ from its
+// defaults, the columns are latency, comm, exposed comm, overlap efficiency, speedup and % of bound,
+// and each scheme's one-line reason follows the table, wrapped. `wide`: every column (compute-only,
+// bound, SMs lost to comm, the reason) and every parameter, one row per scheme however long.
+std::string format_table(const ReportContext& ctx, const std::vector<SchemeResult>& results, bool wide = false);
+// Lines of at most `width` characters, broken at spaces (a longer word stays whole); each
+// continuation line starts with `indent`.
+std::string wrap_text(const std::string& text, std::size_t width, const std::string& indent = "");
+// The widest line of the narrow table.
+inline constexpr std::size_t kTableWidth = 120;
 std::string format_json(const ReportContext& ctx, const std::vector<SchemeResult>& results);
 std::string format_csv(const ReportContext& ctx, const std::vector<SchemeResult>& results);
-std::string format_report(ReportFormat format, const ReportContext& ctx, const std::vector<SchemeResult>& results);
+std::string format_report(ReportFormat format, const ReportContext& ctx, const std::vector<SchemeResult>& results,
+                          bool wide = false);
 
 // The CSV columns, in order (the header row of format_csv).
 const std::vector<std::string>& csv_columns();
+// One result as the fields of a CSV row (csv_columns() order, not yet quoted), and a row's fields
+// joined into one CSV line (quoted where needed, no newline).
+std::vector<std::string> csv_row(const ReportContext& ctx, const SchemeResult& r);
+std::string csv_line(const std::vector<std::string>& fields);
+// One result as a row of report_json's "results" (exact microseconds from the picoseconds).
+nlohmann::json report_row_json(const SchemeResult& r);
 
 }  // namespace overlap::sim

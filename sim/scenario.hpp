@@ -56,6 +56,10 @@ struct ScenarioOptions {
   // Read the sweep and check every value by loading the scenario with it. Off when loading the
   // points of a sweep already checked: the sweep is then left out (`sweep` stays empty).
   bool validate_sweep = true;
+  // With validate_sweep, also load the scenario once per axis value to check that value alone.
+  // `overlap-sim sweep` turns this off: it checks every point (every combination of values) itself
+  // and reports all the bad ones at once.
+  bool check_sweep_values = true;
 };
 
 // Loads a scenario file. Throws InputError (file, line, key) for every kind of bad input.
@@ -66,6 +70,17 @@ Scenario load_scenario_text(const std::string& yaml_text, const std::string& fil
 // The grid of a scenario's sweep: one list of `key=value` assignments per point (the cartesian
 // product of the axes in file order, the last axis varying fastest). Empty when there is no sweep.
 std::vector<std::vector<std::string>> sweep_points(const Scenario& scenario);
+
+// `run --param key=value`: `base` (a scheme's parameters) with each assignment applied, the value read
+// as YAML and checked against the scheme's parameter table exactly like a value written under
+// `params:` in a scenario. Throws InputError (key "--param KEY") for an unknown knob, a missing '=' or
+// a value of the wrong type.
+nlohmann::json apply_scheme_params(const SchemeInfo& scheme, nlohmann::json base,
+                                   const std::vector<std::string>& assignments);
+
+// A YAML value written as text ("900", "ring", "[1, 2]") as JSON: int, then number, then bool, then
+// string for scalars; lists and maps element by element. Text that is not YAML stays a string.
+nlohmann::json yaml_text_to_json(const std::string& text);
 
 const char* fidelity_name(Fidelity f);
 

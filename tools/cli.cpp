@@ -1,7 +1,11 @@
 #include "tools/cli.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
+#include <optional>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -11,9 +15,12 @@
 #include "cost_model/profile_loader.hpp"
 #include "sim/engine.hpp"
 #include "tools/cmd_collective.hpp"
+#include "sim/sweep_mpi.hpp"
 #include "tools/cmd_profile.hpp"
 #include "tools/cmd_run.hpp"
 #include "tools/cmd_schemes.hpp"
+#include "tools/cmd_sweep.hpp"
+#include "tools/cmd_tune.hpp"
 
 #ifndef OVERLAP_SOURCE_DIR
 #define OVERLAP_SOURCE_DIR "."
@@ -46,15 +53,62 @@ std::string resolve_input_path(const std::string& path) {
 
 namespace {
 
+#ifndef OVERLAP_VERSION
+#define OVERLAP_VERSION "0.0.0"
+#endif
+
 constexpr const char* kDescription =
     "overlap-sim: simulates how communication overlaps computation in tensor-parallel LLM layers.\n"
     "Exit status: 0 ok, 2 usage or input error, 1 internal error.";
 
+const std::vector<std::string> kCommands = {"run", "tune", "sweep", "collective", "schemes", "profile"};
+
+std::string examples(std::initializer_list<const char*> lines) {
+  std::string out = "\nExamples:\n";
+  for (const char* l : lines) out += std::string("  ") + l + "\n";
+  return out;
+}
+
+std::string version_text() {
+  return fmt::format("overlap-sim {} (MPI sweeps: {})", OVERLAP_VERSION,
+                     sim::built_with_mpi() ? "yes" : "no, built without MPI");
+}
+
+// A first word that is no command (and no option) is named as such, before CLI11 reports it as an
+// unexpected argument.
+std::optional<std::string> unknown_command(int argc, const char* const* argv) {
+  if (argc < 2) return std::nullopt;
+  const std::string first = argv[1];
+  if (first.empty() || first[0] == '-') return std::nullopt;
+  for (const auto& c : kCommands)
+    if (first == c) {
+      if (first == "profile" && argc >= 3) {
+        const std::string sub = argv[2];
+        if (!sub.empty() && sub[0] != '-' && sub != "show" && sub != "list")
+          return fmt::format("unknown command 'profile {}' (profile commands: list, show)", sub);
+      }
+      return std::nullopt;
+    }
+  std::string list;
+  for (const auto& c : kCommands) list += (list.empty() ? "" : ", ") + c;
+  return fmt::format("unknown command '{}' (commands: {})", first, list);
+}
+
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  if (const auto unknown = unknown_command(argc, argv)) {
+    err << "overlap-sim: " << *unknown << "\nRun 'overlap-sim --help' for usage.\n";
+    return kExitUsage;
+  }
   CLI::App app{kDescription, "overlap-sim"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", version_text());
+  app.footer(examples({"overlap-sim run                              # the default scenario: Llama-3-70B MLP, TP=8, 8x H100",
+                       "overlap-sim tune --hardware a800-8x-nvlink --gemm 8192x8192x4096 --dtype fp16 --primitive all_reduce --ranks 4",
+                       "overlap-sim sweep -o sweep.csv --plot sweep.png",
+                       "overlap-sim schemes",
+                       "overlap-sim profile list"}));
 
   RunOptions run;
   CLI::App* run_cmd = app.add_subcommand("run", "Evaluate a scenario's schemes and report latency, exposed "
@@ -68,27 +122,105 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run_cmd->add_option("--format", run.format, "Output format")->check(CLI::IsMember({"table", "json", "csv"}));
   run_cmd->add_option("--output,-o", run.output, "Write the report to FILE (atomically) instead of stdout");
   run_cmd->add_option("--trace", run.trace, "Write the Chrome trace (Perfetto) of one scheme's run to FILE");
-  run_cmd->add_option("--scheme", run.scheme, "Run only this scheme (the one traced / plotted)");
+  run_cmd->add_option("--scheme", run.scheme, "Run only this scheme (the one traced / plotted / given --param)");
+  run_cmd->add_option("--param", run.params,
+                      "Set a knob of the --scheme scheme: key=value (repeatable; see 'overlap-sim schemes')")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
   run_cmd->add_option("--plot", run.plot, "Write a PNG timeline of one scheme's run (needs python3 + matplotlib)");
   run_cmd->add_option("--graphviz", run.graphviz, "Write the task graph (Graphviz dot) of one scheme to FILE");
   run_cmd->add_option("--fidelity", run.fidelity, "Collective fidelity (overrides the scenario's)")
       ->check(CLI::IsMember({"curve", "steps"}));
+  run_cmd->add_flag("--wide", run.wide, "Table: every column and parameter (default: fits 120 columns)");
+  run_cmd->footer(examples({"overlap-sim run",
+                            "overlap-sim run flashoverlap-a800-allreduce --format json",
+                            "overlap-sim run --scheme data_slicing --param chunks=8",
+                            "overlap-sim run --set hardware.fabric.links.nvlink.bandwidth_gbps=900 --wide",
+                            "overlap-sim run --scheme async_tp --trace async_tp.json --plot async_tp.png"}));
+
+  TuneOptions tune;
+  std::optional<int> tune_algo;
+  CLI::App* tune_cmd = app.add_subcommand(
+      "tune", "Tune FlashOverlap's wave groups for one GEMM (--gemm ...), or every scheme's knobs for a SCENARIO");
+  tune_cmd->add_option("scenario", tune.scenario, "Scenario: tune each scheme's knobs (scheme level)");
+  tune_cmd->add_option("--hardware", tune.hardware, "Operator level: hardware profile (name or path)");
+  tune_cmd->add_option("--gemm", tune.gemm, "Operator level: the per-rank GEMM, MxNxK")->type_name("MxNxK");
+  tune_cmd->add_option("--dtype", tune.dtype, "Operator level: fp8, fp16, bf16 or fp32 (default bf16)");
+  tune_cmd->add_option("--primitive", tune.primitive, "Operator level: all_reduce, reduce_scatter or all_to_all");
+  tune_cmd->add_option("--ranks", tune.ranks, "Operator level: GPUs in the collective");
+  tune_cmd->add_option("--search", tune.search,
+                       "flashoverlap (the published tuner), optimal (exact optimum of its predictor), exhaustive "
+                       "(2^(T-1) partitions, T <= 20), simulate (the engine decides; default)");
+  tune_cmd->add_option("--format", tune.format, "table or json");
+  tune_cmd->add_option("--output,-o", tune.output, "Write the result to FILE (atomically) instead of stdout");
+  tune_cmd->add_option("--export-flashoverlap", tune.export_flashoverlap,
+                       "Write the configuration FlashOverlap's kernels read (BM, BN, dur, Algo, hint, cSeg, rLDN)");
+  tune_cmd->add_option("--swizzle", tune.swizzle, "Tile order of the exported hint: CUTLASS swizzle 1, 2, 4 or 8");
+  tune_cmd->add_option("--algo", tune_algo, "Exported Algo: FlashOverlap's index of the GEMM kernel (AlgoDict)");
+  tune_cmd->add_option("--budget", tune.budget, "simulate: engine runs at most (default 40)");
+  tune_cmd->add_option("--top", tune.top, "Candidates listed (default 10)");
+  tune_cmd->add_option("-j,--jobs", tune.jobs, "Threads running simulations (default: every core)");
+  tune_cmd->add_option("--set", tune.sets,
+                       "Override a key (repeatable): of the profile (operator level, e.g. hardware.gpu.sm_count=100) "
+                       "or of the scenario")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  tune_cmd->footer(examples({"overlap-sim tune --hardware a800-8x-nvlink --gemm 8192x8192x4096 --dtype fp16 --primitive all_reduce --ranks 4",
+                             "overlap-sim tune --hardware rtx4090-4x-pcie --gemm 4096x8192x7168 --dtype fp16 --primitive reduce_scatter --ranks 4 --search flashoverlap",
+                             "overlap-sim tune --hardware h100-sxm-8x-nvswitch --gemm 16384x8192x8192 --primitive all_reduce --ranks 8 --export-flashoverlap m16384n8192k8192_h100.json",
+                             "overlap-sim tune scenarios/llama3-70b-tp8-mlp.yaml",
+                             "overlap-sim tune flashoverlap-a800-allreduce --format json"}));
+
+  SweepOptions sweep;
+  CLI::App* sweep_cmd = app.add_subcommand(
+      "sweep", "Run a scenario over the cartesian product of its sweep: axes (and --sweep flags), every scheme");
+  sweep_cmd->add_option("scenario", sweep.scenario, std::string("Scenario YAML; default ") + kDefaultScenario);
+  sweep_cmd->add_option("--sweep", sweep.sweeps, "An axis: key=v1,v2,... (repeatable; replaces the scenario's axis of that key)")
+      ->type_name("KEY=V1,V2,...")
+      ->allow_extra_args(false);
+  sweep_cmd->add_option("--set", sweep.sets, "Override a scenario key: a.b.c=value (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  sweep_cmd->add_option("-j,--jobs", sweep.jobs, "Threads (default: every core, shared among mpirun ranks on a machine)");
+  sweep_cmd->add_option("--format", sweep.format, "csv or json (default csv)");
+  sweep_cmd->add_option("--output,-o", sweep.output, "Write the rows to FILE (atomically at the end; FILE.partial "
+                                                      "holds the points finished so far)");
+  sweep_cmd->add_flag("--resume", sweep.resume, "Skip the points already in --output FILE (and its FILE.partial)");
+  sweep_cmd->add_flag("--progress", sweep.progress, "Show the progress bar even when stderr is not a terminal");
+  sweep_cmd->add_option("--plot", sweep.plot, "PNG: heatmap (two swept keys) or line chart (one) of speedup and "
+                                              "exposed communication per scheme (python3 + matplotlib)");
+  sweep_cmd->add_flag("--verify-bytes", sweep.verify_bytes,
+                      "Check every scheme's byte accounting on a steps-fidelity rebuild (as run does; slower)");
+  sweep_cmd->footer(examples({"overlap-sim sweep -o sweep.csv --plot sweep.png",
+                              "overlap-sim sweep flashoverlap-a800-allreduce --format json -o fo.json",
+                              "overlap-sim sweep --sweep workload.tokens=2048,4096,8192 --sweep hardware.comm.channels=16,24,32",
+                              "overlap-sim sweep -o big.csv --resume --progress",
+                              "mpirun -np 4 overlap-sim sweep -o sweep.csv   # rank 0 writes what one process would"}));
 
   std::string schemes_format = "table";
-  CLI::App* schemes_cmd = app.add_subcommand("schemes", "List the schemes with their parameters and sources");
+  CLI::App* schemes_cmd = app.add_subcommand("schemes", "List the schemes with their parameters, sources and the "
+                                                        "production knobs they correspond to");
   schemes_cmd->add_option("--format", schemes_format, "Output format")->check(CLI::IsMember({"table", "json"}));
+  schemes_cmd->footer(examples({"overlap-sim schemes", "overlap-sim schemes --format json"}));
 
   std::string profile_name;
   std::string profile_format = "table";
+  std::string list_format = "table";
   std::vector<std::string> profile_sets;
   CLI::App* profile_cmd = app.add_subcommand("profile", "Hardware profiles");
   profile_cmd->require_subcommand(1);
+  profile_cmd->footer(examples({"overlap-sim profile list", "overlap-sim profile show h100-sxm-8x-nvswitch"}));
+  CLI::App* list_cmd = profile_cmd->add_subcommand("list", "List the built-in hardware profiles");
+  list_cmd->add_option("--format", list_format, "Output format")->check(CLI::IsMember({"table", "json"}));
+  list_cmd->footer(examples({"overlap-sim profile list", "overlap-sim profile list --format json"}));
   CLI::App* show_cmd = profile_cmd->add_subcommand("show", "Print a resolved hardware profile");
   show_cmd->add_option("name", profile_name, "Built-in profile name or a profile YAML path")->required();
   show_cmd->add_option("--format", profile_format, "Output format")->check(CLI::IsMember({"json", "yaml", "table"}));
   show_cmd->add_option("--set", profile_sets, "Override a profile key: a.b=value (repeatable)")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
+  show_cmd->footer(examples({"overlap-sim profile show h100-sxm-8x-nvswitch",
+                             "overlap-sim profile show a800-8x-nvlink --format yaml --set gpu.sm_count=100"}));
 
   CollectiveOptions collective;
   CLI::App* collective_cmd = add_collective_command(app, collective);
@@ -111,12 +243,27 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       cmd_run(run, out);
       return kExitOk;
     }
+    if (tune_cmd->parsed()) {
+      tune.algo = tune_algo;
+      cmd_tune(tune, out);
+      return kExitOk;
+    }
+    if (sweep_cmd->parsed()) {
+      // The progress bar goes to a terminal only (and with --progress anywhere).
+      sweep.progress_if_tty = &err == &std::cerr && ::isatty(STDERR_FILENO);
+      cmd_sweep(sweep, out, err);
+      return kExitOk;
+    }
     if (schemes_cmd->parsed()) {
       cmd_schemes(schemes_format, out);
       return kExitOk;
     }
     if (collective_cmd->parsed()) {
       cmd_collective(collective, out);
+      return kExitOk;
+    }
+    if (list_cmd->parsed()) {
+      cmd_profile_list(list_format, out);
       return kExitOk;
     }
     if (show_cmd->parsed()) {
@@ -127,6 +274,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     err << "overlap-sim: no command given\n";
     return kExitUsage;
+  } catch (const QuietExit& e) {
+    return e.code();
   } catch (const InputError& e) {
     err << "overlap-sim: error: " << e.what() << "\n";
     return kExitUsage;

@@ -1,5 +1,6 @@
 #pragma once
-// The `overlap-sim` command line (CLI11): subcommands `run`, `schemes` and `profile show`.
+// The `overlap-sim` command line (CLI11): subcommands `run`, `tune`, `sweep`, `schemes`, `profile list`
+// and `profile show`.
 // run_cli() is the whole program minus the process: tests call it in-process with string streams.
 // Exit status: 0 success; 2 usage or input error (message on `err`); 1 internal error.
 #include <ostream>
@@ -17,6 +18,17 @@ inline constexpr int kExitUsage = 2;
 class UsageError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// Leave with this exit status without printing anything (an MPI rank other than 0 whose error rank 0
+// already reports).
+class QuietExit : public std::runtime_error {
+ public:
+  explicit QuietExit(int code) : std::runtime_error("quiet exit"), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
 };
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);

@@ -96,6 +96,38 @@ void print_table(const HardwareProfile& p, std::ostream& out) {
 
 }  // namespace
 
+void cmd_profile_list(const std::string& format, std::ostream& out) {
+  if (format != "table" && format != "json")
+    throw InputError("", 0, "--format", "must be table or json (got " + format + ")");
+  const std::string dir = default_hardware_dir();
+  nlohmann::json list = nlohmann::json::array();
+  std::vector<std::vector<std::string>> rows;
+  for (const std::string& name : builtin_profile_names(dir)) {
+    const HardwareProfile p = load_profile(name, dir);
+    list.push_back({{"name", name},
+                    {"gpu", p.gpu.name},
+                    {"sm_count", p.gpu.sm_count},
+                    {"num_gpus", p.fabric.num_gpus},
+                    {"topology", p.fabric.topology},
+                    {"description", p.description}});
+    rows.push_back({name, fmt::format("{} x{}", p.gpu.name, p.fabric.num_gpus), p.fabric.topology, p.description});
+  }
+  if (format == "json") {
+    out << nlohmann::json{{"hardware_dir", dir}, {"profiles", list}}.dump(2) << "\n";
+    return;
+  }
+  std::size_t w0 = 4, w1 = 4, w2 = 8;
+  for (const auto& r : rows) {
+    w0 = std::max(w0, r[0].size());
+    w1 = std::max(w1, r[1].size());
+    w2 = std::max(w2, r[2].size());
+  }
+  out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {}\n", "name", w0, "gpus", w1, "topology", w2, "description");
+  for (const auto& r : rows) out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {}\n", r[0], w0, r[1], w1, r[2], w2, r[3]);
+  out << fmt::format("({} built-in profiles under {}; use one as `hardware: NAME` or 'overlap-sim profile show NAME')\n",
+                     rows.size(), dir);
+}
+
 int cmd_profile_show(const std::string& name_or_path, const std::string& format,
                      const std::vector<std::string>& sets, std::ostream& out) {
   try {

@@ -2,6 +2,7 @@
 // `overlap-sim profile show NAME|PATH [--format json|yaml|table] [--set a.b=v ...]`: prints the
 // resolved hardware profile (defaults filled in, fabric expanded). Returns 0, or 2 after printing an
 // input error to stderr.
+// `overlap-sim profile list`: the built-in profiles.
 #include <ostream>
 #include <string>
 #include <vector>
@@ -10,5 +11,9 @@ namespace overlap {
 
 int cmd_profile_show(const std::string& name_or_path, const std::string& format,
                      const std::vector<std::string>& sets, std::ostream& out);
+
+// `overlap-sim profile list [--format table|json]`: every built-in profile (scenarios/hardware) with
+// its GPU, GPU count, fabric and description. Throws InputError when a built-in profile is broken.
+void cmd_profile_list(const std::string& format, std::ostream& out);
 
 }  // namespace overlap

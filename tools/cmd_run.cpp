@@ -29,10 +29,6 @@ namespace overlap::tools {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// Runs a program (searched in PATH) and waits for it; stdout/stderr go to ours unless `quiet`.
-// Returns its exit status, or -1 when it could not be started.
 int run_process(const std::vector<std::string>& args, bool quiet) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -60,16 +56,15 @@ std::string python_program() {
   return p && *p ? std::string(p) : std::string("python3");
 }
 
-// --plot needs python3 with matplotlib; say so before any simulation runs.
-void check_plotting_available() {
+void check_plotting_available(const std::string& script) {
   const std::string py = python_program();
   const int rc = run_process({py, "-c", "import matplotlib"}, true);
   if (rc == -1) throw UsageError(fmt::format("--plot needs Python 3 ('{}' was not found; set PYTHON to another interpreter)", py));
   if (rc != 0)
     throw UsageError(fmt::format("--plot needs matplotlib ('{} -c \"import matplotlib\"' failed); install it with "
                                  "'{} -m pip install matplotlib' or tools/setup.sh", py, py));
-  if (!fs::exists(fs::path(source_dir()) / "tools" / "plot_timeline.py"))
-    throw UsageError("--plot: tools/plot_timeline.py not found under " + source_dir() + " (set OVERLAP_HOME)");
+  if (!fs::exists(fs::path(source_dir()) / "tools" / script))
+    throw UsageError("--plot: tools/" + script + " not found under " + source_dir() + " (set OVERLAP_HOME)");
 }
 
 void write_output(const std::string& path, const std::string& content) {
@@ -79,6 +74,8 @@ void write_output(const std::string& path, const std::string& content) {
     throw UsageError(e.what());
   }
 }
+
+namespace {
 
 const sim::SchemeInfo& scheme_or_throw(const std::string& name) {
   const sim::SchemeInfo* info = sim::find_scheme(name);
@@ -155,18 +152,25 @@ void cmd_run(const RunOptions& options, std::ostream& out) {
   if (!format) throw UsageError("--format must be table, json or csv (got '" + options.format + "')");
   if (!options.fidelity.empty() && options.fidelity != "curve" && options.fidelity != "steps")
     throw UsageError("--fidelity must be curve or steps (got '" + options.fidelity + "')");
-  if (!options.plot.empty()) check_plotting_available();
+  if (!options.plot.empty()) check_plotting_available("plot_timeline.py");
 
   sim::ScenarioOptions load;
   load.sets = options.sets;
   if (!options.fidelity.empty()) load.sets.push_back("fidelity=" + options.fidelity);
   load.hardware_dir = hardware_dir();
+  // `run` runs the scenario as written; its sweep is `overlap-sim sweep`'s business (a sweep value
+  // that does not fit a --set hardware must not stop a run).
+  load.validate_sweep = false;
+  if (!options.params.empty() && options.scheme.empty())
+    throw UsageError("--param sets a knob of one scheme: name it with --scheme (e.g. --scheme data_slicing --param chunks=8)");
   // The default scenario lives in the source tree, wherever the program runs from.
   const std::string path = options.scenario.empty() ? (fs::path(source_dir()) / kDefaultScenario).string()
                                                     : resolve_input_path(options.scenario);
   const sim::Scenario sc = sim::load_scenario_file(path, load);
 
-  const std::vector<sim::SchemeSpec> specs = selected_schemes(sc, options.scheme);
+  std::vector<sim::SchemeSpec> specs = selected_schemes(sc, options.scheme);
+  if (!options.params.empty())
+    specs.front().params = sim::apply_scheme_params(scheme_or_throw(specs.front().name), specs.front().params, options.params);
   std::vector<sim::SchemeRequest> requests;
   for (const auto& s : specs) requests.push_back(sim::SchemeRequest{s.name, s.params});
 
@@ -174,13 +178,15 @@ void cmd_run(const RunOptions& options, std::ostream& out) {
   try {
     results = sim::evaluate_all(requests, sc.workload, sc.hardware, sc.fidelity);
   } catch (const InputError& e) {
+    if (!options.params.empty()) throw InputError("", 0, "--param", fmt::format("scheme '{}': {}", options.scheme, e.message()));
     locate_scheme_error(sc, specs, e.what());
   } catch (const std::invalid_argument& e) {
+    if (!options.params.empty()) throw InputError("", 0, "--param", fmt::format("scheme '{}': {}", options.scheme, e.what()));
     locate_scheme_error(sc, specs, e.what());
   }
 
   // Everything is computed before anything is written: an error leaves no file behind.
-  const std::string report = sim::format_report(*format, sim::report_context(sc), results);
+  const std::string report = sim::format_report(*format, sim::report_context(sc), results, options.wide);
   nlohmann::json trace;
   const bool want_trace = !options.trace.empty() || !options.plot.empty();
   if (want_trace) trace = trace_of(sc, specs.front());

@@ -20,11 +20,25 @@ struct RunOptions {
   std::string plot;                // PNG timeline via tools/plot_timeline.py
   std::string graphviz;            // the task graph (Graphviz dot) of one scheme, for debugging
   std::string fidelity;            // "" = the scenario's (curve | steps)
+  std::vector<std::string> params; // --param key=value: knobs of the --scheme scheme
+  bool wide = false;               // table: every column (default: fits 120 columns)
 };
 
 // Throws overlap::InputError (bad scenario / --set), UsageError (bad option, missing plotting
 // dependency, unwritable output); anything else is an internal error. Files are written only after
 // every result is computed, each atomically (sim/atomic_file.hpp).
 void cmd_run(const RunOptions& options, std::ostream& out);
+
+// Helpers the commands that plot share (run --plot, sweep --plot).
+// Runs a program (searched in PATH) and waits for it; stdout/stderr go to ours unless `quiet`.
+// Returns its exit status, or -1 when it could not be started.
+int run_process(const std::vector<std::string>& args, bool quiet);
+// $PYTHON, else python3.
+std::string python_program();
+// Throws UsageError unless Python with matplotlib and tools/<script> are there (before any
+// simulation runs, so a missing dependency costs nothing).
+void check_plotting_available(const std::string& script);
+// Writes `content` atomically; an unwritable path is a UsageError.
+void write_output(const std::string& path, const std::string& content);
 
 }  // namespace overlap::tools

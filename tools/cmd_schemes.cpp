@@ -12,7 +12,13 @@ nlohmann::json schemes_json() {
   for (const sim::SchemeInfo& s : sim::scheme_registry()) {
     nlohmann::json params = nlohmann::json::array();
     for (const sim::SchemeParam& p : s.params)
-      params.push_back({{"name", p.name}, {"type", p.type}, {"default", p.default_value}, {"help", p.help}});
+      params.push_back({{"name", p.name},
+                        {"type", p.type},
+                        {"default", p.default_value},
+                        {"help", p.help},
+                        {"tune_values", p.tune_values},
+                        {"tune_when", p.tune_when},
+                        {"equivalent", p.equivalent}});
     list.push_back({{"name", s.name}, {"source", s.source}, {"summary", s.summary}, {"params", params}});
   }
   return list;
@@ -24,6 +30,10 @@ void cmd_schemes(const std::string& format, std::ostream& out) {
     return;
   }
   if (format != "table") throw UsageError("--format must be table or json (got '" + format + "')");
+  // The knob every scheme shares lives in the hardware profile, not in a scheme's table.
+  out << "Every NCCL-style collective holds hardware.comm.channels SMs (NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS,\n"
+         "formerly NCCL_NCHANNELS; one CTA per channel): set it with --set hardware.comm.channels=N.\n"
+         "Set a scheme's knob without YAML: overlap-sim run --scheme NAME --param KEY=VALUE.\n\n";
   bool first = true;
   for (const sim::SchemeInfo& s : sim::scheme_registry()) {
     if (!first) out << "\n";
@@ -37,9 +47,17 @@ void cmd_schemes(const std::string& format, std::ostream& out) {
     out << "  params:\n";
     std::size_t width = 0;
     for (const sim::SchemeParam& p : s.params) width = std::max(width, p.name.size());
-    for (const sim::SchemeParam& p : s.params)
+    for (const sim::SchemeParam& p : s.params) {
       out << fmt::format("    {:<{}}  {:<6}  default {:<8}  {}\n", p.name, width, p.type,
                          p.default_value.empty() ? "-" : p.default_value, p.help);
+      const std::string pad(width + 6, ' ');
+      if (!p.tune_values.empty()) {
+        std::string values;
+        for (const auto& v : p.tune_values) values += (values.empty() ? "" : ", ") + (v.is_string() ? v.get<std::string>() : v.dump());
+        out << fmt::format("{}tune tries: {}{}\n", pad, values, p.tune_when.empty() ? "" : " (when " + p.tune_when + ")");
+      }
+      if (!p.equivalent.empty()) out << fmt::format("{}in production: {}\n", pad, p.equivalent);
+    }
   }
 }
 

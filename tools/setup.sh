@@ -2,8 +2,10 @@
 # Installs what overlap-sim needs to build, test and plot, from Debian's packages and PyPI.
 # Idempotent: installs only what is missing. Safe to run on every CI run.
 set -euo pipefail
+# openmpi-bin + libopenmpi-dev: `mpirun -np N overlap-sim sweep` (optional in the build; the MPI
+# sweep test runs when mpirun is there).
 debs=(cmake g++ make libeigen3-dev libboost-graph-dev libcli11-dev libfmt-dev catch2
-      libyaml-cpp-dev nlohmann-json3-dev libbenchmark-dev)
+      libyaml-cpp-dev nlohmann-json3-dev libbenchmark-dev openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -306,9 +306,14 @@ SchemeInfo make_async_tp_scheme() {
   s.source = "async-tp-illustrated (Looped CollectiveEinsum; PyTorch SymmetricMemory async TP)";
   s.summary = "all-gather-matmul / matmul-reduce-scatter decomposed into per-step P2P pulls and sub-matmuls";
   s.params = {
-      {"transport", "string", "copy_engine", "copy_engine (cudaMemcpyAsync pulls, no SMs) | sm (SM copy kernels)"},
-      {"streams", "int", "2", "1 (sub-matmuls back to back: N+S partial waves) | 2 (alternating streams)"},
-      {"copy_sms", "int", "16", "SMs an SM copy kernel holds (transport sm)"},
+      {"transport", "string", "copy_engine", "copy_engine (cudaMemcpyAsync pulls, no SMs) | sm (SM copy kernels)",
+       {"copy_engine", "sm"}, "",
+       "PyTorch SymmetricMemory async TP (torchtitan enable_async_tensor_parallel) pulls with the copy engine; "
+       "TransformerEngine userbuffers method=ring_exchange"},
+      {"streams", "int", "2", "1 (sub-matmuls back to back: N+S partial waves) | 2 (alternating streams)",
+       {1, 2}, "", "PyTorch async TP: two alternating streams"},
+      {"copy_sms", "int", "16", "SMs an SM copy kernel holds (transport sm)", {8, 16, 24, 32}, "transport=sm",
+       "TransformerEngine userbuffers num_sm (default 16)"},
   };
   s.applies = async_tp_applies;
   s.build = build_async_tp;

@@ -428,10 +428,12 @@ SchemeInfo make_commfuse_scheme() {
       "reduce-scatter / all-gather / Ulysses all-to-all decomposed into P2P steps; rank-adaptive slice order so the "
       "last step needs no communication";
   s.params = {
-      {"m", "int", "1", "slicing granularity: the sequence is cut into m x T slices (Sec. 3.2)"},
-      {"schedule", "string", "ring", "ring (Alg. 1/2) | pairwise (App. A.3 bidirectional) | circular (App. A.4)"},
+      {"m", "int", "1", "slicing granularity: the sequence is cut into m x T slices (Sec. 3.2)", {1, 2, 4}},
+      {"schedule", "string", "ring", "ring (Alg. 1/2) | pairwise (App. A.3 bidirectional) | circular (App. A.4)",
+       {"ring", "pairwise", "circular"}},
       {"attention", "string", "query_split", "attention_tpsp: query_split (Alg. 4) | row_parallel (Alg. 3)"},
-      {"channels", "int", "-1", "SMs each P2P exchange kernel holds; -1 = the profile's comm.p2p_channels"},
+      {"channels", "int", "-1", "SMs each P2P exchange kernel holds; -1 = the profile's comm.p2p_channels",
+       {-1, 8, 16}, "", "NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (one SM per channel); TransformerEngine num_sm"},
   };
   s.applies = commfuse_applies;
   s.build = build_commfuse;

@@ -237,7 +237,11 @@ SchemeInfo make_data_slicing_scheme() {
   s.name = "data_slicing";
   s.source = "commfuse-paper Sec. 1-2 (Megatron / MindSpeed CoC data slicing)";
   s.summary = "cut the GEMM along M into chunks; chunk i+1's GEMM overlaps chunk i's collective";
-  s.params = {SchemeParam{"chunks", "int", "4", "slices along M (tokens; heads for Ulysses)"}};
+  s.params = {SchemeParam{"chunks", "int", "4", "slices along M (tokens; heads for Ulysses)",
+                          {1, 2, 4, 8, 16},
+                          "",
+                          "TransformerEngine userbuffers method=pipeline num_splits (Megatron-LM --tp-comm-overlap; "
+                          "TE Linear ub_overlap_rs / ub_overlap_ag)"}};
   s.applies = [](const Workload& w) { return w.kind != "decode_stack"; };
   s.build = [](const BuildContext& ctx) {
     const std::int64_t chunks = param_int(ctx, "chunks", 4);

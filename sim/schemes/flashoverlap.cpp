@@ -215,13 +215,20 @@ SchemeInfo make_flashoverlap_scheme() {
   s.params = {
       {"groups", "list", "auto",
        "wave groups: a list of wave counts, one wave count n (equal groups, Fig. 14 Egs=n), \"auto\" (the paper's "
-       "predictive search) or \"optimal\" (exact optimum of the same predictor)"},
-      {"wave_sms", "int", "sm_count - 2", "SMs per wave when tiles are assigned to groups (published code: SMs - 2)"},
+       "predictive search) or \"optimal\" (exact optimum of the same predictor)",
+       {"auto", "optimal", 1, 2},
+       "",
+       "FlashOverlap's tuner output cSeg (tune/search.py); `overlap-sim tune --export-flashoverlap` writes it"},
+      {"wave_sms", "int", "sm_count - 2", "SMs per wave when tiles are assigned to groups (published code: SMs - 2)",
+       {}, "", "FlashOverlap's wSize = SMs - 2"},
       {"epilogue_overhead", "number", "0.005", "pre-reorder cost in the GEMM epilogue, fraction of a tile (Table 5)"},
       {"rmsnorm_overhead", "number", "0.09", "post-reorder cost in the following RMSNorm, fraction (Table 5)"},
       {"sm_margin", "bool", "false",
        "cap the GEMM at wave_sms SMs so NCCL's SMs stay free (default: the GEMM takes every free SM and a group's "
-       "collective waits for SMs, as on the GPU)"},
+       "collective waits for SMs, as on the GPU)",
+       {false, true},
+       "",
+       "TransformerEngine set_sm_margin"},
   };
   s.applies = flashoverlap_applies;
   s.build = build_flashoverlap;

@@ -23,6 +23,14 @@ struct SchemeParam {
   std::string type;         // "int", "string", "list", "bool", "number"
   std::string default_value;
   std::string help;
+  // The values `overlap-sim tune SCENARIO` tries for this knob (empty: the knob is not tuned).
+  std::vector<nlohmann::json> tune_values = {};
+  // "other=value": tune this knob only in configurations where knob `other` has that value (an SM
+  // copy kernel's size means nothing for copy-engine pulls). "" = always.
+  std::string tune_when = {};
+  // What production systems call this knob (Megatron-LM, TransformerEngine, NCCL, PyTorch), for
+  // `overlap-sim schemes`; "" = no production equivalent.
+  std::string equivalent = {};
 };
 
 struct BuildContext {

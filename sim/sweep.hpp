@@ -1,0 +1,90 @@
+#pragma once
+// `overlap-sim sweep` (design.md "Questions it answers": a grid of shapes x schemes x hardware as
+// CSV/JSON and heatmaps): the cartesian product of a scenario's `sweep:` axes and any `--sweep` flags,
+// every point checked before any runs, every scheme of every point evaluated, one output row per
+// (point, scheme) with the swept values as the first columns. The output depends only on the grid:
+// points are evaluated in any order on any number of threads or processes and assembled by index.
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cost_model/hardware_profile.hpp"
+#include "sim/scenario.hpp"
+
+namespace overlap::sim {
+
+// `--sweep key=v1,v2,...`: one axis over one key; values are split at commas outside brackets,
+// braces and quotes ("groups=[1,2],[2,2]" is two values). Throws InputError (key "--sweep") when
+// there is no '=' or no value.
+SweepAxis parse_sweep_flag(const std::string& flag);
+
+// The scenario's axes with the --sweep axes applied: a flag over the same key(s) as a scenario axis
+// replaces that axis in place; the others are appended in flag order.
+std::vector<SweepAxis> merge_sweep_axes(std::vector<SweepAxis> scenario_axes, const std::vector<SweepAxis>& flags);
+
+struct SweepPoint {
+  std::vector<std::string> values;  // one per column (YAML text, as written)
+  std::vector<std::string> sets;    // "key=value", applied on top of the scenario's own --set
+};
+
+struct SweepGrid {
+  std::vector<std::string> columns;  // the swept keys, axis by axis
+  std::vector<SweepPoint> points;    // the cartesian product, the last axis varying fastest
+};
+
+SweepGrid make_sweep_grid(const std::vector<SweepAxis>& axes);
+
+// A point that loaded: what evaluating it needs. Points that do not vary the hardware share one
+// profile object.
+struct PreparedPoint {
+  std::string hardware_name;
+  std::shared_ptr<const HardwareProfile> hardware;
+  Workload workload;
+  std::vector<SchemeSpec> schemes;
+  Fidelity fidelity = Fidelity::curve;
+};
+
+// Loads the scenario once per point (on `jobs` threads) with `load` (the scenario's own --set
+// overrides and hardware directory) plus the point's assignments. If any point is invalid, throws one
+// InputError listing every bad point (at most `max_listed`, then a count) with its assignments and
+// the loader's message naming the key; nothing is evaluated then.
+std::vector<PreparedPoint> prepare_sweep(const Scenario& scenario, const SweepGrid& grid,
+                                         const ScenarioOptions& load, int jobs, std::size_t max_listed = 20);
+
+enum class SweepFormat { csv, json };
+
+// The identity of a point in outputs and checkpoints: its swept values as a JSON array.
+std::string sweep_point_key(const std::vector<std::string>& values);
+
+// One point's rows as they appear in the output: CSV lines (each ending in '\n') or a compact JSON
+// array of row objects.
+std::string evaluate_sweep_point(const Scenario& scenario, const SweepGrid& grid, std::size_t index,
+                                 const PreparedPoint& point, SweepFormat format, bool verify_bytes);
+
+// The whole output from every point's rows (grid order).
+std::string assemble_sweep_output(const Scenario& scenario, const SweepGrid& grid, SweepFormat format,
+                                  const std::vector<std::string>& point_rows);
+
+// The CSV header: the swept keys, then report.hpp's csv_columns().
+std::vector<std::string> sweep_csv_columns(const SweepGrid& grid);
+
+// Points already done: those in an output file of this sweep (same columns) and in its checkpoint
+// lines, by sweep_point_key. A missing file gives nothing; a file of another sweep or format throws
+// InputError naming it.
+std::map<std::string, std::string> read_sweep_output(const std::string& path, const SweepGrid& grid,
+                                                     SweepFormat format);
+// Rows in one point's text (CSV lines or a JSON array), to tell a finished point from a cut one.
+std::size_t sweep_row_count(SweepFormat format, const std::string& rows);
+// Rows a point produces: its schemes that apply to its workload.
+std::size_t sweep_expected_rows(const PreparedPoint& point);
+
+// Checkpoint lines: one JSON object per finished point, {"format", "key", "rows"}, appended as points
+// finish. Lines of another format, or a last line cut short by a crash, are skipped.
+std::string sweep_checkpoint_line(SweepFormat format, const std::string& key, const std::string& rows);
+void read_sweep_checkpoint(const std::string& path, SweepFormat format, std::map<std::string, std::string>& done);
+
+}  // namespace overlap::sim

@@ -1,0 +1,258 @@
+// Scheme-level tuning (sim/tune_schemes.hpp).
+#include "sim/tune_schemes.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "cost_model/input_error.hpp"
+#include "sim/engine.hpp"
+#include "sim/metrics.hpp"
+#include "sim/node_builder.hpp"
+#include "sim/report.hpp"
+#include "sim/sweep_parallel.hpp"
+#include "sim/tune_wave_groups.hpp"
+
+namespace overlap::sim {
+
+namespace {
+
+// The value a knob has in `config`: set there, else the parameter table's default (as text).
+std::string knob_text(const SchemeInfo& scheme, const nlohmann::json& config, const std::string& name) {
+  if (config.contains(name)) {
+    const nlohmann::json& v = config.at(name);
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  }
+  for (const SchemeParam& p : scheme.params)
+    if (p.name == name) return p.default_value;
+  return {};
+}
+
+bool condition_holds(const SchemeInfo& scheme, const nlohmann::json& config, const std::string& when) {
+  if (when.empty()) return true;
+  const auto eq = when.find('=');
+  if (eq == std::string::npos) throw std::logic_error("tune_when must be other=value (got '" + when + "')");
+  return knob_text(scheme, config, when.substr(0, eq)) == when.substr(eq + 1);
+}
+
+std::string params_text(const nlohmann::json& params) {
+  if (!params.is_object() || params.empty()) return "defaults";
+  std::string out;
+  for (auto it = params.begin(); it != params.end(); ++it)
+    out += (out.empty() ? "" : " ") + it.key() + "=" + (it->is_string() ? it->get<std::string>() : it->dump());
+  return out;
+}
+
+}  // namespace
+
+std::vector<nlohmann::json> scheme_knob_grid(const SchemeInfo& scheme) {
+  std::vector<nlohmann::json> grid = {nlohmann::json::object()};
+  for (const SchemeParam& p : scheme.params) {
+    if (p.tune_values.empty()) continue;
+    std::vector<nlohmann::json> next;
+    for (const nlohmann::json& config : grid) {
+      // A knob whose condition does not hold stays at its default: one configuration, not one per value.
+      if (!condition_holds(scheme, config, p.tune_when)) {
+        next.push_back(config);
+        continue;
+      }
+      for (const nlohmann::json& v : p.tune_values) {
+        nlohmann::json c = config;
+        c[p.name] = v;
+        next.push_back(std::move(c));
+      }
+    }
+    grid = std::move(next);
+  }
+  // The all-defaults configuration first, then the grid without it (each configuration once).
+  std::vector<nlohmann::json> out = {nlohmann::json::object()};
+  auto same_as_defaults = [&](const nlohmann::json& c) {
+    for (auto it = c.begin(); it != c.end(); ++it)
+      if (knob_text(scheme, c, it.key()) != knob_text(scheme, nlohmann::json::object(), it.key())) return false;
+    return true;
+  };
+  for (auto& c : grid)
+    if (!c.empty() && !same_as_defaults(c)) out.push_back(std::move(c));
+  return out;
+}
+
+SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
+  const auto start = std::chrono::steady_clock::now();
+  SchemeTuneResult r;
+  r.baseline = baseline_scheme_for(sc.workload);
+
+  // Every candidate of every scheme, in order: the scenario's own settings, then the knob grid.
+  std::vector<SchemeTuneCandidate> all;
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<std::size_t>> by_scheme;
+  // Each configuration once, written with only the knobs that differ from their defaults.
+  auto add = [&](const std::string& scheme, const nlohmann::json& given, const std::string& origin) {
+    const SchemeInfo& info = *find_scheme(scheme);
+    nlohmann::json params = nlohmann::json::object();
+    for (auto it = given.begin(); it != given.end(); ++it)
+      if (knob_text(info, given, it.key()) != knob_text(info, nlohmann::json::object(), it.key())) params[it.key()] = *it;
+    for (std::size_t i : by_scheme[scheme])
+      if (all[i].params == params) return;
+    by_scheme[scheme].push_back(all.size());
+    all.push_back(SchemeTuneCandidate{scheme, params, 0, 0, origin});
+  };
+  for (const SchemeSpec& spec : sc.schemes) {
+    const SchemeInfo* info = find_scheme(spec.name);
+    if (!info) throw std::invalid_argument("unknown scheme '" + spec.name + "'");
+    if (info->applies && !info->applies(sc.workload)) continue;
+    const bool first = !by_scheme.count(spec.name);
+    if (first) order.push_back(spec.name);
+    if (!spec.params.empty()) add(spec.name, spec.params, "scenario");
+    if (!first) continue;
+    for (const nlohmann::json& c : scheme_knob_grid(*info)) add(spec.name, c, "grid");
+    if (spec.name == "flashoverlap") {
+      // The engine-backed wave-group search: its partition competes with the table's settings.
+      WaveGroupTuneOptions wo;
+      wo.jobs = jobs;
+      const WaveGroupTuneResult wg = tune_wave_groups(sc.workload, sc.hardware, sc.fidelity, wo);
+      add(spec.name, nlohmann::json{{"groups", wg.groups_waves}}, "wave-group search (simulate)");
+    }
+  }
+  if (order.empty()) throw InputError(sc.file, 0, "schemes", "no scheme of the scenario applies to its workload");
+
+  // Latency of every candidate (one engine run each) and of the baseline.
+  const SchemeInfo* base = find_scheme(r.baseline);
+  if (!base) throw std::logic_error("baseline scheme '" + r.baseline + "' is not registered");
+  std::vector<Ps> latency(all.size() + 1, 0);
+  parallel_for(all.size() + 1, jobs, [&](std::size_t i) {
+    const bool is_base = i == all.size();
+    const SchemeInfo& s = is_base ? *base : *find_scheme(all[i].scheme);
+    const nlohmann::json params = is_base ? nlohmann::json::object() : all[i].params;
+    const BuildContext ctx{sc.workload, sc.hardware, params, sc.fidelity};
+    try {
+      const BuiltScheme built = s.build(ctx);
+      latency[i] = run(built.graph, make_node(sc.hardware, built.graph.num_ranks())).makespan_ps;
+    } catch (const InputError& e) {
+      throw InputError(sc.file, 0, "schemes." + s.name,
+                       fmt::format("{} with {}: {}", s.name, params_text(params), e.message()));
+    } catch (const std::invalid_argument& e) {
+      throw InputError(sc.file, 0, "schemes." + s.name, fmt::format("{} with {}: {}", s.name, params_text(params), e.what()));
+    }
+  });
+  r.baseline_ps = latency.back();
+  r.evaluated = static_cast<int>(all.size());
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    all[i].latency_ps = latency[i];
+    all[i].speedup = latency[i] > 0 ? static_cast<double>(r.baseline_ps) / static_cast<double>(latency[i]) : 0;
+  }
+
+  for (const std::string& name : order) {
+    SchemeTuneEntry e;
+    e.scheme = name;
+    for (std::size_t i : by_scheme[name]) e.candidates.push_back(all[i]);
+    std::stable_sort(e.candidates.begin(), e.candidates.end(),
+                     [](const SchemeTuneCandidate& a, const SchemeTuneCandidate& b) { return a.latency_ps < b.latency_ps; });
+    r.schemes.push_back(std::move(e));
+  }
+  // Full metrics (exposed communication, bound) of each scheme's best.
+  parallel_for(r.schemes.size(), jobs, [&](std::size_t i) {
+    SchemeTuneEntry& e = r.schemes[i];
+    const BuildContext ctx{sc.workload, sc.hardware, e.candidates.front().params, sc.fidelity};
+    EvaluateOptions o;
+    o.verify_bytes = false;  // the latency was just simulated; the byte accounting is `run`'s check
+    e.best = evaluate(*find_scheme(e.scheme), ctx, o);
+    e.best.speedup_vs_no_overlap = e.candidates.front().speedup;
+  });
+  for (std::size_t i = 1; i < r.schemes.size(); ++i)
+    if (r.schemes[i].candidates.front().latency_ps < r.schemes[r.best].candidates.front().latency_ps) r.best = i;
+  r.search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+namespace {
+
+double us(Ps ps) { return static_cast<double>(ps) / 1e6; }
+
+nlohmann::json candidate_json(const SchemeTuneCandidate& c) {
+  return {{"scheme", c.scheme}, {"params", c.params}, {"latency_us", us(c.latency_ps)},
+          {"speedup_vs_baseline", c.speedup}, {"origin", c.origin}};
+}
+
+// Every candidate of every scheme, fastest first (ties: scheme order, then enumeration order).
+std::vector<SchemeTuneCandidate> ranked(const SchemeTuneResult& r) {
+  std::vector<SchemeTuneCandidate> all;
+  for (const auto& e : r.schemes) all.insert(all.end(), e.candidates.begin(), e.candidates.end());
+  std::stable_sort(all.begin(), all.end(),
+                   [](const SchemeTuneCandidate& a, const SchemeTuneCandidate& b) { return a.latency_ps < b.latency_ps; });
+  return all;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const SchemeTuneResult& r, const Scenario& sc, int top) {
+  nlohmann::json j;
+  j["scenario"] = sc.name;
+  j["hardware"] = sc.hardware_name;
+  j["workload"] = workload_json(sc.workload);
+  j["fidelity"] = fidelity_name(sc.fidelity);
+  j["baseline"] = r.baseline;
+  j["baseline_us"] = us(r.baseline_ps);
+  const SchemeTuneEntry& best = r.schemes[r.best];
+  j["best"] = candidate_json(best.candidates.front());
+  nlohmann::json schemes = nlohmann::json::array();
+  for (const SchemeTuneEntry& e : r.schemes) {
+    nlohmann::json s;
+    s["scheme"] = e.scheme;
+    s["best"] = candidate_json(e.candidates.front());
+    s["best_metrics"] = to_json(e.best);
+    nlohmann::json cands = nlohmann::json::array();
+    for (const auto& c : e.candidates) cands.push_back(candidate_json(c));
+    s["candidates"] = cands;
+    schemes.push_back(std::move(s));
+  }
+  j["schemes"] = schemes;
+  nlohmann::json tops = nlohmann::json::array();
+  const auto all = ranked(r);
+  for (std::size_t i = 0; i < all.size() && static_cast<int>(i) < top; ++i) tops.push_back(candidate_json(all[i]));
+  j["top"] = tops;
+  j["evaluated"] = r.evaluated;
+  j["search_ms"] = r.search_ms;
+  return j;
+}
+
+std::string format_scheme_tune_table(const SchemeTuneResult& r, const Scenario& sc, int top) {
+  std::string out;
+  out += fmt::format("tune: scenario {}   hardware: {}   fidelity: {}\n", sc.name, sc.hardware_name,
+                     fidelity_name(sc.fidelity));
+  out += fmt::format("workload: {}\n", describe_workload(sc.workload));
+  const SchemeTuneCandidate& best = r.schemes[r.best].candidates.front();
+  out += fmt::format("best: {} ({}): {:.2f} us, {:.3f}x vs {} ({:.2f} us); {} configurations in {:.0f} ms\n\n",
+                     best.scheme, params_text(best.params), us(best.latency_ps), best.speedup, r.baseline,
+                     us(r.baseline_ps), r.evaluated, r.search_ms);
+  // Best per scheme.
+  const auto all = ranked(r);
+  std::size_t w_scheme = 6, w_conf = 18;
+  for (const auto& e : r.schemes) {
+    w_scheme = std::max(w_scheme, e.scheme.size());
+    w_conf = std::max(w_conf, params_text(e.candidates.front().params).size());
+  }
+  for (std::size_t i = 0; i < all.size() && static_cast<int>(i) < top; ++i)
+    w_conf = std::max(w_conf, params_text(all[i].params).size());
+  w_conf = std::min<std::size_t>(w_conf, 56);
+  auto clip = [&](std::string s) { return s.size() > w_conf ? s.substr(0, w_conf - 3) + "..." : s; };
+  out += fmt::format("{:<{}}  {:<{}}  {:>12}  {:>8}  {:>17}  {:>6}\n", "scheme", w_scheme, "best configuration", w_conf,
+                     "latency (us)", "speedup", "exposed comm (us)", "tried");
+  for (const auto& e : r.schemes) {
+    const auto& c = e.candidates.front();
+    out += fmt::format("{:<{}}  {:<{}}  {:>12.2f}  {:>7.3f}x  {:>17.2f}  {:>6}\n", e.scheme, w_scheme,
+                       clip(params_text(c.params)), w_conf, us(c.latency_ps), c.speedup, us(e.best.exposed_comm_ps),
+                       e.candidates.size());
+  }
+  out += fmt::format("\ntop {} configurations:\n", top);
+  out += fmt::format("{:>3}  {:<{}}  {:<{}}  {:>12}  {:>8}  {}\n", "#", "scheme", w_scheme, "configuration", w_conf,
+                     "latency (us)", "speedup", "origin");
+  for (std::size_t i = 0; i < all.size() && static_cast<int>(i) < top; ++i)
+    out += fmt::format("{:>3}  {:<{}}  {:<{}}  {:>12.2f}  {:>7.3f}x  {}\n", i + 1, all[i].scheme, w_scheme,
+                       clip(params_text(all[i].params)), w_conf, us(all[i].latency_ps), all[i].speedup, all[i].origin);
+  return out;
+}
+
+}  // namespace overlap::sim

@@ -1,0 +1,52 @@
+#pragma once
+// `overlap-sim tune SCENARIO`: every scheme of a scenario with its knobs searched (design.md
+// "Tuning": "best chunk count / m / SM margin for other schemes"). The knobs and the values tried come
+// from each scheme's parameter table (SchemeParam::tune_values, tune_when), so a scheme that gains a
+// knob is tuned without a change here. FlashOverlap's wave groups are also searched in the engine
+// (sim/tune_wave_groups.hpp) and the engine's best partition joins the candidates.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/metrics.hpp"
+#include "sim/scenario.hpp"
+
+namespace overlap::sim {
+
+struct SchemeTuneCandidate {
+  std::string scheme;
+  nlohmann::json params;  // the knobs set (only those the candidate sets; the rest are defaults)
+  Ps latency_ps = 0;
+  double speedup = 0;     // baseline latency / latency
+  std::string origin;     // "scenario" (as written), "grid", "wave-group search"
+};
+
+struct SchemeTuneEntry {
+  std::string scheme;
+  std::vector<SchemeTuneCandidate> candidates;  // best first (ties: enumeration order)
+  SchemeResult best;                            // full metrics of candidates.front()
+};
+
+struct SchemeTuneResult {
+  std::string baseline;     // no_overlap, or tp_baseline for decode stacks
+  Ps baseline_ps = 0;
+  std::vector<SchemeTuneEntry> schemes;  // in the scenario's order, each scheme once
+  std::size_t best = 0;                  // index into schemes of the fastest
+  int evaluated = 0;                     // engine runs of candidates
+  double search_ms = 0;
+};
+
+// The knob settings to try for one scheme: the cartesian product of its tuned parameters' values
+// (parameter table order, the last varying fastest), a conditional knob (tune_when) only where its
+// condition holds. The first entry is the empty object (every default).
+std::vector<nlohmann::json> scheme_knob_grid(const SchemeInfo& scheme);
+
+// Tunes every scheme of the scenario (each name once; the scenario's own parameters are tried too).
+// `jobs` threads evaluate candidates (results do not depend on it).
+SchemeTuneResult tune_schemes(const Scenario& scenario, int jobs = 1);
+
+nlohmann::json to_json(const SchemeTuneResult& r, const Scenario& scenario, int top);
+std::string format_scheme_tune_table(const SchemeTuneResult& r, const Scenario& scenario, int top);
+
+}  // namespace overlap::sim

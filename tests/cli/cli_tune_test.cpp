@@ -1,0 +1,248 @@
+// The command line of issue 10: `tune` (operator and scenario level), `run --param`, `--wide` and the
+// 120-column table, `profile list`, `--version`, unknown commands, examples in every --help.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cost_model/profile_loader.hpp"
+#include "sim/report.hpp"
+#include "tools/cli.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CliResult {
+  int rc = -1;
+  std::string out, err;
+};
+
+CliResult cli(const std::vector<std::string>& args) {
+  std::vector<const char*> argv = {"overlap-sim"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  CliResult r;
+  r.rc = overlap::tools::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& name)
+      : path((fs::temp_directory_path() / ("overlap-cli-tune-" + std::to_string(::getpid()) + "-" + name)).string()) {}
+  ~TempFile() {
+    std::error_code ec;
+    fs::remove(path, ec);
+  }
+};
+
+const std::vector<std::string> kA800 = {"tune",        "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096",
+                                        "--dtype",     "fp16",       "--primitive",    "all_reduce", "--ranks",
+                                        "4"};
+
+std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+}  // namespace
+
+TEST_CASE("tune --format json has exactly the documented keys", "[cli][tune]") {
+  for (const char* search : {"flashoverlap", "optimal", "exhaustive", "simulate"}) {
+    INFO(search);
+    const CliResult r = cli(with(kA800, {"--search", search, "--format", "json", "--budget", "12"}));
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    for (const char* key : {"groups_waves", "groups_tiles", "predicted_us", "simulated_us", "no_overlap_us",
+                            "speedup_vs_no_overlap", "search", "candidates", "search_ms"})
+      CHECK(j.contains(key));
+    CHECK(j["search"] == search);
+    const auto waves = j["groups_waves"].get<std::vector<int>>();
+    const auto tiles = j["groups_tiles"].get<std::vector<std::int64_t>>();
+    CHECK(std::accumulate(waves.begin(), waves.end(), 0) == j["waves"].get<int>());
+    CHECK(std::accumulate(tiles.begin(), tiles.end(), std::int64_t{0}) == j["tiles"].get<std::int64_t>());
+    CHECK(j["speedup_vs_no_overlap"].get<double>() ==
+          Approx(j["no_overlap_us"].get<double>() / j["simulated_us"].get<double>()));
+    REQUIRE(!j["candidates"].empty());
+    for (const auto& c : j["candidates"]) {
+      CHECK(c.contains("predicted_us"));
+      CHECK(c.contains("simulated_us"));
+      if (!c["simulated_us"].is_null())
+        CHECK(c["simulated_minus_predicted_us"].get<double>() ==
+              Approx(c["simulated_us"].get<double>() - c["predicted_us"].get<double>()).margin(1e-6));
+    }
+  }
+  // The A800 shape has 20 waves: exhaustive is allowed, and agrees with optimal.
+  const auto ex = nlohmann::json::parse(cli(with(kA800, {"--search", "exhaustive", "--format", "json"})).out);
+  const auto opt = nlohmann::json::parse(cli(with(kA800, {"--search", "optimal", "--format", "json"})).out);
+  CHECK(ex["predicted_us"] == opt["predicted_us"]);
+}
+
+TEST_CASE("tune: exhaustive above 20 waves and bad options exit 2 with a clear message", "[cli][tune]") {
+  const CliResult big = cli({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "65536x8192x1024", "--primitive",
+                             "all_reduce", "--ranks", "4", "--search", "exhaustive"});
+  CHECK(big.rc == 2);
+  CHECK_THAT(big.err, Catch::Contains("exhaustive") && Catch::Contains("limit 20") && Catch::Contains("optimal"));
+
+  auto fails_naming = [](const std::vector<std::string>& args, const std::string& what) {
+    const CliResult r = cli(args);
+    INFO(r.err);
+    CHECK(r.rc == 2);
+    CHECK_THAT(r.err, Catch::Contains(what));
+  };
+  fails_naming({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192", "--primitive", "all_reduce", "--ranks", "4"}, "--gemm");
+  fails_naming({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x0x4096", "--primitive", "all_reduce", "--ranks", "4"}, "--gemm");
+  fails_naming(with(kA800, {"--search", "psychic"}), "--search");
+  fails_naming({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive", "all_gather", "--ranks", "4"}, "--primitive");
+  fails_naming({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive", "all_reduce", "--ranks", "16"}, "--ranks");
+  fails_naming({"tune", "--hardware", "warp-9", "--gemm", "8192x8192x4096", "--primitive", "all_reduce", "--ranks", "4"}, "warp-9");
+  fails_naming({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "8190x8192x4096", "--primitive", "reduce_scatter", "--ranks", "4"}, "divisible");
+  fails_naming({"tune", "--gemm", "8192x8192x4096"}, "--hardware");
+  fails_naming(with(kA800, {"--set", "gpu.sm_count=-1"}), "sm_count");
+  fails_naming(with(kA800, {"--swizzle", "3"}), "--swizzle");
+  fails_naming({"tune", "flashoverlap-a800-allreduce", "--export-flashoverlap", "x.json"}, "--export-flashoverlap");
+}
+
+TEST_CASE("tune --export-flashoverlap writes FlashOverlap's configuration", "[cli][tune][export]") {
+  TempFile cfg("fo.json");
+  const CliResult r = cli(with(kA800, {"--search", "flashoverlap", "--format", "json", "--export-flashoverlap",
+                                       cfg.path, "--algo", "3"}));
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const auto tuned = nlohmann::json::parse(r.out);
+  const auto j = nlohmann::json::parse(read(cfg.path));
+  for (const char* key : {"BM", "BN", "dur", "Algo", "hint", "cSeg", "rLDN"}) CHECK(j.contains(key));
+  CHECK(j["Algo"] == 3);
+  CHECK(j["cSeg"] == tuned["groups_tiles"]);
+  CHECK(j["hint"].size() == tuned["tiles"].get<std::size_t>());
+}
+
+TEST_CASE("tune SCENARIO prints every scheme's best configuration and the overall best", "[cli][tune]") {
+  const CliResult r = cli({"tune", "flashoverlap-a800-allreduce", "--set", "workload.m=4096", "--top", "4"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("best: "));
+  for (const char* s : {"no_overlap", "data_slicing", "flashoverlap"}) CHECK_THAT(r.out, Catch::Contains(s));
+  CHECK_THAT(r.out, Catch::Contains("top 4 configurations"));
+  const CliResult j = cli({"tune", "flashoverlap-a800-allreduce", "--set", "workload.m=4096", "--format", "json"});
+  REQUIRE(j.rc == 0);
+  const auto doc = nlohmann::json::parse(j.out);
+  CHECK(doc["schemes"].size() == 3);
+  CHECK(doc["best"]["latency_us"].get<double>() <= doc["baseline_us"].get<double>());
+}
+
+TEST_CASE("run --param sets a scheme's knobs without YAML", "[cli][param]") {
+  const CliResult r = cli({"run", "flashoverlap-a800-allreduce", "--scheme", "data_slicing", "--param", "chunks=8",
+                           "--format", "json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["results"].size() == 1);
+  CHECK(j["results"][0]["params"]["chunks"] == 8);
+  // A list value, read as YAML like a scenario's.
+  const CliResult list = cli({"run", "flashoverlap-a800-allreduce", "--scheme", "flashoverlap", "--param",
+                              "groups=[4, 4, 4, 4, 4]", "--format", "json"});
+  INFO(list.err);
+  REQUIRE(list.rc == 0);
+  CHECK(nlohmann::json::parse(list.out)["results"][0]["params"]["groups"] == nlohmann::json({4, 4, 4, 4, 4}));
+
+  const CliResult unknown = cli({"run", "--scheme", "data_slicing", "--param", "chunkz=8"});
+  CHECK(unknown.rc == 2);
+  CHECK_THAT(unknown.err, Catch::Contains("--param chunkz") && Catch::Contains("chunks"));
+  const CliResult type = cli({"run", "--scheme", "data_slicing", "--param", "chunks=many"});
+  CHECK(type.rc == 2);
+  CHECK_THAT(type.err, Catch::Contains("--param chunks"));
+  const CliResult value = cli({"run", "--scheme", "data_slicing", "--param", "chunks=0"});
+  CHECK(value.rc == 2);
+  CHECK_THAT(value.err, Catch::Contains("chunks"));
+  const CliResult no_scheme = cli({"run", "--param", "chunks=8"});
+  CHECK(no_scheme.rc == 2);
+  CHECK_THAT(no_scheme.err, Catch::Contains("--scheme"));
+}
+
+TEST_CASE("the results table fits 120 columns, and --wide shows every column", "[cli][table]") {
+  std::vector<std::string> files;
+  for (const char* dir : {"/scenarios", "/scenarios/papers"})
+    for (const auto& e : fs::directory_iterator(std::string(OVERLAP_SOURCE_DIR) + dir))
+      if (e.path().extension() == ".yaml") files.push_back(e.path().string());
+  REQUIRE(files.size() >= 10);
+  for (const std::string& f : files) {
+    INFO(f);
+    const CliResult r = cli({"run", f});
+    REQUIRE(r.rc == 0);
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      INFO(line);
+      CHECK(line.size() <= overlap::sim::kTableWidth);
+    }
+  }
+  const CliResult wide = cli({"run", "--wide"});
+  REQUIRE(wide.rc == 0);
+  for (const char* col : {"compute-only (us)", "bound (us)", "SMs lost to comm", "reason", "speedup vs no_overlap"})
+    CHECK_THAT(wide.out, Catch::Contains(col));
+  const CliResult narrow = cli({"run"});
+  CHECK(narrow.out.find("compute-only (us)") == std::string::npos);
+  // Every scheme's reason is still there, after the table.
+  CHECK_THAT(narrow.out, Catch::Contains("sequential: every collective waits for its GEMM"));
+}
+
+TEST_CASE("profile list, --version, unknown commands, and examples in every --help", "[cli]") {
+  const CliResult list = cli({"profile", "list"});
+  REQUIRE(list.rc == 0);
+  for (const std::string& name : overlap::builtin_profile_names()) CHECK_THAT(list.out, Catch::Contains(name));
+  const CliResult json = cli({"profile", "list", "--format", "json"});
+  REQUIRE(json.rc == 0);
+  CHECK(nlohmann::json::parse(json.out)["profiles"].size() == overlap::builtin_profile_names().size());
+
+  const CliResult version = cli({"--version"});
+  CHECK(version.rc == 0);
+  CHECK_THAT(version.out, Catch::Contains("overlap-sim 0."));
+
+  const CliResult unknown = cli({"frobnicate", "--fast"});
+  CHECK(unknown.rc == 2);
+  CHECK_THAT(unknown.err, Catch::Contains("unknown command 'frobnicate'") && Catch::Contains("run, tune, sweep"));
+  const CliResult unknown_profile = cli({"profile", "lst"});
+  CHECK(unknown_profile.rc == 2);
+  CHECK_THAT(unknown_profile.err, Catch::Contains("unknown command 'profile lst'"));
+
+  for (const std::vector<std::string>& help :
+       std::vector<std::vector<std::string>>{{"--help"}, {"run", "--help"}, {"tune", "--help"}, {"sweep", "--help"},
+                                             {"schemes", "--help"}, {"profile", "--help"}, {"profile", "list", "--help"},
+                                             {"profile", "show", "--help"}}) {
+    INFO(help.front());
+    const CliResult r = cli(help);
+    CHECK(r.rc == 0);
+    CHECK_THAT(r.out, Catch::Contains("Examples:") && Catch::Contains("overlap-sim "));
+  }
+}
+
+TEST_CASE("schemes shows the production names of the knobs and what tune tries", "[cli]") {
+  const CliResult r = cli({"schemes"});
+  REQUIRE(r.rc == 0);
+  for (const char* name : {"num_splits", "ub_overlap_rs", "num_sm", "NCCL_NCHANNELS", "set_sm_margin", "tune tries"})
+    CHECK_THAT(r.out, Catch::Contains(name));
+  const auto j = nlohmann::json::parse(cli({"schemes", "--format", "json"}).out);
+  bool found = false;
+  for (const auto& s : j["schemes"])
+    for (const auto& p : s["params"])
+      if (p["name"] == "chunks") found = p["tune_values"].size() == 5 && !p["equivalent"].get<std::string>().empty();
+  CHECK(found);
+}

@@ -1,0 +1,99 @@
+// Scheme-level tuning (sim/tune_schemes.hpp): the knob grid from the parameter tables and the search.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "sim/engine.hpp"
+#include "sim/metrics.hpp"
+#include "sim/node_builder.hpp"
+#include "sim/tune_schemes.hpp"
+
+using namespace overlap;
+using namespace overlap::sim;
+
+namespace {
+
+ScenarioOptions options() {
+  ScenarioOptions o;
+  o.hardware_dir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware";
+  return o;
+}
+
+const std::string kScenario =
+    "hardware: a800-8x-nvlink\n"
+    "workload: {kind: gemm_collective, tp: 4, m: 4096, n: 4096, k: 2048, dtype: fp16, primitive: all_reduce}\n"
+    "schemes: [no_overlap, {name: data_slicing, params: {chunks: 3}}, flashoverlap]\n";
+
+Ps engine_latency(const Scenario& sc, const std::string& scheme, const nlohmann::json& params) {
+  const BuildContext ctx{sc.workload, sc.hardware, params, sc.fidelity};
+  const BuiltScheme built = find_scheme(scheme)->build(ctx);
+  return run(built.graph, make_node(sc.hardware, built.graph.num_ranks())).makespan_ps;
+}
+
+}  // namespace
+
+TEST_CASE("the knob grid comes from the parameter tables, conditional knobs only where they apply", "[tune][schemes]") {
+  const auto ds = scheme_knob_grid(*find_scheme("data_slicing"));
+  REQUIRE(!ds.empty());
+  CHECK(ds.front().empty());  // every default first
+  std::set<std::int64_t> chunks;
+  for (std::size_t i = 1; i < ds.size(); ++i) chunks.insert(ds[i].at("chunks").get<std::int64_t>());
+  // The table's values, the default (4) stated once as {}.
+  CHECK(chunks == std::set<std::int64_t>{1, 2, 8, 16});
+  CHECK(ds.size() == 5);
+
+  const auto at = scheme_knob_grid(*find_scheme("async_tp"));
+  // transport x streams, and copy_sms (4 values) only with transport sm: 2 + 2 x 4 = 10 settings.
+  CHECK(at.size() == 10);
+  std::set<std::string> seen;
+  for (const auto& c : at) {
+    CHECK(seen.insert(c.dump()).second);
+    if (c.contains("copy_sms")) CHECK(c.value("transport", "copy_engine") == "sm");
+  }
+  // A scheme without tuned knobs has one configuration.
+  CHECK(scheme_knob_grid(*find_scheme("no_overlap")).size() == 1);
+  // Every tuned value is one the scheme accepts: each configuration builds.
+  for (const SchemeInfo& s : scheme_registry())
+    for (const SchemeParam& p : s.params) {
+      for (const auto& v : p.tune_values) CHECK(!v.is_null());
+      if (!p.tune_when.empty()) CHECK(p.tune_when.find('=') != std::string::npos);
+    }
+}
+
+TEST_CASE("tune SCENARIO: each scheme's best is the fastest of its candidates, and real", "[tune][schemes]") {
+  const Scenario sc = load_scenario_text(kScenario, "t.yaml", options());
+  const SchemeTuneResult r = tune_schemes(sc, 2);
+  REQUIRE(r.schemes.size() == 3);
+  CHECK(r.schemes[0].scheme == "no_overlap");
+  CHECK(r.schemes[1].scheme == "data_slicing");
+  CHECK(r.schemes[2].scheme == "flashoverlap");
+  CHECK(r.baseline == "no_overlap");
+  CHECK(r.baseline_ps == engine_latency(sc, "no_overlap", nlohmann::json::object()));
+  Ps best = -1;
+  for (const auto& e : r.schemes) {
+    INFO(e.scheme);
+    REQUIRE(!e.candidates.empty());
+    for (std::size_t i = 1; i < e.candidates.size(); ++i) CHECK(e.candidates[i - 1].latency_ps <= e.candidates[i].latency_ps);
+    // The reported latency is what the engine gives that configuration.
+    CHECK(e.candidates.front().latency_ps == engine_latency(sc, e.scheme, e.candidates.front().params));
+    CHECK(e.best.latency_ps == e.candidates.front().latency_ps);
+    if (best < 0 || e.candidates.front().latency_ps < best) best = e.candidates.front().latency_ps;
+  }
+  CHECK(r.schemes[r.best].candidates.front().latency_ps == best);
+  // The scenario's own setting (chunks 3) and the table's values were all tried.
+  std::set<std::int64_t> chunks;
+  for (const auto& c : r.schemes[1].candidates) chunks.insert(c.params.value("chunks", std::int64_t{4}));
+  CHECK(chunks == std::set<std::int64_t>{1, 2, 3, 4, 8, 16});
+  // The engine-backed wave-group partition is one of FlashOverlap's candidates, and the tuned
+  // FlashOverlap is at least as fast as its default (the published search).
+  bool searched = false;
+  for (const auto& c : r.schemes[2].candidates) searched |= c.origin == "wave-group search (simulate)";
+  CHECK(searched);
+  CHECK(r.schemes[2].candidates.front().latency_ps <= engine_latency(sc, "flashoverlap", nlohmann::json::object()));
+  // Same answer on one thread.
+  const SchemeTuneResult one = tune_schemes(sc, 1);
+  for (std::size_t i = 0; i < r.schemes.size(); ++i) {
+    CHECK(one.schemes[i].candidates.front().params == r.schemes[i].candidates.front().params);
+    CHECK(one.schemes[i].candidates.front().latency_ps == r.schemes[i].candidates.front().latency_ps);
+  }
+}

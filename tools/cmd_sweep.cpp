@@ -1,0 +1,387 @@
+#include "tools/cmd_sweep.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cost_model/input_error.hpp"
+#include "sim/engine.hpp"
+#include "sim/scenario.hpp"
+#include "sim/sweep.hpp"
+#include "sim/sweep_mpi.hpp"
+#include "sim/sweep_parallel.hpp"
+#include "tools/cli.hpp"
+#include "tools/cmd_run.hpp"
+
+namespace overlap::tools {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string duration_text(double s) {
+  if (!(s >= 0) || s > 1e7) return "?";
+  const long long t = static_cast<long long>(s + 0.5);
+  if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, (t / 60) % 60);
+  if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  return fmt::format("{}s", t);
+}
+
+// Points done, points/s and ETA on one line of stderr, redrawn at most four times a second.
+class Progress {
+ public:
+  Progress(std::ostream& err, bool enabled, std::size_t total, std::string label)
+      : err_(err), enabled_(enabled), total_(total), label_(std::move(label)), start_(Clock::now()) {}
+
+  void point_done() {
+    const std::size_t done = ++done_;
+    if (!enabled_) return;
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return;
+    const auto now = Clock::now();
+    if (done < total_ && now - last_ < std::chrono::milliseconds(250)) return;
+    last_ = now;
+    const double s = std::chrono::duration<double>(now - start_).count();
+    const double rate = s > 0 ? static_cast<double>(done) / s : 0.0;
+    const double eta = rate > 0 ? static_cast<double>(total_ - done) / rate : -1;
+    err_ << fmt::format("\r{}{}/{} points ({:.1f}%)  {:.1f} points/s  ETA {}\x1b[K", label_, done, total_,
+                        total_ ? 100.0 * static_cast<double>(done) / static_cast<double>(total_) : 100.0, rate,
+                        duration_text(eta))
+         << std::flush;
+  }
+
+  // The summary line: `computed` points by every process, `skipped` ones came from --resume.
+  void finish(std::size_t computed, std::size_t skipped, int threads, int ranks) {
+    if (!enabled_) return;
+    const double s = std::chrono::duration<double>(Clock::now() - start_).count();
+    err_ << fmt::format("\rsweep: {} points in {:.1f} s: {:.1f} points/s on {} thread{}{}{}\x1b[K\n", computed, s,
+                        s > 0 ? static_cast<double>(computed) / s : 0.0, threads, threads == 1 ? "" : "s",
+                        ranks > 1 ? fmt::format(" x {} ranks", ranks) : std::string(),
+                        skipped ? fmt::format(" ({} done before, skipped)", skipped) : std::string())
+         << std::flush;
+  }
+
+ private:
+  std::ostream& err_;
+  bool enabled_;
+  std::size_t total_;
+  std::string label_;
+  Clock::time_point start_, last_{};
+  std::atomic<std::size_t> done_{0};
+  std::mutex mutex_;
+};
+
+// Finished points appended as they finish (one line each, flushed), so a stopped sweep can --resume.
+class Checkpoint {
+ public:
+  explicit Checkpoint(const std::string& path) : path_(path) {
+    if (path_.empty()) return;
+    file_.open(path_, std::ios::binary | std::ios::trunc);
+    if (!file_) throw UsageError("cannot write the sweep's checkpoint file " + path_);
+  }
+  void append(const std::string& line) {
+    if (path_.empty()) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    file_ << line << std::flush;
+  }
+  void remove() {
+    if (path_.empty()) return;
+    file_.close();
+    std::error_code ec;
+    fs::remove(path_, ec);
+  }
+
+ private:
+  std::string path_;
+  std::ofstream file_;
+  std::mutex mutex_;
+};
+
+// Checkpoint files of `output`: FILE.partial (one process) and FILE.partial.RANK (under mpirun).
+std::vector<std::string> checkpoint_files(const std::string& output) {
+  std::vector<std::string> out;
+  const fs::path p(output);
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const std::string prefix = p.filename().string() + ".partial";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name == prefix || name.rfind(prefix + ".", 0) == 0) out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// What a rank sends rank 0: "R index len\n<rows>" per finished point, "E index len\n<message>" for
+// an input error at a point, "X index len\n<message>" for an internal one.
+void put_record(std::string& buf, char kind, std::size_t index, const std::string& text) {
+  buf += fmt::format("{} {} {}\n", kind, index, text.size());
+  buf += text;
+}
+
+struct Record {
+  char kind = 'R';
+  std::size_t index = 0;
+  std::string text;
+};
+
+std::vector<Record> parse_records(const std::string& buf) {
+  std::vector<Record> out;
+  std::size_t pos = 0;
+  while (pos < buf.size()) {
+    const auto nl = buf.find('\n', pos);
+    if (nl == std::string::npos) throw std::logic_error("sweep: a truncated result record");
+    Record r;
+    std::size_t len = 0;
+    std::istringstream head(buf.substr(pos, nl - pos));
+    head >> r.kind >> r.index >> len;
+    r.text = buf.substr(nl + 1, len);
+    pos = nl + 1 + len;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// Runs the sweep on this process's share of the points. Errors that every rank meets alike (bad
+// options, bad points) are thrown; everything after the ranks part ways goes through messages so no
+// rank waits forever for another that failed.
+void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, const sim::SweepWorld& world) {
+  const bool root = world.rank() == 0;
+  sim::SweepFormat format = sim::SweepFormat::csv;
+  if (o.format == "json") format = sim::SweepFormat::json;
+  else if (o.format != "csv") throw UsageError("--format must be csv or json (got '" + o.format + "')");
+  if (o.jobs < 0) throw UsageError(fmt::format("-j must be at least 1 (got {})", o.jobs));
+  if (o.resume && o.output.empty()) throw UsageError("--resume needs --output FILE (the file whose points are skipped)");
+  if (!o.plot.empty()) check_plotting_available("plot_sweep.py");
+
+  sim::ScenarioOptions load;
+  load.sets = o.sets;
+  load.hardware_dir = hardware_dir();
+  load.validate_sweep = true;
+  load.check_sweep_values = false;  // every point is checked below, all bad ones reported together
+  const std::string path = o.scenario.empty() ? (fs::path(source_dir()) / kDefaultScenario).string()
+                                              : resolve_input_path(o.scenario);
+  const sim::Scenario sc = sim::load_scenario_file(path, load);
+  std::vector<sim::SweepAxis> flags;
+  for (const std::string& f : o.sweeps) flags.push_back(sim::parse_sweep_flag(f));
+  const sim::SweepGrid grid = sim::make_sweep_grid(sim::merge_sweep_axes(sc.sweep, flags));
+  if (grid.points.empty())
+    throw UsageError(fmt::format("{} has no sweep: section; give the axes with --sweep KEY=V1,V2,...", path));
+  {
+    std::set<std::string> seen;
+    for (const std::string& c : grid.columns)
+      if (!seen.insert(c).second) throw UsageError("the key '" + c + "' is swept by two axes");
+  }
+
+  if (!o.plot.empty() && grid.columns.size() > 2)
+    throw UsageError(fmt::format("--plot draws one swept key (line chart) or two (heatmap); this sweep varies {}",
+                                 grid.columns.size()));
+
+  const int jobs = o.jobs > 0 ? o.jobs
+                              : std::max(1, sim::default_jobs() / std::max(1, world.local_size()));
+  sim::ScenarioOptions point_load = load;
+  const std::vector<sim::PreparedPoint> prepared = sim::prepare_sweep(sc, grid, point_load, jobs);
+
+  // --resume: rank 0 reads what is done and tells the others which points to skip.
+  std::map<std::string, std::string> done;
+  std::vector<std::string> resumed_from;
+  std::string done_keys;
+  std::exception_ptr resume_error;
+  if (root && o.resume) {
+    try {
+      done = sim::read_sweep_output(o.output, grid, format);
+      for (const std::string& f : checkpoint_files(o.output)) {
+        sim::read_sweep_checkpoint(f, format, done);
+        resumed_from.push_back(f);
+      }
+      // A point counts as done only with all its rows (a file cut short by hand loses its last point).
+      std::map<std::string, std::size_t> expected;
+      for (std::size_t i = 0; i < grid.points.size(); ++i)
+        expected[sim::sweep_point_key(grid.points[i].values)] = sim::sweep_expected_rows(prepared[i]);
+      for (auto it = done.begin(); it != done.end();) {
+        const auto e = expected.find(it->first);
+        if (e == expected.end() || sim::sweep_row_count(format, it->second) != e->second) it = done.erase(it);
+        else ++it;
+      }
+      done_keys = "OK\n";
+      for (const auto& [k, v] : done) done_keys += k + "\n";
+    } catch (...) {
+      resume_error = std::current_exception();
+      done_keys = "ERR\n";
+    }
+  }
+  world.broadcast(done_keys);
+  if (resume_error) std::rethrow_exception(resume_error);
+  if (done_keys.rfind("ERR", 0) == 0) throw QuietExit(kExitUsage);
+  std::set<std::string> skip;
+  if (o.resume) {
+    std::istringstream keys(done_keys.substr(3));
+    for (std::string k; std::getline(keys, k);)
+      if (!k.empty()) skip.insert(k);
+  }
+
+  std::vector<std::string> keys(grid.points.size());
+  std::vector<std::size_t> remaining;
+  for (std::size_t i = 0; i < grid.points.size(); ++i) {
+    keys[i] = sim::sweep_point_key(grid.points[i].values);
+    if (!skip.count(keys[i])) remaining.push_back(i);
+  }
+  std::vector<std::size_t> mine;
+  for (std::size_t k = static_cast<std::size_t>(world.rank()); k < remaining.size(); k += static_cast<std::size_t>(world.size()))
+    mine.push_back(remaining[k]);
+
+  const std::string checkpoint_path =
+      o.output.empty() ? std::string()
+                       : o.output + ".partial" + (world.distributed() ? fmt::format(".{}", world.rank()) : std::string());
+  // A checkpoint this run started from is read above; a new one is written from scratch.
+  Checkpoint checkpoint(checkpoint_path);
+  // What was done before goes into the new checkpoint too, so a second interruption loses nothing.
+  for (const auto& [k, v] : done) checkpoint.append(sim::sweep_checkpoint_line(format, k, v));
+  const bool show = root && (o.progress || o.progress_if_tty);
+  Progress progress(err, show, mine.size(),
+                    world.distributed() ? fmt::format("sweep (rank 0 of {}): ", world.size()) : std::string("sweep: "));
+
+  std::vector<std::string> rows(mine.size());
+  std::vector<char> kinds(mine.size(), 'R');
+  std::atomic<bool> stop{false};
+  sim::parallel_for(mine.size(), jobs, [&](std::size_t k) {
+    if (stop) return;
+    const std::size_t i = mine[k];
+    try {
+      rows[k] = sim::evaluate_sweep_point(sc, grid, i, prepared[i], format, o.verify_bytes);
+    } catch (const InputError& e) {
+      rows[k] = e.what();
+      kinds[k] = 'E';
+      stop = true;
+      return;
+    } catch (const sim::ResourceError& e) {
+      // Hardware a scheme cannot run on at this point (run reports the same, exit 2).
+      rows[k] = fmt::format("at {}: cannot simulate this: {}", sim::sweep_point_key(grid.points[i].values), e.what());
+      kinds[k] = 'E';
+      stop = true;
+      return;
+    } catch (const std::exception& e) {
+      rows[k] = fmt::format("at {}: {}", sim::sweep_point_key(grid.points[i].values), e.what());
+      kinds[k] = 'X';
+      stop = true;
+      return;
+    }
+    checkpoint.append(sim::sweep_checkpoint_line(format, keys[i], rows[k]));
+    progress.point_done();
+  });
+
+  std::string buf;
+  for (std::size_t k = 0; k < mine.size(); ++k)
+    if (kinds[k] != 'R' || !rows[k].empty()) put_record(buf, kinds[k], mine[k], rows[k]);
+  const std::vector<std::string> gathered = world.gather(buf);
+
+  // Rank 0 assembles, writes, and tells the others whether it did.
+  std::string status = "OK";
+  std::exception_ptr failure;
+  if (root) {
+    try {
+      std::vector<std::string> texts(grid.points.size());
+      std::vector<bool> have(grid.points.size(), false);
+      const Record* first_error = nullptr;
+      std::vector<Record> records;
+      for (const std::string& g : gathered)
+        for (Record& r : parse_records(g)) records.push_back(std::move(r));
+      for (const Record& r : records) {
+        if (r.kind == 'R') {
+          texts[r.index] = r.text;
+          have[r.index] = true;
+        } else if (!first_error || r.index < first_error->index) {
+          first_error = &r;
+        }
+      }
+      if (first_error) {
+        if (first_error->kind == 'E') throw UsageError(first_error->text);
+        throw std::runtime_error("sweep: " + first_error->text);
+      }
+      for (std::size_t i = 0; i < grid.points.size(); ++i) {
+        if (have[i]) continue;
+        auto it = done.find(keys[i]);
+        if (it == done.end()) throw std::logic_error("sweep: point " + std::to_string(i) + " has no result");
+        texts[i] = it->second;
+      }
+      progress.finish(remaining.size(), grid.points.size() - remaining.size(), jobs, world.size());
+      const std::string text = sim::assemble_sweep_output(sc, grid, format, texts);
+      if (o.output.empty()) out << text;
+      else write_output(o.output, text);
+      if (!o.plot.empty()) {
+        std::string results = o.output;
+        fs::path tmp;
+        if (results.empty()) {
+          tmp = fs::temp_directory_path() / fmt::format("overlap-sim-sweep-{}.{}", ::getpid(), o.format);
+          write_output(tmp.string(), text);
+          results = tmp.string();
+        }
+        const std::string script = (fs::path(source_dir()) / "tools" / "plot_sweep.py").string();
+        const int rc = run_process({python_program(), script, results, "--output", o.plot, "--title",
+                                    fmt::format("{} on {}", sc.name, sc.hardware_name)},
+                                   false);
+        if (!tmp.empty()) {
+          std::error_code ec;
+          fs::remove(tmp, ec);
+        }
+        if (rc != 0) throw UsageError(fmt::format("--plot: {} failed (exit status {})", script, rc));
+      }
+      for (const std::string& f : resumed_from) {
+        std::error_code ec;
+        fs::remove(f, ec);
+      }
+    } catch (...) {
+      failure = std::current_exception();
+      status = "ERR";
+    }
+  }
+  world.broadcast(status);
+  // The output is written: the checkpoint is no longer needed (after a failure it stays for --resume).
+  if (status == "OK") checkpoint.remove();
+  if (failure) std::rethrow_exception(failure);
+  if (status != "OK") throw QuietExit(kExitUsage);
+}
+
+}  // namespace
+
+void cmd_sweep(const SweepOptions& options, std::ostream& out, std::ostream& err) {
+  if (sim::launched_by_mpirun() && !sim::built_with_mpi())
+    throw UsageError("this overlap-sim was built without MPI, so every mpirun rank would run the whole sweep; "
+                     "install OpenMPI (tools/setup.sh) and rebuild, or run it without mpirun");
+  sim::SweepWorld world;
+  if (!world.distributed()) {
+    run_sweep(options, out, err, world);
+    return;
+  }
+  // Every error reaches every rank (those after the ranks part ways travel as messages): rank 0
+  // reports it, and no rank leaves before it has, since mpirun stops the job when one exits non-zero.
+  int code = kExitOk;
+  try {
+    run_sweep(options, out, err, world);
+  } catch (const QuietExit& e) {
+    code = e.code();
+  } catch (const std::exception& e) {
+    const bool input = dynamic_cast<const InputError*>(&e) || dynamic_cast<const UsageError*>(&e);
+    code = input ? kExitUsage : kExitInternal;
+    if (world.rank() == 0) err << "overlap-sim: " << (input ? "error: " : "internal error: ") << e.what() << "\n" << std::flush;
+  }
+  world.barrier();
+  if (code != kExitOk) throw QuietExit(code);
+}
+
+}  // namespace overlap::tools

@@ -1,0 +1,150 @@
+#include "tools/cmd_tune.hpp"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "cost_model/input_error.hpp"
+#include "cost_model/profile_loader.hpp"
+#include "sim/scenario.hpp"
+#include "sim/sweep_parallel.hpp"
+#include "sim/tune_schemes.hpp"
+#include "sim/tune_wave_groups.hpp"
+#include "sim/workload_shapes.hpp"
+#include "tools/cli.hpp"
+#include "tools/cmd_run.hpp"
+
+namespace overlap::tools {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::int64_t parse_dim(const std::string& s, const std::string& whole) {
+  std::size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || s.empty() || v <= 0)
+    throw UsageError(fmt::format("--gemm must be MxNxK with positive whole numbers, e.g. 8192x8192x4096 (got '{}')", whole));
+  return v;
+}
+
+sim::Workload operator_workload(const TuneOptions& o) {
+  if (o.gemm.empty() || o.primitive.empty() || o.ranks == 0 || o.hardware.empty())
+    throw UsageError("tune needs either a SCENARIO, or --hardware, --gemm MxNxK, --primitive and --ranks "
+                     "(see 'overlap-sim tune --help')");
+  std::vector<std::string> dims;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= o.gemm.size(); ++i) {
+    if (i == o.gemm.size() || o.gemm[i] == 'x' || o.gemm[i] == 'X') {
+      dims.push_back(o.gemm.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  if (dims.size() != 3)
+    throw UsageError(fmt::format("--gemm must be MxNxK, e.g. 8192x8192x4096 (got '{}')", o.gemm));
+  sim::GemmCollective g;
+  g.m = parse_dim(dims[0], o.gemm);
+  g.n = parse_dim(dims[1], o.gemm);
+  g.k = parse_dim(dims[2], o.gemm);
+  const auto dt = parse_dtype(o.dtype);
+  if (!dt) throw UsageError(fmt::format("--dtype must be fp8, fp16, bf16 or fp32 (got '{}')", o.dtype));
+  g.dtype = *dt;
+  if (o.primitive == "all_reduce") g.primitive = sim::Primitive::all_reduce;
+  else if (o.primitive == "reduce_scatter") g.primitive = sim::Primitive::reduce_scatter;
+  else if (o.primitive == "all_to_all") g.primitive = sim::Primitive::all_to_all;
+  else throw UsageError(fmt::format("--primitive must be all_reduce, reduce_scatter or all_to_all (got '{}')", o.primitive));
+  if (o.ranks < 2) throw UsageError(fmt::format("--ranks must be at least 2 (got {})", o.ranks));
+  sim::Workload w;
+  w.kind = "gemm_collective";
+  w.tp = o.ranks;
+  w.shape = g;
+  try {
+    sim::validate_workload(w);
+  } catch (const std::invalid_argument& e) {
+    std::string msg = e.what();
+    if (msg.rfind("workload.m:", 0) == 0 || msg.rfind("workload.n:", 0) == 0 || msg.rfind("workload.k:", 0) == 0)
+      msg = "--gemm " + msg.substr(9);
+    throw UsageError(msg);
+  }
+  return w;
+}
+
+void tune_operator(const TuneOptions& o, std::ostream& out) {
+  const auto search = sim::parse_wave_group_search(o.search);
+  if (!search)
+    throw UsageError(fmt::format("--search must be flashoverlap, optimal, exhaustive or simulate (got '{}')", o.search));
+  if (o.format != "table" && o.format != "json") throw UsageError("--format must be table or json (got '" + o.format + "')");
+  if (o.swizzle != 1 && o.swizzle != 2 && o.swizzle != 4 && o.swizzle != 8)
+    throw UsageError(fmt::format("--swizzle must be 1, 2, 4 or 8 (CUTLASS's identity swizzles; got {})", o.swizzle));
+  if (o.budget < 2) throw UsageError(fmt::format("--budget must be at least 2 engine runs (got {})", o.budget));
+  const sim::Workload w = operator_workload(o);
+  const bool path = o.hardware.find('/') != std::string::npos || fs::path(o.hardware).extension() == ".yaml";
+  const HardwareProfile hw = load_profile(path ? resolve_input_path(o.hardware) : o.hardware, hardware_dir(), o.sets);
+  if (o.ranks > hw.fabric.num_gpus)
+    throw UsageError(fmt::format("--ranks {}: the hardware '{}' has {} GPUs", o.ranks, o.hardware, hw.fabric.num_gpus));
+
+  sim::WaveGroupTuneOptions opts;
+  opts.search = *search;
+  opts.simulate_budget = o.budget;
+  opts.top = o.top;
+  opts.jobs = o.jobs > 0 ? o.jobs : sim::default_jobs();
+  sim::WaveGroupTuneResult r;
+  try {
+    r = sim::tune_wave_groups(w, hw, sim::Fidelity::curve, opts);
+  } catch (const std::length_error& e) {
+    throw UsageError(std::string("--search exhaustive: ") + e.what());
+  }
+  const std::string text = o.format == "json" ? sim::to_json(r).dump(2) + "\n"
+                                              : sim::format_tune_table(r, w, o.hardware, o.top);
+  std::string config;
+  if (!o.export_flashoverlap.empty())
+    config = sim::flashoverlap_config(r, sim::gemm_collective_shape(w), o.swizzle, o.algo).dump(4) + "\n";
+  if (o.output.empty()) out << text;
+  else write_output(o.output, text);
+  if (!o.export_flashoverlap.empty()) write_output(o.export_flashoverlap, config);
+}
+
+void tune_scenario(const TuneOptions& o, std::ostream& out) {
+  if (!o.export_flashoverlap.empty())
+    throw UsageError("--export-flashoverlap belongs to the operator form (--hardware, --gemm, --primitive, --ranks)");
+  if (o.format != "table" && o.format != "json") throw UsageError("--format must be table or json (got '" + o.format + "')");
+  sim::ScenarioOptions load;
+  load.sets = o.sets;
+  load.hardware_dir = hardware_dir();
+  load.validate_sweep = false;  // tune ignores the sweep
+  const sim::Scenario sc = sim::load_scenario_file(resolve_input_path(o.scenario), load);
+  const int jobs = o.jobs > 0 ? o.jobs : sim::default_jobs();
+  const sim::SchemeTuneResult r = sim::tune_schemes(sc, jobs);
+  const std::string text = o.format == "json" ? sim::to_json(r, sc, o.top).dump(2) + "\n"
+                                              : sim::format_scheme_tune_table(r, sc, o.top);
+  if (o.output.empty()) out << text;
+  else write_output(o.output, text);
+}
+
+}  // namespace
+
+void cmd_tune(const TuneOptions& options, std::ostream& out) {
+  if (options.top < 1) throw UsageError(fmt::format("--top must be at least 1 (got {})", options.top));
+  if (options.jobs < 0) throw UsageError(fmt::format("-j must be at least 1 (got {})", options.jobs));
+  const bool operator_level = !options.gemm.empty() || !options.primitive.empty() || options.ranks != 0 ||
+                              !options.hardware.empty();
+  if (operator_level) {
+    if (!options.scenario.empty())
+      throw UsageError("tune takes either a SCENARIO (scheme level) or --hardware/--gemm/--primitive/--ranks "
+                       "(operator level), not both");
+    tune_operator(options, out);
+    return;
+  }
+  TuneOptions o = options;
+  // Like run and sweep: no scenario means the default one.
+  if (o.scenario.empty()) o.scenario = (fs::path(source_dir()) / kDefaultScenario).string();
+  tune_scenario(o, out);
+}
+
+}  // namespace overlap::tools

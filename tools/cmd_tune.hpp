@@ -1,0 +1,34 @@
+#pragma once
+// `overlap-sim tune`: FlashOverlap's wave-group partition for one GEMM (operator level: --gemm,
+// --primitive, --ranks, --hardware), or every scheme's knobs for a scenario (scheme level: SCENARIO).
+// See sim/tune_wave_groups.hpp and sim/tune_schemes.hpp.
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace overlap::tools {
+
+struct TuneOptions {
+  std::string scenario;            // scheme level when given
+  std::string hardware;            // operator level: profile name or path
+  std::string gemm;                // "MxNxK" (per-rank GEMM, as FlashOverlap's tables give it)
+  std::string dtype = "bf16";
+  std::string primitive;           // all_reduce | reduce_scatter | all_to_all
+  int ranks = 0;
+  std::string search = "simulate"; // flashoverlap | optimal | exhaustive | simulate
+  std::string format = "table";    // table | json
+  std::string output;              // "" = stdout
+  std::string export_flashoverlap; // FlashOverlap's config JSON
+  int swizzle = 1;                 // tile order of the exported hint
+  std::optional<int> algo;         // FlashOverlap's GEMM instance index (AlgoDict), if known
+  int budget = 40;                 // simulate: engine runs at most
+  int top = 10;                    // candidates listed
+  int jobs = 0;                    // scheme level: threads (0 = every core)
+  std::vector<std::string> sets;   // --set
+};
+
+// Throws UsageError / InputError (exit 2); files are written atomically after everything is computed.
+void cmd_tune(const TuneOptions& options, std::ostream& out);
+
+}  // namespace overlap::tools

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""Speedup and exposed communication per scheme over a sweep, from `overlap-sim sweep` output.
+
+One swept key: two line charts (speedup vs the baseline, exposed communication in us) with one line
+per scheme. Two swept keys: heatmaps, one column per scheme, the speedup row above the exposed
+communication row, each cell annotated when the grid is small. Axis labels carry the swept key and
+its unit (from the key's suffix: _gbps is GB/s, _us is us); every figure has a legend or colour bar.
+
+Usage: plot_sweep.py RESULTS.{csv,json} --output OUT.png [--title T] [--dpi N]
+The PNG is written atomically (a temporary file renamed over the target). Exit status 2 on bad
+input, more than two swept keys, or a missing matplotlib.
+"""
+import argparse
+import csv
+import json
+import os
+import sys
+import tempfile
+
+UNITS = {"_gbps": "GB/s", "_us": "us", "_ms": "ms", "_bytes": "bytes", "_mhz": "MHz", "_tflops": "TFLOP/s"}
+
+
+def fail(message):
+    print(f"plot_sweep.py: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def axis_label(key):
+    """The key's last two segments (the full path is in the title) and its unit."""
+    short = ".".join(key.split(".")[-2:])
+    for suffix, unit in UNITS.items():
+        if key.endswith(suffix):
+            return f"{short} ({unit})"
+    return short
+
+
+def as_value(text):
+    """A swept value as a number when it is one (so axes sort numerically), else as written."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return text
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        pass
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return str(text) if not isinstance(text, str) else text
+
+
+def load(path):
+    """(swept keys, baseline, rows); each row: point values (tuple), scheme, speedup, exposed us, params."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            text = f.read()
+    except OSError as e:
+        fail(f"cannot read {path}: {e.strerror}")
+    rows = []
+    if text.lstrip().startswith("{"):
+        try:
+            doc = json.loads(text)
+            keys = doc["swept"]
+            for r in doc["rows"]:
+                rows.append((tuple(as_value(r["point"][k]) for k in keys), r["scheme"],
+                             float(r["speedup_vs_no_overlap"]), float(r["exposed_comm_us"]),
+                             json.dumps(r.get("params", {}), sort_keys=True)))
+            baseline = doc["rows"][0].get("baseline", "no_overlap") if doc["rows"] else "no_overlap"
+        except (ValueError, KeyError, TypeError) as e:
+            fail(f"{path} is not the JSON output of overlap-sim sweep ({e})")
+        return keys, baseline, rows
+    reader = csv.reader(text.splitlines())
+    try:
+        header = next(reader)
+        n = header.index("scenario")
+        i_scheme = header.index("scheme")
+        i_speedup = header.index("speedup_vs_no_overlap")
+        i_exposed = header.index("exposed_comm_us")
+        i_params = header.index("params")
+    except (StopIteration, ValueError):
+        fail(f"{path} is not the CSV output of overlap-sim sweep (no scenario/scheme/speedup columns)")
+    keys = header[:n]
+    for line, r in enumerate(reader, start=2):
+        if len(r) != len(header):
+            fail(f"{path}:{line}: {len(r)} fields, the header has {len(header)}")
+        params = json.dumps(json.loads(r[i_params]), sort_keys=True) if r[i_params] else "{}"
+        rows.append((tuple(as_value(v) for v in r[:n]), r[i_scheme], float(r[i_speedup]), float(r[i_exposed]), params))
+    # The CSV does not name the baseline: no_overlap, or tp_baseline for decode stacks (which run
+    # no no_overlap row), as overlap-sim picks it.
+    schemes = {r[1] for r in rows}
+    baseline = "no_overlap" if "no_overlap" in schemes or "tp_baseline" not in schemes else "tp_baseline"
+    return keys, baseline, rows
+
+
+def labelled(rows):
+    """Rows as (point, label, speedup, exposed): a scheme that runs with several settings at one
+    point (e.g. pt_transformer t_d 2 and 4) gets one label per setting, naming the knobs that differ."""
+    settings = {}
+    for point, scheme, _, _, params in rows:
+        settings.setdefault(scheme, {}).setdefault(point, set()).add(params)
+    several = {s for s, per_point in settings.items() if any(len(v) > 1 for v in per_point.values())}
+    out = []
+    for point, scheme, speedup, exposed, params in rows:
+        label = scheme
+        if scheme in several:
+            p = json.loads(params)
+            label += " (" + " ".join(f"{k}={v}" for k, v in sorted(p.items())) + ")"
+        out.append((point, label, speedup, exposed))
+    return out
+
+
+def ordered(values):
+    vals = list(dict.fromkeys(values))
+    if all(isinstance(v, (int, float)) for v in vals):
+        return sorted(vals)
+    return vals
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results")
+    ap.add_argument("--output", required=True)
+    ap.add_argument("--title", default="")
+    ap.add_argument("--dpi", type=int, default=90)
+    args = ap.parse_args()
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        fail("matplotlib is not installed (python3 -m pip install matplotlib, or tools/setup.sh)")
+
+    keys, baseline, rows = load(args.results)
+    rows = labelled(rows)
+    if not rows:
+        fail(f"{args.results} has no rows")
+    if len(keys) not in (1, 2):
+        fail(f"the sweep varies {len(keys)} keys ({', '.join(keys)}); a plot shows one (line chart) or two (heatmap)")
+    schemes = list(dict.fromkeys(r[1] for r in rows))
+    metrics = [("speedup", f"speedup vs {baseline} (x)"), ("exposed", "exposed communication (us)")]
+    data = {}
+    for point, scheme, speedup, exposed in rows:
+        data[(scheme, point)] = {"speedup": speedup, "exposed": exposed}
+
+    if len(keys) == 1:
+        xs = ordered(p[0] for p, *_ in rows)
+        numeric = all(isinstance(x, (int, float)) for x in xs)
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+        for ax, (m, label) in zip(axes, metrics):
+            for s in schemes:
+                pts = [(x, data[(s, (x,))][m]) for x in xs if (s, (x,)) in data]
+                if not pts:
+                    continue
+                px = [x for x, _ in pts] if numeric else [xs.index(x) for x, _ in pts]
+                ax.plot(px, [y for _, y in pts], marker="o", label=s)
+            if not numeric:
+                ax.set_xticks(range(len(xs)), [str(x) for x in xs], rotation=30, ha="right")
+            ax.set_xlabel(axis_label(keys[0]))
+            ax.set_ylabel(label)
+            ax.grid(True, alpha=0.3)
+        axes[0].axhline(1.0, color="grey", lw=0.8, ls="--")
+        axes[1].legend(title="scheme", fontsize=8)
+    else:
+        ys = ordered(p[0] for p, *_ in rows)
+        xs = ordered(p[1] for p, *_ in rows)
+        fig, axes = plt.subplots(2, len(schemes), figsize=(3.2 * len(schemes) + 1.5, 7.0), squeeze=False)
+        small = len(xs) * len(ys) <= 36
+        for row, (m, label) in enumerate(metrics):
+            grids = {s: [[data.get((s, (y, x)), {}).get(m, float("nan")) for x in xs] for y in ys] for s in schemes}
+            finite = [v for g in grids.values() for line in g for v in line if v == v]
+            lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
+            for col, s in enumerate(schemes):
+                ax = axes[row][col]
+                im = ax.imshow(grids[s], origin="lower", aspect="auto", vmin=lo, vmax=hi,
+                               cmap="viridis" if m == "speedup" else "magma_r")
+                ax.set_xticks(range(len(xs)), [str(x) for x in xs], rotation=45, ha="right", fontsize=7)
+                ax.set_yticks(range(len(ys)), [str(y) for y in ys], fontsize=7)
+                if row == 0:
+                    ax.set_title(s, fontsize=10)
+                if row == 1:
+                    ax.set_xlabel(axis_label(keys[1]), fontsize=8)
+                if col == 0:
+                    ax.set_ylabel(axis_label(keys[0]), fontsize=8)
+                if small:
+                    for yi, line in enumerate(grids[s]):
+                        for xi, v in enumerate(line):
+                            if v == v:
+                                # Dark text on the light end of either colour map, white on the dark end.
+                                t = (v - lo) / (hi - lo) if hi > lo else 0.5
+                                dark = t > 0.6 if m == "speedup" else t < 0.4
+                                ax.text(xi, yi, f"{v:.2f}" if m == "speedup" else f"{v:.0f}", ha="center",
+                                        va="center", fontsize=7, color="black" if dark else "white")
+            fig.colorbar(im, ax=list(axes[row]), label=label, shrink=0.9)
+    title = args.title + ": " if args.title else ""
+    fig.suptitle(f"{title}sweep over {' x '.join(keys)}", fontsize=10)
+
+    out_dir = os.path.dirname(os.path.abspath(args.output))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".plot_sweep.", suffix=".png", dir=out_dir)
+    except OSError as e:
+        fail(f"cannot write {args.output}: {e.strerror}")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=args.dpi, format="png")
+        # mkstemp makes the file private; give it the permissions a new file gets.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, args.output)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+if __name__ == "__main__":
+    main()
