@@ -1,0 +1,55 @@
+// overlap-calibrate-profile DIR [--schema 1|2] [--name NAME]: writes DIR/profile.yaml from
+// DIR/measurements.json and DIR/environment.json (calibrate/core/profile_writer.hpp). The CUDA
+// driver does the same at the end of a run; this program redoes it on any machine.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "calibrate/core/measurement.hpp"
+#include "calibrate/core/output_file.hpp"
+#include "calibrate/core/profile_writer.hpp"
+#include "cost_model/input_error.hpp"
+
+int main(int argc, char** argv) {
+  std::string dir;
+  overlap::calibrate::ProfileOptions options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if ((a == "--schema" || a == "--name") && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (a == "--name") {
+        options.name = v;
+      } else if (v == "1" || v == "2") {
+        options.schema = v == "1" ? 1 : 2;
+      } else {
+        std::fprintf(stderr, "overlap-calibrate-profile: --schema must be 1 or 2\n");
+        return 2;
+      }
+    } else if (a == "-h" || a == "--help") {
+      std::printf("usage: overlap-calibrate-profile DIR [--schema 1|2] [--name NAME]\n");
+      return 0;
+    } else if (dir.empty() && a[0] != '-') {
+      dir = a;
+    } else {
+      std::fprintf(stderr, "overlap-calibrate-profile: unexpected argument '%s'\n", a.c_str());
+      return 2;
+    }
+  }
+  if (dir.empty()) {
+    std::fprintf(stderr, "usage: overlap-calibrate-profile DIR [--schema 1|2] [--name NAME]\n");
+    return 2;
+  }
+  try {
+    const auto set = overlap::calibrate::load_measurement_dir(dir);
+    overlap::calibrate::write_output_file(dir + "/profile.yaml", overlap::calibrate::write_profile_yaml(set, options));
+    std::printf("wrote %s/profile.yaml\n", dir.c_str());
+    return 0;
+  } catch (const overlap::InputError& e) {
+    std::fprintf(stderr, "overlap-calibrate-profile: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "overlap-calibrate-profile: error: %s\n", e.what());
+    return 2;
+  }
+}
