@@ -13,6 +13,7 @@
 #include "tools/cmd_profile.hpp"
 #include "tools/cmd_run.hpp"
 #include "tools/cmd_schemes.hpp"
+#include "tools/cmd_validate.hpp"
 
 #ifndef OVERLAP_SOURCE_DIR
 #define OVERLAP_SOURCE_DIR "."
@@ -89,6 +90,15 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
 
+  std::string validate_dir;
+  std::string validate_format = "table";
+  bool validate_record = false;
+  CLI::App* validate_cmd = app.add_subcommand(
+      "validate", "Predicted vs measured for a calibration results directory (calibrate/results/...), with errors");
+  validate_cmd->add_option("dir", validate_dir, "Results directory (measurements.json, profile.yaml, schemes/)")->required();
+  validate_cmd->add_option("--format", validate_format, "Output format")->check(CLI::IsMember({"table", "json"}));
+  validate_cmd->add_flag("--record", validate_record, "Write DIR/validation.json: the error figures CI holds later runs to");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -109,6 +119,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     if (schemes_cmd->parsed()) {
       cmd_schemes(schemes_format, out);
+      return kExitOk;
+    }
+    if (validate_cmd->parsed()) {
+      cmd_validate(resolve_input_path(validate_dir), validate_format, validate_record, out);
       return kExitOk;
     }
     if (show_cmd->parsed()) {

@@ -55,13 +55,26 @@ void check_params(const JsonReader& params, SchemeRunConfig& c) {
       params.fail_at("m", "workload.m must divide into m x ranks slices of 128-row multiples");
     }
   } else if (s == "flashoverlap") {
-    params.allow_keys({"groups"});
+    // The runner's signalling GEMM uses 128x128 tiles; a wave is `wave_sms` of them (given
+    // explicitly, so the simulator cuts the same waves: on virtual ranks communication takes no SMs,
+    // so it is the rank's partition, not FlashOverlap's sm_count - 2).
+    params.allow_keys({"groups", "wave_sms"});
+    const std::int64_t wave_sms = small_param(params, "wave_sms", 0, 1024);
+    if (!params.has("wave_sms")) params.fail_at("wave_sms", "missing required field (SMs per wave: the rank's partition)");
+    const std::int64_t tiles = (c.m / 128) * (c.n / 128);
+    const std::int64_t waves = (tiles + wave_sms - 1) / wave_sms;
     const JsonReader g = params.child("groups");
     g.expect_array();
     if (g.size() == 0) g.fail("needs at least one group (sizes in waves)");
+    std::int64_t sum = 0;
     for (std::size_t i = 0; i < g.size(); ++i) {
       const json& v = g.element(i).value();
       if (!v.is_number_integer() || v.get<std::int64_t>() < 1) g.element(i).fail("must be a positive integer (waves)");
+      sum += v.get<std::int64_t>();
+    }
+    if (sum != waves) {
+      g.fail("group sizes sum to " + std::to_string(sum) + " waves; the GEMM has " + std::to_string(waves) + " (" +
+             std::to_string(tiles) + " tiles of 128x128, " + std::to_string(wave_sms) + " per wave)");
     }
   } else if (s == "pt_transformer") {
     params.allow_keys({"t_d"});
