@@ -15,7 +15,7 @@ using nlohmann::json;
 
 std::string num(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
+  std::snprintf(buf, sizeof buf, "%.8g", v);
   return buf;
 }
 
