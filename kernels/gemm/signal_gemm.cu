@@ -4,6 +4,7 @@
 #include <cutlass/gemm/device/gemm.h>
 #include <cutlass/gemm/kernel/default_gemm.h>
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -183,7 +184,12 @@ void signal_gemm(const SignalGemmArgs& a, cudaStream_t stream) {
   p.rs_parts = a.rs_parts;
   p.counters = a.counters;
   p.tile_end_ns = a.tile_end_ns;
-  const int smem = static_cast<int>(sizeof(Kernel::SharedStorage));
+  // One CTA per SM, as FlashOverlap's big-tile kernels run: the dynamic shared memory asked for is
+  // over half an SM's, so a wave is exactly as many tiles as SMs (the simulator's gemm_ctas_per_sm 1).
+  int dev = 0, per_sm = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  const int smem = std::max(static_cast<int>(sizeof(Kernel::SharedStorage)), per_sm / 2 + 1024);
   // The dynamic shared-memory limit is raised once per context (green contexts are contexts too).
   static thread_local std::set<CUcontext> configured;
   CUcontext ctx = nullptr;

@@ -14,6 +14,8 @@
 //     version lacks, issue 8), so a wait kernel that sees the count sees the data;
 //   - and, when `tile_end_ns` is set, records the CTA's %globaltimer completion time in ns (per
 //     launch slot), the per-tile timestamps behind the wave profile.
+// One CTA per SM (the kernel asks for more than half an SM's shared memory), so a wave is exactly
+// sm_count tiles, as with FlashOverlap's big-tile CUTLASS kernels.
 // C = A B with A row-major m x k, B row-major k x n (the weight), m, n, k multiples of 128.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

@@ -3,6 +3,7 @@
 #include <cuda_fp8.h>
 
 #include <cmath>
+#include <stdexcept>
 
 #include "kernels/common/check.cuh"
 
@@ -46,10 +47,10 @@ __global__ void fill_value_kernel(__nv_bfloat16* p, std::size_t n, float v) {
   }
 }
 
-__global__ void sum_kernel(__nv_bfloat16* out, const __nv_bfloat16* const* in, int count, std::size_t n) {
+__global__ void sum_kernel(__nv_bfloat16* out, PtrList in, std::size_t n) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
     float a = 0;
-    for (int j = 0; j < count; ++j) a += __bfloat162float(in[j][i]);
+    for (int j = 0; j < in.count; ++j) a += __bfloat162float(in.p[j][i]);
     out[i] = __float2bfloat16(a);
   }
 }
@@ -185,8 +186,9 @@ void fill_value_bf16(__nv_bfloat16* p, std::size_t n, float v, cudaStream_t s) {
   fill_value_kernel<<<blocks_for(n), kThreads, 0, s>>>(p, n, v);
   CUDA_CHECK_LAUNCH();
 }
-void sum_bf16(__nv_bfloat16* out, const __nv_bfloat16* const* inputs, int count, std::size_t n, cudaStream_t s) {
-  sum_kernel<<<blocks_for(n), kThreads, 0, s>>>(out, inputs, count, n);
+void sum_bf16(__nv_bfloat16* out, const PtrList& in, std::size_t n, cudaStream_t s) {
+  if (in.count < 1 || in.count > 16) throw std::invalid_argument("sum_bf16: 1 to 16 inputs");
+  sum_kernel<<<blocks_for(n), kThreads, 0, s>>>(out, in, n);
   CUDA_CHECK_LAUNCH();
 }
 void accumulate_f32(float* acc, const __nv_bfloat16* x, std::size_t n, cudaStream_t s) {

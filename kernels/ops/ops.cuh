@@ -16,8 +16,14 @@ void fill_random_bf16(__nv_bfloat16* p, std::size_t n, std::uint64_t seed, float
 void fill_random_fp8(void* p_e4m3, std::size_t n, std::uint64_t seed, float scale, cudaStream_t s);
 void fill_value_bf16(__nv_bfloat16* p, std::size_t n, float v, cudaStream_t s);  // poison before a run
 
-// out[i] = sum_j in[j][i] (fp32 accumulation), `inputs` a device array of `count` pointers.
-void sum_bf16(__nv_bfloat16* out, const __nv_bfloat16* const* inputs, int count, std::size_t n, cudaStream_t s);
+// Up to 16 input pointers, passed by value (no device pointer tables to manage).
+struct PtrList {
+  const __nv_bfloat16* p[16];
+  int count = 0;
+  void add(const __nv_bfloat16* q) { p[count++] = q; }
+};
+// out[i] = sum_j in.p[j][i] (fp32 accumulation, one bf16 rounding): the reduction of partials.
+void sum_bf16(__nv_bfloat16* out, const PtrList& in, std::size_t n, cudaStream_t s);
 // acc[i] += x[i] (x bf16, acc fp32); and the final conversion.
 void accumulate_f32(float* acc, const __nv_bfloat16* x, std::size_t n, cudaStream_t s);
 void accumulate_f32_from_f32(float* acc, const float* x, std::size_t n, cudaStream_t s);

@@ -158,3 +158,30 @@ TEST_CASE("the committed scheme sweep list is valid", "[calibrate]") {
     }
   }
 }
+
+#include "calibrate/core/decode_plans.hpp"
+#include "sim/schemes/decode_stack.hpp"
+
+TEST_CASE("decode plans the kernels execute are the simulator's plans", "[calibrate]") {
+  auto same = [](const DecodePlanData& a, const overlap::sim::DecodePlan& b) {
+    REQUIRE(a.modules.size() == b.modules.size());
+    for (std::size_t i = 0; i < a.modules.size(); ++i) {
+      INFO("module " << i);
+      CHECK(static_cast<int>(a.modules[i].kind) == static_cast<int>(b.modules[i].kind));
+      CHECK(a.modules[i].all_reduce == b.modules[i].all_reduce);
+      CHECK(a.modules[i].waits_for == b.modules[i].waits_for);
+    }
+    CHECK(a.final_waits == b.final_waits);
+    CHECK(a.comm_streams == b.comm_streams);
+  };
+  for (int layers : {1, 2, 3, 8}) {
+    INFO("layers " << layers);
+    same(decode_plan("tp_baseline", layers, 0), overlap::sim::tp_baseline_plan(layers));
+    same(decode_plan("gptj_parallel", layers, 0), overlap::sim::gptj_parallel_plan(layers));
+    same(decode_plan("ladder_residual", layers, 0), overlap::sim::ladder_residual_plan(layers));
+    same(decode_plan("no_comm", layers, 0), overlap::sim::no_comm_plan(layers));
+    for (int t = 1; t <= layers; ++t) same(decode_plan("pt_transformer", layers, t), overlap::sim::pt_transformer_plan(layers, t));
+    for (int d = 1; d <= 2 * layers; ++d) same(decode_plan("dtp", layers, d), overlap::sim::dtp_plan(layers, d));
+  }
+  CHECK_THROWS_AS(decode_plan("dtp", 2, 5), std::invalid_argument);
+}
