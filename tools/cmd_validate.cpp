@@ -196,11 +196,12 @@ void scheme_group(const std::string& dir, ValidationReport& rep) {
   const fs::path file = fs::path(dir) / "schemes" / "schemes.json";
   if (!fs::exists(file)) return;
   const cal::SchemeRunSet runs = cal::load_scheme_runs(file.string());
-  if (runs.profile.empty()) throw InputError(file.string(), 0, "profile", "names no profile to simulate with");
-  const fs::path profile = fs::absolute(fs::path(file).parent_path() / runs.profile);
-  ValidationGroup g{"schemes", "sim::evaluate_all on the run's workload and scheme with " + profile.filename().string(), {}, 0, 0, 0};
+  ValidationGroup g{"schemes", "sim::evaluate_all on the run's workload and scheme with the run's virtual-node profile", {}, 0, 0, 0};
   std::map<std::string, std::vector<std::pair<std::string, std::pair<double, double>>>> fo;  // workload -> (groups, (measured, predicted))
   for (const auto& r : runs.runs) {
+    const std::string profile_name = r.profile.empty() ? runs.profile : r.profile;
+    if (profile_name.empty()) throw InputError(file.string(), 0, "runs." + r.config.id + ".profile", "names no profile to simulate with");
+    const fs::path profile = fs::absolute(fs::path(file).parent_path() / profile_name);
     if (!r.passed) {
       rep.skipped.push_back(fmt::format("schemes {}: failed its reference check (rel_error {:.3g}), not validated", r.config.id, r.rel_error));
       continue;

@@ -34,6 +34,7 @@ inline constexpr const char* interference_copy_engine = "interference_copy_engin
 inline constexpr const char* interference_nccl = "interference_nccl";
 inline constexpr const char* transfer = "transfer";              // copy engine and SM copies
 inline constexpr const char* nccl = "nccl";                      // collectives, multi-GPU hosts
+inline constexpr const char* collective = "collective";          // the virtual node's own collectives
 inline constexpr const char* launch = "launch";                  // host cost, dependent gaps, graphs
 inline constexpr const char* hbm_stream = "hbm_stream";          // GEMV-like weight streaming
 }  // namespace bench

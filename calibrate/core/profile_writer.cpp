@@ -252,7 +252,23 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   const auto d2h = transfer_points(set, "copy_engine.d2h", 0, true);
   const auto p2p = transfer_points(set, "copy_engine.p2p", 0, true);
   y.key(0, "fabric");
-  if (world > 1 || !p2p.empty()) {
+  if (options.virtual_ranks > 0) {
+    const auto pull = transfer_points(set, "copy_engine." + options.virtual_link, 0, true);
+    if (pull.empty()) throw std::runtime_error("virtual node without copy_engine." + options.virtual_link + " transfers");
+    const std::string T = std::to_string(options.virtual_ranks);
+    if (v2) {
+      y.value(2, "topology", "virtual", T + " ranks on one GPU, each its own green-context SM partition");
+      y.value(2, "num_gpus", T);
+      y.value(2, "virtual_link", options.virtual_link);
+    } else {
+      y.value(2, "topology", "nvswitch", "schema 1 stand-in for " + T + " virtual ranks: nvlink = the rank-to-rank copy");
+      y.value(2, "num_gpus", T);
+    }
+    y.key(2, "links");
+    y.key(4, v2 ? (options.virtual_link == "host" ? "pcie" : "d2d") : "nvlink");
+    y.value(6, "bandwidth_gbps", num(largest_gbps(pull)), "transfer copy_engine." + options.virtual_link + ": rank-to-rank pull, largest");
+    y.value(6, "latency_us", num(pull.front().time_us), "transfer copy_engine." + options.virtual_link + ": smallest pull");
+  } else if (world > 1 || !p2p.empty()) {
     const std::string cls = env_str(env, "p2p_link_class", "nvlink");
     y.value(2, "topology", "nvswitch", "assumed (one switch); nvidia_smi_topo.txt beside this file shows the real one");
     y.value(2, "num_gpus", std::to_string(env_int(env, "gpu_count", world)), "GPUs of the host, as read");
@@ -318,14 +334,17 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   }
   // NCCL collectives: points [bytes, median us] per primitive and rank count (nccl-tests S).
   std::map<std::string, std::vector<CurvePointUs>> coll;
-  for (const Measurement* m : set.of(bench::nccl)) {
+  std::vector<const Measurement*> collectives = set.of(bench::nccl);
+  for (const Measurement* m : set.of(bench::collective)) collectives.push_back(m);
+  for (const Measurement* m : collectives) {
     const std::string key = m->config_string("primitive") + ".n" + std::to_string(static_cast<int>(m->config_number("ranks")));
+    if (!curve_sample_size(static_cast<std::int64_t>(m->config_number("bytes")))) continue;  // held out for validate
     coll[key].push_back({static_cast<std::int64_t>(m->config_number("bytes")), m->time_us.median});
   }
   for (auto& [key, pts] : coll) {
     std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
     pts.erase(std::unique(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.bytes == b.bytes; }), pts.end());
-    curve_text += "  # nccl " + key + ": median time per full array size S (nccl-tests convention)\n";
+    curve_text += "  # " + key + " (benchmark nccl / collective): median time per full array size S (nccl-tests convention)\n";
     curve_text += "  " + key + ": {points: " + points_text(pts) + "}\n";
   }
   if (!curve_text.empty()) {

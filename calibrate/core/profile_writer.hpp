@@ -25,6 +25,11 @@ namespace overlap::calibrate {
 struct ProfileOptions {
   int schema = 2;       // 1: the loader on main today; 2: profile_schema_v2.md
   std::string name;     // profile name ("" = "calibrated-" + environment.results_dir)
+  // A virtual node (the scheme runner on one GPU): `virtual_ranks` ranks of environment.sm_count
+  // SMs each, joined by `virtual_link` (d2d | host). Schema 2: fabric.topology virtual; schema 1: a
+  // stand-in NVSwitch of that many GPUs whose nvlink class is the measured rank-to-rank copy.
+  int virtual_ranks = 0;
+  std::string virtual_link = "d2d";
 };
 
 // A curve point taken from a measurement: bytes and the median time.

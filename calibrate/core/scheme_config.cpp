@@ -205,10 +205,12 @@ json to_json(const SchemeRunConfig& c) {
 }
 
 json scheme_runs_document(const SchemeRunSet& set) {
-  json doc{{"schema", kSchemeRunsSchema}, {"fixture", set.fixture}, {"host", set.host},
-           {"profile", set.profile},     {"environment", set.environment}, {"runs", json::array()}};
+  json doc{{"schema", kSchemeRunsSchema}, {"fixture", set.fixture},       {"host", set.host},
+           {"profile", set.profile},     {"environment", set.environment}, {"runs", json::array()},
+           {"virtual_nodes", set.virtual_nodes}};
   for (const auto& r : set.runs) {
     json j = to_json(r.config);
+    if (!r.profile.empty()) j["profile"] = r.profile;
     j["check"] = json{{"rel_error", r.rel_error}, {"tolerance", r.tolerance}, {"passed", r.passed}};
     j["latency_us"] = to_json(r.latency_us);
     j["compute_only_us"] = to_json(r.compute_only_us);
@@ -234,7 +236,7 @@ SampleStats stats_from(const JsonReader& r) {
 
 SchemeRunSet parse_scheme_runs(const json& doc, const std::string& file) {
   const JsonReader r(doc, file);
-  r.allow_keys({"schema", "fixture", "host", "profile", "environment", "runs"});
+  r.allow_keys({"schema", "fixture", "host", "profile", "environment", "runs", "virtual_nodes"});
   if (r.get_string("schema") != kSchemeRunsSchema) r.fail_at("schema", std::string("must be \"") + kSchemeRunsSchema + "\"");
   SchemeRunSet set;
   set.fixture = r.get_bool("fixture", false);
@@ -242,12 +244,17 @@ SchemeRunSet parse_scheme_runs(const json& doc, const std::string& file) {
   if (set.host != "virtual" && set.host != "nodes") r.fail_at("host", "must be virtual or nodes");
   set.profile = r.get_string("profile", "");
   if (r.has("environment")) set.environment = r.child("environment").value();
+  if (r.has("virtual_nodes")) {
+    r.child("virtual_nodes").expect_array();
+    set.virtual_nodes = r.child("virtual_nodes").value();
+  }
   const JsonReader runs = r.child("runs");
   runs.expect_array();
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const JsonReader e = runs.element(i);
     SchemeRunResult res;
-    res.config = parse_run(e, {"check", "latency_us", "compute_only_us"});
+    res.config = parse_run(e, {"check", "latency_us", "compute_only_us", "profile"});
+    res.profile = e.get_string("profile", "");
     const JsonReader check = e.child("check");
     check.allow_keys({"rel_error", "tolerance", "passed"});
     if (!check.child("rel_error").value().is_number()) check.fail_at("rel_error", "must be a number");

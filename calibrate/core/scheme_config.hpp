@@ -65,6 +65,7 @@ SchemeConfigList load_scheme_config_list(const std::string& file);
 
 struct SchemeRunResult {
   SchemeRunConfig config;
+  std::string profile;    // this run's profile file (relative to the results file); "" = the set's
   double rel_error = 0;   // ||out - ref|| / ||ref|| against cuBLAS + a reference collective
   double tolerance = 0;
   bool passed = false;
@@ -78,6 +79,9 @@ struct SchemeRunSet {
   std::string profile;           // profile file, relative to the results file
   nlohmann::json environment = nlohmann::json::object();
   std::vector<SchemeRunResult> runs;
+  // The virtual nodes' own measurements (per node: name, environment, measurements), from which
+  // their profiles were written (overlap-calibrate-profile --schemes regenerates them).
+  nlohmann::json virtual_nodes = nlohmann::json::array();
 };
 
 nlohmann::json to_json(const SchemeRunConfig& c);
