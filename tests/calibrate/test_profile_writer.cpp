@@ -155,3 +155,23 @@ TEST_CASE("measurements.json: a malformed measurement is an input error naming i
   missing.erase("benchmark");
   CHECK_THROWS_AS(measurement_from_json(missing, "m.json", "measurements[0]"), overlap::InputError);
 }
+
+TEST_CASE("profile writer: a virtual node of T ranks", "[calibrate]") {
+  MeasurementSet s = synthetic_run();
+  s.environment["sm_count"] = 32;
+  ProfileOptions v2{2, "v", 4, "d2d"};
+  const std::string text = write_profile_yaml(s, v2);
+  CHECK(text.find("topology: virtual") != std::string::npos);
+  CHECK(text.find("num_gpus: 4") != std::string::npos);
+  CHECK(text.find("virtual_link: d2d") != std::string::npos);
+  // Schema 1: a 4-GPU NVSwitch stand-in whose nvlink class is the measured rank-to-rank copy.
+  ProfileOptions v1{1, "v", 4, "d2d"};
+  const YAML::Node root = YAML::Load(write_profile_yaml(s, v1));
+  const overlap::HardwareProfile p = overlap::profile_from_yaml(overlap::YamlReader(root, "", "v1.yaml"), ".");
+  CHECK(p.fabric.num_gpus == 4);
+  CHECK(p.gpu.sm_count == 32);
+  // 1 GiB in 2 + 2^30 / 1.5e6 us: the largest pull's GB/s.
+  CHECK(p.fabric.links.at("nvlink").bandwidth_gbps == Approx((1LL << 30) / ((2.0 + (1LL << 30) / 1.5e6) * 1e3)).epsilon(1e-6));
+  ProfileOptions host{2, "v", 4, "host"};
+  CHECK_THROWS_AS(write_profile_yaml(s, host), std::runtime_error);  // no copy_engine.host pulls measured
+}
