@@ -12,6 +12,7 @@
 #include "calibrate/core/profile_writer.hpp"
 #include "calibrate/core/scheme_config.hpp"
 #include "calibrate/core/statistics.hpp"
+#include "cost_model/flashoverlap_predictor.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
 #include "cost_model/profile_loader.hpp"
@@ -197,7 +198,12 @@ void scheme_group(const std::string& dir, ValidationReport& rep) {
   if (!fs::exists(file)) return;
   const cal::SchemeRunSet runs = cal::load_scheme_runs(file.string());
   ValidationGroup g{"schemes", "sim::evaluate_all on the run's workload and scheme with the run's virtual-node profile", {}, 0, 0, 0};
-  std::map<std::string, std::vector<std::pair<std::string, std::pair<double, double>>>> fo;  // workload -> (groups, (measured, predicted))
+  struct FoCandidate {
+    json params;
+    double measured_us = 0, predicted_us = 0;
+  };
+  std::map<std::string, std::vector<FoCandidate>> fo;  // workload -> candidates
+  std::map<std::string, std::pair<fs::path, cal::SchemeRunConfig>> fo_context;
   for (const auto& r : runs.runs) {
     const std::string profile_name = r.profile.empty() ? runs.profile : r.profile;
     if (profile_name.empty()) throw InputError(file.string(), 0, "runs." + r.config.id + ".profile", "names no profile to simulate with");
@@ -223,7 +229,8 @@ void scheme_group(const std::string& dir, ValidationReport& rep) {
       vr.note = fmt::format("exposed comm measured {:.1f} us, predicted {:.1f} us; rel_error {:.2g}",
                             r.latency_us.median - r.compute_only_us.median, us_from_ps(res.exposed_comm_ps), r.rel_error);
       if (r.config.scheme == "flashoverlap") {
-        fo[r.config.workload.dump()].push_back({groups_text(r.config.params), {vr.measured_us, vr.predicted_us}});
+        fo[r.config.workload.dump()].push_back({r.config.params, vr.measured_us, vr.predicted_us});
+        fo_context[r.config.workload.dump()] = {profile, r.config};
       }
       g.rows.push_back(std::move(vr));
     } catch (const std::exception& e) {
@@ -232,15 +239,36 @@ void scheme_group(const std::string& dir, ValidationReport& rep) {
   }
   for (const auto& [workload, cands] : fo) {
     if (cands.size() < 2) continue;
-    const auto by_measured = std::min_element(cands.begin(), cands.end(), [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
-    const auto by_predicted = std::min_element(cands.begin(), cands.end(), [](const auto& a, const auto& b) { return a.second.second < b.second.second; });
+    auto best_by = [&](auto key) {
+      return std::min_element(cands.begin(), cands.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+    };
+    const auto by_measured = best_by([](const FoCandidate& c) { return c.measured_us; });
+    const auto by_predicted = best_by([](const FoCandidate& c) { return c.predicted_us; });
     PartitionCheck pc;
     pc.workload = workload;
-    pc.measured_best = by_measured->first;
-    pc.simulated_best = by_predicted->first;
-    pc.measured_best_us = by_measured->second.first;
-    pc.simulated_pick_measured_us = by_predicted->second.first;
+    pc.measured_best = groups_text(by_measured->params);
+    pc.simulated_best = groups_text(by_predicted->params);
+    pc.measured_best_us = by_measured->measured_us;
+    pc.simulated_pick_measured_us = by_predicted->measured_us;
     pc.regret_pct = 100.0 * (pc.simulated_pick_measured_us / pc.measured_best_us - 1.0);
+    // FlashOverlap's predictor on the same candidates: the runner's 128x128 tiles, waves of wave_sms.
+    const auto& [profile_path, cfg] = fo_context.at(workload);
+    const HardwareProfile hw = load_profile_file(profile_path.string());
+    const auto curve = hw.curves.find(cfg.primitive + ".n" + std::to_string(cfg.ranks));
+    if (curve != hw.curves.end()) {
+      WaveGroupProblem prob;
+      prob.tiles = (cfg.m / 128) * (cfg.n / 128);
+      prob.tiles_per_wave = by_measured->params.value("wave_sms", hw.gpu.sm_count);
+      prob.bytes_per_tile = 128 * 128 * 2;
+      prob.gemm_ps = gemm_time_ps(hw, GemmShape{cfg.m, cfg.n, cfg.k, DType::bf16}, static_cast<int>(prob.tiles_per_wave));
+      const BandwidthCurve c = curve->second;
+      prob.comm_ps = [c](Bytes b) { return c.time_ps(b); };
+      const auto by_alg1 = best_by([&](const FoCandidate& x) {
+        return predict_wave_groups_ps(prob, x.params.at("groups").get<std::vector<int>>());
+      });
+      pc.predictor_best = groups_text(by_alg1->params);
+      pc.predictor_pick_measured_us = by_alg1->measured_us;
+    }
     rep.partitions.push_back(pc);
   }
   if (!g.rows.empty()) rep.groups.push_back(std::move(g));
@@ -311,7 +339,9 @@ json to_json(const ValidationReport& rep) {
                                                 {"simulated_best", json::parse(p.simulated_best)},
                                                 {"measured_best_us", p.measured_best_us},
                                                 {"simulated_pick_measured_us", p.simulated_pick_measured_us},
-                                                {"regret_pct", p.regret_pct}});
+                                                {"regret_pct", p.regret_pct},
+                                                {"flashoverlap_predictor_best", p.predictor_best.empty() ? json() : json::parse(p.predictor_best)},
+                                                {"flashoverlap_predictor_pick_measured_us", p.predictor_pick_measured_us}});
   }
   return j;
 }
@@ -333,9 +363,12 @@ void print_validation_table(const ValidationReport& rep, std::ostream& out) {
   if (!rep.partitions.empty()) {
     out << "\n== flashoverlap partitions: measured best vs the simulator's best among the measured candidates\n";
     for (const auto& p : rep.partitions) {
-      out << fmt::format("{}: measured best {} ({:.1f} us), simulator's pick {} (measured {:.1f} us, regret {:.2f} %)\n",
-                         p.workload, p.measured_best, p.measured_best_us, p.simulated_best, p.simulated_pick_measured_us,
-                         p.regret_pct);
+      out << fmt::format("{}: measured best {} ({:.1f} us), simulator's pick {} (measured {:.1f} us, regret {:.2f} %)", p.workload,
+                         p.measured_best, p.measured_best_us, p.simulated_best, p.simulated_pick_measured_us, p.regret_pct);
+      if (!p.predictor_best.empty()) {
+        out << fmt::format(", FlashOverlap's predictor's pick {} (measured {:.1f} us)", p.predictor_best, p.predictor_pick_measured_us);
+      }
+      out << "\n";
     }
   }
   for (const auto& s : rep.skipped) out << "skipped: " << s << "\n";

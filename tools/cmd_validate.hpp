@@ -45,6 +45,10 @@ struct PartitionCheck {
   double measured_best_us = 0;
   double simulated_pick_measured_us = 0;  // measured latency of the simulator's pick
   double regret_pct = 0;                  // 100 * (that / measured best - 1)
+  // FlashOverlap's own predictor (its Alg. 1, cost_model/flashoverlap_predictor.hpp) ranking the same
+  // candidates with the profile's GEMM time and collective curve; empty when the profile has no curve.
+  std::string predictor_best;
+  double predictor_pick_measured_us = 0;
 };
 
 struct ValidationReport {

@@ -1,4 +1,4 @@
-#include "kernels/gemm/signal_gemm.cuh"
+#include "kernels/gemm/signal_gemm.hpp"
 
 #include <cutlass/cutlass.h>
 #include <cutlass/gemm/device/gemm.h>
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/common/check.cuh"
+#include "kernels/common/check.hpp"
 
 namespace overlap::cuda {
 namespace {

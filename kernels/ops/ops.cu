@@ -1,11 +1,11 @@
-#include "kernels/ops/ops.cuh"
+#include "kernels/ops/ops.hpp"
 
 #include <cuda_fp8.h>
 
 #include <cmath>
 #include <stdexcept>
 
-#include "kernels/common/check.cuh"
+#include "kernels/common/check.hpp"
 
 namespace overlap::cuda {
 namespace {

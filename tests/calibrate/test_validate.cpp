@@ -1,6 +1,7 @@
 // overlap-sim validate on the FIXTURE results directory (tests/data/calibrate/fixture-h100: made-up
 // numbers in the real format), and the CI check that every committed results directory stays within
 // the error recorded beside it.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -112,6 +113,12 @@ TEST_CASE("validate: scheme runs and the FlashOverlap partition check", "[calibr
   CHECK(pc.measured_best == "[8,16,40]");   // the fixture's fastest candidate
   CHECK(pc.measured_best_us == Approx(520.0));
   CHECK(pc.regret_pct == Approx(100.0 * (pc.simulated_pick_measured_us / 520.0 - 1.0)));
+  // FlashOverlap's own predictor ranks the same candidates (the fixture profile has an all_reduce.n4
+  // curve); its pick is one of them, with that candidate's measured latency.
+  REQUIRE_FALSE(pc.predictor_best.empty());
+  const std::vector<std::string> candidates = {"[8,16,40]", "[32,32]", "[64]"};
+  CHECK(std::find(candidates.begin(), candidates.end(), pc.predictor_best) != candidates.end());
+  CHECK(pc.predictor_pick_measured_us >= pc.measured_best_us);
 }
 
 TEST_CASE("validate CLI: table and JSON, exit 2 on a directory that is not results", "[calibrate][validate][cli]") {

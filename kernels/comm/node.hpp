@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/common/buffers.cuh"
-#include "kernels/common/green_context.cuh"
+#include "kernels/common/buffers.hpp"
+#include "kernels/common/green_context.hpp"
 
 namespace overlap::cuda {
 

@@ -3,7 +3,7 @@
 // then its GEMM. Reduce-scatter leaves rank r, per slice, that slice's r-th row block.
 #include <stdexcept>
 
-#include "kernels/schemes/gemm_run.cuh"
+#include "kernels/schemes/gemm_run.hpp"
 
 namespace overlap::cuda {
 

@@ -1,6 +1,6 @@
 // no_overlap: the GEMM, then its collective (all-gather: the collective, then the GEMM), one after
 // the other: the baseline of every source (flashoverlap-paper Sec. 6, commfuse-paper Sec. 5).
-#include "kernels/schemes/gemm_run.cuh"
+#include "kernels/schemes/gemm_run.hpp"
 
 namespace overlap::cuda {
 

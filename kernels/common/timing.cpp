@@ -1,8 +1,8 @@
-#include "kernels/common/timing.cuh"
+#include "kernels/common/timing.hpp"
 
 #include <chrono>
 
-#include "kernels/common/check.cuh"
+#include "kernels/common/check.hpp"
 
 namespace overlap::cuda {
 

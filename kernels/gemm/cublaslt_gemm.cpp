@@ -1,8 +1,8 @@
-#include "kernels/gemm/cublaslt_gemm.cuh"
+#include "kernels/gemm/cublaslt_gemm.hpp"
 
 #include <stdexcept>
 
-#include "kernels/common/check.cuh"
+#include "kernels/common/check.hpp"
 
 namespace overlap::cuda {
 namespace {

@@ -2,9 +2,9 @@
 // device to pinned host) and of the SM copy kernel with k CTAs (issue 7). GB/s is bytes copied over
 // the median time (one way; a device-to-device copy moves twice that through HBM).
 #include "calibrate/core/calibration_plan.hpp"
-#include "calibrate/cuda/driver.cuh"
-#include "kernels/common/buffers.cuh"
-#include "kernels/ops/ops.cuh"
+#include "calibrate/cuda/driver.hpp"
+#include "kernels/common/buffers.hpp"
+#include "kernels/ops/ops.hpp"
 
 namespace overlap::calibrate {
 namespace {

@@ -1,4 +1,4 @@
-#include "kernels/comm/bootstrap.cuh"
+#include "kernels/comm/bootstrap.hpp"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "kernels/common/check.cuh"
+#include "kernels/common/check.hpp"
 
 namespace overlap::cuda {
 namespace {

@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/ops/ops.cuh"
-#include "kernels/schemes/gemm_run.cuh"
+#include "kernels/ops/ops.hpp"
+#include "kernels/schemes/gemm_run.hpp"
 
 namespace overlap::cuda {
 

@@ -1,11 +1,11 @@
-#include "kernels/comm/node.cuh"
+#include "kernels/comm/node.hpp"
 
 #include <stdexcept>
 #include <string>
 
-#include "kernels/comm/bootstrap.cuh"
-#include "kernels/common/check.cuh"
-#include "kernels/ops/ops.cuh"
+#include "kernels/comm/bootstrap.hpp"
+#include "kernels/common/check.hpp"
+#include "kernels/ops/ops.hpp"
 
 namespace overlap::cuda {
 namespace {

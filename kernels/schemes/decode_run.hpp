@@ -11,7 +11,7 @@
 
 #include "calibrate/core/decode_plans.hpp"
 #include "calibrate/core/scheme_config.hpp"
-#include "kernels/comm/node.cuh"
+#include "kernels/comm/node.hpp"
 
 namespace overlap::cuda {
 

@@ -28,14 +28,14 @@
 #include "calibrate/core/profile_writer.hpp"
 #include "calibrate/core/scheme_config.hpp"
 #include "cost_model/input_error.hpp"
-#include "kernels/comm/bootstrap.cuh"
-#include "kernels/comm/node.cuh"
-#include "kernels/common/check.cuh"
-#include "kernels/common/timing.cuh"
-#include "kernels/gemm/signal_gemm.cuh"
-#include "kernels/ops/ops.cuh"
-#include "kernels/schemes/decode_run.cuh"
-#include "kernels/schemes/gemm_run.cuh"
+#include "kernels/comm/bootstrap.hpp"
+#include "kernels/comm/node.hpp"
+#include "kernels/common/check.hpp"
+#include "kernels/common/timing.hpp"
+#include "kernels/gemm/signal_gemm.hpp"
+#include "kernels/ops/ops.hpp"
+#include "kernels/schemes/decode_run.hpp"
+#include "kernels/schemes/gemm_run.hpp"
 
 namespace {
 

@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/core/measurement.hpp"
-#include "kernels/comm/bootstrap.cuh"
-#include "kernels/common/check.cuh"
+#include "kernels/comm/bootstrap.hpp"
+#include "kernels/common/check.hpp"
 
 namespace overlap::calibrate {
 
@@ -73,6 +73,7 @@ void bench_p2p(Driver& d);           // transfer: copy_engine.p2p, sm_copy.p2p (
 void bench_launch(Driver& d);        // launch: host cost, dependent gap, graph gap
 void bench_hbm(Driver& d);           // hbm_stream: GEMV-like weight streaming
 void bench_nccl(Driver& d);          // nccl (+ interference_nccl) under mpirun, every rank
+void bench_signal_gemm(Driver& d);   // signal_gemm: the reference GEMM vs cuBLASLt, signalling overhead
 
 // Environment (GPU, driver, runtime, cuBLASLt, NCCL, clocks as read).
 nlohmann::json read_environment(int device, const cuda::ProcessRank& pr, const std::string& link_class);

@@ -1,9 +1,9 @@
 // launch: the host's cost per kernel launch (cudaLaunchKernel, host clock), the device-side gap
 // between dependent kernels on one stream (a chain of empty kernels, CUDA events, per kernel), and
 // the same gap when the chain is replayed as a CUDA Graph (profile_schema_v2.md `launch:`).
-#include "calibrate/cuda/driver.cuh"
-#include "kernels/common/timing.cuh"
-#include "kernels/ops/ops.cuh"
+#include "calibrate/cuda/driver.hpp"
+#include "kernels/common/timing.hpp"
+#include "kernels/ops/ops.hpp"
 
 namespace overlap::calibrate {
 

@@ -2,9 +2,9 @@
 // visible to the process (multi-GPU hosts; the lent single-GPU machines skip it). The copy engine
 // with cudaMemcpyPeerAsync, and the SM copy kernel on GPU 0 reading GPU 1's memory.
 #include "calibrate/core/calibration_plan.hpp"
-#include "calibrate/cuda/driver.cuh"
-#include "kernels/common/buffers.cuh"
-#include "kernels/ops/ops.cuh"
+#include "calibrate/cuda/driver.hpp"
+#include "kernels/common/buffers.hpp"
+#include "kernels/ops/ops.hpp"
 
 namespace overlap::calibrate {
 

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "kernels/common/check.cuh"
+#include "kernels/common/check.hpp"
 
 namespace overlap::cuda {
 

@@ -8,10 +8,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/common/check.cuh"
-#include "kernels/gemm/signal_gemm.cuh"
-#include "kernels/ops/ops.cuh"
-#include "kernels/schemes/gemm_run.cuh"
+#include "kernels/common/check.hpp"
+#include "kernels/gemm/signal_gemm.hpp"
+#include "kernels/ops/ops.hpp"
+#include "kernels/schemes/gemm_run.hpp"
 
 namespace overlap::cuda {
 namespace {
@@ -20,6 +20,7 @@ struct FoState {
   std::vector<int> ends;                           // host copy of the group ends (launch slots)
   DeviceBuffer<int> ends_dev;
   std::vector<DeviceBuffer<unsigned int>> counters;  // per rank, one per group
+  DeviceBuffer<int> slot_of_tile;                    // for the reorder-aware RMSNorm
 };
 
 }  // namespace
@@ -52,6 +53,26 @@ void setup_flashoverlap(GemmRun& run, const std::vector<int>& groups, int wave_s
         L.push_back({tm * kSignalTile, tn * kSignalTile, kSignalTile, kSignalTile});
       }
     }
+  }
+  if (!rs) {
+    // The RMSNorm after the all-reduce reads the reordered output through the tile map (paper Sec.
+    // 4.3): checked against the row-major RMSNorm of the reference.
+    const auto map = order.slot_of_tile();
+    st->slot_of_tile = DeviceBuffer<int>(map.size());
+    CUDA_CHECK(cudaMemcpy(st->slot_of_tile.get(), map.data(), map.size() * sizeof(int), cudaMemcpyHostToDevice));
+    run.extra_check = [&run, st, m, n]() {
+      cudaStream_t s = run.root();
+      const int r = run.node.local_ranks().front();
+      const std::size_t elems = static_cast<std::size_t>(m * n);
+      DeviceBuffer<__nv_bfloat16> weight(n), ref_bf16(elems), ref_norm(elems), norm(elems);
+      DeviceBuffer<float> ref_norm_f32(elems);
+      fill_random_bf16(weight.get(), weight.size(), 999, 1.0f, s);
+      f32_to_bf16(ref_bf16.get(), run.reference(r), elems, s);
+      rmsnorm_rowmajor(ref_norm.get(), ref_bf16.get(), weight.get(), m, n, 1e-6f, s);
+      bf16_to_f32(ref_norm_f32.get(), ref_norm.get(), elems, s);
+      rmsnorm_reordered(norm.get(), run.out[static_cast<std::size_t>(r)].get(), st->slot_of_tile.get(), weight.get(), m, n, 1e-6f, s);
+      return relative_error(norm.get(), ref_norm_f32.get(), elems, s);
+    };
   }
   std::string g;
   for (int x : groups) g += (g.empty() ? "" : ",") + std::to_string(x);

@@ -1,13 +1,13 @@
-#include "kernels/schemes/decode_run.cuh"
+#include "kernels/schemes/decode_run.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "kernels/comm/bootstrap.cuh"
-#include "kernels/common/check.cuh"
-#include "kernels/common/timing.cuh"
-#include "kernels/ops/ops.cuh"
+#include "kernels/comm/bootstrap.hpp"
+#include "kernels/common/check.hpp"
+#include "kernels/common/timing.hpp"
+#include "kernels/ops/ops.hpp"
 
 namespace overlap::cuda {
 namespace {

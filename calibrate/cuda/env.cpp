@@ -6,10 +6,10 @@
 #include <ctime>
 
 #include "calibrate/core/calibration_plan.hpp"
-#include "calibrate/cuda/driver.cuh"
-#include "kernels/common/check.cuh"
-#include "kernels/common/green_context.cuh"
-#include "kernels/gemm/cublaslt_gemm.cuh"
+#include "calibrate/cuda/driver.hpp"
+#include "kernels/common/check.hpp"
+#include "kernels/common/green_context.hpp"
+#include "kernels/gemm/cublaslt_gemm.hpp"
 
 namespace overlap::calibrate {
 

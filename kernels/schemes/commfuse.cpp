@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/ops/ops.cuh"
-#include "kernels/schemes/gemm_run.cuh"
+#include "kernels/ops/ops.hpp"
+#include "kernels/schemes/gemm_run.hpp"
 #include "sim/schemes/commfuse_schedule.hpp"
 
 namespace overlap::cuda {

@@ -1,14 +1,14 @@
-#include "kernels/schemes/gemm_run.cuh"
+#include "kernels/schemes/gemm_run.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "kernels/comm/bootstrap.cuh"
-#include "kernels/common/check.cuh"
-#include "kernels/common/timing.cuh"
-#include "kernels/gemm/signal_gemm.cuh"
-#include "kernels/ops/ops.cuh"
+#include "kernels/comm/bootstrap.hpp"
+#include "kernels/common/check.hpp"
+#include "kernels/common/timing.hpp"
+#include "kernels/gemm/signal_gemm.hpp"
+#include "kernels/ops/ops.hpp"
 
 namespace overlap::cuda {
 namespace {
@@ -102,6 +102,11 @@ GemmRun::~GemmRun() {
   if (root_) cudaStreamDestroy(root_);
 }
 
+const float* GemmRun::reference(int r) const {
+  const bool shared_ref = cfg.primitive != "all_gather";
+  return (shared_ref ? ref_[static_cast<std::size_t>(node.local_ranks().front())] : ref_[static_cast<std::size_t>(r)]).get();
+}
+
 __nv_bfloat16* GemmRun::scratch(int rank, const std::string& name, std::size_t elems) {
   auto& list = scratch_[static_cast<std::size_t>(rank)];
   for (auto& [nm, buf] : list) {
@@ -158,6 +163,10 @@ double GemmRun::check() {
     }
     if (at != expected.size()) throw std::logic_error("scheme layout does not cover its output buffer");
     const double e = relative_error(out[i].get(), expected.get(), expected.size(), root_);
+    worst = std::isnan(e) || std::isnan(worst) ? std::nan("") : std::max(worst, e);
+  }
+  if (extra_check) {
+    const double e = extra_check();
     worst = std::isnan(e) || std::isnan(worst) ? std::nan("") : std::max(worst, e);
   }
   if (!node.is_virtual()) {

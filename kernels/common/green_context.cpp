@@ -1,8 +1,8 @@
-#include "kernels/common/green_context.cuh"
+#include "kernels/common/green_context.hpp"
 
 #include <string>
 
-#include "kernels/common/check.cuh"
+#include "kernels/common/check.hpp"
 
 namespace overlap::cuda {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "calibrate/core/scheme_config.hpp"
-#include "kernels/comm/node.cuh"
+#include "kernels/comm/node.hpp"
 
 namespace overlap::cuda {
 
@@ -51,6 +51,12 @@ class GemmRun {
 
   // Enqueues one run of the scheme for every local rank (compute-only: every transfer skipped).
   std::function<void(bool skip_comm)> enqueue;
+  // An extra check after the output check (FlashOverlap: the reorder-aware RMSNorm reading the
+  // reordered output back); returns its relative error.
+  std::function<double()> extra_check;
+  // The fp32 reference of what the primitive leaves on rank r (all_reduce / reduce_scatter: the
+  // whole sum, m x n, shared by the ranks).
+  const float* reference(int r) const;
   std::string what;  // one line: what the scheme does here
 
   // Runs once and compares every local rank's out with the reference; returns the largest relative

@@ -1,9 +1,9 @@
 // hbm_stream: a batch-1 GEMV over a bf16 weight of 64 MiB .. 2 GiB (the Delayed-TP decode setting:
 // weight streaming bounds decode, delayed-tp-blog); GB/s is weight bytes over the median time.
 // Every size is above the L2 (50 MB on an H100; 64 MiB only just), so the rate is HBM's.
-#include "calibrate/cuda/driver.cuh"
-#include "kernels/common/buffers.cuh"
-#include "kernels/ops/ops.cuh"
+#include "calibrate/cuda/driver.hpp"
+#include "kernels/common/buffers.hpp"
+#include "kernels/ops/ops.hpp"
 
 namespace overlap::calibrate {
 

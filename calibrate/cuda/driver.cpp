@@ -1,10 +1,10 @@
-#include "calibrate/cuda/driver.cuh"
+#include "calibrate/cuda/driver.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "kernels/common/check.cuh"
-#include "kernels/common/timing.cuh"
+#include "kernels/common/check.hpp"
+#include "kernels/common/timing.hpp"
 
 namespace overlap::calibrate {
 

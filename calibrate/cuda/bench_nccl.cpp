@@ -5,11 +5,11 @@
 #include <algorithm>
 
 #include "calibrate/core/calibration_plan.hpp"
-#include "calibrate/cuda/driver.cuh"
-#include "kernels/common/buffers.cuh"
-#include "kernels/common/timing.cuh"
-#include "kernels/gemm/cublaslt_gemm.cuh"
-#include "kernels/ops/ops.cuh"
+#include "calibrate/cuda/driver.hpp"
+#include "kernels/common/buffers.hpp"
+#include "kernels/common/timing.hpp"
+#include "kernels/gemm/cublaslt_gemm.hpp"
+#include "kernels/ops/ops.hpp"
 
 namespace overlap::calibrate {
 
