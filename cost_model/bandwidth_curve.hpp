@@ -1,7 +1,8 @@
 #pragma once
 // Effective bandwidth vs message size for one path and primitive (design.md "Fabric"): the time an
-// isolated transfer of s bytes takes. Time is interpolated linearly in log2(size) between calibrated
-// samples (exact at the samples; monotone between two samples whose times are ordered); beyond the
+// isolated transfer of s bytes takes. Time is interpolated linearly in size between calibrated samples
+// (exact at the samples and on any alpha-beta stretch; monotone between two samples whose times are
+// ordered); beyond the
 // samples it is extended with the asymptotic bandwidth beta of an alpha-beta fit (t = alpha + s/beta),
 // shifted to pass through the nearest sample so the curve stays continuous.
 #include <vector>
@@ -31,7 +32,7 @@ class BandwidthCurve {
 
   bool empty() const { return points_.empty() && !fit_only_; }
   // Time of an isolated transfer of `bytes` (> 0; 0 bytes take 0). Exact at sample points; between
-  // samples time is interpolated linearly in log2(size), so it is monotone wherever the samples are.
+  // samples time is interpolated linearly in size, so it is monotone wherever the samples are.
   Ps time_ps(Bytes bytes) const;
   double gbps(Bytes bytes) const;  // bytes / time_ps(bytes)
   const std::vector<CurvePoint>& points() const { return points_; }

@@ -21,6 +21,7 @@
 #include "tools/cmd_schemes.hpp"
 #include "tools/cmd_sweep.hpp"
 #include "tools/cmd_tune.hpp"
+#include "tools/cmd_validate.hpp"
 
 #ifndef OVERLAP_SOURCE_DIR
 #define OVERLAP_SOURCE_DIR "."
@@ -61,7 +62,7 @@ constexpr const char* kDescription =
     "overlap-sim: simulates how communication overlaps computation in tensor-parallel LLM layers.\n"
     "Exit status: 0 ok, 2 usage or input error, 1 internal error.";
 
-const std::vector<std::string> kCommands = {"run", "tune", "sweep", "collective", "schemes", "profile"};
+const std::vector<std::string> kCommands = {"run", "tune", "sweep", "collective", "validate", "schemes", "profile"};
 
 std::string examples(std::initializer_list<const char*> lines) {
   std::string out = "\nExamples:\n";
@@ -225,6 +226,15 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CollectiveOptions collective;
   CLI::App* collective_cmd = add_collective_command(app, collective);
 
+  std::string validate_dir;
+  std::string validate_format = "table";
+  bool validate_record = false;
+  CLI::App* validate_cmd = app.add_subcommand(
+      "validate", "Predicted vs measured for a calibration results directory (calibrate/results/...), with errors");
+  validate_cmd->add_option("dir", validate_dir, "Results directory (measurements.json, profile.yaml, schemes/)")->required();
+  validate_cmd->add_option("--format", validate_format, "Output format")->check(CLI::IsMember({"table", "json"}));
+  validate_cmd->add_flag("--record", validate_record, "Write DIR/validation.json: the error figures CI holds later runs to");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -264,6 +274,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     if (list_cmd->parsed()) {
       cmd_profile_list(list_format, out);
+      return kExitOk;
+    }
+    if (validate_cmd->parsed()) {
+      cmd_validate(resolve_input_path(validate_dir), validate_format, validate_record, out);
       return kExitOk;
     }
     if (show_cmd->parsed()) {

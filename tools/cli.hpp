@@ -1,6 +1,6 @@
 #pragma once
-// The `overlap-sim` command line (CLI11): subcommands `run`, `tune`, `sweep`, `schemes`, `profile list`
-// and `profile show`.
+// The `overlap-sim` command line (CLI11): subcommands `run`, `tune`, `sweep`, `collective`, `schemes`,
+// `profile list`, `profile show` and `validate`.
 // run_cli() is the whole program minus the process: tests call it in-process with string streams.
 // Exit status: 0 success; 2 usage or input error (message on `err`); 1 internal error.
 #include <ostream>

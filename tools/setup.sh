@@ -23,3 +23,14 @@ if command -v "$py" >/dev/null && ! "$py" -c "import matplotlib" 2>/dev/null; th
   echo "setup: installing matplotlib"
   "$py" -m pip install -q matplotlib || echo "setup: matplotlib not installed; --plot will be unavailable" >&2
 fi
+# CUTLASS headers for kernels/ (the signalling GEMM), only where nvcc can build them: the
+# `nvidia-cutlass` PyPI package ships cutlass/ and cute/ under cutlass_library/source/include
+# (facts.md "Getting CUTLASS"). Pinned: a kernel's speed and the headers' API depend on the version.
+CUTLASS_VERSION=4.2.0.0
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  if command -v "$py" >/dev/null && \
+     [ "$("$py" -c 'import importlib.metadata as m; print(m.version("nvidia-cutlass"))' 2>/dev/null)" != "$CUTLASS_VERSION" ]; then
+    echo "setup: installing nvidia-cutlass==$CUTLASS_VERSION (CUTLASS headers for kernels/)"
+    "$py" -m pip install -q --no-deps "nvidia-cutlass==$CUTLASS_VERSION" || echo "setup: nvidia-cutlass not installed; kernels/ will not configure" >&2
+  fi
+fi

@@ -10,8 +10,8 @@ TEST_CASE("curve is exact at samples and monotone between", "[curve]") {
   CHECK(c.time_ps(1024) == ps_from_us(10));
   CHECK(c.time_ps(1 << 20) == ps_from_us(20));
   CHECK(c.time_ps(1 << 30) == ps_from_us(3000));
-  // Halfway in log2 between 2^10 and 2^20 is 2^15: halfway in time.
-  CHECK(c.time_ps(1 << 15) == ps_from_us(15));
+  // Linear in bytes: halfway between 2^20 and 2^30 bytes is halfway in time.
+  CHECK(c.time_ps((Bytes{1} << 20) + ((Bytes{1} << 30) - (Bytes{1} << 20)) / 2) == ps_from_us(1510));
   Ps prev = 0;
   for (Bytes b = 1; b <= (Bytes{1} << 32); b = b * 3 / 2 + 1) {
     const Ps t = c.time_ps(b);

@@ -1,0 +1,361 @@
+#include "calibrate/core/profile_writer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+
+#include "calibrate/core/calibration_plan.hpp"
+
+namespace overlap::calibrate {
+namespace {
+
+using nlohmann::json;
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.8g", v);
+  return buf;
+}
+
+// A JSON string literal is a valid YAML double-quoted scalar.
+std::string quoted(const std::string& s) { return json(s).dump(); }
+
+// Lines of block YAML with end-of-line comments aligned at one column.
+class YamlLines {
+ public:
+  void comment(int indent, const std::string& text) { out_ += std::string(indent, ' ') + "# " + text + "\n"; }
+  void key(int indent, const std::string& k, const std::string& note = "") { add(indent, k + ":", note); }
+  void value(int indent, const std::string& k, const std::string& v, const std::string& note = "") {
+    add(indent, k + ": " + v, note);
+  }
+  void raw(const std::string& text) { out_ += text; }
+  const std::string& str() const { return out_; }
+
+ private:
+  void add(int indent, const std::string& body, const std::string& note) {
+    std::string line = std::string(indent, ' ') + body;
+    if (!note.empty()) {
+      if (line.size() < 40) line.resize(40, ' ');
+      line += "  # " + note;
+    }
+    out_ += line + "\n";
+  }
+  std::string out_;
+};
+
+int env_int(const json& env, const char* key, int fallback) {
+  const auto it = env.find(key);
+  return it != env.end() && it->is_number() ? it->get<int>() : fallback;
+}
+double env_num(const json& env, const char* key, double fallback) {
+  const auto it = env.find(key);
+  return it != env.end() && it->is_number() ? it->get<double>() : fallback;
+}
+std::string env_str(const json& env, const char* key, const std::string& fallback) {
+  const auto it = env.find(key);
+  return it != env.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+const Measurement* launch_row(const MeasurementSet& set, const std::string& what) {
+  for (const Measurement* m : set.of(bench::launch)) {
+    if (m->config.value("what", std::string()) == what) return m;
+  }
+  return nullptr;
+}
+
+std::string points_text(const std::vector<CurvePointUs>& pts) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    s += (i ? ", [" : "[") + std::to_string(pts[i].bytes) + ", " + num(pts[i].time_us) + "]";
+  }
+  return s + "]";
+}
+
+// Asymptotic one-way bandwidth of a curve: bytes / time of its largest sample, in GB/s.
+double largest_gbps(const std::vector<CurvePointUs>& pts) {
+  if (pts.empty()) return 0;
+  const auto& p = pts.back();
+  return static_cast<double>(p.bytes) / (p.time_us * 1e3);
+}
+
+}  // namespace
+
+bool curve_sample_size(std::int64_t bytes) {
+  const auto sizes = transfer_sizes();
+  for (std::size_t i = 0; i < sizes.size(); i += 2) {
+    if (sizes[i] == bytes) return true;
+  }
+  return false;
+}
+
+std::vector<CurvePointUs> transfer_points(const MeasurementSet& set, const std::string& path, int ctas,
+                                          bool curve_samples_only) {
+  std::map<std::int64_t, double> by_size;
+  for (const Measurement* m : set.of(bench::transfer)) {
+    if (m->config.value("path", std::string()) != path) continue;
+    if (ctas > 0 && m->config.value("ctas", 0) != ctas) continue;
+    const auto bytes = m->config.value("bytes", std::int64_t{0});
+    if (bytes <= 0 || (curve_samples_only && !curve_sample_size(bytes))) continue;
+    by_size[bytes] = m->time_us.median;
+  }
+  std::vector<CurvePointUs> out;
+  for (const auto& [b, t] : by_size) out.push_back({b, t});
+  return out;
+}
+
+double fitted_gemm_tile_us(const MeasurementSet& set, int sm_count) {
+  std::vector<double> v;
+  for (const Measurement* m : set.of(bench::gemm_tile)) {
+    v.push_back(gemm_tile_us_from(m->time_us.median, static_cast<std::int64_t>(m->config_number("m")),
+                                  static_cast<std::int64_t>(m->config_number("n")),
+                                  static_cast<std::int64_t>(m->config_number("k")), sm_count));
+  }
+  return v.empty() ? 0 : median_of(v);
+}
+
+std::int64_t gemm_waves(std::int64_t m, std::int64_t n, int tile_m, int tile_n, int sms) {
+  if (tile_m < 1 || tile_n < 1 || sms < 1) throw std::invalid_argument("gemm_waves: tile and SM counts must be positive");
+  const std::int64_t tiles = ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n);
+  return (tiles + sms - 1) / sms;
+}
+
+double fitted_gemm_comm_interference(const MeasurementSet& set, int sm_count) {
+  std::vector<double> fits;
+  for (const Measurement* m : set.of(bench::interference_sm_copy)) {
+    const int k = static_cast<int>(m->config_number("copy_ctas"));
+    if (k <= 0 || k >= sm_count) continue;
+    const auto M = static_cast<std::int64_t>(m->config_number("m"));
+    const auto N = static_cast<std::int64_t>(m->config_number("n"));
+    const int tm = static_cast<int>(m->derived.value("tile_m", 128));
+    const int tn = static_cast<int>(m->derived.value("tile_n", 128));
+    const double alone = m->derived_number("alone_us");
+    const double cta = alone / static_cast<double>(gemm_waves(M, N, tm, tn, sm_count));
+    const double base = static_cast<double>(gemm_waves(M, N, tm, tn, sm_count - k)) * cta;
+    fits.push_back((m->time_us.median / base - 1.0) * sm_count / k);
+  }
+  if (fits.empty()) return -1;
+  return std::max(0.0, median_of_values(fits));
+}
+
+
+std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& options) {
+  if (options.schema != 2)
+    throw std::runtime_error("profile schema must be 2 (schema 1, gpu.kernel_launch_us, is no longer read by the loader)");
+  const json& env = set.environment;
+  const int sm_count = env_int(env, "sm_count", 0);
+  if (sm_count < 1) throw std::runtime_error("environment.json has no sm_count: cannot write a profile");
+  const std::string dir = env_str(env, "results_dir", "unknown");
+  const std::string gpu_name = env_str(env, "gpu_name", "gpu");
+  const int world = std::max(1, env_int(env, "world_size", 1));
+
+  const double tile_us = fitted_gemm_tile_us(set, sm_count);
+  std::vector<const Measurement*> gemms = set.of(bench::gemm);
+  if (tile_us <= 0 && gemms.empty()) {
+    throw std::runtime_error("no gemm_tile or gemm measurements: a profile needs a measured GEMM rate");
+  }
+
+  YamlLines y;
+  y.comment(0, "Calibrated hardware profile, written by overlap-calibrate from measurements.json and");
+  y.comment(0, "environment.json in this directory (schema 2: launch:, transports:, topology virtual).");
+  y.comment(0, "GPU " + gpu_name + ", driver " + env_str(env, "driver_version", "?") + ", CUDA runtime " +
+                   env_str(env, "cuda_runtime_version", "?") + ", cuBLASLt " + env_str(env, "cublaslt_version", "?") +
+                   ", NCCL " + env_str(env, "nccl_version", "?") + ", " + env_str(env, "date_utc", "?") + ".");
+  y.comment(0, "Each measured field names the benchmark (measurements.json \"benchmark\") that set it; fields");
+  y.comment(0, "not written keep the loader's defaults (scenarios/hardware/README.md).");
+  if (set.fixture) y.comment(0, "FIXTURE: made-up numbers for tests, not a measurement.");
+  y.value(0, "name", quoted(options.name.empty() ? "calibrated-" + dir : options.name));
+  y.value(0, "description", quoted(std::string(set.fixture ? "FIXTURE (not measured): " : "") + "measured " +
+                                   gpu_name + (world > 1 ? " x" + std::to_string(world) : "") + ", results " + dir));
+
+  // ---- gpu
+  y.key(0, "gpu");
+  y.value(2, "name", quoted(gpu_name), "cudaGetDeviceProperties");
+  y.value(2, "sm_count", std::to_string(sm_count), "device attribute multiProcessorCount, as read");
+  if (env_num(env, "clock_mhz", 0) > 0) y.value(2, "clock_mhz", num(env_num(env, "clock_mhz", 0)), "device attribute clockRate, as read (never changed)");
+  if (tile_us > 0) {
+    y.value(2, "gemm_tile_us", num(tile_us), "gemm_tile: median of duration x SMs / (MNK / 128*128*1024)");
+  } else {
+    // No full-wave run: the GEMM rate comes from gemm_profiles alone; the loader needs some rate, so
+    // the largest bf16 GEMM's TFLOP/s stands in as peak with efficiency 1 (both measured).
+    const Measurement* best = nullptr;
+    for (const Measurement* m : gemms) {
+      if (!best || m->derived.value("tflops", 0.0) > best->derived.value("tflops", 0.0)) best = m;
+    }
+    y.key(2, "peak_tflops", "gemm: the fastest measured GEMM's TFLOP/s, used as the rate with efficiency 1");
+    y.value(4, "bf16", num(best->derived_number("tflops")));
+    y.value(2, "gemm_efficiency", "1.0", "the rate above is already achieved, not datasheet");
+  }
+  std::int64_t hbm_bytes = 0;
+  double hbm_gbps = 0;
+  for (const Measurement* m : set.of(bench::hbm_stream)) {
+    const auto b = m->config.value("bytes", std::int64_t{0});
+    if (b >= hbm_bytes) {
+      hbm_bytes = b;
+      hbm_gbps = m->derived_number("gbps");
+    }
+  }
+  if (hbm_gbps > 0) {
+    y.value(2, "hbm_bandwidth_gbps", num(hbm_gbps), "hbm_stream: GEMV-like read of " + std::to_string(hbm_bytes >> 20) + " MiB, median GB/s");
+    y.value(2, "hbm_efficiency", "1.0", "hbm_stream measured the achieved rate itself");
+  }
+  if (env.contains("async_engine_count")) y.value(2, "copy_engines", std::to_string(env_int(env, "async_engine_count", 2)), "device attribute asyncEngineCount, as read");
+  if (env.contains("min_sm_partition")) y.value(2, "min_sm_partition", std::to_string(env_int(env, "min_sm_partition", 1)), "green context minSmPartitionSize, as read");
+  const double interference = fitted_gemm_comm_interference(set, sm_count);
+  if (interference >= 0) y.value(2, "gemm_comm_interference", num(interference), "interference_sm_copy: median fit over copy CTA counts");
+  const Measurement* gap = launch_row(set, "dependent_gap");
+
+  // ---- launch
+  const Measurement* host = launch_row(set, "host_launch");
+  const Measurement* graph = launch_row(set, "graph_gap");
+  if (host || gap || graph) {
+    y.key(0, "launch");
+    if (host) y.value(2, "host_us", num(host->time_us.median), "launch: host_launch (cudaLaunchKernel, host clock)");
+    if (gap) y.value(2, "gap_us", num(gap->time_us.median), "launch: dependent_gap (empty kernels on one stream)");
+    if (graph) y.value(2, "graph_gap_us", num(graph->time_us.median), "launch: graph_gap (the same, CUDA Graph replay)");
+  }
+
+  // ---- transports: only the figures measured here
+  const auto d2d = transfer_points(set, "copy_engine.d2d", 0, true);
+  std::vector<int> ctas_seen;
+  for (const Measurement* m : set.of(bench::transfer)) {
+    if (m->config.value("path", std::string()) == "sm_copy.d2d") ctas_seen.push_back(m->config.value("ctas", 0));
+  }
+  std::sort(ctas_seen.begin(), ctas_seen.end());
+  ctas_seen.erase(std::unique(ctas_seen.begin(), ctas_seen.end()), ctas_seen.end());
+  // Per-CTA rate of the SM copy kernel: the median over small CTA counts (<= 8, where HBM does not
+  // cap it) of GB/s / CTAs at the largest size.
+  std::vector<double> per_cta;
+  for (int k : ctas_seen) {
+    if (k > 8) continue;
+    const auto pts = transfer_points(set, "sm_copy.d2d", k, false);
+    if (!pts.empty()) per_cta.push_back(largest_gbps(pts) / k);
+  }
+  if (!d2d.empty() || !per_cta.empty()) {
+    y.key(0, "transports");
+    if (!d2d.empty()) {
+      y.value(2, "copy_engine", "{latency_us: " + num(d2d.front().time_us) + "}",
+              "transfer copy_engine.d2d: time of the smallest copy");
+    }
+    if (!per_cta.empty()) {
+      const auto small = transfer_points(set, "sm_copy.d2d", ctas_seen.front(), false);
+      y.value(2, "sm_copy", "{latency_us: " + num(small.front().time_us) + ", cta_gbps: " + num(median_of(per_cta)) + "}",
+              "transfer sm_copy.d2d: smallest copy; GB/s per CTA (CTAs <= 8)");
+    }
+  }
+
+  // ---- fabric
+  const auto h2d = transfer_points(set, "copy_engine.h2d", 0, true);
+  const auto d2h = transfer_points(set, "copy_engine.d2h", 0, true);
+  const auto p2p = transfer_points(set, "copy_engine.p2p", 0, true);
+  y.key(0, "fabric");
+  if (options.virtual_ranks > 0) {
+    const auto pull = transfer_points(set, "copy_engine." + options.virtual_link, 0, true);
+    if (pull.empty()) throw std::runtime_error("virtual node without copy_engine." + options.virtual_link + " transfers");
+    const std::string T = std::to_string(options.virtual_ranks);
+    y.value(2, "topology", "virtual", T + " ranks on one GPU, each its own green-context SM partition");
+    y.value(2, "num_gpus", T);
+    y.value(2, "virtual_link", options.virtual_link);
+    y.key(2, "links");
+    y.key(4, options.virtual_link == "host" ? "pcie" : "d2d");
+    y.value(6, "bandwidth_gbps", num(largest_gbps(pull)), "transfer copy_engine." + options.virtual_link + ": rank-to-rank pull, largest");
+    y.value(6, "latency_us", num(pull.front().time_us), "transfer copy_engine." + options.virtual_link + ": smallest pull");
+  } else if (world > 1 || !p2p.empty()) {
+    const std::string cls = env_str(env, "p2p_link_class", "nvlink");
+    y.value(2, "topology", "nvswitch", "assumed (one switch); nvidia_smi_topo.txt beside this file shows the real one");
+    y.value(2, "num_gpus", std::to_string(env_int(env, "gpu_count", world)), "GPUs of the host, as read");
+    y.key(2, "links");
+    y.key(4, cls);
+    if (!p2p.empty()) {
+      y.value(6, "bandwidth_gbps", num(largest_gbps(p2p)), "transfer copy_engine.p2p: largest copy, GB/s one way");
+      y.value(6, "latency_us", num(p2p.front().time_us), "transfer copy_engine.p2p: smallest copy");
+    } else {
+      throw std::runtime_error("multi-GPU measurements without copy_engine.p2p transfers: no link bandwidth");
+    }
+  } else {
+    if (d2d.empty()) throw std::runtime_error("a single-GPU profile needs copy_engine.d2d transfers");
+    y.value(2, "topology", "virtual", "one physical GPU");
+    y.value(2, "num_gpus", "1");
+    y.value(2, "virtual_link", "d2d");
+    y.key(2, "links");
+    y.key(4, "d2d");
+    y.value(6, "bandwidth_gbps", num(largest_gbps(d2d)), "transfer copy_engine.d2d: largest copy, bytes copied / time");
+    y.value(6, "latency_us", num(d2d.front().time_us), "transfer copy_engine.d2d: smallest copy");
+    if (!h2d.empty() && !d2h.empty()) {
+      y.key(4, "pcie");
+      y.value(6, "bandwidth_gbps", num(std::min(largest_gbps(h2d), largest_gbps(d2h))),
+              "transfer copy_engine.h2d / d2h: the slower direction's largest copy, GB/s");
+      y.value(6, "latency_us", num(std::max(h2d.front().time_us, d2h.front().time_us)), "the slower smallest copy");
+    }
+  }
+
+  // ---- curves
+  struct CurveOut {
+    std::string key, path, note;
+    int ctas = 0;
+  };
+  std::vector<CurveOut> curves = {
+      {"copy_engine.d2d", "copy_engine.d2d", "transfer copy_engine.d2d (cudaMemcpyAsync device to device)"},
+      {"copy_engine.h2d", "copy_engine.h2d", "transfer copy_engine.h2d (pinned host to device)"},
+      {"copy_engine.d2h", "copy_engine.d2h", "transfer copy_engine.d2h (device to pinned host)"},
+  };
+  if (!ctas_seen.empty()) {
+    curves.push_back({"sm_copy.d2d", "sm_copy.d2d",
+                      "transfer sm_copy.d2d with " + std::to_string(ctas_seen.back()) + " CTAs", ctas_seen.back()});
+  }
+  const std::string cls = env_str(env, "p2p_link_class", "nvlink");
+  curves.push_back({"copy_engine." + cls, "copy_engine.p2p", "transfer copy_engine.p2p (cudaMemcpyPeerAsync)"});
+  std::vector<int> p2p_ctas;
+  for (const Measurement* m : set.of(bench::transfer)) {
+    if (m->config.value("path", std::string()) == "sm_copy.p2p") p2p_ctas.push_back(m->config.value("ctas", 0));
+  }
+  if (!p2p_ctas.empty()) {
+    const int k = *std::max_element(p2p_ctas.begin(), p2p_ctas.end());
+    curves.push_back({"sm_copy." + cls, "sm_copy.p2p", "transfer sm_copy.p2p with " + std::to_string(k) + " CTAs", k});
+  }
+  std::string curve_text;
+  for (const auto& c : curves) {
+    const auto pts = transfer_points(set, c.path, c.ctas, true);
+    if (pts.empty()) continue;
+    curve_text += "  # " + c.note + ": median time per size, every other size of the sweep\n";
+    curve_text += "  " + c.key + ": {points: " + points_text(pts) + "}\n";
+  }
+  // NCCL collectives: points [bytes, median us] per primitive and rank count (nccl-tests S).
+  std::map<std::string, std::vector<CurvePointUs>> coll;
+  std::vector<const Measurement*> collectives = set.of(bench::nccl);
+  for (const Measurement* m : set.of(bench::collective)) collectives.push_back(m);
+  for (const Measurement* m : collectives) {
+    const std::string key = m->config_string("primitive") + ".n" + std::to_string(static_cast<int>(m->config_number("ranks")));
+    if (!curve_sample_size(static_cast<std::int64_t>(m->config_number("bytes")))) continue;  // held out for validate
+    coll[key].push_back({static_cast<std::int64_t>(m->config_number("bytes")), m->time_us.median});
+  }
+  for (auto& [key, pts] : coll) {
+    std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+    pts.erase(std::unique(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.bytes == b.bytes; }), pts.end());
+    curve_text += "  # " + key + " (benchmark nccl / collective): median time per full array size S (nccl-tests convention)\n";
+    curve_text += "  " + key + ": {points: " + points_text(pts) + "}\n";
+  }
+  if (!curve_text.empty()) {
+    y.key(0, "curves");
+    y.raw(curve_text);
+  }
+
+  // ---- gemm_profiles: whole-GPU cuBLASLt durations with the tile its heuristic chose
+  std::string gp;
+  for (const Measurement* m : gemms) {
+    const std::string dt = m->config.value("dtype", std::string("bf16"));
+    gp += "  - {m: " + num(m->config_number("m")) + ", n: " + num(m->config_number("n")) + ", k: " +
+          num(m->config_number("k")) + ", dtype: " + dt + ", tile_m: " + std::to_string(m->derived.value("tile_m", 128)) +
+          ", tile_n: " + std::to_string(m->derived.value("tile_n", 128)) + ", duration_us: " + num(m->time_us.median) + "}\n";
+  }
+  if (!gp.empty()) {
+    y.comment(0, "gemm: cuBLASLt whole-GPU median durations; tile_m / tile_n from the heuristic's algorithm");
+    y.comment(0, "(cublasLtMatmulAlgoConfigGetAttribute CUBLASLT_ALGO_CONFIG_TILE_ID)");
+    y.key(0, "gemm_profiles");
+    y.raw(gp);
+  }
+  return y.str();
+}
+
+}  // namespace overlap::calibrate

@@ -1,0 +1,61 @@
+#pragma once
+// Derives a hardware profile (the YAML cost_model/profile_loader.cpp reads) from a calibration
+// run's measurements, every measured field commented with the benchmark that set it. Nothing the
+// run did not measure is written: a field left out keeps the loader's default (and the loader's
+// README says what that is).
+//
+// Schema 2 (scenarios/hardware/README.md): `launch:`, `transports:`, curve keys by mechanism
+// (`copy_engine.d2d`, `sm_copy.d2d`, ...), and `fabric.topology: virtual` for the single-GPU host.
+//
+// Which samples become profile data and which stay out for validation: transfer curves take every
+// other size of the sweep (1 KiB, 4 KiB, 16 KiB, ...), so `overlap-sim validate` checks the curve's
+// interpolation on the sizes in between; GEMM profiles take the whole-GPU durations, so the GEMM
+// rows validate predictions on k SMs, beside copies and in the wave sweep.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "calibrate/core/measurement.hpp"
+
+namespace overlap::calibrate {
+
+struct ProfileOptions {
+  int schema = 2;       // the only one the loader reads (1, with gpu.kernel_launch_us, is retired)
+  std::string name;     // profile name ("" = "calibrated-" + environment.results_dir)
+  // A virtual node (the scheme runner on one GPU): `virtual_ranks` ranks of environment.sm_count
+  // SMs each, joined by `virtual_link` (d2d | host): fabric.topology virtual.
+  int virtual_ranks = 0;
+  std::string virtual_link = "d2d";
+};
+
+// A curve point taken from a measurement: bytes and the median time.
+struct CurvePointUs {
+  std::int64_t bytes = 0;
+  double time_us = 0;
+};
+
+// True for a transfer size the profile's curves are built from (even index in transfer_sizes()).
+bool curve_sample_size(std::int64_t bytes);
+
+// Points of one transfer path (config.path == path; for sm_copy, config.ctas == ctas), sorted by
+// size, only the sizes curve_sample_size() accepts when `curve_samples_only`.
+std::vector<CurvePointUs> transfer_points(const MeasurementSet& set, const std::string& path, int ctas,
+                                          bool curve_samples_only);
+
+// Median over the gemm_tile measurements of gemm_tile_us_from(); 0 when there are none.
+double fitted_gemm_tile_us(const MeasurementSet& set, int sm_count);
+
+// GEMM waves on `sms` SMs for a tile shape (one CTA per SM, as cuBLAS's big tiles run).
+std::int64_t gemm_waves(std::int64_t m, std::int64_t n, int tile_m, int tile_n, int sms);
+
+// gemm_comm_interference fitted from the interference_sm_copy runs: each run gives
+//   c = (t_beside / (waves(S - k) * t_alone / waves(S)) - 1) * S / k
+// (the loader's model: a CTA runs 1 + c k / S times longer while k SMs run communication); the
+// median over runs, floored at 0. Returns a negative value when there are no runs.
+double fitted_gemm_comm_interference(const MeasurementSet& set, int sm_count);
+
+// The profile YAML text. Throws std::runtime_error when the environment lacks sm_count or the
+// measurements lack what every profile needs (a GEMM rate: gemm_tile or gemm runs).
+std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& options = {});
+
+}  // namespace overlap::calibrate

@@ -1,0 +1,273 @@
+#include "calibrate/core/scheme_config.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "calibrate/core/json_reader.hpp"
+#include "calibrate/core/measurement.hpp"
+
+namespace overlap::calibrate {
+namespace {
+
+using nlohmann::json;
+
+const std::vector<std::string> kDecodeSchemes = {"tp_baseline", "gptj_parallel", "pt_transformer",
+                                                 "ladder_residual", "dtp", "no_comm"};
+
+bool is_decode_scheme(const std::string& s) {
+  return std::find(kDecodeSchemes.begin(), kDecodeSchemes.end(), s) != kDecodeSchemes.end();
+}
+
+std::int64_t small_param(const JsonReader& params, const std::string& key, std::int64_t fallback, std::int64_t max) {
+  const std::int64_t v = params.get_positive_int(key, fallback);
+  if (v > max) params.fail_at(key, "must be at most " + std::to_string(max) + " (got " + std::to_string(v) + ")");
+  return v;
+}
+
+void check_params(const JsonReader& params, SchemeRunConfig& c) {
+  params.expect_object();
+  const std::string& s = c.scheme;
+  if (s == "no_overlap" || s == "tp_baseline" || s == "gptj_parallel" || s == "ladder_residual" || s == "no_comm") {
+    params.allow_keys({});
+  } else if (s == "data_slicing") {
+    params.allow_keys({"chunks"});
+    const auto chunks = small_param(params, "chunks", 4, 64);
+    const std::int64_t div = chunks * (c.primitive == "all_reduce" ? 1 : c.ranks) * 128;
+    if (c.m % div != 0) {
+      params.fail_at("chunks", "workload.m = " + std::to_string(c.m) + " must divide into chunks x 128 rows" +
+                                   (c.primitive == "all_reduce" ? "" : " x ranks") + " (" + std::to_string(div) + ")");
+    }
+  } else if (s == "async_tp") {
+    params.allow_keys({"transport", "streams"});
+    if (params.get_string("transport", "copy_engine") != "copy_engine") {
+      params.fail_at("transport", "the reference kernels pull by copy engine only (copy_engine)");
+    }
+    const auto streams = small_param(params, "streams", 2, 2);
+    (void)streams;
+  } else if (s == "commfuse") {
+    params.allow_keys({"m", "schedule"});
+    const auto m = small_param(params, "m", 1, 64);
+    const std::string sched = params.get_string("schedule", "ring");
+    if (sched != "ring" && sched != "pairwise" && sched != "circular") {
+      params.fail_at("schedule", "must be ring, pairwise or circular (got '" + sched + "')");
+    }
+    if (c.m % (m * c.ranks * 128) != 0) {
+      params.fail_at("m", "workload.m must divide into m x ranks slices of 128-row multiples");
+    }
+  } else if (s == "flashoverlap") {
+    // The runner's signalling GEMM uses 128x128 tiles; a wave is `wave_sms` of them (given
+    // explicitly, so the simulator cuts the same waves: on virtual ranks communication takes no SMs,
+    // so it is the rank's partition, not FlashOverlap's sm_count - 2).
+    params.allow_keys({"groups", "wave_sms"});
+    const std::int64_t wave_sms = small_param(params, "wave_sms", 0, 1024);
+    if (!params.has("wave_sms")) params.fail_at("wave_sms", "missing required field (SMs per wave: the rank's partition)");
+    const std::int64_t tiles = (c.m / 128) * (c.n / 128);
+    const std::int64_t waves = (tiles + wave_sms - 1) / wave_sms;
+    const JsonReader g = params.child("groups");
+    g.expect_array();
+    if (g.size() == 0) g.fail("needs at least one group (sizes in waves)");
+    std::int64_t sum = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const json& v = g.element(i).value();
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 1) g.element(i).fail("must be a positive integer (waves)");
+      sum += v.get<std::int64_t>();
+    }
+    if (sum != waves) {
+      g.fail("group sizes sum to " + std::to_string(sum) + " waves; the GEMM has " + std::to_string(waves) + " (" +
+             std::to_string(tiles) + " tiles of 128x128, " + std::to_string(wave_sms) + " per wave)");
+    }
+  } else if (s == "pt_transformer") {
+    params.allow_keys({"t_d"});
+    small_param(params, "t_d", 2, 64);
+  } else if (s == "dtp") {
+    params.allow_keys({"delta"});
+    small_param(params, "delta", 2, 64);
+  }
+}
+
+void parse_workload(const JsonReader& w, SchemeRunConfig& c) {
+  w.expect_object();
+  c.kind = w.get_string("kind");
+  const std::int64_t tp = w.get_positive_int("tp");
+  if (tp < 2 || tp > 16) w.fail_at("tp", "must be 2..16 ranks (got " + std::to_string(tp) + ")");
+  c.ranks = static_cast<int>(tp);
+  c.dtype = w.get_string("dtype", "bf16");
+  if (c.dtype != "bf16") w.fail_at("dtype", "the reference kernels run bf16 only (got '" + c.dtype + "')");
+  if (c.kind == "gemm_collective") {
+    w.allow_keys({"kind", "tp", "m", "n", "k", "dtype", "primitive", "rmsnorm_after"});
+    c.m = w.get_positive_int("m");
+    c.n = w.get_positive_int("n");
+    c.k = w.get_positive_int("k");
+    for (const char* key : {"m", "n", "k"}) {
+      if (w.get_positive_int(key) % 128 != 0) w.fail_at(key, "must be a multiple of 128 (the GEMM tile)");
+    }
+    c.primitive = w.get_string("primitive");
+    if (c.primitive != "all_reduce" && c.primitive != "reduce_scatter" && c.primitive != "all_gather") {
+      w.fail_at("primitive", "must be all_reduce, reduce_scatter or all_gather (got '" + c.primitive + "')");
+    }
+    if (c.primitive != "all_reduce" && c.m % (c.ranks * 128) != 0) {
+      w.fail_at("m", "must divide into ranks x 128 rows for " + c.primitive);
+    }
+  } else if (c.kind == "decode_stack") {
+    w.allow_keys({"kind", "tp", "layers", "d_model", "d_ffn", "heads", "kv_heads", "dtype"});
+    c.layers = static_cast<int>(w.get_positive_int("layers"));
+    c.d_model = w.get_positive_int("d_model");
+    c.d_ffn = w.get_positive_int("d_ffn");
+    c.heads = w.get_positive_int("heads");
+    c.kv_heads = w.get_positive_int("kv_heads", c.heads);
+    if (c.layers > 256) w.fail_at("layers", "must be at most 256");
+    if (c.d_model % c.heads != 0) w.fail_at("heads", "must divide d_model");
+    if (c.heads % c.ranks != 0 || c.d_ffn % (c.ranks * 8) != 0) {
+      w.fail_at("tp", "must divide heads, and d_ffn into multiples of 8");
+    }
+  } else {
+    w.fail_at("kind", "the reference kernels run gemm_collective and decode_stack (got '" + c.kind + "')");
+  }
+}
+
+void check_applies(const JsonReader& r, const SchemeRunConfig& c) {
+  const bool decode = is_decode_scheme(c.scheme);
+  if (decode && c.kind != "decode_stack") r.fail_at("scheme", c.scheme + " runs decode_stack workloads only");
+  if (!decode && c.kind == "decode_stack" && c.scheme != "no_overlap") {
+    r.fail_at("scheme", c.scheme + " does not apply to decode_stack");
+  }
+  if ((c.scheme == "async_tp" || c.scheme == "commfuse") && c.primitive == "all_reduce") {
+    r.fail_at("scheme", c.scheme + " decomposes all_gather or reduce_scatter, not all_reduce");
+  }
+  if (c.scheme == "flashoverlap" && c.primitive == "all_gather") {
+    r.fail_at("scheme", "flashoverlap signals a collective after the GEMM (all_reduce, reduce_scatter)");
+  }
+}
+
+SchemeRunConfig parse_run(const JsonReader& r, const std::set<std::string>& extra_keys) {
+  std::vector<std::string> keys = {"id", "scheme", "params", "workload", "link"};
+  keys.insert(keys.end(), extra_keys.begin(), extra_keys.end());
+  r.allow_keys(keys);
+  SchemeRunConfig c;
+  c.id = r.get_string("id");
+  c.scheme = r.get_string("scheme");
+  const auto& known = runnable_schemes();
+  if (std::find(known.begin(), known.end(), c.scheme) == known.end()) {
+    std::string list;
+    for (const auto& s : known) list += (list.empty() ? "" : ", ") + s;
+    r.fail_at("scheme", "not implemented by the reference kernels: '" + c.scheme + "' (have: " + list + ")");
+  }
+  c.link = r.get_string("link", "d2d");
+  if (c.link != "d2d" && c.link != "host") r.fail_at("link", "must be d2d or host (got '" + c.link + "')");
+  parse_workload(r.child("workload"), c);
+  c.workload = r.child("workload").value();
+  check_applies(r, c);
+  static const json empty = json::object();
+  const JsonReader params = r.has("params") ? r.child("params") : JsonReader(empty, r.file(), r.key_path("params"));
+  check_params(params, c);
+  c.params = params.value();
+  return c;
+}
+
+}  // namespace
+
+const std::vector<std::string>& runnable_schemes() {
+  static const std::vector<std::string> s = {"no_overlap",     "data_slicing",  "async_tp",        "commfuse",
+                                             "flashoverlap",   "tp_baseline",   "gptj_parallel",   "pt_transformer",
+                                             "ladder_residual", "dtp",          "no_comm"};
+  return s;
+}
+
+SchemeConfigList parse_scheme_config_list(const json& doc, const std::string& file) {
+  const JsonReader r(doc, file);
+  r.allow_keys({"schema", "description", "warmup", "repetitions", "runs"});
+  if (r.get_string("schema") != kSchemeConfigsSchema) {
+    r.fail_at("schema", std::string("must be \"") + kSchemeConfigsSchema + "\"");
+  }
+  SchemeConfigList list;
+  list.description = r.get_string("description", "");
+  list.warmup = static_cast<int>(r.get_positive_int("warmup", list.warmup));
+  list.repetitions = static_cast<int>(r.get_positive_int("repetitions", list.repetitions));
+  if (list.warmup > 1000 || list.repetitions > 10000) r.fail("warmup / repetitions too large");
+  const JsonReader runs = r.child("runs");
+  runs.expect_array();
+  if (runs.size() == 0) runs.fail("needs at least one run");
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    SchemeRunConfig c = parse_run(runs.element(i), {});
+    if (!ids.insert(c.id).second) runs.element(i).fail_at("id", "duplicate id '" + c.id + "'");
+    list.runs.push_back(std::move(c));
+  }
+  return list;
+}
+
+SchemeConfigList load_scheme_config_list(const std::string& file) {
+  return parse_scheme_config_list(read_json_file(file), file);
+}
+
+json to_json(const SchemeRunConfig& c) {
+  return json{{"id", c.id}, {"scheme", c.scheme}, {"params", c.params}, {"workload", c.workload}, {"link", c.link}};
+}
+
+json scheme_runs_document(const SchemeRunSet& set) {
+  json doc{{"schema", kSchemeRunsSchema}, {"fixture", set.fixture},       {"host", set.host},
+           {"profile", set.profile},     {"environment", set.environment}, {"runs", json::array()},
+           {"virtual_nodes", set.virtual_nodes}};
+  for (const auto& r : set.runs) {
+    json j = to_json(r.config);
+    if (!r.profile.empty()) j["profile"] = r.profile;
+    j["check"] = json{{"rel_error", r.rel_error}, {"tolerance", r.tolerance}, {"passed", r.passed}};
+    j["latency_us"] = to_json(r.latency_us);
+    j["compute_only_us"] = to_json(r.compute_only_us);
+    doc["runs"].push_back(std::move(j));
+  }
+  return doc;
+}
+
+namespace {
+SampleStats stats_from(const JsonReader& r) {
+  r.allow_keys({"count", "median", "min", "max", "mean", "spread"});
+  SampleStats s;
+  s.count = static_cast<int>(r.get_positive_int("count"));
+  s.median = r.get_positive_number("median");
+  s.min = r.get_positive_number("min");
+  s.max = r.get_positive_number("max");
+  s.mean = r.has("mean") ? r.get_positive_number("mean") : s.median;
+  s.spread = s.max / s.min;
+  if (s.min > s.median || s.median > s.max) r.fail("needs min <= median <= max");
+  return s;
+}
+}  // namespace
+
+SchemeRunSet parse_scheme_runs(const json& doc, const std::string& file) {
+  const JsonReader r(doc, file);
+  r.allow_keys({"schema", "fixture", "host", "profile", "environment", "runs", "virtual_nodes"});
+  if (r.get_string("schema") != kSchemeRunsSchema) r.fail_at("schema", std::string("must be \"") + kSchemeRunsSchema + "\"");
+  SchemeRunSet set;
+  set.fixture = r.get_bool("fixture", false);
+  set.host = r.get_string("host", "virtual");
+  if (set.host != "virtual" && set.host != "nodes") r.fail_at("host", "must be virtual or nodes");
+  set.profile = r.get_string("profile", "");
+  if (r.has("environment")) set.environment = r.child("environment").value();
+  if (r.has("virtual_nodes")) {
+    r.child("virtual_nodes").expect_array();
+    set.virtual_nodes = r.child("virtual_nodes").value();
+  }
+  const JsonReader runs = r.child("runs");
+  runs.expect_array();
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const JsonReader e = runs.element(i);
+    SchemeRunResult res;
+    res.config = parse_run(e, {"check", "latency_us", "compute_only_us", "profile"});
+    res.profile = e.get_string("profile", "");
+    const JsonReader check = e.child("check");
+    check.allow_keys({"rel_error", "tolerance", "passed"});
+    if (!check.child("rel_error").value().is_number()) check.fail_at("rel_error", "must be a number");
+    res.rel_error = check.child("rel_error").value().get<double>();
+    res.tolerance = check.get_positive_number("tolerance");
+    res.passed = check.get_bool("passed", false);
+    res.latency_us = stats_from(e.child("latency_us"));
+    res.compute_only_us = stats_from(e.child("compute_only_us"));
+    set.runs.push_back(std::move(res));
+  }
+  return set;
+}
+
+SchemeRunSet load_scheme_runs(const std::string& file) { return parse_scheme_runs(read_json_file(file), file); }
+
+}  // namespace overlap::calibrate

@@ -1,0 +1,51 @@
+// gemm_sm: a cuBLASLt GEMM confined to k SMs with a CUDA green context (multiples of the device's
+// minimum partition, 8 on Hopper), so the simulator's sm_count-dependent predictions can be checked
+// on one GPU (issue 7).
+#include <algorithm>
+
+#include "calibrate/core/calibration_plan.hpp"
+#include "calibrate/cuda/driver.hpp"
+#include "kernels/common/buffers.hpp"
+#include "kernels/common/green_context.hpp"
+#include "kernels/gemm/cublaslt_gemm.hpp"
+#include "kernels/ops/ops.hpp"
+
+namespace overlap::calibrate {
+
+void bench_gemm_sm(Driver& d) {
+  if (!d.wants(bench::gemm_sm)) return;
+  const auto res = cuda::device_sm_resource(d.device());
+  std::vector<int> counts = sm_partition_counts(d.sm_count(), std::max(1, res.min_partition));
+  if (d.options().quick) counts = {counts.front(), counts[counts.size() / 2], counts.back()};
+  for (const GemmConfig& g : gemm_sm_shapes()) {
+    cuda::DeviceBuffer<__nv_bfloat16> a(g.m * g.k), b(g.k * g.n), out(g.m * g.n);
+    cuda::fill_random_bf16(a.get(), a.size(), 31, 1.0f, d.stream());
+    cuda::fill_random_bf16(b.get(), b.size(), 32, 1.0f, d.stream());
+    CUDA_CHECK(cudaStreamSynchronize(d.stream()));
+    cuda::LtGemm gemm(d.lt(), g.m, g.n, g.k, g.dtype);
+    for (int k : counts) {
+      if (k == d.sm_count()) {
+        // The whole GPU: the primary context (a green context cannot hold every SM on every part).
+        d.measure(bench::gemm_sm, {{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", g.dtype}, {"sms", k}},
+                  [&] { gemm.run(a.get(), b.get(), out.get(), d.stream()); },
+                  [&](const SampleStats&, nlohmann::json& o) { o["sms_granted"] = k; });
+        continue;
+      }
+      cuda::SmPartitions parts(d.device(), 1, k);
+      parts[0].make_current();
+      cudaStream_t s = parts[0].make_stream();
+      const int granted = parts[0].sms();
+      d.measure(bench::gemm_sm, {{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", g.dtype}, {"sms", granted}},
+                [&] { gemm.run(a.get(), b.get(), out.get(), s); },
+                [&](const SampleStats&, nlohmann::json& o) {
+                  o["sms_granted"] = granted;
+                  o["sms_asked"] = k;
+                },
+                s, d.options().quick ? 5 : 10);
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      cuda::SmPartitions::make_primary_current(d.device());
+    }
+  }
+}
+
+}  // namespace overlap::calibrate

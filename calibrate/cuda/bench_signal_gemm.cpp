@@ -1,0 +1,80 @@
+// signal_gemm: the reference kernels' signalling GEMM (kernels/gemm/signal_gemm.cu) against
+// cuBLASLt on the same shapes, and its signalling overhead against itself without signals (issue 8
+// targets: "report its speed against cuBLASLt", "signalling overhead < 1 %"): plain row-major, the
+// reordered layout alone, reordered + per-group counters, + per-tile %globaltimer. One run with
+// timestamps also gives the wave profile (wave_end_us: each wave's last tile, from the first wave's).
+#include <algorithm>
+
+#include "calibrate/core/measurement.hpp"
+#include "calibrate/cuda/driver.hpp"
+#include "kernels/common/buffers.hpp"
+#include "kernels/common/timing.hpp"
+#include "kernels/gemm/cublaslt_gemm.hpp"
+#include "kernels/gemm/signal_gemm.hpp"
+#include "kernels/ops/ops.hpp"
+
+namespace overlap::calibrate {
+
+void bench_signal_gemm(Driver& d) {
+  if (!d.wants("signal_gemm")) return;
+  for (auto [m, n, k] : {std::tuple<int, int, int>{4096, 8192, 2048}, {8192, 8192, 4096}}) {
+    cuda::DeviceBuffer<__nv_bfloat16> a(static_cast<std::size_t>(m) * k), b(static_cast<std::size_t>(k) * n), c(static_cast<std::size_t>(m) * n);
+    cuda::fill_random_bf16(a.get(), a.size(), 81, 1.0f, d.stream());
+    cuda::fill_random_bf16(b.get(), b.size(), 82, 1.0f, d.stream());
+    cuda::LtGemm lt(d.lt(), m, n, k, "bf16");
+    const double lt_us = median_of(cuda::time_on_stream_us(d.stream(), d.options().warmup, d.options().reps,
+                                                            [&] { lt.run(a.get(), b.get(), c.get(), d.stream()); }));
+    const cuda::TileOrder order{m / cuda::kSignalTile, n / cuda::kSignalTile, 1};
+    const int wave = d.sm_count();
+    const int waves = (order.tiles() + wave - 1) / wave;
+    std::vector<int> groups(static_cast<std::size_t>(std::min(waves, 4)), 0);
+    for (int w = 0; w < waves; ++w) groups[static_cast<std::size_t>(w % groups.size())] += 1;
+    const auto ends = cuda::group_ends(groups, wave, order.tiles());
+    cuda::DeviceBuffer<int> ends_dev(ends.size());
+    CUDA_CHECK(cudaMemcpy(ends_dev.get(), ends.data(), ends.size() * sizeof(int), cudaMemcpyHostToDevice));
+    cuda::DeviceBuffer<unsigned int> counters(ends.size());
+    cuda::DeviceBuffer<unsigned long long> stamps(static_cast<std::size_t>(order.tiles()));
+    CUDA_CHECK(cudaMemset(counters.get(), 0, counters.bytes()));
+    double plain_us = 0;
+    for (const char* variant : {"row_major", "reordered", "reordered_signals", "reordered_signals_timestamps"}) {
+      const std::string v = variant;
+      cuda::SignalGemmArgs g;
+      g.a = a.get();
+      g.b = b.get();
+      g.d = c.get();
+      g.m = m;
+      g.n = n;
+      g.k = k;
+      g.layout = v == "row_major" ? cuda::GemmLayout::row_major : cuda::GemmLayout::tile_major;
+      g.group_end = ends_dev.get();
+      g.groups = static_cast<int>(ends.size());
+      if (v.find("signals") != std::string::npos) g.counters = counters.get();
+      if (v.find("timestamps") != std::string::npos) g.tile_end_ns = stamps.get();
+      const double flop = 2.0 * m * n * k;
+      const auto& meas = d.measure("signal_gemm", {{"m", m}, {"n", n}, {"k", k}, {"dtype", "bf16"}, {"variant", v}},
+                                   [&] { cuda::signal_gemm(g, d.stream()); },
+                                   [&](const SampleStats& st, nlohmann::json& o) {
+                                     o = {{"tflops", flop / st.median / 1e6}, {"cublaslt_us", lt_us}, {"vs_cublaslt", st.median / lt_us},
+                                          {"tile_m", cuda::kSignalTile}, {"tile_n", cuda::kSignalTile}};
+                                     if (plain_us > 0) o["overhead_vs_row_major_pct"] = 100.0 * (st.median / plain_us - 1.0);
+                                   });
+      if (v == "row_major") plain_us = meas.time_us.median;
+    }
+    // The wave profile from one timestamped run.
+    std::vector<unsigned long long> t(static_cast<std::size_t>(order.tiles()));
+    CUDA_CHECK(cudaStreamSynchronize(d.stream()));
+    CUDA_CHECK(cudaMemcpy(t.data(), stamps.get(), t.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+    nlohmann::json wave_end = nlohmann::json::array();
+    unsigned long long first = 0;
+    for (int w = 0; w < waves; ++w) {
+      const auto lo = t.begin() + static_cast<std::ptrdiff_t>(w) * wave;
+      const auto hi = t.begin() + std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(w + 1) * wave, static_cast<std::ptrdiff_t>(t.size()));
+      const unsigned long long end = *std::max_element(lo, hi);
+      if (w == 0) first = end;
+      wave_end.push_back(static_cast<double>(end - first) / 1e3);
+    }
+    d.environment()["signal_gemm_wave_end_us_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k)] = wave_end;
+  }
+}
+
+}  // namespace overlap::calibrate

@@ -1,0 +1,81 @@
+// overlap-calibrate-profile DIR [--schema 2] [--name NAME]: writes DIR/profile.yaml from
+// DIR/measurements.json and DIR/environment.json (calibrate/core/profile_writer.hpp). The CUDA
+// driver does the same at the end of a run; this program redoes it on any machine.
+// With --schemes: DIR/schemes.json's virtual nodes' profiles (profile_virtual_t<T>_<link>.yaml),
+// from the node measurements the scheme runner stored in it.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "calibrate/core/measurement.hpp"
+#include "calibrate/core/output_file.hpp"
+#include "calibrate/core/profile_writer.hpp"
+#include "calibrate/core/scheme_config.hpp"
+#include "cost_model/input_error.hpp"
+
+int main(int argc, char** argv) {
+  std::string dir;
+  bool schemes = false;
+  overlap::calibrate::ProfileOptions options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if ((a == "--schema" || a == "--name") && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (a == "--name") {
+        options.name = v;
+      } else if (v == "2") {
+        options.schema = 2;
+      } else {
+        std::fprintf(stderr, "overlap-calibrate-profile: --schema must be 2 (schema 1 is no longer read by the loader)\n");
+        return 2;
+      }
+    } else if (a == "--schemes") {
+      schemes = true;
+    } else if (a == "-h" || a == "--help") {
+      std::printf("usage: overlap-calibrate-profile DIR [--schema 2] [--name NAME] [--schemes]\n");
+      return 0;
+    } else if (dir.empty() && a[0] != '-') {
+      dir = a;
+    } else {
+      std::fprintf(stderr, "overlap-calibrate-profile: unexpected argument '%s'\n", a.c_str());
+      return 2;
+    }
+  }
+  if (dir.empty()) {
+    std::fprintf(stderr, "usage: overlap-calibrate-profile DIR [--schema 2] [--name NAME]\n");
+    return 2;
+  }
+  try {
+    if (schemes) {
+      namespace cal = overlap::calibrate;
+      const cal::SchemeRunSet runs = cal::load_scheme_runs(dir + "/schemes.json");
+      for (const auto& node : runs.virtual_nodes) {
+        cal::MeasurementSet set;
+        set.environment = node.at("environment");
+        const auto& list = node.at("measurements");
+        for (std::size_t i = 0; i < list.size(); ++i) {
+          set.measurements.push_back(cal::measurement_from_json(list[i], dir + "/schemes.json", "virtual_nodes.measurements[" + std::to_string(i) + "]"));
+        }
+        cal::ProfileOptions po = options;
+        po.virtual_ranks = node.at("ranks").get<int>();
+        po.virtual_link = node.at("link").get<std::string>();
+        if (po.name.empty()) po.name = "virtual-t" + std::to_string(po.virtual_ranks) + "-" + po.virtual_link;
+        const std::string file = dir + "/" + node.at("profile").get<std::string>();
+        cal::write_output_file(file, cal::write_profile_yaml(set, po));
+        std::printf("wrote %s\n", file.c_str());
+      }
+      return 0;
+    }
+    const auto set = overlap::calibrate::load_measurement_dir(dir);
+    overlap::calibrate::write_output_file(dir + "/profile.yaml", overlap::calibrate::write_profile_yaml(set, options));
+    std::printf("wrote %s/profile.yaml\n", dir.c_str());
+    return 0;
+  } catch (const overlap::InputError& e) {
+    std::fprintf(stderr, "overlap-calibrate-profile: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "overlap-calibrate-profile: error: %s\n", e.what());
+    return 2;
+  }
+}

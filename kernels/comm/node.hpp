@@ -1,0 +1,85 @@
+#pragma once
+// The ranks a scheme runs on (issue 8, "Two kinds of host"):
+//  - VirtualNode: T ranks on ONE GPU, each confined to its own SM partition by a green context;
+//    rank-to-rank transfers are copy-engine copies inside the GPU (link "d2d") or staged through
+//    pinned host memory (link "host", a PCIe-class path: D2H then H2D on the same copy stream).
+//    One host thread issues every rank's work; cross-rank order is CUDA events.
+//  - NcclNode: this process's rank of a real node (mpirun, one process per GPU), NCCL collectives
+//    and grouped ncclSend/ncclRecv for the point-to-point steps.
+// Schemes are written once against this interface: they enqueue each local rank's work on its
+// streams and call the transfer primitives with per-rank pointers.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/common/buffers.hpp"
+#include "kernels/common/green_context.hpp"
+
+namespace overlap::cuda {
+
+struct RankStreams {
+  cudaStream_t compute[2] = {nullptr, nullptr};  // GEMMs; two for the alternating-stream schemes
+  cudaStream_t comm = nullptr;                   // high priority: waits, reductions, collectives
+  cudaStream_t copy[2] = {nullptr, nullptr};     // copy-engine pulls (alternating)
+};
+
+// One point-to-point transfer: `bytes` from rank src's `src_ptr` into rank dst's `dst_ptr`; the data
+// is ready once rank src's stream `src_ready` reaches this point.
+struct Transfer {
+  int src = -1, dst = -1;
+  const void* src_ptr = nullptr;
+  void* dst_ptr = nullptr;
+  std::size_t bytes = 0;
+  cudaStream_t src_ready = nullptr;
+};
+
+class Node {
+ public:
+  virtual ~Node() = default;
+  virtual int ranks() const = 0;
+  virtual bool is_virtual() const = 0;
+  virtual std::vector<int> local_ranks() const = 0;  // ranks this process drives
+  virtual int rank_sms() const = 0;                  // SMs of one rank
+  virtual void activate(int rank) = 0;               // make the rank's context current
+  // Real nodes: every process reaches this point in `stream` before what follows (a tiny NCCL
+  // all-reduce); virtual nodes: nothing (one host thread issues every rank).
+  virtual void barrier(cudaStream_t stream) = 0;
+  RankStreams& streams(int rank) { return streams_.at(static_cast<std::size_t>(rank)); }
+
+  // Makes `waiter` wait for everything enqueued so far on `signaller`, a stream of rank
+  // `signaller_rank` (any rank on virtual nodes; this process's on real nodes).
+  virtual void order(cudaStream_t waiter, int signaller_rank, cudaStream_t signaller) = 0;
+
+  // A step of point-to-point transfers (each rank sends and receives at most a few). After the
+  // call, the data has landed in stream order of `done_on(dst)`: consumers on rank dst make their
+  // stream wait on it with order(). Transfers of one call are independent of one another.
+  virtual void transfer(const std::vector<Transfer>& xfers, int copy_stream_index) = 0;
+  virtual cudaStream_t done_on(int dst, int copy_stream_index) = 0;
+
+  // Collectives over per-rank buffers of `elems` bf16 (full array size S = elems * 2 bytes, as
+  // nccl-tests): in[r] ready on `ready(r)`; the result lands in stream order of streams(r).comm.
+  // all_reduce: out[r] = sum; reduce_scatter: out[r] = chunk r of the sum (elems / T);
+  // all_gather: in[r] is rank r's chunk (elems / T), out[r] the whole.
+  enum class Collective { all_reduce, reduce_scatter, all_gather };
+  virtual void collective(Collective kind, const std::vector<const __nv_bfloat16*>& in,
+                          const std::vector<__nv_bfloat16*>& out, std::size_t elems,
+                          const std::vector<cudaStream_t>& ready) = 0;
+
+ protected:
+  std::vector<RankStreams> streams_;
+};
+
+// T virtual ranks of `sms_each` SMs (a multiple of the device's minimum partition).
+std::unique_ptr<Node> make_virtual_node(int device, int ranks, int sms_each, const std::string& link,
+                                        std::size_t max_transfer_bytes);
+// This process's rank of a real node; `comm` already initialised.
+std::unique_ptr<Node> make_nccl_node(ncclComm_t comm, int rank, int ranks, int sm_count);
+
+// The largest partition every one of `ranks` ranks gets: floor(sm_count / ranks / granularity) x granularity.
+int virtual_rank_sms(int sm_count, int ranks, int granularity);
+
+}  // namespace overlap::cuda

@@ -1,0 +1,104 @@
+#include "kernels/gemm/cublaslt_gemm.hpp"
+
+#include <stdexcept>
+
+#include "kernels/common/check.hpp"
+
+namespace overlap::cuda {
+namespace {
+
+#include "kernels/gemm/lt_tiles.inc"
+
+void check_lt(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + " failed: cublas status " + std::to_string(static_cast<int>(s)));
+}
+
+}  // namespace
+
+LtGemm::LtGemm(cublasLtHandle_t handle, std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype)
+    : handle_(handle), m_(m), n_(n), k_(k), dtype_(dtype) {
+  cudaDataType_t in_t, out_t;
+  if (dtype == "bf16") {
+    in_t = CUDA_R_16BF;
+    out_t = CUDA_R_16BF;
+  } else if (dtype == "fp16") {
+    in_t = CUDA_R_16F;
+    out_t = CUDA_R_16F;
+  } else if (dtype == "fp8") {
+    in_t = CUDA_R_8F_E4M3;
+    out_t = CUDA_R_16BF;
+  } else {
+    throw std::invalid_argument("LtGemm: dtype must be bf16, fp16 or fp8");
+  }
+  // Row-major C = A B is column-major C^T = B^T A^T: cuBLASLt's "A" is our B (n x k), its "B" our A.
+  check_lt(cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  const bool fp8 = dtype == "fp8";
+  cublasOperation_t ta = fp8 ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
+  check_lt(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
+  check_lt(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
+  if (fp8) {
+    // FP8 needs the TN form: the weight stored k-contiguous (n x k row-major = k x n column-major).
+    check_lt(cublasLtMatrixLayoutCreate(&la_, in_t, k, n, k), "layout A");
+  } else {
+    check_lt(cublasLtMatrixLayoutCreate(&la_, in_t, n, k, n), "layout A");
+  }
+  check_lt(cublasLtMatrixLayoutCreate(&lb_, in_t, k, m, k), "layout B");
+  check_lt(cublasLtMatrixLayoutCreate(&lc_, out_t, n, m, n), "layout C");
+  CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
+  cublasLtMatmulPreference_t pref;
+  check_lt(cublasLtMatmulPreferenceCreate(&pref), "preference");
+  check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_,
+                                                sizeof workspace_bytes_),
+           "preference workspace");
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  check_lt(cublasLtMatmulAlgoGetHeuristic(handle_, op_, la_, lb_, lc_, lc_, pref, 1, &result, &found), "heuristic");
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (found < 1) throw std::runtime_error("cuBLASLt: no algorithm for " + dtype + " " + std::to_string(m) + "x" +
+                                          std::to_string(n) + "x" + std::to_string(k));
+  algo_ = result.algo;
+  std::size_t written = 0;
+  auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr, int* out) {
+    std::uint32_t v = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&algo_, attr, &v, sizeof v, &written) == CUBLAS_STATUS_SUCCESS) {
+      *out = static_cast<int>(v);
+    }
+  };
+  get(CUBLASLT_ALGO_CONFIG_ID, &info_.algo_id);
+  get(CUBLASLT_ALGO_CONFIG_TILE_ID, &info_.tile_id);
+  get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &info_.split_k);
+  get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &info_.swizzle);
+  get(CUBLASLT_ALGO_CONFIG_STAGES_ID, &info_.stages_id);
+  for (const auto& t : kLtTiles) {
+    if (t[0] == info_.tile_id) {
+      info_.tile_n = t[1];  // cuBLASLt's rows are C^T's rows: our columns
+      info_.tile_m = t[2];
+    }
+  }
+}
+
+LtGemm::~LtGemm() {
+  if (workspace_) cudaFree(workspace_);
+  if (la_) cublasLtMatrixLayoutDestroy(la_);
+  if (lb_) cublasLtMatrixLayoutDestroy(lb_);
+  if (lc_) cublasLtMatrixLayoutDestroy(lc_);
+  if (op_) cublasLtMatmulDescDestroy(op_);
+}
+
+void LtGemm::run(const void* a, const void* b, void* d, cudaStream_t stream) const {
+  const float alpha = 1.0f, beta = 0.0f;
+  check_lt(cublasLtMatmul(handle_, op_, &alpha, b, la_, a, lb_, &beta, d, lc_, d, lc_, &algo_, workspace_,
+                          workspace_bytes_, stream),
+           "cublasLtMatmul");
+}
+
+std::size_t LtGemm::input_bytes_a() const { return static_cast<std::size_t>(m_ * k_) * (dtype_ == "fp8" ? 1 : 2); }
+std::size_t LtGemm::input_bytes_b() const { return static_cast<std::size_t>(k_ * n_) * (dtype_ == "fp8" ? 1 : 2); }
+std::size_t LtGemm::output_bytes() const { return static_cast<std::size_t>(m_ * n_) * 2; }
+
+std::string cublaslt_version_string() {
+  const std::size_t v = cublasLtGetVersion();
+  return std::to_string(v / 10000) + "." + std::to_string((v / 100) % 100) + "." + std::to_string(v % 100);
+}
+
+}  // namespace overlap::cuda

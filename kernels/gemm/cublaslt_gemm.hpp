@@ -1,0 +1,53 @@
+#pragma once
+// cuBLASLt GEMMs for the calibration (issue 7) and the reference results of the schemes (issue 8):
+// C[m,n] = A[m,k] B[k,n] (row-major, B the weight), bf16 / fp16 inputs with fp32 accumulation and
+// output of the same type, or fp8 e4m3 inputs with bf16 output (Hopper's TN form: the weight is
+// stored transposed). The algorithm is the heuristic's first choice, and what it chose (tile,
+// swizzle, split-K, stages) is read back with cublasLtMatmulAlgoConfigGetAttribute.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+namespace overlap::cuda {
+
+struct LtAlgoInfo {
+  int algo_id = -1;
+  int tile_id = 0;
+  int tile_m = 0, tile_n = 0;  // in the row-major C's terms (cuBLASLt's tile is of the column-major C^T)
+  int split_k = 1;
+  int swizzle = 0;
+  int stages_id = 0;
+};
+
+class LtGemm {
+ public:
+  // dtype: "bf16", "fp16" or "fp8". Allocates its own workspace (32 MiB).
+  LtGemm(cublasLtHandle_t handle, std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype);
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+
+  // a: m x k, b: k x n (fp8: stored n x k, i.e. transposed), d: m x n; element types per dtype.
+  void run(const void* a, const void* b, void* d, cudaStream_t stream) const;
+  const LtAlgoInfo& info() const { return info_; }
+  std::size_t input_bytes_a() const;
+  std::size_t input_bytes_b() const;
+  std::size_t output_bytes() const;
+
+ private:
+  cublasLtHandle_t handle_;
+  std::int64_t m_, n_, k_;
+  std::string dtype_;
+  cublasLtMatmulDesc_t op_ = nullptr;
+  cublasLtMatrixLayout_t la_ = nullptr, lb_ = nullptr, lc_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+  void* workspace_ = nullptr;
+  std::size_t workspace_bytes_ = 32u << 20;
+  LtAlgoInfo info_;
+};
+
+std::string cublaslt_version_string();
+
+}  // namespace overlap::cuda

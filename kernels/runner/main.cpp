@@ -1,0 +1,404 @@
+// overlap-bench-schemes: runs a scheme configuration list (calibrate/configs/*.json) with the
+// reference kernels and writes DIR/schemes.json (+ the virtual nodes' profiles) for
+// `overlap-sim validate` (issue 8).
+//
+//   overlap-bench-schemes --config FILE [--out DIR] [--only ID,...] [--reps N] [--warmup N]
+//                         [--profile-schema 1|2] [--bootstrap-dir DIR]
+//
+// One GPU (no launcher variables): every run on VIRTUAL RANKS, T green-context partitions of
+// floor(SMs / T / 8) x 8 SMs; before the runs of a (T, link) node the runner measures that node
+// (its GEMM on one partition, rank-to-rank pulls, its own collectives, launch gaps, shared HBM
+// streaming) and writes profile_virtual_t<T>_<link>.yaml from it, so the simulator predicts the
+// machine that was measured. Under mpirun (one process per GPU): the runs whose tp equals the
+// process count, with NCCL; their profile is the host's calibration (../profile.yaml).
+// Every run is checked against its reference (relative error printed) before it is timed.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "calibrate/core/calibration_plan.hpp"
+#include "calibrate/core/measurement.hpp"
+#include "calibrate/core/output_file.hpp"
+#include "calibrate/core/profile_writer.hpp"
+#include "calibrate/core/scheme_config.hpp"
+#include "cost_model/input_error.hpp"
+#include "kernels/comm/bootstrap.hpp"
+#include "kernels/comm/node.hpp"
+#include "kernels/common/check.hpp"
+#include "kernels/common/timing.hpp"
+#include "kernels/gemm/signal_gemm.hpp"
+#include "kernels/ops/ops.hpp"
+#include "kernels/schemes/decode_run.hpp"
+#include "kernels/schemes/gemm_run.hpp"
+
+namespace {
+
+namespace cal = overlap::calibrate;
+namespace cu = overlap::cuda;
+using nlohmann::json;
+
+struct Options {
+  std::string config, out;
+  std::vector<std::string> only;
+  int reps = -1, warmup = -1;
+  int profile_schema = 2;
+  std::string bootstrap_dir = "/tmp/overlap-bench-schemes";
+};
+
+// bf16 GEMM inputs accumulate in fp32 and round once (or T times through bf16 partial sums): a
+// relative error of a few 1e-3 is expected (device METHOD.md: bf16 between 1e-3 and 1e-2).
+constexpr double kTolerance = 2e-2;
+
+void primary() {
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  cu::SmPartitions::make_primary_current(dev);
+}
+
+// Times `work` issued on every rank of the node, joined to a root stream (CUDA events on the root).
+std::vector<double> time_on_node(cu::Node& node, cudaStream_t root, int warmup, int reps, const std::function<void()>& work) {
+  cudaEvent_t start;
+  CUDA_CHECK(cudaEventCreateWithFlags(&start, cudaEventDisableTiming));
+  auto v = cu::time_on_stream_us(root, warmup, reps, [&] {
+    primary();
+    node.barrier(root);
+    CUDA_CHECK(cudaEventRecord(start, root));
+    for (int r : node.local_ranks()) {
+      auto& s = node.streams(r);
+      for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) CUDA_CHECK(cudaStreamWaitEvent(x, start, 0));
+    }
+    work();
+    for (int r : node.local_ranks()) {
+      auto& s = node.streams(r);
+      for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) node.order(root, r, x);
+    }
+    primary();
+  });
+  CUDA_CHECK(cudaEventDestroy(start));
+  return v;
+}
+
+void progress(const std::string& what, const std::string& text) {
+  std::printf("%-34s %s\n", what.c_str(), text.c_str());
+  std::fflush(stdout);
+}
+
+cal::Measurement measurement(const std::string& bench, json config, const std::vector<double>& samples, json derived = json::object()) {
+  cal::Measurement m;
+  m.benchmark = bench;
+  m.config = std::move(config);
+  m.time_us = cal::summarize(samples);
+  m.derived = std::move(derived);
+  progress(bench, m.config.dump() + "  median " + std::to_string(m.time_us.median) + " us  spread " + std::to_string(m.time_us.spread));
+  return m;
+}
+
+// The per-rank GEMM shapes a run computes (full and sliced), for the virtual profile's gemm_profiles.
+std::vector<std::int64_t> gemm_rows_of(const cal::SchemeRunConfig& c) {
+  const std::int64_t T = c.ranks;
+  std::set<std::int64_t> rows = {c.m};
+  if (c.scheme == "data_slicing") rows.insert(c.m / c.params.value("chunks", 4));
+  if (c.scheme == "async_tp") rows.insert(c.m / T);
+  if (c.scheme == "commfuse") rows.insert(c.m / T / c.params.value("m", 1));
+  return {rows.begin(), rows.end()};
+}
+
+// Measures a virtual node and returns the measurement set its profile is written from.
+cal::MeasurementSet measure_virtual_node(cu::Node& node, const std::string& link, const std::vector<cal::SchemeRunConfig>& runs,
+                                         const json& base_env, cudaStream_t root, int reps) {
+  cal::MeasurementSet set;
+  set.environment = base_env;
+  set.environment["sm_count"] = node.rank_sms();
+  set.environment["virtual_ranks"] = node.ranks();
+  set.environment["virtual_link"] = link;
+  set.environment["gpu_name"] = base_env.value("gpu_name", std::string("gpu")) + " / " + std::to_string(node.ranks()) + " virtual ranks";
+  const int T = node.ranks();
+  auto& r0 = node.streams(0);
+  // GEMMs on rank 0's partition, with the kernel every scheme uses (one CTA per SM, 128x128 tiles).
+  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> shapes;
+  for (const auto& c : runs) {
+    if (c.kind != "gemm_collective") continue;
+    for (auto rows : gemm_rows_of(c)) shapes.insert({rows, c.n, c.k});
+  }
+  const cal::GemmConfig tile = cal::gemm_tile_shape(node.rank_sms(), 8192);
+  std::size_t amax = tile.m * tile.k, bmax = tile.k * tile.n, cmax = tile.m * tile.n;
+  for (auto [m, n, k] : shapes) {
+    amax = std::max<std::size_t>(amax, m * k);
+    bmax = std::max<std::size_t>(bmax, k * n);
+    cmax = std::max<std::size_t>(cmax, m * n);
+  }
+  cu::DeviceBuffer<__nv_bfloat16> a(amax), b(bmax), c(cmax);
+  cu::fill_random_bf16(a.get(), a.size(), 5, 1.0f, root);
+  cu::fill_random_bf16(b.get(), b.size(), 6, 1.0f, root);
+  CUDA_CHECK(cudaStreamSynchronize(root));
+  auto time_gemm = [&](const char* bench, std::int64_t m, std::int64_t n, std::int64_t k) {
+    cu::SignalGemmArgs g;
+    g.a = a.get();
+    g.b = b.get();
+    g.d = c.get();
+    g.m = static_cast<int>(m);
+    g.n = static_cast<int>(n);
+    g.k = static_cast<int>(k);
+    node.activate(0);
+    auto v = cu::time_on_stream_us(r0.compute[0], 3, reps, [&] { cu::signal_gemm(g, r0.compute[0]); });
+    primary();
+    set.measurements.push_back(measurement(bench, {{"m", m}, {"n", n}, {"k", k}, {"dtype", "bf16"}}, v,
+                                           {{"tile_m", cu::kSignalTile}, {"tile_n", cu::kSignalTile}, {"kernel", "signal_gemm"}}));
+  };
+  for (auto [m, n, k] : shapes) time_gemm(cal::bench::gemm, m, n, k);
+  time_gemm(cal::bench::gemm_tile, tile.m, tile.n, tile.k);
+  // Rank-to-rank pulls (rank 1 -> rank 0) over the transfer sizes up to 256 MiB.
+  cu::DeviceBuffer<unsigned char> src(256u << 20), dst(256u << 20);
+  CUDA_CHECK(cudaMemsetAsync(src.get(), 7, src.bytes(), root));
+  for (std::int64_t s : cal::transfer_sizes()) {
+    if (s > (256LL << 20)) break;
+    cu::Transfer x;
+    x.src = 1;
+    x.dst = 0;
+    x.src_ptr = src.get();
+    x.dst_ptr = dst.get();
+    x.bytes = static_cast<std::size_t>(s);
+    x.src_ready = node.streams(1).comm;
+    auto v = time_on_node(node, root, 3, reps, [&] { node.transfer({x}, 0); });
+    set.measurements.push_back(measurement(cal::bench::transfer, {{"path", "copy_engine." + link}, {"bytes", s}}, v,
+                                           {{"gbps", s / cal::median_of(v) / 1e3}}));
+  }
+  // The node's own collectives (what no_overlap, data slicing and FlashOverlap call).
+  std::vector<cu::DeviceBuffer<__nv_bfloat16>> in, out;
+  const std::size_t max_elems = (256u << 20) / 2;
+  for (int r = 0; r < T; ++r) {
+    in.emplace_back(max_elems);
+    out.emplace_back(max_elems);
+    cu::fill_random_bf16(in.back().get(), max_elems, 9 + r, 1.0f, root);
+  }
+  CUDA_CHECK(cudaStreamSynchronize(root));
+  for (auto kind : {cu::Node::Collective::all_reduce, cu::Node::Collective::reduce_scatter, cu::Node::Collective::all_gather}) {
+    const char* name = kind == cu::Node::Collective::all_reduce ? "all_reduce" : kind == cu::Node::Collective::reduce_scatter ? "reduce_scatter" : "all_gather";
+    for (std::int64_t s : cal::transfer_sizes()) {
+      if (s < (64 << 10) || s > (256LL << 20) || (s / 2) % T != 0) continue;
+      std::vector<const __nv_bfloat16*> ip;
+      std::vector<__nv_bfloat16*> op;
+      std::vector<cudaStream_t> ready;
+      for (int r = 0; r < T; ++r) {
+        ip.push_back(in[r].get());
+        op.push_back(out[r].get());
+        ready.push_back(node.streams(r).comm);
+      }
+      auto v = time_on_node(node, root, 3, reps, [&] { node.collective(kind, ip, op, static_cast<std::size_t>(s / 2), ready); });
+      set.measurements.push_back(measurement(cal::bench::collective, {{"primitive", name}, {"bytes", s}, {"ranks", T}, {"implementation", "virtual direct, copy engine"}}, v));
+    }
+  }
+  // Launch gaps on one partition.
+  {
+    node.activate(0);
+    cudaStream_t s = r0.compute[0];
+    constexpr int kChain = 500;
+    set.measurements.push_back(measurement(cal::bench::launch, {{"what", "host_launch"}, {"calls", kChain}},
+                                           cu::time_host_calls_us(s, 50, 10, kChain, [&] { cu::empty_kernel(s); })));
+    auto v = cu::time_on_stream_us(s, 2, 10, [&] {
+      for (int i = 0; i < kChain; ++i) cu::empty_kernel(s);
+    });
+    for (auto& x : v) x /= kChain;
+    set.measurements.push_back(measurement(cal::bench::launch, {{"what", "dependent_gap"}, {"kernels", kChain}}, v));
+    primary();
+  }
+  // HBM streaming with every rank reading its own weights at once (the one HBM they share).
+  {
+    const std::int64_t cols = 8192, rows = (256LL << 20) / 2 / cols;
+    std::vector<cu::DeviceBuffer<__nv_bfloat16>> w, x, y;
+    for (int r = 0; r < T; ++r) {
+      w.emplace_back(rows * cols);
+      x.emplace_back(cols);
+      y.emplace_back(rows);
+      cu::fill_random_bf16(w.back().get(), w.back().size(), 30 + r, 1.0f, root);
+      cu::fill_random_bf16(x.back().get(), cols, 40, 1.0f, root);
+    }
+    CUDA_CHECK(cudaStreamSynchronize(root));
+    auto v = time_on_node(node, root, 3, reps, [&] {
+      for (int r = 0; r < T; ++r) {
+        node.activate(r);
+        cu::gemv_bf16(y[r].get(), w[r].get(), x[r].get(), rows, cols, node.streams(r).compute[0]);
+      }
+    });
+    const std::int64_t bytes = static_cast<std::int64_t>(T) * rows * cols * 2;
+    set.measurements.push_back(measurement(cal::bench::hbm_stream, {{"bytes", bytes}, {"ranks_streaming", T}}, v,
+                                           {{"gbps", bytes / cal::median_of(v) / 1e3}}));
+  }
+  return set;
+}
+
+cal::SchemeRunResult run_one(cu::Node& node, const cal::SchemeRunConfig& c, cublasHandle_t cublas, ncclComm_t comm, int warmup, int reps) {
+  cal::SchemeRunResult res;
+  res.config = c;
+  res.tolerance = kTolerance;
+  std::function<double()> check;
+  std::function<std::vector<double>(bool)> time;
+  std::string what;
+  std::unique_ptr<cu::GemmRun> g;
+  std::unique_ptr<cu::DecodeRun> d;
+  if (c.kind == "gemm_collective") {
+    g = std::make_unique<cu::GemmRun>(node, c, cublas, comm);
+    if (c.scheme == "no_overlap") cu::setup_no_overlap(*g);
+    if (c.scheme == "data_slicing") cu::setup_data_slicing(*g, c.params.value("chunks", 4));
+    if (c.scheme == "async_tp") cu::setup_async_tp(*g, c.params.value("streams", 2));
+    if (c.scheme == "commfuse") cu::setup_commfuse(*g, c.params.value("m", 1), c.params.value("schedule", std::string("ring")));
+    if (c.scheme == "flashoverlap") cu::setup_flashoverlap(*g, c.params["groups"].get<std::vector<int>>(), c.params["wave_sms"].get<int>());
+    if (!g->enqueue) throw std::runtime_error("scheme " + c.scheme + " does not run gemm_collective");
+    check = [&] { return g->check(); };
+    time = [&](bool skip) { return g->time(skip, warmup, reps); };
+    what = g->what;
+  } else {
+    d = std::make_unique<cu::DecodeRun>(node, c, cublas, comm);
+    check = [&] { return d->check(); };
+    time = [&](bool skip) { return d->time(skip, warmup, reps); };
+    what = d->what;
+  }
+  res.rel_error = check();
+  res.passed = std::isfinite(res.rel_error) && res.rel_error <= kTolerance;
+  progress(c.id, what);
+  progress("", "check: relative error " + std::to_string(res.rel_error) + (res.passed ? " (pass)" : " (FAIL)") +
+                   " against cuBLAS + reference collective");
+  res.latency_us = cal::summarize(time(false));
+  res.compute_only_us = cal::summarize(time(true));
+  char line[256];
+  std::snprintf(line, sizeof line, "latency %.1f us (spread %.3f), compute-only %.1f us, exposed %.1f us", res.latency_us.median,
+                res.latency_us.spread, res.compute_only_us.median, res.latency_us.median - res.compute_only_us.median);
+  progress("", line);
+  return res;
+}
+
+bool parse(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--config") o.config = next();
+    else if (a == "--out") o.out = next();
+    else if (a == "--only") {
+      std::stringstream ss(next());
+      for (std::string s; std::getline(ss, s, ',');) o.only.push_back(s);
+    } else if (a == "--reps") o.reps = std::stoi(next());
+    else if (a == "--warmup") o.warmup = std::stoi(next());
+    else if (a == "--profile-schema") o.profile_schema = std::stoi(next());
+    else if (a == "--bootstrap-dir") o.bootstrap_dir = next();
+    else if (a == "-h" || a == "--help") {
+      std::printf("usage: overlap-bench-schemes --config FILE [--out DIR] [--only ID,...] [--reps N] [--warmup N]\n"
+                  "                             [--profile-schema 1|2] [--bootstrap-dir DIR]\n");
+      return false;
+    } else throw std::invalid_argument("unknown argument '" + a + "'");
+  }
+  if (o.config.empty()) throw std::invalid_argument("--config FILE is required");
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  try {
+    if (!parse(argc, argv, o)) return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "overlap-bench-schemes: %s\n", e.what());
+    return 2;
+  }
+  cal::SchemeConfigList list;
+  try {
+    list = cal::load_scheme_config_list(o.config);
+  } catch (const overlap::InputError& e) {
+    std::fprintf(stderr, "overlap-bench-schemes: error: %s\n", e.what());
+    return 2;
+  }
+  try {
+    const auto pr = cu::process_rank_from_env();
+    int gpus = 0;
+    CUDA_CHECK(cudaGetDeviceCount(&gpus));
+    const int device = pr.size > 1 ? pr.local_rank % gpus : 0;
+    CUDA_CHECK(cudaSetDevice(device));
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    const auto sm = cu::device_sm_resource(device);
+    json env{{"fixture", false}, {"gpu_name", prop.name}, {"host", host}, {"async_engine_count", prop.asyncEngineCount},
+             {"min_sm_partition", sm.min_partition}, {"physical_sm_count", prop.multiProcessorCount},
+             {"nccl_version", cu::nccl_version_string()}, {"world_size", pr.size},
+             {"results_dir", cal::results_dir_name(prop.name, host)}, {"config", o.config}};
+    if (o.out.empty()) o.out = "calibrate/results/" + env["results_dir"].get<std::string>() + "/schemes";
+    const int warmup = o.warmup >= 0 ? o.warmup : list.warmup;
+    const int reps = o.reps > 0 ? o.reps : list.repetitions;
+    cublasHandle_t cublas;
+    if (cublasCreate(&cublas) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate failed");
+    cal::SchemeRunSet out;
+    out.environment = env;
+    std::vector<cal::SchemeRunConfig> runs;
+    for (const auto& c : list.runs) {
+      if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), c.id) == o.only.end()) continue;
+      if (pr.size > 1 && c.ranks != pr.size) continue;
+      runs.push_back(c);
+    }
+    int failed = 0;
+    if (pr.size > 1) {
+      // Real node: NCCL, one process per GPU.
+      out.host = "nodes";
+      out.profile = "../profile.yaml";
+      const ncclUniqueId id = cu::exchange_nccl_id(pr, o.bootstrap_dir, "schemes");
+      ncclComm_t comm;
+      NCCL_CHECK(ncclCommInitRank(&comm, pr.size, id, pr.rank));
+      auto node = cu::make_nccl_node(comm, pr.rank, pr.size, prop.multiProcessorCount);
+      for (const auto& c : runs) {
+        out.runs.push_back(run_one(*node, c, cublas, comm, warmup, reps));
+        failed += !out.runs.back().passed;
+      }
+      NCCL_CHECK(ncclCommDestroy(comm));
+      if (pr.rank != 0) return failed ? 1 : 0;
+    } else {
+      out.host = "virtual";
+      std::map<std::pair<int, std::string>, std::vector<cal::SchemeRunConfig>> by_node;
+      for (const auto& c : runs) by_node[{c.ranks, c.link}].push_back(c);
+      cudaStream_t root;
+      CUDA_CHECK(cudaStreamCreateWithFlags(&root, cudaStreamNonBlocking));
+      for (const auto& [key, node_runs] : by_node) {
+        const auto [T, link] = key;
+        const int sms = cu::virtual_rank_sms(prop.multiProcessorCount, T, std::max(1, sm.min_partition));
+        progress("# virtual node", std::to_string(T) + " ranks x " + std::to_string(sms) + " SMs, link " + link);
+        auto node = cu::make_virtual_node(device, T, sms, link, 512u << 20);
+        const std::string profile = "profile_virtual_t" + std::to_string(T) + "_" + link + ".yaml";
+        cal::MeasurementSet vm = measure_virtual_node(*node, link, node_runs, env, root, reps);
+        cal::ProfileOptions po;
+        po.schema = o.profile_schema;
+        po.name = "virtual-t" + std::to_string(T) + "-" + link;
+        po.virtual_ranks = T;
+        po.virtual_link = link;
+        cal::write_output_file(o.out + "/" + profile, cal::write_profile_yaml(vm, po));
+        out.virtual_nodes.push_back({{"profile", profile}, {"ranks", T}, {"link", link}, {"rank_sms", node->rank_sms()},
+                                     {"environment", vm.environment}, {"measurements", cal::measurements_document(vm)["measurements"]}});
+        for (const auto& c : node_runs) {
+          try {
+            cal::SchemeRunResult r = run_one(*node, c, cublas, nullptr, warmup, reps);
+            r.profile = profile;
+            failed += !r.passed;
+            out.runs.push_back(std::move(r));
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "overlap-bench-schemes: %s failed: %s\n", c.id.c_str(), e.what());
+            ++failed;
+            cudaGetLastError();
+          }
+        }
+      }
+    }
+    cal::write_output_file(o.out + "/schemes.json", cal::scheme_runs_document(out).dump(1) + "\n");
+    std::printf("# wrote %s/schemes.json: %zu runs, %d failed their check or did not run\n", o.out.c_str(), out.runs.size(), failed);
+    return failed ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "overlap-bench-schemes: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,223 @@
+#include "kernels/schemes/gemm_run.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/comm/bootstrap.hpp"
+#include "kernels/common/check.hpp"
+#include "kernels/common/timing.hpp"
+#include "kernels/gemm/signal_gemm.hpp"
+#include "kernels/ops/ops.hpp"
+
+namespace overlap::cuda {
+namespace {
+
+void primary() {
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  SmPartitions::make_primary_current(dev);
+}
+
+void check_cublas(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + ": cublas status " + std::to_string(static_cast<int>(s)));
+}
+
+// fp32 C (row-major m x n) = A (m x k) B (k x n), bf16 inputs: the reference GEMM.
+void reference_gemm(cublasHandle_t h, cudaStream_t s, const __nv_bfloat16* a, const __nv_bfloat16* b, float* c,
+                    std::int64_t m, std::int64_t n, std::int64_t k) {
+  check_cublas(cublasSetStream(h, s), "cublasSetStream");
+  const float alpha = 1.0f, beta = 0.0f;
+  check_cublas(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b,
+                            CUDA_R_16BF, static_cast<int>(n), a, CUDA_R_16BF, static_cast<int>(k), &beta, c, CUDA_R_32F,
+                            static_cast<int>(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx (reference)");
+}
+
+}  // namespace
+
+GemmRun::GemmRun(Node& nd, const calibrate::SchemeRunConfig& c_, cublasHandle_t cublas, ncclComm_t ref_comm)
+    : node(nd), cfg(c_), T(nd.ranks()), m(c_.m), n(c_.n), k(c_.k), cublas_(cublas), ref_comm_(ref_comm) {
+  if (T != cfg.ranks) throw std::invalid_argument("GemmRun: node has " + std::to_string(T) + " ranks, the run " + std::to_string(cfg.ranks));
+  primary();
+  CUDA_CHECK(cudaStreamCreateWithFlags(&root_, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaEventCreateWithFlags(&root_event_, cudaEventDisableTiming));
+  const std::size_t R = static_cast<std::size_t>(T);
+  a.resize(R);
+  a_shard.resize(R);
+  b.resize(R);
+  c.resize(R);
+  out.resize(R);
+  layout.resize(R);
+  ref_.resize(R);
+  scratch_.resize(R);
+  const bool ag = cfg.primitive == "all_gather";
+  const std::int64_t shard = m / T;
+  for (int r : node.local_ranks()) {
+    const auto i = static_cast<std::size_t>(r);
+    a[i] = DeviceBuffer<__nv_bfloat16>(m * k);
+    b[i] = DeviceBuffer<__nv_bfloat16>(k * n);
+    c[i] = DeviceBuffer<__nv_bfloat16>(m * n);
+    if (ag) {
+      a_shard[i] = DeviceBuffer<__nv_bfloat16>(shard * k);
+      fill_random_bf16(a_shard[i].get(), a_shard[i].size(), 100 + r, 1.0f, root_);
+    } else {
+      fill_random_bf16(a[i].get(), a[i].size(), 100 + r, 1.0f, root_);
+    }
+    fill_random_bf16(b[i].get(), b[i].size(), 200 + r, 1.0f, root_);
+    out[i] = DeviceBuffer<__nv_bfloat16>(cfg.primitive == "reduce_scatter" ? shard * n : m * n);
+  }
+  // The reference: cuBLAS GEMMs with fp32 output, then the reference collective in fp32.
+  DeviceBuffer<float> tmp(m * n);
+  if (!ag) {
+    DeviceBuffer<float> sum(m * n);
+    CUDA_CHECK(cudaMemsetAsync(sum.get(), 0, sum.bytes(), root_));
+    for (int r : node.local_ranks()) {
+      reference_gemm(cublas_, root_, a[static_cast<std::size_t>(r)].get(), b[static_cast<std::size_t>(r)].get(), tmp.get(), m, n, k);
+      accumulate_f32_from_f32(sum.get(), tmp.get(), sum.size(), root_);
+    }
+    if (!node.is_virtual()) NCCL_CHECK(ncclAllReduce(sum.get(), sum.get(), sum.size(), ncclFloat, ncclSum, ref_comm_, root_));
+    ref_[static_cast<std::size_t>(node.local_ranks().front())] = std::move(sum);
+  } else {
+    DeviceBuffer<__nv_bfloat16> gathered(m * k);
+    if (node.is_virtual()) {
+      for (int r = 0; r < T; ++r) {
+        CUDA_CHECK(cudaMemcpyAsync(gathered.get() + r * shard * k, a_shard[static_cast<std::size_t>(r)].get(),
+                                   shard * k * sizeof(__nv_bfloat16), cudaMemcpyDeviceToDevice, root_));
+      }
+    } else {
+      const int me = node.local_ranks().front();
+      NCCL_CHECK(ncclAllGather(a_shard[static_cast<std::size_t>(me)].get(), gathered.get(), shard * k, ncclBfloat16, ref_comm_, root_));
+    }
+    for (int r : node.local_ranks()) {
+      ref_[static_cast<std::size_t>(r)] = DeviceBuffer<float>(m * n);
+      reference_gemm(cublas_, root_, gathered.get(), b[static_cast<std::size_t>(r)].get(), ref_[static_cast<std::size_t>(r)].get(), m, n, k);
+    }
+  }
+  CUDA_CHECK(cudaStreamSynchronize(root_));
+}
+
+GemmRun::~GemmRun() {
+  if (root_event_) cudaEventDestroy(root_event_);
+  if (root_) cudaStreamDestroy(root_);
+}
+
+const float* GemmRun::reference(int r) const {
+  const bool shared_ref = cfg.primitive != "all_gather";
+  return (shared_ref ? ref_[static_cast<std::size_t>(node.local_ranks().front())] : ref_[static_cast<std::size_t>(r)]).get();
+}
+
+__nv_bfloat16* GemmRun::scratch(int rank, const std::string& name, std::size_t elems) {
+  auto& list = scratch_[static_cast<std::size_t>(rank)];
+  for (auto& [nm, buf] : list) {
+    if (nm == name) {
+      if (buf.size() < elems) throw std::logic_error("scratch '" + name + "' asked for with two sizes");
+      return buf.get();
+    }
+  }
+  list.emplace_back(name, DeviceBuffer<__nv_bfloat16>(elems));
+  return list.back().second.get();
+}
+
+void GemmRun::join_start() {
+  primary();
+  node.barrier(root_);
+  CUDA_CHECK(cudaEventRecord(root_event_, root_));
+  for (int r : node.local_ranks()) {
+    RankStreams& s = node.streams(r);
+    for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) CUDA_CHECK(cudaStreamWaitEvent(x, root_event_, 0));
+  }
+}
+
+void GemmRun::join_end() {
+  for (int r : node.local_ranks()) {
+    RankStreams& s = node.streams(r);
+    for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) node.order(root_, r, x);
+  }
+  primary();
+}
+
+double GemmRun::check() {
+  for (int r : node.local_ranks()) {
+    fill_value_bf16(out[static_cast<std::size_t>(r)].get(), out[static_cast<std::size_t>(r)].size(), std::nanf(""), root_);
+  }
+  CUDA_CHECK(cudaStreamSynchronize(root_));
+  join_start();
+  enqueue(false);
+  join_end();
+  CUDA_CHECK(cudaStreamSynchronize(root_));
+  double worst = 0;
+  const bool shared_ref = cfg.primitive != "all_gather";
+  for (int r : node.local_ranks()) {
+    const auto i = static_cast<std::size_t>(r);
+    const float* ref = (shared_ref ? ref_[static_cast<std::size_t>(node.local_ranks().front())] : ref_[i]).get();
+    DeviceBuffer<float> expected(out[i].size());
+    std::size_t at = 0;
+    for (const OutputPiece& p : layout[i]) {
+      if (p.row < 0 || p.col < 0 || p.row + p.rows > m || p.col + p.cols > n || at + p.rows * p.cols > expected.size()) {
+        throw std::logic_error("scheme layout piece outside the result");
+      }
+      CUDA_CHECK(cudaMemcpy2DAsync(expected.get() + at, p.cols * sizeof(float), ref + p.row * n + p.col, n * sizeof(float),
+                                   p.cols * sizeof(float), p.rows, cudaMemcpyDeviceToDevice, root_));
+      at += static_cast<std::size_t>(p.rows * p.cols);
+    }
+    if (at != expected.size()) throw std::logic_error("scheme layout does not cover its output buffer");
+    const double e = relative_error(out[i].get(), expected.get(), expected.size(), root_);
+    worst = std::isnan(e) || std::isnan(worst) ? std::nan("") : std::max(worst, e);
+  }
+  if (extra_check) {
+    const double e = extra_check();
+    worst = std::isnan(e) || std::isnan(worst) ? std::nan("") : std::max(worst, e);
+  }
+  if (!node.is_virtual()) {
+    DeviceBuffer<float> w(1);
+    const float h = std::isnan(worst) ? std::numeric_limits<float>::infinity() : static_cast<float>(worst);
+    CUDA_CHECK(cudaMemcpyAsync(w.get(), &h, sizeof h, cudaMemcpyHostToDevice, root_));
+    NCCL_CHECK(ncclAllReduce(w.get(), w.get(), 1, ncclFloat, ncclMax, ref_comm_, root_));
+    float back = 0;
+    CUDA_CHECK(cudaMemcpyAsync(&back, w.get(), sizeof back, cudaMemcpyDeviceToHost, root_));
+    CUDA_CHECK(cudaStreamSynchronize(root_));
+    worst = std::isinf(back) ? std::nan("") : back;
+  }
+  return worst;
+}
+
+void gemm_rows(GemmRun& run, int r, cudaStream_t stream, const __nv_bfloat16* a_rows, __nv_bfloat16* c_rows,
+               std::int64_t rows) {
+  run.node.activate(r);
+  SignalGemmArgs g;
+  g.a = a_rows;
+  g.b = run.b[static_cast<std::size_t>(r)].get();
+  g.d = c_rows;
+  g.m = static_cast<int>(rows);
+  g.n = static_cast<int>(run.n);
+  g.k = static_cast<int>(run.k);
+  signal_gemm(g, stream);
+}
+
+std::vector<const __nv_bfloat16*> const_ptrs(const GemmRun& run, const std::function<const __nv_bfloat16*(int)>& f) {
+  std::vector<const __nv_bfloat16*> v(static_cast<std::size_t>(run.T), nullptr);
+  for (int r : run.node.local_ranks()) v[static_cast<std::size_t>(r)] = f(r);
+  return v;
+}
+std::vector<__nv_bfloat16*> ptrs(const GemmRun& run, const std::function<__nv_bfloat16*(int)>& f) {
+  std::vector<__nv_bfloat16*> v(static_cast<std::size_t>(run.T), nullptr);
+  for (int r : run.node.local_ranks()) v[static_cast<std::size_t>(r)] = f(r);
+  return v;
+}
+std::vector<cudaStream_t> stream_ptrs(GemmRun& run, const std::function<cudaStream_t(int)>& f) {
+  std::vector<cudaStream_t> v(static_cast<std::size_t>(run.T), nullptr);
+  for (int r : run.node.local_ranks()) v[static_cast<std::size_t>(r)] = f(r);
+  return v;
+}
+
+std::vector<double> GemmRun::time(bool skip_comm, int warmup, int reps) {
+  primary();
+  return time_on_stream_us(root_, warmup, reps, [&] {
+    join_start();
+    enqueue(skip_comm);
+    join_end();
+  });
+}
+
+}  // namespace overlap::cuda

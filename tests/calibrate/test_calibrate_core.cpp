@@ -1,0 +1,187 @@
+// calibrate/core: statistics, the calibration plan and the scheme configuration lists (host C++,
+// no GPU). Closed-form cases: every expected value below follows from the definition in the header.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "calibrate/core/calibration_plan.hpp"
+#include "calibrate/core/scheme_config.hpp"
+#include "calibrate/core/statistics.hpp"
+#include "cost_model/input_error.hpp"
+
+using namespace overlap::calibrate;
+using nlohmann::json;
+
+TEST_CASE("summarize: median, min, max, mean and spread of repeated timings", "[calibrate]") {
+  const SampleStats odd = summarize({5.0, 1.0, 3.0});
+  CHECK(odd.count == 3);
+  CHECK(odd.median == 3.0);
+  CHECK(odd.min == 1.0);
+  CHECK(odd.max == 5.0);
+  CHECK(odd.mean == 3.0);
+  CHECK(odd.spread == 5.0);
+  // Even count: the mean of the two middle samples.
+  CHECK(summarize({4.0, 1.0, 2.0, 10.0}).median == 3.0);
+  CHECK(summarize({2.5}).spread == 1.0);
+}
+
+TEST_CASE("summarize rejects what no timer can produce", "[calibrate]") {
+  CHECK_THROWS_AS(summarize({}), std::invalid_argument);
+  CHECK_THROWS_AS(summarize({1.0, 0.0}), std::invalid_argument);
+  CHECK_THROWS_AS(summarize({1.0, -2.0}), std::invalid_argument);
+  CHECK_THROWS_AS(summarize({1.0, std::nan("")}), std::invalid_argument);
+  CHECK(median_of_values({-1.0, 0.0, 4.0}) == 0.0);  // fitted coefficients may be <= 0
+}
+
+TEST_CASE("gemm_tile_shape: every big-tile count is a whole number of waves", "[calibrate]") {
+  for (int sms : {132, 114, 108, 80, 170}) {
+    const GemmConfig g = gemm_tile_shape(sms, 8192);
+    for (auto [tm, tn] : {std::pair{128, 128}, std::pair{256, 128}, std::pair{128, 256}, std::pair{256, 256}}) {
+      INFO("sms " << sms << " tile " << tm << "x" << tn);
+      CHECK(g.m % tm == 0);
+      CHECK(g.n % tn == 0);
+      CHECK(((g.m / tm) * (g.n / tn)) % sms == 0);
+    }
+  }
+  const GemmConfig h100 = gemm_tile_shape(132, 4096);  // 132 = 11 x 12
+  CHECK(h100.m == 256 * 11);
+  CHECK(h100.n == 256 * 12);
+}
+
+TEST_CASE("gemm_tile_us_from: duration x SMs per 128x128x1024 tile-equivalent", "[calibrate]") {
+  // 2816 x 3072 x 8192 has 22 x 24 x 8 = 4224 tile-equivalents; on 132 SMs that is 32 per SM.
+  CHECK(gemm_tile_us_from(32.0, 2816, 3072, 8192, 132) == Approx(1.0));
+  CHECK_THROWS_AS(gemm_tile_us_from(0.0, 128, 128, 1024, 1), std::invalid_argument);
+}
+
+TEST_CASE("calibration plan: SM partitions, transfer sizes, bus-bandwidth factors, names", "[calibrate]") {
+  const auto k = sm_partition_counts(132, 8);
+  REQUIRE(k.size() == 17);  // 8, 16, ..., 128, then 132
+  CHECK(k.front() == 8);
+  CHECK(k[15] == 128);
+  CHECK(k.back() == 132);
+  CHECK(sm_partition_counts(16, 8) == std::vector<int>{8, 16});
+  const auto sizes = transfer_sizes();
+  CHECK(sizes.size() == 21);
+  CHECK(sizes.front() == 1024);
+  CHECK(sizes.back() == (1LL << 30));
+  CHECK(busbw_factor("all_reduce", 8) == Approx(1.75));
+  CHECK(busbw_factor("reduce_scatter", 8) == Approx(0.875));
+  CHECK(busbw_factor("all_to_all", 2) == Approx(0.5));
+  CHECK_THROWS_AS(busbw_factor("broadcastish", 8), std::invalid_argument);
+  CHECK(results_dir_name("NVIDIA H100 80GB HBM3", "node 7") == "nvidia-h100-80gb-hbm3-node-7");
+  CHECK(results_dir_name("  ", "") == "unknown");
+  const auto waves = gemm_wave_shapes(132);
+  CHECK(waves.back().m / 128 * 16 >= 3 * 132);  // the sweep crosses three waves of 128x128 tiles
+}
+
+namespace {
+
+json config_list(json run) {
+  return json{{"schema", "overlap-scheme-configs/1"}, {"runs", json::array({run})}};
+}
+
+json ar_run() {
+  return json{{"id", "a"},
+              {"scheme", "flashoverlap"},
+              {"params", {{"groups", {16, 48}}, {"wave_sms", 32}}},
+              {"workload",
+               {{"kind", "gemm_collective"}, {"tp", 4}, {"m", 4096}, {"n", 8192}, {"k", 2048}, {"primitive", "all_reduce"}}}};
+}
+
+std::string error_key(const json& doc) {
+  try {
+    parse_scheme_config_list(doc, "cfg.json");
+  } catch (const overlap::InputError& e) {
+    CHECK(e.file() == "cfg.json");
+    return e.key_path();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("scheme configuration list: a valid run parses into the runner's shape", "[calibrate]") {
+  const SchemeConfigList list = parse_scheme_config_list(config_list(ar_run()), "cfg.json");
+  REQUIRE(list.runs.size() == 1);
+  const SchemeRunConfig& c = list.runs[0];
+  CHECK(c.ranks == 4);
+  CHECK(c.m == 4096);
+  CHECK(c.primitive == "all_reduce");
+  CHECK(c.link == "d2d");
+  CHECK(c.workload["tp"] == 4);  // kept verbatim for the simulator
+  CHECK(list.repetitions == 20);
+}
+
+TEST_CASE("scheme configuration list: bad input names the file and key", "[calibrate]") {
+  json r = ar_run();
+  r["scheme"] = "magic";
+  CHECK(error_key(config_list(r)) == "runs[0].scheme");
+  r = ar_run();
+  r["params"]["groups"] = {16, 16};  // 32 waves, the GEMM has 2048 tiles / 32 = 64
+  CHECK(error_key(config_list(r)) == "runs[0].params.groups");
+  r = ar_run();
+  r["workload"]["n"] = 8000;
+  CHECK(error_key(config_list(r)) == "runs[0].workload.n");
+  r = ar_run();
+  r["scheme"] = "async_tp";  // all_reduce is not decomposed by async TP
+  r["params"] = json::object();
+  CHECK(error_key(config_list(r)) == "runs[0].scheme");
+  r = ar_run();
+  r["scheme"] = "data_slicing";
+  r["params"] = {{"chunks", 64}};  // 4096 rows do not make 64 chunks of 128-row multiples
+  CHECK(error_key(config_list(r)) == "runs[0].params.chunks");
+  r = ar_run();
+  r["colour"] = "blue";
+  CHECK(error_key(config_list(r)) == "runs[0].colour");
+  json two = config_list(ar_run());
+  two["runs"].push_back(ar_run());
+  CHECK(error_key(two) == "runs[1].id");
+  r = ar_run();
+  r["scheme"] = "dtp";
+  CHECK(error_key(config_list(r)) == "runs[0].scheme");  // decode schemes need decode_stack
+}
+
+TEST_CASE("the committed scheme sweep list is valid", "[calibrate]") {
+  const std::string root = OVERLAP_SOURCE_DIR;
+  for (const char* f : {"/calibrate/configs/schemes_virtual.json", "/calibrate/configs/schemes_nodes.json"}) {
+    INFO(f);
+    const SchemeConfigList list = load_scheme_config_list(root + f);
+    CHECK(!list.runs.empty());
+    for (const auto& s : runnable_schemes()) {
+      if (std::string(f).find("virtual") == std::string::npos) break;
+      INFO("scheme " << s);
+      CHECK(std::any_of(list.runs.begin(), list.runs.end(), [&](const SchemeRunConfig& c) { return c.scheme == s; }));
+    }
+  }
+}
+
+#include "calibrate/core/decode_plans.hpp"
+#include "sim/schemes/decode_stack.hpp"
+
+TEST_CASE("decode plans the kernels execute are the simulator's plans", "[calibrate]") {
+  auto same = [](const DecodePlanData& a, const overlap::sim::DecodePlan& b) {
+    REQUIRE(a.modules.size() == b.modules.size());
+    for (std::size_t i = 0; i < a.modules.size(); ++i) {
+      INFO("module " << i);
+      CHECK(static_cast<int>(a.modules[i].kind) == static_cast<int>(b.modules[i].kind));
+      CHECK(a.modules[i].all_reduce == b.modules[i].all_reduce);
+      CHECK(a.modules[i].waits_for == b.modules[i].waits_for);
+    }
+    CHECK(a.final_waits == b.final_waits);
+    CHECK(a.comm_streams == b.comm_streams);
+  };
+  for (int layers : {1, 2, 3, 8}) {
+    INFO("layers " << layers);
+    same(decode_plan("tp_baseline", layers, 0), overlap::sim::tp_baseline_plan(layers));
+    same(decode_plan("gptj_parallel", layers, 0), overlap::sim::gptj_parallel_plan(layers));
+    same(decode_plan("ladder_residual", layers, 0), overlap::sim::ladder_residual_plan(layers));
+    same(decode_plan("no_comm", layers, 0), overlap::sim::no_comm_plan(layers));
+    for (int t = 1; t <= layers; ++t) same(decode_plan("pt_transformer", layers, t), overlap::sim::pt_transformer_plan(layers, t));
+    for (int d = 1; d <= 2 * layers; ++d) same(decode_plan("dtp", layers, d), overlap::sim::dtp_plan(layers, d));
+  }
+  CHECK_THROWS_AS(decode_plan("dtp", 2, 5), std::invalid_argument);
+}

@@ -1,0 +1,169 @@
+// calibrate/core/profile_writer: measurements in, the profile YAML the loader reads out. Synthetic
+// measurements built here from a known model, so the fitted fields have exact expected values.
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "calibrate/core/calibration_plan.hpp"
+#include "calibrate/core/profile_writer.hpp"
+#include "cost_model/input_error.hpp"
+#include "cost_model/profile_loader.hpp"
+
+using namespace overlap::calibrate;
+using nlohmann::json;
+
+namespace {
+
+Measurement meas(const std::string& bench, json config, double us, json derived = json::object()) {
+  Measurement m;
+  m.benchmark = bench;
+  m.config = std::move(config);
+  m.time_us = summarize({us * 0.99, us, us * 1.02});
+  m.derived = std::move(derived);
+  return m;
+}
+
+// A synthetic single-GPU run: 132 SMs, 0.5 us per 128x128x1024 tile, copy engine t = 2 + s / 1.5e6 us,
+// interference coefficient exactly 0.25.
+MeasurementSet synthetic_run() {
+  MeasurementSet s;
+  s.fixture = true;
+  s.environment = {{"gpu_name", "Synthetic GPU"}, {"sm_count", 132}, {"clock_mhz", 1755}, {"async_engine_count", 3},
+                   {"min_sm_partition", 8}, {"results_dir", "synthetic-host"}, {"world_size", 1}};
+  const GemmConfig t = gemm_tile_shape(132, 4096);
+  const double tiles = double(t.m) * t.n * t.k / (128.0 * 128 * 1024);
+  s.measurements.push_back(meas(bench::gemm_tile, {{"m", t.m}, {"n", t.n}, {"k", t.k}, {"dtype", "bf16"}}, 0.5 * tiles / 132));
+  s.measurements.push_back(meas(bench::gemm, {{"m", 8192}, {"n", 8192}, {"k", 4096}, {"dtype", "bf16"}}, 70.0,
+                                {{"tflops", 785.0}, {"tile_m", 256}, {"tile_n", 128}}));
+  // 8192 x 8192 with 256x128 tiles: 2048 tiles, 16 waves on 132 SMs; alone 80 us -> 5 us per wave.
+  for (int k : {4, 16, 32}) {
+    const double base = double(gemm_waves(8192, 8192, 256, 128, 132 - k)) * 5.0;
+    s.measurements.push_back(meas(bench::interference_sm_copy,
+                                  {{"m", 8192}, {"n", 8192}, {"k", 4096}, {"dtype", "bf16"}, {"copy_ctas", k}},
+                                  base * (1 + 0.25 * k / 132.0), {{"alone_us", 80.0}, {"tile_m", 256}, {"tile_n", 128}}));
+  }
+  for (auto bytes : transfer_sizes()) {
+    for (const char* path : {"copy_engine.d2d", "copy_engine.h2d", "copy_engine.d2h"}) {
+      s.measurements.push_back(meas(bench::transfer, {{"path", path}, {"bytes", bytes}}, 2.0 + double(bytes) / 1.5e6));
+    }
+  }
+  for (int c : {1, 2, 4, 8, 132}) {
+    const double gbps = std::min(20.0 * c, 1300.0);
+    s.measurements.push_back(meas(bench::transfer, {{"path", "sm_copy.d2d"}, {"bytes", 1 << 28}, {"ctas", c}},
+                                  double(1 << 28) / (gbps * 1e3)));
+  }
+  s.measurements.push_back(meas(bench::hbm_stream, {{"bytes", 1LL << 31}}, 700.0, {{"gbps", 3067.8}}));
+  s.measurements.push_back(meas(bench::launch, {{"what", "host_launch"}}, 2.5));
+  s.measurements.push_back(meas(bench::launch, {{"what", "dependent_gap"}}, 1.25));
+  s.measurements.push_back(meas(bench::launch, {{"what", "graph_gap"}}, 0.75));
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("profile writer: fitted figures follow their definitions exactly", "[calibrate]") {
+  const MeasurementSet s = synthetic_run();
+  CHECK(fitted_gemm_tile_us(s, 132) == Approx(0.5));
+  CHECK(fitted_gemm_comm_interference(s, 132) == Approx(0.25));
+  // Curves take every other size of the sweep: 1 KiB, 4 KiB, ... 1 GiB (11 of 21).
+  const auto pts = transfer_points(s, "copy_engine.d2d", 0, true);
+  REQUIRE(pts.size() == 11);
+  CHECK(pts.front().bytes == 1024);
+  CHECK(pts[1].bytes == 4096);
+  CHECK(pts.back().bytes == (1LL << 30));
+  CHECK(curve_sample_size(1024));
+  CHECK_FALSE(curve_sample_size(2048));
+  CHECK(transfer_points(s, "copy_engine.d2d", 0, false).size() == 21);
+}
+
+TEST_CASE("profile writer: the profile loads through the loader and round-trips", "[calibrate]") {
+  const std::string text = write_profile_yaml(synthetic_run(), ProfileOptions{2, "synthetic"});
+  const YAML::Node root = YAML::Load(text);
+  const overlap::HardwareProfile p = overlap::profile_from_yaml(overlap::YamlReader(root, "", "synthetic.yaml"), ".");
+  CHECK(p.name == "synthetic");
+  CHECK(p.gpu.sm_count == 132);
+  CHECK(p.gpu.gemm_tile_us == Approx(0.5));
+  CHECK(p.gpu.gemm_comm_interference == Approx(0.25));
+  CHECK(p.gpu.copy_engines == 3);
+  CHECK(p.gpu.min_sm_partition == 8);
+  CHECK(p.launch.gap_us == Approx(1.25));
+  CHECK(p.gpu.hbm_bandwidth_gbps == Approx(3067.8));
+  REQUIRE(p.curves.count("copy_engine.d2d") == 1);
+  // Exact at a sample: 1 MiB (an even-index size) takes 2 + 2^20 / 1.5e6 us.
+  CHECK(overlap::us_from_ps(p.curves.at("copy_engine.d2d").time_ps(1 << 20)) == Approx(2.0 + (1 << 20) / 1.5e6).epsilon(1e-5));
+  REQUIRE(p.gemm_profiles.size() == 1);
+  CHECK(p.gemm_profiles[0].tile_m == 256);
+  CHECK(p.gemm_profiles[0].duration_us == Approx(70.0));
+}
+
+TEST_CASE("profile writer: every measured field says which benchmark set it", "[calibrate]") {
+  const std::string text = write_profile_yaml(synthetic_run(), ProfileOptions{2, ""});
+  for (const char* field : {"gemm_tile_us:", "gemm_comm_interference:", "hbm_bandwidth_gbps:", "host_us:", "gap_us:",
+                            "graph_gap_us:", "copy_engines:"}) {
+    INFO(field);
+    const auto at = text.find(field);
+    REQUIRE(at != std::string::npos);
+    const std::string line = text.substr(at, text.find('\n', at) - at);
+    CHECK(line.find('#') != std::string::npos);
+  }
+  CHECK(text.find("FIXTURE") != std::string::npos);  // a fixture set says so in the file
+  CHECK(text.find("topology: virtual") != std::string::npos);
+  CHECK(text.find("sm_copy: {latency_us:") != std::string::npos);
+  CHECK(text.find("cta_gbps: 20") != std::string::npos);  // 20 GB/s per CTA below 8 CTAs
+}
+
+TEST_CASE("profile writer: a schema-2 profile (launch, transports, virtual topology) loads", "[calibrate]") {
+  const std::string text = write_profile_yaml(synthetic_run(), ProfileOptions{2, "synthetic-v2"});
+  const YAML::Node root = YAML::Load(text);
+  const overlap::HardwareProfile p = overlap::profile_from_yaml(overlap::YamlReader(root, "", "v2.yaml"), ".");
+  CHECK(p.gpu.sm_count == 132);
+  CHECK(p.fabric.topology == "virtual");
+  CHECK(p.curves.count("copy_engine.d2d") == 1);
+  CHECK(p.curves.count("sm_copy.d2d") == 1);
+  CHECK(p.transports.sm_copy.cta_gbps == 20);
+}
+
+TEST_CASE("profile writer: refuses a run without the fields every profile needs", "[calibrate]") {
+  MeasurementSet s = synthetic_run();
+  s.environment.erase("sm_count");
+  CHECK_THROWS_AS(write_profile_yaml(s), std::runtime_error);
+  MeasurementSet no_gemm = synthetic_run();
+  std::erase_if(no_gemm.measurements, [](const Measurement& m) { return m.benchmark.rfind("gemm", 0) == 0; });
+  CHECK_THROWS_AS(write_profile_yaml(no_gemm), std::runtime_error);
+}
+
+TEST_CASE("measurements.json: a malformed measurement is an input error naming its key", "[calibrate]") {
+  json bad = to_json(meas(bench::gemm, {{"m", 1}}, 1.0));
+  bad["time_us"]["min"] = 5.0;  // min above the median
+  try {
+    measurement_from_json(bad, "m.json", "measurements[0]");
+    FAIL("no error");
+  } catch (const overlap::InputError& e) {
+    CHECK(e.file() == "m.json");
+    CHECK(e.key_path() == "measurements[0].time_us");
+  }
+  json missing = to_json(meas(bench::gemm, {{"m", 1}}, 1.0));
+  missing.erase("benchmark");
+  CHECK_THROWS_AS(measurement_from_json(missing, "m.json", "measurements[0]"), overlap::InputError);
+}
+
+TEST_CASE("profile writer: a virtual node of T ranks", "[calibrate]") {
+  MeasurementSet s = synthetic_run();
+  s.environment["sm_count"] = 32;
+  ProfileOptions v2{2, "v", 4, "d2d"};
+  const std::string text = write_profile_yaml(s, v2);
+  CHECK(text.find("topology: virtual") != std::string::npos);
+  CHECK(text.find("num_gpus: 4") != std::string::npos);
+  CHECK(text.find("virtual_link: d2d") != std::string::npos);
+  // It loads: 4 virtual ranks whose d2d class is the measured rank-to-rank copy.
+  const YAML::Node root = YAML::Load(text);
+  const overlap::HardwareProfile p = overlap::profile_from_yaml(overlap::YamlReader(root, "", "v.yaml"), ".");
+  CHECK(p.fabric.num_gpus == 4);
+  CHECK(p.gpu.sm_count == 32);
+  // 1 GiB in 2 + 2^30 / 1.5e6 us: the largest pull's GB/s.
+  CHECK(p.fabric.links.at("d2d").bandwidth_gbps == Approx((1LL << 30) / ((2.0 + (1LL << 30) / 1.5e6) * 1e3)).epsilon(1e-6));
+  CHECK_THROWS_AS(write_profile_yaml(s, ProfileOptions{1, "v", 4, "d2d"}), std::runtime_error);  // schema 1 retired
+  ProfileOptions host{2, "v", 4, "host"};
+  CHECK_THROWS_AS(write_profile_yaml(s, host), std::runtime_error);  // no copy_engine.host pulls measured
+}

@@ -1,0 +1,179 @@
+// overlap-sim validate on the FIXTURE results directory (tests/data/calibrate/fixture-h100: made-up
+// numbers in the real format), and the CI check that every committed results directory stays within
+// the error recorded beside it.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "calibrate/core/measurement.hpp"
+#include "cost_model/gemm_model.hpp"
+#include "cost_model/profile_loader.hpp"
+#include "tools/cli.hpp"
+#include "tools/cmd_validate.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::string kFixture = std::string(OVERLAP_SOURCE_DIR) + "/tests/data/calibrate/fixture-h100";
+
+const overlap::tools::ValidationGroup* group(const overlap::tools::ValidationReport& r, const std::string& name) {
+  for (const auto& g : r.groups) {
+    if (g.benchmark == name) return &g;
+  }
+  return nullptr;
+}
+
+int cli(const std::vector<std::string>& args, std::string* out_text = nullptr) {
+  std::vector<const char*> argv = {"overlap-sim"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  const int rc = overlap::tools::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
+  if (out_text) *out_text = out.str() + err.str();
+  return rc;
+}
+
+// The margin by which a results directory's median error may exceed the figure recorded beside it
+// (numerical noise from a changed interpolation, not a worse model).
+constexpr double kMarginPct = 0.5;
+
+void check_against_record(const std::string& dir) {
+  const fs::path rec = fs::path(dir) / "validation.json";
+  REQUIRE(fs::exists(rec));
+  std::ifstream in(rec);
+  const json recorded = json::parse(in);
+  const overlap::tools::ValidationReport rep = overlap::tools::validate_dir(dir);
+  const json now = overlap::tools::recorded_figures(rep);
+  for (const auto& [bench, figure] : recorded["median_abs_error_pct"].items()) {
+    INFO(dir << ": " << bench << " median |error| now " << now["median_abs_error_pct"].value(bench, -1.0) << " %, recorded "
+             << figure.get<double>() << " %");
+    REQUIRE(now["median_abs_error_pct"].contains(bench));
+    CHECK(now["median_abs_error_pct"][bench].get<double>() <= figure.get<double>() + kMarginPct);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("validate: GEMMs on k SMs are the engine's waves of the calibrated CTA time", "[calibrate][validate]") {
+  const auto rep = overlap::tools::validate_dir(kFixture);
+  CHECK(rep.fixture);
+  const auto* g = group(rep, "gemm_sm");
+  REQUIRE(g != nullptr);
+  const overlap::HardwareProfile p = overlap::load_profile_file(kFixture + "/profile.yaml");
+  const overlap::GemmShape s{8192, 8192, 4096, overlap::DType::bf16};
+  const overlap::GemmPlan plan = overlap::plan_gemm(p, s);
+  REQUIRE(plan.calibrated);
+  for (const auto& r : g->rows) {
+    if (r.config.rfind("8192x8192x4096 bf16 on ", 0) != 0) continue;
+    const int k = std::stoi(r.config.substr(23));
+    INFO(r.config);
+    // Independent closed form: ceil(tiles / k) waves of one CTA each.
+    CHECK(r.predicted_us == Approx(overlap::us_from_ps(plan.waves(k) * plan.cta_ps)));
+    CHECK(r.fitted == (k == p.gpu.sm_count));
+  }
+}
+
+TEST_CASE("validate: fitted rows are shown but not scored; errors are signed percentages", "[calibrate][validate]") {
+  const auto rep = overlap::tools::validate_dir(kFixture);
+  const auto* whole = group(rep, "gemm");
+  REQUIRE(whole != nullptr);
+  CHECK(whole->scored == 0);  // every whole-GPU GEMM is in the profile's gemm_profiles
+  // Agree by construction, up to the per-CTA time divided into whole picoseconds.
+  for (const auto& r : whole->rows) CHECK(std::fabs(r.error_pct) < 1e-3);
+  const auto* tr = group(rep, "transfer");
+  REQUIRE(tr != nullptr);
+  int fitted = 0;
+  for (const auto& r : tr->rows) {
+    fitted += r.fitted;
+    CHECK(r.error_pct == Approx(100.0 * (r.predicted_us - r.measured_us) / r.measured_us));
+  }
+  CHECK(fitted == 33);          // 11 curve sizes x 3 copy-engine paths
+  CHECK(tr->scored == 30);      // the 10 sizes between them, per path
+  int all = 0;
+  for (const auto& gr : rep.groups) all += gr.scored;
+  CHECK(rep.scored == all);
+  CHECK(rep.median_abs_error_pct > 0);
+  CHECK(rep.max_abs_error_pct >= rep.median_abs_error_pct);
+}
+
+TEST_CASE("validate: scheme runs and the FlashOverlap partition check", "[calibrate][validate]") {
+  const auto rep = overlap::tools::validate_dir(kFixture);
+  const auto* s = group(rep, "schemes");
+  REQUIRE(s != nullptr);
+  CHECK(s->rows.size() == 7);
+  CHECK(rep.skipped.empty());
+  REQUIRE(rep.partitions.size() == 1);
+  const auto& pc = rep.partitions[0];
+  CHECK(pc.measured_best == "[8,16,40]");   // the fixture's fastest candidate
+  CHECK(pc.measured_best_us == Approx(520.0));
+  CHECK(pc.regret_pct == Approx(100.0 * (pc.simulated_pick_measured_us / 520.0 - 1.0)));
+  // FlashOverlap's own predictor ranks the same candidates (the fixture profile has an all_reduce.n4
+  // curve); its pick is one of them, with that candidate's measured latency.
+  REQUIRE_FALSE(pc.predictor_best.empty());
+  const std::vector<std::string> candidates = {"[8,16,40]", "[32,32]", "[64]"};
+  CHECK(std::find(candidates.begin(), candidates.end(), pc.predictor_best) != candidates.end());
+  CHECK(pc.predictor_pick_measured_us >= pc.measured_best_us);
+}
+
+TEST_CASE("validate CLI: table and JSON, exit 2 on a directory that is not results", "[calibrate][validate][cli]") {
+  std::string out;
+  REQUIRE(cli({"validate", kFixture, "--format", "json"}, &out) == overlap::tools::kExitOk);
+  const json j = json::parse(out);
+  CHECK(j["fixture"] == true);
+  CHECK(j.contains("median_abs_error_pct"));
+  CHECK(j["groups"].size() >= 8);
+  REQUIRE(cli({"validate", kFixture}, &out) == overlap::tools::kExitOk);
+  CHECK(out.find("FIXTURE") != std::string::npos);
+  CHECK(out.find("overall: median |error|") != std::string::npos);
+  const fs::path empty = fs::temp_directory_path() / "overlap-validate-empty";
+  fs::create_directories(empty);
+  CHECK(cli({"validate", empty.string()}, &out) == overlap::tools::kExitUsage);
+  CHECK(out.find("not a results directory") != std::string::npos);
+}
+
+TEST_CASE("validate --record writes the figures the CI check holds later runs to", "[calibrate][validate]") {
+  const fs::path tmp = fs::temp_directory_path() / "overlap-validate-record";
+  fs::remove_all(tmp);
+  fs::copy(kFixture, tmp, fs::copy_options::recursive);
+  fs::remove(tmp / "validation.json");
+  REQUIRE(cli({"validate", tmp.string(), "--record"}) == overlap::tools::kExitOk);
+  check_against_record(tmp.string());
+  // A worse model than recorded fails the check: record an impossibly good figure and compare.
+  std::ifstream in(tmp / "validation.json");
+  json rec = json::parse(in);
+  in.close();
+  const double all = rec["median_abs_error_pct"]["all"].get<double>();
+  CHECK(all > kMarginPct);
+  rec["median_abs_error_pct"]["all"] = all - 2 * kMarginPct - 0.1;
+  std::ofstream(tmp / "validation.json") << rec.dump(2);
+  const json now = overlap::tools::recorded_figures(overlap::tools::validate_dir(tmp.string()));
+  CHECK(now["median_abs_error_pct"]["all"].get<double>() > rec["median_abs_error_pct"]["all"].get<double>() + kMarginPct);
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("committed results directories stay within their recorded validation error", "[calibrate][validate]") {
+  // The mechanism runs on the fixture always, so it is exercised before any GPU run is committed.
+  check_against_record(kFixture);
+  const fs::path results = fs::path(OVERLAP_SOURCE_DIR) / "calibrate" / "results";
+  int dirs = 0;
+  if (fs::exists(results)) {
+    for (const auto& e : fs::directory_iterator(results)) {
+      if (!e.is_directory()) continue;
+      ++dirs;
+      INFO("results directory " << e.path());
+      const bool has_measurements = fs::exists(e.path() / "measurements.json") || fs::exists(e.path() / "schemes" / "schemes.json");
+      CHECK(has_measurements);
+      // Fixtures never live under calibrate/results.
+      if (fs::exists(e.path() / "measurements.json")) CHECK_FALSE(overlap::calibrate::load_measurement_dir(e.path().string()).fixture);
+      check_against_record(e.path().string());
+    }
+  }
+  INFO("results directories checked: " << dirs);
+  SUCCEED();
+}

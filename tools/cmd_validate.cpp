@@ -1,0 +1,401 @@
+#include "tools/cmd_validate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "calibrate/core/calibration_plan.hpp"
+#include "calibrate/core/measurement.hpp"
+#include "calibrate/core/profile_writer.hpp"
+#include "calibrate/core/scheme_config.hpp"
+#include "calibrate/core/statistics.hpp"
+#include "cost_model/flashoverlap_predictor.hpp"
+#include "cost_model/gemm_model.hpp"
+#include "cost_model/input_error.hpp"
+#include "cost_model/profile_loader.hpp"
+#include "sim/atomic_file.hpp"
+#include "sim/engine.hpp"
+#include "sim/metrics.hpp"
+#include "sim/node_builder.hpp"
+#include "sim/scenario.hpp"
+
+namespace overlap::tools {
+namespace {
+
+namespace fs = std::filesystem;
+namespace cal = overlap::calibrate;
+using nlohmann::json;
+
+DType dtype_of(const cal::Measurement& m) {
+  const std::string s = m.config.value("dtype", std::string("bf16"));
+  const auto d = parse_dtype(s);
+  if (!d) throw InputError("measurements.json", 0, m.benchmark + ".config.dtype", "unknown dtype '" + s + "'");
+  return *d;
+}
+
+GemmShape shape_of(const cal::Measurement& m) {
+  return GemmShape{static_cast<std::int64_t>(m.config_number("m")), static_cast<std::int64_t>(m.config_number("n")),
+                   static_cast<std::int64_t>(m.config_number("k")), dtype_of(m)};
+}
+
+std::string shape_text(const GemmShape& s) { return fmt::format("{}x{}x{} {}", s.m, s.n, s.k, dtype_name(s.dtype)); }
+
+bool has_gemm_profile(const HardwareProfile& p, const GemmShape& s) {
+  for (const auto& e : p.gemm_profiles) {
+    if (e.m == s.m && e.n == s.n && e.k == s.k && e.dtype == s.dtype) return true;
+  }
+  return false;
+}
+
+// The engine on one GPU of `sms` SMs running one GEMM kernel (the measured time is CUDA events
+// around the kernel alone, so no launch gap); a memory-bound plan takes at least its weight bytes
+// over HBM, as cost_model's gemm_time_ps does.
+double simulate_gemm_us(const HardwareProfile& p, const GemmShape& s, int sms) {
+  const GemmPlan plan = plan_gemm(p, s);
+  sim::TaskGraph g(1);
+  sim::Op op;
+  op.name = "gemm";
+  op.kind = sim::OpKind::tiled;
+  op.stream = g.add_stream(0, "gemm");
+  op.ctas = plan.tiles;
+  op.ctas_per_sm = plan.ctas_per_sm;
+  op.cta_ps = plan.cta_ps;
+  g.add(op);
+  sim::NodeConfig node = sim::make_node(p, 1);
+  node.gpus[0].sm_count = sms;
+  node.launch_gap_ps = 0;
+  node.launch_host_ps = 0;
+  const sim::Timeline tl = sim::run(g, node);
+  return us_from_ps(std::max(tl.makespan_ps, plan.memory_ps));
+}
+
+ValidationRow row(std::string config, const cal::Measurement& m, double predicted_us, bool fitted) {
+  ValidationRow r;
+  r.config = std::move(config);
+  r.measured_us = m.time_us.median;
+  r.predicted_us = predicted_us;
+  r.error_pct = 100.0 * (predicted_us - r.measured_us) / r.measured_us;
+  r.spread = m.time_us.spread;
+  r.fitted = fitted;
+  return r;
+}
+
+void finish(ValidationGroup& g) {
+  std::vector<double> errs;
+  for (const auto& r : g.rows) {
+    if (!r.fitted) errs.push_back(std::fabs(r.error_pct));
+  }
+  g.scored = static_cast<int>(errs.size());
+  if (!errs.empty()) {
+    g.median_abs_error_pct = cal::median_of_values(errs);
+    g.max_abs_error_pct = *std::max_element(errs.begin(), errs.end());
+  }
+}
+
+std::string curve_key_for(const std::string& path, const json& env, bool have_sm_copy_key) {
+  const std::string cls = env.value("p2p_link_class", std::string("nvlink"));
+  if (path == "copy_engine.p2p") return "copy_engine." + cls;
+  if (path == "sm_copy.p2p") return (have_sm_copy_key ? "sm_copy." : "p2p.") + cls;
+  return path;
+}
+
+void gemm_groups(const cal::MeasurementSet& set, const HardwareProfile& p, ValidationReport& rep) {
+  const int S = p.gpu.sm_count;
+  ValidationGroup whole{cal::bench::gemm, "engine: one tiled kernel on every SM (profile gemm_profiles)", {}, 0, 0, 0};
+  for (const auto* m : set.of(cal::bench::gemm)) {
+    const GemmShape s = shape_of(*m);
+    whole.rows.push_back(row(shape_text(s), *m, simulate_gemm_us(p, s, S), has_gemm_profile(p, s)));
+  }
+  ValidationGroup on_k{cal::bench::gemm_sm, "engine: one tiled kernel on k SMs (green context), calibrated CTA time", {}, 0, 0, 0};
+  for (const auto* m : set.of(cal::bench::gemm_sm)) {
+    const GemmShape s = shape_of(*m);
+    const int k = static_cast<int>(m->config_number("sms"));
+    on_k.rows.push_back(row(fmt::format("{} on {} SMs", shape_text(s), k), *m, simulate_gemm_us(p, s, k),
+                            k == S && has_gemm_profile(p, s)));
+  }
+  ValidationGroup waves{cal::bench::gemm_waves, "engine: one tiled kernel; tile from the heuristic, rate gemm_tile_us", {}, 0, 0, 0};
+  for (const auto* m : set.of(cal::bench::gemm_waves)) {
+    const GemmShape s = shape_of(*m);
+    waves.rows.push_back(row(shape_text(s), *m, simulate_gemm_us(p, s, S), has_gemm_profile(p, s)));
+  }
+  ValidationGroup tile{cal::bench::gemm_tile, "gemm_tile_us x tile-equivalents / SMs (the fit itself)", {}, 0, 0, 0};
+  for (const auto* m : set.of(cal::bench::gemm_tile)) {
+    const GemmShape s = shape_of(*m);
+    tile.rows.push_back(row(shape_text(s), *m, simulate_gemm_us(p, s, S), true));
+  }
+  ValidationGroup icopy{cal::bench::interference_sm_copy,
+                        "cost_model gemm_time_ps on S - k SMs x (1 + gemm_comm_interference k / S); the one "
+                        "coefficient is fitted over these rows",
+                        {}, 0, 0, 0};
+  for (const auto* m : set.of(cal::bench::interference_sm_copy)) {
+    const GemmShape s = shape_of(*m);
+    const int k = static_cast<int>(m->config_number("copy_ctas"));
+    icopy.rows.push_back(row(fmt::format("{} beside an SM copy of {} CTAs", shape_text(s), k), *m,
+                             us_from_ps(gemm_time_ps(p, s, S - k)), false));
+  }
+  ValidationGroup ice{cal::bench::interference_copy_engine,
+                      "engine: the GEMM alone (the model does not slow tiled kernels for copy-engine HBM traffic)", {}, 0, 0, 0};
+  for (const auto* m : set.of(cal::bench::interference_copy_engine)) {
+    const GemmShape s = shape_of(*m);
+    ice.rows.push_back(row(fmt::format("{} beside copy-engine {}", shape_text(s), m->config.value("direction", std::string("?"))),
+                           *m, simulate_gemm_us(p, s, S), false));
+  }
+  for (auto* g : {&whole, &on_k, &waves, &tile, &icopy, &ice}) {
+    if (!g->rows.empty()) rep.groups.push_back(std::move(*g));
+  }
+}
+
+void transfer_groups(const cal::MeasurementSet& set, const HardwareProfile& p, ValidationReport& rep) {
+  const bool v2_keys = p.curves.count("sm_copy.d2d") > 0;
+  std::map<std::string, int> max_ctas;
+  for (const auto* m : set.of(cal::bench::transfer)) {
+    const std::string path = m->config.value("path", std::string());
+    max_ctas[path] = std::max(max_ctas[path], m->config.value("ctas", 0));
+  }
+  ValidationGroup tr{cal::bench::transfer, "the profile's curve of that path at that size (what an isolated transfer takes)", {}, 0, 0, 0};
+  for (const auto* m : set.of(cal::bench::transfer)) {
+    const std::string path = m->config.value("path", std::string());
+    const int ctas = m->config.value("ctas", 0);
+    if (ctas > 0 && ctas != max_ctas[path]) continue;  // the curve is the largest CTA count's
+    const auto it = p.curves.find(curve_key_for(path, set.environment, v2_keys));
+    if (it == p.curves.end()) continue;
+    const auto bytes = static_cast<Bytes>(m->config_number("bytes"));
+    tr.rows.push_back(row(fmt::format("{} {} B{}", path, bytes, ctas > 0 ? fmt::format(" ({} CTAs)", ctas) : ""), *m,
+                          us_from_ps(it->second.time_ps(bytes)), cal::curve_sample_size(bytes)));
+  }
+  ValidationGroup nccl{cal::bench::nccl, "the profile's collective curve (primitive.n<ranks>) at that size", {}, 0, 0, 0};
+  for (const auto* m : set.of(cal::bench::nccl)) {
+    const int ranks = static_cast<int>(m->config_number("ranks"));
+    const std::string key = m->config_string("primitive") + ".n" + std::to_string(ranks);
+    const auto it = p.curves.find(key);
+    if (it == p.curves.end()) continue;
+    const auto bytes = static_cast<Bytes>(m->config_number("bytes"));
+    nccl.rows.push_back(row(fmt::format("{} {} B", key, bytes), *m, us_from_ps(it->second.time_ps(bytes)),
+                            cal::curve_sample_size(bytes)));
+  }
+  ValidationGroup hbm{cal::bench::hbm_stream, "bytes / (hbm_bandwidth_gbps x hbm_efficiency), a memory-bound kernel", {}, 0, 0, 0};
+  std::int64_t largest = 0;
+  for (const auto* m : set.of(cal::bench::hbm_stream)) largest = std::max<std::int64_t>(largest, m->config.value("bytes", std::int64_t{0}));
+  for (const auto* m : set.of(cal::bench::hbm_stream)) {
+    if (p.gpu.hbm_bandwidth_gbps <= 0) break;
+    const auto bytes = static_cast<Bytes>(m->config_number("bytes"));
+    hbm.rows.push_back(row(fmt::format("GEMV read of {} B", bytes), *m,
+                           us_from_ps(transfer_ps(bytes, p.gpu.hbm_bandwidth_gbps * p.gpu.hbm_efficiency)), bytes == largest));
+  }
+  for (auto* g : {&tr, &nccl, &hbm}) {
+    if (!g->rows.empty()) rep.groups.push_back(std::move(*g));
+  }
+}
+
+std::string groups_text(const json& params) {
+  return params.contains("groups") ? params["groups"].dump() : params.dump();
+}
+
+void scheme_group(const std::string& dir, ValidationReport& rep) {
+  const fs::path file = fs::path(dir) / "schemes" / "schemes.json";
+  if (!fs::exists(file)) return;
+  const cal::SchemeRunSet runs = cal::load_scheme_runs(file.string());
+  ValidationGroup g{"schemes", "sim::evaluate_all on the run's workload and scheme with the run's virtual-node profile", {}, 0, 0, 0};
+  struct FoCandidate {
+    json params;
+    double measured_us = 0, predicted_us = 0;
+  };
+  std::map<std::string, std::vector<FoCandidate>> fo;  // workload -> candidates
+  std::map<std::string, std::pair<fs::path, cal::SchemeRunConfig>> fo_context;
+  for (const auto& r : runs.runs) {
+    const std::string profile_name = r.profile.empty() ? runs.profile : r.profile;
+    if (profile_name.empty()) throw InputError(file.string(), 0, "runs." + r.config.id + ".profile", "names no profile to simulate with");
+    const fs::path profile = fs::absolute(fs::path(file).parent_path() / profile_name);
+    if (!r.passed) {
+      rep.skipped.push_back(fmt::format("schemes {}: failed its reference check (rel_error {:.3g}), not validated", r.config.id, r.rel_error));
+      continue;
+    }
+    const std::string yaml = fmt::format("name: validate-{}\nhardware: {}\nworkload: {}\nschemes: [{{name: {}, params: {}}}]\n",
+                                         r.config.id, json(profile.string()).dump(), r.config.workload.dump(), r.config.scheme,
+                                         r.config.params.dump());
+    try {
+      const sim::Scenario sc = sim::load_scenario_text(yaml, file.string());
+      const auto results = sim::evaluate_all({sim::SchemeRequest{r.config.scheme, r.config.params}}, sc.workload, sc.hardware, sc.fidelity);
+      if (results.empty()) throw std::invalid_argument("the simulator's scheme does not apply to this workload");
+      const auto& res = results.front();
+      ValidationRow vr;
+      vr.config = fmt::format("{} {}", r.config.id, r.config.params.empty() ? "" : r.config.params.dump());
+      vr.measured_us = r.latency_us.median;
+      vr.predicted_us = us_from_ps(res.latency_ps);
+      vr.error_pct = 100.0 * (vr.predicted_us - vr.measured_us) / vr.measured_us;
+      vr.spread = r.latency_us.spread;
+      vr.note = fmt::format("exposed comm measured {:.1f} us, predicted {:.1f} us; rel_error {:.2g}",
+                            r.latency_us.median - r.compute_only_us.median, us_from_ps(res.exposed_comm_ps), r.rel_error);
+      if (r.config.scheme == "flashoverlap") {
+        fo[r.config.workload.dump()].push_back({r.config.params, vr.measured_us, vr.predicted_us});
+        fo_context[r.config.workload.dump()] = {profile, r.config};
+      }
+      g.rows.push_back(std::move(vr));
+    } catch (const std::exception& e) {
+      rep.skipped.push_back(fmt::format("schemes {}: not simulated: {}", r.config.id, e.what()));
+    }
+  }
+  for (const auto& [workload, cands] : fo) {
+    if (cands.size() < 2) continue;
+    auto best_by = [&](auto key) {
+      return std::min_element(cands.begin(), cands.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+    };
+    const auto by_measured = best_by([](const FoCandidate& c) { return c.measured_us; });
+    const auto by_predicted = best_by([](const FoCandidate& c) { return c.predicted_us; });
+    PartitionCheck pc;
+    pc.workload = workload;
+    pc.measured_best = groups_text(by_measured->params);
+    pc.simulated_best = groups_text(by_predicted->params);
+    pc.measured_best_us = by_measured->measured_us;
+    pc.simulated_pick_measured_us = by_predicted->measured_us;
+    pc.regret_pct = 100.0 * (pc.simulated_pick_measured_us / pc.measured_best_us - 1.0);
+    // FlashOverlap's predictor on the same candidates: the runner's 128x128 tiles, waves of wave_sms.
+    const auto& [profile_path, cfg] = fo_context.at(workload);
+    const HardwareProfile hw = load_profile_file(profile_path.string());
+    const auto curve = hw.curves.find(cfg.primitive + ".n" + std::to_string(cfg.ranks));
+    if (curve != hw.curves.end()) {
+      WaveGroupProblem prob;
+      prob.tiles = (cfg.m / 128) * (cfg.n / 128);
+      prob.tiles_per_wave = by_measured->params.value("wave_sms", hw.gpu.sm_count);
+      prob.bytes_per_tile = 128 * 128 * 2;
+      prob.gemm_ps = gemm_time_ps(hw, GemmShape{cfg.m, cfg.n, cfg.k, DType::bf16}, static_cast<int>(prob.tiles_per_wave));
+      const BandwidthCurve c = curve->second;
+      prob.comm_ps = [c](Bytes b) { return c.time_ps(b); };
+      const auto by_alg1 = best_by([&](const FoCandidate& x) {
+        return predict_wave_groups_ps(prob, x.params.at("groups").get<std::vector<int>>());
+      });
+      pc.predictor_best = groups_text(by_alg1->params);
+      pc.predictor_pick_measured_us = by_alg1->measured_us;
+    }
+    rep.partitions.push_back(pc);
+  }
+  if (!g.rows.empty()) rep.groups.push_back(std::move(g));
+}
+
+}  // namespace
+
+ValidationReport validate_dir(const std::string& dir) {
+  ValidationReport rep;
+  rep.dir = dir;
+  const fs::path measurements = fs::path(dir) / "measurements.json";
+  if (fs::exists(measurements)) {
+    const cal::MeasurementSet set = cal::load_measurement_dir(dir);
+    rep.fixture = set.fixture;
+    rep.profile_file = (fs::path(dir) / "profile.yaml").string();
+    if (!fs::exists(rep.profile_file)) throw InputError(rep.profile_file, 0, "", "missing: run overlap-calibrate-profile DIR");
+    const HardwareProfile p = load_profile_file(rep.profile_file);
+    gemm_groups(set, p, rep);
+    transfer_groups(set, p, rep);
+  } else if (!fs::exists(fs::path(dir) / "schemes" / "schemes.json")) {
+    throw InputError(dir, 0, "", "neither measurements.json nor schemes/schemes.json: not a results directory");
+  }
+  scheme_group(dir, rep);
+  std::vector<double> all;
+  for (auto& g : rep.groups) {
+    finish(g);
+    for (const auto& r : g.rows) {
+      if (!r.fitted) all.push_back(std::fabs(r.error_pct));
+    }
+  }
+  rep.scored = static_cast<int>(all.size());
+  if (!all.empty()) {
+    rep.median_abs_error_pct = cal::median_of_values(all);
+    rep.max_abs_error_pct = *std::max_element(all.begin(), all.end());
+  }
+  return rep;
+}
+
+json to_json(const ValidationReport& rep) {
+  json j{{"dir", rep.dir},
+         {"profile", rep.profile_file},
+         {"fixture", rep.fixture},
+         {"rows_scored", rep.scored},
+         {"median_abs_error_pct", rep.median_abs_error_pct},
+         {"max_abs_error_pct", rep.max_abs_error_pct},
+         {"error_definition", "100 * (predicted - measured) / measured; fitted rows (the profile was built from them) are not scored"},
+         {"groups", json::array()},
+         {"flashoverlap_partitions", json::array()},
+         {"skipped", rep.skipped}};
+  for (const auto& g : rep.groups) {
+    json jg{{"benchmark", g.benchmark},
+            {"model", g.model},
+            {"rows_scored", g.scored},
+            {"median_abs_error_pct", g.median_abs_error_pct},
+            {"max_abs_error_pct", g.max_abs_error_pct},
+            {"rows", json::array()}};
+    for (const auto& r : g.rows) {
+      json jr{{"config", r.config},     {"measured_us", r.measured_us}, {"predicted_us", r.predicted_us},
+              {"error_pct", r.error_pct}, {"spread", r.spread},       {"fitted", r.fitted}};
+      if (!r.note.empty()) jr["note"] = r.note;
+      jg["rows"].push_back(std::move(jr));
+    }
+    j["groups"].push_back(std::move(jg));
+  }
+  for (const auto& p : rep.partitions) {
+    j["flashoverlap_partitions"].push_back(json{{"workload", json::parse(p.workload)},
+                                                {"measured_best", json::parse(p.measured_best)},
+                                                {"simulated_best", json::parse(p.simulated_best)},
+                                                {"measured_best_us", p.measured_best_us},
+                                                {"simulated_pick_measured_us", p.simulated_pick_measured_us},
+                                                {"regret_pct", p.regret_pct},
+                                                {"flashoverlap_predictor_best", p.predictor_best.empty() ? json() : json::parse(p.predictor_best)},
+                                                {"flashoverlap_predictor_pick_measured_us", p.predictor_pick_measured_us}});
+  }
+  return j;
+}
+
+void print_validation_table(const ValidationReport& rep, std::ostream& out) {
+  out << fmt::format("validate: {}{}\nprofile: {}\nerror = 100 x (predicted - measured) / measured; rows marked "
+                     "'fitted' built the profile and are not scored\n",
+                     rep.dir, rep.fixture ? "   (FIXTURE: made-up numbers, not a measurement)" : "", rep.profile_file);
+  for (const auto& g : rep.groups) {
+    out << fmt::format("\n== {}: {}\n", g.benchmark, g.model);
+    out << fmt::format("{:<64} {:>14} {:>15} {:>10} {:>8}\n", "configuration", "measured (us)", "predicted (us)", "error (%)", "spread");
+    for (const auto& r : g.rows) {
+      out << fmt::format("{:<64} {:>14.3f} {:>15.3f} {:>10.2f} {:>8.3f}{}{}\n", r.config, r.measured_us, r.predicted_us,
+                         r.error_pct, r.spread, r.fitted ? "  fitted" : "", r.note.empty() ? "" : "  " + r.note);
+    }
+    out << fmt::format("median |error| {:.2f} %, max {:.2f} % over {} scored rows\n", g.median_abs_error_pct,
+                       g.max_abs_error_pct, g.scored);
+  }
+  if (!rep.partitions.empty()) {
+    out << "\n== flashoverlap partitions: measured best vs the simulator's best among the measured candidates\n";
+    for (const auto& p : rep.partitions) {
+      out << fmt::format("{}: measured best {} ({:.1f} us), simulator's pick {} (measured {:.1f} us, regret {:.2f} %)", p.workload,
+                         p.measured_best, p.measured_best_us, p.simulated_best, p.simulated_pick_measured_us, p.regret_pct);
+      if (!p.predictor_best.empty()) {
+        out << fmt::format(", FlashOverlap's predictor's pick {} (measured {:.1f} us)", p.predictor_best, p.predictor_pick_measured_us);
+      }
+      out << "\n";
+    }
+  }
+  for (const auto& s : rep.skipped) out << "skipped: " << s << "\n";
+  out << fmt::format("\noverall: median |error| {:.2f} %, max {:.2f} % over {} scored rows\n", rep.median_abs_error_pct,
+                     rep.max_abs_error_pct, rep.scored);
+}
+
+json recorded_figures(const ValidationReport& rep) {
+  json med{{"all", rep.median_abs_error_pct}};
+  json rows{{"all", rep.scored}};
+  for (const auto& g : rep.groups) {
+    if (g.scored == 0) continue;
+    med[g.benchmark] = g.median_abs_error_pct;
+    rows[g.benchmark] = g.scored;
+  }
+  return json{{"recorded_by", "overlap-sim validate --record"}, {"median_abs_error_pct", med}, {"rows_scored", rows}};
+}
+
+void cmd_validate(const std::string& dir, const std::string& format, bool record, std::ostream& out) {
+  const ValidationReport rep = validate_dir(dir);
+  if (format == "json") {
+    out << to_json(rep).dump(2) << "\n";
+  } else {
+    print_validation_table(rep, out);
+  }
+  if (record) write_file_atomically((fs::path(dir) / "validation.json").string(), recorded_figures(rep).dump(2) + "\n");
+}
+
+}  // namespace overlap::tools

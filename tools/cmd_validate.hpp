@@ -1,0 +1,77 @@
+#pragma once
+// `overlap-sim validate DIR [--format table|json] [--record]`: holds the simulator's predictions
+// against a calibration results directory (design.md "Calibration and validation"; issues 7 and 8).
+// DIR holds measurements.json + environment.json + profile.yaml (overlap-calibrate) and optionally
+// schemes/schemes.json with the profile it names (overlap-bench-schemes). Every measured
+// configuration that the model covers is simulated with DIR's own profile and printed as measured
+// vs predicted with the error, grouped by benchmark, with the median and max absolute % error per
+// group and overall. Rows whose measurement the profile was built from (full-GPU GEMM durations,
+// transfer sizes on the curve's sample grid) are shown but marked `fitted` and left out of the error
+// figures: they agree by construction. --record writes DIR/validation.json with those figures, which
+// the CI test (tests/calibrate) holds later runs to.
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace overlap::tools {
+
+struct ValidationRow {
+  std::string config;        // what was run, in words ("8192x8192x4096 bf16 on 64 SMs")
+  double measured_us = 0;
+  double predicted_us = 0;
+  double error_pct = 0;      // 100 * (predicted - measured) / measured
+  double spread = 0;         // the measurement's max / min
+  bool fitted = false;       // the profile was built from this measurement
+  std::string note;          // e.g. measured / predicted exposed communication for scheme runs
+};
+
+struct ValidationGroup {
+  std::string benchmark;     // gemm, gemm_sm, gemm_waves, transfer, ..., schemes
+  std::string model;         // how the prediction was made
+  std::vector<ValidationRow> rows;
+  int scored = 0;            // rows not fitted
+  double median_abs_error_pct = 0;
+  double max_abs_error_pct = 0;
+};
+
+// FlashOverlap: for one workload, the partition measured fastest vs the one the simulator ranks
+// first among the same measured candidates.
+struct PartitionCheck {
+  std::string workload;
+  std::string measured_best;
+  std::string simulated_best;
+  double measured_best_us = 0;
+  double simulated_pick_measured_us = 0;  // measured latency of the simulator's pick
+  double regret_pct = 0;                  // 100 * (that / measured best - 1)
+  // FlashOverlap's own predictor (its Alg. 1, cost_model/flashoverlap_predictor.hpp) ranking the same
+  // candidates with the profile's GEMM time and collective curve; empty when the profile has no curve.
+  std::string predictor_best;
+  double predictor_pick_measured_us = 0;
+};
+
+struct ValidationReport {
+  std::string dir;
+  std::string profile_file;
+  bool fixture = false;
+  std::vector<ValidationGroup> groups;
+  std::vector<PartitionCheck> partitions;
+  std::vector<std::string> skipped;  // what could not be simulated, and why
+  int scored = 0;
+  double median_abs_error_pct = 0;   // over every scored row
+  double max_abs_error_pct = 0;
+};
+
+// Throws overlap::InputError for a missing or malformed file in DIR.
+ValidationReport validate_dir(const std::string& dir);
+
+nlohmann::json to_json(const ValidationReport& report);
+void print_validation_table(const ValidationReport& report, std::ostream& out);
+// {"median_abs_error_pct": {"all": x, "<benchmark>": y, ...}, "rows_scored": {...}}
+nlohmann::json recorded_figures(const ValidationReport& report);
+
+// The command: prints the report; with `record`, writes DIR/validation.json atomically.
+void cmd_validate(const std::string& dir, const std::string& format, bool record, std::ostream& out);
+
+}  // namespace overlap::tools
