@@ -254,6 +254,19 @@ void check_m(const CommFuseParams& p, int T, std::int64_t rows) {
     throw InputError("", 0, "params.m", fmt::format("{} rows per rank cannot be cut into m = {} slices", rows / T, p.m));
 }
 
+// The column-parallel GEMM in its conventional form when the input needs no gathering
+// (gather_input = false; commfuse-paper Sec. 5 keeps that projection as Megatron has it).
+std::vector<OpId> plain_gemm(Pipeline& pl, const RankGemm& g, const std::vector<OpId>& start, const std::string& name) {
+  std::vector<OpId> out;
+  for (int r = 0; r < pl.T; ++r) {
+    GemmOptions o;
+    o.name = name;
+    if (!start.empty()) o.deps = {start[static_cast<std::size_t>(r)]};
+    out.push_back(pl.b.add_gemm(r, pl.streams.compute[static_cast<std::size_t>(r)], g, o));
+  }
+  return out;
+}
+
 // One layer's blocks. `start`: per-rank ops the block waits for (empty: none); returns per-rank ops
 // that complete the rank's reduced output. Appends the S of each collective it decomposes to
 // `collectives`; `prefix` names the layer's ops in a composed model; `reason` gets the one-line why.
@@ -266,8 +279,8 @@ std::vector<OpId> emit_mlp(Pipeline& pl, const MlpTpSp& mlp, const std::vector<O
   pl.rows = s.col.m;
   pl.row_bytes = s.col.k * dtype_bytes(s.col.dtype);
   pl.tag = prefix + "fc1";
-  const std::vector<OpId> ag = pl.fuse_ag(gemm_unit(b, s.col), start);
-  collectives.push_back(s.all_gather_bytes);
+  const std::vector<OpId> ag = mlp.gather_input ? pl.fuse_ag(gemm_unit(b, s.col), start) : plain_gemm(pl, s.col, start, prefix + "fc1");
+  if (s.all_gather_bytes > 0) collectives.push_back(s.all_gather_bytes);
   collectives.push_back(s.reduce_scatter_bytes);
   std::vector<OpId> act;
   for (int r = 0; r < T; ++r)
@@ -276,7 +289,7 @@ std::vector<OpId> emit_mlp(Pipeline& pl, const MlpTpSp& mlp, const std::vector<O
   pl.row_bytes = s.row.n * dtype_bytes(s.row.dtype);
   pl.tag = prefix + "fc2";
   const std::vector<OpId> end = pl.fuse_rs(gemm_unit(b, s.row), act);
-  reason = step_reason(b, T, s.row, s.row.m, pl.row_bytes, pl.p.m, "FuseAG + FuseRS");
+  reason = step_reason(b, T, s.row, s.row.m, pl.row_bytes, pl.p.m, mlp.gather_input ? "FuseAG + FuseRS" : "FuseRS");
   return end;
 }
 
@@ -289,8 +302,8 @@ std::vector<OpId> emit_attention(Pipeline& pl, const AttentionTpSp& att, const s
   pl.rows = s.qkv.m;
   pl.row_bytes = s.qkv.k * dtype_bytes(s.qkv.dtype);
   pl.tag = prefix + "qkv";
-  const std::vector<OpId> ag = pl.fuse_ag(gemm_unit(b, s.qkv), start);
-  collectives.push_back(s.all_gather_bytes);
+  const std::vector<OpId> ag = att.gather_input ? pl.fuse_ag(gemm_unit(b, s.qkv), start) : plain_gemm(pl, s.qkv, start, prefix + "qkv");
+  if (s.all_gather_bytes > 0) collectives.push_back(s.all_gather_bytes);
   collectives.push_back(s.reduce_scatter_bytes);
   pl.row_bytes = s.out.n * dtype_bytes(s.out.dtype);
   pl.tag = prefix + "attn_out";

@@ -151,7 +151,9 @@ void emit_mlp(SlicedEmitter& e, const MlpTpSp& mlp, int tp) {
   const MlpShapes s = mlp_shapes(mlp, tp);
   const int b = dtype_bytes(mlp.dtype);
   const std::vector<std::int64_t> rows = e.rows(mlp.tokens);
-  const PerSlice ag = e.collective(Primitive::all_gather, scaled(rows, mlp.d_model * b), {}, "mlp.all_gather");
+  // gather_input = false: the input is whole on every rank, no all-gather (sim/workload.hpp).
+  const PerSlice ag = mlp.gather_input ? e.collective(Primitive::all_gather, scaled(rows, mlp.d_model * b), {}, "mlp.all_gather")
+                                       : PerSlice{};
   const PerSlice col = e.gemm(row_slices(rows, s.col.n, s.col.k, mlp.dtype), ag, "mlp.fc1");
   e.memory(scaled(rows, s.activation_bytes / mlp.tokens), {}, "mlp.act");
   const PerSlice row = e.gemm(row_slices(rows, s.row.n, s.row.k, mlp.dtype), {}, "mlp.fc2");
@@ -164,7 +166,8 @@ void emit_attention(SlicedEmitter& e, const AttentionTpSp& att, int tp) {
   const int b = dtype_bytes(att.dtype);
   const std::int64_t tokens = att.batch * att.seq;
   const std::vector<std::int64_t> rows = e.rows(tokens);
-  const PerSlice ag = e.collective(Primitive::all_gather, scaled(rows, att.d_model * b), {}, "attn.all_gather");
+  const PerSlice ag = att.gather_input ? e.collective(Primitive::all_gather, scaled(rows, att.d_model * b), {}, "attn.all_gather")
+                                       : PerSlice{};
   e.gemm(row_slices(rows, s.qkv.n, s.qkv.k, att.dtype), ag, "attn.qkv");
   // Core attention needs every token of a sequence: one kernel after all QKV slices (stream order).
   e.flops({s.attention_flops}, {s.attention_tiles}, att.dtype, {}, "attn.core");

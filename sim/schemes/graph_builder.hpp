@@ -183,6 +183,7 @@ class GraphBuilder {
   mutable std::unique_ptr<NodeConfig> node_;  // built on first use (transfer_ps)
   std::int64_t next_collective_ = 0;
   std::vector<std::vector<Bytes>> required_;
+  std::vector<CollectiveCall> calls_;
 };
 
 // A layer workload (gemm_collective, mlp_tpsp, attention_tpsp, attention_ulysses, transformer) as a
