@@ -11,6 +11,7 @@
 #include "cost_model/profile_loader.hpp"
 #include "sim/engine.hpp"
 #include "tools/cmd_collective.hpp"
+#include "tools/cmd_papers.hpp"
 #include "tools/cmd_profile.hpp"
 #include "tools/cmd_run.hpp"
 #include "tools/cmd_schemes.hpp"
@@ -93,6 +94,18 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CollectiveOptions collective;
   CLI::App* collective_cmd = add_collective_command(app, collective);
 
+  // `validate --papers`: the sources' published figures against our predictions (tools/papers.hpp).
+  // (`validate DIR`, measured results, is added beside it by tools/cmd_validate.)
+  PapersOptions papers;
+  CLI::App* validate_cmd = app.add_subcommand("validate", "Check predictions against published or measured results");
+  validate_cmd->add_flag("--papers", papers.papers,
+                         "Compare with every published figure of the sources (CommFuse, FlashOverlap, async TP, DTP)");
+  validate_cmd->add_option("--format", papers.format, "Output format")->check(CLI::IsMember({"table", "json"}));
+  validate_cmd->add_flag("--strict", papers.strict, "Exit 1 when a row is off (default: exit 0, it is a report)");
+  validate_cmd->add_option("--source", papers.sources, "Only this source's rows: commfuse, flashoverlap, async_tp, dtp")
+      ->allow_extra_args(false);
+  validate_cmd->add_option("--output,-o", papers.output, "Write the report to FILE (atomically) instead of stdout");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -115,6 +128,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       cmd_schemes(schemes_format, out);
       return kExitOk;
     }
+    if (validate_cmd->parsed()) return cmd_validate_papers(papers, out);
     if (collective_cmd->parsed()) {
       cmd_collective(collective, out);
       return kExitOk;
