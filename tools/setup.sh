@@ -21,3 +21,9 @@ if command -v "$py" >/dev/null && ! "$py" -c "import matplotlib" 2>/dev/null; th
   echo "setup: installing matplotlib"
   "$py" -m pip install -q matplotlib || echo "setup: matplotlib not installed; --plot will be unavailable" >&2
 fi
+# nbclient, nbformat and ipykernel: tools/test.sh executes notebooks/ headless
+# (tests/notebooks/run_notebooks.py).
+if command -v "$py" >/dev/null && ! "$py" -c "import nbclient, nbformat, ipykernel" 2>/dev/null; then
+  echo "setup: installing nbclient nbformat ipykernel"
+  "$py" -m pip install -q nbclient nbformat ipykernel || echo "setup: notebook packages not installed; tools/test.sh will fail its notebook step" >&2
+fi
