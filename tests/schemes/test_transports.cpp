@@ -69,7 +69,8 @@ TEST_CASE("an SM copy kernel with few CTAs is held to their bandwidth", "[transp
   const HardwareProfile hw = load_profile("h100-sxm-8x-nvswitch", kHardwareDir);
   const Workload w = mlp(8);
   const nlohmann::json none = nlohmann::json::object();
-  GraphBuilder b(BuildContext{w, hw, none, Fidelity::curve});
+  const BuildContext ctx{w, hw, none, Fidelity::curve};  // the builder keeps a reference: not a temporary
+  GraphBuilder b(ctx);
   const Bytes s = Bytes{256} << 20;
   // 2 CTAs at cta_gbps each move far less than the NVLink port; 32 CTAs are limited by the link.
   const Ps two = b.transfer_ps(0, 1, s, Transport::sm_copy, 2);
