@@ -1,6 +1,7 @@
 #include "sim/metrics.hpp"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -9,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "cost_model/collective_primitive.hpp"
 #include "sim/engine.hpp"
 #include "sim/node_builder.hpp"
 #include "sim/schemes/graph_builder.hpp"
@@ -73,6 +75,8 @@ int peak_comm_sms(const TaskGraph& g, const Timeline& tl) {
   return peak;
 }
 
+}  // namespace
+
 // The parameters a scheme ran with: the given ones plus every declared default not given.
 nlohmann::json params_with_defaults(const SchemeInfo& scheme, const nlohmann::json& given) {
   nlohmann::json out = given.is_object() ? given : nlohmann::json::object();
@@ -90,9 +94,48 @@ nlohmann::json params_with_defaults(const SchemeInfo& scheme, const nlohmann::js
   return out;
 }
 
+namespace {
+
 double safe_ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
 
 }  // namespace
+
+std::vector<CollectiveFigure> collective_figures(const BuiltScheme& built, const Timeline& tl) {
+  std::map<std::int64_t, std::pair<Ps, Ps>> span;  // id -> (latest start, latest end) over members
+  const auto& ops = built.graph.ops();
+  for (std::size_t i = 0; i < ops.size() && i < tl.ops.size(); ++i) {
+    const Op& op = ops[i];
+    if (op.kind != OpKind::comm_kernel || op.collective < 0 || op.members <= 1) continue;
+    const OpRecord& rec = tl.ops[i];
+    if (rec.start_ps < 0 || rec.end_ps < 0) continue;
+    auto [it, fresh] = span.try_emplace(op.collective, rec.start_ps, rec.end_ps);
+    if (!fresh) {
+      it->second.first = std::max(it->second.first, rec.start_ps);
+      it->second.second = std::max(it->second.second, rec.end_ps);
+    }
+  }
+  std::vector<CollectiveFigure> out;
+  for (const CollectiveCall& c : built.collectives) {
+    const auto it = span.find(c.id);
+    if (it == span.end() || c.bytes <= 0 || c.ranks <= 1) continue;
+    CollectiveFigure f;
+    f.name = c.name;
+    f.primitive = primitive_name(c.primitive);
+    f.bytes = c.bytes;
+    f.ranks = c.ranks;
+    f.start_ps = it->second.first;
+    f.end_ps = it->second.second;
+    f.time_ps = f.end_ps - f.start_ps;
+    // GB/s = bytes per ns = bytes * 1000 / ps.
+    f.algbw_gbps = f.time_ps > 0 ? static_cast<double>(c.bytes) * 1000.0 / static_cast<double>(f.time_ps) : 0.0;
+    f.busbw_gbps = busbw_from_algbw(to_collective_primitive(c.primitive), c.ranks, f.algbw_gbps);
+    f.algorithm = c.algorithm;
+    f.protocol = c.protocol;
+    f.channels = c.channels;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
 
 Ps workload_comm_ps(const Workload& workload, const HardwareProfile& hardware, Fidelity fidelity,
                     const NodeConfig* node) {
@@ -169,6 +212,7 @@ SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const E
                                                          static_cast<double>(r.latency_ps))
                                     : 100.0;
   r.sms_lost_to_comm = peak_comm_sms(built.graph, tl);
+  r.collectives = collective_figures(built, tl);
   r.reason = built.reason;
   r.events = tl.events;
   for (int rank = 0; rank < built.graph.num_ranks(); ++rank) {
@@ -231,6 +275,22 @@ std::vector<SchemeResult> evaluate_all(const std::vector<SchemeRequest>& schemes
   return out;
 }
 
+nlohmann::json to_json(const CollectiveFigure& c) {
+  return {{"name", c.name},
+          {"primitive", c.primitive},
+          {"bytes", c.bytes},
+          {"ranks", c.ranks},
+          {"start_us", us_from_ps(c.start_ps)},
+          {"end_us", us_from_ps(c.end_ps)},
+          {"time_us", us_from_ps(c.time_ps)},
+          {"time_ps", c.time_ps},
+          {"algbw_gbps", c.algbw_gbps},
+          {"busbw_gbps", c.busbw_gbps},
+          {"algorithm", c.algorithm},
+          {"protocol", c.protocol},
+          {"channels", c.channels}};
+}
+
 nlohmann::json to_json(const SchemeResult& r) {
   nlohmann::json j;
   j["scheme"] = r.scheme;
@@ -258,6 +318,9 @@ nlohmann::json to_json(const SchemeResult& r) {
     util.push_back({{"rank", u.rank}, {"sm", u.sm}, {"copy_engine", u.copy_engine}});
   j["utilization"] = util;
   j["events"] = r.events;
+  nlohmann::json colls = nlohmann::json::array();
+  for (const CollectiveFigure& c : r.collectives) colls.push_back(to_json(c));
+  j["collectives"] = colls;
   return j;
 }
 

@@ -29,6 +29,27 @@ struct ResourceUtilization {
   double copy_engine = 0;  // busy time / (copy_engines * latency)
 };
 
+// One collective call of a run, as nccl-tests would report it (facts.md "NCCL on 8xH100"; nccl-tests
+// src/common.cu): S = the full array size; time from the moment its last member joined to its end
+// (nccl-tests times a call after a barrier, so a late peer's wait is not part of it); algbw = S / time;
+// busbw = algbw x the primitive's factor (2(n-1)/n all-reduce, (n-1)/n reduce-scatter, all-gather,
+// all-to-all; cost_model/collective_primitive.hpp). In an overlapped run the time includes the
+// slowdown from traffic and SMs it shared with the computation beside it.
+struct CollectiveFigure {
+  std::string name;
+  std::string primitive;  // "all_reduce", ...
+  Bytes bytes = 0;
+  int ranks = 0;
+  Ps start_ps = 0;  // last member joined
+  Ps end_ps = 0;    // last member done
+  Ps time_ps = 0;   // end - start
+  double algbw_gbps = 0;
+  double busbw_gbps = 0;
+  std::string algorithm;  // NCCL's choice for this size (the model's)
+  std::string protocol;
+  int channels = 0;
+};
+
 struct SchemeResult {
   std::string scheme;
   nlohmann::json params;      // the parameters it ran with
@@ -49,6 +70,7 @@ struct SchemeResult {
   std::string reason;         // the scheme's one-line why
   std::vector<ResourceUtilization> utilization;  // per rank
   std::uint64_t events = 0;   // engine events of the main run
+  std::vector<CollectiveFigure> collectives;  // every collective call of the main run, in issue order
   Timeline timeline;          // the main run (for traces); empty unless keep_timeline
 };
 
@@ -89,9 +111,17 @@ std::vector<SchemeResult> evaluate_all(const std::vector<SchemeRequest>& schemes
                                        const Workload& workload, const HardwareProfile& hardware,
                                        Fidelity fidelity, const EvaluateOptions& options = {});
 
+// The parameters a scheme runs with: `given` plus every declared default not given (SchemeParam).
+nlohmann::json params_with_defaults(const SchemeInfo& scheme, const nlohmann::json& given);
+
 // The baseline scheme name for a workload ("no_overlap", or "tp_baseline" for decode_stack).
 std::string baseline_scheme_for(const Workload& workload);
 
+// The per-collective figures of a run: the calls a scheme recorded (BuiltScheme::collectives) with
+// the start and end of their member ops in the timeline.
+std::vector<CollectiveFigure> collective_figures(const BuiltScheme& built, const Timeline& tl);
+
+nlohmann::json to_json(const CollectiveFigure& c);
 nlohmann::json to_json(const SchemeResult& r);
 
 }  // namespace overlap::sim

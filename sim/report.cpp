@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <type_traits>
 #include <variant>
 
 #include <fmt/format.h>
+
+#include "cost_model/collective_primitive.hpp"
 
 namespace overlap::sim {
 
@@ -74,10 +77,17 @@ std::optional<ReportFormat> parse_report_format(const std::string& s) {
   return std::nullopt;
 }
 
+std::string hardware_display_name(const Scenario& scenario) {
+  // A profile given by path (hardware: ../hardware/x.yaml) is named by its `name:`, else its file stem.
+  if (!scenario.hardware.name.empty()) return scenario.hardware.name;
+  const std::string stem = std::filesystem::path(scenario.hardware_name).stem().string();
+  return stem.empty() ? scenario.hardware_name : stem;
+}
+
 ReportContext report_context(const Scenario& scenario) {
   ReportContext ctx;
   ctx.scenario = scenario.name;
-  ctx.hardware = scenario.hardware_name;
+  ctx.hardware = hardware_display_name(scenario);
   ctx.workload = scenario.workload;
   ctx.fidelity = scenario.fidelity;
   ctx.baseline = baseline_scheme_for(scenario.workload);
@@ -107,6 +117,7 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
           field(j, text, "d_model", s.d_model);
           field(j, text, "d_ffn", s.d_ffn);
           field(j, text, "gated", s.gated);
+          if (!s.gather_input) field(j, text, "gather_input", s.gather_input);
         } else if constexpr (std::is_same_v<S, AttentionTpSp>) {
           field(j, text, "batch", s.batch);
           field(j, text, "seq", s.seq);
@@ -114,6 +125,7 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
           field(j, text, "heads", s.heads);
           field(j, text, "kv_heads", s.kv_heads);
           field(j, text, "causal", s.causal);
+          if (!s.gather_input) field(j, text, "gather_input", s.gather_input);
         } else if constexpr (std::is_same_v<S, AttentionUlysses>) {
           field(j, text, "batch", s.batch);
           field(j, text, "seq", s.seq);
@@ -314,7 +326,7 @@ std::string format_narrow_table(const ReportContext& ctx, const std::vector<Sche
 }  // namespace
 
 std::string format_table(const ReportContext& ctx, const std::vector<SchemeResult>& results, bool wide) {
-  if (!wide) return format_narrow_table(ctx, results);
+  if (!wide) return format_narrow_table(ctx, results) + format_collectives(results, false);
   const std::vector<std::string> headers = {
       "scheme",       "latency (us)", "compute-only (us)", "comm (us)", "exposed comm (us)",
       "overlap eff. (%)", "speedup vs " + ctx.baseline, "bound (us)", "% of bound", "SMs lost to comm",
@@ -357,6 +369,73 @@ std::string format_table(const ReportContext& ctx, const std::vector<SchemeResul
   for (std::size_t c = 0; c < last; ++c) rule += width[c] + 2;
   rule += headers[last].size();
   out += std::string(rule, '-') + "\n";
+  for (const auto& row : rows) out += line(row);
+  out += format_collectives(results, true);
+  return out;
+}
+
+std::string format_collectives(const std::vector<SchemeResult>& results, bool wide) {
+  // Calls of the same primitive, size, group and NCCL choice are summed into one line per scheme (a
+  // model repeats the same collectives layer after layer): mean time, and algbw / busbw from it.
+  struct Group {
+    std::string scheme, primitive, algo;
+    Bytes bytes = 0;
+    int ranks = 0, calls = 0;
+    Ps total_ps = 0;
+  };
+  std::vector<Group> groups;
+  for (const SchemeResult& r : results) {
+    const std::string shown = params_text(non_default_params(r));
+    const std::string label = wide ? scheme_label(r) : shown.empty() ? r.scheme : r.scheme + " (" + shown + ")";
+    for (const CollectiveFigure& c : r.collectives) {
+      const std::string algo = c.algorithm + "/" + c.protocol;
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
+        return g.scheme == label && g.primitive == c.primitive && g.bytes == c.bytes && g.ranks == c.ranks && g.algo == algo;
+      });
+      if (it == groups.end()) {
+        groups.push_back(Group{label, c.primitive, algo, c.bytes, c.ranks, 0, 0});
+        it = groups.end() - 1;
+      }
+      ++it->calls;
+      it->total_ps += c.time_ps;
+    }
+  }
+  if (groups.empty()) return {};
+  // Narrow: units folded into shorter headers and the label clipped, so the table keeps to kTableWidth.
+  const std::vector<std::string> headers =
+      wide ? std::vector<std::string>{"scheme", "collective", "S (B)", "ranks", "calls", "time (us)", "algbw (GB/s)",
+                                      "busbw (GB/s)", "algo/proto"}
+           : std::vector<std::string>{"scheme", "collective", "S (B)", "ranks", "calls", "us", "algbw GB/s",
+                                      "busbw GB/s", "algo/proto"};
+  std::vector<std::vector<std::string>> rows;
+  for (const Group& g : groups) {
+    const Ps mean = g.total_ps / std::max(1, g.calls);
+    const double algbw = mean > 0 ? static_cast<double>(g.bytes) * 1000.0 / static_cast<double>(mean) : 0.0;
+    const auto prim = parse_collective_primitive(g.primitive);
+    const double busbw = prim ? busbw_from_algbw(*prim, g.ranks, algbw) : 0.0;
+    rows.push_back({wide ? g.scheme : clip(g.scheme, 26), g.primitive, std::to_string(g.bytes), std::to_string(g.ranks), std::to_string(g.calls),
+                    fixed(us_from_ps(mean), 2), fixed(algbw, 2), fixed(busbw, 2), g.algo});
+  }
+  std::vector<std::size_t> width(headers.size());
+  for (std::size_t c = 0; c < headers.size(); ++c) {
+    width[c] = headers[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (c) out += "  ";
+      out += c <= 1 || c + 1 == cells.size() ? fmt::format("{:<{}}", cells[c], width[c]) : fmt::format("{:>{}}", cells[c], width[c]);
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  const std::string heading =
+      "collectives (as nccl-tests reports them: S = full array size, time once every member joined, mean over "
+      "calls; algbw = S / time, busbw = algbw x nccl-tests' factor; times include sharing the GPU with the "
+      "computation)";
+  std::string out = "\n" + (wide ? heading + "\n" : wrap_text(heading, kTableWidth, "  "));
+  out += line(headers);
   for (const auto& row : rows) out += line(row);
   return out;
 }

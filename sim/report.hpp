@@ -27,6 +27,8 @@ struct ReportContext {
   std::string baseline;  // baseline_scheme_for(workload)
 };
 ReportContext report_context(const Scenario& scenario);
+// The profile's name (its `name:`), never the path a scenario reached it by.
+std::string hardware_display_name(const Scenario& scenario);
 
 // The one definition of exposed communication every output states (design.md "Metrics").
 extern const char* const kExposedCommDefinition;
@@ -39,6 +41,11 @@ nlohmann::json workload_json(const Workload& w);
 // {"scenario", "hardware", "workload", "fidelity", "baseline", "exposed_comm_definition",
 //  "results": [to_json(SchemeResult)...]}
 nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeResult>& results);
+
+// The per-collective figures of every result (SchemeResult::collectives) as a table: one line per
+// scheme and (primitive, S, ranks, algorithm/protocol), with the number of calls and their mean time,
+// algbw and busbw. Empty when no result has a collective. format_table appends it.
+std::string format_collectives(const std::vector<SchemeResult>& results, bool wide = false);
 
 // The table fits 120 columns: a scheme is named with the parameters it sets that differ from its
 // defaults, the columns are latency, comm, exposed comm, overlap efficiency, speedup and % of bound,

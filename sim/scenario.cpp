@@ -154,7 +154,7 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
       require_divides(w, "m", g.m, tp, tp_text + " (the collective splits the output rows)");
     out.shape = g;
   } else if (out.kind == "mlp_tpsp") {
-    w.allow_keys(keys({"model", "tokens", "batch", "seq", "d_model", "d_ffn", "gated", "dtype"}));
+    w.allow_keys(keys({"model", "tokens", "batch", "seq", "d_model", "d_ffn", "gated", "dtype", "gather_input"}));
     const auto model = read_model(w);
     MlpTpSp m;
     if (w.has("tokens")) {
@@ -168,15 +168,17 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
     m.d_model = size_field(w, "d_model", from(model, &Transformer::d_model));
     m.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn));
     m.gated = w.get_bool("gated", true);
+    m.gather_input = w.get_bool("gather_input", true);
     m.dtype = read_dtype(w, "dtype", DType::bf16);
     const std::string tokens_key = w.has("tokens") ? "tokens" : "seq";
     require_divides(w, tokens_key, m.tokens, tp, tp_text + " (sequence parallelism shards the tokens)");
     require_divides(w, "d_ffn", m.d_ffn, tp, tp_text + " (TP shards the FFN width)");
     out.shape = m;
   } else if (out.kind == "attention_tpsp") {
-    w.allow_keys(keys({"model", "batch", "seq", "d_model", "heads", "kv_heads", "causal", "dtype"}));
+    w.allow_keys(keys({"model", "batch", "seq", "d_model", "heads", "kv_heads", "causal", "dtype", "gather_input"}));
     const auto model = read_model(w);
     AttentionTpSp a;
+    a.gather_input = w.get_bool("gather_input", true);
     a.batch = w.get_positive_int("batch");
     a.seq = w.get_positive_int("seq");
     a.d_model = size_field(w, "d_model", from(model, &Transformer::d_model));

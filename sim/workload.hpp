@@ -32,6 +32,10 @@ struct MlpTpSp {
   std::int64_t d_ffn = 0;
   bool gated = true;  // SwiGLU: the column-parallel GEMM has 2 * d_ffn outputs
   DType dtype = DType::bf16;
+  // false: every rank already holds the whole input, so no all-gather precedes the column-parallel
+  // GEMM and only the reduce-scatter is communicated (commfuse-paper Sec. 5 "MLP Layer": the
+  // column-parallel projection keeps its conventional design; the experiment measures FuseRS alone).
+  bool gather_input = true;
 };
 
 // all-gather -> QKV -> attention -> output projection -> reduce-scatter.
@@ -41,6 +45,7 @@ struct AttentionTpSp {
   std::int64_t heads = 0, kv_heads = 0;  // kv_heads < heads: GQA
   bool causal = true;
   DType dtype = DType::bf16;
+  bool gather_input = true;  // as MlpTpSp::gather_input (commfuse-paper Sec. 5 "Attention Layer")
 };
 
 // all-to-all (sequence -> heads) -> attention -> all-to-all (heads -> sequence) (DeepSpeed-Ulysses,

@@ -51,7 +51,7 @@ MlpShapes mlp_shapes(const MlpTpSp& mlp, int tp) {
   MlpShapes s;
   const std::int64_t ffn_rank = mlp.d_ffn / tp;
   const std::int64_t cols = (mlp.gated ? 2 : 1) * ffn_rank;
-  s.all_gather_bytes = activation_bytes(mlp.tokens, mlp.d_model, mlp.dtype);
+  s.all_gather_bytes = mlp.gather_input ? activation_bytes(mlp.tokens, mlp.d_model, mlp.dtype) : 0;
   s.col = RankGemm{mlp.tokens, cols, mlp.d_model, mlp.dtype};
   s.activation_bytes = activation_bytes(mlp.tokens, cols + ffn_rank, mlp.dtype);
   s.row = RankGemm{mlp.tokens, mlp.d_model, ffn_rank, mlp.dtype};
@@ -66,7 +66,7 @@ AttentionShapes attention_shapes(const AttentionTpSp& att, int tp) {
   const std::int64_t kv_heads = att.kv_heads > 0 ? att.kv_heads : att.heads;
   const std::int64_t heads_rank = att.heads / tp;
   const std::int64_t kv_rank = std::max<std::int64_t>(1, kv_heads / tp);  // GQA: kv heads replicate when kv < tp
-  s.all_gather_bytes = activation_bytes(tokens, att.d_model, att.dtype);
+  s.all_gather_bytes = att.gather_input ? activation_bytes(tokens, att.d_model, att.dtype) : 0;
   s.qkv = RankGemm{tokens, (heads_rank + 2 * kv_rank) * head_dim, att.d_model, att.dtype};
   s.attention_flops = attention_flops(att.batch, att.seq, heads_rank, head_dim, att.causal);
   s.attention_tiles = att.batch * heads_rank * ceil_div(att.seq, kAttentionQueryBlock);

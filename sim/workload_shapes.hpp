@@ -20,7 +20,7 @@ using RankGemm = GemmShape;  // cost_model/gemm_model.hpp
 // column-parallel GEMM (tokens x cols x d_model), activation, row-parallel GEMM
 // (tokens x d_model x ffn/tp), reduce-scatter back to tokens/tp x d_model.
 struct MlpShapes {
-  Bytes all_gather_bytes = 0;  // nccl-tests S: the gathered tokens x d_model activation
+  Bytes all_gather_bytes = 0;  // nccl-tests S: the gathered tokens x d_model activation (0: !gather_input)
   RankGemm col;                // up (+ gate) projection
   Bytes activation_bytes = 0;  // SwiGLU / GELU kernel: read col output, write ffn/tp activation
   RankGemm row;                // down projection

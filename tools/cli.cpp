@@ -16,6 +16,7 @@
 #include "sim/engine.hpp"
 #include "tools/cmd_collective.hpp"
 #include "sim/sweep_mpi.hpp"
+#include "tools/cmd_papers.hpp"
 #include "tools/cmd_profile.hpp"
 #include "tools/cmd_run.hpp"
 #include "tools/cmd_schemes.hpp"
@@ -226,14 +227,25 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CollectiveOptions collective;
   CLI::App* collective_cmd = add_collective_command(app, collective);
 
+  // `validate DIR`: a calibration results directory, predicted vs measured (tools/cmd_validate.hpp);
+  // `validate --papers`: the sources' published figures against our predictions (tools/papers.hpp).
   std::string validate_dir;
-  std::string validate_format = "table";
   bool validate_record = false;
+  PapersOptions papers;
   CLI::App* validate_cmd = app.add_subcommand(
-      "validate", "Predicted vs measured for a calibration results directory (calibrate/results/...), with errors");
-  validate_cmd->add_option("dir", validate_dir, "Results directory (measurements.json, profile.yaml, schemes/)")->required();
-  validate_cmd->add_option("--format", validate_format, "Output format")->check(CLI::IsMember({"table", "json"}));
-  validate_cmd->add_flag("--record", validate_record, "Write DIR/validation.json: the error figures CI holds later runs to");
+      "validate", "Check predictions against measured results (DIR, e.g. calibrate/results/...) or the sources' "
+                  "published figures (--papers)");
+  validate_cmd->add_option("dir", validate_dir, "Results directory (measurements.json, profile.yaml, schemes/)");
+  validate_cmd->add_flag("--papers", papers.papers,
+                         "Compare with every published figure of the sources (CommFuse, FlashOverlap, async TP, DTP)");
+  validate_cmd->add_option("--format", papers.format, "Output format")->check(CLI::IsMember({"table", "json"}));
+  validate_cmd->add_flag("--record", validate_record,
+                         "With DIR: write DIR/validation.json, the error figures CI holds later runs to");
+  validate_cmd->add_flag("--strict", papers.strict, "With --papers: exit 1 when a row is off (default: exit 0, a report)");
+  validate_cmd->add_option("--source", papers.sources, "With --papers: only this source's rows: commfuse, flashoverlap, "
+                                                       "async_tp, dtp")
+      ->allow_extra_args(false);
+  validate_cmd->add_option("--output,-o", papers.output, "With --papers: write the report to FILE (atomically)");
 
   try {
     app.parse(argc, argv);
@@ -277,7 +289,16 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       return kExitOk;
     }
     if (validate_cmd->parsed()) {
-      cmd_validate(resolve_input_path(validate_dir), validate_format, validate_record, out);
+      if (papers.papers) {
+        if (!validate_dir.empty() || validate_record)
+          throw UsageError("validate: give either DIR (measured results) or --papers, not both");
+        return cmd_validate_papers(papers, out);
+      }
+      if (validate_dir.empty())
+        throw UsageError("validate: give DIR (a calibration results directory) or --papers (the sources' figures)");
+      if (papers.strict || !papers.sources.empty() || !papers.output.empty())
+        throw UsageError("validate DIR: --strict, --source and --output go with --papers");
+      cmd_validate(resolve_input_path(validate_dir), papers.format, validate_record, out);
       return kExitOk;
     }
     if (show_cmd->parsed()) {

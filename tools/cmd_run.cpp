@@ -133,9 +133,10 @@ nlohmann::json trace_of(const sim::Scenario& sc, const sim::SchemeSpec& spec) {
   const sim::Timeline tl = sim::run(built.graph, node, engine);
   nlohmann::json trace = sim::chrome_trace(built.graph, tl, node);
   trace["otherData"]["scheme"] = spec.name;
-  trace["otherData"]["params"] = spec.params;
+  // The parameters it ran with, defaults included (what the report's params column shows).
+  trace["otherData"]["params"] = sim::params_with_defaults(scheme_or_throw(spec.name), spec.params);
   trace["otherData"]["scenario"] = sc.name;
-  trace["otherData"]["hardware"] = sc.hardware_name;
+  trace["otherData"]["hardware"] = sim::hardware_display_name(sc);
   return trace;
 }
 
@@ -200,7 +201,7 @@ void cmd_run(const RunOptions& options, std::ostream& out) {
     write_output(options.graphviz, scheme_or_throw(spec.name).build(ctx).graph.to_graphviz());
   }
   if (!options.plot.empty()) {
-    const std::string title = fmt::format("{}: {} on {}", sc.name, specs.front().name, sc.hardware_name);
+    const std::string title = fmt::format("{}: {} on {}", sc.name, specs.front().name, sim::hardware_display_name(sc));
     if (!options.trace.empty()) {
       plot(options.trace, options.plot, title);
     } else {

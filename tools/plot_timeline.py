@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Timeline PNG of one simulated run, from the Chrome trace `overlap-sim run --trace` writes.
 
-Lanes, per rank: SM occupancy (how many SMs are busy, from the trace's "SMs busy" counter), one lane
+The title names the scheme and the parameters it ran with (from the trace's otherData), and a legend
+says what each colour is. Lanes, per rank: SM occupancy (how many SMs are busy, from the trace's "SMs busy" counter), one lane
 per stream (kernels as bars: compute blue, communication orange), one per copy engine, and the
 fabric links touching that rank's GPU (number of transfers in flight). Links that touch no GPU
 (switch to switch, host, NIC) come last under "fabric".
@@ -22,6 +23,21 @@ COPY_ENGINE_TID = 100000
 SM_TID = 200000
 GPU_IN_LINK = re.compile(r"(?:^|->)gpu(\d+)(?![\d])")
 COLORS = {"compute": "#4c72b0", "comm": "#dd8452", "copy_engine": "#55a868"}
+OTHER_COLOR = "#8172b2"
+SM_COLOR = "#c44e52"
+LINK_COLOR = "#937860"
+LEGEND_LABELS = {"compute": "compute kernel", "comm": "communication kernel", "copy_engine": "copy-engine transfer"}
+
+
+def scheme_caption(trace):
+    """'scheme k=v k=v  |  scenario on hardware' from the trace's otherData (empty when absent)."""
+    other = trace.get("otherData", {}) if isinstance(trace, dict) else {}
+    scheme = other.get("scheme", "")
+    params = other.get("params", {})
+    if isinstance(params, dict) and params:
+        scheme += " (" + " ".join(f"{k}={v}" for k, v in sorted(params.items())) + ")"
+    where = " on ".join(x for x in (other.get("scenario", ""), other.get("hardware", "")) if x)
+    return "  |  ".join(x for x in (scheme, where) if x)
 
 
 def fail(message):
@@ -152,16 +168,18 @@ def main():
     if end_us <= 0:
         end_us = 1.0
 
-    height = max(2.5, 0.32 * len(lanes) + 1.2)
+    height = max(2.5, 0.32 * len(lanes) + 1.5)
     fig, ax = plt.subplots(figsize=(14, height))
     yticks, ylabels = [], []
+    used = set()
     for i, (label, kind, payload) in enumerate(lanes):
         y = len(lanes) - 1 - i
         yticks.append(y)
         ylabels.append(label)
         if kind == "slices":
             for start, dur, name, cat in payload:
-                color = COLORS.get(cat, "#8172b2")
+                color = COLORS.get(cat, OTHER_COLOR)
+                used.add(cat if cat in COLORS else "other")
                 ax.broken_barh([(start, max(dur, end_us * 1e-4))], (y - 0.4, 0.8), facecolors=color,
                                edgecolors="white", linewidth=0.3)
                 if dur > end_us * 0.06:
@@ -174,7 +192,8 @@ def main():
                 xs, ys = step_series(payload)
             peak = max(ys + [1])
             scaled = [y - 0.4 + 0.8 * v / peak for v in ys]
-            color = "#c44e52" if kind == "counter" else "#937860"
+            color = SM_COLOR if kind == "counter" else LINK_COLOR
+            used.add(kind)
             ax.fill_between(xs, [y - 0.4] * len(xs), scaled, step="post", color=color, alpha=0.6, linewidth=0)
             ax.text(end_us, y, f" max {peak:g}", va="center", fontsize=6)
     ax.set_yticks(yticks)
@@ -183,7 +202,23 @@ def main():
     ax.set_xlim(0, end_us * 1.06)
     ax.set_xlabel("time (us)")
     ax.grid(axis="x", alpha=0.3)
-    ax.set_title(args.title or os.path.basename(args.trace), fontsize=10)
+    caption = scheme_caption(trace)
+    title = args.title or os.path.basename(args.trace)
+    ax.set_title(title + ("\n" + caption if caption and caption not in title else ""), fontsize=9)
+    # Colour legend: one entry per kind of lane content the figure shows.
+    from matplotlib.patches import Patch
+    handles = [Patch(facecolor=COLORS[c], label=LEGEND_LABELS[c]) for c in COLORS if c in used]
+    if "other" in used:
+        handles.append(Patch(facecolor=OTHER_COLOR, label="other op"))
+    if "counter" in used:
+        handles.append(Patch(facecolor=SM_COLOR, alpha=0.6, label="SMs busy (scaled to its max)"))
+    if "link" in used:
+        handles.append(Patch(facecolor=LINK_COLOR, alpha=0.6, label="transfers in flight on a link"))
+    if handles:
+        # Below the x-axis label: about 0.45 inch under the axes, whatever the figure's height.
+        below = 0.45 / max(1.0, height - 1.2)
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -below), ncol=min(len(handles), 5),
+                  fontsize=7, frameon=False)
     fig.tight_layout()
 
     out_dir = os.path.dirname(os.path.abspath(args.output))

@@ -34,3 +34,9 @@ if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
     "$py" -m pip install -q --no-deps "nvidia-cutlass==$CUTLASS_VERSION" || echo "setup: nvidia-cutlass not installed; kernels/ will not configure" >&2
   fi
 fi
+# nbclient, nbformat and ipykernel: tools/test.sh executes notebooks/ headless
+# (tests/notebooks/run_notebooks.py).
+if command -v "$py" >/dev/null && ! "$py" -c "import nbclient, nbformat, ipykernel" 2>/dev/null; then
+  echo "setup: installing nbclient nbformat ipykernel"
+  "$py" -m pip install -q nbclient nbformat ipykernel || echo "setup: notebook packages not installed; tools/test.sh will fail its notebook step" >&2
+fi

@@ -12,6 +12,9 @@ cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release -DOVERLAP_BUILD_TES
 cmake --build "$root/build" -j"$jobs"
 ctest --test-dir "$root/build" --output-on-failure --no-tests=error -j"$jobs"
 
+echo "== notebooks (executed headless; any error output fails)"
+"${PYTHON:-python3}" "$root/tests/notebooks/run_notebooks.py" --binary "$root/build/tools/overlap-sim"
+
 if [ "${1:-}" != "--quick" ]; then
   echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
   # -O1 -g1: sanitizers need frames and line numbers, not full optimisation or debug info; this keeps

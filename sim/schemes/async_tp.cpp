@@ -152,6 +152,19 @@ class LoopedEinsum {
     return b_.add_barrier(main_, ends, tag + ".barrier_end");
   }
 
+  // The column-parallel matmul undecomposed, when its input needs no gathering (gather_input =
+  // false): one GEMM of `rows` rows on the main stream.
+  std::vector<OpId> plain_matmul(const UnitCompute& compute, std::int64_t rows, const std::vector<OpId>& start,
+                                 const std::string& tag) {
+    std::vector<OpId> out;
+    for (int r = 0; r < T_; ++r) {
+      std::vector<OpId> deps;
+      if (!start.empty()) deps.push_back(start[static_cast<std::size_t>(r)]);
+      out.push_back(compute(r, main_[static_cast<std::size_t>(r)], rows, tag + ".mm", deps));
+    }
+    return out;
+  }
+
   // Matmul-reduce-scatter over `rows` output rows of `row_bytes` each, by accumulators passed around
   // the ring ("Decomposing matmul reduce-scatters", steps 1-5): at step s rank r computes its partial
   // of shard d = r-1-s while the accumulator of d arrives from rank r-1 (which added its own partial
@@ -218,13 +231,14 @@ class LoopedEinsum {
 std::vector<OpId> emit_mlp(GraphBuilder& b, LoopedEinsum& le, const MlpTpSp& mlp, int T, const std::vector<OpId>& start,
                            const std::string& prefix, std::vector<Bytes>& collectives) {
   const MlpShapes s = mlp_shapes(mlp, T);
-  const std::vector<OpId> ag = le.all_gather_matmul(s.col.m, s.col.k * dtype_bytes(s.col.dtype), gemm_unit(b, s.col),
-                                                    start, prefix + "fc1");
+  const std::vector<OpId> ag = mlp.gather_input ? le.all_gather_matmul(s.col.m, s.col.k * dtype_bytes(s.col.dtype),
+                                                                       gemm_unit(b, s.col), start, prefix + "fc1")
+                                                : le.plain_matmul(gemm_unit(b, s.col), s.col.m, start, prefix + "fc1");
   std::vector<OpId> act;
   for (int r = 0; r < T; ++r)
     act.push_back(b.add_memory(r, le.main_streams()[static_cast<std::size_t>(r)],
                                MemoryKernel{prefix + "activation", s.activation_bytes, {ag[static_cast<std::size_t>(r)]}, 0}));
-  collectives.push_back(s.all_gather_bytes);
+  if (s.all_gather_bytes > 0) collectives.push_back(s.all_gather_bytes);
   collectives.push_back(s.reduce_scatter_bytes);
   return le.matmul_reduce_scatter(s.row.m, s.row.n * dtype_bytes(s.row.dtype), gemm_unit(b, s.row), act, prefix + "fc2");
 }
@@ -233,13 +247,14 @@ std::vector<OpId> emit_attention(GraphBuilder& b, LoopedEinsum& le, const Attent
                                  const std::vector<OpId>& start, const std::string& prefix,
                                  std::vector<Bytes>& collectives) {
   const AttentionShapes s = attention_shapes(att, T);
-  const std::vector<OpId> ag = le.all_gather_matmul(s.qkv.m, s.qkv.k * dtype_bytes(s.qkv.dtype), gemm_unit(b, s.qkv),
-                                                    start, prefix + "qkv");
+  const std::vector<OpId> ag = att.gather_input ? le.all_gather_matmul(s.qkv.m, s.qkv.k * dtype_bytes(s.qkv.dtype),
+                                                                       gemm_unit(b, s.qkv), start, prefix + "qkv")
+                                                : le.plain_matmul(gemm_unit(b, s.qkv), s.qkv.m, start, prefix + "qkv");
   std::vector<OpId> attn;
   for (int r = 0; r < T; ++r)
     attn.push_back(b.add_flop_kernel(r, le.main_streams()[static_cast<std::size_t>(r)], prefix + "attention",
                                      s.attention_flops, s.attention_tiles, att.dtype, {ag[static_cast<std::size_t>(r)]}));
-  collectives.push_back(s.all_gather_bytes);
+  if (s.all_gather_bytes > 0) collectives.push_back(s.all_gather_bytes);
   collectives.push_back(s.reduce_scatter_bytes);
   return le.matmul_reduce_scatter(s.out.m, s.out.n * dtype_bytes(s.out.dtype), gemm_unit(b, s.out), attn, prefix + "out");
 }

@@ -236,11 +236,13 @@ struct Pipeline {
 
 // The one-line reason: one step's compute against one step's transfer, the latter as the engine
 // costs it (rank 0 to its ring neighbour, NCCL send/recv on an idle node).
+// `also`: a GEMM the step runs besides `g` (the up-projection when a step runs the whole MLP).
 std::string step_reason(const GraphBuilder& b, int T, const RankGemm& g, std::int64_t rows, Bytes row_bytes,
-                        int m, const char* what) {
+                        int m, const char* what, const RankGemm* also = nullptr) {
   const HardwareProfile& hw = b.hardware();
   const std::int64_t unit = std::max<std::int64_t>(1, rows / (static_cast<std::int64_t>(T) * m));
-  const Ps c = gemm_time_ps(hw, overlap::GemmShape{unit, g.n, g.k, g.dtype});
+  Ps c = gemm_time_ps(hw, overlap::GemmShape{unit, g.n, g.k, g.dtype});
+  if (also) c += gemm_time_ps(hw, overlap::GemmShape{unit, also->n, also->k, also->dtype});
   const Ps p = b.transfer_ps(0, 1 % T, unit * row_bytes, Transport::nccl_p2p);
   if (p > c)
     return fmt::format("{}: comm > compute per step ({:.1f} > {:.1f} us): about (T-1)(p-c) exposed", what,
@@ -254,6 +256,19 @@ void check_m(const CommFuseParams& p, int T, std::int64_t rows) {
     throw InputError("", 0, "params.m", fmt::format("{} rows per rank cannot be cut into m = {} slices", rows / T, p.m));
 }
 
+// The column-parallel GEMM in its conventional form when the input needs no gathering
+// (gather_input = false; commfuse-paper Sec. 5 keeps that projection as Megatron has it).
+std::vector<OpId> plain_gemm(Pipeline& pl, const RankGemm& g, const std::vector<OpId>& start, const std::string& name) {
+  std::vector<OpId> out;
+  for (int r = 0; r < pl.T; ++r) {
+    GemmOptions o;
+    o.name = name;
+    if (!start.empty()) o.deps = {start[static_cast<std::size_t>(r)]};
+    out.push_back(pl.b.add_gemm(r, pl.streams.compute[static_cast<std::size_t>(r)], g, o));
+  }
+  return out;
+}
+
 // One layer's blocks. `start`: per-rank ops the block waits for (empty: none); returns per-rank ops
 // that complete the rank's reduced output. Appends the S of each collective it decomposes to
 // `collectives`; `prefix` names the layer's ops in a composed model; `reason` gets the one-line why.
@@ -265,6 +280,32 @@ std::vector<OpId> emit_mlp(Pipeline& pl, const MlpTpSp& mlp, const std::vector<O
   check_m(pl.p, T, s.col.m);
   pl.rows = s.col.m;
   pl.row_bytes = s.col.k * dtype_bytes(s.col.dtype);
+  if (!mlp.gather_input) {
+    // The input is whole on every rank, so each FuseRS step can run the whole MLP on its sequence
+    // slice (up-projection, activation, down-projection) before sending the partial on: the
+    // "additional operations ... incorporated to enhance compute-communication overlap" of Sec. 3.2
+    // (commfuse-paper line 136). Table 1's figures need it: 43.8 ms of reduce-scatter hidden to
+    // 0.1 ms, more than the down-projection alone (at most half of the 78.5 ms) could cover.
+    collectives.push_back(s.reduce_scatter_bytes);
+    pl.row_bytes = s.row.n * dtype_bytes(s.row.dtype);
+    pl.tag = prefix + "mlp";
+    const RankGemm col = s.col, row = s.row;
+    const Bytes act_per_row = s.activation_bytes / std::max<std::int64_t>(1, s.col.m);
+    UnitCompute whole = [&b, col, row, act_per_row](int rank, StreamId stream, std::int64_t rows, const std::string& name,
+                                                    const std::vector<OpId>& deps) {
+      GemmOptions up;
+      up.name = name + ".fc1";
+      up.deps = deps;
+      b.add_gemm(rank, stream, GemmShape{rows, col.n, col.k, col.dtype}, up);
+      b.add_memory(rank, stream, MemoryKernel{name + ".act", rows * act_per_row, {}, 0});
+      GemmOptions down;
+      down.name = name + ".fc2";
+      return b.add_gemm(rank, stream, GemmShape{rows, row.n, row.k, row.dtype}, down);
+    };
+    const std::vector<OpId> end = pl.fuse_rs(whole, start);
+    reason = step_reason(b, T, s.row, s.row.m, pl.row_bytes, pl.p.m, "FuseRS over the whole MLP per slice", &s.col);
+    return end;
+  }
   pl.tag = prefix + "fc1";
   const std::vector<OpId> ag = pl.fuse_ag(gemm_unit(b, s.col), start);
   collectives.push_back(s.all_gather_bytes);
@@ -289,8 +330,8 @@ std::vector<OpId> emit_attention(Pipeline& pl, const AttentionTpSp& att, const s
   pl.rows = s.qkv.m;
   pl.row_bytes = s.qkv.k * dtype_bytes(s.qkv.dtype);
   pl.tag = prefix + "qkv";
-  const std::vector<OpId> ag = pl.fuse_ag(gemm_unit(b, s.qkv), start);
-  collectives.push_back(s.all_gather_bytes);
+  const std::vector<OpId> ag = att.gather_input ? pl.fuse_ag(gemm_unit(b, s.qkv), start) : plain_gemm(pl, s.qkv, start, prefix + "qkv");
+  if (s.all_gather_bytes > 0) collectives.push_back(s.all_gather_bytes);
   collectives.push_back(s.reduce_scatter_bytes);
   pl.row_bytes = s.out.n * dtype_bytes(s.out.dtype);
   pl.tag = prefix + "attn_out";

@@ -147,15 +147,36 @@ void emit_gemm_collective(SlicedEmitter& e, const GemmCollective& g, int tp) {
   }
 }
 
-void emit_mlp(SlicedEmitter& e, const MlpTpSp& mlp, int tp) {
+// One slice's share of a per-slice list, as the one-element list the emitter takes.
+template <typename T>
+std::vector<T> one(const std::vector<T>& v, std::size_t i) { return {v[i]}; }
+
+void emit_mlp(SlicedEmitter& e, const MlpTpSp& mlp, int tp, bool layer_order) {
   const MlpShapes s = mlp_shapes(mlp, tp);
   const int b = dtype_bytes(mlp.dtype);
   const std::vector<std::int64_t> rows = e.rows(mlp.tokens);
-  const PerSlice ag = e.collective(Primitive::all_gather, scaled(rows, mlp.d_model * b), {}, "mlp.all_gather");
-  const PerSlice col = e.gemm(row_slices(rows, s.col.n, s.col.k, mlp.dtype), ag, "mlp.fc1");
-  e.memory(scaled(rows, s.activation_bytes / mlp.tokens), {}, "mlp.act");
-  const PerSlice row = e.gemm(row_slices(rows, s.row.n, s.row.k, mlp.dtype), {}, "mlp.fc2");
-  (void)col;
+  // gather_input = false: the input is whole on every rank, no all-gather (sim/workload.hpp).
+  const PerSlice ag = mlp.gather_input ? e.collective(Primitive::all_gather, scaled(rows, mlp.d_model * b), {}, "mlp.all_gather")
+                                       : PerSlice{};
+  const std::vector<GemmShape> col_shapes = row_slices(rows, s.col.n, s.col.k, mlp.dtype);
+  const std::vector<Bytes> act_bytes = scaled(rows, s.activation_bytes / mlp.tokens);
+  const std::vector<GemmShape> row_shapes = row_slices(rows, s.row.n, s.row.k, mlp.dtype);
+  PerSlice row;
+  if (layer_order && rows.size() > 1) {
+    // Slice by slice through the whole layer (SlicedLayerOptions::layer_order).
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const std::string tag = fmt::format("[{}]", i);
+      PerSlice dep(1);
+      if (i < ag.size()) dep[0] = ag[i];
+      e.gemm(one(col_shapes, i), dep, "mlp.fc1" + tag);
+      e.memory(one(act_bytes, i), {}, "mlp.act" + tag);
+      row.push_back(e.gemm(one(row_shapes, i), {}, "mlp.fc2" + tag).front());
+    }
+  } else {
+    e.gemm(col_shapes, ag, "mlp.fc1");
+    e.memory(act_bytes, {}, "mlp.act");
+    row = e.gemm(row_shapes, {}, "mlp.fc2");
+  }
   e.collective(Primitive::reduce_scatter, scaled(rows, mlp.d_model * b), row, "mlp.reduce_scatter");
 }
 
@@ -164,7 +185,8 @@ void emit_attention(SlicedEmitter& e, const AttentionTpSp& att, int tp) {
   const int b = dtype_bytes(att.dtype);
   const std::int64_t tokens = att.batch * att.seq;
   const std::vector<std::int64_t> rows = e.rows(tokens);
-  const PerSlice ag = e.collective(Primitive::all_gather, scaled(rows, att.d_model * b), {}, "attn.all_gather");
+  const PerSlice ag = att.gather_input ? e.collective(Primitive::all_gather, scaled(rows, att.d_model * b), {}, "attn.all_gather")
+                                       : PerSlice{};
   e.gemm(row_slices(rows, s.qkv.n, s.qkv.k, att.dtype), ag, "attn.qkv");
   // Core attention needs every token of a sequence: one kernel after all QKV slices (stream order).
   e.flops({s.attention_flops}, {s.attention_tiles}, att.dtype, {}, "attn.core");
@@ -203,7 +225,7 @@ BuiltScheme build_sliced_layers(const BuildContext& ctx, const SlicedLayerOption
   if (w.kind == "gemm_collective") {
     emit_gemm_collective(e, std::get<GemmCollective>(w.shape), tp);
   } else if (w.kind == "mlp_tpsp") {
-    emit_mlp(e, std::get<MlpTpSp>(w.shape), tp);
+    emit_mlp(e, std::get<MlpTpSp>(w.shape), tp, options.layer_order);
   } else if (w.kind == "attention_tpsp") {
     emit_attention(e, std::get<AttentionTpSp>(w.shape), tp);
   } else if (w.kind == "attention_ulysses") {
@@ -218,7 +240,7 @@ BuiltScheme build_sliced_layers(const BuildContext& ctx, const SlicedLayerOption
           return std::vector<OpId>{};
         },
         [&](const std::vector<OpId>&, const std::string&) {
-          emit_mlp(e, transformer_mlp(t), tp);
+          emit_mlp(e, transformer_mlp(t), tp, options.layer_order);
           return std::vector<OpId>{};
         });
   } else {
@@ -241,13 +263,20 @@ SchemeInfo make_data_slicing_scheme() {
                           {1, 2, 4, 8, 16},
                           "",
                           "TransformerEngine userbuffers method=pipeline num_splits (Megatron-LM --tp-comm-overlap; "
-                          "TE Linear ub_overlap_rs / ub_overlap_ag)"}};
+                          "TE Linear ub_overlap_rs / ub_overlap_ag)"},
+              SchemeParam{"order", "string", "linear",
+                          "mlp_tpsp: linear (each linear layer pipelined on its own, Megatron / MindSpeed CoC) | "
+                          "layer (the whole MLP slice by slice, so a slice's reduce-scatter overlaps the next "
+                          "slice's up- and down-projection)"}};
   s.applies = [](const Workload& w) { return w.kind != "decode_stack"; };
   s.build = [](const BuildContext& ctx) {
     const std::int64_t chunks = param_int(ctx, "chunks", 4);
     if (chunks < 1 || chunks > 4096)
       throw std::invalid_argument(fmt::format("params.chunks: must be in [1, 4096] (got {})", chunks));
-    return build_sliced_layers(ctx, SlicedLayerOptions{static_cast<int>(chunks), false});
+    const std::string order = param_string(ctx, "order", "linear");
+    if (order != "linear" && order != "layer")
+      throw std::invalid_argument(fmt::format("params.order: must be linear or layer (got '{}')", order));
+    return build_sliced_layers(ctx, SlicedLayerOptions{static_cast<int>(chunks), false, order == "layer"});
   };
   return s;
 }

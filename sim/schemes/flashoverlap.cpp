@@ -7,6 +7,7 @@
 // back through the mapping table (Sec. 3.3, 6.6, Table 5).
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "cost_model/flashoverlap_predictor.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
+#include "sim/schemes/flashoverlap.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "sim/schemes/wave_groups.hpp"
 #include "sim/workload_shapes.hpp"
@@ -82,6 +84,32 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 // Bytes of the collective of the whole output (nccl-tests S: each rank's buffer / input).
 Bytes output_bytes(const GemmCollective& g) { return g.m * g.n * dtype_bytes(g.dtype); }
 
+}  // namespace
+
+WaveGroupProblem flashoverlap_problem(const BuildContext& ctx) {
+  const FlashOverlapParams p = read_params(ctx);
+  const GemmCollective g = gemm_collective_shape(ctx.workload);
+  const overlap::GemmShape shape{g.m, g.n, g.k, g.dtype};
+  const GemmPlan plan = plan_gemm(ctx.hardware, shape);
+  WaveGroupProblem prob;
+  prob.tiles = plan.tiles;
+  prob.tiles_per_wave = static_cast<std::int64_t>(p.wave_sms) * plan.ctas_per_sm;
+  prob.bytes_per_tile = ceil_div(output_bytes(g), plan.tiles);
+  prob.gemm_ps = gemm_time_ps(ctx.hardware, shape, p.wave_sms);
+  // The curve the published predictor interpolates: the collective alone at each group's size
+  // (GraphBuilder::collective_ps, what the engine's curve collectives take on an idle node).
+  const auto hw = std::make_shared<const HardwareProfile>(ctx.hardware);
+  const Primitive prim = g.primitive;
+  const int T = ctx.workload.tp;
+  prob.comm_ps = [hw, prim, T](Bytes bytes) -> Ps {
+    if (T <= 1 || bytes <= 0) return 0;
+    return plan_collective(*hw, to_collective_primitive(prim), bytes, T, collective_link_class(*hw, T)).time_ps;
+  };
+  return prob;
+}
+
+namespace {
+
 BuiltScheme build_flashoverlap(const BuildContext& ctx) {
   const FlashOverlapParams p = read_params(ctx);
   const Workload& w = ctx.workload;
@@ -111,12 +139,7 @@ BuiltScheme build_flashoverlap(const BuildContext& ctx) {
     case FlashOverlapParams::Search::equal: groups = equal_wave_groups(waves, p.equal_size); how = "equal"; break;
     case FlashOverlapParams::Search::auto_search:
     case FlashOverlapParams::Search::optimal: {
-      WaveGroupProblem prob;
-      prob.tiles = plan.tiles;
-      prob.tiles_per_wave = tiles_per_wave;
-      prob.bytes_per_tile = ceil_div(total, plan.tiles);
-      prob.gemm_ps = gemm_time_ps(hw, shape, p.wave_sms);
-      prob.comm_ps = comm_of;
+      const WaveGroupProblem prob = flashoverlap_problem(ctx);
       const WaveGroupSearchResult r = p.search == FlashOverlapParams::Search::auto_search
                                           ? flashoverlap_search(prob)
                                           : optimal_wave_groups(prob);

@@ -251,6 +251,8 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
   const int channels = spec.channels >= 0 ? spec.channels : plan.channels;
 
   const std::int64_t id = new_collective_id();
+  calls_.push_back(CollectiveCall{id, spec.name, spec.primitive, spec.bytes, n, nccl_algorithm_name(plan.algorithm),
+                                  nccl_protocol_name(plan.protocol), channels});
   // A fixed duration (a measured tau_c) is a curve-level figure; the steps fidelity always runs the
   // algorithm's transfers.
   const bool steps = fidelity() == Fidelity::steps;
@@ -421,6 +423,8 @@ BuiltScheme GraphBuilder::finish(std::string reason, Ps bound_ps) {
   out.required_bytes = std::move(required_);
   out.bound_ps = bound_ps;
   out.reason = std::move(reason);
+  out.collectives = std::move(calls_);
+  calls_.clear();
   const int n = out.graph.num_ranks();
   graph_ = TaskGraph(n);
   required_.assign(static_cast<std::size_t>(n), std::vector<Bytes>(static_cast<std::size_t>(n), 0));

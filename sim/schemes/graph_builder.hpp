@@ -183,6 +183,7 @@ class GraphBuilder {
   mutable std::unique_ptr<NodeConfig> node_;  // built on first use (transfer_ps)
   std::int64_t next_collective_ = 0;
   std::vector<std::vector<Bytes>> required_;
+  std::vector<CollectiveCall> calls_;
 };
 
 // A layer workload (gemm_collective, mlp_tpsp, attention_tpsp, attention_ulysses, transformer) as a
@@ -192,6 +193,13 @@ class GraphBuilder {
 struct SlicedLayerOptions {
   int chunks = 1;
   bool collectives_only = false;
+  // mlp_tpsp: false (default) pipelines each linear layer on its own, as Megatron's and MindSpeed's
+  // per-linear slicing does: every slice's up-projection, then every slice's down-projection, so the
+  // reduce-scatter slices overlap only the down-projection. true runs the whole layer slice by slice
+  // (up-projection, activation, down-projection of slice i, then slice i+1), so slice i's
+  // reduce-scatter overlaps all of slice i+1's work (commfuse-table1-mlp.yaml: what the paper's
+  // Table 1 figures imply).
+  bool layer_order = false;
 };
 BuiltScheme build_sliced_layers(const BuildContext& ctx, const SlicedLayerOptions& options);
 

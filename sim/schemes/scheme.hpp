@@ -43,6 +43,20 @@ struct BuildContext {
   const NodeConfig* node = nullptr;
 };
 
+// One collective call a scheme issued through GraphBuilder::add_collective (nccl-tests' view of it):
+// the member ops in the graph share `id` as their Op::collective. What the per-collective breakdown
+// of a result (sim/metrics.hpp CollectiveFigure) is computed from, with the ops' start and end.
+struct CollectiveCall {
+  std::int64_t id = -1;
+  std::string name;
+  Primitive primitive = Primitive::all_reduce;
+  Bytes bytes = 0;        // nccl-tests S
+  int ranks = 0;
+  std::string algorithm;  // what NCCL's model chose for this size (nccl_algorithm_name)
+  std::string protocol;   // nccl_protocol_name
+  int channels = 0;       // SMs held
+};
+
 struct BuiltScheme {
   TaskGraph graph;
   // Bytes each rank must send to each other rank for the workload's collectives (the byte
@@ -53,6 +67,9 @@ struct BuiltScheme {
   Ps bound_ps = -1;
   // Why this scheme is where it is, in one line (e.g. "tail: last chunk's RS exposed").
   std::string reason;
+  // Every data-moving collective call, in the order issued (marker collectives of 0 bytes or one
+  // member are left out).
+  std::vector<CollectiveCall> collectives;
 };
 
 struct SchemeInfo {

@@ -190,7 +190,7 @@ TEST_CASE("run --format json has the documented keys and consistent metrics", "[
   CHECK(j["results"][0]["scheme"] == "no_overlap");
   CHECK(j["results"][0]["speedup_vs_no_overlap"].get<double>() == Approx(1.0));
   CHECK(j["results"][1]["scheme"] == "data_slicing");
-  CHECK(j["results"][1]["params"] == nlohmann::json{{"chunks", 2}});
+  CHECK(j["results"][1]["params"] == nlohmann::json{{"chunks", 2}, {"order", "linear"}});  // given + defaults
   // speedup = baseline latency / latency.
   CHECK(j["results"][1]["speedup_vs_no_overlap"].get<double>() ==
         Approx(j["results"][0]["latency_ps"].get<double>() / j["results"][1]["latency_ps"].get<double>()));
@@ -222,7 +222,11 @@ TEST_CASE("run --format csv and table carry the same rows", "[cli][report]") {
   CHECK_THAT(table.out, Catch::Contains("latency (us)"));
   CHECK_THAT(table.out, Catch::Contains("exposed comm (us)"));
   CHECK_THAT(table.out, Catch::Contains("exposed comm = latency - compute-only latency"));
+  // The default table names only the parameters that differ from their defaults; --wide names all.
   CHECK_THAT(table.out, Catch::Contains("data_slicing (chunks=2)"));
+  const CliResult wide = cli({"run", scen, "--wide"});
+  REQUIRE(wide.rc == 0);
+  CHECK_THAT(wide.out, Catch::Contains("data_slicing (chunks=2 order=linear)"));
   CHECK_THAT(table.out, Catch::Contains("hardware: h100-sxm-8x-nvswitch"));
   CHECK(table.out.find("nan") == std::string::npos);
 }

@@ -1,0 +1,63 @@
+"""Helpers the notebooks share: run the built `overlap-sim` and read its JSON.
+
+The binary is $OVERLAP_SIM, else build/tools/overlap-sim under the repository root (the notebooks
+live in notebooks/, one level below it). Every call returns parsed JSON; a failing command raises
+with its stderr, so a notebook cell fails loudly instead of plotting nothing.
+"""
+import json
+import os
+import subprocess
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+BINARY = os.environ.get("OVERLAP_SIM") or os.path.join(ROOT, "build", "tools", "overlap-sim")
+
+
+def _call(args):
+    proc = subprocess.run([BINARY] + args, cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode not in (0,):
+        raise RuntimeError(f"overlap-sim {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+def run(scenario, sets=(), schemes=None):
+    """`overlap-sim run SCENARIO --format json` with --set overrides; `schemes` replaces the list."""
+    args = ["run", scenario, "--format", "json"]
+    for s in sets:
+        args += ["--set", s]
+    if schemes is not None:
+        args += ["--set", "schemes=" + json.dumps(schemes)]
+    return _call(args)
+
+
+def validate(source=None):
+    """`overlap-sim validate --papers --format json` (one source, or all)."""
+    args = ["validate", "--papers", "--format", "json"]
+    if source:
+        args += ["--source", source]
+    return _call(args)
+
+
+def collective(primitive, hardware, ranks, lo="8", hi="1G", factor="2", sets=()):
+    """`overlap-sim collective` as JSON: the model's nccl-tests table."""
+    args = ["collective", primitive, "--hardware", hardware, "--ranks", str(ranks), "-b", lo, "-e", hi, "-f", factor,
+            "--format", "json"]
+    for s in sets:
+        args += ["--set", s]
+    return _call(args)
+
+
+def result(report, scheme, **params):
+    """The result of `scheme` whose params include `params`."""
+    for r in report["results"]:
+        if r["scheme"] == scheme and all(r["params"].get(k) == v for k, v in params.items()):
+            return r
+    raise KeyError(f"no {scheme} {params} in {report['scenario']}")
+
+
+def rows_table(report, fields=("location", "figure", "published", "predicted", "error_pct", "verdict")):
+    """validate rows as aligned text (no pandas needed)."""
+    rows = [[str(r[f]) if not isinstance(r[f], float) else f"{r[f]:.4g}" for f in fields] for r in report["rows"]]
+    widths = [max(len(f), *(len(row[i]) for row in rows)) for i, f in enumerate(fields)]
+    lines = ["  ".join(f.ljust(w) for f, w in zip(fields, widths))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+    return "\n".join(lines)

@@ -1,0 +1,248 @@
+#include "tools/papers.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "tools/cli.hpp"
+
+namespace overlap::tools::papers {
+
+namespace fs = std::filesystem;
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::ok: return "ok";
+    case Verdict::explained: return "explained";
+    case Verdict::off: return "off";
+  }
+  return "?";
+}
+
+PaperRow judge(const RowSpec& spec, double predicted) {
+  PaperRow row;
+  static_cast<RowSpec&>(row) = spec;
+  row.predicted = predicted;
+  bool within = false;
+  if (!std::isfinite(predicted)) {
+    row.error_pct = 100;
+  } else if (spec.published == 0) {
+    // A published zero ("no exposed time"): relative error has no meaning; hold it to an absolute
+    // tolerance and report 0 % or 100 %.
+    within = std::abs(predicted) <= spec.zero_tolerance;
+    row.error_pct = within ? 0 : 100;
+  } else {
+    const double rel = 100.0 * (predicted - spec.published) / std::abs(spec.published);
+    switch (spec.compare) {
+      case Compare::value:
+        row.error_pct = rel;
+        within = std::abs(rel) <= spec.tolerance_pct;
+        break;
+      case Compare::at_least:
+        row.error_pct = predicted >= spec.published ? 0 : rel;
+        within = predicted >= spec.published * (1 - spec.tolerance_pct / 100);
+        break;
+      case Compare::at_most:
+        row.error_pct = predicted <= spec.published ? 0 : rel;
+        within = predicted <= spec.published * (1 + spec.tolerance_pct / 100);
+        break;
+    }
+  }
+  if (within) row.verdict = Verdict::ok;
+  else row.verdict = !spec.cause.empty() && !spec.cause_is_ours ? Verdict::explained : Verdict::off;
+  if (row.verdict == Verdict::ok) row.cause.clear();  // a cause is only stated for a miss
+  return row;
+}
+
+ScenarioRunner::ScenarioRunner(std::string source_dir, std::string hardware_dir)
+    : source_dir_(std::move(source_dir)), hardware_dir_(std::move(hardware_dir)) {}
+
+namespace {
+
+std::string key_of(const std::string& name, const std::vector<std::string>& sets) {
+  std::string k = name;
+  for (const auto& s : sets) k += "\n" + s;
+  return k;
+}
+
+}  // namespace
+
+const sim::Scenario& ScenarioRunner::scenario(const std::string& name, const std::vector<std::string>& sets) {
+  const std::string key = key_of(name, sets);
+  auto it = scenarios_.find(key);
+  if (it != scenarios_.end()) return *it->second;
+  sim::ScenarioOptions opts;
+  opts.sets = sets;
+  opts.hardware_dir = hardware_dir_;
+  opts.validate_sweep = false;  // the rows name their points themselves
+  const std::string path = (fs::path(source_dir_) / "scenarios" / "papers" / (name + ".yaml")).string();
+  auto sc = std::make_unique<sim::Scenario>(sim::load_scenario_file(path, opts));
+  return *scenarios_.emplace(key, std::move(sc)).first->second;
+}
+
+const sim::SchemeResult& ScenarioRunner::result(const std::string& name, const std::vector<std::string>& sets,
+                                                const std::string& scheme, const nlohmann::json& params) {
+  const std::string key = key_of(name, sets) + "\n@" + scheme + params.dump();
+  auto it = results_.find(key);
+  if (it != results_.end()) return *it->second;
+  const sim::Scenario& sc = scenario(name, sets);
+  std::vector<sim::SchemeResult> out =
+      sim::evaluate_all({sim::SchemeRequest{scheme, params}}, sc.workload, sc.hardware, sc.fidelity);
+  ++evaluations_;
+  if (out.empty())
+    throw std::logic_error(fmt::format("validate --papers: scheme '{}' does not apply to scenario '{}'", scheme, name));
+  auto r = std::make_unique<sim::SchemeResult>(std::move(out.front()));
+  return *results_.emplace(key, std::move(r)).first->second;
+}
+
+const std::vector<std::string>& paper_sources() {
+  static const std::vector<std::string> names = {"commfuse", "flashoverlap", "async_tp", "dtp"};
+  return names;
+}
+
+PapersReport summarize(std::vector<PaperRow> rows) {
+  PapersReport rep;
+  std::vector<double> errs;
+  for (const PaperRow& r : rows) {
+    if (r.verdict == Verdict::ok) ++rep.ok;
+    else if (r.verdict == Verdict::explained) ++rep.explained;
+    else ++rep.off;
+    if (r.ratio && r.compare == Compare::value && r.published != 0) errs.push_back(std::abs(r.error_pct));
+  }
+  rep.ratio_rows = static_cast<int>(errs.size());
+  if (!errs.empty()) {
+    std::sort(errs.begin(), errs.end());
+    const std::size_t n = errs.size();
+    rep.median_abs_error_pct = n % 2 ? errs[n / 2] : 0.5 * (errs[n / 2 - 1] + errs[n / 2]);
+  }
+  rep.rows = std::move(rows);
+  return rep;
+}
+
+PapersReport papers_report(ScenarioRunner& runner, const std::vector<std::string>& sources) {
+  auto wanted = [&](const std::string& s) {
+    return sources.empty() || std::find(sources.begin(), sources.end(), s) != sources.end();
+  };
+  std::vector<PaperRow> rows;
+  auto add = [&](std::vector<PaperRow> more) { rows.insert(rows.end(), more.begin(), more.end()); };
+  if (wanted("commfuse")) add(commfuse_rows(runner));
+  if (wanted("flashoverlap")) add(flashoverlap_rows(runner));
+  if (wanted("async_tp")) add(async_tp_rows(runner));
+  if (wanted("dtp")) add(dtp_rows(runner));
+  return summarize(std::move(rows));
+}
+
+namespace {
+
+// Finite doubles only in JSON (nlohmann writes NaN as null; say so explicitly instead).
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+const char* compare_name(Compare c) {
+  switch (c) {
+    case Compare::value: return "value";
+    case Compare::at_least: return "at_least";
+    case Compare::at_most: return "at_most";
+  }
+  return "?";
+}
+
+// Four significant figures, no exponent for the magnitudes the rows have.
+std::string num(double v) {
+  if (!std::isfinite(v)) return "-";
+  const double a = std::abs(v);
+  if (a == 0) return "0";
+  if (a >= 1000) return fmt::format("{:.0f}", v);
+  if (a >= 100) return fmt::format("{:.1f}", v);
+  if (a >= 10) return fmt::format("{:.2f}", v);
+  if (a >= 1) return fmt::format("{:.3f}", v);
+  return fmt::format("{:.4f}", v);
+}
+
+std::string with_unit(double v, const std::string& unit, Compare c) {
+  const std::string prefix = c == Compare::at_least ? ">= " : c == Compare::at_most ? "<= " : "";
+  if (unit.empty()) return prefix + num(v);
+  if (unit == "%" || unit == "x") return prefix + num(v) + unit;
+  return prefix + num(v) + " " + unit;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const PaperRow& r) {
+  nlohmann::json j;
+  j["source"] = r.source;
+  j["location"] = r.location;
+  j["figure"] = r.figure;
+  j["config"] = r.config;
+  j["unit"] = r.unit;
+  j["ratio"] = r.ratio;
+  j["compare"] = compare_name(r.compare);
+  j["published"] = number(r.published);
+  j["published_text"] = r.published_text;
+  j["predicted"] = number(r.predicted);
+  j["error_pct"] = number(r.error_pct);
+  j["tolerance_pct"] = r.tolerance_pct;
+  j["verdict"] = verdict_name(r.verdict);
+  j["cause"] = r.cause;
+  return j;
+}
+
+nlohmann::json to_json(const PapersReport& rep) {
+  nlohmann::json j;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const PaperRow& r : rep.rows) rows.push_back(to_json(r));
+  j["rows"] = rows;
+  j["median_abs_error_pct"] = number(rep.median_abs_error_pct);
+  j["ratio_rows"] = rep.ratio_rows;
+  j["counts"] = {{"ok", rep.ok}, {"explained", rep.explained}, {"off", rep.off}};
+  j["definition"] =
+      "error = (predicted - published) / published; median over the ratio rows (dimensionless figures compared "
+      "as values); ok = within tolerance, explained = a miss whose cause lies outside our model and is stated, "
+      "off = a miss whose cause is ours or not found";
+  return j;
+}
+
+std::string format_table(const PapersReport& rep) {
+  const std::vector<std::string> headers = {"#", "source", "where", "figure", "published", "predicted", "error",
+                                            "tol", "verdict", "cause"};
+  std::vector<std::vector<std::string>> rows;
+  int i = 0;
+  for (const PaperRow& r : rep.rows) {
+    rows.push_back({std::to_string(++i), r.source, r.location, r.figure, with_unit(r.published, r.unit, r.compare),
+                    with_unit(r.predicted, r.unit, Compare::value),
+                    std::isfinite(r.error_pct) ? fmt::format("{:+.1f}%", r.error_pct) : std::string("-"),
+                    fmt::format("{:g}%", r.tolerance_pct), verdict_name(r.verdict), r.cause});
+  }
+  std::vector<std::size_t> width(headers.size());
+  for (std::size_t c = 0; c < headers.size(); ++c) {
+    width[c] = headers[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (c) s += "  ";
+      const bool right = c == 0 || (c >= 4 && c <= 7);
+      if (c + 1 == cells.size()) s += cells[c];
+      else s += right ? fmt::format("{:>{}}", cells[c], width[c]) : fmt::format("{:<{}}", cells[c], width[c]);
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    return s + "\n";
+  };
+  std::string out =
+      "published figures of the sources (/work/shared/seeds) against overlap-sim's predictions; error = (predicted - "
+      "published) / published\n\n";
+  out += line(headers);
+  std::size_t rule = 0;
+  for (std::size_t c = 0; c + 1 < headers.size(); ++c) rule += width[c] + 2;
+  out += std::string(rule + 5, '-') + "\n";
+  for (const auto& row : rows) out += line(row);
+  out += fmt::format("\n{} rows: {} ok, {} explained, {} off; median |error| over the {} ratio rows: {:.1f} %\n",
+                     rep.rows.size(), rep.ok, rep.explained, rep.off, rep.ratio_rows, rep.median_abs_error_pct);
+  return out;
+}
+
+}  // namespace overlap::tools::papers

@@ -1,0 +1,112 @@
+#pragma once
+// `overlap-sim validate --papers`: every published figure of the sources that the simulator can
+// predict, side by side with its prediction (issue 11). One row per figure: where it is printed
+// (source, table or section, line of /work/shared/seeds/<source>), the configuration it was measured
+// on, the published value exactly as printed, our prediction, the relative error, a tolerance and a
+// verdict. Published numbers are never adjusted; where a row compares a ratio of two printed numbers,
+// both are named in `published_text`.
+//
+// The rows of each source live in their own file (papers_commfuse.cpp, papers_flashoverlap.cpp,
+// papers_async_tp.cpp, papers_dtp.cpp); this header holds what they share: the row, the verdict rule,
+// and a runner that evaluates the paper scenarios (scenarios/papers/) once each.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/metrics.hpp"
+#include "sim/scenario.hpp"
+
+namespace overlap::tools::papers {
+
+enum class Verdict { ok, explained, off };
+const char* verdict_name(Verdict v);
+
+// How a prediction is held against the published figure.
+enum class Compare {
+  value,     // |predicted - published| / published within the tolerance
+  at_least,  // the source states a lower bound ("> 99 %", "over 80 %")
+  at_most,   // the source states an upper bound ("only 4 %")
+};
+
+struct RowSpec {
+  std::string source;    // "commfuse-paper", "flashoverlap-paper", "async-tp-illustrated", "delayed-tp-blog"
+  std::string location;  // "Table 1, line 284"
+  std::string figure;    // what the number is
+  std::string config;    // the scenario and settings the prediction was made with
+  std::string unit;      // "x", "%", "ms", "us", "waves", "" (a plain ratio)
+  // A dimensionless figure (speedup, latency ratio, share, reduction): counted in the median error.
+  bool ratio = true;
+  Compare compare = Compare::value;
+  double published = 0;
+  std::string published_text;  // as printed in the source (and the arithmetic, for a ratio of two)
+  double tolerance_pct = 5;
+  // When published is 0 (a figure of "no exposed time"), the prediction must be within this of 0.
+  double zero_tolerance = 0;
+  // The cause of a miss, one line, when one was found. `cause_is_ours`: it lies in our model, so the
+  // row stays `off` (README lists it); otherwise the row is `explained`. Empty: a miss is `off` with
+  // its cause not found.
+  std::string cause;
+  bool cause_is_ours = false;
+};
+
+struct PaperRow : RowSpec {
+  double predicted = 0;
+  double error_pct = 0;  // (predicted - published) / published x 100; bounds: 0 when satisfied
+  Verdict verdict = Verdict::ok;
+};
+
+// The verdict rule: within tolerance (or the bound satisfied) -> ok; else `explained` when a cause
+// outside our model was found, else `off`.
+PaperRow judge(const RowSpec& spec, double predicted);
+
+// Evaluates paper scenarios (scenarios/papers/<name>.yaml) with overrides, each distinct request once.
+class ScenarioRunner {
+ public:
+  // source_dir: the tree holding scenarios/ (tools::source_dir()); hardware_dir: built-in profiles.
+  ScenarioRunner(std::string source_dir, std::string hardware_dir);
+
+  // The scenario with `sets` applied (`key=value`, as --set).
+  const sim::Scenario& scenario(const std::string& name, const std::vector<std::string>& sets = {});
+  // One scheme's result on the scenario (params: exactly what a scenario would give it).
+  const sim::SchemeResult& result(const std::string& name, const std::vector<std::string>& sets,
+                                  const std::string& scheme, const nlohmann::json& params = nlohmann::json::object());
+  // Scheme evaluations run so far (for tests and the summary line).
+  int evaluations() const { return evaluations_; }
+  const std::string& source_dir() const { return source_dir_; }
+
+ private:
+  std::string source_dir_, hardware_dir_;
+  std::map<std::string, std::unique_ptr<sim::Scenario>> scenarios_;
+  std::map<std::string, std::unique_ptr<sim::SchemeResult>> results_;
+  int evaluations_ = 0;
+};
+
+// The rows of each source, in the order the source prints them.
+std::vector<PaperRow> commfuse_rows(ScenarioRunner& runner);
+std::vector<PaperRow> flashoverlap_rows(ScenarioRunner& runner);
+std::vector<PaperRow> async_tp_rows(ScenarioRunner& runner);
+std::vector<PaperRow> dtp_rows(ScenarioRunner& runner);
+
+// The source names `--source` accepts, in report order.
+const std::vector<std::string>& paper_sources();
+
+struct PapersReport {
+  std::vector<PaperRow> rows;
+  double median_abs_error_pct = 0;  // over rows with ratio && compare == value
+  int ratio_rows = 0;
+  int ok = 0, explained = 0, off = 0;
+};
+
+// Every source's rows (or only `sources`, names from paper_sources()) with the summary.
+PapersReport papers_report(ScenarioRunner& runner, const std::vector<std::string>& sources = {});
+PapersReport summarize(std::vector<PaperRow> rows);
+
+nlohmann::json to_json(const PaperRow& row);
+// {"rows": [...], "median_abs_error_pct", "ratio_rows", "counts": {ok, explained, off}, "definition"}
+nlohmann::json to_json(const PapersReport& report);
+std::string format_table(const PapersReport& report);
+
+}  // namespace overlap::tools::papers
