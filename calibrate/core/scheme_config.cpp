@@ -68,8 +68,9 @@ void check_params(const JsonReader& params, SchemeRunConfig& c) {
     if (g.size() == 0) g.fail("needs at least one group (sizes in waves)");
     std::int64_t sum = 0;
     for (std::size_t i = 0; i < g.size(); ++i) {
-      const json& v = g.element(i).value();
-      if (!v.is_number_integer() || v.get<std::int64_t>() < 1) g.element(i).fail("must be a positive integer (waves)");
+      const JsonReader e = g.element(i);
+      const json& v = e.value();
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 1) e.fail("must be a positive integer (waves)");
       sum += v.get<std::int64_t>();
     }
     if (sum != waves) {

@@ -105,6 +105,10 @@ class VirtualNode final : public Node {
     // Reduce-scatter, direct: the owner of chunk o pulls it from every peer, then sums on its comm stream.
     for (int o = 0; o < T; ++o) {
       grow_stage(o, (T - 1) * chunk);
+      // The staging buffer is reused by the next collective: its pulls wait for this owner's last
+      // sum to have read it (a write-after-read race that failed t4-rs-slicing4 once on an H100).
+      order(streams(o).copy[0], o, streams(o).comm);
+      order(streams(o).copy[1], o, streams(o).comm);
       PtrList parts;
       parts.add(in[o] + o * chunk);
       for (int i = 1; i < T; ++i) {

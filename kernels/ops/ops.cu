@@ -132,6 +132,18 @@ __global__ void gemv_kernel(__nv_bfloat16* y, const __nv_bfloat16* W, const __nv
 
 __global__ void empty() {}
 
+__global__ void sleep_kernel(std::uint64_t ns) {
+  // %globaltimer is in ns on every GPU since Volta; __nanosleep alone may return early.
+  std::uint64_t t0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  for (;;) {
+    std::uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    if (t - t0 >= ns) break;
+    __nanosleep(1000);
+  }
+}
+
 __global__ void wait_kernel(unsigned int* counter, unsigned int target) {
   // Acquire: the tiles counted were stored before their CTAs' release increments.
   volatile unsigned int* c = counter;
@@ -245,6 +257,11 @@ void gemv_bf16(__nv_bfloat16* y, const __nv_bfloat16* W, const __nv_bfloat16* x,
 
 void empty_kernel(cudaStream_t s) {
   empty<<<1, 32, 0, s>>>();
+  CUDA_CHECK_LAUNCH();
+}
+
+void sleep_on_stream(std::uint64_t ns, cudaStream_t s) {
+  sleep_kernel<<<1, 1, 0, s>>>(ns);
   CUDA_CHECK_LAUNCH();
 }
 

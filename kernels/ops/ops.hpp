@@ -43,6 +43,9 @@ void gemv_bf16(__nv_bfloat16* y, const __nv_bfloat16* W, const __nv_bfloat16* x,
                std::int64_t cols, cudaStream_t s);
 
 void empty_kernel(cudaStream_t s);
+// One thread that holds the stream for `ns` nanoseconds (%globaltimer): work launched behind it
+// queues up, so its timing shows the device-side gaps without the host's launch rate.
+void sleep_on_stream(std::uint64_t ns, cudaStream_t s);
 
 // FlashOverlap's wait kernel: one thread spins (__nanosleep(100)) until *counter >= target, then
 // resets it to 0 for the next run (facts.md "FlashOverlap's published implementation"). Launch it on

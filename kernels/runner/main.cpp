@@ -201,11 +201,10 @@ cal::MeasurementSet measure_virtual_node(cu::Node& node, const std::string& link
     constexpr int kChain = 500;
     set.measurements.push_back(measurement(cal::bench::launch, {{"what", "host_launch"}, {"calls", kChain}},
                                            cu::time_host_calls_us(s, 50, 10, kChain, [&] { cu::empty_kernel(s); })));
-    auto v = cu::time_on_stream_us(s, 2, 10, [&] {
-      for (int i = 0; i < kChain; ++i) cu::empty_kernel(s);
-    });
-    for (auto& x : v) x /= kChain;
-    set.measurements.push_back(measurement(cal::bench::launch, {{"what", "dependent_gap"}, {"kernels", kChain}}, v));
+    constexpr int kQueued = 256;
+    set.measurements.push_back(measurement(cal::bench::launch,
+                                           {{"what", "dependent_gap"}, {"kernels", kQueued}, {"queued_behind_sleep", true}},
+                                           cu::time_queued_gap_us(s, kQueued, 2, 10)));
     primary();
   }
   // HBM streaming with every rank reading its own weights at once (the one HBM they share).
