@@ -21,6 +21,7 @@
 #include "sim/metrics.hpp"
 #include "sim/node_builder.hpp"
 #include "sim/scenario.hpp"
+#include "sim/schemes/graph_builder.hpp"
 
 namespace overlap::tools {
 namespace {
@@ -194,10 +195,65 @@ std::string groups_text(const json& params) {
   return params.contains("groups") ? params["groups"].dump() : params.dump();
 }
 
+// The engine on a virtual node: the same GEMM on each of its T ranks at once (own operands), the
+// ranks sharing the GPU's HBM through their tiles' HBM demand (gemm_tile_hbm_bytes).
+double simulate_concurrent_gemm_us(const HardwareProfile& p, const GemmShape& s, int ranks) {
+  const GemmPlan plan = plan_gemm(p, s);
+  sim::TaskGraph g(ranks);
+  for (int r = 0; r < ranks; ++r) {
+    sim::Op op;
+    op.name = "gemm";
+    op.kind = sim::OpKind::tiled;
+    op.stream = g.add_stream(r, "gemm");
+    op.ctas = plan.tiles;
+    op.ctas_per_sm = plan.ctas_per_sm;
+    op.cta_ps = plan.cta_ps;
+    op.hbm_bytes_per_cta = sim::gemm_tile_hbm_bytes(p, s, plan);
+    g.add(op);
+  }
+  sim::NodeConfig node = sim::make_node(p, ranks);
+  node.launch_gap_ps = 0;
+  node.launch_host_ps = 0;
+  return us_from_ps(sim::run(g, node).makespan_ps);
+}
+
+void concurrent_gemm_group(const cal::SchemeRunSet& runs, const fs::path& schemes_dir, ValidationReport& rep) {
+  ValidationGroup g{cal::bench::gemm_concurrent,
+                    "engine: the GEMM on every virtual rank at once, sharing HBM (gemm_l2_reuse); virtual-node profile",
+                    {}, 0, 0, 0};
+  for (const json& node : runs.virtual_nodes) {
+    if (!node.is_object() || !node.contains("measurements") || !node.contains("profile")) continue;
+    if (!node["measurements"].is_array() || !node["profile"].is_string()) continue;
+    cal::MeasurementSet set;
+    for (std::size_t i = 0; i < node["measurements"].size(); ++i) {
+      set.measurements.push_back(cal::measurement_from_json(node["measurements"][i], (schemes_dir / "schemes.json").string(),
+                                                            fmt::format("virtual_nodes.measurements.{}", i)));
+    }
+    const auto conc = set.of(cal::bench::gemm_concurrent);
+    if (conc.empty()) continue;
+    const HardwareProfile p = load_profile_file((schemes_dir / node["profile"].get<std::string>()).string());
+    for (const auto* m : conc) {
+      const GemmShape s = shape_of(*m);
+      const int ranks = static_cast<int>(m->config_number("ranks"));
+      ValidationRow vr = row(fmt::format("{} on {} ranks at once ({})", shape_text(s), ranks, node["profile"].get<std::string>()),
+                             *m, simulate_concurrent_gemm_us(p, s, ranks), false);
+      for (const auto* alone : set.of(cal::bench::gemm)) {
+        if (shape_of(*alone).m == s.m && shape_of(*alone).n == s.n && shape_of(*alone).k == s.k)
+          vr.note = fmt::format("alone {:.1f} us: measured {:.2f}x alone", alone->time_us.median, m->time_us.median / alone->time_us.median);
+      }
+      g.rows.push_back(std::move(vr));
+    }
+  }
+  if (g.rows.empty()) return;
+  finish(g);
+  rep.groups.push_back(std::move(g));
+}
+
 void scheme_group(const std::string& dir, ValidationReport& rep) {
   const fs::path file = fs::path(dir) / "schemes" / "schemes.json";
   if (!fs::exists(file)) return;
   const cal::SchemeRunSet runs = cal::load_scheme_runs(file.string());
+  concurrent_gemm_group(runs, file.parent_path(), rep);
   ValidationGroup g{"schemes", "sim::evaluate_all on the run's workload and scheme with the run's virtual-node profile", {}, 0, 0, 0};
   struct FoCandidate {
     json params;

@@ -29,6 +29,7 @@ inline constexpr const char* gemm = "gemm";                      // cuBLASLt, wh
 inline constexpr const char* gemm_sm = "gemm_sm";                // cuBLASLt confined to k SMs (green context)
 inline constexpr const char* gemm_waves = "gemm_waves";          // duration vs tile count (wave profile)
 inline constexpr const char* gemm_tile = "gemm_tile";            // full-wave GEMM -> gemm_tile_us
+inline constexpr const char* gemm_concurrent = "gemm_concurrent";  // virtual node: one GEMM per partition at once
 inline constexpr const char* interference_sm_copy = "interference_sm_copy";
 inline constexpr const char* interference_copy_engine = "interference_copy_engine";
 inline constexpr const char* interference_nccl = "interference_nccl";

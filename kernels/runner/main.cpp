@@ -153,6 +153,40 @@ cal::MeasurementSet measure_virtual_node(cu::Node& node, const std::string& link
   };
   for (auto [m, n, k] : shapes) time_gemm(cal::bench::gemm, m, n, k);
   time_gemm(cal::bench::gemm_tile, tile.m, tile.n, tile.k);
+  // The largest GEMM on every partition at once, each rank with its own A, B and C as in the
+  // schemes: what the ranks' GEMMs cost one another on the GPU they share (validated, not fitted).
+  // With one shared A and B the four 32-SM GEMMs took 1.06x alone; the schemes' compute-only runs,
+  // with operands per rank, 1.35x: the L2 capacity, not its bandwidth, is what they share.
+  if (!shapes.empty()) {
+    const auto [m, n, k] = *std::max_element(shapes.begin(), shapes.end(), [](const auto& x, const auto& y) {
+      return std::get<0>(x) * std::get<1>(x) * std::get<2>(x) < std::get<0>(y) * std::get<1>(y) * std::get<2>(y);
+    });
+    std::vector<cu::DeviceBuffer<__nv_bfloat16>> as, bs, cs;
+    for (int r = 0; r < T; ++r) {
+      as.emplace_back(static_cast<std::size_t>(m * k));
+      bs.emplace_back(static_cast<std::size_t>(k * n));
+      cs.emplace_back(static_cast<std::size_t>(m * n));
+      cu::fill_random_bf16(as.back().get(), as.back().size(), 50 + r, 1.0f, root);
+      cu::fill_random_bf16(bs.back().get(), bs.back().size(), 70 + r, 1.0f, root);
+    }
+    CUDA_CHECK(cudaStreamSynchronize(root));
+    auto v = time_on_node(node, root, 3, reps, [&] {
+      for (int r = 0; r < T; ++r) {
+        cu::SignalGemmArgs g;
+        g.a = as[static_cast<std::size_t>(r)].get();
+        g.b = bs[static_cast<std::size_t>(r)].get();
+        g.d = cs[static_cast<std::size_t>(r)].get();
+        g.m = static_cast<int>(m);
+        g.n = static_cast<int>(n);
+        g.k = static_cast<int>(k);
+        node.activate(r);
+        cu::signal_gemm(g, node.streams(r).compute[0]);
+      }
+    });
+    set.measurements.push_back(measurement(cal::bench::gemm_concurrent, {{"m", m}, {"n", n}, {"k", k}, {"dtype", "bf16"}, {"ranks", T}}, v,
+                                           {{"tile_m", cu::kSignalTile}, {"tile_n", cu::kSignalTile}, {"kernel", "signal_gemm"},
+                                            {"operands", "one A, B, C per rank"}}));
+  }
   // Rank-to-rank pulls (rank 1 -> rank 0) over the transfer sizes up to 256 MiB.
   cu::DeviceBuffer<unsigned char> src(256u << 20), dst(256u << 20);
   CUDA_CHECK(cudaMemsetAsync(src.get(), 7, src.bytes(), root));

@@ -83,20 +83,6 @@ void check_stream_rank(const TaskGraph& g, int rank, StreamId stream, const std:
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// HBM traffic of one GEMM tile at full speed (issue 9, item 4): each tile streams (tile_m + tile_n) x K
-// operands of which 1 / gemm_l2_reuse misses L2, and writes its output tile; never less, over the
-// whole GEMM, than reading A and B and writing C once (a skinny GEMM streams its weights).
-Bytes gemm_tile_hbm_bytes(const HardwareProfile& hw, const GemmShape& shape, const GemmPlan& plan) {
-  const double e = dtype_bytes(shape.dtype);
-  const double tiles = static_cast<double>(plan.tiles);
-  const double k = static_cast<double>(shape.k);
-  const double tile_model = tiles * (static_cast<double>(plan.tile_m + plan.tile_n) * k * e / hw.gpu.gemm_l2_reuse +
-                                     static_cast<double>(plan.tile_m) * plan.tile_n * e);
-  const double once = (static_cast<double>(shape.m) * k + k * static_cast<double>(shape.n) +
-                       static_cast<double>(shape.m) * static_cast<double>(shape.n)) * e;
-  return static_cast<Bytes>(std::ceil(std::max(tile_model, once) / tiles));
-}
-
 // What every op starts from: its stream (checked to be on `rank`), name, kind and dependencies.
 Op new_op(const TaskGraph& g, int rank, StreamId stream, OpKind kind, const std::string& name,
           const std::vector<OpId>& deps) {
@@ -110,6 +96,20 @@ Op new_op(const TaskGraph& g, int rank, StreamId stream, OpKind kind, const std:
 }
 
 }  // namespace
+
+// HBM traffic of one GEMM tile at full speed (issue 9, item 4): each tile streams (tile_m + tile_n) x K
+// operands of which 1 / gemm_l2_reuse misses L2, and writes its output tile; never less, over the
+// whole GEMM, than reading A and B and writing C once (a skinny GEMM streams its weights).
+Bytes gemm_tile_hbm_bytes(const HardwareProfile& hw, const GemmShape& shape, const GemmPlan& plan) {
+  const double e = dtype_bytes(shape.dtype);
+  const double tiles = static_cast<double>(plan.tiles);
+  const double k = static_cast<double>(shape.k);
+  const double tile_model = tiles * (static_cast<double>(plan.tile_m + plan.tile_n) * k * e / hw.gpu.gemm_l2_reuse +
+                                     static_cast<double>(plan.tile_m) * plan.tile_n * e);
+  const double once = (static_cast<double>(shape.m) * k + k * static_cast<double>(shape.n) +
+                       static_cast<double>(shape.m) * static_cast<double>(shape.n)) * e;
+  return static_cast<Bytes>(std::ceil(std::max(tile_model, once) / tiles));
+}
 
 OpId GraphBuilder::add_gemm(int rank, StreamId stream, const GemmShape& shape, const GemmOptions& options) {
   check_stream_rank(graph_, rank, stream, options.name);

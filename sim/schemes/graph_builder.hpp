@@ -97,6 +97,9 @@ CollectivePrimitive to_collective_primitive(Primitive p);
 // multi_node fabric, "host" when it spans NUMA nodes of a pcie fabric, else the intra-node class.
 std::string collective_link_class(const HardwareProfile& hw, int ranks);
 
+// HBM traffic of one GEMM tile at full speed (graph_builder.cpp says how it is counted).
+Bytes gemm_tile_hbm_bytes(const HardwareProfile& hw, const GemmShape& shape, const GemmPlan& plan);
+
 class GraphBuilder {
  public:
   explicit GraphBuilder(const BuildContext& ctx);
