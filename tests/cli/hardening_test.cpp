@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include "cost_model/input_error.hpp"
 #include "cost_model/input_file.hpp"
 #include "cost_model/input_ranges.hpp"
+#include "cost_model/profile_loader.hpp"
 #include "sim/scenario.hpp"
 #include "tools/cli.hpp"
 
@@ -150,10 +152,14 @@ TEST_CASE("copy_engines 0 in a file is refused at its line and key", "[harden][r
   }
   REQUIRE(at > 0);
   write(profile, out);
-  const Run r = cli({"profile", "show", profile});
-  CHECK(r.rc == 2);
-  CHECK_THAT(r.err, Catch::Contains(profile + ":" + std::to_string(at)));
-  CHECK_THAT(r.err, Catch::Contains("gpu.copy_engines") && Catch::Contains("[1, 64]"));
+  CHECK(cli({"profile", "show", profile}).rc == 2);
+  try {
+    (void)overlap::load_profile_file(profile);
+    FAIL("copy_engines: 0 was accepted");
+  } catch (const overlap::InputError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains(profile + ":" + std::to_string(at)));
+    CHECK_THAT(std::string(e.what()), Catch::Contains("gpu.copy_engines") && Catch::Contains("[1, 64]"));
+  }
 }
 
 TEST_CASE("every range of the table is well formed", "[harden][ranges]") {
@@ -173,9 +179,13 @@ TEST_CASE("a link class or key nothing reads is an error naming where it came fr
   CHECK_THAT(r.err, Catch::Contains("--set hardware.fabric.links.nvlnk.bandwidth_gbps=5"));
   CHECK_THAT(r.err, Catch::Contains("hardware.fabric.links.nvlnk") && Catch::Contains("unknown link class"));
   // profile show does not list it either: it refuses it.
-  const Run show = cli({"profile", "show", "h100-sxm-8x-nvswitch", "--set", "fabric.links.nvlnk.bandwidth_gbps=5"});
-  CHECK(show.rc == 2);
-  CHECK_THAT(show.err, Catch::Contains("--set fabric.links.nvlnk.bandwidth_gbps=5") && Catch::Contains("nvlnk"));
+  CHECK(cli({"profile", "show", "h100-sxm-8x-nvswitch", "--set", "fabric.links.nvlnk.bandwidth_gbps=5"}).rc == 2);
+  try {
+    (void)overlap::load_profile("h100-sxm-8x-nvswitch", overlap::tools::hardware_dir(), {"fabric.links.nvlnk.bandwidth_gbps=5"});
+    FAIL("the misspelt link class was accepted");
+  } catch (const overlap::InputError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("--set fabric.links.nvlnk.bandwidth_gbps=5") && Catch::Contains("nvlnk"));
+  }
   // An unknown key under a map set inline.
   const std::string e = load_error(kGemm, {"workload.mm=5"});
   CHECK_THAT(e, Catch::Contains("--set workload.mm=5") && Catch::Contains("workload.mm") && Catch::Contains("unknown key"));
@@ -253,7 +263,8 @@ TEST_CASE("a 3000-value sweep list validates, each value checked", "[harden][swe
   CHECK(overlap::sim::sweep_points(sc).size() == 3000);
   // The text a point reloads no longer carries the sweep, and its lines still match the file's.
   CHECK(sc.text.find("sweep") == std::string::npos);
-  CHECK_THAT(load_error(sc.text, {"workload.tp=0"}), Catch::Contains("sweep.yaml:4") || Catch::Contains("h.yaml:4"));
+  CHECK(std::count(sc.text.begin(), sc.text.end(), '\n') == std::count(text.begin(), text.end(), '\n'));
+  CHECK_THAT(load_error(sc.text + "bogus: 1\n"), Catch::Contains("h.yaml:13"));
   // A bad value among them is still found, at the sweep's line.
   const std::string bad = kGemm + "sweep:\n  workload.k: [" + values + ", 0]\n";
   const std::string e = load_error(bad);
