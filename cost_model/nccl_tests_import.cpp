@@ -1,5 +1,7 @@
 #include "cost_model/nccl_tests_import.hpp"
 
+#include "cost_model/input_file.hpp"
+
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -195,11 +197,7 @@ NcclTestsResult parse_nccl_tests_json(const nlohmann::json& report, const std::s
 }
 
 NcclTestsResult load_nccl_tests_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "", "cannot open file");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  const std::string text = buf.str();
+  const std::string text = read_input_file(path, "nccl-tests output");
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{') {
     try {

@@ -95,4 +95,30 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& assignmen
   for (const auto& a : assignments) apply_override(root, parse_override(a));
 }
 
+std::optional<std::string> override_source(const std::string& key_path, const std::vector<std::string>& assignments,
+                                           const std::string& strip_prefix) {
+  if (key_path.empty()) return std::nullopt;
+  for (auto it = assignments.rbegin(); it != assignments.rend(); ++it) {
+    const auto eq = it->find('=');
+    if (eq == std::string::npos) continue;
+    std::string path = it->substr(0, eq);
+    if (!strip_prefix.empty() && path.rfind(strip_prefix, 0) == 0) path = path.substr(strip_prefix.size());
+    const auto under = [](const std::string& longer, const std::string& shorter) {
+      return longer.size() > shorter.size() && longer.compare(0, shorter.size(), shorter) == 0 &&
+             longer[shorter.size()] == '.';
+    };
+    if (path == key_path || under(key_path, path) || under(path, key_path)) return *it;
+  }
+  return std::nullopt;
+}
+
+void rethrow_with_source(const InputError& e, const std::vector<std::string>& assignments,
+                         const std::string& strip_prefix) {
+  if (e.line() <= 0 && e.file().rfind("--set", 0) != 0) {
+    if (const auto source = override_source(e.key_path(), assignments, strip_prefix))
+      throw InputError("--set " + *source, 0, e.key_path(), e.message());
+  }
+  throw e;
+}
+
 }  // namespace overlap

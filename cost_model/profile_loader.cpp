@@ -24,33 +24,47 @@ int to_int(const YamlReader& r, const std::string& key, std::int64_t v) {
   return static_cast<int>(v);
 }
 
+// A quantity where 0 means "not given" (the model then leaves it out) and anything else must lie
+// in `range`.
+double zero_or_in(const YamlReader& r, const std::string& key, const InputRange& range, double fallback) {
+  const auto c = r.optional_child(key);
+  if (!c) return fallback;
+  const double v = c->as_double();
+  if (v == 0) return 0;
+  if (const auto why = range_violation(range, v, c->node().Scalar())) c->fail("must be 0 (not given) or " + why->substr(5));
+  return v;
+}
+
+// gemm_tile_us: the time of one 128x128x1024 tile; below 0.1 ns per tile the rate is > 4e5 TFLOP/s
+// per SM, above 1 s it is slower than a CPU.
+constexpr InputRange kGemmTileUs{"GEMM tile time", "gpu.gemm_tile_us", 1e-4, 1e6, "us",
+                                 "0 = derive from peak_tflops; else one 128x128x1024 tile on one SM"};
+
 GpuSpec read_gpu(const YamlReader& r) {
   r.allow_keys({"name", "sm_count", "gemm_ctas_per_sm", "clock_mhz", "peak_tflops", "gemm_efficiency",
                 "hbm_bandwidth_gbps", "hbm_efficiency", "copy_engines", "min_sm_partition", "gemm_tile_us",
                 "gemm_comm_interference", "gemm_l2_reuse"});
   GpuSpec g;
   g.name = r.get_string("name", g.name);
-  g.sm_count = to_int(r, "sm_count", r.get_positive_int("sm_count"));
   // The engine addresses SMs in 12 bits (sim/engine.cpp); the largest GPUs today have a few hundred.
-  if (g.sm_count > 4096) r.fail_at("sm_count", "must be at most 4096 (got " + std::to_string(g.sm_count) + ")");
-  g.gemm_ctas_per_sm = to_int(r, "gemm_ctas_per_sm", r.get_positive_int("gemm_ctas_per_sm", g.gemm_ctas_per_sm));
-  g.clock_mhz = r.get_nonnegative_double("clock_mhz", g.clock_mhz);
+  g.sm_count = static_cast<int>(r.get_int_in("sm_count", ranges::sm_count));
+  g.gemm_ctas_per_sm = static_cast<int>(r.get_int_in("gemm_ctas_per_sm", ranges::ctas_per_sm, g.gemm_ctas_per_sm));
+  g.clock_mhz = r.get_double_in("clock_mhz", ranges::clock_mhz, g.clock_mhz);
   if (auto p = r.optional_child("peak_tflops")) {
     p->expect_map();
     for (const auto& key : p->keys()) {
       if (!parse_dtype(key)) p->fail_at(key, "unknown dtype (allowed: fp8, fp16, bf16, fp32)");
-      g.peak_tflops[key] = p->get_positive_double(key);
+      g.peak_tflops[key] = p->get_double_in(key, ranges::peak_tflops);
     }
   }
   g.gemm_efficiency = r.get_fraction("gemm_efficiency", g.gemm_efficiency);
-  g.hbm_bandwidth_gbps = r.get_nonnegative_double("hbm_bandwidth_gbps", g.hbm_bandwidth_gbps);
+  g.hbm_bandwidth_gbps = zero_or_in(r, "hbm_bandwidth_gbps", ranges::bandwidth_gbps, g.hbm_bandwidth_gbps);
   g.hbm_efficiency = r.get_fraction("hbm_efficiency", g.hbm_efficiency);
-  g.copy_engines = to_int(r, "copy_engines", r.get_nonnegative_int("copy_engines", g.copy_engines));
-  g.min_sm_partition = to_int(r, "min_sm_partition", r.get_positive_int("min_sm_partition", g.min_sm_partition));
-  g.gemm_tile_us = r.get_nonnegative_double("gemm_tile_us", g.gemm_tile_us);
-  g.gemm_comm_interference = r.get_nonnegative_double("gemm_comm_interference", g.gemm_comm_interference);
-  g.gemm_l2_reuse = r.get_positive_double("gemm_l2_reuse", g.gemm_l2_reuse);
-  if (g.gemm_l2_reuse < 1) r.fail_at("gemm_l2_reuse", "must be at least 1 (every operand byte is read once)");
+  g.copy_engines = static_cast<int>(r.get_int_in("copy_engines", ranges::copy_engines, g.copy_engines));
+  g.min_sm_partition = static_cast<int>(r.get_int_in("min_sm_partition", ranges::sm_count, g.min_sm_partition));
+  g.gemm_tile_us = zero_or_in(r, "gemm_tile_us", kGemmTileUs, g.gemm_tile_us);
+  g.gemm_comm_interference = r.get_double_in("gemm_comm_interference", ranges::factor, g.gemm_comm_interference);
+  g.gemm_l2_reuse = r.get_double_in("gemm_l2_reuse", ranges::l2_reuse, g.gemm_l2_reuse);
   if (g.peak_tflops.empty() && g.gemm_tile_us <= 0) {
     throw InputError(r.file(), r.line(), r.path().empty() ? "peak_tflops" : r.path() + ".peak_tflops",
                      "missing required field (or give gemm_tile_us)");
@@ -70,6 +84,7 @@ std::optional<FabricNodeKind> parse_node_kind(const std::string& s) {
 void read_explicit_graph(const YamlReader& r, FabricSpec& f) {
   const YamlReader nodes = r.child("nodes");
   nodes.expect_sequence();
+  if (const auto why = range_violation(ranges::fabric_nodes, static_cast<double>(nodes.size()))) nodes.fail(*why);
   std::map<std::string, int> index;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const YamlReader n = nodes.element(i);
@@ -89,6 +104,7 @@ void read_explicit_graph(const YamlReader& r, FabricSpec& f) {
   }
   const YamlReader edges = r.child("edges");
   edges.expect_sequence();
+  if (const auto why = range_violation(ranges::fabric_nodes, static_cast<double>(edges.size()))) edges.fail(*why);
   for (std::size_t i = 0; i < edges.size(); ++i) {
     const YamlReader e = edges.element(i);
     e.allow_keys({"from", "to", "link_class", "bandwidth_gbps", "latency_us", "bidirectional"});
@@ -103,8 +119,8 @@ void read_explicit_graph(const YamlReader& r, FabricSpec& f) {
     edge.link_class = e.get_string("link_class");
     const auto lc = f.links.find(edge.link_class);
     if (lc == f.links.end()) e.fail_at("link_class", "unknown link class (not under fabric.links)");
-    edge.bandwidth_gbps = e.get_positive_double("bandwidth_gbps", lc->second.bandwidth_gbps);
-    edge.latency_us = e.get_nonnegative_double("latency_us", lc->second.latency_us);
+    edge.bandwidth_gbps = e.get_double_in("bandwidth_gbps", ranges::bandwidth_gbps, lc->second.bandwidth_gbps);
+    edge.latency_us = e.get_double_in("latency_us", ranges::latency_us, lc->second.latency_us);
     f.edges.push_back(edge);
     if (e.get_bool("bidirectional", true)) {
       std::swap(edge.from, edge.to);
@@ -134,9 +150,9 @@ FabricSpec read_fabric(const YamlReader& r) {
     if (f.topology != "multi_node") r.fail_at("rails", "only allowed with topology: multi_node");
     f.rails = r.get_bool("rails", false);
   }
-  f.num_gpus = to_int(r, "num_gpus", r.get_positive_int("num_gpus"));
-  f.gpus_per_node = to_int(r, "gpus_per_node", r.get_nonnegative_int("gpus_per_node", 0));
-  f.gpus_per_numa = to_int(r, "gpus_per_numa", r.get_nonnegative_int("gpus_per_numa", 0));
+  f.num_gpus = static_cast<int>(r.get_int_in("num_gpus", ranges::num_gpus));
+  f.gpus_per_node = static_cast<int>(r.get_int_in("gpus_per_node", ranges::gpus_per_group, 0));
+  f.gpus_per_numa = static_cast<int>(r.get_int_in("gpus_per_numa", ranges::gpus_per_group, 0));
   if (f.gpus_per_node > 0 && f.num_gpus % f.gpus_per_node != 0) {
     r.fail_at("gpus_per_node", "must divide fabric.num_gpus (" + std::to_string(f.num_gpus) + ")");
   }
@@ -151,8 +167,8 @@ FabricSpec read_fabric(const YamlReader& r) {
     l.allow_keys({"bandwidth_gbps", "latency_us"});
     LinkClass lc;
     lc.name = name;
-    lc.bandwidth_gbps = l.get_positive_double("bandwidth_gbps");
-    lc.latency_us = l.get_nonnegative_double("latency_us", 0);
+    lc.bandwidth_gbps = l.get_double_in("bandwidth_gbps", ranges::bandwidth_gbps);
+    lc.latency_us = l.get_double_in("latency_us", ranges::latency_us, 0);
     f.links[name] = lc;
   }
   // The link classes each preset needs (fabric_topology.cpp).
@@ -168,9 +184,30 @@ FabricSpec read_fabric(const YamlReader& r) {
   for (const auto& n : need) {
     if (!f.links.count(n)) links.fail("missing link class '" + n + "' (topology " + f.topology + " needs it)");
   }
+  // A link class that no link of the topology uses is a misspelling or a leftover; silently ignoring
+  // it would let `--set hardware.fabric.links.nvlnk.bandwidth_gbps=5` change nothing.
+  const auto refuse_unused = [&](const std::vector<std::string>& usable) {
+    for (const auto& name : links.keys()) {
+      if (std::find(usable.begin(), usable.end(), name) != usable.end()) continue;
+      std::string list;
+      for (const auto& u : usable) list += (list.empty() ? "" : ", ") + u;
+      links.fail_at(name, "unknown link class: topology " + f.topology + " uses " +
+                              (list.empty() ? std::string("none") : list) + " (nothing reads '" + name + "')");
+    }
+  };
   if (f.topology == "explicit") {
     read_explicit_graph(r, f);
+    std::vector<std::string> used;
+    for (const auto& e : f.edges)
+      if (std::find(used.begin(), used.end(), e.link_class) == used.end()) used.push_back(e.link_class);
+    refuse_unused(used);
   } else {
+    // The classes each preset can use (fabric_topology.cpp); pcie's "host" only with several NUMA
+    // nodes and virtual's two only one at a time, but either is a known name.
+    std::vector<std::string> usable = need;
+    if (f.topology == "pcie") usable = {"pcie", "host"};
+    if (f.topology == "virtual") usable = {"d2d", "pcie"};
+    refuse_unused(usable);
     if (r.has("nodes")) r.fail_at("nodes", "only allowed with topology: explicit");
     if (r.has("edges")) r.fail_at("edges", "only allowed with topology: explicit");
     expand_topology(f);
@@ -192,10 +229,10 @@ void read_latency_overrides(const YamlReader& r, NcclTunerConstants& tuner) {
       const YamlReader l = a.child(proto_name);
       l.allow_keys({"base", "nvlink", "pci", "net"});
       NcclLatency& lat = tuner.at(*algo, *proto);
-      lat.base_us = l.get_nonnegative_double("base", lat.base_us);
+      lat.base_us = l.get_double_in("base", ranges::latency_us, lat.base_us);
       for (auto h : {NcclHw::nvlink, NcclHw::pci, NcclHw::net}) {
         auto& v = lat.hw_us[static_cast<std::size_t>(index_of(h))];
-        v = l.get_nonnegative_double(nccl_hw_name(h), v);
+        v = l.get_double_in(nccl_hw_name(h), ranges::latency_us, v);
       }
     }
   }
@@ -232,27 +269,27 @@ CommSpec read_comm(const YamlReader& r) {
   c.tuner = NcclTunerConstants::defaults(c.arch);
   c.nvlink_sharp = r.get_bool("nvlink_sharp", c.nvlink_sharp);
   c.collnet = r.get_bool("collnet", c.collnet);
-  c.channels = to_int(r, "channels", r.get_positive_int("channels", c.channels));
-  c.nvls_channels = to_int(r, "nvls_channels", r.get_positive_int("nvls_channels", c.nvls_channels));
-  c.p2p_channels = to_int(r, "p2p_channels", r.get_positive_int("p2p_channels", c.p2p_channels));
+  c.channels = static_cast<int>(r.get_int_in("channels", ranges::channels, c.channels));
+  c.nvls_channels = static_cast<int>(r.get_int_in("nvls_channels", ranges::channels, c.nvls_channels));
+  c.p2p_channels = static_cast<int>(r.get_int_in("p2p_channels", ranges::channels, c.p2p_channels));
   c.bandwidth_efficiency = r.get_fraction("bandwidth_efficiency", c.bandwidth_efficiency);
   // Before issue 13 a profile gave one latency pair: NCCL's Ring/Simple base and per-step latency.
   // They still set exactly that (on every link kind).
-  if (r.has("base_latency_us")) c.tuner.at(NcclAlgorithm::Ring, NcclProtocol::Simple).base_us = r.get_nonnegative_double("base_latency_us", 0);
+  if (r.has("base_latency_us")) c.tuner.at(NcclAlgorithm::Ring, NcclProtocol::Simple).base_us = r.get_double_in("base_latency_us", ranges::latency_us);
   if (r.has("step_latency_us")) {
-    const double step = r.get_nonnegative_double("step_latency_us", 0);
+    const double step = r.get_double_in("step_latency_us", ranges::latency_us);
     for (auto& v : c.tuner.at(NcclAlgorithm::Ring, NcclProtocol::Simple).hw_us) v = step;
   }
   if (auto l = r.optional_child("latency_us")) read_latency_overrides(*l, c.tuner);
   const auto cap = [&](const char* key, std::array<double, 3>& v) {
-    if (r.has(key)) v.fill(r.get_positive_double(key));
+    if (r.has(key)) v.fill(r.get_double_in(key, ranges::bandwidth_gbps));
   };
   cap("ll_max_bw_gbps", c.tuner.ll_max_bw_gbps);
   cap("ring_ll128_channel_gbps", c.tuner.ring_ll128_channel_gbps);
   cap("tree_channel_gbps", c.tuner.tree_channel_gbps);
   cap("tree_ll128_channel_gbps", c.tuner.tree_ll128_channel_gbps);
-  if (r.has("nvls_tree_channel_gbps")) c.tuner.nvls_tree_channel_gbps.fill(r.get_nonnegative_double("nvls_tree_channel_gbps", 0));
-  c.tuner.nvls_efficiency = r.get_nonnegative_double("nvls_efficiency", c.tuner.nvls_efficiency);
+  if (r.has("nvls_tree_channel_gbps")) c.tuner.nvls_tree_channel_gbps.fill(zero_or_in(r, "nvls_tree_channel_gbps", ranges::bandwidth_gbps, 0));
+  c.tuner.nvls_efficiency = r.get_double_in("nvls_efficiency", ranges::factor, c.tuner.nvls_efficiency);
   if (auto k = r.optional_child("link_kinds")) {
     k->expect_map();
     for (const auto& cls : k->keys()) {
@@ -267,9 +304,9 @@ CommSpec read_comm(const YamlReader& r) {
 LaunchSpec read_launch(const YamlReader& r) {
   r.allow_keys({"host_us", "gap_us", "graph_gap_us", "cuda_graphs"});
   LaunchSpec l;
-  l.host_us = r.get_nonnegative_double("host_us", l.host_us);
-  l.gap_us = r.get_nonnegative_double("gap_us", l.gap_us);
-  l.graph_gap_us = r.get_nonnegative_double("graph_gap_us", l.graph_gap_us);
+  l.host_us = r.get_double_in("host_us", ranges::latency_us, l.host_us);
+  l.gap_us = r.get_double_in("gap_us", ranges::latency_us, l.gap_us);
+  l.graph_gap_us = r.get_double_in("graph_gap_us", ranges::latency_us, l.graph_gap_us);
   l.cuda_graphs = r.get_bool("cuda_graphs", l.cuda_graphs);
   return l;
 }
@@ -285,9 +322,9 @@ TransportsSpec read_transports(const YamlReader& r) {
     TransportSpec& spec = out.of(t);
     if (t == Transport::sm_copy) c->allow_keys({"latency_us", "efficiency", "cta_gbps"});
     else c->allow_keys({"latency_us", "efficiency"});
-    spec.latency_us = c->get_nonnegative_double("latency_us", spec.latency_us);
+    spec.latency_us = c->get_double_in("latency_us", ranges::latency_us, spec.latency_us);
     spec.efficiency = c->get_fraction("efficiency", spec.efficiency);
-    if (t == Transport::sm_copy) spec.cta_gbps = c->get_nonnegative_double("cta_gbps", spec.cta_gbps);
+    if (t == Transport::sm_copy) spec.cta_gbps = zero_or_in(*c, "cta_gbps", ranges::bandwidth_gbps, spec.cta_gbps);
   }
   return out;
 }
@@ -330,13 +367,13 @@ ReadCurve read_curve(const YamlReader& r, const std::string& base_dir) {
   if (r.has("points")) {
     const YamlReader pts = r.child("points");
     pts.expect_sequence();
+    if (const auto why = range_violation(ranges::curve_points, static_cast<double>(pts.size()))) pts.fail(*why);
     std::vector<CurvePoint> points;
     for (std::size_t i = 0; i < pts.size(); ++i) {
       const YamlReader p = pts.element(i);
       if (!p.is_sequence() || p.size() != 2) p.fail("must be [bytes, time_us]");
-      const std::int64_t bytes = p.element(0).as_int();
-      const double us = p.element(1).as_double();
-      if (bytes <= 0) p.element(0).fail("must be a positive integer (got " + std::to_string(bytes) + ")");
+      const std::int64_t bytes = p.element(0).as_int_in(ranges::curve_bytes);
+      const double us = p.element(1).as_double_in(ranges::curve_us);
       if (!(us > 0)) p.element(1).fail("must be a positive number (got " + p.element(1).node().Scalar() + ")");
       points.push_back(CurvePoint{bytes, ps_from_us(us)});
     }
@@ -352,25 +389,28 @@ ReadCurve read_curve(const YamlReader& r, const std::string& base_dir) {
     const NcclTestsResult result = load_nccl_tests_file(path.string());
     return ReadCurve{result.curve(r.get_bool("in_place", false)), result.protocol};
   }
-  return ReadCurve{BandwidthCurve::from_alpha_beta(r.get_nonnegative_double("alpha_us", 0), r.get_positive_double("beta_gbps")),
+  return ReadCurve{BandwidthCurve::from_alpha_beta(r.get_double_in("alpha_us", ranges::curve_us, 0),
+                                                   r.get_double_in("beta_gbps", ranges::bandwidth_gbps)),
                    std::nullopt};
 }
 
 GemmProfileEntry read_gemm_entry(const YamlReader& r) {
   r.allow_keys({"m", "n", "k", "dtype", "tile_m", "tile_n", "duration_us", "wave_end_us"});
   GemmProfileEntry e;
-  e.m = r.get_positive_int("m");
-  e.n = r.get_positive_int("n");
-  e.k = r.get_positive_int("k");
+  e.m = r.get_int_in("m", ranges::gemm_dim);
+  e.n = r.get_int_in("n", ranges::gemm_dim);
+  e.k = r.get_int_in("k", ranges::gemm_dim);
   const auto dt = parse_dtype(r.get_string("dtype", "bf16"));
   if (!dt) r.fail_at("dtype", "unknown dtype (allowed: fp8, fp16, bf16, fp32)");
   e.dtype = *dt;
-  e.tile_m = to_int(r, "tile_m", r.get_positive_int("tile_m", e.tile_m));
-  e.tile_n = to_int(r, "tile_n", r.get_positive_int("tile_n", e.tile_n));
-  e.duration_us = r.get_positive_double("duration_us");
+  e.tile_m = static_cast<int>(r.get_int_in("tile_m", ranges::tile, e.tile_m));
+  e.tile_n = static_cast<int>(r.get_int_in("tile_n", ranges::tile, e.tile_n));
+  e.duration_us = r.get_double_in("duration_us", ranges::latency_us);
+  if (!(e.duration_us > 0)) r.fail_at("duration_us", "must be a positive number (got 0)");
   if (auto w = r.optional_child("wave_end_us")) {
     w->expect_sequence();
-    for (std::size_t i = 0; i < w->size(); ++i) e.wave_end_us.push_back(w->element(i).as_double());
+    if (const auto why = range_violation(ranges::curve_points, static_cast<double>(w->size()))) w->fail(*why);
+    for (std::size_t i = 0; i < w->size(); ++i) e.wave_end_us.push_back(w->element(i).as_double_in(ranges::latency_us));
   }
   return e;
 }
@@ -487,7 +527,11 @@ HardwareProfile load_profile_file(const std::string& path, const std::vector<std
   for (const auto& s : sets) stripped.push_back(strip_hardware_prefix(s));
   apply_overrides(root, stripped);
   const std::string base_dir = fs::path(path).parent_path().string();
-  return profile_from_yaml(YamlReader(root, "", path), base_dir.empty() ? "." : base_dir);
+  try {
+    return profile_from_yaml(YamlReader(root, "", path), base_dir.empty() ? "." : base_dir);
+  } catch (const InputError& e) {
+    rethrow_with_source(e, sets, "hardware.");
+  }
 }
 
 HardwareProfile load_profile(const std::string& name_or_path, const std::string& hardware_dir,

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
+
+#include "cost_model/input_file.hpp"
 #include <utility>
 
 namespace overlap {
@@ -88,7 +89,8 @@ std::optional<YamlReader> YamlReader::optional_child(const std::string& key) con
 
 YamlReader YamlReader::element(std::size_t index) const {
   expect_sequence();
-  return YamlReader(node_[index], path_ + "[" + std::to_string(index) + "]", file_);
+  // "a.b.3", the syntax --set accepts back (cost_model/overrides.hpp).
+  return YamlReader(node_[index], (path_.empty() ? "" : path_ + ".") + std::to_string(index), file_);
 }
 
 std::vector<std::string> YamlReader::keys() const {
@@ -214,13 +216,52 @@ bool YamlReader::get_bool(const std::string& key, bool fallback) const {
   return c ? c->as_bool() : fallback;
 }
 
-YAML::Node load_yaml_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "", "cannot open file");
+std::int64_t YamlReader::as_int_in(const InputRange& range) const {
+  if (!node_.IsScalar()) fail("must be an integer in " + range_text(range) + " (got " + scalar_text() + ")");
+  std::int64_t v = 0;
   try {
-    return YAML::Load(in);
+    v = node_.as<std::int64_t>();
+  } catch (const YAML::Exception&) {
+    // Not an int64: a number out of its range (1e18, 99999999999999999999) says so with the limit.
+    double d = 0;
+    if (YAML::convert<double>::decode(node_, d)) {
+      if (const auto why = range_violation(range, d, node_.Scalar())) fail(*why);
+    }
+    fail("must be an integer in " + range_text(range) + " (got " + node_.Scalar() + ")");
+  }
+  if (const auto why = range_violation(range, static_cast<double>(v), node_.Scalar())) fail(*why);
+  return v;
+}
+
+double YamlReader::as_double_in(const InputRange& range) const {
+  const double v = as_double();
+  if (const auto why = range_violation(range, v, node_.Scalar())) fail(*why);
+  return v;
+}
+
+std::int64_t YamlReader::get_int_in(const std::string& key, const InputRange& range) const {
+  return child(key).as_int_in(range);
+}
+std::int64_t YamlReader::get_int_in(const std::string& key, const InputRange& range, std::int64_t fallback) const {
+  const auto c = optional_child(key);
+  return c ? c->as_int_in(range) : fallback;
+}
+double YamlReader::get_double_in(const std::string& key, const InputRange& range) const {
+  return child(key).as_double_in(range);
+}
+double YamlReader::get_double_in(const std::string& key, const InputRange& range, double fallback) const {
+  const auto c = optional_child(key);
+  return c ? c->as_double_in(range) : fallback;
+}
+
+YAML::Node load_yaml_file(const std::string& path, const std::string& what) {
+  const std::string text = read_input_file(path, what);
+  try {
+    return YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw InputError(path, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "YAML syntax error: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    throw InputError(path, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "not readable as YAML: " + e.msg);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "cost_model/input_error.hpp"
+#include "cost_model/input_ranges.hpp"
 
 namespace overlap {
 
@@ -37,7 +38,7 @@ class YamlReader {
   YamlReader child(const std::string& key) const;  // required: throws "missing required field"
   std::optional<YamlReader> optional_child(const std::string& key) const;
   std::size_t size() const { return node_.size(); }
-  YamlReader element(std::size_t index) const;  // sequence element, path "a.b[3]"
+  YamlReader element(std::size_t index) const;  // sequence element, path "a.b.3" (as --set writes it)
   std::vector<std::string> keys() const;        // map keys in file order
 
   // Typed reads of this node.
@@ -63,6 +64,14 @@ class YamlReader {
   double get_fraction(const std::string& key, double fallback) const;
   bool get_bool(const std::string& key, bool fallback) const;
 
+  // Reads checked against a range of cost_model/input_ranges.hpp; the message names the limits.
+  std::int64_t as_int_in(const InputRange& range) const;
+  double as_double_in(const InputRange& range) const;
+  std::int64_t get_int_in(const std::string& key, const InputRange& range) const;
+  std::int64_t get_int_in(const std::string& key, const InputRange& range, std::int64_t fallback) const;
+  double get_double_in(const std::string& key, const InputRange& range) const;
+  double get_double_in(const std::string& key, const InputRange& range, double fallback) const;
+
   // Throw an InputError located at this node / at `key` of this map (or at the map if absent).
   [[noreturn]] void fail(const std::string& message) const;
   [[noreturn]] void fail_at(const std::string& key, const std::string& message) const;
@@ -76,8 +85,9 @@ class YamlReader {
   std::string file_;
 };
 
-// Reads a YAML file into a node; a missing file or a syntax error is an InputError (with the line of
-// the syntax error).
-YAML::Node load_yaml_file(const std::string& path);
+// Reads a YAML file into a node through read_input_file (regular files of at most 16 MiB only); a
+// missing file, a refused path or a syntax error is an InputError (with the line of the syntax
+// error). `what` names the kind of file in messages ("hardware profile").
+YAML::Node load_yaml_file(const std::string& path, const std::string& what = "YAML");
 
 }  // namespace overlap

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cost_model/collective_primitive.hpp"
+#include "cost_model/input_error.hpp"
 #include "sim/engine.hpp"
 #include "sim/node_builder.hpp"
 #include "sim/schemes/graph_builder.hpp"
@@ -255,7 +256,32 @@ std::vector<SchemeResult> evaluate_all(const std::vector<SchemeRequest>& schemes
   for (std::size_t i = 0; i < schemes.size(); ++i) {
     if (infos[i]->applies && !infos[i]->applies(workload)) continue;
     const BuildContext ctx{workload, hardware, schemes[i].params, fidelity, &node};
-    out.push_back(evaluate(*infos[i], ctx, shared));
+    if (!shared.keep_going) {
+      out.push_back(evaluate(*infos[i], ctx, shared));
+      out.back().request = static_cast<int>(i);
+    } else {
+      SchemeResult failed;
+      failed.scheme = schemes[i].name;
+      failed.params = schemes[i].params;
+      failed.request = static_cast<int>(i);
+      try {
+        out.push_back(evaluate(*infos[i], ctx, shared));
+        out.back().request = static_cast<int>(i);
+      } catch (const InputError& e) {
+        failed.error = e.message();
+        failed.error_key = e.key_path();
+      } catch (const std::invalid_argument& e) {
+        failed.error = e.what();
+      } catch (const RangeError& e) {
+        failed.error = e.what();
+      } catch (const SimError& e) {
+        failed.error = e.what();
+      }
+      if (failed.failed()) {
+        out.push_back(std::move(failed));
+        continue;
+      }
+    }
     if (!baseline_ps && schemes[i].name == base_name && schemes[i].params.empty()) baseline_ps = out.back().latency_ps;
   }
   if (!baseline_ps) {
@@ -269,7 +295,7 @@ std::vector<SchemeResult> evaluate_all(const std::vector<SchemeRequest>& schemes
     baseline_ps = evaluate(*base, BuildContext{workload, hardware, defaults, fidelity, &node}, quiet).latency_ps;
   }
   for (SchemeResult& r : out)
-    r.speedup_vs_no_overlap = r.latency_ps > 0 ? safe_ratio(static_cast<double>(*baseline_ps),
+    if (!r.failed()) r.speedup_vs_no_overlap = r.latency_ps > 0 ? safe_ratio(static_cast<double>(*baseline_ps),
                                                             static_cast<double>(r.latency_ps))
                                                : 0.0;
   return out;

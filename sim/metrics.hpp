@@ -72,9 +72,18 @@ struct SchemeResult {
   std::uint64_t events = 0;   // engine events of the main run
   std::vector<CollectiveFigure> collectives;  // every collective call of the main run, in issue order
   Timeline timeline;          // the main run (for traces); empty unless keep_timeline
+  // A scheme that could not be evaluated (EvaluateOptions::keep_going): its row reports the failure
+  // and every figure above is 0. error_key is the failing key below the scheme ("params.groups").
+  std::string error;
+  std::string error_key;
+  int request = -1;  // index into evaluate_all's request list
+  bool failed() const { return !error.empty(); }
 };
 
 struct EvaluateOptions {
+  // evaluate_all: a scheme that throws an input error (bad parameters, hardware it cannot use,
+  // times out of range) becomes a failed row instead of ending the whole evaluation.
+  bool keep_going = false;
   bool record_ctas = false;    // keep CTA intervals in the timeline (traces)
   bool keep_timeline = false;  // store the main run's timeline in the result
   // Check byte accounting (timeline bytes == BuiltScheme::required_bytes) on the main run: collectives

@@ -175,6 +175,8 @@ nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeRes
 }
 
 nlohmann::json report_row_json(const SchemeResult& r) {
+  // A failed scheme's row says so and carries no figures (0 would read as a result).
+  if (r.failed()) return {{"scheme", r.scheme}, {"params", r.params}, {"failed", true}, {"error", r.error}};
   nlohmann::json row = to_json(r);
   // Microseconds by division of the exact picoseconds: the double nearest the true value, so
   // 2171207944 ps prints as 2171.207944, not 2171.2079439999998.
@@ -199,6 +201,15 @@ const std::vector<std::string>& csv_columns() {
 }
 
 std::vector<std::string> csv_row(const ReportContext& ctx, const SchemeResult& r) {
+  if (r.failed()) {
+    std::vector<std::string> row(csv_columns().size());
+    row[0] = ctx.scenario;
+    row[1] = ctx.hardware;
+    row[2] = r.scheme;
+    row[3] = r.params.is_object() && r.params.empty() ? std::string() : r.params.dump();
+    row.back() = "FAILED: " + r.error;  // the reason column; the figures stay empty
+    return row;
+  }
   return {ctx.scenario,
           ctx.hardware,
           r.scheme,
@@ -280,6 +291,10 @@ std::string format_narrow_table(const ReportContext& ctx, const std::vector<Sche
   for (const SchemeResult& r : results) {
     const std::string p = params_text(non_default_params(r));
     labels.push_back(p.empty() ? r.scheme : r.scheme + " (" + p + ")");
+    if (r.failed()) {
+      rows.push_back({clip(labels.back(), kLabelWidth), "FAILED", "-", "-", "-", "-", "-"});
+      continue;
+    }
     rows.push_back({clip(labels.back(), kLabelWidth), fixed(us_from_ps(r.latency_ps), 2),
                     fixed(us_from_ps(r.comm_ps), 2), fixed(us_from_ps(r.exposed_comm_ps), 2),
                     fixed(100.0 * r.overlap_efficiency, 1),
@@ -318,7 +333,8 @@ std::string format_narrow_table(const ReportContext& ctx, const std::vector<Sche
   for (std::size_t i = 0; i < results.size(); ++i) {
     // The full label when the table had to shorten it.
     const std::string who = labels[i].size() > kLabelWidth ? labels[i] : results[i].scheme;
-    out += wrap_text(who + ": " + results[i].reason, kTableWidth, "    ");
+    const std::string why = results[i].failed() ? "FAILED: " + results[i].error : results[i].reason;
+    out += wrap_text(who + ": " + why, kTableWidth, "    ");
   }
   return out;
 }
@@ -333,6 +349,10 @@ std::string format_table(const ReportContext& ctx, const std::vector<SchemeResul
       "reason"};
   std::vector<std::vector<std::string>> rows;
   for (const SchemeResult& r : results) {
+    if (r.failed()) {
+      rows.push_back({scheme_label(r), "FAILED", "-", "-", "-", "-", "-", "-", "-", "-", "FAILED: " + r.error});
+      continue;
+    }
     rows.push_back({scheme_label(r), fixed(us_from_ps(r.latency_ps), 2), fixed(us_from_ps(r.compute_only_ps), 2),
                     fixed(us_from_ps(r.comm_ps), 2), fixed(us_from_ps(r.exposed_comm_ps), 2),
                     fixed(100.0 * r.overlap_efficiency, 1),

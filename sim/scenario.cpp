@@ -2,7 +2,8 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
+#include <algorithm>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cost_model/input_error.hpp"
+#include "cost_model/input_file.hpp"
 #include "cost_model/overrides.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "cost_model/yaml_reader.hpp"
@@ -77,15 +79,31 @@ Primitive read_primitive(const YamlReader& w) {
 }
 
 // A size that a named model may supply: the file's value wins, else the model's, else it is missing.
-std::int64_t size_field(const YamlReader& w, const std::string& key, std::optional<std::int64_t> from_model) {
-  if (w.has(key) || !from_model) return w.get_positive_int(key);
+std::int64_t size_field(const YamlReader& w, const std::string& key, std::optional<std::int64_t> from_model,
+                        const InputRange& range) {
+  if (w.has(key) || !from_model) return w.get_int_in(key, range);
   return *from_model;
 }
 
 // kv_heads: 0 (or absent) means "as many as heads" (no GQA).
 std::int64_t kv_heads_field(const YamlReader& w, std::optional<std::int64_t> from_model) {
-  if (w.has("kv_heads")) return w.get_nonnegative_int("kv_heads", 0);
+  if (w.has("kv_heads")) {
+    const YamlReader c = w.child("kv_heads");
+    if (c.is_scalar() && c.node().Scalar() == "0") return 0;
+    return c.as_int_in(ranges::heads);
+  }
   return from_model.value_or(0);
+}
+
+// batch x seq tokens, refused beyond the token range before it is multiplied (batch: 1e18 would
+// overflow int64).
+std::int64_t tokens_of(const YamlReader& w, const std::string& batch_key, const std::string& seq_key) {
+  const std::int64_t batch = w.get_int_in(batch_key, ranges::batch);
+  const std::int64_t seq = w.get_int_in(seq_key, ranges::tokens);
+  const std::int64_t tokens = batch * seq;  // both bounded: at most 2^44
+  if (const auto why = range_violation(ranges::tokens, static_cast<double>(tokens)))
+    w.fail_at(seq_key, fmt::format("batch x seq = {} x {} = {} tokens: {}", batch, seq, tokens, *why));
+  return tokens;
 }
 
 void require_divides(const YamlReader& w, const std::string& key, std::int64_t value, std::int64_t divisor,
@@ -133,7 +151,7 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
     extra.insert(extra.begin(), common.begin(), common.end());
     return extra;
   };
-  const std::int64_t tp64 = w.get_positive_int("tp");
+  const std::int64_t tp64 = w.get_int_in("tp", ranges::tp);
   if (tp64 > max_ranks)
     w.fail_at("tp", fmt::format("{} ranks, but the hardware has {} GPUs", tp64, max_ranks));
   out.tp = static_cast<int>(tp64);
@@ -143,9 +161,9 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
   if (out.kind == "gemm_collective") {
     w.allow_keys(keys({"m", "n", "k", "dtype", "primitive", "rmsnorm_after"}));
     GemmCollective g;
-    g.m = w.get_positive_int("m");
-    g.n = w.get_positive_int("n");
-    g.k = w.get_positive_int("k");
+    g.m = w.get_int_in("m", ranges::gemm_dim);
+    g.n = w.get_int_in("n", ranges::gemm_dim);
+    g.k = w.get_int_in("k", ranges::gemm_dim);
     g.dtype = read_dtype(w, "dtype", DType::bf16);
     g.primitive = read_primitive(w);
     g.rmsnorm_after = w.get_bool("rmsnorm_after", false);
@@ -159,14 +177,14 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
     MlpTpSp m;
     if (w.has("tokens")) {
       if (w.has("batch") || w.has("seq")) w.fail_at("tokens", "give either tokens or batch and seq, not both");
-      m.tokens = w.get_positive_int("tokens");
+      m.tokens = w.get_int_in("tokens", ranges::tokens);
     } else if (w.has("batch") || w.has("seq")) {
-      m.tokens = w.get_positive_int("batch") * w.get_positive_int("seq");
+      m.tokens = tokens_of(w, "batch", "seq");
     } else {
-      m.tokens = w.get_positive_int("tokens");  // throws: missing required field
+      m.tokens = w.get_int_in("tokens", ranges::tokens);  // throws: missing required field
     }
-    m.d_model = size_field(w, "d_model", from(model, &Transformer::d_model));
-    m.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn));
+    m.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
+    m.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn), ranges::width);
     m.gated = w.get_bool("gated", true);
     m.gather_input = w.get_bool("gather_input", true);
     m.dtype = read_dtype(w, "dtype", DType::bf16);
@@ -179,10 +197,11 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
     const auto model = read_model(w);
     AttentionTpSp a;
     a.gather_input = w.get_bool("gather_input", true);
-    a.batch = w.get_positive_int("batch");
-    a.seq = w.get_positive_int("seq");
-    a.d_model = size_field(w, "d_model", from(model, &Transformer::d_model));
-    a.heads = size_field(w, "heads", from(model, &Transformer::heads));
+    (void)tokens_of(w, "batch", "seq");
+    a.batch = w.get_int_in("batch", ranges::batch);
+    a.seq = w.get_int_in("seq", ranges::tokens);
+    a.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
+    a.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
     a.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
     a.causal = w.get_bool("causal", true);
     a.dtype = read_dtype(w, "dtype", DType::bf16);
@@ -193,10 +212,11 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
     w.allow_keys(keys({"model", "batch", "seq", "d_model", "heads", "causal", "dtype"}));
     const auto model = read_model(w);
     AttentionUlysses a;
-    a.batch = w.get_positive_int("batch");
-    a.seq = w.get_positive_int("seq");
-    a.d_model = size_field(w, "d_model", from(model, &Transformer::d_model));
-    a.heads = size_field(w, "heads", from(model, &Transformer::heads));
+    (void)tokens_of(w, "batch", "seq");
+    a.batch = w.get_int_in("batch", ranges::batch);
+    a.seq = w.get_int_in("seq", ranges::tokens);
+    a.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
+    a.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
     a.causal = w.get_bool("causal", true);
     a.dtype = read_dtype(w, "dtype", DType::bf16);
     check_heads(w, a.d_model, a.heads, 0, tp);
@@ -206,13 +226,14 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
     w.allow_keys(keys({"model", "layers", "d_model", "d_ffn", "heads", "kv_heads", "dtype", "allreduce_us"}));
     const auto model = read_model(w);
     DecodeStack d;
-    d.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers)));
-    d.d_model = size_field(w, "d_model", from(model, &Transformer::d_model));
-    d.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn));
-    d.heads = size_field(w, "heads", from(model, &Transformer::heads));
+    d.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers), ranges::layers));
+    d.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
+    d.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn), ranges::width);
+    d.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
     d.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
     d.dtype = read_dtype(w, "dtype", DType::fp8);
-    d.allreduce_us = w.has("allreduce_us") ? w.get_positive_double("allreduce_us") : -1.0;
+    d.allreduce_us = w.has("allreduce_us") ? w.get_double_in("allreduce_us", ranges::latency_us) : -1.0;
+    if (d.allreduce_us == 0) w.fail_at("allreduce_us", "must be a positive number (got 0)");
     check_heads(w, d.d_model, d.heads, d.kv_heads, tp);
     require_divides(w, "d_ffn", d.d_ffn, tp, tp_text + " (TP shards the FFN width)");
     out.shape = d;
@@ -221,12 +242,13 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
     const auto model = read_model(w);
     Transformer t;
     t.model = model ? model->model : "custom";
-    t.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers)));
-    t.batch = w.get_positive_int("batch");
-    t.seq = w.get_positive_int("seq");
-    t.d_model = size_field(w, "d_model", from(model, &Transformer::d_model));
-    t.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn));
-    t.heads = size_field(w, "heads", from(model, &Transformer::heads));
+    t.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers), ranges::layers));
+    (void)tokens_of(w, "batch", "seq");
+    t.batch = w.get_int_in("batch", ranges::batch);
+    t.seq = w.get_int_in("seq", ranges::tokens);
+    t.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
+    t.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn), ranges::width);
+    t.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
     t.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
     t.dtype = read_dtype(w, "dtype", DType::bf16);
     check_heads(w, t.d_model, t.heads, t.kv_heads, tp);
@@ -276,7 +298,7 @@ nlohmann::json yaml_to_json(const YAML::Node& n) {
 }
 
 nlohmann::json read_param(const YamlReader& p, const SchemeParam& spec) {
-  if (spec.type == "int") return p.as_int();
+  if (spec.type == "int") return p.as_int_in(ranges::chunks);
   if (spec.type == "number") {
     const double v = p.as_double();
     if (!std::isfinite(v)) p.fail("must be a finite number");
@@ -350,6 +372,9 @@ std::string flow_text(const YAML::Node& n) {
 
 Scenario load_impl(const std::string& text, const std::string& file, const ScenarioOptions& options,
                    bool with_sweep);
+Scenario load_checked(const YAML::Node& root, const std::string& text, const std::string& file,
+                      const std::string& hardware_dir, const std::string& hardware_file, std::string hardware_name,
+                      const ScenarioOptions& options, bool with_sweep);
 
 std::vector<std::string> split_keys(const std::string& key) {
   std::vector<std::string> out;
@@ -400,7 +425,12 @@ std::vector<SweepAxis> read_sweep(const YamlReader& s, const std::string& text, 
         try {
           (void)load_impl(text, file, trial, false);
         } catch (const InputError& e) {
-          v.fail("this sweep value of '" + key + "' makes an invalid scenario: " + e.what());
+          // The point's own assignments are not the user's --set: name the key, not "--set".
+          const bool from_point = e.file().rfind("--set ", 0) == 0 &&
+                                  std::find(trial.sets.end() - static_cast<std::ptrdiff_t>(axis.keys.size()),
+                                            trial.sets.end(), e.file().substr(6)) != trial.sets.end();
+          v.fail("this sweep value of '" + key + "' makes an invalid scenario: " +
+                 (from_point ? e.key_path() + ": " + e.message() : std::string(e.what())));
         }
       }
       axis.values.push_back(std::move(point));
@@ -418,6 +448,55 @@ YAML::Node parse(const std::string& text, const std::string& file) {
   }
 }
 
+// The scenario text with its top-level `sweep:` block blanked (lines kept, so every other line
+// number stays right). Loading a sweep point parses the scenario again; with the sweep left in, a
+// sweep of N values parsed N values N times (a 3000-value list took a minute). Falls back to the
+// text unchanged when the block cannot be cut out by lines (a flow-style map on one line).
+std::string text_without_sweep(const std::string& text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception&) {
+    return text;
+  }
+  if (!root.IsMap() || !root["sweep"]) return text;
+  int sweep_line = -1;
+  std::vector<int> other_lines;
+  for (const auto& kv : root) {
+    const int line = kv.first.Mark().line;
+    if (line < 0) return text;
+    if (kv.first.Scalar() == "sweep") sweep_line = line;
+    else other_lines.push_back(line);
+  }
+  if (sweep_line < 0) return text;
+  int end_line = std::numeric_limits<int>::max();  // first line after the block
+  for (int l : other_lines) {
+    if (l == sweep_line) return text;  // another key on the sweep's line: not a block
+    if (l > sweep_line) end_line = std::min(end_line, l);
+  }
+  std::string out;
+  out.reserve(text.size());
+  int line = 0;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t nl = text.find('\n', pos);
+    const std::size_t end = nl == std::string::npos ? text.size() : nl;
+    if (line < sweep_line || line >= end_line) out.append(text, pos, end - pos);
+    if (nl == std::string::npos) break;
+    out.push_back('\n');
+    pos = nl + 1;
+    ++line;
+  }
+  // The cut must leave the same document without its sweep; anything else keeps the original.
+  try {
+    const YAML::Node check = YAML::Load(out);
+    if (!check.IsMap() || check["sweep"] || check.size() + 1 != root.size()) return text;
+  } catch (const YAML::Exception&) {
+    return text;
+  }
+  return out;
+}
+
 // Parses the text afresh on every call: overrides edit the tree in place, and yaml-cpp's Clone()
 // drops the line marks errors need.
 Scenario load_impl(const std::string& text, const std::string& file, const ScenarioOptions& options,
@@ -427,10 +506,10 @@ Scenario load_impl(const std::string& text, const std::string& file, const Scena
   if (!with_sweep && root.IsMap()) root.remove("sweep");
   if (!root.IsMap()) {
     const int line = root.Mark().line >= 0 ? root.Mark().line + 1 : 0;
-    throw InputError(file, line, "", "a scenario must be a map with hardware, workload and schemes");
+    throw InputError(file, line, "",
+                     "a scenario must be a map of keys: hardware and workload (required); name, description, "
+                     "schemes, fidelity, sweep (optional)");
   }
-  Scenario sc;
-  sc.file = file;
 
   // A named profile is spliced into the tree when --set reaches into it, so the override is
   // validated by the profile loader like any other value (cost_model/profile_loader.hpp).
@@ -449,7 +528,19 @@ Scenario load_impl(const std::string& text, const std::string& file, const Scena
     }
   }
   apply_overrides(root, options.sets);
+  try {
+    return load_checked(root, text, file, hardware_dir, hardware_file, hardware_name, options, with_sweep);
+  } catch (const InputError& e) {
+    rethrow_with_source(e, options.sets);
+  }
+}
 
+// The scenario tree (after --set) into a Scenario; errors are attributed to a --set by load_impl.
+Scenario load_checked(const YAML::Node& root, const std::string& text, const std::string& file,
+                      const std::string& hardware_dir, const std::string& hardware_file, std::string hardware_name,
+                      const ScenarioOptions& options, bool with_sweep) {
+  Scenario sc;
+  sc.file = file;
   const YamlReader r(root, "", file);
   r.allow_keys(kTopLevelKeys);
   sc.description = r.get_string("description", "");
@@ -493,9 +584,12 @@ Scenario load_impl(const std::string& text, const std::string& file, const Scena
   }
 
   if (with_sweep) {
-    if (const auto s = r.optional_child("sweep")) sc.sweep = read_sweep(*s, text, file, options);
+    if (const auto s = r.optional_child("sweep")) {
+      sc.text = text_without_sweep(text);
+      sc.sweep = read_sweep(*s, sc.text, file, options);
+    }
   }
-  sc.text = text;
+  if (sc.text.empty()) sc.text = text;
   sc.sets = options.sets;
   return sc;
 }
@@ -546,11 +640,7 @@ Scenario load_scenario_text(const std::string& yaml_text, const std::string& fil
 }
 
 Scenario load_scenario_file(const std::string& path, const ScenarioOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, 0, "", "cannot open file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return load_scenario_text(text.str(), path, options);
+  return load_scenario_text(read_input_file(path, "scenario"), path, options);
 }
 
 std::vector<std::vector<std::string>> sweep_points(const Scenario& scenario) {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cost_model/input_error.hpp"
+#include "cost_model/input_file.hpp"
 #include "sim/metrics.hpp"
 #include "sim/report.hpp"
 #include "sim/sweep_parallel.hpp"
@@ -104,13 +105,15 @@ bool next_csv_record(const std::string& text, std::size_t& pos, std::vector<std:
 
 const char* format_name(SweepFormat f) { return f == SweepFormat::csv ? "csv" : "json"; }
 
+// A sweep's own output may be far larger than a hand-written input (one row per point and scheme).
+constexpr std::int64_t kMaxSweepOutputBytes = 1024LL * 1024 * 1024;
+
+// An output a --resume run reads back: absent is fine (nothing done yet), anything but a regular
+// file of at most 16 MiB is refused (cost_model/input_file.hpp).
 std::string read_file(const std::string& path, bool& exists) {
-  std::ifstream in(path, std::ios::binary);
-  exists = static_cast<bool>(in);
-  if (!in) return {};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  const auto text = read_input_file_if_exists(path, "sweep output", kMaxSweepOutputBytes);
+  exists = text.has_value();
+  return text.value_or(std::string());
 }
 
 }  // namespace
@@ -366,7 +369,9 @@ std::string sweep_checkpoint_line(SweepFormat format, const std::string& key, co
 }
 
 void read_sweep_checkpoint(const std::string& path, SweepFormat format, std::map<std::string, std::string>& done) {
-  std::ifstream in(path, std::ios::binary);
+  const auto text = read_input_file_if_exists(path, "sweep checkpoint", kMaxSweepOutputBytes);
+  if (!text) return;
+  std::istringstream in(*text);
   std::string line;
   while (std::getline(in, line)) {
     try {

@@ -262,8 +262,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   try {
     if (run_cmd->parsed()) {
-      cmd_run(run, out);
-      return kExitOk;
+      return cmd_run(run, out, err);
     }
     if (tune_cmd->parsed()) {
       tune.algo = tune_algo;

@@ -2,7 +2,8 @@
 // The `overlap-sim` command line (CLI11): subcommands `run`, `tune`, `sweep`, `collective`, `schemes`,
 // `profile list`, `profile show` and `validate`.
 // run_cli() is the whole program minus the process: tests call it in-process with string streams.
-// Exit status: 0 success; 2 usage or input error (message on `err`); 1 internal error.
+// Exit status: 0 success; 2 usage or input error (message on `err`); 1 internal error, or (`run`) a
+// scheme that failed while the others' results were reported.
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,8 @@ namespace overlap::tools {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternal = 1;
+// `run`: some schemes failed (their rows say FAILED) while others produced results.
+inline constexpr int kExitSchemeFailed = 1;
 inline constexpr int kExitUsage = 2;
 
 // A mistake in how the program was called that is not located in a scenario file (an option value,

@@ -91,7 +91,7 @@ const sim::SchemeInfo& scheme_or_throw(const std::string& name) {
     const sim::SchemeSpec& spec = specs[i];
     const sim::BuildContext ctx{sc.workload, sc.hardware, spec.params, sc.fidelity};
     // Line 0 when the scheme list came from --set: the file is still named, without a line.
-    std::string key = fmt::format("schemes[{}]", i);
+    std::string key = fmt::format("schemes.{}", i);
     std::string message;
     try {
       (void)scheme_or_throw(spec.name).build(ctx);
@@ -140,6 +140,17 @@ nlohmann::json trace_of(const sim::Scenario& sc, const sim::SchemeSpec& spec) {
   return trace;
 }
 
+// The located message of a failed scheme: the scenario's file and line of its entry, and the key
+// "schemes.N[.params.x]" as --set accepts it back.
+InputError scheme_failure(const sim::Scenario& sc, const std::vector<sim::SchemeSpec>& specs,
+                          const sim::SchemeResult& r) {
+  const std::size_t i = r.request >= 0 ? static_cast<std::size_t>(r.request) : 0;
+  const int line = i < specs.size() ? specs[i].line : 0;
+  std::string key = fmt::format("schemes.{}", i);
+  if (!r.error_key.empty()) key += "." + r.error_key;
+  return InputError(sc.file, line, key, fmt::format("scheme '{}': {}", r.scheme, r.error));
+}
+
 void plot(const std::string& trace_path, const std::string& png_path, const std::string& title) {
   const std::string script = (fs::path(source_dir()) / "tools" / "plot_timeline.py").string();
   const int rc = run_process({python_program(), script, trace_path, "--output", png_path, "--title", title}, false);
@@ -148,7 +159,7 @@ void plot(const std::string& trace_path, const std::string& png_path, const std:
 
 }  // namespace
 
-void cmd_run(const RunOptions& options, std::ostream& out) {
+int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   const auto format = sim::parse_report_format(options.format);
   if (!format) throw UsageError("--format must be table, json or csv (got '" + options.format + "')");
   if (!options.fidelity.empty() && options.fidelity != "curve" && options.fidelity != "steps")
@@ -176,8 +187,10 @@ void cmd_run(const RunOptions& options, std::ostream& out) {
   for (const auto& s : specs) requests.push_back(sim::SchemeRequest{s.name, s.params});
 
   std::vector<sim::SchemeResult> results;
+  sim::EvaluateOptions evaluate;
+  evaluate.keep_going = true;  // one failing scheme does not hide the others' results
   try {
-    results = sim::evaluate_all(requests, sc.workload, sc.hardware, sc.fidelity);
+    results = sim::evaluate_all(requests, sc.workload, sc.hardware, sc.fidelity, evaluate);
   } catch (const InputError& e) {
     if (!options.params.empty()) throw InputError("", 0, "--param", fmt::format("scheme '{}': {}", options.scheme, e.message()));
     locate_scheme_error(sc, specs, e.what());
@@ -185,39 +198,77 @@ void cmd_run(const RunOptions& options, std::ostream& out) {
     if (!options.params.empty()) throw InputError("", 0, "--param", fmt::format("scheme '{}': {}", options.scheme, e.what()));
     locate_scheme_error(sc, specs, e.what());
   }
-
-  // Everything is computed before anything is written: an error leaves no file behind.
-  const std::string report = sim::format_report(*format, sim::report_context(sc), results, options.wide);
-  nlohmann::json trace;
-  const bool want_trace = !options.trace.empty() || !options.plot.empty();
-  if (want_trace) trace = trace_of(sc, specs.front());
-
-  if (options.output.empty()) out << report;
-  else write_output(options.output, report);
-  if (!options.trace.empty()) write_output(options.trace, trace.dump());
-  if (!options.graphviz.empty()) {
-    const sim::SchemeSpec& spec = specs.front();
-    const sim::BuildContext ctx{sc.workload, sc.hardware, spec.params, sc.fidelity};
-    write_output(options.graphviz, scheme_or_throw(spec.name).build(ctx).graph.to_graphviz());
+  // Failed rows carry the located message. When every scheme failed there is no result to show:
+  // the scenario is unusable as given, an input error (exit 2) like before.
+  std::size_t failed = 0;
+  for (sim::SchemeResult& r : results) {
+    if (!r.failed()) continue;
+    ++failed;
+    if (!options.params.empty()) {
+      const std::string key = r.error_key.empty() ? "--param" : "--param " + r.error_key.substr(r.error_key.rfind('.') + 1);
+      throw InputError("", 0, key, fmt::format("scheme '{}': {}", options.scheme, r.error));
+    }
+    const InputError located = scheme_failure(sc, specs, r);
+    if (failed == results.size()) throw located;
+    r.error = located.what();
   }
-  if (!options.plot.empty()) {
-    const std::string title = fmt::format("{}: {} on {}", sc.name, specs.front().name, sim::hardware_display_name(sc));
-    if (!options.trace.empty()) {
-      plot(options.trace, options.plot, title);
-    } else {
-      const fs::path tmp = fs::temp_directory_path() / fmt::format("overlap-sim-trace-{}.json", ::getpid());
-      write_output(tmp.string(), trace.dump());
-      try {
-        plot(tmp.string(), options.plot, title);
-      } catch (...) {
+  if (failed > 0 && failed == results.size()) throw scheme_failure(sc, specs, results.front());
+
+  // Everything is computed before anything is written, and every file is staged before any is
+  // moved into place: an error leaves every target as it was.
+  const std::string report = sim::format_report(*format, sim::report_context(sc), results, options.wide);
+  const bool want_trace = !options.trace.empty() || !options.plot.empty();
+  const bool first_failed = !results.empty() && results.front().failed() && results.front().request == 0;
+  if ((want_trace || !options.graphviz.empty()) && first_failed)
+    throw UsageError(fmt::format("--trace / --plot / --graphviz: scheme '{}' failed: {}", specs.front().name,
+                                 results.front().error));
+  StagedOutputs staged;
+  try {
+    if (!options.output.empty()) staged.stage(options.output, report);
+    std::string trace_file;
+    if (want_trace) {
+      const std::string text = trace_of(sc, specs.front()).dump();
+      if (!options.trace.empty()) {
+        staged.stage(options.trace, text);
+        trace_file = options.trace;
+      }
+      if (!options.plot.empty()) {
+        // The plotting script reads the trace from a temporary of its own (the staged trace is not
+        // in place yet) and writes the PNG to the plot's staged temporary.
+        const fs::path tmp = fs::temp_directory_path() / fmt::format("overlap-sim-trace-{}.json", ::getpid());
+        write_file_atomically(tmp.string(), text);
+        const std::string png = staged.reserve(options.plot);
+        const std::string title = fmt::format("{}: {} on {}", sc.name, specs.front().name, sim::hardware_display_name(sc));
+        try {
+          plot(tmp.string(), png, title);
+        } catch (...) {
+          std::error_code ec;
+          fs::remove(tmp, ec);
+          throw;
+        }
         std::error_code ec;
         fs::remove(tmp, ec);
-        throw;
       }
-      std::error_code ec;
-      fs::remove(tmp, ec);
     }
+    if (!options.graphviz.empty()) {
+      const sim::SchemeSpec& spec = specs.front();
+      const sim::BuildContext ctx{sc.workload, sc.hardware, spec.params, sc.fidelity};
+      staged.stage(options.graphviz, scheme_or_throw(spec.name).build(ctx).graph.to_graphviz());
+    }
+    staged.commit();
+  } catch (const std::runtime_error& e) {
+    if (dynamic_cast<const UsageError*>(&e) || dynamic_cast<const InputError*>(&e) || dynamic_cast<const sim::SimError*>(&e)) throw;
+    throw UsageError(std::string(e.what()) + " (no output was written)");
   }
+  if (options.output.empty()) out << report;
+  if (failed > 0) {
+    for (const sim::SchemeResult& r : results)
+      if (r.failed()) err << "overlap-sim: error: " << r.error << "\n";
+    err << fmt::format("overlap-sim: {} of {} schemes failed (their rows say FAILED); the others' results are "
+                       "reported\n", failed, results.size());
+    return kExitSchemeFailed;
+  }
+  return kExitOk;
 }
 
 }  // namespace overlap::tools

@@ -24,10 +24,12 @@ struct RunOptions {
   bool wide = false;               // table: every column (default: fits 120 columns)
 };
 
-// Throws overlap::InputError (bad scenario / --set), UsageError (bad option, missing plotting
-// dependency, unwritable output); anything else is an internal error. Files are written only after
-// every result is computed, each atomically (sim/atomic_file.hpp).
-void cmd_run(const RunOptions& options, std::ostream& out);
+// Throws overlap::InputError (bad scenario / --set, or every scheme failed), UsageError (bad option,
+// missing plotting dependency, unwritable output); anything else is an internal error. A scheme that
+// fails while others succeed is a FAILED row of the report, named on `err`, and the exit status is
+// 1 (returned). Every output (report, trace, graph, plot) is produced to a temporary file first and
+// all are moved into place together only when all succeeded (sim/atomic_file.hpp StagedOutputs).
+int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err);
 
 // Helpers the commands that plot share (run --plot, sweep --plot).
 // Runs a program (searched in PATH) and waits for it; stdout/stderr go to ours unless `quiet`.

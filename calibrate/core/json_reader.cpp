@@ -1,5 +1,7 @@
 #include "calibrate/core/json_reader.hpp"
 
+#include "cost_model/input_file.hpp"
+
 #include <fstream>
 #include <sstream>
 
@@ -82,12 +84,9 @@ bool JsonReader::get_bool(const std::string& key, bool fallback) const {
 }
 
 json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "", "cannot open file");
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = read_input_file(path, "JSON");
   try {
-    return json::parse(text.str());
+    return json::parse(text);
   } catch (const json::parse_error& e) {
     throw InputError(path, 0, "", std::string("not valid JSON: ") + e.what());
   }

@@ -49,13 +49,18 @@ FlashOverlapParams read_params(const BuildContext& ctx) {
       else throw InputError("", 0, "params.groups", fmt::format("must be \"auto\", \"optimal\", a wave count or a list of wave counts (got '{}')", s));
     } else if (g.is_number_integer()) {
       p.search = FlashOverlapParams::Search::equal;
-      p.equal_size = g.get<int>();
-      if (p.equal_size < 1) throw InputError("", 0, "params.groups", fmt::format("group size must be >= 1 wave (got {})", p.equal_size));
+      const std::int64_t size = g.get<std::int64_t>();
+      if (size < 1) throw InputError("", 0, "params.groups", fmt::format("group size must be >= 1 wave (got {})", size));
+      // Checked against the GEMM's wave count once the plan is known (build()); this bound only keeps
+      // the value an int.
+      p.equal_size = static_cast<int>(std::min<std::int64_t>(size, 1 << 30));
     } else if (g.is_array() && !g.empty()) {
       p.search = FlashOverlapParams::Search::list;
       for (const auto& v : g) {
         if (!v.is_number_integer() || v.get<std::int64_t>() < 1)
           throw InputError("", 0, "params.groups", "every group must be a positive whole number of waves");
+        if (v.get<std::int64_t>() > (1 << 20))
+          throw InputError("", 0, "params.groups", fmt::format("a group of {} waves is more than any GEMM has (at most 2^20)", v.get<std::int64_t>()));
         p.groups.push_back(v.get<int>());
       }
     } else {
@@ -136,7 +141,16 @@ BuiltScheme build_flashoverlap(const BuildContext& ctx) {
   std::string how;
   switch (p.search) {
     case FlashOverlapParams::Search::list: groups = p.groups; how = "given"; break;
-    case FlashOverlapParams::Search::equal: groups = equal_wave_groups(waves, p.equal_size); how = "equal"; break;
+    case FlashOverlapParams::Search::equal:
+      // A group larger than the GEMM is no partition the paper's Egs means (Fig. 14): refused like a
+      // list whose sizes do not sum to the waves.
+      if (p.equal_size > waves)
+        throw InputError("", 0, "params.groups",
+                         fmt::format("a group size of {} waves exceeds the GEMM's {} waves ({} tiles, {} per wave)",
+                                     p.equal_size, waves, plan.tiles, tiles_per_wave));
+      groups = equal_wave_groups(waves, p.equal_size);
+      how = "equal";
+      break;
     case FlashOverlapParams::Search::auto_search:
     case FlashOverlapParams::Search::optimal: {
       const WaveGroupProblem prob = flashoverlap_problem(ctx);

@@ -76,7 +76,7 @@ TEST_CASE("loader error: unknown key names key and line", "[profile][errors]") {
 TEST_CASE("loader error: wrong type", "[profile][errors]") {
   const std::string msg = error_of(
       "gpu:\n  sm_count: many\n  peak_tflops: {bf16: 500}\nfabric:\n  num_gpus: 4\n  links: {nvlink: {bandwidth_gbps: 300}}\n");
-  CHECK(msg == "scenarios/x.yaml:2: hardware.gpu.sm_count: must be a positive integer (got many)");
+  CHECK(msg == "scenarios/x.yaml:2: hardware.gpu.sm_count: must be an integer in [1, 4096] SMs (got many)");
   const std::string msg2 = error_of(
       "gpu:\n  sm_count: 10\n  peak_tflops: {bf16: fast}\nfabric:\n  num_gpus: 4\n  links: {nvlink: {bandwidth_gbps: 300}}\n");
   CHECK(msg2 == "scenarios/x.yaml:3: hardware.gpu.peak_tflops.bf16: must be a number (got fast)");
@@ -90,10 +90,10 @@ TEST_CASE("loader error: missing required field", "[profile][errors]") {
 TEST_CASE("loader error: non-positive size", "[profile][errors]") {
   const std::string msg = error_of(
       "gpu:\n  sm_count: -3\n  peak_tflops: {bf16: 500}\nfabric:\n  num_gpus: 4\n  links: {nvlink: {bandwidth_gbps: 300}}\n");
-  CHECK(msg == "scenarios/x.yaml:2: hardware.gpu.sm_count: must be a positive integer (got -3)");
+  CHECK(msg == "scenarios/x.yaml:2: hardware.gpu.sm_count: must be an integer in [1, 4096] SMs (got -3): the engine addresses SMs in 12 bits; the largest GPUs have a few hundred");
   const std::string msg2 = error_of(
       "gpu:\n  sm_count: 3\n  peak_tflops: {bf16: 500}\nfabric:\n  num_gpus: 4\n  links: {nvlink: {bandwidth_gbps: 0}}\n");
-  CHECK(msg2 == "scenarios/x.yaml:6: hardware.fabric.links.nvlink.bandwidth_gbps: must be a positive number (got 0)");
+  CHECK(msg2 == "scenarios/x.yaml:6: hardware.fabric.links.nvlink.bandwidth_gbps: must be in [0.001, 1e+06] GB/s (got 0): HBM3e is 8,000 GB/s; below 1 MB/s a transfer of a few GB leaves int64 ps");
 }
 
 TEST_CASE("loader error: a node size that must divide the GPU count", "[profile][errors]") {
@@ -166,7 +166,7 @@ TEST_CASE("launch, transports and GEMM HBM traffic load with their defaults and 
 TEST_CASE("loader error: bad launch, transport and topology fields name file, line and key", "[profile][errors][issue9]") {
   const std::string base(kMinimal);  // 6 lines
   CHECK(error_of(base + "launch: {gap_us: -1}\n") ==
-        "scenarios/x.yaml:7: hardware.launch.gap_us: must be a non-negative number (got -1)");
+        "scenarios/x.yaml:7: hardware.launch.gap_us: must be in [0, 1e+06] us (got -1): one second per step is far beyond any real kernel or link");
   CHECK(error_of(base + "transports:\n  sm_copy: {efficiency: 1.5}\n") ==
         "scenarios/x.yaml:8: hardware.transports.sm_copy.efficiency: must be a fraction in (0, 1] (got 1.5)");
   CHECK(error_of(base + "transports:\n  nvlink: {latency_us: 1}\n").find("hardware.transports.nvlink: unknown key") !=
@@ -175,7 +175,7 @@ TEST_CASE("loader error: bad launch, transport and topology fields name file, li
             .find("hardware.transports.copy_engine.cta_gbps: unknown key") != std::string::npos);
   CHECK(error_of("gpu:\n  sm_count: 10\n  peak_tflops: {bf16: 500}\n  gemm_l2_reuse: 0.5\nfabric:\n  num_gpus: 4\n"
                  "  links: {nvlink: {bandwidth_gbps: 300}}\n") ==
-        "scenarios/x.yaml:4: hardware.gpu.gemm_l2_reuse: must be at least 1 (every operand byte is read once)");
+        "scenarios/x.yaml:4: hardware.gpu.gemm_l2_reuse: must be in [1, 10000] (got 0.5): every operand byte is read at least once");
   CHECK(error_of("gpu:\n  sm_count: 10\n  peak_tflops: {bf16: 500}\nfabric:\n  num_gpus: 4\n  virtual_link: d2d\n"
                  "  links: {nvlink: {bandwidth_gbps: 300}}\n") ==
         "scenarios/x.yaml:6: hardware.fabric.virtual_link: only allowed with topology: virtual");

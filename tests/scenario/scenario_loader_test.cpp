@@ -121,7 +121,7 @@ TEST_CASE("unknown keys are errors naming the key and its line", "[scenario][err
   const InputError e = load_error(replace_line(kGemm, 7, "  nn: 8192"));
   check_located(e, 7, "workload.nn");
   CHECK_THAT(std::string(e.what()), Catch::Contains("unknown key"));
-  check_located(load_error(replace_line(kGemm, 12, "  - {name: data_slicing, chunks: 8}")), 12, "schemes[1].chunks");
+  check_located(load_error(replace_line(kGemm, 12, "  - {name: data_slicing, chunks: 8}")), 12, "schemes.1.chunks");
 }
 
 TEST_CASE("a key given twice is an error at its second line, not silently dropped", "[scenario][errors]") {
@@ -138,7 +138,7 @@ TEST_CASE("wrong types are errors naming the key and its line", "[scenario][erro
   check_located(load_error(replace_line(kGemm, 5, "  tp: [4]")), 5, "workload.tp");
   check_located(load_error(replace_line(kGemm, 9, "  primitive: broadcast_everything")), 9, "workload.primitive");
   check_located(load_error(replace_line(kGemm, 12, "  - {name: data_slicing, params: {chunks: many}}")), 12,
-                "schemes[1].params.chunks");
+                "schemes.1.params.chunks");
   check_located(load_error(kGemm + "fidelity: exact\n"), 13, "fidelity");
 }
 
@@ -194,16 +194,16 @@ TEST_CASE("shapes that do not divide are errors naming the key and its line", "[
 
 TEST_CASE("unknown scheme names and scheme params are errors naming the key and its line", "[scenario][errors]") {
   const InputError name = load_error(replace_line(kGemm, 11, "  - warp_drive"));
-  check_located(name, 11, "schemes[0]");
+  check_located(name, 11, "schemes.0");
   CHECK_THAT(std::string(name.what()), Catch::Contains("unknown scheme 'warp_drive'"));
   CHECK_THAT(std::string(name.what()), Catch::Contains("no_overlap"));  // lists the known ones
 
   const InputError param = load_error(replace_line(kGemm, 12, "  - {name: data_slicing, params: {chunkz: 8}}"));
-  check_located(param, 12, "schemes[1].params.chunkz");
+  check_located(param, 12, "schemes.1.params.chunkz");
   CHECK_THAT(std::string(param.what()), Catch::Contains("chunks"));  // names the parameter it has
 
   // A scheme that exists but does not apply to this workload (delayed-tp-blog's decode schemes).
-  check_located(load_error(replace_line(kGemm, 11, "  - dtp")), 11, "schemes[0]");
+  check_located(load_error(replace_line(kGemm, 11, "  - dtp")), 11, "schemes.0");
   // An empty list is not "every scheme".
   const std::string empty = replace_line(replace_line(replace_line(kGemm, 10, "schemes: []"), 11, ""), 12, "");
   check_located(load_error(empty), 10, "schemes");
@@ -294,10 +294,10 @@ TEST_CASE("sweep axes are parsed and every value validated", "[scenario][sweep]"
   // A value that makes an invalid scenario: reported at that value.
   const InputError bad = load_error(kGemm + "sweep:\n  workload.m: [1024, 1025]\n");
   CHECK(bad.line() == 14);
-  CHECK(bad.key_path() == "sweep.workload.m[1]");
+  CHECK(bad.key_path() == "sweep.workload.m.1");
   CHECK_THAT(std::string(bad.what()), Catch::Contains("not divisible"));
   // A key the scenario does not have.
-  CHECK(load_error(kGemm + "sweep:\n  workload.mm: [1]\n").key_path() == "sweep.workload.mm[0]");
+  CHECK(load_error(kGemm + "sweep:\n  workload.mm: [1]\n").key_path() == "sweep.workload.mm.0");
   // Zipped values must match the key count.
   CHECK(load_error(kGemm + "sweep:\n  \"workload.m,workload.n\": [[1024]]\n").line() == 14);
 }

@@ -1,0 +1,109 @@
+#pragma once
+// The valid range of every physical quantity a user can type (profile, scenario, --set, scheme
+// parameters): ONE table, so the loaders, the messages and the README's "Bad input" section agree.
+// A value outside its range is an InputError naming the file:line (or --set), the key and the
+// limit. The limits are physical (no GPU has 5000 SMs or 10 PB/s links) or guard what the simulator
+// can count (int64 picoseconds and bytes, cost_model/units.hpp) and afford (a node of a million
+// GPUs takes minutes and gigabytes to build). Listed with their reasons in
+// /work/notes/issue12_ranges.md and README.md "Bad input".
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace overlap {
+
+struct InputRange {
+  std::string_view quantity;  // what it is, for the README table
+  std::string_view keys;      // the key paths that use it (README)
+  double min = 0;
+  double max = 0;
+  std::string_view unit;  // "" for counts
+  std::string_view why;   // the reason for the limits (README; short)
+  bool integer = false;
+};
+
+namespace ranges {
+
+// GPU (hardware.gpu.*)
+inline constexpr InputRange sm_count{"SM count", "gpu.sm_count", 1, 4096, "SMs",
+                                     "the engine addresses SMs in 12 bits; the largest GPUs have a few hundred", true};
+inline constexpr InputRange ctas_per_sm{"GEMM CTAs per SM", "gpu.gemm_ctas_per_sm", 1, 64, "CTAs",
+                                        "an SM holds at most 32 resident CTAs (Hopper)", true};
+inline constexpr InputRange clock_mhz{"clock", "gpu.clock_mhz", 0, 1e5, "MHz", "0 = not given; GPUs clock near 2 GHz"};
+inline constexpr InputRange peak_tflops{"peak TFLOP/s", "gpu.peak_tflops.<dtype>", 1e-3, 1e5, "TFLOP/s",
+                                        "GB200 FP8 is about 5,000; below 1 GFLOP/s a GEMM leaves int64 ps"};
+inline constexpr InputRange bandwidth_gbps{"bandwidth", "gpu.hbm_bandwidth_gbps, fabric.links.*.bandwidth_gbps, "
+                                           "fabric.edges[].bandwidth_gbps, curves.*.beta_gbps, comm.*_gbps, "
+                                           "transports.sm_copy.cta_gbps",
+                                           1e-3, 1e6, "GB/s",
+                                           "HBM3e is 8,000 GB/s; below 1 MB/s a transfer of a few GB leaves int64 ps"};
+inline constexpr InputRange copy_engines{"copy engines", "gpu.copy_engines", 1, 64, "copy engines",
+                                         "every GPU has at least one; copy-engine schemes need one", true};
+inline constexpr InputRange latency_us{"latency / duration", "*_us (fabric, comm, launch, transports, curves, "
+                                       "gemm_tile_us, workload.allreduce_us)",
+                                       0, 1e6, "us", "one second per step is far beyond any real kernel or link"};
+inline constexpr InputRange factor{"model factor", "gpu.gemm_comm_interference, comm.nvls_efficiency", 0, 100, "",
+                                   "a multiplier on a time or rate"};
+inline constexpr InputRange l2_reuse{"L2 reuse", "gpu.gemm_l2_reuse", 1, 1e4, "",
+                                     "every operand byte is read at least once"};
+inline constexpr InputRange channels{"channels", "comm.channels, comm.nvls_channels, comm.p2p_channels", 1, 4096,
+                                     "channels", "a channel holds an SM (at most gpu.sm_count)", true};
+
+// Fabric (hardware.fabric.*)
+inline constexpr InputRange num_gpus{"GPU count", "fabric.num_gpus", 1, 65536, "GPUs",
+                                     "a node of 65,536 GPUs builds in about a second; a million takes minutes and GB",
+                                     true};
+inline constexpr InputRange gpus_per_group{"GPUs per node / NUMA node", "fabric.gpus_per_node, fabric.gpus_per_numa",
+                                           0, 65536, "GPUs", "0 = not given; at most fabric.num_gpus", true};
+inline constexpr InputRange fabric_nodes{"explicit fabric nodes / edges", "fabric.nodes, fabric.edges", 1, 1'000'000,
+                                         "entries", "keeps the fabric small enough to build in seconds", true};
+
+// Curves and measured GEMMs (hardware.curves.*, hardware.gemm_profiles[])
+inline constexpr InputRange curve_bytes{"curve message size", "curves.*.points[][0]", 1, 1099511627776.0, "bytes",
+                                        "1 TiB: larger than any GPU memory", true};
+inline constexpr InputRange curve_us{"curve time", "curves.*.points[][1], curves.*.alpha_us", 0, 1e6, "us",
+                                     "one second per collective is far beyond any measurement"};
+inline constexpr InputRange curve_points{"curve points", "curves.*.points", 1, 10000, "points",
+                                         "nccl-tests prints about 30 sizes", true};
+inline constexpr InputRange tile{"GEMM tile edge", "gemm_profiles[].tile_m, tile_n", 1, 4096, "elements",
+                                 "CUTLASS tiles are 64..256", true};
+
+// Workload (workload.*)
+inline constexpr InputRange tp{"tensor-parallel ranks", "workload.tp", 1, 65536, "ranks",
+                               "at most fabric.num_gpus", true};
+inline constexpr InputRange gemm_dim{"GEMM dimension", "workload.m, n, k; gemm_profiles[].m, n, k", 1, 16777216,
+                                     "elements", "2^24: sizes stay far inside int64 bytes; LLM dimensions are < 2^18",
+                                     true};
+inline constexpr InputRange tokens{"tokens", "workload.tokens, workload.seq, workload.batch x workload.seq", 1,
+                                   16777216, "tokens", "2^24 tokens per layer: 16x Llama-3's largest global batch",
+                                   true};
+inline constexpr InputRange batch{"batch", "workload.batch", 1, 1048576, "sequences",
+                                  "2^20; batch x seq is also limited to 2^24 tokens", true};
+inline constexpr InputRange width{"model width", "workload.d_model, workload.d_ffn", 1, 1048576, "elements",
+                                  "2^20: the largest published models are < 2^17 wide", true};
+inline constexpr InputRange heads{"attention heads", "workload.heads, workload.kv_heads", 1, 65536, "heads",
+                                  "kv_heads may also be 0 (= heads)", true};
+inline constexpr InputRange layers{"layers", "workload.layers", 1, 1024, "layers",
+                                   "the largest published models have about 128; each layer adds graph nodes", true};
+
+// Scheme parameters (schemes[].params.*, --param)
+inline constexpr InputRange chunks{"integer scheme knob (chunks, streams, SMs, wave sizes)",
+                                   "schemes.N.params.<int knob>, --param", -1, 1048576, "",
+                                   "-1 = the scheme's documented default; 2^20: each chunk adds graph nodes", true};
+
+inline constexpr std::array kAll = {&sm_count, &ctas_per_sm,   &clock_mhz, &peak_tflops, &bandwidth_gbps,
+                                    &copy_engines, &latency_us, &factor,    &l2_reuse,    &channels,
+                                    &num_gpus,  &gpus_per_group, &fabric_nodes, &curve_bytes, &curve_us,
+                                    &curve_points, &tile,       &tp,        &gemm_dim,    &tokens,
+                                    &batch,     &width,         &heads,     &layers,      &chunks};
+
+}  // namespace ranges
+
+// "[1, 4096] SMs"
+std::string range_text(const InputRange& r);
+// nullopt when `value` lies in the range (and is whole for an integer range), else the complaint,
+// e.g. "must be in [1, 4096] SMs (got 5000): the engine addresses SMs in 12 bits; ...".
+std::optional<std::string> range_violation(const InputRange& r, double value, const std::string& got_text = "");
+
+}  // namespace overlap

@@ -1,0 +1,332 @@
+// Issue 12 (hardening): every bad input is refused with exit 2 and a message naming the file or
+// flag, the key and (for ranges) the limit; input paths that are not regular files are refused at
+// once; one failing scheme does not hide the others' results; outputs appear together or not at all.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cost_model/input_error.hpp"
+#include "cost_model/input_file.hpp"
+#include "cost_model/input_ranges.hpp"
+#include "cost_model/profile_loader.hpp"
+#include "sim/scenario.hpp"
+#include "tools/cli.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  int rc = -1;
+  std::string out, err;
+};
+
+Run cli(const std::vector<std::string>& args) {
+  std::vector<const char*> argv = {"overlap-sim"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  Run r;
+  r.rc = overlap::tools::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+struct Dir {
+  fs::path path;
+  Dir() {
+    static int n = 0;
+    path = fs::temp_directory_path() / ("overlap-harden-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+    fs::create_directories(path);
+  }
+  ~Dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  std::size_t entries() const {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(path)) ++n;
+    return n;
+  }
+};
+
+void write(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+const std::string kGemm =
+    "hardware: h100-sxm-8x-nvswitch\n"                  // 1
+    "workload:\n"                                        // 2
+    "  kind: gemm_collective\n"                          // 3
+    "  tp: 4\n"                                          // 4
+    "  m: 2048\n"                                        // 5
+    "  n: 4096\n"                                        // 6
+    "  k: 2048\n"                                        // 7
+    "  primitive: all_reduce\n"                          // 8
+    "schemes:\n"                                         // 9
+    "  - no_overlap\n";                                  // 10
+
+// The InputError a scenario text raises ("" when it loads).
+std::string load_error(const std::string& text, const std::vector<std::string>& sets = {}) {
+  overlap::sim::ScenarioOptions o;
+  o.sets = sets;
+  try {
+    (void)overlap::sim::load_scenario_text(text, "h.yaml", o);
+  } catch (const overlap::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("out-of-range physical quantities are refused with the key and the limit", "[harden][ranges]") {
+  // --set: the message names the flag (not the YAML file), the key and the range.
+  for (const std::string v : {"1e-9", "1e300"}) {
+    const Run r = cli({"run", "--set", "hardware.gpu.peak_tflops.bf16=" + v});
+    INFO(r.err);
+    CHECK(r.rc == 2);
+    CHECK_THAT(r.err, Catch::Contains("--set hardware.gpu.peak_tflops.bf16=" + v));
+    CHECK_THAT(r.err, Catch::Contains("hardware.gpu.peak_tflops.bf16"));
+    CHECK_THAT(r.err, Catch::Contains("[0.001, 100000] TFLOP/s"));
+  }
+  const Run hbm = cli({"run", "--set", "hardware.gpu.hbm_bandwidth_gbps=1e-300"});
+  CHECK(hbm.rc == 2);
+  CHECK_THAT(hbm.err, Catch::Contains("hardware.gpu.hbm_bandwidth_gbps") && Catch::Contains("GB/s"));
+  const Run gpus = cli({"run", "--set", "hardware.fabric.num_gpus=1000000"});
+  CHECK(gpus.rc == 2);
+  CHECK_THAT(gpus.err, Catch::Contains("hardware.fabric.num_gpus") && Catch::Contains("65536"));
+
+  // In a file: file:line and key.
+  std::string e = load_error(kGemm + "fidelity: curve\n", {"workload.m=1e18"});
+  CHECK_THAT(e, Catch::Contains("workload.m") && Catch::Contains("16777216"));
+  const std::string attention =
+      "hardware: h100-sxm-8x-nvswitch\n"
+      "workload: {kind: attention_tpsp, tp: 8, batch: 1000000000000000000, seq: 8192, d_model: 8192, heads: 64}\n";
+  e = load_error(attention);
+  CHECK_THAT(e, Catch::Contains("h.yaml:2") && Catch::Contains("workload.batch") && Catch::Contains("1048576"));
+  // batch and seq each in range, their product is not.
+  e = load_error(attention, {"workload.batch=1048576"});
+  CHECK_THAT(e, Catch::Contains("batch x seq") && Catch::Contains("16777216"));
+
+  const std::string decode =
+      "hardware: h100-sxm-8x-nvswitch\n"
+      "workload: {kind: decode_stack, tp: 8, model: llama3-70b, allreduce_us: 1e13}\n";
+  e = load_error(decode);
+  CHECK_THAT(e, Catch::Contains("h.yaml:2") && Catch::Contains("workload.allreduce_us") && Catch::Contains("[0, 1e+06] us"));
+}
+
+TEST_CASE("copy_engines 0 in a file is refused at its line and key", "[harden][ranges]") {
+  Dir d;
+  const std::string profile = d.file("p.yaml");
+  std::string text = read(overlap::tools::hardware_dir() + "/h100-sxm-8x-nvswitch.yaml");
+  text += "\n";
+  // Replace the gpu section's copy_engines (or add it) at a known line.
+  std::istringstream lines(text);
+  std::string line, out;
+  int n = 0, at = 0;
+  while (std::getline(lines, line)) {
+    ++n;
+    if (line.rfind("  copy_engines:", 0) == 0) {
+      line = "  copy_engines: 0";
+      at = n;
+    }
+    out += line + "\n";
+  }
+  REQUIRE(at > 0);
+  write(profile, out);
+  CHECK(cli({"profile", "show", profile}).rc == 2);
+  try {
+    (void)overlap::load_profile_file(profile);
+    FAIL("copy_engines: 0 was accepted");
+  } catch (const overlap::InputError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains(profile + ":" + std::to_string(at)));
+    CHECK_THAT(std::string(e.what()), Catch::Contains("gpu.copy_engines") && Catch::Contains("[1, 64]"));
+  }
+}
+
+TEST_CASE("every range of the table is well formed", "[harden][ranges]") {
+  for (const overlap::InputRange* r : overlap::ranges::kAll) {
+    INFO(r->quantity);
+    CHECK(r->min <= r->max);
+    CHECK_FALSE(r->why.empty());
+    CHECK_FALSE(overlap::range_violation(*r, r->min).has_value());
+    CHECK_FALSE(overlap::range_violation(*r, r->max).has_value());
+    CHECK(overlap::range_violation(*r, r->max * 2 + 1).has_value());
+  }
+}
+
+TEST_CASE("a link class or key nothing reads is an error naming where it came from", "[harden][keys]") {
+  const Run r = cli({"run", "--set", "hardware.fabric.links.nvlnk.bandwidth_gbps=5"});
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.err, Catch::Contains("--set hardware.fabric.links.nvlnk.bandwidth_gbps=5"));
+  CHECK_THAT(r.err, Catch::Contains("hardware.fabric.links.nvlnk") && Catch::Contains("unknown link class"));
+  // profile show does not list it either: it refuses it.
+  CHECK(cli({"profile", "show", "h100-sxm-8x-nvswitch", "--set", "fabric.links.nvlnk.bandwidth_gbps=5"}).rc == 2);
+  try {
+    (void)overlap::load_profile("h100-sxm-8x-nvswitch", overlap::tools::hardware_dir(), {"fabric.links.nvlnk.bandwidth_gbps=5"});
+    FAIL("the misspelt link class was accepted");
+  } catch (const overlap::InputError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("--set fabric.links.nvlnk.bandwidth_gbps=5") && Catch::Contains("nvlnk"));
+  }
+  // An unknown key under a map set inline.
+  const std::string e = load_error(kGemm, {"workload.mm=5"});
+  CHECK_THAT(e, Catch::Contains("--set workload.mm=5") && Catch::Contains("workload.mm") && Catch::Contains("unknown key"));
+  // A file's mistake is still the file's: its line, not --set.
+  const std::string f = load_error(kGemm + "  - {name: no_overlap, params: {x: 1}}\n", {"workload.m=4096"});
+  CHECK_THAT(f, Catch::Contains("h.yaml:11") && Catch::Contains("schemes.1.params.x"));
+}
+
+TEST_CASE("a path in a message is accepted back by --set", "[harden][keys]") {
+  const std::string e = load_error(kGemm + "  - {name: data_slicing, params: {chunks: true}}\n");
+  REQUIRE_THAT(e, Catch::Contains("schemes.1.params.chunks"));
+  // The same path through --set fixes it.
+  CHECK(load_error(kGemm + "  - {name: data_slicing, params: {chunks: true}}\n", {"schemes.1.params.chunks=2"}).empty());
+  // The top-level message says what is required.
+  const std::string list = load_error("[1, 2]\n");
+  CHECK_THAT(list, Catch::Contains("hardware and workload (required)"));
+  CHECK_THAT(list, !Catch::Contains("hardware, workload and schemes"));
+}
+
+TEST_CASE("FlashOverlap wave groups larger than the GEMM are refused like a wrong list", "[harden][keys]") {
+  Dir d;
+  const std::string scen = d.file("fo.yaml");
+  for (const std::string groups : {"1000000", "[100, 100]"}) {
+    write(scen, kGemm + "  - {name: flashoverlap, params: {groups: " + groups + "}}\n");
+    const Run r = cli({"run", scen, "--scheme", "flashoverlap"});
+    INFO(groups << ": " << r.err);
+    CHECK(r.rc == 2);
+    CHECK_THAT(r.err, Catch::Contains("groups") && Catch::Contains("waves"));
+  }
+}
+
+TEST_CASE("input paths that are not regular files are refused at once", "[harden][files]") {
+  Dir d;
+  // A directory, a device, a FIFO (would block forever), an oversized file.
+  const Run dir = cli({"run", d.path.string()});
+  CHECK(dir.rc == 2);
+  CHECK_THAT(dir.err, Catch::Contains(d.path.string()) && Catch::Contains("directory"));
+  const Run zero = cli({"run", "/dev/zero"});
+  CHECK(zero.rc == 2);
+  CHECK_THAT(zero.err, Catch::Contains("/dev/zero") && Catch::Contains("device"));
+  const std::string fifo = d.file("fifo.yaml");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const Run pipe = cli({"run", fifo});
+  CHECK(pipe.rc == 2);
+  CHECK_THAT(pipe.err, Catch::Contains("FIFO"));
+  const std::string big = d.file("big.yaml");
+  {
+    std::ofstream out(big, std::ios::binary);
+    const std::string block(1 << 20, '#');
+    for (int i = 0; i < 17; ++i) out << block;
+  }
+  const Run huge = cli({"run", big});
+  CHECK(huge.rc == 2);
+  CHECK_THAT(huge.err, Catch::Contains("16 MiB"));
+  // A hardware path in a scenario that names a directory: an input error at the scenario's line.
+  const std::string scen = d.file("hw.yaml");
+  write(scen, "hardware: " + d.path.string() + "/\nworkload: {kind: gemm_collective, tp: 2, m: 64, n: 64, k: 64, primitive: all_reduce}\n");
+  const Run hw = cli({"run", scen});
+  CHECK(hw.rc == 2);
+  CHECK_THAT(hw.err, Catch::Contains("directory"));
+  // The reader itself.
+  CHECK_THROWS_AS(overlap::read_input_file("/dev/null"), overlap::InputError);
+  CHECK_FALSE(overlap::read_input_file_if_exists(d.file("absent")).has_value());
+  write(d.file("ok"), "abc");
+  CHECK(overlap::read_input_file(d.file("ok")) == "abc");
+}
+
+TEST_CASE("a 3000-value sweep list validates, each value checked", "[harden][sweep]") {
+  std::string values;
+  for (int i = 1; i <= 3000; ++i) values += (i > 1 ? ", " : "") + std::to_string(i * 64);
+  const std::string text = kGemm + "sweep:\n  workload.k: [" + values + "]\n";
+  const overlap::sim::Scenario sc = overlap::sim::load_scenario_text(text, "sweep.yaml");
+  REQUIRE(sc.sweep.size() == 1);
+  CHECK(sc.sweep[0].values.size() == 3000);
+  CHECK(overlap::sim::sweep_points(sc).size() == 3000);
+  // The text a point reloads no longer carries the sweep, and its lines still match the file's.
+  CHECK(sc.text.find("sweep") == std::string::npos);
+  CHECK(std::count(sc.text.begin(), sc.text.end(), '\n') == std::count(text.begin(), text.end(), '\n'));
+  CHECK_THAT(load_error(sc.text + "bogus: 1\n"), Catch::Contains("h.yaml:13"));
+  // A bad value among them is still found, at the sweep's line.
+  const std::string bad = kGemm + "sweep:\n  workload.k: [" + values + ", 0]\n";
+  const std::string e = load_error(bad);
+  CHECK_THAT(e, Catch::Contains("h.yaml:12") && Catch::Contains("workload.k"));
+}
+
+TEST_CASE("one failing scheme is a FAILED row; the others are reported; exit 1", "[harden][failed]") {
+  Dir d;
+  const std::string scen = d.file("mixed.yaml");
+  write(scen, kGemm + "  - {name: flashoverlap, params: {groups: 1000000}}\n");  // line 11
+  const Run j = cli({"run", scen, "--format", "json"});
+  INFO(j.err);
+  CHECK(j.rc == 1);
+  const auto doc = nlohmann::json::parse(j.out);
+  REQUIRE(doc["results"].size() == 2);
+  CHECK(doc["results"][0]["scheme"] == "no_overlap");
+  CHECK(doc["results"][0]["latency_us"].get<double>() > 0);
+  CHECK_FALSE(doc["results"][0].contains("failed"));
+  CHECK(doc["results"][1]["failed"] == true);
+  const std::string error = doc["results"][1]["error"];
+  CHECK_THAT(error, Catch::Contains(scen + ":11") && Catch::Contains("schemes.1.params.groups"));
+  CHECK_THAT(j.err, Catch::Contains("schemes.1.params.groups"));
+
+  const Run csv = cli({"run", scen, "--format", "csv"});
+  CHECK(csv.rc == 1);
+  CHECK_THAT(csv.out, Catch::Contains("FAILED: "));
+  const Run table = cli({"run", scen});
+  CHECK(table.rc == 1);
+  CHECK_THAT(table.out, Catch::Contains("FAILED"));
+
+  // Every scheme failing is an invalid scenario: exit 2, nothing reported.
+  write(scen, "hardware: h100-sxm-8x-nvswitch\nworkload: {kind: gemm_collective, tp: 4, m: 2048, n: 4096, k: 2048, "
+              "primitive: all_reduce}\nschemes:\n  - {name: flashoverlap, params: {groups: 1000000}}\n");
+  const Run all = cli({"run", scen});
+  CHECK(all.rc == 2);
+  CHECK(all.out.empty());
+}
+
+TEST_CASE("outputs are moved into place only when all of them succeeded", "[harden][outputs]") {
+  Dir d;
+  const std::string report = d.file("r.json"), trace = d.file("t.json");
+  write(report, "old report");
+  write(trace, "old trace");
+  const std::size_t before = d.entries();
+  for (const std::vector<std::string>& failing :
+       {std::vector<std::string>{"--plot", "/nonexistent/p.png"}, std::vector<std::string>{"--graphviz", "/nonexistent/g.dot"}}) {
+    std::vector<std::string> args = {"run", "--scheme", "no_overlap", "--trace", trace, "-o", report, "--format", "json"};
+    args.insert(args.end(), failing.begin(), failing.end());
+    const Run r = cli(args);
+    INFO(r.err);
+    CHECK(r.rc == 2);
+    CHECK(read(report) == "old report");
+    CHECK(read(trace) == "old trace");
+    CHECK(d.entries() == before);  // no temporary left behind
+  }
+  // All succeed: all are replaced.
+  const Run ok = cli({"run", "--scheme", "no_overlap", "--trace", trace, "-o", report, "--format", "json",
+                      "--graphviz", d.file("g.dot")});
+  INFO(ok.err);
+  REQUIRE(ok.rc == 0);
+  CHECK(nlohmann::json::parse(read(report))["results"].size() == 1);
+  CHECK(nlohmann::json::parse(read(trace)).contains("traceEvents"));
+  CHECK(fs::exists(d.file("g.dot")));
+  CHECK(d.entries() == before + 1);
+}
