@@ -96,11 +96,11 @@ json chrome_trace(const TaskGraph& graph, const Timeline& tl, const NodeConfig& 
     const OpRecord& rec = tl.ops[static_cast<std::size_t>(id)];
     const int rank = graph.rank_of(id);
     if (!keep.rank(rank)) continue;
-    if (cta)
-      for (int sm : rec.sms) {  // occupancy counts every gang kernel, whatever the window
-        sm_deltas[rank].push_back({rec.start_ps, +1});
-        sm_deltas[rank].push_back({rec.end_ps, -1});
-      }
+    if (cta && !rec.sms.empty()) {  // occupancy counts every gang kernel's SMs, whatever the window
+      const int n = static_cast<int>(rec.sms.size());
+      sm_deltas[rank].push_back({rec.start_ps, +n});
+      sm_deltas[rank].push_back({rec.end_ps, -n});
+    }
     if (!keep.time(rec.start_ps, rec.end_ps)) continue;
     json args = {{"kind", op_kind_name(op.kind)}, {"ready_us", us_from_ps(rec.ready_ps)}, {"op", id}};
     if (rec.sms_held > 0) args["sms_held"] = rec.sms_held;
