@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
+#include <stdexcept>
 
 namespace overlap::sim {
 namespace {
@@ -28,94 +31,239 @@ json counter(const std::string& name, Ps t, int pid, const char* key, double val
   return json{{"name", name}, {"ph", "C"}, {"ts", us_from_ps(t)}, {"pid", pid}, {"tid", 0}, {"args", {{key, value}}}};
 }
 
-// Step function of how many intervals are open, as counter samples.
-void emit_counter(json& events, const std::string& name, int pid, const char* key,
+class Filter {
+ public:
+  Filter(const TraceOptions& o, int num_ranks) : o_(o), keep_(static_cast<std::size_t>(num_ranks), o.ranks.empty()) {
+    for (int r : o.ranks)
+      if (r >= 0 && r < num_ranks) keep_[static_cast<std::size_t>(r)] = true;
+  }
+  bool rank(int r) const { return r >= 0 && r < static_cast<int>(keep_.size()) && keep_[static_cast<std::size_t>(r)]; }
+  // [start, end] overlaps the window (an instant on its edge counts).
+  bool time(Ps start, Ps end) const {
+    return end >= o_.window_start_ps && (o_.window_end_ps < 0 || start <= o_.window_end_ps);
+  }
+  bool in_window(Ps t) const { return time(t, t); }
+  Ps window_start() const { return o_.window_start_ps; }
+
+ private:
+  const TraceOptions& o_;
+  std::vector<bool> keep_;
+};
+
+// Step function of how many intervals are open, as counter samples; inside the window only, with
+// the level at the window's start first when it began before.
+void emit_counter(json& events, const Filter& keep, const std::string& name, int pid, const char* key,
                   std::vector<std::pair<Ps, int>> deltas) {
   std::sort(deltas.begin(), deltas.end());
   int level = 0;
-  for (std::size_t i = 0; i < deltas.size(); ++i) {
-    level += deltas[i].second;
-    if (i + 1 < deltas.size() && deltas[i + 1].first == deltas[i].first) continue;
-    events.push_back(counter(name, deltas[i].first, pid, key, level));
+  bool started = false;
+  for (std::size_t i = 0; i < deltas.size();) {
+    const Ps t = deltas[i].first;
+    const int before = level;
+    for (; i < deltas.size() && deltas[i].first == t; ++i) level += deltas[i].second;
+    if (t < keep.window_start()) continue;
+    if (!keep.in_window(t)) break;
+    if (!started && t > keep.window_start() && keep.window_start() > 0)
+      events.push_back(counter(name, keep.window_start(), pid, key, before));
+    started = true;
+    events.push_back(counter(name, t, pid, key, level));
   }
 }
 
 }  // namespace
 
-json chrome_trace(const TaskGraph& graph, const Timeline& tl, const NodeConfig& node) {
+json chrome_trace(const TaskGraph& graph, const Timeline& tl, const NodeConfig& node, const TraceOptions& options) {
+  const bool cta = options.level == TraceLevel::cta;
+  const Filter keep(options, graph.num_ranks());
   json events = json::array();
   const int fabric_pid = graph.num_ranks();
   for (int r = 0; r < graph.num_ranks(); ++r) {
+    if (!keep.rank(r)) continue;
     events.push_back(meta("process_name", r, -1, fmt::format("rank {}", r)));
     events.push_back(meta("process_sort_index", r, -1, std::to_string(r)));
   }
   for (StreamId s = 0; s < static_cast<StreamId>(graph.streams().size()); ++s) {
     const Stream& st = graph.streams()[static_cast<std::size_t>(s)];
-    events.push_back(meta("thread_name", st.rank, s, fmt::format("stream {} (prio {})", st.name, st.priority)));
+    if (keep.rank(st.rank))
+      events.push_back(meta("thread_name", st.rank, s, fmt::format("stream {} (prio {})", st.name, st.priority)));
   }
 
+  // One slice per op on its stream: the kernel level.
   std::map<int, std::vector<std::pair<Ps, int>>> sm_deltas;  // rank -> occupancy steps
   std::map<std::pair<int, int>, bool> sm_named;               // (rank, SM) tracks in use
   for (OpId id = 0; id < static_cast<OpId>(graph.ops().size()); ++id) {
     const Op& op = graph.op(id);
     const OpRecord& rec = tl.ops[static_cast<std::size_t>(id)];
     const int rank = graph.rank_of(id);
+    if (!keep.rank(rank)) continue;
+    if (cta && !rec.sms.empty()) {  // occupancy counts every gang kernel's SMs, whatever the window
+      const int n = static_cast<int>(rec.sms.size());
+      sm_deltas[rank].push_back({rec.start_ps, +n});
+      sm_deltas[rank].push_back({rec.end_ps, -n});
+    }
+    if (!keep.time(rec.start_ps, rec.end_ps)) continue;
     json args = {{"kind", op_kind_name(op.kind)}, {"ready_us", us_from_ps(rec.ready_ps)}, {"op", id}};
     if (rec.sms_held > 0) args["sms_held"] = rec.sms_held;
     if (op.bytes > 0) args["bytes"] = op.bytes;
     events.push_back(slice(op.name, op.comm ? "comm" : "compute", rec.start_ps, rec.end_ps, rank, op.stream, args));
+    if (!cta) continue;
     if (rec.copy_engine >= 0)
       events.push_back(slice(op.name, "copy_engine", rec.start_ps, rec.end_ps, rank, kCopyEngineTid + rec.copy_engine,
                              {{"bytes", op.bytes}, {"src", op.src_gpu}, {"dst", op.dst_gpu}}));
     for (int sm : rec.sms) {
       events.push_back(slice(op.name, "sm", rec.start_ps, rec.end_ps, rank, kSmTid + sm));
       sm_named[{rank, sm}] = true;
-      sm_deltas[rank].push_back({rec.start_ps, +1});
-      sm_deltas[rank].push_back({rec.end_ps, -1});
     }
   }
-  for (const CtaRecord& c : tl.ctas) {
-    const int rank = graph.rank_of(c.op);
-    events.push_back(slice(graph.op(c.op).name, "cta", c.start_ps, c.end_ps, rank, kSmTid + c.sm, {{"tile", c.tile}}));
-    sm_deltas[rank].push_back({c.start_ps, +1});
-    sm_deltas[rank].push_back({c.end_ps, -1});
-    sm_named[{rank, c.sm}] = true;
-  }
-  for (int r = 0; r < graph.num_ranks(); ++r) {
-    const int engines = node.gpus[static_cast<std::size_t>(r)].copy_engines;
-    for (int e = 0; e < engines; ++e) events.push_back(meta("thread_name", r, kCopyEngineTid + e, fmt::format("copy engine {}", e)));
-  }
-  for (const auto& [key, unused] : sm_named) {
-    (void)unused;
-    events.push_back(meta("thread_name", key.first, kSmTid + key.second, fmt::format("SM {}", key.second)));
-  }
-  for (auto& [rank, deltas] : sm_deltas) emit_counter(events, "SMs busy", rank, "sms", std::move(deltas));
 
-  // Links: concurrent transfers overlap without nesting, so a link is a counter track of active
-  // transfers plus its transfers as async slices (one row each in Perfetto).
+  // Flow arrows from each send to its receive: "s" inside the sender's slice when the transfer is
+  // posted, "f" inside the receiver's slice when its last byte arrives. A phase transfer names its
+  // receiver (TransferRecord::receiver); a curve-fidelity leg goes to the member of the same
+  // collective on the destination rank. Copies and switch legs have no receiving op.
+  std::map<std::pair<std::int64_t, int>, OpId> member;  // (collective, rank) -> op; kNoOp when not unique
+  for (OpId id = 0; id < static_cast<OpId>(graph.ops().size()); ++id) {
+    const Op& op = graph.op(id);
+    if (op.kind != OpKind::comm_kernel || op.collective < 0) continue;
+    auto [it, fresh] = member.emplace(std::pair{op.collective, graph.rank_of(id)}, id);
+    if (!fresh) it->second = kNoOp;
+  }
+  std::int64_t flow_id = 0;
+  for (const TransferRecord& t : tl.transfers) {
+    if (t.src_gpu < 0 || t.dst_gpu < 0 || t.src_gpu == t.dst_gpu || t.op == kNoOp) continue;
+    OpId receiver = t.receiver;
+    const Op& sender = graph.op(t.op);
+    if (receiver == kNoOp && sender.kind == OpKind::comm_kernel && sender.collective >= 0) {
+      const auto it = member.find({sender.collective, t.dst_gpu});
+      if (it != member.end()) receiver = it->second;
+    }
+    if (receiver == kNoOp || graph.rank_of(t.op) != t.src_gpu || graph.rank_of(receiver) != t.dst_gpu) continue;
+    if (!keep.rank(t.src_gpu) || !keep.rank(t.dst_gpu) || !keep.time(t.start_ps, t.end_ps)) continue;
+    const std::string name = fmt::format("{}->{} {} B", t.src_gpu, t.dst_gpu, t.bytes);
+    events.push_back(json{{"name", name}, {"cat", "send"}, {"ph", "s"}, {"id", flow_id}, {"ts", us_from_ps(t.start_ps)},
+                          {"pid", t.src_gpu}, {"tid", sender.stream}});
+    events.push_back(json{{"name", name}, {"cat", "send"}, {"ph", "f"}, {"bp", "e"}, {"id", flow_id},
+                          {"ts", us_from_ps(t.end_ps)}, {"pid", t.dst_gpu}, {"tid", graph.op(receiver).stream}});
+    ++flow_id;
+  }
+
+  if (cta) {
+    for (const CtaRecord& c : tl.ctas) {
+      const int rank = graph.rank_of(c.op);
+      if (!keep.rank(rank)) continue;
+      sm_deltas[rank].push_back({c.start_ps, +1});
+      sm_deltas[rank].push_back({c.end_ps, -1});
+      if (!keep.time(c.start_ps, c.end_ps)) continue;
+      events.push_back(slice(graph.op(c.op).name, "cta", c.start_ps, c.end_ps, rank, kSmTid + c.sm, {{"tile", c.tile}}));
+      sm_named[{rank, c.sm}] = true;
+    }
+    for (int r = 0; r < graph.num_ranks(); ++r) {
+      if (!keep.rank(r)) continue;
+      const int engines = node.gpus[static_cast<std::size_t>(r)].copy_engines;
+      for (int e = 0; e < engines; ++e)
+        events.push_back(meta("thread_name", r, kCopyEngineTid + e, fmt::format("copy engine {}", e)));
+    }
+    for (const auto& [key, unused] : sm_named) {
+      (void)unused;
+      events.push_back(meta("thread_name", key.first, kSmTid + key.second, fmt::format("SM {}", key.second)));
+    }
+    for (auto& [rank, deltas] : sm_deltas) emit_counter(events, keep, "SMs busy", rank, "sms", std::move(deltas));
+  }
+
+  // Links: a counter track of the transfers in flight on each link a kept rank's transfer crossed
+  // (a link's counter counts every transfer on it: the contention is the point). At cta level also
+  // the transfers themselves as async slices (one row each in Perfetto).
   events.push_back(meta("process_name", fabric_pid, -1, "fabric"));
   std::map<int, std::vector<std::pair<Ps, int>>> link_deltas;
-  int flow_id = 0;
+  std::map<int, bool> link_shown;
+  std::int64_t async_id = 0;
   for (const TransferRecord& t : tl.transfers) {
-    const std::string name = fmt::format("{}->{} {} B", t.src_gpu, t.dst_gpu, t.bytes);
+    const bool mine = keep.rank(t.src_gpu) || keep.rank(t.dst_gpu);
+    const bool shown = mine && keep.time(t.start_ps, t.end_ps);
+    const std::string name = cta && shown ? fmt::format("{}->{} {} B", t.src_gpu, t.dst_gpu, t.bytes) : std::string();
     for (int l : t.links) {
       link_deltas[l].push_back({t.start_ps, +1});
       link_deltas[l].push_back({t.end_ps, -1});
+      if (mine) link_shown[l] = true;
+      if (!cta || !shown) continue;
       const std::string& link = node.fabric.links()[static_cast<std::size_t>(l)].name;
-      json b = {{"name", name}, {"cat", link}, {"ph", "b"}, {"id", flow_id}, {"ts", us_from_ps(t.start_ps)},
-                {"pid", fabric_pid}, {"tid", l}, {"args", {{"op", t.op}, {"bytes", t.bytes}}}};
-      json e = {{"name", name}, {"cat", link}, {"ph", "e"}, {"id", flow_id}, {"ts", us_from_ps(t.end_ps)},
-                {"pid", fabric_pid}, {"tid", l}};
-      events.push_back(std::move(b));
-      events.push_back(std::move(e));
-      ++flow_id;
+      events.push_back(json{{"name", name}, {"cat", link}, {"ph", "b"}, {"id", async_id}, {"ts", us_from_ps(t.start_ps)},
+                            {"pid", fabric_pid}, {"tid", l}, {"args", {{"op", t.op}, {"bytes", t.bytes}}}});
+      events.push_back(json{{"name", name}, {"cat", link}, {"ph", "e"}, {"id", async_id}, {"ts", us_from_ps(t.end_ps)},
+                            {"pid", fabric_pid}, {"tid", l}});
+      ++async_id;
     }
   }
   for (auto& [l, deltas] : link_deltas)
-    emit_counter(events, "link " + node.fabric.links()[static_cast<std::size_t>(l)].name, fabric_pid, "transfers",
-                 std::move(deltas));
+    if (link_shown.count(l))
+      emit_counter(events, keep, "link " + node.fabric.links()[static_cast<std::size_t>(l)].name, fabric_pid,
+                   "transfers", std::move(deltas));
   return json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"},
-              {"otherData", {{"generator", "overlap-sim"}, {"makespan_us", us_from_ps(tl.makespan_ps)}}}};
+              {"otherData", {{"generator", "overlap-sim"}, {"makespan_us", us_from_ps(tl.makespan_ps)},
+                             {"trace_level", cta ? "cta" : "kernel"}}}};
+}
+
+TraceLevel parse_trace_level(const std::string& text) {
+  if (text == "kernel") return TraceLevel::kernel;
+  if (text == "cta") return TraceLevel::cta;
+  throw std::invalid_argument(fmt::format("must be kernel or cta (got '{}')", text));
+}
+
+namespace {
+
+int parse_rank(const std::string& text, const std::string& whole) {
+  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw std::invalid_argument(fmt::format("'{}' in '{}' is not a rank (a number from 0)", text, whole));
+  return std::stoi(text);
+}
+
+}  // namespace
+
+std::vector<int> parse_trace_ranks(const std::string& text) {
+  std::vector<int> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string part = text.substr(pos, comma - pos);
+    const std::size_t dash = part.find('-');
+    if (dash == std::string::npos) {
+      out.push_back(parse_rank(part, text));
+    } else {
+      const int lo = parse_rank(part.substr(0, dash), text);
+      const int hi = parse_rank(part.substr(dash + 1), text);
+      if (hi < lo) throw std::invalid_argument(fmt::format("range '{}' in '{}' runs backwards", part, text));
+      if (hi - lo > 1'000'000) throw std::invalid_argument(fmt::format("range '{}' is too long", part));
+      for (int r = lo; r <= hi; ++r) out.push_back(r);
+    }
+    pos = comma + 1;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::pair<Ps, Ps> parse_trace_window(const std::string& text) {
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos || text.find(':', colon + 1) != std::string::npos)
+    throw std::invalid_argument(fmt::format("must be START_US:END_US, e.g. 100:250 (got '{}')", text));
+  auto number = [&](const std::string& s, double empty) {
+    if (s.empty()) return empty;
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != s.size() || !std::isfinite(v) || v < 0 || v > 1e12)
+      throw std::invalid_argument(
+          fmt::format("'{}' in '{}' is not a time in microseconds (a number from 0 to 1e12)", s, text));
+    return v;
+  };
+  const double start = number(text.substr(0, colon), 0.0);
+  const double end = number(text.substr(colon + 1), -1.0);
+  if (end >= 0 && end <= start)
+    throw std::invalid_argument(fmt::format("the window '{}' must end after it starts", text));
+  return {ps_from_us(start), end < 0 ? Ps{-1} : ps_from_us(end)};
 }
 
 }  // namespace overlap::sim

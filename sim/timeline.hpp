@@ -35,6 +35,7 @@ struct TransferRecord {
   Ps start_ps = 0, end_ps = 0;  // start = posted on both sides; end = last byte arrived
   std::vector<int> links;       // fabric link ids it loaded: its route, and the HBM it read and wrote
                                 // (a link repeats when crossed more than once)
+  OpId receiver = kNoOp;        // a phase transfer's receiving op (`op` is the sender); else kNoOp
 };
 
 struct Timeline {

@@ -124,6 +124,13 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run_cmd->add_option("--format", run.format, "Output format")->check(CLI::IsMember({"table", "json", "csv"}));
   run_cmd->add_option("--output,-o", run.output, "Write the report to FILE (atomically) instead of stdout");
   run_cmd->add_option("--trace", run.trace, "Write the Chrome trace (Perfetto) of one scheme's run to FILE");
+  run_cmd->add_option("--trace-level", run.trace_level,
+                      "Trace detail: kernel (default: one slice per kernel/copy/collective per rank, send->receive "
+                      "arrows) or cta (every CTA on its SM, copy engines, transfers on links)")
+      ->type_name("kernel|cta");
+  run_cmd->add_option("--trace-ranks", run.trace_ranks, "Trace only these ranks, e.g. 0,3-5")->type_name("LIST");
+  run_cmd->add_option("--trace-window", run.trace_window, "Trace only events overlapping START_US:END_US")
+      ->type_name("START:END");
   run_cmd->add_option("--scheme", run.scheme, "Run only this scheme (the one traced / plotted / given --param)");
   run_cmd->add_option("--param", run.params,
                       "Set a knob of the --scheme scheme: key=value (repeatable; see 'overlap-sim schemes')")

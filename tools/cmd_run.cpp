@@ -123,15 +123,40 @@ std::vector<sim::SchemeSpec> selected_schemes(const sim::Scenario& sc, const std
   return {sim::SchemeSpec{only, nlohmann::json::object(), 0}};
 }
 
-// The Chrome trace of one scheme's run, with every CTA on its SM (sim/chrome_trace.hpp).
-nlohmann::json trace_of(const sim::Scenario& sc, const sim::SchemeSpec& spec) {
+// The trace options of --trace-level / --trace-ranks / --trace-window; a bad value is a usage error
+// naming the flag (checked before any simulation runs).
+sim::TraceOptions trace_options(const RunOptions& o) {
+  sim::TraceOptions t;
+  auto flag = [](const char* name, auto parse) {
+    try {
+      return parse();
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(fmt::format("{}: {}", name, e.what()));
+    }
+  };
+  if (!o.trace_level.empty()) t.level = flag("--trace-level", [&] { return sim::parse_trace_level(o.trace_level); });
+  if (!o.trace_ranks.empty()) t.ranks = flag("--trace-ranks", [&] { return sim::parse_trace_ranks(o.trace_ranks); });
+  if (!o.trace_window.empty()) {
+    const auto [start, end] = flag("--trace-window", [&] { return sim::parse_trace_window(o.trace_window); });
+    t.window_start_ps = start;
+    t.window_end_ps = end;
+  }
+  return t;
+}
+
+// The Chrome trace of one scheme's run at the level asked (sim/chrome_trace.hpp).
+nlohmann::json trace_of(const sim::Scenario& sc, const sim::SchemeSpec& spec, const sim::TraceOptions& options) {
   const sim::BuildContext ctx{sc.workload, sc.hardware, spec.params, sc.fidelity};
   sim::BuiltScheme built = scheme_or_throw(spec.name).build(ctx);
+  for (int r : options.ranks)
+    if (r >= built.graph.num_ranks())
+      throw UsageError(fmt::format("--trace-ranks: rank {} is not in this run (ranks 0-{})", r,
+                                   built.graph.num_ranks() - 1));
   const sim::NodeConfig node = sim::make_node(sc.hardware, built.graph.num_ranks());
   sim::EngineOptions engine;
-  engine.record_ctas = true;
+  engine.record_ctas = options.level == sim::TraceLevel::cta;  // CTA records cost memory: only when shown
   const sim::Timeline tl = sim::run(built.graph, node, engine);
-  nlohmann::json trace = sim::chrome_trace(built.graph, tl, node);
+  nlohmann::json trace = sim::chrome_trace(built.graph, tl, node, options);
   trace["otherData"]["scheme"] = spec.name;
   // The parameters it ran with, defaults included (what the report's params column shows).
   trace["otherData"]["params"] = sim::params_with_defaults(scheme_or_throw(spec.name), spec.params);
@@ -164,6 +189,10 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   if (!format) throw UsageError("--format must be table, json or csv (got '" + options.format + "')");
   if (!options.fidelity.empty() && options.fidelity != "curve" && options.fidelity != "steps")
     throw UsageError("--fidelity must be curve or steps (got '" + options.fidelity + "')");
+  const bool trace_flags = !options.trace_level.empty() || !options.trace_ranks.empty() || !options.trace_window.empty();
+  const sim::TraceOptions trace_opts = trace_options(options);
+  if (trace_flags && options.trace.empty() && options.plot.empty())
+    throw UsageError("--trace-level, --trace-ranks and --trace-window shape the trace: give --trace FILE (or --plot)");
   if (!options.plot.empty()) check_plotting_available("plot_timeline.py");
 
   sim::ScenarioOptions load;
@@ -227,7 +256,7 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
     if (!options.output.empty()) staged.stage(options.output, report);
     std::string trace_file;
     if (want_trace) {
-      const std::string text = trace_of(sc, specs.front()).dump();
+      const std::string text = trace_of(sc, specs.front(), trace_opts).dump();
       if (!options.trace.empty()) {
         staged.stage(options.trace, text);
         trace_file = options.trace;

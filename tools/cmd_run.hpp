@@ -16,6 +16,9 @@ struct RunOptions {
   std::string format = "table";    // table | json | csv
   std::string output;              // "" = `out`
   std::string trace;               // Chrome trace JSON of one scheme
+  std::string trace_level;         // kernel (default) | cta (sim/chrome_trace.hpp)
+  std::string trace_ranks;         // "0,3-5": only these ranks' tracks ("" = all)
+  std::string trace_window;        // "START_US:END_US": only events overlapping it ("" = all)
   std::string scheme;              // run only this scheme (and trace / plot it)
   std::string plot;                // PNG timeline via tools/plot_timeline.py
   std::string graphviz;            // the task graph (Graphviz dot) of one scheme, for debugging

@@ -83,6 +83,7 @@ def collect(events):
     sm_counter = {}  # pid -> [(ts, level)]
     link_open = {}   # (tid, id) -> (ts, cat)
     link_steps = {}  # link name -> [(ts, +1/-1)]
+    link_counter = {}  # link name -> [(ts, level)]
     for e in events:
         ph = e.get("ph")
         if ph == "X":
@@ -92,6 +93,9 @@ def collect(events):
             slices.setdefault((e["pid"], tid), []).append((e["ts"], e.get("dur", 0), e.get("name", ""), e.get("cat", "")))
         elif ph == "C" and e.get("name") == "SMs busy":
             sm_counter.setdefault(e["pid"], []).append((e["ts"], e.get("args", {}).get("sms", 0)))
+        elif ph == "C" and e.get("pid") in fabric and e.get("name", "").startswith("link "):
+            # Kernel-level traces carry links as counters only (transfers in flight).
+            link_counter.setdefault(e["name"][len("link "):], []).append((e["ts"], e.get("args", {}).get("transfers", 0)))
         elif ph == "b" and e.get("pid") in fabric:
             link_open[(e["tid"], e["id"])] = (e["ts"], e.get("cat", f"link {e['tid']}"))
         elif ph == "e" and e.get("pid") in fabric:
@@ -100,6 +104,13 @@ def collect(events):
                 steps = link_steps.setdefault(start[1], [])
                 steps.append((start[0], 1))
                 steps.append((e["ts"], -1))
+    if not link_steps:
+        for name, samples in link_counter.items():
+            level = 0
+            for ts, value in sorted(samples):
+                if value != level:
+                    link_steps.setdefault(name, []).append((ts, value - level))
+                    level = value
     return ranks, process, thread, slices, sm_counter, link_steps
 
 

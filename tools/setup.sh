@@ -6,6 +6,9 @@ set -euo pipefail
 # sweep test runs when mpirun is there).
 debs=(cmake g++ make libeigen3-dev libboost-graph-dev libcli11-dev libfmt-dev catch2
       libyaml-cpp-dev nlohmann-json3-dev libbenchmark-dev openmpi-bin libopenmpi-dev)
+# clang: tools/fuzz.sh builds the libFuzzer targets with it (Debian's clang brings libclang_rt's
+# fuzzer runtime through libclang-rt-dev / libclang-common-*-dev).
+debs+=(clang)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

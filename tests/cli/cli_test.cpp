@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -268,7 +269,7 @@ TEST_CASE("option trace: writes a Chrome trace of one scheme", "[cli][trace]") {
   const std::string scen = dir.file("s.yaml");
   write(scen, kScenario);
   const std::string trace = dir.file("t.json");
-  const CliResult r = cli({"run", scen, "--scheme", "data_slicing", "--trace", trace});
+  const CliResult r = cli({"run", scen, "--scheme", "data_slicing", "--trace", trace, "--trace-level", "cta"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   // --scheme runs only that scheme.
@@ -443,4 +444,49 @@ TEST_CASE("option plot: writes a PNG timeline when matplotlib is available", "[c
   REQUIRE(bytes.size() > 8);
   CHECK(bytes.substr(1, 3) == "PNG");
   CHECK(dir.entries() == std::vector<std::string>{"s.yaml", "t.png"});  // no temporaries left
+}
+
+TEST_CASE("trace flags: kernel level by default, ranks and window filters, bad values name the flag",
+          "[cli][trace]") {
+  TempDir dir;
+  const std::string scen = dir.file("s.yaml");
+  write(scen, kScenario);
+  const std::string trace = dir.file("t.json");
+  const CliResult r = cli({"run", scen, "--scheme", "data_slicing", "--trace", trace});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const auto kernel = nlohmann::json::parse(read(trace));  // valid JSON
+  CHECK(kernel["otherData"]["trace_level"] == "kernel");
+  std::set<int> pids;
+  int slices = 0;
+  for (const auto& e : kernel["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++slices;
+      CHECK(e["cat"] != "cta");
+      CHECK(e["tid"].get<int>() < 100000);  // stream tracks only
+      pids.insert(e["pid"].get<int>());
+    }
+  }
+  CHECK(slices > 0);
+  CHECK(pids.size() == 4);
+
+  const CliResult f = cli({"run", scen, "--scheme", "data_slicing", "--trace", trace, "--trace-ranks", "1,3",
+                           "--trace-window", "0:1e6"});
+  INFO(f.err);
+  REQUIRE(f.rc == 0);
+  for (const auto& e : nlohmann::json::parse(read(trace))["traceEvents"])
+    if (e["ph"] == "X") CHECK((e["pid"] == 1 || e["pid"] == 3));
+
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--trace-level", "warp"}, {"--trace-ranks", "2-1"}, {"--trace-ranks", "0,9"},
+           {"--trace-window", "9:3"}, {"--trace-window", "x"}}) {
+    const CliResult bad = cli({"run", scen, "--scheme", "data_slicing", "--trace", dir.file("b.json"), flag, value});
+    INFO(flag << " " << value << ": " << bad.err);
+    CHECK(bad.rc == 2);
+    CHECK_THAT(bad.err, Catch::Contains(flag));
+    CHECK_FALSE(fs::exists(dir.file("b.json")));
+  }
+  const CliResult lonely = cli({"run", scen, "--trace-level", "cta"});
+  CHECK(lonely.rc == 2);
+  CHECK_THAT(lonely.err, Catch::Contains("--trace"));
 }

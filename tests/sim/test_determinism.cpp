@@ -56,6 +56,9 @@ TEST_CASE("the same graph run twice gives identical timelines and traces", "[eng
   CHECK(a.events == b.events);
   CHECK(a.ctas.size() == b.ctas.size());
   CHECK(chrome_trace(g, a, node).dump() == chrome_trace(g, b, node).dump());
+  TraceOptions cta;
+  cta.level = TraceLevel::cta;
+  CHECK(chrome_trace(g, a, node, cta).dump() == chrome_trace(g, b, node, cta).dump());
 }
 
 TEST_CASE("the Chrome trace follows the trace-event format", "[engine][trace]") {
@@ -64,7 +67,9 @@ TEST_CASE("the Chrome trace follows the trace-event format", "[engine][trace]") 
   EngineOptions opt;
   opt.record_ctas = true;
   const Timeline tl = run(g, node, opt);
-  const nlohmann::json trace = chrome_trace(g, tl, node);
+  TraceOptions cta;
+  cta.level = TraceLevel::cta;
+  const nlohmann::json trace = chrome_trace(g, tl, node, cta);
   REQUIRE(trace.contains("traceEvents"));
   std::size_t slices = 0, counters = 0, ctas = 0;
   for (const auto& e : trace["traceEvents"]) {
@@ -81,7 +86,7 @@ TEST_CASE("the Chrome trace follows the trace-event format", "[engine][trace]") 
     } else if (ph == "C") {
       ++counters;
       CHECK(e.contains("ts"));
-    } else if (ph == "b" || ph == "e") {
+    } else if (ph == "b" || ph == "e" || ph == "s" || ph == "f") {
       CHECK(e.contains("id"));
       CHECK(e.contains("ts"));
     } else {

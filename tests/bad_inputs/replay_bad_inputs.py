@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Replay the bad-input corpus (tests/data/bad_inputs, made by tools/make_bad_inputs.py) against the
+overlap-sim binary and check, for every entry (issue 12):
+  - exit status 2 (a usage or input error: not 0, not 1 = internal error, not a signal);
+  - stderr names the file (or the flag) the entry broke, and the key when the manifest gives one
+    (the full dotted path, or its parent path and its last part; list indices as `.N` or `[N]`);
+  - no sanitizer report on stderr;
+  - it ends within --timeout seconds (a hang guard, not a performance assertion).
+Entries run in parallel, each in its own scratch directory (outputs land there). Prints every
+failing entry with the reason and the first lines of its stderr; exit status 1 if any failed.
+
+Usage: replay_bad_inputs.py --binary build/tools/overlap-sim [--corpus DIR] [--jobs N] [--timeout S]
+                            [--only SUBSTRING] [--json FAILURES.json]
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "UndefinedBehaviorSanitizer",
+                   "ERROR: ThreadSanitizer", "AddressSanitizer:DEADLYSIGNAL")
+
+
+def names_key(stderr, key):
+    """True when stderr names `key` (a dotted path): whole, or its parent path and its last part."""
+    text = re.sub(r"\[(\d+)\]", r".\1", stderr)
+    if key in text:
+        return True
+    parent, _, leaf = key.rpartition(".")
+    return bool(parent) and parent in text and leaf in text
+
+
+def check(entry, binary, corpus, timeout):
+    with tempfile.TemporaryDirectory(prefix="bad-input-") as tmp:
+        subst = {"{file}": os.path.join(corpus, entry["file"]) if "file" in entry else "", "{src}": SRC, "{tmp}": tmp}
+        argv = [binary]
+        for a in entry["argv"]:
+            for k, v in subst.items():
+                a = a.replace(k, v)
+            argv.append(a)
+        start = time.monotonic()
+        try:
+            p = subprocess.run(argv, cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, timeout=timeout)
+            rc, err = p.returncode, p.stderr.decode(errors="replace")
+        except subprocess.TimeoutExpired as e:
+            rc, err = None, (e.stderr or b"").decode(errors="replace")
+        seconds = time.monotonic() - start
+    problems = []
+    if rc is None:
+        problems.append(f"no exit within {timeout:g} s (hang guard)")
+    elif rc != 2:
+        problems.append(f"exit status {rc} (want 2)")
+    if any(m in err for m in SANITIZER_MARKS):
+        problems.append("sanitizer report")
+    if rc is not None and rc != 0:  # (an exit 0 already failed; its stderr says nothing)
+        where = entry["where"]
+        if where not in err:
+            problems.append(f"stderr does not name {where!r}")
+        if entry.get("key") and not names_key(err, entry["key"]):
+            problems.append(f"stderr does not name the key {entry['key']!r}")
+    return {"id": entry["id"], "class": entry["class"], "argv": entry["argv"], "rc": rc, "seconds": round(seconds, 3),
+            "problems": problems, "stderr": err[-2000:]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--binary", required=True)
+    ap.add_argument("--corpus", default=os.path.join(SRC, "tests", "data", "bad_inputs"))
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--timeout", type=float, default=5.0)
+    ap.add_argument("--only", default="", help="run the entries whose id contains this")
+    ap.add_argument("--json", default="", help="write every result (failing or not) to this file")
+    args = ap.parse_args()
+
+    with open(os.path.join(args.corpus, "manifest.json")) as f:
+        entries = json.load(f)["entries"]
+    entries = [e for e in entries if args.only in e["id"]]
+    binary = os.path.abspath(args.binary)
+    start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = list(pool.map(lambda e: check(e, binary, args.corpus, args.timeout), entries))
+    wall = time.monotonic() - start
+    failed = [r for r in results if r["problems"]]
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    for r in failed:
+        first = " | ".join(r["stderr"].strip().splitlines()[:2])[:300]
+        print(f"FAIL {r['id']} [{r['class']}] rc={r['rc']} {r['seconds']:.2f}s: {'; '.join(r['problems'])}")
+        print(f"     argv: {' '.join(r['argv'])}")
+        print(f"     stderr: {first}")
+    by_class = {}
+    for r in results:
+        c = by_class.setdefault(r["class"], [0, 0])
+        c[0] += 1
+        c[1] += bool(r["problems"])
+    print("class                 entries  failing")
+    for c, (n, bad) in sorted(by_class.items()):
+        print(f"{c:<22}{n:>8}{bad:>9}")
+    slowest = max(results, key=lambda r: r["seconds"]) if results else None
+    print(f"{len(results)} entries, {len(failed)} failing, {wall:.1f} s wall with {args.jobs} jobs"
+          + (f"; slowest {slowest['id']} {slowest['seconds']:.2f} s" if slowest else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,543 @@
+#!/usr/bin/env python3
+"""Generate tests/data/bad_inputs/: malformed scenario and profile files and bad CLI invocations.
+
+Every entry is an input overlap-sim must refuse with exit status 2 and a message that names the file
+(or flag) and the key at fault (issue 12). The entries are mutations of the shipped scenarios/ and
+scenarios/hardware/ files: out-of-range numbers, wrong types, misspelt keys at every level,
+misspelt link classes, truncated and garbled YAML, duplicate keys, empty files, deep nesting, huge
+lists, the issue's own examples, and bad command lines. The output is deterministic (a fixed seed):
+re-running the script reproduces the committed corpus.
+
+manifest.json lists the entries; each has
+  id      a unique name (also the file name, when there is a file)
+  class   what was done (out_of_range, wrong_type, misspelt_key, ...)
+  file    the corpus file, relative to the corpus directory (absent for a pure CLI entry)
+  argv    the overlap-sim arguments; {file} is the entry's file, {src} the source tree, {tmp} a
+          scratch directory
+  where   text stderr must contain: the file's name or the flag
+  key     the key path the message must name (dotted, list indices as .N), or null when no single
+          key is at fault (unparsable YAML, empty file)
+cli.txt lists the CLI entries' command lines, one a line, for reading.
+
+Usage: tools/make_bad_inputs.py [--out tests/data/bad_inputs]
+"""
+import argparse
+import copy
+import json
+import os
+import random
+import re
+import shutil
+import sys
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SEED = 12  # issue 12
+
+# Tokens written verbatim into the YAML (so NaN and inf spellings survive).
+BAD_POSITIVE_REAL = ["0", "-1", "1e-300", "1e300", ".nan", ".inf", "-.inf", "abc"]
+BAD_EFFICIENCY = ["0", "-1", "1e300", ".nan", ".inf", "abc"]
+BAD_LATENCY = ["-1", "1e300", ".nan", ".inf", "-.inf", "abc"]
+BAD_COUNT = ["0", "-1", "1.5", "1e18", "99999999999999999999", "1e300", ".nan", "abc"]
+BAD_OTHER_NUMBER = [".nan", ".inf", "abc"]
+
+COUNT_KEYS = {"sm_count", "num_gpus", "tp", "tokens", "batch", "seq", "d_model", "d_ffn", "heads", "kv_heads",
+              "layers", "channels", "nvls_channels", "p2p_channels", "m", "n", "k", "gpus_per_numa",
+              "gpus_per_node", "nodes", "min_sm_partition", "ranks"}
+# String values that name one of a fixed set of things: an unknown name is an error.
+ENUM_KEYS = {"kind", "dtype", "model", "topology", "library", "algorithm", "protocol", "arch", "fidelity",
+             "primitive"}
+
+
+def number_class(path):
+    path = tuple(p for p in path if isinstance(p, str))  # a list element: its list's key
+    leaf = path[-1]
+    if leaf.endswith("efficiency"):
+        return BAD_EFFICIENCY
+    if leaf.endswith("_gbps") or leaf == "clock_mhz" or (len(path) >= 2 and path[-2] == "peak_tflops"):
+        return BAD_POSITIVE_REAL
+    if leaf.endswith("_us") or (len(path) >= 2 and any(p.endswith("latency_us") for p in path[:-1])):
+        return BAD_LATENCY
+    if leaf in COUNT_KEYS:
+        return BAD_COUNT
+    return BAD_OTHER_NUMBER
+
+
+def dotted(path):
+    return ".".join(str(p) for p in path)
+
+
+def leaves(node, path=()):
+    """(path, value) of every scalar leaf and every map/list node, depth first."""
+    if isinstance(node, dict):
+        yield path, node
+        for k, v in node.items():
+            yield from leaves(v, path + (k,))
+    elif isinstance(node, list):
+        yield path, node
+        for i, v in enumerate(node):
+            yield from leaves(v, path + (i,))
+    else:
+        yield path, node
+
+
+def get(doc, path):
+    for p in path:
+        doc = doc[p]
+    return doc
+
+
+def put(doc, path, value):
+    get(doc, path[:-1])[path[-1]] = value
+
+
+PLACEHOLDER = "__BAD_VALUE__"
+
+
+def dump(doc, raw=None):
+    text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=1000)
+    if raw is not None:
+        text = text.replace("'" + PLACEHOLDER + "'", raw).replace(PLACEHOLDER, raw)
+    return text
+
+
+def misspell(word, rng):
+    """A near miss of `word` (a dropped, doubled or swapped letter) that differs from it."""
+    word = str(word)
+    for _ in range(20):
+        i = rng.randrange(len(word))
+        op = rng.choice(["drop", "double", "swap"]) if len(word) > 2 else "double"
+        if op == "drop":
+            w = word[:i] + word[i + 1:]
+        elif op == "double":
+            w = word[:i] + word[i] + word[i:]
+        else:
+            j = min(i + 1, len(word) - 1)
+            w = word[:i] + word[j] + word[i] + word[j + 1:] if j != i else word + "x"
+        if w and w != word:
+            return w
+    return word + "x"
+
+
+class Corpus:
+    def __init__(self, out):
+        self.out = out
+        self.entries = []
+        self.ids = set()
+
+    def add_file(self, sub, name, text, cls, argv, where, key, binary=False):
+        ident = f"{len(self.entries):04d}_{name}"
+        ident = re.sub(r"[^A-Za-z0-9_.+-]", "_", ident)[:120]
+        rel = f"{sub}/{ident}.yaml"
+        path = os.path.join(self.out, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(text if binary else text.encode())
+        self.entries.append({"id": ident, "class": cls, "file": rel, "argv": argv,
+                             "where": where if where is not None else os.path.basename(rel), "key": key})
+
+    def add_cli(self, name, argv, cls, where, key):
+        ident = re.sub(r"[^A-Za-z0-9_.+-]", "_", f"{len(self.entries):04d}_{name}")[:120]
+        self.entries.append({"id": ident, "class": cls, "argv": argv, "where": where, "key": key})
+
+
+def load(path):
+    with open(path) as f:
+        return yaml.safe_load(f)
+
+
+def is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def mutate_doc(corpus, rng, doc, sub, stem, argv, key_prefix, budget):
+    """The structured mutations of one parsed file: at most budget[class] entries per class."""
+    # `run` leaves a scenario's sweep to `overlap-sim sweep`: mutations there are the huge_sweep cases.
+    items = [(p, v) for p, v in leaves(doc) if not (p and p[0] == "sweep")]
+    numeric = [(p, v) for p, v in items if p and is_number(v)]
+    maps = [(p, v) for p, v in items if isinstance(v, dict) and v]
+    strings = [(p, v) for p, v in items if p and isinstance(v, str) and isinstance(p[-1], str) and p[-1] in ENUM_KEYS]
+
+    def key_of(path):
+        return ".".join([key_prefix] + [str(p) for p in path]) if key_prefix else dotted(path)
+
+    # Out-of-range and non-numeric values for numbers.
+    cases = [(p, tok) for p, _ in numeric for tok in number_class(p)]
+    for p, tok in rng.sample(cases, min(budget["out_of_range"], len(cases))):
+        d = copy.deepcopy(doc)
+        put(d, p, PLACEHOLDER)
+        cls = "wrong_type" if tok == "abc" else "out_of_range"
+        corpus.add_file(sub, f"{stem}_{cls}_{dotted(p)}_{tok}", dump(d, tok), cls, argv, None, key_of(p))
+
+    # Wrong types: a list or a map where a number or name goes, a scalar where a map goes.
+    cases = [(p, "[1, 2]") for p, _ in numeric + strings] + [(p, "{a: 1}") for p, _ in numeric] + \
+            [(p, "42") for p, _ in maps if p] + [(p, "[]") for p, _ in maps if p]
+    for p, tok in rng.sample(cases, min(budget["wrong_type"], len(cases))):
+        d = copy.deepcopy(doc)
+        put(d, p, PLACEHOLDER)
+        corpus.add_file(sub, f"{stem}_wrong_type_{dotted(p)}", dump(d, tok), "wrong_type", argv, None, key_of(p))
+
+    # Unknown names where a fixed set of names goes.
+    for p, v in rng.sample(strings, min(budget["bad_name"], len(strings))):
+        d = copy.deepcopy(doc)
+        put(d, p, misspell(v, rng) + "_bogus")
+        corpus.add_file(sub, f"{stem}_bad_name_{dotted(p)}", dump(d), "bad_name", argv, None, key_of(p))
+
+    # A misspelt copy of a key next to the real one, at every level: it must not be ignored.
+    cases = [(p, k) for p, m in maps for k in m.keys() if isinstance(k, str)] + [((), k) for k in doc]
+    for p, k in rng.sample(cases, min(budget["misspelt_key"], len(cases))):
+        d = copy.deepcopy(doc)
+        m = get(d, p)
+        wrong = misspell(k, rng)
+        while wrong in m:
+            wrong = misspell(wrong, rng)
+        m[wrong] = copy.deepcopy(m[k])
+        corpus.add_file(sub, f"{stem}_misspelt_key_{dotted(p + (wrong,))}", dump(d), "misspelt_key", argv, None,
+                        key_of(p + (wrong,)))
+
+    # Duplicate keys: the same key twice in one map with different values (text edit: PyYAML dicts
+    # cannot hold duplicates).
+    text = dump(doc)
+    lines = text.splitlines()
+    dup_cases = [i for i, line in enumerate(lines) if re.match(r"^\s*[A-Za-z_][\w.]*: \S", line)]
+    for i in rng.sample(dup_cases, min(budget["duplicate_key"], len(dup_cases))):
+        line = lines[i]
+        indent = len(line) - len(line.lstrip())
+        # The path of this key: walk up by indentation.
+        path = [line.strip().split(":")[0]]
+        want = indent
+        for j in range(i - 1, -1, -1):
+            lj = lines[j]
+            ind = len(lj) - len(lj.lstrip())
+            if lj.strip() and ind < want and re.match(r"^\s*[A-Za-z_][\w.]*:", lj):
+                path.insert(0, lj.strip().split(":")[0])
+                want = ind
+            if want == 0:
+                break
+        if any(lines[k].lstrip().startswith("- ") for k in range(i + 1)) and indent > 0:
+            continue  # keys under list items: path walk above does not see the index
+        dup = lines[:i + 1] + [" " * indent + path[-1] + ": " + line.split(":", 1)[1].strip() + "0"] + lines[i + 1:]
+        corpus.add_file(sub, f"{stem}_duplicate_key_{'.'.join(path)}", "\n".join(dup) + "\n", "duplicate_key", argv,
+                        None, (key_prefix + "." if key_prefix else "") + ".".join(path))
+
+
+def unparsable(text):
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return True
+    return not isinstance(doc, dict)
+
+
+def text_mutations(corpus, rng, text, sub, stem, argv, count):
+    """Truncated and garbled YAML; kept only when PyYAML cannot read it as a map (so the entry is bad
+    whatever the loader's checks are)."""
+    made = 0
+    tries = 0
+    while made < count and tries < count * 20:
+        tries += 1
+        kind = rng.choice(["truncate_open_flow", "truncate_quote", "tab_indent", "bad_indent", "garbage_bytes",
+                           "unbalanced_flow"])
+        if kind == "truncate_open_flow":
+            cut = rng.randrange(1, len(text))
+            t = text[:cut] + " {"
+        elif kind == "truncate_quote":
+            cut = rng.randrange(1, len(text))
+            t = text[:cut] + ' "unterminated'
+        elif kind == "tab_indent":
+            lines = text.splitlines()
+            idx = [i for i, l in enumerate(lines) if l.startswith("  ")]
+            if not idx:
+                continue
+            i = rng.choice(idx)
+            lines[i] = "\t" + lines[i].lstrip()
+            t = "\n".join(lines) + "\n"
+        elif kind == "bad_indent":
+            lines = text.splitlines()
+            idx = [i for i, l in enumerate(lines) if l.startswith("  ") and ":" in l]
+            if not idx:
+                continue
+            i = rng.choice(idx)
+            lines[i] = " " + lines[i]
+            t = "\n".join(lines) + "\n"
+        elif kind == "garbage_bytes":
+            cut = rng.randrange(1, len(text))
+            junk = bytes(rng.randrange(256) for _ in range(rng.randrange(4, 64)))
+            b = text[:cut].encode() + b"\n\x00" + junk + b"\n" + text[cut:].encode()
+            corpus.add_file(sub, f"{stem}_{kind}_{made}", b, "garbled_yaml", argv, None, None, binary=True)
+            made += 1
+            continue
+        else:
+            t = text.replace("{", "{{", 1) if "{" in text else text + "\nx: [1, 2\n"
+        if not unparsable(t):
+            continue
+        corpus.add_file(sub, f"{stem}_{kind}_{made}", t, "garbled_yaml", argv, None, None)
+        made += 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "bad_inputs"))
+    args = ap.parse_args()
+    out = args.out
+    for sub in ("scenarios", "profiles"):
+        shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
+    os.makedirs(out, exist_ok=True)
+    rng = random.Random(SEED)
+    corpus = Corpus(out)
+
+    # Scenarios that name a built-in profile (a relative profile path would not resolve from the corpus).
+    scen_paths = sorted([os.path.join(ROOT, "scenarios", f) for f in os.listdir(os.path.join(ROOT, "scenarios"))
+                         if f.endswith(".yaml")] +
+                        [os.path.join(ROOT, "scenarios", "papers", f)
+                         for f in os.listdir(os.path.join(ROOT, "scenarios", "papers")) if f.endswith(".yaml")])
+    scenarios = [(p, load(p)) for p in scen_paths]
+    scenarios = [(p, d) for p, d in scenarios if isinstance(d.get("hardware"), str) and "/" not in d["hardware"]]
+    profile_paths = sorted(os.path.join(ROOT, "scenarios", "hardware", f)
+                           for f in os.listdir(os.path.join(ROOT, "scenarios", "hardware")) if f.endswith(".yaml"))
+    profiles = [(p, load(p)) for p in profile_paths]
+
+    run_file = ["run", "{file}"]
+    show_file = ["profile", "show", "{file}"]
+    scen_budget = {"out_of_range": 5, "wrong_type": 2, "bad_name": 1, "misspelt_key": 3, "duplicate_key": 1}
+    prof_budget = {"out_of_range": 12, "wrong_type": 4, "bad_name": 1, "misspelt_key": 6, "duplicate_key": 1}
+
+    for path, doc in scenarios:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        mutate_doc(corpus, rng, doc, "scenarios", stem, run_file, "", scen_budget)
+        with open(path) as f:
+            text_mutations(corpus, rng, f.read(), "scenarios", stem, run_file, 1)
+    # A scenario with its hardware written inline: the profile's keys under `hardware.`.
+    base_scen = load(os.path.join(ROOT, "scenarios", "llama3-70b-tp8-mlp.yaml"))
+    base_scen.pop("sweep", None)
+    for path, prof in profiles:
+        stem = "inline_" + os.path.splitext(os.path.basename(path))[0]
+        if prof.get("fabric", {}).get("num_gpus", 0) < 8:
+            continue
+        scen = copy.deepcopy(base_scen)
+        scen["hardware"] = copy.deepcopy(prof)
+        sub_budget = {"out_of_range": 5, "wrong_type": 2, "bad_name": 1, "misspelt_key": 3, "duplicate_key": 0}
+        # Mutate the profile alone (keys prefixed with hardware.), then embed each result in the scenario.
+        tmp = Corpus(out)
+        mutate_doc(tmp, rng, scen["hardware"], "scenarios", stem, run_file, "hardware", sub_budget)
+        for e in tmp.entries:
+            p = os.path.join(out, e["file"])
+            with open(p) as f:
+                hw_text = f.read()
+            os.remove(p)
+            indented = "\n".join("  " + line for line in hw_text.splitlines())
+            scen_wo = copy.deepcopy(scen)
+            scen_wo["hardware"] = PLACEHOLDER
+            text = dump(scen_wo, "\n" + indented)
+            corpus.add_file("scenarios", e["id"].split("_", 1)[1], text, e["class"], run_file, None, e["key"])
+
+    for path, doc in profiles:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        mutate_doc(corpus, rng, doc, "profiles", stem, show_file, "", prof_budget)
+        with open(path) as f:
+            text_mutations(corpus, rng, f.read(), "profiles", stem, show_file, 2)
+        # Misspelt link class: a second class next to the real ones (nvlink -> nvlnk).
+        links = doc.get("fabric", {}).get("links", {})
+        for cls in list(links)[:2]:
+            d = copy.deepcopy(doc)
+            wrong = misspell(cls, rng)
+            d["fabric"]["links"][wrong] = copy.deepcopy(links[cls])
+            corpus.add_file("profiles", f"{stem}_misspelt_link_{wrong}", dump(d), "misspelt_link", show_file, None,
+                            f"fabric.links.{wrong}")
+
+    # Empty and degenerate files.
+    for name, text in [("empty", ""), ("blank", "\n\n   \n"), ("comment_only", "# nothing here\n"), ("doc_marker", "---\n"),
+                       ("null", "~\n"), ("scalar", "hello\n"), ("list", "- 1\n- 2\n"), ("bom_only", "\ufeff"),
+                       ("nul_bytes", "\x00\x00\x00")]:
+        corpus.add_file("scenarios", f"degenerate_{name}", text, "empty_file", run_file, None, None)
+        corpus.add_file("profiles", f"degenerate_{name}", text, "empty_file", show_file, None, None)
+
+    # Deep nesting: flow sequences and block maps nested very deep (a recursive parser's stack).
+    for depth in (64, 1000, 10000, 50000):
+        corpus.add_file("scenarios", f"deep_flow_{depth}",
+                        "name: x\nhardware: h100-sxm-8x-nvswitch\nworkload: " + "[" * depth + "1" + "]" * depth + "\n",
+                        "deep_nesting", run_file, None, "workload")
+        corpus.add_file("profiles", f"deep_flow_{depth}", "name: x\ngpu: " + "{a: " * depth + "1" + "}" * depth + "\n",
+                        "deep_nesting", show_file, None, "gpu")
+    for depth in (64, 400):
+        nested = "".join("  " * i + f"k{i}:\n" for i in range(depth)) + "  " * depth + "1\n"
+        corpus.add_file("scenarios", f"deep_block_{depth}",
+                        "name: x\nhardware: h100-sxm-8x-nvswitch\nworkload:\n" +
+                        "\n".join("  " + line for line in nested.splitlines()) + "\n",
+                        "deep_nesting", run_file, None, "workload")
+    corpus.add_file("scenarios", "deep_anchor_bomb",
+                    "a: &a [x, x, x, x, x, x, x, x, x]\n" +
+                    "".join(f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+                            for p, c in zip("abcdefgh", "bcdefghi")) + "workload: *i\n",
+                    "deep_nesting", run_file, None, None)
+
+    # Huge lists where a scalar goes, and huge sweeps with one bad value at the end.
+    mlp = load(os.path.join(ROOT, "scenarios", "llama3-70b-tp8-mlp.yaml"))
+    for n in (3000, 20000):
+        d = copy.deepcopy(mlp)
+        d["workload"]["tokens"] = list(range(1, n + 1))
+        corpus.add_file("scenarios", f"huge_list_tokens_{n}", dump(d), "huge_list", run_file, None, "workload.tokens")
+        d = copy.deepcopy(mlp)
+        d["schemes"] = [{"name": "no_overlap"}] * (n - 1) + [{"name": "no_such_scheme"}]
+        corpus.add_file("scenarios", f"huge_list_schemes_{n}", dump(d), "huge_list", run_file, None, f"schemes.{n - 1}")
+        d = copy.deepcopy(mlp)
+        d["sweep"] = {"workload.tokens": [1024 * (1 + i % 16) for i in range(n - 1)] + [-1]}
+        corpus.add_file("scenarios", f"huge_sweep_{n}", dump(d), "huge_list", ["sweep", "{file}", "-o", "{tmp}/s.csv"],
+                        None, "workload.tokens")
+
+    # The issue's examples as files.
+    def scen_with(mod, name, key, raw=None):
+        d = copy.deepcopy(mlp)
+        d.pop("sweep", None)
+        mod(d)
+        corpus.add_file("scenarios", name, dump(d, raw), "issue_example", run_file, None, key)
+    scen_with(lambda d: d["workload"].update(tokens=PLACEHOLDER), "issue_tokens_1e18", "workload.tokens", "1e18")
+    tr = load(os.path.join(ROOT, "scenarios", "llama3-70b-tp8-transformer.yaml"))
+    for tok, name in (("1e18", "batch_1e18"), ("1000000000000", "batch_1e12")):
+        d = copy.deepcopy(tr)
+        d["workload"]["batch"] = PLACEHOLDER
+        corpus.add_file("scenarios", f"issue_{name}", dump(d, tok), "issue_example", run_file, None, "workload.batch")
+    for tok in ("1e13", "-5", ".nan"):
+        d = copy.deepcopy(tr)
+        d["workload"] = {"kind": "transformer", "tp": 8, "model": "llama3-70b", "batch": 1, "seq": 8192,
+                         "dtype": "bf16", "allreduce_us": PLACEHOLDER}
+        corpus.add_file("scenarios", f"issue_allreduce_us_{tok}", dump(d, tok), "issue_example", run_file, None,
+                        "workload.allreduce_us")
+    fo = load(os.path.join(ROOT, "scenarios", "papers", "flashoverlap-a800-allreduce.yaml"))
+    for tok in ("1000000", "0", "-3", "[100, 100]", "[0]", "[]"):
+        d = copy.deepcopy(fo)
+        d.pop("sweep", None)
+        d["schemes"] = [{"name": "flashoverlap", "params": {"groups": PLACEHOLDER}}]
+        corpus.add_file("scenarios", f"issue_groups_{tok}", dump(d, tok), "issue_example", run_file, None,
+                        "schemes.0.params.groups")
+    h100 = load(os.path.join(ROOT, "scenarios", "hardware", "h100-sxm-8x-nvswitch.yaml"))
+    for key, tok in (("fabric.num_gpus", "1000000"), ("gpu.hbm_bandwidth_gbps", "1e-300"),
+                     ("gpu.peak_tflops.bf16", "1e-9"), ("gpu.peak_tflops.bf16", "1e300")):
+        d = copy.deepcopy(h100)
+        put(d, tuple(key.split(".")), PLACEHOLDER)
+        corpus.add_file("profiles", f"issue_{key}_{tok}", dump(d, tok), "issue_example", show_file, None, key)
+    scen_with(lambda d: d.update(hardware="/tmp"), "issue_hardware_dir", "hardware")
+    scen_with(lambda d: d.update(hardware="/dev/zero"), "issue_hardware_dev_zero", "hardware")
+    scen_with(lambda d: d.update(hardware="/nonexistent/profile.yaml"), "issue_hardware_missing", "hardware")
+
+    # Bad command lines. {src}: the source tree; {tmp}: a scratch directory (outputs land there).
+    mlp_path = "{src}/scenarios/llama3-70b-tp8-mlp.yaml"
+    cli = []
+    set_cases = [
+        ("hardware.gpu.peak_tflops.bf16", ["1e-9", "1e300", "0", "-1", "nan", "inf", "abc", ""]),
+        ("hardware.gpu.sm_count", ["0", "-1", "1.5", "1e18", "99999999999999999999", "abc"]),
+        ("hardware.gpu.hbm_bandwidth_gbps", ["1e-300", "1e300", "0", "-1", "nan"]),
+        ("hardware.gpu.clock_mhz", ["0", "-1", "inf"]),
+        ("hardware.gpu.gemm_efficiency", ["0", "-0.5", "nan", "1e300"]),
+        ("hardware.fabric.links.nvlink.bandwidth_gbps", ["0", "-1", "1e-300", "1e300", "nan"]),
+        ("hardware.fabric.links.nvlink.latency_us", ["-1", "1e300", "nan"]),
+        ("hardware.fabric.links.nvlnk.bandwidth_gbps", ["5"]),
+        ("hardware.fabric.links.nvlink.bandwith_gbps", ["5"]),
+        ("hardware.fabric.num_gpus", ["0", "-8", "1000000"]),
+        ("hardware.launch.host_us", ["-1", "1e300", "nan"]),
+        ("hardware.comm.channels", ["0", "-1", "1e9"]),
+        ("hardware.comm.protocol", ["LL64"]),
+        ("hardware.comm.algorithm", ["Rnig"]),
+        ("hardware.gpuu.sm_count", ["100"]),
+        ("workload.tokens", ["0", "-1", "1e18", "99999999999999999999", "1.5", "abc", "[1,2]", ""]),
+        ("workload.tp", ["0", "-8", "3", "1000000"]),
+        ("workload.dtype", ["fp7"]),
+        ("workload.model", ["llama9"]),
+        ("workload.kind", ["mlp_tpps"]),
+        ("workload.tokns", ["8192"]),
+        ("worklaod.tokens", ["8192"]),
+        ("fidelity", ["exact"]),
+        ("schemes.0.params.chunks", ["0"]),
+        ("hardware", ["/tmp", "/dev/zero", "no-such-profile"]),
+    ]
+    for key, values in set_cases:
+        for v in values:
+            cli.append((f"set_{key}_{v}", ["run", mlp_path, "--set", f"{key}={v}"], "bad_set", "--set", key))
+    for a in ["=5", "workload.tokens", "..=1", "workload..tokens=1", "a.b.c.d.e.f.g=1"]:
+        cli.append((f"set_malformed_{a}", ["run", mlp_path, "--set", a], "bad_set", "--set", None))
+    cli += [
+        ("param_no_scheme", ["run", mlp_path, "--param", "chunks=8"], "bad_param", "--param", None),
+        ("param_zero_chunks", ["run", mlp_path, "--scheme", "data_slicing", "--param", "chunks=0"], "bad_param",
+         "--param", "chunks"),
+        ("param_unknown", ["run", mlp_path, "--scheme", "data_slicing", "--param", "chunkz=8"], "bad_param", "--param",
+         "chunkz"),
+        ("param_nan", ["run", mlp_path, "--scheme", "data_slicing", "--param", "chunks=nan"], "bad_param", "--param",
+         "chunks"),
+        ("scheme_unknown", ["run", mlp_path, "--scheme", "no_such"], "bad_flag", "--scheme", None),
+        ("format_xml", ["run", mlp_path, "--format", "xml"], "bad_flag", "--format", None),
+        ("fidelity_exact", ["run", mlp_path, "--fidelity", "exact"], "bad_flag", "--fidelity", None),
+        ("unknown_flag", ["run", mlp_path, "--frobnicate"], "unknown_flag", "--frobnicate", None),
+        ("unknown_flag_sweep", ["sweep", mlp_path, "--frobnicate"], "unknown_flag", "--frobnicate", None),
+        ("unknown_command", ["frobnicate"], "unknown_flag", "frobnicate", None),
+        ("unknown_profile_cmd", ["profile", "frob"], "unknown_flag", "frob", None),
+        ("missing_set_arg", ["run", mlp_path, "--set"], "missing_arg", "--set", None),
+        ("missing_trace_arg", ["run", mlp_path, "--trace"], "missing_arg", "--trace", None),
+        ("missing_output_arg", ["run", mlp_path, "-o"], "missing_arg", "--output", None),
+        ("missing_profile_name", ["profile", "show"], "missing_arg", "name", None),
+        ("trace_level_bogus", ["run", mlp_path, "--scheme", "no_overlap", "--trace", "{tmp}/t.json",
+                               "--trace-level", "warp"], "bad_trace_flag", "--trace-level", None),
+        ("trace_ranks_letters", ["run", mlp_path, "--scheme", "no_overlap", "--trace", "{tmp}/t.json",
+                                 "--trace-ranks", "a,b"], "bad_trace_flag", "--trace-ranks", None),
+        ("trace_ranks_reversed", ["run", mlp_path, "--scheme", "no_overlap", "--trace", "{tmp}/t.json",
+                                  "--trace-ranks", "5-3"], "bad_trace_flag", "--trace-ranks", None),
+        ("trace_ranks_out_of_range", ["run", mlp_path, "--scheme", "no_overlap", "--trace", "{tmp}/t.json",
+                                      "--trace-ranks", "0,99"], "bad_trace_flag", "--trace-ranks", None),
+        ("trace_window_reversed", ["run", mlp_path, "--scheme", "no_overlap", "--trace", "{tmp}/t.json",
+                                   "--trace-window", "10:5"], "bad_trace_flag", "--trace-window", None),
+        ("trace_window_nan", ["run", mlp_path, "--scheme", "no_overlap", "--trace", "{tmp}/t.json",
+                              "--trace-window", "nan:5"], "bad_trace_flag", "--trace-window", None),
+        ("trace_window_no_colon", ["run", mlp_path, "--scheme", "no_overlap", "--trace", "{tmp}/t.json",
+                                   "--trace-window", "5"], "bad_trace_flag", "--trace-window", None),
+        ("trace_level_without_trace", ["run", mlp_path, "--trace-level", "cta"], "bad_trace_flag", "--trace-level",
+         None),
+        ("run_dev_zero", ["run", "/dev/zero"], "bad_input_file", "/dev/zero", None),
+        ("run_directory", ["run", "{src}/scenarios"], "bad_input_file", "scenarios", None),
+        ("run_missing_file", ["run", "/nonexistent/x.yaml"], "bad_input_file", "/nonexistent/x.yaml", None),
+        ("profile_show_dir", ["profile", "show", "{src}/scenarios/"], "bad_input_file", "scenarios", None),
+        ("profile_show_unknown", ["profile", "show", "no-such-profile"], "bad_input_file", "no-such-profile", None),
+        ("profile_show_set_bad", ["profile", "show", "h100-sxm-8x-nvswitch", "--set", "gpu.sm_count=-1"], "bad_set",
+         "--set", "gpu.sm_count"),
+        ("profile_show_set_unknown_link", ["profile", "show", "h100-sxm-8x-nvswitch", "--set",
+                                           "fabric.links.nvlnk.bandwidth_gbps=5"], "bad_set", "--set",
+         "fabric.links.nvlnk"),
+        ("plot_nonexistent_dir", ["run", mlp_path, "--scheme", "no_overlap", "--trace", "{tmp}/t.json",
+                                  "--plot", "/nonexistent/p.png", "-o", "{tmp}/r.json"], "bad_output", "--plot", None),
+        ("output_nonexistent_dir", ["run", mlp_path, "--scheme", "no_overlap", "-o", "/nonexistent/r.txt"],
+         "bad_output", "/nonexistent/r.txt", None),
+        ("tune_gemm_bad", ["tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x0x4096", "--primitive",
+                           "all_reduce", "--ranks", "4"], "bad_flag", "--gemm", None),
+        ("tune_gemm_text", ["tune", "--hardware", "a800-8x-nvlink", "--gemm", "axbxc", "--primitive", "all_reduce",
+                            "--ranks", "4"], "bad_flag", "--gemm", None),
+        ("tune_ranks_negative", ["tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive",
+                                 "all_reduce", "--ranks", "-4"], "bad_flag", "--ranks", None),
+        ("tune_dtype", ["tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--dtype", "fp7",
+                        "--primitive", "all_reduce", "--ranks", "4"], "bad_flag", "--dtype", None),
+        ("tune_primitive", ["tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive",
+                            "all_gahter", "--ranks", "4"], "bad_flag", "--primitive", None),
+        ("sweep_axis_empty", ["sweep", mlp_path, "--sweep", "workload.tokens=", "-o", "{tmp}/s.csv"], "bad_flag",
+         "--sweep", "workload.tokens"),
+        ("sweep_axis_bad_value", ["sweep", mlp_path, "--sweep", "workload.tokens=1024,-1", "-o", "{tmp}/s.csv"],
+         "bad_flag", "--sweep", "workload.tokens"),
+        ("sweep_axis_unknown_key", ["sweep", mlp_path, "--sweep", "workload.tokns=1024,2048", "-o", "{tmp}/s.csv"],
+         "bad_flag", "--sweep", "workload.tokns"),
+        ("sweep_jobs_zero", ["sweep", mlp_path, "-j", "0", "-o", "{tmp}/s.csv"], "bad_flag", "--jobs", None),
+        ("validate_missing_dir", ["validate", "/nonexistent/results"], "bad_input_file", "/nonexistent/results", None),
+    ]
+    for name, argv, cls, where, key in cli:
+        corpus.add_cli(name, argv, cls, where, key)
+
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump({"generator": "tools/make_bad_inputs.py", "seed": SEED, "entries": corpus.entries}, f, indent=1)
+        f.write("\n")
+    with open(os.path.join(out, "cli.txt"), "w") as f:
+        f.write("# Bad command lines (tools/make_bad_inputs.py; expectations in manifest.json)\n")
+        for e in corpus.entries:
+            if "file" not in e:
+                f.write("overlap-sim " + " ".join(a if a and " " not in a else repr(a) for a in e["argv"]) + "\n")
+    files = sum(1 for e in corpus.entries if "file" in e)
+    print(f"{len(corpus.entries)} entries ({files} files, {len(corpus.entries) - files} command lines) in {out}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
