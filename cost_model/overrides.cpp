@@ -114,9 +114,30 @@ std::optional<std::string> override_source(const std::string& key_path, const st
 
 void rethrow_with_source(const InputError& e, const std::vector<std::string>& assignments,
                          const std::string& strip_prefix) {
-  if (e.line() <= 0 && e.file().rfind("--set", 0) != 0) {
+  if (e.file().rfind("--set", 0) == 0) throw e;
+  const auto path_of = [&](const std::string& a) {
+    std::string path = a.substr(0, a.find('='));
+    if (!strip_prefix.empty() && path.rfind(strip_prefix, 0) == 0) path = path.substr(strip_prefix.size());
+    return path;
+  };
+  if (e.line() <= 0) {
     if (const auto source = override_source(e.key_path(), assignments, strip_prefix))
       throw InputError("--set " + *source, 0, e.key_path(), e.message());
+  } else {
+    // Located in a file, but the value itself came from --set (an empty --set value leaves the key
+    // missing, reported at its map's line): the --set is where it came from.
+    for (auto it = assignments.rbegin(); it != assignments.rend(); ++it) {
+      if (path_of(*it) == e.key_path()) throw InputError("--set " + *it, 0, e.key_path(), e.message());
+    }
+  }
+  // A rule between keys (tokens divisible by tp) broken by a --set of a sibling: say so.
+  const auto parent = [](const std::string& p) { return p.substr(0, p.rfind('.') == std::string::npos ? 0 : p.rfind('.')); };
+  if (!e.key_path().empty()) {
+    for (auto it = assignments.rbegin(); it != assignments.rend(); ++it) {
+      const std::string p = path_of(*it);
+      if (p != e.key_path() && p.find('.') != std::string::npos && parent(p) == parent(e.key_path()))
+        throw InputError(e.file(), e.line(), e.key_path(), e.message() + " (with --set " + *it + ")");
+    }
   }
   throw e;
 }

@@ -50,6 +50,7 @@ GpuSpec read_gpu(const YamlReader& r) {
   g.sm_count = static_cast<int>(r.get_int_in("sm_count", ranges::sm_count));
   g.gemm_ctas_per_sm = static_cast<int>(r.get_int_in("gemm_ctas_per_sm", ranges::ctas_per_sm, g.gemm_ctas_per_sm));
   g.clock_mhz = r.get_double_in("clock_mhz", ranges::clock_mhz, g.clock_mhz);
+  if (g.clock_mhz != 0 && g.clock_mhz < 1) r.fail_at("clock_mhz", "must be 0 (not given) or at least 1 MHz");
   if (auto p = r.optional_child("peak_tflops")) {
     p->expect_map();
     for (const auto& key : p->keys()) {
@@ -249,6 +250,8 @@ CommSpec read_comm(const YamlReader& r) {
                 "link_kinds", "base_latency_us", "step_latency_us"});
   CommSpec c;
   c.library = r.get_string("library", c.library);
+  // Only NCCL's tuning model is implemented (RCCL follows it, facts.md); another name is a typo.
+  if (c.library != "nccl" && c.library != "rccl") r.fail_at("library", "unknown library '" + c.library + "' (nccl, rccl)");
   const std::string algo = r.get_string("algorithm", "auto");
   if (algo != "auto") {
     c.algorithm = parse_nccl_algorithm(algo);

@@ -523,6 +523,9 @@ Scenario load_impl(const std::string& text, const std::string& file, const Scena
         root["hardware"] = load_profile_yaml(resolve_profile_ref(hardware_name, file), hardware_dir, &hardware_file);
       } catch (const InputError& e) {
         if (e.file().empty()) ref.fail(e.message());
+        // The profile file itself cannot be read (a directory, a device, missing): the scenario's
+        // `hardware` key is what named it.
+        if (e.line() <= 0 && e.key_path().empty()) ref.fail(e.what());
         throw;
       }
     }
@@ -553,6 +556,7 @@ Scenario load_checked(const YAML::Node& root, const std::string& text, const std
       sc.hardware = load_profile(resolve_profile_ref(hardware_name, file), hardware_dir);
     } catch (const InputError& e) {
       if (e.file().empty()) hw.fail(e.message());
+      if (e.line() <= 0 && e.key_path().empty()) hw.fail(e.what());
       throw;
     }
   } else {

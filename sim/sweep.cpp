@@ -177,7 +177,17 @@ std::vector<PreparedPoint> prepare_sweep(const Scenario& scenario, const SweepGr
   std::vector<std::string> errors(grid.points.size());
   std::map<std::string, std::shared_ptr<const HardwareProfile>> profiles;
   std::mutex profiles_mutex;
-  parallel_for(grid.points.size(), jobs, [&](std::size_t i) {
+  // A point repeated in the grid (a value listed twice) is loaded once: each load parses the
+  // scenario and its profile afresh (~4 ms), which a long list of repeats would multiply.
+  std::map<std::string, std::size_t> first_of;
+  std::vector<std::size_t> origin(grid.points.size()), unique;
+  for (std::size_t i = 0; i < grid.points.size(); ++i) {
+    const auto [it, fresh] = first_of.emplace(join_sets(grid.points[i].sets), i);
+    origin[i] = it->second;
+    if (fresh) unique.push_back(i);
+  }
+  parallel_for(unique.size(), jobs, [&](std::size_t u) {
+    const std::size_t i = unique[u];
     const SweepPoint& p = grid.points[i];
     ScenarioOptions o = load;
     o.validate_sweep = false;  // the point's scenario: the sweep itself is what is being run
@@ -198,6 +208,11 @@ std::vector<PreparedPoint> prepare_sweep(const Scenario& scenario, const SweepGr
       errors[i] = fmt::format("{}: {}", join_sets(p.sets), e.what());
     }
   });
+  for (std::size_t i = 0; i < grid.points.size(); ++i) {
+    if (origin[i] == i) continue;
+    out[i] = out[origin[i]];
+    errors[i] = errors[origin[i]];
+  }
   std::size_t bad = 0;
   std::string listed;
   for (const std::string& e : errors) {

@@ -168,7 +168,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   tune_cmd->add_option("--algo", tune_algo, "Exported Algo: FlashOverlap's index of the GEMM kernel (AlgoDict)");
   tune_cmd->add_option("--budget", tune.budget, "simulate: engine runs at most (default 40)");
   tune_cmd->add_option("--top", tune.top, "Candidates listed (default 10)");
-  tune_cmd->add_option("-j,--jobs", tune.jobs, "Threads running simulations (default: every core)");
+  tune_cmd->add_option("-j,--jobs", tune.jobs, "Threads running simulations (default: every core)")->check(CLI::Range(1, 4096));
   tune_cmd->add_option("--set", tune.sets,
                        "Override a key (repeatable): of the profile (operator level, e.g. hardware.gpu.sm_count=100) "
                        "or of the scenario")
@@ -190,7 +190,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   sweep_cmd->add_option("--set", sweep.sets, "Override a scenario key: a.b.c=value (repeatable)")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
-  sweep_cmd->add_option("-j,--jobs", sweep.jobs, "Threads (default: every core, shared among mpirun ranks on a machine)");
+  sweep_cmd->add_option("-j,--jobs", sweep.jobs, "Threads (default: every core, shared among mpirun ranks on a machine)")
+      ->check(CLI::Range(1, 4096));
   sweep_cmd->add_option("--format", sweep.format, "csv or json (default csv)");
   sweep_cmd->add_option("--output,-o", sweep.output, "Write the rows to FILE (atomically at the end; FILE.partial "
                                                       "holds the points finished so far)");

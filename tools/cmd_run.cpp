@@ -287,7 +287,17 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
     staged.commit();
   } catch (const std::runtime_error& e) {
     if (dynamic_cast<const UsageError*>(&e) || dynamic_cast<const InputError*>(&e) || dynamic_cast<const sim::SimError*>(&e)) throw;
-    throw UsageError(std::string(e.what()) + " (no output was written)");
+    // Name the flag whose file could not be written.
+    std::string flag;
+    const std::string what = e.what();
+    for (const auto& [name, target] : {std::pair<const char*, const std::string*>{"--plot", &options.plot},
+                                       {"--trace", &options.trace}, {"-o", &options.output}, {"--graphviz", &options.graphviz}}) {
+      if (!target->empty() && what.find("'" + *target + "'") != std::string::npos) {
+        flag = std::string(name) + " " + *target + ": ";
+        break;
+      }
+    }
+    throw UsageError(flag + what + " (no output was written)");
   }
   if (options.output.empty()) out << report;
   if (failed > 0) {

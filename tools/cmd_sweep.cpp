@@ -195,7 +195,18 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
   const int jobs = o.jobs > 0 ? o.jobs
                               : std::max(1, sim::default_jobs() / std::max(1, world.local_size()));
   sim::ScenarioOptions point_load = load;
-  const std::vector<sim::PreparedPoint> prepared = sim::prepare_sweep(sc, grid, point_load, jobs);
+  std::vector<sim::PreparedPoint> prepared;
+  try {
+    prepared = sim::prepare_sweep(sc, grid, point_load, jobs);
+  } catch (const InputError& e) {
+    // A bad value of a --sweep axis: the flag is where it came from.
+    for (const std::string& f : o.sweeps) {
+      const std::string key = f.substr(0, f.find('='));
+      if (!key.empty() && std::string(e.what()).find(key) != std::string::npos)
+        throw InputError("--sweep " + f, 0, e.key_path(), e.message());
+    }
+    throw;
+  }
 
   // --resume: rank 0 reads what is done and tells the others which points to skip.
   std::map<std::string, std::string> done;

@@ -188,7 +188,10 @@ TEST_CASE("time window keeps exactly the events that overlap it", "[trace][filte
       if (e["ph"] == "X") {
         CHECK(ts <= us_from_ps(w1));
         CHECK(ts + e["dur"].get<double>() >= us_from_ps(w0) - 1e-9);
-        (e["cat"] == "cta" ? ctas : ops) += 1;
+        // One slice per op on its stream track (compute / comm); cta level adds CTAs, and the
+        // copy-engine and comm-SM tracks, which repeat ops already counted.
+        if (e["cat"] == "cta") ++ctas;
+        if (e["cat"] == "compute" || e["cat"] == "comm") ++ops;
       }
       if (e["ph"] == "C") CHECK((ts >= us_from_ps(w0) && ts <= us_from_ps(w1)));
     }
