@@ -474,7 +474,8 @@ TEST_CASE("trace flags: kernel level by default, ranks and window filters, bad v
                            "--trace-window", "0:1e6"});
   INFO(f.err);
   REQUIRE(f.rc == 0);
-  for (const auto& e : nlohmann::json::parse(read(trace))["traceEvents"])
+  const nlohmann::json filtered = nlohmann::json::parse(read(trace));  // (a named document: a range-for
+  for (const auto& e : filtered["traceEvents"])                        //  over a temporary's member dangles)
     if (e["ph"] == "X") CHECK((e["pid"] == 1 || e["pid"] == 3));
 
   for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
