@@ -510,7 +510,8 @@ YAML::Node load_profile_yaml(const std::string& name_or_path, const std::string&
   std::string file = name_or_path;
   if (!looks_like_path(name_or_path)) {
     file = (fs::path(hardware_dir) / (name_or_path + ".yaml")).string();
-    if (!fs::exists(file)) {
+    std::error_code ec;  // (a name too long for a path is "unknown", not a filesystem exception)
+    if (!fs::exists(file, ec)) {
       std::string known;
       for (const auto& n : builtin_profile_names(hardware_dir)) known += (known.empty() ? "" : ", ") + n;
       throw InputError("", 0, "hardware",

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -406,6 +407,7 @@ std::vector<SweepAxis> read_sweep(const YamlReader& s, const std::string& text, 
     }
     values.expect_sequence();
     if (values.size() == 0) values.fail("a sweep axis needs at least one value");
+    std::set<std::vector<std::string>> checked;  // a value listed again is not loaded again
     for (std::size_t i = 0; i < values.size(); ++i) {
       const YamlReader v = values.element(i);
       std::vector<std::string> point;
@@ -419,7 +421,7 @@ std::vector<SweepAxis> read_sweep(const YamlReader& s, const std::string& text, 
       }
       // Each value must make a valid scenario on its own: load the scenario with it applied.
       // Points apply on top of the scenario's own --set overrides, as `sweep` will run them.
-      if (options.check_sweep_values) {
+      if (options.check_sweep_values && checked.insert(point).second) {
         ScenarioOptions trial = options;
         for (std::size_t k = 0; k < axis.keys.size(); ++k) trial.sets.push_back(axis.keys[k] + "=" + point[k]);
         try {

@@ -40,14 +40,20 @@ std::string source_dir() {
 std::string hardware_dir() { return default_hardware_dir(); }
 
 std::string resolve_input_path(const std::string& path) {
-  if (path.empty() || fs::path(path).is_absolute() || fs::exists(path)) return path;
+  // error_code overloads: a path the OS refuses (too long, bad bytes) is "not there", and the input
+  // reader then says why, never a filesystem exception.
+  const auto exists = [](const fs::path& p) {
+    std::error_code ec;
+    return fs::exists(p, ec);
+  };
+  if (path.empty() || fs::path(path).is_absolute() || exists(path)) return path;
   const fs::path root(source_dir());
-  if (fs::exists(root / path)) return (root / path).string();
+  if (exists(root / path)) return (root / path).string();
   const bool bare = path.find('/') == std::string::npos && fs::path(path).extension() != ".yaml";
   if (bare) {
     for (const char* sub : {"scenarios", "scenarios/papers"}) {
       const fs::path candidate = root / sub / (path + ".yaml");
-      if (fs::exists(candidate)) return candidate.string();
+      if (exists(candidate)) return candidate.string();
     }
   }
   return path;

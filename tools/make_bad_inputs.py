@@ -447,6 +447,14 @@ def main():
     scen_with(lambda d: d.update(hardware="/tmp"), "issue_hardware_dir", "hardware")
     scen_with(lambda d: d.update(hardware="/dev/zero"), "issue_hardware_dev_zero", "hardware")
     scen_with(lambda d: d.update(hardware="/nonexistent/profile.yaml"), "issue_hardware_missing", "hardware")
+    # Found by tools/fuzz.sh (2026-11-23): a profile name longer than a path may be was an internal
+    # error (std::filesystem threw ENAMETOOLONG); a sweep listing the same values again and again
+    # took minutes under the sanitizers (each repeat was loaded again).
+    scen_with(lambda d: d.update(hardware="h100 " * 1000), "fuzz_hardware_name_too_long", "hardware")
+    d = copy.deepcopy(mlp)
+    d["sweep"] = {"workload.tokens": [1024 * (1 + i % 16) for i in range(5000)] + [-1]}
+    corpus.add_file("scenarios", "fuzz_sweep_repeats", dump(d), "huge_list", ["sweep", "{file}", "-o", "{tmp}/s.csv"], None,
+                    "workload.tokens")
 
     # Bad command lines. {src}: the source tree; {tmp}: a scratch directory (outputs land there).
     mlp_path = "{src}/scenarios/llama3-70b-tp8-mlp.yaml"
