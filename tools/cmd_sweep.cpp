@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "cost_model/input_error.hpp"
+#include "sim/atomic_file.hpp"
 #include "sim/engine.hpp"
 #include "sim/scenario.hpp"
 #include "sim/sweep.hpp"
@@ -332,26 +333,36 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
       }
       progress.finish(remaining.size(), grid.points.size() - remaining.size(), jobs, world.size());
       const std::string text = sim::assemble_sweep_output(sc, grid, format, texts);
-      if (o.output.empty()) out << text;
-      else write_output(o.output, text);
-      if (!o.plot.empty()) {
-        std::string results = o.output;
-        fs::path tmp;
-        if (results.empty()) {
-          tmp = fs::temp_directory_path() / fmt::format("overlap-sim-sweep-{}.{}", ::getpid(), o.format);
-          write_output(tmp.string(), text);
-          results = tmp.string();
+      // -o and --plot are staged and moved into place together (issue 12): a plot that fails leaves
+      // the output file as it was, and stdout gets the table only when everything succeeded.
+      StagedOutputs staged;
+      auto named = [](const char* flag, const std::string& path, const auto& fn) {
+        try {
+          fn();
+        } catch (const UsageError&) {
+          throw;
+        } catch (const std::runtime_error& e) {
+          throw UsageError(fmt::format("{} {}: {} (no output was written)", flag, path, e.what()));
         }
+      };
+      if (!o.output.empty()) named("-o", o.output, [&] { staged.stage(o.output, text); });
+      if (!o.plot.empty()) {
+        // The plotting script reads the results from a temporary of its own (the staged output is
+        // not in place yet) and writes the image to the plot's staged temporary.
+        const fs::path tmp = fs::temp_directory_path() / fmt::format("overlap-sim-sweep-{}.{}", ::getpid(), o.format);
+        write_output(tmp.string(), text);
+        std::string png;
+        named("--plot", o.plot, [&] { png = staged.reserve(o.plot); });
         const std::string script = (fs::path(source_dir()) / "tools" / "plot_sweep.py").string();
-        const int rc = run_process({python_program(), script, results, "--output", o.plot, "--title",
+        const int rc = run_process({python_program(), script, tmp.string(), "--output", png, "--title",
                                     fmt::format("{} on {}", sc.name, sc.hardware_name)},
                                    false);
-        if (!tmp.empty()) {
-          std::error_code ec;
-          fs::remove(tmp, ec);
-        }
-        if (rc != 0) throw UsageError(fmt::format("--plot: {} failed (exit status {})", script, rc));
+        std::error_code ec;
+        fs::remove(tmp, ec);
+        if (rc != 0) throw UsageError(fmt::format("--plot: {} failed (exit status {}; no output was written)", script, rc));
       }
+      staged.commit();
+      if (o.output.empty()) out << text;
       for (const std::string& f : resumed_from) {
         std::error_code ec;
         fs::remove(f, ec);

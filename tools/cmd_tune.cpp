@@ -1,5 +1,7 @@
 #include "tools/cmd_tune.hpp"
 
+#include "sim/atomic_file.hpp"
+
 #include <filesystem>
 #include <stdexcept>
 
@@ -105,9 +107,17 @@ void tune_operator(const TuneOptions& o, std::ostream& out) {
   std::string config;
   if (!o.export_flashoverlap.empty())
     config = sim::flashoverlap_config(r, sim::gemm_collective_shape(w), o.swizzle, o.algo).dump(4) + "\n";
+  // -o and --export-flashoverlap land together or not at all (issue 12).
+  StagedOutputs staged;
+  try {
+    if (!o.output.empty()) staged.stage(o.output, text);
+    if (!o.export_flashoverlap.empty()) staged.stage(o.export_flashoverlap, config);
+    staged.commit();
+  } catch (const std::runtime_error& e) {
+    if (dynamic_cast<const UsageError*>(&e) || dynamic_cast<const InputError*>(&e)) throw;
+    throw UsageError(std::string(e.what()) + " (no output was written)");
+  }
   if (o.output.empty()) out << text;
-  else write_output(o.output, text);
-  if (!o.export_flashoverlap.empty()) write_output(o.export_flashoverlap, config);
 }
 
 void tune_scenario(const TuneOptions& o, std::ostream& out) {

@@ -304,6 +304,21 @@ TEST_CASE("one failing scheme is a FAILED row; the others are reported; exit 1",
   CHECK(all.out.empty());
 }
 
+TEST_CASE("sweep: -o and --plot land together or not at all", "[harden][outputs][sweep]") {
+  Dir d;
+  const std::string report = d.file("s.csv");
+  write(report, "old sweep");
+  const std::size_t before = d.entries();
+  const Run r = cli({"sweep", "--sweep", "workload.tokens=4096,8192", "-o", report, "--plot", "/nonexistent/p.png"});
+  INFO(r.err);
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.err, Catch::Contains("--plot"));
+  CHECK(read(report) == "old sweep");
+  // No temporary left behind; the checkpoint stays for --resume (README "Sweeps").
+  CHECK(fs::exists(report + ".partial"));
+  CHECK(d.entries() == before + 1);
+}
+
 TEST_CASE("outputs are moved into place only when all of them succeeded", "[harden][outputs]") {
   Dir d;
   const std::string report = d.file("r.json"), trace = d.file("t.json");
