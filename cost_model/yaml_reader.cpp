@@ -62,10 +62,18 @@ void YamlReader::expect_sequence() const {
   if (!node_.IsSequence()) fail("must be a list (got " + scalar_text() + ")");
 }
 
+// A map key must be a plain name: YAML also allows a list or a map as a key ("? a: 1"), which no
+// key path can name (found by tools/fuzz.sh: yaml-cpp's bad conversion was an internal error).
+std::string YamlReader::key_text(const YAML::Node& key) const {
+  if (key.IsScalar()) return key.Scalar();
+  const YAML::Mark mark = key.Mark();
+  throw InputError(file_, mark.line >= 0 ? mark.line + 1 : 0, path_, "a key must be a plain name, not a list or a map");
+}
+
 void YamlReader::allow_keys(const std::vector<std::string>& allowed) const {
   expect_map();
   for (const auto& kv : node_) {
-    const std::string key = kv.first.as<std::string>();
+    const std::string key = key_text(kv.first);
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
     std::string list;
     for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
@@ -96,7 +104,7 @@ YamlReader YamlReader::element(std::size_t index) const {
 std::vector<std::string> YamlReader::keys() const {
   expect_map();
   std::vector<std::string> out;
-  for (const auto& kv : node_) out.push_back(kv.first.as<std::string>());
+  for (const auto& kv : node_) out.push_back(key_text(kv.first));
   return out;
 }
 

@@ -40,6 +40,7 @@ class YamlReader {
   std::size_t size() const { return node_.size(); }
   YamlReader element(std::size_t index) const;  // sequence element, path "a.b.3" (as --set writes it)
   std::vector<std::string> keys() const;        // map keys in file order
+  std::string key_text(const YAML::Node& key) const;  // a map key; InputError unless a plain name
 
   // Typed reads of this node.
   std::string as_string() const;

@@ -285,7 +285,10 @@ nlohmann::json yaml_to_json(const YAML::Node& n) {
   }
   if (n.IsMap()) {
     nlohmann::json obj = nlohmann::json::object();
-    for (const auto& kv : n) obj[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+    for (const auto& kv : n) {
+      if (!kv.first.IsScalar()) continue;  // (never reached from a scenario: read_param refuses maps)
+      obj[kv.first.Scalar()] = yaml_to_json(kv.second);
+    }
     return obj;
   }
   if (!n.IsScalar()) return nullptr;
@@ -312,6 +315,9 @@ nlohmann::json read_param(const YamlReader& p, const SchemeParam& spec) {
     // groups); the builder rejects names it does not know.
     if (p.is_scalar()) return yaml_to_json(p.node());
     p.expect_sequence();
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      if (p.element(i).is_map()) p.element(i).fail("must be a value or a list of values, not a map");
+    }
     return yaml_to_json(p.node());
   }
   return yaml_to_json(p.node());  // a type this loader does not know: pass through unchanged

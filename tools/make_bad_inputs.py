@@ -451,6 +451,11 @@ def main():
     # error (std::filesystem threw ENAMETOOLONG); a sweep listing the same values again and again
     # took minutes under the sanitizers (each repeat was loaded again).
     scen_with(lambda d: d.update(hardware="h100 " * 1000), "fuzz_hardware_name_too_long", "hardware")
+    # A map as a key ("? pci: 15.0" then ": 1"): yaml-cpp's bad conversion was an internal error.
+    with open(os.path.join(ROOT, "scenarios", "hardware", "h100-sxm-8x-nvswitch.yaml")) as f:
+        h100_text = f.read()
+    corpus.add_file("profiles", "fuzz_map_as_key", h100_text + "? pci: 15.0\n: 1\n", "garbled_yaml", show_file, None, None)
+    corpus.add_file("scenarios", "fuzz_map_as_key", "? [a, b]\n: 1\n" + dump(mlp), "garbled_yaml", run_file, None, None)
     d = copy.deepcopy(mlp)
     d["sweep"] = {"workload.tokens": [1024 * (1 + i % 16) for i in range(5000)] + [-1]}
     corpus.add_file("scenarios", "fuzz_sweep_repeats", dump(d), "huge_list", ["sweep", "{file}", "-o", "{tmp}/s.csv"], None,
