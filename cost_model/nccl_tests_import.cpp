@@ -1,5 +1,7 @@
 #include "cost_model/nccl_tests_import.hpp"
 
+#include <cmath>
+
 #include "cost_model/input_file.hpp"
 
 #include <cctype>
@@ -77,6 +79,26 @@ std::optional<CollectivePrimitive> primitive_from_nccl_tests_program(const std::
   return std::nullopt;
 }
 
+namespace {
+
+// nccl-tests prints one row per size, sizes increasing; a curve needs distinct sizes and finite,
+// non-negative times (found by tools/fuzz.sh: a repeated size was an internal error further on).
+void check_row(const NcclTestsResult& result, const NcclTestsRow& row, const std::string& source_name, int line,
+               const std::string& key) {
+  if (row.size_bytes < 0) throw InputError(source_name, line, key, "a size cannot be negative");
+  if (!result.rows.empty() && row.size_bytes <= result.rows.back().size_bytes) {
+    throw InputError(source_name, line, key,
+                     "sizes must increase row by row (" + std::to_string(row.size_bytes) + " after " +
+                         std::to_string(result.rows.back().size_bytes) + ")");
+  }
+  for (const auto* m : {&row.out_of_place, &row.in_place}) {
+    if (*m && (!std::isfinite((*m)->time_us) || (*m)->time_us < 0 || (*m)->time_us > 1e12))
+      throw InputError(source_name, line, key, "a time must be a finite number of us in [0, 1e12]");
+  }
+}
+
+}  // namespace
+
 NcclTestsResult parse_nccl_tests_text(std::istream& in, const std::string& source_name) {
   NcclTestsResult result;
   std::string line;
@@ -137,6 +159,7 @@ NcclTestsResult parse_nccl_tests_text(std::istream& in, const std::string& sourc
     };
     row.out_of_place = read_group(prefix_cols, "out-of-place");
     row.in_place = read_group(prefix_cols + 4, "in-place");
+    check_row(result, row, source_name, line_no, "size");
     result.rows.push_back(std::move(row));
   }
   if (result.rows.empty()) throw InputError(source_name, 0, "", "no nccl-tests result rows found");
@@ -187,6 +210,7 @@ NcclTestsResult parse_nccl_tests_json(const nlohmann::json& report, const std::s
       };
       row.out_of_place = read("out_of_place");
       row.in_place = read("in_place");
+      check_row(result, row, source_name, 0, "results." + std::to_string(i - 1) + ".size");
       result.rows.push_back(std::move(row));
     } catch (const nlohmann::json::exception& e) {
       throw InputError(source_name, 0, key, std::string("malformed result: ") + e.what());

@@ -57,3 +57,29 @@ TEST_CASE("nccl-tests text rows that cannot be read name the line", "[nccl_tests
     CHECK(e.line() == 3);
   }
 }
+
+TEST_CASE("nccl-tests rows: sizes must increase and times be finite (fuzz findings)", "[nccl_tests]") {
+  const std::string header = "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n";
+  const std::string row1 = "  1024  256  float  sum  -1  12.0  0.09  0.15  0  12.1  0.08  0.15  0\n";
+  for (const char* bad : {"  1024  256  float  sum  -1  12.0  0.09  0.15  0  12.1  0.08  0.15  0\n",
+                                 "   512  128  float  sum  -1  12.0  0.09  0.15  0  12.1  0.08  0.15  0\n",
+                                 "  2048  512  float  sum  -1  inf  0.09  0.15  0  12.1  0.08  0.15  0\n"}) {
+    std::istringstream in(header + row1 + std::string(bad));
+    try {
+      parse_nccl_tests_text(in, "x.txt");
+      FAIL("expected InputError for: " << bad);
+    } catch (const InputError& e) {
+      CHECK(e.file() == "x.txt");
+      CHECK(e.line() == 3);
+      CHECK((e.key_path() == "size" || e.key_path() == "out-of-place"));  // (inf may not parse as a number)
+    }
+  }
+  const nlohmann::json dup = {{"results", {{{"size", 1024}, {"out_of_place", {{"time", 1.0}, {"alg_bw", 1.0}, {"bus_bw", 1.0}}}},
+                                           {{"size", 1024}, {"out_of_place", {{"time", 1.0}, {"alg_bw", 1.0}, {"bus_bw", 1.0}}}}}}};
+  try {
+    parse_nccl_tests_json(dup, "x.json");
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    CHECK(e.key_path() == "results.1.size");
+  }
+}
