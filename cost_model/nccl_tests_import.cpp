@@ -101,6 +101,7 @@ void check_row(const NcclTestsResult& result, const NcclTestsRow& row, const std
 
 NcclTestsResult parse_nccl_tests_text(std::istream& in, const std::string& source_name) {
   NcclTestsResult result;
+  result.source = source_name;
   std::string line;
   int line_no = 0;
   // Column layout from the "#  size  count  type  redop  root  time ..." header; older nccl-tests
@@ -168,6 +169,7 @@ NcclTestsResult parse_nccl_tests_text(std::istream& in, const std::string& sourc
 
 NcclTestsResult parse_nccl_tests_json(const nlohmann::json& report, const std::string& source_name) {
   NcclTestsResult result;
+  result.source = source_name;
   if (!report.is_object() || !report.contains("results") || !report["results"].is_array()) {
     throw InputError(source_name, 0, "results", "nccl-tests JSON report has no results list");
   }
@@ -240,6 +242,11 @@ BandwidthCurve NcclTestsResult::curve(bool in_place) const {
     const auto& m = in_place ? r.in_place : r.out_of_place;
     if (r.size_bytes <= 0 || !m || !(m->time_us > 0)) continue;
     pts.push_back(CurvePoint{r.size_bytes, ps_from_us(m->time_us)});
+  }
+  // (Found by tools/fuzz.sh: rows of size 0 or without a time left no point, an internal error.)
+  if (pts.empty()) {
+    throw InputError(source, 0, "", std::string("no row with a size > 0 and a time > 0 in the ") +
+                                        (in_place ? "in-place" : "out-of-place") + " columns: no curve to build");
   }
   return BandwidthCurve(std::move(pts));
 }

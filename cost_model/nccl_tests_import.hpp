@@ -45,6 +45,7 @@ struct NcclTestsResult {
   std::optional<NcclProtocol> protocol;   // NCCL_PROTO the run was forced to (one protocol), if recorded
   std::optional<NcclAlgorithm> algorithm; // NCCL_ALGO likewise
   std::vector<NcclTestsRow> rows;
+  std::string source;  // the file (or name) it was read from, for errors
 
   // Time vs size from the out-of-place (default) or in-place columns; rows of size 0 are skipped.
   BandwidthCurve curve(bool in_place = false) const;

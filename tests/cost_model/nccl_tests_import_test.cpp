@@ -83,3 +83,15 @@ TEST_CASE("nccl-tests rows: sizes must increase and times be finite (fuzz findin
     CHECK(e.key_path() == "results.1.size");
   }
 }
+
+TEST_CASE("nccl-tests: no usable row is an input error when the curve is built (fuzz finding)", "[nccl_tests]") {
+  std::istringstream in("#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+                        "     0    0  float  sum  -1  12.0  0.00  0.00  0  12.1  0.00  0.00  0\n");
+  const NcclTestsResult r = parse_nccl_tests_text(in, "zero.txt");
+  try {
+    (void)r.curve();
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    CHECK(e.file() == "zero.txt");
+  }
+}
