@@ -54,17 +54,22 @@ bool has_gemm_profile(const HardwareProfile& p, const GemmShape& s) {
 // The engine on one GPU of `sms` SMs running one GEMM kernel (the measured time is CUDA events
 // around the kernel alone, so no launch gap); a memory-bound plan takes at least its weight bytes
 // over HBM, as cost_model's gemm_time_ps does.
-double simulate_gemm_us(const HardwareProfile& p, const GemmShape& s, int sms) {
-  const GemmPlan plan = plan_gemm(p, s);
-  sim::TaskGraph g(1);
+// One tiled GEMM kernel of `plan` on `stream`.
+sim::Op gemm_kernel(const GemmPlan& plan, sim::StreamId stream) {
   sim::Op op;
   op.name = "gemm";
   op.kind = sim::OpKind::tiled;
-  op.stream = g.add_stream(0, "gemm");
+  op.stream = stream;
   op.ctas = plan.tiles;
   op.ctas_per_sm = plan.ctas_per_sm;
   op.cta_ps = plan.cta_ps;
-  g.add(op);
+  return op;
+}
+
+double simulate_gemm_us(const HardwareProfile& p, const GemmShape& s, int sms) {
+  const GemmPlan plan = plan_gemm(p, s);
+  sim::TaskGraph g(1);
+  g.add(gemm_kernel(plan, g.add_stream(0, "gemm")));
   sim::NodeConfig node = sim::make_node(p, 1);
   node.gpus[0].sm_count = sms;
   node.launch_gap_ps = 0;
@@ -201,13 +206,7 @@ double simulate_concurrent_gemm_us(const HardwareProfile& p, const GemmShape& s,
   const GemmPlan plan = plan_gemm(p, s);
   sim::TaskGraph g(ranks);
   for (int r = 0; r < ranks; ++r) {
-    sim::Op op;
-    op.name = "gemm";
-    op.kind = sim::OpKind::tiled;
-    op.stream = g.add_stream(r, "gemm");
-    op.ctas = plan.tiles;
-    op.ctas_per_sm = plan.ctas_per_sm;
-    op.cta_ps = plan.cta_ps;
+    sim::Op op = gemm_kernel(plan, g.add_stream(r, "gemm"));
     op.hbm_bytes_per_cta = sim::gemm_tile_hbm_bytes(p, s, plan);
     g.add(op);
   }
