@@ -35,9 +35,17 @@ if command -v nvidia-smi >/dev/null; then
   [ "$(nvidia-smi -L | wc -l)" -gt 1 ] && nvidia-smi topo -m > "${logdir}/nvidia_smi_topo.txt" || true
 fi
 echo "== overlap-calibrate ${args[*]} $*"
+# The clocks as read every 100 ms while the benchmarks run (each measurement carries end_unix_ms to
+# line up with these rows): whether the SM clock differs between a GEMM on 8 SMs and on all of them.
+sampler=
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=$q --format=csv,noheader -lms 100 >> "$clocks" 2>/dev/null &
+  sampler=$!
+fi
 set +e
 "$bin" "${args[@]}" "$@" 2>&1 | tee "${logdir}/calibrate.log"
 rc=${PIPESTATUS[0]}
 set -e
+[ -n "$sampler" ] && kill "$sampler" 2>/dev/null && wait "$sampler" 2>/dev/null || true
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=$q --format=csv,noheader >> "$clocks" || true
 exit "$rc"

@@ -74,8 +74,9 @@ GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& s) {
     const std::int64_t w = plan.waves(gpu.sm_count);
     plan.cta_ps = std::max<Ps>(1, ps_from_us(cal->duration_us) / w);
   } else {
-    // A CTA computes its full tile (edge tiles are padded) over all of K.
-    const double cta_flop = 2.0 * plan.tile_m * plan.tile_n * static_cast<double>(s.k);
+    // A CTA computes its full tile (edge tiles are padded) over all of K, sharing its SM's tensor
+    // cores with the ctas_per_sm - 1 others resident beside it: the SM's rate is per SM, not per CTA.
+    const double cta_flop = 2.0 * plan.tile_m * plan.tile_n * static_cast<double>(s.k) * plan.ctas_per_sm;
     plan.cta_ps = std::max<Ps>(1, checked_ps(std::ceil(cta_flop / flop_per_ps_per_sm(gpu, s.dtype))));
   }
   if (gpu.hbm_bandwidth_gbps > 0) {

@@ -19,7 +19,7 @@ struct GemmPlan {
   int tile_m = 128, tile_n = 128;
   std::int64_t tiles = 0;   // ceil(m / tile_m) * ceil(n / tile_n)
   int ctas_per_sm = 1;
-  Ps cta_ps = 0;            // one CTA (output tile over all of K) on an otherwise idle GPU
+  Ps cta_ps = 0;            // one CTA (output tile over all of K, ctas_per_sm of them sharing an SM) on an otherwise idle GPU
   bool calibrated = false;  // tile shape and cta_ps from a GemmProfileEntry
   bool memory_bound = false;  // memory_ps > compute time on all SMs
   Bytes weight_bytes = 0;   // k * n * dtype bytes

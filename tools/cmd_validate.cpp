@@ -268,12 +268,22 @@ void scheme_group(const std::string& dir, ValidationReport& rep) {
       rep.skipped.push_back(fmt::format("schemes {}: failed its reference check (rel_error {:.3g}), not validated", r.config.id, r.rel_error));
       continue;
     }
+    // ctas_per_sm is the runner's kernel configuration, which the simulator reads from the virtual
+    // node's profile (gpu.gemm_ctas_per_sm), not a scheme parameter: checked against it, not passed.
+    json sim_params = r.config.params;
+    const int run_ctas = sim_params.is_object() ? sim_params.value("ctas_per_sm", 1) : 1;
+    if (sim_params.is_object()) sim_params.erase("ctas_per_sm");
     const std::string yaml = fmt::format("name: validate-{}\nhardware: {}\nworkload: {}\nschemes: [{{name: {}, params: {}}}]\n",
                                          r.config.id, json(profile.string()).dump(), r.config.workload.dump(), r.config.scheme,
-                                         r.config.params.dump());
+                                         sim_params.dump());
     try {
+      if (run_ctas != 1 || r.config.params.contains("ctas_per_sm")) {
+        const int profile_ctas = load_profile_file(profile.string()).gpu.gemm_ctas_per_sm;
+        if (profile_ctas != run_ctas)
+          throw std::invalid_argument(fmt::format("params.ctas_per_sm {} is not the profile's gpu.gemm_ctas_per_sm {}", run_ctas, profile_ctas));
+      }
       const sim::Scenario sc = sim::load_scenario_text(yaml, file.string());
-      const auto results = sim::evaluate_all({sim::SchemeRequest{r.config.scheme, r.config.params}}, sc.workload, sc.hardware, sc.fidelity);
+      const auto results = sim::evaluate_all({sim::SchemeRequest{r.config.scheme, sim_params}}, sc.workload, sc.hardware, sc.fidelity);
       if (results.empty()) throw std::invalid_argument("the simulator's scheme does not apply to this workload");
       const auto& res = results.front();
       ValidationRow vr;
@@ -307,16 +317,18 @@ void scheme_group(const std::string& dir, ValidationReport& rep) {
     pc.measured_best_us = by_measured->measured_us;
     pc.simulated_pick_measured_us = by_predicted->measured_us;
     pc.regret_pct = 100.0 * (pc.simulated_pick_measured_us / pc.measured_best_us - 1.0);
-    // FlashOverlap's predictor on the same candidates: the runner's 128x128 tiles, waves of wave_sms.
+    // FlashOverlap's predictor on the same candidates: the runner's 128x128 tiles, waves of
+    // wave_sms x ctas_per_sm tiles.
     const auto& [profile_path, cfg] = fo_context.at(workload);
     const HardwareProfile hw = load_profile_file(profile_path.string());
     const auto curve = hw.curves.find(cfg.primitive + ".n" + std::to_string(cfg.ranks));
     if (curve != hw.curves.end()) {
       WaveGroupProblem prob;
       prob.tiles = (cfg.m / 128) * (cfg.n / 128);
-      prob.tiles_per_wave = by_measured->params.value("wave_sms", hw.gpu.sm_count);
+      const int wave_sms = by_measured->params.value("wave_sms", hw.gpu.sm_count);
+      prob.tiles_per_wave = static_cast<std::int64_t>(wave_sms) * by_measured->params.value("ctas_per_sm", 1);
       prob.bytes_per_tile = 128 * 128 * 2;
-      prob.gemm_ps = gemm_time_ps(hw, GemmShape{cfg.m, cfg.n, cfg.k, DType::bf16}, static_cast<int>(prob.tiles_per_wave));
+      prob.gemm_ps = gemm_time_ps(hw, GemmShape{cfg.m, cfg.n, cfg.k, DType::bf16}, wave_sms);
       const BandwidthCurve c = curve->second;
       prob.comm_ps = [c](Bytes b) { return c.time_ps(b); };
       const auto by_alg1 = best_by([&](const FoCandidate& x) {

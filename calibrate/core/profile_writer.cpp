@@ -174,6 +174,10 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   y.key(0, "gpu");
   y.value(2, "name", quoted(gpu_name), "cudaGetDeviceProperties");
   y.value(2, "sm_count", std::to_string(sm_count), "device attribute multiProcessorCount, as read");
+  if (env_int(env, "gemm_ctas_per_sm", 1) > 1) {
+    y.value(2, "gemm_ctas_per_sm", std::to_string(env_int(env, "gemm_ctas_per_sm", 1)),
+            "the runner's signalling GEMM: CTAs resident per SM (kRunnerGemmCtasPerSm)");
+  }
   if (env_num(env, "clock_mhz", 0) > 0) y.value(2, "clock_mhz", num(env_num(env, "clock_mhz", 0)), "device attribute clockRate, as read (never changed)");
   if (tile_us > 0) {
     y.value(2, "gemm_tile_us", num(tile_us), "gemm_tile: median of duration x SMs / (MNK / 128*128*1024)");

@@ -55,14 +55,17 @@ void check_params(const JsonReader& params, SchemeRunConfig& c) {
       params.fail_at("m", "workload.m must divide into m x ranks slices of 128-row multiples");
     }
   } else if (s == "flashoverlap") {
-    // The runner's signalling GEMM uses 128x128 tiles; a wave is `wave_sms` of them (given
-    // explicitly, so the simulator cuts the same waves: on virtual ranks communication takes no SMs,
-    // so it is the rank's partition, not FlashOverlap's sm_count - 2).
-    params.allow_keys({"groups", "wave_sms"});
+    // The runner's signalling GEMM uses 128x128 tiles; a wave is `wave_sms` x `ctas_per_sm` of them
+    // (given explicitly, so the simulator cuts the same waves: on virtual ranks communication takes
+    // no SMs, so wave_sms is the rank's partition, not FlashOverlap's sm_count - 2). ctas_per_sm
+    // defaults to 1, the runner's kernel before 2026-11-23, so older results still read.
+    params.allow_keys({"groups", "wave_sms", "ctas_per_sm"});
     const std::int64_t wave_sms = small_param(params, "wave_sms", 0, 1024);
     if (!params.has("wave_sms")) params.fail_at("wave_sms", "missing required field (SMs per wave: the rank's partition)");
+    const std::int64_t ctas = small_param(params, "ctas_per_sm", 1, 2);
     const std::int64_t tiles = (c.m / 128) * (c.n / 128);
-    const std::int64_t waves = (tiles + wave_sms - 1) / wave_sms;
+    const std::int64_t wave_tiles = wave_sms * ctas;
+    const std::int64_t waves = (tiles + wave_tiles - 1) / wave_tiles;
     const JsonReader g = params.child("groups");
     g.expect_array();
     if (g.size() == 0) g.fail("needs at least one group (sizes in waves)");
@@ -75,7 +78,7 @@ void check_params(const JsonReader& params, SchemeRunConfig& c) {
     }
     if (sum != waves) {
       g.fail("group sizes sum to " + std::to_string(sum) + " waves; the GEMM has " + std::to_string(waves) + " (" +
-             std::to_string(tiles) + " tiles of 128x128, " + std::to_string(wave_sms) + " per wave)");
+             std::to_string(tiles) + " tiles of 128x128, " + std::to_string(wave_tiles) + " per wave)");
     }
   } else if (s == "pt_transformer") {
     params.allow_keys({"t_d"});

@@ -23,12 +23,26 @@ void bench_gemm_sm(Driver& d) {
     cuda::fill_random_bf16(b.get(), b.size(), 32, 1.0f, d.stream());
     CUDA_CHECK(cudaStreamSynchronize(d.stream()));
     cuda::LtGemm gemm(d.lt(), g.m, g.n, g.k, g.dtype);
+    // The algorithm the heuristic chose (the same plan runs in every partition): the tile shape
+    // behind each row's wave count.
+    const auto& info = gemm.info();
+    auto algo = [&info](nlohmann::json& o) {
+      o["tile_m"] = info.tile_m;
+      o["tile_n"] = info.tile_n;
+      o["tile_id"] = info.tile_id;
+      o["split_k"] = info.split_k;
+      o["swizzle"] = info.swizzle;
+      o["algo_id"] = info.algo_id;
+    };
     for (int k : counts) {
       if (k == d.sm_count()) {
         // The whole GPU: the primary context (a green context cannot hold every SM on every part).
         d.measure(bench::gemm_sm, {{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", g.dtype}, {"sms", k}},
                   [&] { gemm.run(a.get(), b.get(), out.get(), d.stream()); },
-                  [&](const SampleStats&, nlohmann::json& o) { o["sms_granted"] = k; });
+                  [&](const SampleStats&, nlohmann::json& o) {
+                    o["sms_granted"] = k;
+                    algo(o);
+                  });
         continue;
       }
       cuda::SmPartitions parts(d.device(), 1, k);
@@ -40,6 +54,7 @@ void bench_gemm_sm(Driver& d) {
                 [&](const SampleStats&, nlohmann::json& o) {
                   o["sms_granted"] = granted;
                   o["sms_asked"] = k;
+                  algo(o);
                 },
                 s, d.options().quick ? 5 : 10);
       CUDA_CHECK(cudaStreamSynchronize(s));

@@ -1,7 +1,8 @@
 // signal_gemm: the reference kernels' signalling GEMM (kernels/gemm/signal_gemm.cu) against
 // cuBLASLt on the same shapes, and its signalling overhead against itself without signals (issue 8
 // targets: "report its speed against cuBLASLt", "signalling overhead < 1 %"): plain row-major, the
-// reordered layout alone, reordered + per-group counters, + per-tile %globaltimer. One run with
+// reordered layout alone, reordered + per-group counters (release, fence + relaxed, no fence), + per-tile
+// %globaltimer. One run with
 // timestamps also gives the wave profile (wave_end_us: each wave's last tile, from the first wave's).
 #include <algorithm>
 #include <functional>
@@ -38,9 +39,22 @@ void bench_signal_gemm(Driver& d) {
     cuda::DeviceBuffer<unsigned int> counters(ends.size());
     cuda::DeviceBuffer<unsigned long long> stamps(static_cast<std::size_t>(order.tiles()));
     CUDA_CHECK(cudaMemset(counters.get(), 0, counters.bytes()));
-    // The four variants timed round-robin (time_interleaved_us): the overhead is the median of
-    // the per-rep ratios to the row-major run beside it, not a ratio of medians taken minutes apart.
-    const std::vector<std::string> variants = {"row_major", "reordered", "reordered_signals", "reordered_signals_timestamps"};
+    // The variants timed round-robin (time_interleaved_us): the overhead is the median of the
+    // per-rep ratios to the row-major run beside it, not a ratio of medians taken minutes apart.
+    // "_release" publishes with one red.release instead of fence + relaxed red; "_unfenced" has no
+    // fence at all (the published kernel's race; timed only, to attribute the overhead).
+    // "_fence" publishes with fence.acq_rel + relaxed red (CUTLASS GenericBarrier's pattern) instead
+    // of the default single red.release; "_unfenced" has no fence at all (the published kernel's
+    // race; timed only, to attribute the overhead); "_2cta" runs two CTAs per SM (waves of 2 x SMs
+    // tiles), whose other CTA can use the SM while one waits on its publish.
+    const std::vector<std::string> variants = {"row_major",
+                                               "reordered",
+                                               "reordered_signals",
+                                               "reordered_signals_fence",
+                                               "reordered_signals_unfenced",
+                                               "reordered_signals_timestamps",
+                                               "row_major_2cta",
+                                               "reordered_signals_2cta"};
     std::vector<cuda::SignalGemmArgs> args;
     std::vector<std::function<void()>> runs;
     for (const std::string& v : variants) {
@@ -51,11 +65,14 @@ void bench_signal_gemm(Driver& d) {
       g.m = m;
       g.n = n;
       g.k = k;
-      g.layout = v == "row_major" ? cuda::GemmLayout::row_major : cuda::GemmLayout::tile_major;
+      g.layout = v.starts_with("row_major") ? cuda::GemmLayout::row_major : cuda::GemmLayout::tile_major;
       g.group_end = ends_dev.get();
       g.groups = static_cast<int>(ends.size());
       if (v.find("signals") != std::string::npos) g.counters = counters.get();
       if (v.find("timestamps") != std::string::npos) g.tile_end_ns = stamps.get();
+      if (v.ends_with("_fence")) g.fence = cuda::PublishFence::acq_rel_fence;
+      if (v.ends_with("_2cta")) g.ctas_per_sm = 2;
+      if (v.find("unfenced") != std::string::npos) g.fence = cuda::PublishFence::none;
       args.push_back(g);
     }
     for (const auto& g : args) runs.push_back([&d, g] { cuda::signal_gemm(g, d.stream()); });
@@ -65,12 +82,16 @@ void bench_signal_gemm(Driver& d) {
       const SampleStats st = summarize(samples[v]);
       nlohmann::json o = {{"tflops", flop / st.median / 1e6}, {"cublaslt_us", lt_us}, {"vs_cublaslt", st.median / lt_us},
                           {"tile_m", cuda::kSignalTile}, {"tile_n", cuda::kSignalTile}};
-      if (v > 0) {
+      // Each variant against the row-major run with the same CTAs per SM.
+      const bool two = variants[v].ends_with("_2cta");
+      const std::size_t base = two ? static_cast<std::size_t>(std::find(variants.begin(), variants.end(), "row_major_2cta") - variants.begin()) : 0;
+      if (v != base) {
         std::vector<double> ratio;
-        for (std::size_t i = 0; i < samples[v].size(); ++i) ratio.push_back(samples[v][i] / samples[0][i]);
+        for (std::size_t i = 0; i < samples[v].size(); ++i) ratio.push_back(samples[v][i] / samples[base][i]);
         o["overhead_vs_row_major_pct"] = 100.0 * (median_of(ratio) - 1.0);
         o["overhead_interleaved"] = true;
       }
+      o["ctas_per_sm"] = two ? 2 : 1;
       d.record("signal_gemm", {{"m", m}, {"n", n}, {"k", k}, {"dtype", "bf16"}, {"variant", variants[v]}}, samples[v], o);
     }
     // The wave profile from one timestamped run.

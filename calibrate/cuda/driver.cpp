@@ -1,6 +1,7 @@
 #include "calibrate/cuda/driver.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "kernels/common/check.hpp"
@@ -30,6 +31,10 @@ const Measurement& Driver::record(const std::string& benchmark, nlohmann::json c
   m.config = std::move(config);
   m.time_us = summarize(samples);
   m.derived = std::move(derived);
+  // When the samples ended, in Unix ms: lines the row up with run.sh's clocks.csv samples (the SM
+  // clock as read under load; never set).
+  m.derived["end_unix_ms"] = static_cast<double>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
   if (pr_.rank == 0) {
     std::printf("%-26s %-58s median %11.3f us  spread %6.3f  %s\n", benchmark.c_str(), m.config.dump().c_str(),
                 m.time_us.median, m.time_us.spread, m.derived.empty() ? "" : m.derived.dump().c_str());

@@ -46,6 +46,7 @@ struct Params {
   int rs_parts;
   unsigned int* counters;
   unsigned long long* tile_end_ns;
+  PublishFence fence;
 };
 
 __device__ __forceinline__ void tile_of_slot(int slot, int tiles_m, int tiles_n, int swizzle, int* tm, int* tn) {
@@ -111,16 +112,23 @@ __global__ void __launch_bounds__(Kernel::kThreadCount) signal_gemm_kernel(Param
   epilogue(out_op, it_d, acc, it_c);
 
   if (p.counters || p.tile_end_ns) {
-    // The CTA barrier orders every thread's tile stores before thread 0's gpu-scope acq_rel fence,
-    // which (cumulative, PTX memory model) publishes them before the relaxed increment: the
-    // release pattern of CUTLASS's GenericBarrier. A __threadfence in each of the 128 threads
-    // cost 4.3 % of the GEMM on an H100 (first run, 2026-11-22); the published FlashOverlap kernel
-    // has no fence at all (facts.md), which lets the wait kernel see a count before the data.
+    // The CTA barrier orders every thread's tile stores before thread 0's gpu-scope release
+    // (cumulative, PTX memory model), so a waiter that sees the count sees the data. A
+    // __threadfence in each of the 128 threads cost 4.3 % of the GEMM on an H100 (first run,
+    // 2026-11-22); the published FlashOverlap kernel has no fence at all (facts.md). The release
+    // waits for the stores to reach L2 while the CTA holds its SM: with one CTA per SM that is
+    // 0.7-1.7 % of the GEMM; with two, the other CTA uses the SM meanwhile (calibrate signal_gemm).
     __syncthreads();
     if (threadIdx.x == 0) {
       if (p.counters) {
         unsigned int* c = &p.counters[group];
-        asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.u32 [%0], 1;" ::"l"(c) : "memory");
+        if (p.fence == PublishFence::release_red) {
+          asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(c) : "memory");
+        } else if (p.fence == PublishFence::acq_rel_fence) {
+          asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.u32 [%0], 1;" ::"l"(c) : "memory");
+        } else {
+          asm volatile("red.relaxed.gpu.global.add.u32 [%0], 1;" ::"l"(c) : "memory");
+        }
       }
       if (p.tile_end_ns) p.tile_end_ns[slot] = globaltimer_ns();
     }
@@ -191,18 +199,23 @@ void signal_gemm(const SignalGemmArgs& a, cudaStream_t stream) {
   p.rs_parts = a.rs_parts;
   p.counters = a.counters;
   p.tile_end_ns = a.tile_end_ns;
-  // One CTA per SM, as FlashOverlap's big-tile kernels run: the dynamic shared memory asked for is
-  // over half an SM's, so a wave is exactly as many tiles as SMs (the simulator's gemm_ctas_per_sm 1).
+  p.fence = a.fence;
+  // ctas_per_sm CTAs per SM, fixed by the dynamic shared memory asked for: over half an SM's for
+  // one (FlashOverlap's big-tile kernels: a wave is exactly as many tiles as SMs), a third plus the
+  // driver's 1 KB per-block reserve for two (a wave of 2 x SMs tiles). The simulator's
+  // gpu.gemm_ctas_per_sm says the same.
+  if (a.ctas_per_sm < 1 || a.ctas_per_sm > 2) throw std::invalid_argument("signal_gemm: ctas_per_sm must be 1 or 2");
   int dev = 0, per_sm = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
   CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
-  const int smem = std::max(static_cast<int>(sizeof(Kernel::SharedStorage)), per_sm / 2 + 1024);
+  const int smem_one = std::max(static_cast<int>(sizeof(Kernel::SharedStorage)), per_sm / 2 + 1024);
+  const int smem = std::max(static_cast<int>(sizeof(Kernel::SharedStorage)), per_sm / (a.ctas_per_sm + 1) + 1024);
   // The dynamic shared-memory limit is raised once per context (green contexts are contexts too).
   static thread_local std::set<CUcontext> configured;
   CUcontext ctx = nullptr;
   CU_CHECK(cuCtxGetCurrent(&ctx));
   if (configured.insert(ctx).second) {
-    CUDA_CHECK(cudaFuncSetAttribute(signal_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CUDA_CHECK(cudaFuncSetAttribute(signal_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_one));
   }
   signal_gemm_kernel<<<p.tiles_m * p.tiles_n, Kernel::kThreadCount, smem, stream>>>(p);
   CUDA_CHECK_LAUNCH();

@@ -9,13 +9,13 @@
 //     reduce-scatter, each group slice cut into `rs_parts` contiguous parts where part j holds the
 //     j-th row stripe (128 / rs_parts rows) of every tile of the group, so a reduce-scatter of the
 //     slice hands rank j the j-th stripes;
-//   - then, when `counters` is set, increments its wave group's counter: every thread fences its
-//     stores (__threadfence), the CTA synchronises, one thread adds 1 (the memory fence the published
-//     version lacks, issue 8), so a wait kernel that sees the count sees the data;
-//   - and, when `tile_end_ns` is set, records the CTA's %globaltimer completion time in ns (per
+//   - then, when `counters` is set, increments its wave group's counter: the CTA synchronises, one
+//     thread fences at gpu scope and adds 1 (the memory fence the published version lacks, issue 8),
+//     so a wait kernel that sees the count sees the data;
+//   - and, when `tile_end_ns` is set, records the tile's %globaltimer completion time in ns (per
 //     launch slot), the per-tile timestamps behind the wave profile.
-// One CTA per SM (the kernel asks for more than half an SM's shared memory), so a wave is exactly
-// sm_count tiles, as with FlashOverlap's big-tile CUTLASS kernels.
+// ctas_per_sm CTAs per SM (set by the shared memory the kernel asks for), so a wave is exactly
+// ctas_per_sm x sm_count tiles; one, as with FlashOverlap's big-tile CUTLASS kernels, by default.
 // C = A B with A row-major m x k, B row-major k x n (the weight), m, n, k multiples of 128.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -26,6 +26,13 @@
 namespace overlap::cuda {
 
 enum class GemmLayout { row_major, tile_major, tile_major_rs };
+
+// How a tile's count is published after the CTA barrier that follows its stores:
+//   acq_rel_fence  gpu-scope fence.acq_rel, then a relaxed red (CUTLASS GenericBarrier's pattern);
+//   release_red    one red.release.gpu (release-only: no acquire half, no L1 invalidation);
+//   none           a relaxed red with no fence: the published FlashOverlap kernel's order, which a
+//                  waiter may see before the data. For measuring the fence's cost only.
+enum class PublishFence { acq_rel_fence, release_red, none };
 
 struct SignalGemmArgs {
   const __nv_bfloat16* a = nullptr;
@@ -41,10 +48,12 @@ struct SignalGemmArgs {
   int rs_parts = 1;                      // tile_major_rs: ranks of the reduce-scatter (divides 128)
   unsigned int* counters = nullptr;      // per group, device; nullptr = no signalling
   unsigned long long* tile_end_ns = nullptr;  // per launch slot, device; nullptr = no timestamps
+  PublishFence fence = PublishFence::release_red;
+  int ctas_per_sm = 1;  // 1 (FlashOverlap's big-tile kernels: a wave is sm_count tiles) or 2
 };
 
 // Enqueues the GEMM on `stream` (one CTA per 128x128 tile, 128 threads). Throws on shapes the
-// kernel does not take.
+// kernel does not take and on ctas_per_sm other than 1 or 2.
 void signal_gemm(const SignalGemmArgs& args, cudaStream_t stream);
 
 inline constexpr int kSignalTile = 128;

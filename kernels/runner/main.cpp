@@ -115,12 +115,14 @@ cal::MeasurementSet measure_virtual_node(cu::Node& node, const std::string& link
   cal::MeasurementSet set;
   set.environment = base_env;
   set.environment["sm_count"] = node.rank_sms();
+  set.environment["gemm_ctas_per_sm"] = cal::kRunnerGemmCtasPerSm;
   set.environment["virtual_ranks"] = node.ranks();
   set.environment["virtual_link"] = link;
   set.environment["gpu_name"] = base_env.value("gpu_name", std::string("gpu")) + " / " + std::to_string(node.ranks()) + " virtual ranks";
   const int T = node.ranks();
   auto& r0 = node.streams(0);
-  // GEMMs on rank 0's partition, with the kernel every scheme uses (one CTA per SM, 128x128 tiles).
+  // GEMMs on rank 0's partition, with the kernel every scheme uses (kRunnerGemmCtasPerSm CTAs per
+  // SM, 128x128 tiles).
   std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> shapes;
   for (const auto& c : runs) {
     if (c.kind != "gemm_collective") continue;
@@ -145,11 +147,13 @@ cal::MeasurementSet measure_virtual_node(cu::Node& node, const std::string& link
     g.m = static_cast<int>(m);
     g.n = static_cast<int>(n);
     g.k = static_cast<int>(k);
+    g.ctas_per_sm = cal::kRunnerGemmCtasPerSm;
     node.activate(0);
     auto v = cu::time_on_stream_us(r0.compute[0], 3, reps, [&] { cu::signal_gemm(g, r0.compute[0]); });
     primary();
     set.measurements.push_back(measurement(bench, {{"m", m}, {"n", n}, {"k", k}, {"dtype", "bf16"}}, v,
-                                           {{"tile_m", cu::kSignalTile}, {"tile_n", cu::kSignalTile}, {"kernel", "signal_gemm"}}));
+                                           {{"tile_m", cu::kSignalTile}, {"tile_n", cu::kSignalTile}, {"kernel", "signal_gemm"},
+                                            {"ctas_per_sm", cal::kRunnerGemmCtasPerSm}}));
   };
   for (auto [m, n, k] : shapes) time_gemm(cal::bench::gemm, m, n, k);
   time_gemm(cal::bench::gemm_tile, tile.m, tile.n, tile.k);
@@ -179,13 +183,14 @@ cal::MeasurementSet measure_virtual_node(cu::Node& node, const std::string& link
         g.m = static_cast<int>(m);
         g.n = static_cast<int>(n);
         g.k = static_cast<int>(k);
+        g.ctas_per_sm = cal::kRunnerGemmCtasPerSm;
         node.activate(r);
         cu::signal_gemm(g, node.streams(r).compute[0]);
       }
     });
     set.measurements.push_back(measurement(cal::bench::gemm_concurrent, {{"m", m}, {"n", n}, {"k", k}, {"dtype", "bf16"}, {"ranks", T}}, v,
                                            {{"tile_m", cu::kSignalTile}, {"tile_n", cu::kSignalTile}, {"kernel", "signal_gemm"},
-                                            {"operands", "one A, B, C per rank"}}));
+                                            {"ctas_per_sm", cal::kRunnerGemmCtasPerSm}, {"operands", "one A, B, C per rank"}}));
   }
   // Rank-to-rank pulls (rank 1 -> rank 0) over the transfer sizes up to 256 MiB.
   cu::DeviceBuffer<unsigned char> src(256u << 20), dst(256u << 20);
@@ -281,7 +286,8 @@ cal::SchemeRunResult run_one(cu::Node& node, const cal::SchemeRunConfig& c, cubl
     if (c.scheme == "data_slicing") cu::setup_data_slicing(*g, c.params.value("chunks", 4));
     if (c.scheme == "async_tp") cu::setup_async_tp(*g, c.params.value("streams", 2));
     if (c.scheme == "commfuse") cu::setup_commfuse(*g, c.params.value("m", 1), c.params.value("schedule", std::string("ring")));
-    if (c.scheme == "flashoverlap") cu::setup_flashoverlap(*g, c.params["groups"].get<std::vector<int>>(), c.params["wave_sms"].get<int>());
+    if (c.scheme == "flashoverlap") cu::setup_flashoverlap(*g, c.params["groups"].get<std::vector<int>>(), c.params["wave_sms"].get<int>(),
+                                                          c.params.value("ctas_per_sm", 1));
     if (!g->enqueue) throw std::runtime_error("scheme " + c.scheme + " does not run gemm_collective");
     check = [&] { return g->check(); };
     time = [&](bool skip) { return g->time(skip, warmup, reps); };

@@ -3,11 +3,12 @@
 // launch order; reduce-scatter: each group slice cut into T row-stripe parts) and bumps its wave
 // group's counter; on each rank's high-priority stream a one-thread wait kernel per group spins
 // until the group's tiles are all stored, then that group's contiguous slice is communicated
-// (all-reduce, or reduce-scatter handing rank r its stripes). Groups are in waves of `wave_sms`
+// (all-reduce, or reduce-scatter handing rank r its stripes). Groups are in waves of `wave_sms` x ctas_per_sm
 // tiles (on virtual ranks the rank's whole partition: copies take no SMs).
 #include <stdexcept>
 #include <string>
 
+#include "calibrate/core/scheme_config.hpp"
 #include "kernels/common/check.hpp"
 #include "kernels/gemm/signal_gemm.hpp"
 #include "kernels/ops/ops.hpp"
@@ -25,14 +26,19 @@ struct FoState {
 
 }  // namespace
 
-void setup_flashoverlap(GemmRun& run, const std::vector<int>& groups, int wave_sms) {
+void setup_flashoverlap(GemmRun& run, const std::vector<int>& groups, int wave_sms, int ctas_per_sm) {
+  if (ctas_per_sm != calibrate::kRunnerGemmCtasPerSm) {
+    throw std::invalid_argument("flashoverlap: params.ctas_per_sm " + std::to_string(ctas_per_sm) + " is not the runner's " +
+                                std::to_string(calibrate::kRunnerGemmCtasPerSm) + " (the virtual profile's gemm_ctas_per_sm)");
+  }
+  const int wave_tiles = wave_sms * ctas_per_sm;
   const int T = run.T;
   const std::int64_t m = run.m, n = run.n;
   const std::string prim = run.cfg.primitive;
   if (prim == "all_gather") throw std::invalid_argument("flashoverlap communicates after the GEMM (all_reduce, reduce_scatter)");
   const TileOrder order{static_cast<int>(m / kSignalTile), static_cast<int>(n / kSignalTile), 1};
   auto st = std::make_shared<FoState>();
-  st->ends = group_ends(groups, wave_sms, order.tiles());
+  st->ends = group_ends(groups, wave_tiles, order.tiles());
   st->ends_dev = DeviceBuffer<int>(st->ends.size());
   CUDA_CHECK(cudaMemcpy(st->ends_dev.get(), st->ends.data(), st->ends.size() * sizeof(int), cudaMemcpyHostToDevice));
   st->counters.resize(static_cast<std::size_t>(T));
@@ -76,7 +82,7 @@ void setup_flashoverlap(GemmRun& run, const std::vector<int>& groups, int wave_s
   }
   std::string g;
   for (int x : groups) g += (g.empty() ? "" : ",") + std::to_string(x);
-  run.what = "signalling GEMM, wave groups [" + g + "] of " + std::to_string(wave_sms) + " tiles per wave, per-group " + prim;
+  run.what = "signalling GEMM, wave groups [" + g + "] of " + std::to_string(wave_tiles) + " tiles per wave, per-group " + prim;
   run.enqueue = [&run, st, T, m, n, rs, order](bool skip) {
     Node& nd = run.node;
     const int G = static_cast<int>(st->ends.size());
@@ -93,6 +99,7 @@ void setup_flashoverlap(GemmRun& run, const std::vector<int>& groups, int wave_s
       a.groups = G;
       a.rs_parts = T;
       a.counters = st->counters[static_cast<std::size_t>(r)].get();
+      a.ctas_per_sm = calibrate::kRunnerGemmCtasPerSm;
       nd.activate(r);
       signal_gemm(a, nd.streams(r).compute[0]);
     }

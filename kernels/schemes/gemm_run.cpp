@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "calibrate/core/scheme_config.hpp"
 #include "kernels/comm/bootstrap.hpp"
 #include "kernels/common/check.hpp"
 #include "kernels/common/timing.hpp"
@@ -192,6 +193,7 @@ void gemm_rows(GemmRun& run, int r, cudaStream_t stream, const __nv_bfloat16* a_
   g.m = static_cast<int>(rows);
   g.n = static_cast<int>(run.n);
   g.k = static_cast<int>(run.k);
+  g.ctas_per_sm = calibrate::kRunnerGemmCtasPerSm;
   signal_gemm(g, stream);
 }
 

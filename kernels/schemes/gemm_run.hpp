@@ -84,7 +84,9 @@ void setup_no_overlap(GemmRun& run);
 void setup_data_slicing(GemmRun& run, int chunks);
 void setup_async_tp(GemmRun& run, int streams);
 void setup_commfuse(GemmRun& run, int m_slices, const std::string& schedule);
-void setup_flashoverlap(GemmRun& run, const std::vector<int>& groups, int wave_sms);
+// Groups are in waves of wave_sms x ctas_per_sm tiles; ctas_per_sm must be the runner's
+// (calibrate::kRunnerGemmCtasPerSm), which the virtual node's profile states.
+void setup_flashoverlap(GemmRun& run, const std::vector<int>& groups, int wave_sms, int ctas_per_sm);
 
 // The rows x n x k GEMM of `a_rows` (row-major rows x k) with rank r's B into `c_rows` (row-major
 // rows x n), on `stream` in rank r's partition: the signalling GEMM without signals, so every scheme

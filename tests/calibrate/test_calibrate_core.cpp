@@ -145,6 +145,19 @@ TEST_CASE("scheme configuration list: bad input names the file and key", "[calib
   CHECK(error_key(config_list(r)) == "runs[0].scheme");  // decode schemes need decode_stack
 }
 
+TEST_CASE("scheme configuration list: FlashOverlap waves are wave_sms x ctas_per_sm tiles", "[calibrate]") {
+  // 2048 tiles of 128x128; 32 SMs x 2 CTAs = 64 tiles a wave, so 32 waves.
+  json r = ar_run();
+  r["params"] = {{"groups", {8, 24}}, {"wave_sms", 32}, {"ctas_per_sm", 2}};
+  CHECK(parse_scheme_config_list(config_list(r), "cfg.json").runs[0].params["ctas_per_sm"] == 2);
+  r["params"]["groups"] = {16, 48};  // 64 waves: right for one CTA per SM, not for two
+  CHECK(error_key(config_list(r)) == "runs[0].params.groups");
+  r["params"]["ctas_per_sm"] = 3;
+  CHECK(error_key(config_list(r)) == "runs[0].params.ctas_per_sm");
+  r = ar_run();  // no ctas_per_sm: one per SM, as results written before it existed
+  CHECK(parse_scheme_config_list(config_list(r), "cfg.json").runs.size() == 1);
+}
+
 TEST_CASE("the committed scheme sweep list is valid", "[calibrate]") {
   const std::string root = OVERLAP_SOURCE_DIR;
   for (const char* f : {"/calibrate/configs/schemes_virtual.json", "/calibrate/configs/schemes_nodes.json"}) {

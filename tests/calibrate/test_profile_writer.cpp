@@ -167,3 +167,16 @@ TEST_CASE("profile writer: a virtual node of T ranks", "[calibrate]") {
   ProfileOptions host{2, "v", 4, "host"};
   CHECK_THROWS_AS(write_profile_yaml(s, host), std::runtime_error);  // no copy_engine.host pulls measured
 }
+
+TEST_CASE("profile writer: the runner's CTAs per SM reach gpu.gemm_ctas_per_sm", "[calibrate]") {
+  MeasurementSet s = synthetic_run();
+  s.environment["sm_count"] = 32;
+  const auto load = [](const std::string& text) {
+    return overlap::profile_from_yaml(overlap::YamlReader(YAML::Load(text), "", "v.yaml"), ".");
+  };
+  CHECK(load(write_profile_yaml(s, ProfileOptions{2, "v", 4, "d2d"})).gpu.gemm_ctas_per_sm == 1);  // not stated: one
+  s.environment["gemm_ctas_per_sm"] = 2;
+  const std::string text = write_profile_yaml(s, ProfileOptions{2, "v", 4, "d2d"});
+  CHECK(text.find("gemm_ctas_per_sm: 2") != std::string::npos);
+  CHECK(load(text).gpu.gemm_ctas_per_sm == 2);
+}

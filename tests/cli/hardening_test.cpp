@@ -272,7 +272,7 @@ TEST_CASE("a 3000-value sweep list validates, each value checked", "[harden][swe
   CHECK_THAT(e, Catch::Contains("h.yaml:12") && Catch::Contains("workload.k"));
 }
 
-TEST_CASE("one failing scheme is a FAILED row; the others are reported; exit 1", "[harden][failed]") {
+TEST_CASE("one failing scheme is a FAILED row, the others are reported, exit 1", "[harden][failed]") {
   Dir d;
   const std::string scen = d.file("mixed.yaml");
   write(scen, kGemm + "  - {name: flashoverlap, params: {groups: 1000000}}\n");  // line 11

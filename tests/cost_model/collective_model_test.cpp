@@ -183,7 +183,7 @@ TEST_CASE("NCCL_ALGO / NCCL_PROTO-like overrides", "[collective][nccl]") {
                   InputError);
 }
 
-TEST_CASE("LL128 runs over PCIe only when forced; NVLS only with NVLink SHARP", "[collective][nccl]") {
+TEST_CASE("LL128 runs over PCIe only when forced, NVLS only with NVLink SHARP", "[collective][nccl]") {
   const std::string dir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware";
   const HardwareProfile pcie = load_profile("rtx4090-4x-pcie", dir);
   for (Bytes s = 8; s <= kGiB; s *= 8) {

@@ -69,3 +69,19 @@ TEST_CASE("calibrated entries and communication slowdown", "[gemm]") {
   CHECK_THROWS_AS(plan_gemm(p, {0, 1, 1, DType::bf16}), std::invalid_argument);
   CHECK_THROWS_AS(plan_gemm(p, {1, 1, 1, DType::fp32}), std::invalid_argument);
 }
+
+TEST_CASE("co-resident CTAs share their SM's rate: same whole-GEMM time in full waves", "[gemm]") {
+  HardwareProfile one = h100();
+  HardwareProfile two = one;
+  two.gpu.gemm_ctas_per_sm = 2;
+  // 8192^3 on 256x128 tiles: 2048 tiles; 132 SMs x 2 slots = 264 per wave.
+  const GemmShape s{8192, 8192, 8192, DType::bf16};
+  const GemmPlan p1 = plan_gemm(one, s), p2 = plan_gemm(two, s);
+  CHECK(p2.cta_ps == static_cast<Ps>(std::ceil(2.0 * 2.0 * 256 * 128 * 8192 / (989.0 * 0.8 / 132))));
+  CHECK(p2.cta_ps >= 2 * p1.cta_ps - 1);
+  CHECK(p2.cta_ps <= 2 * p1.cta_ps);
+  CHECK(p2.waves(132) == 8);  // ceil(2048 / 264)
+  CHECK(gemm_time_ps(two, s) == 8 * p2.cta_ps);
+  // 2048 tiles are 15.5 waves of 132 and 7.76 of 264: both round up to the same SM-time.
+  CHECK(std::abs(static_cast<double>(gemm_time_ps(two, s)) / static_cast<double>(gemm_time_ps(one, s)) - 1.0) < 1e-6);
+}

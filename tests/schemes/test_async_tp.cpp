@@ -62,7 +62,7 @@ TEST_CASE("async TP all-gather-matmul: 1 stream pays N+S partial waves, 2 stream
   CHECK(t2.makespan_ps < t1.makespan_ps);
 }
 
-TEST_CASE("async TP copy-engine pulls hold no SMs; SM copies do", "[async_tp]") {
+TEST_CASE("async TP copy-engine pulls hold no SMs, SM copies do", "[async_tp]") {
   const SchemeInfo* s = find_scheme("async_tp");
   REQUIRE(s);
   const int T = 2;

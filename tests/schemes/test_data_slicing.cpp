@@ -73,7 +73,7 @@ TEST_CASE("communication-bound slicing: first GEMM chunk then every collective",
   CHECK(r.exposed_comm_ps == r.latency_ps - k * chunk_gemm);
 }
 
-TEST_CASE("one chunk is no overlap; half-wave chunks pay a full wave each", "[data_slicing]") {
+TEST_CASE("one chunk is no overlap, half-wave chunks pay a full wave each", "[data_slicing]") {
   const HardwareProfile hw = ideal_profile(4, 1000);
   const nlohmann::json none = nlohmann::json::object();
   // 1536 x 1408 = 12 x 11 = 132 tiles of 128x128: exactly one wave on 132 SMs.

@@ -131,7 +131,7 @@ TaskGraph ring_graph(int n, Bytes chunk, Ps step_latency) {
 
 }  // namespace
 
-TEST_CASE("ring steps: per-step time is transfer + step latency; bytes are conserved", "[engine][collective]") {
+TEST_CASE("ring steps: per-step time is transfer + step latency, bytes are conserved", "[engine][collective]") {
   // Each step moves 1 MB per rank over its own up- and down-link: 10 us + 1 us latency; 3 steps.
   const TaskGraph g = ring_graph(4, kMB, kUs);
   const Timeline tl = run(g, switch_node(4, 132, 1));
