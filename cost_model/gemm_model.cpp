@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "cost_model/gemm_roofline.hpp"
+
 namespace overlap {
 namespace {
 
@@ -33,6 +35,17 @@ double flop_per_ps_per_sm(const GpuSpec& gpu, DType dtype) {
   return flop_per_ps_from_tflops(it->second) * gpu.gemm_efficiency / gpu.sm_count;
 }
 
+// The per-SM rate as gemm_roofline.hpp's tile time (one 128x128x1024 tile, us).
+GemmRoofline roofline_of(const GpuSpec& gpu, DType dtype) {
+  return GemmRoofline{2.0 * 128 * 128 * 1024 / (flop_per_ps_per_sm(gpu, dtype) * 1e6), gpu.gemm_sm_load_gbps, gpu.gemm_cta_overhead_us};
+}
+
+// Tile shapes cuBLASLt 13.1 chose for bf16 on an H100 over the calibration's grid and wave sweep
+// (calibrate/results/nvidia-h100-80gb-hbm3-vm: 16x64 .. 256x128, 128x320 on the largest), as a
+// candidate set: every tile_m x tile_n here up to the 256x128 register/shared-memory budget.
+constexpr int kTileM[] = {16, 32, 64, 96, 128, 160, 192, 256};
+constexpr int kTileN[] = {64, 128, 192, 256};
+
 }  // namespace
 
 std::int64_t GemmPlan::waves(int sm_avail) const {
@@ -51,9 +64,30 @@ GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& s) {
   const int slots = gpu.sm_count * plan.ctas_per_sm;
 
   const GemmProfileEntry* cal = find_calibrated(profile, s);
+  const bool roofline = gpu.gemm_sm_load_gbps > 0;
   if (cal) {
     plan.tile_m = cal->tile_m;
     plan.tile_n = cal->tile_n;
+  } else if (roofline) {
+    // A library's heuristic picks the tile that finishes first: waves x CTA time over the
+    // candidates. Small grids get small tiles (more SMs busy, each load-bound); large grids get big
+    // tiles (fewer operand bytes per FLOP). Ties go to the larger tile, then the taller.
+    const GemmRoofline r = roofline_of(gpu, s.dtype);
+    double best_us = 0;
+    for (int tm : kTileM) {
+      for (int tn : kTileN) {
+        if (tm * tn > 256 * 128) continue;
+        const std::int64_t tiles = ceil_div(s.m, tm) * ceil_div(s.n, tn);
+        const double us = static_cast<double>(ceil_div(tiles, slots)) * gemm_cta_us(r, tm, tn, s.k, dtype_bytes(s.dtype), plan.ctas_per_sm);
+        const bool better = best_us == 0 || us < best_us * (1 - 1e-9) ||
+                            (us <= best_us * (1 + 1e-9) && tm * tn > plan.tile_m * plan.tile_n);
+        if (better) {
+          best_us = us;
+          plan.tile_m = tm;
+          plan.tile_n = tn;
+        }
+      }
+    }
   } else if (s.m < 128) {
     // Skinny GEMMs (decode): libraries pick short tiles instead of padding M to 128; 16 is the
     // tensor-core MMA height (mma m16), so a batch-1 GEMV costs 16 rows, not 128.
@@ -73,6 +107,9 @@ GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& s) {
     plan.calibrated = true;
     const std::int64_t w = plan.waves(gpu.sm_count);
     plan.cta_ps = std::max<Ps>(1, ps_from_us(cal->duration_us) / w);
+  } else if (roofline) {
+    plan.cta_ps = std::max<Ps>(1, checked_ps(std::ceil(
+                                      gemm_cta_us(roofline_of(gpu, s.dtype), plan.tile_m, plan.tile_n, s.k, dtype_bytes(s.dtype), plan.ctas_per_sm) * 1e6)));
   } else {
     // A CTA computes its full tile (edge tiles are padded) over all of K, sharing its SM's tensor
     // cores with the ctas_per_sm - 1 others resident beside it: the SM's rate is per SM, not per CTA.

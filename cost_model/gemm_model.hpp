@@ -30,11 +30,13 @@ struct GemmPlan {
   std::int64_t waves(int sm_avail) const;
 };
 
-// Tile shape: the calibrated entry for (m, n, k, dtype) if the profile has one; otherwise a
+// Tile shape: the calibrated entry for (m, n, k, dtype) if the profile has one; otherwise, when the
+// profile has the CTA roofline (gpu.gemm_sm_load_gbps > 0), the candidate tile with the fewest
+// waves x roofline CTA time (gemm_roofline.hpp), and the CTA time is that roofline's; otherwise a
 // cuBLAS/CUTLASS-like heuristic (FlashOverlap's CUTLASS configs use 128/256 x 128/256 tiles, facts.md
 // "FlashOverlap's published implementation"): 256x128 (m >= n) or 128x256 when both m and n are at
 // least 256 and the bigger tile still gives a full wave; for m < 128 a tile of max(16, m rounded up
-// to a power of two) rows by 128; 128x128 otherwise.
+// to a power of two) rows by 128; 128x128 otherwise, at the per-SM tensor-core rate.
 // Throws std::invalid_argument for non-positive dims or a dtype with no peak_tflops.
 GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& shape);
 

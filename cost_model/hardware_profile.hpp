@@ -33,6 +33,12 @@ struct GpuSpec {
   // Time of one 128x128 output tile over K = 1024 (2*128*128*1024 FLOP) on one SM, in us; when > 0
   // it replaces peak_tflops * gemm_efficiency / sm_count as the per-SM GEMM rate (for every dtype).
   double gemm_tile_us = 0;
+  // The CTA roofline (cost_model/gemm_roofline.hpp): when gemm_sm_load_gbps > 0, a CTA takes
+  // gemm_cta_overhead_us + max(its tensor-core time, its (tile_m + tile_n) x K operand bytes over
+  // gemm_sm_load_gbps), and uncalibrated shapes get the tile that minimises waves x that time.
+  // Both 0 (not modelled) unless a calibration fitted them.
+  double gemm_sm_load_gbps = 0;
+  double gemm_cta_overhead_us = 0;
   // Per-tile GEMM slowdown from communication kernels sharing the GPU (L2/HBM/issue contention;
   // FlashOverlap Sec. 6.4 "prolonged computation latency brought by SM contention"): a CTA takes
   // (1 + gemm_comm_interference * busy_sms / sm_count) times longer while busy_sms SMs run comm.

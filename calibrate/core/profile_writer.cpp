@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "calibrate/core/calibration_plan.hpp"
+#include "cost_model/gemm_roofline.hpp"
 
 namespace overlap::calibrate {
 namespace {
@@ -116,6 +118,82 @@ double fitted_gemm_tile_us(const MeasurementSet& set, int sm_count) {
   return v.empty() ? 0 : median_of(v);
 }
 
+RooflineFit fit_gemm_roofline(const MeasurementSet& set, int sm_count, int ctas_per_sm) {
+  struct Run {
+    double waves, tile_m, tile_n, k, us;
+  };
+  std::vector<Run> runs;
+  std::set<std::pair<int, int>> shapes;
+  const std::int64_t slots = static_cast<std::int64_t>(sm_count) * std::max(1, ctas_per_sm);
+  for (const char* b : {bench::gemm, bench::gemm_tile}) {
+    for (const Measurement* m : set.of(b)) {
+      const std::string dt = m->config.value("dtype", std::string("bf16"));
+      const int tm = m->derived.value("tile_m", 0), tn = m->derived.value("tile_n", 0);
+      const auto M = static_cast<std::int64_t>(m->config_number("m"));
+      if ((dt != "bf16" && dt != "fp16") || tm < 1 || tn < 1 || M < 64 || !(m->time_us.median > 0)) continue;
+      const auto N = static_cast<std::int64_t>(m->config_number("n"));
+      const std::int64_t tiles = ((M + tm - 1) / tm) * ((N + tn - 1) / tn);
+      runs.push_back({static_cast<double>((tiles + slots - 1) / slots), static_cast<double>(tm), static_cast<double>(tn),
+                      m->config_number("k"), m->time_us.median});
+      shapes.insert({tm, tn});
+    }
+  }
+  RooflineFit fit;
+  fit.rows = static_cast<int>(runs.size());
+  if (runs.size() < 6 || shapes.size() < 2) return fit;
+  // For fixed (tile_us, load_gbps) the prediction is a_i (t0 + c_i) with a_i = waves_i / y_i; the
+  // relative residual a_i t0 + a_i c_i - 1 is linear in t0.
+  auto evaluate = [&](double tile_us, double load_gbps, double* t0_out) {
+    const GemmRoofline r{tile_us, load_gbps, 0};
+    double num = 0, den = 0;
+    std::vector<double> a(runs.size()), c(runs.size());
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      a[i] = runs[i].waves / runs[i].us;
+      c[i] = gemm_cta_us(r, static_cast<int>(runs[i].tile_m), static_cast<int>(runs[i].tile_n),
+                         static_cast<std::int64_t>(runs[i].k), 2, ctas_per_sm);
+      num += a[i] * (1 - a[i] * c[i]);
+      den += a[i] * a[i];
+    }
+    const double t0 = std::max(0.0, num / den);
+    double sse = 0;
+    for (std::size_t i = 0; i < runs.size(); ++i) sse += std::pow(a[i] * (t0 + c[i]) - 1, 2);
+    *t0_out = t0;
+    return sse;
+  };
+  double lo_t = std::log(0.01), hi_t = std::log(1000.0), lo_b = std::log(1.0), hi_b = std::log(1e5);
+  double best = -1;
+  for (int pass = 0; pass < 4; ++pass) {
+    constexpr int kSteps = 120;
+    double bt = 0, bb = 0;
+    for (int i = 0; i <= kSteps; ++i) {
+      for (int j = 0; j <= kSteps; ++j) {
+        const double t = std::exp(lo_t + (hi_t - lo_t) * i / kSteps), b = std::exp(lo_b + (hi_b - lo_b) * j / kSteps);
+        double t0 = 0;
+        const double sse = evaluate(t, b, &t0);
+        if (best < 0 || sse < best) {
+          best = sse;
+          bt = std::log(t);
+          bb = std::log(b);
+          fit.tile_us = t;
+          fit.load_gbps = b;
+          fit.overhead_us = t0;
+        }
+      }
+    }
+    const double wt = (hi_t - lo_t) / kSteps * 4, wb = (hi_b - lo_b) / kSteps * 4;
+    lo_t = bt - wt, hi_t = bt + wt, lo_b = bb - wb, hi_b = bb + wb;
+  }
+  std::vector<double> err;
+  for (const Run& run : runs) {
+    const double pred = run.waves * gemm_cta_us(GemmRoofline{fit.tile_us, fit.load_gbps, fit.overhead_us}, static_cast<int>(run.tile_m),
+                                                static_cast<int>(run.tile_n), static_cast<std::int64_t>(run.k), 2, ctas_per_sm);
+    err.push_back(std::fabs(100.0 * (pred / run.us - 1.0)));
+  }
+  fit.median_abs_error_pct = median_of(err);
+  fit.ok = true;
+  return fit;
+}
+
 std::int64_t gemm_waves(std::int64_t m, std::int64_t n, int tile_m, int tile_n, int sms) {
   if (tile_m < 1 || tile_n < 1 || sms < 1) throw std::invalid_argument("gemm_waves: tile and SM counts must be positive");
   const std::int64_t tiles = ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n);
@@ -179,7 +257,14 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
             "the runner's signalling GEMM: CTAs resident per SM (kRunnerGemmCtasPerSm)");
   }
   if (env_num(env, "clock_mhz", 0) > 0) y.value(2, "clock_mhz", num(env_num(env, "clock_mhz", 0)), "device attribute clockRate, as read (never changed)");
-  if (tile_us > 0) {
+  const RooflineFit roof = fit_gemm_roofline(set, sm_count, std::max(1, env_int(env, "gemm_ctas_per_sm", 1)));
+  if (roof.ok) {
+    const std::string src = "gemm, gemm_tile: CTA roofline fitted over " + std::to_string(roof.rows) + " runs (median |error| " +
+                            num(roof.median_abs_error_pct) + " %)";
+    y.value(2, "gemm_tile_us", num(roof.tile_us), src);
+    y.value(2, "gemm_sm_load_gbps", num(roof.load_gbps), src);
+    y.value(2, "gemm_cta_overhead_us", num(roof.overhead_us), src);
+  } else if (tile_us > 0) {
     y.value(2, "gemm_tile_us", num(tile_us), "gemm_tile: median of duration x SMs / (MNK / 128*128*1024)");
   } else {
     // No full-wave run: the GEMM rate comes from gemm_profiles alone; the loader needs some rate, so

@@ -45,6 +45,22 @@ std::vector<CurvePointUs> transfer_points(const MeasurementSet& set, const std::
 // Median over the gemm_tile measurements of gemm_tile_us_from(); 0 when there are none.
 double fitted_gemm_tile_us(const MeasurementSet& set, int sm_count);
 
+// The CTA roofline (cost_model/gemm_roofline.hpp) fitted to whole-GPU GEMM durations: each
+// bf16/fp16 gemm and gemm_tile run with m >= 64 (skinnier GEMMs stream their weights from HBM, a
+// different limit) and the tile shape its algorithm used, predicted as
+//   waves(tiles, S x ctas_per_sm) x gemm_cta_us(roofline, tile, k, 2 bytes, ctas_per_sm),
+// minimising the sum of squared relative errors: overhead_us in closed form for each (tile_us,
+// load_gbps) of a log-spaced grid, refined three times around the best. Deterministic. ok = false
+// (nothing to write) with fewer than 6 such runs or fewer than 2 distinct tile shapes, which
+// cannot tell the tensor-core rate from the load bandwidth.
+struct RooflineFit {
+  bool ok = false;
+  double tile_us = 0, load_gbps = 0, overhead_us = 0;
+  int rows = 0;
+  double median_abs_error_pct = 0;  // over the fitted runs
+};
+RooflineFit fit_gemm_roofline(const MeasurementSet& set, int sm_count, int ctas_per_sm = 1);
+
 // GEMM waves on `sms` SMs for a tile shape (one CTA per SM, as cuBLAS's big tiles run).
 std::int64_t gemm_waves(std::int64_t m, std::int64_t n, int tile_m, int tile_n, int sms);
 

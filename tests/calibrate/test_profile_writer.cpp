@@ -1,5 +1,7 @@
 // calibrate/core/profile_writer: measurements in, the profile YAML the loader reads out. Synthetic
 // measurements built here from a known model, so the fitted fields have exact expected values.
+#include <algorithm>
+#include <array>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -7,6 +9,7 @@
 
 #include "calibrate/core/calibration_plan.hpp"
 #include "calibrate/core/profile_writer.hpp"
+#include "cost_model/gemm_roofline.hpp"
 #include "cost_model/input_error.hpp"
 #include "cost_model/profile_loader.hpp"
 
@@ -179,4 +182,46 @@ TEST_CASE("profile writer: the runner's CTAs per SM reach gpu.gemm_ctas_per_sm",
   const std::string text = write_profile_yaml(s, ProfileOptions{2, "v", 4, "d2d"});
   CHECK(text.find("gemm_ctas_per_sm: 2") != std::string::npos);
   CHECK(load(text).gpu.gemm_ctas_per_sm == 2);
+}
+
+TEST_CASE("profile writer: the CTA roofline fit recovers the parameters that made the durations", "[calibrate]") {
+  // Durations made by the model itself (gemm_roofline.hpp) on 132 SMs: 5 us per 128x128x1024
+  // tile, 120 GB/s per SM, 4 us per CTA; tiles from small (load-bound) to large (compute-bound).
+  const overlap::GemmRoofline truth{5.0, 120.0, 4.0};
+  MeasurementSet s = synthetic_run();
+  s.measurements.erase(std::remove_if(s.measurements.begin(), s.measurements.end(),
+                                      [](const Measurement& m) { return m.benchmark == bench::gemm || m.benchmark == bench::gemm_tile; }),
+                       s.measurements.end());
+  const std::vector<std::array<int, 5>> runs = {{128, 2048, 4096, 32, 64},   {512, 2048, 4096, 64, 128},
+                                                {1024, 2048, 4096, 128, 128}, {2048, 2048, 4096, 128, 256},
+                                                {4096, 8192, 4096, 128, 256}, {8192, 8192, 2048, 256, 128},
+                                                {768, 2048, 8192, 96, 128},   {4096, 4096, 1024, 128, 256}};
+  for (const auto& [m, n, k, tm, tn] : runs) {
+    const std::int64_t tiles = static_cast<std::int64_t>((m + tm - 1) / tm) * ((n + tn - 1) / tn);
+    const double us = static_cast<double>((tiles + 131) / 132) * overlap::gemm_cta_us(truth, tm, tn, k, 2, 1);
+    s.measurements.push_back(meas(bench::gemm, {{"m", m}, {"n", n}, {"k", k}, {"dtype", "bf16"}}, us, {{"tile_m", tm}, {"tile_n", tn}}));
+  }
+  const RooflineFit fit = fit_gemm_roofline(s, 132);
+  REQUIRE(fit.ok);
+  CHECK(fit.rows == 8);
+  CHECK(fit.tile_us == Approx(5.0).epsilon(2e-3));
+  CHECK(fit.load_gbps == Approx(120.0).epsilon(2e-3));
+  CHECK(fit.overhead_us == Approx(4.0).epsilon(1e-2));
+  CHECK(fit.median_abs_error_pct < 0.1);
+  CHECK(fit_gemm_roofline(s, 132).tile_us == fit.tile_us);  // deterministic
+  // The profile carries it, and the loader reads it back.
+  const std::string text = write_profile_yaml(s, ProfileOptions{});
+  const overlap::HardwareProfile p = overlap::profile_from_yaml(overlap::YamlReader(YAML::Load(text), "", "p.yaml"), ".");
+  CHECK(p.gpu.gemm_sm_load_gbps == Approx(fit.load_gbps).epsilon(1e-6));
+  CHECK(p.gpu.gemm_cta_overhead_us == Approx(fit.overhead_us).epsilon(1e-6));
+  // One tile shape cannot separate the tensor-core rate from the loads: nothing fitted.
+  MeasurementSet one = synthetic_run();
+  one.measurements.erase(std::remove_if(one.measurements.begin(), one.measurements.end(),
+                                        [](const Measurement& m) { return m.benchmark == bench::gemm; }),
+                         one.measurements.end());
+  for (int i = 0; i < 8; ++i) {
+    one.measurements.push_back(meas(bench::gemm, {{"m", 1024 * (i + 1)}, {"n", 4096}, {"k", 4096}, {"dtype", "bf16"}}, 100.0 * (i + 1),
+                                    {{"tile_m", 128}, {"tile_n", 256}}));
+  }
+  CHECK_FALSE(fit_gemm_roofline(one, 132).ok);
 }

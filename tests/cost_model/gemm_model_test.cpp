@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "cost_model/gemm_model.hpp"
+#include "cost_model/gemm_roofline.hpp"
 #include "cost_model/profile_loader.hpp"
 
 using namespace overlap;
@@ -84,4 +85,43 @@ TEST_CASE("co-resident CTAs share their SM's rate: same whole-GEMM time in full 
   CHECK(gemm_time_ps(two, s) == 8 * p2.cta_ps);
   // 2048 tiles are 15.5 waves of 132 and 7.76 of 264: both round up to the same SM-time.
   CHECK(std::abs(static_cast<double>(gemm_time_ps(two, s)) / static_cast<double>(gemm_time_ps(one, s)) - 1.0) < 1e-6);
+}
+
+TEST_CASE("CTA roofline: overhead plus the longer of tensor-core time and operand loads", "[gemm]") {
+  const GemmRoofline r{5.0, 120.0, 4.0};
+  // 128x128 over K = 4096: 4 tile-units of compute (20 us) vs 256 x 4096 x 2 B / 120 GB/s (17.48 us).
+  CHECK(gemm_cta_us(r, 128, 128, 4096, 2, 1) == Approx(4.0 + 20.0));
+  // 32x64: 2.5 us of compute (half a tile-unit), 96 x 4096 x 2 / 120e3 = 6.5536 us of loads.
+  CHECK(gemm_cta_us(r, 32, 64, 4096, 2, 1) == Approx(4.0 + 6.5536));
+  CHECK(gemm_cta_us(r, 32, 64, 4096, 2, 2) == Approx(4.0 + 2 * 6.5536));  // two CTAs share the SM
+  CHECK(gemm_cta_us(GemmRoofline{5.0, 0.0, 0.0}, 32, 64, 4096, 2, 1) == Approx(2.5));  // loads not modelled
+}
+
+TEST_CASE("with the roofline, uncalibrated GEMMs take the tile that finishes first", "[gemm]") {
+  HardwareProfile p = h100();
+  p.gpu.gemm_tile_us = 5.0;
+  p.gpu.gemm_sm_load_gbps = 120.0;
+  p.gpu.gemm_cta_overhead_us = 4.0;
+  const GemmRoofline r{5.0, 120.0, 4.0};
+  // 128 x 2048 x 4096: a 32x64 tile gives 128 CTAs, one wave of 10.55 us; any taller or wider tile
+  // leaves SMs idle and loads more per CTA (cuBLASLt chose 32x64 on the H100 too).
+  const GemmPlan small = plan_gemm(p, {128, 2048, 4096, DType::bf16});
+  CHECK(small.tile_m == 32);
+  CHECK(small.tile_n == 64);
+  CHECK(small.cta_ps == static_cast<Ps>(std::ceil(gemm_cta_us(r, 32, 64, 4096, 2, 1) * 1e6)));
+  CHECK(gemm_time_ps(p, {128, 2048, 4096, DType::bf16}) == small.cta_ps);
+  // A large GEMM gets a big tile (fewer bytes per FLOP: 160x192 here, 17 waves, just ahead of
+  // 256x128's 16 waves of longer CTAs), and its time is waves x the roofline CTA.
+  const GemmPlan big = plan_gemm(p, {8192, 8192, 8192, DType::bf16});
+  CHECK(big.tile_m * big.tile_n >= 128 * 192);
+  CHECK(big.waves(132) * gemm_cta_us(r, big.tile_m, big.tile_n, 8192, 2, 1) <= 16 * gemm_cta_us(r, 256, 128, 8192, 2, 1));
+  CHECK(gemm_time_ps(p, {8192, 8192, 8192, DType::bf16}) == big.waves(132) * big.cta_ps);
+  // The search is the minimum: no candidate beats it.
+  for (int tm : {16, 32, 64, 96, 128, 160, 192, 256}) {
+    for (int tn : {64, 128, 192, 256}) {
+      if (tm * tn > 256 * 128) continue;
+      const std::int64_t tiles = ((128 + tm - 1) / tm) * ((2048 + tn - 1) / tn);
+      CHECK(static_cast<double>((tiles + 131) / 132) * gemm_cta_us(r, tm, tn, 4096, 2, 1) >= gemm_cta_us(r, 32, 64, 4096, 2, 1) - 1e-9);
+    }
+  }
 }
