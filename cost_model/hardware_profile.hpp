@@ -39,6 +39,11 @@ struct GpuSpec {
   // Both 0 (not modelled) unless a calibration fitted them.
   double gemm_sm_load_gbps = 0;
   double gemm_cta_overhead_us = 0;
+  // L2 capacity in bytes (cudaDeviceProp::l2CacheSize). When > 0 it replaces gemm_l2_reuse in a
+  // GEMM's HBM traffic: operands that fit in the L2 share come from HBM once, otherwise the
+  // re-streamed operand is read once per band of tiles (sim/schemes/graph_builder.cpp). Virtual
+  // ranks (fabric.topology virtual) share one GPU's L2. 0 = not given.
+  std::int64_t l2_bytes = 0;
   // Per-tile GEMM slowdown from communication kernels sharing the GPU (L2/HBM/issue contention;
   // FlashOverlap Sec. 6.4 "prolonged computation latency brought by SM contention"): a CTA takes
   // (1 + gemm_comm_interference * busy_sms / sm_count) times longer while busy_sms SMs run comm.

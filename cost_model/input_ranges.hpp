@@ -45,6 +45,8 @@ inline constexpr InputRange latency_us{"latency / duration", "*_us (fabric, comm
                                        0, 1e6, "us", "one second per step is far beyond any real kernel or link"};
 inline constexpr InputRange factor{"model factor", "gpu.gemm_comm_interference, comm.nvls_efficiency", 0, 100, "",
                                    "a multiplier on a time or rate"};
+inline constexpr InputRange l2_bytes{"L2 capacity", "gpu.l2_bytes", 0, 68719476736.0, "bytes",
+                                     "0 = not given; H100 has 50 MiB, B200 126 MiB", true};
 inline constexpr InputRange l2_reuse{"L2 reuse", "gpu.gemm_l2_reuse", 1, 1e4, "",
                                      "every operand byte is read at least once"};
 inline constexpr InputRange channels{"channels", "comm.channels, comm.nvls_channels, comm.p2p_channels", 1, 4096,
@@ -93,7 +95,7 @@ inline constexpr InputRange chunks{"integer scheme knob (chunks, streams, SMs, w
                                    "-1 = the scheme's documented default; 2^20: each chunk adds graph nodes", true};
 
 inline constexpr std::array kAll = {&sm_count, &ctas_per_sm,   &clock_mhz, &peak_tflops, &bandwidth_gbps,
-                                    &copy_engines, &latency_us, &factor,    &l2_reuse,    &channels,
+                                    &copy_engines, &latency_us, &factor,    &l2_reuse,    &l2_bytes,    &channels,
                                     &num_gpus,  &gpus_per_group, &fabric_nodes, &curve_bytes, &curve_us,
                                     &curve_points, &tile,       &tp,        &gemm_dim,    &tokens,
                                     &batch,     &width,         &heads,     &layers,      &chunks};

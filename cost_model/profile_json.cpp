@@ -22,6 +22,7 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
               {"gemm_tile_us", g.gemm_tile_us},
               {"gemm_sm_load_gbps", g.gemm_sm_load_gbps},
               {"gemm_cta_overhead_us", g.gemm_cta_overhead_us},
+              {"l2_bytes", g.l2_bytes},
               {"gemm_comm_interference", g.gemm_comm_interference},
               {"gemm_l2_reuse", g.gemm_l2_reuse}};
   const FabricSpec& f = p.fabric;

@@ -43,7 +43,7 @@ constexpr InputRange kGemmTileUs{"GEMM tile time", "gpu.gemm_tile_us", 1e-4, 1e6
 GpuSpec read_gpu(const YamlReader& r) {
   r.allow_keys({"name", "sm_count", "gemm_ctas_per_sm", "clock_mhz", "peak_tflops", "gemm_efficiency",
                 "hbm_bandwidth_gbps", "hbm_efficiency", "copy_engines", "min_sm_partition", "gemm_tile_us",
-                "gemm_sm_load_gbps", "gemm_cta_overhead_us", "gemm_comm_interference", "gemm_l2_reuse"});
+                "gemm_sm_load_gbps", "gemm_cta_overhead_us", "l2_bytes", "gemm_comm_interference", "gemm_l2_reuse"});
   GpuSpec g;
   g.name = r.get_string("name", g.name);
   // The engine addresses SMs in 12 bits (sim/engine.cpp); the largest GPUs today have a few hundred.
@@ -66,6 +66,7 @@ GpuSpec read_gpu(const YamlReader& r) {
   g.gemm_tile_us = zero_or_in(r, "gemm_tile_us", kGemmTileUs, g.gemm_tile_us);
   g.gemm_sm_load_gbps = zero_or_in(r, "gemm_sm_load_gbps", ranges::bandwidth_gbps, g.gemm_sm_load_gbps);
   g.gemm_cta_overhead_us = r.get_double_in("gemm_cta_overhead_us", ranges::latency_us, g.gemm_cta_overhead_us);
+  g.l2_bytes = r.get_int_in("l2_bytes", ranges::l2_bytes, g.l2_bytes);
   g.gemm_comm_interference = r.get_double_in("gemm_comm_interference", ranges::factor, g.gemm_comm_interference);
   g.gemm_l2_reuse = r.get_double_in("gemm_l2_reuse", ranges::l2_reuse, g.gemm_l2_reuse);
   if (g.peak_tflops.empty() && g.gemm_tile_us <= 0) {

@@ -252,6 +252,9 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   y.key(0, "gpu");
   y.value(2, "name", quoted(gpu_name), "cudaGetDeviceProperties");
   y.value(2, "sm_count", std::to_string(sm_count), "device attribute multiProcessorCount, as read");
+  if (env_num(env, "l2_bytes", 0) > 0) {
+    y.value(2, "l2_bytes", std::to_string(static_cast<std::int64_t>(env_num(env, "l2_bytes", 0))), "device attribute l2CacheSize, as read");
+  }
   if (env_int(env, "gemm_ctas_per_sm", 1) > 1) {
     y.value(2, "gemm_ctas_per_sm", std::to_string(env_int(env, "gemm_ctas_per_sm", 1)),
             "the runner's signalling GEMM: CTAs resident per SM (kRunnerGemmCtasPerSm)");

@@ -97,13 +97,34 @@ Op new_op(const TaskGraph& g, int rank, StreamId stream, OpKind kind, const std:
 
 }  // namespace
 
-// HBM traffic of one GEMM tile at full speed (issue 9, item 4): each tile streams (tile_m + tile_n) x K
-// operands of which 1 / gemm_l2_reuse misses L2, and writes its output tile; never less, over the
-// whole GEMM, than reading A and B and writing C once (a skinny GEMM streams its weights).
+// HBM traffic of one GEMM tile at full speed (issue 9, item 4), the whole GEMM's spread evenly
+// over its tiles; never less than reading A and B and writing C once (a skinny GEMM streams its
+// weights).
+//   - gpu.l2_bytes given: an L2 capacity model. The GEMM's L2 share is the GPU's L2, divided among
+//     the virtual ranks that share one GPU (fabric.topology virtual). Operands that fit in it
+//     (A + B, or B alone) come from HBM once; otherwise the raster (N-fastest within a row of tiles,
+//     the launch order of the reference kernels' signalling GEMM) re-reads B once per wave's worth
+//     of tile rows: a wave of sm_count x ctas_per_sm tiles covers that many whole rows, which read
+//     B together. A row's band of A stays in L2 while its row runs. The runner's GEMMs on 4 virtual ranks
+//     (own A 16 MB, B 32 MB each, 12.5 MB of L2 each) ran 1.22-1.34x slower together than alone,
+//     1.06x with one shared A and B (H100, calibrate/results/...: gemm_concurrent).
+//   - otherwise: each tile streams (tile_m + tile_n) x K operands of which 1 / gemm_l2_reuse misses
+//     L2, and writes its output tile.
 Bytes gemm_tile_hbm_bytes(const HardwareProfile& hw, const GemmShape& shape, const GemmPlan& plan) {
   const double e = dtype_bytes(shape.dtype);
   const double tiles = static_cast<double>(plan.tiles);
   const double k = static_cast<double>(shape.k);
+  if (hw.gpu.l2_bytes > 0) {
+    const int sharing = hw.fabric.topology == "virtual" ? std::max(1, hw.fabric.num_gpus) : 1;
+    const double share = static_cast<double>(hw.gpu.l2_bytes) / sharing;
+    const double a = static_cast<double>(shape.m) * k * e, b = k * static_cast<double>(shape.n) * e;
+    const double rows = std::ceil(static_cast<double>(shape.m) / plan.tile_m), cols = std::ceil(static_cast<double>(shape.n) / plan.tile_n);
+    const double wave = static_cast<double>(hw.gpu.sm_count) * plan.ctas_per_sm;
+    const double row_bands = std::ceil(rows / std::max(1.0, std::floor(wave / cols)));
+    const double operands = a + b <= share || b <= share ? a + b : a + b * row_bands;
+    const double c = static_cast<double>(shape.m) * static_cast<double>(shape.n) * e;
+    return static_cast<Bytes>(std::ceil((operands + c) / tiles));
+  }
   const double tile_model = tiles * (static_cast<double>(plan.tile_m + plan.tile_n) * k * e / hw.gpu.gemm_l2_reuse +
                                      static_cast<double>(plan.tile_m) * plan.tile_n * e);
   const double once = (static_cast<double>(shape.m) * k + k * static_cast<double>(shape.n) +
