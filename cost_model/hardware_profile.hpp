@@ -70,8 +70,17 @@ struct LaunchSpec {
   double gap_us = 0.9;
   double graph_gap_us = 0.5;
   bool cuda_graphs = false;
+  // Host time to enqueue one rank's part of a collective, beyond one launch (a library's enqueue:
+  // the reference runner's direct copy-engine all-reduce on virtual ranks issues 2 (T - 1) copies,
+  // a sum kernel and events per rank). 0 = a collective costs the host one launch.
+  double collective_host_us = 0;
+  // One host thread issues every rank's work (a single-process driver of virtual ranks, as the
+  // reference runner is), instead of one thread per rank. Virtual ranks on one physical GPU share
+  // it; ranks on different GPUs never do.
+  bool shared_host = false;
   Ps gap_ps() const { return ps_from_us(cuda_graphs ? graph_gap_us : gap_us); }
   Ps host_ps() const { return cuda_graphs ? 0 : ps_from_us(host_us); }
+  Ps collective_host_ps() const { return cuda_graphs ? 0 : ps_from_us(collective_host_us); }
 };
 
 // How bytes move between GPUs: one cost per mechanism (design.md "Copy engines", "Collectives").

@@ -308,12 +308,14 @@ CommSpec read_comm(const YamlReader& r) {
 }
 
 LaunchSpec read_launch(const YamlReader& r) {
-  r.allow_keys({"host_us", "gap_us", "graph_gap_us", "cuda_graphs"});
+  r.allow_keys({"host_us", "gap_us", "graph_gap_us", "cuda_graphs", "collective_host_us", "shared_host"});
   LaunchSpec l;
   l.host_us = r.get_double_in("host_us", ranges::latency_us, l.host_us);
   l.gap_us = r.get_double_in("gap_us", ranges::latency_us, l.gap_us);
   l.graph_gap_us = r.get_double_in("graph_gap_us", ranges::latency_us, l.graph_gap_us);
   l.cuda_graphs = r.get_bool("cuda_graphs", l.cuda_graphs);
+  l.collective_host_us = r.get_double_in("collective_host_us", ranges::latency_us, l.collective_host_us);
+  l.shared_host = r.get_bool("shared_host", l.shared_host);
   return l;
 }
 

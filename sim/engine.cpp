@@ -52,10 +52,12 @@ class Engine final : public NetworkListener, public GpuListener {
         ++s.pending;
       }
       prev = id;
-      // The host thread of each rank issues its launches ahead, in program order.
+      // The host thread of each rank (or of each physical GPU, shared_host) issues its launches
+      // ahead, in program order.
       if (is_launched(op.kind)) {
-        Ps& h = host[static_cast<std::size_t>(ctx_.rank(id))];
-        h = checked_add(h, node.launch_host_ps);
+        const int rank = ctx_.rank(id);
+        Ps& h = host[static_cast<std::size_t>(node.shared_host ? ctx_.physical(rank) : rank)];
+        h = checked_add(h, checked_add(node.launch_host_ps, op.host_ps));
         issue_ps_[static_cast<std::size_t>(id)] = h;
       }
     }

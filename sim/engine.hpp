@@ -37,6 +37,9 @@ struct NodeConfig {
   // earlier than launch_gap_ps after its dependencies are met.
   Ps launch_gap_ps = 0;
   Ps launch_host_ps = 0;
+  // One host thread per physical GPU instead of per rank (LaunchSpec::shared_host): virtual ranks
+  // then issue, in op id order, from one timeline. Op::host_ps adds to an op's issue cost.
+  bool shared_host = false;
 };
 
 struct EngineOptions {

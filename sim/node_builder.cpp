@@ -15,6 +15,7 @@ NodeConfig make_node(const HardwareProfile& profile, int ranks) {
   NodeConfig node;
   node.launch_gap_ps = profile.launch.gap_ps();
   node.launch_host_ps = profile.launch.host_ps();
+  node.shared_host = profile.launch.shared_host;
   const bool virtual_ranks = spec.topology == "virtual";
   for (int r = 0; r < spec.num_gpus; ++r) {
     GpuConfig g{profile.gpu.sm_count, profile.gpu.copy_engines, virtual_ranks ? 0 : -1,

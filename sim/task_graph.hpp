@@ -62,6 +62,7 @@ struct Op {
   OpKind kind = OpKind::delay;
   StreamId stream = -1;  // the rank is the stream's rank
   bool comm = false;     // communication op: takes zero time in the compute-only re-run
+  Ps host_ps = 0;        // host time to issue it beyond one launch (a library collective's enqueue)
   std::vector<OpId> deps;  // must complete before this op may start (besides stream order)
 
   // tiled / persistent: `ctas` tiles of `cta_ps` each, `ctas_per_sm` resident per SM. A tile's time

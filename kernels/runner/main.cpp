@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -82,6 +83,48 @@ std::vector<double> time_on_node(cu::Node& node, cudaStream_t root, int warmup, 
   });
   CUDA_CHECK(cudaEventDestroy(start));
   return v;
+}
+
+// Device time of `work` on every rank with the host out of the picture: the ranks' streams wait
+// behind a sleep kernel on the root stream for `hold_ns` while the host enqueues `work`, so the
+// events around it time the GPU alone (the launch benchmark's dependent_gap does the same). The
+// host's enqueue time of each call goes to `host_us`.
+std::vector<double> time_on_node_queued(cu::Node& node, cudaStream_t root, int warmup, int reps, std::uint64_t hold_ns,
+                                        const std::function<void()>& work, std::vector<double>* host_us) {
+  cudaEvent_t start, a, b;
+  CUDA_CHECK(cudaEventCreateWithFlags(&start, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  std::vector<double> us;
+  for (int rep = 0; rep < warmup + reps; ++rep) {
+    primary();
+    node.barrier(root);
+    cu::sleep_on_stream(hold_ns, root);
+    CUDA_CHECK(cudaEventRecord(a, root));
+    CUDA_CHECK(cudaEventRecord(start, root));
+    for (int r : node.local_ranks()) {
+      auto& s = node.streams(r);
+      for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) CUDA_CHECK(cudaStreamWaitEvent(x, start, 0));
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    work();
+    const auto t1 = std::chrono::steady_clock::now();
+    for (int r : node.local_ranks()) {
+      auto& s = node.streams(r);
+      for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) node.order(root, r, x);
+    }
+    primary();
+    CUDA_CHECK(cudaEventRecord(b, root));
+    CUDA_CHECK(cudaStreamSynchronize(root));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    if (rep >= warmup) {
+      us.push_back(static_cast<double>(ms) * 1e3);
+      if (host_us) host_us->push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    }
+  }
+  for (auto e : {start, a, b}) cudaEventDestroy(e);
+  return us;
 }
 
 void progress(const std::string& what, const std::string& text) {
@@ -239,8 +282,15 @@ cal::MeasurementSet measure_virtual_node(cu::Node& node, const std::string& link
         op.push_back(out[r].get());
         ready.push_back(node.streams(r).comm);
       }
-      auto v = time_on_node(node, root, 3, reps, [&] { node.collective(kind, ip, op, static_cast<std::size_t>(s / 2), ready); });
-      set.measurements.push_back(measurement(cal::bench::collective, {{"primitive", name}, {"bytes", s}, {"ranks", T}, {"implementation", "virtual direct, copy engine"}}, v));
+      // Timed as before (host enqueue and GPU together), then queued behind a sleep (the GPU's
+      // time alone: the curve) with the host's enqueue time per call (launch.collective_host_us).
+      auto call = [&] { node.collective(kind, ip, op, static_cast<std::size_t>(s / 2), ready); };
+      const auto together = time_on_node(node, root, 3, reps, call);
+      std::vector<double> host;
+      const auto hold_ns = static_cast<std::uint64_t>(2e3 * cal::median_of(together)) + 200'000;
+      const auto v = time_on_node_queued(node, root, 2, reps, hold_ns, call, &host);
+      set.measurements.push_back(measurement(cal::bench::collective, {{"primitive", name}, {"bytes", s}, {"ranks", T}, {"implementation", "virtual direct, copy engine"}}, v,
+                                             {{"queued", true}, {"host_enqueue_us", cal::median_of(host)}, {"unqueued_us", cal::median_of(together)}}));
     }
   }
   // Launch gaps on one partition.

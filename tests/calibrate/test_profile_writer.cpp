@@ -225,3 +225,20 @@ TEST_CASE("profile writer: the CTA roofline fit recovers the parameters that mad
   }
   CHECK_FALSE(fit_gemm_roofline(one, 132).ok);
 }
+
+TEST_CASE("profile writer: a virtual node's one host thread and its collectives' enqueue time", "[calibrate]") {
+  MeasurementSet s = synthetic_run();
+  s.environment["sm_count"] = 32;
+  // Host enqueue of a whole 4-rank call: 80, 100, 120 us -> 20, 25, 30 us per rank; median 25.
+  for (double host : {80.0, 100.0, 120.0}) {
+    s.measurements.push_back(meas(bench::collective, {{"primitive", "all_reduce"}, {"bytes", 65536 * host}, {"ranks", 4}}, 30.0,
+                                  {{"queued", true}, {"host_enqueue_us", host}}));
+  }
+  const auto p = overlap::profile_from_yaml(overlap::YamlReader(YAML::Load(write_profile_yaml(s, ProfileOptions{2, "v", 4, "d2d"})), "", "v.yaml"), ".");
+  CHECK(p.launch.shared_host);
+  CHECK(p.launch.collective_host_us == Approx(25.0));
+  // A single GPU's own profile has neither.
+  const auto one = overlap::profile_from_yaml(overlap::YamlReader(YAML::Load(write_profile_yaml(synthetic_run(), ProfileOptions{})), "", "p.yaml"), ".");
+  CHECK_FALSE(one.launch.shared_host);
+  CHECK(one.launch.collective_host_us == 0);
+}

@@ -203,6 +203,49 @@ TEST_CASE("launch: CUDA graphs replace the per-launch host cost and shrink the g
   CHECK(l.gap_ps() == 500'000);
 }
 
+TEST_CASE("launch: one host thread for the virtual ranks of a GPU, and a collective's enqueue cost", "[engine][launch]") {
+  // Two ranks, one short kernel each, then a 1 us collective member each (host_ps 10 us extra).
+  // Host 4 us per launch.
+  auto build = [](bool shared, int physical_of_1) {
+    TaskGraph g(2);
+    std::vector<StreamId> s = {g.add_stream(0, "compute"), g.add_stream(1, "compute")};
+    for (int r = 0; r < 2; ++r) g.add(tiled("k" + std::to_string(r), s[static_cast<std::size_t>(r)], 1, kUs));
+    for (int r = 0; r < 2; ++r) {
+      Op c = comm_kernel("ar", s[static_cast<std::size_t>(r)], 1, kUs);
+      c.collective = 7;
+      c.members = 2;
+      c.comm = true;
+      c.host_ps = 10 * kUs;
+      g.add(c);
+    }
+    NodeConfig node = switch_node(2, 8, 1);
+    node.launch_host_ps = 4 * kUs;
+    node.shared_host = shared;
+    if (physical_of_1 == 0) node.gpus[1].physical = 0;  // rank 1 is a virtual rank of GPU 0
+    return run(g, node);
+  };
+  // One host per rank: each issues its kernel at 4 us and its collective part at 4 + 14 = 18 us.
+  const Timeline own = build(false, 0);
+  CHECK(own.ops[0].start_ps == 4 * kUs);
+  CHECK(own.ops[1].start_ps == 4 * kUs);
+  CHECK(own.ops[2].start_ps == 18 * kUs);
+  CHECK(own.ops[3].start_ps == 18 * kUs);
+  CHECK(own.ops[3].end_ps == 19 * kUs);
+  // One host for both (virtual ranks of one GPU): program order k0, k1, ar0, ar1 issued at 4, 8,
+  // 22, 36 us; ar0's kernel waits for its peer (as an NCCL kernel spins), so both end at 37 us.
+  const Timeline one = build(true, 0);
+  CHECK(one.ops[0].start_ps == 4 * kUs);
+  CHECK(one.ops[1].start_ps == 8 * kUs);
+  CHECK(one.ops[2].start_ps == 22 * kUs);
+  CHECK(one.ops[3].start_ps == 36 * kUs);
+  CHECK(one.ops[2].end_ps == 37 * kUs);
+  CHECK(one.ops[3].end_ps == 37 * kUs);
+  // shared_host on two physical GPUs changes nothing: each GPU keeps its host.
+  const Timeline two = build(true, 1);
+  CHECK(two.ops[3].start_ps == 18 * kUs);
+  CHECK(two.ops[3].end_ps == 19 * kUs);
+}
+
 TEST_CASE("virtual ranks share their physical GPU's HBM and copy engines", "[engine][virtual]") {
   // Two ranks on one physical GPU with one copy engine and 1000 GB/s of HBM.
   NodeConfig node;
