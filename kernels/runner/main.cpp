@@ -298,8 +298,19 @@ cal::MeasurementSet measure_virtual_node(cu::Node& node, const std::string& link
     node.activate(0);
     cudaStream_t s = r0.compute[0];
     constexpr int kChain = 500;
-    set.measurements.push_back(measurement(cal::bench::launch, {{"what", "host_launch"}, {"calls", kChain}},
+    set.measurements.push_back(measurement(cal::bench::launch, {{"what", "host_launch_one_context"}, {"calls", kChain}},
                                            cu::time_host_calls_us(s, 50, 10, kChain, [&] { cu::empty_kernel(s); })));
+    // The profile's launch.host_us: launches round-robin over the ranks, each behind the switch to
+    // its rank's green context, as the runner issues every scheme (one thread, rank after rank).
+    int next = 0;
+    set.measurements.push_back(measurement(cal::bench::launch, {{"what", "host_launch"}, {"calls", kChain}, {"round_robin_ranks", T}},
+                                           cu::time_host_calls_us(s, 50, 10, kChain, [&] {
+                                             const int r = next++ % T;
+                                             node.activate(r);
+                                             cu::empty_kernel(node.streams(r).compute[0]);
+                                           })));
+    for (int r = 0; r < T; ++r) CUDA_CHECK(cudaStreamSynchronize(node.streams(r).compute[0]));
+    node.activate(0);
     constexpr int kQueued = 256;
     set.measurements.push_back(measurement(cal::bench::launch,
                                            {{"what", "dependent_gap"}, {"kernels", kQueued}, {"queued_behind_sleep", true}},
