@@ -299,6 +299,7 @@ void scheme_group(const std::string& dir, ValidationReport& rep) {
       vr.spread = r.latency_us.spread;
       vr.note = fmt::format("exposed comm measured {:.1f} us, predicted {:.1f} us; rel_error {:.2g}",
                             r.latency_us.median - r.compute_only_us.median, us_from_ps(res.exposed_comm_ps), r.rel_error);
+      if (r.host_enqueue_us > 0) vr.note += fmt::format("; host enqueue {:.0f} us", r.host_enqueue_us);
       if (r.config.scheme == "flashoverlap") {
         fo[r.config.workload.dump()].push_back({r.config.params, vr.measured_us, vr.predicted_us});
         fo_context[r.config.workload.dump()] = {profile, r.config};

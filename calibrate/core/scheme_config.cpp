@@ -218,6 +218,7 @@ json scheme_runs_document(const SchemeRunSet& set) {
     j["check"] = json{{"rel_error", r.rel_error}, {"tolerance", r.tolerance}, {"passed", r.passed}};
     j["latency_us"] = to_json(r.latency_us);
     j["compute_only_us"] = to_json(r.compute_only_us);
+    if (r.host_enqueue_us > 0) j["host_enqueue_us"] = r.host_enqueue_us;
     doc["runs"].push_back(std::move(j));
   }
   return doc;
@@ -257,7 +258,7 @@ SchemeRunSet parse_scheme_runs(const json& doc, const std::string& file) {
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const JsonReader e = runs.element(i);
     SchemeRunResult res;
-    res.config = parse_run(e, {"check", "latency_us", "compute_only_us", "profile"});
+    res.config = parse_run(e, {"check", "latency_us", "compute_only_us", "profile", "host_enqueue_us"});
     res.profile = e.get_string("profile", "");
     const JsonReader check = e.child("check");
     check.allow_keys({"rel_error", "tolerance", "passed"});
@@ -267,6 +268,7 @@ SchemeRunSet parse_scheme_runs(const json& doc, const std::string& file) {
     res.passed = check.get_bool("passed", false);
     res.latency_us = stats_from(e.child("latency_us"));
     res.compute_only_us = stats_from(e.child("compute_only_us"));
+    if (e.has("host_enqueue_us")) res.host_enqueue_us = e.get_positive_number("host_enqueue_us");
     set.runs.push_back(std::move(res));
   }
   return set;

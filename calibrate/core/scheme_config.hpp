@@ -78,6 +78,9 @@ struct SchemeRunResult {
   bool passed = false;
   SampleStats latency_us;
   SampleStats compute_only_us;
+  // The host's time to enqueue one repetition of the whole run (median; 0 = not recorded, results
+  // before 2026-11-23): where it approaches latency_us, the run is bound by its one host thread.
+  double host_enqueue_us = 0;
 };
 
 struct SchemeRunSet {

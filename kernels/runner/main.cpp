@@ -348,6 +348,7 @@ cal::SchemeRunResult run_one(cu::Node& node, const cal::SchemeRunConfig& c, cubl
   res.tolerance = kTolerance;
   std::function<double()> check;
   std::function<std::vector<double>(bool)> time;
+  std::function<std::vector<double>()> host;
   std::string what;
   std::unique_ptr<cu::GemmRun> g;
   std::unique_ptr<cu::DecodeRun> d;
@@ -362,11 +363,13 @@ cal::SchemeRunResult run_one(cu::Node& node, const cal::SchemeRunConfig& c, cubl
     if (!g->enqueue) throw std::runtime_error("scheme " + c.scheme + " does not run gemm_collective");
     check = [&] { return g->check(); };
     time = [&](bool skip) { return g->time(skip, warmup, reps); };
+    host = [&] { return g->host_enqueue_us; };
     what = g->what;
   } else {
     d = std::make_unique<cu::DecodeRun>(node, c, cublas, comm);
     check = [&] { return d->check(); };
     time = [&](bool skip) { return d->time(skip, warmup, reps); };
+    host = [&] { return d->host_enqueue_us; };
     what = d->what;
   }
   res.rel_error = check();
@@ -375,10 +378,12 @@ cal::SchemeRunResult run_one(cu::Node& node, const cal::SchemeRunConfig& c, cubl
   progress("", "check: relative error " + std::to_string(res.rel_error) + (res.passed ? " (pass)" : " (FAIL)") +
                    " against cuBLAS + reference collective");
   res.latency_us = cal::summarize(time(false));
+  if (!host().empty()) res.host_enqueue_us = cal::median_of(host());
   res.compute_only_us = cal::summarize(time(true));
   char line[256];
-  std::snprintf(line, sizeof line, "latency %.1f us (spread %.3f), compute-only %.1f us, exposed %.1f us", res.latency_us.median,
-                res.latency_us.spread, res.compute_only_us.median, res.latency_us.median - res.compute_only_us.median);
+  std::snprintf(line, sizeof line, "latency %.1f us (spread %.3f), compute-only %.1f us, exposed %.1f us, host enqueue %.1f us",
+                res.latency_us.median, res.latency_us.spread, res.compute_only_us.median,
+                res.latency_us.median - res.compute_only_us.median, res.host_enqueue_us);
   progress("", line);
   return res;
 }

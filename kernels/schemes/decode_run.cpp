@@ -1,5 +1,6 @@
 #include "kernels/schemes/decode_run.hpp"
 
+#include <chrono>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -177,9 +178,12 @@ double DecodeRun::check() {
 
 std::vector<double> DecodeRun::time(bool skip_comm, int warmup, int reps) {
   primary();
+  host_enqueue_us.clear();
   return time_on_stream_us(root_, warmup, reps, [&] {
     join_start();
+    const auto t0 = std::chrono::steady_clock::now();
     enqueue(skip_comm);
+    host_enqueue_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     join_end();
   });
 }

@@ -24,6 +24,7 @@ class DecodeRun {
   // fp32 sum of the ranks' GEMV outputs), after one run.
   double check();
   std::vector<double> time(bool skip_comm, int warmup, int reps);
+  std::vector<double> host_enqueue_us;  // the last time() call's host enqueue time per repetition
 
  private:
   void enqueue(bool skip);

@@ -1,5 +1,6 @@
 #include "kernels/schemes/gemm_run.hpp"
 
+#include <chrono>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -215,9 +216,12 @@ std::vector<cudaStream_t> stream_ptrs(GemmRun& run, const std::function<cudaStre
 
 std::vector<double> GemmRun::time(bool skip_comm, int warmup, int reps) {
   primary();
+  host_enqueue_us.clear();
   return time_on_stream_us(root_, warmup, reps, [&] {
     join_start();
+    const auto t0 = std::chrono::steady_clock::now();
     enqueue(skip_comm);
+    host_enqueue_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     join_end();
   });
 }

@@ -64,6 +64,7 @@ class GemmRun {
   double check();
   // Median-timed runs: latency (or compute-only) samples in us from the root stream's events.
   std::vector<double> time(bool skip_comm, int warmup, int reps);
+  std::vector<double> host_enqueue_us;  // the last time() call's host enqueue time per repetition
 
   cudaStream_t root() const { return root_; }
 

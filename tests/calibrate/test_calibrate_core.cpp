@@ -198,3 +198,35 @@ TEST_CASE("decode plans the kernels execute are the simulator's plans", "[calibr
   }
   CHECK_THROWS_AS(decode_plan("dtp", 2, 5), std::invalid_argument);
 }
+
+TEST_CASE("scheme run results round-trip, the host enqueue time optional", "[calibrate]") {
+  SchemeRunSet set;
+  SchemeRunResult r;
+  r.config = parse_scheme_config_list(config_list(ar_run()), "cfg.json").runs[0];
+  r.rel_error = 0.002;
+  r.tolerance = 0.02;
+  r.passed = true;
+  r.latency_us = overlap::calibrate::summarize({100.0, 101.0, 102.0});
+  r.compute_only_us = overlap::calibrate::summarize({80.0, 81.0, 82.0});
+  r.host_enqueue_us = 42.5;
+  set.runs.push_back(r);
+  r.host_enqueue_us = 0;  // not recorded (results before 2026-11-23)
+  r.config.id = "b";
+  set.runs.push_back(r);
+  const json doc = scheme_runs_document(set);
+  CHECK(doc["runs"][0]["host_enqueue_us"] == 42.5);
+  CHECK_FALSE(doc["runs"][1].contains("host_enqueue_us"));
+  const SchemeRunSet back = parse_scheme_runs(doc, "runs.json");
+  REQUIRE(back.runs.size() == 2);
+  CHECK(back.runs[0].host_enqueue_us == 42.5);
+  CHECK(back.runs[1].host_enqueue_us == 0);
+  CHECK(back.runs[0].latency_us.median == 101.0);
+  json bad = doc;
+  bad["runs"][0]["host_enqueue_us"] = -1;
+  try {
+    parse_scheme_runs(bad, "runs.json");
+    FAIL("a negative host time was accepted");
+  } catch (const overlap::InputError& e) {
+    CHECK(e.key_path() == "runs[0].host_enqueue_us");
+  }
+}
