@@ -78,9 +78,13 @@ struct LaunchSpec {
   // reference runner is), instead of one thread per rank. Virtual ranks on one physical GPU share
   // it; ranks on different GPUs never do.
   bool shared_host = false;
+  // Host time of one dependency between streams (cudaEventRecord on the producer's stream and
+  // cudaStreamWaitEvent on the consumer's), charged to the consumer's issue. 0 = free.
+  double sync_host_us = 0;
   Ps gap_ps() const { return ps_from_us(cuda_graphs ? graph_gap_us : gap_us); }
   Ps host_ps() const { return cuda_graphs ? 0 : ps_from_us(host_us); }
   Ps collective_host_ps() const { return cuda_graphs ? 0 : ps_from_us(collective_host_us); }
+  Ps sync_host_ps() const { return cuda_graphs ? 0 : ps_from_us(sync_host_us); }
 };
 
 // How bytes move between GPUs: one cost per mechanism (design.md "Copy engines", "Collectives").

@@ -51,7 +51,8 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
   if (f.topology == "multi_node") j["fabric"]["rails"] = f.rails;
   const LaunchSpec& l = p.launch;
   j["launch"] = {{"host_us", l.host_us}, {"gap_us", l.gap_us}, {"graph_gap_us", l.graph_gap_us},
-                 {"cuda_graphs", l.cuda_graphs}, {"collective_host_us", l.collective_host_us}, {"shared_host", l.shared_host}};
+                 {"cuda_graphs", l.cuda_graphs}, {"collective_host_us", l.collective_host_us}, {"shared_host", l.shared_host},
+                 {"sync_host_us", l.sync_host_us}};
   json transports = json::object();
   for (Transport t : kAllTransports) {
     const TransportSpec& ts = p.transports.of(t);

@@ -308,7 +308,7 @@ CommSpec read_comm(const YamlReader& r) {
 }
 
 LaunchSpec read_launch(const YamlReader& r) {
-  r.allow_keys({"host_us", "gap_us", "graph_gap_us", "cuda_graphs", "collective_host_us", "shared_host"});
+  r.allow_keys({"host_us", "gap_us", "graph_gap_us", "cuda_graphs", "collective_host_us", "shared_host", "sync_host_us"});
   LaunchSpec l;
   l.host_us = r.get_double_in("host_us", ranges::latency_us, l.host_us);
   l.gap_us = r.get_double_in("gap_us", ranges::latency_us, l.gap_us);
@@ -316,6 +316,7 @@ LaunchSpec read_launch(const YamlReader& r) {
   l.cuda_graphs = r.get_bool("cuda_graphs", l.cuda_graphs);
   l.collective_host_us = r.get_double_in("collective_host_us", ranges::latency_us, l.collective_host_us);
   l.shared_host = r.get_bool("shared_host", l.shared_host);
+  l.sync_host_us = r.get_double_in("sync_host_us", ranges::latency_us, l.sync_host_us);
   return l;
 }
 

@@ -58,6 +58,12 @@ class Engine final : public NetworkListener, public GpuListener {
         const int rank = ctx_.rank(id);
         Ps& h = host[static_cast<std::size_t>(node.shared_host ? ctx_.physical(rank) : rank)];
         h = checked_add(h, checked_add(node.launch_host_ps, op.host_ps));
+        // A library collective's own event handling is in its host_ps already.
+        if (node.sync_host_ps > 0 && op.collective < 0) {
+          for (OpId d : op.deps) {
+            if (g.op(d).stream != op.stream) h = checked_add(h, node.sync_host_ps);
+          }
+        }
         issue_ps_[static_cast<std::size_t>(id)] = h;
       }
     }

@@ -40,6 +40,10 @@ struct NodeConfig {
   // One host thread per physical GPU instead of per rank (LaunchSpec::shared_host): virtual ranks
   // then issue, in op id order, from one timeline. Op::host_ps adds to an op's issue cost.
   bool shared_host = false;
+  // Host time of each dependency on an op of another stream (an event record + wait), charged to
+  // the dependent op's issue (LaunchSpec::sync_host_us); not to collective members, whose
+  // host_ps covers their own.
+  Ps sync_host_ps = 0;
 };
 
 struct EngineOptions {

@@ -16,6 +16,7 @@ NodeConfig make_node(const HardwareProfile& profile, int ranks) {
   node.launch_gap_ps = profile.launch.gap_ps();
   node.launch_host_ps = profile.launch.host_ps();
   node.shared_host = profile.launch.shared_host;
+  node.sync_host_ps = profile.launch.sync_host_ps();
   const bool virtual_ranks = spec.topology == "virtual";
   for (int r = 0; r < spec.num_gpus; ++r) {
     GpuConfig g{profile.gpu.sm_count, profile.gpu.copy_engines, virtual_ranks ? 0 : -1,

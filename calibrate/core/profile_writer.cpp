@@ -302,6 +302,7 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   // ---- launch
   const Measurement* host = launch_row(set, "host_launch");
   const Measurement* graph = launch_row(set, "graph_gap");
+  const Measurement* sync = launch_row(set, "stream_dependency");
   // A collective's host enqueue time (the runner's queued collective rows): per rank, the median
   // over sizes and primitives of the whole call's host time / ranks.
   std::vector<double> enqueue;
@@ -310,7 +311,7 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
     if (m->derived.contains("host_enqueue_us") && ranks >= 1) enqueue.push_back(m->derived_number("host_enqueue_us") / ranks);
   }
   const bool one_host = options.virtual_ranks > 0;
-  if (host || gap || graph || !enqueue.empty() || one_host) {
+  if (host || gap || graph || sync || !enqueue.empty() || one_host) {
     y.key(0, "launch");
     if (host) y.value(2, "host_us", num(host->time_us.median), "launch: host_launch (cudaLaunchKernel, host clock)");
     if (gap) y.value(2, "gap_us", num(gap->time_us.median), "launch: dependent_gap (empty kernels on one stream)");
@@ -319,6 +320,7 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
       y.value(2, "collective_host_us", num(median_of(enqueue)),
               "collective: host enqueue time of one call / ranks, median over " + std::to_string(enqueue.size()) + " runs");
     }
+    if (sync) y.value(2, "sync_host_us", num(sync->time_us.median), "launch: stream_dependency (event record + wait, host clock)");
     if (one_host) y.value(2, "shared_host", "true", "one runner thread issues every virtual rank's work");
   }
 

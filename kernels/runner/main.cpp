@@ -310,6 +310,23 @@ cal::MeasurementSet measure_virtual_node(cu::Node& node, const std::string& link
                                              cu::empty_kernel(node.streams(r).compute[0]);
                                            })));
     for (int r = 0; r < T; ++r) CUDA_CHECK(cudaStreamSynchronize(node.streams(r).compute[0]));
+    // The profile's launch.sync_host_us: one dependency between two of a rank's streams (an event
+    // recorded on its comm stream, waited on by its compute stream), round-robin over the ranks.
+    std::vector<cudaEvent_t> ev(static_cast<std::size_t>(T));
+    for (int r = 0; r < T; ++r) {
+      node.activate(r);
+      CUDA_CHECK(cudaEventCreateWithFlags(&ev[static_cast<std::size_t>(r)], cudaEventDisableTiming));
+    }
+    next = 0;
+    set.measurements.push_back(measurement(cal::bench::launch, {{"what", "stream_dependency"}, {"calls", kChain}, {"round_robin_ranks", T}},
+                                           cu::time_host_calls_us(s, 50, 10, kChain, [&] {
+                                             const int r = next++ % T;
+                                             node.activate(r);
+                                             CUDA_CHECK(cudaEventRecord(ev[static_cast<std::size_t>(r)], node.streams(r).comm));
+                                             CUDA_CHECK(cudaStreamWaitEvent(node.streams(r).compute[0], ev[static_cast<std::size_t>(r)], 0));
+                                           })));
+    for (int r = 0; r < T; ++r) CUDA_CHECK(cudaStreamSynchronize(node.streams(r).compute[0]));
+    for (cudaEvent_t e : ev) CUDA_CHECK(cudaEventDestroy(e));
     node.activate(0);
     constexpr int kQueued = 256;
     set.measurements.push_back(measurement(cal::bench::launch,

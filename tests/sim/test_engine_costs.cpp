@@ -246,6 +246,37 @@ TEST_CASE("launch: one host thread for the virtual ranks of a GPU, and a collect
   CHECK(two.ops[3].end_ps == 19 * kUs);
 }
 
+TEST_CASE("launch: a dependency between streams costs the host an event record and wait", "[engine][launch]") {
+  // Host 4 us per launch, 5 us per cross-stream dependency. a (stream 1) -> b (stream 2): b is
+  // issued at 4 + 4 + 5 = 13 us; c follows b on its own stream (no charge): 17 us. A collective
+  // member depending on another stream pays only its own host_ps (here 0).
+  TaskGraph g(1);
+  const StreamId s1 = g.add_stream(0, "compute"), s2 = g.add_stream(0, "comm");
+  const OpId a = g.add(tiled("a", s1, 1, kUs));
+  Op b = tiled("b", s2, 1, kUs);
+  b.deps = {a};
+  const OpId bid = g.add(b);
+  const OpId c = g.add(tiled("c", s2, 1, kUs));
+  Op m = comm_kernel("member", s1, 1, kUs);
+  m.collective = 3;
+  m.members = 1;
+  m.deps = {c};
+  const OpId mid = g.add(m);
+  NodeConfig node = switch_node(1, 8, 1);
+  node.launch_host_ps = 4 * kUs;
+  node.sync_host_ps = 5 * kUs;
+  const Timeline tl = run(g, node);
+  CHECK(tl.ops[a].start_ps == 4 * kUs);
+  CHECK(tl.ops[bid].start_ps == 13 * kUs);
+  CHECK(tl.ops[c].start_ps == 17 * kUs);
+  CHECK(tl.ops[mid].start_ps == 21 * kUs);
+  // Without the charge: 4, 8, 12, 16 (b and c wait for their issue, not for a).
+  node.sync_host_ps = 0;
+  const Timeline free = run(g, node);
+  CHECK(free.ops[bid].start_ps == 8 * kUs);
+  CHECK(free.ops[mid].start_ps == 16 * kUs);
+}
+
 TEST_CASE("virtual ranks share their physical GPU's HBM and copy engines", "[engine][virtual]") {
   // Two ranks on one physical GPU with one copy engine and 1000 GB/s of HBM.
   NodeConfig node;
