@@ -282,12 +282,11 @@ void scheme_group(const std::string& dir, ValidationReport& rep) {
                                          r.config.id, json(profile.string()).dump(), r.config.workload.dump(), r.config.scheme,
                                          sim_params.dump());
     try {
-      if (run_ctas != 1 || r.config.params.contains("ctas_per_sm")) {
-        const int profile_ctas = load_profile_file(profile.string()).gpu.gemm_ctas_per_sm;
-        if (profile_ctas != run_ctas)
-          throw std::invalid_argument(fmt::format("params.ctas_per_sm {} is not the profile's gpu.gemm_ctas_per_sm {}", run_ctas, profile_ctas));
-      }
       const sim::Scenario sc = sim::load_scenario_text(yaml, file.string());
+      if (r.config.params.contains("ctas_per_sm") && sc.hardware.gpu.gemm_ctas_per_sm != run_ctas) {
+        throw std::invalid_argument(fmt::format("params.ctas_per_sm {} is not the profile's gpu.gemm_ctas_per_sm {}", run_ctas,
+                                                sc.hardware.gpu.gemm_ctas_per_sm));
+      }
       const auto results = sim::evaluate_all({sim::SchemeRequest{r.config.scheme, sim_params}}, sc.workload, sc.hardware, sc.fidelity);
       if (results.empty()) throw std::invalid_argument("the simulator's scheme does not apply to this workload");
       const auto& res = results.front();

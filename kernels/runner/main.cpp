@@ -62,6 +62,23 @@ void primary() {
   cu::SmPartitions::make_primary_current(dev);
 }
 
+// Every stream of every rank waits for `start` (recorded on the root stream).
+void fork_from(cu::Node& node, cudaEvent_t start) {
+  for (int r : node.local_ranks()) {
+    auto& s = node.streams(r);
+    for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) CUDA_CHECK(cudaStreamWaitEvent(x, start, 0));
+  }
+}
+
+// The root stream waits for every stream of every rank.
+void join_to(cu::Node& node, cudaStream_t root) {
+  for (int r : node.local_ranks()) {
+    auto& s = node.streams(r);
+    for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) node.order(root, r, x);
+  }
+  primary();
+}
+
 // Times `work` issued on every rank of the node, joined to a root stream (CUDA events on the root).
 std::vector<double> time_on_node(cu::Node& node, cudaStream_t root, int warmup, int reps, const std::function<void()>& work) {
   cudaEvent_t start;
@@ -70,16 +87,9 @@ std::vector<double> time_on_node(cu::Node& node, cudaStream_t root, int warmup, 
     primary();
     node.barrier(root);
     CUDA_CHECK(cudaEventRecord(start, root));
-    for (int r : node.local_ranks()) {
-      auto& s = node.streams(r);
-      for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) CUDA_CHECK(cudaStreamWaitEvent(x, start, 0));
-    }
+    fork_from(node, start);
     work();
-    for (int r : node.local_ranks()) {
-      auto& s = node.streams(r);
-      for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) node.order(root, r, x);
-    }
-    primary();
+    join_to(node, root);
   });
   CUDA_CHECK(cudaEventDestroy(start));
   return v;
@@ -102,18 +112,11 @@ std::vector<double> time_on_node_queued(cu::Node& node, cudaStream_t root, int w
     cu::sleep_on_stream(hold_ns, root);
     CUDA_CHECK(cudaEventRecord(a, root));
     CUDA_CHECK(cudaEventRecord(start, root));
-    for (int r : node.local_ranks()) {
-      auto& s = node.streams(r);
-      for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) CUDA_CHECK(cudaStreamWaitEvent(x, start, 0));
-    }
+    fork_from(node, start);
     const auto t0 = std::chrono::steady_clock::now();
     work();
     const auto t1 = std::chrono::steady_clock::now();
-    for (int r : node.local_ranks()) {
-      auto& s = node.streams(r);
-      for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) node.order(root, r, x);
-    }
-    primary();
+    join_to(node, root);
     CUDA_CHECK(cudaEventRecord(b, root));
     CUDA_CHECK(cudaStreamSynchronize(root));
     float ms = 0;
