@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cost_model/bandwidth_curve.hpp"
+#include "cost_model/collective_primitive.hpp"
 #include "cost_model/nccl_constants.hpp"
 #include "cost_model/units.hpp"
 
@@ -74,6 +75,10 @@ struct LaunchSpec {
   // the reference runner's direct copy-engine all-reduce on virtual ranks issues 2 (T - 1) copies,
   // a sum kernel and events per rank). 0 = a collective costs the host one launch.
   double collective_host_us = 0;
+  // The same per primitive where measured ("all_reduce": ...): the reference runner's direct
+  // collectives issue 2 (T - 1) copies per rank for an all-reduce but T - 1 for a reduce-scatter or
+  // an all-gather, so one figure for all misprices each. Primitives not named use collective_host_us.
+  std::map<CollectivePrimitive, double> collective_host_us_by_primitive;
   // One host thread issues every rank's work (a single-process driver of virtual ranks, as the
   // reference runner is), instead of one thread per rank. Virtual ranks on one physical GPU share
   // it; ranks on different GPUs never do.
@@ -83,7 +88,11 @@ struct LaunchSpec {
   double sync_host_us = 0;
   Ps gap_ps() const { return ps_from_us(cuda_graphs ? graph_gap_us : gap_us); }
   Ps host_ps() const { return cuda_graphs ? 0 : ps_from_us(host_us); }
-  Ps collective_host_ps() const { return cuda_graphs ? 0 : ps_from_us(collective_host_us); }
+  Ps collective_host_ps(CollectivePrimitive p) const {
+    if (cuda_graphs) return 0;
+    const auto it = collective_host_us_by_primitive.find(p);
+    return ps_from_us(it != collective_host_us_by_primitive.end() ? it->second : collective_host_us);
+  }
   Ps sync_host_ps() const { return cuda_graphs ? 0 : ps_from_us(sync_host_us); }
 };
 

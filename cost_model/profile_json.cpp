@@ -53,6 +53,11 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
   j["launch"] = {{"host_us", l.host_us}, {"gap_us", l.gap_us}, {"graph_gap_us", l.graph_gap_us},
                  {"cuda_graphs", l.cuda_graphs}, {"collective_host_us", l.collective_host_us}, {"shared_host", l.shared_host},
                  {"sync_host_us", l.sync_host_us}};
+  if (!l.collective_host_us_by_primitive.empty()) {
+    json by = json::object();
+    for (const auto& [prim, us] : l.collective_host_us_by_primitive) by[collective_primitive_name(prim)] = us;
+    j["launch"]["collective_host_us_by_primitive"] = by;
+  }
   json transports = json::object();
   for (Transport t : kAllTransports) {
     const TransportSpec& ts = p.transports.of(t);

@@ -308,13 +308,22 @@ CommSpec read_comm(const YamlReader& r) {
 }
 
 LaunchSpec read_launch(const YamlReader& r) {
-  r.allow_keys({"host_us", "gap_us", "graph_gap_us", "cuda_graphs", "collective_host_us", "shared_host", "sync_host_us"});
+  r.allow_keys({"host_us", "gap_us", "graph_gap_us", "cuda_graphs", "collective_host_us", "collective_host_us_by_primitive",
+                "shared_host", "sync_host_us"});
   LaunchSpec l;
   l.host_us = r.get_double_in("host_us", ranges::latency_us, l.host_us);
   l.gap_us = r.get_double_in("gap_us", ranges::latency_us, l.gap_us);
   l.graph_gap_us = r.get_double_in("graph_gap_us", ranges::latency_us, l.graph_gap_us);
   l.cuda_graphs = r.get_bool("cuda_graphs", l.cuda_graphs);
   l.collective_host_us = r.get_double_in("collective_host_us", ranges::latency_us, l.collective_host_us);
+  if (const auto by = r.optional_child("collective_host_us_by_primitive")) {
+    by->expect_map();
+    for (const auto& name : by->keys()) {
+      const auto prim = parse_collective_primitive(name);
+      if (!prim) by->fail_at(name, "unknown collective primitive (all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, reduce)");
+      l.collective_host_us_by_primitive[*prim] = by->get_double_in(name, ranges::latency_us);
+    }
+  }
   l.shared_host = r.get_bool("shared_host", l.shared_host);
   l.sync_host_us = r.get_double_in("sync_host_us", ranges::latency_us, l.sync_host_us);
   return l;

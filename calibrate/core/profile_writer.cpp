@@ -300,23 +300,48 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   const Measurement* gap = launch_row(set, "dependent_gap");
 
   // ---- launch
-  const Measurement* host = launch_row(set, "host_launch");
+  // launch.host_us: a kernel with arguments launched inside a stream of work (launch_in_stream),
+  // what schemes' kernels cost the host; else an empty kernel in a tight loop (host_launch).
+  const Measurement* in_stream = launch_row(set, "launch_in_stream");
+  const Measurement* host = in_stream ? in_stream : launch_row(set, "host_launch");
   const Measurement* graph = launch_row(set, "graph_gap");
   const Measurement* sync = launch_row(set, "stream_dependency");
-  // A collective's host enqueue time (the runner's queued collective rows): per rank, the median
-  // over sizes and primitives of the whole call's host time / ranks.
-  std::vector<double> enqueue;
-  for (const Measurement* m : set.of(bench::collective)) {
+  // A collective's host time per rank beyond its launch. Measured inside a stream of work
+  // (collective_in_stream rows, per primitive) where present; else the queued collective rows'
+  // enqueue time / ranks, the median over sizes and primitives.
+  std::map<std::string, double> by_primitive;
+  for (const Measurement* m : set.of(bench::launch)) {
     const double ranks = m->config.value("ranks", 0.0);
-    if (m->derived.contains("host_enqueue_us") && ranks >= 1) enqueue.push_back(m->derived_number("host_enqueue_us") / ranks);
+    if (m->config.value("what", std::string()) != "collective_in_stream" || ranks < 1) continue;
+    const double launch_us = host ? host->time_us.median : 0.0;
+    by_primitive[m->config.value("primitive", std::string())] = std::max(0.0, m->time_us.median / ranks - launch_us);
+  }
+  std::vector<double> enqueue;
+  for (const auto& [prim, us] : by_primitive) enqueue.push_back(us);
+  if (enqueue.empty()) {
+    for (const Measurement* m : set.of(bench::collective)) {
+      const double ranks = m->config.value("ranks", 0.0);
+      if (m->derived.contains("host_enqueue_us") && ranks >= 1) enqueue.push_back(m->derived_number("host_enqueue_us") / ranks);
+    }
   }
   const bool one_host = options.virtual_ranks > 0;
   if (host || gap || graph || sync || !enqueue.empty() || one_host) {
     y.key(0, "launch");
-    if (host) y.value(2, "host_us", num(host->time_us.median), "launch: host_launch (cudaLaunchKernel, host clock)");
+    if (in_stream) {
+      y.value(2, "host_us", num(host->time_us.median), "launch: launch_in_stream (a kernel with arguments, round-robin over ranks, GPU busy)");
+    } else if (host) {
+      y.value(2, "host_us", num(host->time_us.median), "launch: host_launch (cudaLaunchKernel, host clock)");
+    }
     if (gap) y.value(2, "gap_us", num(gap->time_us.median), "launch: dependent_gap (empty kernels on one stream)");
     if (graph) y.value(2, "graph_gap_us", num(graph->time_us.median), "launch: graph_gap (the same, CUDA Graph replay)");
-    if (!enqueue.empty()) {
+    if (!by_primitive.empty()) {
+      y.value(2, "collective_host_us", num(median_of(enqueue)),
+              "launch: collective_in_stream, per rank beyond its launch, median over primitives");
+      y.key(2, "collective_host_us_by_primitive");
+      for (const auto& [prim, us] : by_primitive) {
+        y.value(4, prim, num(us), "launch: collective_in_stream " + prim + ": host time per call / ranks - host_us");
+      }
+    } else if (!enqueue.empty()) {
       y.value(2, "collective_host_us", num(median_of(enqueue)),
               "collective: host enqueue time of one call / ranks, median over " + std::to_string(enqueue.size()) + " runs");
     }

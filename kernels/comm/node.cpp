@@ -5,6 +5,7 @@
 
 #include "kernels/comm/bootstrap.hpp"
 #include "kernels/common/check.hpp"
+#include "kernels/common/host_profile.hpp"
 #include "kernels/ops/ops.hpp"
 
 namespace overlap::cuda {
@@ -32,6 +33,8 @@ class VirtualNode final : public Node {
       s.copy[0] = p.make_stream(0);
       s.copy[1] = p.make_stream(0);
       streams_.push_back(s);
+      // One event per rank, re-recorded by every order() (a ring of 64 per rank cost the host the
+      // same on an H100, 2026-11-23).
       cudaEvent_t e;
       CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
       events_.push_back(e);
@@ -61,14 +64,20 @@ class VirtualNode final : public Node {
   void order(cudaStream_t waiter, int signaller_rank, cudaStream_t signaller) override {
     if (waiter == signaller) return;
     activate(signaller_rank);
-    CUDA_CHECK(cudaEventRecord(events_[static_cast<std::size_t>(signaller_rank)], signaller));
-    CUDA_CHECK(cudaStreamWaitEvent(waiter, events_[static_cast<std::size_t>(signaller_rank)], 0));
+    cudaEvent_t e = events_[static_cast<std::size_t>(signaller_rank)];
+    {
+      host_profile::Scope t(host_profile::Call::event_record);
+      CUDA_CHECK(cudaEventRecord(e, signaller));
+    }
+    host_profile::Scope t(host_profile::Call::stream_wait);
+    CUDA_CHECK(cudaStreamWaitEvent(waiter, e, 0));
   }
 
   void pull(int dst, void* dst_ptr, int src, const void* src_ptr, std::size_t bytes, cudaStream_t src_ready, int idx) {
     cudaStream_t s = streams(dst).copy[idx];
     order(s, src, src_ready);
     activate(dst);
+    host_profile::Scope t(host_profile::Call::memcpy);
     if (link_ == "d2d") {
       CUDA_CHECK(cudaMemcpyAsync(dst_ptr, src_ptr, bytes, cudaMemcpyDeviceToDevice, s));
     } else {
@@ -120,6 +129,7 @@ class VirtualNode final : public Node {
       join_copies(o);
       order(streams(o).comm, o, ready[o]);
       activate(o);
+      host_profile::Scope t(host_profile::Call::launch);
       sum_bf16(kind == Collective::all_reduce ? out[o] + o * chunk : out[o], parts, chunk, streams(o).comm);
     }
     if (kind == Collective::reduce_scatter) return;

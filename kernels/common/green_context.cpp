@@ -3,6 +3,7 @@
 #include <string>
 
 #include "kernels/common/check.hpp"
+#include "kernels/common/host_profile.hpp"
 
 namespace overlap::cuda {
 
@@ -25,6 +26,7 @@ cudaStream_t SmPartition::make_stream(int priority) {
 }
 
 void SmPartition::make_current() const {
+  host_profile::Scope t(host_profile::Call::activate);
   CUcontext c;
   CU_CHECK(cuCtxFromGreenCtx(&c, ctx_));
   CU_CHECK(cuCtxSetCurrent(c));

@@ -3,6 +3,7 @@
 #include <cuda_fp8.h>
 
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 
 #include "kernels/common/check.hpp"
@@ -52,6 +53,30 @@ __global__ void sum_kernel(__nv_bfloat16* out, PtrList in, std::size_t n) {
     float a = 0;
     for (int j = 0; j < in.count; ++j) a += __bfloat162float(in.p[j][i]);
     out[i] = __float2bfloat16(a);
+  }
+}
+
+// The same sum, 8 elements per thread with 16-byte loads and stores (every pointer 16-byte aligned):
+// a reduction that runs near HBM speed, as NCCL's does, instead of being bound by 2-byte accesses.
+// The accumulation order over inputs is the scalar kernel's, so results are bit-identical.
+__global__ void sum_vec_kernel(uint4* out, PtrList in, std::size_t vecs) {
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < vecs; i += std::size_t(gridDim.x) * blockDim.x) {
+    float a[8] = {};
+    for (int j = 0; j < in.count; ++j) {
+      const uint4 v = reinterpret_cast<const uint4*>(in.p[j])[i];
+      const auto* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const float2 f = __bfloat1622float2(h[q]);
+        a[2 * q] += f.x;
+        a[2 * q + 1] += f.y;
+      }
+    }
+    uint4 o;
+    auto* oh = reinterpret_cast<__nv_bfloat162*>(&o);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) oh[q] = __floats2bfloat162_rn(a[2 * q], a[2 * q + 1]);
+    out[i] = o;
   }
 }
 
@@ -200,7 +225,16 @@ void fill_value_bf16(__nv_bfloat16* p, std::size_t n, float v, cudaStream_t s) {
 }
 void sum_bf16(__nv_bfloat16* out, const PtrList& in, std::size_t n, cudaStream_t s) {
   if (in.count < 1 || in.count > 16) throw std::invalid_argument("sum_bf16: 1 to 16 inputs");
-  sum_kernel<<<blocks_for(n), kThreads, 0, s>>>(out, in, n);
+  auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  bool vec = n % 8 == 0 && aligned(out);
+  for (int j = 0; j < in.count; ++j) vec = vec && aligned(in.p[j]);
+  if (vec) {
+    const std::size_t vecs = n / 8;
+    const std::size_t b = (vecs + kThreads - 1) / kThreads;
+    sum_vec_kernel<<<static_cast<int>(b < 4096 ? b : 4096), kThreads, 0, s>>>(reinterpret_cast<uint4*>(out), in, vecs);
+  } else {
+    sum_kernel<<<blocks_for(n), kThreads, 0, s>>>(out, in, n);
+  }
   CUDA_CHECK_LAUNCH();
 }
 void accumulate_f32(float* acc, const __nv_bfloat16* x, std::size_t n, cudaStream_t s) {

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -32,6 +33,7 @@
 #include "kernels/comm/bootstrap.hpp"
 #include "kernels/comm/node.hpp"
 #include "kernels/common/check.hpp"
+#include "kernels/common/host_profile.hpp"
 #include "kernels/common/timing.hpp"
 #include "kernels/gemm/signal_gemm.hpp"
 #include "kernels/ops/ops.hpp"
@@ -114,7 +116,10 @@ std::vector<double> time_on_node_queued(cu::Node& node, cudaStream_t root, int w
     CUDA_CHECK(cudaEventRecord(start, root));
     fork_from(node, start);
     const auto t0 = std::chrono::steady_clock::now();
-    work();
+    {
+      cu::host_profile::Window w;
+      work();
+    }
     const auto t1 = std::chrono::steady_clock::now();
     join_to(node, root);
     CUDA_CHECK(cudaEventRecord(b, root));
@@ -291,9 +296,77 @@ cal::MeasurementSet measure_virtual_node(cu::Node& node, const std::string& link
       const auto together = time_on_node(node, root, 3, reps, call);
       std::vector<double> host;
       const auto hold_ns = static_cast<std::uint64_t>(2e3 * cal::median_of(together)) + 200'000;
+      cu::host_profile::report_and_reset(1);
       const auto v = time_on_node_queued(node, root, 2, reps, hold_ns, call, &host);
+      if (cu::host_profile::enabled_in_env()) {
+        std::fprintf(stderr, "  %s %lld B queued: host %.1f us per call: %s\n", name, static_cast<long long>(s), cal::median_of(host),
+                     cu::host_profile::report_and_reset(2 + reps).c_str());
+      }
       set.measurements.push_back(measurement(cal::bench::collective, {{"primitive", name}, {"bytes", s}, {"ranks", T}, {"implementation", "virtual direct, copy engine"}}, v,
                                              {{"queued", true}, {"host_enqueue_us", cal::median_of(host)}, {"unqueued_us", cal::median_of(together)}}));
+    }
+  }
+  // Host cost inside a stream of work, the way a decode step pays it: kIter iterations back to back,
+  // the GPU running what came before, of [every rank launches a small kernel with arguments (the
+  // sum of two 64 KiB vectors)], alone and then each followed by one collective of 64 KiB. The
+  // per-launch cost is what launch.host_us means for the kernels schemes launch (an empty kernel
+  // issued in a tight loop, host_launch below, costs the host less); the difference with the
+  // collective is its per-call cost (launch.collective_host_us_by_primitive).
+  {
+    constexpr int kIter = 16;
+    constexpr std::size_t kElems = 32768;
+    std::vector<cu::DeviceBuffer<__nv_bfloat16>> small;
+    std::vector<const __nv_bfloat16*> ip;
+    std::vector<__nv_bfloat16*> op;
+    std::vector<cudaStream_t> ready;
+    for (int r = 0; r < T; ++r) {
+      small.emplace_back(kElems);
+      ip.push_back(in[r].get());
+      op.push_back(out[r].get());
+      ready.push_back(node.streams(r).compute[0]);
+    }
+    auto sync_all = [&] {
+      for (int r = 0; r < T; ++r) {
+        auto& st = node.streams(r);
+        for (cudaStream_t x : {st.compute[0], st.compute[1], st.comm, st.copy[0], st.copy[1]}) CUDA_CHECK(cudaStreamSynchronize(x));
+      }
+    };
+    // Host us per iteration, one sample per repetition.
+    auto sequence = [&](const std::function<void()>& after) {
+      std::vector<double> us;
+      for (int rep = 0; rep < 2 + reps; ++rep) {
+        sync_all();
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < kIter; ++i) {
+          for (int r = 0; r < T; ++r) {
+            node.activate(r);
+            cu::PtrList two;
+            two.add(in[r].get());
+            two.add(in[r].get() + kElems);
+            cu::sum_bf16(small[r].get(), two, kElems, ready[r]);
+          }
+          if (after) after();
+        }
+        const auto t1 = std::chrono::steady_clock::now();
+        if (rep >= 2) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kIter);
+      }
+      sync_all();
+      primary();
+      return us;
+    };
+    const auto launches = sequence(nullptr);
+    const double launches_us = cal::median_of(launches);
+    std::vector<double> per_launch;
+    for (double v : launches) per_launch.push_back(v / T);
+    set.measurements.push_back(measurement(cal::bench::launch, {{"what", "launch_in_stream"}, {"iterations", kIter}, {"round_robin_ranks", T}},
+                                           per_launch, {{"kernel", "sum of two bf16 vectors, 64 KiB"}}));
+    for (auto kind : {cu::Node::Collective::all_reduce, cu::Node::Collective::reduce_scatter, cu::Node::Collective::all_gather}) {
+      const char* name = kind == cu::Node::Collective::all_reduce ? "all_reduce" : kind == cu::Node::Collective::reduce_scatter ? "reduce_scatter" : "all_gather";
+      auto v = sequence([&] { node.collective(kind, ip, op, kElems, ready); });
+      for (double& x : v) x -= launches_us;
+      set.measurements.push_back(measurement(cal::bench::launch,
+                                             {{"what", "collective_in_stream"}, {"primitive", name}, {"ranks", T}, {"bytes", 2 * kElems}, {"iterations", kIter}},
+                                             v, {{"per_iteration_without_us", launches_us}}));
     }
   }
   // Launch gaps on one partition.
@@ -397,8 +470,10 @@ cal::SchemeRunResult run_one(cu::Node& node, const cal::SchemeRunConfig& c, cubl
   progress(c.id, what);
   progress("", "check: relative error " + std::to_string(res.rel_error) + (res.passed ? " (pass)" : " (FAIL)") +
                    " against cuBLAS + reference collective");
+  cu::host_profile::report_and_reset(1);
   res.latency_us = cal::summarize(time(false));
   if (!host().empty()) res.host_enqueue_us = cal::median_of(host());
+  if (cu::host_profile::enabled_in_env()) progress("", "host per run: " + cu::host_profile::report_and_reset(warmup + reps));
   res.compute_only_us = cal::summarize(time(true));
   char line[256];
   std::snprintf(line, sizeof line, "latency %.1f us (spread %.3f), compute-only %.1f us, exposed %.1f us, host enqueue %.1f us",

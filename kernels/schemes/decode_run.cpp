@@ -7,6 +7,7 @@
 
 #include "kernels/comm/bootstrap.hpp"
 #include "kernels/common/check.hpp"
+#include "kernels/common/host_profile.hpp"
 #include "kernels/common/timing.hpp"
 #include "kernels/ops/ops.hpp"
 
@@ -85,12 +86,15 @@ void DecodeRun::enqueue(bool skip) {
         // The input takes the awaited all-reduces (a residual add): the data dependency is real, and
         // only on those all-reduces (later ones may still be in flight: the point of delaying).
         if (!skip) {
+          host_profile::Scope t(host_profile::Call::stream_wait);
           for (int w : mod.waits_for) CUDA_CHECK(cudaStreamWaitEvent(cs, landed_[r][static_cast<std::size_t>(w)], 0));
         }
         PtrList in;
         for (int w : mod.waits_for) in.add(ar_[r][static_cast<std::size_t>(w)].get());
+        host_profile::Scope t(host_profile::Call::launch);
         sum_bf16(x_[r][i].get(), in, static_cast<std::size_t>(d_model_), cs);
       }
+      host_profile::Scope t(host_profile::Call::launch);
       gemv_bf16(y_[r][i].get(), w_[r][i].get(), x_[r][i].get(), d_model_, cols_[i], cs);
     }
     if (mod.all_reduce && !skip) {
@@ -106,6 +110,7 @@ void DecodeRun::enqueue(bool skip) {
       node_.collective(Node::Collective::all_reduce, in, out, static_cast<std::size_t>(d_model_), ready);
       for (int r : node_.local_ranks()) {
         node_.activate(r);
+        host_profile::Scope t(host_profile::Call::event_record);
         CUDA_CHECK(cudaEventRecord(landed_[r][i], node_.streams(r).comm));
       }
     }
@@ -182,7 +187,10 @@ std::vector<double> DecodeRun::time(bool skip_comm, int warmup, int reps) {
   return time_on_stream_us(root_, warmup, reps, [&] {
     join_start();
     const auto t0 = std::chrono::steady_clock::now();
-    enqueue(skip_comm);
+    {
+      host_profile::Window w;
+      enqueue(skip_comm);
+    }
     host_enqueue_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     join_end();
   });

@@ -8,6 +8,7 @@
 #include "calibrate/core/scheme_config.hpp"
 #include "kernels/comm/bootstrap.hpp"
 #include "kernels/common/check.hpp"
+#include "kernels/common/host_profile.hpp"
 #include "kernels/common/timing.hpp"
 #include "kernels/gemm/signal_gemm.hpp"
 #include "kernels/ops/ops.hpp"
@@ -195,6 +196,7 @@ void gemm_rows(GemmRun& run, int r, cudaStream_t stream, const __nv_bfloat16* a_
   g.n = static_cast<int>(run.n);
   g.k = static_cast<int>(run.k);
   g.ctas_per_sm = calibrate::kRunnerGemmCtasPerSm;
+  host_profile::Scope t(host_profile::Call::launch);
   signal_gemm(g, stream);
 }
 
@@ -220,7 +222,10 @@ std::vector<double> GemmRun::time(bool skip_comm, int warmup, int reps) {
   return time_on_stream_us(root_, warmup, reps, [&] {
     join_start();
     const auto t0 = std::chrono::steady_clock::now();
-    enqueue(skip_comm);
+    {
+      host_profile::Window w;
+      enqueue(skip_comm);
+    }
     host_enqueue_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     join_end();
   });

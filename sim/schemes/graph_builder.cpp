@@ -296,7 +296,7 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
     op.channels = channels;
     op.collective = id;
     op.members = n;
-    op.host_ps = hw.launch.collective_host_ps();
+    op.host_ps = hw.launch.collective_host_ps(prim);
     if (steps) {
       // design.md "Collectives", fidelity `steps`: each step a phase of transfers with its protocol
       // latency; the one-off base latency is paid after the phases (duration_ps).

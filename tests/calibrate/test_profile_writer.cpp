@@ -242,3 +242,31 @@ TEST_CASE("profile writer: a virtual node's one host thread and its collectives'
   CHECK_FALSE(one.launch.shared_host);
   CHECK(one.launch.collective_host_us == 0);
 }
+
+TEST_CASE("profile writer: host costs measured inside a stream of work win over the tight-loop and queued ones",
+          "[calibrate]") {
+  MeasurementSet s = synthetic_run();
+  s.environment["sm_count"] = 32;
+  // The queued rows alone would give 25 us per rank (the test above).
+  for (double host : {80.0, 100.0, 120.0}) {
+    s.measurements.push_back(meas(bench::collective, {{"primitive", "all_reduce"}, {"bytes", 65536 * host}, {"ranks", 4}}, 30.0,
+                                  {{"queued", true}, {"host_enqueue_us", host}}));
+  }
+  // A launch costs 5 us in a stream of work (2.5 us in the tight loop, synthetic_run); a 4-rank call
+  // 180 us (all-reduce), 100 us (reduce-scatter), 96 us (all-gather): per rank beyond its launch
+  // 40, 20 and 19 us; the scalar is their median.
+  s.measurements.push_back(meas(bench::launch, {{"what", "launch_in_stream"}, {"round_robin_ranks", 4}}, 5.0));
+  const std::vector<std::pair<std::string, double>> calls = {{"all_reduce", 180.0}, {"reduce_scatter", 100.0}, {"all_gather", 96.0}};
+  for (const auto& [prim, us] : calls) {
+    s.measurements.push_back(meas(bench::launch, {{"what", "collective_in_stream"}, {"primitive", prim}, {"ranks", 4}}, us));
+  }
+  const std::string text = write_profile_yaml(s, ProfileOptions{2, "v", 4, "d2d"});
+  const auto p = overlap::profile_from_yaml(overlap::YamlReader(YAML::Load(text), "", "v.yaml"), ".");
+  CHECK(p.launch.host_us == Approx(5.0));
+  CHECK(p.launch.collective_host_us == Approx(20.0));
+  CHECK(p.launch.collective_host_ps(overlap::CollectivePrimitive::all_reduce) == overlap::ps_from_us(40.0));
+  CHECK(p.launch.collective_host_ps(overlap::CollectivePrimitive::reduce_scatter) == overlap::ps_from_us(20.0));
+  CHECK(p.launch.collective_host_ps(overlap::CollectivePrimitive::all_gather) == overlap::ps_from_us(19.0));
+  CHECK(p.launch.collective_host_ps(overlap::CollectivePrimitive::all_to_all) == overlap::ps_from_us(20.0));
+  CHECK(text.find("collective_in_stream all_reduce") != std::string::npos);  // each field says what set it
+}

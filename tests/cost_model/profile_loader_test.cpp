@@ -202,3 +202,26 @@ TEST_CASE("virtual and rail-optimised topologies expand to the graphs they descr
   for (const auto& n : r.fabric.nodes) rails += n.name.rfind("rail", 0) == 0;
   CHECK(rails == 8);
 }
+
+TEST_CASE("launch: a collective's host cost per primitive, the scalar for the others", "[profile][launch]") {
+  const HardwareProfile p = load_inline(std::string(kMinimal) +
+                                        "launch: {collective_host_us: 10, collective_host_us_by_primitive: {all_reduce: 30, "
+                                        "all_gather: 12.5}}\n");
+  CHECK(p.launch.collective_host_ps(CollectivePrimitive::all_reduce) == 30'000'000);
+  CHECK(p.launch.collective_host_ps(CollectivePrimitive::all_gather) == 12'500'000);
+  CHECK(p.launch.collective_host_ps(CollectivePrimitive::reduce_scatter) == 10'000'000);
+  // Under CUDA Graphs the host pays once per graph: nothing per collective.
+  const HardwareProfile g = load_inline(std::string(kMinimal) +
+                                        "launch: {cuda_graphs: true, collective_host_us_by_primitive: {all_reduce: 30}}\n");
+  CHECK(g.launch.collective_host_ps(CollectivePrimitive::all_reduce) == 0);
+  // The JSON form carries the map.
+  CHECK(profile_to_json(p)["launch"]["collective_host_us_by_primitive"]["all_reduce"] == 30.0);
+  CHECK_FALSE(profile_to_json(load_inline(kMinimal))["launch"].contains("collective_host_us_by_primitive"));
+  // Bad input names the file, line and key.
+  CHECK(error_of(std::string(kMinimal) + "launch:\n  collective_host_us_by_primitive: {allreduce: 3}\n") ==
+        "scenarios/x.yaml:8: hardware.launch.collective_host_us_by_primitive.allreduce: unknown collective primitive "
+        "(all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, reduce)");
+  CHECK(error_of(std::string(kMinimal) + "launch:\n  collective_host_us_by_primitive: {all_reduce: -2}\n").find(
+            "scenarios/x.yaml:8: hardware.launch.collective_host_us_by_primitive.all_reduce: must be in") == 0);
+  CHECK(error_of(std::string(kMinimal) + "launch:\n  collective_host_us_by_primitive: 3\n").find("scenarios/x.yaml:8") == 0);
+}
