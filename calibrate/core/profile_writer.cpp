@@ -327,10 +327,10 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   const bool one_host = options.virtual_ranks > 0;
   if (host || gap || graph || sync || !enqueue.empty() || one_host) {
     y.key(0, "launch");
-    if (in_stream) {
-      y.value(2, "host_us", num(host->time_us.median), "launch: launch_in_stream (a kernel with arguments, round-robin over ranks, GPU busy)");
-    } else if (host) {
-      y.value(2, "host_us", num(host->time_us.median), "launch: host_launch (cudaLaunchKernel, host clock)");
+    if (host) {
+      y.value(2, "host_us", num(host->time_us.median),
+              in_stream ? "launch: launch_in_stream (a kernel with arguments, round-robin over ranks, GPU busy)"
+                        : "launch: host_launch (cudaLaunchKernel, host clock)");
     }
     if (gap) y.value(2, "gap_us", num(gap->time_us.median), "launch: dependent_gap (empty kernels on one stream)");
     if (graph) y.value(2, "graph_gap_us", num(graph->time_us.median), "launch: graph_gap (the same, CUDA Graph replay)");

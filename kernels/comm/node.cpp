@@ -221,6 +221,18 @@ class NcclNode final : public Node {
 
 }  // namespace
 
+void Node::fork_from(cudaEvent_t start) {
+  for (int r : local_ranks()) {
+    for (cudaStream_t x : streams(r).all()) CUDA_CHECK(cudaStreamWaitEvent(x, start, 0));
+  }
+}
+
+void Node::join_to(cudaStream_t root) {
+  for (int r : local_ranks()) {
+    for (cudaStream_t x : streams(r).all()) order(root, r, x);
+  }
+}
+
 std::unique_ptr<Node> make_virtual_node(int device, int ranks, int sms_each, const std::string& link, std::size_t max_bytes) {
   return std::make_unique<VirtualNode>(device, ranks, sms_each, link, max_bytes);
 }

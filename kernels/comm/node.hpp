@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@ struct RankStreams {
   cudaStream_t compute[2] = {nullptr, nullptr};  // GEMMs; two for the alternating-stream schemes
   cudaStream_t comm = nullptr;                   // high priority: waits, reductions, collectives
   cudaStream_t copy[2] = {nullptr, nullptr};     // copy-engine pulls (alternating)
+  std::array<cudaStream_t, 5> all() const { return {compute[0], compute[1], comm, copy[0], copy[1]}; }
 };
 
 // One point-to-point transfer: `bytes` from rank src's `src_ptr` into rank dst's `dst_ptr`; the data
@@ -53,6 +55,11 @@ class Node {
   // Makes `waiter` wait for everything enqueued so far on `signaller`, a stream of rank
   // `signaller_rank` (any rank on virtual nodes; this process's on real nodes).
   virtual void order(cudaStream_t waiter, int signaller_rank, cudaStream_t signaller) = 0;
+  // Every stream of every local rank waits for `start` (an event recorded on a root stream); and
+  // `root` waits for everything enqueued so far on every stream of every local rank. A timed run
+  // sits between the two.
+  void fork_from(cudaEvent_t start);
+  void join_to(cudaStream_t root);
 
   // A step of point-to-point transfers (each rank sends and receives at most a few). After the
   // call, the data has landed in stream order of `done_on(dst)`: consumers on rank dst make their

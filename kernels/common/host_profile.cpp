@@ -44,8 +44,10 @@ std::string report_and_reset(int per) {
     std::snprintf(buf, sizeof buf, "%s%s %.1f us / %.0f calls", s.empty() ? "" : ", ", kNames[i], us, static_cast<double>(totals.calls[i]) / div);
     s += buf;
   }
-  totals = Totals{};
+  reset();
   return s;
 }
+
+void reset() { totals = Totals{}; }
 
 }  // namespace overlap::cuda::host_profile

@@ -15,8 +15,9 @@ bool enabled();
 bool enabled_in_env();
 void set_window(bool open);
 void add(Call c, std::chrono::steady_clock::duration d);
-// "activate 12.3 us (40 calls), ..." divided by `per` (the repetitions), then cleared.
+// "activate 12.3 us / 40 calls, ..." divided by `per` (the repetitions), then cleared.
 std::string report_and_reset(int per);
+void reset();
 
 // Times one call when profiling is on.
 class Scope {

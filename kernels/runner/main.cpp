@@ -64,20 +64,9 @@ void primary() {
   cu::SmPartitions::make_primary_current(dev);
 }
 
-// Every stream of every rank waits for `start` (recorded on the root stream).
-void fork_from(cu::Node& node, cudaEvent_t start) {
-  for (int r : node.local_ranks()) {
-    auto& s = node.streams(r);
-    for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) CUDA_CHECK(cudaStreamWaitEvent(x, start, 0));
-  }
-}
-
-// The root stream waits for every stream of every rank.
+// The root stream waits for every stream of every rank; the primary context is current again.
 void join_to(cu::Node& node, cudaStream_t root) {
-  for (int r : node.local_ranks()) {
-    auto& s = node.streams(r);
-    for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) node.order(root, r, x);
-  }
+  node.join_to(root);
   primary();
 }
 
@@ -89,7 +78,7 @@ std::vector<double> time_on_node(cu::Node& node, cudaStream_t root, int warmup, 
     primary();
     node.barrier(root);
     CUDA_CHECK(cudaEventRecord(start, root));
-    fork_from(node, start);
+    node.fork_from(start);
     work();
     join_to(node, root);
   });
@@ -114,7 +103,7 @@ std::vector<double> time_on_node_queued(cu::Node& node, cudaStream_t root, int w
     cu::sleep_on_stream(hold_ns, root);
     CUDA_CHECK(cudaEventRecord(a, root));
     CUDA_CHECK(cudaEventRecord(start, root));
-    fork_from(node, start);
+    node.fork_from(start);
     const auto t0 = std::chrono::steady_clock::now();
     {
       cu::host_profile::Window w;
@@ -296,7 +285,7 @@ cal::MeasurementSet measure_virtual_node(cu::Node& node, const std::string& link
       const auto together = time_on_node(node, root, 3, reps, call);
       std::vector<double> host;
       const auto hold_ns = static_cast<std::uint64_t>(2e3 * cal::median_of(together)) + 200'000;
-      cu::host_profile::report_and_reset(1);
+      cu::host_profile::reset();
       const auto v = time_on_node_queued(node, root, 2, reps, hold_ns, call, &host);
       if (cu::host_profile::enabled_in_env()) {
         std::fprintf(stderr, "  %s %lld B queued: host %.1f us per call: %s\n", name, static_cast<long long>(s), cal::median_of(host),
@@ -327,8 +316,7 @@ cal::MeasurementSet measure_virtual_node(cu::Node& node, const std::string& link
     }
     auto sync_all = [&] {
       for (int r = 0; r < T; ++r) {
-        auto& st = node.streams(r);
-        for (cudaStream_t x : {st.compute[0], st.compute[1], st.comm, st.copy[0], st.copy[1]}) CUDA_CHECK(cudaStreamSynchronize(x));
+        for (cudaStream_t x : node.streams(r).all()) CUDA_CHECK(cudaStreamSynchronize(x));
       }
     };
     // Host us per iteration, one sample per repetition.
@@ -470,7 +458,7 @@ cal::SchemeRunResult run_one(cu::Node& node, const cal::SchemeRunConfig& c, cubl
   progress(c.id, what);
   progress("", "check: relative error " + std::to_string(res.rel_error) + (res.passed ? " (pass)" : " (FAIL)") +
                    " against cuBLAS + reference collective");
-  cu::host_profile::report_and_reset(1);
+  cu::host_profile::reset();
   res.latency_us = cal::summarize(time(false));
   if (!host().empty()) res.host_enqueue_us = cal::median_of(host());
   if (cu::host_profile::enabled_in_env()) progress("", "host per run: " + cu::host_profile::report_and_reset(warmup + reps));

@@ -124,17 +124,11 @@ void DecodeRun::join_start() {
   primary();
   node_.barrier(root_);
   CUDA_CHECK(cudaEventRecord(root_event_, root_));
-  for (int r : node_.local_ranks()) {
-    RankStreams& s = node_.streams(r);
-    for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) CUDA_CHECK(cudaStreamWaitEvent(x, root_event_, 0));
-  }
+  node_.fork_from(root_event_);
 }
 
 void DecodeRun::join_end() {
-  for (int r : node_.local_ranks()) {
-    RankStreams& s = node_.streams(r);
-    for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) node_.order(root_, r, x);
-  }
+  node_.join_to(root_);
   primary();
 }
 

@@ -126,17 +126,11 @@ void GemmRun::join_start() {
   primary();
   node.barrier(root_);
   CUDA_CHECK(cudaEventRecord(root_event_, root_));
-  for (int r : node.local_ranks()) {
-    RankStreams& s = node.streams(r);
-    for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) CUDA_CHECK(cudaStreamWaitEvent(x, root_event_, 0));
-  }
+  node.fork_from(root_event_);
 }
 
 void GemmRun::join_end() {
-  for (int r : node.local_ranks()) {
-    RankStreams& s = node.streams(r);
-    for (cudaStream_t x : {s.compute[0], s.compute[1], s.comm, s.copy[0], s.copy[1]}) node.order(root_, r, x);
-  }
+  node.join_to(root_);
   primary();
 }
 
