@@ -104,9 +104,18 @@ GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& s) {
 
   if (cal) {
     // Calibrated: the measured duration spread over the measured waves (design.md "Calibration").
+    // With gemm_full_rate_sms a last wave on fewer SMs ran faster than the full ones: it counts as
+    // gemm_saturation_factor of a wave, so the whole GPU reproduces the measured duration.
     plan.calibrated = true;
     const std::int64_t w = plan.waves(gpu.sm_count);
-    plan.cta_ps = std::max<Ps>(1, ps_from_us(cal->duration_us) / w);
+    double wave_units = static_cast<double>(w);
+    if (gpu.gemm_full_rate_sms > 0) {
+      const std::int64_t last_tiles = plan.tiles - (w - 1) * static_cast<std::int64_t>(slots);
+      const int last_sms = static_cast<int>(ceil_div(last_tiles, static_cast<std::int64_t>(plan.ctas_per_sm)));
+      const int reference = static_cast<int>(std::min<std::int64_t>(gpu.sm_count, ceil_div(plan.tiles, static_cast<std::int64_t>(plan.ctas_per_sm))));
+      wave_units = static_cast<double>(w - 1) + gemm_saturation_factor(gpu, reference, last_sms);
+    }
+    plan.cta_ps = std::max<Ps>(1, static_cast<Ps>(static_cast<double>(ps_from_us(cal->duration_us)) / wave_units));
   } else if (roofline) {
     plan.cta_ps = std::max<Ps>(1, checked_ps(std::ceil(
                                       gemm_cta_us(roofline_of(gpu, s.dtype), plan.tile_m, plan.tile_n, s.k, dtype_bytes(s.dtype), plan.ctas_per_sm) * 1e6)));
@@ -120,7 +129,14 @@ GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& s) {
     plan.memory_ps = transfer_ps(plan.weight_bytes, gpu.hbm_bandwidth_gbps * gpu.hbm_efficiency);
   }
   plan.memory_bound = plan.memory_ps > plan.waves(gpu.sm_count) * plan.cta_ps;
+  plan.reference_sms = static_cast<int>(std::min<std::int64_t>(gpu.sm_count, ceil_div(plan.tiles, plan.ctas_per_sm)));
   return plan;
+}
+
+double gemm_saturation_factor(const GpuSpec& gpu, int reference_sms, int busy_sms) {
+  const double s = gpu.gemm_full_rate_sms;
+  if (s <= 0 || reference_sms <= 0) return 1.0;
+  return std::max(s, static_cast<double>(busy_sms)) / std::max(s, static_cast<double>(reference_sms));
 }
 
 double gemm_comm_slowdown(const GpuSpec& gpu, int busy_sms) {
@@ -137,7 +153,19 @@ Ps cta_time_ps(const HardwareProfile& profile, const GemmPlan& plan, int busy_sm
 Ps gemm_time_ps(const HardwareProfile& profile, const GemmShape& shape, int sms_available) {
   const GemmPlan plan = plan_gemm(profile, shape);
   const int busy = std::max(0, profile.gpu.sm_count - sms_available);
-  const Ps compute = plan.waves(sms_available) * cta_time_ps(profile, plan, busy);
+  const Ps cta = cta_time_ps(profile, plan, busy);
+  const std::int64_t waves = plan.waves(sms_available);
+  Ps compute = waves * cta;
+  if (profile.gpu.gemm_full_rate_sms > 0 && waves > 0 && plan.memory_ps <= compute) {
+    // Full waves keep every available SM busy; the last holds the SMs its remaining tiles need.
+    const std::int64_t slots = static_cast<std::int64_t>(sms_available) * plan.ctas_per_sm;
+    const std::int64_t last_tiles = plan.tiles - (waves - 1) * slots;
+    const int last_sms = static_cast<int>(ceil_div(last_tiles, static_cast<std::int64_t>(plan.ctas_per_sm)));
+    auto scaled = [&](int sms) {
+      return checked_ps(std::ceil(static_cast<double>(cta) * gemm_saturation_factor(profile.gpu, plan.reference_sms, sms) - 1e-6));
+    };
+    compute = (waves - 1) * scaled(sms_available) + scaled(last_sms);
+  }
   return std::max(compute, plan.memory_ps);
 }
 

@@ -20,6 +20,10 @@ struct GemmPlan {
   std::int64_t tiles = 0;   // ceil(m / tile_m) * ceil(n / tile_n)
   int ctas_per_sm = 1;
   Ps cta_ps = 0;            // one CTA (output tile over all of K, ctas_per_sm of them sharing an SM) on an otherwise idle GPU
+  // SMs busy with this GEMM's tiles when cta_ps was measured or fitted: its grid on the profile's
+  // sm_count SMs, min(sm_count, ceil(tiles / ctas_per_sm)). gemm_saturation_factor() rescales
+  // cta_ps from that to the SMs busy when it runs.
+  int reference_sms = 0;
   bool calibrated = false;  // tile shape and cta_ps from a GemmProfileEntry
   bool memory_bound = false;  // memory_ps > compute time on all SMs
   Bytes weight_bytes = 0;   // k * n * dtype bytes
@@ -40,13 +44,21 @@ struct GemmPlan {
 // Throws std::invalid_argument for non-positive dims or a dtype with no peak_tflops.
 GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& shape);
 
+// GpuSpec::gemm_full_rate_sms: how much longer a GEMM tile takes with `busy_sms` SMs of its physical
+// GPU running GEMM tiles than with the `reference_sms` its CTA time was measured with,
+// max(S, busy) / max(S, reference); 1 when S is 0 (not modelled) or the reference is unknown (0).
+// Below 1 when fewer SMs are busy than at calibration (a GEMM confined to a partition).
+double gemm_saturation_factor(const GpuSpec& gpu, int reference_sms, int busy_sms);
+
 // Per-CTA slowdown while `busy_sms` SMs run communication kernels (GpuSpec::gemm_comm_interference).
 double gemm_comm_slowdown(const GpuSpec& gpu, int busy_sms);
 // One CTA's duration with `busy_sms` SMs taken by communication.
 Ps cta_time_ps(const HardwareProfile& profile, const GemmPlan& plan, int busy_sms);
 
 // Whole-GEMM time on `sms_available` SMs (the rest busy with communication): waves * cta_ps
-// (slowed by the busy SMs) when compute-bound, max(that, memory_ps) when memory-bound.
+// (slowed by the busy SMs) when compute-bound, max(that, memory_ps) when memory-bound. With
+// gpu.gemm_full_rate_sms each wave's CTA time is rescaled by gemm_saturation_factor for the SMs
+// that wave keeps busy (the last wave may hold fewer), as the engine does.
 Ps gemm_time_ps(const HardwareProfile& profile, const GemmShape& shape, int sms_available);
 Ps gemm_time_ps(const HardwareProfile& profile, const GemmShape& shape);  // all SMs
 

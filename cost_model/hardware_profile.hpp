@@ -56,6 +56,15 @@ struct GpuSpec {
   // traffic a running GEMM competes with copies and memory kernels for. Placeholder until the
   // interference benchmark measures it.
   double gemm_l2_reuse = 8.0;
+  // GPU-wide GEMM throughput limit: at most this many SMs of one physical GPU run GEMM tiles at
+  // their uncontended rate; with more SMs busy, every tile slows so that the GPU's tile throughput
+  // stays that of gemm_full_rate_sms SMs (gemm_saturation_factor). Measured on H100 with green
+  // contexts (calibrate/results/nvidia-h100-80gb-hbm3-vm, gemm_sm): a tile's time is flat on 8-96
+  // SMs and 8-15 % longer on all 132; two virtual ranks' GEMMs at once ran 1.11x alone. Whether it
+  // is the power limit's clock or the L2's bandwidth, the engine sees one shared limit. A calibrated
+  // CTA time was measured with its own grid's SMs busy (GemmPlan::reference_sms), so it is rescaled,
+  // not replaced. 0 = not modelled (every tile at its CTA time however many SMs are busy).
+  double gemm_full_rate_sms = 0;
 };
 
 // Kernel launch (design.md "Streams and sync"): the host thread of each rank issues its launches

@@ -49,6 +49,8 @@ inline constexpr InputRange l2_bytes{"L2 capacity", "gpu.l2_bytes", 0, 687194767
                                      "0 = not given; H100 has 50 MiB, B200 126 MiB", true};
 inline constexpr InputRange l2_reuse{"L2 reuse", "gpu.gemm_l2_reuse", 1, 1e4, "",
                                      "every operand byte is read at least once"};
+inline constexpr InputRange full_rate_sms{"GEMM full-rate SMs", "gpu.gemm_full_rate_sms", 0, 4096, "SMs",
+                                          "0 = not modelled; else SMs of one physical GPU"};
 inline constexpr InputRange channels{"channels", "comm.channels, comm.nvls_channels, comm.p2p_channels", 1, 4096,
                                      "channels", "a channel holds an SM (at most gpu.sm_count)", true};
 
@@ -95,7 +97,7 @@ inline constexpr InputRange chunks{"integer scheme knob (chunks, streams, SMs, w
                                    "-1 = the scheme's documented default; 2^20: each chunk adds graph nodes", true};
 
 inline constexpr std::array kAll = {&sm_count, &ctas_per_sm,   &clock_mhz, &peak_tflops, &bandwidth_gbps,
-                                    &copy_engines, &latency_us, &factor,    &l2_reuse,    &l2_bytes,    &channels,
+                                    &copy_engines, &latency_us, &factor,    &l2_reuse,    &l2_bytes,    &full_rate_sms,    &channels,
                                     &num_gpus,  &gpus_per_group, &fabric_nodes, &curve_bytes, &curve_us,
                                     &curve_points, &tile,       &tp,        &gemm_dim,    &tokens,
                                     &batch,     &width,         &heads,     &layers,      &chunks};

@@ -24,7 +24,8 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
               {"gemm_cta_overhead_us", g.gemm_cta_overhead_us},
               {"l2_bytes", g.l2_bytes},
               {"gemm_comm_interference", g.gemm_comm_interference},
-              {"gemm_l2_reuse", g.gemm_l2_reuse}};
+              {"gemm_l2_reuse", g.gemm_l2_reuse},
+              {"gemm_full_rate_sms", g.gemm_full_rate_sms}};
   const FabricSpec& f = p.fabric;
   json links = json::object();
   for (const auto& [name, lc] : f.links) {

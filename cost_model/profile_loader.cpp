@@ -43,7 +43,8 @@ constexpr InputRange kGemmTileUs{"GEMM tile time", "gpu.gemm_tile_us", 1e-4, 1e6
 GpuSpec read_gpu(const YamlReader& r) {
   r.allow_keys({"name", "sm_count", "gemm_ctas_per_sm", "clock_mhz", "peak_tflops", "gemm_efficiency",
                 "hbm_bandwidth_gbps", "hbm_efficiency", "copy_engines", "min_sm_partition", "gemm_tile_us",
-                "gemm_sm_load_gbps", "gemm_cta_overhead_us", "l2_bytes", "gemm_comm_interference", "gemm_l2_reuse"});
+                "gemm_sm_load_gbps", "gemm_cta_overhead_us", "l2_bytes", "gemm_comm_interference", "gemm_l2_reuse",
+                "gemm_full_rate_sms"});
   GpuSpec g;
   g.name = r.get_string("name", g.name);
   // The engine addresses SMs in 12 bits (sim/engine.cpp); the largest GPUs today have a few hundred.
@@ -69,6 +70,7 @@ GpuSpec read_gpu(const YamlReader& r) {
   g.l2_bytes = r.get_int_in("l2_bytes", ranges::l2_bytes, g.l2_bytes);
   g.gemm_comm_interference = r.get_double_in("gemm_comm_interference", ranges::factor, g.gemm_comm_interference);
   g.gemm_l2_reuse = r.get_double_in("gemm_l2_reuse", ranges::l2_reuse, g.gemm_l2_reuse);
+  g.gemm_full_rate_sms = r.get_double_in("gemm_full_rate_sms", ranges::full_rate_sms, g.gemm_full_rate_sms);
   if (g.peak_tflops.empty() && g.gemm_tile_us <= 0) {
     throw InputError(r.file(), r.line(), r.path().empty() ? "peak_tflops" : r.path() + ".peak_tflops",
                      "missing required field (or give gemm_tile_us)");

@@ -27,6 +27,9 @@ struct GpuConfig {
   // A GEMM tile takes (1 + comm_interference * comm SMs / SMs) times longer while communication
   // kernels hold that many of the physical GPU's SMs (GpuSpec::gemm_comm_interference).
   double comm_interference = 0;
+  // GpuSpec::gemm_full_rate_sms (0 = not modelled): with more SMs of the physical GPU running tiles
+  // of compute kernels than this, each tile slows (gemm_saturation_factor, Op::reference_sms).
+  double full_rate_sms = 0;
 };
 
 struct NodeConfig {

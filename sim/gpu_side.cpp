@@ -20,6 +20,7 @@ GpuSide::GpuSide(SimContext& ctx, GpuListener& listener, NetworkSide& net)
     PhysicalGpu& g = phys_[static_cast<std::size_t>(ctx.physical(r))];
     g.sm_total += c.sm_count;
     g.interference = c.comm_interference;
+    g.full_rate_sms = c.full_rate_sms;
   }
   for (int p = 0; p < ranks; ++p) {
     const int engines = ctx.node.gpus[static_cast<std::size_t>(p)].copy_engines;
@@ -52,6 +53,7 @@ int GpuSide::take_sm(SmPool& p, OpId id) {
   ++s.held;
   OpRecord& r = ctx_.rec(id);
   r.sms_held = std::max(r.sms_held, s.held);
+  tile_sms_changed(id, 1);
   if (is_tile_kernel(ctx_.op(id).kind) && !s.in_active) {
     // From now on its rate follows the GPU's interference; set it for what runs there already.
     s.in_active = true;
@@ -181,6 +183,7 @@ void GpuSide::on_cohort_end(std::int32_t c, std::uint32_t version) {
     } else if (--p.resident(sm) == 0) {
       p.release(sm);
       --s.held;
+      tile_sms_changed(id, -1);
       freed = true;
     }
     if (s.done_tiles == o.ctas) kernel_finished(id);
@@ -229,6 +232,25 @@ void GpuSide::comm_sms_changed(PhysicalGpu& g, int delta) {
   }
 }
 
+void GpuSide::tile_sms_changed(OpId id, int delta) {
+  const Op& o = ctx_.op(id);
+  if (!is_tile_kernel(o.kind) || o.comm || o.reference_sms <= 0) return;
+  PhysicalGpu& g = phys_of(id);
+  g.tile_sms += delta;
+  if (g.full_rate_sms > 0 && !g.dirty) {
+    g.dirty = true;
+    dirty_phys_.push_back(static_cast<int>(&g - phys_.data()));
+  }
+}
+
+double GpuSide::saturation_rate(OpId id) const {
+  const Op& o = ctx_.op(id);
+  const PhysicalGpu& g = phys_[static_cast<std::size_t>(ctx_.physical(ctx_.rank(id)))];
+  if (g.full_rate_sms <= 0 || o.reference_sms <= 0) return 1.0;
+  return std::max(g.full_rate_sms, static_cast<double>(o.reference_sms)) /
+         std::max(g.full_rate_sms, static_cast<double>(g.tile_sms));
+}
+
 void GpuSide::mark_demand(OpId id) {
   KernelState& s = ks(id);
   if (s.dirty_demand) return;
@@ -251,8 +273,10 @@ double GpuSide::target_rate(OpId id) const {
   double rate = 1.0;
   if (g.interference > 0 && g.comm_sms > 0 && g.sm_total > 0)
     rate = 1.0 / (1.0 + g.interference * std::min(1.0, static_cast<double>(g.comm_sms) / g.sm_total));
+  // The HBM demand was set at the saturation rate (flush), so its multiplier is relative to it.
   if (s.demand >= 0) rate = std::min(rate, net_.demand_multiplier(s.demand));
-  return rate;
+  const double saturation = saturation_rate(id);
+  return saturation == 1.0 ? rate : rate * saturation;
 }
 
 void GpuSide::set_rate(OpId id, double rate) {
@@ -279,7 +303,7 @@ void GpuSide::flush() {
       if (s.done_tiles == o.ctas) continue;
       // A tile's HBM traffic at full speed, for every CTA running now.
       const double cap = static_cast<double>(s.running) * static_cast<double>(o.hbm_bytes_per_cta) /
-                         static_cast<double>(o.cta_ps);
+                         static_cast<double>(o.cta_ps) * saturation_rate(id);
       if (s.running == 0) {
         if (s.demand >= 0) net_.remove_demand(s.demand);
         s.demand = -1;
@@ -304,6 +328,7 @@ void GpuSide::flush() {
       g.dirty = false;
       for (OpId id : g.active) {
         KernelState& s = ks(id);
+        if (g.full_rate_sms > 0 && s.has_demand) mark_demand(id);  // its HBM demand follows its rate
         if (!s.dirty_rate) {
           s.dirty_rate = true;
           dirty_rate_.push_back(id);

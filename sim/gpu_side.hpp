@@ -6,7 +6,9 @@
 // together, so a wave of 132 CTAs is one event, not 132 (issue 9, "Scale"). A cohort progresses at
 // the kernel's rate: 1 on an otherwise quiet GPU, slower while communication kernels hold SMs of
 // the same physical GPU (GpuConfig::comm_interference) or while the kernel's HBM traffic gets less
-// than it needs (a demand flow on the network side). When a rate changes, the cohorts' remaining
+// than it needs (a demand flow on the network side), and slower or faster than its calibrated CTA
+// time as more or fewer SMs of the GPU run GEMM tiles than did at calibration
+// (GpuConfig::full_rate_sms). When a rate changes, the cohorts' remaining
 // work is rescaled and their end events moved, as flows are (issue 9, item 1).
 #include <cstdint>
 #include <deque>
@@ -69,6 +71,8 @@ class GpuSide {
     int sm_total = 0;             // SMs of all ranks on it
     int comm_sms = 0;             // SMs held by communication kernels now
     double interference = 0;
+    double full_rate_sms = 0;     // GpuConfig::full_rate_sms (0 = not modelled)
+    int tile_sms = 0;             // SMs held now by compute kernels with a reference_sms
     std::vector<char> engine_busy;
     std::vector<Ps> engine_since;
     std::deque<OpId> copy_queue;
@@ -87,6 +91,9 @@ class GpuSide {
   double target_rate(OpId id) const;
   void set_rate(OpId id, double rate);
   void comm_sms_changed(PhysicalGpu& g, int delta);
+  void tile_sms_changed(OpId id, int delta);
+  // Op::reference_sms rescaled to the SMs busy with tiles now (gemm_saturation_factor, inverted).
+  double saturation_rate(OpId id) const;
   void mark_demand(OpId id);
   void kernel_finished(OpId id);
   void start_copy(OpId id, int engine);

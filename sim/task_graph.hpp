@@ -73,6 +73,9 @@ struct Op {
   Ps cta_ps = 0;
   Bytes hbm_bytes_per_cta = 0;
   int max_ctas = 0;  // persistent: grid size (0 = one CTA per slot of the GPU: sm_count * ctas_per_sm)
+  // SMs that ran tiles when cta_ps was measured (GemmPlan::reference_sms): with
+  // GpuConfig::full_rate_sms, the tile time is rescaled to the SMs running tiles now. 0 = never.
+  int reference_sms = 0;
   // Tile completion signalling: empty, one counter (every tile adds 1), or one per tile in dispatch
   // order (tile i adds 1 to tile_counters[i]).
   std::vector<CounterId> tile_counters;

@@ -54,6 +54,7 @@ void print_table(const HardwareProfile& p, std::ostream& out) {
   row("hbm_bandwidth_gbps", fmt::format("{:g} GB/s (x{:g})", g.hbm_bandwidth_gbps, g.hbm_efficiency));
   row("copy_engines", std::to_string(g.copy_engines));
   row("gemm_l2_reuse", fmt::format("{:g}", g.gemm_l2_reuse));
+  row("gemm_full_rate_sms", g.gemm_full_rate_sms > 0 ? fmt::format("{:g}", g.gemm_full_rate_sms) : std::string("not modelled"));
   row("min_sm_partition", std::to_string(g.min_sm_partition));
   out << "fabric\n";
   const FabricSpec& f = p.fabric;

@@ -63,6 +63,7 @@ sim::Op gemm_kernel(const GemmPlan& plan, sim::StreamId stream) {
   op.ctas = plan.tiles;
   op.ctas_per_sm = plan.ctas_per_sm;
   op.cta_ps = plan.cta_ps;
+  op.reference_sms = plan.reference_sms;
   return op;
 }
 
@@ -115,12 +116,20 @@ void gemm_groups(const cal::MeasurementSet& set, const HardwareProfile& p, Valid
     const GemmShape s = shape_of(*m);
     whole.rows.push_back(row(shape_text(s), *m, simulate_gemm_us(p, s, S), has_gemm_profile(p, s)));
   }
-  ValidationGroup on_k{cal::bench::gemm_sm, "engine: one tiled kernel on k SMs (green context), calibrated CTA time", {}, 0, 0, 0};
+  // With gpu.gemm_full_rate_sms, the rows on the two smallest partitions fitted it (with the whole GPU's).
+  const bool full_rate = p.gpu.gemm_full_rate_sms > 0;
+  const std::vector<int> fit_sms = full_rate ? cal::fit_gemm_full_rate_sms(set, S).fit_sms : std::vector<int>{};
+  ValidationGroup on_k{cal::bench::gemm_sm,
+                       full_rate ? fmt::format("engine: one tiled kernel on k SMs (green context), calibrated CTA time "
+                                               "x max(F, k) / max(F, R), F = gemm_full_rate_sms = {:g}, R = the whole GPU's busy SMs",
+                                               p.gpu.gemm_full_rate_sms)
+                                 : std::string("engine: one tiled kernel on k SMs (green context), calibrated CTA time"),
+                       {}, 0, 0, 0};
   for (const auto* m : set.of(cal::bench::gemm_sm)) {
     const GemmShape s = shape_of(*m);
     const int k = static_cast<int>(m->config_number("sms"));
-    on_k.rows.push_back(row(fmt::format("{} on {} SMs", shape_text(s), k), *m, simulate_gemm_us(p, s, k),
-                            k == S && has_gemm_profile(p, s)));
+    const bool fitted = (k == S && has_gemm_profile(p, s)) || std::find(fit_sms.begin(), fit_sms.end(), k) != fit_sms.end();
+    on_k.rows.push_back(row(fmt::format("{} on {} SMs", shape_text(s), k), *m, simulate_gemm_us(p, s, k), fitted));
   }
   // With the CTA roofline the profile's fit saw the whole-GPU grid only: these rows are out of sample.
   ValidationGroup waves{cal::bench::gemm_waves,

@@ -4,9 +4,11 @@
 #include <limits>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "calibrate/core/calibration_plan.hpp"
 #include "cost_model/gemm_roofline.hpp"
@@ -200,7 +202,71 @@ std::int64_t gemm_waves(std::int64_t m, std::int64_t n, int tile_m, int tile_n, 
   return (tiles + sms - 1) / sms;
 }
 
-double fitted_gemm_comm_interference(const MeasurementSet& set, int sm_count) {
+FullRateFit fit_gemm_full_rate_sms(const MeasurementSet& set, int sm_count) {
+  FullRateFit fit;
+  const auto rows = set.of(bench::gemm_sm);
+  std::set<int> sizes;
+  for (const Measurement* m : rows) {
+    const int k = static_cast<int>(m->config_number("sms"));
+    if (k > 0 && k < sm_count) sizes.insert(k);
+  }
+  if (sizes.size() < 2) return fit;
+  fit.fit_sms = {*sizes.begin(), *std::next(sizes.begin())};
+  // Per shape: the wave times on the fit's partitions, and the whole GPU's duration.
+  struct Shape {
+    std::vector<double> low_wave_us;
+    double whole_us = 0;
+    std::int64_t tiles = 0;
+  };
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::string>, Shape> shapes;
+  for (const Measurement* m : rows) {
+    const int k = static_cast<int>(m->config_number("sms"));
+    const auto M = static_cast<std::int64_t>(m->config_number("m"));
+    const auto N = static_cast<std::int64_t>(m->config_number("n"));
+    const auto key = std::make_tuple(M, N, static_cast<std::int64_t>(m->config_number("k")), m->config.value("dtype", std::string("bf16")));
+    const int tm = static_cast<int>(m->derived.value("tile_m", 128));
+    const int tn = static_cast<int>(m->derived.value("tile_n", 128));
+    Shape& sh = shapes[key];
+    sh.tiles = gemm_waves(M, N, tm, tn, 1);
+    if (k == sm_count) sh.whole_us = m->time_us.median;
+    else if (k == fit.fit_sms[0] || k == fit.fit_sms[1]) sh.low_wave_us.push_back(m->time_us.median / static_cast<double>(gemm_waves(M, N, tm, tn, k)));
+  }
+  std::vector<double> per_shape;
+  for (const auto& [key, sh] : shapes) {
+    if (sh.whole_us <= 0 || sh.low_wave_us.size() < 2) continue;
+    const std::int64_t reference = std::min<std::int64_t>(sm_count, sh.tiles);
+    if (reference <= fit.fit_sms[1]) continue;  // too few tiles to load the GPU more than the partitions
+    // The model inverted: on the partitions (k <= S) a wave takes t0; on the whole GPU, w - 1 full
+    // waves take t0 R / S each and the last, of L tiles, t0 max(S, L) / S. With q = D / t0:
+    // S = R (w - 1) / (q - 1) when L <= S, else S = (R (w - 1) + L) / q.
+    const double t0 = median_of_values(sh.low_wave_us);
+    const double q = sh.whole_us / t0;
+    const std::int64_t w = (sh.tiles + sm_count - 1) / sm_count;
+    const double last = static_cast<double>(sh.tiles - (w - 1) * sm_count);
+    const double full = static_cast<double>(reference) * static_cast<double>(w - 1);
+    double s_fit = static_cast<double>(reference);  // no contention seen
+    if (q > static_cast<double>(w)) {
+      const double s1 = w > 1 ? full / (q - 1) : 0.0;
+      s_fit = last <= s1 ? s1 : (full + last) / q;
+    }
+    per_shape.push_back(s_fit);
+  }
+  if (per_shape.empty()) return fit;
+  fit.shapes = static_cast<int>(per_shape.size());
+  fit.sms = median_of_values(per_shape);
+  fit.ok = fit.sms < sm_count;
+  return fit;
+}
+
+std::pair<double, std::string> full_rate_from_calibration(const std::string& dir) {
+  if (!std::ifstream(dir + "/measurements.json").good()) return {0.0, ""};
+  const MeasurementSet host = load_measurement_dir(dir);
+  const FullRateFit fr = fit_gemm_full_rate_sms(host, host.environment.value("sm_count", 0));
+  if (!fr.ok) return {0.0, ""};
+  return {fr.sms, "the physical GPU's calibration (../measurements.json gemm_sm, " + std::to_string(fr.shapes) + " shapes)"};
+}
+
+double fitted_gemm_comm_interference(const MeasurementSet& set, int sm_count, double full_rate_sms) {
   std::vector<double> fits;
   for (const Measurement* m : set.of(bench::interference_sm_copy)) {
     const int k = static_cast<int>(m->config_number("copy_ctas"));
@@ -211,7 +277,10 @@ double fitted_gemm_comm_interference(const MeasurementSet& set, int sm_count) {
     const int tn = static_cast<int>(m->derived.value("tile_n", 128));
     const double alone = m->derived_number("alone_us");
     const double cta = alone / static_cast<double>(gemm_waves(M, N, tm, tn, sm_count));
-    const double base = static_cast<double>(gemm_waves(M, N, tm, tn, sm_count - k)) * cta;
+    const double reference = static_cast<double>(std::min<std::int64_t>(sm_count, gemm_waves(M, N, tm, tn, 1)));
+    const double busy = std::min<double>(sm_count - k, reference);
+    const double sat = full_rate_sms > 0 ? std::max(full_rate_sms, busy) / std::max(full_rate_sms, reference) : 1.0;
+    const double base = static_cast<double>(gemm_waves(M, N, tm, tn, sm_count - k)) * cta * sat;
     fits.push_back((m->time_us.median / base - 1.0) * sm_count / k);
   }
   if (fits.empty()) return -1;
@@ -295,7 +364,19 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   }
   if (env.contains("async_engine_count")) y.value(2, "copy_engines", std::to_string(env_int(env, "async_engine_count", 2)), "device attribute asyncEngineCount, as read");
   if (env.contains("min_sm_partition")) y.value(2, "min_sm_partition", std::to_string(env_int(env, "min_sm_partition", 1)), "green context minSmPartitionSize, as read");
-  const double interference = fitted_gemm_comm_interference(set, sm_count);
+  // GPU-wide tile throughput limit: measured here (gemm_sm), or the physical GPU's for a virtual node.
+  double full_rate = options.full_rate_sms;
+  std::string full_rate_src = options.full_rate_source;
+  if (full_rate <= 0) {
+    const FullRateFit fr = fit_gemm_full_rate_sms(set, sm_count);
+    if (fr.ok) {
+      full_rate = fr.sms;
+      full_rate_src = "gemm_sm: a wave's time on " + std::to_string(fr.fit_sms[0]) + " and " + std::to_string(fr.fit_sms[1]) +
+                      " SMs vs all " + std::to_string(sm_count) + ", median over " + std::to_string(fr.shapes) + " shapes";
+    }
+  }
+  if (full_rate > 0) y.value(2, "gemm_full_rate_sms", num(full_rate), full_rate_src);
+  const double interference = fitted_gemm_comm_interference(set, sm_count, options.virtual_ranks > 0 ? 0.0 : full_rate);
   if (interference >= 0) y.value(2, "gemm_comm_interference", num(interference), "interference_sm_copy: median fit over copy CTA counts");
   const Measurement* gap = launch_row(set, "dependent_gap");
 

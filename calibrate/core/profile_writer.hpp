@@ -13,6 +13,7 @@
 // rows validate predictions on k SMs, beside copies and in the wave sweep.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "calibrate/core/measurement.hpp"
@@ -26,6 +27,10 @@ struct ProfileOptions {
   // SMs each, joined by `virtual_link` (d2d | host): fabric.topology virtual.
   int virtual_ranks = 0;
   std::string virtual_link = "d2d";
+  // gpu.gemm_full_rate_sms from another measurement set (a virtual node's profile takes its
+  // physical GPU's, fitted from the calibration's gemm_sm runs); 0 = fit from this set, if it can.
+  double full_rate_sms = 0;
+  std::string full_rate_source;
 };
 
 // A curve point taken from a measurement: bytes and the median time.
@@ -64,11 +69,32 @@ RooflineFit fit_gemm_roofline(const MeasurementSet& set, int sm_count, int ctas_
 // GEMM waves on `sms` SMs for a tile shape (one CTA per SM, as cuBLAS's big tiles run).
 std::int64_t gemm_waves(std::int64_t m, std::int64_t n, int tile_m, int tile_n, int sms);
 
+// gpu.gemm_full_rate_sms fitted from the gemm_sm runs (one GEMM confined to k SMs by a green
+// context). Per shape, a wave's time (duration / ceil(tiles / k), one CTA per SM as cuBLAS's tiles
+// run) on the two smallest partitions, t0 (their median, below S: uncontended), and the whole GPU's
+// duration D, whose full waves keep R = min(sm_count, tiles) SMs busy and whose last wave holds the
+// L tiles left: the S at which the engine's model (gemm_saturation_factor per wave) gives D from t0
+// (S = R when D shows no contention). The median over shapes; ok = false without a shape measured
+// on the whole GPU and on two partitions, and when S >= sm_count (nothing to model). Those rows
+// (fit_sms per shape) are the fit's; validate scores the others.
+struct FullRateFit {
+  bool ok = false;
+  double sms = 0;
+  int shapes = 0;
+  std::vector<int> fit_sms;  // the partition sizes the fit read (the two smallest)
+};
+FullRateFit fit_gemm_full_rate_sms(const MeasurementSet& set, int sm_count);
+// The fit from the calibration in `dir` (measurements.json + environment.json), for a virtual
+// node's profile: {sms, source comment}, or {0, ""} when dir has no calibration or no fit.
+std::pair<double, std::string> full_rate_from_calibration(const std::string& dir);
+
 // gemm_comm_interference fitted from the interference_sm_copy runs: each run gives
-//   c = (t_beside / (waves(S - k) * t_alone / waves(S)) - 1) * S / k
-// (the loader's model: a CTA runs 1 + c k / S times longer while k SMs run communication); the
-// median over runs, floored at 0. Returns a negative value when there are no runs.
-double fitted_gemm_comm_interference(const MeasurementSet& set, int sm_count);
+//   c = (t_beside / (waves(S - k) * t_alone / waves(S) * sat) - 1) * S / k
+// (the loader's model: a CTA runs 1 + c k / S times longer while k SMs run communication), where
+// sat = max(F, S - k) / max(F, R) is the full-rate rescaling (F = full_rate_sms, 0 = none; R the
+// SMs the GEMM alone kept busy); the median over runs, floored at 0. Returns a negative value when
+// there are no runs.
+double fitted_gemm_comm_interference(const MeasurementSet& set, int sm_count, double full_rate_sms = 0);
 
 // The profile YAML text. Throws std::runtime_error when the environment lacks sm_count or the
 // measurements lack what every profile needs (a GEMM rate: gemm_tile or gemm runs).

@@ -148,7 +148,11 @@ OpId GraphBuilder::add_gemm(int rank, StreamId stream, const GemmShape& shape, c
   // takes longer than the waves' arithmetic, so each wave is stretched until the GEMM takes
   // memory_ps (gemm_model.hpp: max(waves * cta, memory_ps)).
   const std::int64_t waves = plan.waves(sms);
-  if (waves > 0 && plan.memory_ps > waves * op.cta_ps) op.cta_ps = ceil_div(plan.memory_ps, waves);
+  op.reference_sms = plan.reference_sms;
+  if (waves > 0 && plan.memory_ps > waves * op.cta_ps) {
+    op.cta_ps = ceil_div(plan.memory_ps, waves);
+    op.reference_sms = 0;  // HBM-bound: the tile time is the weights' streaming, not the SMs' rate
+  }
   op.cta_ps = checked_add(op.cta_ps, checked_ps(std::round(static_cast<double>(op.cta_ps) * options.epilogue_overhead)));
   op.hbm_bytes_per_cta = gemm_tile_hbm_bytes(hw, shape, plan);
   // An SM budget (TransformerEngine set_sm_margin, facts.md "Production overlap implementations")
@@ -174,6 +178,7 @@ OpId GraphBuilder::add_flop_kernel(int rank, StreamId stream, const std::string&
   op.ctas = tiles;
   op.ctas_per_sm = 1;
   op.cta_ps = plan.cta_ps;
+  op.reference_sms = plan.reference_sms;
   return graph_.add(std::move(op));
 }
 

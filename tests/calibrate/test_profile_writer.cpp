@@ -18,6 +18,16 @@ using nlohmann::json;
 
 namespace {
 
+// ProfileOptions from its leading fields (the rest default).
+ProfileOptions options(int schema = 2, const std::string& name = "", int virtual_ranks = 0, const std::string& link = "d2d") {
+  ProfileOptions o;
+  o.schema = schema;
+  o.name = name;
+  o.virtual_ranks = virtual_ranks;
+  o.virtual_link = link;
+  return o;
+}
+
 Measurement meas(const std::string& bench, json config, double us, json derived = json::object()) {
   Measurement m;
   m.benchmark = bench;
@@ -81,7 +91,7 @@ TEST_CASE("profile writer: fitted figures follow their definitions exactly", "[c
 }
 
 TEST_CASE("profile writer: the profile loads through the loader and round-trips", "[calibrate]") {
-  const std::string text = write_profile_yaml(synthetic_run(), ProfileOptions{2, "synthetic"});
+  const std::string text = write_profile_yaml(synthetic_run(), options(2, "synthetic"));
   const YAML::Node root = YAML::Load(text);
   const overlap::HardwareProfile p = overlap::profile_from_yaml(overlap::YamlReader(root, "", "synthetic.yaml"), ".");
   CHECK(p.name == "synthetic");
@@ -101,7 +111,7 @@ TEST_CASE("profile writer: the profile loads through the loader and round-trips"
 }
 
 TEST_CASE("profile writer: every measured field says which benchmark set it", "[calibrate]") {
-  const std::string text = write_profile_yaml(synthetic_run(), ProfileOptions{2, ""});
+  const std::string text = write_profile_yaml(synthetic_run(), options(2, ""));
   for (const char* field : {"gemm_tile_us:", "gemm_comm_interference:", "hbm_bandwidth_gbps:", "host_us:", "gap_us:",
                             "graph_gap_us:", "copy_engines:"}) {
     INFO(field);
@@ -117,7 +127,7 @@ TEST_CASE("profile writer: every measured field says which benchmark set it", "[
 }
 
 TEST_CASE("profile writer: a schema-2 profile (launch, transports, virtual topology) loads", "[calibrate]") {
-  const std::string text = write_profile_yaml(synthetic_run(), ProfileOptions{2, "synthetic-v2"});
+  const std::string text = write_profile_yaml(synthetic_run(), options(2, "synthetic-v2"));
   const YAML::Node root = YAML::Load(text);
   const overlap::HardwareProfile p = overlap::profile_from_yaml(overlap::YamlReader(root, "", "v2.yaml"), ".");
   CHECK(p.gpu.sm_count == 132);
@@ -154,7 +164,7 @@ TEST_CASE("measurements.json: a malformed measurement is an input error naming i
 TEST_CASE("profile writer: a virtual node of T ranks", "[calibrate]") {
   MeasurementSet s = synthetic_run();
   s.environment["sm_count"] = 32;
-  ProfileOptions v2{2, "v", 4, "d2d"};
+  ProfileOptions v2 = options(2, "v", 4, "d2d");
   const std::string text = write_profile_yaml(s, v2);
   CHECK(text.find("topology: virtual") != std::string::npos);
   CHECK(text.find("num_gpus: 4") != std::string::npos);
@@ -166,8 +176,8 @@ TEST_CASE("profile writer: a virtual node of T ranks", "[calibrate]") {
   CHECK(p.gpu.sm_count == 32);
   // 1 GiB in 2 + 2^30 / 1.5e6 us: the largest pull's GB/s.
   CHECK(p.fabric.links.at("d2d").bandwidth_gbps == Approx((1LL << 30) / ((2.0 + (1LL << 30) / 1.5e6) * 1e3)).epsilon(1e-6));
-  CHECK_THROWS_AS(write_profile_yaml(s, ProfileOptions{1, "v", 4, "d2d"}), std::runtime_error);  // schema 1 retired
-  ProfileOptions host{2, "v", 4, "host"};
+  CHECK_THROWS_AS(write_profile_yaml(s, options(1, "v", 4, "d2d")), std::runtime_error);  // schema 1 retired
+  ProfileOptions host = options(2, "v", 4, "host");
   CHECK_THROWS_AS(write_profile_yaml(s, host), std::runtime_error);  // no copy_engine.host pulls measured
 }
 
@@ -177,9 +187,9 @@ TEST_CASE("profile writer: the runner's CTAs per SM reach gpu.gemm_ctas_per_sm",
   const auto load = [](const std::string& text) {
     return overlap::profile_from_yaml(overlap::YamlReader(YAML::Load(text), "", "v.yaml"), ".");
   };
-  CHECK(load(write_profile_yaml(s, ProfileOptions{2, "v", 4, "d2d"})).gpu.gemm_ctas_per_sm == 1);  // not stated: one
+  CHECK(load(write_profile_yaml(s, options(2, "v", 4, "d2d"))).gpu.gemm_ctas_per_sm == 1);  // not stated: one
   s.environment["gemm_ctas_per_sm"] = 2;
-  const std::string text = write_profile_yaml(s, ProfileOptions{2, "v", 4, "d2d"});
+  const std::string text = write_profile_yaml(s, options(2, "v", 4, "d2d"));
   CHECK(text.find("gemm_ctas_per_sm: 2") != std::string::npos);
   CHECK(load(text).gpu.gemm_ctas_per_sm == 2);
 }
@@ -210,7 +220,7 @@ TEST_CASE("profile writer: the CTA roofline fit recovers the parameters that mad
   CHECK(fit.median_abs_error_pct < 0.1);
   CHECK(fit_gemm_roofline(s, 132).tile_us == fit.tile_us);  // deterministic
   // The profile carries it, and the loader reads it back.
-  const std::string text = write_profile_yaml(s, ProfileOptions{});
+  const std::string text = write_profile_yaml(s, options());
   const overlap::HardwareProfile p = overlap::profile_from_yaml(overlap::YamlReader(YAML::Load(text), "", "p.yaml"), ".");
   CHECK(p.gpu.gemm_sm_load_gbps == Approx(fit.load_gbps).epsilon(1e-6));
   CHECK(p.gpu.gemm_cta_overhead_us == Approx(fit.overhead_us).epsilon(1e-6));
@@ -234,11 +244,11 @@ TEST_CASE("profile writer: a virtual node's one host thread and its collectives'
     s.measurements.push_back(meas(bench::collective, {{"primitive", "all_reduce"}, {"bytes", 65536 * host}, {"ranks", 4}}, 30.0,
                                   {{"queued", true}, {"host_enqueue_us", host}}));
   }
-  const auto p = overlap::profile_from_yaml(overlap::YamlReader(YAML::Load(write_profile_yaml(s, ProfileOptions{2, "v", 4, "d2d"})), "", "v.yaml"), ".");
+  const auto p = overlap::profile_from_yaml(overlap::YamlReader(YAML::Load(write_profile_yaml(s, options(2, "v", 4, "d2d"))), "", "v.yaml"), ".");
   CHECK(p.launch.shared_host);
   CHECK(p.launch.collective_host_us == Approx(25.0));
   // A single GPU's own profile has neither.
-  const auto one = overlap::profile_from_yaml(overlap::YamlReader(YAML::Load(write_profile_yaml(synthetic_run(), ProfileOptions{})), "", "p.yaml"), ".");
+  const auto one = overlap::profile_from_yaml(overlap::YamlReader(YAML::Load(write_profile_yaml(synthetic_run(), options())), "", "p.yaml"), ".");
   CHECK_FALSE(one.launch.shared_host);
   CHECK(one.launch.collective_host_us == 0);
 }
@@ -260,7 +270,7 @@ TEST_CASE("profile writer: host costs measured inside a stream of work win over 
   for (const auto& [prim, us] : calls) {
     s.measurements.push_back(meas(bench::launch, {{"what", "collective_in_stream"}, {"primitive", prim}, {"ranks", 4}}, us));
   }
-  const std::string text = write_profile_yaml(s, ProfileOptions{2, "v", 4, "d2d"});
+  const std::string text = write_profile_yaml(s, options(2, "v", 4, "d2d"));
   const auto p = overlap::profile_from_yaml(overlap::YamlReader(YAML::Load(text), "", "v.yaml"), ".");
   CHECK(p.launch.host_us == Approx(5.0));
   CHECK(p.launch.collective_host_us == Approx(20.0));
@@ -269,4 +279,57 @@ TEST_CASE("profile writer: host costs measured inside a stream of work win over 
   CHECK(p.launch.collective_host_ps(overlap::CollectivePrimitive::all_gather) == overlap::ps_from_us(19.0));
   CHECK(p.launch.collective_host_ps(overlap::CollectivePrimitive::all_to_all) == overlap::ps_from_us(20.0));
   CHECK(text.find("collective_in_stream all_reduce") != std::string::npos);  // each field says what set it
+}
+
+TEST_CASE("profile writer: the GEMM full-rate limit fitted from GEMMs on SM partitions", "[calibrate][saturation]") {
+  // Made by the engine's model with a limit of 110 of 132 SMs: a wave takes t0 on k <= 110 SMs;
+  // on all 132, full waves take t0 x 132/110 and the last, of L tiles, t0 x max(110, L)/110.
+  MeasurementSet s = synthetic_run();
+  const auto add = [&](std::int64_t m, std::int64_t n, int k, double us) {
+    s.measurements.push_back(meas(bench::gemm_sm, {{"m", m}, {"n", n}, {"k", 4096}, {"dtype", "bf16"}, {"sms", k}}, us,
+                                  {{"tile_m", 128}, {"tile_n", 256}}));
+  };
+  // 8192x8192: 2048 tiles, on 132 SMs 15 full waves and a last of 68 (below the limit).
+  for (int k : {8, 16, 64}) add(8192, 8192, k, 40.0 * double(gemm_waves(8192, 8192, 128, 256, k)));
+  add(8192, 8192, 132, 40.0 * (15 * 132 / 110.0 + 1));
+  // 4096x4096: 512 tiles, 3 full waves and a last of 116 (above it).
+  for (int k : {8, 16, 64}) add(4096, 4096, k, 30.0 * double(gemm_waves(4096, 4096, 128, 256, k)));
+  add(4096, 4096, 132, 30.0 * (3 * 132 + 116) / 110.0);
+  // 2048x8192: 512 tiles showing no contention at all (R = 132 SMs: no limit below it).
+  for (int k : {8, 16}) add(2048, 8192, k, 20.0 * double(gemm_waves(2048, 8192, 128, 256, k)));
+  add(2048, 8192, 132, 20.0 * 4);
+
+  const FullRateFit fit = fit_gemm_full_rate_sms(s, 132);
+  REQUIRE(fit.ok);
+  CHECK(fit.shapes == 3);
+  CHECK(fit.fit_sms == std::vector<int>{8, 16});
+  CHECK(fit.sms == Approx(110.0));  // median of 110, 110, 132
+  const std::string text = write_profile_yaml(s, options(2, "p"));
+  CHECK(text.find("gemm_full_rate_sms: 110") != std::string::npos);
+  const auto p = overlap::profile_from_yaml(overlap::YamlReader(YAML::Load(text), "", "p.yaml"), ".");
+  CHECK(p.gpu.gemm_full_rate_sms == Approx(110.0));
+
+  // The 4096 shape alone, whose last wave is above the limit, recovers it exactly too.
+  MeasurementSet one = synthetic_run();
+  for (const auto& m : s.measurements) {
+    if (m.benchmark == bench::gemm_sm && m.config_number("m") == 4096) one.measurements.push_back(m);
+  }
+  CHECK(fit_gemm_full_rate_sms(one, 132).sms == Approx(110.0));
+  // Nothing contended, or too few partitions measured: no field.
+  MeasurementSet flat = synthetic_run();
+  for (const auto& m : s.measurements) {
+    if (m.benchmark == bench::gemm_sm && m.config_number("m") == 2048) flat.measurements.push_back(m);
+  }
+  CHECK_FALSE(fit_gemm_full_rate_sms(flat, 132).ok);
+  CHECK(write_profile_yaml(flat, options(2, "p")).find("gemm_full_rate_sms") == std::string::npos);
+  CHECK_FALSE(fit_gemm_full_rate_sms(synthetic_run(), 132).ok);
+  // A virtual node takes its physical GPU's figure from the options, with the source given.
+  MeasurementSet v = synthetic_run();
+  v.environment["sm_count"] = 32;
+  ProfileOptions vo = options(2, "v", 4, "d2d");
+  vo.full_rate_sms = 110;
+  vo.full_rate_source = "the physical GPU's calibration";
+  const std::string vtext = write_profile_yaml(v, vo);
+  CHECK(vtext.find("gemm_full_rate_sms: 110") != std::string::npos);
+  CHECK(vtext.find("the physical GPU's calibration") != std::string::npos);
 }

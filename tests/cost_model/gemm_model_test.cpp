@@ -125,3 +125,34 @@ TEST_CASE("with the roofline, uncalibrated GEMMs take the tile that finishes fir
     }
   }
 }
+
+TEST_CASE("full-rate SMs: tiles slow above the limit, a calibrated entry still gives its duration", "[gemm][saturation]") {
+  HardwareProfile p = h100();
+  p.gpu.gemm_comm_interference = 0;  // missing SMs are not communication here
+  GemmProfileEntry e;
+  e.m = e.n = e.k = 4096;
+  e.tile_m = 128;
+  e.tile_n = 256;
+  e.duration_us = 200;
+  p.gemm_profiles.push_back(e);
+  const GemmShape s{4096, 4096, 4096, DType::bf16};
+  // Not modelled: every factor is 1, and the entry is 4 equal waves.
+  CHECK(gemm_saturation_factor(p.gpu, 132, 66) == 1.0);
+  CHECK(plan_gemm(p, s).cta_ps == ps_from_us(50));
+
+  p.gpu.gemm_full_rate_sms = 99;
+  CHECK(gemm_saturation_factor(p.gpu, 132, 132) == 1.0);
+  CHECK(gemm_saturation_factor(p.gpu, 132, 99) == Approx(0.75));
+  CHECK(gemm_saturation_factor(p.gpu, 132, 8) == Approx(0.75));   // below the limit: the uncontended rate
+  CHECK(gemm_saturation_factor(p.gpu, 66, 132) == Approx(132.0 / 99));
+  CHECK(gemm_saturation_factor(p.gpu, 0, 132) == 1.0);            // no reference: never rescaled
+  const GemmPlan plan = plan_gemm(p, s);
+  // 512 tiles: 3 full waves on 132 SMs and a last of 116 tiles, which ran at 116/132 of a wave's
+  // time: the 200 us are (3 + 116/132) waves, so a full wave is 200 x 132 / 512 = 51.5625 us.
+  CHECK(plan.reference_sms == 132);
+  CHECK(plan.cta_ps == 51'562'500);
+  CHECK(gemm_time_ps(p, s) == ps_from_us(200));
+  // On 99 SMs every wave runs uncontended (0.75 of a full-GPU wave): ceil(512 / 99) = 6 waves.
+  CHECK(gemm_time_ps(p, s, 99) == 6 * 38'671'875);
+  CHECK(gemm_time_ps(p, s, 64) == 8 * 38'671'875);
+}

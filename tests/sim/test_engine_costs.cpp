@@ -360,3 +360,55 @@ TEST_CASE("NVLS legs to and from the switch cross only the GPU's own switch link
   CHECK(tl.ops[id].end_ps == 10 * kUs);  // up and down legs in parallel, the up one is longer
   CHECK(bytes_by_pair(tl).empty());      // switch legs are not traffic between ranks
 }
+
+TEST_CASE("full-rate SMs: GEMM tiles slow when more SMs of the physical GPU run them", "[engine][saturation]") {
+  // Two virtual ranks of 8 SMs on one physical GPU; CTA times measured with 8 SMs busy.
+  NodeConfig node;
+  for (int r = 0; r < 2; ++r) node.gpus.push_back(GpuConfig{8, 1, 0, 0, 8});
+  for (int r = 0; r < 2; ++r) node.fabric.add_node("gpu" + std::to_string(r), r);
+  auto gemm = [](TaskGraph& g, int rank, std::int64_t tiles) {
+    Op op = tiled("gemm" + std::to_string(rank), g.add_stream(rank, "s"), tiles);
+    op.reference_sms = 8;
+    return g.add(op);
+  };
+  SECTION("alone, a rank's GEMM runs at its calibrated rate") {
+    TaskGraph g(2);
+    const OpId a = gemm(g, 0, 16);
+    CHECK(run(g, node).ops[a].end_ps == 2 * kTile);
+  }
+  SECTION("both ranks at once: 16 SMs busy against a limit of 8, every tile twice as long") {
+    TaskGraph g(2);
+    const OpId a = gemm(g, 0, 16), b = gemm(g, 1, 16);
+    const Timeline tl = run(g, node);
+    CHECK(tl.ops[a].end_ps == 4 * kTile);
+    CHECK(tl.ops[b].end_ps == 4 * kTile);
+    // Not modelled: they overlap for free.
+    for (auto& gpu : node.gpus) gpu.full_rate_sms = 0;
+    const Timeline free = run(g, node);
+    CHECK(free.ops[a].end_ps == 2 * kTile);
+    CHECK(free.ops[b].end_ps == 2 * kTile);
+  }
+  SECTION("a rank's tiles speed up when the other's GEMM ends") {
+    TaskGraph g(2);
+    const OpId a = gemm(g, 0, 8), b = gemm(g, 1, 24);
+    const Timeline tl = run(g, node);
+    // Together for a's one wave (2 us at half rate), then b's remaining 2 waves alone (1 us each).
+    CHECK(tl.ops[a].end_ps == 2 * kTile);
+    CHECK(tl.ops[b].end_ps == 4 * kTile);
+  }
+  SECTION("a last wave on fewer SMs than the reference runs faster (limit 6 of 8)") {
+    for (auto& gpu : node.gpus) gpu.full_rate_sms = 6;
+    TaskGraph g(2);
+    // 20 tiles on 8 SMs: two full waves (8 busy: factor 8/8) and a last of 4 (factor 6/8).
+    const OpId a = gemm(g, 0, 20);
+    CHECK(run(g, node).ops[a].end_ps == 2 * kTile + 750'000);
+  }
+  SECTION("tiles without a reference (not a calibrated GEMM) neither count nor slow") {
+    TaskGraph g(2);
+    const OpId a = gemm(g, 0, 16);
+    const OpId b = g.add(tiled("other", g.add_stream(1, "s"), 16));
+    const Timeline tl = run(g, node);
+    CHECK(tl.ops[a].end_ps == 2 * kTile);
+    CHECK(tl.ops[b].end_ps == 2 * kTile);
+  }
+}
