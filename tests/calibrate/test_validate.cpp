@@ -177,3 +177,37 @@ TEST_CASE("committed results directories stay within their recorded validation e
   INFO("results directories checked: " << dirs);
   SUCCEED();
 }
+
+TEST_CASE("validate: a GEMM beside a D2D copy shares HBM with it in the engine", "[calibrate][validate]") {
+  const fs::path tmp = fs::temp_directory_path() / "overlap-validate-ce";
+  // The fixture's rows predate copy_bytes: give the D2D row a copy of `bytes` and validate.
+  auto predicted = [&](double bytes, double* alone) {
+    fs::remove_all(tmp);
+    fs::copy(kFixture, tmp, fs::copy_options::recursive);
+    std::ifstream in(tmp / "measurements.json");
+    json doc = json::parse(in);
+    in.close();
+    for (auto& m : doc["measurements"]) {
+      if (m["benchmark"] == "interference_copy_engine" && m["config"]["direction"] == "d2d") m["config"]["copy_bytes"] = bytes;
+    }
+    std::ofstream(tmp / "measurements.json") << doc.dump(2);
+    const auto rep = overlap::tools::validate_dir(tmp.string());
+    fs::remove_all(tmp);
+    for (const auto& r : group(rep, "gemm")->rows) {
+      if (r.config == "8192x8192x4096 bf16") *alone = r.predicted_us;
+    }
+    double d2d = -1;
+    for (const auto& r : group(rep, "interference_copy_engine")->rows) {
+      if (r.config.find("d2d") != std::string::npos) d2d = r.predicted_us;
+      else CHECK(r.predicted_us == Approx(*alone));  // host traffic: the GEMM alone
+    }
+    return d2d;
+  };
+  double alone = 0;
+  const double none = predicted(0, &alone);
+  REQUIRE(alone > 0);
+  CHECK(none == Approx(alone));  // no copy measured: the GEMM alone
+  const double small = predicted(64.0 * (1 << 20), &alone), large = predicted(512.0 * (1 << 20), &alone);
+  CHECK(small > alone * 1.01);  // the copy takes HBM the GEMM's tiles need
+  CHECK(large > small);         // and longer, the longer it runs beside it
+}
