@@ -327,6 +327,11 @@ void scheme_group(const std::string& dir, ValidationReport& rep) {
         throw std::invalid_argument(fmt::format("params.ctas_per_sm {} is not the profile's gpu.gemm_ctas_per_sm {}", run_ctas,
                                                 sc.hardware.gpu.gemm_ctas_per_sm));
       }
+      // CommFuse's exchanges were what the node has (the runner refuses another transport): copy-engine
+      // pulls on virtual ranks, NCCL send/recv on a real node. Runs recorded before the parameter
+      // existed do not name it.
+      if (r.config.scheme == "commfuse" && sim_params.is_object() && !sim_params.contains("transport"))
+        sim_params["transport"] = sc.hardware.fabric.topology == "virtual" ? "copy_engine" : "nccl";
       const auto results = sim::evaluate_all({sim::SchemeRequest{r.config.scheme, sim_params}}, sc.workload, sc.hardware, sc.fidelity);
       if (results.empty()) throw std::invalid_argument("the simulator's scheme does not apply to this workload");
       const auto& res = results.front();

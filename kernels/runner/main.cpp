@@ -439,7 +439,13 @@ cal::SchemeRunResult run_one(cu::Node& node, const cal::SchemeRunConfig& c, cubl
     if (c.scheme == "no_overlap") cu::setup_no_overlap(*g);
     if (c.scheme == "data_slicing") cu::setup_data_slicing(*g, c.params.value("chunks", 4));
     if (c.scheme == "async_tp") cu::setup_async_tp(*g, c.params.value("streams", 2));
-    if (c.scheme == "commfuse") cu::setup_commfuse(*g, c.params.value("m", 1), c.params.value("schedule", std::string("ring")));
+    if (c.scheme == "commfuse") {
+      // The exchanges are what the node has: copy-engine pulls on virtual ranks, NCCL on a real node.
+      const std::string want = node.is_virtual() ? "copy_engine" : "nccl";
+      const std::string given = c.params.value("transport", want);
+      if (given != want) throw std::invalid_argument("commfuse: transport " + given + " on a " + (node.is_virtual() ? "virtual" : "real") + " node, whose exchanges are " + want);
+      cu::setup_commfuse(*g, c.params.value("m", 1), c.params.value("schedule", std::string("ring")));
+    }
     if (c.scheme == "flashoverlap") cu::setup_flashoverlap(*g, c.params["groups"].get<std::vector<int>>(), c.params["wave_sms"].get<int>(),
                                                           c.params.value("ctas_per_sm", 1));
     if (!g->enqueue) throw std::runtime_error("scheme " + c.scheme + " does not run gemm_collective");

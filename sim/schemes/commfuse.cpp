@@ -8,9 +8,12 @@
 // comm_kernel whose phase holds the sends and receives: the engine matches them across ranks,
 // shares the links, and the kernel holds its channels' SMs while it runs.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -31,6 +34,10 @@ struct CommFuseParams {
   CommFuseSchedule schedule = CommFuseSchedule::ring;
   bool query_split = true;  // attention_tpsp: Alg. 4 (true) or the row-parallel projection (Alg. 3)
   int channels = 0;         // SMs an exchange kernel holds
+  // How a step's exchange moves its bytes: an NCCL send/recv kernel holding `channels` SMs (Alg. 1
+  // lines 16-17, ncclSend / ncclRecv), or a copy-engine pull by the receiver (cudaMemcpyAsync: no
+  // SMs; what the reference kernels run on virtual ranks, kernels/schemes/commfuse.cpp).
+  bool copy_engine = false;
 };
 
 CommFuseParams read_params(const BuildContext& ctx) {
@@ -47,6 +54,10 @@ CommFuseParams read_params(const BuildContext& ctx) {
   if (att != "query_split" && att != "row_parallel")
     throw InputError("", 0, "params.attention", fmt::format("must be query_split or row_parallel (got '{}')", att));
   p.query_split = att == "query_split";
+  const std::string transport = param_string(ctx, "transport", "nccl");
+  if (transport != "nccl" && transport != "copy_engine")
+    throw InputError("", 0, "params.transport", fmt::format("must be nccl or copy_engine (got '{}')", transport));
+  p.copy_engine = transport == "copy_engine";
   const std::int64_t ch = param_int(ctx, "channels", -1);
   const int sms = ctx.hardware.gpu.sm_count;
   if (ch == 0 || ch < -1 || ch >= sms)
@@ -92,10 +103,24 @@ struct Pipeline {
     for (int i = 0; i < rounds * p.m; ++i) ids.push_back(b.new_collective_id());
   }
 
-  // One round's paired p2p_send / p2p_recv (Alg. 1 lines 16-17, Alg. 2 lines 20-21): an NCCL
-  // send/recv kernel holding its channels' SMs, costed as the profile's nccl_p2p transport.
+  // One round's paired p2p_send / p2p_recv (Alg. 1 lines 16-17, Alg. 2 lines 20-21). Returns the op
+  // after which `rank` has received its bytes. `sent`: the op producing what `rank` sends this round
+  // (kNoOp: there from the start).
+  //   nccl: an NCCL send/recv kernel holding its channels' SMs, costed as the profile's nccl_p2p
+  //     transport; the sender's kernel starts after `deps`.
+  //   copy_engine: the receiver pulls from the sender with a copy engine on one of two copy streams
+  //     (alternating by round, as the reference kernels do), once the sender's `sent` is done; no
+  //     SMs. The sender does nothing, so `deps` do not apply.
   OpId exchange(int rank, const FuseStep& st, int sub, Bytes send_bytes, Bytes recv_bytes,
-                const std::vector<OpId>& deps, const std::string& name) {
+                const std::vector<OpId>& deps, const std::string& name, OpId sent) {
+    if (p.copy_engine) {
+      sent_by[{rank, st.round, sub}] = sent;
+      const StreamId cs = copy_stream(rank, st.round);
+      if (st.recv_from < 0 || recv_bytes <= 0) return b.add_delay(rank, cs, 0, name, {}, true);
+      const OpId pull = b.add_copy(rank, cs, st.recv_from, rank, recv_bytes, name, {}, false);
+      pulls.push_back({pull, st.recv_from, st.round, sub});
+      return pull;
+    }
     P2pSpec x;
     x.name = name;
     x.transport = Transport::nccl_p2p;
@@ -106,6 +131,32 @@ struct Pipeline {
     if (recv_bytes > 0) x.recvs.push_back({st.recv_from, recv_bytes});
     x.deps = deps;
     return b.add_p2p(rank, streams.comm[static_cast<std::size_t>(rank)], x);
+  }
+
+  // Copy-engine pulls: each waits for what its sender sends that round. The senders' ops are known
+  // only once every rank's steps are built, so the dependencies are added afterwards.
+  struct Pull {
+    OpId copy;
+    int sender, round, sub;
+  };
+  std::vector<Pull> pulls;
+  std::map<std::tuple<int, int, int>, OpId> sent_by;  // (rank, round, sub) -> op producing what it sends
+  std::vector<std::array<StreamId, 2>> copy_streams;
+  StreamId copy_stream(int rank, int round) {
+    if (copy_streams.empty()) {
+      const std::vector<StreamId> a = b.add_streams("copy0"), c = b.add_streams("copy1");
+      for (int r = 0; r < T; ++r) copy_streams.push_back({a[static_cast<std::size_t>(r)], c[static_cast<std::size_t>(r)]});
+    }
+    return copy_streams[static_cast<std::size_t>(rank)][static_cast<std::size_t>(round & 1)];
+  }
+  void link_pulls() {
+    for (const Pull& x : pulls) {
+      const auto it = sent_by.find({x.sender, x.round, x.sub});
+      if (it == sent_by.end()) throw GraphError(fmt::format("commfuse: rank {} sends nothing in round {}", x.sender, x.round));
+      if (it->second != kNoOp) b.graph().depend(x.copy, it->second);
+    }
+    pulls.clear();
+    sent_by.clear();
   }
 
   // FuseRS (Alg. 2 / 3 / 4): compute each slice's partial output, send it on; the own slice last.
@@ -120,6 +171,7 @@ struct Pipeline {
       const StreamId cs = streams.compute[static_cast<std::size_t>(r)];
       const StreamId xs = streams.comm[static_cast<std::size_t>(r)];
       std::vector<OpId> last_exchange(static_cast<std::size_t>(p.m), kNoOp);
+      std::vector<std::vector<OpId>> received(static_cast<std::size_t>(p.m));  // every exchange, per sub-slice
       std::vector<OpId> ends;
       for (std::size_t i = 0; i < order.size(); ++i) {
         const FuseStep& st = order[i];
@@ -132,24 +184,37 @@ struct Pipeline {
           if (st.send_to >= 0) {
             std::vector<OpId> xdeps{g};
             if (p.schedule == CommFuseSchedule::ring && i > 0) {
-              // Alg. 2 line 16: O <- B_in + O before the accumulator is forwarded (read 2, write 1).
-              xdeps = {b.add_memory(r, xs, MemoryKernel{nm + ".add", 3 * ub, {g}, 0})};
+              // Alg. 2 line 16: O <- B_in + O before the accumulator is forwarded (read 2, write 1),
+              // once the accumulator has arrived.
+              // (NCCL: the exchange before it on the comm stream; copy engine: the pull.)
+              std::vector<OpId> adeps{g};
+              if (p.copy_engine && last_exchange[static_cast<std::size_t>(s)] != kNoOp)
+                adeps.push_back(last_exchange[static_cast<std::size_t>(s)]);
+              xdeps = {b.add_memory(r, xs, MemoryKernel{nm + ".add", 3 * ub, adeps, 0})};
             }
             // Ring: what arrives is the accumulator of the next slice; direct: a partial of ours.
             const Bytes rb = p.schedule == CommFuseSchedule::ring ? unit_bytes(order[i + 1].slice, s) : unit_bytes(r, s);
-            last_exchange[static_cast<std::size_t>(s)] = exchange(r, st, s, ub, rb, xdeps, nm + ".p2p");
+            last_exchange[static_cast<std::size_t>(s)] = exchange(r, st, s, ub, rb, xdeps, nm + ".p2p", xdeps.back());
+            received[static_cast<std::size_t>(s)].push_back(last_exchange[static_cast<std::size_t>(s)]);
           } else {
             // Own slice: ring adds the arrived accumulator; direct schedules aggregate the T buffers
             // (Alg. 2: "the aggregation over the N buffers").
             const Bytes red = p.schedule == CommFuseSchedule::ring ? 3 * ub : (T + 1) * ub;
+            // Every received buffer: NCCL's exchanges end in order on the comm stream, the last
+            // implying the others; copies on two streams end in no fixed order.
             std::vector<OpId> deps2{g};
-            if (last_exchange[static_cast<std::size_t>(s)] != kNoOp) deps2.push_back(last_exchange[static_cast<std::size_t>(s)]);
+            if (p.copy_engine) {
+              for (OpId x : received[static_cast<std::size_t>(s)]) deps2.push_back(x);
+            } else if (last_exchange[static_cast<std::size_t>(s)] != kNoOp) {
+              deps2.push_back(last_exchange[static_cast<std::size_t>(s)]);
+            }
             ends.push_back(b.add_memory(r, cs, MemoryKernel{nm + ".reduce", red, deps2, 0}));
           }
         }
       }
       done.push_back(ends.back());
     }
+    link_pulls();
     add_required(fuse_rs_required_bytes(slice_bytes(), p.schedule));
     return done;
   }
@@ -169,6 +234,8 @@ struct Pipeline {
       std::vector<OpId> first_deps;  // what the rank's first compute and first exchange wait for
       if (!start.empty()) first_deps.push_back(start[static_cast<std::size_t>(r)]);
       bool first_compute = true, first_exchange = true;
+      const OpId own = start.empty() ? kNoOp : start[static_cast<std::size_t>(r)];
+      std::vector<OpId> prev_recv(static_cast<std::size_t>(p.m), kNoOp);
       for (std::size_t i = 0; i < order.size(); ++i) {
         const FuseStep& st = order[i];
         for (int s = 0; s < p.m; ++s) {
@@ -178,9 +245,13 @@ struct Pipeline {
           first_compute = false;
           if (st.recv_from >= 0) {
             // Ring forwards the shard used one step earlier; direct schedules send their own shard.
-            const int sent = p.schedule == CommFuseSchedule::ring ? order[i - 1].slice : r;
-            deps.push_back(exchange(r, st, s, unit_bytes(sent, s), unit_bytes(st.slice, s),
-                                    first_exchange ? first_deps : std::vector<OpId>{}, nm + ".p2p"));
+            const bool ring = p.schedule == CommFuseSchedule::ring;
+            const int sent = ring ? order[i - 1].slice : r;
+            const OpId sent_op = ring && prev_recv[static_cast<std::size_t>(s)] != kNoOp ? prev_recv[static_cast<std::size_t>(s)] : own;
+            const OpId got = exchange(r, st, s, unit_bytes(sent, s), unit_bytes(st.slice, s),
+                                      first_exchange ? first_deps : std::vector<OpId>{}, nm + ".p2p", sent_op);
+            deps.push_back(got);
+            prev_recv[static_cast<std::size_t>(s)] = got;
             first_exchange = false;
           }
           last = compute(r, cs, unit_rows(rows, T, st.slice, p.m, s), nm, deps);
@@ -188,6 +259,7 @@ struct Pipeline {
       }
       done.push_back(last);
     }
+    link_pulls();
     add_required(fuse_ag_required_bytes(slice_bytes(), p.schedule));
     return done;
   }
@@ -215,7 +287,7 @@ struct Pipeline {
           if (i == 0 && s == 0 && !start.empty()) deps.push_back(start[static_cast<std::size_t>(r)]);
           const OpId g = compute(r, cs, unit_rows(rows, T, st.slice, p.m, s), nm, deps);
           if (st.send_to >= 0)
-            ends.push_back(exchange(r, st, s, unit_bytes(st.slice, s), unit_bytes(r, s), {g}, nm + ".p2p"));
+            ends.push_back(exchange(r, st, s, unit_bytes(st.slice, s), unit_bytes(r, s), {g}, nm + ".p2p", g));
           else
             ends.push_back(g);
         }
@@ -223,6 +295,7 @@ struct Pipeline {
       // Alg. 5 line 25: wait for all communication, then concatenate (the receive buffers are the output).
       done.push_back(b.add_delay(r, cs, 0, tag + ".a2a.wait_all", ends));
     }
+    link_pulls();
     add_required(fuse_a2a_required_bytes(slice_bytes()));
     return done;
   }
@@ -235,20 +308,21 @@ struct Pipeline {
 };
 
 // The one-line reason: one step's compute against one step's transfer, the latter as the engine
-// costs it (rank 0 to its ring neighbour, NCCL send/recv on an idle node).
+// costs it (rank 0 to its ring neighbour on an idle node, by the params' transport).
 // `also`: a GEMM the step runs besides `g` (the up-projection when a step runs the whole MLP).
 std::string step_reason(const GraphBuilder& b, int T, const RankGemm& g, std::int64_t rows, Bytes row_bytes,
-                        int m, const char* what, const RankGemm* also = nullptr) {
+                        const CommFuseParams& p, const char* what, const RankGemm* also = nullptr) {
+  const int m = p.m;
   const HardwareProfile& hw = b.hardware();
   const std::int64_t unit = std::max<std::int64_t>(1, rows / (static_cast<std::int64_t>(T) * m));
   Ps c = gemm_time_ps(hw, overlap::GemmShape{unit, g.n, g.k, g.dtype});
   if (also) c += gemm_time_ps(hw, overlap::GemmShape{unit, also->n, also->k, also->dtype});
-  const Ps p = b.transfer_ps(0, 1 % T, unit * row_bytes, Transport::nccl_p2p);
-  if (p > c)
+  const Ps x = b.transfer_ps(0, 1 % T, unit * row_bytes, p.copy_engine ? Transport::copy_engine : Transport::nccl_p2p);
+  if (x > c)
     return fmt::format("{}: comm > compute per step ({:.1f} > {:.1f} us): about (T-1)(p-c) exposed", what,
-                       us_from_ps(p), us_from_ps(c));
+                       us_from_ps(x), us_from_ps(c));
   return fmt::format("{}: compute >= comm per step ({:.1f} >= {:.1f} us): only the first step's head is exposed",
-                     what, us_from_ps(c), us_from_ps(p));
+                     what, us_from_ps(c), us_from_ps(x));
 }
 
 void check_m(const CommFuseParams& p, int T, std::int64_t rows) {
@@ -303,7 +377,7 @@ std::vector<OpId> emit_mlp(Pipeline& pl, const MlpTpSp& mlp, const std::vector<O
       return b.add_gemm(rank, stream, GemmShape{rows, row.n, row.k, row.dtype}, down);
     };
     const std::vector<OpId> end = pl.fuse_rs(whole, start);
-    reason = step_reason(b, T, s.row, s.row.m, pl.row_bytes, pl.p.m, "FuseRS over the whole MLP per slice", &s.col);
+    reason = step_reason(b, T, s.row, s.row.m, pl.row_bytes, pl.p, "FuseRS over the whole MLP per slice", &s.col);
     return end;
   }
   pl.tag = prefix + "fc1";
@@ -317,7 +391,7 @@ std::vector<OpId> emit_mlp(Pipeline& pl, const MlpTpSp& mlp, const std::vector<O
   pl.row_bytes = s.row.n * dtype_bytes(s.row.dtype);
   pl.tag = prefix + "fc2";
   const std::vector<OpId> end = pl.fuse_rs(gemm_unit(b, s.row), act);
-  reason = step_reason(b, T, s.row, s.row.m, pl.row_bytes, pl.p.m, "FuseAG + FuseRS");
+  reason = step_reason(b, T, s.row, s.row.m, pl.row_bytes, pl.p, "FuseAG + FuseRS");
   return end;
 }
 
@@ -355,7 +429,7 @@ std::vector<OpId> emit_attention(Pipeline& pl, const AttentionTpSp& att, const s
       return b.add_gemm(rank, stream, GemmShape{rows, out.n, out.k, out.dtype}, o);
     };
     const std::vector<OpId> end = pl.fuse_rs(qs, ag);
-    reason = step_reason(b, T, s.out, total_rows, pl.row_bytes, pl.p.m, "query-split FuseRS");
+    reason = step_reason(b, T, s.out, total_rows, pl.row_bytes, pl.p, "query-split FuseRS");
     return end;
   }
   std::vector<OpId> attn;
@@ -363,7 +437,7 @@ std::vector<OpId> emit_attention(Pipeline& pl, const AttentionTpSp& att, const s
     attn.push_back(b.add_flop_kernel(r, pl.streams.compute[static_cast<std::size_t>(r)], prefix + "attention",
                                      s.attention_flops, s.attention_tiles, att.dtype, {ag[static_cast<std::size_t>(r)]}));
   const std::vector<OpId> end = pl.fuse_rs(gemm_unit(b, s.out), attn);
-  reason = step_reason(b, T, s.out, total_rows, pl.row_bytes, pl.p.m, "row-parallel FuseRS");
+  reason = step_reason(b, T, s.out, total_rows, pl.row_bytes, pl.p, "row-parallel FuseRS");
   return end;
 }
 
@@ -372,7 +446,7 @@ BuiltScheme build_commfuse(const BuildContext& ctx) {
   const Workload& w = ctx.workload;
   validate_workload(w);
   GraphBuilder b(ctx);
-  Pipeline pl{b, p, b.add_compute_and_comm_streams(), w.tp, 0, 0, "cf", {}, {}};
+  Pipeline pl{b, p, b.add_compute_and_comm_streams(), w.tp, 0, 0, "cf", {}, {}, {}, {}, {}};
   const int T = w.tp;
   std::string reason;
   std::vector<Bytes> collectives;  // S of every decomposed collective (each rank receives (T-1)/T of it)
@@ -388,14 +462,14 @@ BuiltScheme build_commfuse(const BuildContext& ctx) {
       pl.tag = "rowpar";
       pl.fuse_rs(gemm_unit(b, g), {});
       collectives.push_back(gc.m * pl.row_bytes);
-      reason = step_reason(b, T, g, gc.m, pl.row_bytes, p.m, "FuseRS");
+      reason = step_reason(b, T, g, gc.m, pl.row_bytes, p, "FuseRS");
     } else {
       // Sec. 4.2: column-parallel projection over the gathered sequence, shard by shard.
       pl.row_bytes = gc.k * dtype_bytes(gc.dtype);
       pl.tag = "colpar";
       pl.fuse_ag(gemm_unit(b, g));
       collectives.push_back(gc.m * pl.row_bytes);
-      reason = step_reason(b, T, g, gc.m, pl.row_bytes, p.m, "FuseAG");
+      reason = step_reason(b, T, g, gc.m, pl.row_bytes, p, "FuseAG");
     }
   } else if (w.kind == "mlp_tpsp") {
     emit_mlp(pl, std::get<MlpTpSp>(w.shape), {}, "", collectives, reason);
@@ -473,6 +547,9 @@ SchemeInfo make_commfuse_scheme() {
       {"schedule", "string", "ring", "ring (Alg. 1/2) | pairwise (App. A.3 bidirectional) | circular (App. A.4)",
        {"ring", "pairwise", "circular"}},
       {"attention", "string", "query_split", "attention_tpsp: query_split (Alg. 4) | row_parallel (Alg. 3)"},
+      {"transport", "string", "nccl",
+       "nccl: NCCL send/recv kernels holding `channels` SMs (Alg. 1) | copy_engine: the receiver pulls by copy engine, "
+       "no SMs (the reference kernels on virtual ranks); not in tune's grid: the paper's CommFuse is NCCL's"},
       {"channels", "int", "-1", "SMs each P2P exchange kernel holds; -1 = the profile's comm.p2p_channels",
        {-1, 8, 16}, "", "NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (one SM per channel); TransformerEngine num_sm"},
   };

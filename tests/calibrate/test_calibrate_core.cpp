@@ -135,6 +135,15 @@ TEST_CASE("scheme configuration list: bad input names the file and key", "[calib
   r["params"] = {{"chunks", 64}};  // 4096 rows do not make 64 chunks of 128-row multiples
   CHECK(error_key(config_list(r)) == "runs[0].params.chunks");
   r = ar_run();
+  r["scheme"] = "commfuse";
+  r["workload"]["primitive"] = "reduce_scatter";
+  r["params"] = {{"m", 1}, {"schedule", "pairwise"}, {"transport", "copy_engine"}};
+  CHECK(error_key(config_list(r)) == "(no error)");
+  r["params"]["transport"] = "nccl";  // a real node's (the runner checks it against the node)
+  CHECK(error_key(config_list(r)) == "(no error)");
+  r["params"]["transport"] = "sm";
+  CHECK(error_key(config_list(r)) == "runs[0].params.transport");
+  r = ar_run();
   r["colour"] = "blue";
   CHECK(error_key(config_list(r)) == "runs[0].colour");
   json two = config_list(ar_run());

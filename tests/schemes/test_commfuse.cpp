@@ -98,9 +98,10 @@ TEST_CASE("commfuse byte accounting holds for every schedule and m", "[commfuse]
       const Workload w = gemm_workload(T, prim, 768 * T, 512, 256);
       for (const char* sched : {"ring", "pairwise", "circular"}) {
         for (int m : {1, 2, 3}) {
-          const nlohmann::json params = {{"schedule", sched}, {"m", m}};
+         for (const char* transport : {"nccl", "copy_engine"}) {
+          const nlohmann::json params = {{"schedule", sched}, {"m", m}, {"transport", transport}};
           BuildContext ctx{w, hw, params, Fidelity::curve};
-          INFO("T=" << T << " " << primitive_name(prim) << " " << sched << " m=" << m);
+          INFO("T=" << T << " " << primitive_name(prim) << " " << sched << " m=" << m << " " << transport);
           const BuiltScheme built = s->build(ctx);
           // Closed forms: ring RS sends all slices but its own to the next rank; direct schedules
           // send each peer its slice.
@@ -108,6 +109,7 @@ TEST_CASE("commfuse byte accounting holds for every schedule and m", "[commfuse]
           const Bytes expect_next = std::string(sched) == "ring" ? (T - 1) * slice : slice;
           CHECK(built.required_bytes[0][static_cast<std::size_t>(1 % T)] == expect_next);
           CHECK_NOTHROW(evaluate(*s, ctx));  // throws InternalError when timeline bytes differ
+         }
         }
       }
     }
@@ -151,6 +153,47 @@ TEST_CASE("FuseRS latency = max(T*c, c + (T-1)*p) on an idealised node", "[commf
   }
 }
 
+TEST_CASE("copy-engine exchanges: the receiver pulls once the sender's partial exists, no SMs taken", "[commfuse][transport]") {
+  const SchemeInfo* s = find_scheme("commfuse");
+  REQUIRE(s);
+  const int T = 4;
+  const Workload w = gemm_workload(T, Primitive::reduce_scatter, 4096, 1024, 1024);
+  const Bytes slice_bytes = 1024 * 1024 * 2;
+  for (double gbps : {1000.0, 4000.0}) {
+    for (const char* sched : {"ring", "circular"}) {
+      const HardwareProfile hw = ideal_profile(T, gbps);
+      const nlohmann::json params = {{"schedule", sched}, {"transport", "copy_engine"}};
+      BuildContext ctx{w, hw, params, Fidelity::steps};
+      const BuiltScheme built = s->build(ctx);
+      int copies = 0;
+      for (OpId i = 0; i < static_cast<OpId>(built.graph.ops().size()); ++i) {
+        const Op& op = built.graph.op(i);
+        CHECK(op.kind != OpKind::comm_kernel);  // nothing holds SMs for the exchanges
+        if (op.kind != OpKind::copy) continue;
+        ++copies;
+        // A pull into its own rank, waiting for an op of the rank it pulls from.
+        CHECK(op.dst_gpu == built.graph.rank_of(i));
+        CHECK(std::any_of(op.deps.begin(), op.deps.end(), [&](OpId d) { return built.graph.rank_of(d) == op.src_gpu; }));
+      }
+      CHECK(copies == T * (T - 1));
+      // The same closed form as NCCL's exchanges (Sec. 3.2): every slice's GEMM still one wave,
+      // now on all 132 SMs, and each step's pull at the link's rate.
+      const Timeline tl = run(built.graph, make_node(hw, T));
+      const Ps c = plan_gemm(hw, overlap::GemmShape{1024, 1024, 1024, DType::bf16}).cta_ps;
+      const Ps p = transfer_ps(slice_bytes, gbps);
+      const OpRecord& red = record_named(built.graph, tl, "rowpar.rs.slice0.0.reduce", 0);
+      Ps a_fwd = 0;
+      if (std::string(sched) == "ring") {
+        const OpRecord& add = record_named(built.graph, tl, "rowpar.rs.slice2.0.add", 0);
+        a_fwd = add.end_ps - add.start_ps;
+      }
+      const Ps expected = std::max<Ps>(T * c, c + (T - 1) * p + (T - 2) * a_fwd) + (red.end_ps - red.start_ps);
+      INFO(sched << " at " << gbps << " GB/s: c=" << c << " p=" << p);
+      CHECK(std::llabs(tl.makespan_ps - expected) <= 2 * T);
+    }
+  }
+}
+
 TEST_CASE("commfuse applies and validates its params", "[commfuse][params]") {
   const SchemeInfo* s = find_scheme("commfuse");
   REQUIRE(s);
@@ -178,6 +221,7 @@ TEST_CASE("commfuse applies and validates its params", "[commfuse][params]") {
   CHECK(key_of({{"m", 2000}}) == "params.m");  // 1024 rows per rank cannot make 2000 slices
   CHECK(key_of({{"schedule", "tree"}}) == "params.schedule");
   CHECK(key_of({{"channels", 0}}) == "params.channels");
+  CHECK(key_of({{"transport", "sm"}}) == "params.transport");
   CHECK(key_of({{"m", 2}, {"schedule", "pairwise"}}) == "none");
 }
 
