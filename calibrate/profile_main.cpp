@@ -2,8 +2,8 @@
 // DIR/measurements.json and DIR/environment.json (calibrate/core/profile_writer.hpp). The CUDA
 // driver does the same at the end of a run; this program redoes it on any machine.
 // With --schemes: DIR/schemes.json's virtual nodes' profiles (profile_virtual_t<T>_<link>.yaml),
-// from the node measurements the scheme runner stored in it, and gpu.gemm_full_rate_sms from the
-// physical GPU's calibration in DIR/.. when there is one.
+// from the node measurements the scheme runner stored in it, and gpu.gemm_full_rate_sms and the host link's PCIe rate
+// from the physical GPU's calibration in DIR/.. when there is one.
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -51,9 +51,10 @@ int main(int argc, char** argv) {
     if (schemes) {
       namespace cal = overlap::calibrate;
       const cal::SchemeRunSet runs = cal::load_scheme_runs(dir + "/schemes.json");
-      // The virtual ranks share one physical GPU: its GEMM full-rate limit comes from that GPU's
-      // calibration, DIR/.. (calibrate/results/<gpu>-<host>/), when it has one.
-      const auto [full_rate, full_rate_src] = cal::full_rate_from_calibration(dir + "/..");
+      // The virtual ranks share one physical GPU: its GEMM full-rate limit and PCIe rate come from
+      // that GPU's calibration, DIR/.. (calibrate/results/<gpu>-<host>/), when it has one.
+      cal::ProfileOptions physical;
+      cal::physical_gpu_options(dir + "/..", physical);
       for (const auto& node : runs.virtual_nodes) {
         cal::MeasurementSet set;
         set.environment = node.at("environment");
@@ -64,8 +65,10 @@ int main(int argc, char** argv) {
         cal::ProfileOptions po = options;
         po.virtual_ranks = node.at("ranks").get<int>();
         po.virtual_link = node.at("link").get<std::string>();
-        po.full_rate_sms = full_rate;
-        po.full_rate_source = full_rate_src;
+        po.full_rate_sms = physical.full_rate_sms;
+        po.full_rate_source = physical.full_rate_source;
+        po.pcie_gbps = physical.pcie_gbps;
+        po.pcie_source = physical.pcie_source;
         if (po.name.empty()) po.name = "virtual-t" + std::to_string(po.virtual_ranks) + "-" + po.virtual_link;
         const std::string file = dir + "/" + node.at("profile").get<std::string>();
         cal::write_output_file(file, cal::write_profile_yaml(set, po));

@@ -258,14 +258,6 @@ FullRateFit fit_gemm_full_rate_sms(const MeasurementSet& set, int sm_count) {
   return fit;
 }
 
-std::pair<double, std::string> full_rate_from_calibration(const std::string& dir) {
-  if (!std::ifstream(dir + "/measurements.json").good()) return {0.0, ""};
-  const MeasurementSet host = load_measurement_dir(dir);
-  const FullRateFit fr = fit_gemm_full_rate_sms(host, host.environment.value("sm_count", 0));
-  if (!fr.ok) return {0.0, ""};
-  return {fr.sms, "the physical GPU's calibration (../measurements.json gemm_sm, " + std::to_string(fr.shapes) + " shapes)"};
-}
-
 double fitted_gemm_comm_interference(const MeasurementSet& set, int sm_count, double full_rate_sms) {
   std::vector<double> fits;
   for (const Measurement* m : set.of(bench::interference_sm_copy)) {
@@ -287,6 +279,21 @@ double fitted_gemm_comm_interference(const MeasurementSet& set, int sm_count, do
   return std::max(0.0, median_of_values(fits));
 }
 
+
+void physical_gpu_options(const std::string& dir, ProfileOptions& o) {
+  if (!std::ifstream(dir + "/measurements.json").good()) return;
+  const MeasurementSet host = load_measurement_dir(dir);
+  const FullRateFit fr = fit_gemm_full_rate_sms(host, host.environment.value("sm_count", 0));
+  if (fr.ok) {
+    o.full_rate_sms = fr.sms;
+    o.full_rate_source = "the physical GPU's calibration (../measurements.json gemm_sm, " + std::to_string(fr.shapes) + " shapes)";
+  }
+  const auto h2d = transfer_points(host, "copy_engine.h2d", 0, false), d2h = transfer_points(host, "copy_engine.d2h", 0, false);
+  if (!h2d.empty() && !d2h.empty()) {
+    o.pcie_gbps = std::min(largest_gbps(h2d), largest_gbps(d2h));
+    o.pcie_source = "the physical GPU's PCIe per direction (../measurements.json copy_engine.h2d / d2h, the slower's largest)";
+  }
+}
 
 std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& options) {
   if (options.schema != 2)
@@ -478,7 +485,13 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
     y.value(2, "virtual_link", options.virtual_link);
     y.key(2, "links");
     y.key(4, options.virtual_link == "host" ? "pcie" : "d2d");
-    y.value(6, "bandwidth_gbps", num(largest_gbps(pull)), "transfer copy_engine." + options.virtual_link + ": rank-to-rank pull, largest");
+    if (options.virtual_link == "host" && options.pcie_gbps > 0) {
+      // Every rank's pulls share the one PCIe link, D2H on one direction and H2D on the other; a
+      // pull alone moves what its curve (copy_engine.pcie) says.
+      y.value(6, "bandwidth_gbps", num(options.pcie_gbps), options.pcie_source);
+    } else {
+      y.value(6, "bandwidth_gbps", num(largest_gbps(pull)), "transfer copy_engine." + options.virtual_link + ": rank-to-rank pull, largest");
+    }
     y.value(6, "latency_us", num(pull.front().time_us), "transfer copy_engine." + options.virtual_link + ": smallest pull");
   } else if (world > 1 || !p2p.empty()) {
     const std::string cls = env_str(env, "p2p_link_class", "nvlink");
@@ -519,6 +532,10 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
       {"copy_engine.h2d", "copy_engine.h2d", "transfer copy_engine.h2d (pinned host to device)"},
       {"copy_engine.d2h", "copy_engine.d2h", "transfer copy_engine.d2h (device to pinned host)"},
   };
+  if (options.virtual_ranks > 0 && options.virtual_link == "host" && options.pcie_gbps > 0) {
+    // The rank-to-rank pull staged through host memory, on the pcie class its fabric links have.
+    curves.push_back({"copy_engine.pcie", "copy_engine.host", "transfer copy_engine.host (a pull: D2H, then H2D, one stream)"});
+  }
   if (!ctas_seen.empty()) {
     curves.push_back({"sm_copy.d2d", "sm_copy.d2d",
                       "transfer sm_copy.d2d with " + std::to_string(ctas_seen.back()) + " CTAs", ctas_seen.back()});

@@ -13,7 +13,6 @@
 // rows validate predictions on k SMs, beside copies and in the wave sweep.
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "calibrate/core/measurement.hpp"
@@ -31,6 +30,11 @@ struct ProfileOptions {
   // physical GPU's, fitted from the calibration's gemm_sm runs); 0 = fit from this set, if it can.
   double full_rate_sms = 0;
   std::string full_rate_source;
+  // A virtual node staged through host memory (virtual_link host): the physical GPU's PCIe rate per
+  // direction (its calibration's copy_engine.h2d / d2h), which every rank's pulls share; 0 = the
+  // node's own largest pull stands in (what one pull, D2H then H2D, moves).
+  double pcie_gbps = 0;
+  std::string pcie_source;
 };
 
 // A curve point taken from a measurement: bytes and the median time.
@@ -84,9 +88,11 @@ struct FullRateFit {
   std::vector<int> fit_sms;  // the partition sizes the fit read (the two smallest)
 };
 FullRateFit fit_gemm_full_rate_sms(const MeasurementSet& set, int sm_count);
-// The fit from the calibration in `dir` (measurements.json + environment.json), for a virtual
-// node's profile: {sms, source comment}, or {0, ""} when dir has no calibration or no fit.
-std::pair<double, std::string> full_rate_from_calibration(const std::string& dir);
+// What a virtual node's profile takes from its physical GPU's calibration in `dir`
+// (measurements.json + environment.json): gemm_full_rate_sms (fit_gemm_full_rate_sms) and the PCIe
+// rate per direction (the slower of copy_engine.h2d / d2h at their largest size), each with its
+// source comment. Leaves `o` as it is where dir has no calibration or no such measurement.
+void physical_gpu_options(const std::string& dir, ProfileOptions& o);
 
 // gemm_comm_interference fitted from the interference_sm_copy runs: each run gives
 //   c = (t_beside / (waves(S - k) * t_alone / waves(S) * sat) - 1) * S / k

@@ -23,7 +23,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <tuple>
 
 #include "calibrate/core/calibration_plan.hpp"
 #include "calibrate/core/measurement.hpp"
@@ -583,9 +582,10 @@ int main(int argc, char** argv) {
         po.name = "virtual-t" + std::to_string(T) + "-" + link;
         po.virtual_ranks = T;
         po.virtual_link = link;
-        // The physical GPU's GEMM full-rate limit, when its calibration sits in the parent folder
-        // (calibrate/results/<gpu>-<host>/schemes); overlap-calibrate-profile --schemes does the same.
-        std::tie(po.full_rate_sms, po.full_rate_source) = cal::full_rate_from_calibration(o.out + "/..");
+        // The physical GPU's GEMM full-rate limit and PCIe rate, when its calibration sits in the
+        // parent folder (calibrate/results/<gpu>-<host>/schemes); overlap-calibrate-profile --schemes
+        // does the same.
+        cal::physical_gpu_options(o.out + "/..", po);
         cal::write_output_file(o.out + "/" + profile, cal::write_profile_yaml(vm, po));
         out.virtual_nodes.push_back({{"profile", profile}, {"ranks", T}, {"link", link}, {"rank_sms", node->rank_sms()},
                                      {"environment", vm.environment}, {"measurements", cal::measurements_document(vm)["measurements"]}});

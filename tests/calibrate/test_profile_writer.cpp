@@ -333,3 +333,42 @@ TEST_CASE("profile writer: the GEMM full-rate limit fitted from GEMMs on SM part
   CHECK(vtext.find("gemm_full_rate_sms: 110") != std::string::npos);
   CHECK(vtext.find("the physical GPU's calibration") != std::string::npos);
 }
+
+TEST_CASE("profile writer: a host-staged virtual node shares the physical GPU's PCIe, each pull at its own curve", "[calibrate]") {
+  MeasurementSet s = synthetic_run();
+  s.environment["sm_count"] = 32;
+  // Staged pulls: D2H then H2D, half the synthetic copy engine's 1.5e6 B/us: 2 + 2 s / 1.5e6 us.
+  for (auto bytes : transfer_sizes()) {
+    s.measurements.push_back(meas(bench::transfer, {{"path", "copy_engine.host"}, {"bytes", bytes}}, 2.0 + 2.0 * double(bytes) / 1.5e6));
+  }
+  const auto load = [](const std::string& text) {
+    return overlap::profile_from_yaml(overlap::YamlReader(YAML::Load(text), "", "v.yaml"), ".");
+  };
+  const double pull_gbps = (1LL << 30) / ((2.0 + 2.0 * (1LL << 30) / 1.5e6) * 1e3);
+  // Without the physical GPU's figures: the largest pull stands in for the link, no pull curve.
+  const std::string alone = write_profile_yaml(s, options(2, "v", 4, "host"));
+  CHECK(load(alone).fabric.links.at("pcie").bandwidth_gbps == Approx(pull_gbps).epsilon(1e-6));
+  CHECK(alone.find("copy_engine.pcie") == std::string::npos);
+  // With them: the link is PCIe per direction, and the pull keeps its measured time as a curve.
+  ProfileOptions o = options(2, "v", 4, "host");
+  o.pcie_gbps = 1400;
+  o.pcie_source = "the physical GPU's PCIe";
+  const std::string text = write_profile_yaml(s, o);
+  const overlap::HardwareProfile p = load(text);
+  CHECK(p.fabric.links.at("pcie").bandwidth_gbps == Approx(1400));
+  REQUIRE(p.curves.count("copy_engine.pcie") == 1);
+  CHECK(overlap::us_from_ps(p.curves.at("copy_engine.pcie").time_ps(1 << 20)) == Approx(2.0 + 2.0 * (1 << 20) / 1.5e6).epsilon(1e-4));
+  // physical_gpu_options reads them from a calibration directory, and leaves the options alone
+  // where there is none.
+  ProfileOptions none;
+  physical_gpu_options("/nonexistent-calibration", none);
+  CHECK(none.pcie_gbps == 0);
+  CHECK(none.full_rate_sms == 0);
+  ProfileOptions fixture;
+  physical_gpu_options(std::string(OVERLAP_SOURCE_DIR) + "/tests/data/calibrate/fixture-h100", fixture);
+  const MeasurementSet f = load_measurement_dir(std::string(OVERLAP_SOURCE_DIR) + "/tests/data/calibrate/fixture-h100");
+  const auto h2d = transfer_points(f, "copy_engine.h2d", 0, false), d2h = transfer_points(f, "copy_engine.d2h", 0, false);
+  REQUIRE_FALSE(h2d.empty());
+  const auto gbps = [](const std::vector<CurvePointUs>& v) { return double(v.back().bytes) / (v.back().time_us * 1e3); };
+  CHECK(fixture.pcie_gbps == Approx(std::min(gbps(h2d), gbps(d2h))));
+}
