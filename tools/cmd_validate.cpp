@@ -155,7 +155,12 @@ void gemm_groups(const cal::MeasurementSet& set, const HardwareProfile& p, Valid
     const GemmShape s = shape_of(*m);
     const int k = static_cast<int>(m->config_number("sms"));
     const bool fitted = (k == S && has_gemm_profile(p, s)) || std::find(fit_sms.begin(), fit_sms.end(), k) != fit_sms.end();
-    on_k.rows.push_back(row(fmt::format("{} on {} SMs", shape_text(s), k), *m, simulate_gemm_us(p, s, k), fitted));
+    // A partition that hosts the kernel's clusters on fewer SMs runs it on those (measured by the
+    // calibration where it recorded cluster_sms_reached).
+    const int usable = k == S ? k : cal::gemm_sm_effective_sms(*m);
+    on_k.rows.push_back(row(usable == k ? fmt::format("{} on {} SMs", shape_text(s), k)
+                                        : fmt::format("{} on {} SMs ({} reached by its clusters)", shape_text(s), k, usable),
+                            *m, simulate_gemm_us(p, s, usable), fitted));
   }
   // With the CTA roofline the profile's fit saw the whole-GPU grid only: these rows are out of sample.
   ValidationGroup waves{cal::bench::gemm_waves,

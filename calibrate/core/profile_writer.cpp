@@ -202,6 +202,12 @@ std::int64_t gemm_waves(std::int64_t m, std::int64_t n, int tile_m, int tile_n, 
   return (tiles + sms - 1) / sms;
 }
 
+int gemm_sm_effective_sms(const Measurement& m) {
+  const int k = static_cast<int>(m.config_number("sms"));
+  const int reached = m.derived.value("cluster_sms_reached", 0);
+  return reached > 0 ? std::min(k, reached) : k;
+}
+
 FullRateFit fit_gemm_full_rate_sms(const MeasurementSet& set, int sm_count) {
   FullRateFit fit;
   const auto rows = set.of(bench::gemm_sm);
@@ -229,7 +235,8 @@ FullRateFit fit_gemm_full_rate_sms(const MeasurementSet& set, int sm_count) {
     Shape& sh = shapes[key];
     sh.tiles = gemm_waves(M, N, tm, tn, 1);
     if (k == sm_count) sh.whole_us = m->time_us.median;
-    else if (k == fit.fit_sms[0] || k == fit.fit_sms[1]) sh.low_wave_us.push_back(m->time_us.median / static_cast<double>(gemm_waves(M, N, tm, tn, k)));
+    else if (k == fit.fit_sms[0] || k == fit.fit_sms[1])
+      sh.low_wave_us.push_back(m->time_us.median / static_cast<double>(gemm_waves(M, N, tm, tn, gemm_sm_effective_sms(*m))));
   }
   std::vector<double> per_shape;
   for (const auto& [key, sh] : shapes) {

@@ -81,6 +81,10 @@ std::int64_t gemm_waves(std::int64_t m, std::int64_t n, int tile_m, int tile_n, 
 // (S = R when D shows no contention). The median over shapes; ok = false without a shape measured
 // on the whole GPU and on two partitions, and when S >= sm_count (nothing to model). Those rows
 // (fit_sms per shape) are the fit's; validate scores the others.
+// The SMs a gemm_sm row's GEMM could run on: config.sms, or fewer where the calibration found the
+// partition hosting its thread-block clusters on fewer SMs (derived.cluster_sms_reached).
+int gemm_sm_effective_sms(const Measurement& m);
+
 struct FullRateFit {
   bool ok = false;
   double sms = 0;

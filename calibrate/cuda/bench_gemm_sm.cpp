@@ -33,15 +33,30 @@ void bench_gemm_sm(Driver& d) {
       o["split_k"] = info.split_k;
       o["swizzle"] = info.swizzle;
       o["algo_id"] = info.algo_id;
+      o["cluster_shape_id"] = info.cluster_shape_id;
+      o["cluster_m"] = info.cluster_m;
+      o["cluster_n"] = info.cluster_n;
+    };
+    // The SMs the partition can give to the kernel's clusters (a cluster's CTAs share a GPC): on
+    // the H100 of 2026-11-23 partitions of 104-128 SMs ran as if about 92 were busy. The cluster
+    // size the algorithm names, else 2 (what cuBLAS's Hopper kernels run with AUTO); not timed.
+    const int cluster = info.cluster_m * info.cluster_n > 0 ? info.cluster_m * info.cluster_n : 2;
+    auto reach = [&](cudaStream_t st, int sms, nlohmann::json& o) {
+      o["cluster_probe"] = cluster;
+      o["sms_reached"] = cuda::sms_reached_by_clusters(1, 4 * sms, 20000, st);
+      o["cluster_sms_reached"] = cuda::sms_reached_by_clusters(cluster, 4 * sms, 20000, st);
     };
     for (int k : counts) {
       if (k == d.sm_count()) {
         // The whole GPU: the primary context (a green context cannot hold every SM on every part).
+        nlohmann::json reached;
+        reach(d.stream(), k, reached);
         d.measure(bench::gemm_sm, {{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", g.dtype}, {"sms", k}},
                   [&] { gemm.run(a.get(), b.get(), out.get(), d.stream()); },
                   [&](const SampleStats&, nlohmann::json& o) {
                     o["sms_granted"] = k;
                     algo(o);
+                    o.update(reached);
                   });
         continue;
       }
@@ -49,12 +64,15 @@ void bench_gemm_sm(Driver& d) {
       parts[0].make_current();
       cudaStream_t s = parts[0].make_stream();
       const int granted = parts[0].sms();
+      nlohmann::json reached;
+      reach(s, granted, reached);
       d.measure(bench::gemm_sm, {{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", g.dtype}, {"sms", granted}},
                 [&] { gemm.run(a.get(), b.get(), out.get(), s); },
                 [&](const SampleStats&, nlohmann::json& o) {
                   o["sms_granted"] = granted;
                   o["sms_asked"] = k;
                   algo(o);
+                  o.update(reached);
                 },
                 s, d.options().quick ? 5 : 10);
       CUDA_CHECK(cudaStreamSynchronize(s));

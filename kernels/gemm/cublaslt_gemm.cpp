@@ -1,6 +1,7 @@
 #include "kernels/gemm/cublaslt_gemm.hpp"
 
 #include <stdexcept>
+#include <tuple>
 
 #include "kernels/common/check.hpp"
 
@@ -69,11 +70,30 @@ LtGemm::LtGemm(cublasLtHandle_t handle, std::int64_t m, std::int64_t n, std::int
   get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &info_.split_k);
   get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &info_.swizzle);
   get(CUBLASLT_ALGO_CONFIG_STAGES_ID, &info_.stages_id);
+  get(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &info_.cluster_shape_id);
+  std::tie(info_.cluster_m, info_.cluster_n) = lt_cluster_dims(info_.cluster_shape_id);
   for (const auto& t : kLtTiles) {
     if (t[0] == info_.tile_id) {
       info_.tile_n = t[1];  // cuBLASLt's rows are C^T's rows: our columns
       info_.tile_m = t[2];
     }
+  }
+}
+
+std::pair<int, int> lt_cluster_dims(int id) {
+  switch (id) {
+    case CUBLASLT_CLUSTER_SHAPE_1x1x1: return {1, 1};
+    case CUBLASLT_CLUSTER_SHAPE_2x1x1: return {2, 1};
+    case CUBLASLT_CLUSTER_SHAPE_4x1x1: return {4, 1};
+    case CUBLASLT_CLUSTER_SHAPE_1x2x1: return {1, 2};
+    case CUBLASLT_CLUSTER_SHAPE_2x2x1: return {2, 2};
+    case CUBLASLT_CLUSTER_SHAPE_4x2x1: return {4, 2};
+    case CUBLASLT_CLUSTER_SHAPE_1x4x1: return {1, 4};
+    case CUBLASLT_CLUSTER_SHAPE_2x4x1: return {2, 4};
+    case CUBLASLT_CLUSTER_SHAPE_4x4x1: return {4, 4};
+    case CUBLASLT_CLUSTER_SHAPE_8x1x1: return {8, 1};
+    case CUBLASLT_CLUSTER_SHAPE_1x8x1: return {1, 8};
+    default: return {0, 0};
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace overlap::cuda {
 
@@ -19,7 +20,14 @@ struct LtAlgoInfo {
   int split_k = 1;
   int swizzle = 0;
   int stages_id = 0;
+  // CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID and its dimensions (0 x 0: AUTO or a shape not decoded,
+  // the kernel picks at run time).
+  int cluster_shape_id = 0;
+  int cluster_m = 0, cluster_n = 0;
 };
+
+// The dimensions of a cublasLtClusterShape_t id ({0, 0} for AUTO or an id this table lacks).
+std::pair<int, int> lt_cluster_dims(int cluster_shape_id);
 
 class LtGemm {
  public:

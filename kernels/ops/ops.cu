@@ -2,9 +2,11 @@
 
 #include <cuda_fp8.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <vector>
 
 #include "kernels/common/check.hpp"
 
@@ -127,6 +129,21 @@ __global__ void sm_copy_kernel(uint4* dst, const uint4* src, std::size_t vecs, i
     for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < vecs; i += std::size_t(gridDim.x) * blockDim.x) {
       dst[i] = src[i];
     }
+  }
+}
+
+__global__ void smid_kernel(int* smid_of_block, std::uint64_t hold_ns) {
+  extern __shared__ unsigned char hold_sm[];  // sized to allow one CTA per SM
+  if (threadIdx.x == 0) {
+    unsigned int id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    smid_of_block[blockIdx.x] = static_cast<int>(id);
+    hold_sm[0] = 1;
+    std::uint64_t t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (t - t0 < hold_ns);
   }
 }
 
@@ -277,6 +294,39 @@ void sm_copy(void* dst, const void* src, std::size_t bytes, int ctas, int iters,
   CUDA_CHECK(cudaFuncSetAttribute(sm_copy_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, want));
   sm_copy_kernel<<<ctas, 512, want, s>>>(static_cast<uint4*>(dst), static_cast<const uint4*>(src), bytes / 16, iters);
   CUDA_CHECK_LAUNCH();
+}
+
+int sms_reached_by_clusters(int cluster, int blocks, std::uint64_t hold_ns, cudaStream_t s) {
+  if (cluster < 1 || blocks < 1) throw std::invalid_argument("sms_reached_by_clusters: cluster and blocks must be positive");
+  const int grid = (blocks + cluster - 1) / cluster * cluster;
+  int dev = 0, smem = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  const int want = smem / 2 + 1024;  // more than half an SM's: one CTA per SM
+  CUDA_CHECK(cudaFuncSetAttribute(smid_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, want));
+  if (cluster > 8) CUDA_CHECK(cudaFuncSetAttribute(smid_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  int* ids = nullptr;
+  CUDA_CHECK(cudaMallocAsync(&ids, sizeof(int) * static_cast<std::size_t>(grid), s));
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(grid));
+  cfg.blockDim = dim3(32);
+  cfg.dynamicSmemBytes = static_cast<std::size_t>(want);
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(cluster);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  CUDA_CHECK(cudaLaunchKernelEx(&cfg, smid_kernel, ids, hold_ns));
+  CUDA_CHECK_LAUNCH();
+  std::vector<int> host(static_cast<std::size_t>(grid));
+  CUDA_CHECK(cudaMemcpyAsync(host.data(), ids, sizeof(int) * host.size(), cudaMemcpyDeviceToHost, s));
+  CUDA_CHECK(cudaFreeAsync(ids, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  std::sort(host.begin(), host.end());
+  return static_cast<int>(std::unique(host.begin(), host.end()) - host.begin());
 }
 
 void gemv_bf16(__nv_bfloat16* y, const __nv_bfloat16* W, const __nv_bfloat16* x, std::int64_t rows, std::int64_t cols,

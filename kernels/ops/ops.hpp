@@ -42,6 +42,14 @@ void sm_copy(void* dst, const void* src, std::size_t bytes, int ctas, int iters,
 void gemv_bf16(__nv_bfloat16* y, const __nv_bfloat16* W, const __nv_bfloat16* x, std::int64_t rows,
                std::int64_t cols, cudaStream_t s);
 
+// How many SMs the stream's SMs (a green-context partition, or the whole GPU) can give to thread
+// block clusters of `cluster` CTAs, each CTA holding a whole SM as cuBLAS's big-tile kernels do: a
+// grid of `blocks` such CTAs (rounded up to whole clusters) records where each CTA ran, each holding
+// its SM for `hold_ns` so the first wave spreads over every SM it can reach; returns the distinct
+// SMs used. A cluster's CTAs must share a GPC, so a partition whose SMs split unevenly over GPCs
+// can host fewer SMs' worth of clusters than it has SMs. Synchronises `s`.
+int sms_reached_by_clusters(int cluster, int blocks, std::uint64_t hold_ns, cudaStream_t s);
+
 void empty_kernel(cudaStream_t s);
 // One thread that holds the stream for `ns` nanoseconds (%globaltimer): work launched behind it
 // queues up, so its timing shows the device-side gaps without the host's launch rate.

@@ -211,3 +211,36 @@ TEST_CASE("validate: a GEMM beside a D2D copy shares HBM with it in the engine",
   CHECK(small > alone * 1.01);  // the copy takes HBM the GEMM's tiles need
   CHECK(large > small);         // and longer, the longer it runs beside it
 }
+
+TEST_CASE("validate: a partition that hosts the GEMM's clusters on fewer SMs is predicted on those", "[calibrate][validate]") {
+  const fs::path tmp = fs::temp_directory_path() / "overlap-validate-clusters";
+  fs::remove_all(tmp);
+  fs::copy(kFixture, tmp, fs::copy_options::recursive);
+  std::ifstream in(tmp / "measurements.json");
+  json doc = json::parse(in);
+  in.close();
+  // The 8192x8192x4096 GEMM on 104 SMs: its clusters reached only 92 of them.
+  for (auto& m : doc["measurements"]) {
+    if (m["benchmark"] == "gemm_sm" && m["config"]["m"] == 8192 && m["config"]["sms"] == 104) m["derived"]["cluster_sms_reached"] = 92;
+    if (m["benchmark"] == "gemm_sm" && m["config"]["m"] == 8192 && m["config"]["sms"] == 96) m["derived"]["cluster_sms_reached"] = 120;
+  }
+  std::ofstream(tmp / "measurements.json") << doc.dump(2);
+  const auto rep = overlap::tools::validate_dir(tmp.string());
+  fs::remove_all(tmp);
+  const overlap::HardwareProfile p = overlap::load_profile_file(kFixture + "/profile.yaml");
+  const overlap::GemmPlan plan = overlap::plan_gemm(p, {8192, 8192, 4096, overlap::DType::bf16});
+  int seen = 0;
+  for (const auto& r : group(rep, "gemm_sm")->rows) {
+    if (r.config.rfind("8192x8192x4096 bf16 on 104 SMs", 0) == 0) {
+      CHECK(r.config == "8192x8192x4096 bf16 on 104 SMs (92 reached by its clusters)");
+      CHECK(r.predicted_us == Approx(overlap::us_from_ps(plan.waves(92) * plan.cta_ps)));
+      ++seen;
+    }
+    if (r.config.rfind("8192x8192x4096 bf16 on 96 SMs", 0) == 0) {
+      CHECK(r.config == "8192x8192x4096 bf16 on 96 SMs");  // more reached than granted: the partition's
+      CHECK(r.predicted_us == Approx(overlap::us_from_ps(plan.waves(96) * plan.cta_ps)));
+      ++seen;
+    }
+  }
+  CHECK(seen == 2);
+}
