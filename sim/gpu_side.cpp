@@ -21,6 +21,7 @@ GpuSide::GpuSide(SimContext& ctx, GpuListener& listener, NetworkSide& net)
     g.sm_total += c.sm_count;
     g.interference = c.comm_interference;
     g.full_rate_sms = c.full_rate_sms;
+    full_rate_ = full_rate_ || c.full_rate_sms > 0;
   }
   for (int p = 0; p < ranks; ++p) {
     const int engines = ctx.node.gpus[static_cast<std::size_t>(p)].copy_engines;
@@ -233,6 +234,7 @@ void GpuSide::comm_sms_changed(PhysicalGpu& g, int delta) {
 }
 
 void GpuSide::tile_sms_changed(OpId id, int delta) {
+  if (!full_rate_) return;
   const Op& o = ctx_.op(id);
   if (!is_tile_kernel(o.kind) || o.comm || o.reference_sms <= 0) return;
   PhysicalGpu& g = phys_of(id);
@@ -244,6 +246,7 @@ void GpuSide::tile_sms_changed(OpId id, int delta) {
 }
 
 double GpuSide::saturation_rate(OpId id) const {
+  if (!full_rate_) return 1.0;
   const Op& o = ctx_.op(id);
   const PhysicalGpu& g = phys_[static_cast<std::size_t>(ctx_.physical(ctx_.rank(id)))];
   if (g.full_rate_sms <= 0 || o.reference_sms <= 0) return 1.0;

@@ -114,6 +114,7 @@ class GpuSide {
   std::vector<OpId> scratch_ops_;
   std::vector<int> scratch_phys_;
   std::uint64_t launch_seq_ = 0;
+  bool full_rate_ = false;  // some physical GPU has GpuConfig::full_rate_sms (else no tile counting)
 };
 
 }  // namespace overlap::sim
