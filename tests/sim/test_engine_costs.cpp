@@ -412,3 +412,23 @@ TEST_CASE("full-rate SMs: GEMM tiles slow when more SMs of the physical GPU run 
     CHECK(tl.ops[b].end_ps == 2 * kTile);
   }
 }
+
+TEST_CASE("full-rate SMs: a GEMM running faster than calibrated asks HBM for more", "[engine][saturation][hbm]") {
+  // 4 SMs of a GPU whose CTA times were measured with 8 busy; limit 4: tiles run twice as fast
+  // (max(4, 8) / max(4, 4)) unless HBM holds them back. 4 tiles of 1 MB each per microsecond at
+  // rate 1 ask 4000 GB/s; at rate 2, 8000 GB/s of the 6000 there is: rate 2 x 6000 / 8000 = 1.5.
+  NodeConfig node;
+  node.gpus.push_back(GpuConfig{4, 1, -1, 0, 4});
+  node.fabric.add_node("gpu0", 0);
+  node.fabric.set_hbm(0, 6000.0);
+  TaskGraph g(1);
+  Op op = tiled("gemm", g.add_stream(0, "s"), 4);
+  op.reference_sms = 8;
+  op.hbm_bytes_per_cta = 1'000'000;
+  const OpId a = g.add(op);
+  const Timeline tl = run(g, node);
+  CHECK(std::llabs(tl.ops[a].end_ps - 666'667) <= 2);
+  // With HBM to spare the speed-up is whole: half the CTA time.
+  node.fabric.set_hbm(0, 9000.0);
+  CHECK(run(g, node).ops[a].end_ps == kTile / 2);
+}
