@@ -6,7 +6,9 @@
 // 16-17, Alg. 2 lines 20-21) through the communication library (NCCL send/recv on GPUs, HCCL on
 // Ascend), whose kernels run on SMs and match sender with receiver. So every exchange is a
 // comm_kernel whose phase holds the sends and receives: the engine matches them across ranks,
-// shares the links, and the kernel holds its channels' SMs while it runs.
+// shares the links, and the kernel holds its channels' SMs while it runs (transport nccl, the
+// default). transport copy_engine replaces each exchange by the receiver's copy-engine pull, which
+// holds no SMs: what the reference kernels run on virtual ranks of one GPU.
 #include <algorithm>
 #include <array>
 #include <cstdint>
