@@ -101,6 +101,7 @@ GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& s) {
     }
   }
   plan.tiles = ceil_div(s.m, plan.tile_m) * ceil_div(s.n, plan.tile_n);
+  plan.reference_sms = static_cast<int>(std::min<std::int64_t>(gpu.sm_count, ceil_div(plan.tiles, plan.ctas_per_sm)));
 
   if (cal) {
     // Calibrated: the measured duration spread over the measured waves (design.md "Calibration").
@@ -108,13 +109,8 @@ GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& s) {
     // gemm_saturation_factor of a wave, so the whole GPU reproduces the measured duration.
     plan.calibrated = true;
     const std::int64_t w = plan.waves(gpu.sm_count);
-    double wave_units = static_cast<double>(w);
-    if (gpu.gemm_full_rate_sms > 0) {
-      const std::int64_t last_tiles = plan.tiles - (w - 1) * static_cast<std::int64_t>(slots);
-      const int last_sms = static_cast<int>(ceil_div(last_tiles, static_cast<std::int64_t>(plan.ctas_per_sm)));
-      const int reference = static_cast<int>(std::min<std::int64_t>(gpu.sm_count, ceil_div(plan.tiles, static_cast<std::int64_t>(plan.ctas_per_sm))));
-      wave_units = static_cast<double>(w - 1) + gemm_saturation_factor(gpu, reference, last_sms);
-    }
+    const double wave_units =
+        static_cast<double>(w - 1) + gemm_saturation_factor(gpu, plan.reference_sms, last_wave_sms(plan, gpu.sm_count));
     plan.cta_ps = std::max<Ps>(1, static_cast<Ps>(static_cast<double>(ps_from_us(cal->duration_us)) / wave_units));
   } else if (roofline) {
     plan.cta_ps = std::max<Ps>(1, checked_ps(std::ceil(
@@ -129,8 +125,14 @@ GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& s) {
     plan.memory_ps = transfer_ps(plan.weight_bytes, gpu.hbm_bandwidth_gbps * gpu.hbm_efficiency);
   }
   plan.memory_bound = plan.memory_ps > plan.waves(gpu.sm_count) * plan.cta_ps;
-  plan.reference_sms = static_cast<int>(std::min<std::int64_t>(gpu.sm_count, ceil_div(plan.tiles, plan.ctas_per_sm)));
   return plan;
+}
+
+int last_wave_sms(const GemmPlan& plan, int sm_avail) {
+  const std::int64_t w = plan.waves(sm_avail);
+  if (w == 0) return 0;
+  const std::int64_t last_tiles = plan.tiles - (w - 1) * static_cast<std::int64_t>(sm_avail) * plan.ctas_per_sm;
+  return static_cast<int>(ceil_div(last_tiles, static_cast<std::int64_t>(plan.ctas_per_sm)));
 }
 
 double gemm_saturation_factor(const GpuSpec& gpu, int reference_sms, int busy_sms) {
@@ -158,13 +160,10 @@ Ps gemm_time_ps(const HardwareProfile& profile, const GemmShape& shape, int sms_
   Ps compute = waves * cta;
   if (profile.gpu.gemm_full_rate_sms > 0 && waves > 0 && plan.memory_ps <= compute) {
     // Full waves keep every available SM busy; the last holds the SMs its remaining tiles need.
-    const std::int64_t slots = static_cast<std::int64_t>(sms_available) * plan.ctas_per_sm;
-    const std::int64_t last_tiles = plan.tiles - (waves - 1) * slots;
-    const int last_sms = static_cast<int>(ceil_div(last_tiles, static_cast<std::int64_t>(plan.ctas_per_sm)));
     auto scaled = [&](int sms) {
       return checked_ps(std::ceil(static_cast<double>(cta) * gemm_saturation_factor(profile.gpu, plan.reference_sms, sms) - 1e-6));
     };
-    compute = (waves - 1) * scaled(sms_available) + scaled(last_sms);
+    compute = (waves - 1) * scaled(sms_available) + scaled(last_wave_sms(plan, sms_available));
   }
   return std::max(compute, plan.memory_ps);
 }

@@ -49,6 +49,8 @@ GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& shape);
 // max(S, busy) / max(S, reference); 1 when S is 0 (not modelled) or the reference is unknown (0).
 // Below 1 when fewer SMs are busy than at calibration (a GEMM confined to a partition).
 double gemm_saturation_factor(const GpuSpec& gpu, int reference_sms, int busy_sms);
+// SMs the last of plan.waves(sm_avail) waves holds: its remaining tiles over ctas_per_sm (0 tiles: 0).
+int last_wave_sms(const GemmPlan& plan, int sm_avail);
 
 // Per-CTA slowdown while `busy_sms` SMs run communication kernels (GpuSpec::gemm_comm_interference).
 double gemm_comm_slowdown(const GpuSpec& gpu, int busy_sms);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -56,6 +57,21 @@ void check_against_record(const std::string& dir) {
     REQUIRE(now["median_abs_error_pct"].contains(bench));
     CHECK(now["median_abs_error_pct"][bench].get<double>() <= figure.get<double>() + kMarginPct);
   }
+}
+
+// validate_dir on a copy of the fixture whose measurements `patch` edits (one call per measurement).
+overlap::tools::ValidationReport validate_patched_fixture(const std::string& name, const std::function<void(json&)>& patch) {
+  const fs::path tmp = fs::temp_directory_path() / name;
+  fs::remove_all(tmp);
+  fs::copy(kFixture, tmp, fs::copy_options::recursive);
+  std::ifstream in(tmp / "measurements.json");
+  json doc = json::parse(in);
+  in.close();
+  for (auto& m : doc["measurements"]) patch(m);
+  std::ofstream(tmp / "measurements.json") << doc.dump(2);
+  auto rep = overlap::tools::validate_dir(tmp.string());
+  fs::remove_all(tmp);
+  return rep;
 }
 
 }  // namespace
@@ -179,20 +195,11 @@ TEST_CASE("committed results directories stay within their recorded validation e
 }
 
 TEST_CASE("validate: a GEMM beside a D2D copy shares HBM with it in the engine", "[calibrate][validate]") {
-  const fs::path tmp = fs::temp_directory_path() / "overlap-validate-ce";
   // The fixture's rows predate copy_bytes: give the D2D row a copy of `bytes` and validate.
   auto predicted = [&](double bytes, double* alone) {
-    fs::remove_all(tmp);
-    fs::copy(kFixture, tmp, fs::copy_options::recursive);
-    std::ifstream in(tmp / "measurements.json");
-    json doc = json::parse(in);
-    in.close();
-    for (auto& m : doc["measurements"]) {
+    const auto rep = validate_patched_fixture("overlap-validate-ce", [bytes](json& m) {
       if (m["benchmark"] == "interference_copy_engine" && m["config"]["direction"] == "d2d") m["config"]["copy_bytes"] = bytes;
-    }
-    std::ofstream(tmp / "measurements.json") << doc.dump(2);
-    const auto rep = overlap::tools::validate_dir(tmp.string());
-    fs::remove_all(tmp);
+    });
     for (const auto& r : group(rep, "gemm")->rows) {
       if (r.config == "8192x8192x4096 bf16") *alone = r.predicted_us;
     }
@@ -213,20 +220,12 @@ TEST_CASE("validate: a GEMM beside a D2D copy shares HBM with it in the engine",
 }
 
 TEST_CASE("validate: a partition that hosts the GEMM's clusters on fewer SMs is predicted on those", "[calibrate][validate]") {
-  const fs::path tmp = fs::temp_directory_path() / "overlap-validate-clusters";
-  fs::remove_all(tmp);
-  fs::copy(kFixture, tmp, fs::copy_options::recursive);
-  std::ifstream in(tmp / "measurements.json");
-  json doc = json::parse(in);
-  in.close();
   // The 8192x8192x4096 GEMM on 104 SMs: its clusters reached only 92 of them.
-  for (auto& m : doc["measurements"]) {
-    if (m["benchmark"] == "gemm_sm" && m["config"]["m"] == 8192 && m["config"]["sms"] == 104) m["derived"]["cluster_sms_reached"] = 92;
-    if (m["benchmark"] == "gemm_sm" && m["config"]["m"] == 8192 && m["config"]["sms"] == 96) m["derived"]["cluster_sms_reached"] = 120;
-  }
-  std::ofstream(tmp / "measurements.json") << doc.dump(2);
-  const auto rep = overlap::tools::validate_dir(tmp.string());
-  fs::remove_all(tmp);
+  const auto rep = validate_patched_fixture("overlap-validate-clusters", [](json& m) {
+    if (m["benchmark"] != "gemm_sm" || m["config"]["m"] != 8192) return;
+    if (m["config"]["sms"] == 104) m["derived"]["cluster_sms_reached"] = 92;
+    if (m["config"]["sms"] == 96) m["derived"]["cluster_sms_reached"] = 120;
+  });
   const overlap::HardwareProfile p = overlap::load_profile_file(kFixture + "/profile.yaml");
   const overlap::GemmPlan plan = overlap::plan_gemm(p, {8192, 8192, 4096, overlap::DType::bf16});
   int seen = 0;

@@ -116,80 +116,54 @@ TEST_CASE("commfuse byte accounting holds for every schedule and m", "[commfuse]
   }
 }
 
-TEST_CASE("FuseRS latency = max(T*c, c + (T-1)*p) on an idealised node", "[commfuse][closed_form]") {
+TEST_CASE("FuseRS latency = max(T*c, c + (T-1)*p) on an idealised node", "[commfuse][closed_form][transport]") {
   const SchemeInfo* s = find_scheme("commfuse");
   REQUIRE(s);
   const int T = 4;
-  // Per rank: 4096 x 1024 x 1024; a slice is 1024 rows = 64 tiles (one wave beside the 8 P2P SMs),
-  // so c = 1 us; a slice's partial is 1024 x 1024 x 2 B = 2 MiB.
+  // Per rank: 4096 x 1024 x 1024; a slice is 1024 rows = 64 tiles (one wave beside the 8 P2P SMs,
+  // or on all 132 with copy-engine pulls), so c = 1 us; a slice's partial is 1024 x 1024 x 2 B = 2 MiB.
   const Workload w = gemm_workload(T, Primitive::reduce_scatter, 4096, 1024, 1024);
   const Bytes slice_bytes = 1024 * 1024 * 2;
-  for (double gbps : {1000.0, 4000.0}) {  // p = 2.10 us > c, and p = 0.52 us < c
-    for (const char* sched : {"ring", "circular"}) {
-      const HardwareProfile hw = ideal_profile(T, gbps);
-      const nlohmann::json params = {{"schedule", sched}};
-      BuildContext ctx{w, hw, params, Fidelity::steps};
-      const BuiltScheme built = s->build(ctx);
-      const Timeline tl = run(built.graph, make_node(hw, T));
-      const Ps c = plan_gemm(hw, overlap::GemmShape{1024, 1024, 1024, DType::bf16}).cta_ps;
-      REQUIRE(c == kPsPerUs);
-      const Ps p = transfer_ps(slice_bytes, gbps);
-      // The one elementwise add of the own slice at the end (ring: B_in + O; direct: sum of the T
-      // buffers) and, in the ring, one add before each forward (Alg. 2 line 16): picoseconds here.
-      const std::string last = std::string("rowpar.rs.slice0.0.reduce");
-      const OpRecord& red = record_named(built.graph, tl, last, 0);
-      const Ps a_end = red.end_ps - red.start_ps;
-      Ps a_fwd = 0;
-      if (std::string(sched) == "ring") {
-        const OpRecord& add = record_named(built.graph, tl, "rowpar.rs.slice2.0.add", 0);
-        a_fwd = add.end_ps - add.start_ps;
+  for (const char* transport : {"nccl", "copy_engine"}) {
+    for (double gbps : {1000.0, 4000.0}) {  // p = 2.10 us > c, and p = 0.52 us < c
+      for (const char* sched : {"ring", "circular"}) {
+        const HardwareProfile hw = ideal_profile(T, gbps);
+        const nlohmann::json params = {{"schedule", sched}, {"transport", transport}};
+        BuildContext ctx{w, hw, params, Fidelity::steps};
+        const BuiltScheme built = s->build(ctx);
+        INFO(transport << " " << sched << " at " << gbps << " GB/s");
+        if (std::string(transport) == "copy_engine") {
+          // The receiver pulls once the sender's partial exists, and nothing holds SMs for it.
+          int copies = 0;
+          for (OpId i = 0; i < static_cast<OpId>(built.graph.ops().size()); ++i) {
+            const Op& op = built.graph.op(i);
+            CHECK(op.kind != OpKind::comm_kernel);
+            if (op.kind != OpKind::copy) continue;
+            ++copies;
+            CHECK(op.dst_gpu == built.graph.rank_of(i));
+            CHECK(std::any_of(op.deps.begin(), op.deps.end(), [&](OpId d) { return built.graph.rank_of(d) == op.src_gpu; }));
+          }
+          CHECK(copies == T * (T - 1));
+        }
+        const Timeline tl = run(built.graph, make_node(hw, T));
+        const Ps c = plan_gemm(hw, overlap::GemmShape{1024, 1024, 1024, DType::bf16}).cta_ps;
+        REQUIRE(c == kPsPerUs);
+        const Ps p = transfer_ps(slice_bytes, gbps);
+        // The one elementwise add of the own slice at the end (ring: B_in + O; direct: sum of the T
+        // buffers) and, in the ring, one add before each forward (Alg. 2 line 16): picoseconds here.
+        const OpRecord& red = record_named(built.graph, tl, "rowpar.rs.slice0.0.reduce", 0);
+        const Ps a_end = red.end_ps - red.start_ps;
+        Ps a_fwd = 0;
+        if (std::string(sched) == "ring") {
+          const OpRecord& add = record_named(built.graph, tl, "rowpar.rs.slice2.0.add", 0);
+          a_fwd = add.end_ps - add.start_ps;
+        }
+        CHECK(a_end < 100);
+        CHECK(a_fwd < 100);
+        const Ps expected = std::max<Ps>(T * c, c + (T - 1) * p + (T - 2) * a_fwd) + a_end;
+        INFO("c=" << c << " p=" << p);
+        CHECK(std::llabs(tl.makespan_ps - expected) <= 2 * T);  // rounding of max-min rates
       }
-      CHECK(a_end < 100);
-      CHECK(a_fwd < 100);
-      const Ps expected = std::max<Ps>(T * c, c + (T - 1) * p + (T - 2) * a_fwd) + a_end;
-      INFO(sched << " at " << gbps << " GB/s: c=" << c << " p=" << p);
-      CHECK(std::llabs(tl.makespan_ps - expected) <= 2 * T);  // rounding of max-min rates
-    }
-  }
-}
-
-TEST_CASE("copy-engine exchanges: the receiver pulls once the sender's partial exists, no SMs taken", "[commfuse][transport]") {
-  const SchemeInfo* s = find_scheme("commfuse");
-  REQUIRE(s);
-  const int T = 4;
-  const Workload w = gemm_workload(T, Primitive::reduce_scatter, 4096, 1024, 1024);
-  const Bytes slice_bytes = 1024 * 1024 * 2;
-  for (double gbps : {1000.0, 4000.0}) {
-    for (const char* sched : {"ring", "circular"}) {
-      const HardwareProfile hw = ideal_profile(T, gbps);
-      const nlohmann::json params = {{"schedule", sched}, {"transport", "copy_engine"}};
-      BuildContext ctx{w, hw, params, Fidelity::steps};
-      const BuiltScheme built = s->build(ctx);
-      int copies = 0;
-      for (OpId i = 0; i < static_cast<OpId>(built.graph.ops().size()); ++i) {
-        const Op& op = built.graph.op(i);
-        CHECK(op.kind != OpKind::comm_kernel);  // nothing holds SMs for the exchanges
-        if (op.kind != OpKind::copy) continue;
-        ++copies;
-        // A pull into its own rank, waiting for an op of the rank it pulls from.
-        CHECK(op.dst_gpu == built.graph.rank_of(i));
-        CHECK(std::any_of(op.deps.begin(), op.deps.end(), [&](OpId d) { return built.graph.rank_of(d) == op.src_gpu; }));
-      }
-      CHECK(copies == T * (T - 1));
-      // The same closed form as NCCL's exchanges (Sec. 3.2): every slice's GEMM still one wave,
-      // now on all 132 SMs, and each step's pull at the link's rate.
-      const Timeline tl = run(built.graph, make_node(hw, T));
-      const Ps c = plan_gemm(hw, overlap::GemmShape{1024, 1024, 1024, DType::bf16}).cta_ps;
-      const Ps p = transfer_ps(slice_bytes, gbps);
-      const OpRecord& red = record_named(built.graph, tl, "rowpar.rs.slice0.0.reduce", 0);
-      Ps a_fwd = 0;
-      if (std::string(sched) == "ring") {
-        const OpRecord& add = record_named(built.graph, tl, "rowpar.rs.slice2.0.add", 0);
-        a_fwd = add.end_ps - add.start_ps;
-      }
-      const Ps expected = std::max<Ps>(T * c, c + (T - 1) * p + (T - 2) * a_fwd) + (red.end_ps - red.start_ps);
-      INFO(sched << " at " << gbps << " GB/s: c=" << c << " p=" << p);
-      CHECK(std::llabs(tl.makespan_ps - expected) <= 2 * T);
     }
   }
 }
