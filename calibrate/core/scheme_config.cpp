@@ -46,11 +46,12 @@ void check_params(const JsonReader& params, SchemeRunConfig& c) {
     (void)streams;
   } else if (s == "commfuse") {
     params.allow_keys({"m", "schedule", "transport"});
-    // How the reference kernels exchange: copy-engine pulls on virtual ranks, NCCL send/recv on a
-    // real node (the runner refuses the other); the simulator's commfuse takes the same parameter.
+    // How the reference kernels exchange: copy-engine pulls (virtual ranks; a real node's ranks
+    // through peer memory) or NCCL send/recv (real nodes only; the runner refuses it on virtual
+    // ranks); the simulator's commfuse takes the same parameter.
     const std::string transport = params.get_string("transport", "copy_engine");
     if (transport != "copy_engine" && transport != "nccl") {
-      params.fail_at("transport", "must be copy_engine (virtual ranks) or nccl (a real node) (got '" + transport + "')");
+      params.fail_at("transport", "must be copy_engine (copy-engine pulls) or nccl (NCCL send/recv, real nodes) (got '" + transport + "')");
     }
     const auto m = small_param(params, "m", 1, 64);
     const std::string sched = params.get_string("schedule", "ring");

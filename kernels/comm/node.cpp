@@ -1,9 +1,11 @@
 #include "kernels/comm/node.hpp"
 
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
 #include "kernels/comm/bootstrap.hpp"
+#include "kernels/comm/peer_memory.hpp"
 #include "kernels/common/check.hpp"
 #include "kernels/common/host_profile.hpp"
 #include "kernels/ops/ops.hpp"
@@ -60,6 +62,10 @@ class VirtualNode final : public Node {
   int rank_sms() const override { return const_cast<SmPartitions&>(parts_)[0].sms(); }
   void activate(int rank) override { parts_[rank].make_current(); }
   void barrier(cudaStream_t) override {}
+  void use_transport(Transport t) override {
+    if (t != Transport::copy_engine) throw std::invalid_argument("virtual ranks exchange by copy engine only (transport copy_engine)");
+  }
+  Transport transport() const override { return Transport::copy_engine; }
 
   void order(cudaStream_t waiter, int signaller_rank, cudaStream_t signaller) override {
     if (waiter == signaller) return;
@@ -170,9 +176,39 @@ class NcclNode final : public Node {
     const int high = greatest_priority();
     streams_.resize(static_cast<std::size_t>(ranks));
     RankStreams& s = streams_[static_cast<std::size_t>(rank)];
-    for (auto* p : {&s.compute[0], &s.compute[1], &s.copy[0], &s.copy[1]}) CUDA_CHECK(cudaStreamCreateWithFlags(p, cudaStreamNonBlocking));
+    for (auto* p : {&s.compute[0], &s.compute[1], &s.copy[0], &s.copy[1], &signal_[0], &signal_[1]}) {
+      CUDA_CHECK(cudaStreamCreateWithFlags(p, cudaStreamNonBlocking));
+    }
     CUDA_CHECK(cudaStreamCreateWithPriority(&s.comm, cudaStreamNonBlocking, high));
     CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+    try {
+      peer_ = std::make_unique<PeerMemory>(comm_, rank_, ranks_, s.comm, 2);
+    } catch (const std::runtime_error& e) {
+      no_peer_memory_ = e.what();
+    }
+  }
+  void use_transport(Transport t) override {
+    if (t == Transport::copy_engine && !peer_) {
+      throw std::invalid_argument("this node has no peer memory for copy-engine pulls: " + no_peer_memory_);
+    }
+    transport_ = t;
+  }
+  Transport transport() const override { return transport_; }
+  std::shared_ptr<void> share(const std::vector<std::pair<const void*, std::size_t>>& buffers) override {
+    if (transport_ != Transport::copy_engine) return nullptr;
+    peer_->share(buffers);
+    PeerMemory* p = peer_.get();
+    // The token's end is a collective too (every rank's GemmRun ends in the same order).
+    return std::shared_ptr<void>(p, [](PeerMemory* m) {
+      try {
+        m->unshare();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "peer memory: %s\n", e.what());
+      }
+    });
+  }
+  const void* peer(int rank, const void* local, std::size_t bytes) const override {
+    return transport_ == Transport::copy_engine ? peer_->peer(rank, local, bytes) : nullptr;
   }
   int ranks() const override { return ranks_; }
   bool is_virtual() const override { return false; }
@@ -189,7 +225,29 @@ class NcclNode final : public Node {
     CUDA_CHECK(cudaStreamWaitEvent(waiter, event_, 0));
   }
   void transfer(const std::vector<Transfer>& xfers, int idx) override {
-    cudaStream_t s = streams(rank_).copy[idx & 1];
+    idx &= 1;
+    cudaStream_t s = streams(rank_).copy[idx];
+    for (const auto& x : xfers) {
+      if (x.src == rank_ && !x.src_ready) throw std::logic_error("transfer from this rank without the stream its data is ready on");
+    }
+    if (transport_ == Transport::copy_engine) {
+      // One-sided: the sender announces its data on its signal stream, the receiver's copy engine
+      // pulls from the sender's memory once announced. Every signal of the step is enqueued before
+      // any wait, so where the driver runs a signal stream and a copy stream on one hardware queue,
+      // no wait sits ahead of a signal a peer is waiting for.
+      for (const auto& x : xfers) {
+        if (x.src != rank_) continue;
+        order(signal_[idx], rank_, x.src_ready);
+        peer_->signal_ready(signal_[idx], x.dst, idx);
+      }
+      for (const auto& x : xfers) {
+        if (x.dst != rank_) continue;
+        if (!x.src_ptr || !x.dst_ptr) throw std::logic_error("copy-engine pull without the peer's address (GemmRun::on_rank) or its destination");
+        peer_->wait_ready(s, x.src, idx);
+        CUDA_CHECK(cudaMemcpyAsync(x.dst_ptr, x.src_ptr, x.bytes, cudaMemcpyDeviceToDevice, s));
+      }
+      return;
+    }
     for (const auto& x : xfers) {
       if (x.src == rank_) order(s, rank_, x.src_ready);
     }
@@ -213,10 +271,16 @@ class NcclNode final : public Node {
   }
 
  private:
+  std::vector<cudaStream_t> node_streams() const override { return {signal_[0], signal_[1]}; }
+
   ncclComm_t comm_;
   int rank_, ranks_, sms_;
   cudaEvent_t event_ = nullptr;
+  cudaStream_t signal_[2] = {nullptr, nullptr};  // copy-engine pulls: the sender's ready signals
   DeviceBuffer<float> token_{1};
+  std::unique_ptr<PeerMemory> peer_;
+  std::string no_peer_memory_;
+  Transport transport_ = Transport::nccl;
 };
 
 }  // namespace
@@ -225,13 +289,19 @@ void Node::fork_from(cudaEvent_t start) {
   for (int r : local_ranks()) {
     for (cudaStream_t x : streams(r).all()) CUDA_CHECK(cudaStreamWaitEvent(x, start, 0));
   }
+  for (cudaStream_t x : node_streams()) CUDA_CHECK(cudaStreamWaitEvent(x, start, 0));
 }
 
 void Node::join_to(cudaStream_t root) {
   for (int r : local_ranks()) {
     for (cudaStream_t x : streams(r).all()) order(root, r, x);
   }
+  for (cudaStream_t x : node_streams()) order(root, local_ranks().front(), x);
 }
+
+std::shared_ptr<void> Node::share(const std::vector<std::pair<const void*, std::size_t>>&) { return nullptr; }
+
+const void* Node::peer(int, const void*, std::size_t) const { return nullptr; }
 
 std::unique_ptr<Node> make_virtual_node(int device, int ranks, int sms_each, const std::string& link, std::size_t max_bytes) {
   return std::make_unique<VirtualNode>(device, ranks, sms_each, link, max_bytes);

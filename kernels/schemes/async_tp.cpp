@@ -35,18 +35,20 @@ void setup_async_tp(GemmRun& run, int streams) {
   run.enqueue = [&run, T, m, n, k, mc, prim, streams](bool skip) {
     Node& nd = run.node;
     if (prim == "all_gather") {
+      const std::size_t shard_bytes = static_cast<std::size_t>(mc * k) * sizeof(__nv_bfloat16);
       for (int s = 0; s < T; ++s) {
+        // Step s's pulls that touch this process's ranks: rank r pulls shard (r + s) mod T.
         std::vector<Transfer> xs;
-        for (int r : nd.local_ranks()) {
+        for (int r = 0; r < T && s > 0 && !skip; ++r) {
           const int j = (r + s) % T;
-          if (s == 0 || skip) continue;
+          if (!run.is_local(r) && !run.is_local(j)) continue;
           Transfer x;
           x.src = j;
           x.dst = r;
-          x.src_ptr = run.a_shard[j].get();
-          x.dst_ptr = run.a[r].get() + j * mc * k;
-          x.bytes = static_cast<std::size_t>(mc * k) * sizeof(__nv_bfloat16);
-          x.src_ready = nd.streams(j).comm;
+          x.src_ptr = run.on_rank(j, shard_bytes, [&](int q) { return run.a_shard[q].get(); });
+          x.dst_ptr = run.is_local(r) ? run.a[r].get() + j * mc * k : nullptr;
+          x.bytes = shard_bytes;
+          x.src_ready = run.is_local(j) ? nd.streams(j).comm : nullptr;
           xs.push_back(x);
         }
         if (!skip && s > 0) nd.transfer(xs, s & 1);
@@ -62,18 +64,22 @@ void setup_async_tp(GemmRun& run, int streams) {
     }
     // reduce_scatter: where each rank's accumulator of step s was produced.
     std::vector<cudaStream_t> produced(static_cast<std::size_t>(T), nullptr);
+    const std::size_t acc_bytes = static_cast<std::size_t>(mc * n) * sizeof(__nv_bfloat16);
     for (int s = 0; s < T; ++s) {
       if (s > 0 && !skip) {
+        // Rank r pulls the accumulator of step s - 1 from rank r - 1 (the transfers touching this
+        // process's ranks).
         std::vector<Transfer> xs;
-        for (int r : nd.local_ranks()) {
+        for (int r = 0; r < T; ++r) {
           const int prev = (r - 1 + T) % T;
+          if (!run.is_local(r) && !run.is_local(prev)) continue;
           Transfer x;
           x.src = prev;
           x.dst = r;
-          x.src_ptr = s - 1 == T - 1 ? nullptr : run.scratch(prev, "acc" + std::to_string(s - 1), mc * n);
-          x.dst_ptr = run.scratch(r, "recv" + std::to_string(s), mc * n);
-          x.bytes = static_cast<std::size_t>(mc * n) * sizeof(__nv_bfloat16);
-          x.src_ready = produced[static_cast<std::size_t>(prev)];
+          x.src_ptr = run.on_rank(prev, acc_bytes, [&](int q) { return run.scratch(q, "acc" + std::to_string(s - 1), mc * n); });
+          x.dst_ptr = run.is_local(r) ? run.scratch(r, "recv" + std::to_string(s), mc * n) : nullptr;
+          x.bytes = acc_bytes;
+          x.src_ready = run.is_local(prev) ? produced[static_cast<std::size_t>(prev)] : nullptr;
           xs.push_back(x);
         }
         nd.transfer(xs, s & 1);

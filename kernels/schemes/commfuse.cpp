@@ -68,40 +68,38 @@ void setup_commfuse(GemmRun& run, int msl, const std::string& schedule_name) {
     for (int q = 0; q < msl; ++q) {
       if (rs) {
         for (int i = 0; i < rounds; ++i) {
-          std::vector<Transfer> xs;
+          std::vector<cudaStream_t> ready(static_cast<std::size_t>(T), nullptr);
           for (int r : nd.local_ranks()) {
             const FuseStep* f = step_in_round(order[static_cast<std::size_t>(r)], i);
             if (!f) continue;
             cudaStream_t cs = nd.streams(r).compute[0];
             __nv_bfloat16* p = run.scratch(r, key("p", q, i), sub * n);
             gemm_rows(run, r, cs, run.a[r].get() + (f->slice * mc + q * sub) * k, p, sub);
-            __nv_bfloat16* send = p;
             if (relay && i > 0) {
               if (!skip) nd.order(cs, r, nd.done_on(r, (i - 1) & 1));
               PtrList in;
               in.add(p);
               in.add(run.scratch(r, key("recv", q, i - 1), sub * n));
-              send = run.scratch(r, key("acc", q, i), sub * n);
               nd.activate(r);
-              sum_bf16(send, in, static_cast<std::size_t>(sub * n), cs);
+              sum_bf16(run.scratch(r, key("acc", q, i), sub * n), in, static_cast<std::size_t>(sub * n), cs);
             }
-            // Direct schedules: the receiver keeps each sender's partial apart (slot = the round).
+            ready[static_cast<std::size_t>(r)] = cs;
+          }
+          // This round's sends that touch this process's ranks: rank r sends its partial (ring: its
+          // accumulator) to send_to. Direct schedules: the receiver keeps each sender's partial
+          // apart (slot = the round).
+          std::vector<Transfer> xs;
+          for (int r = 0; r < T && !skip; ++r) {
+            const FuseStep* f = step_in_round(order[static_cast<std::size_t>(r)], i);
+            if (!f || (!run.is_local(r) && !run.is_local(f->send_to))) continue;
             Transfer x;
             x.src = r;
             x.dst = f->send_to;
-            x.src_ptr = send;
-            x.dst_ptr = nd.is_virtual() ? run.scratch(f->send_to, key("recv", q, i), sub * n) : nullptr;
+            x.src_ptr = run.on_rank(r, sub_bytes_rs, [&](int o) { return run.scratch(o, key(relay && i > 0 ? "acc" : "p", q, i), sub * n); });
+            x.dst_ptr = run.is_local(f->send_to) ? run.scratch(f->send_to, key("recv", q, i), sub * n) : nullptr;
             x.bytes = sub_bytes_rs;
-            x.src_ready = cs;
+            x.src_ready = ready[static_cast<std::size_t>(r)];
             xs.push_back(x);
-            if (!nd.is_virtual()) {
-              Transfer in_x;
-              in_x.src = f->recv_from;
-              in_x.dst = r;
-              in_x.dst_ptr = run.scratch(r, key("recv", q, i), sub * n);
-              in_x.bytes = sub_bytes_rs;
-              xs.push_back(in_x);
-            }
           }
           if (!skip) nd.transfer(xs, i & 1);
         }
@@ -133,31 +131,25 @@ void setup_commfuse(GemmRun& run, int msl, const std::string& schedule_name) {
         gemm_rows(run, r, nd.streams(r).compute[0], run.a_shard[r].get() + q * sub * k, run.out[r].get() + (r * mc + q * sub) * n, sub);
       }
       for (int i = 0; i < rounds; ++i) {
+        // This round's exchanges that touch this process's ranks. What r sends: ring forwards last
+        // round's arrival, direct its own shard; it lands where the receiver's step of this round
+        // computes.
         std::vector<Transfer> xs;
-        for (int r : nd.local_ranks()) {
+        for (int r = 0; r < T && !skip; ++r) {
           const FuseStep* f = step_in_round(order[static_cast<std::size_t>(r)], i);
-          if (!f) continue;
-          // What r sends this round: ring forwards last round's arrival, direct its own shard.
+          if (!f || (!run.is_local(r) && !run.is_local(f->send_to))) continue;
           const FuseStep* prev = relay && i > 0 ? step_in_round(order[static_cast<std::size_t>(r)], i - 1) : nullptr;
+          const FuseStep* g = step_in_round(order[static_cast<std::size_t>(f->send_to)], i);
           Transfer x;
           x.src = r;
           x.dst = f->send_to;
-          x.src_ptr = prev ? run.a[r].get() + (prev->slice * mc + q * sub) * k : run.a_shard[r].get() + q * sub * k;
-          x.src_ready = prev ? nd.done_on(r, (i - 1) & 1) : nd.streams(r).comm;
+          x.src_ptr = run.on_rank(r, sub_bytes_ag, [&](int o) -> const void* {
+            return prev ? run.a[o].get() + (prev->slice * mc + q * sub) * k : run.a_shard[o].get() + q * sub * k;
+          });
+          x.dst_ptr = run.is_local(f->send_to) ? run.a[f->send_to].get() + (g->slice * mc + q * sub) * k : nullptr;
+          x.src_ready = !run.is_local(r) ? nullptr : prev ? nd.done_on(r, (i - 1) & 1) : nd.streams(r).comm;
           x.bytes = sub_bytes_ag;
-          if (nd.is_virtual()) {
-            const FuseStep* g = step_in_round(order[static_cast<std::size_t>(f->send_to)], i);
-            x.dst_ptr = run.a[f->send_to].get() + (g->slice * mc + q * sub) * k;
-            xs.push_back(x);
-          } else {
-            xs.push_back(x);
-            Transfer in_x;
-            in_x.src = f->recv_from;
-            in_x.dst = r;
-            in_x.dst_ptr = run.a[r].get() + (f->slice * mc + q * sub) * k;
-            in_x.bytes = sub_bytes_ag;
-            xs.push_back(in_x);
-          }
+          xs.push_back(x);
         }
         if (!skip) nd.transfer(xs, i & 1);
         for (int r : nd.local_ranks()) {

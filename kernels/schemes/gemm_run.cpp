@@ -122,6 +122,30 @@ __nv_bfloat16* GemmRun::scratch(int rank, const std::string& name, std::size_t e
   return list.back().second.get();
 }
 
+bool GemmRun::is_local(int rank) const {
+  const auto l = node.local_ranks();
+  return std::find(l.begin(), l.end(), rank) != l.end();
+}
+
+const void* GemmRun::on_rank(int j, std::size_t bytes, const std::function<const void*(int)>& f) const {
+  if (is_local(j)) return f(j);
+  return node.peer(j, f(node.local_ranks().front()), bytes);
+}
+
+void GemmRun::share_buffers() {
+  std::vector<std::pair<const void*, std::size_t>> list;
+  auto add = [&](const DeviceBuffer<__nv_bfloat16>& b) {
+    if (b.get()) list.emplace_back(b.get(), b.bytes());
+  };
+  // The same order on every rank: the operands, then the scratch in the order the setup asked.
+  for (int r : node.local_ranks()) {
+    const auto i = static_cast<std::size_t>(r);
+    for (const auto* v : {&a, &a_shard, &c, &out}) add((*v)[i]);
+    for (const auto& named : scratch_[i]) add(named.second);
+  }
+  shared_ = node.share(list);
+}
+
 void GemmRun::join_start() {
   primary();
   node.barrier(root_);

@@ -13,6 +13,7 @@
 #include <cuda_bf16.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,8 +47,19 @@ class GemmRun {
   std::vector<DeviceBuffer<__nv_bfloat16>> out;      // the scheme's result on rank r
   std::vector<std::vector<OutputPiece>> layout;      // set by the scheme: what out[r] holds, in order
 
-  // Scratch the schemes ask for by name (allocated on first use, per rank).
+  // Scratch the schemes ask for by name (allocated on first use, per rank). Schemes ask for all of
+  // it in their setup, so share_buffers() shares it too.
   __nv_bfloat16* scratch(int rank, const std::string& name, std::size_t elems);
+
+  bool is_local(int rank) const;
+  // Rank j's copy of a buffer every rank holds (f(r) is rank r's), as this process addresses it, for
+  // a pull of `bytes` from it: f(j) where rank j is local; on a real node pulling by copy engine,
+  // this rank's f(r) mapped into rank j's memory (symmetric buffers: node.peer); else nullptr (the
+  // receiver of an NCCL exchange does not name the sender's buffer).
+  const void* on_rank(int j, std::size_t bytes, const std::function<const void*(int)>& f) const;
+  // After the scheme's setup: shares every operand, output and scratch buffer with the peers (real
+  // nodes pulling by copy engine; nothing elsewhere), until this run ends.
+  void share_buffers();
 
   // Enqueues one run of the scheme for every local rank (compute-only: every transfer skipped).
   std::function<void(bool skip_comm)> enqueue;
@@ -77,6 +89,8 @@ class GemmRun {
   cudaEvent_t root_event_ = nullptr;
   std::vector<DeviceBuffer<float>> ref_;  // per rank fp32 reference of what the primitive leaves
   std::vector<std::vector<std::pair<std::string, DeviceBuffer<__nv_bfloat16>>>> scratch_;
+  // Declared last, so it ends (peers unmap) before any buffer above is freed.
+  std::shared_ptr<void> shared_;
 };
 
 // Schemes (one file each): set run.enqueue, run.layout and run.what. Throw std::invalid_argument
