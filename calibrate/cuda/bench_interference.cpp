@@ -1,8 +1,10 @@
 // interference_sm_copy / interference_copy_engine: a GEMM's duration beside an SM copy kernel of k
 // CTAs (each CTA one SM), and beside copy-engine traffic (device to device, host to device): the
 // numbers behind gpu.gemm_comm_interference and the HBM-sharing model (issue 7). The copy is
-// enqueued first on its own stream and made long enough (about three GEMMs) to cover the GEMM; the
-// events bracket the GEMM alone.
+// enqueued first on its own stream; the events bracket the GEMM alone. The SM copy is made long
+// enough (about three GEMMs) to cover the GEMM; the copy-engine copy is a fixed 512 MiB, and the
+// repetitions are not waited for, so those copies queue back to back beside the GEMMs (validate
+// replays that loop, warm-up included).
 #include <algorithm>
 #include <cmath>
 
@@ -28,7 +30,9 @@ void bench_interference(Driver& d) {
   const double alone = median_of(cuda::time_on_stream_us(d.stream(), 5, 20, run_gemm));
   const nlohmann::json base{{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", g.dtype}};
   auto derive = [&](const SampleStats& st, nlohmann::json& o) {
-    o = {{"alone_us", alone}, {"slowdown", st.median / alone}, {"tile_m", info.tile_m}, {"tile_n", info.tile_n}};
+    // warmup: validate replays the loop (repetitions are not waited for, so copies queue up).
+    o = {{"alone_us", alone}, {"slowdown", st.median / alone}, {"tile_m", info.tile_m}, {"tile_n", info.tile_n},
+         {"warmup", d.options().warmup}};
   };
   cudaStream_t side;
   CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
@@ -64,6 +68,27 @@ void bench_interference(Driver& d) {
         if (d_ == "d2h") CUDA_CHECK(cudaMemcpyAsync(host.get(), big_src.get(), ce_bytes, cudaMemcpyDeviceToHost, side));
         run_gemm();
       }, derive, nullptr, 10);
+      CUDA_CHECK(cudaStreamSynchronize(side));
+    }
+    // The other side of the same sharing: the D2D copy timed while GEMMs run beside it (on the side
+    // stream, enough of them per repetition to outlast the copy three times over at its alone rate).
+    // Whether HBM is shared max-min between the two needs both durations: the GEMM rows alone cannot
+    // tell a copy that yields from one that takes its share.
+    {
+      auto copy = [&] { CUDA_CHECK(cudaMemcpyAsync(big_dst.get(), big_src.get(), ce_bytes, cudaMemcpyDeviceToDevice, d.stream())); };
+      const double copy_alone = median_of(cuda::time_on_stream_us(d.stream(), 2, 5, copy));
+      const int gemms = std::max(1, static_cast<int>(std::ceil(3.0 * copy_alone / alone)));
+      nlohmann::json cfg = base;
+      cfg["direction"] = "d2d";
+      cfg["copy_bytes"] = ce_bytes;
+      cfg["timed"] = "copy";
+      cfg["gemms_beside"] = gemms;
+      d.measure(bench::interference_copy_engine, cfg, [&] {
+        for (int i = 0; i < gemms; ++i) gemm.run(a.get(), b.get(), out.get(), side);
+        copy();
+      }, [&](const SampleStats& st, nlohmann::json& o) {
+        o = {{"alone_us", copy_alone}, {"slowdown", st.median / copy_alone}, {"gemm_alone_us", alone}, {"warmup", d.options().warmup}};
+      }, nullptr, 10);
       CUDA_CHECK(cudaStreamSynchronize(side));
     }
   }
