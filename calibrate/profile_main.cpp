@@ -51,10 +51,9 @@ int main(int argc, char** argv) {
     if (schemes) {
       namespace cal = overlap::calibrate;
       const cal::SchemeRunSet runs = cal::load_scheme_runs(dir + "/schemes.json");
-      // The virtual ranks share one physical GPU: its GEMM full-rate limit and PCIe rate come from
-      // that GPU's calibration, DIR/.. (calibrate/results/<gpu>-<host>/), when it has one.
-      cal::ProfileOptions physical;
-      cal::physical_gpu_options(dir + "/..", physical);
+      // The virtual ranks share one physical GPU: its GEMM full-rate limit, PCIe rate and (for pulls
+      // the node timed with the host in the loop) its copies come from that GPU's calibration,
+      // DIR/.. (calibrate/results/<gpu>-<host>/), when it has one.
       for (const auto& node : runs.virtual_nodes) {
         cal::MeasurementSet set;
         set.environment = node.at("environment");
@@ -65,10 +64,7 @@ int main(int argc, char** argv) {
         cal::ProfileOptions po = options;
         po.virtual_ranks = node.at("ranks").get<int>();
         po.virtual_link = node.at("link").get<std::string>();
-        po.full_rate_sms = physical.full_rate_sms;
-        po.full_rate_source = physical.full_rate_source;
-        po.pcie_gbps = physical.pcie_gbps;
-        po.pcie_source = physical.pcie_source;
+        cal::physical_gpu_options(dir + "/..", po);
         if (po.name.empty()) po.name = "virtual-t" + std::to_string(po.virtual_ranks) + "-" + po.virtual_link;
         const std::string file = dir + "/" + node.at("profile").get<std::string>();
         cal::write_output_file(file, cal::write_profile_yaml(set, po));

@@ -300,6 +300,20 @@ void physical_gpu_options(const std::string& dir, ProfileOptions& o) {
     o.pcie_gbps = std::min(largest_gbps(h2d), largest_gbps(d2h));
     o.pcie_source = "the physical GPU's PCIe per direction (../measurements.json copy_engine.h2d / d2h, the slower's largest)";
   }
+  o.physical_pull.clear();
+  if (o.virtual_link == "d2d") {
+    o.physical_pull = transfer_points(host, "copy_engine.d2d", 0, true);
+    o.physical_pull_source = "the physical GPU's copy_engine.d2d (../measurements.json), timed alone";
+  } else if (o.virtual_link == "host") {
+    // A staged pull is a D2H copy, then an H2D copy on the same stream.
+    const auto down = transfer_points(host, "copy_engine.d2h", 0, true), up = transfer_points(host, "copy_engine.h2d", 0, true);
+    for (const auto& a : down) {
+      for (const auto& b : up) {
+        if (a.bytes == b.bytes) o.physical_pull.push_back({a.bytes, a.time_us + b.time_us});
+      }
+    }
+    o.physical_pull_source = "the physical GPU's copy_engine.d2h + copy_engine.h2d per size (../measurements.json), timed alone";
+  }
 }
 
 std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& options) {
@@ -444,6 +458,25 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
     if (one_host) y.value(2, "shared_host", "true", "one runner thread issues every virtual rank's work");
   }
 
+  // A virtual node's rank-to-rank pull: its own measurement where the pulls were timed on the GPU
+  // alone (queued behind a sleep, as the runner does since 2026-11-23); where the host was in the
+  // loop, the physical GPU's copies, timed alone, stand in (ProfileOptions::physical_pull).
+  std::vector<CurvePointUs> pull;
+  std::string pull_note;
+  if (options.virtual_ranks > 0) {
+    const std::string path = "copy_engine." + options.virtual_link;
+    pull = transfer_points(set, path, 0, true);
+    pull_note = "transfer " + path;
+    bool timed_alone = !pull.empty();
+    for (const Measurement* m : set.of(bench::transfer)) {
+      if (m->config.value("path", std::string()) == path && !m->derived.value("queued", false)) timed_alone = false;
+    }
+    if (!timed_alone && !options.physical_pull.empty()) {
+      pull = options.physical_pull;
+      pull_note = options.physical_pull_source;
+    }
+  }
+
   // ---- transports: only the figures measured here
   const auto d2d = transfer_points(set, "copy_engine.d2d", 0, true);
   std::vector<int> ctas_seen;
@@ -462,7 +495,9 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   }
   if (!d2d.empty() || !per_cta.empty()) {
     y.key(0, "transports");
-    if (!d2d.empty()) {
+    if (options.virtual_ranks > 0 && options.virtual_link == "d2d" && !pull.empty()) {
+      y.value(2, "copy_engine", "{latency_us: " + num(pull.front().time_us) + "}", pull_note + ": time of the smallest pull");
+    } else if (!d2d.empty()) {
       y.value(2, "copy_engine", "{latency_us: " + num(d2d.front().time_us) + "}",
               "transfer copy_engine.d2d: time of the smallest copy");
     }
@@ -484,7 +519,6 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   const auto p2p = transfer_points(set, "copy_engine.p2p", 0, true);
   y.key(0, "fabric");
   if (options.virtual_ranks > 0) {
-    const auto pull = transfer_points(set, "copy_engine." + options.virtual_link, 0, true);
     if (pull.empty()) throw std::runtime_error("virtual node without copy_engine." + options.virtual_link + " transfers");
     const std::string T = std::to_string(options.virtual_ranks);
     y.value(2, "topology", "virtual", T + " ranks on one GPU, each its own green-context SM partition");
@@ -497,9 +531,9 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
       // pull alone moves what its curve (copy_engine.pcie) says.
       y.value(6, "bandwidth_gbps", num(options.pcie_gbps), options.pcie_source);
     } else {
-      y.value(6, "bandwidth_gbps", num(largest_gbps(pull)), "transfer copy_engine." + options.virtual_link + ": rank-to-rank pull, largest");
+      y.value(6, "bandwidth_gbps", num(largest_gbps(pull)), pull_note + ": rank-to-rank pull, largest");
     }
-    y.value(6, "latency_us", num(pull.front().time_us), "transfer copy_engine." + options.virtual_link + ": smallest pull");
+    y.value(6, "latency_us", num(pull.front().time_us), pull_note + ": smallest pull");
   } else if (world > 1 || !p2p.empty()) {
     const std::string cls = env_str(env, "p2p_link_class", "nvlink");
     y.value(2, "topology", "nvswitch", "assumed (one switch); nvidia_smi_topo.txt beside this file shows the real one");
@@ -533,15 +567,20 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   struct CurveOut {
     std::string key, path, note;
     int ctas = 0;
+    const std::vector<CurvePointUs>* points = nullptr;  // instead of the set's measurements of `path`
   };
   std::vector<CurveOut> curves = {
       {"copy_engine.d2d", "copy_engine.d2d", "transfer copy_engine.d2d (cudaMemcpyAsync device to device)"},
       {"copy_engine.h2d", "copy_engine.h2d", "transfer copy_engine.h2d (pinned host to device)"},
       {"copy_engine.d2h", "copy_engine.d2h", "transfer copy_engine.d2h (device to pinned host)"},
   };
+  if (options.virtual_ranks > 0 && options.virtual_link == "d2d") {
+    // The rank-to-rank pull (the node's measurement has the same path as a physical D2D copy).
+    curves[0] = {"copy_engine.d2d", "copy_engine.d2d", pull_note + " (a pull: cudaMemcpyAsync device to device)", 0, &pull};
+  }
   if (options.virtual_ranks > 0 && options.virtual_link == "host" && options.pcie_gbps > 0) {
     // The rank-to-rank pull staged through host memory, on the pcie class its fabric links have.
-    curves.push_back({"copy_engine.pcie", "copy_engine.host", "transfer copy_engine.host (a pull: D2H, then H2D, one stream)"});
+    curves.push_back({"copy_engine.pcie", "copy_engine.host", pull_note + " (a pull: D2H, then H2D, one stream)", 0, &pull});
   }
   if (!ctas_seen.empty()) {
     curves.push_back({"sm_copy.d2d", "sm_copy.d2d",
@@ -559,7 +598,7 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   }
   std::string curve_text;
   for (const auto& c : curves) {
-    const auto pts = transfer_points(set, c.path, c.ctas, true);
+    const auto pts = c.points ? *c.points : transfer_points(set, c.path, c.ctas, true);
     if (pts.empty()) continue;
     curve_text += "  # " + c.note + ": median time per size, every other size of the sweep\n";
     curve_text += "  " + c.key + ": {points: " + points_text(pts) + "}\n";

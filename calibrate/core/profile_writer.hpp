@@ -19,6 +19,12 @@
 
 namespace overlap::calibrate {
 
+// A curve point taken from a measurement: bytes and the median time.
+struct CurvePointUs {
+  std::int64_t bytes = 0;
+  double time_us = 0;
+};
+
 struct ProfileOptions {
   int schema = 2;       // the only one the loader reads (1, with gpu.kernel_launch_us, is retired)
   std::string name;     // profile name ("" = "calibrated-" + environment.results_dir)
@@ -35,12 +41,12 @@ struct ProfileOptions {
   // node's own largest pull stands in (what one pull, D2H then H2D, moves).
   double pcie_gbps = 0;
   std::string pcie_source;
-};
-
-// A curve point taken from a measurement: bytes and the median time.
-struct CurvePointUs {
-  std::int64_t bytes = 0;
-  double time_us = 0;
+  // A virtual node's rank-to-rank pull as its physical GPU times it alone (d2d: its copy_engine.d2d;
+  // host: copy_engine.d2h then .h2d, summed per size), standing in for the node's own pulls where
+  // those were timed with the host in the loop (runs before 2026-11-23: about 13 us for two ranks
+  // and 50 us for four, flat up to 16 MiB, against 7-18 us of copy). Empty: the node's own.
+  std::vector<CurvePointUs> physical_pull;
+  std::string physical_pull_source;
 };
 
 // True for a transfer size the profile's curves are built from (even index in transfer_sizes()).
@@ -94,8 +100,10 @@ struct FullRateFit {
 FullRateFit fit_gemm_full_rate_sms(const MeasurementSet& set, int sm_count);
 // What a virtual node's profile takes from its physical GPU's calibration in `dir`
 // (measurements.json + environment.json): gemm_full_rate_sms (fit_gemm_full_rate_sms) and the PCIe
-// rate per direction (the slower of copy_engine.h2d / d2h at their largest size), each with its
-// source comment. Leaves `o` as it is where dir has no calibration or no such measurement.
+// rate per direction (the slower of copy_engine.h2d / d2h at their largest size) and, for
+// o.virtual_link (set it first), the pull as the GPU times it alone (ProfileOptions::physical_pull),
+// each with its source comment. Leaves `o` as it is where dir has no calibration or no such
+// measurement.
 void physical_gpu_options(const std::string& dir, ProfileOptions& o);
 
 // gemm_comm_interference fitted from the interference_sm_copy runs: each run gives

@@ -256,9 +256,17 @@ cal::MeasurementSet measure_virtual_node(cu::Node& node, const std::string& link
     x.dst_ptr = dst.get();
     x.bytes = static_cast<std::size_t>(s);
     x.src_ready = node.streams(1).comm;
-    auto v = time_on_node(node, root, 3, reps, [&] { node.transfer({x}, 0); });
+    // Queued behind a sleep, like the collectives: the GPU's time alone. Timed with the host in the
+    // loop (before 2026-11-23) a small pull took the node's fork and join over every rank's streams:
+    // 13 us on two ranks, 50 us on four, where the copy takes 7.
+    auto pull = [&] { node.transfer({x}, 0); };
+    const auto together = time_on_node(node, root, 3, reps, pull);
+    std::vector<double> host;
+    const auto hold_ns = static_cast<std::uint64_t>(2e3 * cal::median_of(together)) + 200'000;
+    const auto v = time_on_node_queued(node, root, 2, reps, hold_ns, pull, &host);
     set.measurements.push_back(measurement(cal::bench::transfer, {{"path", "copy_engine." + link}, {"bytes", s}}, v,
-                                           {{"gbps", s / cal::median_of(v) / 1e3}}));
+                                           {{"gbps", s / cal::median_of(v) / 1e3}, {"queued", true},
+                                            {"host_enqueue_us", cal::median_of(host)}, {"unqueued_us", cal::median_of(together)}}));
   }
   // The node's own collectives (what no_overlap, data slicing and FlashOverlap call).
   std::vector<cu::DeviceBuffer<__nv_bfloat16>> in, out;

@@ -372,3 +372,53 @@ TEST_CASE("profile writer: a host-staged virtual node shares the physical GPU's 
   const auto gbps = [](const std::vector<CurvePointUs>& v) { return double(v.back().bytes) / (v.back().time_us * 1e3); };
   CHECK(fixture.pcie_gbps == Approx(std::min(gbps(h2d), gbps(d2h))));
 }
+
+TEST_CASE("profile writer: a virtual node's pulls timed with the host in the loop give way to the physical GPU's copies",
+          "[calibrate]") {
+  // The node's pulls: a flat 50 us (host-bound, as four ranks' fork and join measured) up to 16 MiB.
+  MeasurementSet s = synthetic_run();
+  s.environment["sm_count"] = 32;
+  s.measurements.erase(std::remove_if(s.measurements.begin(), s.measurements.end(),
+                                      [](const Measurement& m) { return m.config.value("path", std::string()) == "copy_engine.d2d"; }),
+                       s.measurements.end());
+  for (auto bytes : transfer_sizes()) {
+    s.measurements.push_back(meas(bench::transfer, {{"path", "copy_engine.d2d"}, {"bytes", bytes}}, std::max(50.0, double(bytes) / 1.0e6)));
+  }
+  const auto load = [](const std::string& text) {
+    return overlap::profile_from_yaml(overlap::YamlReader(YAML::Load(text), "", "v.yaml"), ".");
+  };
+  const auto pull_us = [&](const std::string& text, std::int64_t bytes) {
+    return overlap::us_from_ps(load(text).curves.at("copy_engine.d2d").time_ps(bytes));
+  };
+  ProfileOptions o = options(2, "v", 4, "d2d");
+  // No physical figures: the node's own pulls.
+  CHECK(pull_us(write_profile_yaml(s, o), 1 << 20) == Approx(50.0).epsilon(1e-4));
+  // The physical GPU's copies (2 + s / 1.5e6 us) stand in: curve, link and transport latency.
+  o.physical_pull = {{1 << 10, 2.0 + (1 << 10) / 1.5e6}, {1 << 20, 2.0 + (1 << 20) / 1.5e6}, {1 << 30, 2.0 + double(1 << 30) / 1.5e6}};
+  o.physical_pull_source = "the physical GPU's copy_engine.d2d";
+  const std::string text = write_profile_yaml(s, o);
+  CHECK(pull_us(text, 1 << 20) == Approx(2.0 + (1 << 20) / 1.5e6).epsilon(1e-4));
+  const overlap::HardwareProfile p = load(text);
+  CHECK(p.fabric.links.at("d2d").latency_us == Approx(2.0 + (1 << 10) / 1.5e6).epsilon(1e-6));
+  CHECK(p.fabric.links.at("d2d").bandwidth_gbps == Approx((1LL << 30) / ((2.0 + (1LL << 30) / 1.5e6) * 1e3)).epsilon(1e-6));
+  CHECK(text.find("the physical GPU's copy_engine.d2d") != std::string::npos);
+  // Pulls timed on the GPU alone (derived.queued) are the node's own figure and stay.
+  for (auto& m : s.measurements) {
+    if (m.config.value("path", std::string()) == "copy_engine.d2d") m.derived["queued"] = true;
+  }
+  CHECK(pull_us(write_profile_yaml(s, o), 1 << 20) == Approx(50.0).epsilon(1e-4));
+  // physical_gpu_options: the fixture's D2D copies for a d2d node, D2H + H2D per size for a host node.
+  const std::string fx = std::string(OVERLAP_SOURCE_DIR) + "/tests/data/calibrate/fixture-h100";
+  const MeasurementSet f = load_measurement_dir(fx);
+  ProfileOptions d2d = options(2, "v", 4, "d2d"), host = options(2, "v", 4, "host");
+  physical_gpu_options(fx, d2d);
+  physical_gpu_options(fx, host);
+  const auto phys = transfer_points(f, "copy_engine.d2d", 0, true);
+  REQUIRE_FALSE(phys.empty());
+  REQUIRE(d2d.physical_pull.size() == phys.size());
+  CHECK(d2d.physical_pull.front().time_us == Approx(phys.front().time_us));
+  const auto down = transfer_points(f, "copy_engine.d2h", 0, true), up = transfer_points(f, "copy_engine.h2d", 0, true);
+  REQUIRE_FALSE(host.physical_pull.empty());
+  CHECK(host.physical_pull.front().bytes == down.front().bytes);
+  CHECK(host.physical_pull.front().time_us == Approx(down.front().time_us + up.front().time_us));
+}
