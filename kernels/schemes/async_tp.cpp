@@ -11,6 +11,7 @@
 
 #include "kernels/ops/ops.hpp"
 #include "kernels/schemes/gemm_run.hpp"
+#include "kernels/schemes/step_pairs.hpp"
 
 namespace overlap::cuda {
 
@@ -39,9 +40,9 @@ void setup_async_tp(GemmRun& run, int streams) {
       for (int s = 0; s < T; ++s) {
         // Step s's pulls that touch this process's ranks: rank r pulls shard (r + s) mod T.
         std::vector<Transfer> xs;
-        for (int r = 0; r < T && s > 0 && !skip; ++r) {
-          const int j = (r + s) % T;
-          if (!run.is_local(r) && !run.is_local(j)) continue;
+        const auto local = [&](int q) { return run.is_local(q); };
+        for (const StepPair& pr : skip ? std::vector<StepPair>{} : touching(async_tp_pairs(true, T, s), local)) {
+          const int j = pr.src, r = pr.dst;
           Transfer x;
           x.src = j;
           x.dst = r;
@@ -70,9 +71,8 @@ void setup_async_tp(GemmRun& run, int streams) {
         // Rank r pulls the accumulator of step s - 1 from rank r - 1 (the transfers touching this
         // process's ranks).
         std::vector<Transfer> xs;
-        for (int r = 0; r < T; ++r) {
-          const int prev = (r - 1 + T) % T;
-          if (!run.is_local(r) && !run.is_local(prev)) continue;
+        for (const StepPair& pr : touching(async_tp_pairs(false, T, s), [&](int q) { return run.is_local(q); })) {
+          const int prev = pr.src, r = pr.dst;
           Transfer x;
           x.src = prev;
           x.dst = r;

@@ -13,6 +13,7 @@
 
 #include "kernels/ops/ops.hpp"
 #include "kernels/schemes/gemm_run.hpp"
+#include "kernels/schemes/step_pairs.hpp"
 #include "sim/schemes/commfuse_schedule.hpp"
 
 namespace overlap::cuda {
@@ -20,12 +21,7 @@ namespace {
 
 using sim::FuseStep;
 
-const FuseStep* step_in_round(const std::vector<FuseStep>& order, int round) {
-  for (const auto& f : order) {
-    if (f.round == round) return &f;
-  }
-  return nullptr;
-}
+const FuseStep* step_in_round(const std::vector<FuseStep>& order, int round) { return fuse_step_in_round(order, round); }
 
 std::string key(const char* what, int q, int i) { return std::string(what) + std::to_string(q) + "_" + std::to_string(i); }
 
@@ -63,6 +59,7 @@ void setup_commfuse(GemmRun& run, int msl, const std::string& schedule_name) {
   run.what = std::string(rs ? "FuseRS" : "FuseAG") + ", " + schedule_name + " schedule, m = " + std::to_string(msl);
   run.enqueue = [&run, T, m, n, k, mc, msl, sub, relay, rs, order, rounds](bool skip) {
     Node& nd = run.node;
+    const auto local = [&run](int r) { return run.is_local(r); };
     const std::size_t sub_bytes_rs = static_cast<std::size_t>(sub * n) * sizeof(__nv_bfloat16);
     const std::size_t sub_bytes_ag = static_cast<std::size_t>(sub * k) * sizeof(__nv_bfloat16);
     for (int q = 0; q < msl; ++q) {
@@ -89,14 +86,13 @@ void setup_commfuse(GemmRun& run, int msl, const std::string& schedule_name) {
           // accumulator) to send_to. Direct schedules: the receiver keeps each sender's partial
           // apart (slot = the round).
           std::vector<Transfer> xs;
-          for (int r = 0; r < T && !skip; ++r) {
-            const FuseStep* f = step_in_round(order[static_cast<std::size_t>(r)], i);
-            if (!f || (!run.is_local(r) && !run.is_local(f->send_to))) continue;
+          for (const StepPair& pr : skip ? std::vector<StepPair>{} : touching(commfuse_pairs(order, i), local)) {
+            const int r = pr.src;
             Transfer x;
             x.src = r;
-            x.dst = f->send_to;
+            x.dst = pr.dst;
             x.src_ptr = run.on_rank(r, sub_bytes_rs, [&](int o) { return run.scratch(o, key(relay && i > 0 ? "acc" : "p", q, i), sub * n); });
-            x.dst_ptr = run.is_local(f->send_to) ? run.scratch(f->send_to, key("recv", q, i), sub * n) : nullptr;
+            x.dst_ptr = run.is_local(pr.dst) ? run.scratch(pr.dst, key("recv", q, i), sub * n) : nullptr;
             x.bytes = sub_bytes_rs;
             x.src_ready = ready[static_cast<std::size_t>(r)];
             xs.push_back(x);
@@ -135,18 +131,17 @@ void setup_commfuse(GemmRun& run, int msl, const std::string& schedule_name) {
         // round's arrival, direct its own shard; it lands where the receiver's step of this round
         // computes.
         std::vector<Transfer> xs;
-        for (int r = 0; r < T && !skip; ++r) {
-          const FuseStep* f = step_in_round(order[static_cast<std::size_t>(r)], i);
-          if (!f || (!run.is_local(r) && !run.is_local(f->send_to))) continue;
+        for (const StepPair& pr : skip ? std::vector<StepPair>{} : touching(commfuse_pairs(order, i), local)) {
+          const int r = pr.src;
           const FuseStep* prev = relay && i > 0 ? step_in_round(order[static_cast<std::size_t>(r)], i - 1) : nullptr;
-          const FuseStep* g = step_in_round(order[static_cast<std::size_t>(f->send_to)], i);
+          const FuseStep* g = step_in_round(order[static_cast<std::size_t>(pr.dst)], i);
           Transfer x;
           x.src = r;
-          x.dst = f->send_to;
+          x.dst = pr.dst;
           x.src_ptr = run.on_rank(r, sub_bytes_ag, [&](int o) -> const void* {
             return prev ? run.a[o].get() + (prev->slice * mc + q * sub) * k : run.a_shard[o].get() + q * sub * k;
           });
-          x.dst_ptr = run.is_local(f->send_to) ? run.a[f->send_to].get() + (g->slice * mc + q * sub) * k : nullptr;
+          x.dst_ptr = run.is_local(pr.dst) ? run.a[pr.dst].get() + (g->slice * mc + q * sub) * k : nullptr;
           x.src_ready = !run.is_local(r) ? nullptr : prev ? nd.done_on(r, (i - 1) & 1) : nd.streams(r).comm;
           x.bytes = sub_bytes_ag;
           xs.push_back(x);

@@ -3,11 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <vector>
 
 #include "kernels/comm/peer_registry.hpp"
+#include "kernels/schemes/step_pairs.hpp"
+#include "sim/schemes/commfuse_schedule.hpp"
 
 using overlap::cuda::PeerRegistry;
 using overlap::cuda::PullSignals;
@@ -101,4 +104,102 @@ TEST_CASE("pull signals: one pad word per (sender, copy stream)", "[peer]") {
   CHECK(seen == std::vector<std::size_t>{0, 1, 2, 3, 4, 5});
   CHECK_THROWS_AS(sig.word(3, 0), std::out_of_range);
   CHECK_THROWS_AS(sig.word(0, 2), std::out_of_range);
+}
+
+namespace {
+
+// One process per rank, each listing a scheme's steps as the kernels do (touching(): the transfers
+// whose sender or receiver is its rank) and counting ready signals with its own PullSignals, the
+// step's copy stream alternating as the schemes alternate it. Every transfer must be listed by its
+// sender's and its receiver's process, and both must count the same sequence number for it.
+void check_real_node_protocol(int T, const std::vector<std::vector<overlap::cuda::StepPair>>& steps) {
+  std::vector<PullSignals> proc;
+  for (int r = 0; r < T; ++r) proc.emplace_back(T, 2);
+  std::map<std::tuple<int, int, int, int>, std::vector<std::uint32_t>> seen;  // (step, src, dst, end) -> values
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const int idx = static_cast<int>(i & 1);
+    for (int me = 0; me < T; ++me) {
+      for (const auto& p : overlap::cuda::touching(steps[i], [me](int q) { return q == me; })) {
+        if (p.src == me) seen[{static_cast<int>(i), p.src, p.dst, 0}].push_back(proc[static_cast<std::size_t>(me)].next_sent(p.dst, idx));
+        if (p.dst == me) seen[{static_cast<int>(i), p.src, p.dst, 1}].push_back(proc[static_cast<std::size_t>(me)].next_expected(p.src, idx));
+      }
+    }
+    for (const auto& p : steps[i]) {
+      INFO("step " << i << ": " << p.src << " -> " << p.dst);
+      const auto& sent = seen[{static_cast<int>(i), p.src, p.dst, 0}];
+      const auto& expected = seen[{static_cast<int>(i), p.src, p.dst, 1}];
+      REQUIRE(!sent.empty());
+      CHECK(sent == expected);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("async TP steps: a permutation per step, every rank pulls every other shard once", "[peer]") {
+  using overlap::cuda::async_tp_pairs;
+  for (int T : {2, 3, 4, 8}) {
+    for (bool ag : {true, false}) {
+      INFO("T " << T << (ag ? " all-gather" : " reduce-scatter"));
+      std::vector<std::vector<overlap::cuda::StepPair>> steps;
+      std::vector<std::vector<int>> pulled(static_cast<std::size_t>(T));
+      for (int s = 1; s < T; ++s) {
+        const auto pairs = async_tp_pairs(ag, T, s);
+        REQUIRE(pairs.size() == static_cast<std::size_t>(T));
+        std::vector<int> in(static_cast<std::size_t>(T), 0), out(static_cast<std::size_t>(T), 0);
+        for (const auto& p : pairs) {
+          CHECK(p.src != p.dst);
+          ++in[static_cast<std::size_t>(p.dst)];
+          ++out[static_cast<std::size_t>(p.src)];
+          pulled[static_cast<std::size_t>(p.dst)].push_back(p.src);
+        }
+        CHECK(in == std::vector<int>(static_cast<std::size_t>(T), 1));
+        CHECK(out == std::vector<int>(static_cast<std::size_t>(T), 1));
+        steps.push_back(pairs);
+      }
+      if (ag) {  // all-gather: every shard but its own, once
+        for (int r = 0; r < T; ++r) {
+          auto v = pulled[static_cast<std::size_t>(r)];
+          std::sort(v.begin(), v.end());
+          std::vector<int> others;
+          for (int j = 0; j < T; ++j) {
+            if (j != r) others.push_back(j);
+          }
+          CHECK(v == others);
+        }
+      }
+      CHECK(async_tp_pairs(ag, T, 0).empty());
+      CHECK(async_tp_pairs(ag, T, T).empty());
+      check_real_node_protocol(T, steps);
+    }
+  }
+}
+
+TEST_CASE("CommFuse rounds: each send meets its receiver's step, and both ends count alike", "[peer]") {
+  using overlap::sim::CommFuseSchedule;
+  for (int T : {2, 3, 4, 5, 8}) {
+    for (auto sched : {CommFuseSchedule::ring, CommFuseSchedule::pairwise, CommFuseSchedule::circular}) {
+      for (bool rs : {true, false}) {
+        INFO("T " << T << " " << overlap::sim::commfuse_schedule_name(sched) << (rs ? " FuseRS" : " FuseAG"));
+        std::vector<std::vector<overlap::sim::FuseStep>> orders;
+        int rounds = 0;
+        for (int r = 0; r < T; ++r) {
+          orders.push_back(rs ? overlap::sim::fuse_rs_order(r, T, sched) : overlap::sim::fuse_ag_order(r, T, sched));
+          for (const auto& f : orders.back()) rounds = std::max(rounds, f.round + 1);
+        }
+        std::vector<std::vector<overlap::cuda::StepPair>> steps;
+        for (int i = 0; i < rounds; ++i) {
+          const auto pairs = overlap::cuda::commfuse_pairs(orders, i);
+          for (const auto& p : pairs) {
+            // The receiver has a step in this round that receives from the sender.
+            const auto* g = overlap::cuda::fuse_step_in_round(orders[static_cast<std::size_t>(p.dst)], i);
+            REQUIRE(g != nullptr);
+            CHECK(g->recv_from == p.src);
+          }
+          steps.push_back(pairs);
+        }
+        check_real_node_protocol(T, steps);
+      }
+    }
+  }
 }
