@@ -81,6 +81,8 @@ PeerMemory::PeerMemory(ncclComm_t comm, int rank, int ranks, cudaStream_t stream
   }
 }
 
+// Closes this process's mappings of its peers' pads. Its own pad is freed with it while peers may
+// still map it: only at the end of a job, after the last collective, when every process ends.
 PeerMemory::~PeerMemory() { close_all(); }
 
 void PeerMemory::close_all() {
