@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -284,6 +285,53 @@ TEST_CASE("validate: the D2D interference rows replay the benchmark's loop, GEMM
   rows(report(5, 1), &g1, &c1);
   CHECK(c1 <= copy_beside);  // one GEMM per repetition may leave the last timed copies alone
   CHECK(c1 >= copy_alone);
+}
+
+TEST_CASE("validate: a real node's scheme runs take the host's profile and the runs' transports", "[calibrate][validate]") {
+  // A results directory as `mpirun -np 8 overlap-bench-schemes --config schemes_nodes.json` leaves
+  // it: schemes/schemes.json (host nodes) simulated with ../profile.yaml, here the built-in 8x H100.
+  const fs::path tmp = fs::temp_directory_path() / "overlap-validate-nodes";
+  fs::remove_all(tmp);
+  fs::copy(kFixture, tmp, fs::copy_options::recursive);
+  fs::copy_file(fs::path(OVERLAP_SOURCE_DIR) / "scenarios/hardware/h100-sxm-8x-nvswitch.yaml", tmp / "profile.yaml",
+                fs::copy_options::overwrite_existing);
+  std::ifstream in(kFixture + "/schemes/schemes.json");
+  json doc = json::parse(in);
+  json base = doc["runs"][0];
+  base["workload"] = {{"kind", "gemm_collective"}, {"tp", 8}, {"m", 8192}, {"n", 8192}, {"k", 4096}, {"dtype", "bf16"},
+                      {"primitive", "reduce_scatter"}};
+  base.erase("link");
+  json runs = json::array();
+  auto add = [&](const std::string& id, const std::string& scheme, json params) {
+    json r = base;
+    r["id"] = id;
+    r["scheme"] = scheme;
+    r["params"] = std::move(params);
+    runs.push_back(r);
+  };
+  add("ring-default", "commfuse", {{"m", 1}, {"schedule", "ring"}});
+  add("ring-nccl", "commfuse", {{"m", 1}, {"schedule", "ring"}, {"transport", "nccl"}});
+  add("ring-ce", "commfuse", {{"m", 1}, {"schedule", "ring"}, {"transport", "copy_engine"}});
+  add("async_tp", "async_tp", {{"streams", 2}});
+  doc["host"] = "nodes";
+  doc["profile"] = "../profile.yaml";
+  doc.erase("virtual_nodes");
+  doc["runs"] = runs;
+  std::ofstream(tmp / "schemes" / "schemes.json") << doc.dump(1);
+  const auto rep = overlap::tools::validate_dir(tmp.string());
+  fs::remove_all(tmp);
+  const auto* g = group(rep, "schemes");
+  REQUIRE(g != nullptr);
+  std::map<std::string, double> predicted;
+  for (const auto& r : g->rows) {
+    CHECK(std::isfinite(r.predicted_us));
+    CHECK(r.predicted_us > 0);
+    predicted[r.config.substr(0, r.config.find(' '))] = r.predicted_us;
+  }
+  REQUIRE(predicted.size() == 4);
+  // A CommFuse run that names no transport exchanged by NCCL on a real node (the runner's default).
+  CHECK(predicted["ring-default"] == predicted["ring-nccl"]);
+  CHECK(predicted["ring-ce"] != predicted["ring-nccl"]);
 }
 
 TEST_CASE("validate: a partition that hosts the GEMM's clusters on fewer SMs is predicted on those", "[calibrate][validate]") {
