@@ -126,6 +126,25 @@ std::vector<double> time_on_node_queued(cu::Node& node, cudaStream_t root, int w
   return us;
 }
 
+// `work` timed twice: with the host in the loop (unqueued: what sizes the hold), then queued behind
+// a sleep (the GPU's time alone: the samples a curve takes). The derived figures say both, and the
+// host's enqueue time per call.
+struct QueuedTiming {
+  std::vector<double> samples;  // queued, us
+  json derived;                 // queued, host_enqueue_us, unqueued_us
+};
+QueuedTiming time_queued(cu::Node& node, cudaStream_t root, int reps, const std::function<void()>& work,
+                         const std::function<void()>& before_queued = {}) {
+  const auto together = time_on_node(node, root, 3, reps, work);
+  std::vector<double> host;
+  const auto hold_ns = static_cast<std::uint64_t>(2e3 * cal::median_of(together)) + 200'000;
+  if (before_queued) before_queued();
+  QueuedTiming t;
+  t.samples = time_on_node_queued(node, root, 2, reps, hold_ns, work, &host);
+  t.derived = {{"queued", true}, {"host_enqueue_us", cal::median_of(host)}, {"unqueued_us", cal::median_of(together)}};
+  return t;
+}
+
 void progress(const std::string& what, const std::string& text) {
   std::printf("%-34s %s\n", what.c_str(), text.c_str());
   std::fflush(stdout);
@@ -259,14 +278,9 @@ cal::MeasurementSet measure_virtual_node(cu::Node& node, const std::string& link
     // Queued behind a sleep, like the collectives: the GPU's time alone. Timed with the host in the
     // loop (before 2026-11-23) a small pull took the node's fork and join over every rank's streams:
     // 13 us on two ranks, 50 us on four, where the copy takes 7.
-    auto pull = [&] { node.transfer({x}, 0); };
-    const auto together = time_on_node(node, root, 3, reps, pull);
-    std::vector<double> host;
-    const auto hold_ns = static_cast<std::uint64_t>(2e3 * cal::median_of(together)) + 200'000;
-    const auto v = time_on_node_queued(node, root, 2, reps, hold_ns, pull, &host);
-    set.measurements.push_back(measurement(cal::bench::transfer, {{"path", "copy_engine." + link}, {"bytes", s}}, v,
-                                           {{"gbps", s / cal::median_of(v) / 1e3}, {"queued", true},
-                                            {"host_enqueue_us", cal::median_of(host)}, {"unqueued_us", cal::median_of(together)}}));
+    QueuedTiming t = time_queued(node, root, reps, [&] { node.transfer({x}, 0); });
+    t.derived["gbps"] = s / cal::median_of(t.samples) / 1e3;
+    set.measurements.push_back(measurement(cal::bench::transfer, {{"path", "copy_engine." + link}, {"bytes", s}}, t.samples, t.derived));
   }
   // The node's own collectives (what no_overlap, data slicing and FlashOverlap call).
   std::vector<cu::DeviceBuffer<__nv_bfloat16>> in, out;
@@ -291,18 +305,14 @@ cal::MeasurementSet measure_virtual_node(cu::Node& node, const std::string& link
       }
       // Timed as before (host enqueue and GPU together), then queued behind a sleep (the GPU's
       // time alone: the curve) with the host's enqueue time per call (launch.collective_host_us).
-      auto call = [&] { node.collective(kind, ip, op, static_cast<std::size_t>(s / 2), ready); };
-      const auto together = time_on_node(node, root, 3, reps, call);
-      std::vector<double> host;
-      const auto hold_ns = static_cast<std::uint64_t>(2e3 * cal::median_of(together)) + 200'000;
-      cu::host_profile::reset();
-      const auto v = time_on_node_queued(node, root, 2, reps, hold_ns, call, &host);
+      const QueuedTiming t = time_queued(node, root, reps, [&] { node.collective(kind, ip, op, static_cast<std::size_t>(s / 2), ready); },
+                                         [] { cu::host_profile::reset(); });
       if (cu::host_profile::enabled_in_env()) {
-        std::fprintf(stderr, "  %s %lld B queued: host %.1f us per call: %s\n", name, static_cast<long long>(s), cal::median_of(host),
-                     cu::host_profile::report_and_reset(2 + reps).c_str());
+        std::fprintf(stderr, "  %s %lld B queued: host %.1f us per call: %s\n", name, static_cast<long long>(s),
+                     t.derived["host_enqueue_us"].get<double>(), cu::host_profile::report_and_reset(2 + reps).c_str());
       }
-      set.measurements.push_back(measurement(cal::bench::collective, {{"primitive", name}, {"bytes", s}, {"ranks", T}, {"implementation", "virtual direct, copy engine"}}, v,
-                                             {{"queued", true}, {"host_enqueue_us", cal::median_of(host)}, {"unqueued_us", cal::median_of(together)}}));
+      set.measurements.push_back(measurement(cal::bench::collective, {{"primitive", name}, {"bytes", s}, {"ranks", T}, {"implementation", "virtual direct, copy engine"}},
+                                             t.samples, t.derived));
     }
   }
   // Host cost inside a stream of work, the way a decode step pays it: kIter iterations back to back,
