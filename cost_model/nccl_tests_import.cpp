@@ -1,15 +1,14 @@
 #include "cost_model/nccl_tests_import.hpp"
 
-#include <cmath>
-
-#include "cost_model/input_file.hpp"
-
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "cost_model/input_error.hpp"
+#include "cost_model/input_file.hpp"
+#include "cost_model/json_lines.hpp"
 
 namespace overlap {
 namespace {
@@ -167,11 +166,13 @@ NcclTestsResult parse_nccl_tests_text(std::istream& in, const std::string& sourc
   return result;
 }
 
-NcclTestsResult parse_nccl_tests_json(const nlohmann::json& report, const std::string& source_name) {
+NcclTestsResult parse_nccl_tests_json(const nlohmann::json& report, const std::string& source_name,
+                                      const std::string* text) {
+  auto line_of = [&](const std::string& key) { return text ? json_line_of(*text, key) : 0; };
   NcclTestsResult result;
   result.source = source_name;
   if (!report.is_object() || !report.contains("results") || !report["results"].is_array()) {
-    throw InputError(source_name, 0, "results", "nccl-tests JSON report has no results list");
+    throw InputError(source_name, line_of("results"), "results", "nccl-tests JSON report has no results list");
   }
   if (report.contains("devices") && report["devices"].is_array()) {
     result.n_ranks = static_cast<int>(report["devices"].size());
@@ -212,13 +213,13 @@ NcclTestsResult parse_nccl_tests_json(const nlohmann::json& report, const std::s
       };
       row.out_of_place = read("out_of_place");
       row.in_place = read("in_place");
-      check_row(result, row, source_name, 0, "results." + std::to_string(i - 1) + ".size");
+      check_row(result, row, source_name, line_of(key + ".size"), key + ".size");
       result.rows.push_back(std::move(row));
     } catch (const nlohmann::json::exception& e) {
-      throw InputError(source_name, 0, key, std::string("malformed result: ") + e.what());
+      throw InputError(source_name, line_of(key), key, std::string("malformed result: ") + e.what());
     }
   }
-  if (result.rows.empty()) throw InputError(source_name, 0, "results", "no nccl-tests result rows found");
+  if (result.rows.empty()) throw InputError(source_name, line_of("results"), "results", "no nccl-tests result rows found");
   return result;
 }
 
@@ -227,8 +228,10 @@ NcclTestsResult load_nccl_tests_file(const std::string& path) {
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{') {
     try {
-      return parse_nccl_tests_json(nlohmann::json::parse(text), path);
+      return parse_nccl_tests_json(nlohmann::json::parse(text), path, &text);
     } catch (const nlohmann::json::parse_error& e) {
+      throw InputError(path, line_of_byte(text, e.byte), "", std::string("JSON syntax error: ") + e.what());
+    } catch (const nlohmann::json::out_of_range& e) {  // a number beyond a double (1e999)
       throw InputError(path, 0, "", std::string("JSON syntax error: ") + e.what());
     }
   }

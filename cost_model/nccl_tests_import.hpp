@@ -55,7 +55,9 @@ struct NcclTestsResult {
 
 // Throws InputError (with the file and line) on rows it cannot read.
 NcclTestsResult parse_nccl_tests_text(std::istream& in, const std::string& source_name);
-NcclTestsResult parse_nccl_tests_json(const nlohmann::json& report, const std::string& source_name);
+// `text`: the report's text, for the line numbers of errors (null: line 0).
+NcclTestsResult parse_nccl_tests_json(const nlohmann::json& report, const std::string& source_name,
+                                      const std::string* text = nullptr);
 // Reads a file, choosing the format by its first non-blank character ('{' = JSON).
 NcclTestsResult load_nccl_tests_file(const std::string& path);
 

@@ -11,6 +11,7 @@
 
 #include "cost_model/input_error.hpp"
 #include "cost_model/input_file.hpp"
+#include "cost_model/json_lines.hpp"
 #include "sim/metrics.hpp"
 #include "sim/report.hpp"
 #include "sim/sweep_parallel.hpp"
@@ -336,7 +337,9 @@ std::map<std::string, std::string> read_sweep_output(const std::string& path, co
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(path, line_of_byte(text, e.byte), "", std::string("--resume: not a sweep's JSON output: ") + e.what());
+  } catch (const nlohmann::json::exception& e) {  // a number beyond a double (1e999)
     throw InputError(path, 0, "", std::string("--resume: not a sweep's JSON output: ") + e.what());
   }
   if (!j.is_object() || !j.contains("swept") || j["swept"] != nlohmann::json(grid.columns) || !j.contains("rows") ||

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -31,15 +32,15 @@ namespace cal = overlap::calibrate;
 using nlohmann::json;
 
 DType dtype_of(const cal::Measurement& m) {
-  const std::string s = m.config.value("dtype", std::string("bf16"));
+  const std::string s = m.config_string("dtype", "bf16");
   const auto d = parse_dtype(s);
-  if (!d) throw InputError("measurements.json", 0, m.benchmark + ".config.dtype", "unknown dtype '" + s + "'");
+  if (!d) m.fail("config.dtype", "unknown dtype '" + s + "'");
   return *d;
 }
 
 GemmShape shape_of(const cal::Measurement& m) {
-  return GemmShape{static_cast<std::int64_t>(m.config_number("m")), static_cast<std::int64_t>(m.config_number("n")),
-                   static_cast<std::int64_t>(m.config_number("k")), dtype_of(m)};
+  return GemmShape{static_cast<std::int64_t>(m.config_count("m")), static_cast<std::int64_t>(m.config_count("n")),
+                   static_cast<std::int64_t>(m.config_count("k")), dtype_of(m)};
 }
 
 std::string shape_text(const GemmShape& s) { return fmt::format("{}x{}x{} {}", s.m, s.n, s.k, dtype_name(s.dtype)); }
@@ -183,7 +184,7 @@ void gemm_groups(const cal::MeasurementSet& set, const HardwareProfile& p, Valid
                        {}, 0, 0, 0};
   for (const auto* m : set.of(cal::bench::gemm_sm)) {
     const GemmShape s = shape_of(*m);
-    const int k = static_cast<int>(m->config_number("sms"));
+    const int k = static_cast<int>(m->config_count("sms", S));
     const bool fitted = (k == S && has_gemm_profile(p, s)) || std::find(fit_sms.begin(), fit_sms.end(), k) != fit_sms.end();
     // A partition that hosts the kernel's clusters on fewer SMs runs it on those (measured by the
     // calibration where it recorded cluster_sms_reached).
@@ -213,7 +214,8 @@ void gemm_groups(const cal::MeasurementSet& set, const HardwareProfile& p, Valid
                         {}, 0, 0, 0};
   for (const auto* m : set.of(cal::bench::interference_sm_copy)) {
     const GemmShape s = shape_of(*m);
-    const int k = static_cast<int>(m->config_number("copy_ctas"));
+    // The GEMM keeps at least one SM: a copy of S or more CTAs would leave it none.
+    const int k = static_cast<int>(m->config_count("copy_ctas", S - 1));
     icopy.rows.push_back(row(fmt::format("{} beside an SM copy of {} CTAs", shape_text(s), k), *m,
                              us_from_ps(gemm_time_ps(p, s, S - k)), false));
   }
@@ -225,15 +227,21 @@ void gemm_groups(const cal::MeasurementSet& set, const HardwareProfile& p, Valid
                       {}, 0, 0, 0};
   for (const auto* m : set.of(cal::bench::interference_copy_engine)) {
     const GemmShape s = shape_of(*m);
-    const std::string dir = m->config.value("direction", std::string("?"));
-    const auto copy_bytes = static_cast<Bytes>(m->config.value("copy_bytes", 0.0));
+    const std::string dir = m->config_string("direction");
+    if (dir != "d2d" && dir != "h2d" && dir != "d2h") m->fail("config.direction", "must be d2d, h2d or d2h (got '" + dir + "')");
+    // Older results recorded no copy size for h2d / d2h (0: only the GEMM alone is predicted).
+    const auto copy_bytes = static_cast<Bytes>(m->config.contains("copy_bytes") ? m->config_count("copy_bytes") : 0);
     const bool local = dir == "d2d" && copy_bytes > 0 && p.gpu.hbm_bandwidth_gbps > 0;
     // Warm-up: as the benchmark recorded it; the driver's default (5) before it did.
-    const int warmup = std::max(0, m->derived.value("warmup", 5));
+    const std::int64_t warmup_reps = m->derived_int("warmup", 5);
+    if (warmup_reps < 0 || warmup_reps > 1000) m->fail("derived.warmup", "must be 0 to 1000 (got " + std::to_string(warmup_reps) + ")");
+    const int warmup = static_cast<int>(warmup_reps);
     const int reps = std::max(1, m->time_us.count);
-    if (m->config.value("timed", std::string("gemm")) == "copy") {
+    if (m->config_string("timed", "gemm") == "copy") {
       if (!local) continue;  // only d2d is timed this way
-      const int beside = std::max(1, m->config.value("gemms_beside", 1));
+      const std::int64_t gemms = m->config_int("gemms_beside", 1);
+      if (gemms < 1 || gemms > 64) m->fail("config.gemms_beside", "must be 1 to 64 (got " + std::to_string(gemms) + ")");
+      const int beside = static_cast<int>(gemms);
       ice.rows.push_back(row(fmt::format("copy-engine d2d {} B beside {} GEMMs", copy_bytes, shape_text(s)), *m,
                              simulate_gemm_beside_copies_us(p, s, copy_bytes, warmup, reps, true, beside), false));
       continue;
@@ -251,42 +259,51 @@ void transfer_groups(const cal::MeasurementSet& set, const HardwareProfile& p, V
   const bool v2_keys = p.curves.count("sm_copy.d2d") > 0;
   std::map<std::string, int> max_ctas;
   for (const auto* m : set.of(cal::bench::transfer)) {
-    const std::string path = m->config.value("path", std::string());
-    max_ctas[path] = std::max(max_ctas[path], m->config.value("ctas", 0));
+    const std::string path = m->config_string("path", std::string());
+    max_ctas[path] = std::max(max_ctas[path], static_cast<int>(m->config_int("ctas", 0)));
   }
+  std::set<std::string> no_curve;  // measured paths the profile cannot predict, said once each
   ValidationGroup tr{cal::bench::transfer, "the profile's curve of that path at that size (what an isolated transfer takes)", {}, 0, 0, 0};
   for (const auto* m : set.of(cal::bench::transfer)) {
-    const std::string path = m->config.value("path", std::string());
-    const int ctas = m->config.value("ctas", 0);
+    const std::string path = m->config_string("path", std::string());
+    const int ctas = m->config_int("ctas", 0);
     if (ctas > 0 && ctas != max_ctas[path]) continue;  // the curve is the largest CTA count's
-    const auto it = p.curves.find(curve_key_for(path, set.environment, v2_keys));
-    if (it == p.curves.end()) continue;
-    const auto bytes = static_cast<Bytes>(m->config_number("bytes"));
+    const std::string key = curve_key_for(path, set.environment, v2_keys);
+    const auto it = p.curves.find(key);
+    if (it == p.curves.end()) {
+      no_curve.insert(fmt::format("transfer {}: the profile has no curve '{}', not validated", path, key));
+      continue;
+    }
+    const auto bytes = static_cast<Bytes>(m->config_count("bytes"));
     tr.rows.push_back(row(fmt::format("{} {} B{}", path, bytes, ctas > 0 ? fmt::format(" ({} CTAs)", ctas) : ""), *m,
                           us_from_ps(it->second.time_ps(bytes)), cal::curve_sample_size(bytes)));
   }
   ValidationGroup nccl{cal::bench::nccl, "the profile's collective curve (primitive.n<ranks>) at that size", {}, 0, 0, 0};
   for (const auto* m : set.of(cal::bench::nccl)) {
-    const int ranks = static_cast<int>(m->config_number("ranks"));
+    const int ranks = static_cast<int>(m->config_count("ranks", cal::kMaxUnitCount));
     const std::string key = m->config_string("primitive") + ".n" + std::to_string(ranks);
     const auto it = p.curves.find(key);
-    if (it == p.curves.end()) continue;
-    const auto bytes = static_cast<Bytes>(m->config_number("bytes"));
+    if (it == p.curves.end()) {
+      no_curve.insert(fmt::format("nccl {}: the profile has no curve '{}', not validated", key, key));
+      continue;
+    }
+    const auto bytes = static_cast<Bytes>(m->config_count("bytes"));
     nccl.rows.push_back(row(fmt::format("{} {} B", key, bytes), *m, us_from_ps(it->second.time_ps(bytes)),
                             cal::curve_sample_size(bytes)));
   }
   ValidationGroup hbm{cal::bench::hbm_stream, "bytes / (hbm_bandwidth_gbps x hbm_efficiency), a memory-bound kernel", {}, 0, 0, 0};
   std::int64_t largest = 0;
-  for (const auto* m : set.of(cal::bench::hbm_stream)) largest = std::max<std::int64_t>(largest, m->config.value("bytes", std::int64_t{0}));
+  for (const auto* m : set.of(cal::bench::hbm_stream)) largest = std::max<std::int64_t>(largest, m->config_int("bytes", 0));
   for (const auto* m : set.of(cal::bench::hbm_stream)) {
     if (p.gpu.hbm_bandwidth_gbps <= 0) break;
-    const auto bytes = static_cast<Bytes>(m->config_number("bytes"));
+    const auto bytes = static_cast<Bytes>(m->config_count("bytes"));
     hbm.rows.push_back(row(fmt::format("GEMV read of {} B", bytes), *m,
                            us_from_ps(transfer_ps(bytes, p.gpu.hbm_bandwidth_gbps * p.gpu.hbm_efficiency)), bytes == largest));
   }
   for (auto* g : {&tr, &nccl, &hbm}) {
     if (!g->rows.empty()) rep.groups.push_back(std::move(*g));
   }
+  rep.skipped.insert(rep.skipped.end(), no_curve.begin(), no_curve.end());
 }
 
 std::string groups_text(const json& params) {
@@ -326,7 +343,7 @@ void concurrent_gemm_group(const cal::SchemeRunSet& runs, const fs::path& scheme
     const HardwareProfile p = load_profile_file((schemes_dir / node["profile"].get<std::string>()).string());
     for (const auto* m : conc) {
       const GemmShape s = shape_of(*m);
-      const int ranks = static_cast<int>(m->config_number("ranks"));
+      const int ranks = static_cast<int>(m->config_count("ranks", cal::kMaxUnitCount));
       ValidationRow vr = row(fmt::format("{} on {} ranks at once ({})", shape_text(s), ranks, node["profile"].get<std::string>()),
                              *m, simulate_concurrent_gemm_us(p, s, ranks), false);
       for (const auto* alone : set.of(cal::bench::gemm)) {

@@ -1,6 +1,7 @@
 #include "calibrate/core/json_reader.hpp"
 
 #include "cost_model/input_file.hpp"
+#include "cost_model/json_lines.hpp"
 
 #include <fstream>
 #include <sstream>
@@ -9,9 +10,11 @@ namespace overlap::calibrate {
 
 using nlohmann::json;
 
-void JsonReader::fail(const std::string& message) const { throw InputError(file_, 0, path_, message); }
+int JsonReader::line_of(const std::string& path) const { return text_ ? json_line_of(*text_, path) : 0; }
+
+void JsonReader::fail(const std::string& message) const { throw InputError(file_, line_of(path_), path_, message); }
 void JsonReader::fail_at(const std::string& key, const std::string& message) const {
-  throw InputError(file_, 0, key_path(key), message);
+  throw InputError(file_, line_of(key_path(key)), key_path(key), message);
 }
 
 void JsonReader::expect_object() const {
@@ -40,12 +43,12 @@ bool JsonReader::has(const std::string& key) const { return value_->is_object() 
 JsonReader JsonReader::child(const std::string& key) const {
   expect_object();
   if (!value_->contains(key)) fail_at(key, "missing required field");
-  return JsonReader((*value_)[key], file_, key_path(key));
+  return JsonReader((*value_)[key], file_, key_path(key), text_);
 }
 
 JsonReader JsonReader::element(std::size_t i) const {
   expect_array();
-  return JsonReader((*value_)[i], file_, path_ + "[" + std::to_string(i) + "]");
+  return JsonReader((*value_)[i], file_, path_ + "[" + std::to_string(i) + "]", text_);
 }
 
 std::string JsonReader::get_string(const std::string& key) const {
@@ -83,13 +86,20 @@ bool JsonReader::get_bool(const std::string& key, bool fallback) const {
   return c.value().get<bool>();
 }
 
-json read_json_file(const std::string& path) {
-  const std::string text = read_input_file(path, "JSON");
+JsonDocument read_json_document(const std::string& path) {
+  JsonDocument doc;
+  doc.file = path;
+  doc.text = std::make_shared<const std::string>(read_input_file(path, "JSON"));
   try {
-    return json::parse(text);
+    doc.value = json::parse(*doc.text);
   } catch (const json::parse_error& e) {
+    throw InputError(path, line_of_byte(*doc.text, e.byte), "", std::string("not valid JSON: ") + e.what());
+  } catch (const json::exception& e) {  // a number beyond a double (1e999)
     throw InputError(path, 0, "", std::string("not valid JSON: ") + e.what());
   }
+  return doc;
 }
+
+json read_json_file(const std::string& path) { return read_json_document(path).value; }
 
 }  // namespace overlap::calibrate

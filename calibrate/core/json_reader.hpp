@@ -1,8 +1,11 @@
 #pragma once
 // JsonReader: a view of one JSON value that knows its file and key path ("runs[3].workload.m"), so
 // configuration lists and measurement files report bad input the way the YAML loaders do: an
-// overlap::InputError naming the file and the key (JSON carries no line numbers, so line is 0).
+// overlap::InputError naming the file, the line and the key. The parsed value keeps no positions;
+// a reader made from a JsonDocument finds the line in the file's text (cost_model/json_lines.hpp),
+// one made from a bare value (built in memory) reports line 0.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,8 +17,9 @@ namespace overlap::calibrate {
 
 class JsonReader {
  public:
-  JsonReader(const nlohmann::json& value, std::string file, std::string path = "")
-      : value_(&value), file_(std::move(file)), path_(std::move(path)) {}
+  JsonReader(const nlohmann::json& value, std::string file, std::string path = "",
+             std::shared_ptr<const std::string> text = nullptr)
+      : value_(&value), file_(std::move(file)), path_(std::move(path)), text_(std::move(text)) {}
 
   const nlohmann::json& value() const { return *value_; }
   const std::string& path() const { return path_; }
@@ -41,14 +45,29 @@ class JsonReader {
   bool get_bool(const std::string& key, bool fallback) const;
 
   std::string key_path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  // The line of `path` in the file (0 without the text): for errors raised outside the reader.
+  int line_of(const std::string& path) const;
+  const std::shared_ptr<const std::string>& text() const { return text_; }
 
  private:
   const nlohmann::json* value_;
   std::string file_;
   std::string path_;
+  std::shared_ptr<const std::string> text_;  // the file's text, for line numbers; may be null
 };
 
-// Reads and parses a JSON file; InputError naming the file when it is missing or malformed.
-nlohmann::json read_json_file(const std::string& path);
+// A parsed JSON file with its text, so readers of it report lines.
+struct JsonDocument {
+  std::string file;
+  std::shared_ptr<const std::string> text;
+  nlohmann::json value;
+
+  JsonReader reader() const { return JsonReader(value, file, "", text); }
+};
+
+// Reads and parses a JSON file; InputError naming the file (and, for a syntax error, the line) when
+// it is missing or malformed.
+JsonDocument read_json_document(const std::string& path);
+nlohmann::json read_json_file(const std::string& path);  // read_json_document(path).value
 
 }  // namespace overlap::calibrate

@@ -1,5 +1,7 @@
 #include "calibrate/core/measurement.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -8,30 +10,91 @@
 #include "calibrate/core/json_reader.hpp"
 #include "calibrate/core/output_file.hpp"
 #include "cost_model/input_error.hpp"
+#include "cost_model/json_lines.hpp"
 
 namespace overlap::calibrate {
 namespace {
 
 using nlohmann::json;
 
-double number_at(const json& obj, const std::string& key, const std::string& who) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || !it->is_number()) throw std::runtime_error(who + ": no number '" + key + "'");
-  return it->get<double>();
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+bool has_key(const json& obj, const std::string& key) { return obj.is_object() && obj.contains(key); }
+
+// obj[key] as a finite number; refused through m.fail (file, line, key) otherwise.
+double number_in(const Measurement& m, const json& obj, const std::string& part, const std::string& key) {
+  if (!has_key(obj, key)) m.fail(part + "." + key, "missing (a number is needed here)");
+  const json& v = obj[key];
+  if (!v.is_number()) m.fail(part + "." + key, "must be a number (got " + v.dump() + ")");
+  const double x = v.get<double>();
+  if (!std::isfinite(x)) m.fail(part + "." + key, "must be a finite number");
+  return x;
+}
+
+// As number_in, and whole (JSON numbers may arrive as 20.0), within +-2^53 where doubles are exact.
+std::int64_t whole_in(const Measurement& m, const json& obj, const std::string& part, const std::string& key) {
+  const double v = number_in(m, obj, part, key);
+  if (v != std::floor(v) || std::fabs(v) > static_cast<double>(kMaxConfigCount)) {
+    m.fail(part + "." + key, "must be a whole number (got " + obj[key].dump() + ")");
+  }
+  return static_cast<std::int64_t>(v);
 }
 
 }  // namespace
 
-double Measurement::config_number(const std::string& key) const {
-  return number_at(config, key, benchmark + " config");
+namespace bench {
+const std::vector<std::string>& all() {
+  static const std::vector<std::string> names = {
+      gemm,     gemm_sm, gemm_waves, gemm_tile, gemm_concurrent, interference_sm_copy, interference_copy_engine,
+      interference_nccl, transfer, nccl, collective, launch, hbm_stream, signal_gemm};
+  return names;
 }
+}  // namespace bench
+
+void Measurement::fail(const std::string& key, const std::string& message) const {
+  if (source_file.empty() && !source_text) throw std::runtime_error(benchmark + " " + key + ": " + message);
+  const std::string path = source_path.empty() ? key : source_path + "." + key;
+  throw InputError(source_file, source_text ? json_line_of(*source_text, path) : 0, path, message);
+}
+
+double Measurement::config_number(const std::string& key) const { return number_in(*this, config, "config", key); }
 std::string Measurement::config_string(const std::string& key) const {
-  const auto it = config.find(key);
-  if (it == config.end() || !it->is_string()) throw std::runtime_error(benchmark + " config: no string '" + key + "'");
-  return it->get<std::string>();
+  if (!has_key(config, key)) fail("config." + key, "missing (a string is needed here)");
+  if (!config[key].is_string()) fail("config." + key, "must be a string (got " + config[key].dump() + ")");
+  return config[key].get<std::string>();
 }
-double Measurement::derived_number(const std::string& key) const {
-  return number_at(derived, key, benchmark + " derived");
+double Measurement::derived_number(const std::string& key) const { return number_in(*this, derived, "derived", key); }
+
+double Measurement::config_number(const std::string& key, double fallback) const {
+  return has_key(config, key) ? config_number(key) : fallback;
+}
+std::int64_t Measurement::config_int(const std::string& key, std::int64_t fallback) const {
+  return has_key(config, key) ? whole_in(*this, config, "config", key) : fallback;
+}
+std::int64_t Measurement::config_count(const std::string& key, std::int64_t max) const {
+  const std::int64_t v = whole_in(*this, config, "config", key);
+  if (v < 1 || v > max) {
+    fail("config." + key, "must be a whole number from 1 to " + std::to_string(max) + " (got " + config[key].dump() + ")");
+  }
+  return v;
+}
+std::string Measurement::config_string(const std::string& key, const std::string& fallback) const {
+  return has_key(config, key) ? config_string(key) : fallback;
+}
+double Measurement::derived_number(const std::string& key, double fallback) const {
+  return has_key(derived, key) ? derived_number(key) : fallback;
+}
+std::int64_t Measurement::derived_int(const std::string& key, std::int64_t fallback) const {
+  return has_key(derived, key) ? whole_in(*this, derived, "derived", key) : fallback;
+}
+bool Measurement::derived_bool(const std::string& key, bool fallback) const {
+  if (!has_key(derived, key)) return fallback;
+  if (!derived[key].is_boolean()) fail("derived." + key, "must be true or false (got " + derived[key].dump() + ")");
+  return derived[key].get<bool>();
 }
 
 std::vector<const Measurement*> MeasurementSet::of(const std::string& benchmark) const {
@@ -57,59 +120,70 @@ json measurements_document(const MeasurementSet& set) {
   return doc;
 }
 
-Measurement measurement_from_json(const json& j, const std::string& file, const std::string& where) {
-  auto fail = [&](const std::string& key, const std::string& msg) -> void {
-    throw InputError(file, 0, where + (key.empty() ? "" : "." + key), msg);
-  };
-  if (!j.is_object()) fail("", "must be an object");
+Measurement measurement_from_json(const json& j, const std::string& file, const std::string& where,
+                                  std::shared_ptr<const std::string> text) {
+  const JsonReader r(j, file, where, text);
+  r.allow_keys({"benchmark", "config", "time_us", "derived"});
   Measurement m;
-  if (!j.contains("benchmark") || !j["benchmark"].is_string()) fail("benchmark", "missing or not a string");
-  m.benchmark = j["benchmark"].get<std::string>();
-  if (j.contains("config")) {
-    if (!j["config"].is_object()) fail("config", "must be an object");
-    m.config = j["config"];
+  m.benchmark = r.get_string("benchmark");
+  const auto& known = bench::all();
+  if (std::find(known.begin(), known.end(), m.benchmark) == known.end()) {
+    r.fail_at("benchmark", "unknown benchmark '" + m.benchmark + "' (known: " + joined(known) + ")");
   }
-  if (j.contains("derived")) {
-    if (!j["derived"].is_object()) fail("derived", "must be an object");
-    m.derived = j["derived"];
+  // config and derived hold what each benchmark writes (calibrate/cuda/bench_*.cpp); their keys are
+  // checked where they are read (config_number & co.), each with this file, line and key.
+  if (r.has("config")) {
+    r.child("config").expect_object();
+    m.config = r.child("config").value();
   }
-  if (!j.contains("time_us") || !j["time_us"].is_object()) fail("time_us", "missing or not an object");
-  const json& t = j["time_us"];
-  for (const char* key : {"count", "median", "min", "max"}) {
-    if (!t.contains(key) || !t[key].is_number()) fail(std::string("time_us.") + key, "missing or not a number");
+  if (r.has("derived")) {
+    r.child("derived").expect_object();
+    m.derived = r.child("derived").value();
   }
-  m.time_us.count = t["count"].get<int>();
-  m.time_us.median = t["median"].get<double>();
-  m.time_us.min = t["min"].get<double>();
-  m.time_us.max = t["max"].get<double>();
-  m.time_us.mean = t.value("mean", m.time_us.median);
-  m.time_us.spread = t.value("spread", m.time_us.min > 0 ? m.time_us.max / m.time_us.min : 0.0);
-  if (m.time_us.count < 1) fail("time_us.count", "must be at least 1");
-  if (!(m.time_us.min > 0) || m.time_us.min > m.time_us.median || m.time_us.median > m.time_us.max) {
-    fail("time_us", "needs 0 < min <= median <= max");
+  const JsonReader t = r.child("time_us");
+  t.allow_keys({"count", "median", "min", "max", "mean", "spread"});
+  // A timing run takes tens to thousands of samples; validate replays that many (interference).
+  const std::int64_t count = t.get_positive_int("count");
+  if (count > kMaxSampleCount) t.fail_at("count", "must be at most " + std::to_string(kMaxSampleCount) + " (got " + std::to_string(count) + ")");
+  m.time_us.count = static_cast<int>(count);
+  m.time_us.median = t.get_positive_number("median");
+  m.time_us.min = t.get_positive_number("min");
+  m.time_us.max = t.get_positive_number("max");
+  if (m.time_us.min > m.time_us.median || m.time_us.median > m.time_us.max) t.fail("needs 0 < min <= median <= max");
+  m.time_us.mean = t.has("mean") ? t.get_positive_number("mean") : m.time_us.median;
+  m.time_us.spread = t.has("spread") ? t.get_positive_number("spread") : m.time_us.max / m.time_us.min;
+  for (const double v : {m.time_us.median, m.time_us.min, m.time_us.max, m.time_us.mean, m.time_us.spread}) {
+    if (!std::isfinite(v)) t.fail("statistics must be finite numbers");
   }
+  m.source_file = file;
+  m.source_path = where;
+  m.source_text = std::move(text);
   return m;
 }
 
 MeasurementSet load_measurement_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   const std::string file = (fs::path(dir) / "measurements.json").string();
-  const json doc = read_json_file(file);
-  if (!doc.is_object()) throw InputError(file, 0, "", "must be a JSON object");
-  if (doc.value("schema", std::string()) != kMeasurementsSchema) {
-    throw InputError(file, 0, "schema", std::string("must be \"") + kMeasurementsSchema + "\"");
+  const JsonDocument doc = read_json_document(file);
+  const JsonReader r = doc.reader();
+  r.allow_keys({"schema", "fixture", "measurements"});
+  if (r.get_string("schema") != kMeasurementsSchema) {
+    r.fail_at("schema", std::string("must be \"") + kMeasurementsSchema + "\"");
   }
   MeasurementSet set;
-  set.fixture = doc.value("fixture", false);
-  if (!doc.contains("measurements") || !doc["measurements"].is_array()) {
-    throw InputError(file, 0, "measurements", "missing or not a list");
-  }
-  const json& list = doc["measurements"];
+  set.fixture = r.get_bool("fixture", false);
+  const JsonReader list = r.child("measurements");
+  list.expect_array();
   for (std::size_t i = 0; i < list.size(); ++i) {
-    set.measurements.push_back(measurement_from_json(list[i], file, "measurements[" + std::to_string(i) + "]"));
+    set.measurements.push_back(
+        measurement_from_json(list.element(i).value(), file, "measurements[" + std::to_string(i) + "]", doc.text));
   }
   const fs::path env = fs::path(dir) / "environment.json";
-  if (fs::exists(env)) set.environment = read_json_file(env.string());
+  if (fs::exists(env)) {
+    const JsonDocument e = read_json_document(env.string());
+    e.reader().expect_object();
+    set.environment = e.value;
+  }
   return set;
 }
 

@@ -65,7 +65,7 @@ std::string env_str(const json& env, const char* key, const std::string& fallbac
 
 const Measurement* launch_row(const MeasurementSet& set, const std::string& what) {
   for (const Measurement* m : set.of(bench::launch)) {
-    if (m->config.value("what", std::string()) == what) return m;
+    if (m->config_string("what", std::string()) == what) return m;
   }
   return nullptr;
 }
@@ -99,9 +99,9 @@ std::vector<CurvePointUs> transfer_points(const MeasurementSet& set, const std::
                                           bool curve_samples_only) {
   std::map<std::int64_t, double> by_size;
   for (const Measurement* m : set.of(bench::transfer)) {
-    if (m->config.value("path", std::string()) != path) continue;
-    if (ctas > 0 && m->config.value("ctas", 0) != ctas) continue;
-    const auto bytes = m->config.value("bytes", std::int64_t{0});
+    if (m->config_string("path", std::string()) != path) continue;
+    if (ctas > 0 && m->config_int("ctas", 0) != ctas) continue;
+    const auto bytes = m->config_int("bytes", 0);
     if (bytes <= 0 || (curve_samples_only && !curve_sample_size(bytes))) continue;
     by_size[bytes] = m->time_us.median;
   }
@@ -113,9 +113,9 @@ std::vector<CurvePointUs> transfer_points(const MeasurementSet& set, const std::
 double fitted_gemm_tile_us(const MeasurementSet& set, int sm_count) {
   std::vector<double> v;
   for (const Measurement* m : set.of(bench::gemm_tile)) {
-    v.push_back(gemm_tile_us_from(m->time_us.median, static_cast<std::int64_t>(m->config_number("m")),
-                                  static_cast<std::int64_t>(m->config_number("n")),
-                                  static_cast<std::int64_t>(m->config_number("k")), sm_count));
+    v.push_back(gemm_tile_us_from(m->time_us.median, static_cast<std::int64_t>(m->config_count("m")),
+                                  static_cast<std::int64_t>(m->config_count("n")),
+                                  static_cast<std::int64_t>(m->config_count("k")), sm_count));
   }
   return v.empty() ? 0 : median_of(v);
 }
@@ -129,14 +129,14 @@ RooflineFit fit_gemm_roofline(const MeasurementSet& set, int sm_count, int ctas_
   const std::int64_t slots = static_cast<std::int64_t>(sm_count) * std::max(1, ctas_per_sm);
   for (const char* b : {bench::gemm, bench::gemm_tile}) {
     for (const Measurement* m : set.of(b)) {
-      const std::string dt = m->config.value("dtype", std::string("bf16"));
-      const int tm = m->derived.value("tile_m", 0), tn = m->derived.value("tile_n", 0);
-      const auto M = static_cast<std::int64_t>(m->config_number("m"));
+      const std::string dt = m->config_string("dtype", "bf16");
+      const int tm = m->derived_int("tile_m", 0), tn = m->derived_int("tile_n", 0);
+      const auto M = static_cast<std::int64_t>(m->config_count("m"));
       if ((dt != "bf16" && dt != "fp16") || tm < 1 || tn < 1 || M < 64 || !(m->time_us.median > 0)) continue;
-      const auto N = static_cast<std::int64_t>(m->config_number("n"));
+      const auto N = static_cast<std::int64_t>(m->config_count("n"));
       const std::int64_t tiles = ((M + tm - 1) / tm) * ((N + tn - 1) / tn);
       runs.push_back({static_cast<double>((tiles + slots - 1) / slots), static_cast<double>(tm), static_cast<double>(tn),
-                      m->config_number("k"), m->time_us.median});
+                      static_cast<double>(m->config_count("k")), m->time_us.median});
       shapes.insert({tm, tn});
     }
   }
@@ -203,8 +203,8 @@ std::int64_t gemm_waves(std::int64_t m, std::int64_t n, int tile_m, int tile_n, 
 }
 
 int gemm_sm_effective_sms(const Measurement& m) {
-  const int k = static_cast<int>(m.config_number("sms"));
-  const int reached = m.derived.value("cluster_sms_reached", 0);
+  const int k = static_cast<int>(m.config_count("sms", kMaxUnitCount));
+  const int reached = m.derived_int("cluster_sms_reached", 0);
   return reached > 0 ? std::min(k, reached) : k;
 }
 
@@ -213,7 +213,7 @@ FullRateFit fit_gemm_full_rate_sms(const MeasurementSet& set, int sm_count) {
   const auto rows = set.of(bench::gemm_sm);
   std::set<int> sizes;
   for (const Measurement* m : rows) {
-    const int k = static_cast<int>(m->config_number("sms"));
+    const int k = static_cast<int>(m->config_count("sms", kMaxUnitCount));
     if (k > 0 && k < sm_count) sizes.insert(k);
   }
   if (sizes.size() < 2) return fit;
@@ -226,12 +226,12 @@ FullRateFit fit_gemm_full_rate_sms(const MeasurementSet& set, int sm_count) {
   };
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::string>, Shape> shapes;
   for (const Measurement* m : rows) {
-    const int k = static_cast<int>(m->config_number("sms"));
-    const auto M = static_cast<std::int64_t>(m->config_number("m"));
-    const auto N = static_cast<std::int64_t>(m->config_number("n"));
-    const auto key = std::make_tuple(M, N, static_cast<std::int64_t>(m->config_number("k")), m->config.value("dtype", std::string("bf16")));
-    const int tm = static_cast<int>(m->derived.value("tile_m", 128));
-    const int tn = static_cast<int>(m->derived.value("tile_n", 128));
+    const int k = static_cast<int>(m->config_count("sms", kMaxUnitCount));
+    const auto M = static_cast<std::int64_t>(m->config_count("m"));
+    const auto N = static_cast<std::int64_t>(m->config_count("n"));
+    const auto key = std::make_tuple(M, N, static_cast<std::int64_t>(m->config_count("k")), m->config_string("dtype", "bf16"));
+    const int tm = static_cast<int>(m->derived_int("tile_m", 128));
+    const int tn = static_cast<int>(m->derived_int("tile_n", 128));
     Shape& sh = shapes[key];
     sh.tiles = gemm_waves(M, N, tm, tn, 1);
     if (k == sm_count) sh.whole_us = m->time_us.median;
@@ -268,12 +268,12 @@ FullRateFit fit_gemm_full_rate_sms(const MeasurementSet& set, int sm_count) {
 double fitted_gemm_comm_interference(const MeasurementSet& set, int sm_count, double full_rate_sms) {
   std::vector<double> fits;
   for (const Measurement* m : set.of(bench::interference_sm_copy)) {
-    const int k = static_cast<int>(m->config_number("copy_ctas"));
+    const int k = static_cast<int>(m->config_count("copy_ctas", kMaxUnitCount));
     if (k <= 0 || k >= sm_count) continue;
-    const auto M = static_cast<std::int64_t>(m->config_number("m"));
-    const auto N = static_cast<std::int64_t>(m->config_number("n"));
-    const int tm = static_cast<int>(m->derived.value("tile_m", 128));
-    const int tn = static_cast<int>(m->derived.value("tile_n", 128));
+    const auto M = static_cast<std::int64_t>(m->config_count("m"));
+    const auto N = static_cast<std::int64_t>(m->config_count("n"));
+    const int tm = static_cast<int>(m->derived_int("tile_m", 128));
+    const int tn = static_cast<int>(m->derived_int("tile_n", 128));
     const double alone = m->derived_number("alone_us");
     const double cta = alone / static_cast<double>(gemm_waves(M, N, tm, tn, sm_count));
     const double reference = static_cast<double>(std::min<std::int64_t>(sm_count, gemm_waves(M, N, tm, tn, 1)));
@@ -371,7 +371,7 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
     // the largest bf16 GEMM's TFLOP/s stands in as peak with efficiency 1 (both measured).
     const Measurement* best = nullptr;
     for (const Measurement* m : gemms) {
-      if (!best || m->derived.value("tflops", 0.0) > best->derived.value("tflops", 0.0)) best = m;
+      if (!best || m->derived_number("tflops", 0.0) > best->derived_number("tflops", 0.0)) best = m;
     }
     y.key(2, "peak_tflops", "gemm: the fastest measured GEMM's TFLOP/s, used as the rate with efficiency 1");
     y.value(4, "bf16", num(best->derived_number("tflops")));
@@ -380,7 +380,7 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   std::int64_t hbm_bytes = 0;
   double hbm_gbps = 0;
   for (const Measurement* m : set.of(bench::hbm_stream)) {
-    const auto b = m->config.value("bytes", std::int64_t{0});
+    const auto b = m->config_int("bytes", 0);
     if (b >= hbm_bytes) {
       hbm_bytes = b;
       hbm_gbps = m->derived_number("gbps");
@@ -420,16 +420,16 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   // enqueue time / ranks, the median over sizes and primitives.
   std::map<std::string, double> by_primitive;
   for (const Measurement* m : set.of(bench::launch)) {
-    const double ranks = m->config.value("ranks", 0.0);
-    if (m->config.value("what", std::string()) != "collective_in_stream" || ranks < 1) continue;
+    const double ranks = m->config_number("ranks", 0.0);
+    if (m->config_string("what", std::string()) != "collective_in_stream" || ranks < 1) continue;
     const double launch_us = host ? host->time_us.median : 0.0;
-    by_primitive[m->config.value("primitive", std::string())] = std::max(0.0, m->time_us.median / ranks - launch_us);
+    by_primitive[m->config_string("primitive", std::string())] = std::max(0.0, m->time_us.median / ranks - launch_us);
   }
   std::vector<double> enqueue;
   for (const auto& [prim, us] : by_primitive) enqueue.push_back(us);
   if (enqueue.empty()) {
     for (const Measurement* m : set.of(bench::collective)) {
-      const double ranks = m->config.value("ranks", 0.0);
+      const double ranks = m->config_number("ranks", 0.0);
       if (m->derived.contains("host_enqueue_us") && ranks >= 1) enqueue.push_back(m->derived_number("host_enqueue_us") / ranks);
     }
   }
@@ -469,7 +469,7 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
     pull_note = "transfer " + path;
     bool timed_alone = !pull.empty();
     for (const Measurement* m : set.of(bench::transfer)) {
-      if (m->config.value("path", std::string()) == path && !m->derived.value("queued", false)) timed_alone = false;
+      if (m->config_string("path", std::string()) == path && !m->derived_bool("queued", false)) timed_alone = false;
     }
     if (!timed_alone && !options.physical_pull.empty()) {
       pull = options.physical_pull;
@@ -481,7 +481,7 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   const auto d2d = transfer_points(set, "copy_engine.d2d", 0, true);
   std::vector<int> ctas_seen;
   for (const Measurement* m : set.of(bench::transfer)) {
-    if (m->config.value("path", std::string()) == "sm_copy.d2d") ctas_seen.push_back(m->config.value("ctas", 0));
+    if (m->config_string("path", std::string()) == "sm_copy.d2d") ctas_seen.push_back(m->config_int("ctas", 0));
   }
   std::sort(ctas_seen.begin(), ctas_seen.end());
   ctas_seen.erase(std::unique(ctas_seen.begin(), ctas_seen.end()), ctas_seen.end());
@@ -590,7 +590,7 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   curves.push_back({"copy_engine." + cls, "copy_engine.p2p", "transfer copy_engine.p2p (cudaMemcpyPeerAsync)"});
   std::vector<int> p2p_ctas;
   for (const Measurement* m : set.of(bench::transfer)) {
-    if (m->config.value("path", std::string()) == "sm_copy.p2p") p2p_ctas.push_back(m->config.value("ctas", 0));
+    if (m->config_string("path", std::string()) == "sm_copy.p2p") p2p_ctas.push_back(m->config_int("ctas", 0));
   }
   if (!p2p_ctas.empty()) {
     const int k = *std::max_element(p2p_ctas.begin(), p2p_ctas.end());
@@ -608,9 +608,9 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   std::vector<const Measurement*> collectives = set.of(bench::nccl);
   for (const Measurement* m : set.of(bench::collective)) collectives.push_back(m);
   for (const Measurement* m : collectives) {
-    const std::string key = m->config_string("primitive") + ".n" + std::to_string(static_cast<int>(m->config_number("ranks")));
-    if (!curve_sample_size(static_cast<std::int64_t>(m->config_number("bytes")))) continue;  // held out for validate
-    coll[key].push_back({static_cast<std::int64_t>(m->config_number("bytes")), m->time_us.median});
+    const std::string key = m->config_string("primitive") + ".n" + std::to_string(static_cast<int>(m->config_count("ranks", kMaxUnitCount)));
+    if (!curve_sample_size(static_cast<std::int64_t>(m->config_count("bytes")))) continue;  // held out for validate
+    coll[key].push_back({static_cast<std::int64_t>(m->config_count("bytes")), m->time_us.median});
   }
   for (auto& [key, pts] : coll) {
     std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
@@ -626,10 +626,10 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   // ---- gemm_profiles: whole-GPU cuBLASLt durations with the tile its heuristic chose
   std::string gp;
   for (const Measurement* m : gemms) {
-    const std::string dt = m->config.value("dtype", std::string("bf16"));
-    gp += "  - {m: " + num(m->config_number("m")) + ", n: " + num(m->config_number("n")) + ", k: " +
-          num(m->config_number("k")) + ", dtype: " + dt + ", tile_m: " + std::to_string(m->derived.value("tile_m", 128)) +
-          ", tile_n: " + std::to_string(m->derived.value("tile_n", 128)) + ", duration_us: " + num(m->time_us.median) + "}\n";
+    const std::string dt = m->config_string("dtype", "bf16");
+    gp += "  - {m: " + num(m->config_count("m")) + ", n: " + num(m->config_count("n")) + ", k: " +
+          num(m->config_count("k")) + ", dtype: " + dt + ", tile_m: " + std::to_string(m->derived_int("tile_m", 128)) +
+          ", tile_n: " + std::to_string(m->derived_int("tile_n", 128)) + ", duration_us: " + num(m->time_us.median) + "}\n";
   }
   if (!gp.empty()) {
     y.comment(0, "gemm: cuBLASLt whole-GPU median durations; tile_m / tile_n from the heuristic's algorithm");

@@ -184,8 +184,9 @@ const std::vector<std::string>& runnable_schemes() {
   return s;
 }
 
-SchemeConfigList parse_scheme_config_list(const json& doc, const std::string& file) {
-  const JsonReader r(doc, file);
+SchemeConfigList parse_scheme_config_list(const json& doc, const std::string& file,
+                                          std::shared_ptr<const std::string> text) {
+  const JsonReader r(doc, file, "", std::move(text));
   r.allow_keys({"schema", "description", "warmup", "repetitions", "runs"});
   if (r.get_string("schema") != kSchemeConfigsSchema) {
     r.fail_at("schema", std::string("must be \"") + kSchemeConfigsSchema + "\"");
@@ -208,7 +209,8 @@ SchemeConfigList parse_scheme_config_list(const json& doc, const std::string& fi
 }
 
 SchemeConfigList load_scheme_config_list(const std::string& file) {
-  return parse_scheme_config_list(read_json_file(file), file);
+  const JsonDocument doc = read_json_document(file);
+  return parse_scheme_config_list(doc.value, file, doc.text);
 }
 
 json to_json(const SchemeRunConfig& c) {
@@ -246,8 +248,8 @@ SampleStats stats_from(const JsonReader& r) {
 }
 }  // namespace
 
-SchemeRunSet parse_scheme_runs(const json& doc, const std::string& file) {
-  const JsonReader r(doc, file);
+SchemeRunSet parse_scheme_runs(const json& doc, const std::string& file, std::shared_ptr<const std::string> text) {
+  const JsonReader r(doc, file, "", std::move(text));
   r.allow_keys({"schema", "fixture", "host", "profile", "environment", "runs", "virtual_nodes"});
   if (r.get_string("schema") != kSchemeRunsSchema) r.fail_at("schema", std::string("must be \"") + kSchemeRunsSchema + "\"");
   SchemeRunSet set;
@@ -281,6 +283,9 @@ SchemeRunSet parse_scheme_runs(const json& doc, const std::string& file) {
   return set;
 }
 
-SchemeRunSet load_scheme_runs(const std::string& file) { return parse_scheme_runs(read_json_file(file), file); }
+SchemeRunSet load_scheme_runs(const std::string& file) {
+  const JsonDocument doc = read_json_document(file);
+  return parse_scheme_runs(doc.value, file, doc.text);
+}
 
 }  // namespace overlap::calibrate

@@ -17,6 +17,7 @@
 // every transfer skipped, so exposed communication = latency - compute-only, the simulator's one
 // definition (design.md "Metrics").
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -67,7 +68,9 @@ const std::vector<std::string>& runnable_schemes();
 // apply to the workload, shapes the kernels cannot run (dimensions not multiples of 128, rows not
 // divisible by ranks x chunks), parameters out of range, duplicate ids. Throws overlap::InputError
 // naming the file and key path.
-SchemeConfigList parse_scheme_config_list(const nlohmann::json& doc, const std::string& file);
+// `text`: the file's text, for the line numbers of errors (null: line 0).
+SchemeConfigList parse_scheme_config_list(const nlohmann::json& doc, const std::string& file,
+                                          std::shared_ptr<const std::string> text = nullptr);
 SchemeConfigList load_scheme_config_list(const std::string& file);
 
 struct SchemeRunResult {
@@ -96,7 +99,8 @@ struct SchemeRunSet {
 
 nlohmann::json to_json(const SchemeRunConfig& c);
 nlohmann::json scheme_runs_document(const SchemeRunSet& set);
-SchemeRunSet parse_scheme_runs(const nlohmann::json& doc, const std::string& file);
+SchemeRunSet parse_scheme_runs(const nlohmann::json& doc, const std::string& file,
+                               std::shared_ptr<const std::string> text = nullptr);
 SchemeRunSet load_scheme_runs(const std::string& file);
 
 }  // namespace overlap::calibrate

@@ -2,6 +2,7 @@
 // no GPU). Closed-form cases: every expected value below follows from the definition in the header.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -152,6 +153,38 @@ TEST_CASE("scheme configuration list: bad input names the file and key", "[calib
   r = ar_run();
   r["scheme"] = "dtp";
   CHECK(error_key(config_list(r)) == "runs[0].scheme");  // decode schemes need decode_stack
+}
+
+TEST_CASE("scheme configuration list: an error names the line of its key in the file's text", "[calibrate]") {
+  json r = ar_run();
+  r["params"]["wave_sms"] = -32;
+  const json doc = config_list(r);
+  const std::string text = doc.dump(2);  // one member a line
+  const auto at = text.find("\"wave_sms\": -32");
+  REQUIRE(at != std::string::npos);
+  const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  try {
+    parse_scheme_config_list(doc, "cfg.json", std::make_shared<const std::string>(text));
+    FAIL("wave_sms -32 should be refused");
+  } catch (const overlap::InputError& e) {
+    CHECK(e.key_path() == "runs[0].params.wave_sms");
+    CHECK(e.line() == line);
+    CHECK(line > 5);
+  }
+  // A missing key: the line of the object that should hold it.
+  r = ar_run();
+  r.erase("workload");
+  const std::string no_workload = config_list(r).dump(2);
+  try {
+    parse_scheme_config_list(config_list(r), "cfg.json", std::make_shared<const std::string>(no_workload));
+    FAIL("a run without a workload should be refused");
+  } catch (const overlap::InputError& e) {
+    CHECK(e.key_path() == "runs[0].workload");
+    const auto open = no_workload.find("\"runs\": [") ;
+    REQUIRE(open != std::string::npos);
+    // runs[0] opens on the line after "runs": [.
+    CHECK(e.line() == 2 + static_cast<int>(std::count(no_workload.begin(), no_workload.begin() + static_cast<std::ptrdiff_t>(open), '\n')));
+  }
 }
 
 TEST_CASE("scheme configuration list: FlashOverlap waves are wave_sms x ctas_per_sm tiles", "[calibrate]") {

@@ -1,6 +1,7 @@
 // nccl-tests import from hand-written samples in tests/data (text table and JSON report).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <sstream>
 
 #include "cost_model/input_error.hpp"
@@ -80,7 +81,20 @@ TEST_CASE("nccl-tests rows: sizes must increase and times be finite (fuzz findin
     parse_nccl_tests_json(dup, "x.json");
     FAIL("expected InputError");
   } catch (const InputError& e) {
-    CHECK(e.key_path() == "results.1.size");
+    CHECK(e.key_path() == "results[1].size");
+    CHECK(e.line() == 0);  // no text given: no line
+  }
+  // With the report's text (as load_nccl_tests_file reads it), the line of the second row's size:
+  // dump(2) writes one member a line, keys sorted, so each row takes 8 lines and the second row's
+  // size (after its out_of_place block) is on line 17.
+  const std::string text = dup.dump(2);
+  try {
+    parse_nccl_tests_json(dup, "x.json", &text);
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    CHECK(e.key_path() == "results[1].size");
+    CHECK(e.line() == 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(text.rfind("\"size\"")), '\n')));
+    CHECK(e.line() == 17);
   }
 }
 
