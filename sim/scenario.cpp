@@ -519,17 +519,30 @@ Scenario load_impl(const std::string& text, const std::string& file, const Scena
                      "schemes, fidelity, sweep (optional)");
   }
 
+  // `hardware=` chooses the profile and `hardware.a.b=` edits it, so the choice is applied first
+  // (the last one winning) in whatever order the assignments came: a sweep's axes, or --set
+  // hardware.gpu.sm_count=100 --set hardware=h100-sxm, must not drop the edit silently.
+  std::optional<std::string> chosen;
+  std::vector<std::string> edits;
+  for (const std::string& a : options.sets) {
+    if (a.rfind("hardware=", 0) == 0) chosen = a;
+    else edits.push_back(a);
+  }
+  if (chosen) apply_overrides(root, {*chosen});
   // A named profile is spliced into the tree when --set reaches into it, so the override is
   // validated by the profile loader like any other value (cost_model/profile_loader.hpp).
   std::string hardware_file = file;
   std::string hardware_name;
   if (root["hardware"] && root["hardware"].IsScalar()) {
     hardware_name = root["hardware"].Scalar();
-    if (any_set_under(options.sets, "hardware")) {
+    if (any_set_under(edits, "hardware")) {
       const YamlReader ref(root["hardware"], "hardware", file);
       try {
         root["hardware"] = load_profile_yaml(resolve_profile_ref(hardware_name, file), hardware_dir, &hardware_file);
       } catch (const InputError& e) {
+        // The profile named by --set hardware=: that assignment is where it came from.
+        if (chosen && (e.file().empty() || (e.line() <= 0 && e.key_path().empty())))
+          throw InputError("--set " + *chosen, 0, "hardware", e.file().empty() ? e.message() : e.what());
         if (e.file().empty()) ref.fail(e.message());
         // The profile file itself cannot be read (a directory, a device, missing): the scenario's
         // `hardware` key is what named it.
@@ -538,7 +551,7 @@ Scenario load_impl(const std::string& text, const std::string& file, const Scena
       }
     }
   }
-  apply_overrides(root, options.sets);
+  apply_overrides(root, edits);
   try {
     return load_checked(root, text, file, hardware_dir, hardware_file, hardware_name, options, with_sweep);
   } catch (const InputError& e) {

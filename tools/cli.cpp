@@ -59,6 +59,35 @@ std::string resolve_input_path(const std::string& path) {
   return path;
 }
 
+std::string resolve_hardware_path(const std::string& value, const std::string& scenario_path) {
+  const auto exists = [](const fs::path& p) {
+    std::error_code ec;
+    return fs::exists(p, ec);
+  };
+  const fs::path v(value);
+  const bool path_like = value.find('/') != std::string::npos || v.extension() == ".yaml";
+  if (!path_like || v.is_absolute()) return value;  // a built-in profile's name, or already absolute
+  fs::path chosen = v;
+  for (const fs::path& candidate : {v, fs::path(scenario_path).parent_path() / v, fs::path(source_dir()) / v}) {
+    if (exists(candidate)) {
+      chosen = candidate;
+      break;
+    }
+  }
+  std::error_code ec;
+  const fs::path abs = fs::absolute(chosen, ec);
+  return ec ? value : abs.lexically_normal().string();
+}
+
+std::vector<std::string> resolve_set_paths(const std::vector<std::string>& sets, const std::string& scenario_path) {
+  const std::string key = "hardware=";
+  std::vector<std::string> out = sets;
+  for (std::string& s : out) {
+    if (s.rfind(key, 0) == 0) s = key + resolve_hardware_path(s.substr(key.size()), scenario_path);
+  }
+  return out;
+}
+
 namespace {
 
 #ifndef OVERLAP_VERSION

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace overlap::tools {
 
@@ -46,5 +47,15 @@ std::string hardware_dir();
 // scenarios/papers/NAME.yaml. Returns the path as written when nothing matches (the loader then
 // reports it missing).
 std::string resolve_input_path(const std::string& path);
+// The --set list of a command that loads `scenario_path`. A `hardware=` value that is a relative path
+// (it has a '/' or ends in .yaml) is looked for where the user typed it (the current directory), then
+// beside the scenario (where a `hardware:` written in the scenario is read from), then in
+// source_dir(), and replaced by the absolute path of the first that exists, or of the first when
+// none does (the loader then reports that one missing). So `overlap-sim run --set
+// hardware=calibrate/results/<dir>/profile.yaml` loads that file from the source tree. Other
+// assignments are returned unchanged.
+std::vector<std::string> resolve_set_paths(const std::vector<std::string>& sets, const std::string& scenario_path);
+// The same for one `hardware` value (a --sweep hardware=A,B value).
+std::string resolve_hardware_path(const std::string& value, const std::string& scenario_path);
 
 }  // namespace overlap::tools

@@ -195,18 +195,18 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
     throw UsageError("--trace-level, --trace-ranks and --trace-window shape the trace: give --trace FILE (or --plot)");
   if (!options.plot.empty()) check_plotting_available("plot_timeline.py");
 
-  sim::ScenarioOptions load;
-  load.sets = options.sets;
-  if (!options.fidelity.empty()) load.sets.push_back("fidelity=" + options.fidelity);
-  load.hardware_dir = hardware_dir();
-  // `run` runs the scenario as written; its sweep is `overlap-sim sweep`'s business (a sweep value
-  // that does not fit a --set hardware must not stop a run).
-  load.validate_sweep = false;
   if (!options.params.empty() && options.scheme.empty())
     throw UsageError("--param sets a knob of one scheme: name it with --scheme (e.g. --scheme data_slicing --param chunks=8)");
   // The default scenario lives in the source tree, wherever the program runs from.
   const std::string path = options.scenario.empty() ? (fs::path(source_dir()) / kDefaultScenario).string()
                                                     : resolve_input_path(options.scenario);
+  sim::ScenarioOptions load;
+  load.sets = resolve_set_paths(options.sets, path);
+  if (!options.fidelity.empty()) load.sets.push_back("fidelity=" + options.fidelity);
+  load.hardware_dir = hardware_dir();
+  // `run` runs the scenario as written; its sweep is `overlap-sim sweep`'s business (a sweep value
+  // that does not fit a --set hardware must not stop a run).
+  load.validate_sweep = false;
   const sim::Scenario sc = sim::load_scenario_file(path, load);
 
   std::vector<sim::SchemeSpec> specs = selected_schemes(sc, options.scheme);

@@ -170,16 +170,22 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
   if (o.resume && o.output.empty()) throw UsageError("--resume needs --output FILE (the file whose points are skipped)");
   if (!o.plot.empty()) check_plotting_available("plot_sweep.py");
 
+  const std::string path = o.scenario.empty() ? (fs::path(source_dir()) / kDefaultScenario).string()
+                                              : resolve_input_path(o.scenario);
   sim::ScenarioOptions load;
-  load.sets = o.sets;
+  load.sets = resolve_set_paths(o.sets, path);
   load.hardware_dir = hardware_dir();
   load.validate_sweep = true;
   load.check_sweep_values = false;  // every point is checked below, all bad ones reported together
-  const std::string path = o.scenario.empty() ? (fs::path(source_dir()) / kDefaultScenario).string()
-                                              : resolve_input_path(o.scenario);
   const sim::Scenario sc = sim::load_scenario_file(path, load);
   std::vector<sim::SweepAxis> flags;
-  for (const std::string& f : o.sweeps) flags.push_back(sim::parse_sweep_flag(f));
+  for (const std::string& f : o.sweeps) {
+    sim::SweepAxis axis = sim::parse_sweep_flag(f);
+    // A profile path typed in a --sweep value is read where it was typed, as with --set.
+    if (axis.keys.size() == 1 && axis.keys[0] == "hardware")
+      for (auto& point : axis.values) point[0] = resolve_hardware_path(point[0], path);
+    flags.push_back(std::move(axis));
+  }
   const sim::SweepGrid grid = sim::make_sweep_grid(sim::merge_sweep_axes(sc.sweep, flags));
   if (grid.points.empty())
     throw UsageError(fmt::format("{} has no sweep: section; give the axes with --sweep KEY=V1,V2,...", path));

@@ -124,11 +124,12 @@ void tune_scenario(const TuneOptions& o, std::ostream& out) {
   if (!o.export_flashoverlap.empty())
     throw UsageError("--export-flashoverlap belongs to the operator form (--hardware, --gemm, --primitive, --ranks)");
   if (o.format != "table" && o.format != "json") throw UsageError("--format must be table or json (got '" + o.format + "')");
+  const std::string path = resolve_input_path(o.scenario);
   sim::ScenarioOptions load;
-  load.sets = o.sets;
+  load.sets = resolve_set_paths(o.sets, path);
   load.hardware_dir = hardware_dir();
   load.validate_sweep = false;  // tune ignores the sweep
-  const sim::Scenario sc = sim::load_scenario_file(resolve_input_path(o.scenario), load);
+  const sim::Scenario sc = sim::load_scenario_file(path, load);
   const int jobs = o.jobs > 0 ? o.jobs : sim::default_jobs();
   const sim::SchemeTuneResult r = sim::tune_schemes(sc, jobs);
   const std::string text = o.format == "json" ? sim::to_json(r, sc, o.top).dump(2) + "\n"
