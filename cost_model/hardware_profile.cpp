@@ -2,6 +2,12 @@
 
 namespace overlap {
 
+Ps streaming_kernel_ps(const HardwareProfile& hw, Bytes bytes) {
+  const double gbps = hw.gpu.hbm_bandwidth_gbps * hw.gpu.hbm_efficiency;
+  if (!(gbps > 0)) return 0;
+  return checked_add(ps_from_us(hw.gpu.hbm_latency_us), transfer_ps(bytes, gbps));
+}
+
 int dtype_bytes(DType t) {
   switch (t) {
     case DType::fp8: return 1;

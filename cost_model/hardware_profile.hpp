@@ -29,6 +29,11 @@ struct GpuSpec {
   double gemm_efficiency = 0.8;       // fraction of peak a large compute-bound GEMM reaches
   double hbm_bandwidth_gbps = 0;      // datasheet HBM bandwidth
   double hbm_efficiency = 0.9;        // fraction a streaming kernel reaches
+  // Fixed time of a memory-bound kernel beyond its bytes / (hbm_bandwidth_gbps x hbm_efficiency): the
+  // ramp until every SM streams and the drain of the last requests, during which HBM is not the limit.
+  // The alpha of an alpha-beta fit of the calibration's hbm_stream sizes (64 MiB .. 2 GiB on an
+  // H100: 8 us, 27 % of the smallest read). 0 = not modelled (the datasheet profiles).
+  double hbm_latency_us = 0;
   int copy_engines = 2;               // async copy engines usable for transfers
   int min_sm_partition = 1;           // green-context granularity (8 on Hopper)
   // Time of one 128x128 output tile over K = 1024 (2*128*128*1024 FLOP) on one SM, in us; when > 0
@@ -239,6 +244,11 @@ struct HardwareProfile {
   std::vector<GemmProfileEntry> gemm_profiles;
   std::string source_file;  // where it was loaded from ("" for built-in/inline)
 };
+
+// A memory-bound kernel streaming `bytes` through HBM alone on its GPU: gpu.hbm_latency_us + bytes /
+// (hbm_bandwidth_gbps x hbm_efficiency), what the engine's memory op takes on an idle GPU
+// (sim/network_side.cpp). 0 without a memory model (hbm_bandwidth_gbps 0).
+Ps streaming_kernel_ps(const HardwareProfile& hw, Bytes bytes);
 
 // Fills fabric.nodes / fabric.edges from the topology preset (no-op for "explicit"). Defined in
 // fabric_topology.cpp; throws std::invalid_argument when a link class the preset needs is missing.

@@ -41,7 +41,7 @@ inline constexpr InputRange bandwidth_gbps{"bandwidth", "gpu.hbm_bandwidth_gbps,
 inline constexpr InputRange copy_engines{"copy engines", "gpu.copy_engines", 1, 64, "copy engines",
                                          "every GPU has at least one; copy-engine schemes need one", true};
 inline constexpr InputRange latency_us{"latency / duration", "*_us (fabric, comm, launch, transports, curves, "
-                                       "gemm_tile_us, gemm_cta_overhead_us, workload.allreduce_us)",
+                                       "gemm_tile_us, gemm_cta_overhead_us, hbm_latency_us, workload.allreduce_us)",
                                        0, 1e6, "us", "one second per step is far beyond any real kernel or link"};
 inline constexpr InputRange factor{"model factor", "gpu.gemm_comm_interference, comm.nvls_efficiency", 0, 100, "",
                                    "a multiplier on a time or rate"};

@@ -30,6 +30,8 @@ struct GpuConfig {
   // GpuSpec::gemm_full_rate_sms (0 = not modelled): with more SMs of the physical GPU running tiles
   // of compute kernels than this, each tile slows (gemm_saturation_factor, Op::reference_sms).
   double full_rate_sms = 0;
+  // GpuSpec::hbm_latency_us: a memory kernel's fixed time before its bytes stream (no HBM used).
+  Ps hbm_latency_ps = 0;
 };
 
 struct NodeConfig {

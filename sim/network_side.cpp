@@ -49,9 +49,10 @@ void NetworkSide::start_gang_work(OpId id) {
     const double capacity = fabric_.links()[static_cast<std::size_t>(hbm)].capacity_bytes_per_ps;
     const double service = std::ceil(static_cast<double>(o.bytes) / capacity);
     const int r = ctx_.rank(id);
+    // The kernel's ramp and drain (GpuSpec::hbm_latency_us) pass as latency: they take no HBM share.
     start_transfer(Transfer{Kind::memory, id, kNoOp, r, r, o.bytes, {hbm}, static_cast<double>(o.bytes) / service,
                             service, ctx_.now, -1},
-                   0);
+                   ctx_.node.gpus[static_cast<std::size_t>(r)].hbm_latency_ps);
     return;
   }
   if (!o.phases.empty()) {

@@ -20,7 +20,8 @@ NodeConfig make_node(const HardwareProfile& profile, int ranks) {
   const bool virtual_ranks = spec.topology == "virtual";
   for (int r = 0; r < spec.num_gpus; ++r) {
     GpuConfig g{profile.gpu.sm_count, profile.gpu.copy_engines, virtual_ranks ? 0 : -1,
-                profile.gpu.gemm_comm_interference, profile.gpu.gemm_full_rate_sms};
+                profile.gpu.gemm_comm_interference, profile.gpu.gemm_full_rate_sms,
+                profile.gpu.hbm_bandwidth_gbps > 0 ? ps_from_us(profile.gpu.hbm_latency_us) : 0};
     node.gpus.push_back(g);
   }
 

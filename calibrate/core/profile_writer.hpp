@@ -49,6 +49,18 @@ struct ProfileOptions {
   std::string physical_pull_source;
 };
 
+// A memory-bound kernel's alpha-beta model from the hbm_stream runs: the line through the smallest
+// and the largest read (time = latency_us + bytes / gbps); the sizes between are left to validate.
+// With one size (or a fit that would give a negative latency or rate) the largest read's rate and
+// latency 0. ok = false without runs.
+struct HbmFit {
+  bool ok = false;
+  double gbps = 0;
+  double latency_us = 0;
+  std::int64_t small_bytes = 0, large_bytes = 0;  // the two reads the line goes through
+};
+HbmFit fit_hbm_stream(const MeasurementSet& set);
+
 // True for a transfer size the profile's curves are built from (even index in transfer_sizes()).
 bool curve_sample_size(std::int64_t bytes);
 

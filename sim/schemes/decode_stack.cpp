@@ -18,9 +18,10 @@ DecodeTimes decode_times(const DecodeStack& dec, int tp, const HardwareProfile& 
     throw std::invalid_argument("hardware.gpu.hbm_bandwidth_gbps: decode weight streaming needs a positive HBM bandwidth");
   const DecodeShapes s = decode_shapes(dec, tp);
   DecodeTimes t;
-  // delayed-tp-blog: tau_w = weight bytes of the module's shard / v_b.
-  t.tau_att_ps = transfer_ps(s.attention_weight_bytes, hbm_gbps);
-  t.tau_mlp_ps = transfer_ps(s.mlp_weight_bytes, hbm_gbps);
+  // delayed-tp-blog: tau_w = weight bytes of the module's shard / v_b; plus the streaming kernel's
+  // fixed ramp and drain where the profile measured one (hbm_latency_us), as the engine runs it.
+  t.tau_att_ps = streaming_kernel_ps(hw, s.attention_weight_bytes);
+  t.tau_mlp_ps = streaming_kernel_ps(hw, s.mlp_weight_bytes);
   if (dec.allreduce_us >= 0) {
     t.tau_c_ps = ps_from_us(dec.allreduce_us);
   } else if (tp > 1) {
@@ -182,8 +183,7 @@ BuiltScheme build_decode_stack(const BuildContext& ctx, const DecodePlan& plan, 
     if (!collectives_only) {
       streaming_ps += m.kind == DecodeModuleKind::attention ? times.tau_att_ps
                       : m.kind == DecodeModuleKind::mlp     ? times.tau_mlp_ps
-                                                            : transfer_ps(bytes, ctx.hardware.gpu.hbm_bandwidth_gbps *
-                                                                                     ctx.hardware.gpu.hbm_efficiency);
+                                                            : streaming_kernel_ps(ctx.hardware, bytes);
       for (int r = 0; r < ranks; ++r) {
         MemoryKernel k;
         k.name = fmt::format("L{}.{}", layer, what);

@@ -31,8 +31,8 @@ struct DecodePlan {
   std::string reason;
 };
 
-// Streaming and communication times of one rank: tau_att, tau_mlp (weight bytes over HBM bandwidth x
-// efficiency, rounded up to a picosecond) and tau_c (DecodeStack::allreduce_us when given, else the
+// Streaming and communication times of one rank: tau_att, tau_mlp (streaming_kernel_ps: the profile's
+// hbm_latency_us plus weight bytes over HBM bandwidth x efficiency, rounded up to a picosecond) and tau_c (DecodeStack::allreduce_us when given, else the
 // collective model's all-reduce of one token's hidden state).
 struct DecodeTimes {
   Ps tau_att_ps = 0;

@@ -213,8 +213,7 @@ BuiltScheme build_flashoverlap(const BuildContext& ctx) {
       b.add_memory(r, st.compute[static_cast<std::size_t>(r)],
                    MemoryKernel{"rmsnorm.reorder", bytes, {last_comm[static_cast<std::size_t>(r)]}, 0});
     if (hw.gpu.hbm_bandwidth_gbps > 0)
-      rmsnorm_ps = transfer_ps(2 * out, hw.gpu.hbm_bandwidth_gbps * hw.gpu.hbm_efficiency) +
-                   hw.launch.gap_ps();
+      rmsnorm_ps = streaming_kernel_ps(hw, 2 * out) + hw.launch.gap_ps();
   }
 
   // Sec. 6.4 bound: perfect overlap of the unmodified GEMM and NCCL's collective (+ a plain RMSNorm).

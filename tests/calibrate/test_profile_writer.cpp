@@ -110,6 +110,46 @@ TEST_CASE("profile writer: the profile loads through the loader and round-trips"
   CHECK(p.gemm_profiles[0].duration_us == Approx(70.0));
 }
 
+TEST_CASE("profile writer: a memory kernel's latency and rate are the line through the smallest and largest reads",
+          "[calibrate]") {
+  // t = 8 us + bytes / 3000 GB/s exactly at 64 MiB and 2 GiB; the 256 MiB read (off the line by
+  // 1 us) is left to validate, not fitted.
+  auto read = [](std::int64_t bytes, double extra_us = 0) {
+    return meas(bench::hbm_stream, {{"bytes", bytes}}, 8.0 + double(bytes) / 3000e3 + extra_us);
+  };
+  MeasurementSet set = synthetic_run();
+  set.measurements.erase(std::remove_if(set.measurements.begin(), set.measurements.end(),
+                                        [](const Measurement& m) { return m.benchmark == bench::hbm_stream; }),
+                         set.measurements.end());
+  set.measurements.push_back(read(1LL << 31));
+  set.measurements.push_back(read(1LL << 28, 1.0));
+  set.measurements.push_back(read(1LL << 26));
+  const HbmFit fit = fit_hbm_stream(set);
+  REQUIRE(fit.ok);
+  CHECK(fit.small_bytes == (1LL << 26));
+  CHECK(fit.large_bytes == (1LL << 31));
+  CHECK(fit.gbps == Approx(3000.0));
+  CHECK(fit.latency_us == Approx(8.0));
+  const std::string text = write_profile_yaml(set, options(2, "hbm"));
+  const overlap::HardwareProfile p =
+      overlap::profile_from_yaml(overlap::YamlReader(YAML::Load(text), "", "hbm.yaml"), ".");
+  CHECK(p.gpu.hbm_bandwidth_gbps == Approx(3000.0));
+  CHECK(p.gpu.hbm_latency_us == Approx(8.0));
+  CHECK(text.find("hbm_latency_us:") != std::string::npos);
+  // One size: its own rate, no latency (nothing to separate it from).
+  MeasurementSet one = set;
+  one.measurements.pop_back();
+  one.measurements.erase(one.measurements.end() - 1);
+  const HbmFit single = fit_hbm_stream(one);
+  CHECK(single.latency_us == 0);
+  CHECK(single.gbps == Approx(double(1LL << 31) / (8.0 + double(1LL << 31) / 3000e3) / 1e3));
+  CHECK(write_profile_yaml(one, options(2, "hbm")).find("hbm_latency_us:") == std::string::npos);
+  // A larger read that took less time than a smaller one fits no line: the largest read's rate.
+  MeasurementSet odd = one;
+  odd.measurements.push_back(meas(bench::hbm_stream, {{"bytes", 1LL << 26}}, 900.0));
+  CHECK(fit_hbm_stream(odd).latency_us == 0);
+}
+
 TEST_CASE("profile writer: every measured field says which benchmark set it", "[calibrate]") {
   const std::string text = write_profile_yaml(synthetic_run(), options(2, ""));
   for (const char* field : {"gemm_tile_us:", "gemm_comm_interference:", "hbm_bandwidth_gbps:", "host_us:", "gap_us:",

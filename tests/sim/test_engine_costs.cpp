@@ -3,7 +3,11 @@
 // collectives on links, the host launch queue, virtual ranks. Every expected time is hand-computed.
 #include <catch2/catch.hpp>
 
+#include "cost_model/profile_loader.hpp"
 #include "node_fixtures.hpp"
+#include "sim/node_builder.hpp"
+#include "sim/schemes/decode_stack.hpp"
+#include "sim/workload_shapes.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
@@ -304,6 +308,26 @@ TEST_CASE("virtual ranks share their physical GPU's HBM and copy engines", "[eng
     CHECK(tl.ops[0].end_ps == 2 * kUs);
     CHECK(tl.ops[1].end_ps == 2 * kUs);
   }
+  SECTION("a memory kernel's ramp (hbm_latency_ps) takes no HBM: two ranks' ramps overlap, then they split it") {
+    for (GpuConfig& gpu : node.gpus) gpu.hbm_latency_ps = 3 * kUs;
+    TaskGraph g(2);
+    Op m;
+    m.kind = OpKind::memory;
+    m.bytes = kMB;
+    m.stream = g.add_stream(0, "s");
+    const OpId a = g.add(m);
+    m.stream = g.add_stream(1, "s");
+    const OpId b = g.add(m);
+    // A second kernel on rank 0 after the first: its ramp runs while rank 1 streams alone.
+    m.stream = g.op(a).stream;
+    const OpId a2 = g.add(m);
+    const Timeline tl = run(g, node);
+    // 3 us ramp each, then 1 MB each at half of 1000 GB/s: both end at 3 + 2 = 5 us.
+    CHECK(tl.ops[a].end_ps == 5 * kUs);
+    CHECK(tl.ops[b].end_ps == 5 * kUs);
+    // Rank 0's second kernel: ramp 5..8 us, then 1 MB alone at 1000 GB/s: 9 us.
+    CHECK(tl.ops[a2].end_ps == 9 * kUs);
+  }
   SECTION("copies issued by two ranks queue for the one copy engine") {
     TaskGraph g(2);
     // Rank to rank: read and write the same HBM, so 0.5 B/ps: 2 us each, one after the other.
@@ -431,4 +455,41 @@ TEST_CASE("full-rate SMs: a GEMM running faster than calibrated asks HBM for mor
   // With HBM to spare the speed-up is whole: half the CTA time.
   node.fabric.set_hbm(0, 9000.0);
   CHECK(run(g, node).ops[a].end_ps == kTile / 2);
+}
+
+TEST_CASE("a memory kernel alone takes hbm_latency_us + bytes / rate, in the engine and in closed form",
+          "[engine][hbm]") {
+  HardwareProfile hw = load_profile("h100-sxm-8x-nvswitch");
+  const Bytes bytes = 64LL << 20;
+  const double gbps = hw.gpu.hbm_bandwidth_gbps * hw.gpu.hbm_efficiency;
+  REQUIRE(gbps > 0);
+  REQUIRE(hw.gpu.hbm_latency_us == 0);  // the datasheet profiles model no ramp
+  CHECK(streaming_kernel_ps(hw, bytes) == transfer_ps(bytes, gbps));
+  hw.gpu.hbm_latency_us = 8.1;  // the H100 calibration's alpha-beta fit
+  const Ps expected = ps_from_us(8.1) + transfer_ps(bytes, gbps);
+  CHECK(streaming_kernel_ps(hw, bytes) == expected);
+  TaskGraph g(1);
+  Op m;
+  m.kind = OpKind::memory;
+  m.bytes = bytes;
+  m.stream = g.add_stream(0, "s");
+  const OpId id = g.add(m);
+  const Timeline tl = run(g, make_node(hw, 1));
+  CHECK(tl.ops[id].end_ps - tl.ops[id].start_ps == expected);
+  // Decode streaming times (delayed-tp-blog tau_w) carry the same ramp, as the engine runs them.
+  DecodeStack dec;
+  dec.layers = 1;
+  dec.d_model = 4096;
+  dec.d_ffn = 14336;
+  dec.heads = 32;
+  dec.kv_heads = 8;
+  dec.dtype = DType::bf16;
+  const DecodeShapes sh = decode_shapes(dec, 4);
+  const DecodeTimes t = decode_times(dec, 4, hw);
+  CHECK(t.tau_att_ps == ps_from_us(8.1) + transfer_ps(sh.attention_weight_bytes, gbps));
+  CHECK(t.tau_mlp_ps == ps_from_us(8.1) + transfer_ps(sh.mlp_weight_bytes, gbps));
+  // Without a memory model there is no ramp either: memory kernels take no time.
+  hw.gpu.hbm_bandwidth_gbps = 0;
+  CHECK(streaming_kernel_ps(hw, bytes) == 0);
+  CHECK(make_node(hw, 1).gpus[0].hbm_latency_ps == 0);
 }
