@@ -1,9 +1,18 @@
 #include "cost_model/hardware_profile.hpp"
 
+#include <algorithm>
+
 namespace overlap {
 
-Ps streaming_kernel_ps(const HardwareProfile& hw, Bytes bytes) {
-  const double gbps = hw.gpu.hbm_bandwidth_gbps * hw.gpu.hbm_efficiency;
+double streaming_kernel_gbps(const HardwareProfile& hw, int sms) {
+  double gbps = hw.gpu.hbm_bandwidth_gbps * hw.gpu.hbm_efficiency;
+  if (!(gbps > 0)) return 0;
+  if (hw.gpu.hbm_sm_gbps > 0) gbps = std::min(gbps, (sms > 0 ? sms : hw.gpu.sm_count) * hw.gpu.hbm_sm_gbps);
+  return gbps;
+}
+
+Ps streaming_kernel_ps(const HardwareProfile& hw, Bytes bytes, int sms) {
+  const double gbps = streaming_kernel_gbps(hw, sms);
   if (!(gbps > 0)) return 0;
   return checked_add(ps_from_us(hw.gpu.hbm_latency_us), transfer_ps(bytes, gbps));
 }

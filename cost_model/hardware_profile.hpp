@@ -34,6 +34,10 @@ struct GpuSpec {
   // The alpha of an alpha-beta fit of the calibration's hbm_stream sizes (64 MiB .. 2 GiB on an
   // H100: 8 us, 27 % of the smallest read). 0 = not modelled (the datasheet profiles).
   double hbm_latency_us = 0;
+  // The streaming rate one SM sustains, GB/s: a memory kernel on k SMs (a virtual rank's partition,
+  // or MemoryKernel::sms) moves at most k x this, however idle HBM is. From the calibration's GEMV
+  // on k SMs (hbm_stream with `sms`). 0 = not modelled: any kernel may take all of HBM.
+  double hbm_sm_gbps = 0;
   int copy_engines = 2;               // async copy engines usable for transfers
   int min_sm_partition = 1;           // green-context granularity (8 on Hopper)
   // Time of one 128x128 output tile over K = 1024 (2*128*128*1024 FLOP) on one SM, in us; when > 0
@@ -246,9 +250,12 @@ struct HardwareProfile {
 };
 
 // A memory-bound kernel streaming `bytes` through HBM alone on its GPU: gpu.hbm_latency_us + bytes /
-// (hbm_bandwidth_gbps x hbm_efficiency), what the engine's memory op takes on an idle GPU
-// (sim/network_side.cpp). 0 without a memory model (hbm_bandwidth_gbps 0).
-Ps streaming_kernel_ps(const HardwareProfile& hw, Bytes bytes);
+// min(hbm_bandwidth_gbps x hbm_efficiency, sms x hbm_sm_gbps), what the engine's memory op takes on
+// an idle GPU (sim/network_side.cpp); sms <= 0: the profile's sm_count. 0 without a memory model
+// (hbm_bandwidth_gbps 0).
+Ps streaming_kernel_ps(const HardwareProfile& hw, Bytes bytes, int sms = 0);
+// The rate such a kernel streams at alone, GB/s (the min above; 0 without a memory model).
+double streaming_kernel_gbps(const HardwareProfile& hw, int sms = 0);
 
 // Fills fabric.nodes / fabric.edges from the topology preset (no-op for "explicit"). Defined in
 // fabric_topology.cpp; throws std::invalid_argument when a link class the preset needs is missing.

@@ -35,7 +35,7 @@ inline constexpr InputRange peak_tflops{"peak TFLOP/s", "gpu.peak_tflops.<dtype>
                                         "GB200 FP8 is about 5,000; below 1 GFLOP/s a GEMM leaves int64 ps"};
 inline constexpr InputRange bandwidth_gbps{"bandwidth", "gpu.hbm_bandwidth_gbps, fabric.links.*.bandwidth_gbps, "
                                            "fabric.edges[].bandwidth_gbps, curves.*.beta_gbps, comm.*_gbps, "
-                                           "transports.sm_copy.cta_gbps, gpu.gemm_sm_load_gbps",
+                                           "transports.sm_copy.cta_gbps, gpu.gemm_sm_load_gbps, gpu.hbm_sm_gbps",
                                            1e-3, 1e6, "GB/s",
                                            "HBM3e is 8,000 GB/s; below 1 MB/s a transfer of a few GB leaves int64 ps"};
 inline constexpr InputRange copy_engines{"copy engines", "gpu.copy_engines", 1, 64, "copy engines",

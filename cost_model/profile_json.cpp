@@ -18,6 +18,7 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
               {"hbm_bandwidth_gbps", g.hbm_bandwidth_gbps},
               {"hbm_efficiency", g.hbm_efficiency},
               {"hbm_latency_us", g.hbm_latency_us},
+              {"hbm_sm_gbps", g.hbm_sm_gbps},
               {"copy_engines", g.copy_engines},
               {"min_sm_partition", g.min_sm_partition},
               {"gemm_tile_us", g.gemm_tile_us},

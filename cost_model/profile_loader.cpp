@@ -42,7 +42,7 @@ constexpr InputRange kGemmTileUs{"GEMM tile time", "gpu.gemm_tile_us", 1e-4, 1e6
 
 GpuSpec read_gpu(const YamlReader& r) {
   r.allow_keys({"name", "sm_count", "gemm_ctas_per_sm", "clock_mhz", "peak_tflops", "gemm_efficiency",
-                "hbm_bandwidth_gbps", "hbm_efficiency", "hbm_latency_us", "copy_engines", "min_sm_partition", "gemm_tile_us",
+                "hbm_bandwidth_gbps", "hbm_efficiency", "hbm_latency_us", "hbm_sm_gbps", "copy_engines", "min_sm_partition", "gemm_tile_us",
                 "gemm_sm_load_gbps", "gemm_cta_overhead_us", "l2_bytes", "gemm_comm_interference", "gemm_l2_reuse",
                 "gemm_full_rate_sms"});
   GpuSpec g;
@@ -63,6 +63,7 @@ GpuSpec read_gpu(const YamlReader& r) {
   g.hbm_bandwidth_gbps = zero_or_in(r, "hbm_bandwidth_gbps", ranges::bandwidth_gbps, g.hbm_bandwidth_gbps);
   g.hbm_efficiency = r.get_fraction("hbm_efficiency", g.hbm_efficiency);
   g.hbm_latency_us = r.get_double_in("hbm_latency_us", ranges::latency_us, g.hbm_latency_us);
+  g.hbm_sm_gbps = zero_or_in(r, "hbm_sm_gbps", ranges::bandwidth_gbps, g.hbm_sm_gbps);
   g.copy_engines = static_cast<int>(r.get_int_in("copy_engines", ranges::copy_engines, g.copy_engines));
   g.min_sm_partition = static_cast<int>(r.get_int_in("min_sm_partition", ranges::sm_count, g.min_sm_partition));
   g.gemm_tile_us = zero_or_in(r, "gemm_tile_us", kGemmTileUs, g.gemm_tile_us);

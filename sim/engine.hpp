@@ -32,6 +32,9 @@ struct GpuConfig {
   double full_rate_sms = 0;
   // GpuSpec::hbm_latency_us: a memory kernel's fixed time before its bytes stream (no HBM used).
   Ps hbm_latency_ps = 0;
+  // GpuSpec::hbm_sm_gbps in bytes per ps: a memory kernel streams at most its SMs (Op::channels, else
+  // sm_count) times this. 0 = no cap.
+  double hbm_sm_bytes_per_ps = 0;
 };
 
 struct NodeConfig {

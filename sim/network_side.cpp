@@ -46,13 +46,17 @@ void NetworkSide::start_gang_work(OpId id) {
       ctx_.queue.push(ctx_.now, EventType::net_timer, id, kGangDone);
       return;
     }
-    const double capacity = fabric_.links()[static_cast<std::size_t>(hbm)].capacity_bytes_per_ps;
-    const double service = std::ceil(static_cast<double>(o.bytes) / capacity);
     const int r = ctx_.rank(id);
+    const GpuConfig& gpu = ctx_.node.gpus[static_cast<std::size_t>(r)];
+    double capacity = fabric_.links()[static_cast<std::size_t>(hbm)].capacity_bytes_per_ps;
+    // A kernel on few SMs (a virtual rank's partition) cannot pull all of HBM (GpuSpec::hbm_sm_gbps).
+    if (gpu.hbm_sm_bytes_per_ps > 0)
+      capacity = std::min(capacity, (o.channels > 0 ? o.channels : gpu.sm_count) * gpu.hbm_sm_bytes_per_ps);
+    const double service = std::ceil(static_cast<double>(o.bytes) / capacity);
     // The kernel's ramp and drain (GpuSpec::hbm_latency_us) pass as latency: they take no HBM share.
     start_transfer(Transfer{Kind::memory, id, kNoOp, r, r, o.bytes, {hbm}, static_cast<double>(o.bytes) / service,
                             service, ctx_.now, -1},
-                   ctx_.node.gpus[static_cast<std::size_t>(r)].hbm_latency_ps);
+                   gpu.hbm_latency_ps);
     return;
   }
   if (!o.phases.empty()) {

@@ -21,7 +21,8 @@ NodeConfig make_node(const HardwareProfile& profile, int ranks) {
   for (int r = 0; r < spec.num_gpus; ++r) {
     GpuConfig g{profile.gpu.sm_count, profile.gpu.copy_engines, virtual_ranks ? 0 : -1,
                 profile.gpu.gemm_comm_interference, profile.gpu.gemm_full_rate_sms,
-                profile.gpu.hbm_bandwidth_gbps > 0 ? ps_from_us(profile.gpu.hbm_latency_us) : 0};
+                profile.gpu.hbm_bandwidth_gbps > 0 ? ps_from_us(profile.gpu.hbm_latency_us) : 0,
+                profile.gpu.hbm_sm_gbps * 1e-3};  // GB/s = 1e-3 bytes per ps
     node.gpus.push_back(g);
   }
 

@@ -53,6 +53,7 @@ void print_table(const HardwareProfile& p, std::ostream& out) {
   row("gemm_comm_interference", fmt::format("{:g}", g.gemm_comm_interference));
   row("hbm_bandwidth_gbps", fmt::format("{:g} GB/s (x{:g})", g.hbm_bandwidth_gbps, g.hbm_efficiency));
   if (g.hbm_latency_us > 0) row("hbm_latency_us", fmt::format("{:g} us per memory-bound kernel", g.hbm_latency_us));
+  if (g.hbm_sm_gbps > 0) row("hbm_sm_gbps", fmt::format("{:g} GB/s per SM streaming", g.hbm_sm_gbps));
   row("copy_engines", std::to_string(g.copy_engines));
   row("gemm_l2_reuse", fmt::format("{:g}", g.gemm_l2_reuse));
   row("gemm_full_rate_sms", g.gemm_full_rate_sms > 0 ? fmt::format("{:g}", g.gemm_full_rate_sms) : std::string("not modelled"));

@@ -293,8 +293,9 @@ void transfer_groups(const cal::MeasurementSet& set, const HardwareProfile& p, V
   }
   ValidationGroup hbm{cal::bench::hbm_stream,
                       p.gpu.hbm_latency_us > 0
-                          ? "hbm_latency_us + bytes / (hbm_bandwidth_gbps x hbm_efficiency), a memory-bound kernel (the line "
-                            "through the smallest and largest reads)"
+                          ? "hbm_latency_us + bytes / min(hbm_bandwidth_gbps x hbm_efficiency, SMs x hbm_sm_gbps), a "
+                            "memory-bound kernel (the line through the smallest and largest reads; per SM from the "
+                            "smallest partition)"
                           : "bytes / (hbm_bandwidth_gbps x hbm_efficiency), a memory-bound kernel",
                       {}, 0, 0, 0};
   // The reads the profile's figures came from (cal::fit_hbm_stream): shown, not scored.
@@ -302,6 +303,12 @@ void transfer_groups(const cal::MeasurementSet& set, const HardwareProfile& p, V
   for (const auto* m : set.of(cal::bench::hbm_stream)) {
     if (p.gpu.hbm_bandwidth_gbps <= 0) break;
     const auto bytes = static_cast<Bytes>(m->config_count("bytes"));
+    if (m->config.contains("sms")) {  // on k SMs (a green context): capped at k x hbm_sm_gbps
+      const int k = static_cast<int>(m->config_count("sms", p.gpu.sm_count));
+      hbm.rows.push_back(row(fmt::format("GEMV read of {} B on {} SMs", bytes, k), *m,
+                             us_from_ps(streaming_kernel_ps(p, bytes, k)), p.gpu.hbm_sm_gbps > 0 && k == fit.sm_fit_sms));
+      continue;
+    }
     const bool fitted = bytes == fit.large_bytes || (p.gpu.hbm_latency_us > 0 && bytes == fit.small_bytes);
     hbm.rows.push_back(row(fmt::format("GEMV read of {} B", bytes), *m, us_from_ps(streaming_kernel_ps(p, bytes)), fitted));
   }

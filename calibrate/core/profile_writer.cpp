@@ -289,8 +289,12 @@ double fitted_gemm_comm_interference(const MeasurementSet& set, int sm_count, do
 
 HbmFit fit_hbm_stream(const MeasurementSet& set) {
   HbmFit f;
-  const Measurement *small = nullptr, *large = nullptr;
+  const Measurement *small = nullptr, *large = nullptr, *fewest = nullptr;
   for (const Measurement* m : set.of(bench::hbm_stream)) {
+    if (m->config.contains("sms")) {  // a partition's run: not the whole GPU's line
+      if (!fewest || m->config_count("sms", kMaxUnitCount) < fewest->config_count("sms", kMaxUnitCount)) fewest = m;
+      continue;
+    }
     if (!small || m->config_count("bytes") < small->config_count("bytes")) small = m;
     if (!large || m->config_count("bytes") > large->config_count("bytes")) large = m;
   }
@@ -308,12 +312,28 @@ HbmFit fit_hbm_stream(const MeasurementSet& set) {
       f.latency_us = latency;
     }
   }
+  if (fewest) {
+    const double us = fewest->time_us.median - f.latency_us;
+    const auto k = fewest->config_count("sms", kMaxUnitCount);
+    const double rate = us > 0 ? static_cast<double>(fewest->config_count("bytes")) / us / 1e3 : 0;
+    if (rate > 0 && rate < 0.8 * f.gbps) {
+      f.sm_gbps = rate / static_cast<double>(k);
+      f.sm_fit_sms = static_cast<int>(k);
+    }
+  }
   return f;
 }
 
 void physical_gpu_options(const std::string& dir, ProfileOptions& o) {
   if (!std::ifstream(dir + "/measurements.json").good()) return;
   const MeasurementSet host = load_measurement_dir(dir);
+  const HbmFit hbm = fit_hbm_stream(host);
+  if (hbm.sm_gbps > 0) {
+    o.hbm_sm_gbps = hbm.sm_gbps;
+    o.hbm_latency_us = hbm.latency_us;
+    o.hbm_source = "the physical GPU's hbm_stream (../measurements.json): per SM on " + std::to_string(hbm.sm_fit_sms) +
+                   " SMs, and the ramp of its line";
+  }
   const FullRateFit fr = fit_gemm_full_rate_sms(host, host.environment.value("sm_count", 0));
   if (fr.ok) {
     o.full_rate_sms = fr.sms;
@@ -407,7 +427,22 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
   // latency: the engine does not limit a memory kernel to its partition's SMs, so one rank's ramp
   // would hide behind the others' streaming (measured decode steps on 4 ranks show it does not).
   const HbmFit hbm = fit_hbm_stream(set);
-  if (hbm.ok) {
+  if (hbm.ok && options.hbm_sm_gbps > 0) {
+    // A virtual node whose physical GPU measured the streaming rate per SM: the engine then caps each
+    // rank's kernel at its partition, so the physical GPU's ramp applies, and this node's own read
+    // (every rank streaming at once) gives HBM's rate once the ramp is taken off.
+    const Measurement* largest = nullptr;
+    for (const Measurement* m : set.of(bench::hbm_stream))
+      if (!largest || m->config_count("bytes") > largest->config_count("bytes")) largest = m;
+    const double us = largest->time_us.median - options.hbm_latency_us;
+    const double bytes = static_cast<double>(largest->config_count("bytes"));
+    y.value(2, "hbm_bandwidth_gbps", num(us > 0 ? bytes / us / 1e3 : hbm.gbps),
+            "hbm_stream: GEMV-like read of " + std::to_string(largest->config_count("bytes") >> 20) +
+                " MiB on every rank at once" + (us > 0 ? ", its median time less hbm_latency_us" : ", median GB/s"));
+    y.value(2, "hbm_efficiency", "1.0", "hbm_stream measured the achieved rate itself");
+    if (us > 0 && options.hbm_latency_us > 0) y.value(2, "hbm_latency_us", num(options.hbm_latency_us), options.hbm_source);
+    y.value(2, "hbm_sm_gbps", num(options.hbm_sm_gbps), options.hbm_source);
+  } else if (hbm.ok) {
     const bool line = hbm.small_bytes != hbm.large_bytes && hbm.latency_us > 0;
     const std::string reads = std::to_string(hbm.small_bytes >> 20) + " and " + std::to_string(hbm.large_bytes >> 20) + " MiB";
     y.value(2, "hbm_bandwidth_gbps", num(hbm.gbps),
@@ -415,6 +450,9 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
                  : "hbm_stream: GEMV-like read of " + std::to_string(hbm.large_bytes >> 20) + " MiB, median GB/s");
     y.value(2, "hbm_efficiency", "1.0", "hbm_stream measured the achieved rate itself");
     if (line) y.value(2, "hbm_latency_us", num(hbm.latency_us), "hbm_stream: the same line's time at 0 bytes (ramp and drain)");
+    if (hbm.sm_gbps > 0 && options.virtual_ranks == 0)
+      y.value(2, "hbm_sm_gbps", num(hbm.sm_gbps),
+              "hbm_stream on " + std::to_string(hbm.sm_fit_sms) + " SMs (green context): its rate less the ramp, per SM");
   }
   if (env.contains("async_engine_count")) y.value(2, "copy_engines", std::to_string(env_int(env, "async_engine_count", 2)), "device attribute asyncEngineCount, as read");
   if (env.contains("min_sm_partition")) y.value(2, "min_sm_partition", std::to_string(env_int(env, "min_sm_partition", 1)), "green context minSmPartitionSize, as read");

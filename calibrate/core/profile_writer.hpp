@@ -47,17 +47,28 @@ struct ProfileOptions {
   // and 50 us for four, flat up to 16 MiB, against 7-18 us of copy). Empty: the node's own.
   std::vector<CurvePointUs> physical_pull;
   std::string physical_pull_source;
+  // A virtual node's memory kernels from the physical GPU's hbm_stream fit, when it measured the
+  // streaming rate per SM (HbmFit::sm_gbps > 0): gpu.hbm_sm_gbps and gpu.hbm_latency_us. 0 = the
+  // node's own read only (its rate, no ramp: without the per-SM cap one rank's ramp would hide
+  // behind the others' streaming in the engine).
+  double hbm_sm_gbps = 0;
+  double hbm_latency_us = 0;
+  std::string hbm_source;
 };
 
-// A memory-bound kernel's alpha-beta model from the hbm_stream runs: the line through the smallest
-// and the largest read (time = latency_us + bytes / gbps); the sizes between are left to validate.
-// With one size (or a fit that would give a negative latency or rate) the largest read's rate and
-// latency 0. ok = false without runs.
+// A memory-bound kernel's alpha-beta model from the hbm_stream runs on the whole GPU: the line
+// through the smallest and the largest read (time = latency_us + bytes / gbps); the sizes between
+// are left to validate. With one size (or a fit that would give a negative latency or rate) the
+// largest read's rate and latency 0. ok = false without runs. And from the runs on k SMs (config
+// `sms`): the smallest partition's rate per SM, bytes / (time - latency_us) / k, when that partition
+// streams below 80 % of HBM's rate (SM-bound); the larger partitions are left to validate.
 struct HbmFit {
   bool ok = false;
   double gbps = 0;
   double latency_us = 0;
   std::int64_t small_bytes = 0, large_bytes = 0;  // the two reads the line goes through
+  double sm_gbps = 0;  // 0: no partition runs, or none SM-bound
+  int sm_fit_sms = 0;  // the partition it came from
 };
 HbmFit fit_hbm_stream(const MeasurementSet& set);
 
@@ -111,7 +122,8 @@ struct FullRateFit {
 };
 FullRateFit fit_gemm_full_rate_sms(const MeasurementSet& set, int sm_count);
 // What a virtual node's profile takes from its physical GPU's calibration in `dir`
-// (measurements.json + environment.json): gemm_full_rate_sms (fit_gemm_full_rate_sms) and the PCIe
+// (measurements.json + environment.json): the memory kernels' per-SM rate and ramp where it measured
+// the first (fit_hbm_stream), gemm_full_rate_sms (fit_gemm_full_rate_sms) and the PCIe
 // rate per direction (the slower of copy_engine.h2d / d2h at their largest size) and, for
 // o.virtual_link (set it first), the pull as the GPU times it alone (ProfileOptions::physical_pull),
 // each with its source comment. Leaves `o` as it is where dir has no calibration or no such

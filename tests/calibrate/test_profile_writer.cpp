@@ -144,6 +144,38 @@ TEST_CASE("profile writer: a memory kernel's latency and rate are the line throu
   CHECK(single.latency_us == 0);
   CHECK(single.gbps == Approx(double(1LL << 31) / (8.0 + double(1LL << 31) / 3000e3) / 1e3));
   CHECK(write_profile_yaml(one, options(2, "hbm")).find("hbm_latency_us:") == std::string::npos);
+  // Reads on k SMs: the smallest partition, SM-bound, gives the rate per SM (25 GB/s); the larger
+  // one is left to validate; neither moves the whole GPU's line.
+  MeasurementSet parts = set;
+  for (int k : {8, 32})
+    parts.measurements.push_back(
+        meas(bench::hbm_stream, {{"bytes", 1LL << 29}, {"sms", k}}, 8.0 + double(1LL << 29) / (k * 25e3)));
+  const HbmFit pf = fit_hbm_stream(parts);
+  CHECK(pf.gbps == Approx(3000.0));
+  CHECK(pf.latency_us == Approx(8.0));
+  CHECK(pf.sm_gbps == Approx(25.0));
+  CHECK(pf.sm_fit_sms == 8);
+  const overlap::HardwareProfile pp = overlap::profile_from_yaml(
+      overlap::YamlReader(YAML::Load(write_profile_yaml(parts, options(2, "hbm"))), "", "hbm.yaml"), ".");
+  CHECK(pp.gpu.hbm_sm_gbps == Approx(25.0));
+  // A virtual node of this GPU takes the ramp and the per-SM rate; its own read (4 ranks at once,
+  // 1 GiB in 8 + 1 GiB / 2900 GB/s us) gives HBM's rate less the ramp.
+  MeasurementSet node = set;
+  node.environment["sm_count"] = 32;
+  node.measurements.erase(std::remove_if(node.measurements.begin(), node.measurements.end(),
+                                         [](const Measurement& m) { return m.benchmark == bench::hbm_stream; }),
+                          node.measurements.end());
+  node.measurements.push_back(
+      meas(bench::hbm_stream, {{"bytes", 1LL << 30}, {"ranks_streaming", 4}}, 8.0 + double(1LL << 30) / 2900e3));
+  ProfileOptions vo = options(2, "node", 4, "d2d");
+  vo.hbm_sm_gbps = pf.sm_gbps;
+  vo.hbm_latency_us = pf.latency_us;
+  vo.hbm_source = "the physical GPU's";
+  const std::string vtext = write_profile_yaml(node, vo);
+  const YAML::Node vy = YAML::Load(vtext);
+  CHECK(vy["gpu"]["hbm_bandwidth_gbps"].as<double>() == Approx(2900.0));
+  CHECK(vy["gpu"]["hbm_latency_us"].as<double>() == Approx(8.0));
+  CHECK(vy["gpu"]["hbm_sm_gbps"].as<double>() == Approx(25.0));
   // A larger read that took less time than a smaller one fits no line: the largest read's rate.
   MeasurementSet odd = one;
   odd.measurements.push_back(meas(bench::hbm_stream, {{"bytes", 1LL << 26}}, 900.0));

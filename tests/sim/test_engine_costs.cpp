@@ -328,6 +328,30 @@ TEST_CASE("virtual ranks share their physical GPU's HBM and copy engines", "[eng
     // Rank 0's second kernel: ramp 5..8 us, then 1 MB alone at 1000 GB/s: 9 us.
     CHECK(tl.ops[a2].end_ps == 9 * kUs);
   }
+  SECTION("a rank's memory kernel streams at most its SMs x hbm_sm rate: the ramp no longer hides") {
+    // 8 SMs x 25 GB/s = 200 GB/s per rank, well under the shared 1000 GB/s.
+    for (GpuConfig& gpu : node.gpus) {
+      gpu.hbm_latency_ps = 3 * kUs;
+      gpu.hbm_sm_bytes_per_ps = 25e-3;
+    }
+    TaskGraph g(2);
+    Op m;
+    m.kind = OpKind::memory;
+    m.bytes = kMB;
+    m.stream = g.add_stream(0, "s");
+    const OpId a = g.add(m);
+    const OpId a2 = g.add(m);
+    m.stream = g.add_stream(1, "s");
+    const OpId b = g.add(m);
+    // A kernel holding 4 SMs (MemoryKernel::sms) streams at 100 GB/s.
+    m.channels = 4;
+    const OpId b2 = g.add(m);
+    const Timeline tl = run(g, node);
+    CHECK(tl.ops[a].end_ps == 8 * kUs);    // 3 us ramp + 1 MB at 200 GB/s
+    CHECK(tl.ops[a2].end_ps == 16 * kUs);  // its ramp is not hidden: rank 1 cannot take rank 0's share
+    CHECK(tl.ops[b].end_ps == 8 * kUs);
+    CHECK(tl.ops[b2].end_ps == 8 * kUs + 3 * kUs + 10 * kUs);
+  }
   SECTION("copies issued by two ranks queue for the one copy engine") {
     TaskGraph g(2);
     // Rank to rank: read and write the same HBM, so 0.5 B/ps: 2 us each, one after the other.
@@ -488,6 +512,15 @@ TEST_CASE("a memory kernel alone takes hbm_latency_us + bytes / rate, in the eng
   const DecodeTimes t = decode_times(dec, 4, hw);
   CHECK(t.tau_att_ps == ps_from_us(8.1) + transfer_ps(sh.attention_weight_bytes, gbps));
   CHECK(t.tau_mlp_ps == ps_from_us(8.1) + transfer_ps(sh.mlp_weight_bytes, gbps));
+  // A per-SM streaming rate caps a kernel on few SMs, not one on the whole GPU (132 x 30 GB/s).
+  hw.gpu.hbm_sm_gbps = 30;
+  CHECK(streaming_kernel_gbps(hw, 16) == Approx(480.0));
+  CHECK(streaming_kernel_ps(hw, bytes, 16) == ps_from_us(8.1) + transfer_ps(bytes, 480.0));
+  CHECK(streaming_kernel_ps(hw, bytes) == expected);
+  hw.gpu.sm_count = 16;  // a virtual rank's partition: the profile's own SMs
+  CHECK(streaming_kernel_ps(hw, bytes) == ps_from_us(8.1) + transfer_ps(bytes, 480.0));
+  const Timeline capped = run(g, make_node(hw, 1));
+  CHECK(capped.ops[id].end_ps - capped.ops[id].start_ps == streaming_kernel_ps(hw, bytes));
   // Without a memory model there is no ramp either: memory kernels take no time.
   hw.gpu.hbm_bandwidth_gbps = 0;
   CHECK(streaming_kernel_ps(hw, bytes) == 0);
