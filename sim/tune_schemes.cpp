@@ -122,18 +122,28 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
   const SchemeInfo* base = find_scheme(r.baseline);
   if (!base) throw std::logic_error("baseline scheme '" + r.baseline + "' is not registered");
   std::vector<Ps> latency(all.size() + 1, 0);
+  std::vector<std::string> refused(all.size() + 1);  // a grid setting the scheme refused, and why
   parallel_for(all.size() + 1, jobs, [&](std::size_t i) {
     const bool is_base = i == all.size();
     const SchemeInfo& s = is_base ? *base : *find_scheme(all[i].scheme);
     const nlohmann::json params = is_base ? nlohmann::json::object() : all[i].params;
+    const bool from_grid = !is_base && all[i].origin == "grid";
     const BuildContext ctx{sc.workload, sc.hardware, params, sc.fidelity};
     try {
       const BuiltScheme built = s.build(ctx);
       latency[i] = run(built.graph, make_node(sc.hardware, built.graph.num_ranks())).makespan_ps;
     } catch (const InputError& e) {
+      if (from_grid) {
+        refused[i] = e.message();
+        return;
+      }
       throw InputError(sc.file, 0, "schemes." + s.name,
                        fmt::format("{} with {}: {}", s.name, params_text(params), e.message()));
     } catch (const std::invalid_argument& e) {
+      if (from_grid) {
+        refused[i] = e.what();
+        return;
+      }
       throw InputError(sc.file, 0, "schemes." + s.name, fmt::format("{} with {}: {}", s.name, params_text(params), e.what()));
     }
   });
@@ -142,16 +152,25 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
   for (std::size_t i = 0; i < all.size(); ++i) {
     all[i].latency_ps = latency[i];
     all[i].speedup = latency[i] > 0 ? static_cast<double>(r.baseline_ps) / static_cast<double>(latency[i]) : 0;
+    if (!refused[i].empty()) {
+      r.skipped.push_back(fmt::format("{} with {}: {}", all[i].scheme, params_text(all[i].params), refused[i]));
+      --r.evaluated;
+    }
   }
 
   for (const std::string& name : order) {
     SchemeTuneEntry e;
     e.scheme = name;
-    for (std::size_t i : by_scheme[name]) e.candidates.push_back(all[i]);
+    for (std::size_t i : by_scheme[name])
+      if (refused[i].empty()) e.candidates.push_back(all[i]);
+    // The all-defaults setting comes from the grid: a scheme none of whose settings runs here.
+    if (e.candidates.empty()) continue;
     std::stable_sort(e.candidates.begin(), e.candidates.end(),
                      [](const SchemeTuneCandidate& a, const SchemeTuneCandidate& b) { return a.latency_ps < b.latency_ps; });
     r.schemes.push_back(std::move(e));
   }
+  if (r.schemes.empty())
+    throw InputError(sc.file, 0, "schemes", "no setting of any scheme runs on this hardware: " + r.skipped.front());
   // Full metrics (exposed communication, bound) of each scheme's best.
   parallel_for(r.schemes.size(), jobs, [&](std::size_t i) {
     SchemeTuneEntry& e = r.schemes[i];
@@ -214,6 +233,7 @@ nlohmann::json to_json(const SchemeTuneResult& r, const Scenario& sc, int top) {
   for (std::size_t i = 0; i < all.size() && static_cast<int>(i) < top; ++i) tops.push_back(candidate_json(all[i]));
   j["top"] = tops;
   j["evaluated"] = r.evaluated;
+  j["skipped"] = r.skipped;
   j["search_ms"] = r.search_ms;
   return j;
 }
@@ -252,6 +272,10 @@ std::string format_scheme_tune_table(const SchemeTuneResult& r, const Scenario& 
   for (std::size_t i = 0; i < all.size() && static_cast<int>(i) < top; ++i)
     out += fmt::format("{:>3}  {:<{}}  {:<{}}  {:>12.2f}  {:>7.3f}x  {}\n", i + 1, all[i].scheme, w_scheme,
                        clip(params_text(all[i].params)), w_conf, us(all[i].latency_ps), all[i].speedup, all[i].origin);
+  if (!r.skipped.empty()) {
+    out += fmt::format("\nnot run here ({} grid settings the hardware or workload does not allow):\n", r.skipped.size());
+    for (const std::string& s : r.skipped) out += "  " + s + "\n";
+  }
   return out;
 }
 

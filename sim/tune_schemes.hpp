@@ -35,6 +35,10 @@ struct SchemeTuneResult {
   std::size_t best = 0;                  // index into schemes of the fastest
   int evaluated = 0;                     // engine runs of candidates
   double search_ms = 0;
+  // Grid settings this hardware or workload cannot run (copy_sms 32 on a 32-SM rank), each with the
+  // scheme's reason: left out of the ranking, listed. The scenario's own settings are never here:
+  // one of those that cannot run is an error.
+  std::vector<std::string> skipped;
 };
 
 // The knob settings to try for one scheme: the cartesian product of its tuned parameters' values

@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "cost_model/input_error.hpp"
 #include "sim/engine.hpp"
 #include "sim/metrics.hpp"
 #include "sim/node_builder.hpp"
@@ -96,4 +97,31 @@ TEST_CASE("tune SCENARIO: each scheme's best is the fastest of its candidates, a
     CHECK(one.schemes[i].candidates.front().params == r.schemes[i].candidates.front().params);
     CHECK(one.schemes[i].candidates.front().latency_ps == r.schemes[i].candidates.front().latency_ps);
   }
+}
+
+TEST_CASE("tune SCENARIO: grid settings the GPU cannot run are listed, not fatal; the scenario's own are errors",
+          "[tune][schemes]") {
+  // async_tp's grid has copy_sms 8..32; on a 32-SM GPU the SM copy kernel may hold at most 31.
+  const std::string text =
+      "hardware: a800-8x-nvlink\n"
+      "workload: {kind: gemm_collective, tp: 4, m: 4096, n: 4096, k: 2048, dtype: fp16, primitive: reduce_scatter}\n"
+      "schemes: [no_overlap, async_tp]\n";
+  ScenarioOptions o = options();
+  o.sets = {"hardware.gpu.sm_count=32"};
+  const Scenario sc = load_scenario_text(text, "t.yaml", o);
+  const SchemeTuneResult r = tune_schemes(sc, 1);
+  REQUIRE(r.schemes.size() == 2);
+  REQUIRE(r.skipped.size() == 2);  // copy_sms=32 with streams 1 and 2
+  for (const std::string& s : r.skipped) {
+    CHECK(s.find("copy_sms=32") != std::string::npos);
+    CHECK(s.find("must be in 1..31") != std::string::npos);
+  }
+  for (const auto& c : r.schemes[1].candidates) CHECK(c.params.value("copy_sms", 16) < 32);
+  CHECK(format_scheme_tune_table(r, sc, 5).find("not run here (2 grid settings") != std::string::npos);
+  CHECK(to_json(r, sc, 5)["skipped"].size() == 2);
+  // The same setting written in the scenario is the user's: an error naming it.
+  const std::string own = text.substr(0, text.rfind("schemes:")) +
+                          "schemes: [no_overlap, {name: async_tp, params: {transport: sm, copy_sms: 32}}]\n";
+  const Scenario bad = load_scenario_text(own, "t.yaml", o);
+  CHECK_THROWS_AS(tune_schemes(bad, 1), InputError);
 }
