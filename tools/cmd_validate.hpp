@@ -40,6 +40,7 @@ struct ValidationGroup {
 // first among the same measured candidates.
 struct PartitionCheck {
   std::string workload;
+  std::string profile;  // the node's profile (runs over another link are another check)
   std::string measured_best;
   std::string simulated_best;
   double measured_best_us = 0;
@@ -49,6 +50,11 @@ struct PartitionCheck {
   // candidates with the profile's GEMM time and collective curve; empty when the profile has no curve.
   std::string predictor_best;
   double predictor_pick_measured_us = 0;
+  // `overlap-sim tune`'s partition over every composition (sim::tune_wave_groups, its default
+  // search), in tiles per group; its measured latency when a run had exactly that partition, else 0.
+  std::vector<std::int64_t> tune_best_tiles;
+  double tune_simulated_us = 0;
+  double tune_pick_measured_us = 0;
 };
 
 struct ValidationReport {

@@ -146,6 +146,49 @@ TEST_CASE("validate: scheme runs and the FlashOverlap partition check", "[calibr
   const std::vector<std::string> candidates = {"[8,16,40]", "[32,32]", "[64]"};
   CHECK(std::find(candidates.begin(), candidates.end(), pc.predictor_best) != candidates.end());
   CHECK(pc.predictor_pick_measured_us >= pc.measured_best_us);
+  // tune's own search over every partition: whole tiles that add up to the GEMM's, its latency the
+  // engine's; measured only when a run had exactly that partition (in tiles: waves x 32 SMs).
+  CHECK(pc.profile == "profile_virtual.yaml");
+  REQUIRE_FALSE(pc.tune_best_tiles.empty());
+  std::int64_t tiles = 0;
+  for (auto t : pc.tune_best_tiles) tiles += t;
+  CHECK(tiles == 64 * 32);
+  CHECK(pc.tune_simulated_us > 0);
+  const std::vector<std::vector<std::int64_t>> run_tiles = {{8 * 32, 16 * 32, 40 * 32}, {32 * 32, 32 * 32}, {64 * 32}};
+  const bool was_run = std::find(run_tiles.begin(), run_tiles.end(), pc.tune_best_tiles) != run_tiles.end();
+  CHECK((pc.tune_pick_measured_us > 0) == was_run);
+}
+
+TEST_CASE("validate: FlashOverlap candidates on two nodes are two partition checks", "[calibrate][validate]") {
+  // The same workload over a second node (another profile) is not a candidate of the first.
+  const fs::path tmp = fs::temp_directory_path() / "overlap-validate-two-nodes";
+  fs::remove_all(tmp);
+  fs::copy(kFixture, tmp, fs::copy_options::recursive);
+  fs::copy_file(tmp / "schemes" / "profile_virtual.yaml", tmp / "schemes" / "profile_other.yaml");
+  std::ifstream in(tmp / "schemes" / "schemes.json");
+  json runs = json::parse(in);
+  in.close();
+  json extra = json::array();
+  for (const auto& r : runs["runs"]) {
+    if (r["scheme"] != "flashoverlap") continue;
+    json copy = r;
+    copy["id"] = r["id"].get<std::string>() + "-other";
+    copy["profile"] = "profile_other.yaml";
+    copy["latency_us"]["median"] = r["latency_us"]["median"].get<double>() * 3;
+    copy["latency_us"]["min"] = r["latency_us"]["min"].get<double>() * 3;
+    copy["latency_us"]["max"] = r["latency_us"]["max"].get<double>() * 3;
+    extra.push_back(copy);
+  }
+  for (auto& e : extra) runs["runs"].push_back(e);
+  std::ofstream(tmp / "schemes" / "schemes.json") << runs.dump(2);
+  const auto rep = overlap::tools::validate_dir(tmp.string());
+  REQUIRE(rep.partitions.size() == 2);
+  for (const auto& pc : rep.partitions) {
+    INFO(pc.profile);
+    // Each check's best is its own node's fastest run: 520 us, or three times that on the other.
+    CHECK(pc.measured_best_us == Approx(pc.profile == "profile_other.yaml" ? 1560.0 : 520.0));
+  }
+  fs::remove_all(tmp);
 }
 
 TEST_CASE("validate CLI: table and JSON, exit 2 on a directory that is not results", "[calibrate][validate][cli]") {
