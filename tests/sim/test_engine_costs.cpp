@@ -18,6 +18,15 @@ namespace {
 constexpr Ps kUs = 1'000'000;
 constexpr Bytes kMB = 1'000'000;
 
+// A memory-bound kernel of `bytes` (no SMs held).
+Op memory_op(StreamId stream, Bytes bytes) {
+  Op m;
+  m.kind = OpKind::memory;
+  m.bytes = bytes;
+  m.stream = stream;
+  return m;
+}
+
 // A comm kernel on a stream of its own, launched before anything else: it takes its SMs at t = 0.
 OpId hold_sms(TaskGraph& g, int rank, int sms, Ps duration) {
   return g.add(comm_kernel("nccl", g.add_stream(rank, "comm", 1), sms, duration));
@@ -311,16 +320,11 @@ TEST_CASE("virtual ranks share their physical GPU's HBM and copy engines", "[eng
   SECTION("a memory kernel's ramp (hbm_latency_ps) takes no HBM: two ranks' ramps overlap, then they split it") {
     for (GpuConfig& gpu : node.gpus) gpu.hbm_latency_ps = 3 * kUs;
     TaskGraph g(2);
-    Op m;
-    m.kind = OpKind::memory;
-    m.bytes = kMB;
-    m.stream = g.add_stream(0, "s");
-    const OpId a = g.add(m);
-    m.stream = g.add_stream(1, "s");
-    const OpId b = g.add(m);
+    const StreamId s0 = g.add_stream(0, "s"), s1 = g.add_stream(1, "s");
+    const OpId a = g.add(memory_op(s0, kMB));
+    const OpId b = g.add(memory_op(s1, kMB));
     // A second kernel on rank 0 after the first: its ramp runs while rank 1 streams alone.
-    m.stream = g.op(a).stream;
-    const OpId a2 = g.add(m);
+    const OpId a2 = g.add(memory_op(s0, kMB));
     const Timeline tl = run(g, node);
     // 3 us ramp each, then 1 MB each at half of 1000 GB/s: both end at 3 + 2 = 5 us.
     CHECK(tl.ops[a].end_ps == 5 * kUs);
@@ -335,17 +339,14 @@ TEST_CASE("virtual ranks share their physical GPU's HBM and copy engines", "[eng
       gpu.hbm_sm_bytes_per_ps = 25e-3;
     }
     TaskGraph g(2);
-    Op m;
-    m.kind = OpKind::memory;
-    m.bytes = kMB;
-    m.stream = g.add_stream(0, "s");
-    const OpId a = g.add(m);
-    const OpId a2 = g.add(m);
-    m.stream = g.add_stream(1, "s");
-    const OpId b = g.add(m);
+    const StreamId s0 = g.add_stream(0, "s"), s1 = g.add_stream(1, "s");
+    const OpId a = g.add(memory_op(s0, kMB));
+    const OpId a2 = g.add(memory_op(s0, kMB));
+    const OpId b = g.add(memory_op(s1, kMB));
     // A kernel holding 4 SMs (MemoryKernel::sms) streams at 100 GB/s.
-    m.channels = 4;
-    const OpId b2 = g.add(m);
+    Op four = memory_op(s1, kMB);
+    four.channels = 4;
+    const OpId b2 = g.add(four);
     const Timeline tl = run(g, node);
     CHECK(tl.ops[a].end_ps == 8 * kUs);    // 3 us ramp + 1 MB at 200 GB/s
     CHECK(tl.ops[a2].end_ps == 16 * kUs);  // its ramp is not hidden: rank 1 cannot take rank 0's share
@@ -493,11 +494,7 @@ TEST_CASE("a memory kernel alone takes hbm_latency_us + bytes / rate, in the eng
   const Ps expected = ps_from_us(8.1) + transfer_ps(bytes, gbps);
   CHECK(streaming_kernel_ps(hw, bytes) == expected);
   TaskGraph g(1);
-  Op m;
-  m.kind = OpKind::memory;
-  m.bytes = bytes;
-  m.stream = g.add_stream(0, "s");
-  const OpId id = g.add(m);
+  const OpId id = g.add(memory_op(g.add_stream(0, "s"), bytes));
   const Timeline tl = run(g, make_node(hw, 1));
   CHECK(tl.ops[id].end_ps - tl.ops[id].start_ps == expected);
   // Decode streaming times (delayed-tp-blog tau_w) carry the same ramp, as the engine runs them.
