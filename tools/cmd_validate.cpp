@@ -285,7 +285,7 @@ void transfer_groups(const cal::MeasurementSet& set, const HardwareProfile& p, V
     const std::string key = m->config_string("primitive") + ".n" + std::to_string(ranks);
     const auto it = p.curves.find(key);
     if (it == p.curves.end()) {
-      no_curve.insert(fmt::format("nccl {}: the profile has no curve '{}', not validated", key, key));
+      no_curve.insert(fmt::format("nccl {}: the profile has no such curve, not validated", key));
       continue;
     }
     const auto bytes = static_cast<Bytes>(m->config_count("bytes"));

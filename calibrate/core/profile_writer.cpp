@@ -303,6 +303,7 @@ HbmFit fit_hbm_stream(const MeasurementSet& set) {
   f.small_bytes = small->config_count("bytes");
   f.large_bytes = large->config_count("bytes");
   const double t_small = small->time_us.median, t_large = large->time_us.median;
+  f.large_us = t_large;
   f.gbps = static_cast<double>(f.large_bytes) / t_large / 1e3;
   if (f.large_bytes > f.small_bytes && t_large > t_small) {
     const double gbps = static_cast<double>(f.large_bytes - f.small_bytes) / (t_large - t_small) / 1e3;
@@ -422,23 +423,19 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
     y.value(2, "gemm_efficiency", "1.0", "the rate above is already achieved, not datasheet");
   }
   // A memory-bound kernel: the line through the smallest and largest reads (hbm_latency_us, and the
-  // slope as hbm_bandwidth_gbps), or the largest read's rate where the set has one size. A virtual
-  // node times one size with every rank streaming and keeps that rate, without the physical GPU's
-  // latency: the engine does not limit a memory kernel to its partition's SMs, so one rank's ramp
-  // would hide behind the others' streaming (measured decode steps on 4 ranks show it does not).
+  // slope as hbm_bandwidth_gbps), or the largest read's rate where the set has one size.
   const HbmFit hbm = fit_hbm_stream(set);
   if (hbm.ok && options.hbm_sm_gbps > 0) {
     // A virtual node whose physical GPU measured the streaming rate per SM: the engine then caps each
     // rank's kernel at its partition, so the physical GPU's ramp applies, and this node's own read
-    // (every rank streaming at once) gives HBM's rate once the ramp is taken off.
-    const Measurement* largest = nullptr;
-    for (const Measurement* m : set.of(bench::hbm_stream))
-      if (!largest || m->config_count("bytes") > largest->config_count("bytes")) largest = m;
-    const double us = largest->time_us.median - options.hbm_latency_us;
-    const double bytes = static_cast<double>(largest->config_count("bytes"));
-    y.value(2, "hbm_bandwidth_gbps", num(us > 0 ? bytes / us / 1e3 : hbm.gbps),
-            "hbm_stream: GEMV-like read of " + std::to_string(largest->config_count("bytes") >> 20) +
-                " MiB on every rank at once" + (us > 0 ? ", its median time less hbm_latency_us" : ", median GB/s"));
+    // (every rank streaming at once) gives HBM's rate once the ramp is taken off. Without that cap
+    // (the else branch) a virtual node keeps its read's rate and no ramp: the ramp of one rank's
+    // kernel would hide behind the other ranks' streaming, which the measured decode steps on 4
+    // ranks say it does not.
+    const double us = hbm.large_us - options.hbm_latency_us;
+    y.value(2, "hbm_bandwidth_gbps", num(us > 0 ? static_cast<double>(hbm.large_bytes) / us / 1e3 : hbm.gbps),
+            "hbm_stream: GEMV-like read of " + std::to_string(hbm.large_bytes >> 20) + " MiB on every rank at once" +
+                (us > 0 ? ", its median time less hbm_latency_us" : ", median GB/s"));
     y.value(2, "hbm_efficiency", "1.0", "hbm_stream measured the achieved rate itself");
     if (us > 0 && options.hbm_latency_us > 0) y.value(2, "hbm_latency_us", num(options.hbm_latency_us), options.hbm_source);
     y.value(2, "hbm_sm_gbps", num(options.hbm_sm_gbps), options.hbm_source);

@@ -67,6 +67,7 @@ struct HbmFit {
   double gbps = 0;
   double latency_us = 0;
   std::int64_t small_bytes = 0, large_bytes = 0;  // the two reads the line goes through
+  double large_us = 0;                            // the largest read's median time
   double sm_gbps = 0;  // 0: no partition runs, or none SM-bound
   int sm_fit_sms = 0;  // the partition it came from
 };
