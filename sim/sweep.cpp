@@ -1,6 +1,7 @@
 // Parameter sweeps (sim/sweep.hpp).
 #include "sim/sweep.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -237,7 +238,13 @@ std::string sweep_point_key(const std::vector<std::string>& values) {
 }
 
 std::vector<std::string> sweep_csv_columns(const SweepGrid& grid) {
-  std::vector<std::string> cols = grid.columns;
+  // A swept key that is also a report column (sweeping `hardware` over profile files, beside the
+  // report's profile name) would give two columns of one name; readers that look columns up by
+  // name (pandas, csv.DictReader) then lose one. The swept one is headed `swept:KEY`.
+  const std::vector<std::string>& report = csv_columns();
+  std::vector<std::string> cols;
+  for (const std::string& key : grid.columns)
+    cols.push_back(std::find(report.begin(), report.end(), key) == report.end() ? key : "swept:" + key);
   cols.insert(cols.end(), csv_columns().begin(), csv_columns().end());
   return cols;
 }

@@ -69,7 +69,8 @@ std::string evaluate_sweep_point(const Scenario& scenario, const SweepGrid& grid
 std::string assemble_sweep_output(const Scenario& scenario, const SweepGrid& grid, SweepFormat format,
                                   const std::vector<std::string>& point_rows);
 
-// The CSV header: the swept keys, then report.hpp's csv_columns().
+// The CSV header: the swept keys, then report.hpp's csv_columns(). A swept key that is also a report
+// column (`hardware`) is headed `swept:KEY`, so that no two columns share a name.
 std::vector<std::string> sweep_csv_columns(const SweepGrid& grid);
 
 // Points already done: those in an output file of this sweep (same columns) and in its checkpoint

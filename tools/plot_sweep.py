@@ -78,7 +78,8 @@ def load(path):
         i_params = header.index("params")
     except (StopIteration, ValueError):
         fail(f"{path} is not the CSV output of overlap-sim sweep (no scenario/scheme/speedup columns)")
-    keys = header[:n]
+    # overlap-sim heads a swept key that is also a report column `swept:KEY` (sweeping hardware).
+    keys = [k[len("swept:"):] if k.startswith("swept:") else k for k in header[:n]]
     for line, r in enumerate(reader, start=2):
         if len(r) != len(header):
             fail(f"{path}:{line}: {len(r)} fields, the header has {len(header)}")
@@ -162,7 +163,9 @@ def main():
     else:
         ys = ordered(p[0] for p, *_ in rows)
         xs = ordered(p[1] for p, *_ in rows)
-        fig, axes = plt.subplots(2, len(schemes), figsize=(3.2 * len(schemes) + 1.5, 7.0), squeeze=False)
+        # constrained layout leaves the left column room for its row labels, whatever their length.
+        fig, axes = plt.subplots(2, len(schemes), figsize=(3.2 * len(schemes) + 1.5, 7.0), squeeze=False,
+                                 constrained_layout=True)
         small = len(xs) * len(ys) <= 36
         for row, (m, label) in enumerate(metrics):
             grids = {s: [[data.get((s, (y, x)), {}).get(m, float("nan")) for x in xs] for y in ys] for s in schemes}
@@ -173,7 +176,9 @@ def main():
                 im = ax.imshow(grids[s], origin="lower", aspect="auto", vmin=lo, vmax=hi,
                                cmap="viridis" if m == "speedup" else "magma_r")
                 ax.set_xticks(range(len(xs)), [str(x) for x in xs], rotation=45, ha="right", fontsize=7)
-                ax.set_yticks(range(len(ys)), [str(y) for y in ys], fontsize=7)
+                # Row labels once, on the left column: long ones (profile names) would run into
+                # the panel beside them.
+                ax.set_yticks(range(len(ys)), [str(y) for y in ys] if col == 0 else [], fontsize=7)
                 if row == 0:
                     ax.set_title(s, fontsize=10)
                 if row == 1:

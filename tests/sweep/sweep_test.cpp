@@ -237,6 +237,33 @@ TEST_CASE("sweep --resume skips the points already in the output file", "[sweep]
   CHECK_THAT(other.err, Catch::Contains(out));
 }
 
+TEST_CASE("sweep over hardware: the swept column is headed swept:hardware, beside the profile name", "[sweep][cli]") {
+  TempDir dir;
+  const std::string scen = dir.file("s.yaml");
+  write(scen, kScenario);
+  const std::string out = dir.file("hw.csv");
+  const CliResult r = cli({"sweep", scen, "--sweep", "hardware=h100-sxm-8x-nvswitch,a800-8x-nvlink", "-o", out});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const auto rows = lines(read(out));
+  REQUIRE(rows.size() == 1 + 2 * kPoints * kSchemes);
+  std::vector<std::string> header = {"workload.k", "hardware.fabric.links.nvlink.bandwidth_gbps", "swept:hardware"};
+  for (const auto& c : sim::csv_columns()) header.push_back(c);
+  CHECK(rows[0] == sim::csv_line(header));
+  std::vector<std::string> sorted = header;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());  // every column named once
+  // The swept value, then the report's scenario and the profile's own name.
+  CHECK(rows[1].rfind("512,200,h100-sxm-8x-nvswitch,s,h100-sxm-8x-nvswitch,no_overlap,", 0) == 0);
+  CHECK(rows[1 + kSchemes].rfind("512,200,a800-8x-nvlink,s,", 0) == 0);
+  // --resume reads its own header back.
+  const CliResult again = cli({"sweep", scen, "--sweep", "hardware=h100-sxm-8x-nvswitch,a800-8x-nvlink", "-o", out,
+                               "--resume", "--progress"});
+  INFO(again.err);
+  REQUIRE(again.rc == 0);
+  CHECK_THAT(again.err, Catch::Contains("12 done before, skipped"));
+}
+
 TEST_CASE("sweep checks every point first and reports every bad key and value (exit 2)", "[sweep][cli]") {
   TempDir dir;
   const std::string scen = dir.file("s.yaml");
