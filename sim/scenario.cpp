@@ -154,7 +154,12 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
   };
   const std::int64_t tp64 = w.get_int_in("tp", ranges::tp);
   if (tp64 > max_ranks)
-    w.fail_at("tp", fmt::format("{} ranks, but the hardware has {} GPUs", tp64, max_ranks));
+    w.fail_at("tp", max_ranks == 1
+                        // A calibrated single-GPU host: its profile.yaml has one GPU; the runner's virtual
+                        // nodes (README "Calibration") are the multi-rank machines measured there.
+                        ? fmt::format("{} ranks, but the hardware has 1 GPU (a calibrated host's "
+                                      "schemes/profile_virtual_t<T>_*.yaml runs up to T ranks)", tp64)
+                        : fmt::format("{} ranks, but the hardware has {} GPUs", tp64, max_ranks));
   out.tp = static_cast<int>(tp64);
   const int tp = out.tp;
   const std::string tp_text = fmt::format("tp = {}", tp);

@@ -210,7 +210,15 @@ TEST_CASE("unknown scheme names and scheme params are errors naming the key and 
 }
 
 TEST_CASE("tp larger than the node is an error at workload.tp", "[scenario][errors]") {
-  check_located(load_error(replace_line(kGemm, 5, "  tp: 16")), 5, "workload.tp");
+  const InputError e = load_error(replace_line(kGemm, 5, "  tp: 16"));
+  check_located(e, 5, "workload.tp");
+  CHECK_THAT(std::string(e.what()), Catch::Contains("16 ranks, but the hardware has 8 GPUs"));
+  // A one-GPU profile (a calibrated host's profile.yaml) says where its multi-rank machines are.
+  const InputError one =
+      load_error(kGemm, {"hardware=" + kSource + "/calibrate/results/nvidia-h100-80gb-hbm3-vm/profile.yaml"});
+  INFO(one.what());
+  CHECK_THAT(std::string(one.what()), Catch::Contains("has 1 GPU ("));
+  CHECK_THAT(std::string(one.what()), Catch::Contains("profile_virtual_t"));
 }
 
 TEST_CASE("an unknown hardware profile is an error at the hardware line", "[scenario][errors]") {
