@@ -54,19 +54,17 @@ int main(int argc, char** argv) {
       // The virtual ranks share one physical GPU: its GEMM full-rate limit, PCIe rate and (for pulls
       // the node timed with the host in the loop) its copies come from that GPU's calibration,
       // DIR/.. (calibrate/results/<gpu>-<host>/), when it has one.
+      // load_scheme_runs checked every node (its profile a plain file name, its measurements).
       for (const auto& node : runs.virtual_nodes) {
         cal::MeasurementSet set;
-        set.environment = node.at("environment");
-        const auto& list = node.at("measurements");
-        for (std::size_t i = 0; i < list.size(); ++i) {
-          set.measurements.push_back(cal::measurement_from_json(list[i], dir + "/schemes.json", "virtual_nodes.measurements[" + std::to_string(i) + "]"));
-        }
+        set.environment = node.environment;
+        set.measurements = node.measurements;
         cal::ProfileOptions po = options;
-        po.virtual_ranks = node.at("ranks").get<int>();
-        po.virtual_link = node.at("link").get<std::string>();
+        po.virtual_ranks = node.ranks;
+        po.virtual_link = node.link;
         cal::physical_gpu_options(dir + "/..", po);
         if (po.name.empty()) po.name = "virtual-t" + std::to_string(po.virtual_ranks) + "-" + po.virtual_link;
-        const std::string file = dir + "/" + node.at("profile").get<std::string>();
+        const std::string file = dir + "/" + node.profile;
         cal::write_output_file(file, cal::write_profile_yaml(set, po));
         std::printf("wrote %s\n", file.c_str());
       }

@@ -343,21 +343,17 @@ void concurrent_gemm_group(const cal::SchemeRunSet& runs, const fs::path& scheme
   ValidationGroup g{cal::bench::gemm_concurrent,
                     "engine: the GEMM on every virtual rank at once, sharing HBM (gemm_l2_reuse); virtual-node profile",
                     {}, 0, 0, 0};
-  for (const json& node : runs.virtual_nodes) {
-    if (!node.is_object() || !node.contains("measurements") || !node.contains("profile")) continue;
-    if (!node["measurements"].is_array() || !node["profile"].is_string()) continue;
+  // load_scheme_runs checked every node: its profile is a file beside schemes.json.
+  for (const cal::VirtualNodeRecord& node : runs.virtual_nodes) {
     cal::MeasurementSet set;
-    for (std::size_t i = 0; i < node["measurements"].size(); ++i) {
-      set.measurements.push_back(cal::measurement_from_json(node["measurements"][i], (schemes_dir / "schemes.json").string(),
-                                                            fmt::format("virtual_nodes.measurements.{}", i)));
-    }
+    set.measurements = node.measurements;
     const auto conc = set.of(cal::bench::gemm_concurrent);
     if (conc.empty()) continue;
-    const HardwareProfile p = load_profile_file((schemes_dir / node["profile"].get<std::string>()).string());
+    const HardwareProfile p = load_profile_file((schemes_dir / node.profile).string());
     for (const auto* m : conc) {
       const GemmShape s = shape_of(*m);
       const int ranks = static_cast<int>(m->config_count("ranks", cal::kMaxUnitCount));
-      ValidationRow vr = row(fmt::format("{} on {} ranks at once ({})", shape_text(s), ranks, node["profile"].get<std::string>()),
+      ValidationRow vr = row(fmt::format("{} on {} ranks at once ({})", shape_text(s), ranks, node.profile),
                              *m, simulate_concurrent_gemm_us(p, s, ranks), false);
       for (const auto* alone : set.of(cal::bench::gemm)) {
         if (shape_of(*alone).m == s.m && shape_of(*alone).n == s.n && shape_of(*alone).k == s.k)

@@ -220,7 +220,8 @@ json to_json(const SchemeRunConfig& c) {
 json scheme_runs_document(const SchemeRunSet& set) {
   json doc{{"schema", kSchemeRunsSchema}, {"fixture", set.fixture},       {"host", set.host},
            {"profile", set.profile},     {"environment", set.environment}, {"runs", json::array()},
-           {"virtual_nodes", set.virtual_nodes}};
+           {"virtual_nodes", json::array()}};
+  for (const auto& v : set.virtual_nodes) doc["virtual_nodes"].push_back(to_json(v));
   for (const auto& r : set.runs) {
     json j = to_json(r.config);
     if (!r.profile.empty()) j["profile"] = r.profile;
@@ -231,6 +232,13 @@ json scheme_runs_document(const SchemeRunSet& set) {
     doc["runs"].push_back(std::move(j));
   }
   return doc;
+}
+
+json to_json(const VirtualNodeRecord& v) {
+  json measurements = json::array();
+  for (const auto& m : v.measurements) measurements.push_back(to_json(m));
+  return json{{"profile", v.profile}, {"ranks", v.ranks},           {"link", v.link},
+              {"rank_sms", v.rank_sms}, {"environment", v.environment}, {"measurements", std::move(measurements)}};
 }
 
 namespace {
@@ -246,6 +254,34 @@ SampleStats stats_from(const JsonReader& r) {
   if (s.min > s.median || s.median > s.max) r.fail("needs min <= median <= max");
   return s;
 }
+
+// A virtual node as the runner writes it (kernels/runner/main.cpp). `overlap-calibrate-profile
+// --schemes` writes the profile file it names, so the name may not leave the schemes folder.
+VirtualNodeRecord parse_virtual_node(const JsonReader& r) {
+  r.allow_keys({"profile", "ranks", "link", "rank_sms", "environment", "measurements"});
+  VirtualNodeRecord v;
+  v.profile = r.get_string("profile");
+  const bool plain = !v.profile.empty() && v.profile.find('/') == std::string::npos &&
+                     v.profile.find('\\') == std::string::npos && v.profile[0] != '.';
+  if (!plain || v.profile.size() < 6 || v.profile.compare(v.profile.size() - 5, 5, ".yaml") != 0)
+    r.fail_at("profile", "must be a file name beside schemes.json ending in .yaml, with no directory part (got '" +
+                             v.profile + "')");
+  const std::int64_t ranks = r.get_positive_int("ranks");
+  if (ranks < 2 || ranks > kMaxUnitCount) r.fail_at("ranks", "must be between 2 and " + std::to_string(kMaxUnitCount));
+  v.ranks = static_cast<int>(ranks);
+  v.link = r.get_string("link");
+  if (v.link != "d2d" && v.link != "host") r.fail_at("link", "must be d2d or host (got '" + v.link + "')");
+  const std::int64_t sms = r.get_positive_int("rank_sms");
+  if (sms > kMaxUnitCount) r.fail_at("rank_sms", "must be at most " + std::to_string(kMaxUnitCount));
+  v.rank_sms = static_cast<int>(sms);
+  r.child("environment").expect_object();
+  v.environment = r.child("environment").value();
+  const JsonReader list = r.child("measurements");
+  list.expect_array();
+  for (std::size_t i = 0; i < list.size(); ++i)
+    v.measurements.push_back(measurement_from_json(list.element(i).value(), r.file(), list.element(i).path(), r.text()));
+  return v;
+}
 }  // namespace
 
 SchemeRunSet parse_scheme_runs(const json& doc, const std::string& file, std::shared_ptr<const std::string> text) {
@@ -259,8 +295,14 @@ SchemeRunSet parse_scheme_runs(const json& doc, const std::string& file, std::sh
   set.profile = r.get_string("profile", "");
   if (r.has("environment")) set.environment = r.child("environment").value();
   if (r.has("virtual_nodes")) {
-    r.child("virtual_nodes").expect_array();
-    set.virtual_nodes = r.child("virtual_nodes").value();
+    const JsonReader nodes = r.child("virtual_nodes");
+    nodes.expect_array();
+    for (std::size_t i = 0; i < nodes.size(); ++i) set.virtual_nodes.push_back(parse_virtual_node(nodes.element(i)));
+    for (std::size_t i = 0; i < set.virtual_nodes.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (set.virtual_nodes[i].profile == set.virtual_nodes[j].profile)
+          nodes.element(i).fail_at("profile", "'" + set.virtual_nodes[i].profile + "' is also virtual node " +
+                                                  std::to_string(j) + "'s profile (each node writes its own)");
   }
   const JsonReader runs = r.child("runs");
   runs.expect_array();

@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "calibrate/core/measurement.hpp"
 #include "calibrate/core/statistics.hpp"
 
 namespace overlap::calibrate {
@@ -86,15 +87,29 @@ struct SchemeRunResult {
   double host_enqueue_us = 0;
 };
 
+// One virtual node the runner measured (virtual ranks on one GPU): the profile written for it, and
+// the node's own calibration that profile was written from, so `overlap-calibrate-profile --schemes`
+// can write it again and validate can score the node's concurrent GEMMs.
+struct VirtualNodeRecord {
+  std::string profile;  // its profile: a file name beside schemes.json (no directory part), *.yaml
+  int ranks = 0;        // T, at least 2
+  std::string link;     // d2d | host
+  int rank_sms = 0;     // SMs of each rank's green context
+  nlohmann::json environment = nlohmann::json::object();
+  std::vector<Measurement> measurements;
+};
+
+nlohmann::json to_json(const VirtualNodeRecord& v);
+
 struct SchemeRunSet {
   bool fixture = false;
   std::string host = "virtual";  // virtual | nodes
   std::string profile;           // profile file, relative to the results file
   nlohmann::json environment = nlohmann::json::object();
   std::vector<SchemeRunResult> runs;
-  // The virtual nodes' own measurements (per node: name, environment, measurements), from which
-  // their profiles were written (overlap-calibrate-profile --schemes regenerates them).
-  nlohmann::json virtual_nodes = nlohmann::json::array();
+  // The virtual nodes' own measurements, from which their profiles were written
+  // (overlap-calibrate-profile --schemes regenerates them).
+  std::vector<VirtualNodeRecord> virtual_nodes;
 };
 
 nlohmann::json to_json(const SchemeRunConfig& c);

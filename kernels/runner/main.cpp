@@ -618,8 +618,7 @@ int main(int argc, char** argv) {
         // does the same.
         cal::physical_gpu_options(o.out + "/..", po);
         cal::write_output_file(o.out + "/" + profile, cal::write_profile_yaml(vm, po));
-        out.virtual_nodes.push_back({{"profile", profile}, {"ranks", T}, {"link", link}, {"rank_sms", node->rank_sms()},
-                                     {"environment", vm.environment}, {"measurements", cal::measurements_document(vm)["measurements"]}});
+        out.virtual_nodes.push_back({profile, T, link, node->rank_sms(), vm.environment, vm.measurements});
         for (const auto& c : node_runs) {
           try {
             cal::SchemeRunResult r = run_one(*node, c, cublas, nullptr, warmup, reps);

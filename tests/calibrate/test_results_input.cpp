@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/core/measurement.hpp"
+#include "calibrate/core/scheme_config.hpp"
 #include "cost_model/input_error.hpp"
 #include "tools/cli.hpp"
 
@@ -147,6 +148,77 @@ TEST_CASE("validate names the line of a JSON syntax error in a results file", "[
   CHECK(err.find("schemes.json:" + std::to_string(line_of(text, "\"meidan\"")) + ": runs[1].latency_us.meidan: unknown key") !=
         std::string::npos);
   fs::remove_all(tmp);
+}
+
+TEST_CASE("validate refuses a malformed virtual node in schemes.json with its file, line and key", "[calibrate][validate][input]") {
+  // The committed H100 sweep: its schemes.json holds the virtual nodes' own calibrations.
+  const fs::path results = fs::path(OVERLAP_SOURCE_DIR) / "calibrate/results/nvidia-h100-80gb-hbm3-vm";
+  const json fixture = read(results / "schemes" / "schemes.json");
+  REQUIRE(fixture["virtual_nodes"].size() >= 2);
+  const std::vector<Case> cases = {
+      {"a profile outside the schemes folder",
+       [](json& d) { d["virtual_nodes"][0]["profile"] = "../escaped.yaml"; return std::string("virtual_nodes[0].profile"); },
+       "\"profile\": \"../escaped.yaml\"", "no directory part"},
+      {"a profile in a subfolder",
+       [](json& d) { d["virtual_nodes"][1]["profile"] = "sub/p.yaml"; return std::string("virtual_nodes[1].profile"); },
+       "\"profile\": \"sub/p.yaml\"", "ending in .yaml"},
+      {"two nodes writing one profile",
+       [](json& d) { d["virtual_nodes"][1]["profile"] = d["virtual_nodes"][0]["profile"]; return std::string("virtual_nodes[1].profile"); },
+       "", "is also virtual node 0's profile"},
+      {"an unknown link",
+       [](json& d) { d["virtual_nodes"][0]["link"] = "nvlink"; return std::string("virtual_nodes[0].link"); },
+       "\"link\": \"nvlink\"", "must be d2d or host"},
+      {"one rank",
+       [](json& d) { d["virtual_nodes"][0]["ranks"] = 1; return std::string("virtual_nodes[0].ranks"); },
+       "\"ranks\": 1", "between 2 and"},
+      {"a misspelt key",
+       [](json& d) { d["virtual_nodes"][0]["rank_smz"] = 32; return std::string("virtual_nodes[0].rank_smz"); },
+       "\"rank_smz\"", "unknown key"},
+      {"no environment",
+       [](json& d) { d["virtual_nodes"][0].erase("environment"); return std::string("virtual_nodes[0].environment"); },
+       "", "missing"},
+      {"a bad measurement of a node",
+       [](json& d) { d["virtual_nodes"][0]["measurements"][2]["benchmark"] = "gemm_typo"; return std::string("virtual_nodes[0].measurements[2].benchmark"); },
+       "\"benchmark\": \"gemm_typo\"", "unknown benchmark 'gemm_typo'"},
+  };
+  const fs::path tmp = fs::temp_directory_path() / "overlap-results-virtual-nodes";
+  for (const Case& c : cases) {
+    SECTION(c.what) {
+      fs::remove_all(tmp);
+      fs::copy(results, tmp, fs::copy_options::recursive);
+      json doc = fixture;
+      const std::string key = c.mutate(doc);
+      const std::string text = doc.dump(2) + "\n";
+      std::ofstream(tmp / "schemes" / "schemes.json") << text;
+      std::string err;
+      CHECK(cli({"validate", tmp.string()}, &err) == overlap::tools::kExitUsage);
+      INFO(err);
+      const std::string file = (tmp / "schemes" / "schemes.json").string() + ":";
+      if (c.marker.empty()) {
+        CHECK(err.find(file) != std::string::npos);
+        CHECK(err.find(": " + key + ": ") != std::string::npos);
+      } else {
+        CHECK(err.find(file + std::to_string(line_of(text, c.marker)) + ": " + key + ": ") != std::string::npos);
+      }
+      CHECK(err.find(c.message) != std::string::npos);
+      CHECK(err.find("internal error") == std::string::npos);
+    }
+  }
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("schemes.json's virtual nodes read back as written", "[calibrate][input]") {
+  const fs::path file = fs::path(OVERLAP_SOURCE_DIR) / "calibrate/results/nvidia-h100-80gb-hbm3-vm/schemes/schemes.json";
+  const overlap::calibrate::SchemeRunSet set = overlap::calibrate::load_scheme_runs(file.string());
+  REQUIRE(set.virtual_nodes.size() == 3);
+  CHECK(set.virtual_nodes[1].profile == "profile_virtual_t4_d2d.yaml");
+  CHECK(set.virtual_nodes[1].ranks == 4);
+  CHECK(set.virtual_nodes[1].link == "d2d");
+  CHECK(set.virtual_nodes[1].rank_sms == 32);
+  CHECK(set.virtual_nodes[2].link == "host");
+  CHECK(!set.virtual_nodes[1].measurements.empty());
+  // The document written from what was read is the file's document (the runner writes the same).
+  CHECK(overlap::calibrate::scheme_runs_document(set) == read(file));
 }
 
 TEST_CASE("a measurement made in memory reports a missing key as a bug, one read from a file as input", "[calibrate][input]") {
