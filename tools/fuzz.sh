@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Fuzz the input loaders with libFuzzer (issue 12): the scenario loader, the hardware-profile loader
-# and the nccl-tests importer (tests/fuzz/), each for MINUTES minutes (default 10), built with clang +
-# ASan + UBSan in build-fuzz/.
-#   tools/fuzz.sh [MINUTES] [TARGET...]     TARGET: scenario_loader profile_loader nccl_tests_import
+# Fuzz the input loaders with libFuzzer (issue 12): the scenario loader, the hardware-profile loader,
+# the nccl-tests importer and a calibration results directory (validate and the profile writer;
+# tests/fuzz/), each for MINUTES minutes (default 10), built with clang + ASan + UBSan in build-fuzz/.
+#   tools/fuzz.sh [MINUTES] [TARGET...]     TARGET: scenario_loader profile_loader nccl_tests_import results_dir
 # Working corpora: build-fuzz/corpus/<target>/ (seeded from scenarios/, scenarios/hardware/,
-# tests/data/bad_inputs/ and tests/data/ nccl-tests samples); not committed.
+# tests/data/bad_inputs/, tests/data/ nccl-tests samples and calibration results); not committed.
 # Findings (crashes, leaks, sanitizer reports, timeouts over 5 s, slow units): saved to
 # tests/fuzz/findings/<target>/ for triage; a fixed finding becomes a bad-input corpus entry
 # (tools/make_bad_inputs.py) or a unit test. Exit status 1 when a run found something.
@@ -13,7 +13,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 minutes=${1:-10}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(scenario_loader profile_loader nccl_tests_import)
+[ ${#targets[@]} -gt 0 ] || targets=(scenario_loader profile_loader nccl_tests_import results_dir)
 case "$minutes" in (*[!0-9.]*|'') echo "fuzz.sh: MINUTES must be a number (got '$minutes')" >&2; exit 2;; esac
 
 bash "$root/tools/setup.sh"
@@ -37,6 +37,12 @@ for t in "${targets[@]}"; do
     scenario_loader) seeds=("$root"/scenarios/*.yaml "$root"/scenarios/papers/*.yaml "$root"/tests/data/bad_inputs/scenarios/*.yaml) ;;
     profile_loader) seeds=("$root"/scenarios/hardware/*.yaml "$root"/tests/data/bad_inputs/profiles/*.yaml) ;;
     nccl_tests_import) seeds=($(find "$root/tests/data" -maxdepth 2 -name '*nccl*' -type f)) ;;
+    results_dir)
+      # The fixture's and the committed H100's measurements, compacted and split by benchmark (a
+      # seed must stay under -max_len), and the fixture's scheme runs behind "#--schemes".
+      mkdir -p "$build/seeds/results_dir"
+      python3 "$root/tests/fuzz/make_results_seeds.py" "$root" "$build/seeds/results_dir"
+      seeds=("$build"/seeds/results_dir/*) ;;
     *) echo "fuzz.sh: unknown target '$t'" >&2; exit 2 ;;
   esac
   for s in "${seeds[@]}"; do
