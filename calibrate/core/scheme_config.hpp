@@ -12,7 +12,9 @@
 //   {"schema": "overlap-scheme-runs/1", "fixture": false, "host": "virtual" | "nodes",
 //    "profile": "profile_virtual.yaml", "environment": {...},
 //    "runs": [{<the configuration>, "check": {"rel_error", "tolerance", "passed"},
-//              "latency_us": {stats}, "compute_only_us": {stats}}]}
+//              "latency_us": {stats}, "compute_only_us": {stats}}],
+//    "virtual_nodes": [{"profile": "profile_virtual_t4_d2d.yaml", "ranks": 4, "link": "d2d",
+//                       "rank_sms": 32, "environment": {...}, "measurements": [...]}]}
 // latency is the slowest rank's (virtual ranks: the whole run's); compute-only is the same run with
 // every transfer skipped, so exposed communication = latency - compute-only, the simulator's one
 // definition (design.md "Metrics").
