@@ -436,10 +436,13 @@ void scheme_group(const std::string& dir, ValidationReport& rep) {
       rep.skipped.push_back(fmt::format("schemes {}: not simulated: {}", r.config.id, e.what()));
     }
   }
-  for (const auto& [key, cands] : fo) {
+  for (const auto& entry : fo) {
+    // Not a structured binding: clang before 16 (the fuzz build's) cannot capture one in a lambda.
+    const auto& key = entry.first;
+    const auto& cands = entry.second;
     if (cands.size() < 2) continue;
-    auto best_by = [&](auto key) {
-      return std::min_element(cands.begin(), cands.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+    auto best_by = [&](auto by) {
+      return std::min_element(cands.begin(), cands.end(), [&](const auto& a, const auto& b) { return by(a) < by(b); });
     };
     const auto by_measured = best_by([](const FoCandidate& c) { return c.measured_us; });
     const auto by_predicted = best_by([](const FoCandidate& c) { return c.predicted_us; });
