@@ -4,9 +4,11 @@
 // With --schemes: DIR/schemes.json's virtual nodes' profiles (profile_virtual_t<T>_<link>.yaml),
 // from the node measurements the scheme runner stored in it, and gpu.gemm_full_rate_sms and the host link's PCIe rate
 // from the physical GPU's calibration in DIR/.. when there is one.
+// Exit status: 0 written, 2 usage or input error (file:line: key), 1 internal error.
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 #include "calibrate/core/measurement.hpp"
@@ -77,8 +79,13 @@ int main(int argc, char** argv) {
   } catch (const overlap::InputError& e) {
     std::fprintf(stderr, "overlap-calibrate-profile: error: %s\n", e.what());
     return 2;
-  } catch (const std::exception& e) {
+  } catch (const std::runtime_error& e) {
+    // The writer's refusals (no sm_count, no GEMM rate, no D2D transfers): the input lacks them.
     std::fprintf(stderr, "overlap-calibrate-profile: error: %s\n", e.what());
     return 2;
+  } catch (const std::exception& e) {
+    // Anything else is this program's bug, not the input's (the exit status says so).
+    std::fprintf(stderr, "overlap-calibrate-profile: internal error: %s\n", e.what());
+    return 1;
   }
 }
