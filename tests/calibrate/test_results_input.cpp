@@ -60,6 +60,30 @@ struct Case {
   std::string message;                        // part of the message
 };
 
+// Copies the results directory `source` to `tmp`, writes `fixture` mutated by the case as tmp/`file`
+// (one key a line), and checks that validate refuses it with exit 2 and `file:line: key: ` (the line
+// of the case's marker; with no marker, any line of that file) and the case's message.
+void check_refusal(const fs::path& source, const fs::path& tmp, const std::string& file, const json& fixture, const Case& c) {
+  fs::remove_all(tmp);
+  fs::copy(source, tmp, fs::copy_options::recursive);
+  json doc = fixture;
+  const std::string key = c.mutate(doc);
+  const std::string text = doc.dump(2) + "\n";
+  std::ofstream(tmp / file) << text;
+  std::string err;
+  CHECK(cli({"validate", tmp.string()}, &err) == overlap::tools::kExitUsage);
+  INFO(err);
+  const std::string path = (tmp / file).string() + ":";
+  if (c.marker.empty()) {
+    CHECK(err.find(path) != std::string::npos);
+    CHECK(err.find(": " + key + ": ") != std::string::npos);
+  } else {
+    CHECK(err.find(path + std::to_string(line_of(text, c.marker)) + ": " + key + ": ") != std::string::npos);
+  }
+  CHECK(err.find(c.message) != std::string::npos);
+  CHECK(err.find("internal error") == std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("validate refuses a malformed measurements.json with its file, line and key", "[calibrate][validate][input]") {
@@ -110,21 +134,7 @@ TEST_CASE("validate refuses a malformed measurements.json with its file, line an
   };
   const fs::path tmp = fs::temp_directory_path() / "overlap-results-input";
   for (const Case& c : cases) {
-    SECTION(c.what) {
-      fs::remove_all(tmp);
-      fs::copy(kFixture, tmp, fs::copy_options::recursive);
-      json doc = fixture;
-      const std::string key = c.mutate(doc);
-      const std::string text = doc.dump(2) + "\n";
-      std::ofstream(tmp / "measurements.json") << text;
-      std::string err;
-      CHECK(cli({"validate", tmp.string()}, &err) == overlap::tools::kExitUsage);
-      const std::string where = (tmp / "measurements.json").string() + ":" + std::to_string(line_of(text, c.marker)) + ": " + key + ": ";
-      INFO(err);
-      CHECK(err.find(where) != std::string::npos);
-      CHECK(err.find(c.message) != std::string::npos);
-      CHECK(err.find("internal error") == std::string::npos);
-    }
+    SECTION(c.what) { check_refusal(kFixture, tmp, "measurements.json", fixture, c); }
   }
   fs::remove_all(tmp);
 }
@@ -183,26 +193,7 @@ TEST_CASE("validate refuses a malformed virtual node in schemes.json with its fi
   };
   const fs::path tmp = fs::temp_directory_path() / "overlap-results-virtual-nodes";
   for (const Case& c : cases) {
-    SECTION(c.what) {
-      fs::remove_all(tmp);
-      fs::copy(results, tmp, fs::copy_options::recursive);
-      json doc = fixture;
-      const std::string key = c.mutate(doc);
-      const std::string text = doc.dump(2) + "\n";
-      std::ofstream(tmp / "schemes" / "schemes.json") << text;
-      std::string err;
-      CHECK(cli({"validate", tmp.string()}, &err) == overlap::tools::kExitUsage);
-      INFO(err);
-      const std::string file = (tmp / "schemes" / "schemes.json").string() + ":";
-      if (c.marker.empty()) {
-        CHECK(err.find(file) != std::string::npos);
-        CHECK(err.find(": " + key + ": ") != std::string::npos);
-      } else {
-        CHECK(err.find(file + std::to_string(line_of(text, c.marker)) + ": " + key + ": ") != std::string::npos);
-      }
-      CHECK(err.find(c.message) != std::string::npos);
-      CHECK(err.find("internal error") == std::string::npos);
-    }
+    SECTION(c.what) { check_refusal(results, tmp, "schemes/schemes.json", fixture, c); }
   }
   fs::remove_all(tmp);
 }
