@@ -37,6 +37,11 @@ const fs::path& scratch_dir() {
     fs::copy_file(fixture / "profile.yaml", d / "profile.yaml", fs::copy_options::overwrite_existing);
     fs::copy_file(fixture / "schemes/profile_virtual.yaml", d / "schemes/profile_virtual.yaml",
                   fs::copy_options::overwrite_existing);
+    // libFuzzer's -fork runs many short processes: each removes its scratch directory at exit.
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(fs::temp_directory_path() / ("overlap-fuzz-results-" + std::to_string(::getpid())), ec);
+    });
     return d;
   }();
   return dir;
