@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 
@@ -58,21 +59,17 @@ int main(int argc, char** argv) {
       // DIR/.. (calibrate/results/<gpu>-<host>/), when it has one.
       // load_scheme_runs checked every node (its profile a plain file name, its measurements).
       for (const auto& node : runs.virtual_nodes) {
-        cal::MeasurementSet set;
-        set.environment = node.environment;
-        set.measurements = node.measurements;
-        cal::ProfileOptions po = options;
-        po.virtual_ranks = node.ranks;
-        po.virtual_link = node.link;
-        cal::physical_gpu_options(dir + "/..", po);
-        if (po.name.empty()) po.name = "virtual-t" + std::to_string(po.virtual_ranks) + "-" + po.virtual_link;
         const std::string file = dir + "/" + node.profile;
-        cal::write_output_file(file, cal::write_profile_yaml(set, po));
+        cal::write_output_file(file, cal::write_virtual_node_profile_yaml(node, dir + "/..", options));
         std::printf("wrote %s\n", file.c_str());
       }
       return 0;
     }
     const auto set = overlap::calibrate::load_measurement_dir(dir);
+    // The environment is optional to validate, not to a profile: the GPU's SM count is there.
+    if (!std::filesystem::exists(dir + "/environment.json"))
+      throw overlap::InputError(dir + "/environment.json", 0, "",
+                                "missing: a profile needs the GPU's sm_count, which the calibration writes there");
     overlap::calibrate::write_output_file(dir + "/profile.yaml", overlap::calibrate::write_profile_yaml(set, options));
     std::printf("wrote %s/profile.yaml\n", dir.c_str());
     return 0;

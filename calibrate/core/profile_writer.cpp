@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "calibrate/core/calibration_plan.hpp"
+#include "calibrate/core/scheme_config.hpp"
 #include "cost_model/gemm_roofline.hpp"
 
 namespace overlap::calibrate {
@@ -699,6 +700,20 @@ std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& 
     y.raw(gp);
   }
   return y.str();
+}
+
+std::string write_virtual_node_profile_yaml(const VirtualNodeRecord& node, const std::string& physical_dir,
+                                            ProfileOptions options) {
+  MeasurementSet set;
+  set.environment = node.environment;
+  set.measurements = node.measurements;
+  options.virtual_ranks = node.ranks;
+  options.virtual_link = node.link;
+  // The virtual ranks share one physical GPU: its GEMM full-rate limit, PCIe rate, memory-kernel
+  // rate and (for pulls the node timed with the host in the loop) its copies.
+  physical_gpu_options(physical_dir, options);
+  if (options.name.empty()) options.name = "virtual-t" + std::to_string(node.ranks) + "-" + node.link;
+  return write_profile_yaml(set, options);
 }
 
 }  // namespace overlap::calibrate

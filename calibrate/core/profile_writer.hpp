@@ -143,4 +143,13 @@ double fitted_gemm_comm_interference(const MeasurementSet& set, int sm_count, do
 // measurements lack what every profile needs (a GEMM rate: gemm_tile or gemm runs).
 std::string write_profile_yaml(const MeasurementSet& set, const ProfileOptions& options = {});
 
+struct VirtualNodeRecord;  // calibrate/core/scheme_config.hpp
+
+// A virtual node's profile YAML, as the scheme runner writes it and `overlap-calibrate-profile
+// --schemes` writes it again: the node's own measurements, its ranks and link, what its physical
+// GPU's calibration in `physical_dir` (the results directory above schemes/) gives
+// (physical_gpu_options), and the name "virtual-t<T>-<link>" unless `options` names it.
+std::string write_virtual_node_profile_yaml(const VirtualNodeRecord& node, const std::string& physical_dir,
+                                            ProfileOptions options = {});
+
 }  // namespace overlap::calibrate

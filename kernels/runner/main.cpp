@@ -608,17 +608,14 @@ int main(int argc, char** argv) {
         auto node = cu::make_virtual_node(device, T, sms, link, 512u << 20);
         const std::string profile = "profile_virtual_t" + std::to_string(T) + "_" + link + ".yaml";
         cal::MeasurementSet vm = measure_virtual_node(*node, link, node_runs, env, root, reps);
+        cal::VirtualNodeRecord record{profile, T, link, node->rank_sms(), vm.environment, vm.measurements};
         cal::ProfileOptions po;
         po.schema = o.profile_schema;
-        po.name = "virtual-t" + std::to_string(T) + "-" + link;
-        po.virtual_ranks = T;
-        po.virtual_link = link;
-        // The physical GPU's GEMM full-rate limit and PCIe rate, when its calibration sits in the
-        // parent folder (calibrate/results/<gpu>-<host>/schemes); overlap-calibrate-profile --schemes
-        // does the same.
-        cal::physical_gpu_options(o.out + "/..", po);
-        cal::write_output_file(o.out + "/" + profile, cal::write_profile_yaml(vm, po));
-        out.virtual_nodes.push_back({profile, T, link, node->rank_sms(), vm.environment, vm.measurements});
+        // With the physical GPU's GEMM full-rate limit, PCIe and memory-kernel rates when its
+        // calibration sits in the parent folder (calibrate/results/<gpu>-<host>/schemes), exactly as
+        // overlap-calibrate-profile --schemes writes it again.
+        cal::write_output_file(o.out + "/" + profile, cal::write_virtual_node_profile_yaml(record, o.out + "/..", po));
+        out.virtual_nodes.push_back(std::move(record));
         for (const auto& c : node_runs) {
           try {
             cal::SchemeRunResult r = run_one(*node, c, cublas, nullptr, warmup, reps);

@@ -2,6 +2,9 @@
 // measurements built here from a known model, so the fitted fields have exact expected values.
 #include <algorithm>
 #include <array>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -9,6 +12,7 @@
 
 #include "calibrate/core/calibration_plan.hpp"
 #include "calibrate/core/profile_writer.hpp"
+#include "calibrate/core/scheme_config.hpp"
 #include "cost_model/gemm_roofline.hpp"
 #include "cost_model/input_error.hpp"
 #include "cost_model/profile_loader.hpp"
@@ -493,4 +497,33 @@ TEST_CASE("profile writer: a virtual node's pulls timed with the host in the loo
   REQUIRE_FALSE(host.physical_pull.empty());
   CHECK(host.physical_pull.front().bytes == down.front().bytes);
   CHECK(host.physical_pull.front().time_us == Approx(down.front().time_us + up.front().time_us));
+}
+
+TEST_CASE("committed profiles are what the writer makes from the committed measurements", "[calibrate][profile]") {
+  // validate and the README's figures read calibrate/results/<dir>/profile.yaml and the virtual
+  // nodes' profiles; a writer change that is not followed by overlap-calibrate-profile (DIR, and
+  // DIR/schemes --schemes) would leave them describing another model.
+  namespace fs = std::filesystem;
+  const fs::path results = fs::path(OVERLAP_SOURCE_DIR) / "calibrate/results";
+  auto text_of = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  int profiles = 0;
+  for (const auto& entry : fs::directory_iterator(results)) {
+    const fs::path dir = entry.path();
+    if (!fs::exists(dir / "measurements.json")) continue;
+    INFO(dir.string());
+    CHECK(write_profile_yaml(load_measurement_dir(dir.string())) == text_of(dir / "profile.yaml"));
+    ++profiles;
+    if (!fs::exists(dir / "schemes/schemes.json")) continue;
+    for (const VirtualNodeRecord& node : load_scheme_runs((dir / "schemes/schemes.json").string()).virtual_nodes) {
+      INFO(node.profile);
+      CHECK(write_virtual_node_profile_yaml(node, dir.string()) == text_of(dir / "schemes" / node.profile));
+      ++profiles;
+    }
+  }
+  CHECK(profiles >= 4);  // the H100's own profile and its three virtual nodes'
 }
