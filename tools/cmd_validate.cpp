@@ -158,6 +158,18 @@ void finish(ValidationGroup& g) {
     g.median_abs_error_pct = cal::median_of_values(errs);
     g.max_abs_error_pct = *std::max_element(errs.begin(), errs.end());
   }
+  std::vector<double> exposed_us, exposed_pct;
+  for (const auto& r : g.rows) {
+    if (r.fitted || !r.exposed_measured_us || !r.exposed_predicted_us) continue;
+    const double e = std::fabs(*r.exposed_predicted_us - *r.exposed_measured_us);
+    exposed_us.push_back(e);
+    exposed_pct.push_back(100.0 * e / r.measured_us);
+  }
+  g.exposed_rows = static_cast<int>(exposed_us.size());
+  if (!exposed_us.empty()) {
+    g.exposed_median_abs_error_us = cal::median_of_values(exposed_us);
+    g.exposed_median_abs_error_pct_of_latency = cal::median_of_values(exposed_pct);
+  }
 }
 
 std::string curve_key_for(const std::string& path, const json& env, bool have_sm_copy_key) {
@@ -422,8 +434,10 @@ void scheme_group(const std::string& dir, ValidationReport& rep) {
       vr.predicted_us = us_from_ps(res.latency_ps);
       vr.error_pct = 100.0 * (vr.predicted_us - vr.measured_us) / vr.measured_us;
       vr.spread = r.latency_us.spread;
-      vr.note = fmt::format("exposed comm measured {:.1f} us, predicted {:.1f} us; rel_error {:.2g}",
-                            r.latency_us.median - r.compute_only_us.median, us_from_ps(res.exposed_comm_ps), r.rel_error);
+      vr.exposed_measured_us = r.latency_us.median - r.compute_only_us.median;
+      vr.exposed_predicted_us = us_from_ps(res.exposed_comm_ps);
+      vr.note = fmt::format("exposed comm measured {:.1f} us, predicted {:.1f} us; rel_error {:.2g}", *vr.exposed_measured_us,
+                            *vr.exposed_predicted_us, r.rel_error);
       if (r.host_enqueue_us > 0) vr.note += fmt::format("; host enqueue {:.0f} us", r.host_enqueue_us);
       if (r.config.scheme == "flashoverlap") {
         // Candidates compete on one node: the same workload over a host-staged link is another check.
@@ -543,9 +557,19 @@ json to_json(const ValidationReport& rep) {
             {"median_abs_error_pct", g.median_abs_error_pct},
             {"max_abs_error_pct", g.max_abs_error_pct},
             {"rows", json::array()}};
+    if (g.exposed_rows > 0) {
+      jg["exposed_comm"] = json{{"rows", g.exposed_rows},
+                                {"median_abs_error_us", g.exposed_median_abs_error_us},
+                                {"median_abs_error_pct_of_latency", g.exposed_median_abs_error_pct_of_latency}};
+    }
     for (const auto& r : g.rows) {
       json jr{{"config", r.config},     {"measured_us", r.measured_us}, {"predicted_us", r.predicted_us},
               {"error_pct", r.error_pct}, {"spread", r.spread},       {"fitted", r.fitted}};
+      if (r.exposed_measured_us && r.exposed_predicted_us) {
+        jr["exposed_comm_measured_us"] = *r.exposed_measured_us;
+        jr["exposed_comm_predicted_us"] = *r.exposed_predicted_us;
+        jr["exposed_comm_error_us"] = *r.exposed_predicted_us - *r.exposed_measured_us;
+      }
       if (!r.note.empty()) jr["note"] = r.note;
       jg["rows"].push_back(std::move(jr));
     }
@@ -581,6 +605,11 @@ void print_validation_table(const ValidationReport& rep, std::ostream& out) {
     }
     out << fmt::format("median |error| {:.2f} %, max {:.2f} % over {} scored rows\n", g.median_abs_error_pct,
                        g.max_abs_error_pct, g.scored);
+    if (g.exposed_rows > 0) {
+      out << fmt::format("exposed communication: median |predicted - measured| {:.1f} us, {:.2f} % of the measured latency, "
+                         "over {} runs\n",
+                         g.exposed_median_abs_error_us, g.exposed_median_abs_error_pct_of_latency, g.exposed_rows);
+    }
   }
   if (!rep.partitions.empty()) {
     out << "\n== flashoverlap partitions: measured best vs the simulator's best among the measured candidates, "

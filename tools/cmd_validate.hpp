@@ -9,6 +9,7 @@
 // transfer sizes on the curve's sample grid) are shown but marked `fitted` and left out of the error
 // figures: they agree by construction. --record writes DIR/validation.json with those figures, which
 // the CI test (tests/calibrate) holds later runs to.
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -24,7 +25,10 @@ struct ValidationRow {
   double error_pct = 0;      // 100 * (predicted - measured) / measured
   double spread = 0;         // the measurement's max / min
   bool fitted = false;       // the profile was built from this measurement
-  std::string note;          // e.g. measured / predicted exposed communication for scheme runs
+  std::string note;          // e.g. the run's reference check and host enqueue time
+  // Scheme runs: exposed communication (latency - compute-only, design.md "Metrics"), measured
+  // and predicted; none for the benchmarks.
+  std::optional<double> exposed_measured_us, exposed_predicted_us;
 };
 
 struct ValidationGroup {
@@ -34,6 +38,12 @@ struct ValidationGroup {
   int scored = 0;            // rows not fitted
   double median_abs_error_pct = 0;
   double max_abs_error_pct = 0;
+  // Over the rows with exposed communication (scheme runs): the median |predicted - measured| in us
+  // and as % of each run's measured latency (exposed time can be near zero, so a % of itself says
+  // little). 0 rows: none.
+  int exposed_rows = 0;
+  double exposed_median_abs_error_us = 0;
+  double exposed_median_abs_error_pct_of_latency = 0;
 };
 
 // FlashOverlap: for one workload, the partition measured fastest vs the one the simulator ranks

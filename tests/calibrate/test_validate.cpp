@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/core/measurement.hpp"
+#include "calibrate/core/scheme_config.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "tools/cli.hpp"
@@ -135,6 +136,33 @@ TEST_CASE("validate: scheme runs and the FlashOverlap partition check", "[calibr
   REQUIRE(s != nullptr);
   CHECK(s->rows.size() == 7);
   CHECK(rep.skipped.empty());
+  // Exposed communication per run: measured = latency - compute-only of the run (the fixture's
+  // schemes.json), predicted = the simulator's; the group's median |error| over those runs.
+  const auto runs = overlap::calibrate::load_scheme_runs(kFixture + "/schemes/schemes.json");
+  std::vector<double> abs_us;
+  for (const auto& row : s->rows) {
+    REQUIRE(row.exposed_measured_us.has_value());
+    REQUIRE(row.exposed_predicted_us.has_value());
+    const auto run = std::find_if(runs.runs.begin(), runs.runs.end(),
+                                  [&](const auto& r) { return row.config.rfind(r.config.id + " ", 0) == 0; });
+    REQUIRE(run != runs.runs.end());
+    CHECK(*row.exposed_measured_us == Approx(run->latency_us.median - run->compute_only_us.median));
+    CHECK(*row.exposed_predicted_us >= 0);
+    abs_us.push_back(std::fabs(*row.exposed_predicted_us - *row.exposed_measured_us));
+  }
+  CHECK(s->exposed_rows == 7);
+  std::sort(abs_us.begin(), abs_us.end());
+  CHECK(s->exposed_median_abs_error_us == Approx(abs_us[3]));
+  const auto j = overlap::tools::to_json(rep);
+  for (const auto& g : j["groups"]) {
+    if (g["benchmark"] != "schemes") {
+      CHECK_FALSE(g.contains("exposed_comm"));  // the benchmarks have no exposed communication
+      continue;
+    }
+    CHECK(g["exposed_comm"]["rows"] == 7);
+    CHECK(g["rows"][0]["exposed_comm_error_us"].get<double>() ==
+          Approx(g["rows"][0]["exposed_comm_predicted_us"].get<double>() - g["rows"][0]["exposed_comm_measured_us"].get<double>()));
+  }
   REQUIRE(rep.partitions.size() == 1);
   const auto& pc = rep.partitions[0];
   CHECK(pc.measured_best == "[8,16,40]");   // the fixture's fastest candidate
