@@ -37,6 +37,19 @@ def validate(source=None):
     return _call(args)
 
 
+def validate_dir(directory):
+    """`overlap-sim validate DIR --format json`: a calibration results directory's predictions against
+    its measurements (README "Calibration")."""
+    return _call(["validate", directory, "--format", "json"])
+
+
+def tune(hardware, gemm, primitive, ranks, dtype="bf16", search="simulate", sm_margin=False):
+    """`overlap-sim tune` at the operator level (FlashOverlap's wave groups for one GEMM) as JSON."""
+    args = ["tune", "--hardware", hardware, "--gemm", gemm, "--dtype", dtype, "--primitive", primitive,
+            "--ranks", str(ranks), "--search", search, "--format", "json"]
+    return _call(args + (["--sm-margin"] if sm_margin else []))
+
+
 def collective(primitive, hardware, ranks, lo="8", hi="1G", factor="2", sets=()):
     """`overlap-sim collective` as JSON: the model's nccl-tests table."""
     args = ["collective", primitive, "--hardware", hardware, "--ranks", str(ranks), "-b", lo, "-e", hi, "-f", factor,

@@ -98,11 +98,12 @@ GemmShape shape_of(const GemmCollective& g) { return GemmShape{g.m, g.n, g.k, g.
 // Engine runs of one operator: the FlashOverlap scheme with explicit groups, and the baseline.
 class EngineEvaluator {
  public:
-  EngineEvaluator(const Workload& w, const HardwareProfile& hw, Fidelity f)
-      : w_(w), hw_(hw), fidelity_(f), node_(make_node(hw, std::max(1, w.tp))) {}
+  EngineEvaluator(const Workload& w, const HardwareProfile& hw, Fidelity f, bool sm_margin)
+      : w_(w), hw_(hw), fidelity_(f), sm_margin_(sm_margin), node_(make_node(hw, std::max(1, w.tp))) {}
 
   Ps flashoverlap_ps(const std::vector<int>& groups) {
-    const nlohmann::json params = {{"groups", groups}};
+    nlohmann::json params = {{"groups", groups}};
+    if (sm_margin_) params["sm_margin"] = true;
     return run_scheme("flashoverlap", params);
   }
   Ps no_overlap_ps() { return run_scheme("no_overlap", nlohmann::json::object()); }
@@ -119,6 +120,7 @@ class EngineEvaluator {
   const Workload& w_;
   const HardwareProfile& hw_;
   Fidelity fidelity_;
+  bool sm_margin_;
   NodeConfig node_;
 };
 
@@ -162,7 +164,7 @@ std::vector<std::vector<int>> neighbours(const std::vector<int>& g) {
 // batch runs on `jobs` threads; the result is the same for any thread count (no time limit, ties
 // keep the earlier evaluation).
 void simulate_search(const WaveGroupProblem& prob, const Workload& w, const HardwareProfile& hw, Fidelity f,
-                     int budget, int jobs, std::vector<WaveGroupTrial>& trials) {
+                     int budget, int jobs, bool sm_margin, std::vector<WaveGroupTrial>& trials) {
   const int t = prob.waves();
   std::set<std::vector<int>> seen;
   auto evaluate = [&](std::vector<std::pair<std::vector<int>, std::string>> batch) {
@@ -177,7 +179,7 @@ void simulate_search(const WaveGroupProblem& prob, const Workload& w, const Hard
       fresh.push_back(std::move(c));
     }
     parallel_for(fresh.size(), jobs, [&](std::size_t i) {
-      EngineEvaluator engine(w, hw, f);  // one node per run: nothing shared between threads
+      EngineEvaluator engine(w, hw, f, sm_margin);  // one node per run: nothing shared between threads
       fresh[i].simulated_ps = engine.flashoverlap_ps(fresh[i].groups_waves);
     });
     for (auto& c : fresh) trials.push_back(std::move(c));
@@ -241,9 +243,9 @@ WaveGroupProblem published_wave_group_problem(const HardwareProfile& hw, const G
 }
 
 Ps simulate_wave_groups_ps(const Workload& w, const HardwareProfile& hw, Fidelity fidelity,
-                           const std::vector<int>& groups) {
+                           const std::vector<int>& groups, bool sm_margin) {
   require_flashoverlap_workload(w);
-  EngineEvaluator engine(w, hw, fidelity);
+  EngineEvaluator engine(w, hw, fidelity, sm_margin);
   return engine.flashoverlap_ps(groups);
 }
 
@@ -256,6 +258,7 @@ WaveGroupTuneResult tune_wave_groups(const Workload& w, const HardwareProfile& h
 
   WaveGroupTuneResult r;
   r.search = options.search;
+  r.sm_margin = options.sm_margin;
   r.plan = plan_gemm(hw, shape_of(g));
   r.waves = prob.waves();
   r.tiles_per_wave = prob.tiles_per_wave;
@@ -263,11 +266,11 @@ WaveGroupTuneResult tune_wave_groups(const Workload& w, const HardwareProfile& h
   r.gemm_alone_ps = gemm_time_ps(hw, shape_of(g));
   if (r.waves <= 0) throw InputError("", 0, "workload", "the GEMM has no tiles");
 
-  EngineEvaluator engine(w, hw, fidelity);
+  EngineEvaluator engine(w, hw, fidelity, options.sm_margin);
   const auto start = std::chrono::steady_clock::now();
   if (options.search == WaveGroupSearch::simulate) {
     simulate_search(prob, w, hw, fidelity, std::max(2, options.simulate_budget), std::max(1, options.jobs),
-                    r.candidates);
+                    options.sm_margin, r.candidates);
     r.search_ms = ms_since(start);
     r.engine_runs = static_cast<int>(r.candidates.size());
     std::size_t b = 0;
@@ -317,6 +320,7 @@ double us(Ps ps) { return static_cast<double>(ps) / 1e6; }
 nlohmann::json to_json(const WaveGroupTuneResult& r) {
   nlohmann::json j;
   j["search"] = wave_group_search_name(r.search);
+  j["sm_margin"] = r.sm_margin;
   j["groups_waves"] = r.groups_waves;
   j["groups_tiles"] = r.groups_tiles;
   j["predicted_us"] = us(r.predicted_ps);
@@ -351,9 +355,9 @@ std::string format_tune_table(const WaveGroupTuneResult& r, const Workload& w, c
                               int top) {
   const GemmCollective g = gemm_collective_shape(w);
   std::string out;
-  out += fmt::format("tune: GEMM {}x{}x{} {} + {} over {} GPUs on {} (search: {})\n", g.m, g.n, g.k,
+  out += fmt::format("tune: GEMM {}x{}x{} {} + {} over {} GPUs on {} (search: {}{})\n", g.m, g.n, g.k,
                      dtype_name(g.dtype), primitive_name(g.primitive), w.tp, hardware_name,
-                     wave_group_search_name(r.search));
+                     wave_group_search_name(r.search), r.sm_margin ? ", engine runs with sm_margin" : "");
   out += fmt::format("GEMM: {}x{} tiles, {} tiles, {} per wave (SMs - 2), T = {} waves; {:.2f} us alone\n",
                      r.plan.tile_m, r.plan.tile_n, r.plan.tiles, r.tiles_per_wave, r.waves, us(r.gemm_alone_ps));
   out += fmt::format("groups (waves): {}\n", r.groups_waves);

@@ -41,6 +41,11 @@ struct WaveGroupTuneOptions {
   int jobs = 1;
   // Predictor searches: how many of the best predicted partitions are listed as candidates.
   int top = 5;
+  // Every engine run (the candidates and the chosen partition) gives the FlashOverlap scheme
+  // sm_margin: the GEMM keeps to its wave width and leaves the SMs NCCL needs free (the published
+  // tuner's waves are on SMs - 2; README "Reproducing the sources" on why the RTX 4090 runs use it).
+  // The baseline is no_overlap either way. The predictor searches do not depend on it.
+  bool sm_margin = false;
 };
 
 struct WaveGroupTrial {
@@ -52,6 +57,7 @@ struct WaveGroupTrial {
 
 struct WaveGroupTuneResult {
   WaveGroupSearch search = WaveGroupSearch::simulate;
+  bool sm_margin = false;  // WaveGroupTuneOptions::sm_margin, as the engine runs had it
   std::vector<int> groups_waves;
   std::vector<std::int64_t> groups_tiles;
   Ps predicted_ps = 0;    // the predictor's latency of the chosen partition
@@ -78,7 +84,7 @@ WaveGroupProblem published_wave_group_problem(const HardwareProfile& hw, const G
 
 // Runs the FlashOverlap scheme with explicit `groups` (waves) in the engine; returns its latency.
 Ps simulate_wave_groups_ps(const Workload& w, const HardwareProfile& hw, Fidelity fidelity,
-                           const std::vector<int>& groups);
+                           const std::vector<int>& groups, bool sm_margin = false);
 
 // Tunes a gemm_collective workload (primitive all_reduce, reduce_scatter or all_to_all; tp >= 2).
 // Throws InputError for a workload the scheme cannot run, std::length_error for an exhaustive search

@@ -202,6 +202,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   tune_cmd->add_option("--swizzle", tune.swizzle, "Tile order of the exported hint: CUTLASS swizzle 1, 2, 4 or 8");
   tune_cmd->add_option("--algo", tune_algo, "Exported Algo: FlashOverlap's index of the GEMM kernel (AlgoDict)");
   tune_cmd->add_option("--budget", tune.budget, "simulate: engine runs at most (default 40)");
+  tune_cmd->add_flag("--sm-margin", tune.sm_margin,
+                     "Operator level: the engine runs FlashOverlap with sm_margin (the GEMM leaves NCCL's SMs free)");
   tune_cmd->add_option("--top", tune.top, "Candidates listed (default 10)");
   tune_cmd->add_option("-j,--jobs", tune.jobs, "Threads running simulations (default: every core)")->check(CLI::Range(1, 4096));
   tune_cmd->add_option("--set", tune.sets,

@@ -96,6 +96,7 @@ void tune_operator(const TuneOptions& o, std::ostream& out) {
   opts.simulate_budget = o.budget;
   opts.top = o.top;
   opts.jobs = o.jobs > 0 ? o.jobs : sim::default_jobs();
+  opts.sm_margin = o.sm_margin;
   sim::WaveGroupTuneResult r;
   try {
     r = sim::tune_wave_groups(w, hw, sim::Fidelity::curve, opts);
@@ -123,6 +124,9 @@ void tune_operator(const TuneOptions& o, std::ostream& out) {
 void tune_scenario(const TuneOptions& o, std::ostream& out) {
   if (!o.export_flashoverlap.empty())
     throw UsageError("--export-flashoverlap belongs to the operator form (--hardware, --gemm, --primitive, --ranks)");
+  if (o.sm_margin)
+    throw UsageError("--sm-margin belongs to the operator form; in a scenario, give the flashoverlap scheme "
+                     "params: {sm_margin: true}");
   if (o.format != "table" && o.format != "json") throw UsageError("--format must be table or json (got '" + o.format + "')");
   const std::string path = resolve_input_path(o.scenario);
   sim::ScenarioOptions load;

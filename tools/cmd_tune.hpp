@@ -23,6 +23,7 @@ struct TuneOptions {
   int swizzle = 1;                 // tile order of the exported hint
   std::optional<int> algo;         // FlashOverlap's GEMM instance index (AlgoDict), if known
   int budget = 40;                 // simulate: engine runs at most
+  bool sm_margin = false;          // operator level: the engine runs FlashOverlap with sm_margin
   int top = 10;                    // candidates listed
   int jobs = 0;                    // scheme level: threads (0 = every core)
   std::vector<std::string> sets;   // --set
