@@ -54,10 +54,9 @@ int main(int argc, char** argv) {
     if (schemes) {
       namespace cal = overlap::calibrate;
       const cal::SchemeRunSet runs = cal::load_scheme_runs(dir + "/schemes.json");
-      // The virtual ranks share one physical GPU: its GEMM full-rate limit, PCIe rate and (for pulls
-      // the node timed with the host in the loop) its copies come from that GPU's calibration,
-      // DIR/.. (calibrate/results/<gpu>-<host>/), when it has one.
-      // load_scheme_runs checked every node (its profile a plain file name, its measurements).
+      // What the physical GPU gives each node comes from its calibration in DIR/..
+      // (calibrate/results/<gpu>-<host>/), when it has one. load_scheme_runs checked every node
+      // (its profile a plain file name, its measurements).
       for (const auto& node : runs.virtual_nodes) {
         const std::string file = dir + "/" + node.profile;
         cal::write_output_file(file, cal::write_virtual_node_profile_yaml(node, dir + "/..", options));
