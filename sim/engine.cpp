@@ -6,9 +6,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "sim/gpu_side.hpp"
-#include "sim/network_side.hpp"
+#include "sim/network_api.hpp"
 #include "sim/sim_context.hpp"
 
 namespace overlap::sim {
@@ -31,7 +32,7 @@ struct OpState {
 class Engine final : public NetworkListener, public GpuListener {
  public:
   Engine(const TaskGraph& g, const NodeConfig& node, const EngineOptions& opt)
-      : ctx_(g, node, opt), net_(ctx_, *this), gpu_(ctx_, *this, net_), st_(g.ops().size()),
+      : ctx_(g, node, opt), net_(make_flow_network_side(ctx_, *this)), gpu_(ctx_, *this, *net_), st_(g.ops().size()),
         issue_ps_(g.ops().size(), 0) {
     counter_value_.assign(g.counters().size(), 0);
     counter_waiters_.resize(g.counters().size());
@@ -107,7 +108,7 @@ class Engine final : public NetworkListener, public GpuListener {
         case EventType::timer: complete(e.a); break;
         case EventType::net_timer:
         case EventType::flow_latency_end:
-        case EventType::flow_end: net_.on_event(e); break;
+        case EventType::flow_end: net_->on_event(e); break;
       }
       ++ctx_.tl.events;
       drain_ready();
@@ -137,7 +138,7 @@ class Engine final : public NetworkListener, public GpuListener {
   void demand_changed(int demand) override { gpu_.demand_changed(demand); }
   void gang_started(OpId id) override {
     ctx_.mark_start(id);
-    net_.start_gang_work(id);
+    net_->start_gang_work(id);
   }
   void tile_done(OpId id, std::int64_t tile) override {
     const Op& o = ctx_.op(id);
@@ -237,7 +238,7 @@ class Engine final : public NetworkListener, public GpuListener {
         why = "waits for SMs that never free up";
       else if (gpu_.waiting_for_copy_engine(id))
         why = "waits for a copy engine";
-      else if (o.kind == OpKind::comm_kernel && net_.waiting_in_rendezvous(id))
+      else if (o.kind == OpKind::comm_kernel && net_->waiting_in_rendezvous(id))
         why = fmt::format("collective {} has only some of its {} members", o.collective, o.members);
       else if (o.kind == OpKind::comm_kernel && !o.phases.empty())
         why = "a phase has unmatched sends or receives";
@@ -250,7 +251,7 @@ class Engine final : public NetworkListener, public GpuListener {
   }
 
   SimContext ctx_;
-  NetworkSide net_;
+  std::unique_ptr<NetworkApi> net_;
   GpuSide gpu_;
   std::vector<OpState> st_;
   std::vector<Ps> issue_ps_;

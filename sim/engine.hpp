@@ -5,8 +5,9 @@
 //
 // Inside, two sides meet through a narrow interface (ASTRA-sim's system layer / network backend
 // split, style.md): the GPU side (gpu_side.hpp: SM pools, CTA dispatch, copy engines, launch) and
-// the network side (network_side.hpp: fabric routes, max-min flows, HBM, collectives). The core
-// (engine.cpp) owns the clock, the event loop, dependencies, streams and counters.
+// the network side (network_api.hpp, implemented by network_side.cpp: fabric routes, max-min flows,
+// HBM, collectives). The core (engine.cpp) owns the clock, the event loop, dependencies, streams and
+// counters.
 #include <functional>
 #include <stdexcept>
 #include <vector>

@@ -10,7 +10,7 @@ bool is_tile_kernel(OpKind k) { return k == OpKind::tiled || k == OpKind::persis
 
 }  // namespace
 
-GpuSide::GpuSide(SimContext& ctx, GpuListener& listener, NetworkSide& net)
+GpuSide::GpuSide(SimContext& ctx, GpuListener& listener, NetworkApi& net)
     : ctx_(ctx), listener_(listener), net_(net), kernels_(ctx.graph.ops().size()) {
   const int ranks = ctx.graph.num_ranks();
   phys_.resize(static_cast<std::size_t>(ranks));

@@ -3,18 +3,18 @@
 // dispatch, the copy engines of each physical GPU, and how fast a running CTA progresses.
 //
 // CTAs of one kernel that start at the same instant form a cohort: they progress together and end
-// together, so a wave of 132 CTAs is one event, not 132 (issue 9, "Scale"). A cohort progresses at
+// together, so a wave of 132 CTAs is one event, not 132. A cohort progresses at
 // the kernel's rate: 1 on an otherwise quiet GPU, slower while communication kernels hold SMs of
 // the same physical GPU (GpuConfig::comm_interference) or while the kernel's HBM traffic gets less
 // than it needs (a demand flow on the network side), and slower or faster than its calibrated CTA
 // time as more or fewer SMs of the GPU run GEMM tiles than did at calibration
 // (GpuConfig::full_rate_sms). When a rate changes, the cohorts' remaining
-// work is rescaled and their end events moved, as flows are (issue 9, item 1).
+// work is rescaled and their end events moved, as flows are.
 #include <cstdint>
 #include <deque>
 #include <vector>
 
-#include "sim/network_side.hpp"
+#include "sim/network_api.hpp"
 #include "sim/sim_context.hpp"
 #include "sim/sm_pool.hpp"
 
@@ -22,7 +22,7 @@ namespace overlap::sim {
 
 class GpuSide {
  public:
-  GpuSide(SimContext& ctx, GpuListener& listener, NetworkSide& net);
+  GpuSide(SimContext& ctx, GpuListener& listener, NetworkApi& net);
 
   // A kernel that needs SMs (tiled, persistent, or a gang kernel with channels > 0) was launched.
   void launch(OpId op);
@@ -100,7 +100,7 @@ class GpuSide {
 
   SimContext& ctx_;
   GpuListener& listener_;
-  NetworkSide& net_;
+  NetworkApi& net_;
   std::vector<SmPool> pools_;       // per rank
   std::vector<PhysicalGpu> phys_;   // per physical GPU
   std::vector<KernelState> kernels_;
