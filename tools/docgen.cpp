@@ -5,6 +5,8 @@
 //     the loader accepts; a key is "required" when that profile without it is refused;
 //   - a key's valid values are what the loader itself says when given an impossible value
 //     (the message of its InputError), so the range printed is the range enforced;
+//   - the scenario's top-level keys, the workload kinds and each kind's keys are the lists the
+//     scenario loader prints for an unknown key or kind;
 //   - the range table is cost_model/input_ranges.hpp's ranges::kAll;
 //   - scheme parameters are sim::scheme_registry(), as `overlap-sim schemes` prints them.
 // `--check FILE` regenerates the page and exits 1 when FILE differs (the ctest docgen_reference).
@@ -27,6 +29,7 @@
 #include "cost_model/profile_loader.hpp"
 #include "cost_model/yaml_reader.hpp"
 #include "sim/atomic_file.hpp"
+#include "sim/scenario.hpp"
 #include "sim/schemes/scheme.hpp"
 
 namespace {
@@ -40,6 +43,15 @@ constexpr const char* kRegenerate = "build/tools/overlap-docgen -o docs/referenc
 constexpr const char* kMinimalProfile =
     "gpu: {sm_count: 132, peak_tflops: {bf16: 989}}\n"
     "fabric: {num_gpus: 8, links: {nvlink: {bandwidth_gbps: 450, latency_us: 1}}}\n";
+
+// A markdown table cell: one line, pipes escaped.
+std::string cell(std::string s) {
+  for (char& c : s)
+    if (c == '\n') c = ' ';
+  std::string r;
+  for (char c : s) r += c == '|' ? std::string("\\|") : std::string(1, c);
+  return r;
+}
 
 // nullopt when the profile loads, else the loader's message (without the file prefix).
 std::optional<std::string> load_error(const YAML::Node& root) {
@@ -58,6 +70,94 @@ std::optional<std::string> load_error_with(const std::string& assignment) {
   return load_error(root);
 }
 
+// The scenario loader's message for `text`, or "" when it loads.
+std::string scenario_error(const std::string& text) {
+  try {
+    (void)overlap::sim::load_scenario_text(text, "scenario.yaml");
+    return "";
+  } catch (const overlap::InputError& e) {
+    return e.message();
+  }
+}
+
+// The list inside "(allowed: a, b)" / "(known: a, b)" of a loader message.
+std::vector<std::string> listed_in(const std::string& message, const std::string& marker) {
+  std::vector<std::string> out;
+  const auto at = message.find("(" + marker + ": ");
+  if (at == std::string::npos) return out;
+  const auto begin = at + marker.size() + 3;
+  const auto end = message.find(')', begin);
+  std::stringstream items(message.substr(begin, end - begin));
+  for (std::string item; std::getline(items, item, ',');) {
+    item.erase(0, item.find_first_not_of(' '));
+    out.push_back(item);
+  }
+  return out;
+}
+
+// A workload of each kind that loads (on the default profile), so one key at a time can be given an
+// impossible value; the loader's complaint about that key is what the key accepts.
+std::string base_workload(const std::string& kind) {
+  if (kind == "gemm_collective") return "{kind: gemm_collective, tp: 8, m: 4096, n: 4096, k: 4096, primitive: all_reduce}";
+  if (kind == "mlp_tpsp") return "{kind: mlp_tpsp, tp: 8, model: llama3-70b, tokens: 8192}";
+  if (kind == "decode_stack") return "{kind: decode_stack, tp: 8, model: llama3-70b}";
+  return "{kind: " + kind + ", tp: 8, model: llama3-70b, batch: 1, seq: 8192}";
+}
+
+std::string scenario_text(const std::string& workload, const std::string& extra = "") {
+  return "hardware: h100-sxm-8x-nvswitch\nworkload: " + workload + "\n" + extra;
+}
+
+std::string clean_probe_message(std::string m, const std::string& probe) {
+  const auto got = m.find(" (got");
+  if (got != std::string::npos) {
+    const auto rest = m.find(')', got);
+    m = m.substr(0, got) + (rest == std::string::npos ? "" : m.substr(rest + 1));
+  }
+  const std::string echo = " '" + probe + "'";
+  if (const auto at = m.find(echo); at != std::string::npos) m.erase(at, echo.size());
+  return m;
+}
+
+void scenario_section(std::ostringstream& o) {
+  const std::string top = scenario_error("no_such_key: 1\n");
+  const std::string fidelity = scenario_error(scenario_text(base_workload("mlp_tpsp"), "fidelity: no_such_value\n"));
+  const std::string kinds_msg = scenario_error(scenario_text("{kind: no_such_kind, tp: 8}"));
+  const std::vector<std::string> kinds = listed_in(kinds_msg, "known");
+  if (kinds.empty()) throw std::runtime_error("the scenario loader no longer lists the workload kinds: " + kinds_msg);
+  o << "\n## Scenario keys\n\n"
+       "What the scenario loader (`sim/scenario.cpp`) accepts, read from its own messages. Top-level keys: ";
+  std::string list;
+  for (const auto& k : listed_in(top, "allowed")) list += (list.empty() ? "`" : ", `") + k + "`";
+  o << list << ". `fidelity`: " << cell(clean_probe_message(fidelity, "no_such_value")) << ".\n\n"
+    << "Workload keys by `workload.kind`; the valid values are the loader's message for an impossible value "
+       "(`1e300`) of that key, given with an otherwise valid workload. Sizes left out are filled from `model` "
+       "where the kind takes one.\n";
+  for (const std::string& kind : kinds) {
+    const std::string base = base_workload(kind);
+    if (const std::string err = scenario_error(scenario_text(base)); !err.empty())
+      throw std::runtime_error("docgen's " + kind + " workload does not load: " + err);
+    std::string with_bad = base;
+    with_bad.insert(with_bad.size() - 1, ", no_such_key: 1");
+    const std::vector<std::string> keys = listed_in(scenario_error(scenario_text(with_bad)), "allowed");
+    o << "\n### `" << kind << "`\n\n| key | valid values (the loader's check) |\n| --- | --- |\n";
+    for (const std::string& key : keys) {
+      if (key == "kind") continue;
+      // The base workload with this key set to the probe (replacing the base's own value).
+      YAML::Node w = YAML::Load(base);
+      if ((key == "batch" || key == "seq") && w["tokens"]) {  // tokens or batch x seq, not both
+        w.remove("tokens");
+        w[key == "batch" ? "seq" : "batch"] = key == "batch" ? 8192 : 1;
+      }
+      w[key] = "1e300";
+      YAML::Emitter em;
+      em << YAML::Flow << w;
+      const std::string m = scenario_error(scenario_text(em.c_str()));
+      o << fmt::format("| `workload.{}` | {} |\n", key, m.empty() ? "any (not checked)" : cell(clean_probe_message(m, "1e300")));
+    }
+  }
+}
+
 // The loader's own words for what a key accepts: the message for an impossible value, cut before
 // the value it echoes back.
 std::string accepted_values(const std::string& key, const json& value) {
@@ -69,17 +169,7 @@ std::string accepted_values(const std::string& key, const json& value) {
   else probe = "[not, a, scalar]";
   const auto msg = load_error_with(key + "=" + probe);
   if (!msg) return value.is_string() ? "any string" : "any (not checked)";
-  std::string m = *msg;
-  const std::string echo = " '" + probe + "'";
-  if (const auto at = m.find(echo); at != std::string::npos) m.erase(at, echo.size());
-  const auto got = m.find(" (got");
-  if (got != std::string::npos) {
-    const auto rest = m.find(')', got);
-    m = m.substr(0, got) + (rest == std::string::npos ? "" : m.substr(rest + 1));
-  }
-  for (char& c : m)
-    if (c == '|') c = '/';  // a table cell
-  return m;
+  return clean_probe_message(*msg, probe);
 }
 
 bool required_in_minimal(const std::vector<std::string>& path) {
@@ -154,14 +244,6 @@ void collect(const json& j, std::vector<std::string>& path, std::vector<KeyRow>&
   }
 }
 
-std::string cell(std::string s) {
-  for (char& c : s)
-    if (c == '\n') c = ' ';
-  std::string r;
-  for (char c : s) r += c == '|' ? std::string("\\|") : std::string(1, c);
-  return r;
-}
-
 std::string generate() {
   std::ostringstream o;
   o << "<!-- Generated by tools/docgen.cpp; do not edit. Regenerate: " << kRegenerate
@@ -169,7 +251,8 @@ std::string generate() {
   o << "# Input reference (generated)\n\n"
        "This page is written by `overlap-docgen` from the code that checks inputs, so it cannot drift from "
        "what the loaders accept: the keys and defaults are the resolved form of the smallest valid profile, "
-       "the valid values are the loader's own message for an impossible value, the range table is "
+       "the valid values are the loader's own message for an impossible value, the scenario and workload keys "
+       "are those the scenario loader lists, the range table is "
        "`cost_model/input_ranges.hpp`, and the scheme parameters are the scheme registry "
        "(`overlap-sim schemes`). Regenerate it with `" << kRegenerate << "`.\n\n";
 
@@ -213,6 +296,8 @@ std::string generate() {
        "itself; `topology: explicit`). Measured data go under `curves` (bandwidth curves per "
        "primitive or transport) and `gemm_profiles` (measured GEMMs), which have no defaults; their "
        "ranges are in the table below.\n";
+
+  scenario_section(o);
 
   o << "\n## Ranges\n\n"
        "The valid range of every physical quantity a user can type, one table in the code "
