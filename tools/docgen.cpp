@@ -16,6 +16,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -108,6 +109,8 @@ std::string scenario_text(const std::string& workload, const std::string& extra 
   return "hardware: h100-sxm-8x-nvswitch\nworkload: " + workload + "\n" + extra;
 }
 
+// A loader message without the echo of the probe value ("(got 1e300)", "'no_such_value'"): what the
+// key accepts, not what it was given.
 std::string clean_probe_message(std::string m, const std::string& probe) {
   const auto got = m.find(" (got");
   if (got != std::string::npos) {
