@@ -43,3 +43,12 @@ if command -v "$py" >/dev/null && ! "$py" -c "import nbclient, nbformat, ipykern
   echo "setup: installing nbclient nbformat ipykernel"
   "$py" -m pip install -q nbclient nbformat ipykernel || echo "setup: notebook packages not installed; tools/test.sh will fail its notebook step" >&2
 fi
+# MkDocs with the Material theme: tools/test.sh builds docs/ with `mkdocs build --strict`. Pinned so
+# a theme release cannot change what --strict accepts: 9.8.2, the newest release on PyPI when the
+# site was set up (it brings a compatible mkdocs 1.6).
+MKDOCS_MATERIAL_VERSION=9.8.2
+if command -v "$py" >/dev/null && \
+   [ "$("$py" -c 'import importlib.metadata as m; print(m.version("mkdocs-material"))' 2>/dev/null)" != "$MKDOCS_MATERIAL_VERSION" ]; then
+  echo "setup: installing mkdocs-material==$MKDOCS_MATERIAL_VERSION"
+  "$py" -m pip install -q "mkdocs-material==$MKDOCS_MATERIAL_VERSION" || echo "setup: mkdocs-material not installed; tools/test.sh will fail its docs step" >&2
+fi

@@ -12,6 +12,9 @@ cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release -DOVERLAP_BUILD_TES
 cmake --build "$root/build" -j"$jobs"
 ctest --test-dir "$root/build" --output-on-failure --no-tests=error -j"$jobs"
 
+echo "== documentation site (mkdocs build --strict: a broken link or an unlisted page fails)"
+NO_MKDOCS_2_WARNING=1 "${PYTHON:-python3}" -m mkdocs build --strict --quiet --config-file "$root/mkdocs.yml" --site-dir "$root/build/site"
+
 echo "== notebooks (executed headless; any error output fails)"
 "${PYTHON:-python3}" "$root/tests/notebooks/run_notebooks.py" --binary "$root/build/tools/overlap-sim"
 
@@ -23,7 +26,7 @@ if [ "${1:-}" != "--quick" ]; then
   # release build above compiled them).
   cmake -S "$root" -B "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DOVERLAP_SANITIZE=ON \
         -DOVERLAP_BUILD_BENCH=OFF -DOVERLAP_WITH_CUDA=OFF > /dev/null
-  cmake --build "$root/build-asan" -j"$jobs" --target overlap_tests overlap-sim
+  cmake --build "$root/build-asan" -j"$jobs" --target overlap_tests overlap-sim overlap-docgen
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$root/build-asan" --output-on-failure --no-tests=error -j"$jobs"
 fi

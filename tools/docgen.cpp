@@ -1,0 +1,384 @@
+// overlap-docgen: writes docs/reference/inputs.md, the reference of every hardware-profile key, every
+// input range and every scheme parameter, from the code that checks them, so the page cannot drift
+// from what the loaders accept:
+//   - the keys and their defaults are the resolved profile (profile_to_json) of the smallest profile
+//     the loader accepts; a key is "required" when that profile without it is refused;
+//   - a key's valid values are what the loader itself says when given an impossible value
+//     (the message of its InputError), so the range printed is the range enforced;
+//   - the scenario's top-level keys, the workload kinds and each kind's keys are the lists the
+//     scenario loader prints for an unknown key or kind;
+//   - the range table is cost_model/input_ranges.hpp's ranges::kAll;
+//   - scheme parameters are sim::scheme_registry(), as `overlap-sim schemes` prints them.
+// `--check FILE` regenerates the page and exits 1 when FILE differs (the ctest docgen_reference).
+#include <yaml-cpp/yaml.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cost_model/input_error.hpp"
+#include "cost_model/input_ranges.hpp"
+#include "cost_model/overrides.hpp"
+#include "cost_model/profile_json.hpp"
+#include "cost_model/profile_loader.hpp"
+#include "cost_model/yaml_reader.hpp"
+#include "sim/atomic_file.hpp"
+#include "sim/scenario.hpp"
+#include "sim/schemes/scheme.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kRegenerate = "build/tools/overlap-docgen -o docs/reference/inputs.md";
+
+// The smallest profile the loader accepts (scenarios/hardware/README.md "The smallest valid
+// profile"); its resolved form lists every key with its default.
+constexpr const char* kMinimalProfile =
+    "gpu: {sm_count: 132, peak_tflops: {bf16: 989}}\n"
+    "fabric: {num_gpus: 8, links: {nvlink: {bandwidth_gbps: 450, latency_us: 1}}}\n";
+
+// A markdown table cell: one line, pipes escaped.
+std::string cell(std::string s) {
+  for (char& c : s)
+    if (c == '\n') c = ' ';
+  std::string r;
+  for (char c : s) r += c == '|' ? std::string("\\|") : std::string(1, c);
+  return r;
+}
+
+// nullopt when the profile loads, else the loader's message (without the file prefix).
+std::optional<std::string> load_error(const YAML::Node& root) {
+  try {
+    overlap::YamlReader reader(root, "", "profile.yaml");
+    (void)overlap::profile_from_yaml(reader, ".");
+    return std::nullopt;
+  } catch (const overlap::InputError& e) {
+    return e.message();
+  }
+}
+
+std::optional<std::string> load_error_with(const std::string& assignment) {
+  YAML::Node root = YAML::Load(kMinimalProfile);
+  overlap::apply_overrides(root, {assignment});
+  return load_error(root);
+}
+
+// The scenario loader's message for `text`, or "" when it loads.
+std::string scenario_error(const std::string& text) {
+  try {
+    (void)overlap::sim::load_scenario_text(text, "scenario.yaml");
+    return "";
+  } catch (const overlap::InputError& e) {
+    return e.message();
+  }
+}
+
+// The list inside "(allowed: a, b)" / "(known: a, b)" of a loader message.
+std::vector<std::string> listed_in(const std::string& message, const std::string& marker) {
+  std::vector<std::string> out;
+  const auto at = message.find("(" + marker + ": ");
+  if (at == std::string::npos) return out;
+  const auto begin = at + marker.size() + 3;
+  const auto end = message.find(')', begin);
+  std::stringstream items(message.substr(begin, end - begin));
+  for (std::string item; std::getline(items, item, ',');) {
+    item.erase(0, item.find_first_not_of(' '));
+    out.push_back(item);
+  }
+  return out;
+}
+
+// A workload of each kind that loads (on the default profile), so one key at a time can be given an
+// impossible value; the loader's complaint about that key is what the key accepts.
+std::string base_workload(const std::string& kind) {
+  if (kind == "gemm_collective") return "{kind: gemm_collective, tp: 8, m: 4096, n: 4096, k: 4096, primitive: all_reduce}";
+  if (kind == "mlp_tpsp") return "{kind: mlp_tpsp, tp: 8, model: llama3-70b, tokens: 8192}";
+  if (kind == "decode_stack") return "{kind: decode_stack, tp: 8, model: llama3-70b}";
+  return "{kind: " + kind + ", tp: 8, model: llama3-70b, batch: 1, seq: 8192}";
+}
+
+std::string scenario_text(const std::string& workload, const std::string& extra = "") {
+  return "hardware: h100-sxm-8x-nvswitch\nworkload: " + workload + "\n" + extra;
+}
+
+// A loader message without the echo of the probe value ("(got 1e300)", "'no_such_value'"): what the
+// key accepts, not what it was given.
+std::string clean_probe_message(std::string m, const std::string& probe) {
+  const auto got = m.find(" (got");
+  if (got != std::string::npos) {
+    const auto rest = m.find(')', got);
+    m = m.substr(0, got) + (rest == std::string::npos ? "" : m.substr(rest + 1));
+  }
+  const std::string echo = " '" + probe + "'";
+  if (const auto at = m.find(echo); at != std::string::npos) m.erase(at, echo.size());
+  return m;
+}
+
+void scenario_section(std::ostringstream& o) {
+  const std::string top = scenario_error("no_such_key: 1\n");
+  const std::string fidelity = scenario_error(scenario_text(base_workload("mlp_tpsp"), "fidelity: no_such_value\n"));
+  const std::string kinds_msg = scenario_error(scenario_text("{kind: no_such_kind, tp: 8}"));
+  const std::vector<std::string> kinds = listed_in(kinds_msg, "known");
+  if (kinds.empty()) throw std::runtime_error("the scenario loader no longer lists the workload kinds: " + kinds_msg);
+  o << "\n## Scenario keys\n\n"
+       "What the scenario loader (`sim/scenario.cpp`) accepts, read from its own messages. Top-level keys: ";
+  std::string list;
+  for (const auto& k : listed_in(top, "allowed")) list += (list.empty() ? "`" : ", `") + k + "`";
+  o << list << ". `fidelity`: " << cell(clean_probe_message(fidelity, "no_such_value")) << ".\n\n"
+    << "Workload keys by `workload.kind`; the valid values are the loader's message for an impossible value "
+       "(`1e300`) of that key, given with an otherwise valid workload. Sizes left out are filled from `model` "
+       "where the kind takes one.\n";
+  for (const std::string& kind : kinds) {
+    const std::string base = base_workload(kind);
+    if (const std::string err = scenario_error(scenario_text(base)); !err.empty())
+      throw std::runtime_error("docgen's " + kind + " workload does not load: " + err);
+    std::string with_bad = base;
+    with_bad.insert(with_bad.size() - 1, ", no_such_key: 1");
+    const std::vector<std::string> keys = listed_in(scenario_error(scenario_text(with_bad)), "allowed");
+    o << "\n### `" << kind << "`\n\n| key | valid values (the loader's check) |\n| --- | --- |\n";
+    for (const std::string& key : keys) {
+      if (key == "kind") continue;
+      // The base workload with this key set to the probe (replacing the base's own value).
+      YAML::Node w = YAML::Load(base);
+      if ((key == "batch" || key == "seq") && w["tokens"]) {  // tokens or batch x seq, not both
+        w.remove("tokens");
+        w[key == "batch" ? "seq" : "batch"] = key == "batch" ? 8192 : 1;
+      }
+      w[key] = "1e300";
+      YAML::Emitter em;
+      em << YAML::Flow << w;
+      const std::string m = scenario_error(scenario_text(em.c_str()));
+      o << fmt::format("| `workload.{}` | {} |\n", key, m.empty() ? "any (not checked)" : cell(clean_probe_message(m, "1e300")));
+    }
+  }
+}
+
+// The loader's own words for what a key accepts: the message for an impossible value, cut before
+// the value it echoes back.
+std::string accepted_values(const std::string& key, const json& value) {
+  // A number far out of any range; for a string, a word no enumeration holds (free text loads: any
+  // string); for a bool or a map, a value of the wrong kind.
+  std::string probe;
+  if (value.is_number()) probe = "1e300";
+  else if (value.is_string()) probe = "no_such_value";
+  else probe = "[not, a, scalar]";
+  const auto msg = load_error_with(key + "=" + probe);
+  if (!msg) return value.is_string() ? "any string" : "any (not checked)";
+  return clean_probe_message(*msg, probe);
+}
+
+bool required_in_minimal(const std::vector<std::string>& path) {
+  YAML::Node root = YAML::Load(kMinimalProfile);
+  std::vector<YAML::Node> chain{root};
+  for (std::size_t i = 0; i + 1 < path.size(); ++i) {
+    YAML::Node next = chain.back()[path[i]];
+    if (!next) return false;
+    chain.push_back(next);
+  }
+  if (!chain.back()[path.back()]) return false;
+  chain.back().remove(path.back());
+  // Remove maps left empty, as a user writing the profile would not write them.
+  for (std::size_t i = chain.size() - 1; i > 0 && chain[i].size() == 0; --i) chain[i - 1].remove(path[i - 1]);
+  return load_error(root).has_value();
+}
+
+std::string unit_of(const std::string& key) {
+  const auto ends = [&](const char* s) {
+    const std::string suf(s);
+    return key.size() >= suf.size() && key.compare(key.size() - suf.size(), suf.size(), suf) == 0;
+  };
+  if (ends("_us") || key.find("latency_us.") != std::string::npos) return "us";
+  if (ends("_gbps")) return "GB/s (1e9 B/s)";
+  if (ends("_mhz")) return "MHz";
+  if (ends("_bytes")) return "bytes";
+  if (key.find("peak_tflops") != std::string::npos) return "TFLOP/s";
+  if (ends("efficiency")) return "fraction";
+  if (ends("_sms") || ends("sm_count") || ends("sm_partition")) return "SMs";
+  if (ends("num_gpus") || ends("gpus_per_node") || ends("gpus_per_numa")) return "GPUs";
+  if (ends("channels")) return "channels (SMs)";
+  return "";
+}
+
+std::string type_of(const json& v) {
+  if (v.is_boolean()) return "bool";
+  if (v.is_number_integer() || v.is_number_unsigned()) return "int";
+  if (v.is_number()) return "number";
+  if (v.is_string()) return "string";
+  return "map";
+}
+
+std::string value_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>().empty() ? "\"\"" : "`" + v.get<std::string>() + "`";
+  return "`" + v.dump() + "`";
+}
+
+struct KeyRow {
+  std::string key;
+  json value;
+  std::vector<std::string> path;
+};
+
+// Leaves of the resolved profile, in its order, without what is output only (the expanded fabric,
+// the file it came from), what has no default (curves, gemm_profiles: see the range table) and
+// NCCL's per-algorithm latency table (one row stands for it).
+void collect(const json& j, std::vector<std::string>& path, std::vector<KeyRow>& out) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    path.push_back(it.key());
+    std::string key;
+    for (const auto& p : path) key += (key.empty() ? "" : ".") + p;
+    const bool skip = key == "source_file" || key == "fabric.nodes" || key == "fabric.edges" || key == "curves" ||
+                      key == "gemm_profiles";
+    if (key == "comm.latency_us") {
+      out.push_back({"comm.latency_us.Ring.LL.base", it.value()["Ring"]["LL"]["base"],
+                     {"comm", "latency_us", "Ring", "LL", "base"}});
+    } else if (!skip) {
+      if (it.value().is_object() && !it.value().empty()) collect(it.value(), path, out);
+      else out.push_back({key, it.value(), path});
+    }
+    path.pop_back();
+  }
+}
+
+std::string generate() {
+  std::ostringstream o;
+  o << "<!-- Generated by tools/docgen.cpp; do not edit. Regenerate: " << kRegenerate
+    << " (ctest docgen_reference fails when this file differs). -->\n\n";
+  o << "# Input reference (generated)\n\n"
+       "This page is written by `overlap-docgen` from the code that checks inputs, so it cannot drift from "
+       "what the loaders accept: the keys and defaults are the resolved form of the smallest valid profile, "
+       "the valid values are the loader's own message for an impossible value, the scenario and workload keys "
+       "are those the scenario loader lists, the range table is "
+       "`cost_model/input_ranges.hpp`, and the scheme parameters are the scheme registry "
+       "(`overlap-sim schemes`). Regenerate it with `" << kRegenerate << "`.\n\n";
+
+  o << "## Hardware profile keys\n\n"
+       "Every key of a hardware profile (a file under `scenarios/hardware/`, a path, or the `hardware:` map of a "
+       "scenario; `--set hardware.KEY=VALUE` from the command line). The default is the value a profile gets "
+       "when it does not write the key; \"required\" keys are refused when missing (the value shown is the "
+       "smallest profile's). `nvlink` stands for any link class the topology uses and `bf16` for any dtype "
+       "(`fp8`, `fp16`, `bf16`, `fp32`); `Ring.LL.base` stands for every NCCL algorithm, protocol and "
+       "latency term (`base`, `nvlink`, `pci`, `net`). The smallest profile:\n\n```yaml\n"
+    << kMinimalProfile << "```\n\n";
+
+  YAML::Node root = YAML::Load(kMinimalProfile);
+  if (auto err = load_error(root)) throw std::runtime_error("the smallest profile does not load: " + *err);
+  overlap::YamlReader reader(root, "", "profile.yaml");
+  const json resolved = overlap::profile_to_json(overlap::profile_from_yaml(reader, "."));
+  std::vector<KeyRow> rows;
+  std::vector<std::string> path;
+  collect(resolved, path, rows);
+  // The profile's own order of sections (scenarios/hardware/README.md); keys alphabetical within one.
+  const std::vector<std::pair<std::string, std::string>> sections = {
+      {"", "Top level"},
+      {"gpu", "`gpu`: the GPU"},
+      {"fabric", "`fabric`: GPUs and links"},
+      {"comm", "`comm`: the communication library (defaults: NCCL's constants for `comm.arch`)"},
+      {"launch", "`launch`: kernel launch and host costs"},
+      {"transports", "`transports`: how bytes move between GPUs"}};
+  for (const auto& [top, title] : sections) {
+    o << "\n### " << title << "\n\n| key | type | unit | default | valid values (the loader's check) |\n"
+      << "| --- | --- | --- | --- | --- |\n";
+    for (const KeyRow& r : rows) {
+      if ((r.path.size() > 1 ? r.path.front() : std::string()) != top) continue;
+      const bool required = required_in_minimal(r.path);
+      const std::string def = required ? "required (" + value_text(r.value) + ")" : value_text(r.value);
+      o << fmt::format("| `{}` | {} | {} | {} | {} |\n", r.key, type_of(r.value), unit_of(r.key), cell(def),
+                       cell(accepted_values(r.key, r.value)));
+    }
+  }
+  o << "\nThree keys exist only with their topology: `fabric.virtual_link` (`d2d` or `host`; `topology: "
+       "virtual`), `fabric.rails` (bool; `topology: multi_node`), and `fabric.nodes` / `fabric.edges` (the graph "
+       "itself; `topology: explicit`). Measured data go under `curves` (bandwidth curves per "
+       "primitive or transport) and `gemm_profiles` (measured GEMMs), which have no defaults; their "
+       "ranges are in the table below.\n";
+
+  scenario_section(o);
+
+  o << "\n## Ranges\n\n"
+       "The valid range of every physical quantity a user can type, one table in the code "
+       "(`cost_model/input_ranges.hpp`, `ranges::kAll`); the loaders check profiles, scenarios, `--set`, "
+       "`--param` and `--sweep` values against it.\n\n"
+       "| quantity | keys | valid range | why |\n| --- | --- | --- | --- |\n";
+  for (const overlap::InputRange* r : overlap::ranges::kAll)
+    o << fmt::format("| {} | `{}` | {} | {} |\n", cell(std::string(r->quantity)), cell(std::string(r->keys)),
+                     cell(overlap::range_text(*r)), cell(std::string(r->why)));
+
+  o << "\n## Scheme parameters\n\n"
+       "Every scheme with its source and its parameters (`schemes: [{name: S, params: {...}}]` in a scenario, "
+       "or `--param KEY=VALUE`). \"tune tries\" are the values `overlap-sim tune SCENARIO` tries.\n";
+  for (const overlap::sim::SchemeInfo& s : overlap::sim::scheme_registry()) {
+    o << "\n### `" << s.name << "`\n\nSource: " << s.source << ".";
+    if (!s.summary.empty()) o << " " << s.summary << (s.summary.back() == '.' ? "" : ".");
+    o << "\n\n";
+    if (s.params.empty()) {
+      o << "No parameters.\n";
+      continue;
+    }
+    o << "| parameter | type | default | meaning | tune tries | in production |\n"
+         "| --- | --- | --- | --- | --- | --- |\n";
+    for (const overlap::sim::SchemeParam& p : s.params) {
+      std::string tries;
+      for (const auto& v : p.tune_values)
+        tries += (tries.empty() ? "" : ", ") + (v.is_string() ? v.get<std::string>() : v.dump());
+      if (!tries.empty() && !p.tune_when.empty()) tries += " (when " + p.tune_when + ")";
+      o << fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", p.name, p.type,
+                       p.default_value.empty() ? "-" : "`" + p.default_value + "`", cell(p.help),
+                       tries.empty() ? "-" : cell(tries), p.equivalent.empty() ? "-" : cell(p.equivalent));
+    }
+  }
+  return o.str();
+}
+
+int usage(std::ostream& err) {
+  err << "usage: overlap-docgen [-o FILE | --check FILE]\n"
+         "  writes the generated input reference (docs/reference/inputs.md) to stdout, to FILE, or\n"
+         "  compares it with FILE and exits 1 when they differ.\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 1 && (args[0] == "-h" || args[0] == "--help")) {
+    usage(std::cout);
+    return 0;
+  }
+  if (!args.empty() && args.size() != 2) return usage(std::cerr);
+  try {
+    const std::string page = generate();
+    if (args.empty()) {
+      std::cout << page;
+      return 0;
+    }
+    if (args[0] == "-o" || args[0] == "--output") {
+      overlap::write_file_atomically(args[1], page);
+      return 0;
+    }
+    if (args[0] != "--check") return usage(std::cerr);
+    std::ifstream in(args[1], std::ios::binary);
+    if (!in) {
+      std::cerr << "overlap-docgen: cannot read " << args[1] << "\n";
+      return 2;
+    }
+    std::ostringstream committed;
+    committed << in.rdbuf();
+    if (committed.str() == page) return 0;
+    std::cerr << "overlap-docgen: " << args[1]
+              << " differs from what the code generates (a range, default or scheme parameter changed).\n"
+                 "Regenerate it from the repository root with:\n  cmake --build build --target overlap-docgen && "
+              << kRegenerate << "\nand commit the result.\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "overlap-docgen: " << e.what() << "\n";
+    return 2;
+  }
+}
