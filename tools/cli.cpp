@@ -23,6 +23,7 @@
 #include "tools/cmd_sweep.hpp"
 #include "tools/cmd_tune.hpp"
 #include "tools/cmd_validate.hpp"
+#include "tools/scenario_flags.hpp"
 
 #ifndef OVERLAP_SOURCE_DIR
 #define OVERLAP_SOURCE_DIR "."
@@ -140,6 +141,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   }
   CLI::App app{kDescription, "overlap-sim"};
   app.require_subcommand(1);
+  // Every option's --help line shows its default (subcommands inherit this).
+  app.option_defaults()->always_capture_default();
   app.set_version_flag("--version", version_text());
   app.footer(examples({"overlap-sim run                              # the default scenario: Llama-3-70B MLP, TP=8, 8x H100",
                        "overlap-sim tune --hardware a800-8x-nvlink --gemm 8192x8192x4096 --dtype fp16 --primitive all_reduce --ranks 4",
@@ -156,6 +159,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run_cmd->add_option("--set", run.sets, "Override a scenario key: a.b.c=value (repeatable)")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
+  add_scenario_flags(run_cmd, run.flags);
   run_cmd->add_option("--format", run.format, "Output format")->check(CLI::IsMember({"table", "json", "csv"}));
   run_cmd->add_option("--output,-o", run.output, "Write the report to FILE (atomically) instead of stdout");
   run_cmd->add_option("--trace", run.trace, "Write the Chrome trace (Perfetto) of one scheme's run to FILE");
@@ -187,7 +191,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CLI::App* tune_cmd = app.add_subcommand(
       "tune", "Tune FlashOverlap's wave groups for one GEMM (--gemm ...), or every scheme's knobs for a SCENARIO");
   tune_cmd->add_option("scenario", tune.scenario, "Scenario: tune each scheme's knobs (scheme level)");
-  tune_cmd->add_option("--hardware", tune.hardware, "Operator level: hardware profile (name or path)");
+  tune_cmd->add_option("--hardware", tune.hardware,
+                       "Hardware profile (name or path): the operator level's, or with a SCENARIO the same as "
+                       "--set hardware=VALUE")
+      ->type_name("NAME|FILE");
+  add_scenario_flags(tune_cmd, tune.flags, false);
   tune_cmd->add_option("--gemm", tune.gemm, "Operator level: the per-rank GEMM, MxNxK")->type_name("MxNxK");
   tune_cmd->add_option("--dtype", tune.dtype, "Operator level: fp8, fp16, bf16 or fp32 (default bf16)");
   tune_cmd->add_option("--primitive", tune.primitive, "Operator level: all_reduce, reduce_scatter or all_to_all");
@@ -221,9 +229,16 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CLI::App* sweep_cmd = app.add_subcommand(
       "sweep", "Run a scenario over the cartesian product of its sweep: axes (and --sweep flags), every scheme");
   sweep_cmd->add_option("scenario", sweep.scenario, std::string("Scenario YAML; default ") + kDefaultScenario);
-  sweep_cmd->add_option("--sweep", sweep.sweeps, "An axis: key=v1,v2,... (repeatable; replaces the scenario's axis of that key)")
+  sweep_cmd->add_option("--sweep,--axis", sweep.sweeps,
+                        "An axis: key=v1,v2,... (repeatable; replaces the scenario's axis of that key). A value "
+                        "A..BxF is A, A*F, ... up to B (A..B: x2); A..B+S is A, A+S, ... up to B")
       ->type_name("KEY=V1,V2,...")
       ->allow_extra_args(false);
+  sweep_cmd->add_option("--no-axis", sweep.no_axes, "Drop the scenario's own axis over KEY (repeatable)")
+      ->type_name("KEY")
+      ->allow_extra_args(false);
+  sweep_cmd->add_flag("--only-axes", sweep.only_axes, "Sweep only the --sweep axes, none of the scenario's own");
+  add_scenario_flags(sweep_cmd, sweep.flags);
   sweep_cmd->add_option("--set", sweep.sets, "Override a scenario key: a.b.c=value (repeatable)")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
@@ -291,6 +306,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                                                        "async_tp, dtp")
       ->allow_extra_args(false);
   validate_cmd->add_option("--output,-o", papers.output, "With --papers: write the report to FILE (atomically)");
+  validate_cmd->footer(examples({"overlap-sim validate calibrate/results/nvidia-h100-80gb-hbm3-vm",
+                                 "overlap-sim validate calibrate/results/nvidia-h100-80gb-hbm3-vm --format json",
+                                 "overlap-sim validate --papers --source flashoverlap"}));
 
   try {
     app.parse(argc, argv);
@@ -311,7 +329,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     if (tune_cmd->parsed()) {
       tune.algo = tune_algo;
-      cmd_tune(tune, out);
+      cmd_tune(tune, out, err);
       return kExitOk;
     }
     if (sweep_cmd->parsed()) {
@@ -325,7 +343,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       return kExitOk;
     }
     if (collective_cmd->parsed()) {
-      cmd_collective(collective, out);
+      cmd_collective(collective, out, err);
       return kExitOk;
     }
     if (list_cmd->parsed()) {
@@ -342,7 +360,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         throw UsageError("validate: give DIR (a calibration results directory) or --papers (the sources' figures)");
       if (papers.strict || !papers.sources.empty() || !papers.output.empty())
         throw UsageError("validate DIR: --strict, --source and --output go with --papers");
-      cmd_validate(resolve_input_path(validate_dir), papers.format, validate_record, out);
+      cmd_validate(resolve_input_path(validate_dir), papers.format, validate_record, out, err);
       return kExitOk;
     }
     if (show_cmd->parsed()) {

@@ -9,6 +9,7 @@
 
 #include "cost_model/input_error.hpp"
 #include "cost_model/profile_loader.hpp"
+#include "sim/report.hpp"
 #include "sim/scenario.hpp"
 #include "sim/sweep_parallel.hpp"
 #include "sim/tune_schemes.hpp"
@@ -77,7 +78,7 @@ sim::Workload operator_workload(const TuneOptions& o) {
   return w;
 }
 
-void tune_operator(const TuneOptions& o, std::ostream& out) {
+void tune_operator(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   const auto search = sim::parse_wave_group_search(o.search);
   if (!search)
     throw UsageError(fmt::format("--search must be flashoverlap, optimal, exhaustive or simulate (got '{}')", o.search));
@@ -119,9 +120,11 @@ void tune_operator(const TuneOptions& o, std::ostream& out) {
     throw UsageError(std::string(e.what()) + " (no output was written)");
   }
   if (o.output.empty()) out << text;
+  for (const std::string* written : {&o.output, &o.export_flashoverlap})
+    if (!written->empty()) err << "wrote " << *written << "\n";
 }
 
-void tune_scenario(const TuneOptions& o, std::ostream& out) {
+void tune_scenario(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.export_flashoverlap.empty())
     throw UsageError("--export-flashoverlap belongs to the operator form (--hardware, --gemm, --primitive, --ranks)");
   if (o.sm_margin)
@@ -131,35 +134,47 @@ void tune_scenario(const TuneOptions& o, std::ostream& out) {
   const std::string path = resolve_input_path(o.scenario);
   sim::ScenarioOptions load;
   load.sets = resolve_set_paths(o.sets, path);
+  ScenarioFlags flags = o.flags;
+  flags.hardware = o.hardware;  // given a SCENARIO, --hardware is the scenario's hardware
+  const std::vector<FlagAssignment> flag_sets = scenario_flag_sets(flags, path, o.sets);
+  for (const FlagAssignment& f : flag_sets) load.sets.push_back(f.set);
   load.hardware_dir = hardware_dir();
   load.validate_sweep = false;  // tune ignores the sweep
-  const sim::Scenario sc = sim::load_scenario_file(path, load);
+  sim::Scenario sc = with_flag_errors(flag_sets, [&] { return sim::load_scenario_file(path, load); });
+  sc.name = sim::scenario_label(sc.name, shown_overrides(o.sets, flag_sets));
   const int jobs = o.jobs > 0 ? o.jobs : sim::default_jobs();
   const sim::SchemeTuneResult r = sim::tune_schemes(sc, jobs);
   const std::string text = o.format == "json" ? sim::to_json(r, sc, o.top).dump(2) + "\n"
                                               : sim::format_scheme_tune_table(r, sc, o.top);
-  if (o.output.empty()) out << text;
-  else write_output(o.output, text);
+  if (o.output.empty()) {
+    out << text;
+  } else {
+    write_output(o.output, text);
+    err << "wrote " << o.output << "\n";
+  }
 }
 
 }  // namespace
 
-void cmd_tune(const TuneOptions& options, std::ostream& out) {
+void cmd_tune(const TuneOptions& options, std::ostream& out, std::ostream& err) {
   if (options.top < 1) throw UsageError(fmt::format("--top must be at least 1 (got {})", options.top));
   if (options.jobs < 0) throw UsageError(fmt::format("-j must be at least 1 (got {})", options.jobs));
+  // --hardware alone with a SCENARIO is the scenario's hardware (as in run and sweep).
   const bool operator_level = !options.gemm.empty() || !options.primitive.empty() || options.ranks != 0 ||
-                              !options.hardware.empty();
+                              (!options.hardware.empty() && options.scenario.empty());
   if (operator_level) {
+    if (options.flags.tp || options.flags.tokens)
+      throw UsageError("--tp and --tokens shape a SCENARIO's workload; the operator form takes --ranks and --gemm MxNxK");
     if (!options.scenario.empty())
       throw UsageError("tune takes either a SCENARIO (scheme level) or --hardware/--gemm/--primitive/--ranks "
                        "(operator level), not both");
-    tune_operator(options, out);
+    tune_operator(options, out, err);
     return;
   }
   TuneOptions o = options;
   // Like run and sweep: no scenario means the default one.
   if (o.scenario.empty()) o.scenario = (fs::path(source_dir()) / kDefaultScenario).string();
-  tune_scenario(o, out);
+  tune_scenario(o, out, err);
 }
 
 }  // namespace overlap::tools
