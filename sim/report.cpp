@@ -138,6 +138,7 @@ std::string scheme_applies_to(const SchemeInfo& scheme) {
   };
   const std::vector<std::string> at_tp = kinds_at(8);
   if (at_tp.empty()) return "no workload";
+  if (kinds_at(1) == at_tp && at_tp.size() == 6 && at_tp.front() == "gemm_collective") return "every workload";
   std::string out;
   for (const auto& k : at_tp) out += (out.empty() ? "" : ", ") + k;
   return kinds_at(1).empty() ? out + ", tp >= 2" : out;
@@ -256,6 +257,7 @@ nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeRes
   nlohmann::json skipped = nlohmann::json::array();
   for (const auto& s : ctx.not_applicable) skipped.push_back({{"scheme", s.scheme}, {"applies_to", s.applies_to}});
   j["not_applicable"] = skipped;
+  j["hardware_note"] = ctx.hardware_note;
   return j;
 }
 
@@ -572,6 +574,7 @@ std::string format_summary(const ReportContext& ctx, const std::vector<SchemeRes
       text += fmt::format("{} {} (for {})", i ? ";" : "", groups[i].second, groups[i].first);
     out += wrap_text(text, kTableWidth, "  ");
   }
+  if (!ctx.hardware_note.empty()) out += wrap_text(ctx.hardware_note, kTableWidth, "  ");
   return out.empty() ? out : "\n" + out;
 }
 

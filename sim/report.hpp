@@ -36,6 +36,9 @@ struct ReportContext {
     std::string applies_to;
   };
   std::vector<Skipped> not_applicable;
+  // One line when the profile's figures include placeholder defaults (neither published nor
+  // calibrated); "" otherwise.
+  std::string hardware_note;
 };
 ReportContext report_context(const Scenario& scenario);
 // "llama3-70b-tp8-mlp" or, with overrides, "llama3-70b-tp8-mlp (workload.tp=4 hardware=h200)": how

@@ -156,7 +156,7 @@ std::vector<std::string> expand_sweep_range(const std::string& value, const std:
   if (dots == std::string::npos || !whole_number(trim(value.substr(0, dots)))) return {value};
   const std::string where = "--sweep " + key;
   const auto fail = [&](const std::string& why) {
-    throw InputError("", 0, where,
+    throw InputError(where, 0, "",
                      fmt::format("range '{}': {} (write A..BxF for A, A*F, ... up to B, or A..B+S for A, A+S, ...; "
                                  "A..B is A..Bx2)", value, why));
   };
@@ -199,7 +199,7 @@ std::vector<SweepAxis> drop_sweep_axes(std::vector<SweepAxis> axes, const std::v
       return std::find(a.keys.begin(), a.keys.end(), key) != a.keys.end();
     });
     if (it == axes.end())
-      throw InputError("", 0, "--no-axis " + key,
+      throw InputError("--no-axis " + key, 0, "",
                        fmt::format("the scenario does not sweep this key (its axes: {})", sweep_axes_text(axes)));
     axes.erase(it);
   }

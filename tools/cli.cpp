@@ -132,6 +132,13 @@ std::optional<std::string> unknown_command(int argc, const char* const* argv) {
   return fmt::format("unknown command '{}' (commands: {})", first, list);
 }
 
+// always_capture_default shows a repeatable option's empty list as "=[]": say nothing instead.
+void drop_empty_list_defaults(CLI::App* app) {
+  for (CLI::Option* o : app->get_options())
+    if (o->get_default_str() == "[]") o->default_str("");
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) drop_empty_list_defaults(sub);
+}
+
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
@@ -167,7 +174,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                       "Trace detail: kernel (default: one slice per kernel/copy/collective per rank, send->receive "
                       "arrows) or cta (every CTA on its SM, copy engines, transfers on links)")
       ->type_name("kernel|cta");
-  run_cmd->add_option("--trace-ranks", run.trace_ranks, "Trace only these ranks, e.g. 0,3-5")->type_name("LIST");
+  run_cmd->add_option("--trace-ranks", run.trace_ranks,
+                      "Trace (--trace) and plot (--plot) only these ranks, e.g. 0,3-5 (--plot alone shows rank 0)")
+      ->type_name("LIST");
   run_cmd->add_option("--trace-window", run.trace_window, "Trace only events overlapping START_US:END_US")
       ->type_name("START:END");
   run_cmd->add_option("--scheme", run.scheme, "Run only this scheme (the one traced / plotted / given --param)");
@@ -175,7 +184,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                       "Set a knob of the --scheme scheme: key=value (repeatable; see 'overlap-sim schemes')")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
-  run_cmd->add_option("--plot", run.plot, "Write a PNG timeline of one scheme's run (needs python3 + matplotlib)");
+  run_cmd->add_option("--plot", run.plot,
+                      "Write a PNG timeline of one scheme's run: rank 0 (or --trace-ranks), exposed communication in "
+                      "red, every kernel named (needs python3 + matplotlib)");
   run_cmd->add_option("--graphviz", run.graphviz, "Write the task graph (Graphviz dot) of one scheme to FILE");
   run_cmd->add_option("--fidelity", run.fidelity, "Collective fidelity (overrides the scenario's)")
       ->check(CLI::IsMember({"curve", "steps"}));
@@ -206,7 +217,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   tune_cmd->add_option("--format", tune.format, "table or json");
   tune_cmd->add_option("--output,-o", tune.output, "Write the result to FILE (atomically) instead of stdout");
   tune_cmd->add_option("--export-flashoverlap", tune.export_flashoverlap,
-                       "Write the configuration FlashOverlap's kernels read (BM, BN, dur, Algo, hint, cSeg, rLDN)");
+                       "Write the configuration FlashOverlap's kernels read (BM, BN, dur, Algo, hint, cSeg, rLDN) to FILE, "
+                       "or into DIR/ under FlashOverlap's own name m{M}n{N}k{K}_{gpu}_{primitive}_{ranks}.json")
+      ->type_name("FILE|DIR/");
   tune_cmd->add_option("--swizzle", tune.swizzle, "Tile order of the exported hint: CUTLASS swizzle 1, 2, 4 or 8");
   tune_cmd->add_option("--algo", tune_algo, "Exported Algo: FlashOverlap's index of the GEMM kernel (AlgoDict)");
   tune_cmd->add_option("--budget", tune.budget, "simulate: engine runs at most (default 40)");
@@ -310,6 +323,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                                  "overlap-sim validate calibrate/results/nvidia-h100-80gb-hbm3-vm --format json",
                                  "overlap-sim validate --papers --source flashoverlap"}));
 
+  drop_empty_list_defaults(&app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -177,9 +177,13 @@ InputError scheme_failure(const sim::Scenario& sc, const std::vector<sim::Scheme
   return InputError(sc.file, line, key, fmt::format("scheme '{}': {}", r.scheme, r.error));
 }
 
-void plot(const std::string& trace_path, const std::string& png_path, const std::string& title) {
+// The timeline shows the trace's first rank unless --trace-ranks chose ranks (the trace then holds
+// only those, and the plot shows them all).
+void plot(const std::string& trace_path, const std::string& png_path, const std::string& title, bool all_ranks) {
   const std::string script = (fs::path(source_dir()) / "tools" / "plot_timeline.py").string();
-  const int rc = run_process({python_program(), script, trace_path, "--output", png_path, "--title", title}, false);
+  std::vector<std::string> args = {python_program(), script, trace_path, "--output", png_path, "--title", title};
+  if (all_ranks) args.insert(args.end(), {"--ranks", "all"});
+  const int rc = run_process(args, false);
   if (rc != 0) throw UsageError(fmt::format("--plot: {} failed (exit status {})", script, rc));
 }
 
@@ -252,6 +256,8 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   ctx.overrides = shown_overrides(options.sets, flag_sets);
   // With --scheme the user chose one; the others' absence is no news.
   if (options.scheme.empty()) ctx.not_applicable = sim::schemes_not_applying(sc.workload);
+  // An inline profile's file is the scenario, whose comments are about more than the hardware.
+  if (sc.hardware.source_file != sc.file) ctx.hardware_note = placeholder_note(ctx.hardware, sc.hardware.source_file);
   const std::string report = sim::format_report(*format, ctx, results, options.wide);
   const bool want_trace = !options.trace.empty() || !options.plot.empty();
   const bool first_failed = !results.empty() && results.front().failed() && results.front().request == 0;
@@ -276,7 +282,7 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
         const std::string png = staged.reserve(options.plot);
         const std::string title = fmt::format("{}: {} on {}", sc.name, specs.front().name, sim::hardware_display_name(sc));
         try {
-          plot(tmp.string(), png, title);
+          plot(tmp.string(), png, title, !options.trace_ranks.empty());
         } catch (...) {
           std::error_code ec;
           fs::remove(tmp, ec);

@@ -1,5 +1,8 @@
 #include "tools/scenario_flags.hpp"
 
+#include <cctype>
+#include <fstream>
+
 #include <CLI/CLI.hpp>
 #include <yaml-cpp/yaml.h>
 
@@ -93,6 +96,20 @@ std::vector<std::string> shown_overrides(const std::vector<std::string>& user_se
   std::vector<std::string> out = user_sets;
   for (const FlagAssignment& f : flags) out.push_back(f.shown);
   return out;
+}
+
+std::string placeholder_note(const std::string& profile_name, const std::string& profile_file) {
+  if (profile_file.empty()) return {};
+  std::ifstream in(profile_file);
+  int marked = 0;
+  for (std::string line; std::getline(in, line);) {
+    for (char& c : line) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    marked += line.find("placeholder") != std::string::npos ? 1 : 0;
+  }
+  if (marked == 0) return {};
+  return fmt::format("note: hardware {}: {} figure{} placeholder defaults, neither published nor calibrated (marked "
+                     "'placeholder' in {}); calibrate/ measures them",
+                     profile_name, marked, marked == 1 ? " is a" : "s are", profile_file);
 }
 
 void rethrow_naming_flags(const InputError& e, const std::vector<FlagAssignment>& flags) {

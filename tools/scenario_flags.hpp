@@ -44,6 +44,11 @@ std::vector<FlagAssignment> scenario_flag_sets(const ScenarioFlags& flags, const
 std::vector<std::string> shown_overrides(const std::vector<std::string>& user_sets,
                                          const std::vector<FlagAssignment>& flags);
 
+// "note: hardware NAME: N figures are placeholder defaults ..." when the profile's file marks figures
+// as placeholders (the built-in profiles' convention, scenarios/hardware/README.md: "placeholder"
+// marks a guess that calibration should replace); "" when it marks none or was not read from a file.
+std::string placeholder_note(const std::string& profile_name, const std::string& profile_file);
+
 // Runs `load` (which loads the scenario with the flags' assignments among its --set); an InputError
 // that names one of those assignments ("--set workload.tp=3") is thrown again naming the flag
 // ("--tp 3").
