@@ -120,8 +120,8 @@ std::string tie_note(const sim::WaveGroupTuneResult& r) {
   }
   std::string why = engine ? "the engine gives them the same latency to the picosecond" : "FlashOverlap's predictor gives them the same latency";
   if (same_tail)
-    why += fmt::format("; they end with the same last group ({} wave{}), whose collective is the exposed tail, and the earlier "
-                       "groups' collectives finish under the GEMM either way",
+    why += fmt::format("; they end with the same last group ({} wave{}): while the earlier groups' collectives finish "
+                       "under the GEMM, the latency is the GEMM plus that group's collective, whatever the earlier split",
                        r.groups_waves.back(), r.groups_waves.back() == 1 ? "" : "s");
   return fmt::format("tie: {} candidate{} ({}) {} {:.2f} us: {}; the search keeps the one it evaluated first\n", tied.size(),
                      tied.size() == 1 ? "" : "s", list, engine ? "simulate to" : "predict", us_from_ps(engine ? r.simulated_ps : r.predicted_ps), why);

@@ -696,10 +696,10 @@ void print_validation_table(const ValidationReport& rep, std::ostream& out) {
                      rep.verdict == "NO TARGET" ? " (record targets with --record)" : "");
   std::size_t width = 5;
   for (const auto& g : rep.groups) width = std::max(width, g.benchmark.size());
-  out << fmt::format("  {:<{}}  {:>6}  {:>13}  {:>21}  {:>9}  {}\n", "group", width, "result", "median |err| %", "target %",
+  out << fmt::format("  {:<{}}  {:>6}  {:>14}  {:>8}  {:>9}  {}\n", "group", width, "result", "median |err| %", "target %",
                      "tolerance", "rows off / scored");
   for (const auto& g : rep.groups) {
-    out << fmt::format("  {:<{}}  {:>6}  {:>13.2f}  {:>21}  {:>8.1f}%  {} / {}\n", g.benchmark, width, group_mark(g),
+    out << fmt::format("  {:<{}}  {:>6}  {:>14.2f}  {:>8}  {:>8.1f}%  {} / {}\n", g.benchmark, width, group_mark(g),
                        g.median_abs_error_pct, g.target_median_pct ? fmt::format("{:.2f}", *g.target_median_pct) : "-",
                        g.tolerance_pct, g.off_rows, g.scored);
   }

@@ -107,9 +107,9 @@ std::string placeholder_note(const std::string& profile_name, const std::string&
     marked += line.find("placeholder") != std::string::npos ? 1 : 0;
   }
   if (marked == 0) return {};
-  return fmt::format("note: hardware {}: {} figure{} placeholder defaults, neither published nor calibrated (marked "
-                     "'placeholder' in {}); calibrate/ measures them",
-                     profile_name, marked, marked == 1 ? " is a" : "s are", profile_file);
+  return fmt::format("note: hardware {}: {} line{} of its profile mark placeholder defaults, neither published nor "
+                     "calibrated ('placeholder' in {}); calibrate/ measures them",
+                     profile_name, marked, marked == 1 ? "" : "s", profile_file);
 }
 
 void rethrow_naming_flags(const InputError& e, const std::vector<FlagAssignment>& flags) {

@@ -75,7 +75,7 @@ nlohmann::json run_json(std::vector<std::string> args) {
 
 }  // namespace
 
-TEST_CASE("--tp, --tokens and --hardware are the --set they stand for", "[cli][first_hour]") {
+TEST_CASE("the shortcuts --tp, --tokens and --hardware are the --set they stand for", "[cli][first_hour]") {
   const nlohmann::json by_flag = run_json({"--tp", "4", "--tokens", "4096", "--hardware", "a800-8x-nvlink"});
   const nlohmann::json by_set =
       run_json({"--set", "hardware=a800-8x-nvlink", "--set", "workload.tp=4", "--set", "workload.tokens=4096"});
@@ -95,7 +95,7 @@ TEST_CASE("--tp, --tokens and --hardware are the --set they stand for", "[cli][f
   CHECK(plain["overrides"] == nlohmann::json::array());
 }
 
-TEST_CASE("--tokens on attention and transformer workloads is batch 1 x seq N", "[cli][first_hour]") {
+TEST_CASE("the shortcut --tokens on attention and transformer workloads is batch 1 x seq N", "[cli][first_hour]") {
   const nlohmann::json j = run_json({"llama3-8b-tp4-transformer", "--tokens", "2048"});
   CHECK(j["workload"]["batch"] == 1);
   CHECK(j["workload"]["seq"] == 2048);
@@ -285,15 +285,22 @@ TEST_CASE("H200 and B200 HGX profiles carry their published figures", "[cli][fir
 TEST_CASE("a run on a profile with placeholder figures says so in one line", "[cli][first_hour][profile]") {
   const CliResult b200 = cli({"run", "--hardware", "b200-hgx-8x-nvswitch"});
   REQUIRE(b200.rc == 0);
-  CHECK(contains(b200.out, "note: hardware b200-hgx-8x-nvswitch: 8 figures are placeholder defaults"));
+  CHECK(contains(b200.out, "note: hardware b200-hgx-8x-nvswitch: 9 lines of its profile mark placeholder defaults"));
   // A calibrated profile (measured curves) is not flagged.
   const CliResult calibrated =
       cli({"run", "--hardware", "calibrate/results/nvidia-h100-80gb-hbm3-vm/profile.yaml", "--tp", "4", "--tokens", "2048"});
   INFO(calibrated.err);
   if (calibrated.rc == 0) CHECK_FALSE(contains(calibrated.out, "placeholder defaults"));
+  // The count is the profile file's lines that say "placeholder".
+  const CliResult h200 = cli({"run", "--hardware", "h200-sxm-8x-nvswitch", "--scheme", "no_overlap"});
+  std::ifstream in(overlap::default_hardware_dir() + "/h200-sxm-8x-nvswitch.yaml");
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) lines += contains(line, "placeholder") || contains(line, "Placeholder") ? 1 : 0;
+  CHECK(lines >= 5);
+  CHECK(contains(h200.out, fmt::format("h200-sxm-8x-nvswitch: {} lines of its profile mark placeholder defaults", lines)));
 }
 
-TEST_CASE("-o is --output everywhere and a written file is confirmed on stderr", "[cli][first_hour]") {
+TEST_CASE("every command's -o is --output, and a written file is confirmed on stderr", "[cli][first_hour]") {
   TempDir tmp;
   const CliResult run = cli({"run", "-o", tmp.file("r.txt")});
   CHECK(run.rc == 0);
