@@ -192,6 +192,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->check(CLI::IsMember({"curve", "steps"}));
   run_cmd->add_flag("--wide", run.wide, "Table: every column and parameter (default: fits 120 columns)");
   run_cmd->footer(examples({"overlap-sim run",
+                            "overlap-sim run --hardware h200-sxm-8x-nvswitch --tp 4 --tokens 16384",
                             "overlap-sim run flashoverlap-a800-allreduce --format json",
                             "overlap-sim run --scheme data_slicing --param chunks=8",
                             "overlap-sim run --set hardware.fabric.links.nvlink.bandwidth_gbps=900 --wide",
@@ -234,8 +235,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->allow_extra_args(false);
   tune_cmd->footer(examples({"overlap-sim tune --hardware a800-8x-nvlink --gemm 8192x8192x4096 --dtype fp16 --primitive all_reduce --ranks 4",
                              "overlap-sim tune --hardware rtx4090-4x-pcie --gemm 4096x8192x7168 --dtype fp16 --primitive reduce_scatter --ranks 4 --search flashoverlap",
-                             "overlap-sim tune --hardware h100-sxm-8x-nvswitch --gemm 16384x8192x8192 --primitive all_reduce --ranks 8 --export-flashoverlap m16384n8192k8192_h100.json",
-                             "overlap-sim tune scenarios/llama3-70b-tp8-mlp.yaml",
+                             "overlap-sim tune --hardware h100-sxm-8x-nvswitch --gemm 16384x8192x8192 --primitive all_reduce --ranks 8 --export-flashoverlap configs/ --algo 3",
+                             "overlap-sim tune scenarios/llama3-70b-tp8-mlp.yaml --tp 4",
                              "overlap-sim tune flashoverlap-a800-allreduce --format json"}));
 
   SweepOptions sweep;
@@ -267,6 +268,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   sweep_cmd->add_flag("--verify-bytes", sweep.verify_bytes,
                       "Check every scheme's byte accounting on a steps-fidelity rebuild (as run does; slower)");
   sweep_cmd->footer(examples({"overlap-sim sweep -o sweep.csv --plot sweep.png",
+                              "overlap-sim sweep --only-axes --sweep workload.tokens=1024..32768x2 --plot tokens.png",
+                              "overlap-sim sweep --no-axis hardware.fabric.links.nvlink.bandwidth_gbps --tp 4",
                               "overlap-sim sweep flashoverlap-a800-allreduce --format json -o fo.json",
                               "overlap-sim sweep --sweep workload.tokens=2048,4096,8192 --sweep hardware.comm.channels=16,24,32",
                               "overlap-sim sweep -o big.csv --resume --progress",
@@ -295,6 +298,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
   show_cmd->footer(examples({"overlap-sim profile show h100-sxm-8x-nvswitch",
+                             "overlap-sim profile show h100-sxm-8x-nvswitch --format yaml > my-node.yaml   # loads back: --hardware my-node.yaml",
                              "overlap-sim profile show a800-8x-nvlink --format yaml --set gpu.sm_count=100"}));
 
   CollectiveOptions collective;
