@@ -84,6 +84,84 @@ std::string hardware_display_name(const Scenario& scenario) {
   return stem.empty() ? scenario.hardware_name : stem;
 }
 
+std::string scenario_label(const std::string& name, const std::vector<std::string>& overrides) {
+  std::string out;
+  for (const std::string& o : overrides) out += (out.empty() ? "" : " ") + o;
+  return out.empty() ? name : name + " (" + out + ")";
+}
+
+namespace {
+
+// One workload of each kind at `tp`, for asking a scheme's `applies` where it runs. The shapes are
+// only looked at by kind and primitive; their sizes are those of a Llama-3-70B layer.
+std::vector<std::pair<std::string, Workload>> probe_workloads(int tp) {
+  std::vector<std::pair<std::string, Workload>> out;
+  for (Primitive p : {Primitive::all_reduce, Primitive::reduce_scatter, Primitive::all_gather, Primitive::all_to_all}) {
+    GemmCollective g;
+    g.m = g.n = g.k = 8192;
+    g.primitive = p;
+    out.push_back({primitive_name(p), Workload{"gemm_collective", tp, g}});
+  }
+  out.push_back({"", Workload{"mlp_tpsp", tp, MlpTpSp{8192, 8192, 28672, true, DType::bf16, true}}});
+  out.push_back({"", Workload{"attention_tpsp", tp, AttentionTpSp{1, 8192, 8192, 64, 8, true, DType::bf16, true}}});
+  out.push_back({"", Workload{"attention_ulysses", tp, AttentionUlysses{1, 8192, 8192, 64, true, DType::bf16}}});
+  out.push_back({"", Workload{"decode_stack", tp, DecodeStack{80, 8192, 28672, 64, 8, DType::fp8, -1}}});
+  out.push_back({"", Workload{"transformer", tp, Transformer{"custom", 1, 1, 8192, 8192, 28672, 64, 8, DType::bf16}}});
+  return out;
+}
+
+}  // namespace
+
+std::string scheme_applies_to(const SchemeInfo& scheme) {
+  if (!scheme.applies) return "every workload";
+  auto kinds_at = [&](int tp) {
+    std::vector<std::string> kinds;
+    std::vector<std::string> primitives;
+    std::size_t gemm_probes = 0;
+    for (const auto& [primitive, w] : probe_workloads(tp)) {
+      if (w.kind == "gemm_collective") ++gemm_probes;
+      if (!scheme.applies(w)) continue;
+      if (w.kind == "gemm_collective") primitives.push_back(primitive);
+      else kinds.push_back(w.kind);
+    }
+    std::string gemm;
+    if (!primitives.empty()) {
+      gemm = "gemm_collective";
+      if (primitives.size() < gemm_probes) {
+        std::string list;
+        for (const auto& p : primitives) list += (list.empty() ? "" : "/") + p;
+        gemm += " with " + list;
+      }
+      kinds.insert(kinds.begin(), gemm);
+    }
+    return kinds;
+  };
+  const std::vector<std::string> at_tp = kinds_at(8);
+  if (at_tp.empty()) return "no workload";
+  if (kinds_at(1) == at_tp && at_tp.size() == 6 && at_tp.front() == "gemm_collective") return "every workload";
+  std::string out;
+  for (const auto& k : at_tp) out += (out.empty() ? "" : ", ") + k;
+  return kinds_at(1).empty() ? out + ", tp >= 2" : out;
+}
+
+std::vector<ReportContext::Skipped> schemes_not_applying(const Workload& workload) {
+  std::vector<ReportContext::Skipped> out;
+  for (const SchemeInfo& s : scheme_registry())
+    if (s.applies && !s.applies(workload)) out.push_back({s.name, scheme_applies_to(s)});
+  return out;
+}
+
+const SchemeResult* best_result(const std::vector<SchemeResult>& results) {
+  const SchemeResult* best = nullptr;
+  for (const SchemeResult& r : results) {
+    if (r.failed() || !(r.speedup_vs_no_overlap > 0)) continue;
+    if (!best || r.speedup_vs_no_overlap > best->speedup_vs_no_overlap ||
+        (r.speedup_vs_no_overlap == best->speedup_vs_no_overlap && r.latency_ps < best->latency_ps))
+      best = &r;
+  }
+  return best;
+}
+
 ReportContext report_context(const Scenario& scenario) {
   ReportContext ctx;
   ctx.scenario = scenario.name;
@@ -162,7 +240,8 @@ nlohmann::json workload_json(const Workload& w) { return workload_fields(w).firs
 
 nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeResult>& results) {
   nlohmann::json j;
-  j["scenario"] = ctx.scenario;
+  j["scenario"] = scenario_label(ctx.scenario, ctx.overrides);
+  j["overrides"] = ctx.overrides;
   j["hardware"] = ctx.hardware;
   j["workload"] = workload_json(ctx.workload);
   j["fidelity"] = fidelity_name(ctx.fidelity);
@@ -171,6 +250,14 @@ nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeRes
   nlohmann::json rows = nlohmann::json::array();
   for (const SchemeResult& r : results) rows.push_back(report_row_json(r));
   j["results"] = rows;
+  const SchemeResult* best = best_result(results);
+  j["best"] = best ? nlohmann::json{{"scheme", best->scheme}, {"params", best->params},
+                                    {"speedup_vs_baseline", best->speedup_vs_no_overlap}}
+                   : nlohmann::json();
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const auto& s : ctx.not_applicable) skipped.push_back({{"scheme", s.scheme}, {"applies_to", s.applies_to}});
+  j["not_applicable"] = skipped;
+  j["hardware_note"] = ctx.hardware_note;
   return j;
 }
 
@@ -203,14 +290,14 @@ const std::vector<std::string>& csv_columns() {
 std::vector<std::string> csv_row(const ReportContext& ctx, const SchemeResult& r) {
   if (r.failed()) {
     std::vector<std::string> row(csv_columns().size());
-    row[0] = ctx.scenario;
+    row[0] = scenario_label(ctx.scenario, ctx.overrides);
     row[1] = ctx.hardware;
     row[2] = r.scheme;
     row[3] = r.params.is_object() && r.params.empty() ? std::string() : r.params.dump();
     row.back() = "FAILED: " + r.error;  // the reason column; the figures stay empty
     return row;
   }
-  return {ctx.scenario,
+  return {scenario_label(ctx.scenario, ctx.overrides),
           ctx.hardware,
           r.scheme,
           r.params.is_object() && r.params.empty() ? std::string() : r.params.dump(),
@@ -316,8 +403,8 @@ std::string format_narrow_table(const ReportContext& ctx, const std::vector<Sche
     return s + "\n";
   };
   std::string out;
-  out += wrap_text(fmt::format("scenario: {}   hardware: {}   fidelity: {}", ctx.scenario, ctx.hardware,
-                               fidelity_name(ctx.fidelity)),
+  out += wrap_text(fmt::format("scenario: {}   hardware: {}   fidelity: {}", scenario_label(ctx.scenario, ctx.overrides),
+                               ctx.hardware, fidelity_name(ctx.fidelity)),
                    kTableWidth, "  ");
   out += wrap_text("workload: " + describe_workload(ctx.workload), kTableWidth, "  ");
   out += wrap_text(fmt::format("{}; overlap eff. = 1 - exposed / comm; speedup vs {}; bound = latency with perfect "
@@ -342,7 +429,7 @@ std::string format_narrow_table(const ReportContext& ctx, const std::vector<Sche
 }  // namespace
 
 std::string format_table(const ReportContext& ctx, const std::vector<SchemeResult>& results, bool wide) {
-  if (!wide) return format_narrow_table(ctx, results) + format_collectives(results, false);
+  if (!wide) return format_narrow_table(ctx, results) + format_collectives(results, false) + format_summary(ctx, results);
   const std::vector<std::string> headers = {
       "scheme",       "latency (us)", "compute-only (us)", "comm (us)", "exposed comm (us)",
       "overlap eff. (%)", "speedup vs " + ctx.baseline, "bound (us)", "% of bound", "SMs lost to comm",
@@ -379,8 +466,8 @@ std::string format_table(const ReportContext& ctx, const std::vector<SchemeResul
     return s + "\n";
   };
   std::string out;
-  out += fmt::format("scenario: {}   hardware: {}   fidelity: {}\n", ctx.scenario, ctx.hardware,
-                     fidelity_name(ctx.fidelity));
+  out += fmt::format("scenario: {}   hardware: {}   fidelity: {}\n", scenario_label(ctx.scenario, ctx.overrides),
+                     ctx.hardware, fidelity_name(ctx.fidelity));
   out += fmt::format("workload: {}\n", describe_workload(ctx.workload));
   out += fmt::format("{}; overlap eff. = 1 - exposed / comm; bound = latency with perfect overlap\n\n",
                      kExposedCommDefinition);
@@ -391,6 +478,7 @@ std::string format_table(const ReportContext& ctx, const std::vector<SchemeResul
   out += std::string(rule, '-') + "\n";
   for (const auto& row : rows) out += line(row);
   out += format_collectives(results, true);
+  out += format_summary(ctx, results);
   return out;
 }
 
@@ -458,6 +546,36 @@ std::string format_collectives(const std::vector<SchemeResult>& results, bool wi
   out += line(headers);
   for (const auto& row : rows) out += line(row);
   return out;
+}
+
+std::string format_summary(const ReportContext& ctx, const std::vector<SchemeResult>& results) {
+  std::string out;
+  const SchemeResult* best = best_result(results);
+  std::size_t ran = 0;
+  for (const SchemeResult& r : results) ran += r.failed() ? 0 : 1;
+  if (best) {
+    const std::string p = params_text(non_default_params(*best));
+    const std::string who = p.empty() ? best->scheme : best->scheme + " (" + p + ")";
+    out += wrap_text(ran > 1 ? fmt::format("best: {}, {:.3f}x vs {} ({} us)", who, best->speedup_vs_no_overlap,
+                                           ctx.baseline, fixed(us_from_ps(best->latency_ps), 2))
+                             : fmt::format("only {} ran: {:.3f}x vs {}", who, best->speedup_vs_no_overlap, ctx.baseline),
+                     kTableWidth, "  ");
+  }
+  if (!ctx.not_applicable.empty()) {
+    // Grouped by where they apply, so six decode-only schemes take one clause.
+    std::vector<std::pair<std::string, std::string>> groups;  // applies_to -> names
+    for (const auto& s : ctx.not_applicable) {
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == s.applies_to; });
+      if (it == groups.end()) groups.push_back({s.applies_to, s.scheme});
+      else it->second += ", " + s.scheme;
+    }
+    std::string text = fmt::format("not applicable to this {} tp={} workload:", ctx.workload.kind, ctx.workload.tp);
+    for (std::size_t i = 0; i < groups.size(); ++i)
+      text += fmt::format("{} {} (for {})", i ? ";" : "", groups[i].second, groups[i].first);
+    out += wrap_text(text, kTableWidth, "  ");
+  }
+  if (!ctx.hardware_note.empty()) out += wrap_text(ctx.hardware_note, kTableWidth, "  ");
+  return out.empty() ? out : "\n" + out;
 }
 
 std::string format_report(ReportFormat format, const ReportContext& ctx, const std::vector<SchemeResult>& results,

@@ -25,8 +25,37 @@ struct ReportContext {
   Workload workload;
   Fidelity fidelity = Fidelity::curve;
   std::string baseline;  // baseline_scheme_for(workload)
+  // The --set assignments (and the shortcuts --hardware, --tp, --tokens as the --set they stand for)
+  // the scenario was loaded with, as the user typed them: the header names the scenario with them,
+  // so a report never reads as the file's own configuration when it is not.
+  std::vector<std::string> overrides;
+  // Registered schemes that do not apply to this workload, with where they do (the table's last
+  // lines and JSON's "not_applicable"): a scheme absent from a report is never silently absent.
+  struct Skipped {
+    std::string scheme;
+    std::string applies_to;
+  };
+  std::vector<Skipped> not_applicable;
+  // One line when the profile's figures include placeholder defaults (neither published nor
+  // calibrated); "" otherwise.
+  std::string hardware_note;
 };
 ReportContext report_context(const Scenario& scenario);
+// "llama3-70b-tp8-mlp" or, with overrides, "llama3-70b-tp8-mlp (workload.tp=4 hardware=h200)": how
+// every output (table header, CSV scenario column, JSON scenario field) names the scenario.
+std::string scenario_label(const std::string& name, const std::vector<std::string>& overrides);
+// Where a scheme applies, found by asking its `applies` of one workload of each kind (and, for
+// gemm_collective, each primitive): "gemm_collective with all_reduce/reduce_scatter/all_to_all, tp >= 2".
+std::string scheme_applies_to(const SchemeInfo& scheme);
+// The registered schemes that do not apply to `workload`, with scheme_applies_to.
+std::vector<ReportContext::Skipped> schemes_not_applying(const Workload& workload);
+// The result with the highest speedup (ties: the lower latency, then the earlier row); nullptr
+// when no row has a speedup.
+const SchemeResult* best_result(const std::vector<SchemeResult>& results);
+// The table's closing lines: the best scheme and its speedup, and which schemes did not apply and
+// where they do.
+std::string format_summary(const ReportContext& ctx, const std::vector<SchemeResult>& results);
+
 // The profile's name (its `name:`), never the path a scenario reached it by.
 std::string hardware_display_name(const Scenario& scenario);
 
@@ -38,8 +67,9 @@ std::string describe_workload(const Workload& w);
 // The workload's kind, tp and shape fields as a JSON object.
 nlohmann::json workload_json(const Workload& w);
 
-// {"scenario", "hardware", "workload", "fidelity", "baseline", "exposed_comm_definition",
-//  "results": [to_json(SchemeResult)...]}
+// {"scenario" (scenario_label), "overrides", "hardware", "workload", "fidelity", "baseline",
+//  "exposed_comm_definition", "results": [to_json(SchemeResult)...], "best": {scheme, params,
+//  speedup} or null, "not_applicable": [{scheme, applies_to}...]}
 nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeResult>& results);
 
 // The per-collective figures of every result (SchemeResult::collectives) as a table: one line per

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -131,9 +132,78 @@ SweepAxis parse_sweep_flag(const std::string& flag) {
   axis.keys = {key};
   for (const std::string& v : split_top_level(flag.substr(eq + 1))) {
     if (v.empty()) throw InputError("", 0, "--sweep " + key, "empty value in '" + flag + "'");
-    axis.values.push_back({v});
+    for (std::string& x : expand_sweep_range(v, key)) axis.values.push_back({std::move(x)});
   }
   return axis;
+}
+
+namespace {
+
+std::optional<std::int64_t> whole_number(const std::string& s) {
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  std::size_t i = s[0] == '-' ? 1 : 0;
+  if (i == s.size()) return std::nullopt;
+  for (std::size_t j = i; j < s.size(); ++j)
+    if (s[j] < '0' || s[j] > '9') return std::nullopt;
+  return std::stoll(s);
+}
+
+}  // namespace
+
+std::vector<std::string> expand_sweep_range(const std::string& value, const std::string& key) {
+  const auto dots = value.find("..");
+  // Only A..B with a whole number A is a range: "../hardware/x.yaml" is a value.
+  if (dots == std::string::npos || !whole_number(trim(value.substr(0, dots)))) return {value};
+  const std::string where = "--sweep " + key;
+  const auto fail = [&](const std::string& why) {
+    throw InputError(where, 0, "",
+                     fmt::format("range '{}': {} (write A..BxF for A, A*F, ... up to B, or A..B+S for A, A+S, ...; "
+                                 "A..B is A..Bx2)", value, why));
+  };
+  const std::string from_text = trim(value.substr(0, dots));
+  std::string rest = value.substr(dots + 2);
+  char op = 'x';
+  std::string step_text = "2";
+  const auto step_at = rest.find_first_of("x+");
+  if (step_at != std::string::npos) {
+    op = rest[step_at];
+    step_text = trim(rest.substr(step_at + 1));
+    rest = rest.substr(0, step_at);
+  }
+  const auto from = whole_number(from_text), to = whole_number(trim(rest)), step = whole_number(step_text);
+  if (!from || !to) fail("the ends must be whole numbers");
+  if (!step) fail("the step must be a whole number");
+  if (*to < *from) fail(fmt::format("it ends ({}) before it starts ({})", *to, *from));
+  if (op == 'x' && (*step < 2 || *from < 1)) fail("a geometric range needs a factor of at least 2 and a start of at least 1");
+  if (op == '+' && *step < 1) fail("an arithmetic step must be at least 1");
+  std::vector<std::string> out;
+  for (std::int64_t v = *from; v <= *to;) {
+    if (out.size() == kMaxRangeValues) fail(fmt::format("more than {} values", kMaxRangeValues));
+    out.push_back(std::to_string(v));
+    if (op == 'x' ? v > *to / *step : v > *to - *step) break;  // the next value is past B (no overflow)
+    v = op == 'x' ? v * *step : v + *step;
+  }
+  return out;
+}
+
+std::string sweep_axes_text(const std::vector<SweepAxis>& axes) {
+  std::string out;
+  for (const SweepAxis& a : axes)
+    for (const std::string& k : a.keys) out += (out.empty() ? "" : ", ") + k;
+  return out.empty() ? "none" : out;
+}
+
+std::vector<SweepAxis> drop_sweep_axes(std::vector<SweepAxis> axes, const std::vector<std::string>& keys) {
+  for (const std::string& key : keys) {
+    const auto it = std::find_if(axes.begin(), axes.end(), [&](const SweepAxis& a) {
+      return std::find(a.keys.begin(), a.keys.end(), key) != a.keys.end();
+    });
+    if (it == axes.end())
+      throw InputError("--no-axis " + key, 0, "",
+                       fmt::format("the scenario does not sweep this key (its axes: {})", sweep_axes_text(axes)));
+    axes.erase(it);
+  }
+  return axes;
 }
 
 std::vector<SweepAxis> merge_sweep_axes(std::vector<SweepAxis> axes, const std::vector<SweepAxis>& flags) {

@@ -18,9 +18,20 @@
 namespace overlap::sim {
 
 // `--sweep key=v1,v2,...`: one axis over one key; values are split at commas outside brackets,
-// braces and quotes ("groups=[1,2],[2,2]" is two values). Throws InputError (key "--sweep") when
-// there is no '=' or no value.
+// braces and quotes ("groups=[1,2],[2,2]" is two values). A value A..B (whole numbers) is a range:
+// A..BxF multiplies by F from A while <= B (A..B alone: x2, the powers-of-two sweep), A..B+S adds S.
+// Throws InputError (key "--sweep KEY") when there is no '=', no value, or a range that is empty,
+// does not advance, or has more than kMaxRangeValues values.
 SweepAxis parse_sweep_flag(const std::string& flag);
+inline constexpr std::size_t kMaxRangeValues = 4096;
+// One value as parse_sweep_flag expands it: the range's values, or the value itself.
+std::vector<std::string> expand_sweep_range(const std::string& value, const std::string& key);
+
+// The scenario's axes without those over `keys` (--no-axis). Throws InputError (key "--no-axis
+// KEY") for a key no axis sweeps, naming the axes there are.
+std::vector<SweepAxis> drop_sweep_axes(std::vector<SweepAxis> axes, const std::vector<std::string>& keys);
+// "workload.tokens, hardware.fabric.links.nvlink.bandwidth_gbps": the keys of `axes`.
+std::string sweep_axes_text(const std::vector<SweepAxis>& axes);
 
 // The scenario's axes with the --sweep axes applied: a flag over the same key(s) as a scenario axis
 // replaces that axis in place; the others are appended in flag order.

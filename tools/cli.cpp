@@ -23,6 +23,7 @@
 #include "tools/cmd_sweep.hpp"
 #include "tools/cmd_tune.hpp"
 #include "tools/cmd_validate.hpp"
+#include "tools/scenario_flags.hpp"
 
 #ifndef OVERLAP_SOURCE_DIR
 #define OVERLAP_SOURCE_DIR "."
@@ -131,6 +132,13 @@ std::optional<std::string> unknown_command(int argc, const char* const* argv) {
   return fmt::format("unknown command '{}' (commands: {})", first, list);
 }
 
+// always_capture_default shows a repeatable option's empty list as "=[]": say nothing instead.
+void drop_empty_list_defaults(CLI::App* app) {
+  for (CLI::Option* o : app->get_options())
+    if (o->get_default_str() == "[]") o->default_str("");
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) drop_empty_list_defaults(sub);
+}
+
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
@@ -140,6 +148,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   }
   CLI::App app{kDescription, "overlap-sim"};
   app.require_subcommand(1);
+  // Every option's --help line shows its default (subcommands inherit this).
+  app.option_defaults()->always_capture_default();
   app.set_version_flag("--version", version_text());
   app.footer(examples({"overlap-sim run                              # the default scenario: Llama-3-70B MLP, TP=8, 8x H100",
                        "overlap-sim tune --hardware a800-8x-nvlink --gemm 8192x8192x4096 --dtype fp16 --primitive all_reduce --ranks 4",
@@ -156,6 +166,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run_cmd->add_option("--set", run.sets, "Override a scenario key: a.b.c=value (repeatable)")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
+  add_scenario_flags(run_cmd, run.flags);
   run_cmd->add_option("--format", run.format, "Output format")->check(CLI::IsMember({"table", "json", "csv"}));
   run_cmd->add_option("--output,-o", run.output, "Write the report to FILE (atomically) instead of stdout");
   run_cmd->add_option("--trace", run.trace, "Write the Chrome trace (Perfetto) of one scheme's run to FILE");
@@ -163,7 +174,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                       "Trace detail: kernel (default: one slice per kernel/copy/collective per rank, send->receive "
                       "arrows) or cta (every CTA on its SM, copy engines, transfers on links)")
       ->type_name("kernel|cta");
-  run_cmd->add_option("--trace-ranks", run.trace_ranks, "Trace only these ranks, e.g. 0,3-5")->type_name("LIST");
+  run_cmd->add_option("--trace-ranks", run.trace_ranks,
+                      "Trace (--trace) and plot (--plot) only these ranks, e.g. 0,3-5 (--plot alone shows rank 0)")
+      ->type_name("LIST");
   run_cmd->add_option("--trace-window", run.trace_window, "Trace only events overlapping START_US:END_US")
       ->type_name("START:END");
   run_cmd->add_option("--scheme", run.scheme, "Run only this scheme (the one traced / plotted / given --param)");
@@ -171,12 +184,15 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                       "Set a knob of the --scheme scheme: key=value (repeatable; see 'overlap-sim schemes')")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
-  run_cmd->add_option("--plot", run.plot, "Write a PNG timeline of one scheme's run (needs python3 + matplotlib)");
+  run_cmd->add_option("--plot", run.plot,
+                      "Write a PNG timeline of one scheme's run: rank 0 (or --trace-ranks), exposed communication in "
+                      "red, every kernel named (needs python3 + matplotlib)");
   run_cmd->add_option("--graphviz", run.graphviz, "Write the task graph (Graphviz dot) of one scheme to FILE");
   run_cmd->add_option("--fidelity", run.fidelity, "Collective fidelity (overrides the scenario's)")
       ->check(CLI::IsMember({"curve", "steps"}));
   run_cmd->add_flag("--wide", run.wide, "Table: every column and parameter (default: fits 120 columns)");
   run_cmd->footer(examples({"overlap-sim run",
+                            "overlap-sim run --hardware h200-sxm-8x-nvswitch --tp 4 --tokens 16384",
                             "overlap-sim run flashoverlap-a800-allreduce --format json",
                             "overlap-sim run --scheme data_slicing --param chunks=8",
                             "overlap-sim run --set hardware.fabric.links.nvlink.bandwidth_gbps=900 --wide",
@@ -187,7 +203,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CLI::App* tune_cmd = app.add_subcommand(
       "tune", "Tune FlashOverlap's wave groups for one GEMM (--gemm ...), or every scheme's knobs for a SCENARIO");
   tune_cmd->add_option("scenario", tune.scenario, "Scenario: tune each scheme's knobs (scheme level)");
-  tune_cmd->add_option("--hardware", tune.hardware, "Operator level: hardware profile (name or path)");
+  tune_cmd->add_option("--hardware", tune.hardware,
+                       "Hardware profile (name or path): the operator level's, or with a SCENARIO the same as "
+                       "--set hardware=VALUE")
+      ->type_name("NAME|FILE");
+  add_scenario_flags(tune_cmd, tune.flags, false);
   tune_cmd->add_option("--gemm", tune.gemm, "Operator level: the per-rank GEMM, MxNxK")->type_name("MxNxK");
   tune_cmd->add_option("--dtype", tune.dtype, "Operator level: fp8, fp16, bf16 or fp32 (default bf16)");
   tune_cmd->add_option("--primitive", tune.primitive, "Operator level: all_reduce, reduce_scatter or all_to_all");
@@ -198,7 +218,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   tune_cmd->add_option("--format", tune.format, "table or json");
   tune_cmd->add_option("--output,-o", tune.output, "Write the result to FILE (atomically) instead of stdout");
   tune_cmd->add_option("--export-flashoverlap", tune.export_flashoverlap,
-                       "Write the configuration FlashOverlap's kernels read (BM, BN, dur, Algo, hint, cSeg, rLDN)");
+                       "Write the configuration FlashOverlap's kernels read (BM, BN, dur, Algo, hint, cSeg, rLDN) to FILE, "
+                       "or into DIR/ under FlashOverlap's own name m{M}n{N}k{K}_{gpu}_{primitive}_{ranks}.json")
+      ->type_name("FILE|DIR/");
   tune_cmd->add_option("--swizzle", tune.swizzle, "Tile order of the exported hint: CUTLASS swizzle 1, 2, 4 or 8");
   tune_cmd->add_option("--algo", tune_algo, "Exported Algo: FlashOverlap's index of the GEMM kernel (AlgoDict)");
   tune_cmd->add_option("--budget", tune.budget, "simulate: engine runs at most (default 40)");
@@ -213,17 +235,24 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->allow_extra_args(false);
   tune_cmd->footer(examples({"overlap-sim tune --hardware a800-8x-nvlink --gemm 8192x8192x4096 --dtype fp16 --primitive all_reduce --ranks 4",
                              "overlap-sim tune --hardware rtx4090-4x-pcie --gemm 4096x8192x7168 --dtype fp16 --primitive reduce_scatter --ranks 4 --search flashoverlap",
-                             "overlap-sim tune --hardware h100-sxm-8x-nvswitch --gemm 16384x8192x8192 --primitive all_reduce --ranks 8 --export-flashoverlap m16384n8192k8192_h100.json",
-                             "overlap-sim tune scenarios/llama3-70b-tp8-mlp.yaml",
+                             "overlap-sim tune --hardware h100-sxm-8x-nvswitch --gemm 16384x8192x8192 --primitive all_reduce --ranks 8 --export-flashoverlap configs/ --algo 3",
+                             "overlap-sim tune scenarios/llama3-70b-tp8-mlp.yaml --tp 4",
                              "overlap-sim tune flashoverlap-a800-allreduce --format json"}));
 
   SweepOptions sweep;
   CLI::App* sweep_cmd = app.add_subcommand(
       "sweep", "Run a scenario over the cartesian product of its sweep: axes (and --sweep flags), every scheme");
   sweep_cmd->add_option("scenario", sweep.scenario, std::string("Scenario YAML; default ") + kDefaultScenario);
-  sweep_cmd->add_option("--sweep", sweep.sweeps, "An axis: key=v1,v2,... (repeatable; replaces the scenario's axis of that key)")
+  sweep_cmd->add_option("--sweep,--axis", sweep.sweeps,
+                        "An axis: key=v1,v2,... (repeatable; replaces the scenario's axis of that key). A value "
+                        "A..BxF is A, A*F, ... up to B (A..B: x2); A..B+S is A, A+S, ... up to B")
       ->type_name("KEY=V1,V2,...")
       ->allow_extra_args(false);
+  sweep_cmd->add_option("--no-axis", sweep.no_axes, "Drop the scenario's own axis over KEY (repeatable)")
+      ->type_name("KEY")
+      ->allow_extra_args(false);
+  sweep_cmd->add_flag("--only-axes", sweep.only_axes, "Sweep only the --sweep axes, none of the scenario's own");
+  add_scenario_flags(sweep_cmd, sweep.flags);
   sweep_cmd->add_option("--set", sweep.sets, "Override a scenario key: a.b.c=value (repeatable)")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
@@ -239,6 +268,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   sweep_cmd->add_flag("--verify-bytes", sweep.verify_bytes,
                       "Check every scheme's byte accounting on a steps-fidelity rebuild (as run does; slower)");
   sweep_cmd->footer(examples({"overlap-sim sweep -o sweep.csv --plot sweep.png",
+                              "overlap-sim sweep --only-axes --sweep workload.tokens=1024..32768x2 --plot tokens.png",
+                              "overlap-sim sweep --no-axis hardware.fabric.links.nvlink.bandwidth_gbps --tp 4",
                               "overlap-sim sweep flashoverlap-a800-allreduce --format json -o fo.json",
                               "overlap-sim sweep --sweep workload.tokens=2048,4096,8192 --sweep hardware.comm.channels=16,24,32",
                               "overlap-sim sweep -o big.csv --resume --progress",
@@ -267,6 +298,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
   show_cmd->footer(examples({"overlap-sim profile show h100-sxm-8x-nvswitch",
+                             "overlap-sim profile show h100-sxm-8x-nvswitch --format yaml > my-node.yaml   # loads back: --hardware my-node.yaml",
                              "overlap-sim profile show a800-8x-nvlink --format yaml --set gpu.sm_count=100"}));
 
   CollectiveOptions collective;
@@ -291,7 +323,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                                                        "async_tp, dtp")
       ->allow_extra_args(false);
   validate_cmd->add_option("--output,-o", papers.output, "With --papers: write the report to FILE (atomically)");
+  validate_cmd->footer(examples({"overlap-sim validate calibrate/results/nvidia-h100-80gb-hbm3-vm",
+                                 "overlap-sim validate calibrate/results/nvidia-h100-80gb-hbm3-vm --format json",
+                                 "overlap-sim validate --papers --source flashoverlap"}));
 
+  drop_empty_list_defaults(&app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -311,7 +347,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     if (tune_cmd->parsed()) {
       tune.algo = tune_algo;
-      cmd_tune(tune, out);
+      cmd_tune(tune, out, err);
       return kExitOk;
     }
     if (sweep_cmd->parsed()) {
@@ -325,7 +361,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       return kExitOk;
     }
     if (collective_cmd->parsed()) {
-      cmd_collective(collective, out);
+      cmd_collective(collective, out, err);
       return kExitOk;
     }
     if (list_cmd->parsed()) {
@@ -342,7 +378,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         throw UsageError("validate: give DIR (a calibration results directory) or --papers (the sources' figures)");
       if (papers.strict || !papers.sources.empty() || !papers.output.empty())
         throw UsageError("validate DIR: --strict, --source and --output go with --papers");
-      cmd_validate(resolve_input_path(validate_dir), papers.format, validate_record, out);
+      cmd_validate(resolve_input_path(validate_dir), papers.format, validate_record, out, err);
       return kExitOk;
     }
     if (show_cmd->parsed()) {

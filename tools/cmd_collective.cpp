@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include "cost_model/input_error.hpp"
 #include "cost_model/nccl_tests_import.hpp"
 #include "cost_model/profile_loader.hpp"
+#include "sim/atomic_file.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "tools/cli.hpp"
 
@@ -136,13 +138,14 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& o) {
                   "all_reduce, reduce_scatter, all_gather, all_to_all, broadcast or reduce (or nccl-tests' program name)")
       ->required();
   cmd->add_option("--hardware", o.hardware, "Built-in profile name or a profile YAML path (default h100-sxm-8x-nvswitch)");
-  cmd->add_option("--ranks,-g", o.ranks, "Ranks (GPUs) in the collective (default: all of the profile's)");
+  cmd->add_option("--ranks,-g", o.ranks, "Ranks (GPUs) in the collective, at least 2 (default: all of the profile's)");
   cmd->add_option("-b,--minbytes", o.min_bytes, "Smallest size, nccl-tests syntax (8, 1K, 8M, 8G); default 8");
   cmd->add_option("-e,--maxbytes", o.max_bytes, "Largest size; default 8G");
   cmd->add_option("-f,--stepfactor", o.step_factor, "Multiply the size by this each row (default 2)");
   cmd->add_option("-i,--stepbytes", o.step_bytes, "Add this many bytes each row instead of -f");
   cmd->add_option("-d,--datatype", o.dtype, "Element type, nccl-tests' names (default float)");
-  cmd->add_option("-o,--op", o.op, "Reduction name printed in the redop column (default sum)");
+  // nccl-tests spells this -o; here -o is --output, as in every other command.
+  cmd->add_option("--op", o.op, "Reduction name printed in the redop column (nccl-tests' -o; default sum)");
   cmd->add_option("--algo", o.algorithm,
                   "NCCL_ALGO: auto, Tree, Ring, CollnetDirect, CollnetChain, NVLS, NVLSTree or PAT (default: the profile's)");
   cmd->add_option("--proto", o.protocol, "NCCL_PROTO: auto, LL, LL128 or Simple (default: the profile's)");
@@ -150,10 +153,38 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& o) {
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}));
+  cmd->add_option("-o,--output", o.output, "Write the table (or JSON) to FILE (atomically) instead of stdout");
+  cmd->footer("\nExamples:\n"
+              "  overlap-sim collective all_reduce                          # 8 B .. 8 GB on 8x H100, as all_reduce_perf -b 8 -e 8G -f 2\n"
+              "  overlap-sim collective all_reduce_perf -b 1M -e 1G -g 4 --algo Ring\n"
+              "  overlap-sim collective reduce_scatter --hardware a800-8x-nvlink --format json -o rs.json\n");
   return cmd;
 }
 
-void cmd_collective(const CollectiveOptions& o, std::ostream& out) {
+namespace {
+void collective_report(const CollectiveOptions& o, std::ostream& out);
+}  // namespace
+
+void cmd_collective(const CollectiveOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.ranks && *o.ranks < 2)
+    throw UsageError(fmt::format("--ranks/-g: must be at least 2 (got {}; leave it out for every GPU of the profile)", *o.ranks));
+  std::ostringstream text;
+  collective_report(o, text);
+  if (o.output.empty()) {
+    out << text.str();
+    return;
+  }
+  try {
+    write_file_atomically(o.output, text.str());
+  } catch (const std::runtime_error& e) {
+    throw UsageError(fmt::format("-o {}: {}", o.output, e.what()));
+  }
+  err << "wrote " << o.output << "\n";
+}
+
+namespace {
+
+void collective_report(const CollectiveOptions& o, std::ostream& out) {
   auto prim = parse_collective_primitive(o.primitive);
   if (!prim) prim = primitive_from_nccl_tests_program(o.primitive);
   if (!prim) {
@@ -194,7 +225,7 @@ void cmd_collective(const CollectiveOptions& o, std::ostream& out) {
   }
 
   const HardwareProfile hw = load_profile(resolve_hardware(o.hardware), default_hardware_dir(), o.sets);
-  const int n = o.ranks > 0 ? o.ranks : hw.fabric.num_gpus;
+  const int n = o.ranks ? *o.ranks : hw.fabric.num_gpus;
   if (n < 2 || n > hw.fabric.num_gpus)
     throw UsageError(fmt::format("--ranks: must be between 2 and the profile's {} GPUs (got {})", hw.fabric.num_gpus, n));
   const std::string link = sim::collective_link_class(hw, n);
@@ -302,5 +333,7 @@ void cmd_collective(const CollectiveOptions& o, std::ostream& out) {
   out << fmt::format("# Avg bus bandwidth    : {:g}\n", rows.empty() ? 0.0 : busbw_sum / static_cast<double>(rows.size()));
   out << "#\n# Collective test concluded: " << program << "\n";
 }
+
+}  // namespace
 
 }  // namespace overlap::tools

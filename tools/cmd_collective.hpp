@@ -24,25 +24,26 @@ namespace overlap::tools {
 struct CollectiveOptions {
   std::string primitive;
   std::string hardware = "h100-sxm-8x-nvswitch";
-  int ranks = 0;                   // 0: every GPU of the profile
+  std::optional<int> ranks;        // -g; absent: every GPU of the profile
   std::string min_bytes = "8";     // nccl-tests -b
   std::string max_bytes = "8G";    // nccl-tests -e
   std::string step_factor = "2";   // nccl-tests -f
   std::string step_bytes;          // nccl-tests -i (instead of -f)
   std::string dtype = "float";     // nccl-tests -d
-  std::string op = "sum";          // nccl-tests -o (printed only)
+  std::string op = "sum";          // nccl-tests' -o/--op (printed only); here --op: -o is --output everywhere
   std::string algorithm = "auto";  // NCCL_ALGO-like, NCCL's names
   std::string protocol = "auto";   // NCCL_PROTO-like
   std::vector<std::string> sets;   // profile overrides: [hardware.]a.b=value
   std::string format = "table";
+  std::string output;              // -o: write the table / JSON to FILE (atomically) instead of stdout
 };
 
 // Adds the `collective` subcommand to `app`, filling `options` when parsed.
 CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& options);
 
-// Prints the table (or JSON). Bad options throw UsageError, bad profiles / impossible forced choices
-// InputError (exit 2 either way, tools/cli.cpp).
-void cmd_collective(const CollectiveOptions& options, std::ostream& out);
+// Prints the table (or JSON), or writes it to --output (confirmed on `err`). Bad options throw
+// UsageError, bad profiles / impossible forced choices InputError (exit 2 either way, tools/cli.cpp).
+void cmd_collective(const CollectiveOptions& options, std::ostream& out, std::ostream& err);
 
 // nccl-tests' size syntax: a number with an optional K, M or G suffix (binary: 1K = 1024), case
 // insensitive; fractions allowed ("1.5K"), truncated to whole bytes. nullopt when malformed.

@@ -97,7 +97,30 @@ void print_table(const HardwareProfile& p, std::ostream& out) {
   if (!p.gemm_profiles.empty()) row("gemm_profiles", std::to_string(p.gemm_profiles.size()) + " entries");
 }
 
+// The resolved profile as a profile file the loader reads back: where it came from goes into a
+// comment, and the fabric graph the loader builds from the topology is left to it (only an
+// `explicit` topology writes its nodes and edges).
+nlohmann::json loadable_profile_json(const HardwareProfile& p) {
+  nlohmann::json j = profile_to_json(p);
+  j.erase("source_file");
+  if (j.contains("fabric") && j["fabric"].value("topology", std::string()) != "explicit") {
+    j["fabric"].erase("nodes");
+    j["fabric"].erase("edges");
+  }
+  return j;
+}
+
 }  // namespace
+
+std::string profile_yaml(const HardwareProfile& p) {
+  YAML::Emitter em;
+  em.SetDoublePrecision(15);
+  emit_yaml(em, loadable_profile_json(p));
+  std::string out = "# overlap-sim profile show --format yaml: the resolved profile, every default written out";
+  out += p.source_file.empty() ? std::string("\n") : "; from " + p.source_file + "\n";
+  out += "# Load it back as a profile: hardware: this-file.yaml, or --hardware this-file.yaml\n";
+  return out + em.c_str() + "\n";
+}
 
 void cmd_profile_list(const std::string& format, std::ostream& out) {
   if (format != "table" && format != "json")
@@ -141,10 +164,7 @@ int cmd_profile_show(const std::string& name_or_path, const std::string& format,
     if (format == "json") {
       out << profile_to_json(p).dump(2) << "\n";
     } else if (format == "yaml") {
-      YAML::Emitter em;
-      em.SetDoublePrecision(15);
-      emit_yaml(em, profile_to_json(p));
-      out << em.c_str() << "\n";
+      out << profile_yaml(p);
     } else {
       print_table(p, out);
     }

@@ -7,7 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "cost_model/hardware_profile.hpp"
+
 namespace overlap {
+
+// `profile show --format yaml`: the resolved profile as a profile file that loads back to the same
+// profile (every default written out; the fabric graph left to the topology except `explicit`).
+std::string profile_yaml(const HardwareProfile& profile);
 
 int cmd_profile_show(const std::string& name_or_path, const std::string& format,
                      const std::vector<std::string>& sets, std::ostream& out);

@@ -119,7 +119,8 @@ std::vector<sim::SchemeSpec> selected_schemes(const sim::Scenario& sc, const std
     throw UsageError(fmt::format("--scheme: unknown scheme '{}' (known: {})", only, known));
   }
   if (info->applies && !info->applies(sc.workload))
-    throw UsageError(fmt::format("--scheme: '{}' does not apply to a {} workload", only, sc.workload.kind));
+    throw UsageError(fmt::format("--scheme: '{}' does not apply to a {} tp={} workload; it applies to {}", only,
+                                 sc.workload.kind, sc.workload.tp, sim::scheme_applies_to(*info)));
   return {sim::SchemeSpec{only, nlohmann::json::object(), 0}};
 }
 
@@ -176,9 +177,13 @@ InputError scheme_failure(const sim::Scenario& sc, const std::vector<sim::Scheme
   return InputError(sc.file, line, key, fmt::format("scheme '{}': {}", r.scheme, r.error));
 }
 
-void plot(const std::string& trace_path, const std::string& png_path, const std::string& title) {
+// The timeline shows the trace's first rank unless --trace-ranks chose ranks (the trace then holds
+// only those, and the plot shows them all).
+void plot(const std::string& trace_path, const std::string& png_path, const std::string& title, bool all_ranks) {
   const std::string script = (fs::path(source_dir()) / "tools" / "plot_timeline.py").string();
-  const int rc = run_process({python_program(), script, trace_path, "--output", png_path, "--title", title}, false);
+  std::vector<std::string> args = {python_program(), script, trace_path, "--output", png_path, "--title", title};
+  if (all_ranks) args.insert(args.end(), {"--ranks", "all"});
+  const int rc = run_process(args, false);
   if (rc != 0) throw UsageError(fmt::format("--plot: {} failed (exit status {})", script, rc));
 }
 
@@ -202,12 +207,14 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
                                                     : resolve_input_path(options.scenario);
   sim::ScenarioOptions load;
   load.sets = resolve_set_paths(options.sets, path);
+  const std::vector<FlagAssignment> flag_sets = scenario_flag_sets(options.flags, path, options.sets);
+  for (const FlagAssignment& f : flag_sets) load.sets.push_back(f.set);
   if (!options.fidelity.empty()) load.sets.push_back("fidelity=" + options.fidelity);
   load.hardware_dir = hardware_dir();
   // `run` runs the scenario as written; its sweep is `overlap-sim sweep`'s business (a sweep value
   // that does not fit a --set hardware must not stop a run).
   load.validate_sweep = false;
-  const sim::Scenario sc = sim::load_scenario_file(path, load);
+  const sim::Scenario sc = with_flag_errors(flag_sets, [&] { return sim::load_scenario_file(path, load); });
 
   std::vector<sim::SchemeSpec> specs = selected_schemes(sc, options.scheme);
   if (!options.params.empty())
@@ -245,7 +252,13 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
 
   // Everything is computed before anything is written, and every file is staged before any is
   // moved into place: an error leaves every target as it was.
-  const std::string report = sim::format_report(*format, sim::report_context(sc), results, options.wide);
+  sim::ReportContext ctx = sim::report_context(sc);
+  ctx.overrides = shown_overrides(options.sets, flag_sets);
+  // With --scheme the user chose one; the others' absence is no news.
+  if (options.scheme.empty()) ctx.not_applicable = sim::schemes_not_applying(sc.workload);
+  // An inline profile's file is the scenario, whose comments are about more than the hardware.
+  if (sc.hardware.source_file != sc.file) ctx.hardware_note = placeholder_note(ctx.hardware, sc.hardware.source_file);
+  const std::string report = sim::format_report(*format, ctx, results, options.wide);
   const bool want_trace = !options.trace.empty() || !options.plot.empty();
   const bool first_failed = !results.empty() && results.front().failed() && results.front().request == 0;
   if ((want_trace || !options.graphviz.empty()) && first_failed)
@@ -269,7 +282,7 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
         const std::string png = staged.reserve(options.plot);
         const std::string title = fmt::format("{}: {} on {}", sc.name, specs.front().name, sim::hardware_display_name(sc));
         try {
-          plot(tmp.string(), png, title);
+          plot(tmp.string(), png, title, !options.trace_ranks.empty());
         } catch (...) {
           std::error_code ec;
           fs::remove(tmp, ec);
@@ -300,6 +313,8 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
     throw UsageError(flag + what + " (no output was written)");
   }
   if (options.output.empty()) out << report;
+  for (const std::string* written : {&options.output, &options.trace, &options.plot, &options.graphviz})
+    if (!written->empty()) err << "wrote " << *written << "\n";
   if (failed > 0) {
     for (const sim::SchemeResult& r : results)
       if (r.failed()) err << "overlap-sim: error: " << r.error << "\n";

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/scenario_flags.hpp"
+
 namespace overlap::tools {
 
 // The scenario `run` uses when none is given (Llama-3-70B MLP, TP=8 on 8xH100).
@@ -13,6 +15,7 @@ inline constexpr const char* kDefaultScenario = "scenarios/llama3-70b-tp8-mlp.ya
 struct RunOptions {
   std::string scenario;            // "" = kDefaultScenario
   std::vector<std::string> sets;   // --set a.b.c=value
+  ScenarioFlags flags;             // --hardware, --tp, --tokens
   std::string format = "table";    // table | json | csv
   std::string output;              // "" = `out`
   std::string trace;               // Chrome trace JSON of one scheme

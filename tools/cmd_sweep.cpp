@@ -20,6 +20,7 @@
 #include "cost_model/input_error.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/engine.hpp"
+#include "sim/report.hpp"
 #include "sim/scenario.hpp"
 #include "sim/sweep.hpp"
 #include "sim/sweep_mpi.hpp"
@@ -174,10 +175,16 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
                                               : resolve_input_path(o.scenario);
   sim::ScenarioOptions load;
   load.sets = resolve_set_paths(o.sets, path);
+  const std::vector<FlagAssignment> flag_sets = scenario_flag_sets(o.flags, path, o.sets);
+  for (const FlagAssignment& f : flag_sets) load.sets.push_back(f.set);
   load.hardware_dir = hardware_dir();
   load.validate_sweep = true;
   load.check_sweep_values = false;  // every point is checked below, all bad ones reported together
-  const sim::Scenario sc = sim::load_scenario_file(path, load);
+  sim::Scenario sc = with_flag_errors(flag_sets, [&] { return sim::load_scenario_file(path, load); });
+  // Every row names the scenario with what was overridden (sim/report.hpp scenario_label).
+  sc.name = sim::scenario_label(sc.name, shown_overrides(o.sets, flag_sets));
+  if (o.only_axes && !o.no_axes.empty()) throw UsageError("--only-axes drops every scenario axis; --no-axis is then redundant");
+  std::vector<sim::SweepAxis> own_axes = o.only_axes ? std::vector<sim::SweepAxis>{} : sim::drop_sweep_axes(sc.sweep, o.no_axes);
   std::vector<sim::SweepAxis> flags;
   for (const std::string& f : o.sweeps) {
     sim::SweepAxis axis = sim::parse_sweep_flag(f);
@@ -186,9 +193,11 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
       for (auto& point : axis.values) point[0] = resolve_hardware_path(point[0], path);
     flags.push_back(std::move(axis));
   }
-  const sim::SweepGrid grid = sim::make_sweep_grid(sim::merge_sweep_axes(sc.sweep, flags));
+  const std::vector<sim::SweepAxis> axes = sim::merge_sweep_axes(own_axes, flags);
+  const sim::SweepGrid grid = sim::make_sweep_grid(axes);
   if (grid.points.empty())
-    throw UsageError(fmt::format("{} has no sweep: section; give the axes with --sweep KEY=V1,V2,...", path));
+    throw UsageError(sc.sweep.empty() ? fmt::format("{} has no sweep: section; give the axes with --sweep KEY=V1,V2,...", path)
+                                      : "every axis was dropped (--no-axis / --only-axes); give the axes with --sweep KEY=V1,V2,...");
   {
     std::set<std::string> seen;
     for (const std::string& c : grid.columns)
@@ -196,15 +205,16 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
   }
 
   if (!o.plot.empty() && grid.columns.size() > 2)
-    throw UsageError(fmt::format("--plot draws one swept key (line chart) or two (heatmap); this sweep varies {}",
-                                 grid.columns.size()));
+    throw UsageError(fmt::format("--plot draws one swept key (line chart) or two (heatmap); this sweep varies {}: {} "
+                                 "(drop one with --no-axis KEY, or keep only your --sweep axes with --only-axes)",
+                                 grid.columns.size(), sim::sweep_axes_text(axes)));
 
   const int jobs = o.jobs > 0 ? o.jobs
                               : std::max(1, sim::default_jobs() / std::max(1, world.local_size()));
   sim::ScenarioOptions point_load = load;
   std::vector<sim::PreparedPoint> prepared;
   try {
-    prepared = sim::prepare_sweep(sc, grid, point_load, jobs);
+    prepared = with_flag_errors(flag_sets, [&] { return sim::prepare_sweep(sc, grid, point_load, jobs); });
   } catch (const InputError& e) {
     // A bad value of a --sweep axis: the flag is where it came from.
     for (const std::string& f : o.sweeps) {
@@ -369,6 +379,8 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
       }
       staged.commit();
       if (o.output.empty()) out << text;
+      for (const std::string* written : {&o.output, &o.plot})
+        if (!written->empty()) err << "wrote " << *written << "\n";
       for (const std::string& f : resumed_from) {
         std::error_code ec;
         fs::remove(f, ec);

@@ -6,12 +6,17 @@
 #include <string>
 #include <vector>
 
+#include "tools/scenario_flags.hpp"
+
 namespace overlap::tools {
 
 struct SweepOptions {
   std::string scenario;              // "" = the default scenario
   std::vector<std::string> sweeps;   // --sweep key=v1,v2,...
   std::vector<std::string> sets;     // --set key=value
+  ScenarioFlags flags;               // --hardware, --tp, --tokens
+  std::vector<std::string> no_axes;  // --no-axis KEY: drop the scenario's axis over KEY
+  bool only_axes = false;            // --only-axes: none of the scenario's axes, only --sweep's
   int jobs = 0;                      // threads per process; 0 = every core (shared among local ranks)
   std::string format = "csv";        // csv | json
   std::string output;                // "" = stdout

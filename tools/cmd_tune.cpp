@@ -2,6 +2,7 @@
 
 #include "sim/atomic_file.hpp"
 
+#include <cctype>
 #include <filesystem>
 #include <stdexcept>
 
@@ -9,6 +10,7 @@
 
 #include "cost_model/input_error.hpp"
 #include "cost_model/profile_loader.hpp"
+#include "sim/report.hpp"
 #include "sim/scenario.hpp"
 #include "sim/sweep_parallel.hpp"
 #include "sim/tune_schemes.hpp"
@@ -77,7 +79,55 @@ sim::Workload operator_workload(const TuneOptions& o) {
   return w;
 }
 
-void tune_operator(const TuneOptions& o, std::ostream& out) {
+// FlashOverlap's tuner names a GPU by characters 7-11 of its CUDA device name, lower-cased
+// (tune/search.py: props.name[7:11].lower(): "NVIDIA A800-SXM4-80GB" -> "a800", "NVIDIA H100 80GB
+// HBM3" -> "h100", "NVIDIA GeForce RTX 4090" -> "gefo"). The profile's GPU name stands in for the
+// device name after "NVIDIA ".
+std::string flashoverlap_gpu_token(const std::string& gpu_name) {
+  if (gpu_name.find("RTX") != std::string::npos || gpu_name.find("GeForce") != std::string::npos) return "gefo";
+  std::string token = gpu_name.substr(0, 4);
+  for (char& c : token) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return token;
+}
+
+// --export-flashoverlap DIR/ (or an existing directory): the file FlashOverlap's search writes and its
+// kernels read, configs/m{M}n{N}k{K}_{gpu}_{comm_op}_{world_size}.json (tune/search.py save_solution).
+std::string export_path(const TuneOptions& o, const sim::GemmCollective& g, const HardwareProfile& hw) {
+  const std::string& p = o.export_flashoverlap;
+  std::error_code ec;
+  if (p.back() != '/' && !fs::is_directory(p, ec)) return p;
+  const std::string name = fmt::format("m{}n{}k{}_{}_{}_{}.json", g.m, g.n, g.k, flashoverlap_gpu_token(hw.gpu.name),
+                                       o.primitive, o.ranks);
+  return (fs::path(p) / name).string();
+}
+
+// Candidates the search could not tell from the chosen one, and why it kept the one it did.
+std::string tie_note(const sim::WaveGroupTuneResult& r) {
+  const bool engine = r.search == sim::WaveGroupSearch::simulate;
+  std::vector<std::size_t> tied;
+  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+    const sim::WaveGroupTrial& c = r.candidates[i];
+    if (c.groups_waves == r.groups_waves) continue;
+    if (engine ? c.simulated_ps == r.simulated_ps : c.predicted_ps == r.predicted_ps) tied.push_back(i);
+  }
+  if (tied.empty()) return {};
+  std::string list;
+  bool same_tail = true;
+  for (std::size_t i : tied) {
+    const auto& g = r.candidates[i].groups_waves;
+    list += (list.empty() ? "" : ", ") + nlohmann::json(g).dump();
+    same_tail &= !g.empty() && g.back() == r.groups_waves.back();
+  }
+  std::string why = engine ? "the engine gives them the same latency to the picosecond" : "FlashOverlap's predictor gives them the same latency";
+  if (same_tail)
+    why += fmt::format("; they end with the same last group ({} wave{}): while the earlier groups' collectives finish "
+                       "under the GEMM, the latency is the GEMM plus that group's collective, whatever the earlier split",
+                       r.groups_waves.back(), r.groups_waves.back() == 1 ? "" : "s");
+  return fmt::format("tie: {} candidate{} ({}) {} {:.2f} us: {}; the search keeps the one it evaluated first\n", tied.size(),
+                     tied.size() == 1 ? "" : "s", list, engine ? "simulate to" : "predict", us_from_ps(engine ? r.simulated_ps : r.predicted_ps), why);
+}
+
+void tune_operator(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   const auto search = sim::parse_wave_group_search(o.search);
   if (!search)
     throw UsageError(fmt::format("--search must be flashoverlap, optimal, exhaustive or simulate (got '{}')", o.search));
@@ -105,23 +155,36 @@ void tune_operator(const TuneOptions& o, std::ostream& out) {
   }
   const std::string text = o.format == "json" ? sim::to_json(r).dump(2) + "\n"
                                               : sim::format_tune_table(r, w, o.hardware, o.top);
-  std::string config;
-  if (!o.export_flashoverlap.empty())
+  const std::string ties = o.format == "table" ? tie_note(r) : std::string();
+  std::string config, exported;
+  if (!o.export_flashoverlap.empty()) {
     config = sim::flashoverlap_config(r, sim::gemm_collective_shape(w), o.swizzle, o.algo).dump(4) + "\n";
+    exported = export_path(o, sim::gemm_collective_shape(w), hw);
+  }
   // -o and --export-flashoverlap land together or not at all (issue 12).
   StagedOutputs staged;
   try {
-    if (!o.output.empty()) staged.stage(o.output, text);
-    if (!o.export_flashoverlap.empty()) staged.stage(o.export_flashoverlap, config);
+    if (!o.output.empty()) staged.stage(o.output, text + ties);
+    if (!exported.empty()) staged.stage(exported, config);
     staged.commit();
   } catch (const std::runtime_error& e) {
     if (dynamic_cast<const UsageError*>(&e) || dynamic_cast<const InputError*>(&e)) throw;
     throw UsageError(std::string(e.what()) + " (no output was written)");
   }
-  if (o.output.empty()) out << text;
+  if (o.output.empty()) out << text << ties;
+  if (!exported.empty() && !o.algo) {
+    // FlashOverlap's kernels index their GEMM instance by Algo (search.py load_json reads data["Algo"]):
+    // a file without it does not run there as written.
+    (o.output.empty() && o.format == "table" ? out : err)
+        << fmt::format("warning: {} has no Algo (FlashOverlap's index of the {}x{} GEMM kernel in configs/AlgoDict.pt, "
+                       "which its tune/profile_config.py picks); add it with --algo N\n",
+                       exported, r.plan.tile_m, r.plan.tile_n);
+  }
+  for (const std::string* written : {&o.output, static_cast<const std::string*>(&exported)})
+    if (!written->empty()) err << "wrote " << *written << "\n";
 }
 
-void tune_scenario(const TuneOptions& o, std::ostream& out) {
+void tune_scenario(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.export_flashoverlap.empty())
     throw UsageError("--export-flashoverlap belongs to the operator form (--hardware, --gemm, --primitive, --ranks)");
   if (o.sm_margin)
@@ -131,35 +194,48 @@ void tune_scenario(const TuneOptions& o, std::ostream& out) {
   const std::string path = resolve_input_path(o.scenario);
   sim::ScenarioOptions load;
   load.sets = resolve_set_paths(o.sets, path);
+  ScenarioFlags flags = o.flags;
+  flags.hardware = o.hardware;  // given a SCENARIO, --hardware is the scenario's hardware
+  const std::vector<FlagAssignment> flag_sets = scenario_flag_sets(flags, path, o.sets);
+  for (const FlagAssignment& f : flag_sets) load.sets.push_back(f.set);
   load.hardware_dir = hardware_dir();
   load.validate_sweep = false;  // tune ignores the sweep
-  const sim::Scenario sc = sim::load_scenario_file(path, load);
+  sim::Scenario sc = with_flag_errors(flag_sets, [&] { return sim::load_scenario_file(path, load); });
+  sc.name = sim::scenario_label(sc.name, shown_overrides(o.sets, flag_sets));
   const int jobs = o.jobs > 0 ? o.jobs : sim::default_jobs();
   const sim::SchemeTuneResult r = sim::tune_schemes(sc, jobs);
   const std::string text = o.format == "json" ? sim::to_json(r, sc, o.top).dump(2) + "\n"
                                               : sim::format_scheme_tune_table(r, sc, o.top);
-  if (o.output.empty()) out << text;
-  else write_output(o.output, text);
+  if (o.output.empty()) {
+    out << text;
+  } else {
+    write_output(o.output, text);
+    err << "wrote " << o.output << "\n";
+  }
 }
 
 }  // namespace
 
-void cmd_tune(const TuneOptions& options, std::ostream& out) {
+void cmd_tune(const TuneOptions& options, std::ostream& out, std::ostream& err) {
   if (options.top < 1) throw UsageError(fmt::format("--top must be at least 1 (got {})", options.top));
   if (options.jobs < 0) throw UsageError(fmt::format("-j must be at least 1 (got {})", options.jobs));
+  // --hardware alone with a SCENARIO is the scenario's hardware (as in run and sweep).
   const bool operator_level = !options.gemm.empty() || !options.primitive.empty() || options.ranks != 0 ||
-                              !options.hardware.empty();
+                              (!options.hardware.empty() && options.scenario.empty() && !options.flags.tp &&
+                               !options.flags.tokens);
   if (operator_level) {
+    if (options.flags.tp || options.flags.tokens)
+      throw UsageError("--tp and --tokens shape a SCENARIO's workload; the operator form takes --ranks and --gemm MxNxK");
     if (!options.scenario.empty())
       throw UsageError("tune takes either a SCENARIO (scheme level) or --hardware/--gemm/--primitive/--ranks "
                        "(operator level), not both");
-    tune_operator(options, out);
+    tune_operator(options, out, err);
     return;
   }
   TuneOptions o = options;
   // Like run and sweep: no scenario means the default one.
   if (o.scenario.empty()) o.scenario = (fs::path(source_dir()) / kDefaultScenario).string();
-  tune_scenario(o, out);
+  tune_scenario(o, out, err);
 }
 
 }  // namespace overlap::tools

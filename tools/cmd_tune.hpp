@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/scenario_flags.hpp"
+
 namespace overlap::tools {
 
 struct TuneOptions {
@@ -27,9 +29,11 @@ struct TuneOptions {
   int top = 10;                    // candidates listed
   int jobs = 0;                    // scheme level: threads (0 = every core)
   std::vector<std::string> sets;   // --set
+  ScenarioFlags flags;             // scheme level: --tp, --tokens (and --hardware, given a SCENARIO)
 };
 
 // Throws UsageError / InputError (exit 2); files are written atomically after everything is computed.
-void cmd_tune(const TuneOptions& options, std::ostream& out);
+// Each file written is confirmed on `err` ("wrote FILE").
+void cmd_tune(const TuneOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace overlap::tools

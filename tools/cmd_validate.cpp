@@ -16,6 +16,7 @@
 #include "cost_model/flashoverlap_predictor.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
+#include "cost_model/input_file.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/engine.hpp"
@@ -179,13 +180,36 @@ std::string curve_key_for(const std::string& path, const json& env, bool have_sm
   return path;
 }
 
+// A GEMM's time grows with K at fixed M, N and SMs (the same tiles, each with more K steps), so a
+// measurement slower than the same GEMM with at least 4x its K contradicts the other one: one of
+// the two was disturbed (clocks, a neighbour), and a profile fitted from it inherits the error.
+void flag_slower_than_longer_k(ValidationGroup& g, const std::vector<GemmShape>& shapes, const std::vector<int>& sms,
+                               ValidationReport& rep) {
+  for (std::size_t i = 0; i < g.rows.size() && i < shapes.size(); ++i) {
+    for (std::size_t j = 0; j < g.rows.size() && j < shapes.size(); ++j) {
+      const GemmShape& a = shapes[i];
+      const GemmShape& b = shapes[j];
+      if (a.m != b.m || a.n != b.n || a.dtype != b.dtype || sms[i] != sms[j] || b.k < 4 * a.k) continue;
+      if (g.rows[i].measured_us <= g.rows[j].measured_us) continue;
+      const std::string why = fmt::format("measured {:.1f} us, slower than {} with {}x its K ({:.1f} us)", g.rows[i].measured_us,
+                                          shape_text(b), b.k / a.k, g.rows[j].measured_us);
+      if (!g.rows[i].suspicious.empty()) continue;  // one contradiction is enough to say
+      g.rows[i].suspicious = why;
+      rep.suspicious.push_back(fmt::format("{} {}{}: {}", g.benchmark, g.rows[i].config, g.rows[i].fitted ? " (fitted)" : "", why));
+    }
+  }
+}
+
 void gemm_groups(const cal::MeasurementSet& set, const HardwareProfile& p, ValidationReport& rep) {
   const int S = p.gpu.sm_count;
   ValidationGroup whole{cal::bench::gemm, "engine: one tiled kernel on every SM (profile gemm_profiles)", {}, 0, 0, 0};
+  std::vector<GemmShape> whole_shapes;
   for (const auto* m : set.of(cal::bench::gemm)) {
     const GemmShape s = shape_of(*m);
     whole.rows.push_back(row(shape_text(s), *m, simulate_gemm_us(p, s, S), has_gemm_profile(p, s)));
+    whole_shapes.push_back(s);
   }
+  flag_slower_than_longer_k(whole, whole_shapes, std::vector<int>(whole_shapes.size(), S), rep);
   // With gpu.gemm_full_rate_sms, the rows on the two smallest partitions fitted it (with the whole GPU's).
   const bool full_rate = p.gpu.gemm_full_rate_sms > 0;
   const std::vector<int> fit_sms = full_rate ? cal::fit_gemm_full_rate_sms(set, S).fit_sms : std::vector<int>{};
@@ -195,9 +219,13 @@ void gemm_groups(const cal::MeasurementSet& set, const HardwareProfile& p, Valid
                                                p.gpu.gemm_full_rate_sms)
                                  : std::string("engine: one tiled kernel on k SMs (green context), calibrated CTA time"),
                        {}, 0, 0, 0};
+  std::vector<GemmShape> on_k_shapes;
+  std::vector<int> on_k_sms;
   for (const auto* m : set.of(cal::bench::gemm_sm)) {
     const GemmShape s = shape_of(*m);
     const int k = static_cast<int>(m->config_count("sms", S));
+    on_k_shapes.push_back(s);
+    on_k_sms.push_back(k);
     const bool fitted = (k == S && has_gemm_profile(p, s)) || std::find(fit_sms.begin(), fit_sms.end(), k) != fit_sms.end();
     // A partition that hosts the kernel's clusters on fewer SMs runs it on those (measured by the
     // calibration where it recorded cluster_sms_reached).
@@ -206,21 +234,28 @@ void gemm_groups(const cal::MeasurementSet& set, const HardwareProfile& p, Valid
                                         : fmt::format("{} on {} SMs ({} reached by its clusters)", shape_text(s), k, usable),
                             *m, simulate_gemm_us(p, s, usable), fitted));
   }
+  flag_slower_than_longer_k(on_k, on_k_shapes, on_k_sms, rep);
   // With the CTA roofline the profile's fit saw the whole-GPU grid only: these rows are out of sample.
   ValidationGroup waves{cal::bench::gemm_waves,
                         p.gpu.gemm_sm_load_gbps > 0
                             ? "engine: one tiled kernel; tile and CTA time from the CTA roofline (fitted on the gemm grid)"
                             : "engine: one tiled kernel; tile from the heuristic, rate gemm_tile_us",
                         {}, 0, 0, 0};
+  std::vector<GemmShape> wave_shapes;
   for (const auto* m : set.of(cal::bench::gemm_waves)) {
     const GemmShape s = shape_of(*m);
     waves.rows.push_back(row(shape_text(s), *m, simulate_gemm_us(p, s, S), has_gemm_profile(p, s)));
+    wave_shapes.push_back(s);
   }
+  flag_slower_than_longer_k(waves, wave_shapes, std::vector<int>(wave_shapes.size(), S), rep);
   ValidationGroup tile{cal::bench::gemm_tile, "the full-wave GEMMs behind the GEMM rate (fitted, not scored)", {}, 0, 0, 0};
+  std::vector<GemmShape> tile_shapes;
   for (const auto* m : set.of(cal::bench::gemm_tile)) {
     const GemmShape s = shape_of(*m);
     tile.rows.push_back(row(shape_text(s), *m, simulate_gemm_us(p, s, S), true));
+    tile_shapes.push_back(s);
   }
+  flag_slower_than_longer_k(tile, tile_shapes, std::vector<int>(tile_shapes.size(), S), rep);
   ValidationGroup icopy{cal::bench::interference_sm_copy,
                         "cost_model gemm_time_ps on S - k SMs x (1 + gemm_comm_interference k / S); the one "
                         "coefficient is fitted over these rows",
@@ -506,6 +541,46 @@ void scheme_group(const std::string& dir, ValidationReport& rep) {
   if (!g.rows.empty()) rep.groups.push_back(std::move(g));
 }
 
+// The targets recorded beside the results (validation.json, as --record wrote it), each group's
+// tolerance for single rows, and the verdict.
+void judge(ValidationReport& rep, const fs::path& recorded) {
+  json targets;
+  if (fs::exists(recorded)) {
+    const auto text = read_input_file_if_exists(recorded.string(), "validation record", 1 << 20);
+    try {
+      targets = json::parse(text.value_or("{}")).value("median_abs_error_pct", json::object());
+    } catch (const json::exception& e) {
+      throw InputError(recorded.string(), 0, "", std::string("not JSON: ") + e.what());
+    }
+    if (!targets.is_object()) throw InputError(recorded.string(), 0, "median_abs_error_pct", "must be a map of group -> %");
+  }
+  auto target_of = [&](const std::string& key) -> std::optional<double> {
+    if (!targets.is_object() || !targets.contains(key) || !targets[key].is_number()) return std::nullopt;
+    return targets[key].get<double>();
+  };
+  rep.target_median_pct = target_of("all");
+  bool any_target = false, failed = false;
+  for (ValidationGroup& g : rep.groups) {
+    g.target_median_pct = target_of(g.benchmark);
+    const double base = g.target_median_pct.value_or(g.median_abs_error_pct);
+    g.tolerance_pct = std::max(kOffFactor * base, kOffFloorPct);
+    g.off_rows = 0;
+    for (ValidationRow& r : g.rows) {
+      r.off = !r.fitted && std::fabs(r.error_pct) > g.tolerance_pct;
+      g.off_rows += r.off ? 1 : 0;
+    }
+    if (g.target_median_pct && g.scored > 0) {
+      any_target = true;
+      failed |= g.median_abs_error_pct > *g.target_median_pct + kValidationMarginPct;
+    }
+  }
+  if (rep.target_median_pct && rep.scored > 0) {
+    any_target = true;
+    failed |= rep.median_abs_error_pct > *rep.target_median_pct + kValidationMarginPct;
+  }
+  rep.verdict = !any_target ? "NO TARGET" : failed ? "FAIL" : "PASS";
+}
+
 }  // namespace
 
 ValidationReport validate_dir(const std::string& dir) {
@@ -536,11 +611,28 @@ ValidationReport validate_dir(const std::string& dir) {
     rep.median_abs_error_pct = cal::median_of_values(all);
     rep.max_abs_error_pct = *std::max_element(all.begin(), all.end());
   }
+  judge(rep, fs::path(dir) / "validation.json");
   return rep;
 }
 
+namespace {
+
+std::string target_text(const std::optional<double>& target) {
+  return target ? fmt::format("target {:.2f} % (+{:.1f})", *target, kValidationMarginPct) : std::string("no target");
+}
+
+std::string group_mark(const ValidationGroup& g) {
+  if (!g.target_median_pct || g.scored == 0) return "-";
+  return g.median_abs_error_pct <= *g.target_median_pct + kValidationMarginPct ? "ok" : "FAIL";
+}
+
+}  // namespace
+
 json to_json(const ValidationReport& rep) {
-  json j{{"dir", rep.dir},
+  json j{{"verdict", rep.verdict},
+         {"target_median_abs_error_pct", rep.target_median_pct ? json(*rep.target_median_pct) : json()},
+         {"suspicious", rep.suspicious},
+         {"dir", rep.dir},
          {"profile", rep.profile_file},
          {"fixture", rep.fixture},
          {"rows_scored", rep.scored},
@@ -556,6 +648,10 @@ json to_json(const ValidationReport& rep) {
             {"rows_scored", g.scored},
             {"median_abs_error_pct", g.median_abs_error_pct},
             {"max_abs_error_pct", g.max_abs_error_pct},
+            {"target_median_abs_error_pct", g.target_median_pct ? json(*g.target_median_pct) : json()},
+            {"result", group_mark(g)},
+            {"tolerance_pct", g.tolerance_pct},
+            {"rows_off", g.off_rows},
             {"rows", json::array()}};
     if (g.exposed_rows > 0) {
       jg["exposed_comm"] = json{{"rows", g.exposed_rows},
@@ -564,7 +660,8 @@ json to_json(const ValidationReport& rep) {
     }
     for (const auto& r : g.rows) {
       json jr{{"config", r.config},     {"measured_us", r.measured_us}, {"predicted_us", r.predicted_us},
-              {"error_pct", r.error_pct}, {"spread", r.spread},       {"fitted", r.fitted}};
+              {"error_pct", r.error_pct}, {"spread", r.spread},       {"fitted", r.fitted}, {"off", r.off}};
+      if (!r.suspicious.empty()) jr["suspicious"] = r.suspicious;
       if (r.exposed_measured_us && r.exposed_predicted_us) {
         jr["exposed_comm_measured_us"] = *r.exposed_measured_us;
         jr["exposed_comm_predicted_us"] = *r.exposed_predicted_us;
@@ -593,6 +690,22 @@ json to_json(const ValidationReport& rep) {
 }
 
 void print_validation_table(const ValidationReport& rep, std::ostream& out) {
+  // The verdict first: overall and per group against the recorded targets, then the rows.
+  out << fmt::format("verdict: {}: median |error| {:.2f} % over {} scored rows, {}{}\n", rep.verdict, rep.median_abs_error_pct,
+                     rep.scored, target_text(rep.target_median_pct),
+                     rep.verdict == "NO TARGET" ? " (record targets with --record)" : "");
+  std::size_t width = 5;
+  for (const auto& g : rep.groups) width = std::max(width, g.benchmark.size());
+  out << fmt::format("  {:<{}}  {:>6}  {:>14}  {:>8}  {:>9}  {}\n", "group", width, "result", "median |err| %", "target %",
+                     "tolerance", "rows off / scored");
+  for (const auto& g : rep.groups) {
+    out << fmt::format("  {:<{}}  {:>6}  {:>14.2f}  {:>8}  {:>8.1f}%  {} / {}\n", g.benchmark, width, group_mark(g),
+                       g.median_abs_error_pct, g.target_median_pct ? fmt::format("{:.2f}", *g.target_median_pct) : "-",
+                       g.tolerance_pct, g.off_rows, g.scored);
+  }
+  for (const auto& s : rep.suspicious) out << "  suspicious: " << s << "\n";
+  out << fmt::format("(tolerance: rows with |error| above {:g} x the group's target (or median), at least {:g} %, are marked OFF)\n\n",
+                     kOffFactor, kOffFloorPct);
   out << fmt::format("validate: {}{}\nprofile: {}\nerror = 100 x (predicted - measured) / measured; rows marked "
                      "'fitted' built the profile and are not scored\n",
                      rep.dir, rep.fixture ? "   (FIXTURE: made-up numbers, not a measurement)" : "", rep.profile_file);
@@ -600,8 +713,9 @@ void print_validation_table(const ValidationReport& rep, std::ostream& out) {
     out << fmt::format("\n== {}: {}\n", g.benchmark, g.model);
     out << fmt::format("{:<64} {:>14} {:>15} {:>10} {:>8}\n", "configuration", "measured (us)", "predicted (us)", "error (%)", "spread");
     for (const auto& r : g.rows) {
-      out << fmt::format("{:<64} {:>14.3f} {:>15.3f} {:>10.2f} {:>8.3f}{}{}\n", r.config, r.measured_us, r.predicted_us,
-                         r.error_pct, r.spread, r.fitted ? "  fitted" : "", r.note.empty() ? "" : "  " + r.note);
+      out << fmt::format("{:<64} {:>14.3f} {:>15.3f} {:>10.2f} {:>8.3f}{}{}{}{}\n", r.config, r.measured_us, r.predicted_us,
+                         r.error_pct, r.spread, r.fitted ? "  fitted" : "", r.off ? "  OFF" : "",
+                         r.suspicious.empty() ? "" : "  SUSPICIOUS: " + r.suspicious, r.note.empty() ? "" : "  " + r.note);
     }
     out << fmt::format("median |error| {:.2f} %, max {:.2f} % over {} scored rows\n", g.median_abs_error_pct,
                        g.max_abs_error_pct, g.scored);
@@ -645,14 +759,18 @@ json recorded_figures(const ValidationReport& rep) {
   return json{{"recorded_by", "overlap-sim validate --record"}, {"median_abs_error_pct", med}, {"rows_scored", rows}};
 }
 
-void cmd_validate(const std::string& dir, const std::string& format, bool record, std::ostream& out) {
+void cmd_validate(const std::string& dir, const std::string& format, bool record, std::ostream& out, std::ostream& err) {
   const ValidationReport rep = validate_dir(dir);
   if (format == "json") {
     out << to_json(rep).dump(2) << "\n";
   } else {
     print_validation_table(rep, out);
   }
-  if (record) write_file_atomically((fs::path(dir) / "validation.json").string(), recorded_figures(rep).dump(2) + "\n");
+  if (record) {
+    const std::string file = (fs::path(dir) / "validation.json").string();
+    write_file_atomically(file, recorded_figures(rep).dump(2) + "\n");
+    err << "wrote " << file << "\n";
+  }
 }
 
 }  // namespace overlap::tools

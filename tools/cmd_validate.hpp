@@ -25,6 +25,8 @@ struct ValidationRow {
   double error_pct = 0;      // 100 * (predicted - measured) / measured
   double spread = 0;         // the measurement's max / min
   bool fitted = false;       // the profile was built from this measurement
+  bool off = false;          // scored and |error| beyond its group's tolerance
+  std::string suspicious;    // why the measurement itself looks wrong ("" = nothing seen)
   std::string note;          // e.g. the run's reference check and host enqueue time
   // Scheme runs: exposed communication (latency - compute-only, design.md "Metrics"), measured
   // and predicted; none for the benchmarks.
@@ -44,7 +46,19 @@ struct ValidationGroup {
   int exposed_rows = 0;
   double exposed_median_abs_error_us = 0;
   double exposed_median_abs_error_pct_of_latency = 0;
+  // The group's target: the median |error| recorded in DIR/validation.json (what CI holds later runs
+  // to, plus kValidationMarginPct); absent when nothing was recorded for it.
+  std::optional<double> target_median_pct = std::nullopt;
+  // Rows with |error| above this are flagged: kOffFactor x the target (or, with none, the group's
+  // own median), at least kOffFloorPct.
+  double tolerance_pct = 0;
+  int off_rows = 0;
 };
+
+// The margin by which a median may exceed its recorded figure (the CI test's, tests/calibrate).
+inline constexpr double kValidationMarginPct = 0.5;
+inline constexpr double kOffFactor = 3.0;
+inline constexpr double kOffFloorPct = 5.0;
 
 // FlashOverlap: for one workload, the partition measured fastest vs the one the simulator ranks
 // first among the same measured candidates.
@@ -77,6 +91,13 @@ struct ValidationReport {
   int scored = 0;
   double median_abs_error_pct = 0;   // over every scored row
   double max_abs_error_pct = 0;
+  std::optional<double> target_median_pct;  // validation.json's "all"
+  // Measurements that contradict each other (a GEMM slower than the same GEMM with 4x its K), fitted
+  // or not: "gemm 8192x8192x1024 bf16: ...".
+  std::vector<std::string> suspicious;
+  // "PASS" when every group with a target meets it (median <= target + margin), "FAIL" when one does
+  // not, "NO TARGET" when DIR has no validation.json.
+  std::string verdict;
 };
 
 // Throws overlap::InputError for a missing or malformed file in DIR.
@@ -88,6 +109,7 @@ void print_validation_table(const ValidationReport& report, std::ostream& out);
 nlohmann::json recorded_figures(const ValidationReport& report);
 
 // The command: prints the report; with `record`, writes DIR/validation.json atomically.
-void cmd_validate(const std::string& dir, const std::string& format, bool record, std::ostream& out);
+// The table opens with the verdict (ValidationReport::verdict, per group against DIR/validation.json).
+void cmd_validate(const std::string& dir, const std::string& format, bool record, std::ostream& out, std::ostream& err);
 
 }  // namespace overlap::tools

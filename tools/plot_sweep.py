@@ -2,9 +2,12 @@
 """Speedup and exposed communication per scheme over a sweep, from `overlap-sim sweep` output.
 
 One swept key: two line charts (speedup vs the baseline, exposed communication in us) with one line
-per scheme. Two swept keys: heatmaps, one column per scheme, the speedup row above the exposed
-communication row, each cell annotated when the grid is small. Axis labels carry the swept key and
-its unit (from the key's suffix: _gbps is GB/s, _us is us); every figure has a legend or colour bar.
+per scheme; an axis whose values are all powers of two is drawn in log2 steps. Two swept keys:
+heatmaps, one column per scheme but the baseline (1.0x everywhere by definition), the speedup row on
+a diverging scale split at 1.0x (red: slower than the baseline, blue: faster) above the exposed
+communication row, and a last panel naming the best scheme of each cell (what to use there); cells
+are annotated when the grid is small. Axis labels carry the swept key and its unit (from the key's
+suffix: _gbps is GB/s, _us is us); every figure has a legend or colour bar.
 
 Usage: plot_sweep.py RESULTS.{csv,json} --output OUT.png [--title T] [--dpi N]
 The PNG is written atomically (a temporary file renamed over the target). Exit status 2 on bad
@@ -109,6 +112,11 @@ def labelled(rows):
     return out
 
 
+def powers_of_two(values):
+    """All positive whole numbers that are powers of two (and more than two of them): a log2 axis."""
+    return len(values) > 2 and all(isinstance(v, int) and v > 0 and v & (v - 1) == 0 for v in values)
+
+
 def ordered(values):
     vals = list(dict.fromkeys(values))
     if all(isinstance(v, (int, float)) for v in vals):
@@ -155,46 +163,95 @@ def main():
                 ax.plot(px, [y for _, y in pts], marker="o", label=s)
             if not numeric:
                 ax.set_xticks(range(len(xs)), [str(x) for x in xs], rotation=30, ha="right")
+            elif powers_of_two(xs):
+                # Doubling sweeps (tokens, sizes): equal steps per doubling, ticks at the swept values.
+                ax.set_xscale("log", base=2)
+                ax.set_xticks(xs, [str(x) for x in xs], rotation=30 if len(xs) > 6 else 0)
+                ax.minorticks_off()
             ax.set_xlabel(axis_label(keys[0]))
             ax.set_ylabel(label)
             ax.grid(True, alpha=0.3)
         axes[0].axhline(1.0, color="grey", lw=0.8, ls="--")
         axes[1].legend(title="scheme", fontsize=8)
     else:
+        from matplotlib.colors import ListedColormap, TwoSlopeNorm
         ys = ordered(p[0] for p, *_ in rows)
         xs = ordered(p[1] for p, *_ in rows)
+        # The baseline's column says 1.0x everywhere: the best-scheme panel carries it instead.
+        shown = [s for s in schemes if s != baseline] or schemes
+        cols = len(shown) + 1
         # constrained layout leaves the left column room for its row labels, whatever their length.
-        fig, axes = plt.subplots(2, len(schemes), figsize=(3.2 * len(schemes) + 1.5, 7.0), squeeze=False,
-                                 constrained_layout=True)
+        fig, axes = plt.subplots(2, cols, figsize=(3.2 * cols + 1.5, 7.0), squeeze=False, constrained_layout=True)
         small = len(xs) * len(ys) <= 36
+
+        def ticks(ax, row, col):
+            ax.set_xticks(range(len(xs)), [str(x) for x in xs], rotation=45, ha="right", fontsize=7)
+            # Row labels once, on the left column: long ones (profile names) would run into the
+            # panel beside them.
+            ax.set_yticks(range(len(ys)), [str(y) for y in ys] if col == 0 else [], fontsize=7)
+            if row == 1 or col == cols - 1:
+                ax.set_xlabel(axis_label(keys[1]), fontsize=8)
+            if col == 0:
+                ax.set_ylabel(axis_label(keys[0]), fontsize=8)
+
         for row, (m, label) in enumerate(metrics):
-            grids = {s: [[data.get((s, (y, x)), {}).get(m, float("nan")) for x in xs] for y in ys] for s in schemes}
+            grids = {s: [[data.get((s, (y, x)), {}).get(m, float("nan")) for x in xs] for y in ys] for s in shown}
             finite = [v for g in grids.values() for line in g for v in line if v == v]
             lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
-            for col, s in enumerate(schemes):
+            if m == "speedup":
+                # Diverging at 1.0x whatever the range: below is worse than the baseline.
+                norm = TwoSlopeNorm(vmin=min(lo, 0.999), vcenter=1.0, vmax=max(hi, 1.001))
+                cmap = "RdBu"
+            else:
+                norm = None
+                cmap = "magma_r"
+            for col, s in enumerate(shown):
                 ax = axes[row][col]
-                im = ax.imshow(grids[s], origin="lower", aspect="auto", vmin=lo, vmax=hi,
-                               cmap="viridis" if m == "speedup" else "magma_r")
-                ax.set_xticks(range(len(xs)), [str(x) for x in xs], rotation=45, ha="right", fontsize=7)
-                # Row labels once, on the left column: long ones (profile names) would run into
-                # the panel beside them.
-                ax.set_yticks(range(len(ys)), [str(y) for y in ys] if col == 0 else [], fontsize=7)
+                im = ax.imshow(grids[s], origin="lower", aspect="auto", cmap=cmap, norm=norm,
+                               vmin=None if norm else lo, vmax=None if norm else hi)
+                ticks(ax, row, col)
                 if row == 0:
                     ax.set_title(s, fontsize=10)
-                if row == 1:
-                    ax.set_xlabel(axis_label(keys[1]), fontsize=8)
-                if col == 0:
-                    ax.set_ylabel(axis_label(keys[0]), fontsize=8)
                 if small:
                     for yi, line in enumerate(grids[s]):
                         for xi, v in enumerate(line):
                             if v == v:
-                                # Dark text on the light end of either colour map, white on the dark end.
-                                t = (v - lo) / (hi - lo) if hi > lo else 0.5
-                                dark = t > 0.6 if m == "speedup" else t < 0.4
+                                # White text on the saturated ends of either colour map, dark between.
+                                if norm:
+                                    t = float(norm(v))
+                                    dark = 0.2 < t < 0.8
+                                else:
+                                    t = (v - lo) / (hi - lo) if hi > lo else 0.5
+                                    dark = t < 0.4
                                 ax.text(xi, yi, f"{v:.2f}" if m == "speedup" else f"{v:.0f}", ha="center",
                                         va="center", fontsize=7, color="black" if dark else "white")
-            fig.colorbar(im, ax=list(axes[row]), label=label, shrink=0.9)
+            fig.colorbar(im, ax=list(axes[row][:len(shown)]), label=label, shrink=0.9)
+
+        # The best scheme per cell: the highest speedup (the baseline where nothing beats it).
+        best = [[None for _ in xs] for _ in ys]
+        for yi, y in enumerate(ys):
+            for xi, x in enumerate(xs):
+                cands = [(data[(s, (y, x))]["speedup"], s) for s in schemes if (s, (y, x)) in data]
+                if cands:
+                    best[yi][xi] = max(cands, key=lambda c: (c[0], -schemes.index(c[1])))
+        winners = [s for s in schemes if any(b and b[1] == s for line in best for b in line)]
+        palette = plt.get_cmap("tab10")
+        colours = [palette(schemes.index(s) % 10) for s in winners] or [(0.8, 0.8, 0.8, 1.0)]
+        index = [[winners.index(b[1]) if b else float("nan") for b in line] for line in best]
+        ax = axes[0][cols - 1]
+        ax.imshow(index, origin="lower", aspect="auto", cmap=ListedColormap(colours), vmin=-0.5,
+                  vmax=len(colours) - 0.5)
+        ticks(ax, 0, cols - 1)
+        ax.set_title("best scheme", fontsize=10)
+        if small:
+            for yi, line in enumerate(best):
+                for xi, b in enumerate(line):
+                    if b:
+                        ax.text(xi, yi, f"{b[1]}\n{b[0]:.2f}x", ha="center", va="center", fontsize=6, color="white")
+        from matplotlib.patches import Patch
+        ax.legend(handles=[Patch(color=c, label=s) for c, s in zip(colours, winners)], fontsize=7,
+                  loc="upper left", bbox_to_anchor=(0, -0.25), title="best (highest speedup)", title_fontsize=7)
+        axes[1][cols - 1].axis("off")
     title = args.title + ": " if args.title else ""
     fig.suptitle(f"{title}sweep over {' x '.join(keys)}", fontsize=10)
 

@@ -2,12 +2,16 @@
 """Timeline PNG of one simulated run, from the Chrome trace `overlap-sim run --trace` writes.
 
 The title names the scheme and the parameters it ran with (from the trace's otherData), and a legend
-says what each colour is. Lanes, per rank: SM occupancy (how many SMs are busy, from the trace's "SMs busy" counter), one lane
-per stream (kernels as bars: compute blue, communication orange), one per copy engine, and the
+says what each colour is. One rank by default (the first in the trace; --ranks picks others, "all"
+every one). Lanes, per rank: exposed communication (red: communication running while no compute
+runs on that rank), SM occupancy (how many SMs are busy, from the trace's "SMs busy" counter), one
+lane per stream (kernels as bars: compute blue, communication orange), one per copy engine, and the
 fabric links touching that rank's GPU (number of transfers in flight). Links that touch no GPU
-(switch to switch, host, NIC) come last under "fabric".
+(switch to switch, host, NIC) come last under "fabric". Every kernel is named: on its bar when the
+name fits, else by the number of its family (its name without the trailing step number, e.g.
+fc1.pull*) when that fits, and every family is listed under the figure.
 
-Usage: plot_timeline.py TRACE.json --output OUT.png [--title T] [--ranks 0,1] [--dpi N]
+Usage: plot_timeline.py TRACE.json --output OUT.png [--title T] [--ranks 0,1|all] [--dpi N]
 The PNG is written atomically (a temporary file renamed over the target). Exit status 2 on bad
 input or a missing matplotlib.
 """
@@ -26,6 +30,7 @@ COLORS = {"compute": "#4c72b0", "comm": "#dd8452", "copy_engine": "#55a868"}
 OTHER_COLOR = "#8172b2"
 SM_COLOR = "#c44e52"
 LINK_COLOR = "#937860"
+EXPOSED_COLOR = "#d62728"
 LEGEND_LABELS = {"compute": "compute kernel", "comm": "communication kernel", "copy_engine": "copy-engine transfer"}
 
 
@@ -114,6 +119,40 @@ def collect(events):
     return ranks, process, thread, slices, sm_counter, link_steps
 
 
+def family(name):
+    """A kernel's family: its name without the trailing step number (fc1.pull3 -> fc1.pull*)."""
+    base = re.sub(r"\d+$", "", name)
+    return base + "*" if base != name else name
+
+
+def union(intervals):
+    out = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+        elif end > start:
+            out.append([start, end])
+    return out
+
+
+def exposed_intervals(rank_slices):
+    """Where communication (kernels or copies) runs while no compute kernel does."""
+    compute = union([(s, s + d) for (s, d, _n, c) in rank_slices if c == "compute"])
+    comm = union([(s, s + d) for (s, d, _n, c) in rank_slices if c in ("comm", "copy_engine")])
+    out = []
+    for start, end in comm:
+        cur = start
+        for cs, ce in compute:
+            if ce <= cur or cs >= end:
+                continue
+            if cs > cur:
+                out.append((cur, cs))
+            cur = max(cur, ce)
+        if cur < end:
+            out.append((cur, end))
+    return out
+
+
 def step_series(deltas):
     xs, ys, level = [], [], 0
     for ts, d in sorted(deltas):
@@ -131,7 +170,7 @@ def main():
     parser.add_argument("trace", help="Chrome trace JSON from overlap-sim run --trace")
     parser.add_argument("--output", "-o", required=True, help="PNG to write")
     parser.add_argument("--title", default="", help="figure title")
-    parser.add_argument("--ranks", default="", help="comma-separated ranks to show (default: all)")
+    parser.add_argument("--ranks", default="", help="comma-separated ranks to show, or all (default: the first rank)")
     parser.add_argument("--dpi", type=int, default=120)
     args = parser.parse_args()
 
@@ -144,7 +183,11 @@ def main():
 
     trace, events = load_trace(args.trace)
     ranks, _process, thread, slices, sm_counter, link_steps = collect(events)
-    if args.ranks:
+    if args.ranks == "all":
+        pass
+    elif not args.ranks:
+        ranks = ranks[:1]  # one rank reads at a glance; the others are alike in a symmetric run
+    else:
         try:
             wanted = {int(r) for r in args.ranks.split(",") if r.strip()}
         except ValueError:
@@ -163,6 +206,8 @@ def main():
             continue  # every kernel touches HBM; the lane would only repeat the SM lane
         (links_by_rank.setdefault(r, []) if r is not None else other_links).append(name)
     for r in ranks:
+        mine = [x for (pid, _tid), v in slices.items() if pid == r for x in v]
+        lanes.append((f"rank {r} exposed comm", "exposed", exposed_intervals(mine)))
         if r in sm_counter:
             lanes.append((f"rank {r} SMs busy", "counter", sm_counter[r]))
         tids = sorted(tid for (pid, tid) in slices if pid == r)
@@ -179,22 +224,44 @@ def main():
     if end_us <= 0:
         end_us = 1.0
 
-    height = max(2.5, 0.32 * len(lanes) + 1.5)
+    # Kernel families in order of first appearance: the key under the figure.
+    families = {}
+    for label, kind, payload in lanes:
+        if kind == "slices":
+            for start, _dur, name, cat in sorted(payload):
+                families.setdefault(family(name), cat)
+    number = {f: i + 1 for i, f in enumerate(families)}
+
+    height = max(2.5, 0.32 * len(lanes) + 1.5 + 0.18 * (len(families) // 6 + 1))
     fig, ax = plt.subplots(figsize=(14, height))
+    # A 6-point character's width in microseconds on this axis (about 12 of the 14 inches hold the
+    # time axis, 1.06 x end_us).
+    char_us = (3.2 / 72.0) / 12.0 * end_us * 1.06
     yticks, ylabels = [], []
     used = set()
+    exposed_total = {}
     for i, (label, kind, payload) in enumerate(lanes):
         y = len(lanes) - 1 - i
         yticks.append(y)
         ylabels.append(label)
-        if kind == "slices":
+        if kind == "exposed":
+            used.add("exposed")
+            for start, end in payload:
+                ax.broken_barh([(start, max(end - start, end_us * 1e-4))], (y - 0.4, 0.8), facecolors=EXPOSED_COLOR,
+                               edgecolors="none")
+            total = sum(end - start for start, end in payload)
+            exposed_total[label] = total
+            ax.text(end_us, y, f" {total:.1f} us", va="center", fontsize=6, color=EXPOSED_COLOR)
+        elif kind == "slices":
             for start, dur, name, cat in payload:
                 color = COLORS.get(cat, OTHER_COLOR)
                 used.add(cat if cat in COLORS else "other")
                 ax.broken_barh([(start, max(dur, end_us * 1e-4))], (y - 0.4, 0.8), facecolors=color,
                                edgecolors="white", linewidth=0.3)
-                if dur > end_us * 0.06:
-                    ax.text(start + dur / 2, y, name, ha="center", va="center", fontsize=6, color="white", clip_on=True)
+                tag = f"[{number[family(name)]}]"
+                text = name if dur > char_us * (len(name) + 1) else tag if dur > char_us * (len(tag) + 0.5) else ""
+                if text:
+                    ax.text(start + dur / 2, y, text, ha="center", va="center", fontsize=6, color="white", clip_on=True)
         else:
             if kind == "counter":
                 xs = [ts for ts, _ in sorted(payload)]
@@ -225,12 +292,19 @@ def main():
         handles.append(Patch(facecolor=SM_COLOR, alpha=0.6, label="SMs busy (scaled to its max)"))
     if "link" in used:
         handles.append(Patch(facecolor=LINK_COLOR, alpha=0.6, label="transfers in flight on a link"))
+    if "exposed" in used:
+        handles.insert(0, Patch(facecolor=EXPOSED_COLOR, label="exposed communication (no compute running)"))
     if handles:
         # Below the x-axis label: about 0.45 inch under the axes, whatever the figure's height.
         below = 0.45 / max(1.0, height - 1.2)
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -below), ncol=min(len(handles), 5),
                   fontsize=7, frameon=False)
-    fig.tight_layout()
+    if families:
+        # Every kernel by family: the numbers on the bars too narrow for a name.
+        entries = [f"[{number[f]}] {f}" for f in families]
+        lines = ["   ".join(entries[i:i + 8]) for i in range(0, len(entries), 8)]
+        fig.text(0.01, 0.005, "kernels: " + "\n         ".join(lines), fontsize=6, family="monospace", va="bottom")
+    fig.tight_layout(rect=(0, 0.03 + 0.12 * (len(families) // 8 + 1) / height, 1, 1))
 
     out_dir = os.path.dirname(os.path.abspath(args.output))
     try:

@@ -147,7 +147,12 @@ TEST_CASE("sweep: one row per (point, scheme), swept values first, the same byte
   REQUIRE(run.rc == 0);
   const auto run_rows = lines(run.out);
   REQUIRE(run_rows.size() == 1 + kSchemes);
-  for (std::size_t s = 0; s < kSchemes; ++s) CHECK(rows[1 + (3 + 1) * kSchemes + s] == "1024,450," + run_rows[1 + s]);
+  // run names its scenario with the --set it was given; the sweep's rows carry them as columns.
+  const std::string label = "s (workload.k=1024 hardware.fabric.links.nvlink.bandwidth_gbps=450),";
+  for (std::size_t s = 0; s < kSchemes; ++s) {
+    REQUIRE(run_rows[1 + s].rfind(label, 0) == 0);
+    CHECK(rows[1 + (3 + 1) * kSchemes + s] == "1024,450,s," + run_rows[1 + s].substr(label.size()));
+  }
 
   // --sweep adds an axis: 2 x 3 x 2 points.
   const CliResult more = cli({"sweep", scen, "--sweep", "workload.m=1024,2048", "-j", "2"});
