@@ -20,6 +20,7 @@ namespace overlap::tools::papers {
 namespace {
 
 constexpr const char* kSource = "delayed-tp-blog";
+// The files' sweep point with the blog's tau_c (line 131) and no launch gaps (ideal streaming).
 const std::vector<std::string> kIdealStreaming = {"workload.allreduce_us=0.7", "hardware.launch.host_us=0",
                                                   "hardware.launch.gap_us=0"};
 

@@ -250,12 +250,12 @@ std::vector<PaperRow> flashoverlap_rows(ScenarioRunner& runner) {
   {
     auto shares = [&](const Setting& set) {
       Stats share;
-      for (const Point& p : points(runner, {rtx4090_grids()[2]}, 2))
-        share.add(ratio(runner.result(p.scenario, p.point, "flashoverlap", fo(p, set, "auto")).bound_ps,
-                        runner.result(p.scenario, p.point, "flashoverlap", fo(p, set, "auto")).latency_ps));
-      for (const Point& p : points(runner, {a800_grids()[0]}, 4))
-        share.add(ratio(runner.result(p.scenario, p.point, "flashoverlap", fo(p, set, "auto")).bound_ps,
-                        runner.result(p.scenario, p.point, "flashoverlap", fo(p, set, "auto")).latency_ps));
+      auto add = [&](const Point& p) {
+        const auto& r = runner.result(p.scenario, p.point, "flashoverlap", fo(p, set, "auto"));
+        share.add(ratio(r.bound_ps, r.latency_ps));
+      };
+      for (const Point& p : points(runner, {rtx4090_grids()[2]}, 2)) add(p);
+      for (const Point& p : points(runner, {a800_grids()[0]}, 4)) add(p);
       return share;
     };
     const Stats share[] = {shares(kPaper), shares(kDefault)};
