@@ -69,7 +69,12 @@ def result(report, scheme, **params):
 
 def rows_table(report, fields=("location", "figure", "published", "predicted", "error_pct", "verdict")):
     """validate rows as aligned text (no pandas needed)."""
-    rows = [[str(r[f]) if not isinstance(r[f], float) else f"{r[f]:.4g}" for f in fields] for r in report["rows"]]
+    def cell(r, f):
+        v = r.get(f, "")
+        if f == "figure" and r.get("variant"):
+            v = f"{v} [{r['variant']}]"  # "paper setting" / "shipped default" pairs
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+    rows = [[cell(r, f) for f in fields] for r in report["rows"]]
     widths = [max(len(f), *(len(row[i]) for row in rows)) for i, f in enumerate(fields)]
     lines = ["  ".join(f.ljust(w) for f, w in zip(fields, widths))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]

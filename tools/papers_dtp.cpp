@@ -4,7 +4,9 @@
 // p = 1 B; Table 1, line 82: A1 N_L = 24, d = 1024; A2 N_L = 16, d = 1536); the published value of a
 // row is its formula evaluated with them (cost_model/closed_forms.hpp) and L = 8 GPUs (not stated;
 // the scenarios' assumption). The blog's setting is ideal streaming ("model weights are streamed
-// continuously", line 108), so the runs have no kernel-launch gaps (launch.host_us = gap_us = 0).
+// continuously", line 108): the files' sweep point with tau_c = 0.7 us and no kernel-launch gaps
+// (launch.host_us = gap_us = 0); the file as written (the profile's launch costs) is shown beside it
+// as the shipped default.
 #include <string>
 #include <vector>
 
@@ -18,7 +20,9 @@ namespace overlap::tools::papers {
 namespace {
 
 constexpr const char* kSource = "delayed-tp-blog";
-const std::vector<std::string> kIdealStreaming = {"hardware.launch.host_us=0", "hardware.launch.gap_us=0"};
+// The files' sweep point with the blog's tau_c (line 131) and no launch gaps (ideal streaming).
+const std::vector<std::string> kIdealStreaming = {"workload.allreduce_us=0.7", "hardware.launch.host_us=0",
+                                                  "hardware.launch.gap_us=0"};
 
 // Where the blog's per-module sum over-counts a schedule (tests/schemes/test_decode_family.cpp,
 // "hand-computed schedule").
@@ -40,8 +44,8 @@ std::vector<PaperRow> dtp_rows(ScenarioRunner& runner) {
   for (const Arch& a : {Arch{"A1", "dtp-a1", 24, 1024}, Arch{"A2", "dtp-a2", 16, 1536}}) {
     // Line 131: tau_c = 0.7 us, v_b = 4 TB/s, p = 1 byte; L = 8 (assumed).
     const WeightStreamingTimes t = weight_streaming_times(a.layers, a.d, 1, 8, 4000, ps_from_us(0.7));
-    auto exposed_us = [&](const std::string& scheme, const nlohmann::json& params) {
-      const auto& r = runner.result(a.scenario, kIdealStreaming, scheme, params);
+    auto exposed_us = [&](const std::vector<std::string>& point, const std::string& scheme, const nlohmann::json& params) {
+      const auto& r = runner.result(a.scenario, point, scheme, params);
       return static_cast<double>(r.exposed_comm_ps) / 1e6;
     };
     const std::string cfg = fmt::format("{}: N_L {}, d {}, fp8, TP 8, MI300X, tau_c 0.7 us, no launch gaps", a.scenario,
@@ -84,7 +88,13 @@ std::vector<PaperRow> dtp_rows(ScenarioRunner& runner) {
       s.tolerance_pct = 1;
       s.zero_tolerance = 0.001;
       if (it.over_counts) s.cause = kOverCount;
-      rows.push_back(judge(s, exposed_us(it.scheme, it.params)));
+      s.variant = kPaperSetting;
+      rows.push_back(judge(s, exposed_us(kIdealStreaming, it.scheme, it.params)));
+      s.variant = kShippedDefault;
+      s.config = fmt::format("{} as written: the mi300x-8x profile's launch costs", a.scenario);
+      s.cause = "the profile's kernel launches (host 4 us, gap 0.9 us) dwarf tau_c at batch-1 decode sizes; the blog's "
+                "formulas assume ideal streaming";
+      rows.push_back(judge(s, exposed_us({}, it.scheme, it.params)));
     }
   }
   return rows;

@@ -8,7 +8,8 @@
 namespace overlap::sim {
 
 // The GEMM's tiles and waves at the scheme's wave width (params.wave_sms, default SMs - 2), its
-// duration on those SMs, the bytes per tile and the collective's idle-node time at a group's size.
+// duration alone on every SM rescaled to those waves (Sec. 4.1.4), the bytes per tile and the
+// collective's idle-node time at a group's size.
 // Throws InputError for bad params, as the scheme's build does.
 WaveGroupProblem flashoverlap_problem(const BuildContext& ctx);
 
