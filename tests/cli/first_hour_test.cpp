@@ -353,13 +353,19 @@ TEST_CASE("validate puts its verdict first and flags suspicious GEMM points", "[
     INFO(dir);
     const CliResult r = cli({"validate", dir});
     REQUIRE(r.rc == 0);
-    CHECK(r.out.rfind("verdict: PASS: median |error| ", 0) == 0);
     const auto rep = overlap::tools::validate_dir(overlap::tools::resolve_input_path(dir));
-    CHECK(rep.verdict == "PASS");
-    REQUIRE(rep.target_median_pct);
+    CHECK(r.out.rfind("verdict: " + rep.verdict + ": ", 0) == 0);
+    REQUIRE(rep.recorded_median_pct);
+    std::vector<std::string> missed;
     for (const auto& g : rep.groups) {
-      // Each group's line: its result against its target and the rows beyond its tolerance.
+      // Each group's line: its result against its target and record, and the rows beyond its tolerance.
       CHECK(contains(r.out, fmt::format("  {}", g.benchmark)));
+      CHECK(g.target_median_pct == overlap::tools::accuracy_target_pct(g.benchmark));
+      const bool miss = g.scored > 0 && g.target_median_pct && g.median_abs_error_pct > *g.target_median_pct;
+      CHECK(contains(g.result, "MISS") == miss);
+      if (miss) missed.push_back(g.benchmark);
+      // The committed results are what validation.json recorded: nothing regressed.
+      CHECK_FALSE(contains(g.result, "REGRESSED"));
       int off = 0;
       for (const auto& row : g.rows) {
         CHECK(row.off == (!row.fitted && std::fabs(row.error_pct) > g.tolerance_pct));
@@ -368,7 +374,27 @@ TEST_CASE("validate puts its verdict first and flags suspicious GEMM points", "[
       CHECK(off == g.off_rows);
       CHECK(g.tolerance_pct >= overlap::tools::kOffFloorPct);
     }
+    CHECK(rep.verdict == (missed.empty() ? "PASS" : "MISS"));
+    for (const auto& m : missed) CHECK(contains(rep.verdict_detail, m + " "));
   }
+  // The H100's GEMMs on k SMs are the one group above its 5 % target (5.11 %).
+  const auto h100 = overlap::tools::validate_dir(overlap::tools::resolve_input_path("calibrate/results/nvidia-h100-80gb-hbm3-vm"));
+  CHECK(h100.verdict == "MISS");
+  CHECK(h100.verdict_detail == "gemm_sm 5.11 % > target 5 %");
+}
+
+TEST_CASE("validate says REGRESSED when a median exceeds its record", "[cli][first_hour][validate]") {
+  TempDir tmp;
+  const fs::path dir = tmp.path / "h100";
+  fs::copy(overlap::tools::resolve_input_path("calibrate/results/nvidia-h100-80gb-hbm3-vm"), dir, fs::copy_options::recursive);
+  nlohmann::json rec = nlohmann::json::parse(read((dir / "validation.json").string()));
+  rec["median_abs_error_pct"]["transfer"] = 0.1;  // recorded far below today's 1.24 %
+  std::ofstream(dir / "validation.json") << rec.dump(2);
+  const auto rep = overlap::tools::validate_dir(dir.string());
+  CHECK(rep.verdict == "MISS, REGRESSED");
+  CHECK(contains(rep.verdict_detail, "transfer 1.24 % > recorded 0.10 % + 0.5"));
+  for (const auto& g : rep.groups)
+    if (g.benchmark == "transfer") CHECK(g.result == "REGRESSED");
 }
 
 TEST_CASE("validate reports a GEMM measured slower than the same GEMM with 4x its K", "[cli][first_hour][validate]") {
