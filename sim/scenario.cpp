@@ -297,12 +297,13 @@ nlohmann::json yaml_to_json(const YAML::Node& n) {
     return obj;
   }
   if (!n.IsScalar()) return nullptr;
-  std::int64_t i = 0;
-  if (YAML::convert<std::int64_t>::decode(n, i)) return i;
-  double d = 0;
-  if (YAML::convert<double>::decode(n, d)) return d;
-  bool b = false;
-  if (YAML::convert<bool>::decode(n, b)) return b;
+  // Numbers as written (cost_model/yaml_reader.hpp): plain decimal only; a quoted "8" stays text.
+  if (is_plain_scalar(n)) {
+    if (const auto i = parse_decimal_int(n.Scalar())) return *i;
+    if (const auto d = parse_decimal_real(n.Scalar())) return *d;
+    bool b = false;
+    if (YAML::convert<bool>::decode(n, b)) return b;
+  }
   return n.Scalar();
 }
 
@@ -453,13 +454,7 @@ std::vector<SweepAxis> read_sweep(const YamlReader& s, const std::string& text, 
   return axes;
 }
 
-YAML::Node parse(const std::string& text, const std::string& file) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    throw InputError(file, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "YAML syntax error: " + e.msg);
-  }
-}
+YAML::Node parse(const std::string& text, const std::string& file) { return parse_yaml(text, file); }
 
 // The scenario text with its top-level `sweep:` block blanked (lines kept, so every other line
 // number stays right). Loading a sweep point parses the scenario again; with the sweep left in, a
@@ -573,7 +568,8 @@ Scenario load_checked(const YAML::Node& root, const std::string& text, const std
   const YamlReader r(root, "", file);
   r.allow_keys(kTopLevelKeys);
   sc.description = r.get_string("description", "");
-  sc.name = r.get_string("name", file.empty() ? std::string("inline") : fs::path(file).stem().string());
+  // A file name is bytes, not text: the name goes to JSON outputs, which must be UTF-8.
+  sc.name = r.get_string("name", file.empty() ? std::string("inline") : utf8_or_replaced(fs::path(file).stem().string()));
 
   const YamlReader hw = r.child("hardware");
   if (hw.is_scalar()) {
@@ -639,6 +635,7 @@ nlohmann::json yaml_text_to_json(const std::string& text) {
 nlohmann::json apply_scheme_params(const SchemeInfo& scheme, nlohmann::json base,
                                    const std::vector<std::string>& assignments) {
   if (!base.is_object()) base = nlohmann::json::object();
+  std::set<std::string> seen;
   for (const std::string& a : assignments) {
     const auto eq = a.find('=');
     const std::string key = eq == std::string::npos ? a : a.substr(0, eq);
@@ -654,11 +651,13 @@ nlohmann::json apply_scheme_params(const SchemeInfo& scheme, nlohmann::json base
       throw InputError("", 0, where, "unknown parameter of scheme '" + scheme.name + "' (known: " +
                                          (known.empty() ? std::string("none") : join(known)) + ")");
     }
+    // A knob given twice would silently keep the last one.
+    if (!seen.insert(key).second) throw InputError("", 0, where, "given twice; give each --param once");
     YAML::Node node;
     try {
-      node = YAML::Load(a.substr(eq + 1));
-    } catch (const YAML::ParserException& e) {
-      throw InputError("", 0, where, "not a YAML value: " + e.msg);
+      node = parse_yaml(a.substr(eq + 1), "");
+    } catch (const InputError& e) {
+      throw InputError("", 0, where, "not a value (" + a + "): " + e.message());
     }
     base[key] = read_param(YamlReader(node, where, ""), *spec);
   }

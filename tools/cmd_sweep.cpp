@@ -168,6 +168,10 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
   else if (o.format != "csv") throw UsageError("--format must be csv or json (got '" + o.format + "')");
   if (o.jobs < 0) throw UsageError(fmt::format("-j must be at least 1 (got {})", o.jobs));
   if (o.resume && o.output.empty()) throw UsageError("--resume needs --output FILE (the file whose points are skipped)");
+  // An output written in place (- for stdout, a pipe, a device) has no checkpoint beside it.
+  const bool output_in_place = !o.output.empty() && resolve_output(o.output).in_place;
+  if (o.resume && output_in_place)
+    throw UsageError(fmt::format("--resume needs --output to be a file (got {}, which is written in place)", o.output));
   if (!o.plot.empty()) check_plotting_available("plot_sweep.py");
 
   const std::string path = o.scenario.empty() ? (fs::path(source_dir()) / kDefaultScenario).string()
@@ -186,7 +190,23 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
       for (auto& point : axis.values) point[0] = resolve_hardware_path(point[0], path);
     flags.push_back(std::move(axis));
   }
-  const sim::SweepGrid grid = sim::make_sweep_grid(sim::merge_sweep_axes(sc.sweep, flags));
+  // A bad value of a --sweep axis: the flag is where it came from.
+  const auto from_flags = [&](const auto& fn) {
+    try {
+      fn();
+    } catch (const InputError& e) {
+      for (const std::string& f : o.sweeps) {
+        const std::string key = f.substr(0, f.find('='));
+        if (!key.empty() && std::string(e.what()).find(key) != std::string::npos)
+          throw InputError("--sweep " + f, 0, e.key_path(), e.message());
+      }
+      throw;
+    }
+  };
+  // Keys and the grid's size are checked before the grid is expanded (sim/sweep.hpp).
+  const std::vector<sim::SweepAxis> axes = sim::merge_sweep_axes(sc.sweep, flags);
+  from_flags([&] { sim::check_sweep_keys(sc, axes, load); });
+  const sim::SweepGrid grid = sim::make_sweep_grid(axes, path);
   if (grid.points.empty())
     throw UsageError(fmt::format("{} has no sweep: section; give the axes with --sweep KEY=V1,V2,...", path));
   {
@@ -203,17 +223,7 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
                               : std::max(1, sim::default_jobs() / std::max(1, world.local_size()));
   sim::ScenarioOptions point_load = load;
   std::vector<sim::PreparedPoint> prepared;
-  try {
-    prepared = sim::prepare_sweep(sc, grid, point_load, jobs);
-  } catch (const InputError& e) {
-    // A bad value of a --sweep axis: the flag is where it came from.
-    for (const std::string& f : o.sweeps) {
-      const std::string key = f.substr(0, f.find('='));
-      if (!key.empty() && std::string(e.what()).find(key) != std::string::npos)
-        throw InputError("--sweep " + f, 0, e.key_path(), e.message());
-    }
-    throw;
-  }
+  from_flags([&] { prepared = sim::prepare_sweep(sc, grid, point_load, jobs); });
 
   // --resume: rank 0 reads what is done and tells the others which points to skip.
   std::map<std::string, std::string> done;
@@ -264,7 +274,7 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
     mine.push_back(remaining[k]);
 
   const std::string checkpoint_path =
-      o.output.empty() ? std::string()
+      o.output.empty() || output_in_place ? std::string()
                        : o.output + ".partial" + (world.distributed() ? fmt::format(".{}", world.rank()) : std::string());
   // A checkpoint this run started from is read above; a new one is written from scratch.
   Checkpoint checkpoint(checkpoint_path);
