@@ -147,6 +147,13 @@ void rethrow_with_source(const InputError& e, const std::vector<std::string>& as
         throw InputError(e.file(), e.line(), e.key_path(), e.message() + " (with --set " + *it + ")");
     }
   }
+  // Any other rule between keys (tp against the profile's GPUs): the file's line is where the rule
+  // broke, and every --set given is named with its text, since one of them may be the cause.
+  if (!assignments.empty() && e.file().rfind("--", 0) != 0) {
+    std::string with;
+    for (const auto& a : assignments) with += (with.empty() ? "" : ", ") + std::string("--set ") + a;
+    throw InputError(e.file(), e.line(), e.key_path(), e.message() + " (with " + with + ")");
+  }
   throw e;
 }
 

@@ -591,6 +591,10 @@ Scenario load_checked(const YAML::Node& root, const std::string& text, const std
   if (sc.hardware.fabric.num_gpus < 1) hw.fail("the profile has no GPUs");
 
   sc.workload = read_workload(r.child("workload"), sc.hardware.fabric.num_gpus);
+  if (const auto over = work_over_budget(sc.workload)) {
+    const YamlReader w = r.child("workload");
+    w.fail_at(w.has(over->key) ? over->key : "tp", over->message);
+  }
 
   if (const auto f = r.optional_child("fidelity")) {
     const std::string s = f->as_string();
@@ -623,6 +627,52 @@ Scenario load_checked(const YAML::Node& root, const std::string& text, const std
 }  // namespace
 
 const char* fidelity_name(Fidelity f) { return f == Fidelity::steps ? "steps" : "curve"; }
+
+namespace {
+
+std::int64_t tiles_of(const RankGemm& g) {
+  const auto ceil128 = [](std::int64_t v) { return v <= 0 ? 0 : (v + 127) / 128; };
+  return ceil128(g.m) * ceil128(g.n);  // each at most 2^17: no overflow
+}
+
+}  // namespace
+
+std::optional<WorkOverBudget> work_over_budget(const Workload& w) {
+  if (w.tp > kMaxSimulatedRanks)
+    return WorkOverBudget{"tp", fmt::format("{} ranks is more than the {} the simulator runs (its routes and "
+                                            "collectives take time quadratic in the ranks)",
+                                            w.tp, kMaxSimulatedRanks)};
+  std::int64_t tiles = 0;
+  std::string key = "tokens";
+  int layers = 1;
+  if (const auto* g = std::get_if<GemmCollective>(&w.shape)) {
+    tiles = tiles_of(RankGemm{g->m, g->n, g->k, g->dtype});
+    key = "m";
+  } else if (const auto* m = std::get_if<MlpTpSp>(&w.shape)) {
+    const MlpShapes s = mlp_shapes(*m, w.tp);
+    tiles = tiles_of(s.col) + tiles_of(s.row);
+  } else if (const auto* a = std::get_if<AttentionTpSp>(&w.shape)) {
+    const AttentionShapes s = attention_shapes(*a, w.tp);
+    tiles = tiles_of(s.qkv) + tiles_of(s.out) + s.attention_tiles;
+    key = "seq";
+  } else if (const auto* u = std::get_if<AttentionUlysses>(&w.shape)) {
+    tiles = ulysses_shapes(*u, w.tp).attention_tiles;
+    key = "seq";
+  } else if (const auto* t = std::get_if<Transformer>(&w.shape)) {
+    const AttentionShapes a = attention_shapes(transformer_attention(*t), w.tp);
+    const MlpShapes m = mlp_shapes(transformer_mlp(*t), w.tp);
+    tiles = tiles_of(a.qkv) + tiles_of(a.out) + a.attention_tiles + tiles_of(m.col) + tiles_of(m.row);
+    layers = std::max(1, t->layers);
+    key = "seq";
+  }
+  // At most 2^36 per layer and 1024 layers: the product stays inside int64.
+  const std::int64_t total = tiles * layers;
+  if (total <= kMaxGemmTilesPerRank) return std::nullopt;
+  return WorkOverBudget{key, fmt::format("{} GEMM tiles (128 x 128) per rank{} is more than the {} the simulator "
+                                         "walks in seconds; shrink the workload",
+                                         total, layers > 1 ? fmt::format(" over {} layers", layers) : std::string(),
+                                         kMaxGemmTilesPerRank)};
+}
 
 nlohmann::json yaml_text_to_json(const std::string& text) {
   try {
