@@ -276,6 +276,10 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
   const std::string checkpoint_path =
       o.output.empty() || output_in_place ? std::string()
                        : o.output + ".partial" + (world.distributed() ? fmt::format(".{}", world.rank()) : std::string());
+  // The checkpoint is appended to as points finish: a pipe or a device there would block or swallow it.
+  if (!checkpoint_path.empty() && resolve_output(checkpoint_path).in_place)
+    throw UsageError(fmt::format("-o {}: its checkpoint {} must be a regular file (it is a pipe or a device)", o.output,
+                                 checkpoint_path));
   // A checkpoint this run started from is read above; a new one is written from scratch.
   Checkpoint checkpoint(checkpoint_path);
   // What was done before goes into the new checkpoint too, so a second interruption loses nothing.

@@ -354,6 +354,8 @@ def add_second_round(corpus, mlp, h100_text, run_file, show_file, mlp_path):
          [["copytree", "{src}/tests/data/calibrate/fixture-h100", "res"], ["remove", "res/validation.json"],
           ["mkdir", "res/validation.json"]],
          [{"path": "res/validation.json", "type": "dir"}]),
+        ("sweep_checkpoint_fifo", ["sweep", mlp_path, "--sweep", "workload.tokens=4096", "-o", "{tmp}/s.csv"],
+         "s.csv.partial", [["mkfifo", "s.csv.partial"]], [{"path": "s.csv.partial", "type": "fifo"}]),
         ("symlink_loop", ["run", mlp_path] + no + ["-o", "{tmp}/loop"], "loop", [["symlink", "loop", "loop"]],
          [{"path": "loop", "type": "symlink"}]),
     ]
