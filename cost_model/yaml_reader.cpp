@@ -327,8 +327,8 @@ std::size_t utf8_sequence(const std::string& text, std::size_t i) {
 }
 
 // Walks the parser's events (not the node tree, which shares aliased nodes and would be expanded by
-// every consumer): counts documents and expanded nodes, checks tags and UTF-8, and tracks the key
-// path for the messages.
+// every consumer): counts documents and expanded nodes, refuses recursive aliases, checks tags and
+// UTF-8, and tracks the key path for the messages.
 class YamlScan : public YAML::EventHandler {
  public:
   explicit YamlScan(std::string file) : file_(std::move(file)) {}
@@ -340,6 +340,11 @@ class YamlScan : public YAML::EventHandler {
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor, 1, nullptr); }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    // An alias inside the collection it names makes a cycle (`a: &a [*a]`), which every walk of the
+    // tree would follow forever (found by tools/fuzz.sh: a stack overflow).
+    for (const Frame& f : stack_)
+      if (f.anchor != 0 && f.anchor == anchor)
+        refuse(mark, path(), "an alias inside the node it refers to (a recursive structure) is not read");
     leaf(mark, 0, anchor < sizes_.size() ? sizes_[anchor] : 1, nullptr);
   }
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,

@@ -95,7 +95,8 @@ class YamlReader {
 // read), valid UTF-8 in every key and string (names reach the JSON writer, which refuses anything
 // else), and at most kMaxYamlNodes nodes counting every alias as the nodes it stands for (a few
 // nested anchors expand exponentially: "billion laughs"). Counted on the parser's events, before
-// any node is walked. Refusals are InputErrors naming `file`, the line and the key path.
+// any node is walked. An alias inside the node it names (a cycle) is refused too. Refusals are
+// InputErrors naming `file`, the line and the key path.
 inline constexpr std::int64_t kMaxYamlNodes = 1'000'000;
 YAML::Node parse_yaml(const std::string& text, const std::string& file);
 

@@ -410,6 +410,14 @@ def add_second_round(corpus, mlp, h100_text, run_file, show_file, mlp_path):
         f"{c}: &{c} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, c in zip("abcdefghi", "bcdefghij"))
     corpus.add_file("scenarios", "alias_bomb_10", bomb + "workload: *j\n", "alias_bomb", run_file, None, None)
     corpus.add_file("profiles", "alias_bomb_10", bomb + "gpu: *j\n", "alias_bomb", show_file, None, None)
+    # An alias inside the node it names: a cycle every walk of the tree would follow forever (found
+    # by tools/fuzz.sh as a stack overflow through a --set value).
+    corpus.add_file("scenarios", "alias_recursive_sweep", body + "sweep:\n  workload.tokens: &s [*s]\n",
+                    "alias_bomb", ["sweep", "{file}", "-o", "{tmp}/s.csv"], None, "sweep.workload.tokens.0")
+    corpus.add_file("scenarios", "alias_recursive_params", body + "schemes:\n  - {name: flashoverlap, params: "
+                    "{groups: &g [1, *g]}}\n", "alias_bomb", run_file, None, "schemes.0.params.groups.1")
+    corpus.add_cli("alias_recursive_set", ["run", mlp_path, "--set", "workload.tokens=&a [*a]"], "alias_bomb",
+                   "--set", "workload.tokens")
     d = copy.deepcopy(mlp)
     d["sweep"] = {"workload.tokens": list(range(1024, 1024 + 1000)), "hardware.comm.channels": list(range(1, 1001)),
                   "workload.dtype": ["bf16"] * 1000}

@@ -623,6 +623,12 @@ TEST_CASE("alias expansion, sweep grids and key checks are bounded", "[harden2][
                    "workload: {kind: gemm_collective, tp: 4, m: 2048, n: 4096, k: 2048, primitive: all_reduce}\n")
             .empty());
 
+  // An alias inside the node it names is a cycle: refused at its line, never walked.
+  CHECK_THAT(load_error(kGemm + "sweep:\n  workload.m: &s [*s]\n"),
+             Catch::Contains("h.yaml:12") && Catch::Contains("sweep.workload.m.0") && Catch::Contains("recursive"));
+  CHECK_THAT(load_error(kGemm, {"workload.m=&a [1, *a]"}),
+             Catch::Contains("--set workload.m=&a [1, *a]") && Catch::Contains("recursive"));
+
   // A grid of 1000^3 points is refused with its size, before it is expanded.
   std::vector<overlap::sim::SweepAxis> axes(3);
   for (int a = 0; a < 3; ++a) {
