@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "cost_model/input_error.hpp"
+#include "cost_model/yaml_reader.hpp"
 
 namespace overlap {
 namespace {
@@ -16,9 +17,14 @@ bool is_index(const std::string& s) {
 }
 
 // A copy of `n` built in code: its nodes carry no YAML::Mark, so an error in an overridden value is
-// reported without the (meaningless) line of the --set text.
+// reported without the (meaningless) line of the --set text. Tags are kept: a quoted "8192" stays a
+// string, which a number key refuses (cost_model/yaml_reader.hpp).
 YAML::Node without_marks(const YAML::Node& n) {
-  if (n.IsScalar()) return YAML::Node(n.Scalar());
+  if (n.IsScalar()) {
+    YAML::Node out(n.Scalar());
+    out.SetTag(n.Tag());
+    return out;
+  }
   if (n.IsSequence()) {
     YAML::Node out(YAML::NodeType::Sequence);
     for (const auto& e : n) out.push_back(without_marks(e));
@@ -53,11 +59,13 @@ Override parse_override(const std::string& assignment) {
 }
 
 void apply_override(YAML::Node& root, const Override& o) {
+  std::string dotted;
+  for (const auto& seg : o.path) dotted += (dotted.empty() ? "" : ".") + seg;
   YAML::Node value;
   try {
-    value = without_marks(YAML::Load(o.value_text));
-  } catch (const YAML::Exception& e) {
-    throw InputError("", 0, "--set", "cannot parse value '" + o.value_text + "': " + e.msg);
+    value = without_marks(parse_yaml(o.value_text, ""));
+  } catch (const InputError& e) {
+    throw InputError("--set " + dotted + "=" + o.value_text, 0, dotted, "cannot read the value: " + e.message());
   }
   if (!root.IsMap()) root = YAML::Node(YAML::NodeType::Map);
   // Walk with reset(), never operator=: assigning a yaml-cpp node that came from operator[] would
@@ -138,6 +146,13 @@ void rethrow_with_source(const InputError& e, const std::vector<std::string>& as
       if (p != e.key_path() && p.find('.') != std::string::npos && parent(p) == parent(e.key_path()))
         throw InputError(e.file(), e.line(), e.key_path(), e.message() + " (with --set " + *it + ")");
     }
+  }
+  // Any other rule between keys (tp against the profile's GPUs): the file's line is where the rule
+  // broke, and every --set given is named with its text, since one of them may be the cause.
+  if (!assignments.empty() && e.file().rfind("--", 0) != 0) {
+    std::string with;
+    for (const auto& a : assignments) with += (with.empty() ? "" : ", ") + std::string("--set ") + a;
+    throw InputError(e.file(), e.line(), e.key_path(), e.message() + " (with " + with + ")");
   }
   throw e;
 }

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <stdexcept>
+
+#include <fmt/format.h>
 
 #include "cost_model/collective_primitive.hpp"
 #include "cost_model/nccl_constants.hpp"
@@ -89,6 +92,61 @@ std::optional<FabricNodeKind> parse_node_kind(const std::string& s) {
   return std::nullopt;
 }
 
+// The one check of an explicit fabric graph, for every command that loads a profile (profile show,
+// run, sweep, tune, collective): each GPU index 0..num_gpus-1 on exactly one GPU node, no edge from
+// a node to itself, every edge matched by one back (links are full duplex: a one-way edge would let
+// data flow one way only, and the collectives send both ways), and every GPU connected to every
+// other. Errors name the profile file, the line and the key of the node or edge at fault.
+void check_explicit_graph(const YamlReader& r, const YamlReader& nodes, const YamlReader& edges, const FabricSpec& f,
+                          const std::vector<std::size_t>& edge_entry) {
+  std::vector<int> node_of_gpu(static_cast<std::size_t>(f.num_gpus), -1);
+  int gpu_nodes = 0;
+  for (std::size_t i = 0; i < f.nodes.size(); ++i) {
+    const FabricNode& n = f.nodes[i];
+    if (n.kind != FabricNodeKind::gpu) continue;
+    ++gpu_nodes;
+    int& slot = node_of_gpu[static_cast<std::size_t>(n.gpu)];
+    if (slot >= 0)
+      nodes.element(i).fail_at("gpu", fmt::format("GPU index {} is already node '{}'", n.gpu,
+                                                  f.nodes[static_cast<std::size_t>(slot)].name));
+    slot = static_cast<int>(i);
+  }
+  if (gpu_nodes != f.num_gpus)
+    r.fail_at("num_gpus", fmt::format("is {} but fabric.nodes has {} GPU node{} (one per GPU index 0..{})", f.num_gpus,
+                                      gpu_nodes, gpu_nodes == 1 ? "" : "s", f.num_gpus - 1));
+  std::set<std::pair<int, int>> directed;
+  for (const FabricEdge& e : f.edges) directed.emplace(e.from, e.to);
+  for (std::size_t k = 0; k < f.edges.size(); ++k) {
+    const FabricEdge& e = f.edges[k];
+    if (!directed.count({e.to, e.from}))
+      edges.element(edge_entry[k]).fail(fmt::format(
+          "a one-way edge from '{}' to '{}': links are full duplex, give the edge back too (or leave "
+          "bidirectional: true)", f.nodes[static_cast<std::size_t>(e.from)].name,
+          f.nodes[static_cast<std::size_t>(e.to)].name));
+  }
+  // Every edge has its reverse, so connectivity is undirected: one search from GPU 0.
+  std::vector<std::vector<int>> adjacent(f.nodes.size());
+  for (const FabricEdge& e : f.edges) adjacent[static_cast<std::size_t>(e.from)].push_back(e.to);
+  std::vector<char> reached(f.nodes.size(), 0);
+  std::vector<int> todo = {node_of_gpu[0]};
+  reached[static_cast<std::size_t>(node_of_gpu[0])] = 1;
+  while (!todo.empty()) {
+    const int n = todo.back();
+    todo.pop_back();
+    for (int m : adjacent[static_cast<std::size_t>(n)])
+      if (!reached[static_cast<std::size_t>(m)]) {
+        reached[static_cast<std::size_t>(m)] = 1;
+        todo.push_back(m);
+      }
+  }
+  for (int g = 1; g < f.num_gpus; ++g) {
+    const auto i = static_cast<std::size_t>(node_of_gpu[static_cast<std::size_t>(g)]);
+    if (!reached[i])
+      nodes.element(i).fail(fmt::format("GPU node '{}' has no path of edges to GPU node '{}'", f.nodes[i].name,
+                                        f.nodes[static_cast<std::size_t>(node_of_gpu[0])].name));
+  }
+}
+
 void read_explicit_graph(const YamlReader& r, FabricSpec& f) {
   const YamlReader nodes = r.child("nodes");
   nodes.expect_sequence();
@@ -111,6 +169,7 @@ void read_explicit_graph(const YamlReader& r, FabricSpec& f) {
     f.nodes.push_back(node);
   }
   const YamlReader edges = r.child("edges");
+  std::vector<std::size_t> edge_entry;  // the fabric.edges entry of each directed edge
   edges.expect_sequence();
   if (const auto why = range_violation(ranges::fabric_nodes, static_cast<double>(edges.size()))) edges.fail(*why);
   for (std::size_t i = 0; i < edges.size(); ++i) {
@@ -129,12 +188,16 @@ void read_explicit_graph(const YamlReader& r, FabricSpec& f) {
     if (lc == f.links.end()) e.fail_at("link_class", "unknown link class (not under fabric.links)");
     edge.bandwidth_gbps = e.get_double_in("bandwidth_gbps", ranges::bandwidth_gbps, lc->second.bandwidth_gbps);
     edge.latency_us = e.get_double_in("latency_us", ranges::latency_us, lc->second.latency_us);
+    if (edge.from == edge.to) e.fail_at("to", "an edge from node '" + f.nodes[edge.from].name + "' to itself");
     f.edges.push_back(edge);
+    edge_entry.push_back(i);
     if (e.get_bool("bidirectional", true)) {
       std::swap(edge.from, edge.to);
       f.edges.push_back(edge);
+      edge_entry.push_back(i);
     }
   }
+  check_explicit_graph(r, nodes, edges, f, edge_entry);
 }
 
 FabricSpec read_fabric(const YamlReader& r) {
@@ -520,7 +583,7 @@ HardwareProfile profile_from_yaml(const YamlReader& r, const std::string& base_d
     g->expect_sequence();
     for (std::size_t i = 0; i < g->size(); ++i) p.gemm_profiles.push_back(read_gemm_entry(g->element(i)));
   }
-  p.source_file = r.file();
+  p.source_file = utf8_or_replaced(r.file());  // a path is bytes; JSON outputs carry it as text
   return p;
 }
 

@@ -77,6 +77,9 @@ class YamlReader {
   [[noreturn]] void fail(const std::string& message) const;
   [[noreturn]] void fail_at(const std::string& key, const std::string& message) const;
 
+ // The complaint for a scalar that is not a plain number: quoted, a block scalar, or tagged.
+  std::string not_plain_text() const;
+
  private:
   std::string child_path(const std::string& key) const;
   std::string scalar_text() const;
@@ -85,6 +88,31 @@ class YamlReader {
   std::string path_;
   std::string file_;
 };
+
+// Every YAML text a user gives (scenario, profile, --set and --param values) is parsed by parse_yaml:
+// one document only (a second document, or text after `...`, would be silently ignored), no tags
+// but the non-specific `!` of a quoted string (`!foo 132`, `!!python/object:...`, `!!int 5` are not
+// read), valid UTF-8 in every key and string (names reach the JSON writer, which refuses anything
+// else), and at most kMaxYamlNodes nodes counting every alias as the nodes it stands for (a few
+// nested anchors expand exponentially: "billion laughs"). Counted on the parser's events, before
+// any node is walked. An alias inside the node it names (a cycle) is refused too. Refusals are
+// InputErrors naming `file`, the line and the key path.
+inline constexpr std::int64_t kMaxYamlNodes = 1'000'000;
+YAML::Node parse_yaml(const std::string& text, const std::string& file);
+
+// Numbers are read as written: a plain (unquoted, untagged) scalar in decimal notation,
+// [+-]digits for an integer, and for a real also a fraction and an exponent (1.5, 2e-3). Leading
+// zeros are decimal (020000 is twenty thousand, never octal); 0x/0o prefixes, `.inf`, `.nan`,
+// digit separators and anything else are not numbers. The CLI's number options and --set/--param
+// values follow the same rule (they are parsed as YAML scalars).
+std::optional<std::int64_t> parse_decimal_int(const std::string& text);
+std::optional<double> parse_decimal_real(const std::string& text);
+// `text` with every byte that is not part of valid UTF-8 replaced by U+FFFD: for names taken from
+// outside a file's text (a scenario's file name when it has no `name:`), which reach JSON outputs.
+std::string utf8_or_replaced(const std::string& text);
+
+// True for a scalar written plainly (no quotes, no block scalar, no tag) or built in code.
+bool is_plain_scalar(const YAML::Node& node);
 
 // Reads a YAML file into a node through read_input_file (regular files of at most 16 MiB only); a
 // missing file, a refused path or a syntax error is an InputError (with the line of the syntax

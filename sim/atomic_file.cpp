@@ -1,94 +1,276 @@
 #include "sim/atomic_file.hpp"
 
-#include <fmt/format.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <stdexcept>
+#include <iterator>
 
-namespace overlap {
-
-void write_file_atomically(const std::string& path, const std::string& content) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  // The temporary lives in the target's directory so the rename stays on one filesystem.
-  const fs::path tmp = target.parent_path() / fmt::format(".{}.tmp.{}", target.filename().string(), ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", path));
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw std::runtime_error(fmt::format("cannot write '{}'", path));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw std::runtime_error(fmt::format("cannot write '{}': {}", path, ec.message()));
-  }
-}
-
-}  // namespace overlap
+#include <fmt/format.h>
 
 namespace overlap {
 namespace {
 
-std::string temporary_for(const std::string& path) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  // ".tmp.<pid>.<name>": beside the target (one filesystem, so rename is atomic), hidden, and
-  // ending in the target's own name and extension.
-  return (target.parent_path() / fmt::format(".tmp.{}.{}", ::getpid(), target.filename().string())).string();
+namespace fs = std::filesystem;
+
+// Linux's own limit on symbolic links followed in one lookup (path_resolution(7)).
+constexpr int kMaxSymlinks = 40;
+
+[[noreturn]] void fail(const std::string& path, const std::string& why) {
+  throw OutputError(fmt::format("cannot write '{}': {}", path, why));
+}
+
+[[noreturn]] void fail_errno(const std::string& path, const std::string& doing, int err) {
+  fail(path, fmt::format("{}: {}", doing, std::strerror(err)));
+}
+
+std::string kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// Every byte of `content` to `fd`; false (errno set) on a failed write.
+bool write_all(int fd, const std::string& content) {
+  const char* p = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// Writes into a FIFO, a character device or standard output as it is (no rename can replace it).
+void write_in_place(const OutputTarget& t, const std::string& content) {
+  if (t.target == "-") {
+    std::fflush(stdout);
+    if (!write_all(STDOUT_FILENO, content)) fail_errno(t.given, "writing to standard output", errno);
+    return;
+  }
+  // O_NONBLOCK: a FIFO nobody reads fails at once (ENXIO) instead of blocking forever.
+  const int fd = ::open(t.target.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENXIO) fail(t.given, "it is a named pipe with no reader");
+    fail_errno(t.given, "opening it", err);
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+    ::close(fd);
+    fail(t.given, "it changed while being opened");
+  }
+  // Back to blocking writes: a reader that is slower than us is not an error.
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  const bool ok = write_all(fd, content);
+  const int err = errno;
+  ::close(fd);
+  if (!ok) fail_errno(t.given, "writing", err);
+}
+
+// The temporary beside `target`: ".tmp.<pid>.<n>.<name>", hidden, one filesystem with the target
+// (so the rename is atomic), ending in the target's own name and extension.
+std::string temporary_for(const std::string& target) {
+  static int counter = 0;
+  const fs::path p(target);
+  return (p.parent_path() / fmt::format(".tmp.{}.{}.{}", ::getpid(), ++counter, p.filename().string())).string();
+}
+
+// Creates the temporary (exclusively) with `content`; the mode of the file it will replace, else
+// 0666 less the umask.
+std::string write_temporary(const OutputTarget& t, const std::string& content) {
+  const std::string tmp = temporary_for(t.target);
+  mode_t mode = 0666;
+  struct stat st {};
+  const bool replacing = ::stat(t.target.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) fail_errno(t.given, "creating a temporary file beside it", errno);
+  if (replacing) (void)::fchmod(fd, st.st_mode & 07777);
+  bool ok = write_all(fd, content);
+  int err = errno;
+  if (ok && ::close(fd) != 0) {
+    ok = false;
+    err = errno;
+  } else if (!ok) {
+    ::close(fd);
+  }
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    fail_errno(t.given, "writing", err);
+  }
+  return tmp;
+}
+
+void rename_into_place(const OutputTarget& t, const std::string& tmp) {
+  if (::rename(tmp.c_str(), t.target.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    fail_errno(t.given, "moving the finished file into place", err);
+  }
+}
+
+// The realpath of `path`'s directory plus its name (the name may not exist yet), symlinks followed.
+std::string comparable_path(const OutputTarget& t) {
+  if (t.target == "-") return "-";
+  const fs::path p(t.target);
+  const std::string dir = p.parent_path().empty() ? std::string(".") : p.parent_path().string();
+  char buf[PATH_MAX];
+  if (::realpath(dir.c_str(), buf) == nullptr) return t.target;
+  return (fs::path(buf) / p.filename()).string();
 }
 
 }  // namespace
 
+OutputTarget resolve_output(const std::string& path) {
+  if (path.empty()) throw OutputError("an empty output path names no file (give a file name, or - for standard output)");
+  OutputTarget t;
+  t.given = path;
+  if (path == "-") {
+    t.target = "-";
+    t.in_place = true;
+    return t;
+  }
+  // A trailing slash names a directory, never a file to create.
+  if (path.back() == '/') fail(path, "the path ends in '/' (a directory)");
+  std::string current = path;
+  for (int hops = 0;; ++hops) {
+    struct stat st {};
+    if (::lstat(current.c_str(), &st) != 0) {
+      const int err = errno;
+      if (err != ENOENT) fail_errno(path, "looking it up", err);
+      break;  // a new file: its directory must exist
+    }
+    if (S_ISLNK(st.st_mode)) {
+      if (hops >= kMaxSymlinks) fail(path, fmt::format("more than {} symbolic links (a loop?)", kMaxSymlinks));
+      std::error_code ec;
+      const fs::path link = fs::read_symlink(current, ec);
+      if (ec) fail(path, "reading the symbolic link: " + ec.message());
+      // A relative link is relative to the link's own directory.
+      current = link.is_absolute() ? link.string() : (fs::path(current).parent_path() / link).string();
+      continue;
+    }
+    if (S_ISREG(st.st_mode)) break;
+    if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
+      t.target = current;
+      t.in_place = true;
+      return t;
+    }
+    fail(path, "it is " + kind_of(st.st_mode) + (current == path ? "" : " (a symbolic link points at it)"));
+  }
+  t.target = current;
+  const fs::path dir = fs::path(current).parent_path();
+  const std::string d = dir.empty() ? std::string(".") : dir.string();
+  struct stat ds {};
+  if (::stat(d.c_str(), &ds) != 0) fail_errno(path, fmt::format("directory '{}'", d), errno);
+  if (!S_ISDIR(ds.st_mode)) fail(path, fmt::format("'{}' is not a directory", d));
+  return t;
+}
+
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  struct Seen {
+    std::string flag, given, key;
+    bool exists = false;
+    dev_t dev = 0;
+    ino_t ino = 0;
+  };
+  std::vector<Seen> seen;
+  for (const auto& [flag, path] : outputs) {
+    if (path.empty()) continue;
+    Seen s{flag, path, "", false, 0, 0};
+    try {
+      const OutputTarget t = resolve_output(path);
+      s.key = comparable_path(t);
+      struct stat st {};
+      if (t.target != "-" && ::stat(t.target.c_str(), &st) == 0) {
+        s.exists = true;
+        s.dev = st.st_dev;
+        s.ino = st.st_ino;
+      }
+    } catch (const OutputError& e) {
+      throw OutputError(fmt::format("{} {}: {}", flag, path, e.what()));
+    }
+    for (const Seen& o : seen) {
+      if (o.key == s.key || (o.exists && s.exists && o.dev == s.dev && o.ino == s.ino))
+        throw OutputError(fmt::format("{} {} and {} {} name the same file; give each output its own file "
+                                      "(nothing was written)", o.flag, o.given, s.flag, s.given));
+    }
+    seen.push_back(std::move(s));
+  }
+}
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  const OutputTarget t = resolve_output(path);
+  if (t.in_place) {
+    write_in_place(t, content);
+    return;
+  }
+  rename_into_place(t, write_temporary(t, content));
+}
+
 StagedOutputs::~StagedOutputs() {
   if (committed_) return;
   for (const Entry& e : entries_) {
-    std::error_code ec;
-    std::filesystem::remove(e.temporary, ec);
+    if (!e.temporary.empty()) ::unlink(e.temporary.c_str());
   }
 }
 
 std::string StagedOutputs::reserve(const std::string& path) {
-  namespace fs = std::filesystem;
-  if (path.empty()) throw std::runtime_error("an empty output path");
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw std::runtime_error(fmt::format("cannot write '{}': it is a directory", path));
-  const fs::path dir = fs::path(path).parent_path();
-  if (!dir.empty() && !fs::is_directory(dir, ec))
-    throw std::runtime_error(fmt::format("cannot write '{}': directory '{}' does not exist", path, dir.string()));
-  const std::string tmp = temporary_for(path);
-  {
-    // Created (empty) now so an unwritable directory is found before anything runs.
-    std::ofstream probe(tmp, std::ios::binary | std::ios::trunc);
-    if (!probe) throw std::runtime_error(fmt::format("cannot write '{}'", path));
+  const OutputTarget t = resolve_output(path);
+  std::string tmp;
+  if (t.in_place) {
+    // Another program writes a regular temporary file; its bytes go to the target at commit().
+    std::error_code ec;
+    const fs::path dir = fs::temp_directory_path(ec);
+    if (ec) fail(path, "no temporary directory: " + ec.message());
+    tmp = temporary_for((dir / fs::path(t.target == "-" ? "stdout" : t.target).filename()).string());
+  } else {
+    tmp = temporary_for(t.target);
   }
-  entries_.push_back({path, tmp});
+  // Created (empty) now so an unwritable directory is found before anything runs.
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) fail_errno(path, "creating a temporary file", errno);
+  ::close(fd);
+  entries_.push_back({t, tmp});
   return tmp;
 }
 
 void StagedOutputs::stage(const std::string& path, const std::string& content) {
   const std::string tmp = reserve(path);
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  out.write(content.data(), static_cast<std::streamsize>(content.size()));
-  out.flush();
-  if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", path));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0) fail_errno(path, "opening its temporary file", errno);
+  const bool ok = write_all(fd, content);
+  int err = errno;
+  const bool closed = ::close(fd) == 0;
+  if (ok && !closed) err = errno;
+  if (!ok || !closed) fail_errno(path, "writing", err);
 }
 
 void StagedOutputs::commit() {
-  namespace fs = std::filesystem;
-  for (const Entry& e : entries_) {
-    std::error_code ec;
-    fs::rename(e.temporary, e.target, ec);
-    if (ec) throw std::runtime_error(fmt::format("cannot write '{}': {}", e.target, ec.message()));
+  for (Entry& e : entries_) {
+    if (e.out.in_place) {
+      std::ifstream in(e.temporary, std::ios::binary);
+      const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (!in.good() && !in.eof()) fail(e.out.given, "reading back its temporary file");
+      ::unlink(e.temporary.c_str());
+      e.temporary.clear();
+      write_in_place(e.out, content);
+    } else {
+      rename_into_place(e.out, e.temporary);
+      e.temporary.clear();
+    }
   }
   committed_ = true;
 }

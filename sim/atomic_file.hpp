@@ -1,12 +1,47 @@
 #pragma once
 // Outputs are written atomically: to a temporary file beside the target, then renamed over it, so a
 // reader never sees a half-written result and a failed run leaves the old file in place.
+//
+// What the rename may replace is checked first (resolve_output), because a rename replaces
+// whatever the name points at:
+//   - a regular file, or a name that does not exist yet: written atomically;
+//   - a symbolic link: followed (every link of a chain); the file it points at is written atomically
+//     in that file's own directory, and the link stays a link;
+//   - `-`: the process's standard output, written in place;
+//   - a named pipe (FIFO) or a character device (/dev/null, /dev/stdout's terminal): written in place
+//     (there is nothing to rename over; a pipe with no reader is refused instead of blocking);
+//   - a directory, a block device or a socket: refused.
+// Every refusal and every failed system call is an OutputError naming the path and the OS error;
+// the CLI reports it with exit status 2.
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace overlap {
 
-// Throws std::runtime_error naming the path on failure.
+class OutputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct OutputTarget {
+  std::string given;   // as the user wrote it
+  std::string target;  // the file the bytes go to: symlinks followed; "-" for standard output
+  bool in_place = false;  // written in place (stdout, FIFO, character device), not by rename
+};
+
+// Throws OutputError for an empty path, a directory, a block device, a socket, a symlink loop, or
+// a directory that does not exist.
+OutputTarget resolve_output(const std::string& path);
+
+// Refuses (OutputError, before anything is written) two outputs of one command that name the same
+// file: compared after resolving (symlinks followed, realpath of the parent directory + the file
+// name, and the same device and inode when the file exists). `outputs` holds (flag, path) pairs;
+// empty paths (an output not asked for) are skipped. The message names both flags and the path.
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
+
+// Throws OutputError naming the path (and the OS error) on failure.
 void write_file_atomically(const std::string& path, const std::string& content);
 
 }  // namespace overlap
@@ -17,7 +52,8 @@ namespace overlap {
 // --plot p.png`): each is first written to a temporary file beside its target, and only when every
 // one has been produced are they renamed into place. A failure before commit() (a directory that
 // does not exist, a plotting script that fails) leaves every target untouched; the destructor
-// removes the temporaries of an uncommitted set.
+// removes the temporaries of an uncommitted set. An in-place target (stdout, a FIFO, a character
+// device) is held until commit() and written then.
 class StagedOutputs {
  public:
   StagedOutputs() = default;
@@ -25,17 +61,18 @@ class StagedOutputs {
   StagedOutputs& operator=(const StagedOutputs&) = delete;
   ~StagedOutputs();
 
-  // Writes `content` to the temporary of `path`; throws std::runtime_error naming `path`.
+  // Writes `content` to the temporary of `path`; throws OutputError naming `path`.
   void stage(const std::string& path, const std::string& content);
   // The temporary path of `path` for another program to write (it keeps the file name's
   // extension, so a plotting library picks the format from it). Checks the directory is writable.
   std::string reserve(const std::string& path);
-  // Renames every temporary over its target, in the order staged.
+  // Renames every temporary over its target (or writes it in place), in the order staged.
   void commit();
 
  private:
   struct Entry {
-    std::string target, temporary;
+    OutputTarget out;
+    std::string temporary;
   };
   std::vector<Entry> entries_;
   bool committed_ = false;

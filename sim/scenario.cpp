@@ -297,12 +297,13 @@ nlohmann::json yaml_to_json(const YAML::Node& n) {
     return obj;
   }
   if (!n.IsScalar()) return nullptr;
-  std::int64_t i = 0;
-  if (YAML::convert<std::int64_t>::decode(n, i)) return i;
-  double d = 0;
-  if (YAML::convert<double>::decode(n, d)) return d;
-  bool b = false;
-  if (YAML::convert<bool>::decode(n, b)) return b;
+  // Numbers as written (cost_model/yaml_reader.hpp): plain decimal only; a quoted "8" stays text.
+  if (is_plain_scalar(n)) {
+    if (const auto i = parse_decimal_int(n.Scalar())) return *i;
+    if (const auto d = parse_decimal_real(n.Scalar())) return *d;
+    bool b = false;
+    if (YAML::convert<bool>::decode(n, b)) return b;
+  }
   return n.Scalar();
 }
 
@@ -453,13 +454,7 @@ std::vector<SweepAxis> read_sweep(const YamlReader& s, const std::string& text, 
   return axes;
 }
 
-YAML::Node parse(const std::string& text, const std::string& file) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    throw InputError(file, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "YAML syntax error: " + e.msg);
-  }
-}
+YAML::Node parse(const std::string& text, const std::string& file) { return parse_yaml(text, file); }
 
 // The scenario text with its top-level `sweep:` block blanked (lines kept, so every other line
 // number stays right). Loading a sweep point parses the scenario again; with the sweep left in, a
@@ -573,7 +568,8 @@ Scenario load_checked(const YAML::Node& root, const std::string& text, const std
   const YamlReader r(root, "", file);
   r.allow_keys(kTopLevelKeys);
   sc.description = r.get_string("description", "");
-  sc.name = r.get_string("name", file.empty() ? std::string("inline") : fs::path(file).stem().string());
+  // A file name is bytes, not text: the name goes to JSON outputs, which must be UTF-8.
+  sc.name = r.get_string("name", file.empty() ? std::string("inline") : utf8_or_replaced(fs::path(file).stem().string()));
 
   const YamlReader hw = r.child("hardware");
   if (hw.is_scalar()) {
@@ -595,6 +591,10 @@ Scenario load_checked(const YAML::Node& root, const std::string& text, const std
   if (sc.hardware.fabric.num_gpus < 1) hw.fail("the profile has no GPUs");
 
   sc.workload = read_workload(r.child("workload"), sc.hardware.fabric.num_gpus);
+  if (const auto over = work_over_budget(sc.workload)) {
+    const YamlReader w = r.child("workload");
+    w.fail_at(w.has(over->key) ? over->key : "tp", over->message);
+  }
 
   if (const auto f = r.optional_child("fidelity")) {
     const std::string s = f->as_string();
@@ -628,6 +628,52 @@ Scenario load_checked(const YAML::Node& root, const std::string& text, const std
 
 const char* fidelity_name(Fidelity f) { return f == Fidelity::steps ? "steps" : "curve"; }
 
+namespace {
+
+std::int64_t tiles_of(const RankGemm& g) {
+  const auto ceil128 = [](std::int64_t v) { return v <= 0 ? 0 : (v + 127) / 128; };
+  return ceil128(g.m) * ceil128(g.n);  // each at most 2^17: no overflow
+}
+
+}  // namespace
+
+std::optional<WorkOverBudget> work_over_budget(const Workload& w) {
+  if (w.tp > kMaxSimulatedRanks)
+    return WorkOverBudget{"tp", fmt::format("{} ranks is more than the {} the simulator runs (its routes and "
+                                            "collectives take time quadratic in the ranks)",
+                                            w.tp, kMaxSimulatedRanks)};
+  std::int64_t tiles = 0;
+  std::string key = "tokens";
+  int layers = 1;
+  if (const auto* g = std::get_if<GemmCollective>(&w.shape)) {
+    tiles = tiles_of(RankGemm{g->m, g->n, g->k, g->dtype});
+    key = "m";
+  } else if (const auto* m = std::get_if<MlpTpSp>(&w.shape)) {
+    const MlpShapes s = mlp_shapes(*m, w.tp);
+    tiles = tiles_of(s.col) + tiles_of(s.row);
+  } else if (const auto* a = std::get_if<AttentionTpSp>(&w.shape)) {
+    const AttentionShapes s = attention_shapes(*a, w.tp);
+    tiles = tiles_of(s.qkv) + tiles_of(s.out) + s.attention_tiles;
+    key = "seq";
+  } else if (const auto* u = std::get_if<AttentionUlysses>(&w.shape)) {
+    tiles = ulysses_shapes(*u, w.tp).attention_tiles;
+    key = "seq";
+  } else if (const auto* t = std::get_if<Transformer>(&w.shape)) {
+    const AttentionShapes a = attention_shapes(transformer_attention(*t), w.tp);
+    const MlpShapes m = mlp_shapes(transformer_mlp(*t), w.tp);
+    tiles = tiles_of(a.qkv) + tiles_of(a.out) + a.attention_tiles + tiles_of(m.col) + tiles_of(m.row);
+    layers = std::max(1, t->layers);
+    key = "seq";
+  }
+  // At most 2^36 per layer and 1024 layers: the product stays inside int64.
+  const std::int64_t total = tiles * layers;
+  if (total <= kMaxGemmTilesPerRank) return std::nullopt;
+  return WorkOverBudget{key, fmt::format("{} GEMM tiles (128 x 128) per rank{} is more than the {} the simulator "
+                                         "walks in seconds; shrink the workload",
+                                         total, layers > 1 ? fmt::format(" over {} layers", layers) : std::string(),
+                                         kMaxGemmTilesPerRank)};
+}
+
 nlohmann::json yaml_text_to_json(const std::string& text) {
   try {
     return yaml_to_json(YAML::Load(text));
@@ -639,6 +685,7 @@ nlohmann::json yaml_text_to_json(const std::string& text) {
 nlohmann::json apply_scheme_params(const SchemeInfo& scheme, nlohmann::json base,
                                    const std::vector<std::string>& assignments) {
   if (!base.is_object()) base = nlohmann::json::object();
+  std::set<std::string> seen;
   for (const std::string& a : assignments) {
     const auto eq = a.find('=');
     const std::string key = eq == std::string::npos ? a : a.substr(0, eq);
@@ -654,11 +701,13 @@ nlohmann::json apply_scheme_params(const SchemeInfo& scheme, nlohmann::json base
       throw InputError("", 0, where, "unknown parameter of scheme '" + scheme.name + "' (known: " +
                                          (known.empty() ? std::string("none") : join(known)) + ")");
     }
+    // A knob given twice would silently keep the last one.
+    if (!seen.insert(key).second) throw InputError("", 0, where, "given twice; give each --param once");
     YAML::Node node;
     try {
-      node = YAML::Load(a.substr(eq + 1));
-    } catch (const YAML::ParserException& e) {
-      throw InputError("", 0, where, "not a YAML value: " + e.msg);
+      node = parse_yaml(a.substr(eq + 1), "");
+    } catch (const InputError& e) {
+      throw InputError("", 0, where, "not a value (" + a + "): " + e.message());
     }
     base[key] = read_param(YamlReader(node, where, ""), *spec);
   }

@@ -4,6 +4,7 @@
 // optional sweep axes. `--set a.b.c=value` overrides are applied to the YAML tree before validation,
 // so an override is checked exactly like a value written in the file. Every mistake is an
 // InputError naming the file, the line and the key path (the CLI exits 2 on it).
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,5 +84,21 @@ nlohmann::json apply_scheme_params(const SchemeInfo& scheme, nlohmann::json base
 nlohmann::json yaml_text_to_json(const std::string& text);
 
 const char* fidelity_name(Fidelity f);
+
+// Work budgets, checked on the workload before any graph is built (README "Bad input"), so every
+// input inside the documented ranges finishes in seconds or is refused at once:
+//   - at most kMaxSimulatedRanks ranks: routes and collectives cost time quadratic in the ranks
+//     (512 ranks take about 4 s for every scheme of a GEMM + all-reduce, 4096 more than a minute);
+//   - at most kMaxGemmTilesPerRank GEMM output tiles of 128 x 128 per rank, over every GEMM of the
+//     workload (every layer of a transformer or decode stack): FlashOverlap's wave groups and the
+//     tuners walk the tiles wave by wave (a 16777216^3 GEMM has 1.7e10 tiles per rank).
+inline constexpr int kMaxSimulatedRanks = 512;
+inline constexpr std::int64_t kMaxGemmTilesPerRank = std::int64_t{1} << 22;  // 4,194,304
+struct WorkOverBudget {
+  std::string key;      // the workload key to name ("tp", "m", "tokens", ...)
+  std::string message;  // the estimate, the limit and what to do
+};
+// nullopt when the workload is inside both budgets.
+std::optional<WorkOverBudget> work_over_budget(const Workload& w);
 
 }  // namespace overlap::sim

@@ -220,8 +220,51 @@ std::vector<SweepAxis> merge_sweep_axes(std::vector<SweepAxis> axes, const std::
   return axes;
 }
 
-SweepGrid make_sweep_grid(const std::vector<SweepAxis>& axes) {
+std::int64_t sweep_grid_size(const std::vector<SweepAxis>& axes) {
+  if (axes.empty()) return 0;
+  std::int64_t n = 1;
+  for (const SweepAxis& a : axes) {
+    const auto len = static_cast<std::int64_t>(a.values.size());
+    if (len == 0) return 0;
+    n = n > (kMaxSweepPoints + 1) / len ? kMaxSweepPoints + 1 : std::min(n * len, kMaxSweepPoints + 1);
+  }
+  return n;
+}
+
+void check_sweep_keys(const Scenario& scenario, const std::vector<SweepAxis>& axes, const ScenarioOptions& load) {
+  for (const SweepAxis& axis : axes) {
+    if (axis.values.empty()) continue;
+    ScenarioOptions o = load;
+    o.validate_sweep = false;
+    for (std::size_t k = 0; k < axis.keys.size() && k < axis.values.front().size(); ++k)
+      o.sets.push_back(axis.keys[k] + "=" + axis.values.front()[k]);
+    try {
+      (void)load_scenario_text(scenario.text, scenario.file, o);
+    } catch (const InputError& e) {
+      if (e.message().rfind("unknown key", 0) == 0 || e.message().rfind("unknown parameter", 0) == 0) {
+        std::string keys;
+        for (const auto& k : axis.keys) keys += (keys.empty() ? "" : ",") + k;
+        throw InputError(scenario.file, axis.line, "sweep." + keys,
+                         fmt::format("a swept key is not a key of the scenario (nothing was run): {}", e.what()));
+      }
+    }
+  }
+}
+
+SweepGrid make_sweep_grid(const std::vector<SweepAxis>& axes, const std::string& file) {
   SweepGrid g;
+  const std::int64_t size = sweep_grid_size(axes);
+  if (size > kMaxSweepPoints) {
+    std::string lengths;
+    double product = 1;
+    for (const SweepAxis& a : axes) {
+      lengths += (lengths.empty() ? "" : " x ") + std::to_string(a.values.size());
+      product *= static_cast<double>(a.values.size());
+    }
+    throw InputError(file, 0, "sweep",
+                     fmt::format("the grid has {} = {:.0f} points; a sweep may have at most {} (split it into "
+                                 "several sweeps)", lengths, product, kMaxSweepPoints));
+  }
   for (const SweepAxis& a : axes) g.columns.insert(g.columns.end(), a.keys.begin(), a.keys.end());
   if (axes.empty()) return g;
   g.points.push_back({});

@@ -5,6 +5,7 @@
 // (point, scheme) with the swept values as the first columns. The output depends only on the grid:
 // points are evaluated in any order on any number of threads or processes and assembled by index.
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -47,7 +48,21 @@ struct SweepGrid {
   std::vector<SweepPoint> points;    // the cartesian product, the last axis varying fastest
 };
 
-SweepGrid make_sweep_grid(const std::vector<SweepAxis>& axes);
+// At most kMaxSweepPoints points: the grid's size (the product of the axes' lengths) is computed
+// before anything is expanded and a larger one is an InputError naming the size and the limit (a
+// 1000^3 grid would need gigabytes before the first point ran). 100,000 points take about ten
+// minutes to load and hours to simulate on one machine; a larger study is several sweeps.
+inline constexpr std::int64_t kMaxSweepPoints = 100'000;
+// The product of the axes' lengths, saturated at kMaxSweepPoints + 1.
+std::int64_t sweep_grid_size(const std::vector<SweepAxis>& axes);
+// `file` names the scenario in the size refusal.
+SweepGrid make_sweep_grid(const std::vector<SweepAxis>& axes, const std::string& file = "");
+
+// Before the grid is expanded: every axis key must name a key of the scenario. Each axis's first
+// value is applied alone (one load per axis, not per point); an error naming an unknown key is
+// thrown as it is, before any point is loaded. (A value that is bad only in combination is left to
+// prepare_sweep.)
+void check_sweep_keys(const Scenario& scenario, const std::vector<SweepAxis>& axes, const ScenarioOptions& load);
 
 // A point that loaded: what evaluating it needs. Points that do not vary the hardware share one
 // profile object.

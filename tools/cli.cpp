@@ -13,6 +13,8 @@
 
 #include "cost_model/input_error.hpp"
 #include "cost_model/profile_loader.hpp"
+#include "cost_model/yaml_reader.hpp"
+#include "sim/atomic_file.hpp"
 #include "sim/engine.hpp"
 #include "tools/cmd_collective.hpp"
 #include "sim/sweep_mpi.hpp"
@@ -139,7 +141,41 @@ void drop_empty_list_defaults(CLI::App* app) {
   for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) drop_empty_list_defaults(sub);
 }
 
+// One command's output flags: an empty path is refused (it is not "standard output": that is -),
+// and two flags naming one file are refused before anything runs (sim/atomic_file.hpp).
+struct OutputFlag {
+  std::string flag;
+  const std::string* path;
+  const CLI::Option* option;  // null: always given when `path` is not empty
+};
+
+void check_output_flags(const std::vector<OutputFlag>& flags,
+                        std::vector<std::pair<std::string, std::string>> extra = {}) {
+  std::vector<std::pair<std::string, std::string>> outputs;
+  for (const OutputFlag& f : flags) {
+    if (f.option && f.option->count() > 0 && f.path->empty())
+      throw UsageError(f.flag + " '': an empty path names no file (give a file name, or - for standard output)");
+    outputs.emplace_back(f.flag, *f.path);
+  }
+  outputs.insert(outputs.end(), extra.begin(), extra.end());
+  check_distinct_outputs(outputs);
+}
+
 }  // namespace
+
+// Number options read as written, by the rule of every numeric input (cost_model/yaml_reader.hpp):
+// decimal digits with an optional sign, leading zeros decimal. CLI11 alone would read 010 as octal
+// 8 and 0x10 as 16; this transform hands it the canonical decimal text.
+CLI::Validator decimal_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const auto v = parse_decimal_int(text);
+        if (!v) return "must be a whole number in decimal digits (got '" + text + "')";
+        text = std::to_string(*v);
+        return std::string();
+      },
+      "", "decimal");
+}
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   if (const auto unknown = unknown_command(argc, argv)) {
@@ -211,7 +247,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   tune_cmd->add_option("--gemm", tune.gemm, "Operator level: the per-rank GEMM, MxNxK")->type_name("MxNxK");
   tune_cmd->add_option("--dtype", tune.dtype, "Operator level: fp8, fp16, bf16 or fp32 (default bf16)");
   tune_cmd->add_option("--primitive", tune.primitive, "Operator level: all_reduce, reduce_scatter or all_to_all");
-  tune_cmd->add_option("--ranks", tune.ranks, "Operator level: GPUs in the collective");
+  tune_cmd->add_option("--ranks", tune.ranks, "Operator level: GPUs in the collective")->transform(decimal_integer());
   tune_cmd->add_option("--search", tune.search,
                        "flashoverlap (the published tuner), optimal (exact optimum of its predictor), exhaustive "
                        "(2^(T-1) partitions, T <= 20), simulate (the engine decides; default)");
@@ -221,13 +257,17 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                        "Write the configuration FlashOverlap's kernels read (BM, BN, dur, Algo, hint, cSeg, rLDN) to FILE, "
                        "or into DIR/ under FlashOverlap's own name m{M}n{N}k{K}_{gpu}_{primitive}_{ranks}.json")
       ->type_name("FILE|DIR/");
-  tune_cmd->add_option("--swizzle", tune.swizzle, "Tile order of the exported hint: CUTLASS swizzle 1, 2, 4 or 8");
-  tune_cmd->add_option("--algo", tune_algo, "Exported Algo: FlashOverlap's index of the GEMM kernel (AlgoDict)");
-  tune_cmd->add_option("--budget", tune.budget, "simulate: engine runs at most (default 40)");
+  tune_cmd->add_option("--swizzle", tune.swizzle, "Tile order of the exported hint: CUTLASS swizzle 1, 2, 4 or 8")
+      ->transform(decimal_integer());
+  tune_cmd->add_option("--algo", tune_algo, "Exported Algo: FlashOverlap's index of the GEMM kernel (AlgoDict; 0 or more)")
+      ->transform(decimal_integer());
+  tune_cmd->add_option("--budget", tune.budget, "simulate: engine runs at most (default 40)")->transform(decimal_integer());
   tune_cmd->add_flag("--sm-margin", tune.sm_margin,
                      "Operator level: the engine runs FlashOverlap with sm_margin (the GEMM leaves NCCL's SMs free)");
-  tune_cmd->add_option("--top", tune.top, "Candidates listed (default 10)");
-  tune_cmd->add_option("-j,--jobs", tune.jobs, "Threads running simulations (default: every core)")->check(CLI::Range(1, 4096));
+  tune_cmd->add_option("--top", tune.top, "Candidates listed (default 10)")->transform(decimal_integer());
+  tune_cmd->add_option("-j,--jobs", tune.jobs, "Threads running simulations (default: every core)")
+      ->transform(decimal_integer())
+      ->check(CLI::Range(1, 4096));
   tune_cmd->add_option("--set", tune.sets,
                        "Override a key (repeatable): of the profile (operator level, e.g. hardware.gpu.sm_count=100) "
                        "or of the scenario")
@@ -257,6 +297,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
   sweep_cmd->add_option("-j,--jobs", sweep.jobs, "Threads (default: every core, shared among mpirun ranks on a machine)")
+      ->transform(decimal_integer())
       ->check(CLI::Range(1, 4096));
   sweep_cmd->add_option("--format", sweep.format, "csv or json (default csv)");
   sweep_cmd->add_option("--output,-o", sweep.output, "Write the rows to FILE (atomically at the end; FILE.partial "
@@ -343,14 +384,29 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   try {
     if (run_cmd->parsed()) {
+      check_output_flags({{"-o", &run.output, run_cmd->get_option("--output")},
+                          {"--trace", &run.trace, run_cmd->get_option("--trace")},
+                          {"--plot", &run.plot, run_cmd->get_option("--plot")},
+                          {"--graphviz", &run.graphviz, run_cmd->get_option("--graphviz")}});
       return cmd_run(run, out, err);
     }
     if (tune_cmd->parsed()) {
+      check_output_flags({{"-o", &tune.output, tune_cmd->get_option("--output")},
+                          {"--export-flashoverlap", &tune.export_flashoverlap, tune_cmd->get_option("--export-flashoverlap")}});
+      if (tune_algo && *tune_algo < 0)
+        throw UsageError(fmt::format("--algo must be 0 or more (FlashOverlap's AlgoDict index; got {})", *tune_algo));
       tune.algo = tune_algo;
       cmd_tune(tune, out, err);
       return kExitOk;
     }
     if (sweep_cmd->parsed()) {
+      // FILE.partial, the checkpoint beside -o FILE, is an output too.
+      std::vector<std::pair<std::string, std::string>> checkpoint;
+      if (!sweep.output.empty() && sweep.output != "-" && sweep.output.back() != '/')
+        checkpoint.emplace_back("-o's checkpoint", sweep.output + ".partial");
+      check_output_flags({{"-o", &sweep.output, sweep_cmd->get_option("--output")},
+                          {"--plot", &sweep.plot, sweep_cmd->get_option("--plot")}},
+                         checkpoint);
       // The progress bar goes to a terminal only (and with --progress anywhere).
       sweep.progress_if_tty = &err == &std::cerr && ::isatty(STDERR_FILENO);
       cmd_sweep(sweep, out, err);
@@ -361,6 +417,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       return kExitOk;
     }
     if (collective_cmd->parsed()) {
+      check_output_flags({{"-o", &collective.output, collective_cmd->get_option("--output")}});
       cmd_collective(collective, out, err);
       return kExitOk;
     }
@@ -369,6 +426,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       return kExitOk;
     }
     if (validate_cmd->parsed()) {
+      check_output_flags({{"-o", &papers.output, validate_cmd->get_option("--output")}});
       if (papers.papers) {
         if (!validate_dir.empty() || validate_record)
           throw UsageError("validate: give either DIR (measured results) or --papers, not both");
@@ -378,7 +436,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         throw UsageError("validate: give DIR (a calibration results directory) or --papers (the sources' figures)");
       if (papers.strict || !papers.sources.empty() || !papers.output.empty())
         throw UsageError("validate DIR: --strict, --source and --output go with --papers");
-      cmd_validate(resolve_input_path(validate_dir), papers.format, validate_record, out, err);
+      const std::string dir = resolve_input_path(validate_dir);
+      if (validate_record) {
+        const std::string record = (fs::path(dir) / "validation.json").string();
+        check_output_flags({{"--record", &record, nullptr}});
+      }
+      cmd_validate(dir, papers.format, validate_record, out, err);
       return kExitOk;
     }
     if (show_cmd->parsed()) {
@@ -395,6 +458,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     err << "overlap-sim: error: " << e.what() << "\n";
     return kExitUsage;
   } catch (const UsageError& e) {
+    err << "overlap-sim: error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const OutputError& e) {
+    // An output path the user gave that cannot be written (the OS error is in the message).
     err << "overlap-sim: error: " << e.what() << "\n";
     return kExitUsage;
   } catch (const sim::ResourceError& e) {

@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+namespace CLI {
+class Validator;
+}
+
 namespace overlap::tools {
 
 inline constexpr int kExitOk = 0;
@@ -36,6 +40,10 @@ class QuietExit : public std::runtime_error {
 };
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+// A CLI11 transform for a whole-number option, by the rule of every numeric input
+// (cost_model/yaml_reader.hpp): decimal digits with an optional sign, leading zeros decimal.
+CLI::Validator decimal_integer();
 
 // The source tree (scenarios/, tools/): $OVERLAP_HOME when set, else the tree the program was built
 // from (compile definition OVERLAP_SOURCE_DIR).

@@ -138,7 +138,8 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& o) {
                   "all_reduce, reduce_scatter, all_gather, all_to_all, broadcast or reduce (or nccl-tests' program name)")
       ->required();
   cmd->add_option("--hardware", o.hardware, "Built-in profile name or a profile YAML path (default h100-sxm-8x-nvswitch)");
-  cmd->add_option("--ranks,-g", o.ranks, "Ranks (GPUs) in the collective, at least 2 (default: all of the profile's)");
+  cmd->add_option("--ranks,-g", o.ranks, "Ranks (GPUs) in the collective, at least 2 (default: all of the profile's)")
+      ->transform(decimal_integer());
   cmd->add_option("-b,--minbytes", o.min_bytes, "Smallest size, nccl-tests syntax (8, 1K, 8M, 8G); default 8");
   cmd->add_option("-e,--maxbytes", o.max_bytes, "Largest size; default 8G");
   cmd->add_option("-f,--stepfactor", o.step_factor, "Multiply the size by this each row (default 2)");

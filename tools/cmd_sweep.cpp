@@ -169,6 +169,10 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
   else if (o.format != "csv") throw UsageError("--format must be csv or json (got '" + o.format + "')");
   if (o.jobs < 0) throw UsageError(fmt::format("-j must be at least 1 (got {})", o.jobs));
   if (o.resume && o.output.empty()) throw UsageError("--resume needs --output FILE (the file whose points are skipped)");
+  // An output written in place (- for stdout, a pipe, a device) has no checkpoint beside it.
+  const bool output_in_place = !o.output.empty() && resolve_output(o.output).in_place;
+  if (o.resume && output_in_place)
+    throw UsageError(fmt::format("--resume needs --output to be a file (got {}, which is written in place)", o.output));
   if (!o.plot.empty()) check_plotting_available("plot_sweep.py");
 
   const std::string path = o.scenario.empty() ? (fs::path(source_dir()) / kDefaultScenario).string()
@@ -193,8 +197,28 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
       for (auto& point : axis.values) point[0] = resolve_hardware_path(point[0], path);
     flags.push_back(std::move(axis));
   }
+  // A bad value of a --sweep axis: the flag is where it came from.
+  const auto from_flags = [&](const auto& fn) {
+    try {
+      fn();
+    } catch (const InputError& e) {
+      for (const std::string& f : o.sweeps) {
+        const std::string key = f.substr(0, f.find('='));
+        if (!key.empty() && std::string(e.what()).find(key) != std::string::npos)
+          throw InputError("--sweep " + f, 0, e.key_path(), e.message());
+      }
+      throw;
+    }
+  };
+  // Keys and the grid's size are checked before the grid is expanded (sim/sweep.hpp).
   const std::vector<sim::SweepAxis> axes = sim::merge_sweep_axes(own_axes, flags);
-  const sim::SweepGrid grid = sim::make_sweep_grid(axes);
+  from_flags([&] {
+    with_flag_errors(flag_sets, [&] {
+      sim::check_sweep_keys(sc, axes, load);
+      return 0;
+    });
+  });
+  const sim::SweepGrid grid = sim::make_sweep_grid(axes, path);
   if (grid.points.empty())
     throw UsageError(sc.sweep.empty() ? fmt::format("{} has no sweep: section; give the axes with --sweep KEY=V1,V2,...", path)
                                       : "every axis was dropped (--no-axis / --only-axes); give the axes with --sweep KEY=V1,V2,...");
@@ -213,17 +237,7 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
                               : std::max(1, sim::default_jobs() / std::max(1, world.local_size()));
   sim::ScenarioOptions point_load = load;
   std::vector<sim::PreparedPoint> prepared;
-  try {
-    prepared = with_flag_errors(flag_sets, [&] { return sim::prepare_sweep(sc, grid, point_load, jobs); });
-  } catch (const InputError& e) {
-    // A bad value of a --sweep axis: the flag is where it came from.
-    for (const std::string& f : o.sweeps) {
-      const std::string key = f.substr(0, f.find('='));
-      if (!key.empty() && std::string(e.what()).find(key) != std::string::npos)
-        throw InputError("--sweep " + f, 0, e.key_path(), e.message());
-    }
-    throw;
-  }
+  from_flags([&] { prepared = with_flag_errors(flag_sets, [&] { return sim::prepare_sweep(sc, grid, point_load, jobs); }); });
 
   // --resume: rank 0 reads what is done and tells the others which points to skip.
   std::map<std::string, std::string> done;
@@ -274,8 +288,12 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
     mine.push_back(remaining[k]);
 
   const std::string checkpoint_path =
-      o.output.empty() ? std::string()
+      o.output.empty() || output_in_place ? std::string()
                        : o.output + ".partial" + (world.distributed() ? fmt::format(".{}", world.rank()) : std::string());
+  // The checkpoint is appended to as points finish: a pipe or a device there would block or swallow it.
+  if (!checkpoint_path.empty() && resolve_output(checkpoint_path).in_place)
+    throw UsageError(fmt::format("-o {}: its checkpoint {} must be a regular file (it is a pipe or a device)", o.output,
+                                 checkpoint_path));
   // A checkpoint this run started from is read above; a new one is written from scratch.
   Checkpoint checkpoint(checkpoint_path);
   // What was done before goes into the new checkpoint too, so a second interruption loses nothing.

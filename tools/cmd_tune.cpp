@@ -76,6 +76,9 @@ sim::Workload operator_workload(const TuneOptions& o) {
       msg = "--gemm " + msg.substr(9);
     throw UsageError(msg);
   }
+  if (const auto over = sim::work_over_budget(w))
+    throw UsageError(fmt::format("{} {}: {}", over->key == "tp" ? "--ranks" : "--gemm",
+                                 over->key == "tp" ? std::to_string(o.ranks) : o.gemm, over->message));
   return w;
 }
 

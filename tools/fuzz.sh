@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Fuzz the input loaders with libFuzzer (issue 12): the scenario loader, the hardware-profile loader,
-# the nccl-tests importer and a calibration results directory (validate and the profile writer;
-# tests/fuzz/), each for MINUTES minutes (default 10), built with clang + ASan + UBSan in build-fuzz/.
-#   tools/fuzz.sh [MINUTES] [TARGET...]     TARGET: scenario_loader profile_loader nccl_tests_import results_dir
+# the nccl-tests importer, a calibration results directory (validate and the profile writer) and the
+# whole command line (outputs against a pipe, links and a directory; number options; --set, --param,
+# --sweep; the work budgets) (tests/fuzz/), each for MINUTES minutes (default 10), built with clang +
+# ASan + UBSan in build-fuzz/.
+#   tools/fuzz.sh [MINUTES] [TARGET...]
+#   TARGET: scenario_loader profile_loader nccl_tests_import results_dir cli
 # Working corpora: build-fuzz/corpus/<target>/ (seeded from scenarios/, scenarios/hardware/,
 # tests/data/bad_inputs/, tests/data/ nccl-tests samples and calibration results); not committed.
 # Findings (crashes, leaks, sanitizer reports, timeouts over 5 s, slow units): saved to
@@ -13,7 +16,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 minutes=${1:-10}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(scenario_loader profile_loader nccl_tests_import results_dir)
+[ ${#targets[@]} -gt 0 ] || targets=(scenario_loader profile_loader nccl_tests_import results_dir cli)
 case "$minutes" in (*[!0-9.]*|'') echo "fuzz.sh: MINUTES must be a number (got '$minutes')" >&2; exit 2;; esac
 
 bash "$root/tools/setup.sh"
@@ -43,6 +46,11 @@ for t in "${targets[@]}"; do
       mkdir -p "$build/seeds/results_dir"
       python3 "$root/tests/fuzz/make_results_seeds.py" "$root" "$build/seeds/results_dir"
       seeds=("$build"/seeds/results_dir/*) ;;
+    cli)
+      # The bad-input corpus's command lines (and a few that succeed), one argument a line.
+      mkdir -p "$build/seeds/cli"
+      python3 "$root/tests/fuzz/make_cli_seeds.py" "$root" "$build/seeds/cli"
+      seeds=("$build"/seeds/cli/*) ;;
     *) echo "fuzz.sh: unknown target '$t'" >&2; exit 2 ;;
   esac
   for s in "${seeds[@]}"; do

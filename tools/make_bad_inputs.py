@@ -17,6 +17,11 @@ manifest.json lists the entries; each has
   where   text stderr must contain: the file's name or the flag
   key     the key path the message must name (dotted, list indices as .N), or null when no single
           key is at fault (unparsable YAML, empty file)
+  setup   (optional) what to make in {tmp} before the run: ["write", NAME, TEXT], ["mkdir", NAME],
+          ["mkfifo", NAME], ["symlink", TARGET, NAME], ["copytree", SOURCE, NAME], ["remove", NAME]
+          ({src} expands)
+  keep    (optional) what must be as it was after the run: [{"path": NAME, "type": "fifo" | "symlink"
+          | "dir" | "char", "text": TEXT}] (an output must never replace a pipe, a link or a device)
 cli.txt lists the CLI entries' command lines, one a line, for reading.
 
 Usage: tools/make_bad_inputs.py [--out tests/data/bad_inputs]
@@ -151,9 +156,14 @@ class Corpus:
             entry["exit"] = exit_code
         self.entries.append(entry)
 
-    def add_cli(self, name, argv, cls, where, key):
+    def add_cli(self, name, argv, cls, where, key, setup=None, keep=None):
         ident = re.sub(r"[^A-Za-z0-9_.+-]", "_", f"{len(self.entries):04d}_{name}")[:120]
-        self.entries.append({"id": ident, "class": cls, "argv": argv, "where": where, "key": key})
+        entry = {"id": ident, "class": cls, "argv": argv, "where": where, "key": key}
+        if setup:
+            entry["setup"] = setup
+        if keep:
+            entry["keep"] = keep
+        self.entries.append(entry)
 
 
 def load(path):
@@ -300,6 +310,184 @@ def text_mutations(corpus, rng, text, sub, stem, argv, count):
             continue
         corpus.add_file(sub, f"{stem}_{kind}_{made}", t, "garbled_yaml", argv, None, None)
         made += 1
+
+
+def add_second_round(corpus, mlp, h100_text, run_file, show_file, mlp_path):
+    """Issue 26's classes: outputs that would damage what they replace, numbers not read as written,
+    unbounded time or memory, internal errors, unchecked topologies, loose flags."""
+    no = ["--scheme", "no_overlap"]
+    op = ["--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive", "all_reduce", "--ranks", "4",
+          "--search", "flashoverlap"]
+    old = [["write", "k.json", "old"]]
+    keep_old = [{"path": "k.json", "text": "old"}]
+
+    # 1. Outputs: two flags naming one file (after resolving), special files, empty paths.
+    clash = [
+        ("run_o_trace", ["run", mlp_path] + no + ["-o", "{tmp}/k.json", "--trace", "{tmp}/k.json"], "-o", old),
+        ("run_graphviz_trace", ["run", mlp_path] + no + ["--graphviz", "{tmp}/k.json", "--trace", "{tmp}/./k.json"],
+         "--graphviz", old),
+        ("run_plot_trace_link", ["run", mlp_path] + no + ["-o", "{tmp}/link.json", "--trace", "{tmp}/k.json"], "-o",
+         old + [["symlink", "k.json", "link.json"]]),
+        ("tune_o_export", ["tune"] + op + ["-o", "{tmp}/k.json", "--export-flashoverlap", "k.json"], "-o", old),
+        ("sweep_o_checkpoint", ["sweep", mlp_path, "--sweep", "workload.tokens=4096", "-o", "{tmp}/k.json",
+                                "--plot", "{tmp}/k.json.partial"], "-o", old),
+    ]
+    for name, argv, where, setup in clash:
+        keep = keep_old + ([{"path": "link.json", "type": "symlink"}] if any(s[0] == "symlink" for s in setup) else [])
+        corpus.add_cli(f"output_clash_{name}", argv, "output_clash", where, None, setup, keep)
+    special = [
+        ("fifo_no_reader", ["run", mlp_path] + no + ["-o", "{tmp}/fifo"], "fifo", [["mkfifo", "fifo"]],
+         [{"path": "fifo", "type": "fifo"}]),
+        ("trace_fifo_link", ["run", mlp_path] + no + ["--trace", "{tmp}/link"], "link",
+         [["mkfifo", "fifo"], ["symlink", "fifo", "link"]], [{"path": "fifo", "type": "fifo"},
+                                                              {"path": "link", "type": "symlink"}]),
+        ("dev_full", ["run", mlp_path] + no + ["-o", "/dev/full"], "/dev/full", None, None),
+        ("directory", ["run", mlp_path] + no + ["-o", "{tmp}/d"], "-o", [["mkdir", "d"]],
+         [{"path": "d", "type": "dir"}]),
+        ("trailing_slash", ["run", mlp_path] + no + ["-o", "{tmp}/new/"], "new/", None, None),
+        ("empty_o", ["run", mlp_path] + no + ["-o", ""], "-o", None, None),
+        ("empty_trace", ["run", mlp_path] + no + ["--trace", ""], "--trace", None, None),
+        ("empty_tune_export", ["tune"] + op + ["--export-flashoverlap", ""], "--export-flashoverlap", None, None),
+        ("papers_o_directory", ["validate", "--papers", "--source", "dtp", "-o", "{tmp}/d"], "-o",
+         [["mkdir", "d"]], [{"path": "d", "type": "dir"}]),
+        ("record_directory", ["validate", "{tmp}/res", "--record"], "validation.json",
+         [["copytree", "{src}/tests/data/calibrate/fixture-h100", "res"], ["remove", "res/validation.json"],
+          ["mkdir", "res/validation.json"]],
+         [{"path": "res/validation.json", "type": "dir"}]),
+        ("sweep_checkpoint_fifo", ["sweep", mlp_path, "--sweep", "workload.tokens=4096", "-o", "{tmp}/s.csv"],
+         "s.csv.partial", [["mkfifo", "s.csv.partial"]], [{"path": "s.csv.partial", "type": "fifo"}]),
+        ("symlink_loop", ["run", mlp_path] + no + ["-o", "{tmp}/loop"], "loop", [["symlink", "loop", "loop"]],
+         [{"path": "loop", "type": "symlink"}]),
+    ]
+    for name, argv, where, setup, keep in special:
+        corpus.add_cli(f"output_special_{name}", argv, "output_special", where, None, setup, keep)
+
+    # 2. Numbers as written: quoted, block, tagged, hex; a second document; a null.
+    def scen(mod, name, cls, key, raw=None, argv=None):
+        d = copy.deepcopy(mlp)
+        d.pop("sweep", None)
+        mod(d)
+        corpus.add_file("scenarios", name, dump(d, raw), cls, argv or run_file, None, key)
+    for tok, name in (('"8192"', "quoted"), ("'8192'", "single_quoted"), ("|\n    8192", "block"),
+                      ("!foo 8192", "custom_tag"), ("!!int 8192", "int_tag"), ("!!python/object:os.system 8192",
+                                                                                 "python_tag"),
+                      ("0x2000", "hex"), ("0o20000", "octal_0o"), ("8_192", "separator"), (".inf", "inf")):
+        scen(lambda d: d["workload"].update(tokens=PLACEHOLDER), f"number_tokens_{name}", "number_as_written",
+             "workload.tokens", tok)
+    for tok, name in (('"132"', "quoted"), ("!!float 132", "float_tag"), ("0x84", "hex")):
+        text = re.sub(r"(?m)^(  sm_count:) .*$", r"\1 " + tok.replace("\\", "\\\\"), h100_text, count=1)
+        corpus.add_file("profiles", f"number_sm_count_{name}", text, "number_as_written", show_file, None,
+                        "gpu.sm_count")
+    body = dump({k: v for k, v in mlp.items() if k != "sweep"})
+    corpus.add_file("scenarios", "second_document", body + "---\nworkload: {tp: 1}\n", "trailing_document", run_file,
+                    None, None)
+    corpus.add_file("scenarios", "text_after_end", body + "...\nfidelity: steps\n", "trailing_document", run_file,
+                    None, None)
+    corpus.add_file("profiles", "second_document", h100_text + "---\ngpu: {sm_count: 1}\n", "trailing_document",
+                    show_file, None, None)
+    scen(lambda d: d.update(schemes=PLACEHOLDER), "null_schemes", "null_value", "schemes", "~")
+    scen(lambda d: d.update(fidelity=PLACEHOLDER), "null_fidelity", "null_value", "fidelity", "null")
+    corpus.add_file("profiles", "null_description", re.sub(r"(?m)^description:.*$", "description: ~", h100_text,
+                                                           count=1), "null_value", show_file, None, "description")
+    for name, argv, key in (
+            ("set_quoted", ["run", mlp_path, "--set", 'workload.tokens="8192"'], "workload.tokens"),
+            ("set_tag", ["run", mlp_path, "--set", "workload.tokens=!!int 8192"], "workload.tokens"),
+            ("set_hex", ["run", mlp_path, "--set", "workload.tokens=0x2000"], "workload.tokens"),
+            ("set_hex_profile", ["run", mlp_path, "--set", "hardware.gpu.sm_count=0x84"], "hardware.gpu.sm_count"),
+            ("set_null_schemes", ["run", mlp_path, "--set", "schemes=~"], "schemes"),
+            ("set_second_document", ["run", mlp_path, "--set", "workload.tokens=8192\n---\n1"], "workload.tokens"),
+            ("profile_set_quoted", ["profile", "show", "h100-sxm-8x-nvswitch", "--set", 'gpu.sm_count="132"'],
+             "gpu.sm_count")):
+        corpus.add_cli(f"number_{name}", argv, "number_as_written", "--set", key)
+    corpus.add_cli("number_param_hex", ["run", mlp_path, "--scheme", "data_slicing", "--param", "chunks=0x8"],
+                   "number_as_written", "--param", "chunks")
+    corpus.add_cli("number_tune_ranks_hex", ["tune"] + op[:-2] + ["--ranks", "0x4"], "number_as_written", "--ranks",
+                   None)
+    corpus.add_cli("number_jobs_octal_hex", ["sweep", mlp_path, "-j", "0x2"], "number_as_written", "--jobs", None)
+
+    # 3. Bounded time and memory: alias bombs, huge grids, many keys, work beyond the budgets.
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, c in zip("abcdefghi", "bcdefghij"))
+    corpus.add_file("scenarios", "alias_bomb_10", bomb + "workload: *j\n", "alias_bomb", run_file, None, None)
+    corpus.add_file("profiles", "alias_bomb_10", bomb + "gpu: *j\n", "alias_bomb", show_file, None, None)
+    # An alias inside the node it names: a cycle every walk of the tree would follow forever (found
+    # by tools/fuzz.sh as a stack overflow through a --set value).
+    corpus.add_file("scenarios", "alias_recursive_sweep", body + "sweep:\n  workload.tokens: &s [*s]\n",
+                    "alias_bomb", ["sweep", "{file}", "-o", "{tmp}/s.csv"], None, "sweep.workload.tokens.0")
+    corpus.add_file("scenarios", "alias_recursive_params", body + "schemes:\n  - {name: flashoverlap, params: "
+                    "{groups: &g [1, *g]}}\n", "alias_bomb", run_file, None, "schemes.0.params.groups.1")
+    corpus.add_cli("alias_recursive_set", ["run", mlp_path, "--set", "workload.tokens=&a [*a]"], "alias_bomb",
+                   "--set", "workload.tokens")
+    d = copy.deepcopy(mlp)
+    d["sweep"] = {"workload.tokens": list(range(1024, 1024 + 1000)), "hardware.comm.channels": list(range(1, 1001)),
+                  "workload.dtype": ["bf16"] * 1000}
+    corpus.add_file("scenarios", "sweep_grid_1000_cubed", dump(d), "huge_grid", ["sweep", "{file}", "-o", "{tmp}/s.csv"],
+                    None, "sweep")
+    d = copy.deepcopy(mlp)
+    d["sweep"] = {f"workload.unknown{i}": list(range(1, 11)) for i in range(5)}
+    corpus.add_file("scenarios", "sweep_unknown_keys_5x10", dump(d), "huge_grid", ["sweep", "{file}", "-o",
+                                                                                    "{tmp}/s.csv"],
+                    None, "workload.unknown0")
+    corpus.add_cli("sweep_flags_grid_huge", ["sweep", mlp_path] + [
+        a for i, key in enumerate(["workload.tokens", "hardware.comm.channels", "hardware.gpu.sm_count"])
+        for a in ("--sweep", key + "=" + ",".join(str(v) for v in range(8 + i, 8 + i + 100)))] + ["-o", "{tmp}/s.csv"],
+                   "huge_grid", "sweep", None)
+    many = body + "".join(f"k{i}: {i}\n" for i in range(20000)) + "k7: 7\n"
+    corpus.add_file("scenarios", "many_keys_20000", many, "many_keys", run_file, None, "k7")
+    huge_gemm = ("name: huge\nhardware: h100-sxm-8x-nvswitch\nworkload: {kind: gemm_collective, tp: 8, "
+                 "m: 16777216, n: 16777216, k: 16777216, primitive: all_reduce}\nschemes: [flashoverlap]\n")
+    corpus.add_file("scenarios", "work_gemm_16777216_cubed", huge_gemm, "work_budget", run_file, None, "workload.m")
+    corpus.add_file("scenarios", "work_gemm_16777216_cubed_tune", huge_gemm, "work_budget", ["tune", "{file}"], None,
+                    "workload.m")
+    scen(lambda d: d["workload"].update(tokens=16777216), "work_mlp_max_tokens", "work_budget", "workload.tokens")
+    corpus.add_file("scenarios", "work_tp_65536",
+                    "hardware: h100-sxm-8x-nvswitch\nworkload: {kind: gemm_collective, tp: 65536, m: 65536, n: 65536, "
+                    "k: 1024, primitive: all_reduce}\n", "work_budget",
+                    ["run", "{file}", "--set", "hardware.fabric.num_gpus=65536"], None, "workload.tp")
+    corpus.add_cli("work_tune_gemm_huge", ["tune", "--hardware", "a800-8x-nvlink", "--gemm",
+                                           "16777216x16777216x16777216", "--primitive", "all_reduce", "--ranks", "4",
+                                           "--search", "flashoverlap"], "work_budget", "--gemm", None)
+
+    # 4. Text that is not UTF-8 (names reach the JSON writer).
+    corpus.add_file("scenarios", "utf8_name", b"name: \"x\xff\"\n" + body.encode(), "invalid_utf8",
+                    run_file + ["--format", "json"], None, "name", binary=True)
+    corpus.add_file("scenarios", "utf8_key", body.encode() + b"k\xc3\x28: 1\n", "invalid_utf8", run_file, None, None,
+                    binary=True)
+    corpus.add_file("profiles", "utf8_gpu_name",
+                    re.sub(r"(?m)^(  name:) .*$", r"\1 HX100", h100_text, count=1).encode().replace(b"HX100", b"H\xe9100"),
+                    "invalid_utf8", show_file + ["--format", "json"], None, "gpu.name", binary=True)
+
+    # 5. Topologies: one check for every command, naming the profile file, line and key.
+    topo = ("name: ex\ngpu: {name: H100, sm_count: 132, peak_tflops: {bf16: 989}, hbm_bandwidth_gbps: 3350}\n"
+            "fabric:\n  topology: explicit\n  num_gpus: 2\n  links: {nvlink: {bandwidth_gbps: 450, latency_us: 1}}\n"
+            "  nodes:\n    - {name: g0, kind: gpu, gpu: 0}\n    - {name: g1, kind: gpu, gpu: 1}\n"
+            "    - {name: sw, kind: nvswitch}\n  edges:\n    - {from: g0, to: sw, link_class: nvlink}\n"
+            "    - {from: g1, to: sw, link_class: nvlink}\n")
+    for name, a, b, key in (
+            ("self_loop", "{from: g1, to: sw", "{from: g1, to: g1", "fabric.edges.1.to"),
+            ("disconnected_gpu", "    - {from: g1, to: sw, link_class: nvlink}\n", "", "fabric.nodes.1"),
+            ("duplicate_gpu_index", "{name: g1, kind: gpu, gpu: 1}", "{name: g1, kind: gpu, gpu: 0}",
+             "fabric.nodes.1.gpu"),
+            ("one_way_edge", "{from: g0, to: sw, link_class: nvlink}", "{from: g0, to: sw, link_class: nvlink, "
+                                                                       "bidirectional: false}", "fabric.edges.0"),
+            ("num_gpus_disagrees", "num_gpus: 2", "num_gpus: 3", "fabric.num_gpus")):
+        text = topo.replace(a, b, 1)
+        corpus.add_file("profiles", f"topology_{name}", text, "topology", show_file, None, key)
+        # `run` on a scenario whose hardware is that profile: the message names the profile (p.yaml).
+        corpus.add_cli(f"topology_{name}_run", ["run", "{tmp}/s.yaml"], "topology", "p.yaml", key,
+                       [["write", "p.yaml", text],
+                        ["write", "s.yaml", "hardware: p.yaml\nworkload: {kind: gemm_collective, tp: 2, m: 1024, "
+                                            "n: 1024, k: 1024, primitive: all_reduce}\n"]])
+
+    # 6. Loose flags.
+    corpus.add_cli("flag_tune_algo_negative", ["tune"] + op + ["--algo", "-1", "--export-flashoverlap", "{tmp}/x.json"],
+                   "loose_flag", "--algo", None)
+    corpus.add_cli("flag_param_twice", ["run", mlp_path, "--scheme", "data_slicing", "--param", "chunks=4", "--param",
+                                        "chunks=8"], "loose_flag", "--param", "chunks")
+    corpus.add_cli("flag_set_cross_key", ["run", mlp_path, "--set", "hardware.fabric.num_gpus=4"], "loose_flag",
+                   "--set hardware.fabric.num_gpus=4", "workload.tp")
+    corpus.add_cli("flag_set_value_attributed", ["run", mlp_path, "--set", "workload.tokens=8192x"], "loose_flag",
+                   "--set workload.tokens=8192x", "workload.tokens")
 
 
 def main():
@@ -566,6 +754,8 @@ def main():
     ]
     for name, argv, cls, where, key in cli:
         corpus.add_cli(name, argv, cls, where, key)
+
+    add_second_round(corpus, mlp, h100_text, run_file, show_file, mlp_path)
 
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"generator": "tools/make_bad_inputs.py", "seed": SEED, "entries": corpus.entries}, f, indent=1)

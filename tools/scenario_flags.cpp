@@ -18,10 +18,13 @@ void add_scenario_flags(CLI::App* cmd, ScenarioFlags& flags, bool with_hardware)
                     "Hardware profile: a built-in name ('overlap-sim profile list') or a profile YAML; "
                     "the same as --set hardware=VALUE")
         ->type_name("NAME|FILE");
-  cmd->add_option("--tp", flags.tp, "Tensor-parallel ranks: the same as --set workload.tp=N")->type_name("N");
+  cmd->add_option("--tp", flags.tp, "Tensor-parallel ranks: the same as --set workload.tp=N")
+      ->transform(decimal_integer())
+      ->type_name("N");
   cmd->add_option("--tokens", flags.tokens,
                   "Tokens (batch x seq) of the workload: --set workload.tokens=N (mlp_tpsp), workload.batch=1 "
                   "and workload.seq=N (attention, transformer), workload.m=N (gemm_collective)")
+      ->transform(decimal_integer())
       ->type_name("N");
 }
 

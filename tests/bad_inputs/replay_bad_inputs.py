@@ -6,7 +6,9 @@ overlap-sim binary and check, for every entry (issue 12):
   - stderr names the file (or the flag) the entry broke, and the key when the manifest gives one
     (the full dotted path, or its parent path and its last part; list indices as `.N` or `[N]`);
   - no sanitizer report on stderr;
-  - it ends within --timeout seconds (a hang guard, not a performance assertion).
+  - it ends within --timeout seconds (a hang guard, not a performance assertion);
+  - what the entry's `keep` lists is as it was (an output never replaces a pipe, a link, a directory
+    or a device, and a refused command writes nothing), after the entry's `setup` made it.
 Entries run in parallel, each in its own scratch directory (outputs land there). Prints every
 failing entry with the reason and the first lines of its stderr; exit status 1 if any failed.
 
@@ -18,6 +20,8 @@ import concurrent.futures
 import json
 import os
 import re
+import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -46,6 +50,22 @@ def check(entry, binary, corpus, timeout):
             for k, v in subst.items():
                 a = a.replace(k, v)
             argv.append(a)
+        for step in entry.get("setup", []):
+            step = [x.replace("{src}", SRC) for x in step]
+            target = os.path.join(tmp, step[-1])
+            if step[0] == "write":
+                with open(os.path.join(tmp, step[1]), "w") as f:
+                    f.write(step[2])
+            elif step[0] == "mkdir":
+                os.makedirs(target, exist_ok=True)
+            elif step[0] == "mkfifo":
+                os.mkfifo(target)
+            elif step[0] == "symlink":
+                os.symlink(step[1], target)
+            elif step[0] == "remove":
+                os.remove(target)
+            elif step[0] == "copytree":
+                shutil.copytree(step[1], target, symlinks=True)
         start = time.monotonic()
         try:
             p = subprocess.run(argv, cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -54,7 +74,22 @@ def check(entry, binary, corpus, timeout):
         except subprocess.TimeoutExpired as e:
             rc, err = None, (e.stderr or b"").decode(errors="replace")
         seconds = time.monotonic() - start
-    problems = []
+        kept = []
+        for k in entry.get("keep", []):
+            path = os.path.join(tmp, k["path"])
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                kept.append(f"{k['path']} is gone")
+                continue
+            want = {"fifo": stat.S_ISFIFO, "symlink": stat.S_ISLNK, "dir": stat.S_ISDIR, "char": stat.S_ISCHR}
+            if "type" in k and not want[k["type"]](mode):
+                kept.append(f"{k['path']} is no longer a {k['type']}")
+            if "text" in k:
+                with open(path) as f:
+                    if f.read() != k["text"]:
+                        kept.append(f"{k['path']} was overwritten")
+    problems = list(kept)
     if rc is None:
         problems.append(f"no exit within {timeout:g} s (hang guard)")
     elif rc not in (entry.get("exit", 2) if isinstance(entry.get("exit", 2), list) else [entry.get("exit", 2)]):

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -18,7 +20,9 @@
 #include "cost_model/input_file.hpp"
 #include "cost_model/input_ranges.hpp"
 #include "cost_model/profile_loader.hpp"
+#include "cost_model/yaml_reader.hpp"
 #include "sim/scenario.hpp"
+#include "sim/sweep.hpp"
 #include "tools/cli.hpp"
 
 namespace fs = std::filesystem;
@@ -314,9 +318,10 @@ TEST_CASE("sweep: -o and --plot land together or not at all", "[harden][outputs]
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Catch::Contains("--plot"));
   CHECK(read(report) == "old sweep");
-  // No temporary left behind; the checkpoint stays for --resume (README "Sweeps").
-  CHECK(fs::exists(report + ".partial"));
-  CHECK(d.entries() == before + 1);
+  // The --plot directory is checked with every output before any point runs: nothing was run, so
+  // nothing was written (no temporary, no checkpoint).
+  CHECK_THAT(r.err, Catch::Contains("/nonexistent"));
+  CHECK(d.entries() == before);
 }
 
 TEST_CASE("outputs are moved into place only when all of them succeeded", "[harden][outputs]") {
@@ -413,4 +418,339 @@ TEST_CASE("an edit of the hardware survives a later choice of the hardware, in a
   const Run missing = cli({"run", "--set", "hardware.gpu.sm_count=100", "--set", "hardware=/nonexistent/p.yaml"});
   CHECK(missing.rc == 2);
   CHECK(missing.err.find("--set hardware=/nonexistent/p.yaml") != std::string::npos);
+}
+
+// ---- Second round: outputs, numbers, budgets, internal errors, topologies, flags ----
+
+namespace {
+
+bool is_fifo(const std::string& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+const std::string kMlp = "scenarios/llama3-70b-tp8-mlp.yaml";
+
+std::string src(const std::string& rel) { return (fs::path(overlap::tools::source_dir()) / rel).string(); }
+
+}  // namespace
+
+TEST_CASE("two outputs naming one file are refused before anything is written", "[harden2][outputs]") {
+  Dir d;
+  const std::string k = d.file("k.json");
+  write(k, "old");
+  const std::vector<std::vector<std::string>> cases = {
+      {"run", src(kMlp), "--scheme", "no_overlap", "-o", k, "--trace", k},
+      {"run", src(kMlp), "--scheme", "no_overlap", "--graphviz", k, "--trace", d.path.string() + "/./k.json"},
+      {"tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive", "all_reduce", "--ranks", "4",
+       "--search", "flashoverlap", "-o", k, "--export-flashoverlap", k},
+  };
+  for (const auto& args : cases) {
+    const Run r = cli(args);
+    INFO(r.err);
+    CHECK(r.rc == 2);
+    CHECK_THAT(r.err, Catch::Contains("name the same file"));
+    CHECK(read(k) == "old");
+    CHECK(d.entries() == 1);  // no temporary left behind
+  }
+  // Through a symbolic link: the link and its target are one file.
+  fs::create_symlink("k.json", d.file("link.json"));
+  const Run r = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", d.file("link.json"), "--trace", k});
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.err, Catch::Contains("-o " + d.file("link.json")) && Catch::Contains("--trace " + k));
+  CHECK(read(k) == "old");
+  // A sweep's -o and its checkpoint FILE.partial.
+  const Run s = cli({"sweep", src(kMlp), "--sweep", "workload.tokens=4096", "-o", d.file("s.csv"), "--plot",
+                     d.file("s.csv.partial")});
+  CHECK(s.rc == 2);
+  CHECK_THAT(s.err, Catch::Contains("name the same file"));
+}
+
+TEST_CASE("a symbolic link given as an output is written through, the link kept", "[harden2][outputs]") {
+  Dir d;
+  fs::create_directories(d.path / "real");
+  fs::create_symlink("real/target.txt", d.file("link.txt"));
+  const Run r = cli({"run", src(kMlp), "--scheme", "no_overlap", "--format", "csv", "-o", d.file("link.txt")});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(fs::is_symlink(d.file("link.txt")));
+  CHECK(read((d.path / "real" / "target.txt").string()).rfind("scenario,", 0) == 0);
+  // Nothing else appeared beside the link or the target.
+  CHECK(d.entries() == 2);
+}
+
+TEST_CASE("a named pipe or a character device is written in place, never replaced", "[harden2][outputs]") {
+  Dir d;
+  const std::string fifo = d.file("fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // No reader: refused at once (no hang), the pipe stays a pipe.
+  const Run none = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", fifo});
+  CHECK(none.rc == 2);
+  CHECK_THAT(none.err, Catch::Contains("named pipe with no reader"));
+  CHECK(is_fifo(fifo));
+  // /dev/null: written in place (exit 0) and still the device.
+  const Run null = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", "/dev/null"});
+  CHECK(null.rc == 0);
+  CHECK(null.out.empty());
+  struct stat st {};
+  REQUIRE(::stat("/dev/null", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  // /dev/full: the write fails with the OS's own error, exit 2.
+  if (fs::exists("/dev/full")) {
+    const Run full = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", "/dev/full"});
+    CHECK(full.rc == 2);
+    CHECK_THAT(full.err, Catch::Contains(std::strerror(ENOSPC)));
+    REQUIRE(::stat("/dev/full", &st) == 0);
+    CHECK(S_ISCHR(st.st_mode));
+  }
+}
+
+TEST_CASE("an output that is a directory or empty is refused with the OS error, exit 2", "[harden2][outputs]") {
+  Dir d;
+  fs::create_directories(d.path / "out");
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"run", src(kMlp), "--scheme", "no_overlap", "-o", d.file("out")},
+           {"validate", "--papers", "--source", "dtp", "-o", d.file("out")}}) {
+    const Run r = cli(args);
+    INFO(r.err);
+    CHECK(r.rc == 2);
+    CHECK_THAT(r.err, Catch::Contains("is a directory"));
+    CHECK_THAT(r.err, !Catch::Contains("Success"));
+  }
+  const Run empty = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", ""});
+  CHECK(empty.rc == 2);
+  CHECK_THAT(empty.err, Catch::Contains("-o ''") && Catch::Contains("empty path"));
+  CHECK(empty.out.empty());
+  // validate DIR --record with validation.json a directory.
+  const std::string results = src("tests/data/calibrate/fixture-h100");
+  if (fs::exists(results)) {
+    fs::copy(results, d.path / "res", fs::copy_options::recursive);
+    std::error_code ec;
+    fs::remove(d.path / "res" / "validation.json", ec);
+    fs::create_directories(d.path / "res" / "validation.json");
+    const Run v = cli({"validate", d.file("res"), "--record"});
+    CHECK(v.rc == 2);
+    CHECK_THAT(v.err, Catch::Contains("validation.json") && Catch::Contains("is a directory"));
+  }
+}
+
+TEST_CASE("numbers are read as written: decimal, never octal, hex, quoted or tagged", "[harden2][numbers]") {
+  // Leading zeros are decimal, everywhere.
+  CHECK(overlap::parse_decimal_int("020000") == 20000);
+  CHECK(overlap::parse_decimal_int("0132") == 132);
+  CHECK(overlap::parse_decimal_int("-007") == -7);
+  CHECK(!overlap::parse_decimal_int("0x10"));
+  CHECK(!overlap::parse_decimal_int("0o17"));
+  CHECK(!overlap::parse_decimal_int("1_000"));
+  CHECK(!overlap::parse_decimal_int("99999999999999999999"));
+  CHECK(overlap::parse_decimal_real("0.5e1") == 5.0);
+  CHECK(!overlap::parse_decimal_real(".nan"));
+  CHECK(!overlap::parse_decimal_real(".inf"));
+  CHECK(!overlap::parse_decimal_real("0x1p3"));
+  overlap::sim::ScenarioOptions o;
+  o.sets = {"workload.m=0020"};
+  const auto sc = overlap::sim::load_scenario_text(kGemm, "h.yaml", o);
+  CHECK(std::get<overlap::sim::GemmCollective>(sc.workload.shape).m == 20);
+  // A profile's sm_count: 0132 is 132 SMs.
+  const auto hw = overlap::load_profile("h100-sxm-8x-nvswitch", overlap::default_hardware_dir(), {"gpu.sm_count=0132"});
+  CHECK(hw.gpu.sm_count == 132);
+
+  // Quoted strings, block scalars and tags are not numbers, in a file or a --set.
+  for (const std::string v : {"\"2048\"", "'2048'", "!foo 2048", "!!int 2048", "!!python/object:os.system 1"}) {
+    std::string text = kGemm;
+    text.replace(text.find("m: 2048"), 7, "m: " + v);
+    const std::string e = load_error(text);
+    INFO(v << " -> " << e);
+    CHECK_THAT(e, Catch::Contains("h.yaml:5") && Catch::Contains("workload.m"));
+    const std::string s = load_error(kGemm, {"workload.m=" + v});
+    CHECK_THAT(s, Catch::Contains("--set workload.m=" + v) && Catch::Contains("workload.m"));
+  }
+  std::string block = kGemm;
+  block.replace(block.find("m: 2048"), 7, "m: |\n    2048");
+  CHECK_THAT(load_error(block), Catch::Contains("workload.m") && Catch::Contains("quoted string or block scalar"));
+  // The CLI's number options: 010 is ten.
+  const Run r = cli({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive", "all_reduce",
+                     "--ranks", "010"});
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.err, Catch::Contains("--ranks 10"));
+  const Run hex = cli({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive",
+                       "all_reduce", "--ranks", "0x4"});
+  CHECK(hex.rc == 2);
+  CHECK_THAT(hex.err, Catch::Contains("--ranks") && Catch::Contains("decimal"));
+}
+
+TEST_CASE("everything in a file is read or refused: documents, nulls", "[harden2][numbers]") {
+  CHECK_THAT(load_error(kGemm + "---\nfidelity: steps\n"), Catch::Contains("h.yaml:11") && Catch::Contains("second YAML document"));
+  CHECK_THAT(load_error(kGemm + "...\nfidelity: steps\n"), Catch::Contains("h.yaml:12") && Catch::Contains("second YAML document"));
+  CHECK(load_error(kGemm + "...\n# a comment after the end\n").empty());
+  std::string null_schemes = kGemm.substr(0, kGemm.find("schemes:")) + "schemes: ~\n";
+  CHECK_THAT(load_error(null_schemes), Catch::Contains("h.yaml:9") && Catch::Contains("schemes: has no value"));
+  std::string empty_fidelity = kGemm + "fidelity:\n";
+  CHECK_THAT(load_error(empty_fidelity), Catch::Contains("fidelity: has no value"));
+}
+
+TEST_CASE("invalid UTF-8 is refused with file, line and key, or replaced in a name from a path",
+          "[harden2][internal]") {
+  std::string bad = kGemm + "name: \"x\xff\"\n";
+  CHECK_THAT(load_error(bad), Catch::Contains("h.yaml:11") && Catch::Contains("name") && Catch::Contains("UTF-8"));
+  CHECK_THAT(load_error(kGemm, {"name=\xc3\x28"}), Catch::Contains("--set name=") && Catch::Contains("UTF-8"));
+  // A scenario file whose name is not UTF-8 (no `name:`): JSON output, exit 0, U+FFFD in the name.
+  Dir d;
+  const std::string path = d.file("\xff.yaml");
+  write(path, kGemm);
+  const Run r = cli({"run", path, "--format", "json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("\xEF\xBF\xBD"));
+  CHECK(overlap::utf8_or_replaced("a\xed\xa0\x80z") == "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDz");  // a surrogate
+  CHECK(overlap::utf8_or_replaced("\xe2\x82\xac") == "\xe2\x82\xac");
+}
+
+TEST_CASE("alias expansion, sweep grids and key checks are bounded", "[harden2][budget]") {
+  // Nine nested aliases of nine: 9^10 nodes when expanded. Refused from the parser's events, at once.
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n";
+  const std::string names = "abcdefghij";
+  for (std::size_t i = 1; i < names.size(); ++i) {
+    const std::string p(1, names[i - 1]), c(1, names[i]);
+    bomb += c + ": &" + c + " [";
+    for (int k = 0; k < 9; ++k) bomb += (k ? ", *" : "*") + p;
+    bomb += "]\n";
+  }
+  bomb += "workload: *j\n";
+  CHECK_THAT(load_error(bomb), Catch::Contains("more than 1000000 YAML nodes"));
+  // A few aliases are fine (well under the budget).
+  CHECK(load_error("hardware: &h h100-sxm-8x-nvswitch\ndescription: *h\n"
+                   "workload: {kind: gemm_collective, tp: 4, m: 2048, n: 4096, k: 2048, primitive: all_reduce}\n")
+            .empty());
+
+  // An alias inside the node it names is a cycle: refused at its line, never walked.
+  CHECK_THAT(load_error(kGemm + "sweep:\n  workload.m: &s [*s]\n"),
+             Catch::Contains("h.yaml:12") && Catch::Contains("sweep.workload.m.0") && Catch::Contains("recursive"));
+  CHECK_THAT(load_error(kGemm, {"workload.m=&a [1, *a]"}),
+             Catch::Contains("--set workload.m=&a [1, *a]") && Catch::Contains("recursive"));
+
+  // A grid of 1000^3 points is refused with its size, before it is expanded.
+  std::vector<overlap::sim::SweepAxis> axes(3);
+  for (int a = 0; a < 3; ++a) {
+    axes[static_cast<std::size_t>(a)].keys = {"workload.m"};
+    for (int v = 0; v < 1000; ++v) axes[static_cast<std::size_t>(a)].values.push_back({std::to_string(v + 1)});
+  }
+  CHECK(overlap::sim::sweep_grid_size(axes) == overlap::sim::kMaxSweepPoints + 1);
+  try {
+    (void)overlap::sim::make_sweep_grid(axes, "g.yaml");
+    FAIL("a 1000^3 grid was expanded");
+  } catch (const overlap::InputError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("1000 x 1000 x 1000 = 1000000000 points") && Catch::Contains("100000"));
+  }
+  // Unknown swept keys are found with one load per axis, not one per point.
+  const Run r = cli({"sweep", src(kMlp), "--sweep", "workload.tokns=1,2,3,4,5,6,7,8,9,10", "--sweep",
+                     "hardware.gpu.sm_cont=1,2,3,4,5,6,7,8,9,10", "--sweep", "workload.tokens=1024,2048"});
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.err, Catch::Contains("not a key of the scenario") && Catch::Contains("tokns"));
+
+  // 100,000 keys in one map: checked with a hash set, well within a second.
+  std::string many = kGemm + "sweep:\n";
+  for (int i = 0; i < 100000; ++i) many += "  k" + std::to_string(i) + ": [1]\n";
+  many += "  k5: [1]\n";
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THAT(load_error(many), Catch::Contains("sweep.k5: key given twice"));
+  // (Linear: about 2 s here, most of it parsing; the quadratic check took 20 s without sanitizers.)
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
+}
+
+TEST_CASE("work beyond the documented budgets is refused up front, naming the estimate and the limit",
+          "[harden2][budget]") {
+  std::string huge = kGemm;
+  for (const char* key : {"m: 2048", "n: 4096", "k: 2048"}) {
+    const auto at = huge.find(key);
+    huge.replace(at, std::string(key).size(), std::string(key).substr(0, 3) + "16777216");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const std::string e = load_error(huge);
+  CHECK_THAT(e, Catch::Contains("h.yaml:5: workload.m") && Catch::Contains("GEMM tiles") &&
+                    Catch::Contains(std::to_string(overlap::sim::kMaxGemmTilesPerRank)));
+  const Run tune = cli({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "16777216x16777216x16777216", "--primitive",
+                        "all_reduce", "--ranks", "4", "--search", "flashoverlap"});
+  CHECK(tune.rc == 2);
+  CHECK_THAT(tune.err, Catch::Contains("--gemm 16777216x16777216x16777216") && Catch::Contains("GEMM tiles"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  // TP beyond the simulated-rank budget, on hardware that has the GPUs.
+  const std::string tp = load_error(kGemm, {"hardware.fabric.num_gpus=65536", "workload.tp=65536"});
+  CHECK_THAT(tp, Catch::Contains("workload.tp") && Catch::Contains("65536 ranks") && Catch::Contains("512"));
+  // Just inside: 512 ranks load.
+  CHECK(load_error(kGemm, {"hardware.fabric.num_gpus=512", "workload.tp=512"}).empty());
+}
+
+TEST_CASE("one topology check for every command: errors name the profile file, line and key",
+          "[harden2][topology]") {
+  const std::string base =
+      "name: ex\n"                                              // 1
+      "gpu: {name: H100, sm_count: 132, peak_tflops: {bf16: 989}, hbm_bandwidth_gbps: 3350}\n"  // 2
+      "fabric:\n"                                               // 3
+      "  topology: explicit\n"                                  // 4
+      "  num_gpus: 2\n"                                         // 5
+      "  links: {nvlink: {bandwidth_gbps: 450, latency_us: 1}}\n"  // 6
+      "  nodes:\n"                                              // 7
+      "    - {name: g0, kind: gpu, gpu: 0}\n"                   // 8
+      "    - {name: g1, kind: gpu, gpu: 1}\n"                   // 9
+      "    - {name: sw, kind: nvswitch}\n"                      // 10
+      "  edges:\n"                                              // 11
+      "    - {from: g0, to: sw, link_class: nvlink}\n"          // 12
+      "    - {from: g1, to: sw, link_class: nvlink}\n";         // 13
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = base;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  struct Case {
+    std::string text, where, what;
+  };
+  const std::vector<Case> cases = {
+      {with("{from: g1, to: sw", "{from: g1, to: g1"), ":13: fabric.edges.1.to", "to itself"},
+      {with("    - {from: g1, to: sw, link_class: nvlink}\n", ""), ":9: fabric.nodes.1", "no path of edges"},
+      {with("{name: g1, kind: gpu, gpu: 1}", "{name: g1, kind: gpu, gpu: 0}"), ":9: fabric.nodes.1.gpu", "already node"},
+      {with("link_class: nvlink}\n", "link_class: nvlink, bidirectional: false}\n"), ":12: fabric.edges.0", "one-way"},
+      {with("num_gpus: 2", "num_gpus: 3"), ":5: fabric.num_gpus", "2 GPU nodes"},
+  };
+  Dir d;
+  write(d.file("ok.yaml"), base);
+  CHECK(cli({"profile", "show", d.file("ok.yaml")}).rc == 0);
+  int n = 0;
+  for (const Case& c : cases) {
+    const std::string profile = d.file("p" + std::to_string(n) + ".yaml");
+    const std::string scenario = d.file("s" + std::to_string(n++) + ".yaml");
+    write(profile, c.text);
+    write(scenario, "hardware: " + profile +
+                        "\nworkload: {kind: gemm_collective, tp: 2, m: 1024, n: 1024, k: 1024, primitive: all_reduce}\n");
+    std::string err;
+    try {
+      (void)overlap::load_profile_file(profile);
+    } catch (const overlap::InputError& e) {
+      err = e.what();
+    }
+    INFO(c.what << ": " << err);
+    CHECK_THAT(err, Catch::Contains(profile + c.where) && Catch::Contains(c.what));
+    // `run` refuses it alike, naming the profile (not the scenario).
+    const Run r = cli({"run", scenario});
+    CHECK(r.rc == 2);
+    CHECK_THAT(r.err, Catch::Contains(profile + c.where) && Catch::Contains(c.what));
+  }
+}
+
+TEST_CASE("loose flags: --algo -1, a repeated --param, --set errors name the --set", "[harden2][flags]") {
+  const Run algo = cli({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive", "all_reduce",
+                        "--ranks", "4", "--search", "flashoverlap", "--algo", "-1"});
+  CHECK(algo.rc == 2);
+  CHECK_THAT(algo.err, Catch::Contains("--algo"));
+  const Run param = cli({"run", src(kMlp), "--scheme", "data_slicing", "--param", "chunks=4", "--param", "chunks=8"});
+  CHECK(param.rc == 2);
+  CHECK_THAT(param.err, Catch::Contains("--param chunks") && Catch::Contains("given twice"));
+  // A value --set wrote, refused by the loader: the message names the --set and its text.
+  for (const std::string a : {"workload.tokens=\"8192\"", "workload.tokens=08192x", "schemes=~", "hardware.gpu.sm_count=0x84"}) {
+    const Run r = cli({"run", src(kMlp), "--set", a});
+    INFO(a << " -> " << r.err);
+    CHECK(r.rc == 2);
+    CHECK_THAT(r.err, Catch::Contains("--set " + a));
+    CHECK_THAT(r.err, !Catch::Contains("llama3-70b-tp8-mlp.yaml:"));
+  }
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "cost_model/profile_json.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "fuzz_input.hpp"
 
@@ -19,6 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << in.text;
   }
-  overlap::fuzz::expect_refusal_or_success([&] { (void)overlap::load_profile_file(path, in.sets); });
+  // A loaded profile goes to JSON (`profile show --format json`): its text must be valid UTF-8.
+  overlap::fuzz::expect_refusal_or_success(
+      [&] { (void)overlap::profile_to_json(overlap::load_profile_file(path, in.sets)).dump(); });
   return 0;
 }

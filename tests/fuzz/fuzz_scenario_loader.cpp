@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <nlohmann/json.hpp>
+
 #include "fuzz_input.hpp"
 #include "sim/engine.hpp"
 #include "sim/scenario.hpp"
@@ -15,7 +17,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   options.sets = in.sets;
   overlap::fuzz::expect_refusal_or_success([&] {
     try {
-      (void)overlap::sim::load_scenario_text(in.text, "fuzz.yaml", options);
+      const overlap::sim::Scenario sc = overlap::sim::load_scenario_text(in.text, "fuzz.yaml", options);
+      // What a loaded scenario hands the JSON writer must be valid UTF-8 (a type_error.316 would be
+      // an internal error), and a loaded workload is inside the work budgets.
+      nlohmann::json names = {{"name", sc.name}, {"description", sc.description}, {"hardware", sc.hardware_name}};
+      for (const auto& s : sc.schemes) names["schemes"].push_back({{"name", s.name}, {"params", s.params}});
+      (void)names.dump();
+      if (overlap::sim::work_over_budget(sc.workload)) overlap::fuzz::internal_error("a loaded workload is over budget");
     } catch (const overlap::sim::ResourceError&) {
     }
   });
