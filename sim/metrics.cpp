@@ -78,20 +78,12 @@ int peak_comm_sms(const TaskGraph& g, const Timeline& tl) {
 
 }  // namespace
 
-// The parameters a scheme ran with: the given ones plus every declared default not given.
+// The parameters a scheme ran with: the given ones plus every declared default not given (a
+// hardware-dependent default as its formula, the way `overlap-sim schemes` shows it).
 nlohmann::json params_with_defaults(const SchemeInfo& scheme, const nlohmann::json& given) {
   nlohmann::json out = given.is_object() ? given : nlohmann::json::object();
-  for (const SchemeParam& p : scheme.params) {
-    if (out.contains(p.name) || p.default_value.empty()) continue;
-    try {
-      if (p.type == "int") out[p.name] = std::stoll(p.default_value);
-      else if (p.type == "number") out[p.name] = std::stod(p.default_value);
-      else if (p.type == "bool") out[p.name] = p.default_value == "true";
-      else out[p.name] = p.default_value;
-    } catch (const std::exception&) {
-      out[p.name] = p.default_value;  // a default that is not a plain literal: report it as written
-    }
-  }
+  for (const SchemeParam& p : scheme.params)
+    if (!out.contains(p.name)) out[p.name] = default_for(p, nullptr);
   return out;
 }
 

@@ -358,7 +358,7 @@ nlohmann::json non_default_params(const SchemeResult& r) {
     bool is_default = false;
     if (info) {
       for (const SchemeParam& p : info->params)
-        if (p.name == it.key()) is_default = param_value_text(it.value()) == p.default_value;
+        if (p.name == it.key()) is_default = it.value() == default_for(p, nullptr);
     }
     if (!is_default) out[it.key()] = it.value();
   }

@@ -142,16 +142,132 @@ void check_heads(const YamlReader& w, std::int64_t d_model, std::int64_t heads, 
   require_divides(w, "heads", heads, tp, fmt::format("tp = {} (TP shards the heads)", tp));
 }
 
+// The keys a workload of one kind allows: kind and tp, then the kind's own.
+std::vector<std::string> workload_keys(std::vector<std::string> extra) {
+  extra.insert(extra.begin(), {"kind", "tp"});
+  return extra;
+}
+
+GemmCollective read_gemm_collective(const YamlReader& w, int tp) {
+  const std::string tp_text = fmt::format("tp = {}", tp);
+  w.allow_keys(workload_keys({"m", "n", "k", "dtype", "primitive", "rmsnorm_after"}));
+  GemmCollective g;
+  g.m = w.get_int_in("m", ranges::gemm_dim);
+  g.n = w.get_int_in("n", ranges::gemm_dim);
+  g.k = w.get_int_in("k", ranges::gemm_dim);
+  g.dtype = read_dtype(w, "dtype", DType::bf16);
+  g.primitive = read_primitive(w);
+  g.rmsnorm_after = w.get_bool("rmsnorm_after", false);
+  // Reduce-scatter and all-to-all hand each rank M / tp rows of the output.
+  if (g.primitive == Primitive::reduce_scatter || g.primitive == Primitive::all_to_all)
+    require_divides(w, "m", g.m, tp, tp_text + " (the collective splits the output rows)");
+  return g;
+}
+
+MlpTpSp read_mlp_tpsp(const YamlReader& w, int tp) {
+  const std::string tp_text = fmt::format("tp = {}", tp);
+  w.allow_keys(workload_keys({"model", "tokens", "batch", "seq", "d_model", "d_ffn", "gated", "dtype", "gather_input"}));
+  const auto model = read_model(w);
+  MlpTpSp m;
+  if (w.has("tokens")) {
+    if (w.has("batch") || w.has("seq")) w.fail_at("tokens", "give either tokens or batch and seq, not both");
+    m.tokens = w.get_int_in("tokens", ranges::tokens);
+  } else if (w.has("batch") || w.has("seq")) {
+    m.tokens = tokens_of(w, "batch", "seq");
+  } else {
+    m.tokens = w.get_int_in("tokens", ranges::tokens);  // throws: missing required field
+  }
+  m.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
+  m.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn), ranges::width);
+  m.gated = w.get_bool("gated", true);
+  m.gather_input = w.get_bool("gather_input", true);
+  m.dtype = read_dtype(w, "dtype", DType::bf16);
+  const std::string tokens_key = w.has("tokens") ? "tokens" : "seq";
+  require_divides(w, tokens_key, m.tokens, tp, tp_text + " (sequence parallelism shards the tokens)");
+  require_divides(w, "d_ffn", m.d_ffn, tp, tp_text + " (TP shards the FFN width)");
+  return m;
+}
+
+AttentionTpSp read_attention_tpsp(const YamlReader& w, int tp) {
+  const std::string tp_text = fmt::format("tp = {}", tp);
+  w.allow_keys(workload_keys({"model", "batch", "seq", "d_model", "heads", "kv_heads", "causal", "dtype", "gather_input"}));
+  const auto model = read_model(w);
+  AttentionTpSp a;
+  a.gather_input = w.get_bool("gather_input", true);
+  (void)tokens_of(w, "batch", "seq");
+  a.batch = w.get_int_in("batch", ranges::batch);
+  a.seq = w.get_int_in("seq", ranges::tokens);
+  a.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
+  a.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
+  a.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
+  a.causal = w.get_bool("causal", true);
+  a.dtype = read_dtype(w, "dtype", DType::bf16);
+  check_heads(w, a.d_model, a.heads, a.kv_heads, tp);
+  require_divides(w, "seq", a.batch * a.seq, tp, tp_text + " (sequence parallelism shards batch x seq tokens)");
+  return a;
+}
+
+AttentionUlysses read_attention_ulysses(const YamlReader& w, int tp) {
+  const std::string tp_text = fmt::format("tp = {}", tp);
+  w.allow_keys(workload_keys({"model", "batch", "seq", "d_model", "heads", "causal", "dtype"}));
+  const auto model = read_model(w);
+  AttentionUlysses a;
+  (void)tokens_of(w, "batch", "seq");
+  a.batch = w.get_int_in("batch", ranges::batch);
+  a.seq = w.get_int_in("seq", ranges::tokens);
+  a.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
+  a.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
+  a.causal = w.get_bool("causal", true);
+  a.dtype = read_dtype(w, "dtype", DType::bf16);
+  check_heads(w, a.d_model, a.heads, 0, tp);
+  require_divides(w, "seq", a.seq, tp, tp_text + " (Ulysses shards the sequence)");
+  return a;
+}
+
+DecodeStack read_decode_stack(const YamlReader& w, int tp) {
+  const std::string tp_text = fmt::format("tp = {}", tp);
+  w.allow_keys(workload_keys({"model", "layers", "d_model", "d_ffn", "heads", "kv_heads", "dtype", "allreduce_us"}));
+  const auto model = read_model(w);
+  DecodeStack d;
+  d.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers), ranges::layers));
+  d.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
+  d.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn), ranges::width);
+  d.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
+  d.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
+  d.dtype = read_dtype(w, "dtype", DType::fp8);
+  d.allreduce_us = w.has("allreduce_us") ? w.get_double_in("allreduce_us", ranges::latency_us) : -1.0;
+  if (d.allreduce_us == 0) w.fail_at("allreduce_us", "must be a positive number (got 0)");
+  check_heads(w, d.d_model, d.heads, d.kv_heads, tp);
+  require_divides(w, "d_ffn", d.d_ffn, tp, tp_text + " (TP shards the FFN width)");
+  return d;
+}
+
+Transformer read_transformer(const YamlReader& w, int tp) {
+  const std::string tp_text = fmt::format("tp = {}", tp);
+  w.allow_keys(workload_keys({"model", "layers", "batch", "seq", "d_model", "d_ffn", "heads", "kv_heads", "dtype"}));
+  const auto model = read_model(w);
+  Transformer t;
+  t.model = model ? model->model : "custom";
+  t.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers), ranges::layers));
+  (void)tokens_of(w, "batch", "seq");
+  t.batch = w.get_int_in("batch", ranges::batch);
+  t.seq = w.get_int_in("seq", ranges::tokens);
+  t.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
+  t.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn), ranges::width);
+  t.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
+  t.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
+  t.dtype = read_dtype(w, "dtype", DType::bf16);
+  check_heads(w, t.d_model, t.heads, t.kv_heads, tp);
+  require_divides(w, "d_ffn", t.d_ffn, tp, tp_text + " (TP shards the FFN width)");
+  require_divides(w, "seq", t.batch * t.seq, tp, tp_text + " (sequence parallelism shards batch x seq tokens)");
+  return t;
+}
+
 Workload read_workload(const YamlReader& w, int max_ranks) {
   w.expect_map();
   Workload out;
   const YamlReader kind_node = w.child("kind");
   out.kind = kind_node.as_string();
-  const std::vector<std::string> common = {"kind", "tp"};
-  auto keys = [&](std::vector<std::string> extra) {
-    extra.insert(extra.begin(), common.begin(), common.end());
-    return extra;
-  };
   const std::int64_t tp64 = w.get_int_in("tp", ranges::tp);
   if (tp64 > max_ranks)
     w.fail_at("tp", max_ranks == 1
@@ -162,105 +278,19 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
                         : fmt::format("{} ranks, but the hardware has {} GPUs", tp64, max_ranks));
   out.tp = static_cast<int>(tp64);
   const int tp = out.tp;
-  const std::string tp_text = fmt::format("tp = {}", tp);
 
   if (out.kind == "gemm_collective") {
-    w.allow_keys(keys({"m", "n", "k", "dtype", "primitive", "rmsnorm_after"}));
-    GemmCollective g;
-    g.m = w.get_int_in("m", ranges::gemm_dim);
-    g.n = w.get_int_in("n", ranges::gemm_dim);
-    g.k = w.get_int_in("k", ranges::gemm_dim);
-    g.dtype = read_dtype(w, "dtype", DType::bf16);
-    g.primitive = read_primitive(w);
-    g.rmsnorm_after = w.get_bool("rmsnorm_after", false);
-    // Reduce-scatter and all-to-all hand each rank M / tp rows of the output.
-    if (g.primitive == Primitive::reduce_scatter || g.primitive == Primitive::all_to_all)
-      require_divides(w, "m", g.m, tp, tp_text + " (the collective splits the output rows)");
-    out.shape = g;
+    out.shape = read_gemm_collective(w, tp);
   } else if (out.kind == "mlp_tpsp") {
-    w.allow_keys(keys({"model", "tokens", "batch", "seq", "d_model", "d_ffn", "gated", "dtype", "gather_input"}));
-    const auto model = read_model(w);
-    MlpTpSp m;
-    if (w.has("tokens")) {
-      if (w.has("batch") || w.has("seq")) w.fail_at("tokens", "give either tokens or batch and seq, not both");
-      m.tokens = w.get_int_in("tokens", ranges::tokens);
-    } else if (w.has("batch") || w.has("seq")) {
-      m.tokens = tokens_of(w, "batch", "seq");
-    } else {
-      m.tokens = w.get_int_in("tokens", ranges::tokens);  // throws: missing required field
-    }
-    m.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
-    m.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn), ranges::width);
-    m.gated = w.get_bool("gated", true);
-    m.gather_input = w.get_bool("gather_input", true);
-    m.dtype = read_dtype(w, "dtype", DType::bf16);
-    const std::string tokens_key = w.has("tokens") ? "tokens" : "seq";
-    require_divides(w, tokens_key, m.tokens, tp, tp_text + " (sequence parallelism shards the tokens)");
-    require_divides(w, "d_ffn", m.d_ffn, tp, tp_text + " (TP shards the FFN width)");
-    out.shape = m;
+    out.shape = read_mlp_tpsp(w, tp);
   } else if (out.kind == "attention_tpsp") {
-    w.allow_keys(keys({"model", "batch", "seq", "d_model", "heads", "kv_heads", "causal", "dtype", "gather_input"}));
-    const auto model = read_model(w);
-    AttentionTpSp a;
-    a.gather_input = w.get_bool("gather_input", true);
-    (void)tokens_of(w, "batch", "seq");
-    a.batch = w.get_int_in("batch", ranges::batch);
-    a.seq = w.get_int_in("seq", ranges::tokens);
-    a.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
-    a.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
-    a.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
-    a.causal = w.get_bool("causal", true);
-    a.dtype = read_dtype(w, "dtype", DType::bf16);
-    check_heads(w, a.d_model, a.heads, a.kv_heads, tp);
-    require_divides(w, "seq", a.batch * a.seq, tp, tp_text + " (sequence parallelism shards batch x seq tokens)");
-    out.shape = a;
+    out.shape = read_attention_tpsp(w, tp);
   } else if (out.kind == "attention_ulysses") {
-    w.allow_keys(keys({"model", "batch", "seq", "d_model", "heads", "causal", "dtype"}));
-    const auto model = read_model(w);
-    AttentionUlysses a;
-    (void)tokens_of(w, "batch", "seq");
-    a.batch = w.get_int_in("batch", ranges::batch);
-    a.seq = w.get_int_in("seq", ranges::tokens);
-    a.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
-    a.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
-    a.causal = w.get_bool("causal", true);
-    a.dtype = read_dtype(w, "dtype", DType::bf16);
-    check_heads(w, a.d_model, a.heads, 0, tp);
-    require_divides(w, "seq", a.seq, tp, tp_text + " (Ulysses shards the sequence)");
-    out.shape = a;
+    out.shape = read_attention_ulysses(w, tp);
   } else if (out.kind == "decode_stack") {
-    w.allow_keys(keys({"model", "layers", "d_model", "d_ffn", "heads", "kv_heads", "dtype", "allreduce_us"}));
-    const auto model = read_model(w);
-    DecodeStack d;
-    d.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers), ranges::layers));
-    d.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
-    d.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn), ranges::width);
-    d.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
-    d.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
-    d.dtype = read_dtype(w, "dtype", DType::fp8);
-    d.allreduce_us = w.has("allreduce_us") ? w.get_double_in("allreduce_us", ranges::latency_us) : -1.0;
-    if (d.allreduce_us == 0) w.fail_at("allreduce_us", "must be a positive number (got 0)");
-    check_heads(w, d.d_model, d.heads, d.kv_heads, tp);
-    require_divides(w, "d_ffn", d.d_ffn, tp, tp_text + " (TP shards the FFN width)");
-    out.shape = d;
+    out.shape = read_decode_stack(w, tp);
   } else if (out.kind == "transformer") {
-    w.allow_keys(keys({"model", "layers", "batch", "seq", "d_model", "d_ffn", "heads", "kv_heads", "dtype"}));
-    const auto model = read_model(w);
-    Transformer t;
-    t.model = model ? model->model : "custom";
-    t.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers), ranges::layers));
-    (void)tokens_of(w, "batch", "seq");
-    t.batch = w.get_int_in("batch", ranges::batch);
-    t.seq = w.get_int_in("seq", ranges::tokens);
-    t.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
-    t.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn), ranges::width);
-    t.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
-    t.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
-    t.dtype = read_dtype(w, "dtype", DType::bf16);
-    check_heads(w, t.d_model, t.heads, t.kv_heads, tp);
-    require_divides(w, "d_ffn", t.d_ffn, tp, tp_text + " (TP shards the FFN width)");
-    require_divides(w, "seq", t.batch * t.seq, tp, tp_text + " (sequence parallelism shards batch x seq tokens)");
-    out.shape = t;
+    out.shape = read_transformer(w, tp);
   } else {
     kind_node.fail("unknown workload kind '" + out.kind + "' (known: " + join(kWorkloadKinds) + ")");
   }
@@ -307,26 +337,43 @@ nlohmann::json yaml_to_json(const YAML::Node& n) {
   return n.Scalar();
 }
 
-nlohmann::json read_param(const YamlReader& p, const SchemeParam& spec) {
-  if (spec.type == "int") return p.as_int_in(ranges::chunks);
-  if (spec.type == "number") {
-    const double v = p.as_double();
-    if (!std::isfinite(v)) p.fail("must be a finite number");
-    return v;
+// A knob's value from YAML (a scenario's `params:` entry or a --param value), typed by its row and
+// checked by the row's one check (check_param_value); a bad value fails at `p` (file, line, key).
+nlohmann::json read_param(const YamlReader& p, const SchemeParam& spec, const HardwareProfile& hardware) {
+  nlohmann::json v;
+  switch (spec.type) {
+    case ParamType::text: v = p.as_string(); break;
+    case ParamType::boolean: v = p.as_bool(); break;
+    case ParamType::integer:
+      if (p.is_scalar() && !is_plain_scalar(p.node())) p.fail("must be an integer: " + p.not_plain_text());
+      v = yaml_to_json(p.node());
+      break;
+    case ParamType::number:
+      v = p.as_double();
+      break;
+    case ParamType::wave_groups:
+      if (p.is_map()) p.fail("must be a value or a list of values, not a map");
+      if (p.is_sequence()) {
+        for (std::size_t i = 0; i < p.size(); ++i)
+          if (p.element(i).is_map()) p.element(i).fail("must be a value or a list of values, not a map");
+      }
+      v = yaml_to_json(p.node());
+      break;
   }
-  if (spec.type == "bool") return p.as_bool();
-  if (spec.type == "string") return p.as_string();
-  if (spec.type == "list") {
-    // A scalar stands for a named choice the scheme documents (e.g. FlashOverlap's "tuned" wave
-    // groups); the builder rejects names it does not know.
-    if (p.is_scalar()) return yaml_to_json(p.node());
-    p.expect_sequence();
-    for (std::size_t i = 0; i < p.size(); ++i) {
-      if (p.element(i).is_map()) p.element(i).fail("must be a value or a list of values, not a map");
-    }
-    return yaml_to_json(p.node());
-  }
-  return yaml_to_json(p.node());  // a type this loader does not know: pass through unchanged
+  if (const auto why = check_param_value(spec, v, hardware)) p.fail(*why);
+  return v;
+}
+
+const SchemeParam* find_param(const SchemeInfo& scheme, const std::string& key) {
+  for (const auto& p : scheme.params)
+    if (p.name == key) return &p;
+  return nullptr;
+}
+
+std::string known_params(const SchemeInfo& scheme) {
+  std::vector<std::string> known;
+  for (const auto& p : scheme.params) known.push_back(p.name);
+  return known.empty() ? std::string("none") : join(known);
 }
 
 std::string scheme_names_applying(const Workload& w) {
@@ -336,7 +383,7 @@ std::string scheme_names_applying(const Workload& w) {
   return join(names);
 }
 
-SchemeSpec read_scheme(const YamlReader& e, const Workload& workload) {
+SchemeSpec read_scheme(const YamlReader& e, const Workload& workload, const HardwareProfile& hardware) {
   SchemeSpec spec;
   spec.line = e.line();
   std::optional<YamlReader> params;
@@ -359,16 +406,9 @@ SchemeSpec read_scheme(const YamlReader& e, const Workload& workload) {
   if (params) {
     params->expect_map();
     for (const std::string& key : params->keys()) {
-      const SchemeParam* ps = nullptr;
-      for (const auto& candidate : info->params)
-        if (candidate.name == key) ps = &candidate;
-      if (!ps) {
-        std::vector<std::string> known;
-        for (const auto& c : info->params) known.push_back(c.name);
-        params->fail_at(key, "unknown parameter of scheme '" + spec.name + "' (known: " +
-                                 (known.empty() ? std::string("none") : join(known)) + ")");
-      }
-      spec.params[key] = read_param(params->child(key), *ps);
+      const SchemeParam* ps = find_param(*info, key);
+      if (!ps) params->fail_at(key, "unknown parameter of scheme '" + spec.name + "' (known: " + known_params(*info) + ")");
+      spec.params[key] = read_param(params->child(key), *ps, hardware);
     }
   }
   return spec;
@@ -606,7 +646,7 @@ Scenario load_checked(const YAML::Node& root, const std::string& text, const std
   if (const auto list = r.optional_child("schemes")) {
     list->expect_sequence();
     if (list->size() == 0) list->fail("list at least one scheme, or leave `schemes` out to run every scheme that applies");
-    for (std::size_t i = 0; i < list->size(); ++i) sc.schemes.push_back(read_scheme(list->element(i), sc.workload));
+    for (std::size_t i = 0; i < list->size(); ++i) sc.schemes.push_back(read_scheme(list->element(i), sc.workload, sc.hardware));
   } else {
     for (const auto& s : scheme_registry())
       if (!s.applies || s.applies(sc.workload)) sc.schemes.push_back(SchemeSpec{s.name, nlohmann::json::object(), 0});
@@ -683,7 +723,7 @@ nlohmann::json yaml_text_to_json(const std::string& text) {
 }
 
 nlohmann::json apply_scheme_params(const SchemeInfo& scheme, nlohmann::json base,
-                                   const std::vector<std::string>& assignments) {
+                                   const std::vector<std::string>& assignments, const HardwareProfile& hardware) {
   if (!base.is_object()) base = nlohmann::json::object();
   std::set<std::string> seen;
   for (const std::string& a : assignments) {
@@ -692,15 +732,9 @@ nlohmann::json apply_scheme_params(const SchemeInfo& scheme, nlohmann::json base
     const std::string where = "--param " + key;
     if (eq == std::string::npos || key.empty())
       throw InputError("", 0, where, "expected KEY=VALUE (e.g. --param chunks=8; got '" + a + "')");
-    const SchemeParam* spec = nullptr;
-    for (const auto& p : scheme.params)
-      if (p.name == key) spec = &p;
-    if (!spec) {
-      std::vector<std::string> known;
-      for (const auto& p : scheme.params) known.push_back(p.name);
-      throw InputError("", 0, where, "unknown parameter of scheme '" + scheme.name + "' (known: " +
-                                         (known.empty() ? std::string("none") : join(known)) + ")");
-    }
+    const SchemeParam* spec = find_param(scheme, key);
+    if (!spec)
+      throw InputError("", 0, where, "unknown parameter of scheme '" + scheme.name + "' (known: " + known_params(scheme) + ")");
     // A knob given twice would silently keep the last one.
     if (!seen.insert(key).second) throw InputError("", 0, where, "given twice; give each --param once");
     YAML::Node node;
@@ -709,7 +743,11 @@ nlohmann::json apply_scheme_params(const SchemeInfo& scheme, nlohmann::json base
     } catch (const InputError& e) {
       throw InputError("", 0, where, "not a value (" + a + "): " + e.message());
     }
-    base[key] = read_param(YamlReader(node, where, ""), *spec);
+    try {
+      base[key] = read_param(YamlReader(node, where, ""), *spec, hardware);
+    } catch (const InputError& e) {
+      throw InputError("", 0, where, e.message());  // the value's own "line 1" means nothing here
+    }
   }
   return base;
 }

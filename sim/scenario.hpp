@@ -74,10 +74,10 @@ std::vector<std::vector<std::string>> sweep_points(const Scenario& scenario);
 
 // `run --param key=value`: `base` (a scheme's parameters) with each assignment applied, the value read
 // as YAML and checked against the scheme's parameter table exactly like a value written under
-// `params:` in a scenario. Throws InputError (key "--param KEY") for an unknown knob, a missing '=' or
-// a value of the wrong type.
+// `params:` in a scenario (the same check_param_value, on `hardware`). Throws InputError (key
+// "--param KEY") for an unknown knob, a missing '=' or a value of the wrong type or out of range.
 nlohmann::json apply_scheme_params(const SchemeInfo& scheme, nlohmann::json base,
-                                   const std::vector<std::string>& assignments);
+                                   const std::vector<std::string>& assignments, const HardwareProfile& hardware);
 
 // A YAML value written as text ("900", "ring", "[1, 2]") as JSON: int, then number, then bool, then
 // string for scalars; lists and maps element by element. Text that is not YAML stays a string.

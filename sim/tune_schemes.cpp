@@ -27,7 +27,7 @@ std::string knob_text(const SchemeInfo& scheme, const nlohmann::json& config, co
     return v.is_string() ? v.get<std::string>() : v.dump();
   }
   for (const SchemeParam& p : scheme.params)
-    if (p.name == name) return p.default_value;
+    if (p.name == name) return default_text(p);
   return {};
 }
 
@@ -79,15 +79,20 @@ std::vector<nlohmann::json> scheme_knob_grid(const SchemeInfo& scheme) {
   return out;
 }
 
-SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
-  const auto start = std::chrono::steady_clock::now();
-  SchemeTuneResult r;
-  r.baseline = baseline_scheme_for(sc.workload);
+namespace {
 
-  // Every candidate of every scheme, in order: the scenario's own settings, then the knob grid.
+// Every candidate of every scheme, in order: the scenario's own settings, then the knob grid.
+struct CandidateList {
   std::vector<SchemeTuneCandidate> all;
-  std::vector<std::string> order;
-  std::map<std::string, std::vector<std::size_t>> by_scheme;
+  std::vector<std::string> order;                            // scheme names, first appearance
+  std::map<std::string, std::vector<std::size_t>> by_scheme;  // indices into `all`
+};
+
+CandidateList collect_candidates(const Scenario& sc, int jobs) {
+  CandidateList list;
+  auto& all = list.all;
+  auto& order = list.order;
+  auto& by_scheme = list.by_scheme;
   // Each configuration once, written with only the knobs that differ from their defaults.
   auto add = [&](const std::string& scheme, const nlohmann::json& given, const std::string& origin) {
     const SchemeInfo& info = *find_scheme(scheme);
@@ -116,6 +121,20 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
       add(spec.name, nlohmann::json{{"groups", wg.groups_waves}}, "wave-group search (simulate)");
     }
   }
+  return list;
+}
+
+}  // namespace
+
+SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
+  const auto start = std::chrono::steady_clock::now();
+  SchemeTuneResult r;
+  r.baseline = baseline_scheme_for(sc.workload);
+
+  CandidateList list = collect_candidates(sc, jobs);
+  std::vector<SchemeTuneCandidate>& all = list.all;
+  const std::vector<std::string>& order = list.order;
+  std::map<std::string, std::vector<std::size_t>>& by_scheme = list.by_scheme;
   if (order.empty()) throw InputError(sc.file, 0, "schemes", "no scheme of the scenario applies to its workload");
 
   // Latency of every candidate (one engine run each) and of the baseline.

@@ -218,7 +218,8 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
 
   std::vector<sim::SchemeSpec> specs = selected_schemes(sc, options.scheme);
   if (!options.params.empty())
-    specs.front().params = sim::apply_scheme_params(scheme_or_throw(specs.front().name), specs.front().params, options.params);
+    specs.front().params =
+        sim::apply_scheme_params(scheme_or_throw(specs.front().name), specs.front().params, options.params, sc.hardware);
   std::vector<sim::SchemeRequest> requests;
   for (const auto& s : specs) requests.push_back(sim::SchemeRequest{s.name, s.params});
 

@@ -13,8 +13,8 @@ nlohmann::json schemes_json() {
     nlohmann::json params = nlohmann::json::array();
     for (const sim::SchemeParam& p : s.params)
       params.push_back({{"name", p.name},
-                        {"type", p.type},
-                        {"default", p.default_value},
+                        {"type", sim::param_type_name(p.type)},
+                        {"default", sim::default_text(p)},
                         {"help", p.help},
                         {"tune_values", p.tune_values},
                         {"tune_when", p.tune_when},
@@ -48,8 +48,9 @@ void cmd_schemes(const std::string& format, std::ostream& out) {
     std::size_t width = 0;
     for (const sim::SchemeParam& p : s.params) width = std::max(width, p.name.size());
     for (const sim::SchemeParam& p : s.params) {
-      out << fmt::format("    {:<{}}  {:<6}  default {:<8}  {}\n", p.name, width, p.type,
-                         p.default_value.empty() ? "-" : p.default_value, p.help);
+      const std::string shown = sim::default_text(p);
+      out << fmt::format("    {:<{}}  {:<6}  default {:<8}  {}\n", p.name, width, sim::param_type_name(p.type),
+                         shown.empty() ? "-" : shown, p.help);
       const std::string pad(width + 6, ' ');
       if (!p.tune_values.empty()) {
         std::string values;

@@ -313,7 +313,9 @@ std::string generate() {
 
   o << "\n## Scheme parameters\n\n"
        "Every scheme with its source and its parameters (`schemes: [{name: S, params: {...}}]` in a scenario, "
-       "or `--param KEY=VALUE`). \"tune tries\" are the values `overlap-sim tune SCENARIO` tries.\n";
+       "or `--param KEY=VALUE`). \"tune tries\" are the values `overlap-sim tune SCENARIO` tries. Each scheme's "
+       "table is one list in its source file (`sim/schemes/<scheme>.cpp`); the loader checks a given value against "
+       "its valid values, which a workload can narrow further (e.g. `chunks` must divide the rows).\n";
   for (const overlap::sim::SchemeInfo& s : overlap::sim::scheme_registry()) {
     o << "\n### `" << s.name << "`\n\nSource: " << s.source << ".";
     if (!s.summary.empty()) o << " " << s.summary << (s.summary.back() == '.' ? "" : ".");
@@ -322,15 +324,16 @@ std::string generate() {
       o << "No parameters.\n";
       continue;
     }
-    o << "| parameter | type | default | meaning | tune tries | in production |\n"
-         "| --- | --- | --- | --- | --- | --- |\n";
+    o << "| parameter | type | default | valid values | meaning | tune tries | in production |\n"
+         "| --- | --- | --- | --- | --- | --- | --- |\n";
     for (const overlap::sim::SchemeParam& p : s.params) {
       std::string tries;
       for (const auto& v : p.tune_values)
         tries += (tries.empty() ? "" : ", ") + (v.is_string() ? v.get<std::string>() : v.dump());
       if (!tries.empty() && !p.tune_when.empty()) tries += " (when " + p.tune_when + ")";
-      o << fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", p.name, p.type,
-                       p.default_value.empty() ? "-" : "`" + p.default_value + "`", cell(p.help),
+      const std::string shown = overlap::sim::default_text(p);
+      o << fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", p.name, overlap::sim::param_type_name(p.type),
+                       shown.empty() ? "-" : "`" + shown + "`", cell(overlap::sim::valid_values_text(p)), cell(p.help),
                        tries.empty() ? "-" : cell(tries), p.equivalent.empty() ? "-" : cell(p.equivalent));
     }
   }

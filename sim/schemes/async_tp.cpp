@@ -35,21 +35,26 @@ struct AsyncTpParams {
   int copy_sms = 16;
 };
 
+const SchemeParam kTransport =
+    choice_param("transport", {"copy_engine", "sm"}, "copy_engine (cudaMemcpyAsync pulls, no SMs) | sm (SM copy kernels)")
+        .tune({"copy_engine", "sm"})
+        .production("PyTorch SymmetricMemory async TP (torchtitan enable_async_tensor_parallel) pulls with the copy "
+                    "engine; TransformerEngine userbuffers method=ring_exchange");
+const SchemeParam kStreams = [] {
+  SchemeParam p = int_param("streams", 2, 1, 2, "1 (sub-matmuls back to back: N+S partial waves) | 2 (alternating streams)");
+  p.allowed = {1, 2};
+  return p.tune({1, 2}).production("PyTorch async TP: two alternating streams");
+}();
+// TransformerEngine's userbuffers default num_sm = 16 (facts.md "Production overlap implementations").
+const SchemeParam kCopySms = [] {
+  SchemeParam p = int_param("copy_sms", 16, 1, 4095, "SMs an SM copy kernel holds (transport sm)");
+  p.hardware_max = [](const HardwareProfile& hw) { return hw.gpu.sm_count - 1.0; };
+  p.max_formula = "sm_count - 1";
+  return p.tune({8, 16, 24, 32}, "transport=sm").production("TransformerEngine userbuffers num_sm (default 16)");
+}();
+
 AsyncTpParams read_params(const BuildContext& ctx) {
-  AsyncTpParams p;
-  const std::string t = param_string(ctx, "transport", "copy_engine");
-  if (t != "copy_engine" && t != "sm")
-    throw InputError("", 0, "params.transport", fmt::format("must be copy_engine or sm (got '{}')", t));
-  p.sm_transport = t == "sm";
-  const std::int64_t s = param_int(ctx, "streams", 2);
-  if (s != 1 && s != 2) throw InputError("", 0, "params.streams", fmt::format("must be 1 or 2 (got {})", s));
-  p.streams = static_cast<int>(s);
-  // TransformerEngine's userbuffers default num_sm = 16 (facts.md "Production overlap implementations").
-  const std::int64_t c = param_int(ctx, "copy_sms", 16);
-  if (c < 1 || c >= ctx.hardware.gpu.sm_count)
-    throw InputError("", 0, "params.copy_sms", fmt::format("must be in 1..{} (got {})", ctx.hardware.gpu.sm_count - 1, c));
-  p.copy_sms = static_cast<int>(c);
-  return p;
+  return AsyncTpParams{ctx.text(kTransport) == "sm", ctx.integer(kStreams), ctx.integer(kCopySms)};
 }
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
@@ -316,23 +321,12 @@ bool async_tp_applies(const Workload& w) {
 }  // namespace
 
 SchemeInfo make_async_tp_scheme() {
-  SchemeInfo s;
-  s.name = "async_tp";
-  s.source = "async-tp-illustrated (Looped CollectiveEinsum; PyTorch SymmetricMemory async TP)";
-  s.summary = "all-gather-matmul / matmul-reduce-scatter decomposed into per-step P2P pulls and sub-matmuls";
-  s.params = {
-      {"transport", "string", "copy_engine", "copy_engine (cudaMemcpyAsync pulls, no SMs) | sm (SM copy kernels)",
-       {"copy_engine", "sm"}, "",
-       "PyTorch SymmetricMemory async TP (torchtitan enable_async_tensor_parallel) pulls with the copy engine; "
-       "TransformerEngine userbuffers method=ring_exchange"},
-      {"streams", "int", "2", "1 (sub-matmuls back to back: N+S partial waves) | 2 (alternating streams)",
-       {1, 2}, "", "PyTorch async TP: two alternating streams"},
-      {"copy_sms", "int", "16", "SMs an SM copy kernel holds (transport sm)", {8, 16, 24, 32}, "transport=sm",
-       "TransformerEngine userbuffers num_sm (default 16)"},
-  };
-  s.applies = async_tp_applies;
-  s.build = build_async_tp;
-  return s;
+  return {.name = "async_tp",
+          .source = "async-tp-illustrated (Looped CollectiveEinsum; PyTorch SymmetricMemory async TP)",
+          .summary = "all-gather-matmul / matmul-reduce-scatter decomposed into per-step P2P pulls and sub-matmuls",
+          .params = {kTransport, kStreams, kCopySms},
+          .applies = async_tp_applies,
+          .build = build_async_tp};
 }
 
 }  // namespace overlap::sim

@@ -42,30 +42,37 @@ struct CommFuseParams {
   bool copy_engine = false;
 };
 
+const SchemeParam kM = int_param("m", 1, 1, 4096, "slicing granularity: the sequence is cut into m x T slices (Sec. 3.2)")
+                          .tune({1, 2, 4});
+const SchemeParam kSchedule =
+    choice_param("schedule", {"ring", "pairwise", "circular"},
+                 "ring (Alg. 1/2) | pairwise (App. A.3 bidirectional) | circular (App. A.4)")
+        .tune({"ring", "pairwise", "circular"});
+const SchemeParam kAttention = choice_param("attention", {"query_split", "row_parallel"},
+                                            "attention_tpsp: query_split (Alg. 4) | row_parallel (Alg. 3)");
+const SchemeParam kTransport =
+    choice_param("transport", {"nccl", "copy_engine"},
+                 "nccl: NCCL send/recv kernels holding `channels` SMs (Alg. 1) | copy_engine: the receiver pulls by copy "
+                 "engine, no SMs (the reference kernels on virtual ranks); not in tune's grid: the paper's CommFuse is "
+                 "NCCL's");
+const SchemeParam kChannels = [] {
+  SchemeParam p = int_param("channels", -1, 1, 4095, "SMs each P2P exchange kernel holds; -1 = the profile's comm.p2p_channels");
+  p.sentinel = -1;
+  p.sentinel_meaning = "profile comm.p2p_channels";
+  p.hardware_max = [](const HardwareProfile& hw) { return hw.gpu.sm_count - 1.0; };
+  p.max_formula = "sm_count - 1";
+  return p.tune({-1, 8, 16}).production("NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (one SM per channel); TransformerEngine num_sm");
+}();
+
 CommFuseParams read_params(const BuildContext& ctx) {
   CommFuseParams p;
-  const std::int64_t m = param_int(ctx, "m", 1);
-  if (m < 1 || m > 4096) throw InputError("", 0, "params.m", fmt::format("must be an integer in 1..4096 (got {})", m));
-  p.m = static_cast<int>(m);
-  const std::string sched = param_string(ctx, "schedule", "ring");
-  const auto parsed = parse_commfuse_schedule(sched);
-  if (!parsed)
-    throw InputError("", 0, "params.schedule", fmt::format("must be ring, pairwise or circular (got '{}')", sched));
-  p.schedule = *parsed;
-  const std::string att = param_string(ctx, "attention", "query_split");
-  if (att != "query_split" && att != "row_parallel")
-    throw InputError("", 0, "params.attention", fmt::format("must be query_split or row_parallel (got '{}')", att));
-  p.query_split = att == "query_split";
-  const std::string transport = param_string(ctx, "transport", "nccl");
-  if (transport != "nccl" && transport != "copy_engine")
-    throw InputError("", 0, "params.transport", fmt::format("must be nccl or copy_engine (got '{}')", transport));
-  p.copy_engine = transport == "copy_engine";
-  const std::int64_t ch = param_int(ctx, "channels", -1);
+  p.m = ctx.integer(kM);
+  p.schedule = *parse_commfuse_schedule(ctx.text(kSchedule));  // the row allows only the names it parses
+  p.query_split = ctx.text(kAttention) == "query_split";
+  p.copy_engine = ctx.text(kTransport) == "copy_engine";
+  const int ch = ctx.integer(kChannels);
   const int sms = ctx.hardware.gpu.sm_count;
-  if (ch == 0 || ch < -1 || ch >= sms)
-    throw InputError("", 0, "params.channels",
-                     fmt::format("must be -1 (profile comm.p2p_channels) or 1..{} (got {})", sms - 1, ch));
-  p.channels = ch > 0 ? static_cast<int>(ch) : std::clamp(ctx.hardware.comm.p2p_channels, 1, std::max(1, sms - 1));
+  p.channels = ch > 0 ? ch : std::clamp(ctx.hardware.comm.p2p_channels, 1, std::max(1, sms - 1));
   return p;
 }
 
@@ -538,26 +545,13 @@ bool commfuse_applies(const Workload& w) {
 }  // namespace
 
 SchemeInfo make_commfuse_scheme() {
-  SchemeInfo s;
-  s.name = "commfuse";
-  s.source = "commfuse-paper Sec. 3-4, Alg. 1-5, Appendix A";
-  s.summary =
-      "reduce-scatter / all-gather / Ulysses all-to-all decomposed into P2P steps; rank-adaptive slice order so the "
-      "last step needs no communication";
-  s.params = {
-      {"m", "int", "1", "slicing granularity: the sequence is cut into m x T slices (Sec. 3.2)", {1, 2, 4}},
-      {"schedule", "string", "ring", "ring (Alg. 1/2) | pairwise (App. A.3 bidirectional) | circular (App. A.4)",
-       {"ring", "pairwise", "circular"}},
-      {"attention", "string", "query_split", "attention_tpsp: query_split (Alg. 4) | row_parallel (Alg. 3)"},
-      {"transport", "string", "nccl",
-       "nccl: NCCL send/recv kernels holding `channels` SMs (Alg. 1) | copy_engine: the receiver pulls by copy engine, "
-       "no SMs (the reference kernels on virtual ranks); not in tune's grid: the paper's CommFuse is NCCL's"},
-      {"channels", "int", "-1", "SMs each P2P exchange kernel holds; -1 = the profile's comm.p2p_channels",
-       {-1, 8, 16}, "", "NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (one SM per channel); TransformerEngine num_sm"},
-  };
-  s.applies = commfuse_applies;
-  s.build = build_commfuse;
-  return s;
+  return {.name = "commfuse",
+          .source = "commfuse-paper Sec. 3-4, Alg. 1-5, Appendix A",
+          .summary = "reduce-scatter / all-gather / Ulysses all-to-all decomposed into P2P steps; rank-adaptive slice "
+                     "order so the last step needs no communication",
+          .params = {kM, kSchedule, kAttention, kTransport, kChannels},
+          .applies = commfuse_applies,
+          .build = build_commfuse};
 }
 
 }  // namespace overlap::sim

@@ -254,31 +254,29 @@ BuiltScheme build_sliced_layers(const BuildContext& ctx, const SlicedLayerOption
   return b.finish(reason);
 }
 
+namespace {
+
+const SchemeParam kChunks =
+    int_param("chunks", 4, 1, 4096, "slices along M (tokens; heads for Ulysses)")
+        .tune({1, 2, 4, 8, 16})
+        .production("TransformerEngine userbuffers method=pipeline num_splits (Megatron-LM --tp-comm-overlap; "
+                    "TE Linear ub_overlap_rs / ub_overlap_ag)");
+const SchemeParam kOrder = choice_param("order", {"linear", "layer"},
+                                        "mlp_tpsp: linear (each linear layer pipelined on its own, Megatron / "
+                                        "MindSpeed CoC) | layer (the whole MLP slice by slice, so a slice's "
+                                        "reduce-scatter overlaps the next slice's up- and down-projection)");
+
+}  // namespace
+
 SchemeInfo make_data_slicing_scheme() {
-  SchemeInfo s;
-  s.name = "data_slicing";
-  s.source = "commfuse-paper Sec. 1-2 (Megatron / MindSpeed CoC data slicing)";
-  s.summary = "cut the GEMM along M into chunks; chunk i+1's GEMM overlaps chunk i's collective";
-  s.params = {SchemeParam{"chunks", "int", "4", "slices along M (tokens; heads for Ulysses)",
-                          {1, 2, 4, 8, 16},
-                          "",
-                          "TransformerEngine userbuffers method=pipeline num_splits (Megatron-LM --tp-comm-overlap; "
-                          "TE Linear ub_overlap_rs / ub_overlap_ag)"},
-              SchemeParam{"order", "string", "linear",
-                          "mlp_tpsp: linear (each linear layer pipelined on its own, Megatron / MindSpeed CoC) | "
-                          "layer (the whole MLP slice by slice, so a slice's reduce-scatter overlaps the next "
-                          "slice's up- and down-projection)"}};
-  s.applies = [](const Workload& w) { return w.kind != "decode_stack"; };
-  s.build = [](const BuildContext& ctx) {
-    const std::int64_t chunks = param_int(ctx, "chunks", 4);
-    if (chunks < 1 || chunks > 4096)
-      throw std::invalid_argument(fmt::format("params.chunks: must be in [1, 4096] (got {})", chunks));
-    const std::string order = param_string(ctx, "order", "linear");
-    if (order != "linear" && order != "layer")
-      throw std::invalid_argument(fmt::format("params.order: must be linear or layer (got '{}')", order));
-    return build_sliced_layers(ctx, SlicedLayerOptions{static_cast<int>(chunks), false, order == "layer"});
-  };
-  return s;
+  return {.name = "data_slicing",
+          .source = "commfuse-paper Sec. 1-2 (Megatron / MindSpeed CoC data slicing)",
+          .summary = "cut the GEMM along M into chunks; chunk i+1's GEMM overlaps chunk i's collective",
+          .params = {kChunks, kOrder},
+          .applies = [](const Workload& w) { return w.kind != "decode_stack"; },
+          .build = [](const BuildContext& ctx) {
+            return build_sliced_layers(ctx, SlicedLayerOptions{ctx.integer(kChunks), false, ctx.text(kOrder) == "layer"});
+          }};
 }
 
 }  // namespace overlap::sim

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 #include <variant>
 
 #include <fmt/format.h>
@@ -211,6 +212,19 @@ BuiltScheme build_decode_stack(const BuildContext& ctx, const DecodePlan& plan, 
       b.add_delay(r, compute[static_cast<std::size_t>(r)], 0, "lm_head.wait", wait_deps(plan.final_waits, r));
   // Perfect overlap leaves weight streaming alone (the blog's zero exposed wait-time).
   return b.finish(plan.reason, collectives_only ? -1 : streaming_ps);
+}
+
+SchemeInfo decode_stack_scheme(std::string name, std::string source, std::string summary,
+                               std::function<DecodePlan(const BuildContext&, int layers)> plan,
+                               std::vector<SchemeParam> params) {
+  return {.name = std::move(name),
+          .source = std::move(source),
+          .summary = std::move(summary),
+          .params = std::move(params),
+          .applies = [](const Workload& w) { return w.kind == "decode_stack"; },
+          .build = [plan = std::move(plan)](const BuildContext& ctx) {
+            return build_decode_stack(ctx, plan(ctx, std::get<DecodeStack>(ctx.workload.shape).layers));
+          }};
 }
 
 }  // namespace overlap::sim

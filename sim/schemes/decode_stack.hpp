@@ -3,6 +3,7 @@
 // (attention, MLP) whose time is streaming their weight shard from HBM, and all-reduces of tau_c whose
 // results are consumed some modules later. Each scheme of the family is a DecodePlan: which modules
 // all-reduce, and which earlier all-reduces a module (or the end of the stack) must wait for.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,5 +54,10 @@ DecodePlan no_comm_plan(int layers);
 // The plan as a task graph: per rank one compute stream of memory kernels and `comm_streams` streams of
 // all-reduces. collectives_only keeps only the all-reduces (one stream, one after another).
 BuiltScheme build_decode_stack(const BuildContext& ctx, const DecodePlan& plan, bool collectives_only = false);
+
+// A scheme of the family: applies to decode_stack workloads and builds `plan(ctx, layers)`.
+SchemeInfo decode_stack_scheme(std::string name, std::string source, std::string summary,
+                               std::function<DecodePlan(const BuildContext&, int layers)> plan,
+                               std::vector<SchemeParam> params = {});
 
 }  // namespace overlap::sim

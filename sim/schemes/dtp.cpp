@@ -1,24 +1,23 @@
-// dtp (delayed-tp-blog, "Delayed Tensor Parallelism (DTP)" and "Theoretical Exposed Wait-time" (Delta_DTP)): Delayed TP: each all-reduce is consumed delta modules later, hidden behind their weight streaming
-#include <variant>
-
+// dtp (delayed-tp-blog, "Delayed Tensor Parallelism (DTP)" and "Theoretical Exposed Wait-time"
+// (Delta_DTP)): each all-reduce is consumed delta modules later, hidden behind their weight streaming.
 #include "sim/schemes/decode_stack.hpp"
-#include "sim/schemes/graph_builder.hpp"
 
 namespace overlap::sim {
 
+namespace {
+
+// The upper limit delta <= 2 * layers depends on the workload: dtp_plan checks it.
+const SchemeParam kDelta =
+    int_param("delta", 2, 1, 2048, "modules between an all-reduce and its use (the blog derives 1 and even values)")
+        .tune({1, 2, 4});
+
+}  // namespace
+
 SchemeInfo make_dtp_scheme() {
-  SchemeInfo s;
-  s.name = "dtp";
-  s.source = "delayed-tp-blog, 'Delayed Tensor Parallelism (DTP)' and 'Theoretical Exposed Wait-time' (Delta_DTP)";
-  s.summary = "Delayed TP: each all-reduce is consumed delta modules later, hidden behind their weight streaming";
-  s.params = {SchemeParam{"delta", "int", "2", "modules between an all-reduce and its use (the blog derives 1 and even values)",
-                          {1, 2, 4}}};
-  s.applies = [](const Workload& w) { return w.kind == "decode_stack"; };
-  s.build = [](const BuildContext& ctx) {
-    const int layers = std::get<DecodeStack>(ctx.workload.shape).layers;
-    return build_decode_stack(ctx, dtp_plan(layers, param_small_int(ctx, "delta", 2)));
-  };
-  return s;
+  return decode_stack_scheme(
+      "dtp", "delayed-tp-blog, 'Delayed Tensor Parallelism (DTP)' and 'Theoretical Exposed Wait-time' (Delta_DTP)",
+      "Delayed TP: each all-reduce is consumed delta modules later, hidden behind their weight streaming",
+      [](const BuildContext& ctx, int layers) { return dtp_plan(layers, ctx.integer(kDelta)); }, {kDelta});
 }
 
 }  // namespace overlap::sim

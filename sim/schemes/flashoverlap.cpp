@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,50 +38,85 @@ struct FlashOverlapParams {
   bool sm_margin = false;       // GEMM capped at wave_sms SMs (persistent grid), NCCL's SMs kept free
 };
 
+constexpr std::int64_t kMaxGroupWaves = 1 << 20;
+
+std::optional<std::string> groups_problem(const nlohmann::json& g) {
+  const std::string choices = "must be \"auto\", \"optimal\", a wave count or a";
+  if (g.is_string()) {
+    const std::string s = g.get<std::string>();
+    if (s == "auto" || s == "optimal") return std::nullopt;
+    return fmt::format("{} list of wave counts (got '{}')", choices, s);
+  }
+  if (g.is_number_integer()) {
+    const std::int64_t size = g.get<std::int64_t>();
+    if (size < 1) return fmt::format("group size must be >= 1 wave (got {})", size);
+    return std::nullopt;
+  }
+  if (g.is_array() && !g.empty()) {
+    for (const auto& v : g) {
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 1)
+        return std::string("every group must be a positive whole number of waves");
+      if (v.get<std::int64_t>() > kMaxGroupWaves)
+        return fmt::format("a group of {} waves is more than any GEMM has (at most 2^20)", v.get<std::int64_t>());
+    }
+    return std::nullopt;
+  }
+  return choices + " non-empty list of wave counts";
+}
+
+const SchemeParam kGroups = [] {
+  SchemeParam p;
+  p.name = "groups";
+  p.type = ParamType::wave_groups;
+  p.default_value = "auto";
+  p.help = "wave groups: a list of wave counts, one wave count n (equal groups, Fig. 14 Egs=n), \"auto\" (the paper's "
+           "predictive search) or \"optimal\" (exact optimum of the same predictor)";
+  p.check = groups_problem;
+  return p.tune({"auto", "optimal", 1, 2})
+      .production("FlashOverlap's tuner output cSeg (tune/search.py); `overlap-sim tune --export-flashoverlap` writes it");
+}();
+// The published implementation computes waves with NCCL assumed to hold 2 SMs (facts.md).
+const SchemeParam kWaveSms = [] {
+  SchemeParam p = int_param("wave_sms", 0, 1, 4096, "SMs per wave when tiles are assigned to groups (published code: SMs - 2)");
+  p.default_value = nullptr;
+  p.hardware_default = [](const HardwareProfile& hw) { return nlohmann::json(std::max(1, hw.gpu.sm_count - 2)); };
+  p.default_formula = "sm_count - 2";
+  p.hardware_max = [](const HardwareProfile& hw) { return static_cast<double>(hw.gpu.sm_count); };
+  p.max_formula = "sm_count";
+  return p.production("FlashOverlap's wSize = SMs - 2");
+}();
+// Table 5: the pre-reorder in the epilogue costs 0.07-0.68 % of the GEMM; the post-reorder 7.5-9.6 %
+// of the RMSNorm (Sec. 6.6: "< 10 %").
+const SchemeParam kEpilogueOverhead = number_param("epilogue_overhead", 0.005, 0, 1,
+                                                   "pre-reorder cost in the GEMM epilogue, fraction of a tile (Table 5)");
+const SchemeParam kRmsnormOverhead = number_param("rmsnorm_overhead", 0.09, 0, 10,
+                                                  "post-reorder cost in the following RMSNorm, fraction (Table 5)");
+const SchemeParam kSmMargin =
+    bool_param("sm_margin", false,
+               "cap the GEMM at wave_sms SMs so NCCL's SMs stay free (default: the GEMM takes every free SM and a "
+               "group's collective waits for SMs, as on the GPU)")
+        .tune({false, true})
+        .production("TransformerEngine set_sm_margin");
+
 FlashOverlapParams read_params(const BuildContext& ctx) {
   FlashOverlapParams p;
-  const int sms = ctx.hardware.gpu.sm_count;
-  if (ctx.params.is_object() && ctx.params.contains("groups")) {
-    const nlohmann::json& g = ctx.params.at("groups");
-    if (g.is_string()) {
-      const std::string s = g.get<std::string>();
-      if (s == "auto") p.search = FlashOverlapParams::Search::auto_search;
-      else if (s == "optimal") p.search = FlashOverlapParams::Search::optimal;
-      else throw InputError("", 0, "params.groups", fmt::format("must be \"auto\", \"optimal\", a wave count or a list of wave counts (got '{}')", s));
-    } else if (g.is_number_integer()) {
-      p.search = FlashOverlapParams::Search::equal;
-      const std::int64_t size = g.get<std::int64_t>();
-      if (size < 1) throw InputError("", 0, "params.groups", fmt::format("group size must be >= 1 wave (got {})", size));
-      // Checked against the GEMM's wave count once the plan is known (build()); this bound only keeps
-      // the value an int.
-      p.equal_size = static_cast<int>(std::min<std::int64_t>(size, 1 << 30));
-    } else if (g.is_array() && !g.empty()) {
-      p.search = FlashOverlapParams::Search::list;
-      for (const auto& v : g) {
-        if (!v.is_number_integer() || v.get<std::int64_t>() < 1)
-          throw InputError("", 0, "params.groups", "every group must be a positive whole number of waves");
-        if (v.get<std::int64_t>() > (1 << 20))
-          throw InputError("", 0, "params.groups", fmt::format("a group of {} waves is more than any GEMM has (at most 2^20)", v.get<std::int64_t>()));
-        p.groups.push_back(v.get<int>());
-      }
-    } else {
-      throw InputError("", 0, "params.groups", "must be \"auto\", \"optimal\", a wave count or a non-empty list of wave counts");
-    }
+  const nlohmann::json g = ctx.param(kGroups);
+  if (g.is_string()) {
+    p.search = g.get<std::string>() == "optimal" ? FlashOverlapParams::Search::optimal
+                                                 : FlashOverlapParams::Search::auto_search;
+  } else if (g.is_number_integer()) {
+    p.search = FlashOverlapParams::Search::equal;
+    // Checked against the GEMM's wave count once the plan is known (choose_groups); this bound only
+    // keeps the value an int.
+    p.equal_size = static_cast<int>(std::min<std::int64_t>(g.get<std::int64_t>(), 1 << 30));
+  } else {
+    p.search = FlashOverlapParams::Search::list;
+    for (const auto& v : g) p.groups.push_back(v.get<int>());
   }
-  // The published implementation computes waves with NCCL assumed to hold 2 SMs (facts.md).
-  const std::int64_t ws = param_int(ctx, "wave_sms", sms - 2);
-  if (ws < 1 || ws > sms)
-    throw InputError("", 0, "params.wave_sms", fmt::format("must be in 1..{} (got {})", sms, ws));
-  p.wave_sms = static_cast<int>(ws);
-  // Table 5: the pre-reorder in the epilogue costs 0.07-0.68 % of the GEMM; the post-reorder 7.5-9.6 %
-  // of the RMSNorm (Sec. 6.6: "< 10 %").
-  p.epilogue_overhead = param_number(ctx, "epilogue_overhead", 0.005);
-  if (!(p.epilogue_overhead >= 0 && p.epilogue_overhead <= 1))
-    throw InputError("", 0, "params.epilogue_overhead", fmt::format("must be in [0, 1] (got {})", p.epilogue_overhead));
-  p.rmsnorm_overhead = param_number(ctx, "rmsnorm_overhead", 0.09);
-  if (!(p.rmsnorm_overhead >= 0 && p.rmsnorm_overhead <= 10))
-    throw InputError("", 0, "params.rmsnorm_overhead", fmt::format("must be in [0, 10] (got {})", p.rmsnorm_overhead));
-  p.sm_margin = param_bool(ctx, "sm_margin", false);
+  p.wave_sms = ctx.integer(kWaveSms);
+  p.epilogue_overhead = ctx.number(kEpilogueOverhead);
+  p.rmsnorm_overhead = ctx.number(kRmsnormOverhead);
+  p.sm_margin = ctx.boolean(kSmMargin);
   return p;
 }
 
@@ -123,32 +159,17 @@ WaveGroupProblem flashoverlap_problem(const BuildContext& ctx) {
 
 namespace {
 
-BuiltScheme build_flashoverlap(const BuildContext& ctx) {
-  const FlashOverlapParams p = read_params(ctx);
-  const Workload& w = ctx.workload;
-  validate_workload(w);
-  if (w.kind != "gemm_collective")
-    throw InputError("", 0, "workload.kind", fmt::format("flashoverlap does not apply to '{}'", w.kind));
-  const GemmCollective g = gemm_collective_shape(w);
-  if (g.primitive == Primitive::all_gather)
-    throw InputError("", 0, "workload.primitive", "flashoverlap needs the collective after the GEMM (all_reduce, reduce_scatter, all_to_all)");
-  const HardwareProfile& hw = ctx.hardware;
-  const int T = w.tp;
-  GraphBuilder b(ctx);
-  const RankStreams st = b.add_compute_and_comm_streams();
+struct GroupChoice {
+  std::vector<int> groups;  // waves per group
+  std::string how;          // "given", "equal", "predictive search, predicted ... us"
+};
 
-  const overlap::GemmShape shape{g.m, g.n, g.k, g.dtype};
-  const GemmPlan plan = plan_gemm(hw, shape);
-  const std::int64_t tiles_per_wave = static_cast<std::int64_t>(p.wave_sms) * plan.ctas_per_sm;
+// Partition: given, equal, or searched with FlashOverlap's predictor on the bandwidth curve.
+GroupChoice choose_groups(const BuildContext& ctx, const FlashOverlapParams& p, const GemmPlan& plan,
+                          std::int64_t tiles_per_wave) {
   const int waves = wave_count(plan.tiles, tiles_per_wave);
-  const Bytes total = output_bytes(g);
-  auto comm_of = [&](Bytes bytes) { return b.collective_ps(g.primitive, bytes, T); };
-
-  // Partition: given, equal, or searched with FlashOverlap's predictor on the bandwidth curve.
-  std::vector<int> groups;
-  std::string how;
   switch (p.search) {
-    case FlashOverlapParams::Search::list: groups = p.groups; how = "given"; break;
+    case FlashOverlapParams::Search::list: return {p.groups, "given"};
     case FlashOverlapParams::Search::equal:
       // A group larger than the GEMM is no partition the paper's Egs means (Fig. 14): refused like a
       // list whose sizes do not sum to the waves.
@@ -156,29 +177,25 @@ BuiltScheme build_flashoverlap(const BuildContext& ctx) {
         throw InputError("", 0, "params.groups",
                          fmt::format("a group size of {} waves exceeds the GEMM's {} waves ({} tiles, {} per wave)",
                                      p.equal_size, waves, plan.tiles, tiles_per_wave));
-      groups = equal_wave_groups(waves, p.equal_size);
-      how = "equal";
-      break;
+      return {equal_wave_groups(waves, p.equal_size), "equal"};
     case FlashOverlapParams::Search::auto_search:
-    case FlashOverlapParams::Search::optimal: {
-      const WaveGroupProblem prob = flashoverlap_problem(ctx);
-      const WaveGroupSearchResult r = p.search == FlashOverlapParams::Search::auto_search
-                                          ? flashoverlap_search(prob)
-                                          : optimal_wave_groups(prob);
-      groups = r.groups;
-      how = fmt::format("{} search, predicted {:.1f} us", p.search == FlashOverlapParams::Search::auto_search ? "predictive" : "optimal", us_from_ps(r.predicted_ps));
-      break;
-    }
+    case FlashOverlapParams::Search::optimal: break;
   }
-  std::vector<TileRange> ranges;
-  try {
-    ranges = wave_group_tiles(groups, plan.tiles, tiles_per_wave);
-  } catch (const std::invalid_argument& e) {
-    throw InputError("", 0, "params.groups", fmt::format("{} ({} tiles, {} per wave)", e.what(), plan.tiles, tiles_per_wave));
-  }
+  const bool predictive = p.search == FlashOverlapParams::Search::auto_search;
+  const WaveGroupProblem prob = flashoverlap_problem(ctx);
+  const WaveGroupSearchResult r = predictive ? flashoverlap_search(prob) : optimal_wave_groups(prob);
+  return {r.groups, fmt::format("{} search, predicted {:.1f} us", predictive ? "predictive" : "optimal",
+                                us_from_ps(r.predicted_ps))};
+}
 
-  // The signalling GEMM: the pre-reorder's epilogue cost on every tile and one counter per group
-  // (tile i of dispatch order counts for the group holding it).
+// The signalling GEMM on every rank (the pre-reorder's epilogue cost on every tile and one counter
+// per group: tile i of dispatch order counts for the group holding it), then per group the wait and
+// the group's collective on the comm stream. Returns each rank's last collective op.
+std::vector<OpId> add_signalled_collectives(GraphBuilder& b, const RankStreams& st, const FlashOverlapParams& p,
+                                            const GemmCollective& g, const GemmPlan& plan,
+                                            const std::vector<TileRange>& ranges) {
+  const int T = b.ranks();
+  const overlap::GemmShape shape{g.m, g.n, g.k, g.dtype};
   std::vector<OpId> last_comm(static_cast<std::size_t>(T), kNoOp);
   std::vector<std::vector<CounterId>> rank_counters;
   for (int r = 0; r < T; ++r) {
@@ -205,11 +222,57 @@ BuiltScheme build_flashoverlap(const BuildContext& ctx) {
     CollectiveSpec c;
     c.name = fmt::format("{}.group{}", primitive_name(g.primitive), j);
     c.primitive = g.primitive;
-    c.bytes = group_bytes(ranges[j], plan.tiles, total);
+    c.bytes = group_bytes(ranges[j], plan.tiles, output_bytes(g));
     c.streams = st.comm;
     for (int r = 0; r < T; ++r) c.deps.push_back({waits[static_cast<std::size_t>(r)]});
     last_comm = b.add_collective(c);
   }
+  return last_comm;
+}
+
+// Sec. 6.4 bound: perfect overlap of the unmodified GEMM and NCCL's collective (+ a plain RMSNorm).
+Ps flashoverlap_bound(GraphBuilder& b, const HardwareProfile& hw, const GemmCollective& g, const GemmPlan& plan,
+                      Ps rmsnorm_ps) {
+  const overlap::GemmShape shape{g.m, g.n, g.k, g.dtype};
+  const Bytes total = output_bytes(g);
+  auto comm_of = [&](Bytes bytes) { return b.collective_ps(g.primitive, bytes, b.ranks()); };
+  const Ps gemm_ps = gemm_time_ps(hw, shape);
+  const std::int64_t all_waves = std::max<std::int64_t>(1, plan.waves(hw.gpu.sm_count));
+  // The last wave holds what is left after the full ones: a partial wave sends only its own tiles.
+  const std::int64_t slots = static_cast<std::int64_t>(hw.gpu.sm_count) * plan.ctas_per_sm;
+  const std::int64_t last_wave_first = (all_waves - 1) * slots;
+  const Bytes last_wave_bytes = group_bytes({last_wave_first, plan.tiles - last_wave_first}, plan.tiles, total);
+  return flashoverlap_bound_ps(gemm_ps, comm_of(total), gemm_ps / all_waves, comm_of(last_wave_bytes)) + rmsnorm_ps;
+}
+
+BuiltScheme build_flashoverlap(const BuildContext& ctx) {
+  const FlashOverlapParams p = read_params(ctx);
+  const Workload& w = ctx.workload;
+  validate_workload(w);
+  if (w.kind != "gemm_collective")
+    throw InputError("", 0, "workload.kind", fmt::format("flashoverlap does not apply to '{}'", w.kind));
+  const GemmCollective g = gemm_collective_shape(w);
+  if (g.primitive == Primitive::all_gather)
+    throw InputError("", 0, "workload.primitive", "flashoverlap needs the collective after the GEMM (all_reduce, reduce_scatter, all_to_all)");
+  const HardwareProfile& hw = ctx.hardware;
+  const int T = w.tp;
+  GraphBuilder b(ctx);
+  const RankStreams st = b.add_compute_and_comm_streams();
+
+  const overlap::GemmShape shape{g.m, g.n, g.k, g.dtype};
+  const GemmPlan plan = plan_gemm(hw, shape);
+  const std::int64_t tiles_per_wave = static_cast<std::int64_t>(p.wave_sms) * plan.ctas_per_sm;
+  const Bytes total = output_bytes(g);
+  auto comm_of = [&](Bytes bytes) { return b.collective_ps(g.primitive, bytes, T); };
+
+  const GroupChoice choice = choose_groups(ctx, p, plan, tiles_per_wave);
+  std::vector<TileRange> ranges;
+  try {
+    ranges = wave_group_tiles(choice.groups, plan.tiles, tiles_per_wave);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("", 0, "params.groups", fmt::format("{} ({} tiles, {} per wave)", e.what(), plan.tiles, tiles_per_wave));
+  }
+  const std::vector<OpId> last_comm = add_signalled_collectives(b, st, p, g, plan, ranges);
 
   // Post-reorder: the following RMSNorm reads the output back through the mapping table.
   Ps rmsnorm_ps = 0;
@@ -223,16 +286,7 @@ BuiltScheme build_flashoverlap(const BuildContext& ctx) {
     if (hw.gpu.hbm_bandwidth_gbps > 0)
       rmsnorm_ps = streaming_kernel_ps(hw, 2 * out) + hw.launch.gap_ps();
   }
-
-  // Sec. 6.4 bound: perfect overlap of the unmodified GEMM and NCCL's collective (+ a plain RMSNorm).
-  const Ps gemm_ps = gemm_time_ps(hw, shape);
-  const std::int64_t all_waves = std::max<std::int64_t>(1, plan.waves(hw.gpu.sm_count));
-  // The last wave holds what is left after the full ones: a partial wave sends only its own tiles.
-  const std::int64_t slots = static_cast<std::int64_t>(hw.gpu.sm_count) * plan.ctas_per_sm;
-  const std::int64_t last_wave_first = (all_waves - 1) * slots;
-  const Bytes last_wave_bytes = group_bytes({last_wave_first, plan.tiles - last_wave_first}, plan.tiles, total);
-  const Ps bound = flashoverlap_bound_ps(gemm_ps, comm_of(total), gemm_ps / all_waves, comm_of(last_wave_bytes)) +
-                   rmsnorm_ps;
+  const Ps bound = flashoverlap_bound(b, hw, g, plan, rmsnorm_ps);
 
   // One line: the tail the partition leaves.
   const Ps last_comm_ps = comm_of(group_bytes(ranges.back(), plan.tiles, total));
@@ -240,7 +294,7 @@ BuiltScheme build_flashoverlap(const BuildContext& ctx) {
   const std::string tail = comm_of(total) > comp_ps ? "comm-bound: the collectives trail the GEMM"
                                                      : fmt::format("tail: last group's {} ({:.1f} us) exposed",
                                                                    primitive_name(g.primitive), us_from_ps(last_comm_ps));
-  return b.finish(fmt::format("groups {} waves ({}); {}", groups, how, tail), bound);
+  return b.finish(fmt::format("groups {} waves ({}); {}", choice.groups, choice.how, tail), bound);
 }
 
 bool flashoverlap_applies(const Workload& w) {
@@ -252,31 +306,13 @@ bool flashoverlap_applies(const Workload& w) {
 }  // namespace
 
 SchemeInfo make_flashoverlap_scheme() {
-  SchemeInfo s;
-  s.name = "flashoverlap";
-  s.source = "flashoverlap-paper Sec. 3 (signaling, reordering), Sec. 4 (predictive search), Sec. 6.4 (bound)";
-  s.summary = "GEMM signals per wave group through a counting table; NCCL collective per group on a high-priority stream";
-  s.params = {
-      {"groups", "list", "auto",
-       "wave groups: a list of wave counts, one wave count n (equal groups, Fig. 14 Egs=n), \"auto\" (the paper's "
-       "predictive search) or \"optimal\" (exact optimum of the same predictor)",
-       {"auto", "optimal", 1, 2},
-       "",
-       "FlashOverlap's tuner output cSeg (tune/search.py); `overlap-sim tune --export-flashoverlap` writes it"},
-      {"wave_sms", "int", "sm_count - 2", "SMs per wave when tiles are assigned to groups (published code: SMs - 2)",
-       {}, "", "FlashOverlap's wSize = SMs - 2"},
-      {"epilogue_overhead", "number", "0.005", "pre-reorder cost in the GEMM epilogue, fraction of a tile (Table 5)"},
-      {"rmsnorm_overhead", "number", "0.09", "post-reorder cost in the following RMSNorm, fraction (Table 5)"},
-      {"sm_margin", "bool", "false",
-       "cap the GEMM at wave_sms SMs so NCCL's SMs stay free (default: the GEMM takes every free SM and a group's "
-       "collective waits for SMs, as on the GPU)",
-       {false, true},
-       "",
-       "TransformerEngine set_sm_margin"},
-  };
-  s.applies = flashoverlap_applies;
-  s.build = build_flashoverlap;
-  return s;
+  return {.name = "flashoverlap",
+          .source = "flashoverlap-paper Sec. 3 (signaling, reordering), Sec. 4 (predictive search), Sec. 6.4 (bound)",
+          .summary = "GEMM signals per wave group through a counting table; NCCL collective per group on a "
+                     "high-priority stream",
+          .params = {kGroups, kWaveSms, kEpilogueOverhead, kRmsnormOverhead, kSmMargin},
+          .applies = flashoverlap_applies,
+          .build = build_flashoverlap};
 }
 
 }  // namespace overlap::sim

@@ -459,58 +459,6 @@ BuiltScheme GraphBuilder::finish(std::string reason, Ps bound_ps) {
   return out;
 }
 
-// ---- parameters ----
-
-namespace {
-
-const nlohmann::json* find_param(const BuildContext& ctx, const std::string& name) {
-  if (!ctx.params.is_object()) return nullptr;
-  auto it = ctx.params.find(name);
-  return it == ctx.params.end() || it->is_null() ? nullptr : &*it;
-}
-
-[[noreturn]] void bad_param(const std::string& name, const char* want, const nlohmann::json& got) {
-  throw std::invalid_argument(fmt::format("params.{}: expected {} (got {})", name, want, got.dump()));
-}
-
-}  // namespace
-
-std::int64_t param_int(const BuildContext& ctx, const std::string& name, std::int64_t fallback) {
-  const nlohmann::json* v = find_param(ctx, name);
-  if (!v) return fallback;
-  if (v->is_number_integer()) return v->get<std::int64_t>();
-  if (v->is_number_float()) {
-    const double d = v->get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<std::int64_t>(d);
-  }
-  bad_param(name, "an integer", *v);
-}
-
-int param_small_int(const BuildContext& ctx, const std::string& name, int fallback) {
-  return static_cast<int>(std::clamp<std::int64_t>(param_int(ctx, name, fallback), -(1 << 30), 1 << 30));
-}
-
-double param_number(const BuildContext& ctx, const std::string& name, double fallback) {
-  const nlohmann::json* v = find_param(ctx, name);
-  if (!v) return fallback;
-  if (v->is_number() && std::isfinite(v->get<double>())) return v->get<double>();
-  bad_param(name, "a finite number", *v);
-}
-
-bool param_bool(const BuildContext& ctx, const std::string& name, bool fallback) {
-  const nlohmann::json* v = find_param(ctx, name);
-  if (!v) return fallback;
-  if (v->is_boolean()) return v->get<bool>();
-  bad_param(name, "true or false", *v);
-}
-
-std::string param_string(const BuildContext& ctx, const std::string& name, const std::string& fallback) {
-  const nlohmann::json* v = find_param(ctx, name);
-  if (!v) return fallback;
-  if (v->is_string()) return v->get<std::string>();
-  bad_param(name, "a string", *v);
-}
-
 UnitCompute gemm_unit(GraphBuilder& b, const GemmShape& g) {
   return [&b, g](int rank, StreamId stream, std::int64_t rows, const std::string& name, const std::vector<OpId>& deps) {
     GemmOptions o;

@@ -237,13 +237,4 @@ Ps decomposition_bound_ps(const HardwareProfile& hw, int T, const std::vector<By
 // a P2P decomposition, which skips NCCL's base and per-step latencies.
 Ps port_bound_ps(const HardwareProfile& hw, int ranks, Bytes recv_bytes);
 
-// Scheme parameters with defaults: `params[name]` when present, else `fallback`. A present value of
-// the wrong type throws std::invalid_argument naming the key ("params.<name>").
-std::int64_t param_int(const BuildContext& ctx, const std::string& name, std::int64_t fallback);
-// param_int saturated into [-2^30, 2^30], for counts a builder range-checks itself.
-int param_small_int(const BuildContext& ctx, const std::string& name, int fallback);
-double param_number(const BuildContext& ctx, const std::string& name, double fallback);
-bool param_bool(const BuildContext& ctx, const std::string& name, bool fallback);
-std::string param_string(const BuildContext& ctx, const std::string& name, const std::string& fallback);
-
 }  // namespace overlap::sim

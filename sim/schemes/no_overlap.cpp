@@ -9,25 +9,26 @@
 
 namespace overlap::sim {
 
-BuiltScheme build_workload_collectives(const BuildContext& ctx) {
+namespace {
+
+// The workload's layers with no overlap: every op (collectives_only false) or only the collectives.
+BuiltScheme build_workload_collectives_or_plain(const BuildContext& ctx, bool collectives_only) {
   if (ctx.workload.kind == "decode_stack")
-    return build_decode_stack(ctx, tp_baseline_plan(std::get<DecodeStack>(ctx.workload.shape).layers), true);
-  return build_sliced_layers(ctx, SlicedLayerOptions{1, true});
+    return build_decode_stack(ctx, tp_baseline_plan(std::get<DecodeStack>(ctx.workload.shape).layers), collectives_only);
+  return build_sliced_layers(ctx, SlicedLayerOptions{1, collectives_only});
 }
 
+}  // namespace
+
+BuiltScheme build_workload_collectives(const BuildContext& ctx) { return build_workload_collectives_or_plain(ctx, true); }
+
 SchemeInfo make_no_overlap_scheme() {
-  SchemeInfo s;
-  s.name = "no_overlap";
-  s.source = "all sources' baseline (flashoverlap-paper Sec. 6, commfuse-paper Sec. 5, delayed-tp-blog TP baseline)";
-  s.summary = "GEMM then collective (all-gather then GEMM), one after the other";
-  s.params = {};
-  s.applies = [](const Workload&) { return true; };
-  s.build = [](const BuildContext& ctx) {
-    if (ctx.workload.kind == "decode_stack")
-      return build_decode_stack(ctx, tp_baseline_plan(std::get<DecodeStack>(ctx.workload.shape).layers));
-    return build_sliced_layers(ctx, SlicedLayerOptions{1, false});
-  };
-  return s;
+  return {.name = "no_overlap",
+          .source = "all sources' baseline (flashoverlap-paper Sec. 6, commfuse-paper Sec. 5, delayed-tp-blog TP baseline)",
+          .summary = "GEMM then collective (all-gather then GEMM), one after the other",
+          .params = {},
+          .applies = [](const Workload&) { return true; },
+          .build = [](const BuildContext& ctx) { return build_workload_collectives_or_plain(ctx, false); }};
 }
 
 }  // namespace overlap::sim

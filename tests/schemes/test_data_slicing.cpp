@@ -6,6 +6,8 @@
 
 #include "ideal_profile.hpp"
 
+#include "cost_model/input_error.hpp"
+
 #include "cost_model/collective_model.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "sim/metrics.hpp"
@@ -93,7 +95,8 @@ TEST_CASE("data slicing rejects a chunk count below 1 naming the key", "[data_sl
   try {
     evaluate(*find_scheme("data_slicing"), BuildContext{w, hw, bad, Fidelity::curve});
     FAIL("no error");
-  } catch (const std::invalid_argument& e) {
-    CHECK(std::string(e.what()).find("params.chunks") != std::string::npos);
+  } catch (const InputError& e) {
+    CHECK(e.key_path() == "params.chunks");
+    CHECK(e.message() == "must be an integer in [1, 4096] (got 0)");
   }
 }

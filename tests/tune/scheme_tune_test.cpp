@@ -114,14 +114,14 @@ TEST_CASE("tune SCENARIO: grid settings the GPU cannot run are listed, not fatal
   REQUIRE(r.skipped.size() == 2);  // copy_sms=32 with streams 1 and 2
   for (const std::string& s : r.skipped) {
     CHECK(s.find("copy_sms=32") != std::string::npos);
-    CHECK(s.find("must be in 1..31") != std::string::npos);
+    CHECK(s.find("must be an integer in [1, 31] (got 32)") != std::string::npos);
   }
   for (const auto& c : r.schemes[1].candidates) CHECK(c.params.value("copy_sms", 16) < 32);
   CHECK(format_scheme_tune_table(r, sc, 5).find("not run here (2 grid settings") != std::string::npos);
   CHECK(to_json(r, sc, 5)["skipped"].size() == 2);
-  // The same setting written in the scenario is the user's: an error naming it.
+  // The same setting written in the scenario is the user's: the loader refuses it, naming its line and key.
   const std::string own = text.substr(0, text.rfind("schemes:")) +
                           "schemes: [no_overlap, {name: async_tp, params: {transport: sm, copy_sms: 32}}]\n";
-  const Scenario bad = load_scenario_text(own, "t.yaml", o);
-  CHECK_THROWS_AS(tune_schemes(bad, 1), InputError);
+  CHECK_THROWS_WITH(load_scenario_text(own, "t.yaml", o),
+                    "t.yaml:3: schemes.1.params.copy_sms: must be an integer in [1, 31] (got 32)");
 }
