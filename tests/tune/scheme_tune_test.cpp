@@ -123,5 +123,6 @@ TEST_CASE("tune SCENARIO: grid settings the GPU cannot run are listed, not fatal
   const std::string own = text.substr(0, text.rfind("schemes:")) +
                           "schemes: [no_overlap, {name: async_tp, params: {transport: sm, copy_sms: 32}}]\n";
   CHECK_THROWS_WITH(load_scenario_text(own, "t.yaml", o),
-                    "t.yaml:3: schemes.1.params.copy_sms: must be an integer in [1, 31] (got 32)");
+                    "t.yaml:3: schemes.1.params.copy_sms: must be an integer in [1, 31] (got 32) "
+                    "(with --set hardware.gpu.sm_count=32)");
 }
