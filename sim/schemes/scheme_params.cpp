@@ -89,45 +89,39 @@ SchemeParam SchemeParam::production(std::string text) const {
   return p;
 }
 
-SchemeParam int_param(std::string name, std::int64_t default_value, std::int64_t min, std::int64_t max,
-                      std::string help) {
+namespace {
+
+SchemeParam row(std::string name, ParamType type, nlohmann::json default_value, std::string help, double min = 0,
+                double max = 0) {
   SchemeParam p;
   p.name = std::move(name);
-  p.type = ParamType::integer;
-  p.default_value = default_value;
-  p.min = static_cast<double>(min);
-  p.max = static_cast<double>(max);
+  p.type = type;
+  p.default_value = std::move(default_value);
   p.help = std::move(help);
+  p.min = min;
+  p.max = max;
   return p;
+}
+
+}  // namespace
+
+SchemeParam int_param(std::string name, std::int64_t default_value, std::int64_t min, std::int64_t max,
+                      std::string help) {
+  return row(std::move(name), ParamType::integer, default_value, std::move(help), static_cast<double>(min),
+             static_cast<double>(max));
 }
 
 SchemeParam number_param(std::string name, double default_value, double min, double max, std::string help) {
-  SchemeParam p;
-  p.name = std::move(name);
-  p.type = ParamType::number;
-  p.default_value = default_value;
-  p.min = min;
-  p.max = max;
-  p.help = std::move(help);
-  return p;
+  return row(std::move(name), ParamType::number, default_value, std::move(help), min, max);
 }
 
 SchemeParam bool_param(std::string name, bool default_value, std::string help) {
-  SchemeParam p;
-  p.name = std::move(name);
-  p.type = ParamType::boolean;
-  p.default_value = default_value;
-  p.help = std::move(help);
-  return p;
+  return row(std::move(name), ParamType::boolean, default_value, std::move(help));
 }
 
 SchemeParam choice_param(std::string name, std::vector<std::string> allowed, std::string help) {
-  SchemeParam p;
-  p.name = std::move(name);
-  p.type = ParamType::text;
-  p.default_value = allowed.front();
+  SchemeParam p = row(std::move(name), ParamType::text, allowed.front(), std::move(help));
   for (auto& a : allowed) p.allowed.emplace_back(std::move(a));
-  p.help = std::move(help);
   return p;
 }
 

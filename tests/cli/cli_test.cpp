@@ -153,14 +153,20 @@ TEST_CASE("scenario input errors exit 2 naming the file, line and key", "[cli]")
   CHECK_THAT(param.err, Catch::Contains(scen + ":13"));
   CHECK_THAT(param.err, Catch::Contains("schemes.2.params.chunkz"));  // the path --set accepts (issue 12)
 
-  // A value of the right type that the scheme's builder rejects is still located at its line; the
-  // other schemes' results are reported and the exit status is 1 (issue 12: one failing scheme does
-  // not hide the others).
+  // A value outside the knob's table range is refused by the loader at its line (exit 2).
   write(scen, kScenario + "  - {name: data_slicing, params: {chunks: 0}}\n");
+  const CliResult range = cli({"run", scen});
+  CHECK(range.rc == 2);
+  CHECK_THAT(range.err, Catch::Contains(scen + ":13: schemes.2.params.chunks: must be an integer in [1, 4096] (got 0)"));
+
+  // A value inside the range that this workload cannot use (512 rows per rank cut into 2000 slices)
+  // is rejected by the builder and still located at its line; the other schemes' results are
+  // reported and the exit status is 1 (one failing scheme does not hide the others).
+  write(scen, kScenario + "  - {name: commfuse, params: {m: 2000}}\n");
   const CliResult value = cli({"run", scen});
   CHECK(value.rc == 1);
   CHECK_THAT(value.err, Catch::Contains(scen + ":13"));
-  CHECK_THAT(value.err, Catch::Contains("chunks"));
+  CHECK_THAT(value.err, Catch::Contains("schemes.2.params.m") && Catch::Contains("cannot be cut into m = 2000 slices"));
 }
 
 TEST_CASE("run --format json has the documented keys and consistent metrics", "[cli][report]") {
