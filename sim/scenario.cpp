@@ -321,7 +321,7 @@ nlohmann::json yaml_to_json(const YAML::Node& n) {
   if (n.IsMap()) {
     nlohmann::json obj = nlohmann::json::object();
     for (const auto& kv : n) {
-      if (!kv.first.IsScalar()) continue;  // (never reached from a scenario: read_param refuses maps)
+      if (!kv.first.IsScalar()) continue;  // no knob takes a map: check_param_value refuses it whole
       obj[kv.first.Scalar()] = yaml_to_json(kv.second);
     }
     return obj;
