@@ -150,7 +150,7 @@ TEST_CASE("a hardware-dependent default resolves to sm_count - 2 on each profile
   CHECK(default_for(wave_sms, nullptr) == "sm_count - 2");
 }
 
-TEST_CASE("--param goes through the same check as a scenario value", "[params][scenario]") {
+TEST_CASE("run --param goes through the same check as a scenario value", "[params][scenario]") {
   const SchemeInfo& ds = *find_scheme("data_slicing");
   const HardwareProfile hw = with_sms(132);
   CHECK(apply_scheme_params(ds, nlohmann::json::object(), {"chunks=8", "order=layer"}, hw) ==
