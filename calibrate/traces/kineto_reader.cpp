@@ -3,6 +3,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <istream>
@@ -310,29 +311,30 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
         if (k == "backend") return Key::backend;
         return Key::other;
       case 3:
+        // Every event has these keys: compare by length first (a few million events, ten keys each).
         if (!in_event()) return Key::other;
-        if (k == "ph") return Key::ph;
-        if (k == "cat") return Key::cat;
-        if (k == "name") return Key::name;
-        if (k == "pid") return Key::pid;
-        if (k == "ts") return Key::ts;
-        if (k == "dur") return Key::dur;
-        if (k == "args") return Key::args;
-        return Key::other;
+        switch (k.size()) {
+          case 2: return k == "ph" ? Key::ph : k == "ts" ? Key::ts : Key::other;
+          case 3: return k == "cat" ? Key::cat : k == "pid" ? Key::pid : k == "dur" ? Key::dur : Key::other;
+          case 4: return k == "name" ? Key::name : k == "args" ? Key::args : Key::other;
+          default: return Key::other;
+        }
       case 4:
         if (!in_args_) return Key::other;
-        if (k == "device") return Key::device;
-        if (k == "correlation") return Key::correlation;
-        if (k == "External id" || k == "external id") return Key::external_id;
-        if (k == "Input Dims" || k == "Input dims") return Key::input_dims;
-        if (k == "Input type") return Key::input_type;
-        if (k == "Collective name") return Key::collective_name;
-        if (k == "In msg nelems") return Key::in_nelems;
-        if (k == "Out msg nelems") return Key::out_nelems;
-        if (k == "Group size") return Key::group_size;
-        if (k == "dtype") return Key::dtype;
-        if (k == "Process Group Name") return Key::process_group_name;
-        return Key::other;
+        switch (k.size()) {
+          case 5: return k == "dtype" ? Key::dtype : Key::other;
+          case 6: return k == "device" ? Key::device : Key::other;
+          case 10:
+            if (k == "Input Dims" || k == "Input dims") return Key::input_dims;
+            if (k == "Input type") return Key::input_type;
+            return k == "Group size" ? Key::group_size : Key::other;
+          case 11: return k == "correlation" ? Key::correlation : k == "External id" || k == "external id" ? Key::external_id : Key::other;
+          case 13: return k == "In msg nelems" ? Key::in_nelems : Key::other;
+          case 14: return k == "Out msg nelems" ? Key::out_nelems : Key::other;
+          case 15: return k == "Collective name" ? Key::collective_name : Key::other;
+          case 18: return k == "Process Group Name" ? Key::process_group_name : Key::other;
+          default: return Key::other;
+        }
       default: return Key::other;
     }
   }
@@ -401,19 +403,36 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
 
   bool has_comm_args() const { return !ev_.collective.empty() || ev_.in_nelems || ev_.out_nelems || ev_.group_size; }
 
-  std::int32_t add_op() {
-    OpInfo op;
-    op.name = ev_.name;
-    op.input_dims = std::move(ev_.input_dims);
-    op.input_types = std::move(ev_.input_types);
-    op.collective = ev_.collective;
-    op.in_nelems = ev_.in_nelems;
-    op.out_nelems = ev_.out_nelems;
-    op.group_size = ev_.group_size;
-    op.dtype = ev_.dtype;
-    op.process_group = ev_.process_group;
-    trace_.ops.push_back(std::move(op));
-    return static_cast<std::int32_t>(trace_.ops.size() - 1);
+  std::int32_t add_comm_op() {
+    CommOp op;
+    op.collective = names_.intern(ev_.collective);
+    op.dtype = names_.intern(ev_.dtype);
+    op.process_group = names_.intern(ev_.process_group);
+    op.in_nelems = ev_.in_nelems.value_or(-1);
+    op.out_nelems = ev_.out_nelems.value_or(-1);
+    op.group_size = ev_.group_size.value_or(-1);
+    trace_.comm_ops.push_back(op);
+    return static_cast<std::int32_t>(trace_.comm_ops.size() - 1);
+  }
+
+  std::int32_t add_gemm_op() {
+    OpInfo info;
+    info.name = ev_.name;
+    info.input_dims = std::move(ev_.input_dims);
+    info.input_types = std::move(ev_.input_types);
+    GemmOp op;
+    op.name = names_.intern(ev_.name);
+    if (const auto shape = gemm_shape(info)) {
+      op.batch = shape->batch;
+      op.m = shape->m;
+      op.n = shape->n;
+      op.k = shape->k;
+      op.dtype = names_.intern(shape->dtype);
+    } else {
+      op.dtype = names_.intern("");
+    }
+    trace_.gemm_ops.push_back(op);
+    return static_cast<std::int32_t>(trace_.gemm_ops.size() - 1);
   }
 
   void finish_event() {
@@ -432,7 +451,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       a.external_id = ev_.external_id.value_or(-1);
       a.correlation = ev_.correlation.value_or(-1);
       a.cls = memory ? ActivityClass::memory : classify_kernel(ev_.name);
-      if (a.cls == ActivityClass::communication && has_comm_args()) a.op = add_op();
+      if (a.cls == ActivityClass::communication && has_comm_args()) a.comm_op = add_comm_op();
       trace_.activities.push_back(a);
       return;
     }
@@ -447,10 +466,8 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
         return;
       }
       if (!ev_.external_id) return;
-      if (has_comm_args() || (ev_.has_dims && is_gemm_op(ev_.name))) {
-        const std::int64_t id = *ev_.external_id;
-        trace_.op_by_external_id[id] = add_op();
-      }
+      if (has_comm_args()) trace_.comm_by_external_id.emplace_back(*ev_.external_id, add_comm_op());
+      else if (ev_.has_dims && is_gemm_op(ev_.name)) trace_.gemm_by_external_id.emplace_back(*ev_.external_id, add_gemm_op());
     }
   }
 
@@ -484,6 +501,8 @@ RankTrace read_kineto_json(const std::string& path, const std::string& step_pref
     if (at != std::string::npos) msg = msg.substr(at);
     throw InputError(path, 0, "", "not valid JSON (truncated?): " + msg);
   }
+  std::sort(trace.gemm_by_external_id.begin(), trace.gemm_by_external_id.end());
+  std::sort(trace.comm_by_external_id.begin(), trace.comm_by_external_id.end());
   if (!handler.root_is_object || !handler.saw_trace_events)
     throw InputError(path, 0, "traceEvents", "no traceEvents array: not a Kineto / Chrome trace");
   std::size_t kernels = 0;

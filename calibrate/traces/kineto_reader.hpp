@@ -17,7 +17,8 @@
 //   named PREFIX<n> (ProfilerStep#<n> by default): a step.
 // The document is never held whole: nlohmann::json's SAX parser reads it through a 256 KiB zlib
 // buffer (gzread also reads an uncompressed file), so memory grows with the number of GPU
-// activities kept (about 48 bytes each), not with the file.
+// activities kept (48 bytes each, plus 16 per launch record and about 64 per matmul or collective
+// op, whose shape is worked out as it is read), not with the file.
 #include <string>
 
 #include "calibrate/traces/trace_model.hpp"

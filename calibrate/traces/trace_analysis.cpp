@@ -113,65 +113,6 @@ OverlapFigures measure(const std::vector<const GpuActivity*>& activities) {
   return f;
 }
 
-std::optional<GemmShape> gemm_shape(const OpInfo& op) {
-  const auto& d = op.input_dims;
-  const auto type_of = [&](std::size_t i) { return i < op.input_types.size() ? op.input_types[i] : std::string(); };
-  GemmShape s;
-  // A [M,K] x B [K,N], operands at positions a and b.
-  const auto two_d = [&](std::size_t a, std::size_t b) -> std::optional<GemmShape> {
-    if (d.size() <= std::max(a, b) || d[a].size() != 2 || d[b].size() != 2 || d[a][1] != d[b][0]) return std::nullopt;
-    s.m = d[a][0];
-    s.k = d[a][1];
-    s.n = d[b][1];
-    s.dtype = type_of(a);
-    return s;
-  };
-  const auto batched = [&](std::size_t a, std::size_t b) -> std::optional<GemmShape> {
-    if (d.size() <= std::max(a, b) || d[a].size() != 3 || d[b].size() != 3 || d[a][0] != d[b][0] || d[a][2] != d[b][1])
-      return std::nullopt;
-    s.batch = d[a][0];
-    s.m = d[a][1];
-    s.k = d[a][2];
-    s.n = d[b][2];
-    s.dtype = type_of(a);
-    return s;
-  };
-  std::optional<GemmShape> out;
-  if (op.name == "aten::mm" || op.name == "aten::_scaled_mm") out = two_d(0, 1);
-  else if (op.name == "aten::addmm") out = two_d(1, 2);
-  else if (op.name == "aten::bmm") out = batched(0, 1);
-  else if (op.name == "aten::baddbmm") out = batched(1, 2);
-  else if (op.name == "aten::linear" || op.name == "aten::matmul") {
-    // linear: input [..., K] and weight [N, K]; matmul: [..., K] x [K, N], or batched 3-D x 3-D.
-    if (d.size() >= 2 && !d[0].empty() && d[1].size() == 2) {
-      const bool linear = op.name == "aten::linear";
-      const std::int64_t k = d[0].back();
-      const std::int64_t wk = linear ? d[1][1] : d[1][0];
-      if (k == wk) {
-        s.m = 1;
-        for (std::size_t i = 0; i + 1 < d[0].size(); ++i) s.m *= d[0][i];
-        s.k = k;
-        s.n = linear ? d[1][0] : d[1][1];
-        s.dtype = type_of(0);
-        out = s;
-      }
-    } else if (op.name == "aten::matmul") {
-      out = batched(0, 1);
-    }
-  } else if (op.name == "aten::mv" || op.name == "aten::addmv") {
-    const std::size_t a = op.name == "aten::mv" ? 0 : 1;
-    if (d.size() > a + 1 && d[a].size() == 2 && d[a + 1].size() == 1 && d[a][1] == d[a + 1][0]) {
-      s.m = d[a][0];
-      s.k = d[a][1];
-      s.n = 1;
-      s.dtype = type_of(a);
-      out = s;
-    }
-  }
-  if (out && (out->m <= 0 || out->n <= 0 || out->k <= 0 || out->batch <= 0)) return std::nullopt;
-  return out;
-}
-
 RankReport analyze(const RankTrace& trace) {
   RankReport r;
   r.file = trace.file;
@@ -215,27 +156,28 @@ RankReport analyze(const RankTrace& trace) {
   for (const GpuActivity& a : trace.activities) {
     if (a.cls == ActivityClass::memory) continue;
     const std::string& kernel = trace.names[a.name];
-    const OpInfo* op = nullptr;
-    if (a.op >= 0) op = &trace.ops[static_cast<std::size_t>(a.op)];
-    else if (a.external_id >= 0) {
-      const auto it = trace.op_by_external_id.find(a.external_id);
-      if (it != trace.op_by_external_id.end()) op = &trace.ops[static_cast<std::size_t>(it->second)];
-    }
+    const auto find = [](const std::vector<std::pair<std::int64_t, std::int32_t>>& index, std::int64_t id) {
+      const auto it = std::lower_bound(index.begin(), index.end(), std::make_pair(id, std::int32_t{INT32_MIN}));
+      return it != index.end() && it->first == id ? it->second : -1;
+    };
     const std::int64_t dur = a.end_ns - a.start_ns;
     if (a.cls == ActivityClass::communication) {
       ++r.comm_kernels;
       CommGroup g;
       g.kernel = kernel;
       g.collective = collective_from_kernel_name(kernel);
-      if (op && (!op->collective.empty() || op->in_nelems || op->out_nelems)) {
-        if (!op->collective.empty()) {
-          const std::string c = collective_from_kernel_name(op->collective);
-          g.collective = c.empty() ? op->collective : c;
+      const std::int32_t ci = a.comm_op >= 0 ? a.comm_op : a.external_id >= 0 ? find(trace.comm_by_external_id, a.external_id) : -1;
+      if (ci >= 0) {
+        const CommOp& op = trace.comm_ops[static_cast<std::size_t>(ci)];
+        const std::string& named = trace.names[op.collective];
+        if (!named.empty()) {
+          const std::string c = collective_from_kernel_name(named);
+          g.collective = c.empty() ? named : c;
         }
-        if (op->in_nelems || op->out_nelems) g.nelems = std::max(op->in_nelems.value_or(0), op->out_nelems.value_or(0));
-        g.group_size = op->group_size;
-        g.dtype = op->dtype;
-        g.process_group = op->process_group;
+        if (op.in_nelems >= 0 || op.out_nelems >= 0) g.nelems = std::max(op.in_nelems, op.out_nelems);
+        if (op.group_size >= 0) g.group_size = op.group_size;
+        g.dtype = trace.names[op.dtype];
+        g.process_group = trace.names[op.process_group];
         if (g.nelems && dtype_bytes(g.dtype) > 0) g.bytes = *g.nelems * dtype_bytes(g.dtype);
       }
       if (!g.bytes) ++r.comm_size_unknown;
@@ -247,14 +189,15 @@ RankReport analyze(const RankTrace& trace) {
       continue;
     }
     // A kernel launched by a matmul op (aten::mm, ...) is a GEMM whatever its library named it.
-    const bool gemm_op = op && op->collective.empty() && !op->in_nelems && !op->out_nelems && !op->input_dims.empty();
-    if (!is_gemm_kernel(kernel) && !gemm_op) continue;
+    const std::int32_t gi = a.external_id >= 0 ? find(trace.gemm_by_external_id, a.external_id) : -1;
+    if (!is_gemm_kernel(kernel) && gi < 0) continue;
     ++r.gemm_kernels;
     GemmGroup g;
     g.kernel = kernel;
-    if (op) {
-      g.op = op->name;
-      g.shape = gemm_shape(*op);
+    if (gi >= 0) {
+      const GemmOp& op = trace.gemm_ops[static_cast<std::size_t>(gi)];
+      g.op = trace.names[op.name];
+      if (op.batch > 0) g.shape = GemmShape{op.batch, op.m, op.n, op.k, trace.names[op.dtype]};
     }
     if (!g.shape) ++r.gemm_shape_unknown;
     const GemmShape s = g.shape.value_or(GemmShape{0, 0, 0, 0, ""});

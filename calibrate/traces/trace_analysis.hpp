@@ -32,14 +32,6 @@ struct StepFigures {
   OverlapFigures figures;
 };
 
-// A GEMM's problem read from its CPU op's Input Dims (batch 1 unless bmm / baddbmm / batched
-// matmul). nullopt when the op is not one whose operands name M, N, K unambiguously.
-struct GemmShape {
-  std::int64_t batch = 1, m = 0, n = 0, k = 0;
-  std::string dtype;  // "Input type" of the first matrix operand, as PyTorch names it
-};
-std::optional<GemmShape> gemm_shape(const OpInfo& op);
-
 struct GemmGroup {
   std::string kernel, op;
   std::optional<GemmShape> shape;  // nullopt: "shape unknown"

@@ -60,6 +60,65 @@ std::string collective_from_kernel_name(const std::string& name) {
   return "";
 }
 
+std::optional<GemmShape> gemm_shape(const OpInfo& op) {
+  const auto& d = op.input_dims;
+  const auto type_of = [&](std::size_t i) { return i < op.input_types.size() ? op.input_types[i] : std::string(); };
+  GemmShape s;
+  // A [M,K] x B [K,N], operands at positions a and b.
+  const auto two_d = [&](std::size_t a, std::size_t b) -> std::optional<GemmShape> {
+    if (d.size() <= std::max(a, b) || d[a].size() != 2 || d[b].size() != 2 || d[a][1] != d[b][0]) return std::nullopt;
+    s.m = d[a][0];
+    s.k = d[a][1];
+    s.n = d[b][1];
+    s.dtype = type_of(a);
+    return s;
+  };
+  const auto batched = [&](std::size_t a, std::size_t b) -> std::optional<GemmShape> {
+    if (d.size() <= std::max(a, b) || d[a].size() != 3 || d[b].size() != 3 || d[a][0] != d[b][0] || d[a][2] != d[b][1])
+      return std::nullopt;
+    s.batch = d[a][0];
+    s.m = d[a][1];
+    s.k = d[a][2];
+    s.n = d[b][2];
+    s.dtype = type_of(a);
+    return s;
+  };
+  std::optional<GemmShape> out;
+  if (op.name == "aten::mm" || op.name == "aten::_scaled_mm") out = two_d(0, 1);
+  else if (op.name == "aten::addmm") out = two_d(1, 2);
+  else if (op.name == "aten::bmm") out = batched(0, 1);
+  else if (op.name == "aten::baddbmm") out = batched(1, 2);
+  else if (op.name == "aten::linear" || op.name == "aten::matmul") {
+    // linear: input [..., K] and weight [N, K]; matmul: [..., K] x [K, N], or batched 3-D x 3-D.
+    if (d.size() >= 2 && !d[0].empty() && d[1].size() == 2) {
+      const bool linear = op.name == "aten::linear";
+      const std::int64_t k = d[0].back();
+      const std::int64_t wk = linear ? d[1][1] : d[1][0];
+      if (k == wk) {
+        s.m = 1;
+        for (std::size_t i = 0; i + 1 < d[0].size(); ++i) s.m *= d[0][i];
+        s.k = k;
+        s.n = linear ? d[1][0] : d[1][1];
+        s.dtype = type_of(0);
+        out = s;
+      }
+    } else if (op.name == "aten::matmul") {
+      out = batched(0, 1);
+    }
+  } else if (op.name == "aten::mv" || op.name == "aten::addmv") {
+    const std::size_t a = op.name == "aten::mv" ? 0 : 1;
+    if (d.size() > a + 1 && d[a].size() == 2 && d[a + 1].size() == 1 && d[a][1] == d[a + 1][0]) {
+      s.m = d[a][0];
+      s.k = d[a][1];
+      s.n = 1;
+      s.dtype = type_of(a);
+      out = s;
+    }
+  }
+  if (out && (out->m <= 0 || out->n <= 0 || out->k <= 0 || out->batch <= 0)) return std::nullopt;
+  return out;
+}
+
 RankTrace read_trace(const std::string& path, const std::string& step_prefix) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw InputError(path, 0, "", std::string("cannot open the trace: ") + std::strerror(errno));

@@ -20,11 +20,12 @@ struct GpuActivity {
   std::int64_t correlation = -1;  // CUDA correlation id of the launch (-1: none)
   std::uint32_t name = 0;         // index into RankTrace::names
   std::int32_t device = 0;
-  std::int32_t op = -1;           // index into RankTrace::ops when the activity carries its own args
+  std::int32_t comm_op = -1;      // index into RankTrace::comm_ops when the kernel carries its own args
   ActivityClass cls = ActivityClass::compute;
 };
 
-// A CPU op (or a kernel's own args) describing a GEMM's operands or a collective's message.
+// A CPU op (or a kernel's own args) as the reader sees it while parsing; what is kept of it is a
+// GemmOp or a CommOp.
 struct OpInfo {
   std::string name;                                // aten::mm, record_param_comms, ...
   std::vector<std::vector<std::int64_t>> input_dims;  // "Input Dims" as recorded
@@ -33,6 +34,26 @@ struct OpInfo {
   std::optional<std::int64_t> in_nelems, out_nelems, group_size;
   std::string dtype;                               // "dtype" of the collective
   std::string process_group;                       // "Process Group Name"
+};
+
+// A GEMM's problem read from its CPU op's Input Dims (batch 1 unless bmm / baddbmm / batched
+// matmul).
+struct GemmShape {
+  std::int64_t batch = 1, m = 0, n = 0, k = 0;
+  std::string dtype;  // "Input type" of the first matrix operand, as PyTorch names it
+};
+// nullopt when the op is not one whose operands name M, N, K unambiguously.
+std::optional<GemmShape> gemm_shape(const OpInfo& op);
+
+// What is kept of a matmul op (aten::mm, ...): 48 bytes, strings interned in RankTrace::names.
+struct GemmOp {
+  std::int64_t batch = 0, m = 0, n = 0, k = 0;  // batch 0: shape unknown
+  std::uint32_t name = 0, dtype = 0;
+};
+// What is kept of a collective's args; -1: not in the trace.
+struct CommOp {
+  std::int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
+  std::uint32_t collective = 0, dtype = 0, process_group = 0;
 };
 
 struct StepRange {
@@ -48,8 +69,10 @@ struct RankTrace {
   std::string backend;
   std::vector<std::string> names;
   std::vector<GpuActivity> activities;
-  std::vector<OpInfo> ops;
-  std::unordered_map<std::int64_t, std::int32_t> op_by_external_id;
+  std::vector<GemmOp> gemm_ops;
+  std::vector<CommOp> comm_ops;
+  // (External id, index into gemm_ops / comm_ops), sorted by id once the file is read.
+  std::vector<std::pair<std::int64_t, std::int32_t>> gemm_by_external_id, comm_by_external_id;
   std::vector<StepRange> steps;
   // (correlation, launch time): when the CPU launched each activity, which decides its step.
   std::vector<std::pair<std::int64_t, std::int64_t>> launches;
