@@ -2,6 +2,9 @@
 #include "tools/cmd_trace.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
 #include <map>
 #include <sstream>
 
@@ -10,7 +13,12 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/traces/trace_analysis.hpp"
+#include "cost_model/collective_model.hpp"
+#include "cost_model/collective_primitive.hpp"
+#include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
+#include "cost_model/profile_loader.hpp"
+#include "sim/schemes/graph_builder.hpp"
 #include "sim/atomic_file.hpp"
 #include "tools/cli.hpp"
 
@@ -30,8 +38,12 @@ CLI::App* add_trace_command(CLI::App& app, TraceOptions& o) {
   cmd->add_option("-o,--output", o.output, "Write the report to FILE (atomically) instead of stdout");
   cmd->add_option("--step-prefix", o.step_prefix,
                   "CPU annotations (Kineto) or NVTX ranges (nsys) whose name starts with this mark steps");
+  cmd->add_option("--hardware", o.hardware,
+                  "Predict every GEMM and collective found with this profile (built-in name or YAML path) and "
+                  "print measured vs predicted");
   cmd->footer("\nExamples:\n"
               "  overlap-sim trace rank0.pt.trace.json.gz rank1.pt.trace.json.gz\n"
+              "  overlap-sim trace traces/*.json.gz --hardware h100-sxm-8x-nvswitch\n"
               "  overlap-sim trace report.sqlite --format json -o overlap.json\n");
   return cmd;
 }
@@ -72,11 +84,119 @@ nlohmann::json figures_json(const OverlapFigures& f) {
   return j;
 }
 
+// One kernel group (same kernel, same shape or message) measured and, where the model can, predicted.
+struct Prediction {
+  int rank = 0;
+  std::string cls;  // "gemm" or "collective"
+  std::string kernel, what;
+  std::int64_t count = 0;
+  std::int64_t measured_ns = 0;          // mean
+  std::optional<double> predicted_ns;    // nullopt: not predicted (see `why`)
+  std::string why;
+  std::optional<double> error() const {  // (predicted - measured) / measured
+    if (!predicted_ns || measured_ns <= 0) return std::nullopt;
+    return (*predicted_ns - static_cast<double>(measured_ns)) / static_cast<double>(measured_ns);
+  }
+};
+
+struct ClassSummary {
+  std::string cls;
+  std::int64_t groups = 0, predicted = 0;
+  std::optional<double> median_abs_error, max_abs_error;
+};
+
 struct Run {
   std::vector<RankReport> ranks;
   std::optional<int> world_size;
   OverlapFigures overall;
+  std::string hardware;  // profile name when predicting
+  std::vector<Prediction> predictions;
+  std::vector<ClassSummary> summaries;
 };
+
+// PyTorch's dtype names ("c10::BFloat16", "BFloat16", "float", "c10::Half") to the cost model's.
+std::optional<DType> model_dtype(std::string name) {
+  if (name.rfind("c10::", 0) == 0) name = name.substr(5);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (name == "bfloat16") return DType::bf16;
+  if (name == "half" || name == "float16") return DType::fp16;
+  if (name == "float" || name == "float32") return DType::fp32;
+  if (name.rfind("float8", 0) == 0) return DType::fp8;
+  return std::nullopt;
+}
+
+void predict(const TraceOptions& o, Run& run) {
+  const bool path = std::filesystem::path(o.hardware).extension() == ".yaml" || o.hardware.find('/') != std::string::npos;
+  const HardwareProfile hw = load_profile(path ? resolve_input_path(o.hardware) : o.hardware, default_hardware_dir());
+  run.hardware = hw.name;
+  for (const RankReport& r : run.ranks) {
+    for (const GemmGroup& g : r.gemms) {
+      Prediction p;
+      p.rank = r.rank;
+      p.cls = "gemm";
+      p.kernel = g.kernel;
+      p.count = g.count;
+      p.measured_ns = g.total_ns / g.count;
+      p.what = shape_text(g);
+      const auto dtype = g.shape ? model_dtype(g.shape->dtype) : std::nullopt;
+      if (!g.shape) {
+        p.why = "shape unknown";
+      } else if (!dtype) {
+        p.why = "dtype '" + g.shape->dtype + "' not modelled";
+      } else {
+        // A batched GEMM as `batch` GEMMs one after another: the model has no batched kernel.
+        try {
+          const Ps ps = gemm_time_ps(hw, overlap::GemmShape{g.shape->m, g.shape->n, g.shape->k, *dtype});
+          p.predicted_ns = static_cast<double>(ps) * static_cast<double>(g.shape->batch) / 1000.0;
+        } catch (const std::invalid_argument& e) {
+          p.why = fmt::format("dtype {} not in the profile", dtype_name(*dtype));  // no peak_tflops for it
+        }
+      }
+      run.predictions.push_back(p);
+    }
+    for (const CommGroup& g : r.comms) {
+      Prediction p;
+      p.rank = r.rank;
+      p.cls = "collective";
+      p.kernel = g.kernel;
+      p.count = g.count;
+      p.measured_ns = g.total_ns / g.count;
+      p.what = fmt::format("{} {} B x{}", g.collective, g.bytes ? std::to_string(*g.bytes) : "?",
+                           g.group_size ? std::to_string(*g.group_size) : "?");
+      const auto prim = parse_collective_primitive(g.collective);
+      if (!prim) {
+        p.why = "collective '" + g.collective + "' not modelled";
+      } else if (!g.bytes || !g.group_size) {
+        p.why = "size or group unknown";
+      } else if (*g.group_size < 2 || *g.group_size > hw.fabric.num_gpus) {
+        p.why = fmt::format("group of {} outside the profile's 2..{} GPUs", *g.group_size, hw.fabric.num_gpus);
+      } else {
+        const int n = static_cast<int>(*g.group_size);
+        const Ps ps = collective_time_ps(hw, *prim, *g.bytes, n, sim::collective_link_class(hw, n));
+        p.predicted_ns = static_cast<double>(ps) / 1000.0;
+      }
+      run.predictions.push_back(p);
+    }
+  }
+  for (const char* cls : {"gemm", "collective"}) {
+    ClassSummary s;
+    s.cls = cls;
+    std::vector<double> errors;
+    for (const Prediction& p : run.predictions) {
+      if (p.cls != cls) continue;
+      ++s.groups;
+      if (const auto e = p.error()) errors.push_back(std::abs(*e));
+    }
+    s.predicted = static_cast<std::int64_t>(errors.size());
+    if (!errors.empty()) {
+      std::sort(errors.begin(), errors.end());
+      const std::size_t n = errors.size();
+      s.median_abs_error = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
+      s.max_abs_error = errors.back();
+    }
+    run.summaries.push_back(s);
+  }
+}
 
 constexpr const char* kDefinition =
     "exposed communication = communication-kernel time during which no compute kernel runs on the same GPU "
@@ -194,6 +314,23 @@ void write_table(const Run& run, std::ostream& out) {
   }
   out << fmt::format("\nGEMM kernels: {} ({} shape unknown); NCCL kernels: {} ({} size unknown)\n", gemm, gemm_unknown,
                      comm, comm_unknown);
+  if (run.hardware.empty()) return;
+  out << fmt::format("\nMeasured vs predicted on {} (measured: mean kernel time in the trace, beside other kernels; "
+                     "predicted: the cost model, idle GPU; error = (predicted - measured) / measured)\n",
+                     run.hardware);
+  out << fmt::format("{:>5}  {:<10}  {:<48}  {:<32}  {:>6}  {:>12}  {:>12}  {:>8}\n", "rank", "class", "kernel", "what",
+                     "count", "measured_us", "predicted_us", "error_%");
+  for (const Prediction& p : run.predictions) {
+    const auto e = p.error();
+    out << fmt::format("{:>5}  {:<10}  {:<48}  {:<32}  {:>6}  {:>12}  {:>12}  {:>8}\n", p.rank, p.cls, clip(p.kernel, 48),
+                       clip(p.what, 32), p.count, us(p.measured_ns),
+                       p.predicted_ns ? fmt::format("{:.3f}", *p.predicted_ns / 1000.0) : "-",
+                       e ? fmt::format("{:+.1f}", 100.0 * *e) : p.why);
+  }
+  for (const ClassSummary& s : run.summaries)
+    out << fmt::format("{}: {} of {} kernel groups predicted; median |error| {}, max |error| {}\n", s.cls, s.predicted,
+                       s.groups, s.median_abs_error ? fmt::format("{:.1f} %", 100.0 * *s.median_abs_error) : "-",
+                       s.max_abs_error ? fmt::format("{:.1f} %", 100.0 * *s.max_abs_error) : "-");
 }
 
 void write_json(const Run& run, std::ostream& out) {
@@ -236,6 +373,25 @@ void write_json(const Run& run, std::ostream& out) {
     j["ranks"].push_back(jr);
   }
   j["overall"] = figures_json(run.overall);
+  if (!run.hardware.empty()) {
+    nlohmann::json jp;
+    jp["hardware"] = run.hardware;
+    jp["rows"] = nlohmann::json::array();
+    for (const Prediction& p : run.predictions) {
+      const auto e = p.error();
+      jp["rows"].push_back({{"rank", p.rank}, {"class", p.cls}, {"kernel", p.kernel}, {"what", p.what}, {"count", p.count},
+                            {"measured_ns", p.measured_ns},
+                            {"predicted_ns", p.predicted_ns ? nlohmann::json(*p.predicted_ns) : nlohmann::json(nullptr)},
+                            {"error", e ? nlohmann::json(*e) : nlohmann::json(nullptr)}, {"not_predicted", p.why}});
+    }
+    jp["summary"] = nlohmann::json::array();
+    for (const ClassSummary& s : run.summaries) {
+      const auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+      jp["summary"].push_back({{"class", s.cls}, {"groups", s.groups}, {"predicted", s.predicted},
+                               {"median_abs_error", opt(s.median_abs_error)}, {"max_abs_error", opt(s.max_abs_error)}});
+    }
+    j["predictions"] = jp;
+  }
   out << j.dump(2) << "\n";
 }
 
@@ -264,7 +420,8 @@ void write_csv(const Run& run, std::ostream& out) {
 }  // namespace
 
 void cmd_trace(const TraceOptions& o, std::ostream& out, std::ostream& err) {
-  const Run run = load(o, err);
+  Run run = load(o, err);
+  if (!o.hardware.empty()) predict(o, run);
   std::ostringstream text;
   if (o.format == "json") write_json(run, text);
   else if (o.format == "csv") write_csv(run, text);

@@ -29,6 +29,7 @@ struct TraceOptions {
   std::string format = "table";
   std::string output;
   std::string step_prefix = "ProfilerStep#";
+  std::string hardware;  // empty: no predictions
 };
 
 CLI::App* add_trace_command(CLI::App& app, TraceOptions& options);

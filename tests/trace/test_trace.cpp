@@ -4,6 +4,8 @@
 #include <sqlite3.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -14,7 +16,11 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/traces/trace_analysis.hpp"
+#include "cost_model/collective_model.hpp"
+#include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
+#include "cost_model/profile_loader.hpp"
+#include "sim/schemes/graph_builder.hpp"
 #include "tools/cli.hpp"
 
 using namespace overlap;
@@ -400,4 +406,41 @@ TEST_CASE("trace: kernel classes and GEMM shapes by name and op", "[trace]") {
   mismatched.name = "aten::mm";
   mismatched.input_dims = {{4, 5}, {6, 7}};  // K disagrees: no shape rather than a guess
   CHECK_FALSE(gemm_shape(mismatched));
+}
+
+TEST_CASE("trace --hardware: each GEMM and collective predicted by the cost model beside its measurement", "[trace]") {
+  const nlohmann::json j = json_of({kData + "rank0.json", kData + "rank1.json.gz", "--hardware", "h100-sxm-8x-nvswitch"});
+  const HardwareProfile hw = load_profile("h100-sxm-8x-nvswitch", std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware");
+  const auto& p = j["predictions"];
+  CHECK(p["hardware"] == hw.name);
+  const auto& rows = p["rows"];
+  REQUIRE(rows.size() == 6);  // rank 0: 2 GEMM groups, 2 collectives; rank 1: 1 + 1
+  // The aten::mm GEMM (4096 x 2048 x 8192 bf16): the model's closed form, in ns.
+  const double gemm_ns = static_cast<double>(gemm_time_ps(hw, overlap::GemmShape{4096, 2048, 8192, DType::bf16})) / 1000.0;
+  CHECK(rows[0]["predicted_ns"].get<double>() == Approx(gemm_ns));
+  CHECK(rows[0]["error"].get<double>() == Approx((gemm_ns - 50000.0) / 50000.0));
+  CHECK(rows[1]["predicted_ns"].is_null());
+  CHECK(rows[1]["not_predicted"] == "shape unknown");
+  // The 2 MiB all-reduce over 2 ranks, as plan_collective with ranks = the group size.
+  const double ar_ns = static_cast<double>(collective_time_ps(hw, CollectivePrimitive::all_reduce, 2097152, 2,
+                                                              sim::collective_link_class(hw, 2))) / 1000.0;
+  CHECK(rows[2]["class"] == "collective");
+  CHECK(rows[2]["predicted_ns"].get<double>() == Approx(ar_ns));
+  // Rank 1's SGEMM is fp32, which the profile has no peak for: listed, not predicted.
+  CHECK(rows[4]["not_predicted"] == "dtype fp32 not in the profile");
+  // Summary: |errors| of the three collectives (40, 10, 50 us measured); median = the middle one.
+  std::vector<double> errors;
+  for (const auto& r : rows)
+    if (r["class"] == "collective") errors.push_back(std::abs(r["error"].get<double>()));
+  std::sort(errors.begin(), errors.end());
+  REQUIRE(errors.size() == 3);
+  const auto& coll = p["summary"][1];
+  CHECK(coll["class"] == "collective");
+  CHECK(coll["predicted"] == 3);
+  CHECK(coll["median_abs_error"].get<double>() == Approx(errors[1]));
+  CHECK(coll["max_abs_error"].get<double>() == Approx(errors[2]));
+  CHECK(p["summary"][0]["predicted"] == 1);
+  CHECK(p["summary"][0]["groups"] == 3);
+  const CliResult bad = cli({kData + "rank0.json", "--hardware", "no-such-profile"});
+  CHECK(bad.rc == 2);
 }
