@@ -95,8 +95,12 @@ std::optional<GemmShape> gemm_shape(const OpInfo& op) {
       const std::int64_t k = d[0].back();
       const std::int64_t wk = linear ? d[1][1] : d[1][0];
       if (k == wk) {
+        // Rows: the product of the leading dims (bounded, so a corrupt dim cannot overflow it).
         s.m = 1;
-        for (std::size_t i = 0; i + 1 < d[0].size(); ++i) s.m *= d[0][i];
+        for (std::size_t i = 0; i + 1 < d[0].size(); ++i) {
+          if (d[0][i] <= 0 || s.m > (std::int64_t{1} << 40) / d[0][i]) return std::nullopt;
+          s.m *= d[0][i];
+        }
         s.k = k;
         s.n = linear ? d[1][0] : d[1][1];
         s.dtype = type_of(0);
