@@ -1,11 +1,15 @@
 #pragma once
 // The PyTorch profiler's (Kineto's) Chrome-trace JSON, plain or gzip, read as a stream.
 //
-// Fields read (as torch.profiler writes them; cross-checked against the public sources of
-// pytorch/kineto libkineto/src/output_json.cpp, PyTorch's torch/profiler/profiler.py, which adds
-// "distributedInfo" with rank / world_size / backend, torch/csrc/distributed/c10d/ParamCommsUtils,
-// whose record_param_comms op carries "Collective name", "In msg nelems", "Out msg nelems",
-// "Group size", "dtype", "Process Group Name", and HolisticTraceAnalysis, which reads the same):
+// Fields read, as torch.profiler writes them. Checked against the public sources: pytorch/kineto
+// libkineto/src/output_json.cpp (ChromeTraceLogger::handleActivity writes every activity as
+// {"ph": "X", "cat", "name", "pid": device, "tid": stream, "ts", "dur"} with ts/dur as microseconds
+// with three decimals, "External id" = the launching CPU op's id, and copies record_param_comms'
+// "Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype", "Process Group Name"
+// onto the NCCL kernel; addOnDemandDistMetadata writes "distributedInfo" {backend, rank,
+// world_size, ...}, as PyTorch's torch/profiler/profiler.py also does), PyTorch's
+// torch/csrc/distributed/c10d/ParamCommsUtils (the record_param_comms op and its args), and
+// HolisticTraceAnalysis, which reads the same fields:
 //   top level: traceEvents[], distributedInfo {rank, world_size, backend};
 //   each event: ph ("X" = complete event; others ignored), cat, name, pid, tid, ts and dur in
 //   microseconds (decimal, read exactly to the nanosecond), args;
