@@ -499,6 +499,9 @@ RankTrace read_kineto_json(const std::string& path, const std::string& step_pref
     // nlohmann's text: "[json.exception.parse_error.101] parse error at line 3, column 7: ...".
     const auto at = msg.find("parse error");
     if (at != std::string::npos) msg = msg.substr(at);
+    // The "last read" excerpt is the file's raw bytes: keep the message printable.
+    for (char& c : msg)
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
     throw InputError(path, 0, "", "not valid JSON (truncated?): " + msg);
   }
   std::sort(trace.gemm_by_external_id.begin(), trace.gemm_by_external_id.end());
