@@ -444,3 +444,15 @@ TEST_CASE("trace --hardware: each GEMM and collective predicted by the cost mode
   const CliResult bad = cli({kData + "rank0.json", "--hardware", "no-such-profile"});
   CHECK(bad.rc == 2);
 }
+
+TEST_CASE("trace --step-prefix: steps are the ranges whose names start with it", "[trace]") {
+  // In the Kineto fixture no annotation starts with "Iteration"; "ProfilerStep#2" alone with its prefix.
+  CHECK(json_of({kData + "rank0.json", "--step-prefix", "Iteration"})["ranks"][0]["steps"].empty());
+  const nlohmann::json j = json_of({kData + "rank0.json", "--step-prefix", "ProfilerStep#2"});
+  REQUIRE(j["ranks"][0]["steps"].size() == 1);
+  CHECK(j["ranks"][0]["steps"][0]["figures"]["compute_ns"] == 30000);
+  // The nsys fixture's 'forward' NVTX range [600, 700) launched no kernel: a step with nothing in it.
+  const nlohmann::json n = json_of({nsys_db("nsys_prefix.sqlite"), "--step-prefix", "forward"});
+  REQUIRE(n["ranks"][0]["steps"].size() == 1);
+  CHECK(n["ranks"][0]["steps"][0]["figures"]["kernels"] == 0);
+}
