@@ -447,10 +447,13 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       a.start_ns = ev_.ts_ns;
       a.end_ns = ev_.ts_ns + ev_.dur_ns;
       a.name = names_.intern(ev_.name);
+      // Classified once per distinct name: a trace repeats a few hundred kernel names millions of times.
+      if (a.name >= name_class_.size()) name_class_.resize(a.name + 1, -1);
+      if (name_class_[a.name] < 0) name_class_[a.name] = static_cast<std::int8_t>(classify_kernel(ev_.name));
       a.device = static_cast<std::int32_t>(ev_.device ? *ev_.device : ev_.pid);
       a.external_id = ev_.external_id.value_or(-1);
       a.correlation = ev_.correlation.value_or(-1);
-      a.cls = memory ? ActivityClass::memory : classify_kernel(ev_.name);
+      a.cls = memory ? ActivityClass::memory : static_cast<ActivityClass>(name_class_[a.name]);
       if (a.cls == ActivityClass::communication && has_comm_args()) a.comm_op = add_comm_op();
       trace_.activities.push_back(a);
       return;
@@ -475,6 +478,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
   NameTable names_;
   std::string step_prefix_;
   std::vector<Key> keys_;
+  std::vector<std::int8_t> name_class_;  // per name id: ActivityClass, -1 not yet classified
   int depth_ = 0;
   bool in_events_array_ = false, in_event_obj_ = false, in_args_ = false, in_distributed_ = false;
   Event ev_;

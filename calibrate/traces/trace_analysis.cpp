@@ -153,6 +153,7 @@ RankReport analyze(const RankTrace& trace) {
   std::map<GemmKey, GemmGroup> gemms;
   using CommKey = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::int64_t, std::string, std::string>;
   std::map<CommKey, CommGroup> comms;
+  std::vector<std::int8_t> gemm_name(trace.names.size(), -1);  // is_gemm_kernel once per distinct name
   for (const GpuActivity& a : trace.activities) {
     if (a.cls == ActivityClass::memory) continue;
     const std::string& kernel = trace.names[a.name];
@@ -190,7 +191,8 @@ RankReport analyze(const RankTrace& trace) {
     }
     // A kernel launched by a matmul op (aten::mm, ...) is a GEMM whatever its library named it.
     const std::int32_t gi = a.external_id >= 0 ? find(trace.gemm_by_external_id, a.external_id) : -1;
-    if (!is_gemm_kernel(kernel) && gi < 0) continue;
+    if (gemm_name[a.name] < 0) gemm_name[a.name] = is_gemm_kernel(kernel) ? 1 : 0;
+    if (!gemm_name[a.name] && gi < 0) continue;
     ++r.gemm_kernels;
     GemmGroup g;
     g.kernel = kernel;
