@@ -23,6 +23,7 @@
 #include "tools/cmd_run.hpp"
 #include "tools/cmd_schemes.hpp"
 #include "tools/cmd_sweep.hpp"
+#include "tools/cmd_trace.hpp"
 #include "tools/cmd_tune.hpp"
 #include "tools/cmd_validate.hpp"
 #include "tools/scenario_flags.hpp"
@@ -101,7 +102,7 @@ constexpr const char* kDescription =
     "overlap-sim: simulates how communication overlaps computation in tensor-parallel LLM layers.\n"
     "Exit status: 0 ok, 2 usage or input error, 1 internal error.";
 
-const std::vector<std::string> kCommands = {"run", "tune", "sweep", "collective", "validate", "schemes", "profile"};
+const std::vector<std::string> kCommands = {"run", "tune", "sweep", "collective", "validate", "schemes", "profile", "trace"};
 
 std::string examples(std::initializer_list<const char*> lines) {
   std::string out = "\nExamples:\n";
@@ -344,6 +345,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   CollectiveOptions collective;
   CLI::App* collective_cmd = add_collective_command(app, collective);
+  TraceOptions trace;
+  CLI::App* trace_cmd = add_trace_command(app, trace);
 
   // `validate DIR`: a calibration results directory, predicted vs measured (tools/cmd_validate.hpp);
   // `validate --papers`: the sources' published figures against our predictions (tools/papers.hpp).
@@ -419,6 +422,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (collective_cmd->parsed()) {
       check_output_flags({{"-o", &collective.output, collective_cmd->get_option("--output")}});
       cmd_collective(collective, out, err);
+      return kExitOk;
+    }
+    if (trace_cmd->parsed()) {
+      check_output_flags({{"-o", &trace.output, trace_cmd->get_option("--output")}});
+      cmd_trace(trace, out, err);
       return kExitOk;
     }
     if (list_cmd->parsed()) {

@@ -1,0 +1,526 @@
+// Streaming Kineto JSON reader (calibrate/traces/kineto_reader.hpp).
+#include "calibrate/traces/kineto_reader.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <istream>
+#include <limits>
+#include <streambuf>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cost_model/input_error.hpp"
+
+namespace overlap::traces {
+namespace {
+
+// A std::streambuf over gzread: the SAX parser pulls characters, zlib inflates 256 KiB at a time.
+class GzStreamBuf : public std::streambuf {
+ public:
+  explicit GzStreamBuf(const std::string& path) : buffer_(256 * 1024) {
+    file_ = gzopen(path.c_str(), "rb");
+    if (file_) gzbuffer(file_, 256 * 1024);
+  }
+  ~GzStreamBuf() override {
+    if (file_) gzclose(file_);
+  }
+  GzStreamBuf(const GzStreamBuf&) = delete;
+  GzStreamBuf& operator=(const GzStreamBuf&) = delete;
+  bool is_open() const { return file_ != nullptr; }
+  // The zlib error after the stream ended ("" when it ended cleanly).
+  const std::string& error() const { return error_; }
+  std::size_t bytes_read() const { return total_; }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    if (!file_ || done_) return traits_type::eof();
+    const int n = gzread(file_, buffer_.data(), static_cast<unsigned>(buffer_.size()));
+    if (n <= 0) {
+      done_ = true;
+      int code = Z_OK;
+      const char* msg = gzerror(file_, &code);
+      // A gzip stream cut short reads as "unexpected end of file" (Z_BUF_ERROR); corrupt data as
+      // Z_DATA_ERROR. Either way the document is not all there.
+      if (n < 0 || (code != Z_OK && code != Z_STREAM_END)) error_ = msg ? msg : "read error";
+      return traits_type::eof();
+    }
+    total_ += static_cast<std::size_t>(n);
+    setg(buffer_.data(), buffer_.data(), buffer_.data() + n);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  gzFile file_ = nullptr;
+  std::vector<char> buffer_;
+  bool done_ = false;
+  std::string error_;
+  std::size_t total_ = 0;
+};
+
+// Microseconds as written ("12.345", "1700000000123.456", "5", "1.5e3") to integer nanoseconds,
+// exactly for plain decimals (a double loses nanoseconds at epoch-sized timestamps).
+bool parse_us_to_ns(const std::string& text, std::int64_t& ns) {
+  std::size_t i = 0;
+  bool negative = false;
+  if (i < text.size() && (text[i] == '-' || text[i] == '+')) negative = text[i++] == '-';
+  std::int64_t whole = 0;
+  bool digits = false;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+    if (whole > std::numeric_limits<std::int64_t>::max() / 10 / 1000) return false;
+    whole = whole * 10 + (text[i++] - '0');
+    digits = true;
+  }
+  std::int64_t frac_ns = 0;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    int places = 0;
+    bool round_up = false;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      if (places < 3) {
+        frac_ns = frac_ns * 10 + (text[i] - '0');
+      } else if (places == 3) {
+        round_up = text[i] >= '5';
+      }
+      ++places;
+      ++i;
+      digits = true;
+    }
+    for (int p = places; p < 3; ++p) frac_ns *= 10;
+    if (round_up) ++frac_ns;
+  }
+  if (!digits) return false;
+  if (i != text.size()) {
+    // Exponent form: rare in traces; read through a double.
+    const double v = std::strtod(text.c_str(), nullptr) * 1000.0;
+    if (!(v > -9.2e18 && v < 9.2e18)) return false;
+    ns = static_cast<std::int64_t>(v >= 0 ? v + 0.5 : v - 0.5);
+    return true;
+  }
+  ns = whole * 1000 + frac_ns;
+  if (negative) ns = -ns;
+  return true;
+}
+
+enum class Key : std::uint8_t {
+  other,
+  // top level
+  trace_events,
+  distributed_info,
+  // distributedInfo
+  rank,
+  world_size,
+  backend,
+  // event
+  ph,
+  cat,
+  name,
+  pid,
+  ts,
+  dur,
+  args,
+  // args
+  device,
+  correlation,
+  external_id,
+  input_dims,
+  input_type,
+  collective_name,
+  in_nelems,
+  out_nelems,
+  group_size,
+  dtype,
+  process_group_name,
+};
+
+struct Event {
+  std::string ph, cat, name;
+  std::int64_t pid = 0;
+  bool has_pid = false;
+  std::int64_t ts_ns = 0, dur_ns = 0;
+  bool has_ts = false, has_dur = false;
+  std::optional<std::int64_t> device, correlation, external_id, in_nelems, out_nelems, group_size;
+  std::vector<std::vector<std::int64_t>> input_dims;
+  std::vector<std::string> input_types;
+  std::string collective, dtype, process_group;
+  bool has_dims = false;
+
+  void clear() {
+    ph.clear();
+    cat.clear();
+    name.clear();
+    has_pid = has_ts = has_dur = has_dims = false;
+    pid = ts_ns = dur_ns = 0;
+    device.reset();
+    correlation.reset();
+    external_id.reset();
+    in_nelems.reset();
+    out_nelems.reset();
+    group_size.reset();
+    input_dims.clear();
+    input_types.clear();
+    collective.clear();
+    dtype.clear();
+    process_group.clear();
+  }
+};
+
+// CPU ops whose Input Dims describe a GEMM's operands (see trace_analysis.cpp gemm_shape()).
+bool is_gemm_op(const std::string& name) {
+  static const char* kOps[] = {"aten::mm",    "aten::addmm",  "aten::bmm",       "aten::baddbmm",
+                               "aten::matmul", "aten::linear", "aten::_scaled_mm", "aten::addmv",
+                               "aten::mv"};
+  for (const char* op : kOps)
+    if (name == op) return true;
+  return false;
+}
+
+class Handler : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  Handler(RankTrace& trace, const std::string& step_prefix) : trace_(trace), names_(trace.names), step_prefix_(step_prefix) {
+    keys_.resize(16, Key::other);
+  }
+
+  bool saw_trace_events = false;
+  bool root_is_object = false;
+  std::string parse_message;
+  std::int64_t events = 0;
+
+  bool null() override { return scalar_done(); }
+  bool boolean(bool) override { return scalar_done(); }
+  bool number_integer(number_integer_t v) override { return integer(static_cast<std::int64_t>(v), nullptr); }
+  bool number_unsigned(number_unsigned_t v) override {
+    const auto clipped = v > static_cast<number_unsigned_t>(std::numeric_limits<std::int64_t>::max())
+                             ? std::numeric_limits<std::int64_t>::max()
+                             : static_cast<std::int64_t>(v);
+    return integer(clipped, nullptr);
+  }
+  bool number_float(number_float_t v, const string_t& text) override {
+    const Key k = current_key();
+    if (in_event() && depth_ == 3 && (k == Key::ts || k == Key::dur)) {
+      std::int64_t ns = 0;
+      if (parse_us_to_ns(text, ns)) set_time(k, ns);
+      return true;
+    }
+    const double r = v >= 0 ? v + 0.5 : v - 0.5;
+    if (!(r > -9.2e18 && r < 9.2e18)) return true;
+    return integer(static_cast<std::int64_t>(r), &text);
+  }
+  bool string(string_t& s) override {
+    if (depth_ == 3 && in_event()) {
+      switch (current_key()) {
+        case Key::ph: ev_.ph = s; break;
+        case Key::cat: ev_.cat = s; break;
+        case Key::name: ev_.name = s; break;
+        case Key::pid: ev_.has_pid = parse_int(s, ev_.pid); break;
+        case Key::ts:
+        case Key::dur: {
+          std::int64_t ns = 0;
+          if (parse_us_to_ns(s, ns)) set_time(current_key(), ns);
+          break;
+        }
+        default: break;
+      }
+    } else if (depth_ == 4 && in_event() && in_args_) {
+      switch (current_key()) {
+        case Key::collective_name: ev_.collective = s; break;
+        case Key::dtype: ev_.dtype = s; break;
+        case Key::process_group_name: ev_.process_group = s; break;
+        case Key::device: {
+          std::int64_t v = 0;
+          if (parse_int(s, v)) ev_.device = v;
+          break;
+        }
+        default: break;
+      }
+    } else if (depth_ == 5 && in_event() && in_args_ && keys_[4] == Key::input_type) {
+      ev_.input_types.push_back(s);
+    } else if (depth_ == 2 && in_distributed_) {
+      if (current_key() == Key::backend) trace_.backend = s;
+      else if (current_key() == Key::rank) set_rank(s, trace_.rank);
+      else if (current_key() == Key::world_size) set_rank(s, trace_.world_size);
+    }
+    return true;
+  }
+  bool binary(binary_t&) override { return true; }
+
+  bool start_object(std::size_t) override {
+    ++depth_;
+    if (depth_ == 1) root_is_object = true;
+    if (depth_ == 2 && keys_[1] == Key::distributed_info) in_distributed_ = true;
+    if (depth_ == 3 && in_events_array_) {
+      ev_.clear();
+      in_event_obj_ = true;
+    }
+    if (depth_ == 4 && in_event() && keys_[3] == Key::args) in_args_ = true;
+    return true;
+  }
+  bool end_object() override {
+    if (depth_ == 3 && in_event()) {
+      finish_event();
+      in_event_obj_ = false;
+    }
+    if (depth_ == 4) in_args_ = false;
+    if (depth_ == 2) in_distributed_ = false;
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    ++depth_;
+    if (depth_ == 2 && keys_[1] == Key::trace_events) {
+      in_events_array_ = true;
+      saw_trace_events = true;
+    }
+    if (depth_ == 5 && in_event() && in_args_ && keys_[4] == Key::input_dims) ev_.has_dims = true;
+    if (depth_ == 6 && in_event() && in_args_ && keys_[4] == Key::input_dims) ev_.input_dims.emplace_back();
+    return true;
+  }
+  bool end_array() override {
+    if (depth_ == 2) in_events_array_ = false;
+    --depth_;
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (depth_ < static_cast<int>(keys_.size())) keys_[depth_] = classify(k);
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) override {
+    parse_message = ex.what();
+    return false;
+  }
+
+ private:
+  bool in_event() const { return in_event_obj_; }
+  Key current_key() const { return depth_ < static_cast<int>(keys_.size()) ? keys_[depth_] : Key::other; }
+
+  Key classify(const std::string& k) const {
+    switch (depth_) {
+      case 1:
+        if (k == "traceEvents") return Key::trace_events;
+        if (k == "distributedInfo") return Key::distributed_info;
+        return Key::other;
+      case 2:
+        if (!in_distributed_) return Key::other;
+        if (k == "rank") return Key::rank;
+        if (k == "world_size") return Key::world_size;
+        if (k == "backend") return Key::backend;
+        return Key::other;
+      case 3:
+        // Every event has these keys: compare by length first (a few million events, ten keys each).
+        if (!in_event()) return Key::other;
+        switch (k.size()) {
+          case 2: return k == "ph" ? Key::ph : k == "ts" ? Key::ts : Key::other;
+          case 3: return k == "cat" ? Key::cat : k == "pid" ? Key::pid : k == "dur" ? Key::dur : Key::other;
+          case 4: return k == "name" ? Key::name : k == "args" ? Key::args : Key::other;
+          default: return Key::other;
+        }
+      case 4:
+        if (!in_args_) return Key::other;
+        switch (k.size()) {
+          case 5: return k == "dtype" ? Key::dtype : Key::other;
+          case 6: return k == "device" ? Key::device : Key::other;
+          case 10:
+            if (k == "Input Dims" || k == "Input dims") return Key::input_dims;
+            if (k == "Input type") return Key::input_type;
+            return k == "Group size" ? Key::group_size : Key::other;
+          case 11: return k == "correlation" ? Key::correlation : k == "External id" || k == "external id" ? Key::external_id : Key::other;
+          case 13: return k == "In msg nelems" ? Key::in_nelems : Key::other;
+          case 14: return k == "Out msg nelems" ? Key::out_nelems : Key::other;
+          case 15: return k == "Collective name" ? Key::collective_name : Key::other;
+          case 18: return k == "Process Group Name" ? Key::process_group_name : Key::other;
+          default: return Key::other;
+        }
+      default: return Key::other;
+    }
+  }
+
+  static bool parse_int(const std::string& s, std::int64_t& v) {
+    if (s.empty()) return false;
+    char* end = nullptr;
+    errno = 0;
+    const long long x = std::strtoll(s.c_str(), &end, 10);
+    if (errno != 0 || *end != '\0') return false;
+    v = x;
+    return true;
+  }
+  static void set_rank(const std::string& s, std::optional<int>& field) {
+    std::int64_t v = 0;
+    if (parse_int(s, v) && v >= 0 && v < (1 << 24)) field = static_cast<int>(v);
+  }
+
+  void set_time(Key k, std::int64_t ns) {
+    if (k == Key::ts) {
+      ev_.ts_ns = ns;
+      ev_.has_ts = true;
+    } else {
+      ev_.dur_ns = ns;
+      ev_.has_dur = true;
+    }
+  }
+
+  bool scalar_done() { return true; }
+
+  bool integer(std::int64_t v, const std::string*) {
+    if (depth_ == 3 && in_event()) {
+      switch (current_key()) {
+        case Key::pid:
+          ev_.pid = v;
+          ev_.has_pid = true;
+          break;
+        case Key::ts:
+        case Key::dur:
+          if (v > std::numeric_limits<std::int64_t>::max() / 1000 || v < -std::numeric_limits<std::int64_t>::max() / 1000)
+            break;
+          set_time(current_key(), v * 1000);
+          break;
+        default: break;
+      }
+    } else if (depth_ == 4 && in_event() && in_args_) {
+      switch (current_key()) {
+        case Key::device: ev_.device = v; break;
+        case Key::correlation: ev_.correlation = v; break;
+        case Key::external_id: ev_.external_id = v; break;
+        case Key::in_nelems: ev_.in_nelems = v; break;
+        case Key::out_nelems: ev_.out_nelems = v; break;
+        case Key::group_size: ev_.group_size = v; break;
+        default: break;
+      }
+    } else if (depth_ == 6 && in_event() && in_args_ && keys_[4] == Key::input_dims && !ev_.input_dims.empty()) {
+      ev_.input_dims.back().push_back(v);
+    } else if (depth_ == 2 && in_distributed_) {
+      std::optional<int>* field = current_key() == Key::rank         ? &trace_.rank
+                                  : current_key() == Key::world_size ? &trace_.world_size
+                                                                     : nullptr;
+      if (field && v >= 0 && v < (1 << 24)) *field = static_cast<int>(v);
+    }
+    return true;
+  }
+
+  bool has_comm_args() const { return !ev_.collective.empty() || ev_.in_nelems || ev_.out_nelems || ev_.group_size; }
+
+  std::int32_t add_comm_op() {
+    CommOp op;
+    op.collective = names_.intern(ev_.collective);
+    op.dtype = names_.intern(ev_.dtype);
+    op.process_group = names_.intern(ev_.process_group);
+    op.in_nelems = ev_.in_nelems.value_or(-1);
+    op.out_nelems = ev_.out_nelems.value_or(-1);
+    op.group_size = ev_.group_size.value_or(-1);
+    trace_.comm_ops.push_back(op);
+    return static_cast<std::int32_t>(trace_.comm_ops.size() - 1);
+  }
+
+  std::int32_t add_gemm_op() {
+    OpInfo info;
+    info.name = ev_.name;
+    info.input_dims = std::move(ev_.input_dims);
+    info.input_types = std::move(ev_.input_types);
+    GemmOp op;
+    op.name = names_.intern(ev_.name);
+    if (const auto shape = gemm_shape(info)) {
+      op.batch = shape->batch;
+      op.m = shape->m;
+      op.n = shape->n;
+      op.k = shape->k;
+      op.dtype = names_.intern(shape->dtype);
+    } else {
+      op.dtype = names_.intern("");
+    }
+    trace_.gemm_ops.push_back(op);
+    return static_cast<std::int32_t>(trace_.gemm_ops.size() - 1);
+  }
+
+  void finish_event() {
+    ++events;
+    if (ev_.ph != "X" || !ev_.has_ts) return;
+    const std::string& cat = ev_.cat;
+    const bool kernel = cat == "kernel" || cat == "Kernel";
+    const bool memory = cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "Memcpy" || cat == "Memset";
+    if (kernel || memory) {
+      if (!ev_.has_dur || ev_.dur_ns < 0) return;
+      GpuActivity a;
+      a.start_ns = ev_.ts_ns;
+      a.end_ns = ev_.ts_ns + ev_.dur_ns;
+      a.name = names_.intern(ev_.name);
+      // Classified once per distinct name: a trace repeats a few hundred kernel names millions of times.
+      if (a.name >= name_class_.size()) name_class_.resize(a.name + 1, -1);
+      if (name_class_[a.name] < 0) name_class_[a.name] = static_cast<std::int8_t>(classify_kernel(ev_.name));
+      a.device = static_cast<std::int32_t>(ev_.device ? *ev_.device : ev_.pid);
+      a.external_id = ev_.external_id.value_or(-1);
+      a.correlation = ev_.correlation.value_or(-1);
+      a.cls = memory ? ActivityClass::memory : static_cast<ActivityClass>(name_class_[a.name]);
+      if (a.cls == ActivityClass::communication && has_comm_args()) a.comm_op = add_comm_op();
+      trace_.activities.push_back(a);
+      return;
+    }
+    if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime" || cat == "Driver") {
+      if (ev_.correlation) trace_.launches.emplace_back(*ev_.correlation, ev_.ts_ns);
+      return;
+    }
+    if (cat == "cpu_op" || cat == "user_annotation" || cat == "Operator" || cat == "python_function") {
+      if (!step_prefix_.empty() && ev_.name.compare(0, step_prefix_.size(), step_prefix_) == 0 && ev_.has_dur &&
+          cat != "python_function") {
+        trace_.steps.push_back({ev_.name, ev_.ts_ns, ev_.ts_ns + ev_.dur_ns});
+        return;
+      }
+      if (!ev_.external_id) return;
+      if (has_comm_args()) trace_.comm_by_external_id.emplace_back(*ev_.external_id, add_comm_op());
+      else if (ev_.has_dims && is_gemm_op(ev_.name)) trace_.gemm_by_external_id.emplace_back(*ev_.external_id, add_gemm_op());
+    }
+  }
+
+  RankTrace& trace_;
+  NameTable names_;
+  std::string step_prefix_;
+  std::vector<Key> keys_;
+  std::vector<std::int8_t> name_class_;  // per name id: ActivityClass, -1 not yet classified
+  int depth_ = 0;
+  bool in_events_array_ = false, in_event_obj_ = false, in_args_ = false, in_distributed_ = false;
+  Event ev_;
+};
+
+}  // namespace
+
+RankTrace read_kineto_json(const std::string& path, const std::string& step_prefix) {
+  RankTrace trace;
+  trace.file = path;
+  trace.format = "kineto";
+  GzStreamBuf buf(path);
+  if (!buf.is_open()) throw InputError(path, 0, "", std::string("cannot open the trace: ") + std::strerror(errno));
+  std::istream in(&buf);
+  Handler handler(trace, step_prefix);
+  const bool ok = nlohmann::json::sax_parse(in, &handler, nlohmann::json::input_format_t::json, true);
+  if (!buf.error().empty())
+    throw InputError(path, 0, "", fmt::format("truncated or corrupt gzip stream after {} bytes of JSON ({})",
+                                              buf.bytes_read(), buf.error()));
+  if (!ok) {
+    std::string msg = handler.parse_message;
+    // nlohmann's text: "[json.exception.parse_error.101] parse error at line 3, column 7: ...".
+    const auto at = msg.find("parse error");
+    if (at != std::string::npos) msg = msg.substr(at);
+    // The "last read" excerpt is the file's raw bytes: keep the message printable.
+    for (char& c : msg)
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+    throw InputError(path, 0, "", "not valid JSON (truncated?): " + msg);
+  }
+  std::sort(trace.gemm_by_external_id.begin(), trace.gemm_by_external_id.end());
+  std::sort(trace.comm_by_external_id.begin(), trace.comm_by_external_id.end());
+  if (!handler.root_is_object || !handler.saw_trace_events)
+    throw InputError(path, 0, "traceEvents", "no traceEvents array: not a Kineto / Chrome trace");
+  std::size_t kernels = 0;
+  for (const GpuActivity& a : trace.activities)
+    if (a.cls != ActivityClass::memory) ++kernels;
+  if (kernels == 0)
+    throw InputError(path, 0, "traceEvents",
+                     fmt::format("no GPU kernels among {} events (no \"X\" event with cat \"kernel\"): record with "
+                                 "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
+                                 handler.events));
+  return trace;
+}
+
+}  // namespace overlap::traces

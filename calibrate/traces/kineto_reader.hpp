@@ -1,0 +1,36 @@
+#pragma once
+// The PyTorch profiler's (Kineto's) Chrome-trace JSON, plain or gzip, read as a stream.
+//
+// Fields read, as torch.profiler writes them. Checked against the public sources: pytorch/kineto
+// libkineto/src/output_json.cpp (ChromeTraceLogger::handleActivity writes every activity as
+// {"ph": "X", "cat", "name", "pid": device, "tid": stream, "ts", "dur"} with ts/dur as microseconds
+// with three decimals, "External id" = the launching CPU op's id, and copies record_param_comms'
+// "Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype", "Process Group Name"
+// onto the NCCL kernel; addOnDemandDistMetadata writes "distributedInfo" {backend, rank,
+// world_size, ...}, as PyTorch's torch/profiler/profiler.py also does), PyTorch's
+// torch/csrc/distributed/c10d/ParamCommsUtils (the record_param_comms op and its args), and
+// HolisticTraceAnalysis, which reads the same fields:
+//   top level: traceEvents[], distributedInfo {rank, world_size, backend};
+//   each event: ph ("X" = complete event; others ignored), cat, name, pid, tid, ts and dur in
+//   microseconds (decimal, read exactly to the nanosecond), args;
+//   cat "kernel": a GPU kernel (args: device, stream, correlation, External id, and for NCCL
+//   kernels in recent PyTorch the collective's args themselves); "gpu_memcpy" / "gpu_memset": copies;
+//   "cpu_op": an operator (args: External id, "Input Dims" or "Input dims", "Input type", and the
+//   collective's args for record_param_comms); "cuda_runtime" / "cuda_driver": a launch (args:
+//   correlation), whose ts decides which step the kernel belongs to; "cpu_op" / "user_annotation"
+//   named PREFIX<n> (ProfilerStep#<n> by default): a step.
+// The document is never held whole: nlohmann::json's SAX parser reads it through a 256 KiB zlib
+// buffer (gzread also reads an uncompressed file), so memory grows with the number of GPU
+// activities kept (48 bytes each, plus 16 per launch record and about 64 per matmul or collective
+// op, whose shape is worked out as it is read), not with the file.
+#include <string>
+
+#include "calibrate/traces/trace_model.hpp"
+
+namespace overlap::traces {
+
+// Throws InputError naming the file: truncated or malformed JSON (with line and column), a
+// truncated gzip stream, no traceEvents, no GPU kernels.
+RankTrace read_kineto_json(const std::string& path, const std::string& step_prefix);
+
+}  // namespace overlap::traces

@@ -1,0 +1,219 @@
+// Overlap figures and kernel listings of a trace (calibrate/traces/trace_analysis.hpp).
+#include "calibrate/traces/trace_analysis.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace overlap::traces {
+
+std::optional<double> OverlapFigures::overlap() const {
+  if (comm_ns <= 0) return std::nullopt;
+  return 1.0 - static_cast<double>(exposed_ns) / static_cast<double>(comm_ns);
+}
+
+OverlapFigures& OverlapFigures::operator+=(const OverlapFigures& o) {
+  compute_ns += o.compute_ns;
+  comm_ns += o.comm_ns;
+  exposed_ns += o.exposed_ns;
+  memory_ns += o.memory_ns;
+  span_ns = std::max(span_ns, o.span_ns);
+  kernels += o.kernels;
+  return *this;
+}
+
+namespace {
+
+using Interval = std::pair<std::int64_t, std::int64_t>;
+
+// Sorts and merges overlapping or touching intervals in place.
+void merge(std::vector<Interval>& v) {
+  std::sort(v.begin(), v.end());
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (out > 0 && v[i].first <= v[out - 1].second) {
+      v[out - 1].second = std::max(v[out - 1].second, v[i].second);
+    } else {
+      v[out++] = v[i];
+    }
+  }
+  v.resize(out);
+}
+
+std::int64_t length(const std::vector<Interval>& v) {
+  std::int64_t sum = 0;
+  for (const auto& [a, b] : v) sum += b - a;
+  return sum;
+}
+
+// |A n B| of two merged interval lists.
+std::int64_t intersection(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::int64_t sum = 0;
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const std::int64_t lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
+    if (hi > lo) sum += hi - lo;
+    if (a[i].second < b[j].second) ++i;
+    else ++j;
+  }
+  return sum;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+int dtype_bytes(const std::string& dtype) {
+  const std::string d = lower(dtype);
+  static const std::pair<const char*, int> kTypes[] = {
+      {"float", 4},    {"float32", 4},  {"double", 8},  {"float64", 8},   {"half", 2},      {"float16", 2},
+      {"bfloat16", 2}, {"int", 4},      {"int32", 4},   {"long", 8},      {"int64", 8},     {"short", 2},
+      {"int16", 2},    {"char", 1},     {"int8", 1},    {"byte", 1},      {"uint8", 1},     {"bool", 1},
+      {"float8_e4m3fn", 1}, {"float8_e5m2", 1}, {"float8_e4m3fnuz", 1}, {"float8_e5m2fnuz", 1},
+      {"complexfloat", 8},  {"complexdouble", 16}};
+  for (const auto& [name, bytes] : kTypes)
+    if (d == name) return bytes;
+  return 0;
+}
+
+OverlapFigures measure(const std::vector<const GpuActivity*>& activities) {
+  struct Device {
+    std::vector<Interval> compute, comm, memory;
+    std::int64_t first = 0, last = 0;
+    bool any = false;
+  };
+  std::map<std::int32_t, Device> devices;  // ordered: sums in a fixed order
+  OverlapFigures f;
+  for (const GpuActivity* a : activities) {
+    Device& d = devices[a->device];
+    const Interval iv{a->start_ns, a->end_ns};
+    switch (a->cls) {
+      case ActivityClass::compute: d.compute.push_back(iv); ++f.kernels; break;
+      case ActivityClass::communication: d.comm.push_back(iv); ++f.kernels; break;
+      case ActivityClass::memory: d.memory.push_back(iv); break;
+    }
+    if (!d.any || a->start_ns < d.first) d.first = a->start_ns;
+    if (!d.any || a->end_ns > d.last) d.last = a->end_ns;
+    d.any = true;
+  }
+  for (auto& [id, d] : devices) {
+    merge(d.compute);
+    merge(d.comm);
+    merge(d.memory);
+    const std::int64_t comm = length(d.comm);
+    f.compute_ns += length(d.compute);
+    f.comm_ns += comm;
+    f.exposed_ns += comm - intersection(d.comm, d.compute);
+    f.memory_ns += length(d.memory);
+    f.span_ns = std::max(f.span_ns, d.last - d.first);
+  }
+  return f;
+}
+
+RankReport analyze(const RankTrace& trace) {
+  RankReport r;
+  r.file = trace.file;
+  r.format = trace.format;
+  std::vector<const GpuActivity*> all;
+  all.reserve(trace.activities.size());
+  for (const GpuActivity& a : trace.activities) all.push_back(&a);
+  r.figures = measure(all);
+
+  // Steps: an activity belongs to the step during which the CPU launched it (its launch's time
+  // through the correlation id; its own start when the launch was not recorded), so a kernel that
+  // runs after its step's CPU range ended (the GPU lags the CPU) still counts for that step.
+  if (!trace.steps.empty()) {
+    std::vector<StepRange> steps = trace.steps;
+    std::sort(steps.begin(), steps.end(),
+              [](const StepRange& a, const StepRange& b) { return std::tie(a.start_ns, a.end_ns, a.name) < std::tie(b.start_ns, b.end_ns, b.name); });
+    auto launches = trace.launches;
+    std::sort(launches.begin(), launches.end());
+    std::vector<std::vector<const GpuActivity*>> members(steps.size());
+    for (const GpuActivity* a : all) {
+      std::int64_t when = a->start_ns;
+      if (a->correlation >= 0) {
+        const auto it = std::lower_bound(launches.begin(), launches.end(), std::make_pair(a->correlation, std::int64_t{INT64_MIN}));
+        if (it != launches.end() && it->first == a->correlation) when = it->second;
+      }
+      // The last step starting at or before `when` that has not ended by then.
+      auto it = std::upper_bound(steps.begin(), steps.end(), when,
+                                 [](std::int64_t t, const StepRange& s) { return t < s.start_ns; });
+      if (it == steps.begin()) continue;
+      --it;
+      if (when < it->end_ns) members[static_cast<std::size_t>(it - steps.begin())].push_back(a);
+    }
+    for (std::size_t i = 0; i < steps.size(); ++i) r.steps.push_back({steps[i].name, measure(members[i])});
+  }
+
+  // Kernel listings, grouped by what is known of each kernel.
+  using GemmKey = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string, bool>;
+  std::map<GemmKey, GemmGroup> gemms;
+  using CommKey = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::int64_t, std::string, std::string>;
+  std::map<CommKey, CommGroup> comms;
+  std::vector<std::int8_t> gemm_name(trace.names.size(), -1);  // is_gemm_kernel once per distinct name
+  for (const GpuActivity& a : trace.activities) {
+    if (a.cls == ActivityClass::memory) continue;
+    const std::string& kernel = trace.names[a.name];
+    const auto find = [](const std::vector<std::pair<std::int64_t, std::int32_t>>& index, std::int64_t id) {
+      const auto it = std::lower_bound(index.begin(), index.end(), std::make_pair(id, std::int32_t{INT32_MIN}));
+      return it != index.end() && it->first == id ? it->second : -1;
+    };
+    const std::int64_t dur = a.end_ns - a.start_ns;
+    if (a.cls == ActivityClass::communication) {
+      ++r.comm_kernels;
+      CommGroup g;
+      g.kernel = kernel;
+      g.collective = collective_from_kernel_name(kernel);
+      const std::int32_t ci = a.comm_op >= 0 ? a.comm_op : a.external_id >= 0 ? find(trace.comm_by_external_id, a.external_id) : -1;
+      if (ci >= 0) {
+        const CommOp& op = trace.comm_ops[static_cast<std::size_t>(ci)];
+        const std::string& named = trace.names[op.collective];
+        if (!named.empty()) {
+          const std::string c = collective_from_kernel_name(named);
+          g.collective = c.empty() ? named : c;
+        }
+        if (op.in_nelems >= 0 || op.out_nelems >= 0) g.nelems = std::max(op.in_nelems, op.out_nelems);
+        if (op.group_size >= 0) g.group_size = op.group_size;
+        g.dtype = trace.names[op.dtype];
+        g.process_group = trace.names[op.process_group];
+        if (g.nelems && dtype_bytes(g.dtype) > 0) g.bytes = *g.nelems * dtype_bytes(g.dtype);
+      }
+      if (!g.bytes) ++r.comm_size_unknown;
+      const CommKey key{g.kernel, g.collective, g.nelems.value_or(-1), g.bytes.value_or(-1), g.group_size.value_or(-1),
+                        g.dtype, g.process_group};
+      auto [it, fresh] = comms.try_emplace(key, g);
+      ++it->second.count;
+      it->second.total_ns += dur;
+      continue;
+    }
+    // A kernel launched by a matmul op (aten::mm, ...) is a GEMM whatever its library named it.
+    const std::int32_t gi = a.external_id >= 0 ? find(trace.gemm_by_external_id, a.external_id) : -1;
+    if (gemm_name[a.name] < 0) gemm_name[a.name] = is_gemm_kernel(kernel) ? 1 : 0;
+    if (!gemm_name[a.name] && gi < 0) continue;
+    ++r.gemm_kernels;
+    GemmGroup g;
+    g.kernel = kernel;
+    if (gi >= 0) {
+      const GemmOp& op = trace.gemm_ops[static_cast<std::size_t>(gi)];
+      g.op = trace.names[op.name];
+      if (op.batch > 0) g.shape = GemmShape{op.batch, op.m, op.n, op.k, trace.names[op.dtype]};
+    }
+    if (!g.shape) ++r.gemm_shape_unknown;
+    const GemmShape s = g.shape.value_or(GemmShape{0, 0, 0, 0, ""});
+    const GemmKey key{g.kernel, g.op, s.batch, s.m, s.n, s.k, s.dtype, g.shape.has_value()};
+    auto [it, fresh] = gemms.try_emplace(key, g);
+    ++it->second.count;
+    it->second.total_ns += dur;
+  }
+  for (auto& [k, g] : gemms) r.gemms.push_back(std::move(g));
+  for (auto& [k, g] : comms) r.comms.push_back(std::move(g));
+  // Longest total first; the map's key order breaks ties (stable), so the listing is deterministic.
+  std::stable_sort(r.gemms.begin(), r.gemms.end(), [](const GemmGroup& a, const GemmGroup& b) { return a.total_ns > b.total_ns; });
+  std::stable_sort(r.comms.begin(), r.comms.end(), [](const CommGroup& a, const CommGroup& b) { return a.total_ns > b.total_ns; });
+  return r;
+}
+
+}  // namespace overlap::traces

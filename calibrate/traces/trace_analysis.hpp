@@ -1,0 +1,68 @@
+#pragma once
+// What a trace says about overlap, per rank and per step, and which GEMMs and collectives ran.
+//
+// Exposed communication is HolisticTraceAnalysis' definition (its comm_comp_overlap: the part of
+// communication time during which no computation kernel runs), taken per GPU:
+//   comm     = |U_comm|                 (U_comm: the union of the communication kernels' intervals)
+//   compute  = |U_comp|                 (U_comp: the union of every other kernel's intervals)
+//   exposed  = |U_comm| - |U_comm n U_comp|
+//   overlap  = 1 - exposed / comm       (the share of communication hidden behind computation)
+// Copies and memsets (cat gpu_memcpy / gpu_memset) are neither: reported as memory time.
+// Rank figures sum their GPUs'; the overall figures sum the ranks'.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "calibrate/traces/trace_model.hpp"
+
+namespace overlap::traces {
+
+struct OverlapFigures {
+  std::int64_t compute_ns = 0, comm_ns = 0, exposed_ns = 0, memory_ns = 0;
+  std::int64_t span_ns = 0;  // first activity's start to last one's end (max over GPUs)
+  std::int64_t kernels = 0;  // compute + communication kernels counted
+  // 1 - exposed / comm; nullopt when there is no communication.
+  std::optional<double> overlap() const;
+  OverlapFigures& operator+=(const OverlapFigures& o);
+};
+
+struct StepFigures {
+  std::string name;
+  OverlapFigures figures;
+};
+
+struct GemmGroup {
+  std::string kernel, op;
+  std::optional<GemmShape> shape;  // nullopt: "shape unknown"
+  std::int64_t count = 0, total_ns = 0;
+};
+
+struct CommGroup {
+  std::string kernel, collective;
+  std::optional<std::int64_t> nelems, bytes, group_size;  // nullopt: not in the trace
+  std::string dtype, process_group;
+  std::int64_t count = 0, total_ns = 0;
+};
+
+struct RankReport {
+  std::string file, format;
+  int rank = 0;
+  bool rank_from_trace = false;  // false: assigned by the order of the files
+  OverlapFigures figures;
+  std::vector<StepFigures> steps;
+  std::vector<GemmGroup> gemms;  // by total time, longest first
+  std::vector<CommGroup> comms;
+  std::int64_t gemm_kernels = 0, gemm_shape_unknown = 0, comm_kernels = 0, comm_size_unknown = 0;
+};
+
+// Bytes of one element of a dtype as PyTorch / c10 names it (Float, BFloat16, float32, ...); 0 when
+// unknown.
+int dtype_bytes(const std::string& dtype);
+
+// Overlap figures of a set of activities (per GPU, then summed).
+OverlapFigures measure(const std::vector<const GpuActivity*>& activities);
+
+RankReport analyze(const RankTrace& trace);
+
+}  // namespace overlap::traces

@@ -1,0 +1,147 @@
+// Kernel classification and format dispatch for calibrate/traces/trace_model.hpp.
+#include "calibrate/traces/trace_model.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+
+#include "calibrate/traces/kineto_reader.hpp"
+#include "calibrate/traces/nsys_reader.hpp"
+#include "cost_model/input_error.hpp"
+
+namespace overlap::traces {
+
+std::uint32_t NameTable::intern(const std::string& name) {
+  const auto it = index_.find(name);
+  if (it != index_.end()) return it->second;
+  const auto id = static_cast<std::uint32_t>(names_.size());
+  names_.push_back(name);
+  index_.emplace(name, id);
+  return id;
+}
+
+namespace {
+
+std::string lower(const std::string& s) {
+  std::string out = s;
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool contains(const std::string& haystack, const char* needle) { return haystack.find(needle) != std::string::npos; }
+
+}  // namespace
+
+ActivityClass classify_kernel(const std::string& name) {
+  return contains(lower(name), "nccl") ? ActivityClass::communication : ActivityClass::compute;
+}
+
+bool is_gemm_kernel(const std::string& name) {
+  const std::string n = lower(name);
+  if (contains(n, "nccl")) return false;
+  // cuBLAS: ampere_sgemm_*, sm80_xmma_gemm_*, sm90_xmma_gemm_*, Kernel names with "gemm";
+  // cuBLASLt on Hopper/Blackwell: nvjet_*; CUTLASS templates: cutlass::*; cuBLAS' gemv/gemvx.
+  for (const char* word : {"gemm", "cutlass", "xmma", "nvjet", "cublas", "gemv"})
+    if (contains(n, word)) return true;
+  return false;
+}
+
+std::string collective_from_kernel_name(const std::string& name) {
+  std::string n = lower(name);
+  n.erase(std::remove(n.begin(), n.end(), '_'), n.end());
+  // Longest names first: "reducescatter" contains "reduce", "allreduce" contains "reduce".
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"allreduce", "all_reduce"}, {"reducescatter", "reduce_scatter"}, {"allgather", "all_gather"},
+      {"alltoall", "all_to_all"},  {"sendrecv", "send_recv"},           {"broadcast", "broadcast"},
+      {"reduce", "reduce"},        {"send", "send"},                    {"recv", "recv"}};
+  for (const auto& [word, canonical] : kNames)
+    if (contains(n, word)) return canonical;
+  return "";
+}
+
+std::optional<GemmShape> gemm_shape(const OpInfo& op) {
+  const auto& d = op.input_dims;
+  const auto type_of = [&](std::size_t i) { return i < op.input_types.size() ? op.input_types[i] : std::string(); };
+  GemmShape s;
+  // A [M,K] x B [K,N], operands at positions a and b.
+  const auto two_d = [&](std::size_t a, std::size_t b) -> std::optional<GemmShape> {
+    if (d.size() <= std::max(a, b) || d[a].size() != 2 || d[b].size() != 2 || d[a][1] != d[b][0]) return std::nullopt;
+    s.m = d[a][0];
+    s.k = d[a][1];
+    s.n = d[b][1];
+    s.dtype = type_of(a);
+    return s;
+  };
+  const auto batched = [&](std::size_t a, std::size_t b) -> std::optional<GemmShape> {
+    if (d.size() <= std::max(a, b) || d[a].size() != 3 || d[b].size() != 3 || d[a][0] != d[b][0] || d[a][2] != d[b][1])
+      return std::nullopt;
+    s.batch = d[a][0];
+    s.m = d[a][1];
+    s.k = d[a][2];
+    s.n = d[b][2];
+    s.dtype = type_of(a);
+    return s;
+  };
+  std::optional<GemmShape> out;
+  if (op.name == "aten::mm" || op.name == "aten::_scaled_mm") out = two_d(0, 1);
+  else if (op.name == "aten::addmm") out = two_d(1, 2);
+  else if (op.name == "aten::bmm") out = batched(0, 1);
+  else if (op.name == "aten::baddbmm") out = batched(1, 2);
+  else if (op.name == "aten::linear" || op.name == "aten::matmul") {
+    // linear: input [..., K] and weight [N, K]; matmul: [..., K] x [K, N], or batched 3-D x 3-D.
+    if (d.size() >= 2 && !d[0].empty() && d[1].size() == 2) {
+      const bool linear = op.name == "aten::linear";
+      const std::int64_t k = d[0].back();
+      const std::int64_t wk = linear ? d[1][1] : d[1][0];
+      if (k == wk) {
+        // Rows: the product of the leading dims (bounded, so a corrupt dim cannot overflow it).
+        s.m = 1;
+        for (std::size_t i = 0; i + 1 < d[0].size(); ++i) {
+          if (d[0][i] <= 0 || s.m > (std::int64_t{1} << 40) / d[0][i]) return std::nullopt;
+          s.m *= d[0][i];
+        }
+        s.k = k;
+        s.n = linear ? d[1][0] : d[1][1];
+        s.dtype = type_of(0);
+        out = s;
+      }
+    } else if (op.name == "aten::matmul") {
+      out = batched(0, 1);
+    }
+  } else if (op.name == "aten::mv" || op.name == "aten::addmv") {
+    const std::size_t a = op.name == "aten::mv" ? 0 : 1;
+    if (d.size() > a + 1 && d[a].size() == 2 && d[a + 1].size() == 1 && d[a][1] == d[a + 1][0]) {
+      s.m = d[a][0];
+      s.k = d[a][1];
+      s.n = 1;
+      s.dtype = type_of(a);
+      out = s;
+    }
+  }
+  if (out && (out->m <= 0 || out->n <= 0 || out->k <= 0 || out->batch <= 0)) return std::nullopt;
+  return out;
+}
+
+RankTrace read_trace(const std::string& path, const std::string& step_prefix) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw InputError(path, 0, "", std::string("cannot open the trace: ") + std::strerror(errno));
+  unsigned char head[16] = {};
+  const std::size_t got = std::fread(head, 1, sizeof head, f);
+  std::fclose(f);
+  if (got == 0) throw InputError(path, 0, "", "empty file: not a Kineto JSON trace nor an Nsight Systems SQLite export");
+  if (got >= 16 && std::memcmp(head, "SQLite format 3", 16) == 0) return read_nsys_sqlite(path, step_prefix);
+  if (got >= 2 && head[0] == 0x1f && head[1] == 0x8b) return read_kineto_json(path, step_prefix);
+  std::size_t i = 0;
+  while (i < got && std::isspace(head[i])) ++i;
+  if (i < got && head[i] == '{') return read_kineto_json(path, step_prefix);
+  if (i == got) return read_kineto_json(path, step_prefix);  // leading whitespace only: the reader says more
+  const std::string ext = path.size() > 9 ? path.substr(path.size() - 9) : "";
+  if (ext == ".nsys-rep" || (path.size() > 6 && path.substr(path.size() - 6) == ".qdrep"))
+    throw InputError(path, 0, "", "an Nsight Systems report, not its export: run `nsys export --type sqlite` on it and "
+                                  "give the .sqlite file");
+  throw InputError(path, 0, "", "not a trace: neither a Kineto JSON trace (plain or gzip; a JSON object with "
+                                "traceEvents) nor an Nsight Systems SQLite export");
+}
+
+}  // namespace overlap::traces

@@ -1,0 +1,105 @@
+#pragma once
+// What `overlap-sim trace` keeps of a profile: GPU activities (kernels, copies), the CPU-side
+// information that names their shapes and messages, and step ranges. Kept compact (a 1 GB trace
+// holds millions of events): names are interned, times are integer nanoseconds, and only the CPU
+// ops that can describe a GEMM or a collective are kept.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace overlap::traces {
+
+enum class ActivityClass : std::uint8_t { compute, communication, memory };
+
+struct GpuActivity {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::int64_t external_id = -1;  // Kineto "External id": the CPU op that launched it (-1: none)
+  std::int64_t correlation = -1;  // CUDA correlation id of the launch (-1: none)
+  std::uint32_t name = 0;         // index into RankTrace::names
+  std::int32_t device = 0;
+  std::int32_t comm_op = -1;      // index into RankTrace::comm_ops when the kernel carries its own args
+  ActivityClass cls = ActivityClass::compute;
+};
+
+// A CPU op (or a kernel's own args) as the reader sees it while parsing; what is kept of it is a
+// GemmOp or a CommOp.
+struct OpInfo {
+  std::string name;                                // aten::mm, record_param_comms, ...
+  std::vector<std::vector<std::int64_t>> input_dims;  // "Input Dims" as recorded
+  std::vector<std::string> input_types;            // "Input type"
+  std::string collective;                          // "Collective name"
+  std::optional<std::int64_t> in_nelems, out_nelems, group_size;
+  std::string dtype;                               // "dtype" of the collective
+  std::string process_group;                       // "Process Group Name"
+};
+
+// A GEMM's problem read from its CPU op's Input Dims (batch 1 unless bmm / baddbmm / batched
+// matmul).
+struct GemmShape {
+  std::int64_t batch = 1, m = 0, n = 0, k = 0;
+  std::string dtype;  // "Input type" of the first matrix operand, as PyTorch names it
+};
+// nullopt when the op is not one whose operands name M, N, K unambiguously.
+std::optional<GemmShape> gemm_shape(const OpInfo& op);
+
+// What is kept of a matmul op (aten::mm, ...): 48 bytes, strings interned in RankTrace::names.
+struct GemmOp {
+  std::int64_t batch = 0, m = 0, n = 0, k = 0;  // batch 0: shape unknown
+  std::uint32_t name = 0, dtype = 0;
+};
+// What is kept of a collective's args; -1: not in the trace.
+struct CommOp {
+  std::int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
+  std::uint32_t collective = 0, dtype = 0, process_group = 0;
+};
+
+struct StepRange {
+  std::string name;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
+struct RankTrace {
+  std::string file;
+  std::string format;  // "kineto" or "nsys"
+  std::optional<int> rank, world_size;
+  std::string backend;
+  std::vector<std::string> names;
+  std::vector<GpuActivity> activities;
+  std::vector<GemmOp> gemm_ops;
+  std::vector<CommOp> comm_ops;
+  // (External id, index into gemm_ops / comm_ops), sorted by id once the file is read.
+  std::vector<std::pair<std::int64_t, std::int32_t>> gemm_by_external_id, comm_by_external_id;
+  std::vector<StepRange> steps;
+  // (correlation, launch time): when the CPU launched each activity, which decides its step.
+  std::vector<std::pair<std::int64_t, std::int64_t>> launches;
+};
+
+// Interns kernel names: each distinct name once.
+class NameTable {
+ public:
+  explicit NameTable(std::vector<std::string>& names) : names_(names) {}
+  std::uint32_t intern(const std::string& name);
+
+ private:
+  std::vector<std::string>& names_;
+  std::unordered_map<std::string, std::uint32_t> index_;
+};
+
+// Kernel classes by name. Communication: NCCL's kernels (ncclKernel_*, ncclDevKernel_*; RCCL keeps
+// the prefix). Everything else that runs on the SMs is compute; copies and memsets are memory.
+ActivityClass classify_kernel(const std::string& name);
+// GEMM kernels by the names cuBLAS/cuBLASLt/CUTLASS give them (gemm, cutlass, xmma, nvjet, ...).
+bool is_gemm_kernel(const std::string& name);
+// The collective a kernel name says: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast,
+// reduce, send_recv, send, recv; "" when it names none.
+std::string collective_from_kernel_name(const std::string& name);
+
+// Reads a file in either format, chosen by its first bytes (SQLite header, gzip magic, or JSON).
+// Throws InputError naming the file and what is wrong or missing.
+RankTrace read_trace(const std::string& path, const std::string& step_prefix);
+
+}  // namespace overlap::traces

@@ -1,0 +1,437 @@
+// `overlap-sim trace`: overlap measured in users' own profiles (tools/cmd_trace.hpp).
+#include "tools/cmd_trace.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "calibrate/traces/trace_analysis.hpp"
+#include "cost_model/collective_model.hpp"
+#include "cost_model/collective_primitive.hpp"
+#include "cost_model/gemm_model.hpp"
+#include "cost_model/input_error.hpp"
+#include "cost_model/profile_loader.hpp"
+#include "sim/schemes/graph_builder.hpp"
+#include "sim/atomic_file.hpp"
+#include "tools/cli.hpp"
+
+namespace overlap::tools {
+
+using traces::CommGroup;
+using traces::GemmGroup;
+using traces::OverlapFigures;
+using traces::RankReport;
+
+CLI::App* add_trace_command(CLI::App& app, TraceOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "trace", "Measure compute, communication and exposed communication in profiles of a real job (PyTorch "
+               "profiler JSON, plain or .gz, or nsys SQLite exports; one file per rank)");
+  cmd->add_option("files", o.files, "Trace files, one per rank")->required();
+  cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json", "csv"}));
+  cmd->add_option("-o,--output", o.output, "Write the report to FILE (atomically) instead of stdout");
+  cmd->add_option("--step-prefix", o.step_prefix,
+                  "CPU annotations (Kineto) or NVTX ranges (nsys) whose name starts with this mark steps");
+  cmd->add_option("--hardware", o.hardware,
+                  "Predict every GEMM and collective found with this profile (built-in name or YAML path) and "
+                  "print measured vs predicted");
+  cmd->footer("\nExamples:\n"
+              "  overlap-sim trace rank0.pt.trace.json.gz rank1.pt.trace.json.gz\n"
+              "  overlap-sim trace traces/*.json.gz --hardware h100-sxm-8x-nvswitch\n"
+              "  overlap-sim trace report.sqlite --format json -o overlap.json\n");
+  return cmd;
+}
+
+namespace {
+
+std::string us(std::int64_t ns) {
+  const char* sign = ns < 0 ? "-" : "";
+  const std::int64_t a = ns < 0 ? -ns : ns;
+  return fmt::format("{}{}.{:03}", sign, a / 1000, a % 1000);
+}
+
+std::string pct(const OverlapFigures& f) {
+  const auto o = f.overlap();
+  return o ? fmt::format("{:.2f}", 100.0 * *o) : "-";
+}
+
+std::string clip(const std::string& s, std::size_t width) {
+  return s.size() <= width ? s : s.substr(0, width - 3) + "...";
+}
+
+std::string shape_text(const GemmGroup& g) {
+  if (!g.shape) return "shape unknown";
+  const auto& s = *g.shape;
+  return s.batch > 1 ? fmt::format("{}x({}x{}x{})", s.batch, s.m, s.n, s.k) : fmt::format("{}x{}x{}", s.m, s.n, s.k);
+}
+
+nlohmann::json figures_json(const OverlapFigures& f) {
+  nlohmann::json j;
+  j["kernels"] = f.kernels;
+  j["compute_ns"] = f.compute_ns;
+  j["communication_ns"] = f.comm_ns;
+  j["exposed_communication_ns"] = f.exposed_ns;
+  j["memory_ns"] = f.memory_ns;
+  j["span_ns"] = f.span_ns;
+  const auto o = f.overlap();
+  j["overlap"] = o ? nlohmann::json(*o) : nlohmann::json(nullptr);
+  return j;
+}
+
+// One kernel group (same kernel, same shape or message) measured and, where the model can, predicted.
+struct Prediction {
+  int rank = 0;
+  std::string cls;  // "gemm" or "collective"
+  std::string kernel, what;
+  std::int64_t count = 0;
+  std::int64_t measured_ns = 0;          // mean
+  std::optional<double> predicted_ns;    // nullopt: not predicted (see `why`)
+  std::string why;
+  std::optional<double> error() const {  // (predicted - measured) / measured
+    if (!predicted_ns || measured_ns <= 0) return std::nullopt;
+    return (*predicted_ns - static_cast<double>(measured_ns)) / static_cast<double>(measured_ns);
+  }
+};
+
+struct ClassSummary {
+  std::string cls;
+  std::int64_t groups = 0, predicted = 0;
+  std::optional<double> median_abs_error, max_abs_error;
+};
+
+struct Run {
+  std::vector<RankReport> ranks;
+  std::optional<int> world_size;
+  OverlapFigures overall;
+  std::string hardware;  // profile name when predicting
+  std::vector<Prediction> predictions;
+  std::vector<ClassSummary> summaries;
+};
+
+// PyTorch's dtype names ("c10::BFloat16", "BFloat16", "float", "c10::Half") to the cost model's.
+std::optional<DType> model_dtype(std::string name) {
+  if (name.rfind("c10::", 0) == 0) name = name.substr(5);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (name == "bfloat16") return DType::bf16;
+  if (name == "half" || name == "float16") return DType::fp16;
+  if (name == "float" || name == "float32") return DType::fp32;
+  if (name.rfind("float8", 0) == 0) return DType::fp8;
+  return std::nullopt;
+}
+
+void predict(const TraceOptions& o, Run& run) {
+  const bool path = std::filesystem::path(o.hardware).extension() == ".yaml" || o.hardware.find('/') != std::string::npos;
+  const HardwareProfile hw = load_profile(path ? resolve_input_path(o.hardware) : o.hardware, default_hardware_dir());
+  run.hardware = hw.name;
+  for (const RankReport& r : run.ranks) {
+    for (const GemmGroup& g : r.gemms) {
+      Prediction p;
+      p.rank = r.rank;
+      p.cls = "gemm";
+      p.kernel = g.kernel;
+      p.count = g.count;
+      p.measured_ns = g.total_ns / g.count;
+      p.what = shape_text(g);
+      const auto dtype = g.shape ? model_dtype(g.shape->dtype) : std::nullopt;
+      if (!g.shape) {
+        p.why = "shape unknown";
+      } else if (!dtype) {
+        p.why = "dtype '" + g.shape->dtype + "' not modelled";
+      } else {
+        // A batched GEMM as `batch` GEMMs one after another: the model has no batched kernel.
+        try {
+          const Ps ps = gemm_time_ps(hw, overlap::GemmShape{g.shape->m, g.shape->n, g.shape->k, *dtype});
+          p.predicted_ns = static_cast<double>(ps) * static_cast<double>(g.shape->batch) / 1000.0;
+        } catch (const std::invalid_argument& e) {
+          p.why = fmt::format("dtype {} not in the profile", dtype_name(*dtype));  // no peak_tflops for it
+        }
+      }
+      run.predictions.push_back(p);
+    }
+    for (const CommGroup& g : r.comms) {
+      Prediction p;
+      p.rank = r.rank;
+      p.cls = "collective";
+      p.kernel = g.kernel;
+      p.count = g.count;
+      p.measured_ns = g.total_ns / g.count;
+      p.what = fmt::format("{} {} B x{}", g.collective, g.bytes ? std::to_string(*g.bytes) : "?",
+                           g.group_size ? std::to_string(*g.group_size) : "?");
+      const auto prim = parse_collective_primitive(g.collective);
+      if (!prim) {
+        p.why = "collective '" + g.collective + "' not modelled";
+      } else if (!g.bytes || !g.group_size) {
+        p.why = "size or group unknown";
+      } else if (*g.group_size < 2 || *g.group_size > hw.fabric.num_gpus) {
+        p.why = fmt::format("group of {} outside the profile's 2..{} GPUs", *g.group_size, hw.fabric.num_gpus);
+      } else {
+        const int n = static_cast<int>(*g.group_size);
+        const Ps ps = collective_time_ps(hw, *prim, *g.bytes, n, sim::collective_link_class(hw, n));
+        p.predicted_ns = static_cast<double>(ps) / 1000.0;
+      }
+      run.predictions.push_back(p);
+    }
+  }
+  for (const char* cls : {"gemm", "collective"}) {
+    ClassSummary s;
+    s.cls = cls;
+    std::vector<double> errors;
+    for (const Prediction& p : run.predictions) {
+      if (p.cls != cls) continue;
+      ++s.groups;
+      if (const auto e = p.error()) errors.push_back(std::abs(*e));
+    }
+    s.predicted = static_cast<std::int64_t>(errors.size());
+    if (!errors.empty()) {
+      std::sort(errors.begin(), errors.end());
+      const std::size_t n = errors.size();
+      s.median_abs_error = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
+      s.max_abs_error = errors.back();
+    }
+    run.summaries.push_back(s);
+  }
+}
+
+constexpr const char* kDefinition =
+    "exposed communication = communication-kernel time during which no compute kernel runs on the same GPU "
+    "(union of communication intervals minus its intersection with the union of compute intervals, per GPU; "
+    "HolisticTraceAnalysis' comm/comp overlap); overlap = 1 - exposed / communication";
+
+Run load(const TraceOptions& o, std::ostream& err) {
+  Run run;
+  std::vector<traces::RankTrace> loaded;
+  for (const std::string& f : o.files) {
+    traces::RankTrace t = traces::read_trace(f, o.step_prefix);
+    RankReport r = traces::analyze(t);
+    r.rank_from_trace = t.rank.has_value();
+    r.rank = t.rank.value_or(0);
+    loaded.push_back(std::move(t));
+    run.ranks.push_back(std::move(r));
+  }
+  // One run's files: every file names its rank or none does; one world_size; each rank once.
+  const traces::RankTrace* with = nullptr;
+  const traces::RankTrace* without = nullptr;
+  for (const auto& t : loaded) (t.rank ? with : without) = &t;
+  if (with && without)
+    throw InputError(without->file, 0, "distributedInfo.rank",
+                     fmt::format("missing, while {} names its rank: give the traces of one run", with->file));
+  const traces::RankTrace* ws_file = nullptr;
+  for (const auto& t : loaded) {
+    if (!t.world_size) continue;
+    if (!ws_file) {
+      ws_file = &t;
+      run.world_size = t.world_size;
+    } else if (*t.world_size != *run.world_size) {
+      throw InputError(t.file, 0, "distributedInfo.world_size",
+                       fmt::format("{} differs from {}'s {}: the files come from different runs", *t.world_size,
+                                   ws_file->file, *run.world_size));
+    }
+  }
+  if (!with) {
+    for (std::size_t i = 0; i < run.ranks.size(); ++i) run.ranks[i].rank = static_cast<int>(i);
+  } else {
+    std::map<int, std::string> seen;
+    for (const auto& t : loaded) {
+      if (run.world_size && *t.rank >= *run.world_size)
+        throw InputError(t.file, 0, "distributedInfo.rank",
+                         fmt::format("rank {} is outside 0..{} (world_size {})", *t.rank, *run.world_size - 1, *run.world_size));
+      const auto [it, fresh] = seen.emplace(*t.rank, t.file);
+      if (!fresh)
+        throw InputError(t.file, 0, "distributedInfo.rank",
+                         fmt::format("rank {} is also {}'s: one file per rank", *t.rank, it->second));
+    }
+    if (run.world_size && static_cast<int>(seen.size()) < *run.world_size) {
+      std::string missing;
+      for (int r = 0; r < *run.world_size; ++r)
+        if (!seen.count(r)) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      err << fmt::format("overlap-sim: warning: no trace of rank(s) {} (world_size {}): the overall figures cover the "
+                         "{} rank(s) given\n",
+                         missing, *run.world_size, seen.size());
+    }
+    std::stable_sort(run.ranks.begin(), run.ranks.end(), [](const RankReport& a, const RankReport& b) { return a.rank < b.rank; });
+  }
+  for (const RankReport& r : run.ranks) run.overall += r.figures;
+  return run;
+}
+
+void write_table(const Run& run, std::ostream& out) {
+  out << fmt::format("# overlap-sim trace: {} file(s){}; ranks {}\n", run.ranks.size(),
+                     run.world_size ? fmt::format(", world_size {}", *run.world_size) : "",
+                     run.ranks.empty() || run.ranks.front().rank_from_trace ? "from distributedInfo" : "by the order of the files");
+  out << "# " << kDefinition << "\n";
+  out << "# times in microseconds\n\n";
+  const auto row = [&](const std::string& rank, const std::string& name, const OverlapFigures& f) {
+    out << fmt::format("{:>5}  {:<28}  {:>8}  {:>14}  {:>14}  {:>14}  {:>9}  {:>12}  {:>14}\n", rank, clip(name, 28),
+                       f.kernels, us(f.compute_ns), us(f.comm_ns), us(f.exposed_ns), pct(f), us(f.memory_ns), us(f.span_ns));
+  };
+  const auto header = [&](const char* what) {
+    out << fmt::format("{:>5}  {:<28}  {:>8}  {:>14}  {:>14}  {:>14}  {:>9}  {:>12}  {:>14}\n", "rank", what, "kernels",
+                       "compute_us", "comm_us", "exposed_us", "overlap_%", "memory_us", "span_us");
+  };
+  header("file");
+  for (const RankReport& r : run.ranks) row(std::to_string(r.rank), r.file.substr(r.file.find_last_of('/') + 1), r.figures);
+  row("all", "", run.overall);
+
+  bool any_steps = false;
+  for (const RankReport& r : run.ranks) any_steps = any_steps || !r.steps.empty();
+  if (any_steps) {
+    out << "\nSteps (kernels by the step that launched them)\n";
+    header("step");
+    for (const RankReport& r : run.ranks)
+      for (const auto& s : r.steps) row(std::to_string(r.rank), s.name, s.figures);
+  }
+
+  out << "\nGEMM kernels (shape MxNxK from the launching op's Input Dims)\n";
+  out << fmt::format("{:>5}  {:<48}  {:<16}  {:<20}  {:<13}  {:>6}  {:>14}  {:>12}\n", "rank", "kernel", "op", "shape",
+                     "dtype", "count", "total_us", "mean_us");
+  for (const RankReport& r : run.ranks)
+    for (const GemmGroup& g : r.gemms)
+      out << fmt::format("{:>5}  {:<48}  {:<16}  {:<20}  {:<13}  {:>6}  {:>14}  {:>12}\n", r.rank, clip(g.kernel, 48),
+                         g.op.empty() ? "-" : clip(g.op, 16), shape_text(g), g.shape && !g.shape->dtype.empty() ? g.shape->dtype : "-",
+                         g.count, us(g.total_ns), us(g.total_ns / g.count));
+
+  out << "\nNCCL kernels (message size = max(in, out) elements x dtype, from the collective's args)\n";
+  out << fmt::format("{:>5}  {:<48}  {:<14}  {:>14}  {:>5}  {:<9}  {:>6}  {:>14}  {:>12}\n", "rank", "kernel",
+                     "collective", "bytes", "group", "dtype", "count", "total_us", "mean_us");
+  for (const RankReport& r : run.ranks)
+    for (const CommGroup& g : r.comms)
+      out << fmt::format("{:>5}  {:<48}  {:<14}  {:>14}  {:>5}  {:<9}  {:>6}  {:>14}  {:>12}\n", r.rank, clip(g.kernel, 48),
+                         g.collective.empty() ? "?" : g.collective, g.bytes ? std::to_string(*g.bytes) : "size unknown",
+                         g.group_size ? std::to_string(*g.group_size) : "-", g.dtype.empty() ? "-" : g.dtype, g.count,
+                         us(g.total_ns), us(g.total_ns / g.count));
+  std::int64_t gemm = 0, gemm_unknown = 0, comm = 0, comm_unknown = 0;
+  for (const RankReport& r : run.ranks) {
+    gemm += r.gemm_kernels;
+    gemm_unknown += r.gemm_shape_unknown;
+    comm += r.comm_kernels;
+    comm_unknown += r.comm_size_unknown;
+  }
+  out << fmt::format("\nGEMM kernels: {} ({} shape unknown); NCCL kernels: {} ({} size unknown)\n", gemm, gemm_unknown,
+                     comm, comm_unknown);
+  if (run.hardware.empty()) return;
+  out << fmt::format("\nMeasured vs predicted on {} (measured: mean kernel time in the trace, beside other kernels; "
+                     "predicted: the cost model, idle GPU; error = (predicted - measured) / measured)\n",
+                     run.hardware);
+  out << fmt::format("{:>5}  {:<10}  {:<48}  {:<32}  {:>6}  {:>12}  {:>12}  {:>8}\n", "rank", "class", "kernel", "what",
+                     "count", "measured_us", "predicted_us", "error_%");
+  for (const Prediction& p : run.predictions) {
+    const auto e = p.error();
+    out << fmt::format("{:>5}  {:<10}  {:<48}  {:<32}  {:>6}  {:>12}  {:>12}  {:>8}\n", p.rank, p.cls, clip(p.kernel, 48),
+                       clip(p.what, 32), p.count, us(p.measured_ns),
+                       p.predicted_ns ? fmt::format("{:.3f}", *p.predicted_ns / 1000.0) : "-",
+                       e ? fmt::format("{:+.1f}", 100.0 * *e) : p.why);
+  }
+  for (const ClassSummary& s : run.summaries)
+    out << fmt::format("{}: {} of {} kernel groups predicted; median |error| {}, max |error| {}\n", s.cls, s.predicted,
+                       s.groups, s.median_abs_error ? fmt::format("{:.1f} %", 100.0 * *s.median_abs_error) : "-",
+                       s.max_abs_error ? fmt::format("{:.1f} %", 100.0 * *s.max_abs_error) : "-");
+}
+
+void write_json(const Run& run, std::ostream& out) {
+  nlohmann::json j;
+  j["tool"] = "overlap-sim trace";
+  j["definition"] = kDefinition;
+  j["world_size"] = run.world_size ? nlohmann::json(*run.world_size) : nlohmann::json(nullptr);
+  j["ranks"] = nlohmann::json::array();
+  for (const RankReport& r : run.ranks) {
+    nlohmann::json jr;
+    jr["rank"] = r.rank;
+    jr["rank_from_trace"] = r.rank_from_trace;
+    jr["file"] = r.file;
+    jr["format"] = r.format;
+    jr["figures"] = figures_json(r.figures);
+    jr["steps"] = nlohmann::json::array();
+    for (const auto& s : r.steps) jr["steps"].push_back({{"name", s.name}, {"figures", figures_json(s.figures)}});
+    jr["gemm_kernels"] = r.gemm_kernels;
+    jr["gemm_shape_unknown"] = r.gemm_shape_unknown;
+    jr["comm_kernels"] = r.comm_kernels;
+    jr["comm_size_unknown"] = r.comm_size_unknown;
+    jr["gemms"] = nlohmann::json::array();
+    for (const GemmGroup& g : r.gemms) {
+      nlohmann::json jg{{"kernel", g.kernel}, {"op", g.op}, {"count", g.count}, {"total_ns", g.total_ns}};
+      if (g.shape) {
+        jg["shape"] = {{"batch", g.shape->batch}, {"m", g.shape->m}, {"n", g.shape->n}, {"k", g.shape->k},
+                       {"dtype", g.shape->dtype}};
+      } else {
+        jg["shape"] = nullptr;
+      }
+      jr["gemms"].push_back(jg);
+    }
+    jr["comms"] = nlohmann::json::array();
+    for (const CommGroup& g : r.comms) {
+      const auto opt = [](const std::optional<std::int64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+      jr["comms"].push_back({{"kernel", g.kernel}, {"collective", g.collective}, {"nelems", opt(g.nelems)},
+                             {"bytes", opt(g.bytes)}, {"group_size", opt(g.group_size)}, {"dtype", g.dtype},
+                             {"process_group", g.process_group}, {"count", g.count}, {"total_ns", g.total_ns}});
+    }
+    j["ranks"].push_back(jr);
+  }
+  j["overall"] = figures_json(run.overall);
+  if (!run.hardware.empty()) {
+    nlohmann::json jp;
+    jp["hardware"] = run.hardware;
+    jp["rows"] = nlohmann::json::array();
+    for (const Prediction& p : run.predictions) {
+      const auto e = p.error();
+      jp["rows"].push_back({{"rank", p.rank}, {"class", p.cls}, {"kernel", p.kernel}, {"what", p.what}, {"count", p.count},
+                            {"measured_ns", p.measured_ns},
+                            {"predicted_ns", p.predicted_ns ? nlohmann::json(*p.predicted_ns) : nlohmann::json(nullptr)},
+                            {"error", e ? nlohmann::json(*e) : nlohmann::json(nullptr)}, {"not_predicted", p.why}});
+    }
+    jp["summary"] = nlohmann::json::array();
+    for (const ClassSummary& s : run.summaries) {
+      const auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+      jp["summary"].push_back({{"class", s.cls}, {"groups", s.groups}, {"predicted", s.predicted},
+                               {"median_abs_error", opt(s.median_abs_error)}, {"max_abs_error", opt(s.max_abs_error)}});
+    }
+    j["predictions"] = jp;
+  }
+  out << j.dump(2) << "\n";
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+void write_csv(const Run& run, std::ostream& out) {
+  out << "scope,rank,file,step,kernels,compute_us,comm_us,exposed_us,overlap_pct,memory_us,span_us\n";
+  const auto row = [&](const char* scope, const std::string& rank, const std::string& file, const std::string& step,
+                       const OverlapFigures& f) {
+    const auto o = f.overlap();
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", scope, rank, csv_field(file), csv_field(step), f.kernels,
+                       us(f.compute_ns), us(f.comm_ns), us(f.exposed_ns), o ? fmt::format("{:.4f}", 100.0 * *o) : "",
+                       us(f.memory_ns), us(f.span_ns));
+  };
+  for (const RankReport& r : run.ranks) row("rank", std::to_string(r.rank), r.file, "", r.figures);
+  for (const RankReport& r : run.ranks)
+    for (const auto& s : r.steps) row("step", std::to_string(r.rank), r.file, s.name, s.figures);
+  row("overall", "", "", "", run.overall);
+}
+
+}  // namespace
+
+void cmd_trace(const TraceOptions& o, std::ostream& out, std::ostream& err) {
+  Run run = load(o, err);
+  if (!o.hardware.empty()) predict(o, run);
+  std::ostringstream text;
+  if (o.format == "json") write_json(run, text);
+  else if (o.format == "csv") write_csv(run, text);
+  else write_table(run, text);
+  if (o.output.empty()) {
+    out << text.str();
+    return;
+  }
+  write_file_atomically(o.output, text.str());
+  err << "wrote " << o.output << "\n";
+}
+
+}  // namespace overlap::tools

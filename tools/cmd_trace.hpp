@@ -1,0 +1,40 @@
+#pragma once
+// `overlap-sim trace FILE... [--format table|json|csv] [-o FILE] [--step-prefix TEXT]`
+//
+// Reads profiles of a real multi-GPU job, one file per rank: PyTorch profiler (Kineto) JSON traces,
+// plain or gzip, or Nsight Systems SQLite exports (calibrate/traces/). Prints per rank and overall:
+// time in compute kernels, in communication (NCCL) kernels, exposed communication (communication
+// during which no compute kernel runs on that GPU: calibrate/traces/trace_analysis.hpp) and the
+// overlap share; the same per step when the trace marks steps; the GEMM kernels with their shapes
+// (from the launching CPU op's Input Dims) and the NCCL kernels with collective, message size and
+// group size. A kernel whose shape or size the trace does not give is counted as unknown.
+//
+// Ranks: from each Kineto trace's distributedInfo. Files of one run only: a world_size that differs
+// between files, a rank given twice, a rank outside 0..world_size-1, or some files with a rank and
+// some without are errors (exit 2). Ranks missing from 0..world_size-1 are a warning (profiling a
+// few ranks of a large job is common); the overall figures then cover the ranks given. Files with no
+// rank (every Nsight Systems export) are numbered in the order given.
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace overlap::tools {
+
+struct TraceOptions {
+  std::vector<std::string> files;
+  std::string format = "table";
+  std::string output;
+  std::string step_prefix = "ProfilerStep#";
+  std::string hardware;  // empty: no predictions
+};
+
+CLI::App* add_trace_command(CLI::App& app, TraceOptions& options);
+
+// Bad or mismatched files throw InputError (exit 2).
+void cmd_trace(const TraceOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace overlap::tools
