@@ -1,6 +1,6 @@
 #pragma once
 // Chrome trace (JSON `traceEvents`, loads in Perfetto / chrome://tracing) of one run, at one of two
-// levels of detail (issue 12: the CTA-level trace of a whole Llama-3-70B step was 689 MB):
+// levels of detail (a CTA-level trace of a whole Llama-3-70B step measured 689 MB):
 //  - kernel (the default): a process per rank with one track per stream and one slice per op
 //    (kernel, copy, collective member, wait, delay), flow arrows (ph "s" -> "f") from each send of a
 //    collective to its receive on the peer rank, and a "fabric" process with a counter per link of

@@ -5,7 +5,7 @@
 // at its cap; a demand flow (a running GEMM's operand traffic) never ends by itself. A flow running
 // at its cap has multiplier exactly 1, so an isolated transfer finishes exactly when its curve says.
 //
-// Rates change only where a change can reach (issue 9, "Scale"): a flow that joins links with room
+// Rates change only where a change can reach (design.md "Scale": TP up to 256 must stay fast): a flow that joins links with room
 // for it at its cap, or leaves links none of whose flows it held back (no link it crosses is full),
 // changes no other flow; otherwise progressive filling reruns over the flows the change can reach
 // (through full links: a link with room holds nobody back), not over the whole network. Flows

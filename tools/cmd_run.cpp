@@ -235,7 +235,7 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
     locate_scheme_error(sc, specs, e.what());
   }
   // Failed rows carry the located message. When every scheme failed there is no result to show:
-  // the scenario is unusable as given, an input error (exit 2) like before.
+  // the scenario is unusable as given, an input error (exit 2) like any other bad input.
   std::size_t failed = 0;
   for (sim::SchemeResult& r : results) {
     if (!r.failed()) continue;

@@ -367,7 +367,7 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
       }
       progress.finish(remaining.size(), grid.points.size() - remaining.size(), jobs, world.size());
       const std::string text = sim::assemble_sweep_output(sc, grid, format, texts);
-      // -o and --plot are staged and moved into place together (issue 12): a plot that fails leaves
+      // -o and --plot are staged and moved into place together (outputs appear all or none): a plot that fails leaves
       // the output file as it was, and stdout gets the table only when everything succeeded.
       StagedOutputs staged;
       auto named = [](const char* flag, const std::string& path, const auto& fn) {

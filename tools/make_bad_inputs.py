@@ -2,10 +2,10 @@
 """Generate tests/data/bad_inputs/: malformed scenario and profile files and bad CLI invocations.
 
 Every entry is an input overlap-sim must refuse with exit status 2 and a message that names the file
-(or flag) and the key at fault (issue 12). The entries are mutations of the shipped scenarios/ and
+(or flag) and the key at fault. The entries are mutations of the shipped scenarios/ and
 scenarios/hardware/ files: out-of-range numbers, wrong types, misspelt keys at every level,
 misspelt link classes, truncated and garbled YAML, duplicate keys, empty files, deep nesting, huge
-lists, the issue's own examples, and bad command lines. The output is deterministic (a fixed seed):
+lists, the examples the hardening requirements name (issue_* entries), and bad command lines. The output is deterministic (a fixed seed):
 re-running the script reproduces the committed corpus.
 
 manifest.json lists the entries; each has
@@ -38,7 +38,7 @@ import sys
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SEED = 12  # issue 12
+SEED = 12  # fixed, so the corpus regenerates byte for byte
 
 # Tokens written verbatim into the YAML (so NaN and inf spellings survive).
 BAD_POSITIVE_REAL = ["0", "-1", "1e-300", "1e300", ".nan", ".inf", "-.inf", "abc"]
@@ -313,7 +313,7 @@ def text_mutations(corpus, rng, text, sub, stem, argv, count):
 
 
 def add_second_round(corpus, mlp, h100_text, run_file, show_file, mlp_path):
-    """Issue 26's classes: outputs that would damage what they replace, numbers not read as written,
+    """Damage beyond malformed files: outputs that would damage what they replace, numbers not read as written,
     unbounded time or memory, internal errors, unchecked topologies, loose flags."""
     no = ["--scheme", "no_overlap"]
     op = ["--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive", "all_reduce", "--ranks", "4",
@@ -635,9 +635,9 @@ def main():
     scen_with(lambda d: d.update(hardware="/tmp"), "issue_hardware_dir", "hardware")
     scen_with(lambda d: d.update(hardware="/dev/zero"), "issue_hardware_dev_zero", "hardware")
     scen_with(lambda d: d.update(hardware="/nonexistent/profile.yaml"), "issue_hardware_missing", "hardware")
-    # Found by tools/fuzz.sh (2026-11-23): a profile name longer than a path may be was an internal
-    # error (std::filesystem threw ENAMETOOLONG); a sweep listing the same values again and again
-    # took minutes under the sanitizers (each repeat was loaded again).
+    # Found by tools/fuzz.sh: a profile name longer than a path may be (std::filesystem throws
+    # ENAMETOOLONG, which must be an input error, not an internal one); a sweep listing the same
+    # values again and again (each repeat must not be loaded again).
     scen_with(lambda d: d.update(hardware="h100 " * 1000), "fuzz_hardware_name_too_long", "hardware")
     # A map as a key ("? pci: 15.0" then ": 1"): yaml-cpp's bad conversion was an internal error.
     with open(os.path.join(ROOT, "scenarios", "hardware", "h100-sxm-8x-nvswitch.yaml")) as f:

@@ -1,6 +1,6 @@
 #pragma once
 // `overlap-sim validate --papers`: every published figure of the sources that the simulator can
-// predict, side by side with its prediction (issue 11). One row per figure: where it is printed
+// predict, side by side with its prediction. One row per figure: where it is printed
 // (source, table or section, line of /work/shared/seeds/<source>), the configuration it was measured
 // on, the published value exactly as printed, our prediction, the relative error, a tolerance and a
 // verdict. Published numbers are never adjusted; where a row compares a ratio of two printed numbers,

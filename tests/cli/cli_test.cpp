@@ -151,10 +151,10 @@ TEST_CASE("scenario input errors exit 2 naming the file, line and key", "[cli]")
   const CliResult param = cli({"run", scen});
   CHECK(param.rc == 2);
   CHECK_THAT(param.err, Catch::Contains(scen + ":13"));
-  CHECK_THAT(param.err, Catch::Contains("schemes.2.params.chunkz"));  // the path --set accepts (issue 12)
+  CHECK_THAT(param.err, Catch::Contains("schemes.2.params.chunkz"));  // the path --set accepts
 
   // A value of the right type that the scheme's builder rejects is still located at its line; the
-  // other schemes' results are reported and the exit status is 1 (issue 12: one failing scheme does
+  // other schemes' results are reported and the exit status is 1 (one failing scheme does
   // not hide the others).
   write(scen, kScenario + "  - {name: data_slicing, params: {chunks: 0}}\n");
   const CliResult value = cli({"run", scen});

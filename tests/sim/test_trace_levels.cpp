@@ -1,5 +1,5 @@
-// Trace levels, flow arrows and the rank / time filters of the Chrome trace (sim/chrome_trace.hpp,
-// issue 12), on a small hand-built graph whose op, CTA and transfer counts are known exactly.
+// Trace levels, flow arrows and the rank / time filters of the Chrome trace (sim/chrome_trace.hpp),
+// on a small hand-built graph whose op, CTA and transfer counts are known exactly.
 #include <catch2/catch.hpp>
 
 #include <map>
