@@ -202,12 +202,6 @@ json chrome_trace(const TaskGraph& graph, const Timeline& tl, const NodeConfig& 
                              {"trace_level", cta ? "cta" : "kernel"}}}};
 }
 
-TraceLevel parse_trace_level(const std::string& text) {
-  if (text == "kernel") return TraceLevel::kernel;
-  if (text == "cta") return TraceLevel::cta;
-  throw std::invalid_argument(fmt::format("must be kernel or cta (got '{}')", text));
-}
-
 namespace {
 
 int parse_rank(const std::string& text, const std::string& whole) {

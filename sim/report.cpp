@@ -70,13 +70,6 @@ void field(nlohmann::json& j, std::string& text, const char* key, const T& value
 
 }  // namespace
 
-std::optional<ReportFormat> parse_report_format(const std::string& s) {
-  if (s == "table") return ReportFormat::table;
-  if (s == "json") return ReportFormat::json;
-  if (s == "csv") return ReportFormat::csv;
-  return std::nullopt;
-}
-
 std::string hardware_display_name(const Scenario& scenario) {
   // A profile given by path (hardware: ../hardware/x.yaml) is named by its `name:`, else its file stem.
   if (!scenario.hardware.name.empty()) return scenario.hardware.name;

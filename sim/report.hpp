@@ -15,7 +15,6 @@
 namespace overlap::sim {
 
 enum class ReportFormat { table, json, csv };
-std::optional<ReportFormat> parse_report_format(const std::string& s);
 
 // What the header line names: the scenario, the hardware, the workload and the baseline that
 // speedups are measured against.

@@ -51,6 +51,19 @@ int run_process(const std::vector<std::string>& args, bool quiet) {
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+std::optional<sim::ReportFormat> parse_report_format(const std::string& s) {
+  if (s == "table") return sim::ReportFormat::table;
+  if (s == "json") return sim::ReportFormat::json;
+  if (s == "csv") return sim::ReportFormat::csv;
+  return std::nullopt;
+}
+
+sim::TraceLevel parse_trace_level(const std::string& text) {
+  if (text == "kernel") return sim::TraceLevel::kernel;
+  if (text == "cta") return sim::TraceLevel::cta;
+  throw std::invalid_argument(fmt::format("must be kernel or cta (got '{}')", text));
+}
+
 std::string python_program() {
   const char* p = std::getenv("PYTHON");
   return p && *p ? std::string(p) : std::string("python3");
@@ -135,7 +148,7 @@ sim::TraceOptions trace_options(const RunOptions& o) {
       throw UsageError(fmt::format("{}: {}", name, e.what()));
     }
   };
-  if (!o.trace_level.empty()) t.level = flag("--trace-level", [&] { return sim::parse_trace_level(o.trace_level); });
+  if (!o.trace_level.empty()) t.level = flag("--trace-level", [&] { return parse_trace_level(o.trace_level); });
   if (!o.trace_ranks.empty()) t.ranks = flag("--trace-ranks", [&] { return sim::parse_trace_ranks(o.trace_ranks); });
   if (!o.trace_window.empty()) {
     const auto [start, end] = flag("--trace-window", [&] { return sim::parse_trace_window(o.trace_window); });
@@ -190,7 +203,7 @@ void plot(const std::string& trace_path, const std::string& png_path, const std:
 }  // namespace
 
 int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
-  const auto format = sim::parse_report_format(options.format);
+  const auto format = parse_report_format(options.format);
   if (!format) throw UsageError("--format must be table, json or csv (got '" + options.format + "')");
   if (!options.fidelity.empty() && options.fidelity != "curve" && options.fidelity != "steps")
     throw UsageError("--fidelity must be curve or steps (got '" + options.fidelity + "')");
