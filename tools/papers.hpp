@@ -62,6 +62,11 @@ struct RowSpec {
   std::string variant;
 };
 
+// A row of `source` with where the figure is printed, what it is, the configuration it is predicted
+// with and the value as printed; the other fields keep their defaults.
+RowSpec row_spec(const char* source, std::string location, std::string figure, std::string config, double published,
+                 std::string published_text);
+
 inline constexpr const char* kPaperSetting = "paper setting";
 inline constexpr const char* kShippedDefault = "shipped default";
 
