@@ -1,5 +1,5 @@
 #pragma once
-// Collectives as NCCL runs them (design.md "Collectives", issue 13). The public API of the collective
+// Collectives as NCCL runs them (design.md "Collectives"). The public API of the collective
 // cost model; the NCCL tuning model behind it is cost_model/nccl_tuning.hpp, the algorithms' steps
 // cost_model/nccl_algorithms.hpp.
 //
@@ -17,7 +17,7 @@
 // Calibrated curves (profile.curves, time vs S as nccl-tests measures it) win over the model:
 //   "<primitive>.n<N>.<PROTO>", "<primitive>.<PROTO>"  one protocol's measured time (an nccl-tests run
 //                       with NCCL_PROTO=<PROTO>): the candidate of that protocol takes the curve's
-//                       time, and the choice is the minimum over candidates as before;
+//                       time, and the choice is still the minimum over candidates;
 //   "<primitive>.n<N>", "<primitive>"  the primitive's measured time, whatever NCCL chose: the plan
 //                       keeps the model's algorithm, protocol and channels and takes the curve's time.
 #include <optional>
@@ -119,7 +119,7 @@ struct CollectiveSchedule {
 CollectiveSchedule collective_steps(const HardwareProfile& hw, const CollectivePlan& plan, Bytes bytes, int n_ranks,
                                     const std::string& link_class);
 
-// ---- Shorthands over plan_collective (the callers before issue 13 use these) ----
+// ---- Shorthands over plan_collective, for callers that need only the time ----
 
 // plan_collective(...).time_ps with an optional forced algorithm (nullopt: the profile's, else NCCL's
 // choice). n_ranks <= 1 or bytes <= 0 -> 0.

@@ -1,6 +1,8 @@
 #include "cost_model/nccl_constants.hpp"
 
+#include <array>
 #include <cctype>
+#include <initializer_list>
 
 namespace overlap {
 namespace {
@@ -14,6 +16,42 @@ bool iequal(const std::string& a, const char* b) {
 }
 
 NcclLatency lat(double base, double nvlink, double pci, double net) { return NcclLatency{base, {nvlink, pci, net}}; }
+
+// The value among `values` that `name` calls `s` (ASCII case ignored with `ignore_case`: NCCL_ALGO /
+// NCCL_PROTO are read that way).
+template <typename E, typename Name>
+std::optional<E> find_named(const std::string& s, std::initializer_list<E> values, Name name, bool ignore_case) {
+  for (E v : values)
+    if (ignore_case ? iequal(s, name(v)) : s == name(v)) return v;
+  return std::nullopt;
+}
+
+// Per-generation caps (GB/s), rows [one node, two nodes, more] (tuning.cc llMaxBws,
+// perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws, perChMaxNVLSTreeBws) and
+// nvlsEfficiency. llMaxBws across nodes follows the CPU (Intel row) rather than the GPU.
+struct ArchCaps {
+  std::array<double, 3> ll_max, ring_ll128, tree_ll128, tree, nvls_tree;
+  double nvls_efficiency;
+};
+constexpr ArchCaps kVolta{{39.0, 39.0, 20.4}, {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {26.5, 18.5, 10.0},
+                          {26.5, 18.5, 10.0}, 0.0};
+constexpr ArchCaps kAmpere{{87.7, 39.0, 20.4}, {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {24.0, 23.6, 17.8},
+                           {24.0, 23.6, 17.8}, 0.0};
+constexpr ArchCaps kHopper{{141.0, 39.0, 20.4}, {36.7, 36.7, 36.7}, {36.7, 36.7, 29.0}, {38.7, 41.4, 36.0},
+                           {0.0, 57.7, 45.5}, 0.85};
+constexpr ArchCaps kBlackwell{{282.0, 39.0, 20.4}, {40.0, 40.0, 40.0}, {55.6, 31.67, 20.0}, {70.0, 42.8, 24.0},
+                              {0.0, 96.0, 80.0}, 0.74};
+
+const ArchCaps& caps_of(NcclArch arch) {
+  switch (arch) {
+    case NcclArch::volta: return kVolta;
+    case NcclArch::ampere: return kAmpere;
+    case NcclArch::hopper: return kHopper;
+    case NcclArch::blackwell: return kBlackwell;
+  }
+  static constexpr ArchCaps kNone{};
+  return kNone;
+}
 
 }  // namespace
 
@@ -32,11 +70,9 @@ const char* nccl_algorithm_name(NcclAlgorithm a) {
 }
 
 std::optional<NcclAlgorithm> parse_nccl_algorithm(const std::string& s) {
-  for (int i = 0; i < kNcclAlgorithms; ++i) {
-    const auto a = static_cast<NcclAlgorithm>(i);
-    if (iequal(s, nccl_algorithm_name(a))) return a;
-  }
-  return std::nullopt;
+  using A = NcclAlgorithm;  // the NCCL_ALGO values: SendRecv is not one
+  return find_named(s, {A::Tree, A::Ring, A::CollnetDirect, A::CollnetChain, A::NVLS, A::NVLSTree, A::PAT},
+                    nccl_algorithm_name, true);
 }
 
 const char* nccl_protocol_name(NcclProtocol p) {
@@ -49,10 +85,7 @@ const char* nccl_protocol_name(NcclProtocol p) {
 }
 
 std::optional<NcclProtocol> parse_nccl_protocol(const std::string& s) {
-  for (auto p : {NcclProtocol::LL, NcclProtocol::LL128, NcclProtocol::Simple}) {
-    if (iequal(s, nccl_protocol_name(p))) return p;
-  }
-  return std::nullopt;
+  return find_named(s, {NcclProtocol::LL, NcclProtocol::LL128, NcclProtocol::Simple}, nccl_protocol_name, true);
 }
 
 const char* nccl_hw_name(NcclHw h) {
@@ -65,10 +98,7 @@ const char* nccl_hw_name(NcclHw h) {
 }
 
 std::optional<NcclHw> parse_nccl_hw(const std::string& s) {
-  for (auto h : {NcclHw::nvlink, NcclHw::pci, NcclHw::net}) {
-    if (s == nccl_hw_name(h)) return h;
-  }
-  return std::nullopt;
+  return find_named(s, {NcclHw::nvlink, NcclHw::pci, NcclHw::net}, nccl_hw_name, false);
 }
 
 const char* nccl_arch_name(NcclArch a) {
@@ -82,10 +112,8 @@ const char* nccl_arch_name(NcclArch a) {
 }
 
 std::optional<NcclArch> parse_nccl_arch(const std::string& s) {
-  for (auto a : {NcclArch::volta, NcclArch::ampere, NcclArch::hopper, NcclArch::blackwell}) {
-    if (s == nccl_arch_name(a)) return a;
-  }
-  return std::nullopt;
+  return find_named(s, {NcclArch::volta, NcclArch::ampere, NcclArch::hopper, NcclArch::blackwell}, nccl_arch_name,
+                    false);
 }
 
 NcclTunerConstants NcclTunerConstants::defaults(NcclArch arch) {
@@ -108,42 +136,13 @@ NcclTunerConstants NcclTunerConstants::defaults(NcclArch arch) {
   for (auto p : {P::LL, P::LL128, P::Simple}) c.at(A::PAT, p).base_us = 8.0;
   c.at(A::PAT, P::Simple) = lat(8.0, 4.0, 4.0, 14.0);
 
-  // Per-generation caps (GB/s), rows [one node, two nodes, more]. llMaxBws across nodes follows the
-  // CPU (Intel row) rather than the GPU.
-  switch (arch) {
-    case NcclArch::volta:
-      c.ll_max_bw_gbps = {39.0, 39.0, 20.4};
-      c.ring_ll128_channel_gbps = {20.0, 20.0, 20.0};
-      c.tree_ll128_channel_gbps = {20.0, 20.0, 20.0};
-      c.tree_channel_gbps = {26.5, 18.5, 10.0};
-      c.nvls_tree_channel_gbps = {26.5, 18.5, 10.0};
-      c.nvls_efficiency = 0.0;
-      break;
-    case NcclArch::ampere:
-      c.ll_max_bw_gbps = {87.7, 39.0, 20.4};
-      c.ring_ll128_channel_gbps = {20.0, 20.0, 20.0};
-      c.tree_ll128_channel_gbps = {20.0, 20.0, 20.0};
-      c.tree_channel_gbps = {24.0, 23.6, 17.8};
-      c.nvls_tree_channel_gbps = {24.0, 23.6, 17.8};
-      c.nvls_efficiency = 0.0;
-      break;
-    case NcclArch::hopper:
-      c.ll_max_bw_gbps = {141.0, 39.0, 20.4};
-      c.ring_ll128_channel_gbps = {36.7, 36.7, 36.7};
-      c.tree_ll128_channel_gbps = {36.7, 36.7, 29.0};
-      c.tree_channel_gbps = {38.7, 41.4, 36.0};
-      c.nvls_tree_channel_gbps = {0.0, 57.7, 45.5};
-      c.nvls_efficiency = 0.85;
-      break;
-    case NcclArch::blackwell:
-      c.ll_max_bw_gbps = {282.0, 39.0, 20.4};
-      c.ring_ll128_channel_gbps = {40.0, 40.0, 40.0};
-      c.tree_ll128_channel_gbps = {55.6, 31.67, 20.0};
-      c.tree_channel_gbps = {70.0, 42.8, 24.0};
-      c.nvls_tree_channel_gbps = {0.0, 96.0, 80.0};
-      c.nvls_efficiency = 0.74;
-      break;
-  }
+  const ArchCaps& caps = caps_of(arch);
+  c.ll_max_bw_gbps = caps.ll_max;
+  c.ring_ll128_channel_gbps = caps.ring_ll128;
+  c.tree_ll128_channel_gbps = caps.tree_ll128;
+  c.tree_channel_gbps = caps.tree;
+  c.nvls_tree_channel_gbps = caps.nvls_tree;
+  c.nvls_efficiency = caps.nvls_efficiency;
   return c;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// NCCL's vocabulary and tuner constants (design.md "Collectives"; issue 13). NCCL chooses, per call,
+// NCCL's vocabulary and tuner constants (design.md "Collectives"). NCCL chooses, per call,
 // an algorithm and a protocol from a table of latencies and bandwidths it builds at init time
 // (src/graph/tuning.cc of https://github.com/NVIDIA/nccl, read to learn the model; no code copied).
 // This header holds the names exactly as NCCL_ALGO / NCCL_PROTO spell them and the published default

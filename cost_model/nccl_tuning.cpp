@@ -108,48 +108,48 @@ NcclCommunicator nccl_communicator(const HardwareProfile& hw, int n_ranks, const
   return c;
 }
 
-NcclCost nccl_cost(const HardwareProfile& hw, const NcclCommunicator& comm, CollectivePrimitive p, NcclAlgorithm a,
-                   NcclProtocol proto) {
-  const NcclTunerConstants& k = hw.comm.tuner;
+namespace {
+
+// Why NCCL's tuner would not consider algorithm `a` with protocol `proto` for `p` on `comm`
+// (tuning.cc); "" when it would. all_to_all and SendRecv are handled by the caller.
+std::string why_unavailable(const NcclCommunicator& comm, CollectivePrimitive p, NcclAlgorithm a, NcclProtocol proto) {
   const int n = comm.n_ranks;
+  const int nodes = comm.n_nodes;
+  const bool ar = p == CollectivePrimitive::all_reduce;
+  const std::string coll = collective_primitive_name(p);
+  if ((p == CollectivePrimitive::broadcast || p == CollectivePrimitive::reduce) && a != A::Ring)
+    return coll + " runs only as Ring";
+  if (is_rs_or_ag(p) && a != A::Ring && a != A::PAT && a != A::NVLS && a != A::CollnetDirect)
+    return coll + " runs as Ring, PAT, NVLS or CollnetDirect";
+  if (ar && a == A::PAT) return "PAT runs only reduce_scatter and all_gather";
+  const bool simple_only = a == A::NVLS || a == A::NVLSTree || a == A::PAT || a == A::CollnetDirect || a == A::CollnetChain;
+  if (simple_only && proto != P::Simple) return std::string(nccl_algorithm_name(a)) + " runs only the Simple protocol";
+  if ((a == A::NVLS || a == A::NVLSTree) && comm.nvls_channels < 2)
+    return std::string(nccl_algorithm_name(a)) +
+           " needs an NVSwitch with NVLink SHARP (comm.nvlink_sharp: true, comm.nvls_channels >= 2, "
+           "comm.arch hopper or later)";
+  if (a == A::NVLSTree && nodes == 1) return "NVLSTree runs only across nodes (NCCL disables it on one node)";
+  if (a == A::NVLS && nodes > 1 && !comm.collnet) return "NVLS across nodes needs CollNet (comm.collnet: true)";
+  if (a == A::NVLS && nodes > 1 && is_rs_or_ag(p)) return "NVLS " + coll + " across nodes needs CollNet support NCCL lacks here";
+  if (a == A::PAT && nodes != n) return "PAT runs only with one GPU per node";
+  if (a == A::CollnetDirect || a == A::CollnetChain) {
+    if (!comm.collnet) return std::string(nccl_algorithm_name(a)) + " needs a network with SHARP (comm.collnet: true)";
+    if (nodes == 1) return std::string(nccl_algorithm_name(a)) + " runs only across nodes";
+    if (a == A::CollnetDirect && !comm.nvswitch) return "CollnetDirect needs an NVSwitch node";
+    if (a == A::CollnetDirect && is_rs_or_ag(p)) return "CollnetDirect " + coll + " needs one NIC per GPU with CollNet support";
+  }
+  return {};
+}
+
+// The bus bandwidth NCCL's model gives (tuning.cc ncclTopoTuneModel): the graph's, refined per
+// algorithm and protocol. Not positive: the algorithm has no bandwidth on this communicator.
+double nccl_bus_bandwidth_gbps(const HardwareProfile& hw, const NcclCommunicator& comm, CollectivePrimitive p,
+                               NcclAlgorithm a, NcclProtocol proto) {
+  const NcclTunerConstants& k = hw.comm.tuner;
   const int nodes = comm.n_nodes;
   const int ppn = comm.ranks_per_node;
   const auto ai = static_cast<std::size_t>(comm.arch_index);
   const bool ar = p == CollectivePrimitive::all_reduce;
-  const std::string coll = collective_primitive_name(p);
-  const std::string name = std::string(nccl_algorithm_name(a)) + "/" + nccl_protocol_name(proto);
-
-  if (p == CollectivePrimitive::all_to_all) {
-    if (a != A::SendRecv) return unavailable("all_to_all runs as grouped send/recv, not " + std::string(nccl_algorithm_name(a)));
-    if (proto == P::LL128) return unavailable("send/recv uses LL or Simple");
-    return nccl_p2p_cost(hw, comm, proto);
-  }
-  if (a == A::SendRecv) return unavailable("SendRecv is how all_to_all runs");
-
-  // Which algorithms NCCL's tuner considers for each collective (tuning.cc).
-  if ((p == CollectivePrimitive::broadcast || p == CollectivePrimitive::reduce) && a != A::Ring)
-    return unavailable(coll + " runs only as Ring");
-  if (is_rs_or_ag(p) && a != A::Ring && a != A::PAT && a != A::NVLS && a != A::CollnetDirect)
-    return unavailable(coll + " runs as Ring, PAT, NVLS or CollnetDirect");
-  if (ar && a == A::PAT) return unavailable("PAT runs only reduce_scatter and all_gather");
-  const bool simple_only = a == A::NVLS || a == A::NVLSTree || a == A::PAT || a == A::CollnetDirect || a == A::CollnetChain;
-  if (simple_only && proto != P::Simple) return unavailable(std::string(nccl_algorithm_name(a)) + " runs only the Simple protocol");
-  if ((a == A::NVLS || a == A::NVLSTree) && comm.nvls_channels < 2)
-    return unavailable(std::string(nccl_algorithm_name(a)) +
-                       " needs an NVSwitch with NVLink SHARP (comm.nvlink_sharp: true, comm.nvls_channels >= 2, "
-                       "comm.arch hopper or later)");
-  if (a == A::NVLSTree && nodes == 1) return unavailable("NVLSTree runs only across nodes (NCCL disables it on one node)");
-  if (a == A::NVLS && nodes > 1 && !comm.collnet) return unavailable("NVLS across nodes needs CollNet (comm.collnet: true)");
-  if (a == A::NVLS && nodes > 1 && is_rs_or_ag(p)) return unavailable("NVLS " + coll + " across nodes needs CollNet support NCCL lacks here");
-  if (a == A::PAT && nodes != n) return unavailable("PAT runs only with one GPU per node");
-  if (a == A::CollnetDirect || a == A::CollnetChain) {
-    if (!comm.collnet) return unavailable(std::string(nccl_algorithm_name(a)) + " needs a network with SHARP (comm.collnet: true)");
-    if (nodes == 1) return unavailable(std::string(nccl_algorithm_name(a)) + " runs only across nodes");
-    if (a == A::CollnetDirect && !comm.nvswitch) return unavailable("CollnetDirect needs an NVSwitch node");
-    if (a == A::CollnetDirect && is_rs_or_ag(p)) return unavailable("CollnetDirect " + coll + " needs one NIC per GPU with CollNet support");
-  }
-
-  // Bandwidth (tuning.cc ncclTopoTuneModel): the graph's bus bandwidth, refined per algorithm/protocol.
   const double nch = comm.channels;
   double bus = comm.bus_bw_gbps;
   if (a == A::NVLS || a == A::NVLSTree) {
@@ -178,11 +178,14 @@ NcclCost nccl_cost(const HardwareProfile& hw, const NcclCommunicator& comm, Coll
     bus /= factor;
     if (hw.comm.arch == NcclArch::hopper || hw.comm.arch == NcclArch::blackwell) bus *= 0.85;
   }
-  if (!(bus > 0)) return unavailable(name + " has no bandwidth on this communicator");
+  return bus;
+}
 
-  NcclCost cost;
-  cost.available = true;
-  cost.bus_bandwidth_gbps = bus;
+// The algorithm bandwidth of bus bandwidth `bus` (NCCL's conversion, and the link's bound on NVLS).
+double nccl_algorithm_bandwidth_gbps(const NcclCommunicator& comm, CollectivePrimitive p, NcclAlgorithm a, double bus) {
+  const int n = comm.n_ranks;
+  const int nodes = comm.n_nodes;
+  const bool ar = p == CollectivePrimitive::all_reduce;
   // Bus -> algorithm bandwidth: a ring moves S * nsteps / n per port; trees and CollNet 2 S;
   // all-gather / reduce-scatter other than the ring are left as they are (tuning.cc).
   double ratio = 1.0;
@@ -190,17 +193,27 @@ NcclCost nccl_cost(const HardwareProfile& hw, const NcclCommunicator& comm, Coll
     if (a == A::Ring || a == A::NVLS || a == A::NVLSTree) ratio = static_cast<double>(n) / ring_nsteps(p, n);
     else ratio = 0.5;
   }
-  cost.bandwidth_gbps = bus * ratio;
+  double algbw = bus * ratio;
   // NVLS moves (n+1)/n x S through each GPU's switch link each way for an all-reduce (facts.md, NCCL's
   // maintainers) and S for a reduce-scatter / all-gather: no faster than the link allows. NCCL's
   // formula does not bound it and runs past the link for few ranks (2 GPUs: 1.6x the ring's bus
   // bandwidth); measured NVLS on 2-4 H100s stays near the ring's (nccl issue 1455).
   if ((a == A::NVLS || a == A::NVLSTree) && nodes == 1) {
     const double traffic = ar ? static_cast<double>(n + 1) / n : 1.0;
-    cost.bandwidth_gbps = std::min(cost.bandwidth_gbps, comm.bus_bw_gbps / traffic);
+    algbw = std::min(algbw, comm.bus_bw_gbps / traffic);
   }
+  return algbw;
+}
 
-  // Latency.
+// The latency of one call (tuning.cc): the algorithm/protocol's base plus its hops, each at the
+// latency of the hardware it crosses.
+double nccl_latency_us(const HardwareProfile& hw, const NcclCommunicator& comm, CollectivePrimitive p, NcclAlgorithm a,
+                       NcclProtocol proto) {
+  const NcclTunerConstants& k = hw.comm.tuner;
+  const int n = comm.n_ranks;
+  const int nodes = comm.n_nodes;
+  const int ppn = comm.ranks_per_node;
+  const bool ar = p == CollectivePrimitive::all_reduce;
   const NcclLatency& l = k.at(a, proto);
   const auto hw_lat = [&](NcclAlgorithm alg, NcclHw h) {
     return k.at(alg, proto).hw_us[static_cast<std::size_t>(index_of(h))];
@@ -246,7 +259,30 @@ NcclCost nccl_cost(const HardwareProfile& hw, const NcclCommunicator& comm, Coll
     case A::SendRecv:
       break;
   }
-  cost.latency_us = lat;
+  return lat;
+}
+
+}  // namespace
+
+NcclCost nccl_cost(const HardwareProfile& hw, const NcclCommunicator& comm, CollectivePrimitive p, NcclAlgorithm a,
+                   NcclProtocol proto) {
+  if (p == CollectivePrimitive::all_to_all) {
+    if (a != A::SendRecv) return unavailable("all_to_all runs as grouped send/recv, not " + std::string(nccl_algorithm_name(a)));
+    if (proto == P::LL128) return unavailable("send/recv uses LL or Simple");
+    return nccl_p2p_cost(hw, comm, proto);
+  }
+  if (a == A::SendRecv) return unavailable("SendRecv is how all_to_all runs");
+  std::string why = why_unavailable(comm, p, a, proto);
+  if (!why.empty()) return unavailable(std::move(why));
+  const double bus = nccl_bus_bandwidth_gbps(hw, comm, p, a, proto);
+  if (!(bus > 0))
+    return unavailable(std::string(nccl_algorithm_name(a)) + "/" + nccl_protocol_name(proto) +
+                       " has no bandwidth on this communicator");
+  NcclCost cost;
+  cost.available = true;
+  cost.bus_bandwidth_gbps = bus;
+  cost.bandwidth_gbps = nccl_algorithm_bandwidth_gbps(comm, p, a, bus);
+  cost.latency_us = nccl_latency_us(hw, comm, p, a, proto);
   // LL128 is on by default only where NCCL trusts it: NVLink inside the node (tuning.cc).
   if (proto == P::LL128 && comm.intra_hw != NcclHw::nvlink) cost.default_enabled = false;
   return cost;

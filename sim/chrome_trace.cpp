@@ -70,13 +70,15 @@ void emit_counter(json& events, const Filter& keep, const std::string& name, int
   }
 }
 
-}  // namespace
+// The SM tracks of a cta-level trace: each rank's occupancy steps (for the "SMs busy" counter) and
+// the (rank, SM) tracks that hold a slice (to be named).
+struct SmTracks {
+  std::map<int, std::vector<std::pair<Ps, int>>> deltas;
+  std::map<std::pair<int, int>, bool> named;
+};
 
-json chrome_trace(const TaskGraph& graph, const Timeline& tl, const NodeConfig& node, const TraceOptions& options) {
-  const bool cta = options.level == TraceLevel::cta;
-  const Filter keep(options, graph.num_ranks());
-  json events = json::array();
-  const int fabric_pid = graph.num_ranks();
+// A process per kept rank and a named track per stream.
+void add_process_names(json& events, const TaskGraph& graph, const Filter& keep) {
   for (int r = 0; r < graph.num_ranks(); ++r) {
     if (!keep.rank(r)) continue;
     events.push_back(meta("process_name", r, -1, fmt::format("rank {}", r)));
@@ -87,10 +89,12 @@ json chrome_trace(const TaskGraph& graph, const Timeline& tl, const NodeConfig& 
     if (keep.rank(st.rank))
       events.push_back(meta("thread_name", st.rank, s, fmt::format("stream {} (prio {})", st.name, st.priority)));
   }
+}
 
-  // One slice per op on its stream: the kernel level.
-  std::map<int, std::vector<std::pair<Ps, int>>> sm_deltas;  // rank -> occupancy steps
-  std::map<std::pair<int, int>, bool> sm_named;               // (rank, SM) tracks in use
+// One slice per op on its stream: the kernel level. At cta level also the op on its copy engine and
+// on each SM it held.
+void add_op_slices(json& events, const TaskGraph& graph, const Timeline& tl, const Filter& keep, bool cta,
+                   SmTracks& sms) {
   for (OpId id = 0; id < static_cast<OpId>(graph.ops().size()); ++id) {
     const Op& op = graph.op(id);
     const OpRecord& rec = tl.ops[static_cast<std::size_t>(id)];
@@ -98,8 +102,8 @@ json chrome_trace(const TaskGraph& graph, const Timeline& tl, const NodeConfig& 
     if (!keep.rank(rank)) continue;
     if (cta && !rec.sms.empty()) {  // occupancy counts every gang kernel's SMs, whatever the window
       const int n = static_cast<int>(rec.sms.size());
-      sm_deltas[rank].push_back({rec.start_ps, +n});
-      sm_deltas[rank].push_back({rec.end_ps, -n});
+      sms.deltas[rank].push_back({rec.start_ps, +n});
+      sms.deltas[rank].push_back({rec.end_ps, -n});
     }
     if (!keep.time(rec.start_ps, rec.end_ps)) continue;
     json args = {{"kind", op_kind_name(op.kind)}, {"ready_us", us_from_ps(rec.ready_ps)}, {"op", id}};
@@ -112,14 +116,16 @@ json chrome_trace(const TaskGraph& graph, const Timeline& tl, const NodeConfig& 
                              {{"bytes", op.bytes}, {"src", op.src_gpu}, {"dst", op.dst_gpu}}));
     for (int sm : rec.sms) {
       events.push_back(slice(op.name, "sm", rec.start_ps, rec.end_ps, rank, kSmTid + sm));
-      sm_named[{rank, sm}] = true;
+      sms.named[{rank, sm}] = true;
     }
   }
+}
 
-  // Flow arrows from each send to its receive: "s" inside the sender's slice when the transfer is
-  // posted, "f" inside the receiver's slice when its last byte arrives. A phase transfer names its
-  // receiver (TransferRecord::receiver); a curve-fidelity leg goes to the member of the same
-  // collective on the destination rank. Copies and switch legs have no receiving op.
+// Flow arrows from each send to its receive: "s" inside the sender's slice when the transfer is
+// posted, "f" inside the receiver's slice when its last byte arrives. A phase transfer names its
+// receiver (TransferRecord::receiver); a curve-fidelity leg goes to the member of the same
+// collective on the destination rank. Copies and switch legs have no receiving op.
+void add_flow_arrows(json& events, const TaskGraph& graph, const Timeline& tl, const Filter& keep) {
   std::map<std::pair<std::int64_t, int>, OpId> member;  // (collective, rank) -> op; kNoOp when not unique
   for (OpId id = 0; id < static_cast<OpId>(graph.ops().size()); ++id) {
     const Op& op = graph.op(id);
@@ -145,33 +151,38 @@ json chrome_trace(const TaskGraph& graph, const Timeline& tl, const NodeConfig& 
                           {"ts", us_from_ps(t.end_ps)}, {"pid", t.dst_gpu}, {"tid", graph.op(receiver).stream}});
     ++flow_id;
   }
+}
 
-  if (cta) {
-    for (const CtaRecord& c : tl.ctas) {
-      const int rank = graph.rank_of(c.op);
-      if (!keep.rank(rank)) continue;
-      sm_deltas[rank].push_back({c.start_ps, +1});
-      sm_deltas[rank].push_back({c.end_ps, -1});
-      if (!keep.time(c.start_ps, c.end_ps)) continue;
-      events.push_back(slice(graph.op(c.op).name, "cta", c.start_ps, c.end_ps, rank, kSmTid + c.sm, {{"tile", c.tile}}));
-      sm_named[{rank, c.sm}] = true;
-    }
-    for (int r = 0; r < graph.num_ranks(); ++r) {
-      if (!keep.rank(r)) continue;
-      const int engines = node.gpus[static_cast<std::size_t>(r)].copy_engines;
-      for (int e = 0; e < engines; ++e)
-        events.push_back(meta("thread_name", r, kCopyEngineTid + e, fmt::format("copy engine {}", e)));
-    }
-    for (const auto& [key, unused] : sm_named) {
-      (void)unused;
-      events.push_back(meta("thread_name", key.first, kSmTid + key.second, fmt::format("SM {}", key.second)));
-    }
-    for (auto& [rank, deltas] : sm_deltas) emit_counter(events, keep, "SMs busy", rank, "sms", std::move(deltas));
+// The cta level's own tracks: every CTA on its SM, the copy engines' and SMs' track names, and
+// each rank's "SMs busy" counter.
+void add_cta_tracks(json& events, const TaskGraph& graph, const Timeline& tl, const NodeConfig& node,
+                    const Filter& keep, SmTracks& sms) {
+  for (const CtaRecord& c : tl.ctas) {
+    const int rank = graph.rank_of(c.op);
+    if (!keep.rank(rank)) continue;
+    sms.deltas[rank].push_back({c.start_ps, +1});
+    sms.deltas[rank].push_back({c.end_ps, -1});
+    if (!keep.time(c.start_ps, c.end_ps)) continue;
+    events.push_back(slice(graph.op(c.op).name, "cta", c.start_ps, c.end_ps, rank, kSmTid + c.sm, {{"tile", c.tile}}));
+    sms.named[{rank, c.sm}] = true;
   }
+  for (int r = 0; r < graph.num_ranks(); ++r) {
+    if (!keep.rank(r)) continue;
+    const int engines = node.gpus[static_cast<std::size_t>(r)].copy_engines;
+    for (int e = 0; e < engines; ++e)
+      events.push_back(meta("thread_name", r, kCopyEngineTid + e, fmt::format("copy engine {}", e)));
+  }
+  for (const auto& [key, unused] : sms.named) {
+    (void)unused;
+    events.push_back(meta("thread_name", key.first, kSmTid + key.second, fmt::format("SM {}", key.second)));
+  }
+  for (auto& [rank, deltas] : sms.deltas) emit_counter(events, keep, "SMs busy", rank, "sms", std::move(deltas));
+}
 
-  // Links: a counter track of the transfers in flight on each link a kept rank's transfer crossed
-  // (a link's counter counts every transfer on it: the contention is the point). At cta level also
-  // the transfers themselves as async slices (one row each in Perfetto).
+// Links: a counter track of the transfers in flight on each link a kept rank's transfer crossed
+// (a link's counter counts every transfer on it: the contention is the point). At cta level also
+// the transfers themselves as async slices (one row each in Perfetto).
+void add_fabric(json& events, const Timeline& tl, const NodeConfig& node, const Filter& keep, bool cta, int fabric_pid) {
   events.push_back(meta("process_name", fabric_pid, -1, "fabric"));
   std::map<int, std::vector<std::pair<Ps, int>>> link_deltas;
   std::map<int, bool> link_shown;
@@ -197,15 +208,23 @@ json chrome_trace(const TaskGraph& graph, const Timeline& tl, const NodeConfig& 
     if (link_shown.count(l))
       emit_counter(events, keep, "link " + node.fabric.links()[static_cast<std::size_t>(l)].name, fabric_pid,
                    "transfers", std::move(deltas));
+}
+
+}  // namespace
+
+json chrome_trace(const TaskGraph& graph, const Timeline& tl, const NodeConfig& node, const TraceOptions& options) {
+  const bool cta = options.level == TraceLevel::cta;
+  const Filter keep(options, graph.num_ranks());
+  json events = json::array();
+  SmTracks sms;
+  add_process_names(events, graph, keep);
+  add_op_slices(events, graph, tl, keep, cta, sms);
+  add_flow_arrows(events, graph, tl, keep);
+  if (cta) add_cta_tracks(events, graph, tl, node, keep, sms);
+  add_fabric(events, tl, node, keep, cta, graph.num_ranks());
   return json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"},
               {"otherData", {{"generator", "overlap-sim"}, {"makespan_us", us_from_ps(tl.makespan_ps)},
                              {"trace_level", cta ? "cta" : "kernel"}}}};
-}
-
-TraceLevel parse_trace_level(const std::string& text) {
-  if (text == "kernel") return TraceLevel::kernel;
-  if (text == "cta") return TraceLevel::cta;
-  throw std::invalid_argument(fmt::format("must be kernel or cta (got '{}')", text));
 }
 
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 // Chrome trace (JSON `traceEvents`, loads in Perfetto / chrome://tracing) of one run, at one of two
-// levels of detail (issue 12: the CTA-level trace of a whole Llama-3-70B step was 689 MB):
+// levels of detail (a CTA-level trace of a whole Llama-3-70B step measured 689 MB):
 //  - kernel (the default): a process per rank with one track per stream and one slice per op
 //    (kernel, copy, collective member, wait, delay), flow arrows (ph "s" -> "f") from each send of a
 //    collective to its receive on the peer rank, and a "fabric" process with a counter per link of
@@ -35,7 +35,6 @@ nlohmann::json chrome_trace(const TaskGraph& graph, const Timeline& timeline, co
 
 // Command-line forms; each throws std::invalid_argument with a message saying what is wrong (the
 // caller adds the flag's name).
-TraceLevel parse_trace_level(const std::string& text);           // "kernel" | "cta"
 std::vector<int> parse_trace_ranks(const std::string& text);     // "0,3-5" -> {0,3,4,5}
 // "START_US:END_US" (either side may be empty: from 0 / to the end) -> {start_ps, end_ps or -1}.
 std::pair<Ps, Ps> parse_trace_window(const std::string& text);

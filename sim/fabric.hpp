@@ -4,7 +4,7 @@
 // its GPU; virtual ranks of one physical GPU share one). Routes are shortest paths (fewest hops, then
 // least latency), found by one Dijkstra per source GPU the first time that source sends, and cached.
 //
-// How long bytes take on a path is answered here and only here (design.md "Fabric"; issue 9: every
+// How long bytes take on a path is answered here and only here (design.md "Fabric": every
 // transport costed the same way whichever scheme sends). An isolated transfer of s bytes from src to
 // dst by transport t takes
 //     the calibrated curve "<t>.<class>" at s, when set for the class of the route's narrowest link

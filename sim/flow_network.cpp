@@ -150,10 +150,11 @@ void FlowNetwork::reshare_from(Ps now_ps, int origin, const std::vector<int>& se
   ++reshares_;
   // Progressive filling over the flows a change can reach, found by growing a set: start with the
   // flow that changed and the flows on the seed links (the full links where the change happened);
-  // fill them with every other flow's rate held fixed; then, on each link the set touches but does not hold all of, if one of the set's flows
-  // changed rate there and the link is full (so others may be held back or freed), take that link's
-  // flows into the set too, and fill again. A change that stays local (a transfer joining an HBM a
-  // memory-bound GEMM fills) costs only its neighbourhood; the result is the max-min allocation.
+  // fill them with every other flow's rate held fixed; then, on each link the set touches but does
+  // not hold all of, if one of the set's flows changed rate there and the link is full (so others
+  // may be held back or freed), take that link's flows into the set too, and fill again. A change
+  // that stays local (a transfer joining an HBM a memory-bound GEMM fills) costs only its
+  // neighbourhood; the result is the max-min allocation.
   if (++stamp_ == 0) {  // wrapped: clear the stamps once
     std::fill(link_stamp_.begin(), link_stamp_.end(), 0);
     std::fill(flow_stamp_.begin(), flow_stamp_.end(), 0);
@@ -166,129 +167,144 @@ void FlowNetwork::reshare_from(Ps now_ps, int origin, const std::vector<int>& se
     comp_flows_.push_back(origin);
   }
   stack_.assign(seed_links.begin(), seed_links.end());
-  for (;;) {
-    for (int l : stack_) {
+  do {
+    take_stacked_links(held);
+    bound_set_links(held);
+    fill_set(held);
+  } while (grow_set(held));
+  apply_set(now_ps, changed);
+}
+
+void FlowNetwork::take_stacked_links(std::uint32_t held) {
+  for (int l : stack_) {
+    const auto li = static_cast<std::size_t>(l);
+    if (link_stamp_[li] == held) continue;
+    link_stamp_[li] = held;
+    for (int id : on_link_[li]) {
+      if (flow_stamp_[static_cast<std::size_t>(id)] == held) continue;
+      flow_stamp_[static_cast<std::size_t>(id)] = held;
+      comp_flows_.push_back(id);
+    }
+  }
+  stack_.clear();
+}
+
+void FlowNetwork::bound_set_links(std::uint32_t held) {
+  bound_links_.clear();
+  for (int id : comp_flows_)
+    for (int l : flows_[static_cast<std::size_t>(id)].links) {
       const auto li = static_cast<std::size_t>(l);
-      if (link_stamp_[li] == held) continue;
-      link_stamp_[li] = held;
-      for (int id : on_link_[li]) {
-        if (flow_stamp_[static_cast<std::size_t>(id)] == held) continue;
-        flow_stamp_[static_cast<std::size_t>(id)] = held;
-        comp_flows_.push_back(id);
+      if (unfixed_[li] == 0) {
+        bound_links_.push_back(l);
+        residual_[li] = load_[li];
       }
+      ++unfixed_[li];
     }
-    stack_.clear();
-    // Every link the set's flows cross, with the load of flows outside the set (which stays).
-    const std::size_t n = comp_flows_.size();
-    bound_links_.clear();
-    for (int id : comp_flows_)
-      for (int l : flows_[static_cast<std::size_t>(id)].links) {
-        const auto li = static_cast<std::size_t>(l);
-        if (unfixed_[li] == 0) {
-          bound_links_.push_back(l);
-          residual_[li] = load_[li];
-        }
-        ++unfixed_[li];
-      }
-    for (int id : comp_flows_) {
-      const Flow& f = flows_[static_cast<std::size_t>(id)];
-      for (int l : f.links) residual_[static_cast<std::size_t>(l)] -= f.multiplier * f.cap_bytes_per_ps;
-    }
+  for (int id : comp_flows_) {
+    const Flow& f = flows_[static_cast<std::size_t>(id)];
+    for (int l : f.links) residual_[static_cast<std::size_t>(l)] -= f.multiplier * f.cap_bytes_per_ps;
+  }
+  for (int l : bound_links_) {
+    const auto li = static_cast<std::size_t>(l);
+    // A link the set holds entirely has no outside load (only rounding dust).
+    outside_[li] = link_stamp_[li] == held ? 0.0 : std::max(0.0, residual_[li]);
+    residual_[li] = std::max(0.0, capacity_[li] - outside_[li]);
+  }
+}
+
+void FlowNetwork::fill_set(std::uint32_t held) {
+  // Raise every unfixed flow's rate together until a link saturates or a flow reaches its cap; fix
+  // those flows; repeat. Each round scans the links (not flows x links) and takes the next caps
+  // from the flows sorted by cap, so a set of n flows on L links costs about (rounds x L) + the
+  // flows' links, not n^2 x links.
+  const std::size_t n = comp_flows_.size();
+  rate_.assign(n, 0.0);
+  fixed_.assign(n, 0);
+  capped_.assign(n, 0);
+  for (std::size_t i = 0; i < n; ++i) slot_[static_cast<std::size_t>(comp_flows_[i])] = static_cast<int>(i);
+  by_cap_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) by_cap_[i] = static_cast<int>(i);
+  std::stable_sort(by_cap_.begin(), by_cap_.end(), [this](int a, int b) {
+    return flows_[static_cast<std::size_t>(comp_flows_[static_cast<std::size_t>(a)])].cap_bytes_per_ps <
+           flows_[static_cast<std::size_t>(comp_flows_[static_cast<std::size_t>(b)])].cap_bytes_per_ps;
+  });
+  std::size_t next_cap = 0;
+  std::size_t left = n;
+  auto fix = [&](std::size_t i, double rate, bool by_cap) {
+    fixed_[i] = 1;
+    capped_[i] = by_cap;
+    rate_[i] = rate;
+    --left;
+    fixing_.push_back(static_cast<int>(i));
+  };
+  while (left > 0) {
+    while (next_cap < n && fixed_[static_cast<std::size_t>(by_cap_[next_cap])]) ++next_cap;
+    const double min_cap = flows_[static_cast<std::size_t>(comp_flows_[static_cast<std::size_t>(by_cap_[next_cap])])].cap_bytes_per_ps;
+    double share = std::numeric_limits<double>::infinity();
     for (int l : bound_links_) {
       const auto li = static_cast<std::size_t>(l);
-      // A link the set holds entirely has no outside load (only rounding dust).
-      outside_[li] = link_stamp_[li] == held ? 0.0 : std::max(0.0, residual_[li]);
-      residual_[li] = std::max(0.0, capacity_[li] - outside_[li]);
+      if (unfixed_[li] > 0) share = std::min(share, residual_[li] / static_cast<double>(unfixed_[li]));
     }
-    rate_.assign(n, 0.0);
-    fixed_.assign(n, 0);
-    capped_.assign(n, 0);
-
-    // Progressive filling: raise every unfixed flow's rate together until a link saturates or a flow
-    // reaches its cap; fix those flows; repeat. Each round scans the links (not flows x links) and
-    // takes the next caps from the flows sorted by cap, so a set of n flows on L links costs about
-    // (rounds x L) + the flows' links, not n^2 x links.
-    for (std::size_t i = 0; i < n; ++i) slot_[static_cast<std::size_t>(comp_flows_[i])] = static_cast<int>(i);
-    by_cap_.resize(n);
-    for (std::size_t i = 0; i < n; ++i) by_cap_[i] = static_cast<int>(i);
-    std::stable_sort(by_cap_.begin(), by_cap_.end(), [this](int a, int b) {
-      return flows_[static_cast<std::size_t>(comp_flows_[static_cast<std::size_t>(a)])].cap_bytes_per_ps <
-             flows_[static_cast<std::size_t>(comp_flows_[static_cast<std::size_t>(b)])].cap_bytes_per_ps;
-    });
-    std::size_t next_cap = 0;
-    std::size_t left = n;
-    auto fix = [&](std::size_t i, double rate, bool by_cap) {
-      fixed_[i] = 1;
-      capped_[i] = by_cap;
-      rate_[i] = rate;
-      --left;
-      fixing_.push_back(static_cast<int>(i));
-    };
-    while (left > 0) {
-      while (next_cap < n && fixed_[static_cast<std::size_t>(by_cap_[next_cap])]) ++next_cap;
-      const double min_cap = flows_[static_cast<std::size_t>(comp_flows_[static_cast<std::size_t>(by_cap_[next_cap])])].cap_bytes_per_ps;
-      double share = std::numeric_limits<double>::infinity();
+    fixing_.clear();
+    if (min_cap <= share) {
+      for (std::size_t k = next_cap; k < n; ++k) {
+        const auto i = static_cast<std::size_t>(by_cap_[k]);
+        const double cap = flows_[static_cast<std::size_t>(comp_flows_[i])].cap_bytes_per_ps;
+        if (cap != min_cap) break;
+        if (!fixed_[i]) fix(i, cap, true);
+      }
+    } else {
       for (int l : bound_links_) {
         const auto li = static_cast<std::size_t>(l);
-        if (unfixed_[li] > 0) share = std::min(share, residual_[li] / static_cast<double>(unfixed_[li]));
-      }
-      fixing_.clear();
-      if (min_cap <= share) {
-        for (std::size_t k = next_cap; k < n; ++k) {
-          const auto i = static_cast<std::size_t>(by_cap_[k]);
-          const double cap = flows_[static_cast<std::size_t>(comp_flows_[i])].cap_bytes_per_ps;
-          if (cap != min_cap) break;
-          if (!fixed_[i]) fix(i, cap, true);
-        }
-      } else {
-        for (int l : bound_links_) {
-          const auto li = static_cast<std::size_t>(l);
-          if (unfixed_[li] == 0 || residual_[li] / static_cast<double>(unfixed_[li]) != share) continue;
-          for (int id : on_link_[li]) {
-            if (flow_stamp_[static_cast<std::size_t>(id)] != held) continue;
-            const auto i = static_cast<std::size_t>(slot_[static_cast<std::size_t>(id)]);
-            if (!fixed_[i]) fix(i, share, false);
-          }
+        if (unfixed_[li] == 0 || residual_[li] / static_cast<double>(unfixed_[li]) != share) continue;
+        for (int id : on_link_[li]) {
+          if (flow_stamp_[static_cast<std::size_t>(id)] != held) continue;
+          const auto i = static_cast<std::size_t>(slot_[static_cast<std::size_t>(id)]);
+          if (!fixed_[i]) fix(i, share, false);
         }
       }
-      for (int i : fixing_)
-        for (int l : flows_[static_cast<std::size_t>(comp_flows_[static_cast<std::size_t>(i)])].links) {
-          residual_[static_cast<std::size_t>(l)] = std::max(0.0, residual_[static_cast<std::size_t>(l)] - rate_[static_cast<std::size_t>(i)]);
-          --unfixed_[static_cast<std::size_t>(l)];
-        }
     }
-    // Links where a flow of the set changed rate: if such a link is (or was) full and holds flows
-    // outside the set, they may have to give way or may now get more: grow the set by them.
-    for (std::size_t i = 0; i < n; ++i) {
-      const Flow& f = flows_[static_cast<std::size_t>(comp_flows_[i])];
-      const double old_rate = f.multiplier * f.cap_bytes_per_ps;
-      if (std::fabs(rate_[i] - old_rate) <= kSlack * f.cap_bytes_per_ps) continue;
-      for (int l : f.links) moved_[static_cast<std::size_t>(l)] = 1;
-    }
-    for (int l : bound_links_) {
-      const auto li = static_cast<std::size_t>(l);
-      if (link_stamp_[li] == held || !moved_[li]) continue;  // held entirely, or no rate moved here
-      const bool full_now = residual_[li] <= capacity_[li] * kSlack;
-      const bool was_full = load_[li] >= capacity_[li] * (1 - kSlack);
-      if (full_now || was_full) stack_.push_back(l);
-    }
-    for (int l : bound_links_) {
-      unfixed_[static_cast<std::size_t>(l)] = 0;
-      moved_[static_cast<std::size_t>(l)] = 0;
-    }
-    if (!stack_.empty()) continue;
+    for (int i : fixing_)
+      for (int l : flows_[static_cast<std::size_t>(comp_flows_[static_cast<std::size_t>(i)])].links) {
+        residual_[static_cast<std::size_t>(l)] = std::max(0.0, residual_[static_cast<std::size_t>(l)] - rate_[static_cast<std::size_t>(i)]);
+        --unfixed_[static_cast<std::size_t>(l)];
+      }
+  }
+}
 
-    for (int l : bound_links_) load_[static_cast<std::size_t>(l)] = outside_[static_cast<std::size_t>(l)];
-    for (std::size_t i = 0; i < n; ++i) {
-      const int id = comp_flows_[i];
-      const Flow& f = flows_[static_cast<std::size_t>(id)];
-      // A flow at its own cap runs at exactly its isolated speed; keep the rate strictly positive.
-      double m = capped_[i] ? 1.0 : std::min(1.0, rate_[i] / f.cap_bytes_per_ps);
-      m = std::max(m, 1e-12);
-      for (int l : f.links) load_[static_cast<std::size_t>(l)] += m * f.cap_bytes_per_ps;
-      set_multiplier(now_ps, id, m, changed);
-    }
-    return;
+bool FlowNetwork::grow_set(std::uint32_t held) {
+  // Links where a flow of the set changed rate: if such a link is (or was) full and holds flows
+  // outside the set, they may have to give way or may now get more.
+  for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
+    const Flow& f = flows_[static_cast<std::size_t>(comp_flows_[i])];
+    const double old_rate = f.multiplier * f.cap_bytes_per_ps;
+    if (std::fabs(rate_[i] - old_rate) <= kSlack * f.cap_bytes_per_ps) continue;
+    for (int l : f.links) moved_[static_cast<std::size_t>(l)] = 1;
+  }
+  for (int l : bound_links_) {
+    const auto li = static_cast<std::size_t>(l);
+    if (link_stamp_[li] == held || !moved_[li]) continue;  // held entirely, or no rate moved here
+    const bool full_now = residual_[li] <= capacity_[li] * kSlack;
+    const bool was_full = load_[li] >= capacity_[li] * (1 - kSlack);
+    if (full_now || was_full) stack_.push_back(l);
+  }
+  for (int l : bound_links_) {
+    unfixed_[static_cast<std::size_t>(l)] = 0;
+    moved_[static_cast<std::size_t>(l)] = 0;
+  }
+  return !stack_.empty();
+}
+
+void FlowNetwork::apply_set(Ps now_ps, std::vector<int>& changed) {
+  for (int l : bound_links_) load_[static_cast<std::size_t>(l)] = outside_[static_cast<std::size_t>(l)];
+  for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
+    const int id = comp_flows_[i];
+    const Flow& f = flows_[static_cast<std::size_t>(id)];
+    // A flow at its own cap runs at exactly its isolated speed; keep the rate strictly positive.
+    double m = capped_[i] ? 1.0 : std::min(1.0, rate_[i] / f.cap_bytes_per_ps);
+    m = std::max(m, 1e-12);
+    for (int l : f.links) load_[static_cast<std::size_t>(l)] += m * f.cap_bytes_per_ps;
+    set_multiplier(now_ps, id, m, changed);
   }
 }
 

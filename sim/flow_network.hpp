@@ -5,7 +5,7 @@
 // at its cap; a demand flow (a running GEMM's operand traffic) never ends by itself. A flow running
 // at its cap has multiplier exactly 1, so an isolated transfer finishes exactly when its curve says.
 //
-// Rates change only where a change can reach (issue 9, "Scale"): a flow that joins links with room
+// Rates change only where a change can reach (design.md "Scale": TP up to 256 must stay fast): a flow that joins links with room
 // for it at its cap, or leaves links none of whose flows it held back (no link it crosses is full),
 // changes no other flow; otherwise progressive filling reruns over the flows the change can reach
 // (through full links: a link with room holds nobody back), not over the whole network. Flows
@@ -50,6 +50,12 @@ class FlowNetwork {
   bool touches_full_link(const Flow& f) const;
   void add_load(const Flow& f, double rate);
   void reshare_from(Ps now_ps, int origin, const std::vector<int>& seed_links, std::vector<int>& changed);
+  // The steps of reshare_from, on the set being filled (comp_flows_, held = its stamp):
+  void take_stacked_links(std::uint32_t held);  // the flows of the links on stack_ join the set
+  void bound_set_links(std::uint32_t held);     // the set's links, their outside load and room
+  void fill_set(std::uint32_t held);            // progressive filling: rate_ / capped_ per flow
+  bool grow_set(std::uint32_t held);            // stacks the full links whose outside flows move
+  void apply_set(Ps now_ps, std::vector<int>& changed);  // the filled rates become the flows'
   std::vector<int> contested(const Flow& f, double extra) const;
   void set_multiplier(Ps now_ps, int id, double m, std::vector<int>& changed);
 

@@ -59,10 +59,7 @@ int GpuSide::take_sm(SmPool& p, OpId id) {
     // From now on its rate follows the GPU's interference; set it for what runs there already.
     s.in_active = true;
     phys_of(id).active.push_back(id);
-    if (phys_of(id).comm_sms > 0 && !s.dirty_rate) {
-      s.dirty_rate = true;
-      dirty_rate_.push_back(id);
-    }
+    if (phys_of(id).comm_sms > 0) mark_rate(id);
   }
   return sm;
 }
@@ -263,7 +260,10 @@ void GpuSide::mark_demand(OpId id) {
 
 void GpuSide::demand_changed(int demand) {
   if (demand < 0 || demand >= static_cast<int>(demand_op_.size())) return;
-  const OpId id = demand_op_[static_cast<std::size_t>(demand)];
+  mark_rate(demand_op_[static_cast<std::size_t>(demand)]);
+}
+
+void GpuSide::mark_rate(OpId id) {
   KernelState& s = ks(id);
   if (s.dirty_rate) return;
   s.dirty_rate = true;
@@ -319,10 +319,7 @@ void GpuSide::flush() {
       } else {
         net_.set_demand(s.demand, cap);
       }
-      if (!s.dirty_rate) {
-        s.dirty_rate = true;
-        dirty_rate_.push_back(id);
-      }
+      mark_rate(id);
     }
     scratch_phys_.clear();
     scratch_phys_.swap(dirty_phys_);
@@ -332,10 +329,7 @@ void GpuSide::flush() {
       for (OpId id : g.active) {
         KernelState& s = ks(id);
         if (g.full_rate_sms > 0 && s.has_demand) mark_demand(id);  // its HBM demand follows its rate
-        if (!s.dirty_rate) {
-          s.dirty_rate = true;
-          dirty_rate_.push_back(id);
-        }
+        mark_rate(id);
       }
     }
     scratch_ops_.clear();

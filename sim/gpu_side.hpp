@@ -94,7 +94,8 @@ class GpuSide {
   void tile_sms_changed(OpId id, int delta);
   // Op::reference_sms rescaled to the SMs busy with tiles now (gemm_saturation_factor, inverted).
   double saturation_rate(OpId id) const;
-  void mark_demand(OpId id);
+  void mark_demand(OpId id);  // its HBM demand is recomputed at the next update
+  void mark_rate(OpId id);    // its rate is recomputed at the next update
   void kernel_finished(OpId id);
   void start_copy(OpId id, int engine);
 

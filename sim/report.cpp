@@ -70,13 +70,6 @@ void field(nlohmann::json& j, std::string& text, const char* key, const T& value
 
 }  // namespace
 
-std::optional<ReportFormat> parse_report_format(const std::string& s) {
-  if (s == "table") return ReportFormat::table;
-  if (s == "json") return ReportFormat::json;
-  if (s == "csv") return ReportFormat::csv;
-  return std::nullopt;
-}
-
 std::string hardware_display_name(const Scenario& scenario) {
   // A profile given by path (hardware: ../hardware/x.yaml) is named by its `name:`, else its file stem.
   if (!scenario.hardware.name.empty()) return scenario.hardware.name;
@@ -325,6 +318,29 @@ std::string format_csv(const ReportContext& ctx, const std::vector<SchemeResult>
   return out;
 }
 
+std::vector<std::size_t> column_widths(const std::vector<std::string>& headers,
+                                       const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(headers.size());
+  for (std::size_t c = 0; c < headers.size(); ++c) {
+    width[c] = headers[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  return width;
+}
+
+std::string table_line(const std::vector<std::string>& cells, const std::vector<std::size_t>& width,
+                       const std::string& align) {
+  std::string s;
+  for (std::size_t c = 0; c < cells.size(); ++c) {
+    if (c) s += "  ";
+    if (align[c] == '-') s += cells[c];
+    else if (align[c] == '>') s += fmt::format("{:>{}}", cells[c], width[c]);
+    else s += fmt::format("{:<{}}", cells[c], width[c]);
+  }
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s + "\n";
+}
+
 std::string wrap_text(const std::string& text, std::size_t width, const std::string& indent) {
   if (text.size() <= width) return text.empty() ? text : text + "\n";  // as written, spacing kept
   std::string out, line;
@@ -388,20 +404,10 @@ std::string format_narrow_table(const ReportContext& ctx, const std::vector<Sche
                     r.speedup_vs_no_overlap > 0 ? fixed(r.speedup_vs_no_overlap, 3) + "x" : std::string("-"),
                     r.bound_ps > 0 ? fixed(r.pct_of_bound, 1) : std::string("-")});
   }
-  std::vector<std::size_t> width(headers.size());
-  for (std::size_t c = 0; c < headers.size(); ++c) {
-    width[c] = headers[c].size();
-    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
-  }
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string s;
-    for (std::size_t c = 0; c < cells.size(); ++c) {
-      if (c) s += "  ";
-      s += c == 0 ? fmt::format("{:<{}}", cells[c], width[c]) : fmt::format("{:>{}}", cells[c], width[c]);
-    }
-    while (!s.empty() && s.back() == ' ') s.pop_back();
-    return s + "\n";
-  };
+  const std::vector<std::size_t> width = column_widths(headers, rows);
+  // The label left-aligned, the numbers right-aligned.
+  const std::string align = "<" + std::string(headers.size() - 1, '>');
+  auto line = [&](const std::vector<std::string>& cells) { return table_line(cells, width, align); };
   std::string out;
   out += wrap_text(fmt::format("scenario: {}   hardware: {}   fidelity: {}", scenario_label(ctx.scenario, ctx.overrides),
                                ctx.hardware, fidelity_name(ctx.fidelity)),
@@ -448,23 +454,10 @@ std::string format_table(const ReportContext& ctx, const std::vector<SchemeResul
                     r.bound_ps > 0 ? fixed(r.pct_of_bound, 1) : std::string("-"),
                     std::to_string(r.sms_lost_to_comm), r.reason});
   }
-  std::vector<std::size_t> width(headers.size());
-  for (std::size_t c = 0; c < headers.size(); ++c) {
-    width[c] = headers[c].size();
-    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
-  }
+  const std::vector<std::size_t> width = column_widths(headers, rows);
   const std::size_t last = headers.size() - 1;  // the reason: left-aligned, not padded
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string s;
-    for (std::size_t c = 0; c < cells.size(); ++c) {
-      if (c) s += "  ";
-      if (c == last) s += cells[c];
-      else if (c == 0) s += fmt::format("{:<{}}", cells[c], width[c]);
-      else s += fmt::format("{:>{}}", cells[c], width[c]);
-    }
-    while (!s.empty() && s.back() == ' ') s.pop_back();
-    return s + "\n";
-  };
+  const std::string align = "<" + std::string(last - 1, '>') + "-";
+  auto line = [&](const std::vector<std::string>& cells) { return table_line(cells, width, align); };
   std::string out;
   out += fmt::format("scenario: {}   hardware: {}   fidelity: {}\n", scenario_label(ctx.scenario, ctx.overrides),
                      ctx.hardware, fidelity_name(ctx.fidelity));
@@ -524,20 +517,10 @@ std::string format_collectives(const std::vector<SchemeResult>& results, bool wi
     rows.push_back({wide ? g.scheme : clip(g.scheme, 26), g.primitive, std::to_string(g.bytes), std::to_string(g.ranks), std::to_string(g.calls),
                     fixed(us_from_ps(mean), 2), fixed(algbw, 2), fixed(busbw, 2), g.algo});
   }
-  std::vector<std::size_t> width(headers.size());
-  for (std::size_t c = 0; c < headers.size(); ++c) {
-    width[c] = headers[c].size();
-    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
-  }
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string out;
-    for (std::size_t c = 0; c < cells.size(); ++c) {
-      if (c) out += "  ";
-      out += c <= 1 || c + 1 == cells.size() ? fmt::format("{:<{}}", cells[c], width[c]) : fmt::format("{:>{}}", cells[c], width[c]);
-    }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out + "\n";
-  };
+  const std::vector<std::size_t> width = column_widths(headers, rows);
+  // Scheme, collective and algo/proto left-aligned, the numbers right-aligned.
+  const std::string align = "<<" + std::string(headers.size() - 3, '>') + "<";
+  auto line = [&](const std::vector<std::string>& cells) { return table_line(cells, width, align); };
   const std::string heading =
       "collectives (as nccl-tests reports them: S = full array size, time once every member joined, mean over "
       "calls; algbw = S / time, busbw = algbw x nccl-tests' factor; times include sharing the GPU with the "

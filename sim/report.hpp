@@ -15,7 +15,6 @@
 namespace overlap::sim {
 
 enum class ReportFormat { table, json, csv };
-std::optional<ReportFormat> parse_report_format(const std::string& s);
 
 // What the header line names: the scenario, the hardware, the workload and the baseline that
 // speedups are measured against.
@@ -85,6 +84,13 @@ std::string format_table(const ReportContext& ctx, const std::vector<SchemeResul
 // Lines of at most `width` characters, broken at spaces (a longer word stays whole); each
 // continuation line starts with `indent`.
 std::string wrap_text(const std::string& text, std::size_t width, const std::string& indent = "");
+// Text tables (these and validate --papers): each column as wide as its widest cell, header included;
+// a line joins its cells by two spaces, each padded to its column's width on the side `align` gives
+// for it ('<' left, '>' right, '-' not padded), trailing spaces trimmed, newline added.
+std::vector<std::size_t> column_widths(const std::vector<std::string>& headers,
+                                       const std::vector<std::vector<std::string>>& rows);
+std::string table_line(const std::vector<std::string>& cells, const std::vector<std::size_t>& width,
+                       const std::string& align);
 // The widest line of the narrow table.
 inline constexpr std::size_t kTableWidth = 120;
 std::string format_json(const ReportContext& ctx, const std::vector<SchemeResult>& results);

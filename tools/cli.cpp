@@ -178,23 +178,10 @@ CLI::Validator decimal_integer() {
       "", "decimal");
 }
 
-int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
-  if (const auto unknown = unknown_command(argc, argv)) {
-    err << "overlap-sim: " << *unknown << "\nRun 'overlap-sim --help' for usage.\n";
-    return kExitUsage;
-  }
-  CLI::App app{kDescription, "overlap-sim"};
-  app.require_subcommand(1);
-  // Every option's --help line shows its default (subcommands inherit this).
-  app.option_defaults()->always_capture_default();
-  app.set_version_flag("--version", version_text());
-  app.footer(examples({"overlap-sim run                              # the default scenario: Llama-3-70B MLP, TP=8, 8x H100",
-                       "overlap-sim tune --hardware a800-8x-nvlink --gemm 8192x8192x4096 --dtype fp16 --primitive all_reduce --ranks 4",
-                       "overlap-sim sweep -o sweep.csv --plot sweep.png",
-                       "overlap-sim schemes",
-                       "overlap-sim profile list"}));
+namespace {
 
-  RunOptions run;
+// `run`: a scenario's schemes evaluated and reported (tools/cmd_run.hpp).
+CLI::App* add_run_command(CLI::App& app, RunOptions& run) {
   CLI::App* run_cmd = app.add_subcommand("run", "Evaluate a scenario's schemes and report latency, exposed "
                                                 "communication, overlap efficiency, speedup and bound");
   run_cmd->add_option("scenario", run.scenario,
@@ -234,9 +221,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                             "overlap-sim run --scheme data_slicing --param chunks=8",
                             "overlap-sim run --set hardware.fabric.links.nvlink.bandwidth_gbps=900 --wide",
                             "overlap-sim run --scheme async_tp --trace async_tp.json --plot async_tp.png"}));
+  return run_cmd;
+}
 
-  TuneOptions tune;
-  std::optional<int> tune_algo;
+// `tune`: FlashOverlap's wave groups for one GEMM, or every scheme's knobs for a scenario
+// (tools/cmd_tune.hpp). --algo is read into `algo` so that a negative value is refused by name.
+CLI::App* add_tune_command(CLI::App& app, TuneOptions& tune, std::optional<int>& tune_algo) {
   CLI::App* tune_cmd = app.add_subcommand(
       "tune", "Tune FlashOverlap's wave groups for one GEMM (--gemm ...), or every scheme's knobs for a SCENARIO");
   tune_cmd->add_option("scenario", tune.scenario, "Scenario: tune each scheme's knobs (scheme level)");
@@ -279,8 +269,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                              "overlap-sim tune --hardware h100-sxm-8x-nvswitch --gemm 16384x8192x8192 --primitive all_reduce --ranks 8 --export-flashoverlap configs/ --algo 3",
                              "overlap-sim tune scenarios/llama3-70b-tp8-mlp.yaml --tp 4",
                              "overlap-sim tune flashoverlap-a800-allreduce --format json"}));
+  return tune_cmd;
+}
 
-  SweepOptions sweep;
+// `sweep`: a scenario over a grid of its keys (tools/cmd_sweep.hpp).
+CLI::App* add_sweep_command(CLI::App& app, SweepOptions& sweep) {
   CLI::App* sweep_cmd = app.add_subcommand(
       "sweep", "Run a scenario over the cartesian product of its sweep: axes (and --sweep flags), every scheme");
   sweep_cmd->add_option("scenario", sweep.scenario, std::string("Scenario YAML; default ") + kDefaultScenario);
@@ -316,43 +309,56 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                               "overlap-sim sweep --sweep workload.tokens=2048,4096,8192 --sweep hardware.comm.channels=16,24,32",
                               "overlap-sim sweep -o big.csv --resume --progress",
                               "mpirun -np 4 overlap-sim sweep -o sweep.csv   # rank 0 writes what one process would"}));
+  return sweep_cmd;
+}
 
+// `profile list` and `profile show` (tools/cmd_profile.hpp).
+struct ProfileOptions {
+  std::string name;                  // show: a built-in name or a YAML path
+  std::string format = "table";      // show: json | yaml | table
+  std::string list_format = "table"; // list: table | json
+  std::vector<std::string> sets;     // show: --set
+};
+
+// Every command's options and its subcommand, filled in by parsing.
+struct Commands {
+  RunOptions run;
+  TuneOptions tune;
+  std::optional<int> tune_algo;
+  SweepOptions sweep;
   std::string schemes_format = "table";
-  CLI::App* schemes_cmd = app.add_subcommand("schemes", "List the schemes with their parameters, sources and the "
-                                                        "production knobs they correspond to");
-  schemes_cmd->add_option("--format", schemes_format, "Output format")->check(CLI::IsMember({"table", "json"}));
-  schemes_cmd->footer(examples({"overlap-sim schemes", "overlap-sim schemes --format json"}));
-
-  std::string profile_name;
-  std::string profile_format = "table";
-  std::string list_format = "table";
-  std::vector<std::string> profile_sets;
-  CLI::App* profile_cmd = app.add_subcommand("profile", "Hardware profiles");
-  profile_cmd->require_subcommand(1);
-  profile_cmd->footer(examples({"overlap-sim profile list", "overlap-sim profile show h100-sxm-8x-nvswitch"}));
-  CLI::App* list_cmd = profile_cmd->add_subcommand("list", "List the built-in hardware profiles");
-  list_cmd->add_option("--format", list_format, "Output format")->check(CLI::IsMember({"table", "json"}));
-  list_cmd->footer(examples({"overlap-sim profile list", "overlap-sim profile list --format json"}));
-  CLI::App* show_cmd = profile_cmd->add_subcommand("show", "Print a resolved hardware profile");
-  show_cmd->add_option("name", profile_name, "Built-in profile name or a profile YAML path")->required();
-  show_cmd->add_option("--format", profile_format, "Output format")->check(CLI::IsMember({"json", "yaml", "table"}));
-  show_cmd->add_option("--set", profile_sets, "Override a profile key: a.b=value (repeatable)")
-      ->type_name("KEY=VALUE")
-      ->allow_extra_args(false);
-  show_cmd->footer(examples({"overlap-sim profile show h100-sxm-8x-nvswitch",
-                             "overlap-sim profile show h100-sxm-8x-nvswitch --format yaml > my-node.yaml   # loads back: --hardware my-node.yaml",
-                             "overlap-sim profile show a800-8x-nvlink --format yaml --set gpu.sm_count=100"}));
-
+  ProfileOptions profile;
   CollectiveOptions collective;
-  CLI::App* collective_cmd = add_collective_command(app, collective);
   TraceOptions trace;
-  CLI::App* trace_cmd = add_trace_command(app, trace);
-
-  // `validate DIR`: a calibration results directory, predicted vs measured (tools/cmd_validate.hpp);
-  // `validate --papers`: the sources' published figures against our predictions (tools/papers.hpp).
   std::string validate_dir;
   bool validate_record = false;
   PapersOptions papers;
+  CLI::App *run_cmd = nullptr, *tune_cmd = nullptr, *sweep_cmd = nullptr, *schemes_cmd = nullptr,
+           *list_cmd = nullptr, *show_cmd = nullptr, *collective_cmd = nullptr, *validate_cmd = nullptr,
+           *trace_cmd = nullptr;
+};
+
+void add_profile_commands(CLI::App& app, Commands& c) {
+  CLI::App* profile_cmd = app.add_subcommand("profile", "Hardware profiles");
+  profile_cmd->require_subcommand(1);
+  profile_cmd->footer(examples({"overlap-sim profile list", "overlap-sim profile show h100-sxm-8x-nvswitch"}));
+  c.list_cmd = profile_cmd->add_subcommand("list", "List the built-in hardware profiles");
+  c.list_cmd->add_option("--format", c.profile.list_format, "Output format")->check(CLI::IsMember({"table", "json"}));
+  c.list_cmd->footer(examples({"overlap-sim profile list", "overlap-sim profile list --format json"}));
+  c.show_cmd = profile_cmd->add_subcommand("show", "Print a resolved hardware profile");
+  c.show_cmd->add_option("name", c.profile.name, "Built-in profile name or a profile YAML path")->required();
+  c.show_cmd->add_option("--format", c.profile.format, "Output format")->check(CLI::IsMember({"json", "yaml", "table"}));
+  c.show_cmd->add_option("--set", c.profile.sets, "Override a profile key: a.b=value (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  c.show_cmd->footer(examples({"overlap-sim profile show h100-sxm-8x-nvswitch",
+                             "overlap-sim profile show h100-sxm-8x-nvswitch --format yaml > my-node.yaml   # loads back: --hardware my-node.yaml",
+                             "overlap-sim profile show a800-8x-nvlink --format yaml --set gpu.sm_count=100"}));
+}
+
+// `validate DIR`: a calibration results directory, predicted vs measured (tools/cmd_validate.hpp);
+// `validate --papers`: the sources' published figures against our predictions (tools/papers.hpp).
+CLI::App* add_validate_command(CLI::App& app, std::string& validate_dir, bool& validate_record, PapersOptions& papers) {
   CLI::App* validate_cmd = app.add_subcommand(
       "validate", "Check predictions against measured results (DIR, e.g. calibrate/results/...) or the sources' "
                   "published figures (--papers)");
@@ -370,6 +376,138 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   validate_cmd->footer(examples({"overlap-sim validate calibrate/results/nvidia-h100-80gb-hbm3-vm",
                                  "overlap-sim validate calibrate/results/nvidia-h100-80gb-hbm3-vm --format json",
                                  "overlap-sim validate --papers --source flashoverlap"}));
+  return validate_cmd;
+}
+
+// Runs the command that was parsed, after the checks that need more than one option: its output
+// flags (check_output_flags) and the combinations CLI11 cannot express.
+int run_command(Commands& c, std::ostream& out, std::ostream& err) {
+  if (c.run_cmd->parsed()) {
+    check_output_flags({{"-o", &c.run.output, c.run_cmd->get_option("--output")},
+                        {"--trace", &c.run.trace, c.run_cmd->get_option("--trace")},
+                        {"--plot", &c.run.plot, c.run_cmd->get_option("--plot")},
+                        {"--graphviz", &c.run.graphviz, c.run_cmd->get_option("--graphviz")}});
+    return cmd_run(c.run, out, err);
+  }
+  if (c.tune_cmd->parsed()) {
+    check_output_flags({{"-o", &c.tune.output, c.tune_cmd->get_option("--output")},
+                        {"--export-flashoverlap", &c.tune.export_flashoverlap, c.tune_cmd->get_option("--export-flashoverlap")}});
+    if (c.tune_algo && *c.tune_algo < 0)
+      throw UsageError(fmt::format("--algo must be 0 or more (FlashOverlap's AlgoDict index; got {})", *c.tune_algo));
+    c.tune.algo = c.tune_algo;
+    cmd_tune(c.tune, out, err);
+    return kExitOk;
+  }
+  if (c.sweep_cmd->parsed()) {
+    // FILE.partial, the checkpoint beside -o FILE, is an output too.
+    std::vector<std::pair<std::string, std::string>> checkpoint;
+    if (!c.sweep.output.empty() && c.sweep.output != "-" && c.sweep.output.back() != '/')
+      checkpoint.emplace_back("-o's checkpoint", c.sweep.output + ".partial");
+    check_output_flags({{"-o", &c.sweep.output, c.sweep_cmd->get_option("--output")},
+                        {"--plot", &c.sweep.plot, c.sweep_cmd->get_option("--plot")}},
+                       checkpoint);
+    // The progress bar goes to a terminal only (and with --progress anywhere).
+    c.sweep.progress_if_tty = &err == &std::cerr && ::isatty(STDERR_FILENO);
+    cmd_sweep(c.sweep, out, err);
+    return kExitOk;
+  }
+  if (c.schemes_cmd->parsed()) {
+    cmd_schemes(c.schemes_format, out);
+    return kExitOk;
+  }
+  if (c.collective_cmd->parsed()) {
+    check_output_flags({{"-o", &c.collective.output, c.collective_cmd->get_option("--output")}});
+    cmd_collective(c.collective, out, err);
+    return kExitOk;
+  }
+  if (c.trace_cmd->parsed()) {
+    check_output_flags({{"-o", &c.trace.output, c.trace_cmd->get_option("--output")}});
+    cmd_trace(c.trace, out, err);
+    return kExitOk;
+  }
+  if (c.list_cmd->parsed()) {
+    cmd_profile_list(c.profile.list_format, out);
+    return kExitOk;
+  }
+  if (c.validate_cmd->parsed()) {
+    check_output_flags({{"-o", &c.papers.output, c.validate_cmd->get_option("--output")}});
+    if (c.papers.papers) {
+      if (!c.validate_dir.empty() || c.validate_record)
+        throw UsageError("validate: give either DIR (measured results) or --papers, not both");
+      return cmd_validate_papers(c.papers, out);
+    }
+    if (c.validate_dir.empty())
+      throw UsageError("validate: give DIR (a calibration results directory) or --papers (the sources' figures)");
+    if (c.papers.strict || !c.papers.sources.empty() || !c.papers.output.empty())
+      throw UsageError("validate DIR: --strict, --source and --output go with --papers");
+    const std::string dir = resolve_input_path(c.validate_dir);
+    if (c.validate_record) {
+      const std::string record = (fs::path(dir) / "validation.json").string();
+      check_output_flags({{"--record", &record, nullptr}});
+    }
+    cmd_validate(dir, c.papers.format, c.validate_record, out, err);
+    return kExitOk;
+  }
+  if (c.show_cmd->parsed()) {
+    const std::string path = fs::path(c.profile.name).extension() == ".yaml" || c.profile.name.find('/') != std::string::npos
+                                 ? resolve_input_path(c.profile.name)
+                                 : c.profile.name;
+    return cmd_profile_show(path, c.profile.format, c.profile.sets, out);
+  }
+  err << "overlap-sim: no command given\n";
+  return kExitUsage;
+}
+
+template <typename T>
+bool is_a(const std::exception& e) {
+  return dynamic_cast<const T*>(&e) != nullptr;
+}
+
+// The exit status of an error a command threw, with its message on `err`. The user's input (a bad
+// file, flag or output path, the OS error in an OutputError's message; hardware the model cannot
+// simulate) is exit 2; anything else is an internal error, exit 1.
+int report_error(const std::exception& e, std::ostream& err) {
+  if (is_a<InputError>(e) || is_a<UsageError>(e) || is_a<OutputError>(e)) {
+    err << "overlap-sim: error: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  if (is_a<sim::ResourceError>(e) || is_a<RangeError>(e)) {
+    err << "overlap-sim: error: cannot simulate this: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  err << "overlap-sim: internal error: " << e.what() << "\n";
+  return kExitInternal;
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  if (const auto unknown = unknown_command(argc, argv)) {
+    err << "overlap-sim: " << *unknown << "\nRun 'overlap-sim --help' for usage.\n";
+    return kExitUsage;
+  }
+  CLI::App app{kDescription, "overlap-sim"};
+  app.require_subcommand(1);
+  // Every option's --help line shows its default (subcommands inherit this).
+  app.option_defaults()->always_capture_default();
+  app.set_version_flag("--version", version_text());
+  app.footer(examples({"overlap-sim run                              # the default scenario: Llama-3-70B MLP, TP=8, 8x H100",
+                       "overlap-sim tune --hardware a800-8x-nvlink --gemm 8192x8192x4096 --dtype fp16 --primitive all_reduce --ranks 4",
+                       "overlap-sim sweep -o sweep.csv --plot sweep.png",
+                       "overlap-sim schemes",
+                       "overlap-sim profile list"}));
+  Commands c;
+  c.run_cmd = add_run_command(app, c.run);
+  c.tune_cmd = add_tune_command(app, c.tune, c.tune_algo);
+  c.sweep_cmd = add_sweep_command(app, c.sweep);
+  c.schemes_cmd = app.add_subcommand("schemes", "List the schemes with their parameters, sources and the "
+                                                        "production knobs they correspond to");
+  c.schemes_cmd->add_option("--format", c.schemes_format, "Output format")->check(CLI::IsMember({"table", "json"}));
+  c.schemes_cmd->footer(examples({"overlap-sim schemes", "overlap-sim schemes --format json"}));
+  add_profile_commands(app, c);
+  c.collective_cmd = add_collective_command(app, c.collective);
+  c.trace_cmd = add_trace_command(app, c.trace);
+  c.validate_cmd = add_validate_command(app, c.validate_dir, c.validate_record, c.papers);
 
   drop_empty_list_defaults(&app);
   try {
@@ -384,103 +522,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     err << "overlap-sim: " << e.what() << "\nRun 'overlap-sim --help' (or 'overlap-sim SUBCOMMAND --help') for usage.\n";
     return kExitUsage;
   }
-
   try {
-    if (run_cmd->parsed()) {
-      check_output_flags({{"-o", &run.output, run_cmd->get_option("--output")},
-                          {"--trace", &run.trace, run_cmd->get_option("--trace")},
-                          {"--plot", &run.plot, run_cmd->get_option("--plot")},
-                          {"--graphviz", &run.graphviz, run_cmd->get_option("--graphviz")}});
-      return cmd_run(run, out, err);
-    }
-    if (tune_cmd->parsed()) {
-      check_output_flags({{"-o", &tune.output, tune_cmd->get_option("--output")},
-                          {"--export-flashoverlap", &tune.export_flashoverlap, tune_cmd->get_option("--export-flashoverlap")}});
-      if (tune_algo && *tune_algo < 0)
-        throw UsageError(fmt::format("--algo must be 0 or more (FlashOverlap's AlgoDict index; got {})", *tune_algo));
-      tune.algo = tune_algo;
-      cmd_tune(tune, out, err);
-      return kExitOk;
-    }
-    if (sweep_cmd->parsed()) {
-      // FILE.partial, the checkpoint beside -o FILE, is an output too.
-      std::vector<std::pair<std::string, std::string>> checkpoint;
-      if (!sweep.output.empty() && sweep.output != "-" && sweep.output.back() != '/')
-        checkpoint.emplace_back("-o's checkpoint", sweep.output + ".partial");
-      check_output_flags({{"-o", &sweep.output, sweep_cmd->get_option("--output")},
-                          {"--plot", &sweep.plot, sweep_cmd->get_option("--plot")}},
-                         checkpoint);
-      // The progress bar goes to a terminal only (and with --progress anywhere).
-      sweep.progress_if_tty = &err == &std::cerr && ::isatty(STDERR_FILENO);
-      cmd_sweep(sweep, out, err);
-      return kExitOk;
-    }
-    if (schemes_cmd->parsed()) {
-      cmd_schemes(schemes_format, out);
-      return kExitOk;
-    }
-    if (collective_cmd->parsed()) {
-      check_output_flags({{"-o", &collective.output, collective_cmd->get_option("--output")}});
-      cmd_collective(collective, out, err);
-      return kExitOk;
-    }
-    if (trace_cmd->parsed()) {
-      check_output_flags({{"-o", &trace.output, trace_cmd->get_option("--output")}});
-      cmd_trace(trace, out, err);
-      return kExitOk;
-    }
-    if (list_cmd->parsed()) {
-      cmd_profile_list(list_format, out);
-      return kExitOk;
-    }
-    if (validate_cmd->parsed()) {
-      check_output_flags({{"-o", &papers.output, validate_cmd->get_option("--output")}});
-      if (papers.papers) {
-        if (!validate_dir.empty() || validate_record)
-          throw UsageError("validate: give either DIR (measured results) or --papers, not both");
-        return cmd_validate_papers(papers, out);
-      }
-      if (validate_dir.empty())
-        throw UsageError("validate: give DIR (a calibration results directory) or --papers (the sources' figures)");
-      if (papers.strict || !papers.sources.empty() || !papers.output.empty())
-        throw UsageError("validate DIR: --strict, --source and --output go with --papers");
-      const std::string dir = resolve_input_path(validate_dir);
-      if (validate_record) {
-        const std::string record = (fs::path(dir) / "validation.json").string();
-        check_output_flags({{"--record", &record, nullptr}});
-      }
-      cmd_validate(dir, papers.format, validate_record, out, err);
-      return kExitOk;
-    }
-    if (show_cmd->parsed()) {
-      const std::string path = fs::path(profile_name).extension() == ".yaml" || profile_name.find('/') != std::string::npos
-                                   ? resolve_input_path(profile_name)
-                                   : profile_name;
-      return cmd_profile_show(path, profile_format, profile_sets, out);
-    }
-    err << "overlap-sim: no command given\n";
-    return kExitUsage;
+    return run_command(c, out, err);
   } catch (const QuietExit& e) {
     return e.code();
-  } catch (const InputError& e) {
-    err << "overlap-sim: error: " << e.what() << "\n";
-    return kExitUsage;
-  } catch (const UsageError& e) {
-    err << "overlap-sim: error: " << e.what() << "\n";
-    return kExitUsage;
-  } catch (const OutputError& e) {
-    // An output path the user gave that cannot be written (the OS error is in the message).
-    err << "overlap-sim: error: " << e.what() << "\n";
-    return kExitUsage;
-  } catch (const sim::ResourceError& e) {
-    err << "overlap-sim: error: cannot simulate this: " << e.what() << "\n";
-    return kExitUsage;
-  } catch (const RangeError& e) {
-    err << "overlap-sim: error: cannot simulate this: " << e.what() << "\n";
-    return kExitUsage;
   } catch (const std::exception& e) {
-    err << "overlap-sim: internal error: " << e.what() << "\n";
-    return kExitInternal;
+    return report_error(e, err);
   }
 }
 

@@ -185,131 +185,158 @@ void cmd_collective(const CollectiveOptions& o, std::ostream& out, std::ostream&
 
 namespace {
 
-void collective_report(const CollectiveOptions& o, std::ostream& out) {
+// The command line's sweep, checked: what is run (primitive, data type, NCCL_ALGO / NCCL_PROTO) and
+// the sizes (-b .. -e by -i bytes or by a factor -f).
+struct Sweep {
+  CollectivePrimitive prim{};
+  const DataType* type = nullptr;
+  CollectiveOverrides overrides;
+  long long lo = 0, hi = 0;
+  long long step_bytes = 0;  // -i; 0 = stepping by `factor`
+  long long factor = 0;      // -f; 0 = stepping by `step_bytes`
+};
+
+Sweep parse_sweep(const CollectiveOptions& o) {
+  Sweep w;
   auto prim = parse_collective_primitive(o.primitive);
   if (!prim) prim = primitive_from_nccl_tests_program(o.primitive);
   if (!prim) {
     throw UsageError("unknown collective '" + o.primitive +
                      "' (all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, reduce)");
   }
-  const DataType* type = find_type(o.dtype);
-  if (!type) {
+  w.prim = *prim;
+  w.type = find_type(o.dtype);
+  if (!w.type) {
     std::string names;
     for (const DataType& t : kTypes) names += (names.empty() ? "" : ", ") + std::string(t.name);
     throw UsageError("-d: unknown data type '" + o.dtype + "' (" + names + ")");
   }
   if (o.format != "table" && o.format != "json") throw UsageError("--format: must be table or json");
-  CollectiveOverrides overrides;
   if (o.algorithm != "auto") {
-    overrides.algorithm = parse_nccl_algorithm(o.algorithm);
-    if (!overrides.algorithm)
+    w.overrides.algorithm = parse_nccl_algorithm(o.algorithm);
+    if (!w.overrides.algorithm)
       throw UsageError("--algo: unknown algorithm '" + o.algorithm +
                        "' (auto, Tree, Ring, CollnetDirect, CollnetChain, NVLS, NVLSTree, PAT)");
   }
   if (o.protocol != "auto") {
-    overrides.protocol = parse_nccl_protocol(o.protocol);
-    if (!overrides.protocol) throw UsageError("--proto: unknown protocol '" + o.protocol + "' (auto, LL, LL128, Simple)");
+    w.overrides.protocol = parse_nccl_protocol(o.protocol);
+    if (!w.overrides.protocol)
+      throw UsageError("--proto: unknown protocol '" + o.protocol + "' (auto, LL, LL128, Simple)");
   }
-  const long long lo = parse_size_option(o.min_bytes, "-b");
-  const long long hi = parse_size_option(o.max_bytes, "-e");
-  if (lo > hi) throw UsageError(fmt::format("-b {} is larger than -e {}", o.min_bytes, o.max_bytes));
-  long long step_bytes = 0;
-  long long factor = 0;
+  w.lo = parse_size_option(o.min_bytes, "-b");
+  w.hi = parse_size_option(o.max_bytes, "-e");
+  if (w.lo > w.hi) throw UsageError(fmt::format("-b {} is larger than -e {}", o.min_bytes, o.max_bytes));
   if (!o.step_bytes.empty()) {
-    step_bytes = parse_size_option(o.step_bytes, "-i");
-    if (step_bytes <= 0) throw UsageError("-i: must be a positive size");
+    w.step_bytes = parse_size_option(o.step_bytes, "-i");
+    if (w.step_bytes <= 0) throw UsageError("-i: must be a positive size");
   } else {
     char* end = nullptr;
-    factor = std::strtoll(o.step_factor.c_str(), &end, 10);
-    if (o.step_factor.empty() || *end != '\0' || factor < 2)
+    w.factor = std::strtoll(o.step_factor.c_str(), &end, 10);
+    if (o.step_factor.empty() || *end != '\0' || w.factor < 2)
       throw UsageError("-f: must be an integer of at least 2 (got '" + o.step_factor + "')");
   }
+  return w;
+}
 
-  const HardwareProfile hw = load_profile(resolve_hardware(o.hardware), default_hardware_dir(), o.sets);
-  const int n = o.ranks ? *o.ranks : hw.fabric.num_gpus;
-  if (n < 2 || n > hw.fabric.num_gpus)
-    throw UsageError(fmt::format("--ranks: must be between 2 and the profile's {} GPUs (got {})", hw.fabric.num_gpus, n));
-  const std::string link = sim::collective_link_class(hw, n);
-
+// One planned row per size of the sweep, on `n` ranks over `link`.
+std::vector<Row> plan_rows(const Sweep& w, const HardwareProfile& hw, int n, const std::string& link) {
   std::vector<Row> rows;
-  for (long long s = lo;;) {
-    Row r = sizes_of(*prim, s, type->bytes, n);
-    r.plan = plan_collective(hw, *prim, r.bytes, n, link, overrides);
+  for (long long s = w.lo;;) {
+    Row r = sizes_of(w.prim, s, w.type->bytes, n);
+    r.plan = plan_collective(hw, w.prim, r.bytes, n, link, w.overrides);
     r.time_us = us_from_ps(r.plan.time_ps);
     r.algbw_gbps = r.time_us > 0 ? static_cast<double>(r.bytes) / 1e3 / r.time_us : 0.0;
-    r.busbw_gbps = busbw_from_algbw(*prim, n, r.algbw_gbps);
+    r.busbw_gbps = busbw_from_algbw(w.prim, n, r.algbw_gbps);
     rows.push_back(r);
     if (rows.size() > 100000) throw UsageError("-b/-e/-i: more than 100000 sizes");
     // A zero-byte first row keeps its place (nccl-tests prints it); a factor sweep goes on from 1 byte.
-    const long long next = step_bytes > 0 ? s + step_bytes : (s == 0 ? 1 : s * factor);
-    if (next > hi || next <= s) break;
+    const long long next = w.step_bytes > 0 ? s + w.step_bytes : (s == 0 ? 1 : s * w.factor);
+    if (next > w.hi || next <= s) break;
     s = next;
   }
-  bool any_nvls = false;
-  double busbw_sum = 0;
-  for (const Row& r : rows) {
-    any_nvls |= r.bytes > 0 && (r.plan.algorithm == NcclAlgorithm::NVLS || r.plan.algorithm == NcclAlgorithm::NVLSTree);
-    busbw_sum += r.busbw_gbps;
-  }
-  const std::string redop = reduces(*prim) ? o.op : "none";
-  const int root = rooted(*prim) ? 0 : -1;
-  const char* program = program_name(*prim);
-  auto algo_of = [](const Row& r) { return r.bytes > 0 ? nccl_algorithm_name(r.plan.algorithm) : "-"; };
-  auto proto_of = [](const Row& r) { return r.bytes > 0 ? nccl_protocol_name(r.plan.protocol) : "-"; };
-  auto source_of = [](const Row& r) { return r.bytes <= 0 ? "-" : r.plan.from_curve ? "curve" : "model"; };
+  return rows;
+}
 
-  if (o.format == "json") {
-    nlohmann::json devices = nlohmann::json::array();
-    for (int r = 0; r < n; ++r) devices.push_back({{"rank", r}, {"device", r}, {"device_info", hw.gpu.name}});
-    nlohmann::json results = nlohmann::json::array();
-    for (const Row& r : rows) {
-      const nlohmann::json m = {{"time", r.time_us}, {"alg_bw", r.algbw_gbps}, {"bus_bw", r.busbw_gbps}, {"nwrong", nullptr}};
-      results.push_back({{"size", r.bytes},
-                         {"count", r.count},
-                         {"type", type->name},
-                         {"redop", redop},
-                         {"root", root},
-                         {"out_of_place", m},
-                         {"in_place", m},
-                         {"algorithm", algo_of(r)},
-                         {"protocol", proto_of(r)},
-                         {"channels", r.bytes > 0 ? r.plan.channels : 0},
-                         {"time_from", source_of(r)}});
-    }
-    const nlohmann::json report = {
-        {"generator", "overlap-sim collective (NCCL model, not a measurement)"},
-        {"collective", program},
-        {"config",
-         {{"nthreads", 1},
-          {"ngpus", n},
-          {"minimum_bytes", lo},
-          {"maximum_bytes", hi},
-          {"step_factor", factor},
-          {"step_bytes", step_bytes},
-          {"hardware", hw.name},
-          {"link_class", link},
-          {"devices", devices}}},
-        {"results", results},
-        {"avg_bus_bw", rows.empty() ? 0.0 : busbw_sum / static_cast<double>(rows.size())}};
-    out << report.dump(2) << "\n";
-    return;
-  }
+// What both formats print of a planned sweep.
+struct Report {
+  const Sweep& sweep;
+  const HardwareProfile& hw;
+  int n = 0;
+  std::string link;
+  std::vector<Row> rows;
+  std::string redop;  // the reduction (-o), "none" for a primitive that does not reduce
+  int root = -1;      // 0 for a rooted primitive, else -1
+  const char* program = "";
 
+  double avg_busbw() const {
+    double sum = 0;
+    for (const Row& r : rows) sum += r.busbw_gbps;
+    return rows.empty() ? 0.0 : sum / static_cast<double>(rows.size());
+  }
+};
+
+const char* algo_of(const Row& r) { return r.bytes > 0 ? nccl_algorithm_name(r.plan.algorithm) : "-"; }
+const char* proto_of(const Row& r) { return r.bytes > 0 ? nccl_protocol_name(r.plan.protocol) : "-"; }
+const char* source_of(const Row& r) { return r.bytes <= 0 ? "-" : r.plan.from_curve ? "curve" : "model"; }
+
+// nccl-tests' JSON output (-J), with the model's algorithm, protocol and channels per row.
+void write_json(const Report& rep, std::ostream& out) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (int r = 0; r < rep.n; ++r) devices.push_back({{"rank", r}, {"device", r}, {"device_info", rep.hw.gpu.name}});
+  nlohmann::json results = nlohmann::json::array();
+  for (const Row& r : rep.rows) {
+    const nlohmann::json m = {{"time", r.time_us}, {"alg_bw", r.algbw_gbps}, {"bus_bw", r.busbw_gbps}, {"nwrong", nullptr}};
+    results.push_back({{"size", r.bytes},
+                       {"count", r.count},
+                       {"type", rep.sweep.type->name},
+                       {"redop", rep.redop},
+                       {"root", rep.root},
+                       {"out_of_place", m},
+                       {"in_place", m},
+                       {"algorithm", algo_of(r)},
+                       {"protocol", proto_of(r)},
+                       {"channels", r.bytes > 0 ? r.plan.channels : 0},
+                       {"time_from", source_of(r)}});
+  }
+  const nlohmann::json report = {
+      {"generator", "overlap-sim collective (NCCL model, not a measurement)"},
+      {"collective", rep.program},
+      {"config",
+       {{"nthreads", 1},
+        {"ngpus", rep.n},
+        {"minimum_bytes", rep.sweep.lo},
+        {"maximum_bytes", rep.sweep.hi},
+        {"step_factor", rep.sweep.factor},
+        {"step_bytes", rep.sweep.step_bytes},
+        {"hardware", rep.hw.name},
+        {"link_class", rep.link},
+        {"devices", devices}}},
+      {"results", results},
+      {"avg_bus_bw", rep.avg_busbw()}};
+  out << report.dump(2) << "\n";
+}
+
+// nccl-tests' header: the run's configuration, the devices and the column heads.
+void write_table_header(const Report& rep, std::ostream& out) {
+  const HardwareProfile& hw = rep.hw;
+  const CollectiveOverrides& ov = rep.sweep.overrides;
   out << fmt::format("# overlap-sim collective: NCCL's tuning model (not a measurement) on {}{}\n", hw.name,
                      hw.description.empty() ? "" : " (" + hw.description + ")");
-  out << fmt::format("# {} ranks over link class '{}'; algorithm {}, protocol {}\n", n, link,
-                     overrides.algorithm ? nccl_algorithm_name(*overrides.algorithm)
+  out << fmt::format("# {} ranks over link class '{}'; algorithm {}, protocol {}\n", rep.n, rep.link,
+                     ov.algorithm         ? nccl_algorithm_name(*ov.algorithm)
                      : hw.comm.algorithm ? nccl_algorithm_name(*hw.comm.algorithm)
                                          : "auto",
-                     overrides.protocol ? nccl_protocol_name(*overrides.protocol)
+                     ov.protocol         ? nccl_protocol_name(*ov.protocol)
                      : hw.comm.protocol ? nccl_protocol_name(*hw.comm.protocol)
                                         : "auto");
-  out << "# Collective test starting: " << program << "\n";
+  out << "# Collective test starting: " << rep.program << "\n";
+  const long long step_bytes = rep.sweep.step_bytes;
   out << fmt::format("# nThread 1 nGpus {} minBytes {} maxBytes {} step: {} warmup iters: 0 iters: 0 agg iters: 1 "
                      "validation: 0 graph: 0\n",
-                     n, lo, hi, step_bytes > 0 ? fmt::format("{}(bytes)", step_bytes) : fmt::format("{}(factor)", factor));
+                     rep.n, rep.sweep.lo, rep.sweep.hi,
+                     step_bytes > 0 ? fmt::format("{}(bytes)", step_bytes) : fmt::format("{}(factor)", rep.sweep.factor));
   out << "#\n# Using devices\n";
-  for (int r = 0; r < n; ++r)
+  for (int r = 0; r < rep.n; ++r)
     out << fmt::format("#  Rank {:>2} Group  0 Pid      0 on overlap-sim device {:>2} [model] {}\n", r, r, hw.gpu.name);
   out << "#\n";
   out << fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}           out-of-place                       in-place\n", "",
@@ -320,19 +347,45 @@ void collective_report(const CollectiveOptions& o, std::ostream& out) {
                      "busbw", "#wrong", "algo", "proto", "channels", "time_from");
   out << fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}\n",
                      "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
-  for (const Row& r : rows) {
+}
+
+// nccl-tests' table: header, one line per size, the NVLS note where it applies, the average.
+void write_table(const Report& rep, std::ostream& out) {
+  write_table_header(rep, out);
+  bool any_nvls = false;
+  for (const Row& r : rep.rows) {
+    any_nvls |= r.bytes > 0 && (r.plan.algorithm == NcclAlgorithm::NVLS || r.plan.algorithm == NcclAlgorithm::NVLSTree);
     const std::string group = fmt::format("  {}  {}  {}    N/A", fixed_width(r.time_us, 7), fixed_width(r.algbw_gbps, 6),
                                           fixed_width(r.busbw_gbps, 6));
-    out << fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}  {:<13}  {:<6}  {:>8}  {}\n", r.bytes, r.count, type->name,
-                       redop, root, group, group, algo_of(r), proto_of(r), r.bytes > 0 ? r.plan.channels : 0,
-                       source_of(r));
+    out << fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}  {:<13}  {:<6}  {:>8}  {}\n", r.bytes, r.count,
+                       rep.sweep.type->name, rep.redop, rep.root, group, group, algo_of(r), proto_of(r),
+                       r.bytes > 0 ? r.plan.channels : 0, source_of(r));
   }
   if (any_nvls) {
     out << "# NVLS rows: busbw is nccl-tests' algbw x 2(n-1)/n as for any all-reduce; with NVLink SHARP each GPU's\n"
            "# link carries algbw x (n+1)/n each way (NCCL maintainers, nccl-tests issue 212 / PR 239; facts.md).\n";
   }
-  out << fmt::format("# Avg bus bandwidth    : {:g}\n", rows.empty() ? 0.0 : busbw_sum / static_cast<double>(rows.size()));
-  out << "#\n# Collective test concluded: " << program << "\n";
+  out << fmt::format("# Avg bus bandwidth    : {:g}\n", rep.avg_busbw());
+  out << "#\n# Collective test concluded: " << rep.program << "\n";
+}
+
+void collective_report(const CollectiveOptions& o, std::ostream& out) {
+  const Sweep sweep = parse_sweep(o);
+  const HardwareProfile hw = load_profile(resolve_hardware(o.hardware), default_hardware_dir(), o.sets);
+  const int n = o.ranks ? *o.ranks : hw.fabric.num_gpus;
+  if (n < 2 || n > hw.fabric.num_gpus)
+    throw UsageError(fmt::format("--ranks: must be between 2 and the profile's {} GPUs (got {})", hw.fabric.num_gpus, n));
+  const std::string link = sim::collective_link_class(hw, n);
+  const Report rep{sweep,
+                   hw,
+                   n,
+                   link,
+                   plan_rows(sweep, hw, n, link),
+                   reduces(sweep.prim) ? o.op : "none",
+                   rooted(sweep.prim) ? 0 : -1,
+                   program_name(sweep.prim)};
+  if (o.format == "json") write_json(rep, out);
+  else write_table(rep, out);
 }
 
 }  // namespace

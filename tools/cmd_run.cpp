@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -49,6 +50,31 @@ int run_process(const std::vector<std::string>& args, bool quiet) {
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status) == 127 ? -1 : WEXITSTATUS(status);
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+ScenarioLoad scenario_load(const std::string& scenario, const std::vector<std::string>& sets,
+                           const ScenarioFlags& flags) {
+  ScenarioLoad load;
+  // The default scenario lives in the source tree, wherever the program runs from.
+  load.path = scenario.empty() ? (fs::path(source_dir()) / kDefaultScenario).string() : resolve_input_path(scenario);
+  load.options.sets = resolve_set_paths(sets, load.path);
+  load.flag_sets = scenario_flag_sets(flags, load.path, sets);
+  for (const FlagAssignment& f : load.flag_sets) load.options.sets.push_back(f.set);
+  load.options.hardware_dir = hardware_dir();
+  return load;
+}
+
+std::optional<sim::ReportFormat> parse_report_format(const std::string& s) {
+  if (s == "table") return sim::ReportFormat::table;
+  if (s == "json") return sim::ReportFormat::json;
+  if (s == "csv") return sim::ReportFormat::csv;
+  return std::nullopt;
+}
+
+sim::TraceLevel parse_trace_level(const std::string& text) {
+  if (text == "kernel") return sim::TraceLevel::kernel;
+  if (text == "cta") return sim::TraceLevel::cta;
+  throw std::invalid_argument(fmt::format("must be kernel or cta (got '{}')", text));
 }
 
 std::string python_program() {
@@ -135,7 +161,7 @@ sim::TraceOptions trace_options(const RunOptions& o) {
       throw UsageError(fmt::format("{}: {}", name, e.what()));
     }
   };
-  if (!o.trace_level.empty()) t.level = flag("--trace-level", [&] { return sim::parse_trace_level(o.trace_level); });
+  if (!o.trace_level.empty()) t.level = flag("--trace-level", [&] { return parse_trace_level(o.trace_level); });
   if (!o.trace_ranks.empty()) t.ranks = flag("--trace-ranks", [&] { return sim::parse_trace_ranks(o.trace_ranks); });
   if (!o.trace_window.empty()) {
     const auto [start, end] = flag("--trace-window", [&] { return sim::parse_trace_window(o.trace_window); });
@@ -187,42 +213,13 @@ void plot(const std::string& trace_path, const std::string& png_path, const std:
   if (rc != 0) throw UsageError(fmt::format("--plot: {} failed (exit status {})", script, rc));
 }
 
-}  // namespace
-
-int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
-  const auto format = sim::parse_report_format(options.format);
-  if (!format) throw UsageError("--format must be table, json or csv (got '" + options.format + "')");
-  if (!options.fidelity.empty() && options.fidelity != "curve" && options.fidelity != "steps")
-    throw UsageError("--fidelity must be curve or steps (got '" + options.fidelity + "')");
-  const bool trace_flags = !options.trace_level.empty() || !options.trace_ranks.empty() || !options.trace_window.empty();
-  const sim::TraceOptions trace_opts = trace_options(options);
-  if (trace_flags && options.trace.empty() && options.plot.empty())
-    throw UsageError("--trace-level, --trace-ranks and --trace-window shape the trace: give --trace FILE (or --plot)");
-  if (!options.plot.empty()) check_plotting_available("plot_timeline.py");
-
-  if (!options.params.empty() && options.scheme.empty())
-    throw UsageError("--param sets a knob of one scheme: name it with --scheme (e.g. --scheme data_slicing --param chunks=8)");
-  // The default scenario lives in the source tree, wherever the program runs from.
-  const std::string path = options.scenario.empty() ? (fs::path(source_dir()) / kDefaultScenario).string()
-                                                    : resolve_input_path(options.scenario);
-  sim::ScenarioOptions load;
-  load.sets = resolve_set_paths(options.sets, path);
-  const std::vector<FlagAssignment> flag_sets = scenario_flag_sets(options.flags, path, options.sets);
-  for (const FlagAssignment& f : flag_sets) load.sets.push_back(f.set);
-  if (!options.fidelity.empty()) load.sets.push_back("fidelity=" + options.fidelity);
-  load.hardware_dir = hardware_dir();
-  // `run` runs the scenario as written; its sweep is `overlap-sim sweep`'s business (a sweep value
-  // that does not fit a --set hardware must not stop a run).
-  load.validate_sweep = false;
-  const sim::Scenario sc = with_flag_errors(flag_sets, [&] { return sim::load_scenario_file(path, load); });
-
-  std::vector<sim::SchemeSpec> specs = selected_schemes(sc, options.scheme);
-  if (!options.params.empty())
-    specs.front().params =
-        sim::apply_scheme_params(scheme_or_throw(specs.front().name), specs.front().params, options.params, sc.hardware);
+// Every selected scheme's result. A failed row carries its error located in the scenario (or at
+// --param, which names one scheme). When every scheme failed there is no result to show: the
+// scenario is unusable as given, an input error (exit 2) like any other bad input.
+std::vector<sim::SchemeResult> evaluate_schemes(const RunOptions& options, const sim::Scenario& sc,
+                                                const std::vector<sim::SchemeSpec>& specs) {
   std::vector<sim::SchemeRequest> requests;
   for (const auto& s : specs) requests.push_back(sim::SchemeRequest{s.name, s.params});
-
   std::vector<sim::SchemeResult> results;
   sim::EvaluateOptions evaluate;
   evaluate.keep_going = true;  // one failing scheme does not hide the others' results
@@ -235,8 +232,6 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
     if (!options.params.empty()) throw InputError("", 0, "--param", fmt::format("scheme '{}': {}", options.scheme, e.what()));
     locate_scheme_error(sc, specs, e.what());
   }
-  // Failed rows carry the located message. When every scheme failed there is no result to show:
-  // the scenario is unusable as given, an input error (exit 2) like before.
   std::size_t failed = 0;
   for (sim::SchemeResult& r : results) {
     if (!r.failed()) continue;
@@ -250,9 +245,96 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
     r.error = located.what();
   }
   if (failed > 0 && failed == results.size()) throw scheme_failure(sc, specs, results.front());
+  return results;
+}
 
-  // Everything is computed before anything is written, and every file is staged before any is
-  // moved into place: an error leaves every target as it was.
+// Reserves the --plot PNG in `staged` and draws it from the trace `text`. The plotting script reads
+// the trace from a temporary of its own (the staged trace is not in place yet).
+void stage_plot(StagedOutputs& staged, const std::string& text, const RunOptions& options, const sim::Scenario& sc,
+                const sim::SchemeSpec& spec) {
+  const fs::path tmp = fs::temp_directory_path() / fmt::format("overlap-sim-trace-{}.json", ::getpid());
+  write_file_atomically(tmp.string(), text);
+  const std::string png = staged.reserve(options.plot);
+  const std::string title = fmt::format("{}: {} on {}", sc.name, spec.name, sim::hardware_display_name(sc));
+  try {
+    plot(tmp.string(), png, title, !options.trace_ranks.empty());
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw;
+  }
+  std::error_code ec;
+  fs::remove(tmp, ec);
+}
+
+// A file that could not be written, as a usage error naming its flag.
+UsageError output_error(const RunOptions& options, const std::runtime_error& e) {
+  std::string flag;
+  const std::string what = e.what();
+  for (const auto& [name, target] : {std::pair<const char*, const std::string*>{"--plot", &options.plot},
+                                     {"--trace", &options.trace}, {"-o", &options.output}, {"--graphviz", &options.graphviz}}) {
+    if (!target->empty() && what.find("'" + *target + "'") != std::string::npos) {
+      flag = std::string(name) + " " + *target + ": ";
+      break;
+    }
+  }
+  return UsageError(flag + what + " (no output was written)");
+}
+
+// The report (-o), and the trace, plot and graph of the first scheme: every file is staged before
+// any is moved into place, so an error leaves every target as it was.
+void write_outputs(const RunOptions& options, const sim::Scenario& sc, const std::vector<sim::SchemeSpec>& specs,
+                   const std::string& report, const sim::TraceOptions& trace_opts) {
+  StagedOutputs staged;
+  try {
+    if (!options.output.empty()) staged.stage(options.output, report);
+    if (!options.trace.empty() || !options.plot.empty()) {
+      const sim::SchemeSpec& spec = specs.front();
+      const std::string text = trace_of(sc, spec, trace_opts).dump();
+      if (!options.trace.empty()) staged.stage(options.trace, text);
+      if (!options.plot.empty()) stage_plot(staged, text, options, sc, spec);
+    }
+    if (!options.graphviz.empty()) {
+      const sim::SchemeSpec& spec = specs.front();
+      const sim::BuildContext ctx{sc.workload, sc.hardware, spec.params, sc.fidelity};
+      staged.stage(options.graphviz, scheme_or_throw(spec.name).build(ctx).graph.to_graphviz());
+    }
+    staged.commit();
+  } catch (const std::runtime_error& e) {
+    if (dynamic_cast<const UsageError*>(&e) || dynamic_cast<const InputError*>(&e) || dynamic_cast<const sim::SimError*>(&e)) throw;
+    throw output_error(options, e);
+  }
+}
+
+}  // namespace
+
+int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
+  const auto format = parse_report_format(options.format);
+  if (!format) throw UsageError("--format must be table, json or csv (got '" + options.format + "')");
+  if (!options.fidelity.empty() && options.fidelity != "curve" && options.fidelity != "steps")
+    throw UsageError("--fidelity must be curve or steps (got '" + options.fidelity + "')");
+  const bool trace_flags = !options.trace_level.empty() || !options.trace_ranks.empty() || !options.trace_window.empty();
+  const sim::TraceOptions trace_opts = trace_options(options);
+  if (trace_flags && options.trace.empty() && options.plot.empty())
+    throw UsageError("--trace-level, --trace-ranks and --trace-window shape the trace: give --trace FILE (or --plot)");
+  if (!options.plot.empty()) check_plotting_available("plot_timeline.py");
+
+  if (!options.params.empty() && options.scheme.empty())
+    throw UsageError("--param sets a knob of one scheme: name it with --scheme (e.g. --scheme data_slicing --param chunks=8)");
+  ScenarioLoad load = scenario_load(options.scenario, options.sets, options.flags);
+  if (!options.fidelity.empty()) load.options.sets.push_back("fidelity=" + options.fidelity);
+  // `run` runs the scenario as written; its sweep is `overlap-sim sweep`'s business (a sweep value
+  // that does not fit a --set hardware must not stop a run).
+  load.options.validate_sweep = false;
+  const std::vector<FlagAssignment>& flag_sets = load.flag_sets;
+  const sim::Scenario sc = with_flag_errors(flag_sets, [&] { return sim::load_scenario_file(load.path, load.options); });
+
+  std::vector<sim::SchemeSpec> specs = selected_schemes(sc, options.scheme);
+  if (!options.params.empty())
+    specs.front().params = sim::apply_scheme_params(scheme_or_throw(specs.front().name), specs.front().params, options.params, sc.hardware);
+  const std::vector<sim::SchemeResult> results = evaluate_schemes(options, sc, specs);
+
+  // Everything is computed before anything is written.
   sim::ReportContext ctx = sim::report_context(sc);
   ctx.overrides = shown_overrides(options.sets, flag_sets);
   // With --scheme the user chose one; the others' absence is no news.
@@ -265,57 +347,12 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   if ((want_trace || !options.graphviz.empty()) && first_failed)
     throw UsageError(fmt::format("--trace / --plot / --graphviz: scheme '{}' failed: {}", specs.front().name,
                                  results.front().error));
-  StagedOutputs staged;
-  try {
-    if (!options.output.empty()) staged.stage(options.output, report);
-    std::string trace_file;
-    if (want_trace) {
-      const std::string text = trace_of(sc, specs.front(), trace_opts).dump();
-      if (!options.trace.empty()) {
-        staged.stage(options.trace, text);
-        trace_file = options.trace;
-      }
-      if (!options.plot.empty()) {
-        // The plotting script reads the trace from a temporary of its own (the staged trace is not
-        // in place yet) and writes the PNG to the plot's staged temporary.
-        const fs::path tmp = fs::temp_directory_path() / fmt::format("overlap-sim-trace-{}.json", ::getpid());
-        write_file_atomically(tmp.string(), text);
-        const std::string png = staged.reserve(options.plot);
-        const std::string title = fmt::format("{}: {} on {}", sc.name, specs.front().name, sim::hardware_display_name(sc));
-        try {
-          plot(tmp.string(), png, title, !options.trace_ranks.empty());
-        } catch (...) {
-          std::error_code ec;
-          fs::remove(tmp, ec);
-          throw;
-        }
-        std::error_code ec;
-        fs::remove(tmp, ec);
-      }
-    }
-    if (!options.graphviz.empty()) {
-      const sim::SchemeSpec& spec = specs.front();
-      const sim::BuildContext ctx{sc.workload, sc.hardware, spec.params, sc.fidelity};
-      staged.stage(options.graphviz, scheme_or_throw(spec.name).build(ctx).graph.to_graphviz());
-    }
-    staged.commit();
-  } catch (const std::runtime_error& e) {
-    if (dynamic_cast<const UsageError*>(&e) || dynamic_cast<const InputError*>(&e) || dynamic_cast<const sim::SimError*>(&e)) throw;
-    // Name the flag whose file could not be written.
-    std::string flag;
-    const std::string what = e.what();
-    for (const auto& [name, target] : {std::pair<const char*, const std::string*>{"--plot", &options.plot},
-                                       {"--trace", &options.trace}, {"-o", &options.output}, {"--graphviz", &options.graphviz}}) {
-      if (!target->empty() && what.find("'" + *target + "'") != std::string::npos) {
-        flag = std::string(name) + " " + *target + ": ";
-        break;
-      }
-    }
-    throw UsageError(flag + what + " (no output was written)");
-  }
+  write_outputs(options, sc, specs, report, trace_opts);
   if (options.output.empty()) out << report;
   for (const std::string* written : {&options.output, &options.trace, &options.plot, &options.graphviz})
     if (!written->empty()) err << "wrote " << *written << "\n";
+  const auto failed = static_cast<std::size_t>(
+      std::count_if(results.begin(), results.end(), [](const sim::SchemeResult& r) { return r.failed(); }));
   if (failed > 0) {
     for (const sim::SchemeResult& r : results)
       if (r.failed()) err << "overlap-sim: error: " << r.error << "\n";

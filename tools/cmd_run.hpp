@@ -1,10 +1,14 @@
 #pragma once
 // `overlap-sim run [SCENARIO]`: loads a scenario, evaluates its schemes (sim/metrics.hpp) and prints
 // or writes the report (sim/report.hpp); optionally the Chrome trace and a PNG timeline of one scheme.
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "sim/chrome_trace.hpp"
+#include "sim/report.hpp"
+#include "sim/scenario.hpp"
 #include "tools/scenario_flags.hpp"
 
 namespace overlap::tools {
@@ -36,6 +40,22 @@ struct RunOptions {
 // 1 (returned). Every output (report, trace, graph, plot) is produced to a temporary file first and
 // all are moved into place together only when all succeeded (sim/atomic_file.hpp StagedOutputs).
 int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err);
+
+// What `run` and `sweep` load: SCENARIO (or kDefaultScenario when ""), the options carrying --set
+// (a hardware path made absolute) followed by the flags' assignments, and those assignments (for
+// with_flag_errors and the report's header).
+struct ScenarioLoad {
+  std::string path;
+  std::vector<FlagAssignment> flag_sets;
+  sim::ScenarioOptions options;
+};
+ScenarioLoad scenario_load(const std::string& scenario, const std::vector<std::string>& sets, const ScenarioFlags& flags);
+
+// The values of --format and --trace-level. parse_report_format: nullopt for anything but table, json
+// or csv; parse_trace_level: "kernel" | "cta", else std::invalid_argument saying what is wrong (the
+// caller adds the flag's name).
+std::optional<sim::ReportFormat> parse_report_format(const std::string& s);
+sim::TraceLevel parse_trace_level(const std::string& text);
 
 // Helpers the commands that plot share (run --plot, sweep --plot).
 // Runs a program (searched in PATH) and waits for it; stdout/stderr go to ours unless `quiet`.

@@ -159,34 +159,39 @@ std::vector<Record> parse_records(const std::string& buf) {
   return out;
 }
 
-// Runs the sweep on this process's share of the points. Errors that every rank meets alike (bad
-// options, bad points) are thrown; everything after the ranks part ways goes through messages so no
-// rank waits forever for another that failed.
-void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, const sim::SweepWorld& world) {
-  const bool root = world.rank() == 0;
+// The options that need nothing loaded, checked first. Returns the format; `output_in_place` is
+// whether -o is written in place (- for stdout, a pipe, a device): such an output has no checkpoint
+// beside it.
+sim::SweepFormat check_sweep_options(const SweepOptions& o, bool& output_in_place) {
   sim::SweepFormat format = sim::SweepFormat::csv;
   if (o.format == "json") format = sim::SweepFormat::json;
   else if (o.format != "csv") throw UsageError("--format must be csv or json (got '" + o.format + "')");
   if (o.jobs < 0) throw UsageError(fmt::format("-j must be at least 1 (got {})", o.jobs));
   if (o.resume && o.output.empty()) throw UsageError("--resume needs --output FILE (the file whose points are skipped)");
-  // An output written in place (- for stdout, a pipe, a device) has no checkpoint beside it.
-  const bool output_in_place = !o.output.empty() && resolve_output(o.output).in_place;
+  output_in_place = !o.output.empty() && resolve_output(o.output).in_place;
   if (o.resume && output_in_place)
     throw UsageError(fmt::format("--resume needs --output to be a file (got {}, which is written in place)", o.output));
   if (!o.plot.empty()) check_plotting_available("plot_sweep.py");
+  return format;
+}
 
-  const std::string path = o.scenario.empty() ? (fs::path(source_dir()) / kDefaultScenario).string()
-                                              : resolve_input_path(o.scenario);
-  sim::ScenarioOptions load;
-  load.sets = resolve_set_paths(o.sets, path);
-  const std::vector<FlagAssignment> flag_sets = scenario_flag_sets(o.flags, path, o.sets);
-  for (const FlagAssignment& f : flag_sets) load.sets.push_back(f.set);
-  load.hardware_dir = hardware_dir();
-  load.validate_sweep = true;
-  load.check_sweep_values = false;  // every point is checked below, all bad ones reported together
-  sim::Scenario sc = with_flag_errors(flag_sets, [&] { return sim::load_scenario_file(path, load); });
-  // Every row names the scenario with what was overridden (sim/report.hpp scenario_label).
-  sc.name = sim::scenario_label(sc.name, shown_overrides(o.sets, flag_sets));
+// Runs `fn`; an input error in the value of a --sweep axis is reported at that flag.
+template <typename Fn>
+void blame_sweep_flags(const SweepOptions& o, const Fn& fn) {
+  try {
+    fn();
+  } catch (const InputError& e) {
+    for (const std::string& f : o.sweeps) {
+      const std::string key = f.substr(0, f.find('='));
+      if (!key.empty() && std::string(e.what()).find(key) != std::string::npos)
+        throw InputError("--sweep " + f, 0, e.key_path(), e.message());
+    }
+    throw;
+  }
+}
+
+// The axes swept: the scenario's own (less --no-axis; none with --only-axes) merged with --sweep's.
+std::vector<sim::SweepAxis> sweep_axes(const SweepOptions& o, const sim::Scenario& sc, const std::string& path) {
   if (o.only_axes && !o.no_axes.empty()) throw UsageError("--only-axes drops every scenario axis; --no-axis is then redundant");
   std::vector<sim::SweepAxis> own_axes = o.only_axes ? std::vector<sim::SweepAxis>{} : sim::drop_sweep_axes(sc.sweep, o.no_axes);
   std::vector<sim::SweepAxis> flags;
@@ -197,71 +202,66 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
       for (auto& point : axis.values) point[0] = resolve_hardware_path(point[0], path);
     flags.push_back(std::move(axis));
   }
-  // A bad value of a --sweep axis: the flag is where it came from.
-  const auto from_flags = [&](const auto& fn) {
-    try {
-      fn();
-    } catch (const InputError& e) {
-      for (const std::string& f : o.sweeps) {
-        const std::string key = f.substr(0, f.find('='));
-        if (!key.empty() && std::string(e.what()).find(key) != std::string::npos)
-          throw InputError("--sweep " + f, 0, e.key_path(), e.message());
-      }
-      throw;
-    }
-  };
-  // Keys and the grid's size are checked before the grid is expanded (sim/sweep.hpp).
-  const std::vector<sim::SweepAxis> axes = sim::merge_sweep_axes(own_axes, flags);
-  from_flags([&] {
-    with_flag_errors(flag_sets, [&] {
-      sim::check_sweep_keys(sc, axes, load);
+  return sim::merge_sweep_axes(own_axes, flags);
+}
+
+// The grid of `axes`. Keys and the grid's size are checked before the grid is expanded
+// (sim/sweep.hpp); a grid with no point, a key swept twice, or more keys than --plot can draw is a
+// usage error.
+sim::SweepGrid checked_grid(const SweepOptions& o, const sim::Scenario& sc, const ScenarioLoad& load,
+                            const std::vector<sim::SweepAxis>& axes) {
+  blame_sweep_flags(o, [&] {
+    with_flag_errors(load.flag_sets, [&] {
+      sim::check_sweep_keys(sc, axes, load.options);
       return 0;
     });
   });
-  const sim::SweepGrid grid = sim::make_sweep_grid(axes, path);
+  sim::SweepGrid grid = sim::make_sweep_grid(axes, load.path);
   if (grid.points.empty())
-    throw UsageError(sc.sweep.empty() ? fmt::format("{} has no sweep: section; give the axes with --sweep KEY=V1,V2,...", path)
+    throw UsageError(sc.sweep.empty() ? fmt::format("{} has no sweep: section; give the axes with --sweep KEY=V1,V2,...", load.path)
                                       : "every axis was dropped (--no-axis / --only-axes); give the axes with --sweep KEY=V1,V2,...");
-  {
-    std::set<std::string> seen;
-    for (const std::string& c : grid.columns)
-      if (!seen.insert(c).second) throw UsageError("the key '" + c + "' is swept by two axes");
-  }
-
+  std::set<std::string> seen;
+  for (const std::string& c : grid.columns)
+    if (!seen.insert(c).second) throw UsageError("the key '" + c + "' is swept by two axes");
   if (!o.plot.empty() && grid.columns.size() > 2)
     throw UsageError(fmt::format("--plot draws one swept key (line chart) or two (heatmap); this sweep varies {}: {} "
                                  "(drop one with --no-axis KEY, or keep only your --sweep axes with --only-axes)",
                                  grid.columns.size(), sim::sweep_axes_text(axes)));
+  return grid;
+}
 
-  const int jobs = o.jobs > 0 ? o.jobs
-                              : std::max(1, sim::default_jobs() / std::max(1, world.local_size()));
-  sim::ScenarioOptions point_load = load;
-  std::vector<sim::PreparedPoint> prepared;
-  from_flags([&] { prepared = with_flag_errors(flag_sets, [&] { return sim::prepare_sweep(sc, grid, point_load, jobs); }); });
-
-  // --resume: rank 0 reads what is done and tells the others which points to skip.
+// What --resume found done: each point's rows by point key, the checkpoint files read, and (on every
+// rank) the keys to skip.
+struct Resumed {
   std::map<std::string, std::string> done;
-  std::vector<std::string> resumed_from;
+  std::vector<std::string> files;
+  std::set<std::string> skip;
+};
+
+// --resume: rank 0 reads what is done and tells the others which points to skip.
+Resumed read_resumed(const SweepOptions& o, const sim::SweepWorld& world, const sim::SweepGrid& grid,
+                     sim::SweepFormat format, const std::vector<sim::PreparedPoint>& prepared) {
+  Resumed r;
   std::string done_keys;
   std::exception_ptr resume_error;
-  if (root && o.resume) {
+  if (world.rank() == 0 && o.resume) {
     try {
-      done = sim::read_sweep_output(o.output, grid, format);
+      r.done = sim::read_sweep_output(o.output, grid, format);
       for (const std::string& f : checkpoint_files(o.output)) {
-        sim::read_sweep_checkpoint(f, format, done);
-        resumed_from.push_back(f);
+        sim::read_sweep_checkpoint(f, format, r.done);
+        r.files.push_back(f);
       }
       // A point counts as done only with all its rows (a file cut short by hand loses its last point).
       std::map<std::string, std::size_t> expected;
       for (std::size_t i = 0; i < grid.points.size(); ++i)
         expected[sim::sweep_point_key(grid.points[i].values)] = sim::sweep_expected_rows(prepared[i]);
-      for (auto it = done.begin(); it != done.end();) {
+      for (auto it = r.done.begin(); it != r.done.end();) {
         const auto e = expected.find(it->first);
-        if (e == expected.end() || sim::sweep_row_count(format, it->second) != e->second) it = done.erase(it);
+        if (e == expected.end() || sim::sweep_row_count(format, it->second) != e->second) it = r.done.erase(it);
         else ++it;
       }
       done_keys = "OK\n";
-      for (const auto& [k, v] : done) done_keys += k + "\n";
+      for (const auto& [k, v] : r.done) done_keys += k + "\n";
     } catch (...) {
       resume_error = std::current_exception();
       done_keys = "ERR\n";
@@ -270,18 +270,161 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
   world.broadcast(done_keys);
   if (resume_error) std::rethrow_exception(resume_error);
   if (done_keys.rfind("ERR", 0) == 0) throw QuietExit(kExitUsage);
-  std::set<std::string> skip;
   if (o.resume) {
     std::istringstream keys(done_keys.substr(3));
     for (std::string k; std::getline(keys, k);)
-      if (!k.empty()) skip.insert(k);
+      if (!k.empty()) r.skip.insert(k);
   }
+  return r;
+}
+
+// The points this process evaluates and what it needs to: a row text per point, appended to the
+// checkpoint as each finishes. Returns them as records for rank 0 (put_record); the first error
+// stops the rest.
+struct PointWork {
+  const SweepOptions& o;
+  const sim::Scenario& sc;
+  const sim::SweepGrid& grid;
+  const std::vector<sim::PreparedPoint>& prepared;
+  const std::vector<std::string>& keys;  // sweep_point_key of every point
+  sim::SweepFormat format;
+  int jobs = 1;
+};
+
+std::string evaluate_points(const PointWork& w, const std::vector<std::size_t>& mine, Checkpoint& checkpoint,
+                            Progress& progress) {
+  std::vector<std::string> rows(mine.size());
+  std::vector<char> kinds(mine.size(), 'R');
+  std::atomic<bool> stop{false};
+  sim::parallel_for(mine.size(), w.jobs, [&](std::size_t k) {
+    if (stop) return;
+    const std::size_t i = mine[k];
+    try {
+      rows[k] = sim::evaluate_sweep_point(w.sc, w.grid, i, w.prepared[i], w.format, w.o.verify_bytes);
+    } catch (const InputError& e) {
+      rows[k] = e.what();
+      kinds[k] = 'E';
+      stop = true;
+      return;
+    } catch (const sim::ResourceError& e) {
+      // Hardware a scheme cannot run on at this point (run reports the same, exit 2).
+      rows[k] = fmt::format("at {}: cannot simulate this: {}", sim::sweep_point_key(w.grid.points[i].values), e.what());
+      kinds[k] = 'E';
+      stop = true;
+      return;
+    } catch (const std::exception& e) {
+      rows[k] = fmt::format("at {}: {}", sim::sweep_point_key(w.grid.points[i].values), e.what());
+      kinds[k] = 'X';
+      stop = true;
+      return;
+    }
+    checkpoint.append(sim::sweep_checkpoint_line(w.format, w.keys[i], rows[k]));
+    progress.point_done();
+  });
+  std::string buf;
+  for (std::size_t k = 0; k < mine.size(); ++k)
+    if (kinds[k] != 'R' || !rows[k].empty()) put_record(buf, kinds[k], mine[k], rows[k]);
+  return buf;
+}
+
+// Rank 0: every point's rows, from the gathered records or from what --resume found done. The
+// error at the lowest point, if any, is thrown (an input error as a usage error).
+std::vector<std::string> point_texts(const std::vector<std::string>& gathered, const std::vector<std::string>& keys,
+                                     const std::map<std::string, std::string>& done) {
+  std::vector<std::string> texts(keys.size());
+  std::vector<bool> have(keys.size(), false);
+  const Record* first_error = nullptr;
+  std::vector<Record> records;
+  for (const std::string& g : gathered)
+    for (Record& r : parse_records(g)) records.push_back(std::move(r));
+  for (const Record& r : records) {
+    if (r.kind == 'R') {
+      texts[r.index] = r.text;
+      have[r.index] = true;
+    } else if (!first_error || r.index < first_error->index) {
+      first_error = &r;
+    }
+  }
+  if (first_error) {
+    if (first_error->kind == 'E') throw UsageError(first_error->text);
+    throw std::runtime_error("sweep: " + first_error->text);
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (have[i]) continue;
+    auto it = done.find(keys[i]);
+    if (it == done.end()) throw std::logic_error("sweep: point " + std::to_string(i) + " has no result");
+    texts[i] = it->second;
+  }
+  return texts;
+}
+
+// -o and --plot are staged and moved into place together (outputs appear all or none): a plot that
+// fails leaves the output file as it was, and stdout gets the table only when everything succeeded.
+void write_sweep_outputs(const SweepOptions& o, const sim::Scenario& sc, const std::string& text, std::ostream& out,
+                         std::ostream& err) {
+  StagedOutputs staged;
+  auto named = [](const char* flag, const std::string& path, const auto& fn) {
+    try {
+      fn();
+    } catch (const UsageError&) {
+      throw;
+    } catch (const std::runtime_error& e) {
+      throw UsageError(fmt::format("{} {}: {} (no output was written)", flag, path, e.what()));
+    }
+  };
+  if (!o.output.empty()) named("-o", o.output, [&] { staged.stage(o.output, text); });
+  if (!o.plot.empty()) {
+    // The plotting script reads the results from a temporary of its own (the staged output is
+    // not in place yet) and writes the image to the plot's staged temporary.
+    const fs::path tmp = fs::temp_directory_path() / fmt::format("overlap-sim-sweep-{}.{}", ::getpid(), o.format);
+    write_output(tmp.string(), text);
+    std::string png;
+    named("--plot", o.plot, [&] { png = staged.reserve(o.plot); });
+    const std::string script = (fs::path(source_dir()) / "tools" / "plot_sweep.py").string();
+    const int rc = run_process({python_program(), script, tmp.string(), "--output", png, "--title",
+                                fmt::format("{} on {}", sc.name, sc.hardware_name)},
+                               false);
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    if (rc != 0) throw UsageError(fmt::format("--plot: {} failed (exit status {}; no output was written)", script, rc));
+  }
+  staged.commit();
+  if (o.output.empty()) out << text;
+  for (const std::string* written : {&o.output, &o.plot})
+    if (!written->empty()) err << "wrote " << *written << "\n";
+}
+
+// Runs the sweep on this process's share of the points. Errors that every rank meets alike (bad
+// options, bad points) are thrown; everything after the ranks part ways goes through messages so no
+// rank waits forever for another that failed.
+void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, const sim::SweepWorld& world) {
+  const bool root = world.rank() == 0;
+  bool output_in_place = false;
+  const sim::SweepFormat format = check_sweep_options(o, output_in_place);
+
+  ScenarioLoad load = scenario_load(o.scenario, o.sets, o.flags);
+  load.options.validate_sweep = true;
+  load.options.check_sweep_values = false;  // every point is checked below, all bad ones reported together
+  sim::Scenario sc = with_flag_errors(load.flag_sets, [&] { return sim::load_scenario_file(load.path, load.options); });
+  // Every row names the scenario with what was overridden (sim/report.hpp scenario_label).
+  sc.name = sim::scenario_label(sc.name, shown_overrides(o.sets, load.flag_sets));
+  const std::vector<sim::SweepAxis> axes = sweep_axes(o, sc, load.path);
+  const sim::SweepGrid grid = checked_grid(o, sc, load, axes);
+
+  const int jobs = o.jobs > 0 ? o.jobs
+                              : std::max(1, sim::default_jobs() / std::max(1, world.local_size()));
+  sim::ScenarioOptions point_load = load.options;
+  std::vector<sim::PreparedPoint> prepared;
+  blame_sweep_flags(o, [&] {
+    prepared = with_flag_errors(load.flag_sets, [&] { return sim::prepare_sweep(sc, grid, point_load, jobs); });
+  });
+  const Resumed resumed = read_resumed(o, world, grid, format, prepared);
 
   std::vector<std::string> keys(grid.points.size());
   std::vector<std::size_t> remaining;
   for (std::size_t i = 0; i < grid.points.size(); ++i) {
     keys[i] = sim::sweep_point_key(grid.points[i].values);
-    if (!skip.count(keys[i])) remaining.push_back(i);
+    if (!resumed.skip.count(keys[i])) remaining.push_back(i);
   }
   std::vector<std::size_t> mine;
   for (std::size_t k = static_cast<std::size_t>(world.rank()); k < remaining.size(); k += static_cast<std::size_t>(world.size()))
@@ -296,110 +439,23 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
                                  checkpoint_path));
   // A checkpoint this run started from is read above; a new one is written from scratch.
   Checkpoint checkpoint(checkpoint_path);
-  // What was done before goes into the new checkpoint too, so a second interruption loses nothing.
-  for (const auto& [k, v] : done) checkpoint.append(sim::sweep_checkpoint_line(format, k, v));
+  // The resumed points go into the new checkpoint too, so a second interruption loses nothing.
+  for (const auto& [k, v] : resumed.done) checkpoint.append(sim::sweep_checkpoint_line(format, k, v));
   const bool show = root && (o.progress || o.progress_if_tty);
   Progress progress(err, show, mine.size(),
                     world.distributed() ? fmt::format("sweep (rank 0 of {}): ", world.size()) : std::string("sweep: "));
-
-  std::vector<std::string> rows(mine.size());
-  std::vector<char> kinds(mine.size(), 'R');
-  std::atomic<bool> stop{false};
-  sim::parallel_for(mine.size(), jobs, [&](std::size_t k) {
-    if (stop) return;
-    const std::size_t i = mine[k];
-    try {
-      rows[k] = sim::evaluate_sweep_point(sc, grid, i, prepared[i], format, o.verify_bytes);
-    } catch (const InputError& e) {
-      rows[k] = e.what();
-      kinds[k] = 'E';
-      stop = true;
-      return;
-    } catch (const sim::ResourceError& e) {
-      // Hardware a scheme cannot run on at this point (run reports the same, exit 2).
-      rows[k] = fmt::format("at {}: cannot simulate this: {}", sim::sweep_point_key(grid.points[i].values), e.what());
-      kinds[k] = 'E';
-      stop = true;
-      return;
-    } catch (const std::exception& e) {
-      rows[k] = fmt::format("at {}: {}", sim::sweep_point_key(grid.points[i].values), e.what());
-      kinds[k] = 'X';
-      stop = true;
-      return;
-    }
-    checkpoint.append(sim::sweep_checkpoint_line(format, keys[i], rows[k]));
-    progress.point_done();
-  });
-
-  std::string buf;
-  for (std::size_t k = 0; k < mine.size(); ++k)
-    if (kinds[k] != 'R' || !rows[k].empty()) put_record(buf, kinds[k], mine[k], rows[k]);
-  const std::vector<std::string> gathered = world.gather(buf);
+  const PointWork work{o, sc, grid, prepared, keys, format, jobs};
+  const std::vector<std::string> gathered = world.gather(evaluate_points(work, mine, checkpoint, progress));
 
   // Rank 0 assembles, writes, and tells the others whether it did.
   std::string status = "OK";
   std::exception_ptr failure;
   if (root) {
     try {
-      std::vector<std::string> texts(grid.points.size());
-      std::vector<bool> have(grid.points.size(), false);
-      const Record* first_error = nullptr;
-      std::vector<Record> records;
-      for (const std::string& g : gathered)
-        for (Record& r : parse_records(g)) records.push_back(std::move(r));
-      for (const Record& r : records) {
-        if (r.kind == 'R') {
-          texts[r.index] = r.text;
-          have[r.index] = true;
-        } else if (!first_error || r.index < first_error->index) {
-          first_error = &r;
-        }
-      }
-      if (first_error) {
-        if (first_error->kind == 'E') throw UsageError(first_error->text);
-        throw std::runtime_error("sweep: " + first_error->text);
-      }
-      for (std::size_t i = 0; i < grid.points.size(); ++i) {
-        if (have[i]) continue;
-        auto it = done.find(keys[i]);
-        if (it == done.end()) throw std::logic_error("sweep: point " + std::to_string(i) + " has no result");
-        texts[i] = it->second;
-      }
+      const std::vector<std::string> texts = point_texts(gathered, keys, resumed.done);
       progress.finish(remaining.size(), grid.points.size() - remaining.size(), jobs, world.size());
-      const std::string text = sim::assemble_sweep_output(sc, grid, format, texts);
-      // -o and --plot are staged and moved into place together (issue 12): a plot that fails leaves
-      // the output file as it was, and stdout gets the table only when everything succeeded.
-      StagedOutputs staged;
-      auto named = [](const char* flag, const std::string& path, const auto& fn) {
-        try {
-          fn();
-        } catch (const UsageError&) {
-          throw;
-        } catch (const std::runtime_error& e) {
-          throw UsageError(fmt::format("{} {}: {} (no output was written)", flag, path, e.what()));
-        }
-      };
-      if (!o.output.empty()) named("-o", o.output, [&] { staged.stage(o.output, text); });
-      if (!o.plot.empty()) {
-        // The plotting script reads the results from a temporary of its own (the staged output is
-        // not in place yet) and writes the image to the plot's staged temporary.
-        const fs::path tmp = fs::temp_directory_path() / fmt::format("overlap-sim-sweep-{}.{}", ::getpid(), o.format);
-        write_output(tmp.string(), text);
-        std::string png;
-        named("--plot", o.plot, [&] { png = staged.reserve(o.plot); });
-        const std::string script = (fs::path(source_dir()) / "tools" / "plot_sweep.py").string();
-        const int rc = run_process({python_program(), script, tmp.string(), "--output", png, "--title",
-                                    fmt::format("{} on {}", sc.name, sc.hardware_name)},
-                                   false);
-        std::error_code ec;
-        fs::remove(tmp, ec);
-        if (rc != 0) throw UsageError(fmt::format("--plot: {} failed (exit status {}; no output was written)", script, rc));
-      }
-      staged.commit();
-      if (o.output.empty()) out << text;
-      for (const std::string* written : {&o.output, &o.plot})
-        if (!written->empty()) err << "wrote " << *written << "\n";
-      for (const std::string& f : resumed_from) {
+      write_sweep_outputs(o, sc, sim::assemble_sweep_output(sc, grid, format, texts), out, err);
+      for (const std::string& f : resumed.files) {
         std::error_code ec;
         fs::remove(f, ec);
       }
@@ -409,7 +465,7 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
     }
   }
   world.broadcast(status);
-  // The output is written: the checkpoint is no longer needed (after a failure it stays for --resume).
+  // The output is written, so the checkpoint has served (after a failure it stays for --resume).
   if (status == "OK") checkpoint.remove();
   if (failure) std::rethrow_exception(failure);
   if (status != "OK") throw QuietExit(kExitUsage);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzz the input loaders with libFuzzer (issue 12): the scenario loader, the hardware-profile loader,
+# Fuzz the input loaders with libFuzzer: the scenario loader, the hardware-profile loader,
 # the nccl-tests importer, a calibration results directory (validate and the profile writer) and the
 # whole command line (outputs against a pipe, links and a directory; number options; --set, --param,
 # --sweep; the work budgets) (tests/fuzz/), each for MINUTES minutes (default 10), built with clang +

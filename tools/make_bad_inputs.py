@@ -2,11 +2,11 @@
 """Generate tests/data/bad_inputs/: malformed scenario and profile files and bad CLI invocations.
 
 Every entry is an input overlap-sim must refuse with exit status 2 and a message that names the file
-(or flag) and the key at fault (issue 12). The entries are mutations of the shipped scenarios/ and
+(or flag) and the key at fault. The entries are mutations of the shipped scenarios/ and
 scenarios/hardware/ files: out-of-range numbers, wrong types, misspelt keys at every level,
 misspelt link classes, truncated and garbled YAML, duplicate keys, empty files, deep nesting, huge
-lists, the issue's own examples, and bad command lines. The output is deterministic (a fixed seed):
-re-running the script reproduces the committed corpus.
+lists, the examples the hardening requirements name (issue_* entries), and bad command lines. The
+output is deterministic (a fixed seed): re-running the script reproduces the committed corpus.
 
 manifest.json lists the entries; each has
   id      a unique name (also the file name, when there is a file)
@@ -38,7 +38,7 @@ import sys
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SEED = 12  # issue 12
+SEED = 12  # fixed, so the corpus regenerates byte for byte
 
 # Tokens written verbatim into the YAML (so NaN and inf spellings survive).
 BAD_POSITIVE_REAL = ["0", "-1", "1e-300", "1e300", ".nan", ".inf", "-.inf", "abc"]
@@ -312,16 +312,29 @@ def text_mutations(corpus, rng, text, sub, stem, argv, count):
         made += 1
 
 
-def add_second_round(corpus, mlp, h100_text, run_file, show_file, mlp_path):
-    """Issue 26's classes: outputs that would damage what they replace, numbers not read as written,
-    unbounded time or memory, internal errors, unchecked topologies, loose flags."""
+TUNE_OPERATOR = ["--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive", "all_reduce", "--ranks", "4",
+                 "--search", "flashoverlap"]
+
+
+def scen(corpus, mlp, run_file, mod, name, cls, key, raw=None, argv=None):
+    """A scenario file: the MLP scenario without its sweep, changed by `mod`."""
+    d = copy.deepcopy(mlp)
+    d.pop("sweep", None)
+    mod(d)
+    corpus.add_file("scenarios", name, dump(d, raw), cls, argv or run_file, None, key)
+
+
+def without_sweep(mlp):
+    """The MLP scenario's text without its sweep."""
+    return dump({k: v for k, v in mlp.items() if k != "sweep"})
+
+
+def add_output_entries(corpus, mlp_path):
+    """Outputs: two flags naming one file (after resolving), special files, empty paths."""
     no = ["--scheme", "no_overlap"]
-    op = ["--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive", "all_reduce", "--ranks", "4",
-          "--search", "flashoverlap"]
+    op = TUNE_OPERATOR
     old = [["write", "k.json", "old"]]
     keep_old = [{"path": "k.json", "text": "old"}]
-
-    # 1. Outputs: two flags naming one file (after resolving), special files, empty paths.
     clash = [
         ("run_o_trace", ["run", mlp_path] + no + ["-o", "{tmp}/k.json", "--trace", "{tmp}/k.json"], "-o", old),
         ("run_graphviz_trace", ["run", mlp_path] + no + ["--graphviz", "{tmp}/k.json", "--trace", "{tmp}/./k.json"],
@@ -362,31 +375,29 @@ def add_second_round(corpus, mlp, h100_text, run_file, show_file, mlp_path):
     for name, argv, where, setup, keep in special:
         corpus.add_cli(f"output_special_{name}", argv, "output_special", where, None, setup, keep)
 
-    # 2. Numbers as written: quoted, block, tagged, hex; a second document; a null.
-    def scen(mod, name, cls, key, raw=None, argv=None):
-        d = copy.deepcopy(mlp)
-        d.pop("sweep", None)
-        mod(d)
-        corpus.add_file("scenarios", name, dump(d, raw), cls, argv or run_file, None, key)
+
+def add_number_entries(corpus, mlp, h100_text, run_file, show_file, mlp_path):
+    """Numbers as written: quoted, block, tagged, hex; a second document; a null."""
+    op = TUNE_OPERATOR
+    body = without_sweep(mlp)
     for tok, name in (('"8192"', "quoted"), ("'8192'", "single_quoted"), ("|\n    8192", "block"),
                       ("!foo 8192", "custom_tag"), ("!!int 8192", "int_tag"), ("!!python/object:os.system 8192",
                                                                                  "python_tag"),
                       ("0x2000", "hex"), ("0o20000", "octal_0o"), ("8_192", "separator"), (".inf", "inf")):
-        scen(lambda d: d["workload"].update(tokens=PLACEHOLDER), f"number_tokens_{name}", "number_as_written",
+        scen(corpus, mlp, run_file, lambda d: d["workload"].update(tokens=PLACEHOLDER), f"number_tokens_{name}", "number_as_written",
              "workload.tokens", tok)
     for tok, name in (('"132"', "quoted"), ("!!float 132", "float_tag"), ("0x84", "hex")):
         text = re.sub(r"(?m)^(  sm_count:) .*$", r"\1 " + tok.replace("\\", "\\\\"), h100_text, count=1)
         corpus.add_file("profiles", f"number_sm_count_{name}", text, "number_as_written", show_file, None,
                         "gpu.sm_count")
-    body = dump({k: v for k, v in mlp.items() if k != "sweep"})
     corpus.add_file("scenarios", "second_document", body + "---\nworkload: {tp: 1}\n", "trailing_document", run_file,
                     None, None)
     corpus.add_file("scenarios", "text_after_end", body + "...\nfidelity: steps\n", "trailing_document", run_file,
                     None, None)
     corpus.add_file("profiles", "second_document", h100_text + "---\ngpu: {sm_count: 1}\n", "trailing_document",
                     show_file, None, None)
-    scen(lambda d: d.update(schemes=PLACEHOLDER), "null_schemes", "null_value", "schemes", "~")
-    scen(lambda d: d.update(fidelity=PLACEHOLDER), "null_fidelity", "null_value", "fidelity", "null")
+    scen(corpus, mlp, run_file, lambda d: d.update(schemes=PLACEHOLDER), "null_schemes", "null_value", "schemes", "~")
+    scen(corpus, mlp, run_file, lambda d: d.update(fidelity=PLACEHOLDER), "null_fidelity", "null_value", "fidelity", "null")
     corpus.add_file("profiles", "null_description", re.sub(r"(?m)^description:.*$", "description: ~", h100_text,
                                                            count=1), "null_value", show_file, None, "description")
     for name, argv, key in (
@@ -405,7 +416,10 @@ def add_second_round(corpus, mlp, h100_text, run_file, show_file, mlp_path):
                    None)
     corpus.add_cli("number_jobs_octal_hex", ["sweep", mlp_path, "-j", "0x2"], "number_as_written", "--jobs", None)
 
-    # 3. Bounded time and memory: alias bombs, huge grids, many keys, work beyond the budgets.
+
+def add_budget_entries(corpus, mlp, run_file, show_file, mlp_path):
+    """Bounded time and memory: alias bombs, huge grids, many keys, work beyond the budgets."""
+    body = without_sweep(mlp)
     bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{c}: &{c} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, c in zip("abcdefghi", "bcdefghij"))
     corpus.add_file("scenarios", "alias_bomb_10", bomb + "workload: *j\n", "alias_bomb", run_file, None, None)
@@ -439,7 +453,7 @@ def add_second_round(corpus, mlp, h100_text, run_file, show_file, mlp_path):
     corpus.add_file("scenarios", "work_gemm_16777216_cubed", huge_gemm, "work_budget", run_file, None, "workload.m")
     corpus.add_file("scenarios", "work_gemm_16777216_cubed_tune", huge_gemm, "work_budget", ["tune", "{file}"], None,
                     "workload.m")
-    scen(lambda d: d["workload"].update(tokens=16777216), "work_mlp_max_tokens", "work_budget", "workload.tokens")
+    scen(corpus, mlp, run_file, lambda d: d["workload"].update(tokens=16777216), "work_mlp_max_tokens", "work_budget", "workload.tokens")
     corpus.add_file("scenarios", "work_tp_65536",
                     "hardware: h100-sxm-8x-nvswitch\nworkload: {kind: gemm_collective, tp: 65536, m: 65536, n: 65536, "
                     "k: 1024, primitive: all_reduce}\n", "work_budget",
@@ -448,7 +462,10 @@ def add_second_round(corpus, mlp, h100_text, run_file, show_file, mlp_path):
                                            "16777216x16777216x16777216", "--primitive", "all_reduce", "--ranks", "4",
                                            "--search", "flashoverlap"], "work_budget", "--gemm", None)
 
-    # 4. Text that is not UTF-8 (names reach the JSON writer).
+
+def add_utf8_entries(corpus, mlp, h100_text, run_file, show_file):
+    """Text that is not UTF-8 (names reach the JSON writer)."""
+    body = without_sweep(mlp)
     corpus.add_file("scenarios", "utf8_name", b"name: \"x\xff\"\n" + body.encode(), "invalid_utf8",
                     run_file + ["--format", "json"], None, "name", binary=True)
     corpus.add_file("scenarios", "utf8_key", body.encode() + b"k\xc3\x28: 1\n", "invalid_utf8", run_file, None, None,
@@ -457,7 +474,9 @@ def add_second_round(corpus, mlp, h100_text, run_file, show_file, mlp_path):
                     re.sub(r"(?m)^(  name:) .*$", r"\1 HX100", h100_text, count=1).encode().replace(b"HX100", b"H\xe9100"),
                     "invalid_utf8", show_file + ["--format", "json"], None, "gpu.name", binary=True)
 
-    # 5. Topologies: one check for every command, naming the profile file, line and key.
+
+def add_topology_entries(corpus, show_file):
+    """Topologies: one check for every command, naming the profile file, line and key."""
     topo = ("name: ex\ngpu: {name: H100, sm_count: 132, peak_tflops: {bf16: 989}, hbm_bandwidth_gbps: 3350}\n"
             "fabric:\n  topology: explicit\n  num_gpus: 2\n  links: {nvlink: {bandwidth_gbps: 450, latency_us: 1}}\n"
             "  nodes:\n    - {name: g0, kind: gpu, gpu: 0}\n    - {name: g1, kind: gpu, gpu: 1}\n"
@@ -479,7 +498,10 @@ def add_second_round(corpus, mlp, h100_text, run_file, show_file, mlp_path):
                         ["write", "s.yaml", "hardware: p.yaml\nworkload: {kind: gemm_collective, tp: 2, m: 1024, "
                                             "n: 1024, k: 1024, primitive: all_reduce}\n"]])
 
-    # 6. Loose flags.
+
+def add_flag_entries(corpus, mlp_path):
+    """Loose flags."""
+    op = TUNE_OPERATOR
     corpus.add_cli("flag_tune_algo_negative", ["tune"] + op + ["--algo", "-1", "--export-flashoverlap", "{tmp}/x.json"],
                    "loose_flag", "--algo", None)
     corpus.add_cli("flag_param_twice", ["run", mlp_path, "--scheme", "data_slicing", "--param", "chunks=4", "--param",
@@ -490,30 +512,20 @@ def add_second_round(corpus, mlp, h100_text, run_file, show_file, mlp_path):
                    "--set workload.tokens=8192x", "workload.tokens")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "bad_inputs"))
-    args = ap.parse_args()
-    out = args.out
-    for sub in ("scenarios", "profiles"):
-        shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
-    os.makedirs(out, exist_ok=True)
-    rng = random.Random(SEED)
-    corpus = Corpus(out)
+def add_robustness_entries(corpus, mlp, h100_text, run_file, show_file, mlp_path):
+    """Damage beyond malformed files: outputs that would damage what they replace, numbers not read as written,
+    unbounded time or memory, internal errors, unchecked topologies, loose flags."""
+    add_output_entries(corpus, mlp_path)
+    add_number_entries(corpus, mlp, h100_text, run_file, show_file, mlp_path)
+    add_budget_entries(corpus, mlp, run_file, show_file, mlp_path)
+    add_utf8_entries(corpus, mlp, h100_text, run_file, show_file)
+    add_topology_entries(corpus, show_file)
+    add_flag_entries(corpus, mlp_path)
 
-    # Scenarios that name a built-in profile (a relative profile path would not resolve from the corpus).
-    scen_paths = sorted([os.path.join(ROOT, "scenarios", f) for f in os.listdir(os.path.join(ROOT, "scenarios"))
-                         if f.endswith(".yaml")] +
-                        [os.path.join(ROOT, "scenarios", "papers", f)
-                         for f in os.listdir(os.path.join(ROOT, "scenarios", "papers")) if f.endswith(".yaml")])
-    scenarios = [(p, load(p)) for p in scen_paths]
-    scenarios = [(p, d) for p, d in scenarios if isinstance(d.get("hardware"), str) and "/" not in d["hardware"]]
-    profile_paths = sorted(os.path.join(ROOT, "scenarios", "hardware", f)
-                           for f in os.listdir(os.path.join(ROOT, "scenarios", "hardware")) if f.endswith(".yaml"))
-    profiles = [(p, load(p)) for p in profile_paths]
 
-    run_file = ["run", "{file}"]
-    show_file = ["profile", "show", "{file}"]
+def add_mutations(corpus, rng, out, scenarios, profiles, run_file, show_file):
+    """Mutations of every shipped scenario, of a scenario with each profile written inline, and of
+    every profile (values, keys, text, link classes)."""
     scen_budget = {"out_of_range": 5, "wrong_type": 2, "bad_name": 1, "misspelt_key": 3, "duplicate_key": 1}
     prof_budget = {"out_of_range": 12, "wrong_type": 4, "bad_name": 1, "misspelt_key": 6, "duplicate_key": 1}
 
@@ -560,7 +572,10 @@ def main():
             corpus.add_file("profiles", f"{stem}_misspelt_link_{wrong}", dump(d), "misspelt_link", show_file, None,
                             f"fabric.links.{wrong}")
 
-    # Empty and degenerate files.
+
+def add_degenerate_entries(corpus, run_file, show_file):
+    """Empty and degenerate files. Deep nesting: flow sequences and block maps nested very deep (a recursive
+    parser's stack)."""
     for name, text in [("empty", ""), ("blank", "\n\n   \n"), ("comment_only", "# nothing here\n"), ("doc_marker", "---\n"),
                        ("null", "~\n"), ("scalar", "hello\n"), ("list", "- 1\n- 2\n"), ("bom_only", "\ufeff"),
                        ("nul_bytes", "\x00\x00\x00")]:
@@ -587,8 +602,9 @@ def main():
                             for p, c in zip("abcdefgh", "bcdefghi")) + "workload: *i\n",
                     "deep_nesting", run_file, None, None)
 
-    # Huge lists where a scalar goes, and huge sweeps with one bad value at the end.
-    mlp = load(os.path.join(ROOT, "scenarios", "llama3-70b-tp8-mlp.yaml"))
+
+def add_huge_lists(corpus, mlp, run_file):
+    """Huge lists where a scalar goes, and huge sweeps with one bad value at the end."""
     for n in (3000, 20000):
         d = copy.deepcopy(mlp)
         d["workload"]["tokens"] = list(range(1, n + 1))
@@ -601,7 +617,10 @@ def main():
         corpus.add_file("scenarios", f"huge_sweep_{n}", dump(d), "huge_list", ["sweep", "{file}", "-o", "{tmp}/s.csv"],
                         None, "workload.tokens")
 
-    # The issue's examples as files.
+
+def add_examples(corpus, mlp, run_file, show_file):
+    """The examples the hardening requirements name, as files, and what tools/fuzz.sh found.
+    Returns the built-in H100 profile's text."""
     def scen_with(mod, name, key, raw=None):
         d = copy.deepcopy(mlp)
         d.pop("sweep", None)
@@ -635,9 +654,9 @@ def main():
     scen_with(lambda d: d.update(hardware="/tmp"), "issue_hardware_dir", "hardware")
     scen_with(lambda d: d.update(hardware="/dev/zero"), "issue_hardware_dev_zero", "hardware")
     scen_with(lambda d: d.update(hardware="/nonexistent/profile.yaml"), "issue_hardware_missing", "hardware")
-    # Found by tools/fuzz.sh (2026-11-23): a profile name longer than a path may be was an internal
-    # error (std::filesystem threw ENAMETOOLONG); a sweep listing the same values again and again
-    # took minutes under the sanitizers (each repeat was loaded again).
+    # Found by tools/fuzz.sh: a profile name longer than a path may be (std::filesystem throws
+    # ENAMETOOLONG, which must be an input error, not an internal one); a sweep listing the same
+    # values again and again (each repeat must not be loaded again).
     scen_with(lambda d: d.update(hardware="h100 " * 1000), "fuzz_hardware_name_too_long", "hardware")
     # A map as a key ("? pci: 15.0" then ": 1"): yaml-cpp's bad conversion was an internal error.
     with open(os.path.join(ROOT, "scenarios", "hardware", "h100-sxm-8x-nvswitch.yaml")) as f:
@@ -648,9 +667,12 @@ def main():
     d["sweep"] = {"workload.tokens": [1024 * (1 + i % 16) for i in range(5000)] + [-1]}
     corpus.add_file("scenarios", "fuzz_sweep_repeats", dump(d), "huge_list", ["sweep", "{file}", "-o", "{tmp}/s.csv"], None,
                     "workload.tokens")
+    return h100_text
 
-    # Bad command lines. {src}: the source tree; {tmp}: a scratch directory (outputs land there).
-    mlp_path = "{src}/scenarios/llama3-70b-tp8-mlp.yaml"
+
+def set_entries(mlp_path):
+    """Bad --set assignments: out-of-range and wrong values of every kind of key, misspelt keys,
+    malformed assignments."""
     cli = []
     set_cases = [
         ("hardware.gpu.peak_tflops.bf16", ["1e-9", "1e300", "0", "-1", "nan", "inf", "abc", ""]),
@@ -684,6 +706,12 @@ def main():
             cli.append((f"set_{key}_{v}", ["run", mlp_path, "--set", f"{key}={v}"], "bad_set", "--set", key))
     for a in ["=5", "workload.tokens", "..=1", "workload..tokens=1", "a.b.c.d.e.f.g=1"]:
         cli.append((f"set_malformed_{a}", ["run", mlp_path, "--set", a], "bad_set", "--set", None))
+    return cli
+
+
+def add_cli_entries(corpus, mlp_path):
+    """Bad command lines. {src}: the source tree; {tmp}: a scratch directory (outputs land there)."""
+    cli = set_entries(mlp_path)
     cli += [
         ("param_no_scheme", ["run", mlp_path, "--param", "chunks=8"], "bad_param", "--param", None),
         ("param_zero_chunks", ["run", mlp_path, "--scheme", "data_slicing", "--param", "chunks=0"], "bad_param",
@@ -755,7 +783,40 @@ def main():
     for name, argv, cls, where, key in cli:
         corpus.add_cli(name, argv, cls, where, key)
 
-    add_second_round(corpus, mlp, h100_text, run_file, show_file, mlp_path)
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "bad_inputs"))
+    args = ap.parse_args()
+    out = args.out
+    for sub in ("scenarios", "profiles"):
+        shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
+    os.makedirs(out, exist_ok=True)
+    rng = random.Random(SEED)
+    corpus = Corpus(out)
+
+    # Scenarios that name a built-in profile (a relative profile path would not resolve from the corpus).
+    scen_paths = sorted([os.path.join(ROOT, "scenarios", f) for f in os.listdir(os.path.join(ROOT, "scenarios"))
+                         if f.endswith(".yaml")] +
+                        [os.path.join(ROOT, "scenarios", "papers", f)
+                         for f in os.listdir(os.path.join(ROOT, "scenarios", "papers")) if f.endswith(".yaml")])
+    scenarios = [(p, load(p)) for p in scen_paths]
+    scenarios = [(p, d) for p, d in scenarios if isinstance(d.get("hardware"), str) and "/" not in d["hardware"]]
+    profile_paths = sorted(os.path.join(ROOT, "scenarios", "hardware", f)
+                           for f in os.listdir(os.path.join(ROOT, "scenarios", "hardware")) if f.endswith(".yaml"))
+    profiles = [(p, load(p)) for p in profile_paths]
+
+    run_file = ["run", "{file}"]
+    show_file = ["profile", "show", "{file}"]
+    add_mutations(corpus, rng, out, scenarios, profiles, run_file, show_file)
+    add_degenerate_entries(corpus, run_file, show_file)
+    mlp = load(os.path.join(ROOT, "scenarios", "llama3-70b-tp8-mlp.yaml"))
+    add_huge_lists(corpus, mlp, run_file)
+    h100_text = add_examples(corpus, mlp, run_file, show_file)
+    # {src}: the source tree; {tmp}: a scratch directory (outputs land there).
+    mlp_path = "{src}/scenarios/llama3-70b-tp8-mlp.yaml"
+    add_cli_entries(corpus, mlp_path)
+    add_robustness_entries(corpus, mlp, h100_text, run_file, show_file, mlp_path)
 
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"generator": "tools/make_bad_inputs.py", "seed": SEED, "entries": corpus.entries}, f, indent=1)

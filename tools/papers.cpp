@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "sim/report.hpp"
 #include "tools/cli.hpp"
 
 namespace overlap::tools::papers {
@@ -22,6 +23,18 @@ const char* verdict_name(Verdict v) {
     case Verdict::off: return "off";
   }
   return "?";
+}
+
+RowSpec row_spec(const char* source, std::string location, std::string figure, std::string config, double published,
+                 std::string published_text) {
+  RowSpec s;
+  s.source = source;
+  s.location = std::move(location);
+  s.figure = std::move(figure);
+  s.config = std::move(config);
+  s.published = published;
+  s.published_text = std::move(published_text);
+  return s;
 }
 
 PaperRow judge(const RowSpec& spec, double predicted) {
@@ -284,22 +297,9 @@ std::string format_table(const PapersReport& rep) {
                     std::isfinite(r.error_pct) ? fmt::format("{:+.1f}%", r.error_pct) : std::string("-"),
                     fmt::format("{:g}%", r.tolerance_pct), verdict_name(r.verdict), r.cause});
   }
-  std::vector<std::size_t> width(headers.size());
-  for (std::size_t c = 0; c < headers.size(); ++c) {
-    width[c] = headers[c].size();
-    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
-  }
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string s;
-    for (std::size_t c = 0; c < cells.size(); ++c) {
-      if (c) s += "  ";
-      const bool right = c == 0 || (c >= 4 && c <= 7);
-      if (c + 1 == cells.size()) s += cells[c];
-      else s += right ? fmt::format("{:>{}}", cells[c], width[c]) : fmt::format("{:<{}}", cells[c], width[c]);
-    }
-    while (!s.empty() && s.back() == ' ') s.pop_back();
-    return s + "\n";
-  };
+  const std::vector<std::size_t> width = sim::column_widths(headers, rows);
+  // The row number and the figures right-aligned, the text left-aligned, the cause not padded.
+  auto line = [&](const std::vector<std::string>& cells) { return sim::table_line(cells, width, "><<<>>>><-"); };
   std::string out =
       "published figures of the sources (/work/shared/seeds) against overlap-sim's predictions; error = (predicted - "
       "published) / published\n\n";

@@ -1,6 +1,6 @@
 #pragma once
 // `overlap-sim validate --papers`: every published figure of the sources that the simulator can
-// predict, side by side with its prediction (issue 11). One row per figure: where it is printed
+// predict, side by side with its prediction. One row per figure: where it is printed
 // (source, table or section, line of /work/shared/seeds/<source>), the configuration it was measured
 // on, the published value exactly as printed, our prediction, the relative error, a tolerance and a
 // verdict. Published numbers are never adjusted; where a row compares a ratio of two printed numbers,
@@ -61,6 +61,11 @@ struct RowSpec {
   // comparison and left out of the counts and the medians).
   std::string variant;
 };
+
+// A row of `source` with where the figure is printed, what it is, the configuration it is predicted
+// with and the value as printed; the other fields keep their defaults.
+RowSpec row_spec(const char* source, std::string location, std::string figure, std::string config, double published,
+                 std::string published_text);
 
 inline constexpr const char* kPaperSetting = "paper setting";
 inline constexpr const char* kShippedDefault = "shipped default";

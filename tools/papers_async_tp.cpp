@@ -18,14 +18,7 @@ namespace {
 constexpr const char* kSource = "async-tp-illustrated";
 
 RowSpec spec(std::string location, std::string figure, std::string config, double published, std::string text) {
-  RowSpec s;
-  s.source = kSource;
-  s.location = std::move(location);
-  s.figure = std::move(figure);
-  s.config = std::move(config);
-  s.published = published;
-  s.published_text = std::move(text);
-  return s;
+  return row_spec(kSource, std::move(location), std::move(figure), std::move(config), published, std::move(text));
 }
 
 // The engine's time for one GEMM alone on one GPU, on all SMs or on a grid of `sms` CTAs (the SMs the

@@ -16,9 +16,9 @@ input, more than two swept keys, or a missing matplotlib.
 import argparse
 import csv
 import json
-import os
 import sys
-import tempfile
+
+from plot_common import save_png
 
 UNITS = {"_gbps": "GB/s", "_us": "us", "_ms": "ms", "_bytes": "bytes", "_mhz": "MHz", "_tflops": "TFLOP/s"}
 
@@ -124,6 +124,125 @@ def ordered(values):
     return vals
 
 
+def line_charts(plt, keys, schemes, metrics, rows, data):
+    """One swept key: a line chart per metric, one line per scheme."""
+    xs = ordered(p[0] for p, *_ in rows)
+    numeric = all(isinstance(x, (int, float)) for x in xs)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, (m, label) in zip(axes, metrics):
+        for s in schemes:
+            pts = [(x, data[(s, (x,))][m]) for x in xs if (s, (x,)) in data]
+            if not pts:
+                continue
+            px = [x for x, _ in pts] if numeric else [xs.index(x) for x, _ in pts]
+            ax.plot(px, [y for _, y in pts], marker="o", label=s)
+        if not numeric:
+            ax.set_xticks(range(len(xs)), [str(x) for x in xs], rotation=30, ha="right")
+        elif powers_of_two(xs):
+            # Doubling sweeps (tokens, sizes): equal steps per doubling, ticks at the swept values.
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(xs, [str(x) for x in xs], rotation=30 if len(xs) > 6 else 0)
+            ax.minorticks_off()
+        ax.set_xlabel(axis_label(keys[0]))
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+    axes[0].axhline(1.0, color="grey", lw=0.8, ls="--")
+    axes[1].legend(title="scheme", fontsize=8)
+    return fig
+
+
+def ticks(ax, row, col, xs, ys, keys, cols):
+    """The ticks and labels of heatmap panel (row, col) of a grid of `cols` columns."""
+    ax.set_xticks(range(len(xs)), [str(x) for x in xs], rotation=45, ha="right", fontsize=7)
+    # Row labels once, on the left column: long ones (profile names) would run into the
+    # panel beside them.
+    ax.set_yticks(range(len(ys)), [str(y) for y in ys] if col == 0 else [], fontsize=7)
+    if row == 1 or col == cols - 1:
+        ax.set_xlabel(axis_label(keys[1]), fontsize=8)
+    if col == 0:
+        ax.set_ylabel(axis_label(keys[0]), fontsize=8)
+
+
+def metric_row(fig, axes, row, m, label, shown, data, xs, ys, keys, cols, small):
+    """Row `row` of the heatmaps: metric `m` of every shown scheme, on one colour scale."""
+    from matplotlib.colors import TwoSlopeNorm
+    grids = {s: [[data.get((s, (y, x)), {}).get(m, float("nan")) for x in xs] for y in ys] for s in shown}
+    finite = [v for g in grids.values() for line in g for v in line if v == v]
+    lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
+    if m == "speedup":
+        # Diverging at 1.0x whatever the range: below is worse than the baseline.
+        norm = TwoSlopeNorm(vmin=min(lo, 0.999), vcenter=1.0, vmax=max(hi, 1.001))
+        cmap = "RdBu"
+    else:
+        norm = None
+        cmap = "magma_r"
+    for col, s in enumerate(shown):
+        ax = axes[row][col]
+        im = ax.imshow(grids[s], origin="lower", aspect="auto", cmap=cmap, norm=norm,
+                       vmin=None if norm else lo, vmax=None if norm else hi)
+        ticks(ax, row, col, xs, ys, keys, cols)
+        if row == 0:
+            ax.set_title(s, fontsize=10)
+        if small:
+            for yi, line in enumerate(grids[s]):
+                for xi, v in enumerate(line):
+                    if v == v:
+                        # White text on the saturated ends of either colour map, dark between.
+                        if norm:
+                            t = float(norm(v))
+                            dark = 0.2 < t < 0.8
+                        else:
+                            t = (v - lo) / (hi - lo) if hi > lo else 0.5
+                            dark = t < 0.4
+                        ax.text(xi, yi, f"{v:.2f}" if m == "speedup" else f"{v:.0f}", ha="center",
+                                va="center", fontsize=7, color="black" if dark else "white")
+    fig.colorbar(im, ax=list(axes[row][:len(shown)]), label=label, shrink=0.9)
+
+
+def best_panel(plt, ax, schemes, data, xs, ys, keys, cols, small):
+    """The best scheme per cell: the highest speedup (the baseline where nothing beats it)."""
+    from matplotlib.colors import ListedColormap
+    best = [[None for _ in xs] for _ in ys]
+    for yi, y in enumerate(ys):
+        for xi, x in enumerate(xs):
+            cands = [(data[(s, (y, x))]["speedup"], s) for s in schemes if (s, (y, x)) in data]
+            if cands:
+                best[yi][xi] = max(cands, key=lambda c: (c[0], -schemes.index(c[1])))
+    winners = [s for s in schemes if any(b and b[1] == s for line in best for b in line)]
+    palette = plt.get_cmap("tab10")
+    colours = [palette(schemes.index(s) % 10) for s in winners] or [(0.8, 0.8, 0.8, 1.0)]
+    index = [[winners.index(b[1]) if b else float("nan") for b in line] for line in best]
+    ax.imshow(index, origin="lower", aspect="auto", cmap=ListedColormap(colours), vmin=-0.5,
+              vmax=len(colours) - 0.5)
+    ticks(ax, 0, cols - 1, xs, ys, keys, cols)
+    ax.set_title("best scheme", fontsize=10)
+    if small:
+        for yi, line in enumerate(best):
+            for xi, b in enumerate(line):
+                if b:
+                    ax.text(xi, yi, f"{b[1]}\n{b[0]:.2f}x", ha="center", va="center", fontsize=6, color="white")
+    from matplotlib.patches import Patch
+    ax.legend(handles=[Patch(color=c, label=s) for c, s in zip(colours, winners)], fontsize=7,
+              loc="upper left", bbox_to_anchor=(0, -0.25), title="best (highest speedup)", title_fontsize=7)
+
+
+def heatmaps(plt, keys, baseline, schemes, metrics, rows, data):
+    """Two swept keys: a heatmap per scheme and metric, and a panel naming the best scheme per cell."""
+    ys = ordered(p[0] for p, *_ in rows)
+    xs = ordered(p[1] for p, *_ in rows)
+    # The baseline's column says 1.0x everywhere: the best-scheme panel carries it instead.
+    shown = [s for s in schemes if s != baseline] or schemes
+    cols = len(shown) + 1
+    # constrained layout leaves the left column room for its row labels, whatever their length.
+    fig, axes = plt.subplots(2, cols, figsize=(3.2 * cols + 1.5, 7.0), squeeze=False, constrained_layout=True)
+    small = len(xs) * len(ys) <= 36
+    for row, (m, label) in enumerate(metrics):
+        metric_row(fig, axes, row, m, label, shown, data, xs, ys, keys, cols, small)
+    best_panel(plt, axes[0][cols - 1], schemes, data, xs, ys, keys, cols, small)
+    axes[1][cols - 1].axis("off")
+    return fig
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results")
@@ -151,126 +270,13 @@ def main():
         data[(scheme, point)] = {"speedup": speedup, "exposed": exposed}
 
     if len(keys) == 1:
-        xs = ordered(p[0] for p, *_ in rows)
-        numeric = all(isinstance(x, (int, float)) for x in xs)
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-        for ax, (m, label) in zip(axes, metrics):
-            for s in schemes:
-                pts = [(x, data[(s, (x,))][m]) for x in xs if (s, (x,)) in data]
-                if not pts:
-                    continue
-                px = [x for x, _ in pts] if numeric else [xs.index(x) for x, _ in pts]
-                ax.plot(px, [y for _, y in pts], marker="o", label=s)
-            if not numeric:
-                ax.set_xticks(range(len(xs)), [str(x) for x in xs], rotation=30, ha="right")
-            elif powers_of_two(xs):
-                # Doubling sweeps (tokens, sizes): equal steps per doubling, ticks at the swept values.
-                ax.set_xscale("log", base=2)
-                ax.set_xticks(xs, [str(x) for x in xs], rotation=30 if len(xs) > 6 else 0)
-                ax.minorticks_off()
-            ax.set_xlabel(axis_label(keys[0]))
-            ax.set_ylabel(label)
-            ax.grid(True, alpha=0.3)
-        axes[0].axhline(1.0, color="grey", lw=0.8, ls="--")
-        axes[1].legend(title="scheme", fontsize=8)
+        fig = line_charts(plt, keys, schemes, metrics, rows, data)
     else:
-        from matplotlib.colors import ListedColormap, TwoSlopeNorm
-        ys = ordered(p[0] for p, *_ in rows)
-        xs = ordered(p[1] for p, *_ in rows)
-        # The baseline's column says 1.0x everywhere: the best-scheme panel carries it instead.
-        shown = [s for s in schemes if s != baseline] or schemes
-        cols = len(shown) + 1
-        # constrained layout leaves the left column room for its row labels, whatever their length.
-        fig, axes = plt.subplots(2, cols, figsize=(3.2 * cols + 1.5, 7.0), squeeze=False, constrained_layout=True)
-        small = len(xs) * len(ys) <= 36
-
-        def ticks(ax, row, col):
-            ax.set_xticks(range(len(xs)), [str(x) for x in xs], rotation=45, ha="right", fontsize=7)
-            # Row labels once, on the left column: long ones (profile names) would run into the
-            # panel beside them.
-            ax.set_yticks(range(len(ys)), [str(y) for y in ys] if col == 0 else [], fontsize=7)
-            if row == 1 or col == cols - 1:
-                ax.set_xlabel(axis_label(keys[1]), fontsize=8)
-            if col == 0:
-                ax.set_ylabel(axis_label(keys[0]), fontsize=8)
-
-        for row, (m, label) in enumerate(metrics):
-            grids = {s: [[data.get((s, (y, x)), {}).get(m, float("nan")) for x in xs] for y in ys] for s in shown}
-            finite = [v for g in grids.values() for line in g for v in line if v == v]
-            lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
-            if m == "speedup":
-                # Diverging at 1.0x whatever the range: below is worse than the baseline.
-                norm = TwoSlopeNorm(vmin=min(lo, 0.999), vcenter=1.0, vmax=max(hi, 1.001))
-                cmap = "RdBu"
-            else:
-                norm = None
-                cmap = "magma_r"
-            for col, s in enumerate(shown):
-                ax = axes[row][col]
-                im = ax.imshow(grids[s], origin="lower", aspect="auto", cmap=cmap, norm=norm,
-                               vmin=None if norm else lo, vmax=None if norm else hi)
-                ticks(ax, row, col)
-                if row == 0:
-                    ax.set_title(s, fontsize=10)
-                if small:
-                    for yi, line in enumerate(grids[s]):
-                        for xi, v in enumerate(line):
-                            if v == v:
-                                # White text on the saturated ends of either colour map, dark between.
-                                if norm:
-                                    t = float(norm(v))
-                                    dark = 0.2 < t < 0.8
-                                else:
-                                    t = (v - lo) / (hi - lo) if hi > lo else 0.5
-                                    dark = t < 0.4
-                                ax.text(xi, yi, f"{v:.2f}" if m == "speedup" else f"{v:.0f}", ha="center",
-                                        va="center", fontsize=7, color="black" if dark else "white")
-            fig.colorbar(im, ax=list(axes[row][:len(shown)]), label=label, shrink=0.9)
-
-        # The best scheme per cell: the highest speedup (the baseline where nothing beats it).
-        best = [[None for _ in xs] for _ in ys]
-        for yi, y in enumerate(ys):
-            for xi, x in enumerate(xs):
-                cands = [(data[(s, (y, x))]["speedup"], s) for s in schemes if (s, (y, x)) in data]
-                if cands:
-                    best[yi][xi] = max(cands, key=lambda c: (c[0], -schemes.index(c[1])))
-        winners = [s for s in schemes if any(b and b[1] == s for line in best for b in line)]
-        palette = plt.get_cmap("tab10")
-        colours = [palette(schemes.index(s) % 10) for s in winners] or [(0.8, 0.8, 0.8, 1.0)]
-        index = [[winners.index(b[1]) if b else float("nan") for b in line] for line in best]
-        ax = axes[0][cols - 1]
-        ax.imshow(index, origin="lower", aspect="auto", cmap=ListedColormap(colours), vmin=-0.5,
-                  vmax=len(colours) - 0.5)
-        ticks(ax, 0, cols - 1)
-        ax.set_title("best scheme", fontsize=10)
-        if small:
-            for yi, line in enumerate(best):
-                for xi, b in enumerate(line):
-                    if b:
-                        ax.text(xi, yi, f"{b[1]}\n{b[0]:.2f}x", ha="center", va="center", fontsize=6, color="white")
-        from matplotlib.patches import Patch
-        ax.legend(handles=[Patch(color=c, label=s) for c, s in zip(colours, winners)], fontsize=7,
-                  loc="upper left", bbox_to_anchor=(0, -0.25), title="best (highest speedup)", title_fontsize=7)
-        axes[1][cols - 1].axis("off")
+        fig = heatmaps(plt, keys, baseline, schemes, metrics, rows, data)
     title = args.title + ": " if args.title else ""
     fig.suptitle(f"{title}sweep over {' x '.join(keys)}", fontsize=10)
 
-    out_dir = os.path.dirname(os.path.abspath(args.output))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".plot_sweep.", suffix=".png", dir=out_dir)
-    except OSError as e:
-        fail(f"cannot write {args.output}: {e.strerror}")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=args.dpi, format="png")
-        # mkstemp makes the file private; give it the permissions a new file gets.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, args.output)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    save_png(fig, args.output, args.dpi, ".plot_sweep.", fail)
 
 
 if __name__ == "__main__":

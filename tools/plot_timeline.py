@@ -20,7 +20,8 @@ import json
 import os
 import re
 import sys
-import tempfile
+
+from plot_common import save_png
 
 # Track ids of sim/chrome_trace.cpp: streams below COPY_ENGINE_TID, copy engines from it, SMs from SM_TID.
 COPY_ENGINE_TID = 100000
@@ -165,38 +166,22 @@ def step_series(deltas):
     return xs, ys
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("trace", help="Chrome trace JSON from overlap-sim run --trace")
-    parser.add_argument("--output", "-o", required=True, help="PNG to write")
-    parser.add_argument("--title", default="", help="figure title")
-    parser.add_argument("--ranks", default="", help="comma-separated ranks to show, or all (default: the first rank)")
-    parser.add_argument("--dpi", type=int, default=120)
-    args = parser.parse_args()
-
+def chosen_ranks(arg, ranks):
+    """The ranks --ranks asks for: all, a comma-separated list, or (empty) the first."""
+    if arg == "all":
+        return ranks
+    if not arg:
+        return ranks[:1]  # one rank reads at a glance; the others are alike in a symmetric run
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        fail("matplotlib is not installed (python3 -m pip install matplotlib, or tools/setup.sh)")
+        wanted = {int(r) for r in arg.split(",") if r.strip()}
+    except ValueError:
+        fail(f"--ranks must be a comma-separated list of integers (got {arg!r})")
+    return [r for r in ranks if r in wanted]
 
-    trace, events = load_trace(args.trace)
-    ranks, _process, thread, slices, sm_counter, link_steps = collect(events)
-    if args.ranks == "all":
-        pass
-    elif not args.ranks:
-        ranks = ranks[:1]  # one rank reads at a glance; the others are alike in a symmetric run
-    else:
-        try:
-            wanted = {int(r) for r in args.ranks.split(",") if r.strip()}
-        except ValueError:
-            fail(f"--ranks must be a comma-separated list of integers (got {args.ranks!r})")
-        ranks = [r for r in ranks if r in wanted]
-    if not ranks:
-        fail("the trace has no rank processes to plot")
 
-    # Lanes: (label, kind, payload)
+def build_lanes(ranks, thread, slices, sm_counter, link_steps):
+    """The figure's lanes, top to bottom, as (label, kind, payload): per rank its exposed
+    communication, SM counter, stream tracks and links; then the links of no rank."""
     lanes = []
     links_by_rank = {}
     other_links = []
@@ -218,28 +203,16 @@ def main():
             lanes.append((f"rank {r} {name}", "link", link_steps[name]))
     for name in other_links:
         lanes.append((f"fabric {name}", "link", link_steps[name]))
+    return lanes
 
-    end_us = max([s + d for v in slices.values() for (s, d, _n, _c) in v] + [0.0])
-    end_us = max(end_us, trace.get("otherData", {}).get("makespan_us", 0.0) if isinstance(trace, dict) else 0.0)
-    if end_us <= 0:
-        end_us = 1.0
 
-    # Kernel families in order of first appearance: the key under the figure.
-    families = {}
-    for label, kind, payload in lanes:
-        if kind == "slices":
-            for start, _dur, name, cat in sorted(payload):
-                families.setdefault(family(name), cat)
-    number = {f: i + 1 for i, f in enumerate(families)}
-
-    height = max(2.5, 0.32 * len(lanes) + 1.5 + 0.18 * (len(families) // 6 + 1))
-    fig, ax = plt.subplots(figsize=(14, height))
+def draw_lanes(ax, lanes, end_us, number):
+    """Draws every lane on `ax`; returns the kinds of content drawn (for the legend)."""
     # A 6-point character's width in microseconds on this axis (about 12 of the 14 inches hold the
     # time axis, 1.06 x end_us).
     char_us = (3.2 / 72.0) / 12.0 * end_us * 1.06
     yticks, ylabels = [], []
     used = set()
-    exposed_total = {}
     for i, (label, kind, payload) in enumerate(lanes):
         y = len(lanes) - 1 - i
         yticks.append(y)
@@ -250,7 +223,6 @@ def main():
                 ax.broken_barh([(start, max(end - start, end_us * 1e-4))], (y - 0.4, 0.8), facecolors=EXPOSED_COLOR,
                                edgecolors="none")
             total = sum(end - start for start, end in payload)
-            exposed_total[label] = total
             ax.text(end_us, y, f" {total:.1f} us", va="center", fontsize=6, color=EXPOSED_COLOR)
         elif kind == "slices":
             for start, dur, name, cat in payload:
@@ -276,14 +248,11 @@ def main():
             ax.text(end_us, y, f" max {peak:g}", va="center", fontsize=6)
     ax.set_yticks(yticks)
     ax.set_yticklabels(ylabels, fontsize=7)
-    ax.set_ylim(-0.8, len(lanes) - 0.2)
-    ax.set_xlim(0, end_us * 1.06)
-    ax.set_xlabel("time (us)")
-    ax.grid(axis="x", alpha=0.3)
-    caption = scheme_caption(trace)
-    title = args.title or os.path.basename(args.trace)
-    ax.set_title(title + ("\n" + caption if caption and caption not in title else ""), fontsize=9)
-    # Colour legend: one entry per kind of lane content the figure shows.
+    return used
+
+
+def add_legend(ax, used, height):
+    """Colour legend: one entry per kind of lane content the figure shows."""
     from matplotlib.patches import Patch
     handles = [Patch(facecolor=COLORS[c], label=LEGEND_LABELS[c]) for c in COLORS if c in used]
     if "other" in used:
@@ -299,6 +268,55 @@ def main():
         below = 0.45 / max(1.0, height - 1.2)
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -below), ncol=min(len(handles), 5),
                   fontsize=7, frameon=False)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trace", help="Chrome trace JSON from overlap-sim run --trace")
+    parser.add_argument("--output", "-o", required=True, help="PNG to write")
+    parser.add_argument("--title", default="", help="figure title")
+    parser.add_argument("--ranks", default="", help="comma-separated ranks to show, or all (default: the first rank)")
+    parser.add_argument("--dpi", type=int, default=120)
+    args = parser.parse_args()
+
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        fail("matplotlib is not installed (python3 -m pip install matplotlib, or tools/setup.sh)")
+
+    trace, events = load_trace(args.trace)
+    ranks, _process, thread, slices, sm_counter, link_steps = collect(events)
+    ranks = chosen_ranks(args.ranks, ranks)
+    if not ranks:
+        fail("the trace has no rank processes to plot")
+
+    lanes = build_lanes(ranks, thread, slices, sm_counter, link_steps)
+    end_us = max([s + d for v in slices.values() for (s, d, _n, _c) in v] + [0.0])
+    end_us = max(end_us, trace.get("otherData", {}).get("makespan_us", 0.0) if isinstance(trace, dict) else 0.0)
+    if end_us <= 0:
+        end_us = 1.0
+
+    # Kernel families in order of first appearance: the key under the figure.
+    families = {}
+    for label, kind, payload in lanes:
+        if kind == "slices":
+            for start, _dur, name, cat in sorted(payload):
+                families.setdefault(family(name), cat)
+    number = {f: i + 1 for i, f in enumerate(families)}
+
+    height = max(2.5, 0.32 * len(lanes) + 1.5 + 0.18 * (len(families) // 6 + 1))
+    fig, ax = plt.subplots(figsize=(14, height))
+    used = draw_lanes(ax, lanes, end_us, number)
+    ax.set_ylim(-0.8, len(lanes) - 0.2)
+    ax.set_xlim(0, end_us * 1.06)
+    ax.set_xlabel("time (us)")
+    ax.grid(axis="x", alpha=0.3)
+    caption = scheme_caption(trace)
+    title = args.title or os.path.basename(args.trace)
+    ax.set_title(title + ("\n" + caption if caption and caption not in title else ""), fontsize=9)
+    add_legend(ax, used, height)
     if families:
         # Every kernel by family: the numbers on the bars too narrow for a name.
         entries = [f"[{number[f]}] {f}" for f in families]
@@ -306,23 +324,7 @@ def main():
         fig.text(0.01, 0.005, "kernels: " + "\n         ".join(lines), fontsize=6, family="monospace", va="bottom")
     fig.tight_layout(rect=(0, 0.03 + 0.12 * (len(families) // 8 + 1) / height, 1, 1))
 
-    out_dir = os.path.dirname(os.path.abspath(args.output))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".plot_timeline.", suffix=".png", dir=out_dir)
-    except OSError as e:
-        fail(f"cannot write {args.output}: {e.strerror}")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=args.dpi, format="png")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the PNG ordinary permissions
-        os.replace(tmp, args.output)
-    except OSError as e:
-        fail(f"cannot write {args.output}: {e.strerror}")
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    save_png(fig, args.output, args.dpi, ".plot_timeline.", fail)
     return 0
 
 

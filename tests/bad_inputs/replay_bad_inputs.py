@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Replay the bad-input corpus (tests/data/bad_inputs, made by tools/make_bad_inputs.py) against the
-overlap-sim binary and check, for every entry (issue 12):
+overlap-sim binary and check, for every entry:
   - exit status 2 (a usage or input error), or the manifest's `exit` (1: one scheme of several FAILED
     in its row, the others reported); never 0 or a signal;
   - stderr names the file (or the flag) the entry broke, and the key when the manifest gives one

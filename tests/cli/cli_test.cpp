@@ -151,7 +151,7 @@ TEST_CASE("scenario input errors exit 2 naming the file, line and key", "[cli]")
   const CliResult param = cli({"run", scen});
   CHECK(param.rc == 2);
   CHECK_THAT(param.err, Catch::Contains(scen + ":13"));
-  CHECK_THAT(param.err, Catch::Contains("schemes.2.params.chunkz"));  // the path --set accepts (issue 12)
+  CHECK_THAT(param.err, Catch::Contains("schemes.2.params.chunkz"));  // the path --set accepts
 
   // A value outside the knob's table range is refused by the loader at its line (exit 2).
   write(scen, kScenario + "  - {name: data_slicing, params: {chunks: 0}}\n");

@@ -1,4 +1,4 @@
-// The command line of issue 10: `tune` (operator and scenario level), `run --param`, `--wide` and the
+// The tuning command line: `tune` (operator and scenario level), `run --param`, `--wide` and the
 // 120-column table, `profile list`, `--version`, unknown commands, examples in every --help.
 #include <unistd.h>
 

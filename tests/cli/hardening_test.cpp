@@ -1,4 +1,4 @@
-// Issue 12 (hardening): every bad input is refused with exit 2 and a message naming the file or
+// Hardening: every bad input is refused with exit 2 and a message naming the file or
 // flag, the key and (for ranges) the limit; input paths that are not regular files are refused at
 // once; one failing scheme does not hide the others' results; outputs appear together or not at all.
 #include <sys/stat.h>
@@ -420,7 +420,7 @@ TEST_CASE("an edit of the hardware survives a later choice of the hardware, in a
   CHECK(missing.err.find("--set hardware=/nonexistent/p.yaml") != std::string::npos);
 }
 
-// ---- Second round: outputs, numbers, budgets, internal errors, topologies, flags ----
+// ---- Outputs, numbers, budgets, internal errors, topologies, flags ----
 
 namespace {
 

@@ -1,6 +1,6 @@
 // validate --papers (tools/papers.hpp, tools/cmd_papers.hpp): the verdict rule, the report's JSON and
 // exit codes, and one pinned prediction per source, so a model change that moves a reproduced figure
-// is seen (issue 11). Pinned values were measured with this tree; the published figure each stands
+// is seen. Pinned values were measured with this tree; the published figure each stands
 // for is in the row (and README "Reproducing the sources").
 #include <algorithm>
 #include <cmath>
@@ -177,7 +177,7 @@ TEST_CASE("validate --papers: JSON rows, median, exit codes, one pinned row per 
   CHECK(j["max_abs_error_pct"].get<double>() == Approx(errs.back()));
   CHECK(j["ratio_rows_without_explained"] == static_cast<int>(errs_unexplained.size()));
   CHECK(j["median_abs_error_pct_without_explained"].get<double>() <= j["median_abs_error_pct"].get<double>());
-  // Issue 11's target: median |error| over the ratio rows <= 5 %.
+  // The reproduction target: median |error| over the ratio rows <= 5 %.
   CHECK(j["median_abs_error_pct"].get<double>() <= 5.0);
 
   // One fixed prediction per source, to 0.1 %: a model change that moves it must update it here

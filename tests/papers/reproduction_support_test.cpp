@@ -1,4 +1,4 @@
-// What the paper reproductions added to the simulator (issue 11): the per-collective figures of a
+// What the paper reproductions added to the simulator: the per-collective figures of a
 // result (nccl-tests' view), mlp_tpsp / attention_tpsp with the input already whole
 // (gather_input: false), data slicing in layer order, and the hardware named by its profile name.
 #include <unistd.h>

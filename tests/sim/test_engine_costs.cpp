@@ -1,4 +1,4 @@
-// Costs the engine applies while work runs (issue 9): GEMM/communication interference, HBM shared by
+// Costs the engine applies while work runs: GEMM/communication interference, HBM shared by
 // GEMM operand traffic and copies, persistent grids, SM priority with several CTAs per SM, curve
 // collectives on links, the host launch queue, virtual ranks. Every expected time is hand-computed.
 #include <catch2/catch.hpp>
@@ -332,7 +332,7 @@ TEST_CASE("virtual ranks share their physical GPU's HBM and copy engines", "[eng
     // Rank 0's second kernel: ramp 5..8 us, then 1 MB alone at 1000 GB/s: 9 us.
     CHECK(tl.ops[a2].end_ps == 9 * kUs);
   }
-  SECTION("a rank's memory kernel streams at most its SMs x hbm_sm rate: the ramp no longer hides") {
+  SECTION("a rank's memory kernel streams at most its SMs x hbm_sm rate: the ramp does not hide it") {
     // 8 SMs x 25 GB/s = 200 GB/s per rank, well under the shared 1000 GB/s.
     for (GpuConfig& gpu : node.gpus) {
       gpu.hbm_latency_ps = 3 * kUs;

@@ -61,7 +61,7 @@ TEST_CASE("L2 model: a B larger than the share is re-read once per wave of tile 
   CHECK(whole_gemm_bytes(physical, s) == Approx(112 * mib).epsilon(1e-6));
 }
 
-TEST_CASE("without l2_bytes the HBM traffic is the gemm_l2_reuse model, as before", "[engine][hbm][l2]") {
+TEST_CASE("without l2_bytes the HBM traffic is the gemm_l2_reuse model", "[engine][hbm][l2]") {
   const GemmShape s{4096, 8192, 2048, DType::bf16};
   const HardwareProfile p = virtual_gpu(4, 0, s.m, s.n, s.k);
   const double tiles = 32.0 * 64.0;

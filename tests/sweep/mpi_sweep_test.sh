@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `mpirun -np 2 --oversubscribe overlap-sim sweep ...` writes byte for byte what one process writes
-# (issue 10: "CI runs mpirun -np 2 --oversubscribe on a small sweep and compares the files"), as CSV
+# (CI runs it on a small sweep and compares the files), as CSV
 # and as JSON, with the points split unevenly (5 points over 2 ranks). Skipped (exit 77) when mpirun
 # is absent. Usage: mpi_sweep_test.sh PATH/TO/overlap-sim
 set -euo pipefail

@@ -1,4 +1,4 @@
-// Engine throughput benchmark (issue 9: at least 20 million events per second on one core, counted
+// Engine throughput benchmark (target: at least 20 million events per second on one core, counted
 // as the CTAs, transfers and ops a run retires; see items_per_s below).
 // A large multi-rank graph keeps every resource busy at once: tiled GEMMs on two streams per rank
 // (over a million CTA events), copy-engine transfers to neighbours, and ring collectives whose steps
@@ -81,7 +81,7 @@ void BM_EngineLargeGraph(benchmark::State& state) {
   const TaskGraph graph = bench_graph(ranks, static_cast<int>(state.range(0)), 8192);
   const NodeConfig node = bench_node(ranks);
   // What a run retires whatever the engine batches: every CTA, every transfer and every op. An engine
-  // with one event per CTA (this project's before issue 9) processed about this many events; the
+  // with one event per CTA would process about this many events; the
   // cohort engine processes far fewer (a wave ends in one event), so events/s alone undersells it.
   std::int64_t items_per_run = static_cast<std::int64_t>(graph.ops().size());
   for (const Op& op : graph.ops()) {

@@ -1,4 +1,4 @@
-// Scale benchmark (issue 9, "Scale"): every scheme of the default scenario (the Llama-3-70B MLP
+// Scale benchmark (design.md "Scale"): every scheme of the default scenario (the Llama-3-70B MLP
 // block, 8192 tokens) at TP = 8 .. 256 on the 64-node rail-optimised H100 cluster profile. Each TP
 // runs in a child process, so the peak RSS printed is that run's own. Prints one table row per TP:
 // wall time, engine events, events per second, peak RSS.

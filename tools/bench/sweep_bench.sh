@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sweep benchmark of issue 10: the default scenario (Llama-3-70B MLP, TP=8, 8x H100, every scheme
+# The sweep benchmark: the default scenario (Llama-3-70B MLP, TP=8, 8x H100, every scheme
 # that applies) over a SIDE x SIDE grid of its two swept keys: NVLink bandwidth from 200 to 900 GB/s
 # and tokens from 2048 to 16384 (multiples of 64, so every scheme's slicing divides). SIDE = 100 is
 # the 10,000-point sweep. Prints overlap-sim's own summary line (points, seconds, points/s).

@@ -1,4 +1,4 @@
-// Tuning and sweep benchmarks (issue 10, "Performance"): FlashOverlap's exact wave-group DP at
+// Tuning and sweep benchmarks: FlashOverlap's exact wave-group DP at
 // T = 64 and T = 1024 waves (targets < 1 ms and < 50 ms), the published search it is compared with,
 // the engine-backed `simulate` search for one GEMM shape (target < 1 s), and one point of the default
 // scenario's sweep with every scheme (its rate bounds a sweep's points/s per thread). The 10,000-point
