@@ -214,31 +214,76 @@ TEST_CASE("the committed scheme sweep list is valid", "[calibrate]") {
   }
 }
 
-#include "calibrate/core/decode_plans.hpp"
-#include "sim/schemes/decode_stack.hpp"
+#include "calibrate/core/run_spec.hpp"
+#include "sim/schemes/decode_plan.hpp"
 
-TEST_CASE("decode plans the kernels execute are the simulator's plans", "[calibrate]") {
-  auto same = [](const DecodePlanData& a, const overlap::sim::DecodePlan& b) {
-    REQUIRE(a.modules.size() == b.modules.size());
-    for (std::size_t i = 0; i < a.modules.size(); ++i) {
-      INFO("module " << i);
-      CHECK(static_cast<int>(a.modules[i].kind) == static_cast<int>(b.modules[i].kind));
-      CHECK(a.modules[i].all_reduce == b.modules[i].all_reduce);
-      CHECK(a.modules[i].waits_for == b.modules[i].waits_for);
-    }
-    CHECK(a.final_waits == b.final_waits);
-    CHECK(a.comm_streams == b.comm_streams);
-  };
+namespace {
+
+void same_plan(const overlap::sim::DecodePlan& a, const overlap::sim::DecodePlan& b) {
+  REQUIRE(a.modules.size() == b.modules.size());
+  for (std::size_t i = 0; i < a.modules.size(); ++i) {
+    INFO("module " << i);
+    CHECK(a.modules[i].kind == b.modules[i].kind);
+    CHECK(a.modules[i].all_reduce == b.modules[i].all_reduce);
+    CHECK(a.modules[i].waits_for == b.modules[i].waits_for);
+  }
+  CHECK(a.final_waits == b.final_waits);
+  CHECK(a.comm_streams == b.comm_streams);
+}
+
+}  // namespace
+
+TEST_CASE("the kernels run the simulator's decode plan of each scheme", "[calibrate]") {
+  namespace sim = overlap::sim;
   for (int layers : {1, 2, 3, 8}) {
     INFO("layers " << layers);
-    same(decode_plan("tp_baseline", layers, 0), overlap::sim::tp_baseline_plan(layers));
-    same(decode_plan("gptj_parallel", layers, 0), overlap::sim::gptj_parallel_plan(layers));
-    same(decode_plan("ladder_residual", layers, 0), overlap::sim::ladder_residual_plan(layers));
-    same(decode_plan("no_comm", layers, 0), overlap::sim::no_comm_plan(layers));
-    for (int t = 1; t <= layers; ++t) same(decode_plan("pt_transformer", layers, t), overlap::sim::pt_transformer_plan(layers, t));
-    for (int d = 1; d <= 2 * layers; ++d) same(decode_plan("dtp", layers, d), overlap::sim::dtp_plan(layers, d));
+    same_plan(decode_plan_of("tp_baseline", layers, 0), sim::tp_baseline_plan(layers));
+    same_plan(decode_plan_of("no_overlap", layers, 0), sim::tp_baseline_plan(layers));
+    same_plan(decode_plan_of("gptj_parallel", layers, 0), sim::gptj_parallel_plan(layers));
+    same_plan(decode_plan_of("ladder_residual", layers, 0), sim::ladder_residual_plan(layers));
+    same_plan(decode_plan_of("no_comm", layers, 0), sim::no_comm_plan(layers));
+    for (int t = 1; t <= layers; ++t) same_plan(decode_plan_of("pt_transformer", layers, t), sim::pt_transformer_plan(layers, t));
+    for (int d = 1; d <= 2 * layers; ++d) same_plan(decode_plan_of("dtp", layers, d), sim::dtp_plan(layers, d));
   }
-  CHECK_THROWS_AS(decode_plan("dtp", 2, 5), std::invalid_argument);
+  // dtp with delta 2 on one layer: two modules, neither all-reduces, three streams.
+  const sim::DecodePlan p = decode_plan_of("dtp", 1, 2);
+  CHECK(p.modules.size() == 2);
+  CHECK(!p.modules[0].all_reduce);
+  CHECK(p.comm_streams == 3);
+  CHECK_THROWS_AS(decode_plan_of("dtp", 2, 5), std::invalid_argument);
+  CHECK_THROWS_AS(decode_plan_of("flashoverlap", 2, 0), std::invalid_argument);
+}
+
+TEST_CASE("a configuration becomes the run the kernels execute", "[calibrate]") {
+  using overlap::cuda::RunKind;
+  SECTION("gemm_collective: the parameters given, the simulator's defaults for the rest") {
+    const auto spec = run_spec_of(parse_scheme_config_list(config_list(ar_run()), "cfg.json").runs[0]);
+    CHECK(spec.kind == RunKind::gemm_collective);
+    CHECK(spec.scheme == "flashoverlap");
+    CHECK(spec.ranks == 4);
+    CHECK((spec.m == 4096 && spec.n == 8192 && spec.k == 2048));
+    CHECK(spec.primitive == "all_reduce");
+    CHECK(spec.groups == std::vector<int>{16, 48});
+    CHECK(spec.wave_sms == 32);
+    CHECK(spec.ctas_per_sm == 1);
+    CHECK(spec.chunks == 4);
+    CHECK(spec.schedule == "ring");
+    CHECK(spec.transport.empty());  // the node's own
+    CHECK(spec.plan.modules.empty());
+  }
+  SECTION("decode_stack: the shapes and the plan with its parameter") {
+    json r{{"id", "d"},
+           {"scheme", "dtp"},
+           {"params", {{"delta", 3}}},
+           {"workload",
+            {{"kind", "decode_stack"}, {"tp", 4}, {"layers", 2}, {"d_model", 4096}, {"d_ffn", 14336},
+             {"heads", 32}, {"kv_heads", 8}}}};
+    const auto spec = run_spec_of(parse_scheme_config_list(config_list(r), "cfg.json").runs[0]);
+    CHECK(spec.kind == RunKind::decode_stack);
+    CHECK(spec.layers == 2);
+    CHECK((spec.d_model == 4096 && spec.d_ffn == 14336 && spec.heads == 32 && spec.kv_heads == 8));
+    same_plan(spec.plan, overlap::sim::dtp_plan(2, 3));
+  }
 }
 
 TEST_CASE("scheme run results round-trip, the host enqueue time optional", "[calibrate]") {
@@ -252,7 +297,7 @@ TEST_CASE("scheme run results round-trip, the host enqueue time optional", "[cal
   r.compute_only_us = overlap::calibrate::summarize({80.0, 81.0, 82.0});
   r.host_enqueue_us = 42.5;
   set.runs.push_back(r);
-  r.host_enqueue_us = 0;  // not recorded (results before 2026-11-23)
+  r.host_enqueue_us = 0;  // not recorded
   r.config.id = "b";
   set.runs.push_back(r);
   const json doc = scheme_runs_document(set);
