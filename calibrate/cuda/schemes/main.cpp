@@ -14,6 +14,7 @@
 // copy-engine pulls from peer memory (CUDA IPC; every rank on one host); their profile is the host's
 // calibration (../profile.yaml).
 // Every run is checked against its reference (relative error printed) before it is timed.
+#include <cublas_v2.h>
 #include <unistd.h>
 
 #include <algorithm>

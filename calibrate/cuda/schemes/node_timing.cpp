@@ -86,7 +86,7 @@ std::vector<double> time_on_node_queued(cuda::Node& node, cudaStream_t root, int
 }  // namespace
 
 QueuedTiming time_queued(cuda::Node& node, cudaStream_t root, int reps, const std::function<void()>& work,
-                         const std::function<void()>& before_queued = {}) {
+                         const std::function<void()>& before_queued) {
   const auto together = time_on_node(node, root, 3, reps, work);
   std::vector<double> host;
   const auto hold_ns = static_cast<std::uint64_t>(2e3 * median_of(together)) + 200'000;
