@@ -11,9 +11,6 @@ namespace overlap::tools {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using calibrate::kOffFactor;
-using calibrate::kOffFloorPct;
-using calibrate::kValidationMarginPct;
 
 void print_validation_table(const ValidationReport& rep, std::ostream& out) {
   // The verdict first: per group against its accuracy target and its recorded median, then the rows.

@@ -12,6 +12,9 @@
 namespace overlap::tools {
 
 using calibrate::accuracy_target_pct;
+using calibrate::kOffFactor;
+using calibrate::kOffFloorPct;
+using calibrate::kValidationMarginPct;
 using calibrate::PartitionCheck;
 using calibrate::recorded_figures;
 using calibrate::validate_dir;
