@@ -21,7 +21,10 @@ using nlohmann::json;
 
 namespace {
 
-// One tiled GEMM kernel of `plan` on `stream`.
+// One tiled GEMM kernel of `plan` on `stream`, built here rather than by GraphBuilder::add_gemm:
+// that one plans the GEMM's waves for the profile's whole GPU and charges its tiles' HBM traffic,
+// where this prediction is the kernel alone on a partition of `sms` SMs with the roofline applied
+// to the result.
 sim::Op gemm_kernel(const GemmPlan& plan, sim::StreamId stream) {
   sim::Op op;
   op.name = "gemm";
@@ -65,40 +68,31 @@ double simulate_gemm_us(const HardwareProfile& p, const GemmShape& s, int sms) {
 // `gemms_beside` GEMMs per repetition on the side stream; returns the median timed copy.
 double simulate_gemm_beside_copies_us(const HardwareProfile& p, const GemmShape& s, Bytes copy_bytes, int warmup, int reps,
                                       bool timed_copy, int gemms_beside) {
-  const GemmPlan plan = plan_gemm(p, s);
-  sim::TaskGraph g(1);
-  const int side = g.add_stream(0, "side");
-  const int timed = g.add_stream(0, "timed");
-  auto copy_op = [&](int stream) {
-    sim::Op copy;
-    copy.name = "copy";
-    copy.kind = sim::OpKind::copy;
-    copy.stream = stream;
-    copy.src_gpu = copy.dst_gpu = 0;
-    copy.bytes = copy_bytes;
-    copy.comm = true;
-    return copy;
-  };
-  auto gemm_op = [&](int stream) {
-    sim::Op gemm = gemm_kernel(plan, stream);
-    gemm.hbm_bytes_per_cta = sim::gemm_tile_hbm_bytes(p, s, plan);
-    return gemm;
+  const sim::Workload one_gpu;
+  const json no_params = json::object();
+  const sim::BuildContext ctx{one_gpu, p, no_params};  // the builder keeps a reference to it
+  sim::GraphBuilder b(ctx, 1);
+  const sim::StreamId side = b.add_stream(0, "side");
+  const sim::StreamId timed = b.add_stream(0, "timed");
+  // A copy inside the GPU's memory (not part of a collective: no required bytes), or the GEMM with
+  // its tiles' HBM traffic.
+  auto add = [&](bool copy, sim::StreamId stream, const std::vector<sim::OpId>& deps) {
+    if (copy) return b.add_copy(0, stream, 0, 0, copy_bytes, "copy", deps, false);
+    sim::GemmOptions o;
+    o.deps = deps;
+    return b.add_gemm(0, stream, s, o);
   };
   std::vector<sim::OpId> measured;  // the timed stream's op of each repetition
   for (int i = 0; i < warmup + reps; ++i) {
     // The host enqueues the timed repetitions after waiting for the warm-up's timed stream.
     const std::vector<sim::OpId> after_wait = i == warmup && !measured.empty() ? std::vector<sim::OpId>{measured.back()} : std::vector<sim::OpId>{};
-    for (int j = 0; j < (timed_copy ? gemms_beside : 1); ++j) {
-      sim::Op o = timed_copy ? gemm_op(side) : copy_op(side);
-      if (j == 0) o.deps = after_wait;
-      g.add(o);
-    }
-    measured.push_back(g.add(timed_copy ? copy_op(timed) : gemm_op(timed)));
+    for (int j = 0; j < (timed_copy ? gemms_beside : 1); ++j) add(!timed_copy, side, j == 0 ? after_wait : std::vector<sim::OpId>{});
+    measured.push_back(add(timed_copy, timed, {}));
   }
   sim::NodeConfig node = sim::make_node(p, 1);
   node.launch_gap_ps = 0;
   node.launch_host_ps = 0;
-  const sim::Timeline tl = sim::run(g, node);
+  const sim::Timeline tl = sim::run(b.graph(), node);
   std::vector<double> us;
   for (std::size_t i = static_cast<std::size_t>(warmup); i < measured.size(); ++i) {
     const auto& r = tl.ops[static_cast<std::size_t>(measured[i])];
@@ -107,21 +101,18 @@ double simulate_gemm_beside_copies_us(const HardwareProfile& p, const GemmShape&
   return cal::median_of_values(us);
 }
 
-
 // The engine on a virtual node: the same GEMM on each of its T ranks at once (own operands), the
 // ranks sharing the GPU's HBM through their tiles' HBM demand (gemm_tile_hbm_bytes).
 double simulate_concurrent_gemm_us(const HardwareProfile& p, const GemmShape& s, int ranks) {
-  const GemmPlan plan = plan_gemm(p, s);
-  sim::TaskGraph g(ranks);
-  for (int r = 0; r < ranks; ++r) {
-    sim::Op op = gemm_kernel(plan, g.add_stream(r, "gemm"));
-    op.hbm_bytes_per_cta = sim::gemm_tile_hbm_bytes(p, s, plan);
-    g.add(op);
-  }
+  const sim::Workload node_workload;
+  const json no_params = json::object();
+  const sim::BuildContext ctx{node_workload, p, no_params};  // the builder keeps a reference to it
+  sim::GraphBuilder b(ctx, ranks);
+  for (int r = 0; r < ranks; ++r) b.add_gemm(r, b.add_stream(r, "gemm"), s);
   sim::NodeConfig node = sim::make_node(p, ranks);
   node.launch_gap_ps = 0;
   node.launch_host_ps = 0;
-  return us_from_ps(sim::run(g, node).makespan_ps);
+  return us_from_ps(sim::run(b.graph(), node).makespan_ps);
 }
 
 }  // namespace overlap::calibrate
