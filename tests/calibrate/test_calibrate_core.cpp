@@ -1,17 +1,26 @@
 // calibrate/core: statistics, the calibration plan and the scheme configuration lists (host C++,
 // no GPU). Closed-form cases: every expected value below follows from the definition in the header.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "calibrate/core/calibration_plan.hpp"
+#include "calibrate/core/measurement.hpp"
+#include "calibrate/core/run_spec.hpp"
 #include "calibrate/core/scheme_config.hpp"
 #include "calibrate/core/statistics.hpp"
+#include "cost_model/atomic_file.hpp"
 #include "cost_model/input_error.hpp"
+#include "sim/schemes/decode_plan.hpp"
 
 using namespace overlap::calibrate;
 using nlohmann::json;
@@ -214,9 +223,6 @@ TEST_CASE("the committed scheme sweep list is valid", "[calibrate]") {
   }
 }
 
-#include "calibrate/core/run_spec.hpp"
-#include "sim/schemes/decode_plan.hpp"
-
 namespace {
 
 void same_plan(const overlap::sim::DecodePlan& a, const overlap::sim::DecodePlan& b) {
@@ -316,4 +322,48 @@ TEST_CASE("scheme run results round-trip, the host enqueue time optional", "[cal
   } catch (const overlap::InputError& e) {
     CHECK(e.key_path() == "runs[0].host_enqueue_us");
   }
+}
+
+TEST_CASE("a measurement directory is written by the one atomic writer", "[calibrate]") {
+  namespace fs = std::filesystem;
+  const fs::path tmp = fs::temp_directory_path() / ("overlap-calibrate-writer-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  MeasurementSet set;
+  set.environment = {{"gpu_name", "test"}, {"sm_count", 132}};
+  Measurement m;
+  m.benchmark = bench::gemm;
+  m.config = {{"m", 1024}, {"n", 1024}, {"k", 1024}, {"dtype", "bf16"}};
+  m.time_us = summarize({10.0, 11.0, 12.0});
+  set.measurements.push_back(m);
+  auto read = [](const fs::path& f) {
+    std::ifstream in(f);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  SECTION("a directory that does not exist yet is created") {
+    write_measurement_dir((tmp / "new" / "sub").string(), set);
+    const MeasurementSet back = load_measurement_dir((tmp / "new" / "sub").string());
+    REQUIRE(back.measurements.size() == 1);
+    CHECK(back.measurements[0].time_us.median == 11.0);
+    CHECK(back.environment["sm_count"] == 132);
+  }
+  SECTION("a symbolic link is followed and stays a link") {
+    fs::create_directories(tmp / "linked");
+    std::ofstream(tmp / "real.json") << "old\n";
+    fs::create_symlink(tmp / "real.json", tmp / "linked" / "measurements.json");
+    write_measurement_dir((tmp / "linked").string(), set);
+    CHECK(fs::is_symlink(tmp / "linked" / "measurements.json"));
+    CHECK(read(tmp / "real.json") == measurements_document(set).dump(2) + "\n");
+  }
+  SECTION("a directory where the file goes is refused, naming it") {
+    fs::create_directories(tmp / "blocked" / "measurements.json");
+    try {
+      write_measurement_dir((tmp / "blocked").string(), set);
+      FAIL("no OutputError");
+    } catch (const overlap::OutputError& e) {
+      CHECK(std::string(e.what()).find((tmp / "blocked" / "measurements.json").string()) != std::string::npos);
+    }
+  }
+  fs::remove_all(tmp);
 }
