@@ -15,8 +15,6 @@
 
 namespace overlap::calibrate {
 
-namespace fs = std::filesystem;
-namespace cal = overlap::calibrate;
 using nlohmann::json;
 
 namespace {
@@ -98,7 +96,7 @@ double simulate_gemm_beside_copies_us(const HardwareProfile& p, const GemmShape&
     const auto& r = tl.ops[static_cast<std::size_t>(measured[i])];
     us.push_back(us_from_ps(r.end_ps - r.start_ps));
   }
-  return cal::median_of_values(us);
+  return median_of_values(us);
 }
 
 // The engine on a virtual node: the same GEMM on each of its T ranks at once (own operands), the

@@ -14,7 +14,6 @@
 namespace overlap::calibrate {
 
 namespace fs = std::filesystem;
-namespace cal = overlap::calibrate;
 using nlohmann::json;
 
 std::optional<double> accuracy_target_pct(const std::string& benchmark) {

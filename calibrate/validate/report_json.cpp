@@ -11,8 +11,6 @@
 
 namespace overlap::calibrate {
 
-namespace fs = std::filesystem;
-namespace cal = overlap::calibrate;
 using nlohmann::json;
 
 json to_json(const ValidationReport& rep) {

@@ -13,18 +13,14 @@
 
 namespace overlap::calibrate {
 
-namespace fs = std::filesystem;
-namespace cal = overlap::calibrate;
-using nlohmann::json;
-
-DType dtype_of(const cal::Measurement& m) {
+DType dtype_of(const Measurement& m) {
   const std::string s = m.config_string("dtype", "bf16");
   const auto d = parse_dtype(s);
   if (!d) m.fail("config.dtype", "unknown dtype '" + s + "'");
   return *d;
 }
 
-GemmShape shape_of(const cal::Measurement& m) {
+GemmShape shape_of(const Measurement& m) {
   return GemmShape{static_cast<std::int64_t>(m.config_count("m")), static_cast<std::int64_t>(m.config_count("n")),
                    static_cast<std::int64_t>(m.config_count("k")), dtype_of(m)};
 }
@@ -38,7 +34,7 @@ bool has_gemm_profile(const HardwareProfile& p, const GemmShape& s) {
   return false;
 }
 
-ValidationRow row(std::string config, const cal::Measurement& m, double predicted_us, bool fitted) {
+ValidationRow row(std::string config, const Measurement& m, double predicted_us, bool fitted) {
   ValidationRow r;
   r.config = std::move(config);
   r.measured_us = m.time_us.median;
@@ -56,7 +52,7 @@ void finish(ValidationGroup& g) {
   }
   g.scored = static_cast<int>(errs.size());
   if (!errs.empty()) {
-    g.median_abs_error_pct = cal::median_of_values(errs);
+    g.median_abs_error_pct = median_of_values(errs);
     g.max_abs_error_pct = *std::max_element(errs.begin(), errs.end());
   }
   std::vector<double> exposed_us, exposed_pct;
@@ -68,8 +64,8 @@ void finish(ValidationGroup& g) {
   }
   g.exposed_rows = static_cast<int>(exposed_us.size());
   if (!exposed_us.empty()) {
-    g.exposed_median_abs_error_us = cal::median_of_values(exposed_us);
-    g.exposed_median_abs_error_pct_of_latency = cal::median_of_values(exposed_pct);
+    g.exposed_median_abs_error_us = median_of_values(exposed_us);
+    g.exposed_median_abs_error_pct_of_latency = median_of_values(exposed_pct);
   }
 }
 

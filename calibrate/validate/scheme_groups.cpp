@@ -19,7 +19,6 @@
 namespace overlap::calibrate {
 
 namespace fs = std::filesystem;
-namespace cal = overlap::calibrate;
 using nlohmann::json;
 
 namespace {
@@ -28,23 +27,23 @@ std::string groups_text(const json& params) {
   return params.contains("groups") ? params["groups"].dump() : params.dump();
 }
 
-void concurrent_gemm_group(const cal::SchemeRunSet& runs, const fs::path& schemes_dir, ValidationReport& rep) {
-  ValidationGroup g{cal::bench::gemm_concurrent,
+void concurrent_gemm_group(const SchemeRunSet& runs, const fs::path& schemes_dir, ValidationReport& rep) {
+  ValidationGroup g{bench::gemm_concurrent,
                     "engine: the GEMM on every virtual rank at once, sharing HBM (gemm_l2_reuse); virtual-node profile",
                     {}, 0, 0, 0};
   // load_scheme_runs checked every node: its profile is a file beside schemes.json.
-  for (const cal::VirtualNodeRecord& node : runs.virtual_nodes) {
-    cal::MeasurementSet set;
+  for (const VirtualNodeRecord& node : runs.virtual_nodes) {
+    MeasurementSet set;
     set.measurements = node.measurements;
-    const auto conc = set.of(cal::bench::gemm_concurrent);
+    const auto conc = set.of(bench::gemm_concurrent);
     if (conc.empty()) continue;
     const HardwareProfile p = load_profile_file((schemes_dir / node.profile).string());
     for (const auto* m : conc) {
       const GemmShape s = shape_of(*m);
-      const int ranks = static_cast<int>(m->config_count("ranks", cal::kMaxUnitCount));
+      const int ranks = static_cast<int>(m->config_count("ranks", kMaxUnitCount));
       ValidationRow vr = row(fmt::format("{} on {} ranks at once ({})", shape_text(s), ranks, node.profile),
                              *m, simulate_concurrent_gemm_us(p, s, ranks), false);
-      for (const auto* alone : set.of(cal::bench::gemm)) {
+      for (const auto* alone : set.of(bench::gemm)) {
         if (shape_of(*alone).m == s.m && shape_of(*alone).n == s.n && shape_of(*alone).k == s.k)
           vr.note = fmt::format("alone {:.1f} us: measured {:.2f}x alone", alone->time_us.median, m->time_us.median / alone->time_us.median);
       }
@@ -150,7 +149,7 @@ PartitionCheck partition_check(const FoContext& fc, const std::vector<FoCandidat
   pc.regret_pct = 100.0 * (pc.simulated_pick_measured_us / pc.measured_best_us - 1.0);
   // FlashOverlap's predictor on the same candidates: the runner's 128x128 tiles, waves of
   // wave_sms x ctas_per_sm tiles.
-  const cal::SchemeRunConfig& cfg = fc.config;
+  const SchemeRunConfig& cfg = fc.config;
   const HardwareProfile& hw = fc.hardware;
   const auto curve = hw.curves.find(cfg.primitive + ".n" + std::to_string(cfg.ranks));
   if (curve != hw.curves.end()) {

@@ -13,8 +13,6 @@
 
 namespace overlap::calibrate {
 
-namespace fs = std::filesystem;
-namespace cal = overlap::calibrate;
 using nlohmann::json;
 
 namespace {
@@ -28,16 +26,16 @@ std::string curve_key_for(const std::string& path, const json& env, bool have_sm
 
 }  // namespace
 
-void transfer_groups(const cal::MeasurementSet& set, const HardwareProfile& p, ValidationReport& rep) {
+void transfer_groups(const MeasurementSet& set, const HardwareProfile& p, ValidationReport& rep) {
   const bool v2_keys = p.curves.count("sm_copy.d2d") > 0;
   std::map<std::string, int> max_ctas;
-  for (const auto* m : set.of(cal::bench::transfer)) {
+  for (const auto* m : set.of(bench::transfer)) {
     const std::string path = m->config_string("path", std::string());
     max_ctas[path] = std::max(max_ctas[path], static_cast<int>(m->config_int("ctas", 0)));
   }
   std::set<std::string> no_curve;  // measured paths the profile cannot predict, said once each
-  ValidationGroup tr{cal::bench::transfer, "the profile's curve of that path at that size (what an isolated transfer takes)", {}, 0, 0, 0};
-  for (const auto* m : set.of(cal::bench::transfer)) {
+  ValidationGroup tr{bench::transfer, "the profile's curve of that path at that size (what an isolated transfer takes)", {}, 0, 0, 0};
+  for (const auto* m : set.of(bench::transfer)) {
     const std::string path = m->config_string("path", std::string());
     const int ctas = m->config_int("ctas", 0);
     if (ctas > 0 && ctas != max_ctas[path]) continue;  // the curve is the largest CTA count's
@@ -49,11 +47,11 @@ void transfer_groups(const cal::MeasurementSet& set, const HardwareProfile& p, V
     }
     const auto bytes = static_cast<Bytes>(m->config_count("bytes"));
     tr.rows.push_back(row(fmt::format("{} {} B{}", path, bytes, ctas > 0 ? fmt::format(" ({} CTAs)", ctas) : ""), *m,
-                          us_from_ps(it->second.time_ps(bytes)), cal::curve_sample_size(bytes)));
+                          us_from_ps(it->second.time_ps(bytes)), curve_sample_size(bytes)));
   }
-  ValidationGroup nccl{cal::bench::nccl, "the profile's collective curve (primitive.n<ranks>) at that size", {}, 0, 0, 0};
-  for (const auto* m : set.of(cal::bench::nccl)) {
-    const int ranks = static_cast<int>(m->config_count("ranks", cal::kMaxUnitCount));
+  ValidationGroup nccl{bench::nccl, "the profile's collective curve (primitive.n<ranks>) at that size", {}, 0, 0, 0};
+  for (const auto* m : set.of(bench::nccl)) {
+    const int ranks = static_cast<int>(m->config_count("ranks", kMaxUnitCount));
     const std::string key = m->config_string("primitive") + ".n" + std::to_string(ranks);
     const auto it = p.curves.find(key);
     if (it == p.curves.end()) {
@@ -62,18 +60,18 @@ void transfer_groups(const cal::MeasurementSet& set, const HardwareProfile& p, V
     }
     const auto bytes = static_cast<Bytes>(m->config_count("bytes"));
     nccl.rows.push_back(row(fmt::format("{} {} B", key, bytes), *m, us_from_ps(it->second.time_ps(bytes)),
-                            cal::curve_sample_size(bytes)));
+                            curve_sample_size(bytes)));
   }
-  ValidationGroup hbm{cal::bench::hbm_stream,
+  ValidationGroup hbm{bench::hbm_stream,
                       p.gpu.hbm_latency_us > 0
                           ? "hbm_latency_us + bytes / min(hbm_bandwidth_gbps x hbm_efficiency, SMs x hbm_sm_gbps), a "
                             "memory-bound kernel (the line through the smallest and largest reads; per SM from the "
                             "smallest partition)"
                           : "bytes / (hbm_bandwidth_gbps x hbm_efficiency), a memory-bound kernel",
                       {}, 0, 0, 0};
-  // The reads the profile's figures came from (cal::fit_hbm_stream): shown, not scored.
-  const cal::HbmFit fit = cal::fit_hbm_stream(set);
-  for (const auto* m : set.of(cal::bench::hbm_stream)) {
+  // The reads the profile's figures came from (fit_hbm_stream): shown, not scored.
+  const HbmFit fit = fit_hbm_stream(set);
+  for (const auto* m : set.of(bench::hbm_stream)) {
     if (p.gpu.hbm_bandwidth_gbps <= 0) break;
     const auto bytes = static_cast<Bytes>(m->config_count("bytes"));
     if (m->config.contains("sms")) {  // on k SMs (a green context): capped at k x hbm_sm_gbps

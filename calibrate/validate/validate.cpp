@@ -15,7 +15,6 @@
 namespace overlap::calibrate {
 
 namespace fs = std::filesystem;
-namespace cal = overlap::calibrate;
 using nlohmann::json;
 
 ValidationReport validate_dir(const std::string& dir) {
@@ -23,7 +22,7 @@ ValidationReport validate_dir(const std::string& dir) {
   rep.dir = dir;
   const fs::path measurements = fs::path(dir) / "measurements.json";
   if (fs::exists(measurements)) {
-    const cal::MeasurementSet set = cal::load_measurement_dir(dir);
+    const MeasurementSet set = load_measurement_dir(dir);
     rep.fixture = set.fixture;
     rep.profile_file = (fs::path(dir) / "profile.yaml").string();
     if (!fs::exists(rep.profile_file)) throw InputError(rep.profile_file, 0, "", "missing: run overlap-calibrate-profile DIR");
@@ -43,7 +42,7 @@ ValidationReport validate_dir(const std::string& dir) {
   }
   rep.scored = static_cast<int>(all.size());
   if (!all.empty()) {
-    rep.median_abs_error_pct = cal::median_of_values(all);
+    rep.median_abs_error_pct = median_of_values(all);
     rep.max_abs_error_pct = *std::max_element(all.begin(), all.end());
   }
   judge(rep, fs::path(dir) / "validation.json");
