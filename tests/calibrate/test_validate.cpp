@@ -1,6 +1,8 @@
 // overlap-sim validate on the FIXTURE results directory (tests/data/calibrate/fixture-h100: made-up
 // numbers in the real format), and the CI check that every committed results directory stays within
 // the error recorded beside it.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -66,7 +68,7 @@ void check_against_record(const std::string& dir) {
 
 // validate_dir on a copy of the fixture whose measurements document `patch` edits.
 overlap::calibrate::ValidationReport validate_patched_document(const std::string& name, const std::function<void(json&)>& patch) {
-  const fs::path tmp = fs::temp_directory_path() / name;
+  const fs::path tmp = fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
   fs::remove_all(tmp);
   fs::copy(kFixture, tmp, fs::copy_options::recursive);
   std::ifstream in(tmp / "measurements.json");
@@ -189,7 +191,7 @@ TEST_CASE("validate: scheme runs and the FlashOverlap partition check", "[calibr
 
 TEST_CASE("validate: FlashOverlap candidates on two nodes are two partition checks", "[calibrate][validate]") {
   // The same workload over a second node (another profile) is not a candidate of the first.
-  const fs::path tmp = fs::temp_directory_path() / "overlap-validate-two-nodes";
+  const fs::path tmp = fs::temp_directory_path() / ("overlap-validate-two-nodes-" + std::to_string(::getpid()));
   fs::remove_all(tmp);
   fs::copy(kFixture, tmp, fs::copy_options::recursive);
   fs::copy_file(tmp / "schemes" / "profile_virtual.yaml", tmp / "schemes" / "profile_other.yaml");
@@ -229,14 +231,14 @@ TEST_CASE("validate CLI: table and JSON, exit 2 on a directory that is not resul
   REQUIRE(cli({"validate", kFixture}, &out) == overlap::tools::kExitOk);
   CHECK(out.find("FIXTURE") != std::string::npos);
   CHECK(out.find("overall: median |error|") != std::string::npos);
-  const fs::path empty = fs::temp_directory_path() / "overlap-validate-empty";
+  const fs::path empty = fs::temp_directory_path() / ("overlap-validate-empty-" + std::to_string(::getpid()));
   fs::create_directories(empty);
   CHECK(cli({"validate", empty.string()}, &out) == overlap::tools::kExitUsage);
   CHECK(out.find("not a results directory") != std::string::npos);
 }
 
 TEST_CASE("validate --record writes the figures the CI check holds later runs to", "[calibrate][validate]") {
-  const fs::path tmp = fs::temp_directory_path() / "overlap-validate-record";
+  const fs::path tmp = fs::temp_directory_path() / ("overlap-validate-record-" + std::to_string(::getpid()));
   fs::remove_all(tmp);
   fs::copy(kFixture, tmp, fs::copy_options::recursive);
   fs::remove(tmp / "validation.json");
@@ -363,7 +365,7 @@ TEST_CASE("validate: the D2D interference rows replay the benchmark's loop, GEMM
 TEST_CASE("validate: a real node's scheme runs take the host's profile and the runs' transports", "[calibrate][validate]") {
   // A results directory as `mpirun -np 8 overlap-bench-schemes --config schemes_nodes.json` leaves
   // it: schemes/schemes.json (host nodes) simulated with ../profile.yaml, here the built-in 8x H100.
-  const fs::path tmp = fs::temp_directory_path() / "overlap-validate-nodes";
+  const fs::path tmp = fs::temp_directory_path() / ("overlap-validate-nodes-" + std::to_string(::getpid()));
   fs::remove_all(tmp);
   fs::copy(kFixture, tmp, fs::copy_options::recursive);
   fs::copy_file(fs::path(OVERLAP_SOURCE_DIR) / "scenarios/hardware/h100-sxm-8x-nvswitch.yaml", tmp / "profile.yaml",
