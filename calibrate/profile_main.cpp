@@ -13,7 +13,7 @@
 #include <string>
 
 #include "calibrate/core/measurement.hpp"
-#include "calibrate/core/output_file.hpp"
+#include "cost_model/atomic_file.hpp"
 #include "calibrate/core/profile_writer.hpp"
 #include "calibrate/core/scheme_config.hpp"
 #include "cost_model/input_error.hpp"
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
       // (its profile a plain file name, its measurements).
       for (const auto& node : runs.virtual_nodes) {
         const std::string file = dir + "/" + node.profile;
-        cal::write_output_file(file, cal::write_virtual_node_profile_yaml(node, dir + "/..", options));
+        overlap::write_file_atomically(file, cal::write_virtual_node_profile_yaml(node, dir + "/..", options));
         std::printf("wrote %s\n", file.c_str());
       }
       return 0;
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
     if (!std::filesystem::exists(dir + "/environment.json"))
       throw overlap::InputError(dir + "/environment.json", 0, "",
                                 "missing: a profile needs the GPU's sm_count, which the calibration writes there");
-    overlap::calibrate::write_output_file(dir + "/profile.yaml", overlap::calibrate::write_profile_yaml(set, options));
+    overlap::write_file_atomically(dir + "/profile.yaml", overlap::calibrate::write_profile_yaml(set, options));
     std::printf("wrote %s/profile.yaml\n", dir.c_str());
     return 0;
   } catch (const overlap::InputError& e) {

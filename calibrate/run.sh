@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole single-GPU calibration as ONE command (issue 7), meant for the lent GPU machine:
+# The whole single-GPU calibration as ONE command, meant for the lent GPU machine:
 #   bash calibrate/run.sh [OUTDIR] [extra overlap-calibrate options...]
 # Builds the CUDA programs from the carried tree (device-only build: CUDA toolkit + the headers
 # calibrate/prepare_device.sh put in .devdeps/), records the clocks as read (nvidia-smi, never

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The scheme sweep as ONE command (issue 8), meant for the lent GPU machine:
+# The scheme sweep as ONE command, meant for the lent GPU machine:
 #   bash calibrate/sweep_schemes.sh [OUTDIR] [CONFIG] [extra overlap-bench-schemes options...]
 # CONFIG defaults to calibrate/configs/schemes_virtual.json (virtual ranks on one GPU). Builds like
 # calibrate/run.sh (same build directory: after run.sh nothing is rebuilt), then runs
 # overlap-bench-schemes: every run checked against its reference, then timed, and each virtual
 # node's profile written first. OUTDIR (default $OUT, else calibrate/results/<gpu>-<host>/schemes)
 # gets schemes.json, profile_virtual_t<T>_<link>.yaml and schemes.log, flat.
-# On a real node: mpirun -np 8 build-device/kernels/overlap-bench-schemes --config
+# On a real node: mpirun -np 8 build-device/calibrate/cuda/overlap-bench-schemes --config
 #   calibrate/configs/schemes_nodes.json --out calibrate/results/<gpu>-<host>/schemes
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,7 +30,7 @@ if [ -n "$out" ]; then
 fi
 echo "== overlap-bench-schemes ${args[*]} $*"
 set +e
-"$build/kernels/overlap-bench-schemes" "${args[@]}" "$@" 2>&1 | tee "$logdir/schemes.log"
+"$build/calibrate/cuda/overlap-bench-schemes" "${args[@]}" "$@" 2>&1 | tee "$logdir/schemes.log"
 rc=${PIPESTATUS[0]}
 set -e
 exit "$rc"

@@ -13,10 +13,8 @@
 #include "cost_model/nccl_constants.hpp"
 #include "cost_model/nccl_tests_import.hpp"
 #include "cost_model/overrides.hpp"
+#include "cost_model/source_paths.hpp"
 
-#ifndef OVERLAP_SOURCE_DIR
-#define OVERLAP_SOURCE_DIR "."
-#endif
 
 namespace overlap {
 namespace fs = std::filesystem;
@@ -505,17 +503,10 @@ std::string strip_hardware_prefix(const std::string& set) {
   return set.rfind(prefix, 0) == 0 ? set.substr(prefix.size()) : set;
 }
 
-bool looks_like_path(const std::string& s) {
-  return s.find('/') != std::string::npos || (s.size() > 5 && s.compare(s.size() - 5, 5, ".yaml") == 0);
-}
-
 }  // namespace
 
 // The source tree, or OVERLAP_HOME when the program runs from elsewhere (README, tools/cli.cpp).
-std::string default_hardware_dir() {
-  const char* home = std::getenv("OVERLAP_HOME");
-  return (home && *home ? std::string(home) : std::string(OVERLAP_SOURCE_DIR)) + "/scenarios/hardware";
-}
+std::string default_hardware_dir() { return builtin_hardware_dir(); }
 
 std::vector<std::string> builtin_profile_names(const std::string& hardware_dir) {
   std::vector<std::string> names;

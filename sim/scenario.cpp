@@ -16,6 +16,7 @@
 #include "cost_model/input_file.hpp"
 #include "cost_model/overrides.hpp"
 #include "cost_model/profile_loader.hpp"
+#include "cost_model/source_paths.hpp"
 #include "cost_model/yaml_reader.hpp"
 #include "sim/workload_shapes.hpp"
 
@@ -36,10 +37,6 @@ std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
   return out;
-}
-
-bool looks_like_path(const std::string& s) {
-  return s.find('/') != std::string::npos || (s.size() > 5 && s.compare(s.size() - 5, 5, ".yaml") == 0);
 }
 
 std::string dir_of(const std::string& file) {

@@ -13,8 +13,9 @@
 
 #include "cost_model/input_error.hpp"
 #include "cost_model/profile_loader.hpp"
+#include "cost_model/source_paths.hpp"
 #include "cost_model/yaml_reader.hpp"
-#include "sim/atomic_file.hpp"
+#include "cost_model/atomic_file.hpp"
 #include "sim/engine.hpp"
 #include "tools/cmd_collective.hpp"
 #include "sim/sweep_mpi.hpp"
@@ -28,18 +29,11 @@
 #include "tools/cmd_validate.hpp"
 #include "tools/scenario_flags.hpp"
 
-#ifndef OVERLAP_SOURCE_DIR
-#define OVERLAP_SOURCE_DIR "."
-#endif
-
 namespace overlap::tools {
 
 namespace fs = std::filesystem;
 
-std::string source_dir() {
-  const char* home = std::getenv("OVERLAP_HOME");
-  return home && *home ? std::string(home) : std::string(OVERLAP_SOURCE_DIR);
-}
+std::string source_dir() { return source_tree_dir(); }
 
 std::string hardware_dir() { return default_hardware_dir(); }
 
@@ -143,7 +137,7 @@ void drop_empty_list_defaults(CLI::App* app) {
 }
 
 // One command's output flags: an empty path is refused (it is not "standard output": that is -),
-// and two flags naming one file are refused before anything runs (sim/atomic_file.hpp).
+// and two flags naming one file are refused before anything runs (cost_model/atomic_file.hpp).
 struct OutputFlag {
   std::string flag;
   const std::string* path;

@@ -15,7 +15,7 @@
 #include "cost_model/input_error.hpp"
 #include "cost_model/nccl_tests_import.hpp"
 #include "cost_model/profile_loader.hpp"
-#include "sim/atomic_file.hpp"
+#include "cost_model/atomic_file.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "tools/cli.hpp"
 

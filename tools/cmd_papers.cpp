@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/atomic_file.hpp"
+#include "cost_model/atomic_file.hpp"
 #include "tools/cli.hpp"
 #include "tools/papers.hpp"
 

@@ -38,7 +38,7 @@ struct RunOptions {
 // missing plotting dependency, unwritable output); anything else is an internal error. A scheme that
 // fails while others succeed is a FAILED row of the report, named on `err`, and the exit status is
 // 1 (returned). Every output (report, trace, graph, plot) is produced to a temporary file first and
-// all are moved into place together only when all succeeded (sim/atomic_file.hpp StagedOutputs).
+// all are moved into place together only when all succeeded (cost_model/atomic_file.hpp StagedOutputs).
 int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err);
 
 // What `run` and `sweep` load: SCENARIO (or kDefaultScenario when ""), the options carrying --set

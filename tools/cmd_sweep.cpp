@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 
 #include "cost_model/input_error.hpp"
-#include "sim/atomic_file.hpp"
+#include "cost_model/atomic_file.hpp"
 #include "sim/engine.hpp"
 #include "sim/report.hpp"
 #include "sim/scenario.hpp"

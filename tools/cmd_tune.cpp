@@ -1,6 +1,6 @@
 #include "tools/cmd_tune.hpp"
 
-#include "sim/atomic_file.hpp"
+#include "cost_model/atomic_file.hpp"
 
 #include <cctype>
 #include <filesystem>

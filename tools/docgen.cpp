@@ -29,7 +29,7 @@
 #include "cost_model/profile_json.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "cost_model/yaml_reader.hpp"
-#include "sim/atomic_file.hpp"
+#include "cost_model/atomic_file.hpp"
 #include "sim/scenario.hpp"
 #include "sim/schemes/scheme.hpp"
 

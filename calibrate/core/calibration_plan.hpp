@@ -3,7 +3,7 @@
 // the transfer sizes, the CTA counts of the SM copy kernel, and the nccl-tests bus-bandwidth
 // factors. Plain data, shared by the CUDA driver (which runs it) and the tests (which check it),
 // so the plan can be read and changed without a GPU. Sized so that a whole single-GPU run of one
-// H100 stays well under the 10 minutes of device time issue 7 allows.
+// H100 stays well under the 10 minutes of device time a calibration is allowed.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "calibrate/core/json_reader.hpp"
-#include "calibrate/core/output_file.hpp"
+#include "cost_model/atomic_file.hpp"
 #include "cost_model/input_error.hpp"
 #include "cost_model/json_lines.hpp"
 
@@ -189,8 +189,10 @@ MeasurementSet load_measurement_dir(const std::string& dir) {
 
 void write_measurement_dir(const std::string& dir, const MeasurementSet& set) {
   namespace fs = std::filesystem;
-  write_output_file((fs::path(dir) / "environment.json").string(), set.environment.dump(2) + "\n");
-  write_output_file((fs::path(dir) / "measurements.json").string(), measurements_document(set).dump(2) + "\n");
+  std::error_code ec;
+  fs::create_directories(dir, ec);  // a missing directory is reported by the write that needs it
+  write_file_atomically((fs::path(dir) / "environment.json").string(), set.environment.dump(2) + "\n");
+  write_file_atomically((fs::path(dir) / "measurements.json").string(), measurements_document(set).dump(2) + "\n");
 }
 
 }  // namespace overlap::calibrate

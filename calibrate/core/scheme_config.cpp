@@ -65,7 +65,7 @@ void check_params(const JsonReader& params, SchemeRunConfig& c) {
     // The runner's signalling GEMM uses 128x128 tiles; a wave is `wave_sms` x `ctas_per_sm` of them
     // (given explicitly, so the simulator cuts the same waves: on virtual ranks communication takes
     // no SMs, so wave_sms is the rank's partition, not FlashOverlap's sm_count - 2). ctas_per_sm
-    // defaults to 1, the runner's kernel before 2026-11-23, so older results still read.
+    // defaults to 1 (one CTA per SM), so results that do not state it read as that kernel.
     params.allow_keys({"groups", "wave_sms", "ctas_per_sm"});
     const std::int64_t wave_sms = small_param(params, "wave_sms", 0, 1024);
     if (!params.has("wave_sms")) params.fail_at("wave_sms", "missing required field (SMs per wave: the rank's partition)");
@@ -255,7 +255,7 @@ SampleStats stats_from(const JsonReader& r) {
   return s;
 }
 
-// A virtual node as the runner writes it (kernels/runner/main.cpp). `overlap-calibrate-profile
+// A virtual node as the runner writes it (calibrate/cuda/schemes/). `overlap-calibrate-profile
 // --schemes` writes the profile file it names, so the name may not leave the schemes folder.
 VirtualNodeRecord parse_virtual_node(const JsonReader& r) {
   r.allow_keys({"profile", "ranks", "link", "rank_sms", "environment", "measurements"});

@@ -33,13 +33,6 @@ namespace overlap::calibrate {
 inline constexpr const char* kSchemeConfigsSchema = "overlap-scheme-configs/1";
 inline constexpr const char* kSchemeRunsSchema = "overlap-scheme-runs/1";
 
-// CTAs per SM of the runner's signalling GEMM (kernels/gemm/signal_gemm.hpp), for every scheme's
-// GEMM and for the virtual node's profile (gpu.gemm_ctas_per_sm); a FlashOverlap wave is
-// wave_sms x this many tiles. Two: the second CTA uses the SM while the first waits on its publish
-// release, and the kernel runs 1.25x faster (H100, 2026-11-23, calibrate signal_gemm: overhead
-// 0.1-0.4 % against 0.7-1.7 % with one CTA per SM; 1.8x cuBLASLt's time against 2.3x).
-inline constexpr int kRunnerGemmCtasPerSm = 2;
-
 struct SchemeRunConfig {
   std::string id;
   std::string scheme;
@@ -84,8 +77,7 @@ struct SchemeRunResult {
   bool passed = false;
   SampleStats latency_us;
   SampleStats compute_only_us;
-  // The host's time to enqueue one repetition of the whole run (median; 0 = not recorded, results
-  // before 2026-11-23): where it approaches latency_us, the run is bound by its one host thread.
+  // The host's time to enqueue one repetition of the whole run (median; 0 = not recorded): where it approaches latency_us, the run is bound by its one host thread.
   double host_enqueue_us = 0;
 };
 

@@ -1,6 +1,6 @@
 // gemm_sm: a cuBLASLt GEMM confined to k SMs with a CUDA green context (multiples of the device's
 // minimum partition, 8 on Hopper), so the simulator's sm_count-dependent predictions can be checked
-// on one GPU (issue 7).
+// on one GPU.
 #include <algorithm>
 #include <exception>
 

@@ -1,6 +1,6 @@
 // interference_sm_copy / interference_copy_engine: a GEMM's duration beside an SM copy kernel of k
 // CTAs (each CTA one SM), and beside copy-engine traffic (device to device, host to device): the
-// numbers behind gpu.gemm_comm_interference and the HBM-sharing model (issue 7). The copy is
+// numbers behind gpu.gemm_comm_interference and the HBM-sharing model. The copy is
 // enqueued first on its own stream; the events bracket the GEMM alone. The SM copy is made long
 // enough (about three GEMMs) to cover the GEMM; the copy-engine copy is a fixed 512 MiB, and the
 // repetitions are not waited for, so those copies queue back to back beside the GEMMs (validate

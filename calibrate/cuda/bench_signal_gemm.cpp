@@ -1,6 +1,6 @@
 // signal_gemm: the reference kernels' signalling GEMM (kernels/gemm/signal_gemm.cu) against
-// cuBLASLt on the same shapes, and its signalling overhead against itself without signals (issue 8
-// targets: "report its speed against cuBLASLt", "signalling overhead < 1 %"): plain row-major, the
+// cuBLASLt on the same shapes, and its signalling overhead against itself without signals (the
+// targets: its speed against cuBLASLt, signalling overhead < 1 %): plain row-major, the
 // reordered layout alone, reordered + per-group counters (release, fence + relaxed, no fence), + per-tile
 // %globaltimer. One run with
 // timestamps also gives the wave profile (wave_end_us: each wave's last tile, from the first wave's).

@@ -1,5 +1,5 @@
 // transfer: bandwidth-vs-size curves of the copy engine (device to device, pinned host to device,
-// device to pinned host) and of the SM copy kernel with k CTAs (issue 7). GB/s is bytes copied over
+// device to pinned host) and of the SM copy kernel with k CTAs. GB/s is bytes copied over
 // the median time (one way; a device-to-device copy moves twice that through HBM).
 #include "calibrate/core/calibration_plan.hpp"
 #include "calibrate/cuda/driver.hpp"

@@ -20,6 +20,12 @@ Driver::Driver(DriverOptions options, cuda::ProcessRank pr) : options_(std::move
   if (cublasLtCreate(&lt_) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasLtCreate failed");
 }
 
+std::vector<Measurement> Driver::take_measurements() {
+  std::vector<Measurement> taken = std::move(set_.measurements);
+  set_.measurements.clear();
+  return taken;
+}
+
 bool Driver::wants(const std::string& benchmark) const {
   return options_.only.empty() || std::find(options_.only.begin(), options_.only.end(), benchmark) != options_.only.end();
 }

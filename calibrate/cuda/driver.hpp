@@ -42,6 +42,9 @@ class Driver {
   cublasLtHandle_t lt() const { return lt_; }
   nlohmann::json& environment() { return set_.environment; }
   MeasurementSet& measurements() { return set_; }
+  // The measurements recorded so far, handed over (the driver keeps none): a program that writes
+  // several measurement sets (one per virtual node) takes each when it is complete.
+  std::vector<Measurement> take_measurements();
 
   // Times `run` on `stream` (default: the driver's) and records the measurement; returns it.
   // `derive` may fill derived figures from the statistics.

@@ -1,5 +1,5 @@
-// The environment a calibration ran in (issue 7: "GPU, driver, CUDA, NCCL versions, clocks as
-// read, never changed"). Clocks here are the device's reported peak; calibrate/run.sh also saves
+// The environment a calibration ran in (GPU, driver, CUDA, NCCL versions, clocks as
+// read, never changed). Clocks here are the device's reported peak; calibrate/run.sh also saves
 // nvidia-smi's current clocks before and after the run beside the results.
 #include <unistd.h>
 

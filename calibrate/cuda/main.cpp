@@ -1,5 +1,5 @@
 // overlap-calibrate: measures on a GPU everything the simulator assumes and writes the profile it
-// loads (issue 7; design.md "Calibration and validation").
+// loads (design.md "Calibration and validation").
 //
 //   overlap-calibrate [--out DIR] [--quick] [--only gemm,transfer,...] [--warmup N] [--reps N]
 //                     [--profile-schema 2] [--link-class nvlink|pcie] [--bootstrap-dir DIR]
@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "calibrate/core/output_file.hpp"
+#include "cost_model/atomic_file.hpp"
 #include "calibrate/core/profile_writer.hpp"
 #include "calibrate/cuda/driver.hpp"
 #include "kernels/common/check.hpp"
@@ -121,8 +121,8 @@ int main(int argc, char** argv) {
     try {
       overlap::calibrate::ProfileOptions po;
       po.schema = options.profile_schema;
-      overlap::calibrate::write_output_file(options.out_dir + "/profile.yaml",
-                                            overlap::calibrate::write_profile_yaml(d.measurements(), po));
+      overlap::write_file_atomically(options.out_dir + "/profile.yaml",
+                                   overlap::calibrate::write_profile_yaml(d.measurements(), po));
       std::printf("# wrote %s/profile.yaml (schema %d)\n", options.out_dir.c_str(), po.schema);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "overlap-calibrate: profile.yaml not written: %s\n", e.what());

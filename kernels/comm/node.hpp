@@ -1,5 +1,5 @@
 #pragma once
-// The ranks a scheme runs on (issue 8, "Two kinds of host"):
+// The ranks a scheme runs on (two kinds of host):
 //  - VirtualNode: T ranks on ONE GPU, each confined to its own SM partition by a green context;
 //    rank-to-rank transfers are copy-engine copies inside the GPU (link "d2d") or staged through
 //    pinned host memory (link "host", a PCIe-class path: D2H then H2D on the same copy stream).

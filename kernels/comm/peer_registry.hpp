@@ -1,6 +1,6 @@
 #pragma once
-// The host bookkeeping of one-sided pulls through peer memory on a real node (issue 8: "on real
-// nodes, NCCL and peer memory (CUDA IPC or the VMM API) for one-sided pulls"). Plain C++, no CUDA,
+// The host bookkeeping of one-sided pulls through peer memory on a real node (on real
+// nodes, NCCL and peer memory (CUDA IPC or the VMM API) for one-sided pulls). Plain C++, no CUDA,
 // so it is tested on fixtures where no GPU is (tests/calibrate/test_peer_registry.cpp); the CUDA
 // side is kernels/comm/peer_memory.cpp.
 //

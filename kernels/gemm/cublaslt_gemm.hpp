@@ -1,5 +1,5 @@
 #pragma once
-// cuBLASLt GEMMs for the calibration (issue 7) and the reference results of the schemes (issue 8):
+// cuBLASLt GEMMs for the calibration and the reference results of the schemes:
 // C[m,n] = A[m,k] B[k,n] (row-major, B the weight), bf16 / fp16 inputs with fp32 accumulation and
 // output of the same type, or fp8 e4m3 inputs with bf16 output (Hopper's TN form: the weight is
 // stored transposed). The algorithm is the heuristic's first choice, and what it chose (tile,

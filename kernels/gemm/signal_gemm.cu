@@ -18,7 +18,7 @@ using ElementIn = cutlass::bfloat16_t;
 using ElementOut = cutlass::bfloat16_t;
 using Layout = cutlass::layout::RowMajor;
 using EpilogueOp = cutlass::epilogue::thread::LinearCombination<ElementOut, 8, float, float>;
-// One instantiation only (CI compile time, issue 8): the Sm80 multistage tensor-op mainloop that
+// One instantiation only (CI compile time): the Sm80 multistage tensor-op mainloop that
 // FlashOverlap's published kernels use, with the epilogue's scatter iterator (ScatterD) so one
 // per-CTA row-index table places the tile for every layout.
 using Kernel = cutlass::gemm::kernel::DefaultGemm<

@@ -11,7 +11,7 @@
 //     slice hands rank j the j-th stripes;
 //   - then, when `counters` is set, increments its wave group's counter: the CTA synchronises, one
 //     thread adds 1 with gpu-scope release semantics (`fence`; the ordering the published version
-//     lacks, issue 8), so a wait kernel that sees the count sees the data;
+//     lacks), so a wait kernel that sees the count sees the data;
 //   - and, when `tile_end_ns` is set, records the tile's %globaltimer completion time in ns (per
 //     launch slot), the per-tile timestamps behind the wave profile.
 // ctas_per_sm CTAs per SM (set by the shared memory the kernel asks for), so a wave is exactly

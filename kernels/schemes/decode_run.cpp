@@ -22,18 +22,16 @@ void primary() {
 
 }  // namespace
 
-DecodeRun::DecodeRun(Node& node, const calibrate::SchemeRunConfig& cfg, cublasHandle_t cublas, ncclComm_t ref_comm)
+DecodeRun::DecodeRun(Node& node, const RunSpec& cfg, cublasHandle_t cublas, ncclComm_t ref_comm)
     : node_(node), cfg_(cfg), cublas_(cublas), ref_comm_(ref_comm), d_model_(cfg.d_model) {
-  const int param = static_cast<int>(cfg.params.value("t_d", cfg.params.value("delta", 0)));
-  plan_ = calibrate::decode_plan(cfg.scheme, cfg.layers, param);
   const int T = node.ranks();
   const std::int64_t hd = cfg.d_model / cfg.heads, q = cfg.heads * hd, kv = cfg.kv_heads * hd;
   const std::int64_t att = (cfg.d_model * (q + 2 * kv) + q * cfg.d_model) / T;  // elements per rank
   const std::int64_t mlp = 3 * cfg.d_model * cfg.d_ffn / T;
   for (const auto& m : plan_.modules) {
-    const std::int64_t e = m.kind == calibrate::DecodeModuleKind::attention ? att
-                           : m.kind == calibrate::DecodeModuleKind::mlp     ? mlp
-                                                                            : att + mlp;
+    const std::int64_t e = m.kind == sim::DecodeModuleKind::attention ? att
+                           : m.kind == sim::DecodeModuleKind::mlp     ? mlp
+                                                                      : att + mlp;
     cols_.push_back(std::max<std::int64_t>(d_model_, e / d_model_ / 8 * 8));
   }
   primary();

@@ -9,15 +9,14 @@
 #include <functional>
 #include <vector>
 
-#include "calibrate/core/decode_plans.hpp"
-#include "calibrate/core/scheme_config.hpp"
 #include "kernels/comm/node.hpp"
+#include "kernels/schemes/run_spec.hpp"
 
 namespace overlap::cuda {
 
 class DecodeRun {
  public:
-  DecodeRun(Node& node, const calibrate::SchemeRunConfig& cfg, cublasHandle_t cublas, ncclComm_t ref_comm);
+  DecodeRun(Node& node, const RunSpec& spec, cublasHandle_t cublas, ncclComm_t ref_comm);
   ~DecodeRun();
   std::string what;
   // Max relative error of every module's GEMV (against cuBLAS) and every all-reduce (against the
@@ -31,8 +30,8 @@ class DecodeRun {
   void join_start();
   void join_end();
   Node& node_;
-  calibrate::SchemeRunConfig cfg_;
-  calibrate::DecodePlanData plan_;
+  RunSpec cfg_;
+  const sim::DecodePlan& plan_ = cfg_.plan;
   cublasHandle_t cublas_;
   ncclComm_t ref_comm_;
   std::int64_t d_model_ = 0;

@@ -8,7 +8,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "calibrate/core/scheme_config.hpp"
 #include "kernels/common/check.hpp"
 #include "kernels/gemm/signal_gemm.hpp"
 #include "kernels/ops/ops.hpp"
@@ -27,9 +26,9 @@ struct FoState {
 }  // namespace
 
 void setup_flashoverlap(GemmRun& run, const std::vector<int>& groups, int wave_sms, int ctas_per_sm) {
-  if (ctas_per_sm != calibrate::kRunnerGemmCtasPerSm) {
+  if (ctas_per_sm != kRunnerGemmCtasPerSm) {
     throw std::invalid_argument("flashoverlap: params.ctas_per_sm " + std::to_string(ctas_per_sm) + " is not the runner's " +
-                                std::to_string(calibrate::kRunnerGemmCtasPerSm) + " (the virtual profile's gemm_ctas_per_sm)");
+                                std::to_string(kRunnerGemmCtasPerSm) + " (the virtual profile's gemm_ctas_per_sm)");
   }
   const int wave_tiles = wave_sms * ctas_per_sm;
   const int T = run.T;
@@ -99,7 +98,7 @@ void setup_flashoverlap(GemmRun& run, const std::vector<int>& groups, int wave_s
       a.groups = G;
       a.rs_parts = T;
       a.counters = st->counters[static_cast<std::size_t>(r)].get();
-      a.ctas_per_sm = calibrate::kRunnerGemmCtasPerSm;
+      a.ctas_per_sm = kRunnerGemmCtasPerSm;
       nd.activate(r);
       signal_gemm(a, nd.streams(r).compute[0]);
     }

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 
-#include "calibrate/core/scheme_config.hpp"
 #include "kernels/comm/bootstrap.hpp"
 #include "kernels/common/check.hpp"
 #include "kernels/common/host_profile.hpp"
@@ -39,7 +38,7 @@ void reference_gemm(cublasHandle_t h, cudaStream_t s, const __nv_bfloat16* a, co
 
 }  // namespace
 
-GemmRun::GemmRun(Node& nd, const calibrate::SchemeRunConfig& c_, cublasHandle_t cublas, ncclComm_t ref_comm)
+GemmRun::GemmRun(Node& nd, const RunSpec& c_, cublasHandle_t cublas, ncclComm_t ref_comm)
     : node(nd), cfg(c_), T(nd.ranks()), m(c_.m), n(c_.n), k(c_.k), cublas_(cublas), ref_comm_(ref_comm) {
   if (T != cfg.ranks) throw std::invalid_argument("GemmRun: node has " + std::to_string(T) + " ranks, the run " + std::to_string(cfg.ranks));
   primary();
@@ -213,7 +212,7 @@ void gemm_rows(GemmRun& run, int r, cudaStream_t stream, const __nv_bfloat16* a_
   g.m = static_cast<int>(rows);
   g.n = static_cast<int>(run.n);
   g.k = static_cast<int>(run.k);
-  g.ctas_per_sm = calibrate::kRunnerGemmCtasPerSm;
+  g.ctas_per_sm = kRunnerGemmCtasPerSm;
   host_profile::Scope t(host_profile::Call::launch);
   signal_gemm(g, stream);
 }
@@ -247,6 +246,28 @@ std::vector<double> GemmRun::time(bool skip_comm, int warmup, int reps) {
     host_enqueue_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     join_end();
   });
+}
+
+void use_scheme_transport(Node& node, const RunSpec& spec) {
+  // Point-to-point steps: async TP pulls by copy engine (its definition); CommFuse takes the
+  // configuration's transport, by default the node's own (copy engine on virtual ranks, NCCL on a
+  // real node: what validate assumes for runs that do not say). Refused before any collective, so on
+  // a real node every rank refuses together.
+  if (spec.scheme == "async_tp") node.use_transport(Node::Transport::copy_engine);
+  if (spec.scheme == "commfuse") {
+    const std::string given = !spec.transport.empty() ? spec.transport : node.is_virtual() ? "copy_engine" : "nccl";
+    node.use_transport(given == "nccl" ? Node::Transport::nccl : Node::Transport::copy_engine);
+  }
+}
+
+void setup_scheme(GemmRun& run) {
+  const RunSpec& c = run.cfg;
+  if (c.scheme == "no_overlap") setup_no_overlap(run);
+  if (c.scheme == "data_slicing") setup_data_slicing(run, c.chunks);
+  if (c.scheme == "async_tp") setup_async_tp(run, c.streams);
+  if (c.scheme == "commfuse") setup_commfuse(run, c.slices_per_rank, c.schedule);
+  if (c.scheme == "flashoverlap") setup_flashoverlap(run, c.groups, c.wave_sms, c.ctas_per_sm);
+  if (!run.enqueue) throw std::runtime_error("scheme " + c.scheme + " does not run gemm_collective");
 }
 
 }  // namespace overlap::cuda

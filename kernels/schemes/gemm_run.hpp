@@ -2,8 +2,8 @@
 // One gemm_collective configuration on a node: per-rank operands, the reference result (cuBLAS
 // GEMM with fp32 output plus a reference collective: a local fp32 sum on virtual ranks, an fp32
 // NCCL all-reduce on real nodes), the scheme's output buffers and the description of how its output
-// is laid out, so the check compares exactly what each rank holds (issue 8: "each scheme's output
-// checked against a reference ... with the relative error printed, before anything is timed").
+// is laid out, so the check compares exactly what each rank holds (each scheme's output is
+// checked against a reference, the relative error printed, before anything is timed).
 //
 // Conventions follow the simulator's gemm_collective workload (sim/workload.hpp): every rank computes
 // C_r = A_r B_r with A_r m x k and B_r k x n; all_reduce leaves sum_r C_r on every rank;
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "calibrate/core/scheme_config.hpp"
 #include "kernels/comm/node.hpp"
+#include "kernels/schemes/run_spec.hpp"
 
 namespace overlap::cuda {
 
@@ -31,11 +31,11 @@ struct OutputPiece {
 
 class GemmRun {
  public:
-  GemmRun(Node& node, const calibrate::SchemeRunConfig& cfg, cublasHandle_t cublas, ncclComm_t ref_comm);
+  GemmRun(Node& node, const RunSpec& spec, cublasHandle_t cublas, ncclComm_t ref_comm);
   ~GemmRun();
 
   Node& node;
-  const calibrate::SchemeRunConfig cfg;
+  const RunSpec cfg;
   int T = 0;
   std::int64_t m = 0, n = 0, k = 0;
 
@@ -100,8 +100,12 @@ void setup_data_slicing(GemmRun& run, int chunks);
 void setup_async_tp(GemmRun& run, int streams);
 void setup_commfuse(GemmRun& run, int m_slices, const std::string& schedule);
 // Groups are in waves of wave_sms x ctas_per_sm tiles; ctas_per_sm must be the runner's
-// (calibrate::kRunnerGemmCtasPerSm), which the virtual node's profile states.
+// (kRunnerGemmCtasPerSm), which the virtual node's profile states.
 void setup_flashoverlap(GemmRun& run, const std::vector<int>& groups, int wave_sms, int ctas_per_sm);
+// The node's transport for the scheme's point-to-point steps, then the scheme's setup from
+// run.cfg: std::invalid_argument for a scheme the kernels do not run on gemm_collective.
+void use_scheme_transport(Node& node, const RunSpec& spec);
+void setup_scheme(GemmRun& run);
 
 // The rows x n x k GEMM of `a_rows` (row-major rows x k) with rank r's B into `c_rows` (row-major
 // rows x n), on `stream` in rank r's partition: the signalling GEMM without signals, so every scheme

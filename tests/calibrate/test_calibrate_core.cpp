@@ -1,17 +1,26 @@
 // calibrate/core: statistics, the calibration plan and the scheme configuration lists (host C++,
 // no GPU). Closed-form cases: every expected value below follows from the definition in the header.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "calibrate/core/calibration_plan.hpp"
+#include "calibrate/core/measurement.hpp"
+#include "calibrate/core/run_spec.hpp"
 #include "calibrate/core/scheme_config.hpp"
 #include "calibrate/core/statistics.hpp"
+#include "cost_model/atomic_file.hpp"
 #include "cost_model/input_error.hpp"
+#include "sim/schemes/decode_plan.hpp"
 
 using namespace overlap::calibrate;
 using nlohmann::json;
@@ -214,31 +223,73 @@ TEST_CASE("the committed scheme sweep list is valid", "[calibrate]") {
   }
 }
 
-#include "calibrate/core/decode_plans.hpp"
-#include "sim/schemes/decode_stack.hpp"
+namespace {
 
-TEST_CASE("decode plans the kernels execute are the simulator's plans", "[calibrate]") {
-  auto same = [](const DecodePlanData& a, const overlap::sim::DecodePlan& b) {
-    REQUIRE(a.modules.size() == b.modules.size());
-    for (std::size_t i = 0; i < a.modules.size(); ++i) {
-      INFO("module " << i);
-      CHECK(static_cast<int>(a.modules[i].kind) == static_cast<int>(b.modules[i].kind));
-      CHECK(a.modules[i].all_reduce == b.modules[i].all_reduce);
-      CHECK(a.modules[i].waits_for == b.modules[i].waits_for);
-    }
-    CHECK(a.final_waits == b.final_waits);
-    CHECK(a.comm_streams == b.comm_streams);
-  };
+void same_plan(const overlap::sim::DecodePlan& a, const overlap::sim::DecodePlan& b) {
+  REQUIRE(a.modules.size() == b.modules.size());
+  for (std::size_t i = 0; i < a.modules.size(); ++i) {
+    INFO("module " << i);
+    CHECK(a.modules[i].kind == b.modules[i].kind);
+    CHECK(a.modules[i].all_reduce == b.modules[i].all_reduce);
+    CHECK(a.modules[i].waits_for == b.modules[i].waits_for);
+  }
+  CHECK(a.final_waits == b.final_waits);
+  CHECK(a.comm_streams == b.comm_streams);
+}
+
+}  // namespace
+
+TEST_CASE("the kernels run the simulator's decode plan of each scheme", "[calibrate]") {
+  namespace sim = overlap::sim;
   for (int layers : {1, 2, 3, 8}) {
     INFO("layers " << layers);
-    same(decode_plan("tp_baseline", layers, 0), overlap::sim::tp_baseline_plan(layers));
-    same(decode_plan("gptj_parallel", layers, 0), overlap::sim::gptj_parallel_plan(layers));
-    same(decode_plan("ladder_residual", layers, 0), overlap::sim::ladder_residual_plan(layers));
-    same(decode_plan("no_comm", layers, 0), overlap::sim::no_comm_plan(layers));
-    for (int t = 1; t <= layers; ++t) same(decode_plan("pt_transformer", layers, t), overlap::sim::pt_transformer_plan(layers, t));
-    for (int d = 1; d <= 2 * layers; ++d) same(decode_plan("dtp", layers, d), overlap::sim::dtp_plan(layers, d));
+    same_plan(decode_plan_of("tp_baseline", layers, 0), sim::tp_baseline_plan(layers));
+    same_plan(decode_plan_of("no_overlap", layers, 0), sim::tp_baseline_plan(layers));
+    same_plan(decode_plan_of("gptj_parallel", layers, 0), sim::gptj_parallel_plan(layers));
+    same_plan(decode_plan_of("ladder_residual", layers, 0), sim::ladder_residual_plan(layers));
+    same_plan(decode_plan_of("no_comm", layers, 0), sim::no_comm_plan(layers));
+    for (int t = 1; t <= layers; ++t) same_plan(decode_plan_of("pt_transformer", layers, t), sim::pt_transformer_plan(layers, t));
+    for (int d = 1; d <= 2 * layers; ++d) same_plan(decode_plan_of("dtp", layers, d), sim::dtp_plan(layers, d));
   }
-  CHECK_THROWS_AS(decode_plan("dtp", 2, 5), std::invalid_argument);
+  // dtp with delta 2 on one layer: two modules, neither all-reduces, three streams.
+  const sim::DecodePlan p = decode_plan_of("dtp", 1, 2);
+  CHECK(p.modules.size() == 2);
+  CHECK(!p.modules[0].all_reduce);
+  CHECK(p.comm_streams == 3);
+  CHECK_THROWS_AS(decode_plan_of("dtp", 2, 5), std::invalid_argument);
+  CHECK_THROWS_AS(decode_plan_of("flashoverlap", 2, 0), std::invalid_argument);
+}
+
+TEST_CASE("a configuration becomes the run the kernels execute", "[calibrate]") {
+  using overlap::cuda::RunKind;
+  SECTION("gemm_collective: the parameters given, the simulator's defaults for the rest") {
+    const auto spec = run_spec_of(parse_scheme_config_list(config_list(ar_run()), "cfg.json").runs[0]);
+    CHECK(spec.kind == RunKind::gemm_collective);
+    CHECK(spec.scheme == "flashoverlap");
+    CHECK(spec.ranks == 4);
+    CHECK((spec.m == 4096 && spec.n == 8192 && spec.k == 2048));
+    CHECK(spec.primitive == "all_reduce");
+    CHECK(spec.groups == std::vector<int>{16, 48});
+    CHECK(spec.wave_sms == 32);
+    CHECK(spec.ctas_per_sm == 1);
+    CHECK(spec.chunks == 4);
+    CHECK(spec.schedule == "ring");
+    CHECK(spec.transport.empty());  // the node's own
+    CHECK(spec.plan.modules.empty());
+  }
+  SECTION("decode_stack: the shapes and the plan with its parameter") {
+    json r{{"id", "d"},
+           {"scheme", "dtp"},
+           {"params", {{"delta", 3}}},
+           {"workload",
+            {{"kind", "decode_stack"}, {"tp", 4}, {"layers", 2}, {"d_model", 4096}, {"d_ffn", 14336},
+             {"heads", 32}, {"kv_heads", 8}}}};
+    const auto spec = run_spec_of(parse_scheme_config_list(config_list(r), "cfg.json").runs[0]);
+    CHECK(spec.kind == RunKind::decode_stack);
+    CHECK(spec.layers == 2);
+    CHECK((spec.d_model == 4096 && spec.d_ffn == 14336 && spec.heads == 32 && spec.kv_heads == 8));
+    same_plan(spec.plan, overlap::sim::dtp_plan(2, 3));
+  }
 }
 
 TEST_CASE("scheme run results round-trip, the host enqueue time optional", "[calibrate]") {
@@ -252,7 +303,7 @@ TEST_CASE("scheme run results round-trip, the host enqueue time optional", "[cal
   r.compute_only_us = overlap::calibrate::summarize({80.0, 81.0, 82.0});
   r.host_enqueue_us = 42.5;
   set.runs.push_back(r);
-  r.host_enqueue_us = 0;  // not recorded (results before 2026-11-23)
+  r.host_enqueue_us = 0;  // not recorded
   r.config.id = "b";
   set.runs.push_back(r);
   const json doc = scheme_runs_document(set);
@@ -271,4 +322,48 @@ TEST_CASE("scheme run results round-trip, the host enqueue time optional", "[cal
   } catch (const overlap::InputError& e) {
     CHECK(e.key_path() == "runs[0].host_enqueue_us");
   }
+}
+
+TEST_CASE("a measurement directory is written by the one atomic writer", "[calibrate]") {
+  namespace fs = std::filesystem;
+  const fs::path tmp = fs::temp_directory_path() / ("overlap-calibrate-writer-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  MeasurementSet set;
+  set.environment = {{"gpu_name", "test"}, {"sm_count", 132}};
+  Measurement m;
+  m.benchmark = bench::gemm;
+  m.config = {{"m", 1024}, {"n", 1024}, {"k", 1024}, {"dtype", "bf16"}};
+  m.time_us = summarize({10.0, 11.0, 12.0});
+  set.measurements.push_back(m);
+  auto read = [](const fs::path& f) {
+    std::ifstream in(f);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  SECTION("a directory that does not exist yet is created") {
+    write_measurement_dir((tmp / "new" / "sub").string(), set);
+    const MeasurementSet back = load_measurement_dir((tmp / "new" / "sub").string());
+    REQUIRE(back.measurements.size() == 1);
+    CHECK(back.measurements[0].time_us.median == 11.0);
+    CHECK(back.environment["sm_count"] == 132);
+  }
+  SECTION("a symbolic link is followed and stays a link") {
+    fs::create_directories(tmp / "linked");
+    std::ofstream(tmp / "real.json") << "old\n";
+    fs::create_symlink(tmp / "real.json", tmp / "linked" / "measurements.json");
+    write_measurement_dir((tmp / "linked").string(), set);
+    CHECK(fs::is_symlink(tmp / "linked" / "measurements.json"));
+    CHECK(read(tmp / "real.json") == measurements_document(set).dump(2) + "\n");
+  }
+  SECTION("a directory where the file goes is refused, naming it") {
+    fs::create_directories(tmp / "blocked" / "measurements.json");
+    try {
+      write_measurement_dir((tmp / "blocked").string(), set);
+      FAIL("no OutputError");
+    } catch (const overlap::OutputError& e) {
+      CHECK(std::string(e.what()).find((tmp / "blocked" / "measurements.json").string()) != std::string::npos);
+    }
+  }
+  fs::remove_all(tmp);
 }

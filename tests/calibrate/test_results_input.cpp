@@ -2,6 +2,8 @@
 // validate` with exit 2 and a message naming the file, the line and the key, never an internal error
 // or a silently dropped entry. Each case mutates a copy of the fixture directory, writes it with one
 // key a line, and finds the expected line by the mutated value's own text.
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -132,7 +134,7 @@ TEST_CASE("validate refuses a malformed measurements.json with its file, line an
        [](json& d) { d["measurements"][0]["config"]["dtype"] = "int3"; return std::string("measurements[0].config.dtype"); },
        "\"dtype\": \"int3\"", "unknown dtype 'int3'"},
   };
-  const fs::path tmp = fs::temp_directory_path() / "overlap-results-input";
+  const fs::path tmp = fs::temp_directory_path() / ("overlap-results-input-" + std::to_string(::getpid()));
   for (const Case& c : cases) {
     SECTION(c.what) { check_refusal(kFixture, tmp, "measurements.json", fixture, c); }
   }
@@ -140,7 +142,7 @@ TEST_CASE("validate refuses a malformed measurements.json with its file, line an
 }
 
 TEST_CASE("validate names the line of a JSON syntax error in a results file", "[calibrate][validate][input]") {
-  const fs::path tmp = fs::temp_directory_path() / "overlap-results-syntax";
+  const fs::path tmp = fs::temp_directory_path() / ("overlap-results-syntax-" + std::to_string(::getpid()));
   fs::remove_all(tmp);
   fs::copy(kFixture, tmp, fs::copy_options::recursive);
   std::ofstream(tmp / "measurements.json") << "{\n  \"schema\": \"overlap-calibrate/1\",\n  \"measurements\": [,]\n}\n";
@@ -191,7 +193,7 @@ TEST_CASE("validate refuses a malformed virtual node in schemes.json with its fi
        [](json& d) { d["virtual_nodes"][0]["measurements"][2]["benchmark"] = "gemm_typo"; return std::string("virtual_nodes[0].measurements[2].benchmark"); },
        "\"benchmark\": \"gemm_typo\"", "unknown benchmark 'gemm_typo'"},
   };
-  const fs::path tmp = fs::temp_directory_path() / "overlap-results-virtual-nodes";
+  const fs::path tmp = fs::temp_directory_path() / ("overlap-results-virtual-nodes-" + std::to_string(::getpid()));
   for (const Case& c : cases) {
     SECTION(c.what) { check_refusal(results, tmp, "schemes/schemes.json", fixture, c); }
   }

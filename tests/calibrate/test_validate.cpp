@@ -1,6 +1,8 @@
 // overlap-sim validate on the FIXTURE results directory (tests/data/calibrate/fixture-h100: made-up
 // numbers in the real format), and the CI check that every committed results directory stays within
 // the error recorded beside it.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -14,10 +16,10 @@
 
 #include "calibrate/core/measurement.hpp"
 #include "calibrate/core/scheme_config.hpp"
+#include "calibrate/validate/validate.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "tools/cli.hpp"
-#include "tools/cmd_validate.hpp"
 #include "sim/engine.hpp"
 #include "sim/node_builder.hpp"
 #include "sim/task_graph.hpp"
@@ -29,7 +31,7 @@ namespace {
 
 const std::string kFixture = std::string(OVERLAP_SOURCE_DIR) + "/tests/data/calibrate/fixture-h100";
 
-const overlap::tools::ValidationGroup* group(const overlap::tools::ValidationReport& r, const std::string& name) {
+const overlap::calibrate::ValidationGroup* group(const overlap::calibrate::ValidationReport& r, const std::string& name) {
   for (const auto& g : r.groups) {
     if (g.benchmark == name) return &g;
   }
@@ -54,8 +56,8 @@ void check_against_record(const std::string& dir) {
   REQUIRE(fs::exists(rec));
   std::ifstream in(rec);
   const json recorded = json::parse(in);
-  const overlap::tools::ValidationReport rep = overlap::tools::validate_dir(dir);
-  const json now = overlap::tools::recorded_figures(rep);
+  const overlap::calibrate::ValidationReport rep = overlap::calibrate::validate_dir(dir);
+  const json now = overlap::calibrate::recorded_figures(rep);
   for (const auto& [bench, figure] : recorded["median_abs_error_pct"].items()) {
     INFO(dir << ": " << bench << " median |error| now " << now["median_abs_error_pct"].value(bench, -1.0) << " %, recorded "
              << figure.get<double>() << " %");
@@ -65,8 +67,8 @@ void check_against_record(const std::string& dir) {
 }
 
 // validate_dir on a copy of the fixture whose measurements document `patch` edits.
-overlap::tools::ValidationReport validate_patched_document(const std::string& name, const std::function<void(json&)>& patch) {
-  const fs::path tmp = fs::temp_directory_path() / name;
+overlap::calibrate::ValidationReport validate_patched_document(const std::string& name, const std::function<void(json&)>& patch) {
+  const fs::path tmp = fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
   fs::remove_all(tmp);
   fs::copy(kFixture, tmp, fs::copy_options::recursive);
   std::ifstream in(tmp / "measurements.json");
@@ -74,13 +76,13 @@ overlap::tools::ValidationReport validate_patched_document(const std::string& na
   in.close();
   patch(doc);
   std::ofstream(tmp / "measurements.json") << doc.dump(2);
-  auto rep = overlap::tools::validate_dir(tmp.string());
+  auto rep = overlap::calibrate::validate_dir(tmp.string());
   fs::remove_all(tmp);
   return rep;
 }
 
 // The same, `patch` called once per measurement.
-overlap::tools::ValidationReport validate_patched_fixture(const std::string& name, const std::function<void(json&)>& patch) {
+overlap::calibrate::ValidationReport validate_patched_fixture(const std::string& name, const std::function<void(json&)>& patch) {
   return validate_patched_document(name, [&](json& doc) {
     for (auto& m : doc["measurements"]) patch(m);
   });
@@ -89,7 +91,7 @@ overlap::tools::ValidationReport validate_patched_fixture(const std::string& nam
 }  // namespace
 
 TEST_CASE("validate: GEMMs on k SMs are the engine's waves of the calibrated CTA time", "[calibrate][validate]") {
-  const auto rep = overlap::tools::validate_dir(kFixture);
+  const auto rep = overlap::calibrate::validate_dir(kFixture);
   CHECK(rep.fixture);
   const auto* g = group(rep, "gemm_sm");
   REQUIRE(g != nullptr);
@@ -108,7 +110,7 @@ TEST_CASE("validate: GEMMs on k SMs are the engine's waves of the calibrated CTA
 }
 
 TEST_CASE("validate: fitted rows are shown but not scored, errors are signed percentages", "[calibrate][validate]") {
-  const auto rep = overlap::tools::validate_dir(kFixture);
+  const auto rep = overlap::calibrate::validate_dir(kFixture);
   const auto* whole = group(rep, "gemm");
   REQUIRE(whole != nullptr);
   CHECK(whole->scored == 0);  // every whole-GPU GEMM is in the profile's gemm_profiles
@@ -131,7 +133,7 @@ TEST_CASE("validate: fitted rows are shown but not scored, errors are signed per
 }
 
 TEST_CASE("validate: scheme runs and the FlashOverlap partition check", "[calibrate][validate]") {
-  const auto rep = overlap::tools::validate_dir(kFixture);
+  const auto rep = overlap::calibrate::validate_dir(kFixture);
   const auto* s = group(rep, "schemes");
   REQUIRE(s != nullptr);
   CHECK(s->rows.size() == 7);
@@ -153,7 +155,7 @@ TEST_CASE("validate: scheme runs and the FlashOverlap partition check", "[calibr
   CHECK(s->exposed_rows == 7);
   std::sort(abs_us.begin(), abs_us.end());
   CHECK(s->exposed_median_abs_error_us == Approx(abs_us[3]));
-  const auto j = overlap::tools::to_json(rep);
+  const auto j = overlap::calibrate::to_json(rep);
   for (const auto& g : j["groups"]) {
     if (g["benchmark"] != "schemes") {
       CHECK_FALSE(g.contains("exposed_comm"));  // the benchmarks have no exposed communication
@@ -189,7 +191,7 @@ TEST_CASE("validate: scheme runs and the FlashOverlap partition check", "[calibr
 
 TEST_CASE("validate: FlashOverlap candidates on two nodes are two partition checks", "[calibrate][validate]") {
   // The same workload over a second node (another profile) is not a candidate of the first.
-  const fs::path tmp = fs::temp_directory_path() / "overlap-validate-two-nodes";
+  const fs::path tmp = fs::temp_directory_path() / ("overlap-validate-two-nodes-" + std::to_string(::getpid()));
   fs::remove_all(tmp);
   fs::copy(kFixture, tmp, fs::copy_options::recursive);
   fs::copy_file(tmp / "schemes" / "profile_virtual.yaml", tmp / "schemes" / "profile_other.yaml");
@@ -209,7 +211,7 @@ TEST_CASE("validate: FlashOverlap candidates on two nodes are two partition chec
   }
   for (auto& e : extra) runs["runs"].push_back(e);
   std::ofstream(tmp / "schemes" / "schemes.json") << runs.dump(2);
-  const auto rep = overlap::tools::validate_dir(tmp.string());
+  const auto rep = overlap::calibrate::validate_dir(tmp.string());
   REQUIRE(rep.partitions.size() == 2);
   for (const auto& pc : rep.partitions) {
     INFO(pc.profile);
@@ -229,14 +231,14 @@ TEST_CASE("validate CLI: table and JSON, exit 2 on a directory that is not resul
   REQUIRE(cli({"validate", kFixture}, &out) == overlap::tools::kExitOk);
   CHECK(out.find("FIXTURE") != std::string::npos);
   CHECK(out.find("overall: median |error|") != std::string::npos);
-  const fs::path empty = fs::temp_directory_path() / "overlap-validate-empty";
+  const fs::path empty = fs::temp_directory_path() / ("overlap-validate-empty-" + std::to_string(::getpid()));
   fs::create_directories(empty);
   CHECK(cli({"validate", empty.string()}, &out) == overlap::tools::kExitUsage);
   CHECK(out.find("not a results directory") != std::string::npos);
 }
 
 TEST_CASE("validate --record writes the figures the CI check holds later runs to", "[calibrate][validate]") {
-  const fs::path tmp = fs::temp_directory_path() / "overlap-validate-record";
+  const fs::path tmp = fs::temp_directory_path() / ("overlap-validate-record-" + std::to_string(::getpid()));
   fs::remove_all(tmp);
   fs::copy(kFixture, tmp, fs::copy_options::recursive);
   fs::remove(tmp / "validation.json");
@@ -250,7 +252,7 @@ TEST_CASE("validate --record writes the figures the CI check holds later runs to
   CHECK(all > kMarginPct);
   rec["median_abs_error_pct"]["all"] = all - 2 * kMarginPct - 0.1;
   std::ofstream(tmp / "validation.json") << rec.dump(2);
-  const json now = overlap::tools::recorded_figures(overlap::tools::validate_dir(tmp.string()));
+  const json now = overlap::calibrate::recorded_figures(overlap::calibrate::validate_dir(tmp.string()));
   CHECK(now["median_abs_error_pct"]["all"].get<double>() > rec["median_abs_error_pct"]["all"].get<double>() + kMarginPct);
   fs::remove_all(tmp);
 }
@@ -321,7 +323,7 @@ TEST_CASE("validate: the D2D interference rows replay the benchmark's loop, GEMM
       doc["measurements"].push_back(copy_row);
     });
   };
-  auto rows = [](const overlap::tools::ValidationReport& rep, double* gemm_beside, double* copy_beside) {
+  auto rows = [](const overlap::calibrate::ValidationReport& rep, double* gemm_beside, double* copy_beside) {
     for (const auto& r : group(rep, "interference_copy_engine")->rows) {
       if (r.config == "8192x8192x4096 bf16 beside copy-engine d2d") *gemm_beside = r.predicted_us;
       if (r.config == "copy-engine d2d 536870912 B beside 8192x8192x4096 bf16 GEMMs") *copy_beside = r.predicted_us;
@@ -363,7 +365,7 @@ TEST_CASE("validate: the D2D interference rows replay the benchmark's loop, GEMM
 TEST_CASE("validate: a real node's scheme runs take the host's profile and the runs' transports", "[calibrate][validate]") {
   // A results directory as `mpirun -np 8 overlap-bench-schemes --config schemes_nodes.json` leaves
   // it: schemes/schemes.json (host nodes) simulated with ../profile.yaml, here the built-in 8x H100.
-  const fs::path tmp = fs::temp_directory_path() / "overlap-validate-nodes";
+  const fs::path tmp = fs::temp_directory_path() / ("overlap-validate-nodes-" + std::to_string(::getpid()));
   fs::remove_all(tmp);
   fs::copy(kFixture, tmp, fs::copy_options::recursive);
   fs::copy_file(fs::path(OVERLAP_SOURCE_DIR) / "scenarios/hardware/h100-sxm-8x-nvswitch.yaml", tmp / "profile.yaml",
@@ -391,7 +393,7 @@ TEST_CASE("validate: a real node's scheme runs take the host's profile and the r
   doc.erase("virtual_nodes");
   doc["runs"] = runs;
   std::ofstream(tmp / "schemes" / "schemes.json") << doc.dump(1);
-  const auto rep = overlap::tools::validate_dir(tmp.string());
+  const auto rep = overlap::calibrate::validate_dir(tmp.string());
   fs::remove_all(tmp);
   const auto* g = group(rep, "schemes");
   REQUIRE(g != nullptr);

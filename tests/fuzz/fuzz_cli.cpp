@@ -5,7 +5,7 @@
 //   - an internal error (exit 1, stderr starting "overlap-sim: internal error: ") aborts;
 //   - so does a fixture that changed: the pipe no longer a pipe, a link no longer a link, the
 //     directory gone, the file's text overwritten by a refused command (outputs must never damage
-//     what they replace, sim/atomic_file.hpp);
+//     what they replace, cost_model/atomic_file.hpp);
 //   - everything else the run wrote is removed.
 // Arguments may not contain '/' (nothing outside the scratch directory is ever named as an output;
 // scenarios are named as the source tree's bare names), nor be "-" (standard output) or --plot

@@ -1,4 +1,4 @@
-#include "sim/atomic_file.hpp"
+#include "cost_model/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,6 @@
 #include <fstream>
 #include <iterator>
 
-#include <fmt/format.h>
 
 namespace overlap {
 namespace {
@@ -23,11 +22,11 @@ namespace fs = std::filesystem;
 constexpr int kMaxSymlinks = 40;
 
 [[noreturn]] void fail(const std::string& path, const std::string& why) {
-  throw OutputError(fmt::format("cannot write '{}': {}", path, why));
+  throw OutputError("cannot write '" + path + "': " + why);
 }
 
 [[noreturn]] void fail_errno(const std::string& path, const std::string& doing, int err) {
-  fail(path, fmt::format("{}: {}", doing, std::strerror(err)));
+  fail(path, doing + ": " + std::strerror(err));
 }
 
 std::string kind_of(mode_t mode) {
@@ -86,7 +85,8 @@ void write_in_place(const OutputTarget& t, const std::string& content) {
 std::string temporary_for(const std::string& target) {
   static int counter = 0;
   const fs::path p(target);
-  return (p.parent_path() / fmt::format(".tmp.{}.{}.{}", ::getpid(), ++counter, p.filename().string())).string();
+  const std::string name = ".tmp." + std::to_string(::getpid()) + "." + std::to_string(++counter) + "." + p.filename().string();
+  return (p.parent_path() / name).string();
 }
 
 // Creates the temporary (exclusively) with `content`; the mode of the file it will replace, else
@@ -154,7 +154,7 @@ OutputTarget resolve_output(const std::string& path) {
       break;  // a new file: its directory must exist
     }
     if (S_ISLNK(st.st_mode)) {
-      if (hops >= kMaxSymlinks) fail(path, fmt::format("more than {} symbolic links (a loop?)", kMaxSymlinks));
+      if (hops >= kMaxSymlinks) fail(path, "more than " + std::to_string(kMaxSymlinks) + " symbolic links (a loop?)");
       std::error_code ec;
       const fs::path link = fs::read_symlink(current, ec);
       if (ec) fail(path, "reading the symbolic link: " + ec.message());
@@ -174,8 +174,8 @@ OutputTarget resolve_output(const std::string& path) {
   const fs::path dir = fs::path(current).parent_path();
   const std::string d = dir.empty() ? std::string(".") : dir.string();
   struct stat ds {};
-  if (::stat(d.c_str(), &ds) != 0) fail_errno(path, fmt::format("directory '{}'", d), errno);
-  if (!S_ISDIR(ds.st_mode)) fail(path, fmt::format("'{}' is not a directory", d));
+  if (::stat(d.c_str(), &ds) != 0) fail_errno(path, "directory '" + d + "'", errno);
+  if (!S_ISDIR(ds.st_mode)) fail(path, "'" + d + "' is not a directory");
   return t;
 }
 
@@ -200,12 +200,12 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
         s.ino = st.st_ino;
       }
     } catch (const OutputError& e) {
-      throw OutputError(fmt::format("{} {}: {}", flag, path, e.what()));
+      throw OutputError(flag + " " + path + ": " + e.what());
     }
     for (const Seen& o : seen) {
       if (o.key == s.key || (o.exists && s.exists && o.dev == s.dev && o.ino == s.ino))
-        throw OutputError(fmt::format("{} {} and {} {} name the same file; give each output its own file "
-                                      "(nothing was written)", o.flag, o.given, s.flag, s.given));
+        throw OutputError(o.flag + " " + o.given + " and " + s.flag + " " + s.given +
+                          " name the same file; give each output its own file (nothing was written)");
     }
     seen.push_back(std::move(s));
   }
