@@ -47,6 +47,10 @@ inline constexpr InputRange factor{"model factor", "gpu.gemm_comm_interference, 
                                    "a multiplier on a time or rate"};
 inline constexpr InputRange l2_bytes{"L2 capacity", "gpu.l2_bytes", 0, 68719476736.0, "bytes",
                                      "0 = not given; H100 has 50 MiB, B200 126 MiB", true};
+// One 128x128x1024 tile on one SM: below 0.1 ns the rate is > 4e5 TFLOP/s per SM, above 1 s it is
+// slower than a CPU.
+inline constexpr InputRange gemm_tile_us{"GEMM tile time", "gpu.gemm_tile_us", 1e-4, 1e6, "us",
+                                         "0 = derive from peak_tflops; else one 128x128x1024 tile on one SM"};
 inline constexpr InputRange l2_reuse{"L2 reuse", "gpu.gemm_l2_reuse", 1, 1e4, "",
                                      "every operand byte is read at least once"};
 inline constexpr InputRange full_rate_sms{"GEMM full-rate SMs", "gpu.gemm_full_rate_sms", 0, 4096, "SMs",
@@ -97,7 +101,7 @@ inline constexpr InputRange chunks{"integer scheme knob (chunks, streams, SMs, w
                                    "-1 = the scheme's documented default; 2^20: each chunk adds graph nodes", true};
 
 inline constexpr std::array kAll = {&sm_count, &ctas_per_sm,   &clock_mhz, &peak_tflops, &bandwidth_gbps,
-                                    &copy_engines, &latency_us, &factor,    &l2_reuse,    &l2_bytes,    &full_rate_sms,    &channels,
+                                    &copy_engines, &latency_us, &gemm_tile_us, &factor,    &l2_reuse,    &l2_bytes,    &full_rate_sms,    &channels,
                                     &num_gpus,  &gpus_per_group, &fabric_nodes, &curve_bytes, &curve_us,
                                     &curve_points, &tile,       &tp,        &gemm_dim,    &tokens,
                                     &batch,     &width,         &heads,     &layers,      &chunks};
