@@ -476,8 +476,8 @@ ReadCurve read_curve(const YamlReader& r, const std::string& base_dir) {
     for (std::size_t i = 0; i < pts.size(); ++i) {
       const YamlReader p = pts.element(i);
       if (!p.is_sequence() || p.size() != 2) p.fail("must be [bytes, time_us]");
-      const std::int64_t bytes = p.element(0).as_int_in(*ps::curve_keys::point_bytes);
-      const double us = p.element(1).as_double_in(*ps::curve_keys::point_us);
+      const std::int64_t bytes = p.element(0).as_int_in(*ps::curve_keys::point_bytes.range);
+      const double us = p.element(1).as_double_in(*ps::curve_keys::point_us.range);
       if (!(us > 0)) p.element(1).fail("must be a positive number (got " + p.element(1).node().Scalar() + ")");
       points.push_back(CurvePoint{bytes, ps_from_us(us)});
     }

@@ -64,6 +64,7 @@ std::vector<KeyInfo> all_keys() {
   add(out, kLaunch);
   add(out, kTransport);
   add(out, kCurve);
+  add(out, std::array{&curve_keys::point_bytes, &curve_keys::point_us});
   add(out, kGemm);
   return out;
 }

@@ -352,9 +352,11 @@ inline constexpr K nccl_tests{"curves.<curve>.nccl_tests", {}, Check::none, null
                               "an nccl-tests output file (relative to the profile)", "nccl-tests"};
 inline constexpr K in_place{"curves.<curve>.in_place", {}, Check::none, nullptr, false, "bool",
                             "nccl_tests: take the in-place columns", ""};
-// The two numbers of each [bytes, time_us] point.
-inline constexpr const InputRange* point_bytes = &ranges::curve_bytes;
-inline constexpr const InputRange* point_us = &ranges::curve_us;
+// The two numbers of each [bytes, time_us] point (not keys of their own: outside kCurve).
+inline constexpr K point_bytes{"curves.<curve>.points[][0]", {}, Check::range, &ranges::curve_bytes, true, "int",
+                               "a point's message size", "nccl-tests size column; calibrate/ transfer bytes"};
+inline constexpr K point_us{"curves.<curve>.points[][1]", {}, Check::range, &ranges::curve_us, true, "number",
+                            "a point's time (> 0)", "median time of the calibration or nccl-tests row"};
 }  // namespace curve_keys
 inline constexpr std::array kCurve = {&curve_keys::points, &curve_keys::alpha_us, &curve_keys::beta_gbps,
                                       &curve_keys::nccl_tests, &curve_keys::in_place};

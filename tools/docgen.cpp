@@ -302,9 +302,15 @@ std::string generate() {
        "(`cost_model/input_ranges.hpp`, `ranges::kAll`); the loaders check profiles, scenarios, `--set`, "
        "`--param` and `--sweep` values against it.\n\n"
        "| quantity | keys | valid range | why |\n| --- | --- | --- | --- |\n";
-  for (const overlap::InputRange* r : overlap::ranges::kAll)
-    o << fmt::format("| {} | `{}` | {} | {} |\n", cell(std::string(r->quantity)), cell(std::string(r->keys)),
+  for (const overlap::InputRange* r : overlap::ranges::kAll) {
+    // The profile keys are the schema rows that name this range; r->keys the others.
+    std::string keys;
+    for (const ps::KeyInfo& k : ps::all_keys())
+      if (k.range == r) keys += (keys.empty() ? "" : ", ") + std::string(k.path);
+    if (!r->keys.empty()) keys += (keys.empty() ? "" : ", ") + std::string(r->keys);
+    o << fmt::format("| {} | `{}` | {} | {} |\n", cell(std::string(r->quantity)), cell(keys),
                      cell(overlap::range_text(*r)), cell(std::string(r->why)));
+  }
 
   o << "\n## Scheme parameters\n\n"
        "Every scheme with its source and its parameters (`schemes: [{name: S, params: {...}}]` in a scenario, "

@@ -124,13 +124,11 @@ class YamlLines {
       throw std::runtime_error("refusing to write " + path + " with " + std::to_string(pts.size()) +
                                " points: the profile loader accepts " + accepted_text(ck::points));
     for (const auto& p : pts) {
-      const ps::Key<BandwidthCurve> bytes{"", {}, ps::Check::range, ck::point_bytes, false, "", "", ""};
-      const ps::Key<BandwidthCurve> us{"", {}, ps::Check::range, ck::point_us, false, "", "", ""};
-      checked_int(bytes, p.bytes, path + " bytes");
+      checked_int(ck::point_bytes, p.bytes, path + " bytes");
       if (!(p.time_us > 0)) throw std::runtime_error("refusing to write " + path + ": a point of " +
                                                      std::to_string(p.bytes) + " bytes takes " + num(p.time_us) +
                                                      " us (the profile loader accepts only positive times)");
-      checked(us, p.time_us, path + " time_us");
+      checked(ck::point_us, p.time_us, path + " time_us");
     }
     out_ += "  " + key + ": " + flow({ck::points.name_str() + ": " + points_text(pts)}) + "\n";
   }
