@@ -4,8 +4,9 @@
 // A value outside its range is an InputError naming the file:line (or --set), the key and the
 // limit. The limits are physical (no GPU has 5000 SMs or 10 PB/s links) or guard what the simulator
 // can count (int64 picoseconds and bytes, cost_model/units.hpp) and afford (a node of a million
-// GPUs takes minutes and gigabytes to build). Listed with their reasons in
-// /work/notes/issue12_ranges.md and README.md "Bad input".
+// GPUs takes minutes and gigabytes to build). Listed with their reasons in README.md "Bad input"
+// and docs/reference/inputs.md "Ranges". A hardware-profile key names its range in its row of
+// cost_model/profile_schema.hpp.
 #include <array>
 #include <optional>
 #include <string>
@@ -15,7 +16,9 @@ namespace overlap {
 
 struct InputRange {
   std::string_view quantity;  // what it is, for the README table
-  std::string_view keys;      // the key paths that use it (README)
+  // The key paths outside the hardware profile that use it (README); a profile key names its range
+  // in its row of cost_model/profile_schema.hpp.
+  std::string_view keys;
   double min = 0;
   double max = 0;
   std::string_view unit;  // "" for counts
@@ -26,57 +29,58 @@ struct InputRange {
 namespace ranges {
 
 // GPU (hardware.gpu.*)
-inline constexpr InputRange sm_count{"SM count", "gpu.sm_count", 1, 4096, "SMs",
+inline constexpr InputRange sm_count{"SM count", "", 1, 4096, "SMs",
                                      "the engine addresses SMs in 12 bits; the largest GPUs have a few hundred", true};
-inline constexpr InputRange ctas_per_sm{"GEMM CTAs per SM", "gpu.gemm_ctas_per_sm", 1, 64, "CTAs",
+inline constexpr InputRange ctas_per_sm{"GEMM CTAs per SM", "", 1, 64, "CTAs",
                                         "an SM holds at most 32 resident CTAs (Hopper)", true};
-inline constexpr InputRange clock_mhz{"clock", "gpu.clock_mhz", 0, 1e5, "MHz", "0 = not given; GPUs clock near 2 GHz"};
-inline constexpr InputRange peak_tflops{"peak TFLOP/s", "gpu.peak_tflops.<dtype>", 1e-3, 1e5, "TFLOP/s",
+inline constexpr InputRange clock_mhz{"clock", "", 0, 1e5, "MHz", "0 = not given; GPUs clock near 2 GHz"};
+inline constexpr InputRange peak_tflops{"peak TFLOP/s", "", 1e-3, 1e5, "TFLOP/s",
                                         "GB200 FP8 is about 5,000; below 1 GFLOP/s a GEMM leaves int64 ps"};
-inline constexpr InputRange bandwidth_gbps{"bandwidth", "gpu.hbm_bandwidth_gbps, fabric.links.*.bandwidth_gbps, "
-                                           "fabric.edges[].bandwidth_gbps, curves.*.beta_gbps, comm.*_gbps, "
-                                           "transports.sm_copy.cta_gbps, gpu.gemm_sm_load_gbps, gpu.hbm_sm_gbps",
+inline constexpr InputRange bandwidth_gbps{"bandwidth", "",
                                            1e-3, 1e6, "GB/s",
                                            "HBM3e is 8,000 GB/s; below 1 MB/s a transfer of a few GB leaves int64 ps"};
-inline constexpr InputRange copy_engines{"copy engines", "gpu.copy_engines", 1, 64, "copy engines",
+inline constexpr InputRange copy_engines{"copy engines", "", 1, 64, "copy engines",
                                          "every GPU has at least one; copy-engine schemes need one", true};
-inline constexpr InputRange latency_us{"latency / duration", "*_us (fabric, comm, launch, transports, curves, "
-                                       "gemm_tile_us, gemm_cta_overhead_us, hbm_latency_us, workload.allreduce_us)",
+inline constexpr InputRange latency_us{"latency / duration", "workload.allreduce_us",
                                        0, 1e6, "us", "one second per step is far beyond any real kernel or link"};
-inline constexpr InputRange factor{"model factor", "gpu.gemm_comm_interference, comm.nvls_efficiency", 0, 100, "",
+inline constexpr InputRange factor{"model factor", "", 0, 100, "",
                                    "a multiplier on a time or rate"};
-inline constexpr InputRange l2_bytes{"L2 capacity", "gpu.l2_bytes", 0, 68719476736.0, "bytes",
+inline constexpr InputRange l2_bytes{"L2 capacity", "", 0, 68719476736.0, "bytes",
                                      "0 = not given; H100 has 50 MiB, B200 126 MiB", true};
-inline constexpr InputRange l2_reuse{"L2 reuse", "gpu.gemm_l2_reuse", 1, 1e4, "",
+// One 128x128x1024 tile on one SM: below 0.1 ns the rate is > 4e5 TFLOP/s per SM, above 1 s it is
+// slower than a CPU.
+inline constexpr InputRange gemm_tile_us{"GEMM tile time", "", 1e-4, 1e6, "us",
+                                         "0 = derive from peak_tflops; else one 128x128x1024 tile on one SM"};
+inline constexpr InputRange l2_reuse{"L2 reuse", "", 1, 1e4, "",
                                      "every operand byte is read at least once"};
-inline constexpr InputRange full_rate_sms{"GEMM full-rate SMs", "gpu.gemm_full_rate_sms", 0, 4096, "SMs",
+inline constexpr InputRange full_rate_sms{"GEMM full-rate SMs", "", 0, 4096, "SMs",
                                           "0 = not modelled; else SMs of one physical GPU"};
-inline constexpr InputRange channels{"channels", "comm.channels, comm.nvls_channels, comm.p2p_channels", 1, 4096,
+inline constexpr InputRange channels{"channels", "", 1, 4096,
                                      "channels", "a channel holds an SM (at most gpu.sm_count)", true};
 
 // Fabric (hardware.fabric.*)
-inline constexpr InputRange num_gpus{"GPU count", "fabric.num_gpus", 1, 65536, "GPUs",
+inline constexpr InputRange num_gpus{"GPU count", "", 1, 65536, "GPUs",
                                      "a node of 65,536 GPUs builds in about a second; a million takes minutes and GB",
                                      true};
-inline constexpr InputRange gpus_per_group{"GPUs per node / NUMA node", "fabric.gpus_per_node, fabric.gpus_per_numa",
+inline constexpr InputRange gpus_per_group{"GPUs per node / NUMA node", "",
                                            0, 65536, "GPUs", "0 = not given; at most fabric.num_gpus", true};
-inline constexpr InputRange fabric_nodes{"explicit fabric nodes / edges", "fabric.nodes, fabric.edges", 1, 1'000'000,
+inline constexpr InputRange fabric_nodes{"explicit fabric nodes / edges", "", 1, 1'000'000,
                                          "entries", "keeps the fabric small enough to build in seconds", true};
 
 // Curves and measured GEMMs (hardware.curves.*, hardware.gemm_profiles[])
-inline constexpr InputRange curve_bytes{"curve message size", "curves.*.points[][0]", 1, 1099511627776.0, "bytes",
+inline constexpr InputRange curve_bytes{"curve message size", "", 1, 1099511627776.0, "bytes",
                                         "1 TiB: larger than any GPU memory", true};
-inline constexpr InputRange curve_us{"curve time", "curves.*.points[][1], curves.*.alpha_us", 0, 1e6, "us",
+inline constexpr InputRange curve_us{"curve time", "", 0, 1e6, "us",
                                      "one second per collective is far beyond any measurement"};
-inline constexpr InputRange curve_points{"curve points", "curves.*.points", 1, 10000, "points",
+inline constexpr InputRange curve_points{"curve points", "", 1, 10000, "points",
                                          "nccl-tests prints about 30 sizes", true};
-inline constexpr InputRange tile{"GEMM tile edge", "gemm_profiles[].tile_m, tile_n", 1, 4096, "elements",
+inline constexpr InputRange tile{"GEMM tile edge", "", 1, 4096, "elements",
                                  "CUTLASS tiles are 64..256", true};
 
 // Workload (workload.*)
 inline constexpr InputRange tp{"tensor-parallel ranks", "workload.tp", 1, 65536, "ranks",
                                "at most fabric.num_gpus", true};
-inline constexpr InputRange gemm_dim{"GEMM dimension", "workload.m, n, k; gemm_profiles[].m, n, k", 1, 16777216,
+inline constexpr InputRange gemm_dim{"GEMM dimension", "workload.m, n, k", 1, 16777216,
                                      "elements", "2^24: sizes stay far inside int64 bytes; LLM dimensions are < 2^18",
                                      true};
 inline constexpr InputRange tokens{"tokens", "workload.tokens, workload.seq, workload.batch x workload.seq", 1,
@@ -97,7 +101,7 @@ inline constexpr InputRange chunks{"integer scheme knob (chunks, streams, SMs, w
                                    "-1 = the scheme's documented default; 2^20: each chunk adds graph nodes", true};
 
 inline constexpr std::array kAll = {&sm_count, &ctas_per_sm,   &clock_mhz, &peak_tflops, &bandwidth_gbps,
-                                    &copy_engines, &latency_us, &factor,    &l2_reuse,    &l2_bytes,    &full_rate_sms,    &channels,
+                                    &copy_engines, &latency_us, &gemm_tile_us, &factor,    &l2_reuse,    &l2_bytes,    &full_rate_sms,    &channels,
                                     &num_gpus,  &gpus_per_group, &fabric_nodes, &curve_bytes, &curve_us,
                                     &curve_points, &tile,       &tp,        &gemm_dim,    &tokens,
                                     &batch,     &width,         &heads,     &layers,      &chunks};

@@ -13,6 +13,7 @@
 #include "cost_model/nccl_constants.hpp"
 #include "cost_model/nccl_tests_import.hpp"
 #include "cost_model/overrides.hpp"
+#include "cost_model/profile_schema.hpp"
 #include "cost_model/source_paths.hpp"
 
 
@@ -36,49 +37,57 @@ double zero_or_in(const YamlReader& r, const std::string& key, const InputRange&
   return v;
 }
 
-// gemm_tile_us: the time of one 128x128x1024 tile; below 0.1 ns per tile the rate is > 4e5 TFLOP/s
-// per SM, above 1 s it is slower than a CPU.
-constexpr InputRange kGemmTileUs{"GEMM tile time", "gpu.gemm_tile_us", 1e-4, 1e6, "us",
-                                 "0 = derive from peak_tflops; else one 128x128x1024 tile on one SM"};
+namespace ps = profile_schema;
+
+// Reads one schema row into its member with the row's check; a row without a member (monostate) or
+// a map is read by its section's own code.
+template <class S>
+void read_key(const YamlReader& r, const ps::Key<S>& k, S& s) {
+  const std::string key = k.name_str();
+  std::visit(
+      [&](auto m) {
+        using M = decltype(m);
+        if constexpr (std::is_same_v<M, std::string S::*>) {
+          s.*m = k.required ? r.get_string(key) : r.get_string(key, s.*m);
+        } else if constexpr (std::is_same_v<M, bool S::*>) {
+          s.*m = r.get_bool(key, s.*m);
+        } else if constexpr (std::is_same_v<M, int S::*> || std::is_same_v<M, std::int64_t S::*>) {
+          using T = std::remove_reference_t<decltype(s.*m)>;
+          s.*m = static_cast<T>(k.required ? r.get_int_in(key, *k.range) : r.get_int_in(key, *k.range, s.*m));
+        } else if constexpr (std::is_same_v<M, double S::*>) {
+          if (k.check == ps::Check::fraction) s.*m = r.get_fraction(key, s.*m);
+          else if (k.check == ps::Check::zero_or_range) s.*m = zero_or_in(r, key, *k.range, s.*m);
+          else s.*m = k.required ? r.get_double_in(key, *k.range) : r.get_double_in(key, *k.range, s.*m);
+        }
+      },
+      k.member);
+}
 
 GpuSpec read_gpu(const YamlReader& r) {
-  r.allow_keys({"name", "sm_count", "gemm_ctas_per_sm", "clock_mhz", "peak_tflops", "gemm_efficiency",
-                "hbm_bandwidth_gbps", "hbm_efficiency", "hbm_latency_us", "hbm_sm_gbps", "copy_engines", "min_sm_partition", "gemm_tile_us",
-                "gemm_sm_load_gbps", "gemm_cta_overhead_us", "l2_bytes", "gemm_comm_interference", "gemm_l2_reuse",
-                "gemm_full_rate_sms"});
+  r.allow_keys(ps::names_of(ps::kGpu));
   GpuSpec g;
-  g.name = r.get_string("name", g.name);
-  // The engine addresses SMs in 12 bits (sim/engine.cpp); the largest GPUs today have a few hundred.
-  g.sm_count = static_cast<int>(r.get_int_in("sm_count", ranges::sm_count));
-  g.gemm_ctas_per_sm = static_cast<int>(r.get_int_in("gemm_ctas_per_sm", ranges::ctas_per_sm, g.gemm_ctas_per_sm));
-  g.clock_mhz = r.get_double_in("clock_mhz", ranges::clock_mhz, g.clock_mhz);
-  if (g.clock_mhz != 0 && g.clock_mhz < 1) r.fail_at("clock_mhz", "must be 0 (not given) or at least 1 MHz");
-  if (auto p = r.optional_child("peak_tflops")) {
-    p->expect_map();
-    for (const auto& key : p->keys()) {
-      if (!parse_dtype(key)) p->fail_at(key, "unknown dtype (allowed: fp8, fp16, bf16, fp32)");
-      g.peak_tflops[key] = p->get_double_in(key, ranges::peak_tflops);
+  for (const auto* k : ps::kGpu) {
+    if (k != &ps::gpu_keys::peak_tflops) {
+      read_key(r, *k, g);
+      continue;
+    }
+    if (auto p = r.optional_child(k->name_str())) {
+      p->expect_map();
+      for (const auto& key : p->keys()) {
+        if (!parse_dtype(key)) p->fail_at(key, "unknown dtype (allowed: fp8, fp16, bf16, fp32)");
+        g.peak_tflops[key] = p->get_double_in(key, *k->range);
+      }
     }
   }
-  g.gemm_efficiency = r.get_fraction("gemm_efficiency", g.gemm_efficiency);
-  g.hbm_bandwidth_gbps = zero_or_in(r, "hbm_bandwidth_gbps", ranges::bandwidth_gbps, g.hbm_bandwidth_gbps);
-  g.hbm_efficiency = r.get_fraction("hbm_efficiency", g.hbm_efficiency);
-  g.hbm_latency_us = r.get_double_in("hbm_latency_us", ranges::latency_us, g.hbm_latency_us);
-  g.hbm_sm_gbps = zero_or_in(r, "hbm_sm_gbps", ranges::bandwidth_gbps, g.hbm_sm_gbps);
-  g.copy_engines = static_cast<int>(r.get_int_in("copy_engines", ranges::copy_engines, g.copy_engines));
-  g.min_sm_partition = static_cast<int>(r.get_int_in("min_sm_partition", ranges::sm_count, g.min_sm_partition));
-  g.gemm_tile_us = zero_or_in(r, "gemm_tile_us", kGemmTileUs, g.gemm_tile_us);
-  g.gemm_sm_load_gbps = zero_or_in(r, "gemm_sm_load_gbps", ranges::bandwidth_gbps, g.gemm_sm_load_gbps);
-  g.gemm_cta_overhead_us = r.get_double_in("gemm_cta_overhead_us", ranges::latency_us, g.gemm_cta_overhead_us);
-  g.l2_bytes = r.get_int_in("l2_bytes", ranges::l2_bytes, g.l2_bytes);
-  g.gemm_comm_interference = r.get_double_in("gemm_comm_interference", ranges::factor, g.gemm_comm_interference);
-  g.gemm_l2_reuse = r.get_double_in("gemm_l2_reuse", ranges::l2_reuse, g.gemm_l2_reuse);
-  g.gemm_full_rate_sms = r.get_double_in("gemm_full_rate_sms", ranges::full_rate_sms, g.gemm_full_rate_sms);
+  if (g.clock_mhz != 0 && g.clock_mhz < 1)
+    r.fail_at(ps::gpu_keys::clock_mhz.name_str(), "must be 0 (not given) or at least 1 MHz");
+  const std::string peak = ps::gpu_keys::peak_tflops.name_str();
   if (g.peak_tflops.empty() && g.gemm_tile_us <= 0) {
-    throw InputError(r.file(), r.line(), r.path().empty() ? "peak_tflops" : r.path() + ".peak_tflops",
-                     "missing required field (or give gemm_tile_us)");
+    throw InputError(r.file(), r.line(), r.path().empty() ? peak : r.path() + "." + peak,
+                     "missing required field (or give " + ps::gpu_keys::gemm_tile_us.name_str() + ")");
   }
-  if (g.min_sm_partition > g.sm_count) r.fail_at("min_sm_partition", "must not exceed sm_count");
+  if (g.min_sm_partition > g.sm_count)
+    r.fail_at(ps::gpu_keys::min_sm_partition.name_str(), "must not exceed " + ps::gpu_keys::sm_count.name_str());
   return g;
 }
 
@@ -146,50 +155,63 @@ void check_explicit_graph(const YamlReader& r, const YamlReader& nodes, const Ya
 }
 
 void read_explicit_graph(const YamlReader& r, FabricSpec& f) {
-  const YamlReader nodes = r.child("nodes");
+  namespace nk = ps::node_keys;
+  namespace ek = ps::edge_keys;
+  const YamlReader nodes = r.child(ps::fabric_keys::nodes.name_str());
   nodes.expect_sequence();
-  if (const auto why = range_violation(ranges::fabric_nodes, static_cast<double>(nodes.size()))) nodes.fail(*why);
+  if (const auto why = range_violation(*ps::fabric_keys::nodes.range, static_cast<double>(nodes.size())))
+    nodes.fail(*why);
   std::map<std::string, int> index;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const YamlReader n = nodes.element(i);
-    n.allow_keys({"name", "kind", "gpu"});
+    n.allow_keys(ps::names_of(ps::kNode));
     FabricNode node;
-    node.name = n.get_string("name");
-    const auto kind = parse_node_kind(n.get_string("kind"));
-    if (!kind) n.fail_at("kind", "unknown node kind (allowed: gpu, nvswitch, pcie_switch, host, nic, network_switch, "
+    read_key(n, nk::name, node);
+    const auto kind = parse_node_kind(n.get_string(nk::kind.name_str()));
+    if (!kind) n.fail_at(nk::kind.name_str(), "unknown node kind (allowed: gpu, nvswitch, pcie_switch, host, nic, network_switch, "
                              "gpu_memory)");
     node.kind = *kind;
     if (node.kind == FabricNodeKind::gpu) {
-      node.gpu = to_int(n, "gpu", n.get_nonnegative_int("gpu", -1));
-      if (node.gpu < 0 || node.gpu >= f.num_gpus) n.fail_at("gpu", "must be a GPU index below fabric.num_gpus");
+      const std::string gpu = nk::gpu.name_str();
+      node.gpu = to_int(n, gpu, n.get_nonnegative_int(gpu, -1));
+      if (node.gpu < 0 || node.gpu >= f.num_gpus)
+        n.fail_at(gpu, "must be a GPU index below " + std::string(ps::fabric_keys::num_gpus.path));
     }
-    if (!index.emplace(node.name, static_cast<int>(f.nodes.size())).second) n.fail_at("name", "duplicate node name");
+    if (!index.emplace(node.name, static_cast<int>(f.nodes.size())).second)
+      n.fail_at(nk::name.name_str(), "duplicate node name");
     f.nodes.push_back(node);
   }
-  const YamlReader edges = r.child("edges");
+  const YamlReader edges = r.child(ps::fabric_keys::edges.name_str());
   std::vector<std::size_t> edge_entry;  // the fabric.edges entry of each directed edge
   edges.expect_sequence();
-  if (const auto why = range_violation(ranges::fabric_nodes, static_cast<double>(edges.size()))) edges.fail(*why);
+  if (const auto why = range_violation(*ps::fabric_keys::edges.range, static_cast<double>(edges.size())))
+    edges.fail(*why);
   for (std::size_t i = 0; i < edges.size(); ++i) {
     const YamlReader e = edges.element(i);
-    e.allow_keys({"from", "to", "link_class", "bandwidth_gbps", "latency_us", "bidirectional"});
-    auto node_of = [&](const char* key) {
+    e.allow_keys(ps::names_of(ps::kEdge));
+    auto node_of = [&](const std::string& key) {
       const auto it = index.find(e.get_string(key));
       if (it == index.end()) e.fail_at(key, "unknown node");
       return it->second;
     };
     FabricEdge edge;
-    edge.from = node_of("from");
-    edge.to = node_of("to");
-    edge.link_class = e.get_string("link_class");
+    edge.from = node_of(ek::from.name_str());
+    edge.to = node_of(ek::to.name_str());
+    read_key(e, ek::link_class, edge);
     const auto lc = f.links.find(edge.link_class);
-    if (lc == f.links.end()) e.fail_at("link_class", "unknown link class (not under fabric.links)");
-    edge.bandwidth_gbps = e.get_double_in("bandwidth_gbps", ranges::bandwidth_gbps, lc->second.bandwidth_gbps);
-    edge.latency_us = e.get_double_in("latency_us", ranges::latency_us, lc->second.latency_us);
-    if (edge.from == edge.to) e.fail_at("to", "an edge from node '" + f.nodes[edge.from].name + "' to itself");
+    if (lc == f.links.end())
+      e.fail_at(ek::link_class.name_str(),
+                "unknown link class (not under " + std::string(ps::fabric_keys::links.path) + ")");
+    // An edge's figures default to its class's.
+    edge.bandwidth_gbps = lc->second.bandwidth_gbps;
+    edge.latency_us = lc->second.latency_us;
+    read_key(e, ek::bandwidth_gbps, edge);
+    read_key(e, ek::latency_us, edge);
+    if (edge.from == edge.to)
+      e.fail_at(ek::to.name_str(), "an edge from node '" + f.nodes[edge.from].name + "' to itself");
     f.edges.push_back(edge);
     edge_entry.push_back(i);
-    if (e.get_bool("bidirectional", true)) {
+    if (e.get_bool(ek::bidirectional.name_str(), true)) {
       std::swap(edge.from, edge.to);
       f.edges.push_back(edge);
       edge_entry.push_back(i);
@@ -199,45 +221,43 @@ void read_explicit_graph(const YamlReader& r, FabricSpec& f) {
 }
 
 FabricSpec read_fabric(const YamlReader& r) {
-  r.allow_keys({"topology", "num_gpus", "gpus_per_node", "gpus_per_numa", "virtual_link", "rails", "links", "nodes",
-                "edges"});
+  namespace fk = ps::fabric_keys;
+  r.allow_keys(ps::names_of(ps::kFabric));
   FabricSpec f;
-  f.topology = r.get_string("topology", f.topology);
+  const std::string topology = fk::topology.name_str();
+  read_key(r, fk::topology, f);
   static const std::vector<std::string> topologies = {"nvswitch", "full_mesh", "pcie", "multi_node", "virtual",
                                                       "explicit"};
   if (std::find(topologies.begin(), topologies.end(), f.topology) == topologies.end()) {
-    r.fail_at("topology", "unknown topology '" + f.topology +
+    r.fail_at(topology, "unknown topology '" + f.topology +
                               "' (allowed: nvswitch, full_mesh, pcie, multi_node, virtual, explicit)");
   }
-  if (r.has("virtual_link")) {
-    if (f.topology != "virtual") r.fail_at("virtual_link", "only allowed with topology: virtual");
-    f.virtual_link = r.get_string("virtual_link");
+  const std::string virtual_link = fk::virtual_link.name_str(), rails = fk::rails.name_str();
+  if (r.has(virtual_link)) {
+    if (f.topology != "virtual") r.fail_at(virtual_link, "only allowed with " + topology + ": virtual");
+    f.virtual_link = r.get_string(virtual_link);
     if (f.virtual_link != "d2d" && f.virtual_link != "host")
-      r.fail_at("virtual_link", "must be d2d or host (got '" + f.virtual_link + "')");
+      r.fail_at(virtual_link, "must be d2d or host (got '" + f.virtual_link + "')");
   }
-  if (r.has("rails")) {
-    if (f.topology != "multi_node") r.fail_at("rails", "only allowed with topology: multi_node");
-    f.rails = r.get_bool("rails", false);
+  if (r.has(rails)) {
+    if (f.topology != "multi_node") r.fail_at(rails, "only allowed with " + topology + ": multi_node");
+    read_key(r, fk::rails, f);
   }
-  f.num_gpus = static_cast<int>(r.get_int_in("num_gpus", ranges::num_gpus));
-  f.gpus_per_node = static_cast<int>(r.get_int_in("gpus_per_node", ranges::gpus_per_group, 0));
-  f.gpus_per_numa = static_cast<int>(r.get_int_in("gpus_per_numa", ranges::gpus_per_group, 0));
-  if (f.gpus_per_node > 0 && f.num_gpus % f.gpus_per_node != 0) {
-    r.fail_at("gpus_per_node", "must divide fabric.num_gpus (" + std::to_string(f.num_gpus) + ")");
+  for (const auto* k : {&fk::num_gpus, &fk::gpus_per_node, &fk::gpus_per_numa}) read_key(r, *k, f);
+  for (const auto* k : {&fk::gpus_per_node, &fk::gpus_per_numa}) {
+    const int per = f.*std::get<int FabricSpec::*>(k->member);
+    if (per > 0 && f.num_gpus % per != 0)
+      r.fail_at(k->name_str(), "must divide " + std::string(fk::num_gpus.path) + " (" + std::to_string(f.num_gpus) + ")");
   }
-  if (f.gpus_per_numa > 0 && f.num_gpus % f.gpus_per_numa != 0) {
-    r.fail_at("gpus_per_numa", "must divide fabric.num_gpus (" + std::to_string(f.num_gpus) + ")");
-  }
-  const YamlReader links = r.child("links");
+  const YamlReader links = r.child(fk::links.name_str());
   links.expect_map();
   if (links.size() == 0) links.fail("needs at least one link class");
   for (const auto& name : links.keys()) {
     const YamlReader l = links.child(name);
-    l.allow_keys({"bandwidth_gbps", "latency_us"});
+    l.allow_keys(ps::names_of(ps::kLink));
     LinkClass lc;
     lc.name = name;
-    lc.bandwidth_gbps = l.get_double_in("bandwidth_gbps", ranges::bandwidth_gbps);
-    lc.latency_us = l.get_double_in("latency_us", ranges::latency_us, 0);
+    for (const auto* k : ps::kLink) read_key(l, *k, lc);
     f.links[name] = lc;
   }
   // The link classes each preset needs (fabric_topology.cpp).
@@ -277,8 +297,8 @@ FabricSpec read_fabric(const YamlReader& r) {
     if (f.topology == "pcie") usable = {"pcie", "host"};
     if (f.topology == "virtual") usable = {"d2d", "pcie"};
     refuse_unused(usable);
-    if (r.has("nodes")) r.fail_at("nodes", "only allowed with topology: explicit");
-    if (r.has("edges")) r.fail_at("edges", "only allowed with topology: explicit");
+    for (const auto* k : {&fk::nodes, &fk::edges})
+      if (r.has(k->name_str())) r.fail_at(k->name_str(), "only allowed with " + topology + ": explicit");
     expand_topology(f);
   }
   return f;
@@ -298,10 +318,11 @@ void read_latency_overrides(const YamlReader& r, NcclTunerConstants& tuner) {
       const YamlReader l = a.child(proto_name);
       l.allow_keys({"base", "nvlink", "pci", "net"});
       NcclLatency& lat = tuner.at(*algo, *proto);
-      lat.base_us = l.get_double_in("base", ranges::latency_us, lat.base_us);
+      const InputRange& range = *ps::comm_keys::latency_us.range;
+      lat.base_us = l.get_double_in("base", range, lat.base_us);
       for (auto h : {NcclHw::nvlink, NcclHw::pci, NcclHw::net}) {
         auto& v = lat.hw_us[static_cast<std::size_t>(index_of(h))];
-        v = l.get_double_in(nccl_hw_name(h), ranges::latency_us, v);
+        v = l.get_double_in(nccl_hw_name(h), range, v);
       }
     }
   }
@@ -312,56 +333,55 @@ CommSpec read_comm(const YamlReader& r) {
     r.fail_at("protocol_efficiency", "replaced by NCCL's per-protocol model: pick a protocol with comm.protocol "
                                      "(LL, LL128, Simple) or leave it to the size (auto)");
   }
-  r.allow_keys({"library", "algorithm", "protocol", "arch", "nvlink_sharp", "collnet", "channels", "nvls_channels",
-                "p2p_channels", "bandwidth_efficiency", "latency_us", "ll_max_bw_gbps", "ring_ll128_channel_gbps",
-                "tree_channel_gbps", "tree_ll128_channel_gbps", "nvls_tree_channel_gbps", "nvls_efficiency",
-                "link_kinds", "base_latency_us", "step_latency_us"});
+  namespace ck = ps::comm_keys;
+  r.allow_keys(ps::names_of(ps::kComm));
   CommSpec c;
-  c.library = r.get_string("library", c.library);
+  read_key(r, ck::library, c);
   // Only NCCL's tuning model is implemented (RCCL follows it, facts.md); another name is a typo.
-  if (c.library != "nccl" && c.library != "rccl") r.fail_at("library", "unknown library '" + c.library + "' (nccl, rccl)");
-  const std::string algo = r.get_string("algorithm", "auto");
+  if (c.library != "nccl" && c.library != "rccl")
+    r.fail_at(ck::library.name_str(), "unknown library '" + c.library + "' (nccl, rccl)");
+  const std::string algo = r.get_string(ck::algorithm.name_str(), "auto");
   if (algo != "auto") {
     c.algorithm = parse_nccl_algorithm(algo);
     if (!c.algorithm) {
-      r.fail_at("algorithm", "unknown algorithm '" + algo +
+      r.fail_at(ck::algorithm.name_str(), "unknown algorithm '" + algo +
                                  "' (auto, or NCCL's names: Tree, Ring, CollnetDirect, CollnetChain, NVLS, NVLSTree, PAT)");
     }
   }
-  const std::string proto = r.get_string("protocol", "auto");
+  const std::string proto = r.get_string(ck::protocol.name_str(), "auto");
   if (proto != "auto") {
     c.protocol = parse_nccl_protocol(proto);
-    if (!c.protocol) r.fail_at("protocol", "unknown protocol '" + proto + "' (auto, or NCCL's names: LL, LL128, Simple)");
+    if (!c.protocol)
+      r.fail_at(ck::protocol.name_str(), "unknown protocol '" + proto + "' (auto, or NCCL's names: LL, LL128, Simple)");
   }
-  const std::string arch = r.get_string("arch", nccl_arch_name(c.arch));
+  const std::string arch = r.get_string(ck::arch.name_str(), nccl_arch_name(c.arch));
   const auto parsed_arch = parse_nccl_arch(arch);
-  if (!parsed_arch) r.fail_at("arch", "unknown GPU generation '" + arch + "' (volta, ampere, hopper, blackwell)");
+  if (!parsed_arch)
+    r.fail_at(ck::arch.name_str(), "unknown GPU generation '" + arch + "' (volta, ampere, hopper, blackwell)");
   c.arch = *parsed_arch;
   c.tuner = NcclTunerConstants::defaults(c.arch);
-  c.nvlink_sharp = r.get_bool("nvlink_sharp", c.nvlink_sharp);
-  c.collnet = r.get_bool("collnet", c.collnet);
-  c.channels = static_cast<int>(r.get_int_in("channels", ranges::channels, c.channels));
-  c.nvls_channels = static_cast<int>(r.get_int_in("nvls_channels", ranges::channels, c.nvls_channels));
-  c.p2p_channels = static_cast<int>(r.get_int_in("p2p_channels", ranges::channels, c.p2p_channels));
-  c.bandwidth_efficiency = r.get_fraction("bandwidth_efficiency", c.bandwidth_efficiency);
-  // Before issue 13 a profile gave one latency pair: NCCL's Ring/Simple base and per-step latency.
-  // They still set exactly that (on every link kind).
-  if (r.has("base_latency_us")) c.tuner.at(NcclAlgorithm::Ring, NcclProtocol::Simple).base_us = r.get_double_in("base_latency_us", ranges::latency_us);
-  if (r.has("step_latency_us")) {
-    const double step = r.get_double_in("step_latency_us", ranges::latency_us);
-    for (auto& v : c.tuner.at(NcclAlgorithm::Ring, NcclProtocol::Simple).hw_us) v = step;
+  for (const auto* k : {&ck::nvlink_sharp, &ck::collnet, &ck::channels, &ck::nvls_channels, &ck::p2p_channels,
+                        &ck::bandwidth_efficiency})
+    read_key(r, *k, c);
+  // Two shorthands for NCCL's Ring/Simple latencies: the base, and one per-step figure for every
+  // link kind.
+  NcclLatency& ring_simple = c.tuner.at(NcclAlgorithm::Ring, NcclProtocol::Simple);
+  if (r.has(ck::base_latency_us.name_str()))
+    ring_simple.base_us = r.get_double_in(ck::base_latency_us.name_str(), *ck::base_latency_us.range);
+  if (r.has(ck::step_latency_us.name_str())) {
+    const double step = r.get_double_in(ck::step_latency_us.name_str(), *ck::step_latency_us.range);
+    for (auto& v : ring_simple.hw_us) v = step;
   }
-  if (auto l = r.optional_child("latency_us")) read_latency_overrides(*l, c.tuner);
-  const auto cap = [&](const char* key, std::array<double, 3>& v) {
-    if (r.has(key)) v.fill(r.get_double_in(key, ranges::bandwidth_gbps));
-  };
-  cap("ll_max_bw_gbps", c.tuner.ll_max_bw_gbps);
-  cap("ring_ll128_channel_gbps", c.tuner.ring_ll128_channel_gbps);
-  cap("tree_channel_gbps", c.tuner.tree_channel_gbps);
-  cap("tree_ll128_channel_gbps", c.tuner.tree_ll128_channel_gbps);
-  if (r.has("nvls_tree_channel_gbps")) c.tuner.nvls_tree_channel_gbps.fill(zero_or_in(r, "nvls_tree_channel_gbps", ranges::bandwidth_gbps, 0));
-  c.tuner.nvls_efficiency = r.get_double_in("nvls_efficiency", ranges::factor, c.tuner.nvls_efficiency);
-  if (auto k = r.optional_child("link_kinds")) {
+  if (auto l = r.optional_child(ck::latency_us.name_str())) read_latency_overrides(*l, c.tuner);
+  for (const ps::TunerCap& cap : ps::kTunerCaps) {
+    const std::string key = cap.key->name_str();
+    if (!r.has(key)) continue;
+    if (cap.key->check == ps::Check::zero_or_range) (c.tuner.*cap.caps).fill(zero_or_in(r, key, *cap.key->range, 0));
+    else (c.tuner.*cap.caps).fill(r.get_double_in(key, *cap.key->range));
+  }
+  c.tuner.nvls_efficiency = r.get_double_in(ck::nvls_efficiency.name_str(), *ck::nvls_efficiency.range,
+                                            c.tuner.nvls_efficiency);
+  if (auto k = r.optional_child(ck::link_kinds.name_str())) {
     k->expect_map();
     for (const auto& cls : k->keys()) {
       const auto kind = parse_nccl_hw(k->get_string(cls));
@@ -373,24 +393,22 @@ CommSpec read_comm(const YamlReader& r) {
 }
 
 LaunchSpec read_launch(const YamlReader& r) {
-  r.allow_keys({"host_us", "gap_us", "graph_gap_us", "cuda_graphs", "collective_host_us", "collective_host_us_by_primitive",
-                "shared_host", "sync_host_us"});
+  r.allow_keys(ps::names_of(ps::kLaunch));
   LaunchSpec l;
-  l.host_us = r.get_double_in("host_us", ranges::latency_us, l.host_us);
-  l.gap_us = r.get_double_in("gap_us", ranges::latency_us, l.gap_us);
-  l.graph_gap_us = r.get_double_in("graph_gap_us", ranges::latency_us, l.graph_gap_us);
-  l.cuda_graphs = r.get_bool("cuda_graphs", l.cuda_graphs);
-  l.collective_host_us = r.get_double_in("collective_host_us", ranges::latency_us, l.collective_host_us);
-  if (const auto by = r.optional_child("collective_host_us_by_primitive")) {
-    by->expect_map();
-    for (const auto& name : by->keys()) {
-      const auto prim = parse_collective_primitive(name);
-      if (!prim) by->fail_at(name, "unknown collective primitive (all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, reduce)");
-      l.collective_host_us_by_primitive[*prim] = by->get_double_in(name, ranges::latency_us);
+  for (const auto* k : ps::kLaunch) {
+    if (k != &ps::launch_keys::collective_host_us_by_primitive) {
+      read_key(r, *k, l);
+      continue;
+    }
+    if (const auto by = r.optional_child(k->name_str())) {
+      by->expect_map();
+      for (const auto& name : by->keys()) {
+        const auto prim = parse_collective_primitive(name);
+        if (!prim) by->fail_at(name, "unknown collective primitive (all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, reduce)");
+        l.collective_host_us_by_primitive[*prim] = by->get_double_in(name, *k->range);
+      }
     }
   }
-  l.shared_host = r.get_bool("shared_host", l.shared_host);
-  l.sync_host_us = r.get_double_in("sync_host_us", ranges::latency_us, l.sync_host_us);
   return l;
 }
 
@@ -403,11 +421,9 @@ TransportsSpec read_transports(const YamlReader& r) {
     const auto c = r.optional_child(transport_name(t));
     if (!c) continue;
     TransportSpec& spec = out.of(t);
-    if (t == Transport::sm_copy) c->allow_keys({"latency_us", "efficiency", "cta_gbps"});
-    else c->allow_keys({"latency_us", "efficiency"});
-    spec.latency_us = c->get_double_in("latency_us", ranges::latency_us, spec.latency_us);
-    spec.efficiency = c->get_fraction("efficiency", spec.efficiency);
-    if (t == Transport::sm_copy) spec.cta_gbps = zero_or_in(*c, "cta_gbps", ranges::bandwidth_gbps, spec.cta_gbps);
+    const auto count = static_cast<std::size_t>(ps::transport_key_count(t));
+    c->allow_keys(ps::names_of(ps::kTransport, count));
+    for (std::size_t i = 0; i < count; ++i) read_key(*c, *ps::kTransport[i], spec);
   }
   return out;
 }
@@ -444,19 +460,22 @@ struct ReadCurve {
 };
 
 ReadCurve read_curve(const YamlReader& r, const std::string& base_dir) {
-  r.allow_keys({"points", "alpha_us", "beta_gbps", "nccl_tests", "in_place"});
-  const int forms = int(r.has("points")) + int(r.has("alpha_us") || r.has("beta_gbps")) + int(r.has("nccl_tests"));
-  if (forms != 1) r.fail("give exactly one of: points, alpha_us + beta_gbps, nccl_tests");
-  if (r.has("points")) {
-    const YamlReader pts = r.child("points");
+  namespace ck = ps::curve_keys;
+  const std::string points_key = ck::points.name_str(), alpha = ck::alpha_us.name_str(),
+                    beta = ck::beta_gbps.name_str(), nccl_tests = ck::nccl_tests.name_str();
+  r.allow_keys(ps::names_of(ps::kCurve));
+  const int forms = int(r.has(points_key)) + int(r.has(alpha) || r.has(beta)) + int(r.has(nccl_tests));
+  if (forms != 1) r.fail("give exactly one of: " + points_key + ", " + alpha + " + " + beta + ", " + nccl_tests);
+  if (r.has(points_key)) {
+    const YamlReader pts = r.child(points_key);
     pts.expect_sequence();
-    if (const auto why = range_violation(ranges::curve_points, static_cast<double>(pts.size()))) pts.fail(*why);
+    if (const auto why = range_violation(*ck::points.range, static_cast<double>(pts.size()))) pts.fail(*why);
     std::vector<CurvePoint> points;
     for (std::size_t i = 0; i < pts.size(); ++i) {
       const YamlReader p = pts.element(i);
       if (!p.is_sequence() || p.size() != 2) p.fail("must be [bytes, time_us]");
-      const std::int64_t bytes = p.element(0).as_int_in(ranges::curve_bytes);
-      const double us = p.element(1).as_double_in(ranges::curve_us);
+      const std::int64_t bytes = p.element(0).as_int_in(*ps::curve_keys::point_bytes.range);
+      const double us = p.element(1).as_double_in(*ps::curve_keys::point_us.range);
       if (!(us > 0)) p.element(1).fail("must be a positive number (got " + p.element(1).node().Scalar() + ")");
       points.push_back(CurvePoint{bytes, ps_from_us(us)});
     }
@@ -466,34 +485,32 @@ ReadCurve read_curve(const YamlReader& r, const std::string& base_dir) {
       pts.fail(e.what());
     }
   }
-  if (r.has("nccl_tests")) {
-    const std::string file = r.get_string("nccl_tests");
+  if (r.has(nccl_tests)) {
+    const std::string file = r.get_string(nccl_tests);
     const fs::path path = fs::path(file).is_absolute() ? fs::path(file) : fs::path(base_dir) / file;
     const NcclTestsResult result = load_nccl_tests_file(path.string());
-    return ReadCurve{result.curve(r.get_bool("in_place", false)), result.protocol};
+    return ReadCurve{result.curve(r.get_bool(ck::in_place.name_str(), false)), result.protocol};
   }
-  return ReadCurve{BandwidthCurve::from_alpha_beta(r.get_double_in("alpha_us", ranges::curve_us, 0),
-                                                   r.get_double_in("beta_gbps", ranges::bandwidth_gbps)),
+  return ReadCurve{BandwidthCurve::from_alpha_beta(r.get_double_in(alpha, *ck::alpha_us.range, 0),
+                                                   r.get_double_in(beta, *ck::beta_gbps.range)),
                    std::nullopt};
 }
 
 GemmProfileEntry read_gemm_entry(const YamlReader& r) {
-  r.allow_keys({"m", "n", "k", "dtype", "tile_m", "tile_n", "duration_us", "wave_end_us"});
+  namespace gk = ps::gemm_keys;
+  r.allow_keys(ps::names_of(ps::kGemm));
   GemmProfileEntry e;
-  e.m = r.get_int_in("m", ranges::gemm_dim);
-  e.n = r.get_int_in("n", ranges::gemm_dim);
-  e.k = r.get_int_in("k", ranges::gemm_dim);
-  const auto dt = parse_dtype(r.get_string("dtype", "bf16"));
-  if (!dt) r.fail_at("dtype", "unknown dtype (allowed: fp8, fp16, bf16, fp32)");
+  for (const auto* k : {&gk::m, &gk::n, &gk::k}) read_key(r, *k, e);
+  const auto dt = parse_dtype(r.get_string(gk::dtype.name_str(), dtype_name(e.dtype)));
+  if (!dt) r.fail_at(gk::dtype.name_str(), "unknown dtype (allowed: fp8, fp16, bf16, fp32)");
   e.dtype = *dt;
-  e.tile_m = static_cast<int>(r.get_int_in("tile_m", ranges::tile, e.tile_m));
-  e.tile_n = static_cast<int>(r.get_int_in("tile_n", ranges::tile, e.tile_n));
-  e.duration_us = r.get_double_in("duration_us", ranges::latency_us);
-  if (!(e.duration_us > 0)) r.fail_at("duration_us", "must be a positive number (got 0)");
-  if (auto w = r.optional_child("wave_end_us")) {
+  for (const auto* k : {&gk::tile_m, &gk::tile_n, &gk::duration_us}) read_key(r, *k, e);
+  if (!(e.duration_us > 0)) r.fail_at(gk::duration_us.name_str(), "must be a positive number (got 0)");
+  if (auto w = r.optional_child(gk::wave_end_us.name_str())) {
     w->expect_sequence();
-    if (const auto why = range_violation(ranges::curve_points, static_cast<double>(w->size()))) w->fail(*why);
-    for (std::size_t i = 0; i < w->size(); ++i) e.wave_end_us.push_back(w->element(i).as_double_in(ranges::latency_us));
+    // As many waves as a curve has points at most.
+    if (const auto why = range_violation(*ps::curve_keys::points.range, static_cast<double>(w->size()))) w->fail(*why);
+    for (std::size_t i = 0; i < w->size(); ++i) e.wave_end_us.push_back(w->element(i).as_double_in(*gk::wave_end_us.range));
   }
   return e;
 }
@@ -519,30 +536,29 @@ std::vector<std::string> builtin_profile_names(const std::string& hardware_dir) 
 }
 
 HardwareProfile profile_from_yaml(const YamlReader& r, const std::string& base_dir) {
-  r.allow_keys({"name", "description", "gpu", "fabric", "comm", "launch", "transports", "curves", "gemm_profiles"});
+  r.allow_keys(ps::names_of(ps::kTop));
   HardwareProfile p;
-  p.name = r.get_string("name", "");
-  p.description = r.get_string("description", "");
-  p.gpu = read_gpu(r.child("gpu"));
-  p.fabric = read_fabric(r.child("fabric"));
-  if (auto c = r.optional_child("comm")) p.comm = read_comm(*c);
-  if (auto l = r.optional_child("launch")) p.launch = read_launch(*l);
-  if (auto t = r.optional_child("transports")) p.transports = read_transports(*t);
+  read_key(r, ps::name, p);
+  read_key(r, ps::description, p);
+  p.gpu = read_gpu(r.child(ps::gpu.name_str()));
+  p.fabric = read_fabric(r.child(ps::fabric.name_str()));
+  if (auto c = r.optional_child(ps::comm.name_str())) p.comm = read_comm(*c);
+  if (auto l = r.optional_child(ps::launch.name_str())) p.launch = read_launch(*l);
+  if (auto t = r.optional_child(ps::transports.name_str())) p.transports = read_transports(*t);
   // A collective kernel holds its channels' SMs at once: more than the GPU has could never run. An
   // explicit value that large is an error; a default that large (a small GPU) is cut to sm_count.
-  const auto comm_node = r.optional_child("comm");
-  for (auto [key, value] : {std::pair<const char*, int*>{"channels", &p.comm.channels},
-                            std::pair<const char*, int*>{"nvls_channels", &p.comm.nvls_channels},
-                            std::pair<const char*, int*>{"p2p_channels", &p.comm.p2p_channels}}) {
-    if (*value <= p.gpu.sm_count) continue;
-    if (!comm_node || !comm_node->has(key)) {
-      *value = p.gpu.sm_count;
+  const auto comm_node = r.optional_child(ps::comm.name_str());
+  for (const auto* k : {&ps::comm_keys::channels, &ps::comm_keys::nvls_channels, &ps::comm_keys::p2p_channels}) {
+    int& value = p.comm.*std::get<int CommSpec::*>(k->member);
+    if (value <= p.gpu.sm_count) continue;
+    if (!comm_node || !comm_node->has(k->name_str())) {
+      value = p.gpu.sm_count;
       continue;
     }
-    comm_node->fail_at(key, "must not exceed gpu.sm_count = " + std::to_string(p.gpu.sm_count) + " (got " +
-                                std::to_string(*value) + ")");
+    comm_node->fail_at(k->name_str(), "must not exceed " + std::string(ps::gpu_keys::sm_count.path) + " = " +
+                                          std::to_string(p.gpu.sm_count) + " (got " + std::to_string(value) + ")");
   }
-  if (auto curves = r.optional_child("curves")) {
+  if (auto curves = r.optional_child(ps::curves.name_str())) {
     curves->expect_map();
     for (const auto& key : curves->keys()) {
       if (!valid_curve_key(key)) {
@@ -552,7 +568,7 @@ HardwareProfile profile_from_yaml(const YamlReader& r, const std::string& base_d
                              "or p2p)");
       }
       ReadCurve c = read_curve(curves->child(key), base_dir);
-      // "p2p.<class>" is the older name of an SM-driven copy's curve.
+      // "p2p.<class>" is an alias of an SM-driven copy's curve, sm_copy.<class> (hardware_profile.hpp).
       std::string stored = key.rfind("p2p.", 0) == 0 ? "sm_copy." + key.substr(4) : key;
       if (p.curves.count(stored)) curves->fail_at(key, "given twice (p2p.<class> is sm_copy.<class>)");
       // An nccl-tests run forced to one protocol (NCCL_PROTO in its output) measured that protocol
@@ -570,7 +586,7 @@ HardwareProfile profile_from_yaml(const YamlReader& r, const std::string& base_d
       p.curves[stored] = std::move(c.curve);
     }
   }
-  if (auto g = r.optional_child("gemm_profiles")) {
+  if (auto g = r.optional_child(ps::gemm_profiles.name_str())) {
     g->expect_sequence();
     for (std::size_t i = 0; i < g->size(); ++i) p.gemm_profiles.push_back(read_gemm_entry(g->element(i)));
   }

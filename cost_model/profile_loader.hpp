@@ -1,7 +1,8 @@
 #pragma once
 // Loading a HardwareProfile from YAML: a file, a built-in name (`<hardware_dir>/NAME.yaml`, by
 // default <source>/scenarios/hardware), or an inline node of a scenario (`hardware: {...}`).
-// Every field, its unit and its default are documented in scenarios/hardware/README.md. Bad input
+// Every key is a row of cost_model/profile_schema.hpp (its check, range and meaning), documented in
+// scenarios/hardware/README.md and docs/reference/inputs.md. Bad input
 // (unknown key, wrong type, missing required field, non-positive size, a GPU count a node/NUMA size
 // does not divide) throws InputError naming file, line and key path. The fabric is expanded
 // (expand_topology) before the profile is returned.

@@ -10,6 +10,7 @@
 #include "cost_model/input_error.hpp"
 #include "cost_model/profile_json.hpp"
 #include "cost_model/profile_loader.hpp"
+#include "cost_model/profile_schema.hpp"
 
 namespace overlap {
 namespace {
@@ -40,46 +41,60 @@ void emit_yaml(YAML::Emitter& em, const nlohmann::json& j) {
   }
 }
 
+namespace ps = profile_schema;
+
+// The readable summary: the keys a reader looks for, with their units; some rows join related keys
+// (host / gap / graph gap). Labels are the schema's key names.
 void print_table(const HardwareProfile& p, std::ostream& out) {
-  auto row = [&](const std::string& k, const std::string& v) { out << fmt::format("  {:<28} {}\n", k, v); };
+  namespace gk = ps::gpu_keys;
+  namespace fk = ps::fabric_keys;
+  namespace ck = ps::comm_keys;
+  namespace lk = ps::launch_keys;
+  auto row = [&](std::string_view k, const std::string& v) { out << fmt::format("  {:<28} {}\n", k, v); };
+  auto label = [](const auto& key) { return key.name_str(); };
+  auto unit = [](const auto& key) { return std::string(key.range->unit); };
   out << "profile " << p.name << (p.description.empty() ? "" : " - " + p.description) << "\n";
-  out << "gpu\n";
+  out << ps::gpu.name() << "\n";
   const GpuSpec& g = p.gpu;
-  row("name", g.name);
-  row("sm_count", std::to_string(g.sm_count));
-  for (const auto& [dt, tf] : g.peak_tflops) row("peak_tflops." + dt, fmt::format("{:g} TFLOP/s", tf));
-  row("gemm_efficiency", fmt::format("{:g}", g.gemm_efficiency));
-  if (g.gemm_tile_us > 0) row("gemm_tile_us", fmt::format("{:g} us", g.gemm_tile_us));
-  row("gemm_comm_interference", fmt::format("{:g}", g.gemm_comm_interference));
-  row("hbm_bandwidth_gbps", fmt::format("{:g} GB/s (x{:g})", g.hbm_bandwidth_gbps, g.hbm_efficiency));
-  if (g.hbm_latency_us > 0) row("hbm_latency_us", fmt::format("{:g} us per memory-bound kernel", g.hbm_latency_us));
-  if (g.hbm_sm_gbps > 0) row("hbm_sm_gbps", fmt::format("{:g} GB/s per SM streaming", g.hbm_sm_gbps));
-  row("copy_engines", std::to_string(g.copy_engines));
-  row("gemm_l2_reuse", fmt::format("{:g}", g.gemm_l2_reuse));
-  row("gemm_full_rate_sms", g.gemm_full_rate_sms > 0 ? fmt::format("{:g}", g.gemm_full_rate_sms) : std::string("not modelled"));
-  row("min_sm_partition", std::to_string(g.min_sm_partition));
-  out << "fabric\n";
+  row(gk::name.name(), g.name);
+  row(gk::sm_count.name(), std::to_string(g.sm_count));
+  for (const auto& [dt, tf] : g.peak_tflops) row(label(gk::peak_tflops) + "." + dt, fmt::format("{:g} {}", tf, unit(gk::peak_tflops)));
+  row(gk::gemm_efficiency.name(), fmt::format("{:g}", g.gemm_efficiency));
+  if (g.gemm_tile_us > 0) row(gk::gemm_tile_us.name(), fmt::format("{:g} {}", g.gemm_tile_us, unit(gk::gemm_tile_us)));
+  row(gk::gemm_comm_interference.name(), fmt::format("{:g}", g.gemm_comm_interference));
+  row(gk::hbm_bandwidth_gbps.name(), fmt::format("{:g} {} (x{:g})", g.hbm_bandwidth_gbps, unit(gk::hbm_bandwidth_gbps), g.hbm_efficiency));
+  if (g.hbm_latency_us > 0)
+    row(gk::hbm_latency_us.name(), fmt::format("{:g} {} per memory-bound kernel", g.hbm_latency_us, unit(gk::hbm_latency_us)));
+  if (g.hbm_sm_gbps > 0) row(gk::hbm_sm_gbps.name(), fmt::format("{:g} {} per SM streaming", g.hbm_sm_gbps, unit(gk::hbm_sm_gbps)));
+  row(gk::copy_engines.name(), std::to_string(g.copy_engines));
+  row(gk::gemm_l2_reuse.name(), fmt::format("{:g}", g.gemm_l2_reuse));
+  row(gk::gemm_full_rate_sms.name(),
+      g.gemm_full_rate_sms > 0 ? fmt::format("{:g}", g.gemm_full_rate_sms) : std::string("not modelled"));
+  row(gk::min_sm_partition.name(), std::to_string(g.min_sm_partition));
+  out << ps::fabric.name() << "\n";
   const FabricSpec& f = p.fabric;
-  row("topology", f.topology);
-  row("num_gpus", std::to_string(f.num_gpus));
-  if (f.gpus_per_node > 0) row("gpus_per_node", std::to_string(f.gpus_per_node));
-  if (f.gpus_per_numa > 0) row("gpus_per_numa", std::to_string(f.gpus_per_numa));
+  row(fk::topology.name(), f.topology);
+  row(fk::num_gpus.name(), std::to_string(f.num_gpus));
+  if (f.gpus_per_node > 0) row(fk::gpus_per_node.name(), std::to_string(f.gpus_per_node));
+  if (f.gpus_per_numa > 0) row(fk::gpus_per_numa.name(), std::to_string(f.gpus_per_numa));
   for (const auto& [name, lc] : f.links) {
-    row("links." + name, fmt::format("{:g} GB/s, {:g} us", lc.bandwidth_gbps, lc.latency_us));
+    row(label(fk::links) + "." + name, fmt::format("{:g} {}, {:g} {}", lc.bandwidth_gbps, unit(ps::link_keys::bandwidth_gbps),
+                                                   lc.latency_us, unit(ps::link_keys::latency_us)));
   }
   row("graph", fmt::format("{} nodes, {} directed edges", f.nodes.size(), f.edges.size()));
-  out << "comm\n";
+  out << ps::comm.name() << "\n";
   const CommSpec& c = p.comm;
-  row("library", c.library);
-  row("channels", std::to_string(c.channels));
-  row("p2p_channels", std::to_string(c.p2p_channels));
-  row("algorithm/protocol", fmt::format("{} / {}", c.algorithm ? nccl_algorithm_name(*c.algorithm) : "auto", c.protocol ? nccl_protocol_name(*c.protocol) : "auto"));
+  row(ck::library.name(), c.library);
+  row(ck::channels.name(), std::to_string(c.channels));
+  row(ck::p2p_channels.name(), std::to_string(c.p2p_channels));
+  row(label(ck::algorithm) + "/" + label(ck::protocol),
+      fmt::format("{} / {}", c.algorithm ? nccl_algorithm_name(*c.algorithm) : "auto", c.protocol ? nccl_protocol_name(*c.protocol) : "auto"));
   row("bandwidth eff. / NVLS", fmt::format("{:g} / {}", c.bandwidth_efficiency, c.nvlink_sharp ? fmt::format("{} channels", c.nvls_channels) : std::string("no")));
-  out << "launch\n";
-  row("host / gap / graph gap", fmt::format("{:g} / {:g} / {:g} us", p.launch.host_us, p.launch.gap_us,
-                                             p.launch.graph_gap_us));
-  row("cuda_graphs", p.launch.cuda_graphs ? "true" : "false");
-  out << "transports\n";
+  out << ps::launch.name() << "\n";
+  row("host / gap / graph gap", fmt::format("{:g} / {:g} / {:g} {}", p.launch.host_us, p.launch.gap_us,
+                                             p.launch.graph_gap_us, unit(lk::host_us)));
+  row(lk::cuda_graphs.name(), p.launch.cuda_graphs ? "true" : "false");
+  out << ps::transports.name() << "\n";
   for (Transport t : kAllTransports) {
     const TransportSpec& ts = p.transports.of(t);
     row(transport_name(t), fmt::format("{:g} us + S / (link x {:g}){}", ts.latency_us, ts.efficiency,
@@ -88,24 +103,32 @@ void print_table(const HardwareProfile& p, std::ostream& out) {
                                            : std::string()));
   }
   if (!p.curves.empty()) {
-    out << "curves\n";
+    out << ps::curves.name() << "\n";
     for (const auto& [key, curve] : p.curves) {
       row(key, fmt::format("{} points, fit {:g} us + S / {:g} GB/s", curve.points().size(), curve.fit().alpha_us,
                            curve.fit().beta_gbps));
     }
   }
-  if (!p.gemm_profiles.empty()) row("gemm_profiles", std::to_string(p.gemm_profiles.size()) + " entries");
+  if (!p.gemm_profiles.empty()) row(ps::gemm_profiles.name(), std::to_string(p.gemm_profiles.size()) + " entries");
 }
 
 // The resolved profile as a profile file the loader reads back: where it came from goes into a
-// comment, and the fabric graph the loader builds from the topology is left to it (only an
-// `explicit` topology writes its nodes and edges).
+// comment, each curve is its points, a GEMM without wave timestamps has no wave_end_us, and the
+// fabric graph the loader builds from the topology is left to it (only an `explicit` topology writes its nodes and edges).
 nlohmann::json loadable_profile_json(const HardwareProfile& p) {
   nlohmann::json j = profile_to_json(p);
   j.erase("source_file");
-  if (j.contains("fabric") && j["fabric"].value("topology", std::string()) != "explicit") {
-    j["fabric"].erase("nodes");
-    j["fabric"].erase("edges");
+  // A curve's fit is derived from its points (the loader takes one form of a curve).
+  for (auto& [key, curve] : j[ps::curves.name_str()].items()) curve.erase("fit");
+  // No per-wave timestamps is no list (the loader takes a list of at least one).
+  for (auto& entry : j[ps::gemm_profiles.name_str()]) {
+    const std::string waves = ps::gemm_keys::wave_end_us.name_str();
+    if (entry[waves].empty()) entry.erase(waves);
+  }
+  nlohmann::json& fabric = j[ps::fabric.name_str()];
+  if (fabric.value(ps::fabric_keys::topology.name_str(), std::string()) != "explicit") {
+    fabric.erase(ps::fabric_keys::nodes.name_str());
+    fabric.erase(ps::fabric_keys::edges.name_str());
   }
   return j;
 }

@@ -2,7 +2,8 @@
 // input range and every scheme parameter, from the code that checks them, so the page cannot drift
 // from what the loaders accept:
 //   - the keys and their defaults are the resolved profile (profile_to_json) of the smallest profile
-//     the loader accepts; a key is "required" when that profile without it is refused;
+//     the loader accepts; a key is "required" when that profile without it is refused; its type,
+//     unit, meaning and source are its row of the profile schema (cost_model/profile_schema.hpp);
 //   - a key's valid values are what the loader itself says when given an impossible value
 //     (the message of its InputError), so the range printed is the range enforced;
 //   - the scenario's top-level keys, the workload kinds and each kind's keys are the lists the
@@ -28,6 +29,7 @@
 #include "cost_model/overrides.hpp"
 #include "cost_model/profile_json.hpp"
 #include "cost_model/profile_loader.hpp"
+#include "cost_model/profile_schema.hpp"
 #include "cost_model/yaml_reader.hpp"
 #include "cost_model/atomic_file.hpp"
 #include "sim/scenario.hpp"
@@ -190,29 +192,13 @@ bool required_in_minimal(const std::vector<std::string>& path) {
   return load_error(root).has_value();
 }
 
-std::string unit_of(const std::string& key) {
-  const auto ends = [&](const char* s) {
-    const std::string suf(s);
-    return key.size() >= suf.size() && key.compare(key.size() - suf.size(), suf.size(), suf) == 0;
-  };
-  if (ends("_us") || key.find("latency_us.") != std::string::npos) return "us";
-  if (ends("_gbps")) return "GB/s (1e9 B/s)";
-  if (ends("_mhz")) return "MHz";
-  if (ends("_bytes")) return "bytes";
-  if (key.find("peak_tflops") != std::string::npos) return "TFLOP/s";
-  if (ends("efficiency")) return "fraction";
-  if (ends("_sms") || ends("sm_count") || ends("sm_partition")) return "SMs";
-  if (ends("num_gpus") || ends("gpus_per_node") || ends("gpus_per_numa")) return "GPUs";
-  if (ends("channels")) return "channels (SMs)";
-  return "";
-}
+namespace ps = overlap::profile_schema;
 
-std::string type_of(const json& v) {
-  if (v.is_boolean()) return "bool";
-  if (v.is_number_integer() || v.is_number_unsigned()) return "int";
-  if (v.is_number()) return "number";
-  if (v.is_string()) return "string";
-  return "map";
+// A resolved key's schema row (every key the JSON writer writes has one).
+const ps::KeyInfo& schema_row(const std::string& key) {
+  const ps::KeyInfo* info = ps::find_key(key);
+  if (!info) throw std::runtime_error("profile key " + key + " has no row in cost_model/profile_schema.hpp");
+  return *info;
 }
 
 std::string value_text(const json& v) {
@@ -234,11 +220,10 @@ void collect(const json& j, std::vector<std::string>& path, std::vector<KeyRow>&
     path.push_back(it.key());
     std::string key;
     for (const auto& p : path) key += (key.empty() ? "" : ".") + p;
-    const bool skip = key == "source_file" || key == "fabric.nodes" || key == "fabric.edges" || key == "curves" ||
-                      key == "gemm_profiles";
-    if (key == "comm.latency_us") {
-      out.push_back({"comm.latency_us.Ring.LL.base", it.value()["Ring"]["LL"]["base"],
-                     {"comm", "latency_us", "Ring", "LL", "base"}});
+    const bool skip = key == "source_file" || key == ps::fabric_keys::nodes.path || key == ps::fabric_keys::edges.path ||
+                      key == ps::curves.path || key == ps::gemm_profiles.path;
+    if (key == ps::comm_keys::latency_us.path) {
+      out.push_back({key + ".Ring.LL.base", it.value()["Ring"]["LL"]["base"], {"comm", "latency_us", "Ring", "LL", "base"}});
     } else if (!skip) {
       if (it.value().is_object() && !it.value().empty()) collect(it.value(), path, out);
       else out.push_back({key, it.value(), path});
@@ -276,29 +261,39 @@ std::string generate() {
   std::vector<std::string> path;
   collect(resolved, path, rows);
   // The profile's own order of sections (scenarios/hardware/README.md); keys alphabetical within one.
-  const std::vector<std::pair<std::string, std::string>> sections = {
-      {"", "Top level"},
-      {"gpu", "`gpu`: the GPU"},
-      {"fabric", "`fabric`: GPUs and links"},
-      {"comm", "`comm`: the communication library (defaults: NCCL's constants for `comm.arch`)"},
-      {"launch", "`launch`: kernel launch and host costs"},
-      {"transports", "`transports`: how bytes move between GPUs"}};
+  std::vector<std::pair<std::string, std::string>> sections = {{"", "Top level"}};
+  for (const auto* section : {&ps::gpu, &ps::fabric, &ps::comm, &ps::launch, &ps::transports}) {
+    std::string title = "`" + std::string(section->path) + "`: " + std::string(section->doc);
+    if (section == &ps::comm) title += " (defaults: NCCL's constants for `" + std::string(ps::comm_keys::arch.path) + "`)";
+    sections.emplace_back(section->path, title);
+  }
   for (const auto& [top, title] : sections) {
-    o << "\n### " << title << "\n\n| key | type | unit | default | valid values (the loader's check) |\n"
-      << "| --- | --- | --- | --- | --- |\n";
+    o << "\n### " << title << "\n\n| key | type | unit | default | valid values (the loader's check) | meaning | source |\n"
+      << "| --- | --- | --- | --- | --- | --- | --- |\n";
     for (const KeyRow& r : rows) {
       if ((r.path.size() > 1 ? r.path.front() : std::string()) != top) continue;
       const bool required = required_in_minimal(r.path);
       const std::string def = required ? "required (" + value_text(r.value) + ")" : value_text(r.value);
-      o << fmt::format("| `{}` | {} | {} | {} | {} |\n", r.key, type_of(r.value), unit_of(r.key), cell(def),
-                       cell(accepted_values(r.key, r.value)));
+      const ps::KeyInfo& info = schema_row(r.key);
+      o << fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", r.key, info.type, ps::unit_of(info), cell(def),
+                       cell(accepted_values(r.key, r.value)), cell(std::string(info.doc)),
+                       info.source.empty() ? "-" : cell(std::string(info.source)));
     }
   }
   o << "\nThree keys exist only with their topology: `fabric.virtual_link` (`d2d` or `host`; `topology: "
        "virtual`), `fabric.rails` (bool; `topology: multi_node`), and `fabric.nodes` / `fabric.edges` (the graph "
        "itself; `topology: explicit`). Measured data go under `curves` (bandwidth curves per "
-       "primitive or transport) and `gemm_profiles` (measured GEMMs), which have no defaults; their "
-       "ranges are in the table below.\n";
+       "primitive or transport) and `gemm_profiles` (measured GEMMs), which have no defaults:\n\n"
+       "| key | type | unit | required | valid range | meaning | source |\n| --- | --- | --- | --- | --- | --- | --- |\n";
+  for (const ps::KeyInfo& k : ps::all_keys()) {
+    const std::string_view path = k.path;
+    const bool listed = path.rfind("fabric.nodes[]", 0) == 0 || path.rfind("fabric.edges[]", 0) == 0 ||
+                        path.rfind("curves.", 0) == 0 || path.rfind("gemm_profiles[]", 0) == 0;
+    if (!listed) continue;
+    o << fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", path, k.type, ps::unit_of(k), k.required ? "yes" : "no",
+                     k.range ? cell(overlap::range_text(*k.range)) : "-", cell(std::string(k.doc)),
+                     k.source.empty() ? "-" : cell(std::string(k.source)));
+  }
 
   scenario_section(o);
 
@@ -307,9 +302,15 @@ std::string generate() {
        "(`cost_model/input_ranges.hpp`, `ranges::kAll`); the loaders check profiles, scenarios, `--set`, "
        "`--param` and `--sweep` values against it.\n\n"
        "| quantity | keys | valid range | why |\n| --- | --- | --- | --- |\n";
-  for (const overlap::InputRange* r : overlap::ranges::kAll)
-    o << fmt::format("| {} | `{}` | {} | {} |\n", cell(std::string(r->quantity)), cell(std::string(r->keys)),
+  for (const overlap::InputRange* r : overlap::ranges::kAll) {
+    // The profile keys are the schema rows that name this range; r->keys the others.
+    std::string keys;
+    for (const ps::KeyInfo& k : ps::all_keys())
+      if (k.range == r) keys += (keys.empty() ? "" : ", ") + std::string(k.path);
+    if (!r->keys.empty()) keys += (keys.empty() ? "" : ", ") + std::string(r->keys);
+    o << fmt::format("| {} | `{}` | {} | {} |\n", cell(std::string(r->quantity)), cell(keys),
                      cell(overlap::range_text(*r)), cell(std::string(r->why)));
+  }
 
   o << "\n## Scheme parameters\n\n"
        "Every scheme with its source and its parameters (`schemes: [{name: S, params: {...}}]` in a scenario, "

@@ -43,8 +43,9 @@ struct ProfileOptions {
   std::string pcie_source;
   // A virtual node's rank-to-rank pull as its physical GPU times it alone (d2d: its copy_engine.d2d;
   // host: copy_engine.d2h then .h2d, summed per size), standing in for the node's own pulls where
-  // those were timed with the host in the loop (runs before 2026-11-23: about 13 us for two ranks
-  // and 50 us for four, flat up to 16 MiB, against 7-18 us of copy). Empty: the node's own.
+  // those were timed with the host in the loop (transfer rows without derived.queued: about 13 us
+  // for two ranks and 50 us for four, flat up to 16 MiB, against 7-18 us of copy). Empty: the
+  // node's own.
   std::vector<CurvePointUs> physical_pull;
   std::string physical_pull_source;
   // A virtual node's memory kernels from the physical GPU's hbm_stream fit, when it measured the

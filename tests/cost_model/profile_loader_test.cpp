@@ -139,7 +139,7 @@ TEST_CASE("unknown built-in name lists the known ones", "[profile][errors]") {
   CHECK_THROWS_WITH(load_profile("h200-nonexistent", kHardwareDir), Catch::Contains("h100-sxm-8x-nvswitch"));
 }
 
-TEST_CASE("launch, transports and GEMM HBM traffic load with their defaults and overrides", "[profile][issue9]") {
+TEST_CASE("launch, transports and GEMM HBM traffic load with their defaults and overrides", "[profile][launch]") {
   const HardwareProfile d = load_inline(kMinimal);
   CHECK(d.launch.host_us == 4.0);
   CHECK(d.launch.gap_us == 0.9);
@@ -163,7 +163,7 @@ TEST_CASE("launch, transports and GEMM HBM traffic load with their defaults and 
   CHECK(p.curves.count("copy_engine.d2d") == 1);
 }
 
-TEST_CASE("loader error: bad launch, transport and topology fields name file, line and key", "[profile][errors][issue9]") {
+TEST_CASE("loader error: bad launch, transport and topology fields name file, line and key", "[profile][errors][launch]") {
   const std::string base(kMinimal);  // 6 lines
   CHECK(error_of(base + "launch: {gap_us: -1}\n") ==
         "scenarios/x.yaml:7: hardware.launch.gap_us: must be in [0, 1e+06] us (got -1): one second per step is far beyond any real kernel or link");
@@ -186,7 +186,7 @@ TEST_CASE("loader error: bad launch, transport and topology fields name file, li
             .find("given twice") != std::string::npos);
 }
 
-TEST_CASE("virtual and rail-optimised topologies expand to the graphs they describe", "[profile][issue9]") {
+TEST_CASE("virtual and rail-optimised topologies expand to the graphs they describe", "[profile][topology]") {
   const HardwareProfile v = load_inline(
       "gpu:\n  sm_count: 32\n  peak_tflops: {bf16: 500}\nfabric:\n  topology: virtual\n  num_gpus: 4\n"
       "  links: {d2d: {bandwidth_gbps: 1300}}\n");
