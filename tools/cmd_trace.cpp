@@ -19,7 +19,7 @@
 #include "cost_model/input_error.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "sim/schemes/graph_builder.hpp"
-#include "sim/atomic_file.hpp"
+#include "cost_model/atomic_file.hpp"
 #include "tools/cli.hpp"
 
 namespace overlap::tools {
