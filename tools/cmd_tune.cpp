@@ -164,7 +164,7 @@ void tune_operator(const TuneOptions& o, std::ostream& out, std::ostream& err) {
     config = sim::flashoverlap_config(r, sim::gemm_collective_shape(w), o.swizzle, o.algo).dump(4) + "\n";
     exported = export_path(o, sim::gemm_collective_shape(w), hw);
   }
-  // -o and --export-flashoverlap land together or not at all (issue 12).
+  // -o and --export-flashoverlap land together or not at all: a half-written pair is worse than none.
   StagedOutputs staged;
   try {
     if (!o.output.empty()) staged.stage(o.output, text + ties);

@@ -97,7 +97,7 @@ Op new_op(const TaskGraph& g, int rank, StreamId stream, OpKind kind, const std:
 
 }  // namespace
 
-// HBM traffic of one GEMM tile at full speed (issue 9, item 4), the whole GEMM's spread evenly
+// HBM traffic of one GEMM tile at full speed (design.md "The simulation model": HBM), the whole GEMM's spread evenly
 // over its tiles; never less than reading A and B and writing C once (a skinny GEMM streams its
 // weights).
 //   - gpu.l2_bytes given: an L2 capacity model. The GEMM's L2 share is the GPU's L2, divided among
@@ -198,7 +198,7 @@ Ps GraphBuilder::collective_ps(Primitive primitive, Bytes bytes, int members) co
 
 namespace {
 
-// Curve fidelity (issue 9, item 3): the bytes member `i` sends to each peer over the whole algorithm
+// Curve fidelity: the bytes member `i` sends to each peer over the whole algorithm
 // load the links they cross, as flows, so a collective contends with concurrent traffic; the
 // plan's latency (NCCL's base + per-step latencies) is the part of the curve time that moves no bytes.
 void set_curve_traffic(Op& op, const CollectiveSchedule& schedule, int i, const std::vector<int>& members,

@@ -61,7 +61,7 @@ SchemeResult run_scheme(const std::string& name, const Workload& w, const Hardwa
   return evaluate(*s, BuildContext{w, hw, params, Fidelity::curve});
 }
 
-// An all-reduce reads and writes HBM too (its few kilobytes as flows, engine issue 9 item 4): where it
+// An all-reduce reads and writes HBM too (its few kilobytes as flows): where it
 // overlaps a module's weight streaming it slows it by a few picoseconds, which the blog's idealisation
 // (streaming alone on HBM) leaves out. At most this much per all-reduce of the run.
 constexpr Ps kHbmSlackPerAllReduce = 4;

@@ -1,4 +1,4 @@
-// Transports costed once (issue 9, item 2): whichever scheme sends bytes over a path by a given
+// Transports costed once: whichever scheme sends bytes over a path by a given
 // mechanism, the engine takes what GraphBuilder::transfer_ps (the fabric's one answer) says, and the
 // reason strings quote that same figure.
 #include <catch2/catch.hpp>
