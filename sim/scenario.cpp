@@ -548,7 +548,7 @@ Scenario load_impl(const std::string& text, const std::string& file, const Scena
                    bool with_sweep) {
   const std::string hardware_dir = options.hardware_dir.empty() ? default_hardware_dir() : options.hardware_dir;
   YAML::Node root = parse(text, file);
-  if (!with_sweep && root.IsMap()) root.remove("sweep");
+  if (!with_sweep && !options.check_ignored_sweep && root.IsMap()) root.remove("sweep");
   if (!root.IsMap()) {
     const int line = root.Mark().line >= 0 ? root.Mark().line + 1 : 0;
     throw InputError(file, line, "",
@@ -650,10 +650,14 @@ Scenario load_checked(const YAML::Node& root, const std::string& text, const std
     if (sc.schemes.empty()) r.fail("no scheme applies to a " + sc.workload.kind + " workload");
   }
 
-  if (with_sweep) {
-    if (const auto s = r.optional_child("sweep")) {
+  if (const auto s = r.optional_child("sweep")) {
+    if (with_sweep) {
       sc.text = text_without_sweep(text);
       sc.sweep = read_sweep(*s, sc.text, file, options);
+    } else if (options.check_ignored_sweep) {
+      ScenarioOptions shape_only = options;
+      shape_only.check_sweep_values = false;
+      (void)read_sweep(*s, text, file, shape_only);
     }
   }
   if (sc.text.empty()) sc.text = text;

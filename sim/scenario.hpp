@@ -61,6 +61,10 @@ struct ScenarioOptions {
   // `overlap-sim sweep` turns this off: it checks every point (every combination of values) itself
   // and reports all the bad ones at once.
   bool check_sweep_values = true;
+  // Without validate_sweep, still read the sweep block's shape (keys, lists of values) so a broken
+  // sweep is refused by every command, never silently ignored. Off for the points of a sweep being
+  // run: their scenario text has the block blanked or was read once already.
+  bool check_ignored_sweep = true;
 };
 
 // Loads a scenario file. Throws InputError (file, line, key) for every kind of bad input.

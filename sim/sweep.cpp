@@ -236,6 +236,7 @@ void check_sweep_keys(const Scenario& scenario, const std::vector<SweepAxis>& ax
     if (axis.values.empty()) continue;
     ScenarioOptions o = load;
     o.validate_sweep = false;
+    o.check_ignored_sweep = false;
     for (std::size_t k = 0; k < axis.keys.size() && k < axis.values.front().size(); ++k)
       o.sets.push_back(axis.keys[k] + "=" + axis.values.front()[k]);
     try {
@@ -306,6 +307,7 @@ std::vector<PreparedPoint> prepare_sweep(const Scenario& scenario, const SweepGr
     const SweepPoint& p = grid.points[i];
     ScenarioOptions o = load;
     o.validate_sweep = false;  // the point's scenario: the sweep itself is what is being run
+    o.check_ignored_sweep = false;
     o.sets.insert(o.sets.end(), p.sets.begin(), p.sets.end());
     try {
       Scenario sc = load_scenario_text(scenario.text, scenario.file, o);

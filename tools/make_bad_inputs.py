@@ -55,9 +55,10 @@ ENUM_KEYS = {"kind", "dtype", "model", "topology", "library", "algorithm", "prot
              "primitive"}
 
 
-# Keys whose 0 is documented as "not given" (README "Bad input"): 0 is valid there.
+# Keys whose 0 is documented as "not given" (docs/reference/inputs.md), or as "none" (nvls_efficiency:
+# a GPU without NVLink SHARP): 0 is valid there.
 ZERO_MEANS_UNSET = {"hbm_bandwidth_gbps", "cta_gbps", "clock_mhz", "kv_heads", "gemm_tile_us", "gpus_per_node",
-                    "gpus_per_numa"}
+                    "gpus_per_numa", "nvls_efficiency"}
 
 
 def number_class(path):

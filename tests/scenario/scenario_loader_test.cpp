@@ -310,6 +310,26 @@ TEST_CASE("sweep axes are parsed and every value validated", "[scenario][sweep]"
   CHECK(load_error(kGemm + "sweep:\n  \"workload.m,workload.n\": [[1024]]\n").line() == 14);
 }
 
+TEST_CASE("a command that does not run the sweep still refuses a broken one", "[scenario][sweep][errors]") {
+  // run and tune load without the sweep (its values are checked by `overlap-sim sweep`), but a
+  // sweep block that is not a map of lists is a broken file, never ignored.
+  ScenarioOptions o = options();
+  o.validate_sweep = false;
+  const std::string broken = kGemm + "sweep:\n  workload.m: [1024]\n  workload {\n";  // line 15
+  try {
+    (void)load_scenario_text(broken, "test.yaml", o);
+    FAIL("a sweep key with no values loaded");
+  } catch (const InputError& e) {
+    CHECK(e.line() == 15);
+    CHECK_THAT(e.key_path(), Catch::StartsWith("sweep.workload {"));
+  }
+  // Its values are not checked there: 1025 does not divide, but run does not run the sweep.
+  CHECK(load_scenario_text(kGemm + "sweep:\n  workload.m: [1025]\n", "test.yaml", o).sweep.empty());
+  // The points of a sweep being run skip the block altogether.
+  o.check_ignored_sweep = false;
+  CHECK_NOTHROW(load_scenario_text(broken, "test.yaml", o));
+}
+
 TEST_CASE("every shipped scenario loads", "[scenario][shipped]") {
   std::vector<fs::path> files;
   for (const char* dir : {"/scenarios", "/scenarios/papers"})
