@@ -405,7 +405,9 @@ SchemeSpec read_scheme(const YamlReader& e, const Workload& workload, const Hard
     for (const std::string& key : params->keys()) {
       const SchemeParam* ps = find_param(*info, key);
       if (!ps) params->fail_at(key, "unknown parameter of scheme '" + spec.name + "' (known: " + known_params(*info) + ")");
-      spec.params[key] = read_param(params->child(key), *ps, hardware);
+      const YamlReader value = params->child(key);
+      spec.params[key] = read_param(value, *ps, hardware);
+      spec.param_lines[key] = value.line();
     }
   }
   return spec;

@@ -5,6 +5,7 @@
 // so an override is checked exactly like a value written in the file. Every mistake is an
 // InputError naming the file, the line and the key path (the CLI exits 2 on it).
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct SchemeSpec {
   std::string name;
   nlohmann::json params = nlohmann::json::object();
   int line = 0;  // where the scenario names it (0: not written, e.g. "every scheme that applies")
+  // Where each parameter given in the scenario is written, so an error a builder finds in one (a
+  // value this workload cannot use) is located at that knob's own line.
+  std::map<std::string, int> param_lines = {};
 };
 
 // One sweep axis: key paths of the scenario and the values they take. A single key takes one value

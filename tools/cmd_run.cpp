@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -197,7 +198,14 @@ nlohmann::json trace_of(const sim::Scenario& sc, const sim::SchemeSpec& spec, co
 InputError scheme_failure(const sim::Scenario& sc, const std::vector<sim::SchemeSpec>& specs,
                           const sim::SchemeResult& r) {
   const std::size_t i = r.request >= 0 ? static_cast<std::size_t>(r.request) : 0;
-  const int line = i < specs.size() ? specs[i].line : 0;
+  int line = i < specs.size() ? specs[i].line : 0;
+  // A builder names the knob it refused as "params.<knob>": point at that knob's line when the
+  // scenario wrote it.
+  constexpr std::string_view kParams = "params.";
+  if (i < specs.size() && r.error_key.rfind(kParams, 0) == 0) {
+    const auto it = specs[i].param_lines.find(r.error_key.substr(kParams.size()));
+    if (it != specs[i].param_lines.end() && it->second > 0) line = it->second;
+  }
   std::string key = fmt::format("schemes.{}", i);
   if (!r.error_key.empty()) key += "." + r.error_key;
   return InputError(sc.file, line, key, fmt::format("scheme '{}': {}", r.scheme, r.error));

@@ -167,6 +167,12 @@ TEST_CASE("scenario input errors exit 2 naming the file, line and key", "[cli]")
   CHECK(value.rc == 1);
   CHECK_THAT(value.err, Catch::Contains(scen + ":13"));
   CHECK_THAT(value.err, Catch::Contains("schemes.2.params.m") && Catch::Contains("cannot be cut into m = 2000 slices"));
+
+  // Written as a block, the knob's own line is named, not the scheme's.
+  write(scen, kScenario + "  - name: commfuse\n    params:\n      channels: 8\n      m: 2000\n");  // m: line 16
+  const CliResult block = cli({"run", scen});
+  CHECK(block.rc == 1);
+  CHECK_THAT(block.err, Catch::Contains(scen + ":16: schemes.2.params.m"));
 }
 
 TEST_CASE("run --format json has the documented keys and consistent metrics", "[cli][report]") {
