@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/model_config.hpp"
+
 namespace overlap::sim {
 
 namespace {
@@ -123,16 +125,15 @@ MlpTpSp transformer_mlp(const Transformer& t) {
 }
 
 std::optional<Transformer> named_model(const std::string& name, const Transformer& base) {
+  const std::optional<ModelConfig> config = builtin_model_config(name);
+  if (!config) return std::nullopt;
   Transformer t = base;
   t.model = name;
-  // Llama 3 model card (Meta, "Llama 3 Herd of Models", Table 3).
-  if (name == "llama3-8b") {
-    t.layers = 32, t.d_model = 4096, t.d_ffn = 14336, t.heads = 32, t.kv_heads = 8;
-  } else if (name == "llama3-70b") {
-    t.layers = 80, t.d_model = 8192, t.d_ffn = 28672, t.heads = 64, t.kv_heads = 8;
-  } else {
-    return std::nullopt;
-  }
+  t.layers = config->layers;
+  t.d_model = config->d_model;
+  t.d_ffn = config->d_ffn;
+  t.heads = config->heads;
+  t.kv_heads = config->kv_heads;
   return t;
 }
 

@@ -67,8 +67,8 @@ DecodeShapes decode_shapes(const DecodeStack& dec, int tp);
 AttentionTpSp transformer_attention(const Transformer& t);
 MlpTpSp transformer_mlp(const Transformer& t);
 
-// Named model configurations ("llama3-8b", "llama3-70b"): layers, widths and heads filled into a
-// Transformer (batch, seq and dtype kept from `base`). nullopt for an unknown name.
+// A built-in model (sim/model_config.hpp's names, e.g. "llama3-70b"): layers, widths and heads filled
+// into a Transformer (batch, seq and dtype kept from `base`). nullopt for an unknown name.
 std::optional<Transformer> named_model(const std::string& name, const Transformer& base = {});
 
 // Bytes of a tokens x width activation.

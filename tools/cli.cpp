@@ -57,14 +57,18 @@ std::string resolve_input_path(const std::string& path) {
   return path;
 }
 
-std::string resolve_hardware_path(const std::string& value, const std::string& scenario_path) {
+namespace {
+
+// A relative file named on the command line: the working directory's, else the scenario folder's,
+// else the source tree's; absolute, so the scenario loader does not read it against the scenario.
+std::string resolve_flag_path(const std::string& value, const std::string& scenario_path, const char* extension) {
   const auto exists = [](const fs::path& p) {
     std::error_code ec;
     return fs::exists(p, ec);
   };
   const fs::path v(value);
-  const bool path_like = value.find('/') != std::string::npos || v.extension() == ".yaml";
-  if (!path_like || v.is_absolute()) return value;  // a built-in profile's name, or already absolute
+  const bool path_like = value.find('/') != std::string::npos || v.extension() == extension;
+  if (!path_like || v.is_absolute()) return value;  // a built-in name, or already absolute
   fs::path chosen = v;
   for (const fs::path& candidate : {v, fs::path(scenario_path).parent_path() / v, fs::path(source_dir()) / v}) {
     if (exists(candidate)) {
@@ -77,11 +81,23 @@ std::string resolve_hardware_path(const std::string& value, const std::string& s
   return ec ? value : abs.lexically_normal().string();
 }
 
+}  // namespace
+
+std::string resolve_hardware_path(const std::string& value, const std::string& scenario_path) {
+  return resolve_flag_path(value, scenario_path, ".yaml");
+}
+
+std::string resolve_model_path(const std::string& value, const std::string& scenario_path) {
+  return resolve_flag_path(value, scenario_path, ".json");
+}
+
 std::vector<std::string> resolve_set_paths(const std::vector<std::string>& sets, const std::string& scenario_path) {
-  const std::string key = "hardware=";
+  const std::string hardware = "hardware=";
+  const std::string model = "workload.model=";
   std::vector<std::string> out = sets;
   for (std::string& s : out) {
-    if (s.rfind(key, 0) == 0) s = key + resolve_hardware_path(s.substr(key.size()), scenario_path);
+    if (s.rfind(hardware, 0) == 0) s = hardware + resolve_hardware_path(s.substr(hardware.size()), scenario_path);
+    if (s.rfind(model, 0) == 0) s = model + resolve_model_path(s.substr(model.size()), scenario_path);
   }
   return out;
 }

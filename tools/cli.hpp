@@ -65,5 +65,7 @@ std::string resolve_input_path(const std::string& path);
 std::vector<std::string> resolve_set_paths(const std::vector<std::string>& sets, const std::string& scenario_path);
 // The same for one `hardware` value (a --sweep hardware=A,B value).
 std::string resolve_hardware_path(const std::string& value, const std::string& scenario_path);
+// The same for a model config given as a path (`--model`, `--set workload.model=`): a .json or a path.
+std::string resolve_model_path(const std::string& value, const std::string& scenario_path);
 
 }  // namespace overlap::tools

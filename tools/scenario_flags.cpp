@@ -26,6 +26,10 @@ void add_scenario_flags(CLI::App* cmd, ScenarioFlags& flags, bool with_hardware)
                   "and workload.seq=N (attention, transformer), workload.m=N (gemm_collective)")
       ->transform(decimal_integer())
       ->type_name("N");
+  cmd->add_option("--model", flags.model,
+                  "Model: a built-in name (llama3-70b, qwen2.5-72b, ...) or a Hugging Face config.json; "
+                  "the same as --set workload.model=VALUE")
+      ->type_name("NAME|FILE");
 }
 
 namespace {
@@ -63,6 +67,9 @@ std::vector<FlagAssignment> scenario_flag_sets(const ScenarioFlags& flags, const
   if (!flags.hardware.empty())
     out.push_back({"hardware=" + resolve_hardware_path(flags.hardware, scenario_path), "hardware=" + flags.hardware,
                    "--hardware " + flags.hardware});
+  if (!flags.model.empty())
+    out.push_back({"workload.model=" + resolve_model_path(flags.model, scenario_path), "workload.model=" + flags.model,
+                   "--model " + flags.model});
   if (flags.tp) {
     const std::string set = fmt::format("workload.tp={}", *flags.tp);
     out.push_back({set, set, fmt::format("--tp {}", *flags.tp)});

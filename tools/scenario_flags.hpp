@@ -19,9 +19,10 @@ struct ScenarioFlags {
   std::string hardware;                // --hardware: hardware=VALUE
   std::optional<std::int64_t> tp;      // --tp: workload.tp=N
   std::optional<std::int64_t> tokens;  // --tokens: see scenario_flag_sets
+  std::string model;                   // --model: workload.model=NAME|FILE
 };
 
-// Adds --hardware, --tp and --tokens to `cmd` (`with_hardware` false where the command already has
+// Adds --hardware, --tp, --tokens and --model to `cmd` (`with_hardware` false where the command already has
 // a --hardware of its own).
 void add_scenario_flags(CLI::App* cmd, ScenarioFlags& flags, bool with_hardware = true);
 

@@ -1,0 +1,142 @@
+#include "sim/model_config.hpp"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cost_model/input_error.hpp"
+#include "cost_model/input_file.hpp"
+#include "cost_model/input_ranges.hpp"
+#include "cost_model/source_paths.hpp"
+
+namespace overlap::sim {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// One positive integer field inside `range`; nullopt when absent.
+std::optional<std::int64_t> optional_count(const json& j, const std::string& file, const std::string& key,
+                                           const InputRange& range) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer())
+    throw InputError(file, 0, key, fmt::format("must be a whole number (got {})", it->dump()));
+  const std::int64_t v = it->get<std::int64_t>();
+  if (static_cast<double>(v) < range.min || static_cast<double>(v) > range.max)
+    throw InputError(file, 0, key, fmt::format("must be in [{}, {}] (got {})", range.min, range.max, v));
+  return v;
+}
+
+std::int64_t required_count(const json& j, const std::string& file, const std::string& key,
+                            const InputRange& range) {
+  const auto v = optional_count(j, file, key, range);
+  if (!v)
+    throw InputError(file, 0, key,
+                     "missing: overlap-sim reads hidden_size, intermediate_size, num_hidden_layers and "
+                     "num_attention_heads (a decoder-only transformer's config.json)");
+  return *v;
+}
+
+// The first of `keys` the file has.
+std::optional<std::int64_t> first_count(const json& j, const std::string& file, std::initializer_list<const char*> keys,
+                                        const InputRange& range, std::string* which = nullptr) {
+  for (const char* k : keys) {
+    if (auto v = optional_count(j, file, k, range)) {
+      if (which) *which = k;
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
+constexpr InputRange kExperts{"experts", "", 1, 65536, "experts", "", true};
+
+std::optional<MoeConfig> read_moe(const json& j, const std::string& file, const ModelConfig& m) {
+  std::string experts_key;
+  const auto experts = first_count(j, file, {"num_local_experts", "n_routed_experts", "num_experts"}, kExperts, &experts_key);
+  if (!experts) return std::nullopt;
+  MoeConfig moe;
+  moe.experts = static_cast<int>(*experts);
+  const auto top_k = optional_count(j, file, "num_experts_per_tok", kExperts);
+  if (!top_k) throw InputError(file, 0, "num_experts_per_tok", "missing: a mixture of experts (" + experts_key + ") needs it");
+  if (*top_k > *experts)
+    throw InputError(file, 0, "num_experts_per_tok",
+                     fmt::format("{} experts per token, but only {} experts ({})", *top_k, *experts, experts_key));
+  moe.top_k = static_cast<int>(*top_k);
+  moe.expert_ffn = optional_count(j, file, "moe_intermediate_size", ranges::width).value_or(m.d_ffn);
+  moe.shared_experts = static_cast<int>(optional_count(j, file, "n_shared_experts", kExperts).value_or(0));
+  const auto dense = optional_count(j, file, "first_k_dense_replace", ranges::layers);
+  if (dense && *dense > m.layers)
+    throw InputError(file, 0, "first_k_dense_replace",
+                     fmt::format("{} dense layers, but the model has {} (num_hidden_layers)", *dense, m.layers));
+  moe.first_dense_layers = static_cast<int>(dense.value_or(0));
+  return moe;
+}
+
+}  // namespace
+
+ModelConfig read_model_config(const std::string& path) {
+  const std::string text = read_input_file(path, "model config");
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InputError(path, 0, "", fmt::format("not a model config.json: {}", e.what()));
+  }
+  if (!j.is_object()) throw InputError(path, 0, "", "not a model config.json: the top level must be an object");
+  ModelConfig m;
+  m.file = path;
+  m.name = fs::path(path).stem().string();
+  if (const auto a = j.find("architectures"); a != j.end() && a->is_array() && !a->empty() && a->front().is_string())
+    m.architecture = a->front().get<std::string>();
+  m.d_model = required_count(j, path, "hidden_size", ranges::width);
+  m.d_ffn = required_count(j, path, "intermediate_size", ranges::width);
+  m.layers = static_cast<int>(required_count(j, path, "num_hidden_layers", ranges::layers));
+  m.heads = required_count(j, path, "num_attention_heads", ranges::heads);
+  m.kv_heads = optional_count(j, path, "num_key_value_heads", ranges::heads).value_or(m.heads);
+  if (m.heads % m.kv_heads != 0)
+    throw InputError(path, 0, "num_key_value_heads",
+                     fmt::format("{} key-value heads do not divide {} attention heads", m.kv_heads, m.heads));
+  m.latent_attention = j.contains("kv_lora_rank") && !j["kv_lora_rank"].is_null();
+  if (!m.latent_attention) {
+    if (m.d_model % m.heads != 0)
+      throw InputError(path, 0, "num_attention_heads",
+                       fmt::format("hidden_size {} is not a multiple of {} heads", m.d_model, m.heads));
+    // The attention model takes head_dim = hidden_size / heads; a config that says otherwise (Gemma,
+    // Qwen3's larger models) would be mis-modelled.
+    if (const auto hd = optional_count(j, path, "head_dim", ranges::width); hd && *hd != m.d_model / m.heads)
+      throw InputError(path, 0, "head_dim",
+                       fmt::format("{} differs from hidden_size / num_attention_heads = {}: not modelled", *hd,
+                                   m.d_model / m.heads));
+  }
+  m.moe = read_moe(j, path, m);
+  return m;
+}
+
+const std::vector<BuiltinModel>& builtin_models() {
+  // The public model cards' config.json, architecture fields only (scenarios/models/README.md).
+  static const std::vector<BuiltinModel> models = {
+      {"llama3-8b", "llama-3.1-8b"},     {"llama3-70b", "llama-3.1-70b"},   {"llama3.1-8b", "llama-3.1-8b"},
+      {"llama3.1-70b", "llama-3.1-70b"}, {"llama3.1-405b", "llama-3.1-405b"}, {"qwen2.5-72b", "qwen2.5-72b"},
+      {"mixtral-8x7b", "mixtral-8x7b"},  {"deepseek-v3", "deepseek-v3"},
+  };
+  return models;
+}
+
+std::optional<ModelConfig> builtin_model_config(const std::string& name) {
+  for (const BuiltinModel& b : builtin_models()) {
+    if (b.name != name) continue;
+    ModelConfig m = read_model_config((fs::path(source_tree_dir()) / "scenarios" / "models" / (b.file + ".json")).string());
+    m.name = name;
+    return m;
+  }
+  return std::nullopt;
+}
+
+bool is_model_path(const std::string& ref) {
+  return ref.find('/') != std::string::npos || (ref.size() > 5 && ref.compare(ref.size() - 5, 5, ".json") == 0);
+}
+
+}  // namespace overlap::sim

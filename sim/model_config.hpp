@@ -1,0 +1,55 @@
+#pragma once
+// A model's architecture as Hugging Face writes it in a checkpoint's config.json (no weights): the
+// widths, heads and layers a workload needs, and the mixture-of-experts fields where the model has
+// them. Built-in names (`llama3-70b`, `deepseek-v3`, ...) are aliases of the configs shipped in
+// scenarios/models/.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace overlap::sim {
+
+// The mixture-of-experts part of a config (Mixtral: num_local_experts; DeepSeek: n_routed_experts;
+// Qwen-MoE: num_experts).
+struct MoeConfig {
+  int experts = 0;              // routed experts per MoE layer
+  int top_k = 0;                // num_experts_per_tok
+  std::int64_t expert_ffn = 0;  // moe_intermediate_size, else intermediate_size (Mixtral)
+  int shared_experts = 0;       // n_shared_experts / shared_expert count (0: none)
+  int first_dense_layers = 0;   // first_k_dense_replace: leading layers with a dense FFN
+};
+
+struct ModelConfig {
+  std::string name;          // the alias or the file's stem
+  std::string file;          // the config.json read
+  std::string architecture;  // architectures[0] ("" if the file has none)
+  int layers = 0;            // num_hidden_layers
+  std::int64_t d_model = 0;  // hidden_size
+  std::int64_t d_ffn = 0;    // intermediate_size: the dense FFN's width
+  std::int64_t heads = 0;    // num_attention_heads
+  std::int64_t kv_heads = 0; // num_key_value_heads (absent: = heads, the Hugging Face default)
+  // Multi-head latent attention (DeepSeek-V2/V3: kv_lora_rank present): the attention model here is
+  // grouped-query attention, so such a model's attention is refused rather than mis-modelled.
+  bool latent_attention = false;
+  std::optional<MoeConfig> moe;
+};
+
+// Reads a config.json. Refuses (InputError naming the file and the key) a file that is not JSON, a
+// missing or non-positive architecture field, a head_dim other than hidden_size / heads, and
+// inconsistent MoE fields. Keys it does not use (rope, vocabulary, dtype, ...) are not ours to check.
+ModelConfig read_model_config(const std::string& path);
+
+// The built-in names and the file each one reads (<source tree>/scenarios/models/<file>.json).
+struct BuiltinModel {
+  std::string name;
+  std::string file;
+};
+const std::vector<BuiltinModel>& builtin_models();
+
+// A built-in name's config, nullopt for an unknown name.
+std::optional<ModelConfig> builtin_model_config(const std::string& name);
+
+// True when `ref` names a config file rather than a built-in name: it has a '/' or ends in ".json".
+bool is_model_path(const std::string& ref);
+
+}  // namespace overlap::sim
