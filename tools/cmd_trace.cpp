@@ -125,18 +125,25 @@ std::optional<DType> model_dtype(std::string name) {
   return std::nullopt;
 }
 
+// A group's row before the model speaks: what it is and its measured mean time per call.
+template <class Group>
+Prediction measured(int rank, const char* cls, const Group& g) {
+  Prediction p;
+  p.rank = rank;
+  p.cls = cls;
+  p.kernel = g.kernel;
+  p.count = g.count;
+  p.measured_ns = g.total_ns / g.count;
+  return p;
+}
+
 void predict(const TraceOptions& o, Run& run) {
   const bool path = std::filesystem::path(o.hardware).extension() == ".yaml" || o.hardware.find('/') != std::string::npos;
   const HardwareProfile hw = load_profile(path ? resolve_input_path(o.hardware) : o.hardware, default_hardware_dir());
   run.hardware = hw.name;
   for (const RankReport& r : run.ranks) {
     for (const GemmGroup& g : r.gemms) {
-      Prediction p;
-      p.rank = r.rank;
-      p.cls = "gemm";
-      p.kernel = g.kernel;
-      p.count = g.count;
-      p.measured_ns = g.total_ns / g.count;
+      Prediction p = measured(r.rank, "gemm", g);
       p.what = shape_text(g);
       const auto dtype = g.shape ? model_dtype(g.shape->dtype) : std::nullopt;
       if (!g.shape) {
@@ -155,12 +162,7 @@ void predict(const TraceOptions& o, Run& run) {
       run.predictions.push_back(p);
     }
     for (const CommGroup& g : r.comms) {
-      Prediction p;
-      p.rank = r.rank;
-      p.cls = "collective";
-      p.kernel = g.kernel;
-      p.count = g.count;
-      p.measured_ns = g.total_ns / g.count;
+      Prediction p = measured(r.rank, "collective", g);
       p.what = fmt::format("{} {} B x{}", g.collective, g.bytes ? std::to_string(*g.bytes) : "?",
                            g.group_size ? std::to_string(*g.group_size) : "?");
       const auto prim = parse_collective_primitive(g.collective);

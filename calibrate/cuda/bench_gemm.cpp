@@ -50,9 +50,8 @@ void time_one(Driver& d, const char* bench, const GemmConfig& g, Operands& o) {
   d.measure(bench, {{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", g.dtype}},
             [&] { gemm.run(o.a.get(), o.b.get(), o.d.get(), d.stream()); },
             [&](const SampleStats& st, nlohmann::json& out) {
-              out = {{"tflops", flop / st.median / 1e6}, {"tile_m", info.tile_m},     {"tile_n", info.tile_n},
-                     {"tile_id", info.tile_id},          {"swizzle", info.swizzle},   {"split_k", info.split_k},
-                     {"stages_id", info.stages_id},      {"algo_id", info.algo_id}};
+              out = info;
+              out["tflops"] = flop / st.median / 1e6;
             });
 }
 

@@ -27,17 +27,6 @@ void bench_gemm_sm(Driver& d) {
     // The algorithm the heuristic chose (the same plan runs in every partition): the tile shape
     // behind each row's wave count.
     const auto& info = gemm.info();
-    auto algo = [&info](nlohmann::json& o) {
-      o["tile_m"] = info.tile_m;
-      o["tile_n"] = info.tile_n;
-      o["tile_id"] = info.tile_id;
-      o["split_k"] = info.split_k;
-      o["swizzle"] = info.swizzle;
-      o["algo_id"] = info.algo_id;
-      o["cluster_shape_id"] = info.cluster_shape_id;
-      o["cluster_m"] = info.cluster_m;
-      o["cluster_n"] = info.cluster_n;
-    };
     // The SMs the partition can give to the kernel's clusters (a cluster's CTAs share a GPC): on
     // the H100 of 2026-11-23 partitions of 104-128 SMs ran as if about 92 were busy. The cluster
     // size the algorithm names, else 2 (what cuBLAS's Hopper kernels run with AUTO); not timed.
@@ -63,7 +52,7 @@ void bench_gemm_sm(Driver& d) {
                   [&] { gemm.run(a.get(), b.get(), out.get(), d.stream()); },
                   [&](const SampleStats&, nlohmann::json& o) {
                     o["sms_granted"] = k;
-                    algo(o);
+                    o.update(nlohmann::json(info));
                     o.update(reached);
                   });
         continue;
@@ -79,7 +68,7 @@ void bench_gemm_sm(Driver& d) {
                 [&](const SampleStats&, nlohmann::json& o) {
                   o["sms_granted"] = granted;
                   o["sms_asked"] = k;
-                  algo(o);
+                  o.update(nlohmann::json(info));
                   o.update(reached);
                 },
                 s, d.options().quick ? 5 : 10);

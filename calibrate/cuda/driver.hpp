@@ -16,6 +16,7 @@
 #include "calibrate/core/measurement.hpp"
 #include "kernels/comm/bootstrap.hpp"
 #include "kernels/common/check.hpp"
+#include "kernels/gemm/cublaslt_gemm.hpp"
 
 namespace overlap::calibrate {
 
@@ -82,3 +83,12 @@ void bench_signal_gemm(Driver& d);   // signal_gemm: the reference GEMM vs cuBLA
 nlohmann::json read_environment(int device, const cuda::ProcessRank& pr, const std::string& link_class);
 
 }  // namespace overlap::calibrate
+
+namespace overlap::cuda {
+
+// The cuBLASLt algorithm a GEMM row ran with, every field under its own name: the tile shape behind
+// the row's wave count, and what else the heuristic chose.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LtAlgoInfo, algo_id, tile_id, tile_m, tile_n, split_k, swizzle, stages_id,
+                                   cluster_shape_id, cluster_m, cluster_n)
+
+}  // namespace overlap::cuda

@@ -113,42 +113,38 @@ OverlapFigures measure(const std::vector<const GpuActivity*>& activities) {
   return f;
 }
 
-RankReport analyze(const RankTrace& trace) {
-  RankReport r;
-  r.file = trace.file;
-  r.format = trace.format;
-  std::vector<const GpuActivity*> all;
-  all.reserve(trace.activities.size());
-  for (const GpuActivity& a : trace.activities) all.push_back(&a);
-  r.figures = measure(all);
+namespace {
 
-  // Steps: an activity belongs to the step during which the CPU launched it (its launch's time
-  // through the correlation id; its own start when the launch was not recorded), so a kernel that
-  // runs after its step's CPU range ended (the GPU lags the CPU) still counts for that step.
-  if (!trace.steps.empty()) {
-    std::vector<StepRange> steps = trace.steps;
-    std::sort(steps.begin(), steps.end(),
-              [](const StepRange& a, const StepRange& b) { return std::tie(a.start_ns, a.end_ns, a.name) < std::tie(b.start_ns, b.end_ns, b.name); });
-    auto launches = trace.launches;
-    std::sort(launches.begin(), launches.end());
-    std::vector<std::vector<const GpuActivity*>> members(steps.size());
-    for (const GpuActivity* a : all) {
-      std::int64_t when = a->start_ns;
-      if (a->correlation >= 0) {
-        const auto it = std::lower_bound(launches.begin(), launches.end(), std::make_pair(a->correlation, std::int64_t{INT64_MIN}));
-        if (it != launches.end() && it->first == a->correlation) when = it->second;
-      }
-      // The last step starting at or before `when` that has not ended by then.
-      auto it = std::upper_bound(steps.begin(), steps.end(), when,
-                                 [](std::int64_t t, const StepRange& s) { return t < s.start_ns; });
-      if (it == steps.begin()) continue;
-      --it;
-      if (when < it->end_ns) members[static_cast<std::size_t>(it - steps.begin())].push_back(a);
+// An activity belongs to the step during which the CPU launched it (its launch's time
+// through the correlation id; its own start when the launch was not recorded), so a kernel that
+// runs after its step's CPU range ended (the GPU lags the CPU) still counts for that step.
+std::vector<StepFigures> step_figures(const RankTrace& trace, const std::vector<const GpuActivity*>& all) {
+  std::vector<StepRange> steps = trace.steps;
+  std::sort(steps.begin(), steps.end(),
+            [](const StepRange& a, const StepRange& b) { return std::tie(a.start_ns, a.end_ns, a.name) < std::tie(b.start_ns, b.end_ns, b.name); });
+  auto launches = trace.launches;
+  std::sort(launches.begin(), launches.end());
+  std::vector<std::vector<const GpuActivity*>> members(steps.size());
+  for (const GpuActivity* a : all) {
+    std::int64_t when = a->start_ns;
+    if (a->correlation >= 0) {
+      const auto it = std::lower_bound(launches.begin(), launches.end(), std::make_pair(a->correlation, std::int64_t{INT64_MIN}));
+      if (it != launches.end() && it->first == a->correlation) when = it->second;
     }
-    for (std::size_t i = 0; i < steps.size(); ++i) r.steps.push_back({steps[i].name, measure(members[i])});
+    // The last step starting at or before `when` that has not ended by then.
+    auto it = std::upper_bound(steps.begin(), steps.end(), when,
+                               [](std::int64_t t, const StepRange& s) { return t < s.start_ns; });
+    if (it == steps.begin()) continue;
+    --it;
+    if (when < it->end_ns) members[static_cast<std::size_t>(it - steps.begin())].push_back(a);
   }
+  std::vector<StepFigures> out;
+  for (std::size_t i = 0; i < steps.size(); ++i) out.push_back({steps[i].name, measure(members[i])});
+  return out;
+}
 
-  // Kernel listings, grouped by what is known of each kernel.
+// Kernel listings, grouped by what is known of each kernel (longest total first).
+void list_kernels(const RankTrace& trace, RankReport& r) {
   using GemmKey = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string, bool>;
   std::map<GemmKey, GemmGroup> gemms;
   using CommKey = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::int64_t, std::string, std::string>;
@@ -213,6 +209,20 @@ RankReport analyze(const RankTrace& trace) {
   // Longest total first; the map's key order breaks ties (stable), so the listing is deterministic.
   std::stable_sort(r.gemms.begin(), r.gemms.end(), [](const GemmGroup& a, const GemmGroup& b) { return a.total_ns > b.total_ns; });
   std::stable_sort(r.comms.begin(), r.comms.end(), [](const CommGroup& a, const CommGroup& b) { return a.total_ns > b.total_ns; });
+}
+
+}  // namespace
+
+RankReport analyze(const RankTrace& trace) {
+  RankReport r;
+  r.file = trace.file;
+  r.format = trace.format;
+  std::vector<const GpuActivity*> all;
+  all.reserve(trace.activities.size());
+  for (const GpuActivity& a : trace.activities) all.push_back(&a);
+  r.figures = measure(all);
+  if (!trace.steps.empty()) r.steps = step_figures(trace, all);
+  list_kernels(trace, r);
   return r;
 }
 

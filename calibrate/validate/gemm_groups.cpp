@@ -15,18 +15,27 @@ namespace overlap::calibrate {
 
 namespace {
 
+// One row per `benchmark` GEMM run on the whole GPU, fitted where the profile holds its measurement
+// (every row when `all_fitted`), flagged where it ran slower than the same GEMM with a longer k.
+ValidationGroup on_whole_gpu(const MeasurementSet& set, const HardwareProfile& p, const char* benchmark, std::string model,
+                             bool all_fitted, ValidationReport& rep) {
+  const int S = p.gpu.sm_count;
+  ValidationGroup g{benchmark, std::move(model), {}, 0, 0, 0};
+  std::vector<GemmShape> shapes;
+  for (const auto* m : set.of(benchmark)) {
+    const GemmShape s = shape_of(*m);
+    g.rows.push_back(row(shape_text(s), *m, simulate_gemm_us(p, s, S), all_fitted || has_gemm_profile(p, s)));
+    shapes.push_back(s);
+  }
+  flag_slower_than_longer_k(g, shapes, std::vector<int>(shapes.size(), S), rep);
+  return g;
+}
+
 // The GEMM durations: on the whole GPU, on k SMs, over the wave counts, and the full-wave GEMMs the
 // rate came from.
 void gemm_duration_groups(const MeasurementSet& set, const HardwareProfile& p, ValidationReport& rep) {
   const int S = p.gpu.sm_count;
-  ValidationGroup whole{bench::gemm, "engine: one tiled kernel on every SM (profile gemm_profiles)", {}, 0, 0, 0};
-  std::vector<GemmShape> whole_shapes;
-  for (const auto* m : set.of(bench::gemm)) {
-    const GemmShape s = shape_of(*m);
-    whole.rows.push_back(row(shape_text(s), *m, simulate_gemm_us(p, s, S), has_gemm_profile(p, s)));
-    whole_shapes.push_back(s);
-  }
-  flag_slower_than_longer_k(whole, whole_shapes, std::vector<int>(whole_shapes.size(), S), rep);
+  ValidationGroup whole = on_whole_gpu(set, p, bench::gemm, "engine: one tiled kernel on every SM (profile gemm_profiles)", false, rep);
   // With gpu.gemm_full_rate_sms, the rows on the two smallest partitions fitted it (with the whole GPU's).
   const bool full_rate = p.gpu.gemm_full_rate_sms > 0;
   const std::vector<int> fit_sms = full_rate ? fit_gemm_full_rate_sms(set, S).fit_sms : std::vector<int>{};
@@ -53,26 +62,14 @@ void gemm_duration_groups(const MeasurementSet& set, const HardwareProfile& p, V
   }
   flag_slower_than_longer_k(on_k, on_k_shapes, on_k_sms, rep);
   // With the CTA roofline the profile's fit saw the whole-GPU grid only: these rows are out of sample.
-  ValidationGroup waves{bench::gemm_waves,
-                        p.gpu.gemm_sm_load_gbps > 0
-                            ? "engine: one tiled kernel; tile and CTA time from the CTA roofline (fitted on the gemm grid)"
-                            : "engine: one tiled kernel; tile from the heuristic, rate gemm_tile_us",
-                        {}, 0, 0, 0};
-  std::vector<GemmShape> wave_shapes;
-  for (const auto* m : set.of(bench::gemm_waves)) {
-    const GemmShape s = shape_of(*m);
-    waves.rows.push_back(row(shape_text(s), *m, simulate_gemm_us(p, s, S), has_gemm_profile(p, s)));
-    wave_shapes.push_back(s);
-  }
-  flag_slower_than_longer_k(waves, wave_shapes, std::vector<int>(wave_shapes.size(), S), rep);
-  ValidationGroup tile{bench::gemm_tile, "the full-wave GEMMs behind the GEMM rate (fitted, not scored)", {}, 0, 0, 0};
-  std::vector<GemmShape> tile_shapes;
-  for (const auto* m : set.of(bench::gemm_tile)) {
-    const GemmShape s = shape_of(*m);
-    tile.rows.push_back(row(shape_text(s), *m, simulate_gemm_us(p, s, S), true));
-    tile_shapes.push_back(s);
-  }
-  flag_slower_than_longer_k(tile, tile_shapes, std::vector<int>(tile_shapes.size(), S), rep);
+  ValidationGroup waves =
+      on_whole_gpu(set, p, bench::gemm_waves,
+                   p.gpu.gemm_sm_load_gbps > 0
+                       ? "engine: one tiled kernel; tile and CTA time from the CTA roofline (fitted on the gemm grid)"
+                       : "engine: one tiled kernel; tile from the heuristic, rate gemm_tile_us",
+                   false, rep);
+  ValidationGroup tile =
+      on_whole_gpu(set, p, bench::gemm_tile, "the full-wave GEMMs behind the GEMM rate (fitted, not scored)", true, rep);
   for (auto* g : {&whole, &on_k, &waves, &tile}) {
     if (!g->rows.empty()) rep.groups.push_back(std::move(*g));
   }

@@ -3,6 +3,7 @@
 // (rows.cpp), the engine's predictions of the benchmarks (engine_predictions.cpp), the benchmark
 // groups (gemm_groups.cpp, transfer_groups.cpp), the scheme runs (scheme_groups.cpp) and the
 // verdict (judge.cpp).
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 
 #include "calibrate/core/measurement.hpp"
 #include "calibrate/core/scheme_config.hpp"
+#include "calibrate/core/statistics.hpp"
 #include "calibrate/validate/validate.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/hardware_profile.hpp"
@@ -23,6 +25,16 @@ GemmShape shape_of(const Measurement& m);
 std::string shape_text(const GemmShape& s);
 bool has_gemm_profile(const HardwareProfile& p, const GemmShape& s);
 ValidationRow row(std::string config, const Measurement& m, double predicted_us, bool fitted);
+// Appends |error| % of each scored row (one not fitted) to errs.
+void append_scored_errors(const std::vector<ValidationRow>& rows, std::vector<double>& errs);
+// A group's or the whole report's error figures from its scored rows' |error| %.
+template <class Scored>
+void set_error_figures(Scored& s, const std::vector<double>& errs) {
+  s.scored = static_cast<int>(errs.size());
+  if (errs.empty()) return;
+  s.median_abs_error_pct = median_of_values(errs);
+  s.max_abs_error_pct = *std::max_element(errs.begin(), errs.end());
+}
 // The group's error figures over its scored rows (and its exposed-communication figures).
 void finish(ValidationGroup& g);
 // A GEMM's time grows with K at fixed M, N and SMs: a row slower than the same GEMM with at least 4x

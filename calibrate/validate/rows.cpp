@@ -45,16 +45,16 @@ ValidationRow row(std::string config, const Measurement& m, double predicted_us,
   return r;
 }
 
-void finish(ValidationGroup& g) {
-  std::vector<double> errs;
-  for (const auto& r : g.rows) {
+void append_scored_errors(const std::vector<ValidationRow>& rows, std::vector<double>& errs) {
+  for (const auto& r : rows) {
     if (!r.fitted) errs.push_back(std::fabs(r.error_pct));
   }
-  g.scored = static_cast<int>(errs.size());
-  if (!errs.empty()) {
-    g.median_abs_error_pct = median_of_values(errs);
-    g.max_abs_error_pct = *std::max_element(errs.begin(), errs.end());
-  }
+}
+
+void finish(ValidationGroup& g) {
+  std::vector<double> errs;
+  append_scored_errors(g.rows, errs);
+  set_error_figures(g, errs);
   std::vector<double> exposed_us, exposed_pct;
   for (const auto& r : g.rows) {
     if (r.fitted || !r.exposed_measured_us || !r.exposed_predicted_us) continue;

@@ -36,15 +36,9 @@ ValidationReport validate_dir(const std::string& dir) {
   std::vector<double> all;
   for (auto& g : rep.groups) {
     finish(g);
-    for (const auto& r : g.rows) {
-      if (!r.fitted) all.push_back(std::fabs(r.error_pct));
-    }
+    append_scored_errors(g.rows, all);
   }
-  rep.scored = static_cast<int>(all.size());
-  if (!all.empty()) {
-    rep.median_abs_error_pct = median_of_values(all);
-    rep.max_abs_error_pct = *std::max_element(all.begin(), all.end());
-  }
+  set_error_figures(rep, all);
   judge(rep, fs::path(dir) / "validation.json");
   return rep;
 }

@@ -1,27 +1,15 @@
 #include "kernels/schemes/decode_run.hpp"
 
-#include <chrono>
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "kernels/comm/bootstrap.hpp"
 #include "kernels/common/check.hpp"
 #include "kernels/common/host_profile.hpp"
-#include "kernels/common/timing.hpp"
 #include "kernels/ops/ops.hpp"
+#include "kernels/schemes/run_root.hpp"
 
 namespace overlap::cuda {
-namespace {
-
-void primary() {
-  int dev = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
-  SmPartitions::make_primary_current(dev);
-}
-
-}  // namespace
-
 DecodeRun::DecodeRun(Node& node, const RunSpec& cfg, cublasHandle_t cublas, ncclComm_t ref_comm)
     : node_(node), cfg_(cfg), cublas_(cublas), ref_comm_(ref_comm), d_model_(cfg.d_model) {
   const int T = node.ranks();
@@ -34,7 +22,7 @@ DecodeRun::DecodeRun(Node& node, const RunSpec& cfg, cublasHandle_t cublas, nccl
                                                                       : att + mlp;
     cols_.push_back(std::max<std::int64_t>(d_model_, e / d_model_ / 8 * 8));
   }
-  primary();
+  make_primary_current();
   CUDA_CHECK(cudaStreamCreateWithFlags(&root_, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreateWithFlags(&root_event_, cudaEventDisableTiming));
   const std::size_t R = static_cast<std::size_t>(T), M = plan_.modules.size();
@@ -50,7 +38,7 @@ DecodeRun::DecodeRun(Node& node, const RunSpec& cfg, cublasHandle_t cublas, nccl
       CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
       landed_[r].push_back(e);
     }
-    primary();
+    make_primary_current();
     for (std::size_t i = 0; i < M; ++i) {
       w_[r].emplace_back(d_model_ * cols_[i]);
       x_[r].emplace_back(cols_[i]);
@@ -118,22 +106,10 @@ void DecodeRun::enqueue(bool skip) {
   }
 }
 
-void DecodeRun::join_start() {
-  primary();
-  node_.barrier(root_);
-  CUDA_CHECK(cudaEventRecord(root_event_, root_));
-  node_.fork_from(root_event_);
-}
-
-void DecodeRun::join_end() {
-  node_.join_to(root_);
-  primary();
-}
-
 double DecodeRun::check() {
-  join_start();
+  fork_ranks_from(node_, root_, root_event_);
   enqueue(false);
-  join_end();
+  join_ranks_to(node_, root_);
   CUDA_CHECK(cudaStreamSynchronize(root_));
   double worst = 0;
   const float one = 1.0f, zero = 0.0f;
@@ -160,32 +136,11 @@ double DecodeRun::check() {
       worst = std::max(worst, relative_error(ar_[r][i].get(), sum.get(), static_cast<std::size_t>(d_model_), root_));
     }
   }
-  if (!node_.is_virtual()) {
-    DeviceBuffer<float> w(1);
-    const float h = std::isnan(worst) ? std::numeric_limits<float>::infinity() : static_cast<float>(worst);
-    CUDA_CHECK(cudaMemcpyAsync(w.get(), &h, sizeof h, cudaMemcpyHostToDevice, root_));
-    NCCL_CHECK(ncclAllReduce(w.get(), w.get(), 1, ncclFloat, ncclMax, ref_comm_, root_));
-    float back = 0;
-    CUDA_CHECK(cudaMemcpyAsync(&back, w.get(), sizeof back, cudaMemcpyDeviceToHost, root_));
-    CUDA_CHECK(cudaStreamSynchronize(root_));
-    worst = std::isinf(back) ? std::nan("") : back;
-  }
-  return worst;
+  return worst_over_processes(node_, ref_comm_, root_, worst);
 }
 
 std::vector<double> DecodeRun::time(bool skip_comm, int warmup, int reps) {
-  primary();
-  host_enqueue_us.clear();
-  return time_on_stream_us(root_, warmup, reps, [&] {
-    join_start();
-    const auto t0 = std::chrono::steady_clock::now();
-    {
-      host_profile::Window w;
-      enqueue(skip_comm);
-    }
-    host_enqueue_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-    join_end();
-  });
+  return time_run_us(node_, root_, root_event_, warmup, reps, host_enqueue_us, [&] { enqueue(skip_comm); });
 }
 
 }  // namespace overlap::cuda

@@ -27,8 +27,6 @@ class DecodeRun {
 
  private:
   void enqueue(bool skip);
-  void join_start();
-  void join_end();
   Node& node_;
   RunSpec cfg_;
   const sim::DecodePlan& plan_ = cfg_.plan;

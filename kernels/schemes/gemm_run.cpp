@@ -1,25 +1,17 @@
 #include "kernels/schemes/gemm_run.hpp"
 
-#include <chrono>
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "kernels/comm/bootstrap.hpp"
 #include "kernels/common/check.hpp"
 #include "kernels/common/host_profile.hpp"
-#include "kernels/common/timing.hpp"
 #include "kernels/gemm/signal_gemm.hpp"
 #include "kernels/ops/ops.hpp"
+#include "kernels/schemes/run_root.hpp"
 
 namespace overlap::cuda {
 namespace {
-
-void primary() {
-  int dev = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
-  SmPartitions::make_primary_current(dev);
-}
 
 void check_cublas(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + ": cublas status " + std::to_string(static_cast<int>(s)));
@@ -41,7 +33,7 @@ void reference_gemm(cublasHandle_t h, cudaStream_t s, const __nv_bfloat16* a, co
 GemmRun::GemmRun(Node& nd, const RunSpec& c_, cublasHandle_t cublas, ncclComm_t ref_comm)
     : node(nd), cfg(c_), T(nd.ranks()), m(c_.m), n(c_.n), k(c_.k), cublas_(cublas), ref_comm_(ref_comm) {
   if (T != cfg.ranks) throw std::invalid_argument("GemmRun: node has " + std::to_string(T) + " ranks, the run " + std::to_string(cfg.ranks));
-  primary();
+  make_primary_current();
   CUDA_CHECK(cudaStreamCreateWithFlags(&root_, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreateWithFlags(&root_event_, cudaEventDisableTiming));
   const std::size_t R = static_cast<std::size_t>(T);
@@ -145,26 +137,14 @@ void GemmRun::share_buffers() {
   shared_ = node.share(list);
 }
 
-void GemmRun::join_start() {
-  primary();
-  node.barrier(root_);
-  CUDA_CHECK(cudaEventRecord(root_event_, root_));
-  node.fork_from(root_event_);
-}
-
-void GemmRun::join_end() {
-  node.join_to(root_);
-  primary();
-}
-
 double GemmRun::check() {
   for (int r : node.local_ranks()) {
     fill_value_bf16(out[static_cast<std::size_t>(r)].get(), out[static_cast<std::size_t>(r)].size(), std::nanf(""), root_);
   }
   CUDA_CHECK(cudaStreamSynchronize(root_));
-  join_start();
+  fork_ranks_from(node, root_, root_event_);
   enqueue(false);
-  join_end();
+  join_ranks_to(node, root_);
   CUDA_CHECK(cudaStreamSynchronize(root_));
   double worst = 0;
   const bool shared_ref = cfg.primitive != "all_gather";
@@ -189,17 +169,7 @@ double GemmRun::check() {
     const double e = extra_check();
     worst = std::isnan(e) || std::isnan(worst) ? std::nan("") : std::max(worst, e);
   }
-  if (!node.is_virtual()) {
-    DeviceBuffer<float> w(1);
-    const float h = std::isnan(worst) ? std::numeric_limits<float>::infinity() : static_cast<float>(worst);
-    CUDA_CHECK(cudaMemcpyAsync(w.get(), &h, sizeof h, cudaMemcpyHostToDevice, root_));
-    NCCL_CHECK(ncclAllReduce(w.get(), w.get(), 1, ncclFloat, ncclMax, ref_comm_, root_));
-    float back = 0;
-    CUDA_CHECK(cudaMemcpyAsync(&back, w.get(), sizeof back, cudaMemcpyDeviceToHost, root_));
-    CUDA_CHECK(cudaStreamSynchronize(root_));
-    worst = std::isinf(back) ? std::nan("") : back;
-  }
-  return worst;
+  return worst_over_processes(node, ref_comm_, root_, worst);
 }
 
 void gemm_rows(GemmRun& run, int r, cudaStream_t stream, const __nv_bfloat16* a_rows, __nv_bfloat16* c_rows,
@@ -234,18 +204,7 @@ std::vector<cudaStream_t> stream_ptrs(GemmRun& run, const std::function<cudaStre
 }
 
 std::vector<double> GemmRun::time(bool skip_comm, int warmup, int reps) {
-  primary();
-  host_enqueue_us.clear();
-  return time_on_stream_us(root_, warmup, reps, [&] {
-    join_start();
-    const auto t0 = std::chrono::steady_clock::now();
-    {
-      host_profile::Window w;
-      enqueue(skip_comm);
-    }
-    host_enqueue_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-    join_end();
-  });
+  return time_run_us(node, root_, root_event_, warmup, reps, host_enqueue_us, [&] { enqueue(skip_comm); });
 }
 
 void use_scheme_transport(Node& node, const RunSpec& spec) {

@@ -81,8 +81,6 @@ class GemmRun {
   cudaStream_t root() const { return root_; }
 
  private:
-  void join_start();
-  void join_end();
   cublasHandle_t cublas_;
   ncclComm_t ref_comm_;
   cudaStream_t root_ = nullptr;

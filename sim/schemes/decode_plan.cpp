@@ -20,13 +20,26 @@ std::vector<DecodeModule> alternating(int layers) {
   return m;
 }
 
+// A plan of `layers` alternating modules that send nothing yet.
+DecodePlan alternating_plan(int layers) {
+  require_layers(layers);
+  DecodePlan p;
+  p.modules = alternating(layers);
+  return p;
+}
+
+// A plan parameter must lie in [1, hi]; the message names it and what bounds it.
+void require_param(const char* name, int value, const char* hi_name, int hi) {
+  if (value < 1 || value > hi)
+    throw std::invalid_argument(std::string("params.") + name + ": must be in [1, " + hi_name + " = " + std::to_string(hi) +
+                                "] (got " + std::to_string(value) + ")");
+}
+
 }  // namespace
 
 DecodePlan tp_baseline_plan(int layers) {
   // Every module all-reduces and the next module needs the sum: Delta_B = 2 N_L tau_c.
-  require_layers(layers);
-  DecodePlan p;
-  p.modules = alternating(layers);
+  DecodePlan p = alternating_plan(layers);
   for (std::size_t i = 0; i < p.modules.size(); ++i) {
     p.modules[i].all_reduce = true;
     if (i > 0) p.modules[i].waits_for = {static_cast<int>(i) - 1};
@@ -54,11 +67,8 @@ DecodePlan gptj_parallel_plan(int layers) {
 DecodePlan pt_transformer_plan(int layers, int t_d) {
   // No attention all-reduce; one MLP all-reduce kept every t_d layers (after layers t_d, 2 t_d, ...),
   // waited for by the next module: N_L / t_d exposed all-reduces.
-  require_layers(layers);
-  if (t_d < 1 || t_d > layers)
-    throw std::invalid_argument("params.t_d: must be in [1, layers = " + std::to_string(layers) + "] (got " + std::to_string(t_d) + ")");
-  DecodePlan p;
-  p.modules = alternating(layers);
+  DecodePlan p = alternating_plan(layers);
+  require_param("t_d", t_d, "layers", layers);
   for (int l = 0; l < layers; ++l) p.modules[static_cast<std::size_t>(2 * l + 1)].all_reduce = (l + 1) % t_d == 0;
   for (std::size_t i = 1; i < p.modules.size(); ++i)
     if (p.modules[i - 1].all_reduce) p.modules[i].waits_for = {static_cast<int>(i) - 1};
@@ -70,9 +80,7 @@ DecodePlan pt_transformer_plan(int layers, int t_d) {
 DecodePlan ladder_residual_plan(int layers) {
   // Module n+1 starts from the residual of module n-1's all-reduce: streaming module n hides it.
   // The last module's all-reduce feeds the LM head and is fully exposed.
-  require_layers(layers);
-  DecodePlan p;
-  p.modules = alternating(layers);
+  DecodePlan p = alternating_plan(layers);
   for (std::size_t i = 0; i < p.modules.size(); ++i) {
     p.modules[i].all_reduce = true;
     if (i >= 2) p.modules[i].waits_for = {static_cast<int>(i) - 2};
@@ -86,12 +94,9 @@ DecodePlan ladder_residual_plan(int layers) {
 DecodePlan dtp_plan(int layers, int delta) {
   // Module n's all-reduce is consumed after module n + delta (before module n + delta + 1 starts);
   // the last delta modules send nothing. The first delta + 1 modules wait for nothing.
-  require_layers(layers);
+  DecodePlan p = alternating_plan(layers);
   const int n = 2 * layers;
-  if (delta < 1 || delta > n)
-    throw std::invalid_argument("params.delta: must be in [1, 2 * layers = " + std::to_string(n) + "] (got " + std::to_string(delta) + ")");
-  DecodePlan p;
-  p.modules = alternating(layers);
+  require_param("delta", delta, "2 * layers", n);
   for (int i = 0; i < n; ++i) {
     p.modules[static_cast<std::size_t>(i)].all_reduce = i < n - delta;
     if (i >= delta + 1) p.modules[static_cast<std::size_t>(i)].waits_for = {i - 1 - delta};
@@ -104,9 +109,7 @@ DecodePlan dtp_plan(int layers, int delta) {
 }
 
 DecodePlan no_comm_plan(int layers) {
-  require_layers(layers);
-  DecodePlan p;
-  p.modules = alternating(layers);
+  DecodePlan p = alternating_plan(layers);
   p.reason = "no communication (the blog's no-comm variant: quality loss, no wait)";
   return p;
 }

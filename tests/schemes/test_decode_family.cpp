@@ -170,4 +170,10 @@ TEST_CASE("decode plans reject out-of-range parameters naming the key", "[decode
   CHECK_THROWS_WITH(dtp_plan(4, 9), Catch::Contains("params.delta"));
   CHECK_THROWS_WITH(pt_transformer_plan(4, 0), Catch::Contains("params.t_d"));
   CHECK_THROWS_WITH(tp_baseline_plan(0), Catch::Contains("workload.layers"));
+  // The whole message: the key, its bound and what the bound is, and the value given.
+  CHECK_THROWS_WITH(dtp_plan(4, 9), "params.delta: must be in [1, 2 * layers = 8] (got 9)");
+  CHECK_THROWS_WITH(pt_transformer_plan(4, 5), "params.t_d: must be in [1, layers = 4] (got 5)");
+  // layers is checked before the parameter that it bounds.
+  CHECK_THROWS_WITH(dtp_plan(0, 1), Catch::Contains("workload.layers"));
+  CHECK_THROWS_WITH(pt_transformer_plan(0, 1), Catch::Contains("workload.layers"));
 }
