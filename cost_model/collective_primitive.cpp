@@ -1,28 +1,27 @@
 #include "cost_model/collective_primitive.hpp"
 
+#include <array>
 #include <stdexcept>
+#include <utility>
+
+#include "cost_model/enum_names.hpp"
 
 namespace overlap {
 
-const char* collective_primitive_name(CollectivePrimitive p) {
-  switch (p) {
-    case CollectivePrimitive::all_reduce: return "all_reduce";
-    case CollectivePrimitive::reduce_scatter: return "reduce_scatter";
-    case CollectivePrimitive::all_gather: return "all_gather";
-    case CollectivePrimitive::all_to_all: return "all_to_all";
-    case CollectivePrimitive::broadcast: return "broadcast";
-    case CollectivePrimitive::reduce: return "reduce";
-  }
-  return "?";
-}
+namespace {
 
+using P = CollectivePrimitive;
+constexpr std::array kPrimitiveNames{
+    std::pair{P::all_reduce, "all_reduce"}, std::pair{P::reduce_scatter, "reduce_scatter"},
+    std::pair{P::all_gather, "all_gather"}, std::pair{P::all_to_all, "all_to_all"},
+    std::pair{P::broadcast, "broadcast"},   std::pair{P::reduce, "reduce"}};
+static_assert(rows_in_enum_order(kPrimitiveNames));
+
+}  // namespace
+
+const char* collective_primitive_name(CollectivePrimitive p) { return name_of(kPrimitiveNames, p); }
 std::optional<CollectivePrimitive> parse_collective_primitive(const std::string& s) {
-  for (auto p : {CollectivePrimitive::all_reduce, CollectivePrimitive::reduce_scatter,
-                 CollectivePrimitive::all_gather, CollectivePrimitive::all_to_all,
-                 CollectivePrimitive::broadcast, CollectivePrimitive::reduce}) {
-    if (s == collective_primitive_name(p)) return p;
-  }
-  return std::nullopt;
+  return parse_name(kPrimitiveNames, s);
 }
 
 double busbw_factor(CollectivePrimitive p, int n_ranks) {

@@ -1,6 +1,11 @@
 #include "cost_model/hardware_profile.hpp"
 
 #include <algorithm>
+#include <array>
+#include <iterator>
+#include <utility>
+
+#include "cost_model/enum_names.hpp"
 
 namespace overlap {
 
@@ -27,52 +32,38 @@ int dtype_bytes(DType t) {
   return 0;
 }
 
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::fp8: return "fp8";
-    case DType::fp16: return "fp16";
-    case DType::bf16: return "bf16";
-    case DType::fp32: return "fp32";
-  }
-  return "?";
+namespace {
+
+constexpr std::array kDTypeNames{std::pair{DType::fp8, "fp8"}, std::pair{DType::fp16, "fp16"},
+                                 std::pair{DType::bf16, "bf16"}, std::pair{DType::fp32, "fp32"}};
+static_assert(rows_in_enum_order(kDTypeNames));
+
+using K = FabricNodeKind;
+constexpr std::array kFabricNodeKindNames{
+    std::pair{K::gpu, "gpu"},   std::pair{K::nvswitch, "nvswitch"}, std::pair{K::pcie_switch, "pcie_switch"},
+    std::pair{K::host, "host"}, std::pair{K::nic, "nic"},           std::pair{K::network_switch, "network_switch"},
+    std::pair{K::gpu_memory, "gpu_memory"}};
+static_assert(rows_in_enum_order(kFabricNodeKindNames));
+
+constexpr std::array kTransportNames{std::pair{Transport::nccl_p2p, "nccl_p2p"},
+                                     std::pair{Transport::sm_copy, "sm_copy"},
+                                     std::pair{Transport::copy_engine, "copy_engine"},
+                                     std::pair{Transport::one_sided, "one_sided"}};
+static_assert(rows_in_enum_order(kTransportNames));
+static_assert(std::size(kAllTransports) == kTransportNames.size());
+
+}  // namespace
+
+const char* dtype_name(DType t) { return name_of(kDTypeNames, t); }
+std::optional<DType> parse_dtype(const std::string& s) { return parse_name(kDTypeNames, s); }
+
+const char* fabric_node_kind_name(FabricNodeKind k) { return name_of(kFabricNodeKindNames, k); }
+std::optional<FabricNodeKind> parse_fabric_node_kind(const std::string& s) {
+  return parse_name(kFabricNodeKindNames, s);
 }
 
-std::optional<DType> parse_dtype(const std::string& s) {
-  if (s == "fp8") return DType::fp8;
-  if (s == "fp16") return DType::fp16;
-  if (s == "bf16") return DType::bf16;
-  if (s == "fp32") return DType::fp32;
-  return std::nullopt;
-}
-
-const char* fabric_node_kind_name(FabricNodeKind k) {
-  switch (k) {
-    case FabricNodeKind::gpu: return "gpu";
-    case FabricNodeKind::nvswitch: return "nvswitch";
-    case FabricNodeKind::pcie_switch: return "pcie_switch";
-    case FabricNodeKind::host: return "host";
-    case FabricNodeKind::nic: return "nic";
-    case FabricNodeKind::network_switch: return "network_switch";
-    case FabricNodeKind::gpu_memory: return "gpu_memory";
-  }
-  return "?";
-}
-
-const char* transport_name(Transport t) {
-  switch (t) {
-    case Transport::nccl_p2p: return "nccl_p2p";
-    case Transport::sm_copy: return "sm_copy";
-    case Transport::copy_engine: return "copy_engine";
-    case Transport::one_sided: return "one_sided";
-  }
-  return "?";
-}
-
-std::optional<Transport> parse_transport(const std::string& s) {
-  for (Transport t : kAllTransports)
-    if (s == transport_name(t)) return t;
-  return std::nullopt;
-}
+const char* transport_name(Transport t) { return name_of(kTransportNames, t); }
+std::optional<Transport> parse_transport(const std::string& s) { return parse_name(kTransportNames, s); }
 
 const TransportSpec& TransportsSpec::of(Transport t) const {
   switch (t) {

@@ -160,6 +160,7 @@ struct LinkClass {
 // gpu_memory: the on-chip crossbar through which virtual ranks of one physical GPU reach each other.
 enum class FabricNodeKind { gpu, nvswitch, pcie_switch, host, nic, network_switch, gpu_memory };
 const char* fabric_node_kind_name(FabricNodeKind k);
+std::optional<FabricNodeKind> parse_fabric_node_kind(const std::string& s);
 
 struct FabricNode {
   std::string name;

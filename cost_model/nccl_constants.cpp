@@ -1,30 +1,34 @@
 #include "cost_model/nccl_constants.hpp"
 
 #include <array>
-#include <cctype>
-#include <initializer_list>
+#include <utility>
+
+#include "cost_model/enum_names.hpp"
 
 namespace overlap {
 namespace {
 
-bool iequal(const std::string& a, const char* b) {
-  std::size_t i = 0;
-  for (; i < a.size() && b[i] != '\0'; ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  }
-  return i == a.size() && b[i] == '\0';
-}
-
 NcclLatency lat(double base, double nvlink, double pci, double net) { return NcclLatency{base, {nvlink, pci, net}}; }
 
-// The value among `values` that `name` calls `s` (ASCII case ignored with `ignore_case`: NCCL_ALGO /
-// NCCL_PROTO are read that way).
-template <typename E, typename Name>
-std::optional<E> find_named(const std::string& s, std::initializer_list<E> values, Name name, bool ignore_case) {
-  for (E v : values)
-    if (ignore_case ? iequal(s, name(v)) : s == name(v)) return v;
-  return std::nullopt;
-}
+// One row per value: its name as NCCL spells it (NCCL_ALGO, NCCL_PROTO, tuning.cc).
+constexpr std::array kAlgorithmNames{
+    std::pair{NcclAlgorithm::Tree, "Tree"}, std::pair{NcclAlgorithm::Ring, "Ring"},
+    std::pair{NcclAlgorithm::CollnetDirect, "CollnetDirect"}, std::pair{NcclAlgorithm::CollnetChain, "CollnetChain"},
+    std::pair{NcclAlgorithm::NVLS, "NVLS"}, std::pair{NcclAlgorithm::NVLSTree, "NVLSTree"},
+    std::pair{NcclAlgorithm::PAT, "PAT"}, std::pair{NcclAlgorithm::SendRecv, "SendRecv"}};
+static_assert(rows_in_enum_order(kAlgorithmNames) && kAlgorithmNames.size() == kNcclAlgorithms + 1);
+
+constexpr std::array kProtocolNames{std::pair{NcclProtocol::LL, "LL"}, std::pair{NcclProtocol::LL128, "LL128"},
+                                    std::pair{NcclProtocol::Simple, "Simple"}};
+static_assert(rows_in_enum_order(kProtocolNames) && kProtocolNames.size() == kNcclProtocols);
+
+constexpr std::array kHwNames{std::pair{NcclHw::nvlink, "nvlink"}, std::pair{NcclHw::pci, "pci"},
+                              std::pair{NcclHw::net, "net"}};
+static_assert(rows_in_enum_order(kHwNames) && kHwNames.size() == kNcclHw);
+
+constexpr std::array kArchNames{std::pair{NcclArch::volta, "volta"}, std::pair{NcclArch::ampere, "ampere"},
+                                std::pair{NcclArch::hopper, "hopper"}, std::pair{NcclArch::blackwell, "blackwell"}};
+static_assert(rows_in_enum_order(kArchNames));
 
 // Per-generation caps (GB/s), rows [one node, two nodes, more] (tuning.cc llMaxBws,
 // perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws, perChMaxNVLSTreeBws) and
@@ -55,66 +59,25 @@ const ArchCaps& caps_of(NcclArch arch) {
 
 }  // namespace
 
-const char* nccl_algorithm_name(NcclAlgorithm a) {
-  switch (a) {
-    case NcclAlgorithm::Tree: return "Tree";
-    case NcclAlgorithm::Ring: return "Ring";
-    case NcclAlgorithm::CollnetDirect: return "CollnetDirect";
-    case NcclAlgorithm::CollnetChain: return "CollnetChain";
-    case NcclAlgorithm::NVLS: return "NVLS";
-    case NcclAlgorithm::NVLSTree: return "NVLSTree";
-    case NcclAlgorithm::PAT: return "PAT";
-    case NcclAlgorithm::SendRecv: return "SendRecv";
-  }
-  return "?";
-}
+const char* nccl_algorithm_name(NcclAlgorithm a) { return name_of(kAlgorithmNames, a); }
 
+// NCCL reads NCCL_ALGO / NCCL_PROTO ignoring case. SendRecv (the last row) is not an NCCL_ALGO value.
 std::optional<NcclAlgorithm> parse_nccl_algorithm(const std::string& s) {
-  using A = NcclAlgorithm;  // the NCCL_ALGO values: SendRecv is not one
-  return find_named(s, {A::Tree, A::Ring, A::CollnetDirect, A::CollnetChain, A::NVLS, A::NVLSTree, A::PAT},
-                    nccl_algorithm_name, true);
+  const auto a = parse_name(kAlgorithmNames, s, NameCase::ignore_ascii_case);
+  if (a && static_cast<int>(*a) >= kNcclAlgorithms) return std::nullopt;
+  return a;
 }
 
-const char* nccl_protocol_name(NcclProtocol p) {
-  switch (p) {
-    case NcclProtocol::LL: return "LL";
-    case NcclProtocol::LL128: return "LL128";
-    case NcclProtocol::Simple: return "Simple";
-  }
-  return "?";
-}
-
+const char* nccl_protocol_name(NcclProtocol p) { return name_of(kProtocolNames, p); }
 std::optional<NcclProtocol> parse_nccl_protocol(const std::string& s) {
-  return find_named(s, {NcclProtocol::LL, NcclProtocol::LL128, NcclProtocol::Simple}, nccl_protocol_name, true);
+  return parse_name(kProtocolNames, s, NameCase::ignore_ascii_case);
 }
 
-const char* nccl_hw_name(NcclHw h) {
-  switch (h) {
-    case NcclHw::nvlink: return "nvlink";
-    case NcclHw::pci: return "pci";
-    case NcclHw::net: return "net";
-  }
-  return "?";
-}
+const char* nccl_hw_name(NcclHw h) { return name_of(kHwNames, h); }
+std::optional<NcclHw> parse_nccl_hw(const std::string& s) { return parse_name(kHwNames, s); }
 
-std::optional<NcclHw> parse_nccl_hw(const std::string& s) {
-  return find_named(s, {NcclHw::nvlink, NcclHw::pci, NcclHw::net}, nccl_hw_name, false);
-}
-
-const char* nccl_arch_name(NcclArch a) {
-  switch (a) {
-    case NcclArch::volta: return "volta";
-    case NcclArch::ampere: return "ampere";
-    case NcclArch::hopper: return "hopper";
-    case NcclArch::blackwell: return "blackwell";
-  }
-  return "?";
-}
-
-std::optional<NcclArch> parse_nccl_arch(const std::string& s) {
-  return find_named(s, {NcclArch::volta, NcclArch::ampere, NcclArch::hopper, NcclArch::blackwell}, nccl_arch_name,
-                    false);
-}
+const char* nccl_arch_name(NcclArch a) { return name_of(kArchNames, a); }
+std::optional<NcclArch> parse_nccl_arch(const std::string& s) { return parse_name(kArchNames, s); }
 
 NcclTunerConstants NcclTunerConstants::defaults(NcclArch arch) {
   // Source: https://github.com/NVIDIA/nccl/blob/master/src/graph/tuning.cc (ncclTunerConstantsDefaults,

@@ -91,14 +91,6 @@ GpuSpec read_gpu(const YamlReader& r) {
   return g;
 }
 
-std::optional<FabricNodeKind> parse_node_kind(const std::string& s) {
-  for (auto k : {FabricNodeKind::gpu, FabricNodeKind::nvswitch, FabricNodeKind::pcie_switch, FabricNodeKind::host,
-                 FabricNodeKind::nic, FabricNodeKind::network_switch, FabricNodeKind::gpu_memory}) {
-    if (s == fabric_node_kind_name(k)) return k;
-  }
-  return std::nullopt;
-}
-
 // The one check of an explicit fabric graph, for every command that loads a profile (profile show,
 // run, sweep, tune, collective): each GPU index 0..num_gpus-1 on exactly one GPU node, no edge from
 // a node to itself, every edge matched by one back (links are full duplex: a one-way edge would let
@@ -167,7 +159,7 @@ void read_explicit_graph(const YamlReader& r, FabricSpec& f) {
     n.allow_keys(ps::names_of(ps::kNode));
     FabricNode node;
     read_key(n, nk::name, node);
-    const auto kind = parse_node_kind(n.get_string(nk::kind.name_str()));
+    const auto kind = parse_fabric_node_kind(n.get_string(nk::kind.name_str()));
     if (!kind) n.fail_at(nk::kind.name_str(), "unknown node kind (allowed: gpu, nvswitch, pcie_switch, host, nic, network_switch, "
                              "gpu_memory)");
     node.kind = *kind;

@@ -4,15 +4,18 @@
 #include "sim/tune_wave_groups.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "cost_model/collective_model.hpp"
+#include "cost_model/enum_names.hpp"
 #include "cost_model/input_error.hpp"
 #include "sim/engine.hpp"
 #include "sim/node_builder.hpp"
@@ -23,23 +26,18 @@
 
 namespace overlap::sim {
 
-std::optional<WaveGroupSearch> parse_wave_group_search(const std::string& s) {
-  if (s == "flashoverlap") return WaveGroupSearch::flashoverlap;
-  if (s == "optimal") return WaveGroupSearch::optimal;
-  if (s == "exhaustive") return WaveGroupSearch::exhaustive;
-  if (s == "simulate") return WaveGroupSearch::simulate;
-  return std::nullopt;
-}
+namespace {
 
-const char* wave_group_search_name(WaveGroupSearch s) {
-  switch (s) {
-    case WaveGroupSearch::flashoverlap: return "flashoverlap";
-    case WaveGroupSearch::optimal: return "optimal";
-    case WaveGroupSearch::exhaustive: return "exhaustive";
-    case WaveGroupSearch::simulate: return "simulate";
-  }
-  return "?";
-}
+constexpr std::array kSearchNames{std::pair{WaveGroupSearch::flashoverlap, "flashoverlap"},
+                                  std::pair{WaveGroupSearch::optimal, "optimal"},
+                                  std::pair{WaveGroupSearch::exhaustive, "exhaustive"},
+                                  std::pair{WaveGroupSearch::simulate, "simulate"}};
+static_assert(rows_in_enum_order(kSearchNames));
+
+}  // namespace
+
+std::optional<WaveGroupSearch> parse_wave_group_search(const std::string& s) { return parse_name(kSearchNames, s); }
+const char* wave_group_search_name(WaveGroupSearch s) { return name_of(kSearchNames, s); }
 
 namespace {
 

@@ -1,6 +1,7 @@
 #include "tools/papers.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <stdexcept>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cost_model/enum_names.hpp"
 #include "sim/report.hpp"
 #include "tools/cli.hpp"
 
@@ -16,14 +18,18 @@ namespace overlap::tools::papers {
 
 namespace fs = std::filesystem;
 
-const char* verdict_name(Verdict v) {
-  switch (v) {
-    case Verdict::ok: return "ok";
-    case Verdict::explained: return "explained";
-    case Verdict::off: return "off";
-  }
-  return "?";
-}
+namespace {
+
+constexpr std::array kVerdictNames{std::pair{Verdict::ok, "ok"}, std::pair{Verdict::explained, "explained"},
+                                   std::pair{Verdict::off, "off"}};
+static_assert(rows_in_enum_order(kVerdictNames));
+constexpr std::array kCompareNames{std::pair{Compare::value, "value"}, std::pair{Compare::at_least, "at_least"},
+                                   std::pair{Compare::at_most, "at_most"}};
+static_assert(rows_in_enum_order(kCompareNames));
+
+}  // namespace
+
+const char* verdict_name(Verdict v) { return name_of(kVerdictNames, v); }
 
 RowSpec row_spec(const char* source, std::string location, std::string figure, std::string config, double published,
                  std::string published_text) {
@@ -210,14 +216,7 @@ namespace {
 // Finite doubles only in JSON (nlohmann writes NaN as null; say so explicitly instead).
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
-const char* compare_name(Compare c) {
-  switch (c) {
-    case Compare::value: return "value";
-    case Compare::at_least: return "at_least";
-    case Compare::at_most: return "at_most";
-  }
-  return "?";
-}
+const char* compare_name(Compare c) { return name_of(kCompareNames, c); }
 
 // Four significant figures, no exponent for the magnitudes the rows have.
 std::string num(double v) {

@@ -1,9 +1,13 @@
 // Rank-adaptive CommFuse step orders (commfuse-paper Alg. 1, Alg. 2, Appendix A).
 #include "sim/schemes/commfuse_schedule.hpp"
 
+#include <array>
 #include <bit>
 #include <numeric>
 #include <stdexcept>
+#include <utility>
+
+#include "cost_model/enum_names.hpp"
 
 namespace overlap::sim {
 
@@ -17,23 +21,40 @@ void check_ranks(int rank, int ranks) {
                                 std::to_string(ranks));
 }
 
+constexpr std::array kScheduleNames{std::pair{CommFuseSchedule::ring, "ring"},
+                                    std::pair{CommFuseSchedule::pairwise, "pairwise"},
+                                    std::pair{CommFuseSchedule::circular, "circular"}};
+static_assert(rows_in_enum_order(kScheduleNames));
+
+// FuseRS moves partials of slice s to its owner, rank s; FuseAG moves rank s's shard from it to the
+// others. So a direct r -> p transfer carries p's slice (RS) or r's (AG), and a ring hop r -> r+1
+// carries every slice but the one that does not cross it: the sender's own (RS: its partial is
+// added there) or the receiver's (AG: rank r+1 holds its shard already).
+enum class Direction { to_owner, from_owner };
+
+std::vector<std::vector<Bytes>> required_bytes(const std::vector<Bytes>& slice_bytes, CommFuseSchedule schedule,
+                                               Direction direction) {
+  const int T = static_cast<int>(slice_bytes.size());
+  std::vector<std::vector<Bytes>> req(slice_bytes.size(), std::vector<Bytes>(slice_bytes.size(), 0));
+  if (T <= 1) return req;
+  const bool rs = direction == Direction::to_owner;
+  const Bytes total = std::accumulate(slice_bytes.begin(), slice_bytes.end(), Bytes{0});
+  for (int r = 0; r < T; ++r) {
+    if (schedule == CommFuseSchedule::ring) {
+      const int next = mod(r + 1, T);
+      req[r][next] = total - slice_bytes[rs ? r : next];
+    } else {
+      for (int p = 0; p < T; ++p)
+        if (p != r) req[r][p] = slice_bytes[rs ? p : r];
+    }
+  }
+  return req;
+}
+
 }  // namespace
 
-const char* commfuse_schedule_name(CommFuseSchedule s) {
-  switch (s) {
-    case CommFuseSchedule::ring: return "ring";
-    case CommFuseSchedule::pairwise: return "pairwise";
-    case CommFuseSchedule::circular: return "circular";
-  }
-  return "?";
-}
-
-std::optional<CommFuseSchedule> parse_commfuse_schedule(const std::string& s) {
-  if (s == "ring") return CommFuseSchedule::ring;
-  if (s == "pairwise") return CommFuseSchedule::pairwise;
-  if (s == "circular") return CommFuseSchedule::circular;
-  return std::nullopt;
-}
+const char* commfuse_schedule_name(CommFuseSchedule s) { return name_of(kScheduleNames, s); }
+std::optional<CommFuseSchedule> parse_commfuse_schedule(const std::string& s) { return parse_name(kScheduleNames, s); }
 
 int round_robin_rounds(int ranks) { return ranks <= 1 ? 0 : (ranks % 2 == 0 ? ranks - 1 : ranks); }
 
@@ -104,36 +125,12 @@ std::vector<FuseStep> fuse_ag_order(int rank, int ranks, CommFuseSchedule schedu
 
 std::vector<std::vector<Bytes>> fuse_rs_required_bytes(const std::vector<Bytes>& slice_bytes,
                                                        CommFuseSchedule schedule) {
-  const int T = static_cast<int>(slice_bytes.size());
-  std::vector<std::vector<Bytes>> req(slice_bytes.size(), std::vector<Bytes>(slice_bytes.size(), 0));
-  if (T <= 1) return req;
-  const Bytes total = std::accumulate(slice_bytes.begin(), slice_bytes.end(), Bytes{0});
-  for (int r = 0; r < T; ++r) {
-    if (schedule == CommFuseSchedule::ring) {
-      req[r][mod(r + 1, T)] = total - slice_bytes[r];
-    } else {
-      for (int p = 0; p < T; ++p)
-        if (p != r) req[r][p] = slice_bytes[p];
-    }
-  }
-  return req;
+  return required_bytes(slice_bytes, schedule, Direction::to_owner);
 }
 
 std::vector<std::vector<Bytes>> fuse_ag_required_bytes(const std::vector<Bytes>& slice_bytes,
                                                        CommFuseSchedule schedule) {
-  const int T = static_cast<int>(slice_bytes.size());
-  std::vector<std::vector<Bytes>> req(slice_bytes.size(), std::vector<Bytes>(slice_bytes.size(), 0));
-  if (T <= 1) return req;
-  const Bytes total = std::accumulate(slice_bytes.begin(), slice_bytes.end(), Bytes{0});
-  for (int r = 0; r < T; ++r) {
-    if (schedule == CommFuseSchedule::ring) {
-      req[r][mod(r + 1, T)] = total - slice_bytes[mod(r + 1, T)];
-    } else {
-      for (int p = 0; p < T; ++p)
-        if (p != r) req[r][p] = slice_bytes[r];
-    }
-  }
-  return req;
+  return required_bytes(slice_bytes, schedule, Direction::from_owner);
 }
 
 std::vector<std::vector<Bytes>> fuse_a2a_required_bytes(const std::vector<Bytes>& slice_bytes) {

@@ -116,6 +116,27 @@ TEST_CASE("commfuse byte accounting holds for every schedule and m", "[commfuse]
   }
 }
 
+TEST_CASE("commfuse byte closed forms with unequal slices", "[commfuse][bytes]") {
+  // Slices of 1, 10, 100 and 1000 bytes (sum 1111), so every entry says which slice it carries.
+  const std::vector<Bytes> slices{1, 10, 100, 1000};
+  using M = std::vector<std::vector<Bytes>>;
+  // Ring r -> r+1: FuseRS all slices but the sender's, FuseAG all but the receiver's.
+  CHECK(fuse_rs_required_bytes(slices, CommFuseSchedule::ring) ==
+        M{{0, 1110, 0, 0}, {0, 0, 1101, 0}, {0, 0, 0, 1011}, {111, 0, 0, 0}});
+  CHECK(fuse_ag_required_bytes(slices, CommFuseSchedule::ring) ==
+        M{{0, 1101, 0, 0}, {0, 0, 1011, 0}, {0, 0, 0, 111}, {1110, 0, 0, 0}});
+  // Direct r -> p: FuseRS carries the receiver's slice, FuseAG the sender's shard.
+  for (CommFuseSchedule sched : {CommFuseSchedule::pairwise, CommFuseSchedule::circular}) {
+    INFO(commfuse_schedule_name(sched));
+    CHECK(fuse_rs_required_bytes(slices, sched) ==
+          M{{0, 10, 100, 1000}, {1, 0, 100, 1000}, {1, 10, 0, 1000}, {1, 10, 100, 0}});
+    CHECK(fuse_ag_required_bytes(slices, sched) ==
+          M{{0, 1, 1, 1}, {10, 0, 10, 10}, {100, 100, 0, 100}, {1000, 1000, 1000, 0}});
+  }
+  CHECK(fuse_rs_required_bytes({7}, CommFuseSchedule::ring) == M{{0}});  // one rank sends nothing
+  CHECK(fuse_ag_required_bytes({7}, CommFuseSchedule::pairwise) == M{{0}});
+}
+
 TEST_CASE("FuseRS latency = max(T*c, c + (T-1)*p) on an idealised node", "[commfuse][closed_form][transport]") {
   const SchemeInfo* s = find_scheme("commfuse");
   REQUIRE(s);
