@@ -79,3 +79,12 @@ def rows_table(report, fields=("location", "figure", "published", "predicted", "
     lines = ["  ".join(f.ljust(w) for f, w in zip(fields, widths))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
     return "\n".join(lines)
+
+
+def trace(files, hardware=None):
+    """`overlap-sim trace FILE... --format json`: compute, communication and exposed communication per
+    rank and step of profiler traces; with `hardware`, the model's prediction beside each kernel class."""
+    args = ["trace"] + list(files) + ["--format", "json"]
+    if hardware:
+        args += ["--hardware", hardware]
+    return _call(args)
