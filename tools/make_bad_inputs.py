@@ -783,6 +783,40 @@ def add_cli_entries(corpus, mlp_path):
     ]
     for name, argv, cls, where, key in cli:
         corpus.add_cli(name, argv, cls, where, key)
+    add_trace_and_model_entries(corpus, mlp_path)
+
+
+def add_trace_and_model_entries(corpus, mlp_path):
+    """`overlap-sim trace` on files that are not a usable profiler trace, and model configs that are not
+    usable: each refused naming the file (and the key where one is at fault)."""
+    kernel = '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0}'
+    traces = [
+        ("trace_not_json", "t.json", "hello, not a trace", None),
+        ("trace_truncated", "t.json", '{"traceEvents": [' + kernel[:40], None),
+        ("trace_no_events", "t.json", '{"schemaVersion": 1}', None),
+        ("trace_no_gpu_kernels", "t.json", '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", '
+                                            '"pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0}]}', None),
+        ("trace_nsys_rep", "t.nsys-rep", "not an export: nsys export --type sqlite makes one", None),
+        ("trace_gz_corrupt", "t.json.gz", "\x1f\x8b garbage after a gzip magic", None),
+    ]
+    for name, file, text, key in traces:
+        corpus.add_cli(name, ["trace", "{tmp}/" + file], "bad_trace", file, key, setup=[["write", file, text]])
+    rank0 = "{src}/tests/data/trace/rank0.json"
+    corpus.add_cli("trace_duplicate_rank", ["trace", rank0, rank0], "bad_trace", "rank0.json", None)
+    corpus.add_cli("trace_missing_file", ["trace", "/nonexistent/t.json"], "bad_trace", "/nonexistent/t.json", None)
+    models = [
+        ("model_config_missing_field", '{"hidden_size": 4096}', "intermediate_size"),
+        ("model_config_not_json", "{hidden_size: 4096", None),
+        ("model_config_kv_heads", '{"hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, '
+                                  '"num_attention_heads": 32, "num_key_value_heads": 5}', "num_key_value_heads"),
+    ]
+    for name, text, key in models:
+        corpus.add_cli(name, ["run", mlp_path, "--model", "{tmp}/config.json"], "bad_model", "config.json", key,
+                       setup=[["write", "config.json", text]])
+    corpus.add_cli("model_experts_for_mlp", ["run", mlp_path, "--model", "mixtral-8x7b"], "bad_model", "--model",
+                   "workload.model")
+    corpus.add_cli("model_unknown_name", ["run", mlp_path, "--model", "llama9"], "bad_model", "--model",
+                   "workload.model")
 
 
 def main():
