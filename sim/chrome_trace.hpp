@@ -33,10 +33,4 @@ struct TraceOptions {
 nlohmann::json chrome_trace(const TaskGraph& graph, const Timeline& timeline, const NodeConfig& node,
                             const TraceOptions& options = {});
 
-// Command-line forms; each throws std::invalid_argument with a message saying what is wrong (the
-// caller adds the flag's name).
-std::vector<int> parse_trace_ranks(const std::string& text);     // "0,3-5" -> {0,3,4,5}
-// "START_US:END_US" (either side may be empty: from 0 / to the end) -> {start_ps, end_ps or -1}.
-std::pair<Ps, Ps> parse_trace_window(const std::string& text);
-
 }  // namespace overlap::sim

@@ -72,12 +72,6 @@ std::optional<sim::ReportFormat> parse_report_format(const std::string& s) {
   return std::nullopt;
 }
 
-sim::TraceLevel parse_trace_level(const std::string& text) {
-  if (text == "kernel") return sim::TraceLevel::kernel;
-  if (text == "cta") return sim::TraceLevel::cta;
-  throw std::invalid_argument(fmt::format("must be kernel or cta (got '{}')", text));
-}
-
 std::string python_program() {
   const char* p = std::getenv("PYTHON");
   return p && *p ? std::string(p) : std::string("python3");
@@ -163,9 +157,9 @@ sim::TraceOptions trace_options(const RunOptions& o) {
     }
   };
   if (!o.trace_level.empty()) t.level = flag("--trace-level", [&] { return parse_trace_level(o.trace_level); });
-  if (!o.trace_ranks.empty()) t.ranks = flag("--trace-ranks", [&] { return sim::parse_trace_ranks(o.trace_ranks); });
+  if (!o.trace_ranks.empty()) t.ranks = flag("--trace-ranks", [&] { return parse_trace_ranks(o.trace_ranks); });
   if (!o.trace_window.empty()) {
-    const auto [start, end] = flag("--trace-window", [&] { return sim::parse_trace_window(o.trace_window); });
+    const auto [start, end] = flag("--trace-window", [&] { return parse_trace_window(o.trace_window); });
     t.window_start_ps = start;
     t.window_end_ps = end;
   }

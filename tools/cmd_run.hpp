@@ -10,6 +10,7 @@
 #include "sim/report.hpp"
 #include "sim/scenario.hpp"
 #include "tools/scenario_flags.hpp"
+#include "tools/trace_flags.hpp"
 
 namespace overlap::tools {
 
@@ -51,11 +52,8 @@ struct ScenarioLoad {
 };
 ScenarioLoad scenario_load(const std::string& scenario, const std::vector<std::string>& sets, const ScenarioFlags& flags);
 
-// The values of --format and --trace-level. parse_report_format: nullopt for anything but table, json
-// or csv; parse_trace_level: "kernel" | "cta", else std::invalid_argument saying what is wrong (the
-// caller adds the flag's name).
+// The value of --format: nullopt for anything but table, json or csv.
 std::optional<sim::ReportFormat> parse_report_format(const std::string& s);
-sim::TraceLevel parse_trace_level(const std::string& text);
 
 // Helpers the commands that plot share (run --plot, sweep --plot).
 // Runs a program (searched in PATH) and waits for it; stdout/stderr go to ours unless `quiet`.

@@ -200,15 +200,3 @@ TEST_CASE("time window keeps exactly the events that overlap it", "[trace][filte
     CHECK(ctas == (level == TraceLevel::cta ? expected_ctas : 0));
   }
 }
-
-TEST_CASE("trace flag values parse, and bad ones say what is wrong", "[trace][filters]") {
-  CHECK(parse_trace_ranks("0,3-5") == std::vector<int>{0, 3, 4, 5});
-  CHECK(parse_trace_ranks("5,1,1") == std::vector<int>{1, 5});
-  for (const char* bad : {"", "a", "1,", "-1", "5-3", "1-", "1--2", "99999999999"})
-    CHECK_THROWS_AS(parse_trace_ranks(bad), std::invalid_argument);
-  CHECK(parse_trace_window("1.5:2") == std::pair<Ps, Ps>{1'500'000, 2'000'000});
-  CHECK(parse_trace_window("100:") == std::pair<Ps, Ps>{100'000'000, -1});
-  CHECK(parse_trace_window(":7") == std::pair<Ps, Ps>{0, 7'000'000});
-  for (const char* bad : {"5", "10:5", "5:5", "nan:1", "0:inf", "-1:5", "a:b", "1:2:3", "1e300:1e301"})
-    CHECK_THROWS_AS(parse_trace_window(bad), std::invalid_argument);
-}
