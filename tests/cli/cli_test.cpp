@@ -18,27 +18,15 @@
 
 #include "sim/report.hpp"
 #include "sim/schemes/scheme.hpp"
+#include "tests/support/cli_run.hpp"
 #include "tools/cli.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct CliResult {
-  int rc = -1;
-  std::string out, err;
-};
-
-CliResult cli(const std::vector<std::string>& args) {
-  std::vector<const char*> argv = {"overlap-sim"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  CliResult r;
-  r.rc = overlap::tools::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
+using overlap::test::cli;
+using overlap::test::CliResult;
 
 // A fresh directory per test, removed afterwards.
 struct TempDir {

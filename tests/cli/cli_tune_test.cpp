@@ -14,27 +14,15 @@
 
 #include "cost_model/profile_loader.hpp"
 #include "sim/report.hpp"
+#include "tests/support/cli_run.hpp"
 #include "tools/cli.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct CliResult {
-  int rc = -1;
-  std::string out, err;
-};
-
-CliResult cli(const std::vector<std::string>& args) {
-  std::vector<const char*> argv = {"overlap-sim"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  CliResult r;
-  r.rc = overlap::tools::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
+using overlap::test::cli;
+using overlap::test::CliResult;
 
 std::string read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

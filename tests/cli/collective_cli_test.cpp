@@ -11,6 +11,7 @@
 #include "cost_model/collective_model.hpp"
 #include "cost_model/nccl_tests_import.hpp"
 #include "cost_model/profile_loader.hpp"
+#include "tests/support/cli_run.hpp"
 #include "tools/cli.hpp"
 #include "tools/cmd_collective.hpp"
 
@@ -18,21 +19,8 @@ using namespace overlap;
 
 namespace {
 
-struct CliResult {
-  int rc = -1;
-  std::string out, err;
-};
-
-CliResult cli(const std::vector<std::string>& args) {
-  std::vector<const char*> argv = {"overlap-sim"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  CliResult r;
-  r.rc = tools::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
+using overlap::test::cli;
+using overlap::test::CliResult;
 
 // Data rows of an nccl-tests table: the columns of each line that starts with a size.
 std::vector<std::vector<std::string>> rows_of(const std::string& text) {

@@ -23,27 +23,15 @@
 #include "cost_model/yaml_reader.hpp"
 #include "sim/scenario.hpp"
 #include "sim/sweep.hpp"
+#include "tests/support/cli_run.hpp"
 #include "tools/cli.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-  int rc = -1;
-  std::string out, err;
-};
-
-Run cli(const std::vector<std::string>& args) {
-  std::vector<const char*> argv = {"overlap-sim"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  Run r;
-  r.rc = overlap::tools::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
+using overlap::test::cli;
+using overlap::test::CliResult;
 
 struct Dir {
   fs::path path;
@@ -104,17 +92,17 @@ std::string load_error(const std::string& text, const std::vector<std::string>& 
 TEST_CASE("out-of-range physical quantities are refused with the key and the limit", "[harden][ranges]") {
   // --set: the message names the flag (not the YAML file), the key and the range.
   for (const std::string v : {"1e-9", "1e300"}) {
-    const Run r = cli({"run", "--set", "hardware.gpu.peak_tflops.bf16=" + v});
+    const CliResult r = cli({"run", "--set", "hardware.gpu.peak_tflops.bf16=" + v});
     INFO(r.err);
     CHECK(r.rc == 2);
     CHECK_THAT(r.err, Catch::Contains("--set hardware.gpu.peak_tflops.bf16=" + v));
     CHECK_THAT(r.err, Catch::Contains("hardware.gpu.peak_tflops.bf16"));
     CHECK_THAT(r.err, Catch::Contains("[0.001, 100000] TFLOP/s"));
   }
-  const Run hbm = cli({"run", "--set", "hardware.gpu.hbm_bandwidth_gbps=1e-300"});
+  const CliResult hbm = cli({"run", "--set", "hardware.gpu.hbm_bandwidth_gbps=1e-300"});
   CHECK(hbm.rc == 2);
   CHECK_THAT(hbm.err, Catch::Contains("hardware.gpu.hbm_bandwidth_gbps") && Catch::Contains("GB/s"));
-  const Run gpus = cli({"run", "--set", "hardware.fabric.num_gpus=1000000"});
+  const CliResult gpus = cli({"run", "--set", "hardware.fabric.num_gpus=1000000"});
   CHECK(gpus.rc == 2);
   CHECK_THAT(gpus.err, Catch::Contains("hardware.fabric.num_gpus") && Catch::Contains("65536"));
 
@@ -178,7 +166,7 @@ TEST_CASE("every range of the table is well formed", "[harden][ranges]") {
 }
 
 TEST_CASE("a link class or key nothing reads is an error naming where it came from", "[harden][keys]") {
-  const Run r = cli({"run", "--set", "hardware.fabric.links.nvlnk.bandwidth_gbps=5"});
+  const CliResult r = cli({"run", "--set", "hardware.fabric.links.nvlnk.bandwidth_gbps=5"});
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Catch::Contains("--set hardware.fabric.links.nvlnk.bandwidth_gbps=5"));
   CHECK_THAT(r.err, Catch::Contains("hardware.fabric.links.nvlnk") && Catch::Contains("unknown link class"));
@@ -214,7 +202,7 @@ TEST_CASE("FlashOverlap wave groups larger than the GEMM are refused like a wron
   const std::string scen = d.file("fo.yaml");
   for (const std::string groups : {"1000000", "[100, 100]"}) {
     write(scen, kGemm + "  - {name: flashoverlap, params: {groups: " + groups + "}}\n");
-    const Run r = cli({"run", scen, "--scheme", "flashoverlap"});
+    const CliResult r = cli({"run", scen, "--scheme", "flashoverlap"});
     INFO(groups << ": " << r.err);
     CHECK(r.rc == 2);
     CHECK_THAT(r.err, Catch::Contains("groups") && Catch::Contains("waves"));
@@ -224,15 +212,15 @@ TEST_CASE("FlashOverlap wave groups larger than the GEMM are refused like a wron
 TEST_CASE("input paths that are not regular files are refused at once", "[harden][files]") {
   Dir d;
   // A directory, a device, a FIFO (would block forever), an oversized file.
-  const Run dir = cli({"run", d.path.string()});
+  const CliResult dir = cli({"run", d.path.string()});
   CHECK(dir.rc == 2);
   CHECK_THAT(dir.err, Catch::Contains(d.path.string()) && Catch::Contains("directory"));
-  const Run zero = cli({"run", "/dev/zero"});
+  const CliResult zero = cli({"run", "/dev/zero"});
   CHECK(zero.rc == 2);
   CHECK_THAT(zero.err, Catch::Contains("/dev/zero") && Catch::Contains("device"));
   const std::string fifo = d.file("fifo.yaml");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  const Run pipe = cli({"run", fifo});
+  const CliResult pipe = cli({"run", fifo});
   CHECK(pipe.rc == 2);
   CHECK_THAT(pipe.err, Catch::Contains("FIFO"));
   const std::string big = d.file("big.yaml");
@@ -241,13 +229,13 @@ TEST_CASE("input paths that are not regular files are refused at once", "[harden
     const std::string block(1 << 20, '#');
     for (int i = 0; i < 17; ++i) out << block;
   }
-  const Run huge = cli({"run", big});
+  const CliResult huge = cli({"run", big});
   CHECK(huge.rc == 2);
   CHECK_THAT(huge.err, Catch::Contains("16 MiB"));
   // A hardware path in a scenario that names a directory: an input error at the scenario's line.
   const std::string scen = d.file("hw.yaml");
   write(scen, "hardware: " + d.path.string() + "/\nworkload: {kind: gemm_collective, tp: 2, m: 64, n: 64, k: 64, primitive: all_reduce}\n");
-  const Run hw = cli({"run", scen});
+  const CliResult hw = cli({"run", scen});
   CHECK(hw.rc == 2);
   CHECK_THAT(hw.err, Catch::Contains("directory"));
   // The reader itself.
@@ -280,7 +268,7 @@ TEST_CASE("one failing scheme is a FAILED row, the others are reported, exit 1",
   Dir d;
   const std::string scen = d.file("mixed.yaml");
   write(scen, kGemm + "  - {name: flashoverlap, params: {groups: 1000000}}\n");  // line 11
-  const Run j = cli({"run", scen, "--format", "json"});
+  const CliResult j = cli({"run", scen, "--format", "json"});
   INFO(j.err);
   CHECK(j.rc == 1);
   const auto doc = nlohmann::json::parse(j.out);
@@ -293,17 +281,17 @@ TEST_CASE("one failing scheme is a FAILED row, the others are reported, exit 1",
   CHECK_THAT(error, Catch::Contains(scen + ":11") && Catch::Contains("schemes.1.params.groups"));
   CHECK_THAT(j.err, Catch::Contains("schemes.1.params.groups"));
 
-  const Run csv = cli({"run", scen, "--format", "csv"});
+  const CliResult csv = cli({"run", scen, "--format", "csv"});
   CHECK(csv.rc == 1);
   CHECK_THAT(csv.out, Catch::Contains("FAILED: "));
-  const Run table = cli({"run", scen});
+  const CliResult table = cli({"run", scen});
   CHECK(table.rc == 1);
   CHECK_THAT(table.out, Catch::Contains("FAILED"));
 
   // Every scheme failing is an invalid scenario: exit 2, nothing reported.
   write(scen, "hardware: h100-sxm-8x-nvswitch\nworkload: {kind: gemm_collective, tp: 4, m: 2048, n: 4096, k: 2048, "
               "primitive: all_reduce}\nschemes:\n  - {name: flashoverlap, params: {groups: 1000000}}\n");
-  const Run all = cli({"run", scen});
+  const CliResult all = cli({"run", scen});
   CHECK(all.rc == 2);
   CHECK(all.out.empty());
 }
@@ -313,7 +301,7 @@ TEST_CASE("sweep: -o and --plot land together or not at all", "[harden][outputs]
   const std::string report = d.file("s.csv");
   write(report, "old sweep");
   const std::size_t before = d.entries();
-  const Run r = cli({"sweep", "--sweep", "workload.tokens=4096,8192", "-o", report, "--plot", "/nonexistent/p.png"});
+  const CliResult r = cli({"sweep", "--sweep", "workload.tokens=4096,8192", "-o", report, "--plot", "/nonexistent/p.png"});
   INFO(r.err);
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Catch::Contains("--plot"));
@@ -334,7 +322,7 @@ TEST_CASE("outputs are moved into place only when all of them succeeded", "[hard
        {std::vector<std::string>{"--plot", "/nonexistent/p.png"}, std::vector<std::string>{"--graphviz", "/nonexistent/g.dot"}}) {
     std::vector<std::string> args = {"run", "--scheme", "no_overlap", "--trace", trace, "-o", report, "--format", "json"};
     args.insert(args.end(), failing.begin(), failing.end());
-    const Run r = cli(args);
+    const CliResult r = cli(args);
     INFO(r.err);
     CHECK(r.rc == 2);
     CHECK(read(report) == "old report");
@@ -342,7 +330,7 @@ TEST_CASE("outputs are moved into place only when all of them succeeded", "[hard
     CHECK(d.entries() == before);  // no temporary left behind
   }
   // All succeed: all are replaced.
-  const Run ok = cli({"run", "--scheme", "no_overlap", "--trace", trace, "-o", report, "--format", "json",
+  const CliResult ok = cli({"run", "--scheme", "no_overlap", "--trace", trace, "-o", report, "--format", "json",
                       "--graphviz", d.file("g.dot")});
   INFO(ok.err);
   REQUIRE(ok.rc == 0);
@@ -372,11 +360,11 @@ TEST_CASE("a hardware path given by --set is read where the user typed it (the R
   std::ofstream(d.path / "mine" / "t4.yaml") << text;
   const fs::path before = fs::current_path();
   fs::current_path(d.path);
-  const Run own = cli({"run", "--set", "hardware=mine/t4.yaml", "--set", "workload.tp=4", "--scheme", "no_overlap",
+  const CliResult own = cli({"run", "--set", "hardware=mine/t4.yaml", "--set", "workload.tp=4", "--scheme", "no_overlap",
                        "--format", "json"});
-  const Run tree = cli({"run", "--set", "hardware=" + in_tree, "--set", "workload.tp=4", "--scheme", "no_overlap",
+  const CliResult tree = cli({"run", "--set", "hardware=" + in_tree, "--set", "workload.tp=4", "--scheme", "no_overlap",
                         "--format", "json"});
-  const Run missing = cli({"run", "--set", "hardware=mine/none.yaml", "--set", "workload.tp=4"});
+  const CliResult missing = cli({"run", "--set", "hardware=mine/none.yaml", "--set", "workload.tp=4"});
   fs::current_path(before);
   INFO(own.err << tree.err);
   REQUIRE(own.rc == 0);
@@ -398,7 +386,7 @@ TEST_CASE("an edit of the hardware survives a later choice of the hardware, in a
       args.push_back("--set");
       args.push_back(s);
     }
-    const Run r = cli(args);
+    const CliResult r = cli(args);
     INFO(r.err);
     REQUIRE(r.rc == 0);
     const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -412,10 +400,10 @@ TEST_CASE("an edit of the hardware survives a later choice of the hardware, in a
   CHECK(edit_after != plain);
   // A bad edit of the chosen profile names its own --set; a chosen profile that cannot be read
   // names the choice.
-  const Run bad = cli({"run", "--set", "hardware=a800-8x-nvlink", "--set", "hardware.gpu.sm_count=-3"});
+  const CliResult bad = cli({"run", "--set", "hardware=a800-8x-nvlink", "--set", "hardware.gpu.sm_count=-3"});
   CHECK(bad.rc == 2);
   CHECK(bad.err.find("--set hardware.gpu.sm_count=-3") != std::string::npos);
-  const Run missing = cli({"run", "--set", "hardware.gpu.sm_count=100", "--set", "hardware=/nonexistent/p.yaml"});
+  const CliResult missing = cli({"run", "--set", "hardware.gpu.sm_count=100", "--set", "hardware=/nonexistent/p.yaml"});
   CHECK(missing.rc == 2);
   CHECK(missing.err.find("--set hardware=/nonexistent/p.yaml") != std::string::npos);
 }
@@ -446,7 +434,7 @@ TEST_CASE("two outputs naming one file are refused before anything is written", 
        "--search", "flashoverlap", "-o", k, "--export-flashoverlap", k},
   };
   for (const auto& args : cases) {
-    const Run r = cli(args);
+    const CliResult r = cli(args);
     INFO(r.err);
     CHECK(r.rc == 2);
     CHECK_THAT(r.err, Catch::Contains("name the same file"));
@@ -455,12 +443,12 @@ TEST_CASE("two outputs naming one file are refused before anything is written", 
   }
   // Through a symbolic link: the link and its target are one file.
   fs::create_symlink("k.json", d.file("link.json"));
-  const Run r = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", d.file("link.json"), "--trace", k});
+  const CliResult r = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", d.file("link.json"), "--trace", k});
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Catch::Contains("-o " + d.file("link.json")) && Catch::Contains("--trace " + k));
   CHECK(read(k) == "old");
   // A sweep's -o and its checkpoint FILE.partial.
-  const Run s = cli({"sweep", src(kMlp), "--sweep", "workload.tokens=4096", "-o", d.file("s.csv"), "--plot",
+  const CliResult s = cli({"sweep", src(kMlp), "--sweep", "workload.tokens=4096", "-o", d.file("s.csv"), "--plot",
                      d.file("s.csv.partial")});
   CHECK(s.rc == 2);
   CHECK_THAT(s.err, Catch::Contains("name the same file"));
@@ -470,7 +458,7 @@ TEST_CASE("a symbolic link given as an output is written through, the link kept"
   Dir d;
   fs::create_directories(d.path / "real");
   fs::create_symlink("real/target.txt", d.file("link.txt"));
-  const Run r = cli({"run", src(kMlp), "--scheme", "no_overlap", "--format", "csv", "-o", d.file("link.txt")});
+  const CliResult r = cli({"run", src(kMlp), "--scheme", "no_overlap", "--format", "csv", "-o", d.file("link.txt")});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   CHECK(fs::is_symlink(d.file("link.txt")));
@@ -484,12 +472,12 @@ TEST_CASE("a named pipe or a character device is written in place, never replace
   const std::string fifo = d.file("fifo");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   // No reader: refused at once (no hang), the pipe stays a pipe.
-  const Run none = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", fifo});
+  const CliResult none = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", fifo});
   CHECK(none.rc == 2);
   CHECK_THAT(none.err, Catch::Contains("named pipe with no reader"));
   CHECK(is_fifo(fifo));
   // /dev/null: written in place (exit 0) and still the device.
-  const Run null = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", "/dev/null"});
+  const CliResult null = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", "/dev/null"});
   CHECK(null.rc == 0);
   CHECK(null.out.empty());
   struct stat st {};
@@ -497,7 +485,7 @@ TEST_CASE("a named pipe or a character device is written in place, never replace
   CHECK(S_ISCHR(st.st_mode));
   // /dev/full: the write fails with the OS's own error, exit 2.
   if (fs::exists("/dev/full")) {
-    const Run full = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", "/dev/full"});
+    const CliResult full = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", "/dev/full"});
     CHECK(full.rc == 2);
     CHECK_THAT(full.err, Catch::Contains(std::strerror(ENOSPC)));
     REQUIRE(::stat("/dev/full", &st) == 0);
@@ -511,13 +499,13 @@ TEST_CASE("an output that is a directory or empty is refused with the OS error, 
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"run", src(kMlp), "--scheme", "no_overlap", "-o", d.file("out")},
            {"validate", "--papers", "--source", "dtp", "-o", d.file("out")}}) {
-    const Run r = cli(args);
+    const CliResult r = cli(args);
     INFO(r.err);
     CHECK(r.rc == 2);
     CHECK_THAT(r.err, Catch::Contains("is a directory"));
     CHECK_THAT(r.err, !Catch::Contains("Success"));
   }
-  const Run empty = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", ""});
+  const CliResult empty = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", ""});
   CHECK(empty.rc == 2);
   CHECK_THAT(empty.err, Catch::Contains("-o ''") && Catch::Contains("empty path"));
   CHECK(empty.out.empty());
@@ -528,7 +516,7 @@ TEST_CASE("an output that is a directory or empty is refused with the OS error, 
     std::error_code ec;
     fs::remove(d.path / "res" / "validation.json", ec);
     fs::create_directories(d.path / "res" / "validation.json");
-    const Run v = cli({"validate", d.file("res"), "--record"});
+    const CliResult v = cli({"validate", d.file("res"), "--record"});
     CHECK(v.rc == 2);
     CHECK_THAT(v.err, Catch::Contains("validation.json") && Catch::Contains("is a directory"));
   }
@@ -569,11 +557,11 @@ TEST_CASE("numbers are read as written: decimal, never octal, hex, quoted or tag
   block.replace(block.find("m: 2048"), 7, "m: |\n    2048");
   CHECK_THAT(load_error(block), Catch::Contains("workload.m") && Catch::Contains("quoted string or block scalar"));
   // The CLI's number options: 010 is ten.
-  const Run r = cli({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive", "all_reduce",
+  const CliResult r = cli({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive", "all_reduce",
                      "--ranks", "010"});
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Catch::Contains("--ranks 10"));
-  const Run hex = cli({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive",
+  const CliResult hex = cli({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive",
                        "all_reduce", "--ranks", "0x4"});
   CHECK(hex.rc == 2);
   CHECK_THAT(hex.err, Catch::Contains("--ranks") && Catch::Contains("decimal"));
@@ -598,7 +586,7 @@ TEST_CASE("invalid UTF-8 is refused with file, line and key, or replaced in a na
   Dir d;
   const std::string path = d.file("\xff.yaml");
   write(path, kGemm);
-  const Run r = cli({"run", path, "--format", "json"});
+  const CliResult r = cli({"run", path, "--format", "json"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   CHECK_THAT(r.out, Catch::Contains("\xEF\xBF\xBD"));
@@ -643,7 +631,7 @@ TEST_CASE("alias expansion, sweep grids and key checks are bounded", "[harden2][
     CHECK_THAT(e.what(), Catch::Contains("1000 x 1000 x 1000 = 1000000000 points") && Catch::Contains("100000"));
   }
   // Unknown swept keys are found with one load per axis, not one per point.
-  const Run r = cli({"sweep", src(kMlp), "--sweep", "workload.tokns=1,2,3,4,5,6,7,8,9,10", "--sweep",
+  const CliResult r = cli({"sweep", src(kMlp), "--sweep", "workload.tokns=1,2,3,4,5,6,7,8,9,10", "--sweep",
                      "hardware.gpu.sm_cont=1,2,3,4,5,6,7,8,9,10", "--sweep", "workload.tokens=1024,2048"});
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Catch::Contains("not a key of the scenario") && Catch::Contains("tokns"));
@@ -669,7 +657,7 @@ TEST_CASE("work beyond the documented budgets is refused up front, naming the es
   const std::string e = load_error(huge);
   CHECK_THAT(e, Catch::Contains("h.yaml:5: workload.m") && Catch::Contains("GEMM tiles") &&
                     Catch::Contains(std::to_string(overlap::sim::kMaxGemmTilesPerRank)));
-  const Run tune = cli({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "16777216x16777216x16777216", "--primitive",
+  const CliResult tune = cli({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "16777216x16777216x16777216", "--primitive",
                         "all_reduce", "--ranks", "4", "--search", "flashoverlap"});
   CHECK(tune.rc == 2);
   CHECK_THAT(tune.err, Catch::Contains("--gemm 16777216x16777216x16777216") && Catch::Contains("GEMM tiles"));
@@ -731,23 +719,23 @@ TEST_CASE("one topology check for every command: errors name the profile file, l
     INFO(c.what << ": " << err);
     CHECK_THAT(err, Catch::Contains(profile + c.where) && Catch::Contains(c.what));
     // `run` refuses it alike, naming the profile (not the scenario).
-    const Run r = cli({"run", scenario});
+    const CliResult r = cli({"run", scenario});
     CHECK(r.rc == 2);
     CHECK_THAT(r.err, Catch::Contains(profile + c.where) && Catch::Contains(c.what));
   }
 }
 
 TEST_CASE("loose flags: --algo -1, a repeated --param, --set errors name the --set", "[harden2][flags]") {
-  const Run algo = cli({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive", "all_reduce",
+  const CliResult algo = cli({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive", "all_reduce",
                         "--ranks", "4", "--search", "flashoverlap", "--algo", "-1"});
   CHECK(algo.rc == 2);
   CHECK_THAT(algo.err, Catch::Contains("--algo"));
-  const Run param = cli({"run", src(kMlp), "--scheme", "data_slicing", "--param", "chunks=4", "--param", "chunks=8"});
+  const CliResult param = cli({"run", src(kMlp), "--scheme", "data_slicing", "--param", "chunks=4", "--param", "chunks=8"});
   CHECK(param.rc == 2);
   CHECK_THAT(param.err, Catch::Contains("--param chunks") && Catch::Contains("given twice"));
   // A value --set wrote, refused by the loader: the message names the --set and its text.
   for (const std::string a : {"workload.tokens=\"8192\"", "workload.tokens=08192x", "schemes=~", "hardware.gpu.sm_count=0x84"}) {
-    const Run r = cli({"run", src(kMlp), "--set", a});
+    const CliResult r = cli({"run", src(kMlp), "--set", a});
     INFO(a << " -> " << r.err);
     CHECK(r.rc == 2);
     CHECK_THAT(r.err, Catch::Contains("--set " + a));

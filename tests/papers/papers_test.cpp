@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/cli_run.hpp"
 #include "tools/cli.hpp"
 #include "tools/papers.hpp"
 
@@ -19,21 +20,8 @@ using namespace overlap::tools::papers;
 
 namespace {
 
-struct CliResult {
-  int rc = -1;
-  std::string out, err;
-};
-
-CliResult cli(const std::vector<std::string>& args) {
-  std::vector<const char*> argv = {"overlap-sim"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  CliResult r;
-  r.rc = run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
+using overlap::test::cli;
+using overlap::test::CliResult;
 
 RowSpec value_row(double published, double tol) {
   RowSpec s;

@@ -18,6 +18,7 @@
 #include "sim/scenario.hpp"
 #include "sim/schemes/flashoverlap.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "tests/support/cli_run.hpp"
 #include "tools/cli.hpp"
 #include "tools/papers.hpp"
 
@@ -27,23 +28,10 @@ using namespace overlap::tools::papers;
 
 namespace {
 
+using overlap::test::cli;
+using overlap::test::CliResult;
+
 namespace fs = std::filesystem;
-
-struct CliResult {
-  int rc = -1;
-  std::string out, err;
-};
-
-CliResult cli(const std::vector<std::string>& args) {
-  std::vector<const char*> argv = {"overlap-sim"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  CliResult r;
-  r.rc = run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
 
 std::string paper_file(const std::string& name) {
   return (fs::path(source_dir()) / "scenarios" / "papers" / (name + ".yaml")).string();

@@ -11,6 +11,7 @@
 
 #include "cost_model/input_error.hpp"
 #include "sim/model_config.hpp"
+#include "tests/support/cli_run.hpp"
 #include "tools/cli.hpp"
 
 namespace fs = std::filesystem;
@@ -20,6 +21,9 @@ using overlap::sim::builtin_models;
 using overlap::sim::read_model_config;
 
 namespace {
+
+using overlap::test::cli;
+using overlap::test::CliResult;
 
 struct Scratch {
   fs::path dir = fs::temp_directory_path() / ("overlap-model-config-" + std::to_string(::getpid()));
@@ -42,22 +46,6 @@ InputError read_error(const std::string& path) {
   }
   FAIL("expected an InputError");
   return InputError("", 0, "", "");
-}
-
-struct Cli {
-  int rc = -1;
-  std::string out, err;
-};
-
-Cli cli(const std::vector<std::string>& args) {
-  std::vector<const char*> argv = {"overlap-sim"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  Cli r;
-  r.rc = overlap::tools::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
 }
 
 const std::string kLlama = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
@@ -153,16 +141,16 @@ TEST_CASE("workload.model takes a built-in name or a config.json, and refuses pa
                                    "hardware: h100-sxm-8x-nvswitch\n"
                                    "workload: {kind: mlp_tpsp, tp: 8, tokens: 8192, model: config.json}\n"
                                    "schemes: [no_overlap]\n");
-  const Cli from_file = cli({"run", scen, "--format", "json"});
+  const CliResult from_file = cli({"run", scen, "--format", "json"});
   REQUIRE(from_file.rc == 0);
   // The same shapes as the built-in llama3-8b.
-  const Cli builtin = cli({"run", scen, "--format", "json", "--model", "llama3-8b"});
+  const CliResult builtin = cli({"run", scen, "--format", "json", "--model", "llama3-8b"});
   REQUIRE(builtin.rc == 0);
   const auto latency = [](const std::string& json) { return json.substr(json.find("\"latency_ps\"")).substr(0, 40); };
   CHECK(latency(from_file.out) == latency(builtin.out));
 
   // A mixture-of-experts model's FFN is its experts: refused for an MLP, exit 2, at the model key.
-  const Cli moe = cli({"run", scen, "--model", "mixtral-8x7b"});
+  const CliResult moe = cli({"run", scen, "--model", "mixtral-8x7b"});
   CHECK(moe.rc == 2);
   CHECK_THAT(moe.err, Catch::Contains("--model mixtral-8x7b") && Catch::Contains("workload.model") &&
                           Catch::Contains("mixture of experts (8 experts, top 2)"));
@@ -173,12 +161,12 @@ TEST_CASE("workload.model takes a built-in name or a config.json, and refuses pa
                                    "schemes: [no_overlap]\n");
   CHECK(cli({"run", attn}).rc == 0);
   // DeepSeek-V3's latent attention is not modelled: refused, never run as something else.
-  const Cli mla = cli({"run", attn, "--model", "deepseek-v3"});
+  const CliResult mla = cli({"run", attn, "--model", "deepseek-v3"});
   CHECK(mla.rc == 2);
   CHECK_THAT(mla.err, Catch::Contains("multi-head latent attention"));
   // A config missing a field: the scenario's model key and the config's file and key are named.
   s.write("broken.json", R"({"hidden_size": 4096})");
-  const Cli broken = cli({"run", scen, "--set", "workload.model=" + (s.dir / "broken.json").string()});
+  const CliResult broken = cli({"run", scen, "--set", "workload.model=" + (s.dir / "broken.json").string()});
   CHECK(broken.rc == 2);
   CHECK_THAT(broken.err, Catch::Contains("broken.json: intermediate_size: missing"));
 }

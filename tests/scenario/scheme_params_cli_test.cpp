@@ -8,27 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/cli_run.hpp"
 #include "tools/cli.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-  int rc = -1;
-  std::string out, err;
-};
-
-Run cli(const std::vector<std::string>& args) {
-  std::vector<const char*> argv = {"overlap-sim"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  Run r;
-  r.rc = overlap::tools::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
+using overlap::test::cli;
+using overlap::test::CliResult;
 
 // Line 8 holds the knob.
 const char* kScenario =
@@ -53,14 +41,14 @@ std::string write_scenario(const std::string& wave_sms) {
 
 TEST_CASE("an out-of-range scheme knob names file, line and key and exits 2", "[params][cli]") {
   const std::string path = write_scenario("140");  // the H100 profile has 132 SMs
-  const Run r = cli({"run", path});
+  const CliResult r = cli({"run", path});
   CHECK(r.rc == 2);
   CHECK(r.out.empty());
   CHECK(r.err == "overlap-sim: error: " + path + ":8: schemes.1.params.wave_sms: must be an integer in [1, 132] (got 140)\n");
   fs::remove(path);
 
   const std::string ok = write_scenario("130");
-  const Run bad_param = cli({"run", ok, "--scheme", "flashoverlap", "--param", "wave_sms=0"});
+  const CliResult bad_param = cli({"run", ok, "--scheme", "flashoverlap", "--param", "wave_sms=0"});
   CHECK(bad_param.rc == 2);
   CHECK(bad_param.err == "overlap-sim: error: <input>: --param wave_sms: must be an integer in [1, 132] (got 0)\n");
   fs::remove(ok);

@@ -21,6 +21,7 @@
 #include "cost_model/input_error.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "tests/support/cli_run.hpp"
 #include "tools/cli.hpp"
 
 using namespace overlap;
@@ -30,20 +31,12 @@ namespace {
 
 const std::string kData = std::string(OVERLAP_SOURCE_DIR) + "/tests/data/trace/";
 
-struct CliResult {
-  int rc = -1;
-  std::string out, err;
-};
+using overlap::test::CliResult;
 
-CliResult cli(const std::vector<std::string>& args) {
-  std::vector<const char*> argv = {"overlap-sim", "trace"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  CliResult r;
-  r.rc = tools::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
+// `overlap-sim trace ARGS...`.
+CliResult cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "trace");
+  return overlap::test::cli(args);
 }
 
 fs::path scratch(const std::string& name) {
