@@ -94,6 +94,12 @@ inline constexpr InputRange heads{"attention heads", "workload.heads, workload.k
                                   "kv_heads may also be 0 (= heads)", true};
 inline constexpr InputRange layers{"layers", "workload.layers", 1, 1024, "layers",
                                    "the largest published models have about 128; each layer adds graph nodes", true};
+inline constexpr InputRange dp{"data-parallel replicas", "workload.parallel.dp", 1, 65536, "replicas",
+                               "dp x tp is at most fabric.num_gpus", true};
+inline constexpr InputRange bucket_mb{"gradient bucket", "workload.parallel.bucket_mb", 0.001, 1048576, "MiB",
+                                      "PyTorch DDP's default is 25; below 1 KiB every weight is a bucket of its own"};
+inline constexpr InputRange prefetch{"FSDP prefetch", "workload.parallel.prefetch", 0, 1024, "layers",
+                                     "layers gathered ahead; at most the model's layers matter", true};
 
 // Scheme parameters (schemes[].params.*, --param)
 inline constexpr InputRange chunks{"integer scheme knob (chunks, streams, SMs, wave sizes)",
@@ -104,7 +110,8 @@ inline constexpr std::array kAll = {&sm_count, &ctas_per_sm,   &clock_mhz, &peak
                                     &copy_engines, &latency_us, &gemm_tile_us, &factor,    &l2_reuse,    &l2_bytes,    &full_rate_sms,    &channels,
                                     &num_gpus,  &gpus_per_group, &fabric_nodes, &curve_bytes, &curve_us,
                                     &curve_points, &tile,       &tp,        &gemm_dim,    &tokens,
-                                    &batch,     &width,         &heads,     &layers,      &chunks};
+                                    &batch,     &width,         &heads,     &layers,      &dp,          &bucket_mb,
+                                    &prefetch,  &chunks};
 
 }  // namespace ranges
 

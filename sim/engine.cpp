@@ -79,7 +79,7 @@ class Engine final : public NetworkListener, public GpuListener {
     const TaskGraph& g = ctx_.graph;
     for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id) {
       const Op& op = g.op(id);
-      if (ctx_.options.zero_comm && op.comm) continue;
+      if (ctx_.zeroed(op)) continue;
       const int rank = g.rank_of(id);
       const GpuConfig& gpu = ctx_.node.gpus[static_cast<std::size_t>(rank)];
       if (is_gang(op.kind) && op.channels > gpu.sm_count)
@@ -171,7 +171,7 @@ class Engine final : public NetworkListener, public GpuListener {
   void on_ready(OpId id) {
     const Op& o = ctx_.op(id);
     ctx_.rec(id).ready_ps = ctx_.now;
-    if (ctx_.options.zero_comm && o.comm) {
+    if (ctx_.zeroed(o)) {
       complete(id);
       return;
     }

@@ -9,6 +9,7 @@
 // HBM, collectives). The core (engine.cpp) owns the clock, the event loop, dependencies, streams and
 // counters.
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -58,6 +59,9 @@ struct NodeConfig {
 struct EngineOptions {
   bool record_ctas = false;  // keep every CTA's interval (SM lanes in traces); costs memory
   bool zero_comm = false;    // compute-only re-run: every `comm` op completes at once, holding nothing
+  // With zero_comm: only the communication ops of this communicator complete at once (a step's
+  // exposed time per communicator); nullopt = every communication op.
+  std::optional<Communicator> zero_communicator;
   // Communication-alone re-run: every op that is not `comm` takes no time (its CTAs, bytes of a
   // memory kernel and delays are zero; launches and dependencies stay).
   bool zero_compute = false;

@@ -174,8 +174,59 @@ void check_heads(const YamlReader& w, std::int64_t d_model, std::int64_t heads, 
 
 // The keys a workload of one kind allows: kind and tp, then the kind's own.
 std::vector<std::string> workload_keys(std::vector<std::string> extra) {
-  extra.insert(extra.begin(), {"kind", "tp"});
+  extra.insert(extra.begin(), {"kind", "tp", "pass", "recompute", "parallel"});
   return extra;
+}
+
+template <typename E>
+E read_choice(const YamlReader& w, const std::string& key, E fallback, std::optional<E> (*parse)(const std::string&),
+              const char* known) {
+  if (!w.has(key)) return fallback;
+  const YamlReader node = w.child(key);
+  const std::string text = node.as_string();
+  const std::optional<E> v = parse(text);
+  if (!v) node.fail(fmt::format("unknown {} '{}' (known: {})", key, text, known));
+  return *v;
+}
+
+// workload.parallel (docs/reference/scenario.md "Training steps"): data-parallel replicas and their
+// sharding. Every key given must matter: a sharding or bucket with dp = 1, a bucket for ZeRO-3 (which
+// reduces per layer) or a prefetch without ZeRO-3 is refused rather than ignored.
+DataParallel read_parallel(const YamlReader& p, int tp, int max_ranks) {
+  p.expect_map();
+  p.allow_keys({"dp", "fsdp", "bucket_mb", "prefetch", "grad_dtype"});
+  DataParallel d;
+  d.dp = static_cast<int>(p.get_int_in("dp", ranges::dp, 1));
+  d.fsdp = read_choice(p, "fsdp", Sharding::none, parse_sharding, "none, zero1, zero2, zero3");
+  if (p.has("bucket_mb")) d.bucket_mb = p.get_double_in("bucket_mb", ranges::bucket_mb);
+  if (p.has("prefetch")) d.prefetch = static_cast<int>(p.get_int_in("prefetch", ranges::prefetch));
+  d.grad_dtype = read_dtype(p, "grad_dtype", DType::fp32);
+  if (static_cast<std::int64_t>(d.dp) * tp > max_ranks)
+    p.fail_at("dp", fmt::format("dp x tp = {} x {} = {} GPUs, but the hardware has {}", d.dp, tp,
+                                static_cast<std::int64_t>(d.dp) * tp, max_ranks));
+  if (d.dp == 1)
+    for (const char* key : {"fsdp", "bucket_mb", "prefetch", "grad_dtype"})
+      if (p.has(key)) p.fail_at(key, "has no effect with dp = 1 (one replica: no data-parallel traffic)");
+  if (d.fsdp == Sharding::zero3 && p.has("bucket_mb"))
+    p.fail_at("bucket_mb", "ZeRO-3 (FSDP) reduces each layer's gradients on their own: no bucket to size");
+  if (d.fsdp != Sharding::zero3 && p.has("prefetch"))
+    p.fail_at("prefetch", fmt::format("prefetches FSDP's (zero3) per-layer parameter gathers; fsdp is {}", sharding_name(d.fsdp)));
+  return d;
+}
+
+// workload.pass, .recompute and .parallel (sim/workload.hpp Training).
+Training read_training(const YamlReader& w, const std::string& kind, int tp, int max_ranks) {
+  Training t;
+  t.pass = read_choice(w, "pass", Pass::forward, parse_pass, "forward, backward, step");
+  t.recompute = read_choice(w, "recompute", Recompute::none, parse_recompute, "none, selective, full");
+  if (const auto p = w.optional_child("parallel")) t.parallel = read_parallel(*p, tp, max_ranks);
+  if (kind == "decode_stack") {
+    if (t.pass != Pass::forward) w.fail_at("pass", "decode_stack is batch-1 inference: it has no backward (pass: forward)");
+    if (w.has("parallel")) w.fail_at("parallel", "decode_stack is batch-1 inference: no data-parallel gradients");
+  }
+  if (t.recompute != Recompute::none && t.pass == Pass::forward)
+    w.fail_at("recompute", "recomputation runs inside the backward: give pass: backward or step");
+  return t;
 }
 
 GemmCollective read_gemm_collective(const YamlReader& w, int tp) {
@@ -324,6 +375,7 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
   } else {
     kind_node.fail("unknown workload kind '" + out.kind + "' (known: " + join(kWorkloadKinds) + ")");
   }
+  out.training = read_training(w, out.kind, tp, max_ranks);
   // The shape library's own check (sim/workload_shapes.hpp) as a safety net, mapped onto the key.
   try {
     validate_workload(out);
@@ -430,6 +482,10 @@ SchemeSpec read_scheme(const YamlReader& e, const Workload& workload, const Hard
     for (const auto& s : scheme_registry()) known.push_back(s.name);
     name_node.fail("unknown scheme '" + spec.name + "' (known: " + join(known) + ")");
   }
+  if (is_training_step(workload) && info->backward.empty())
+    name_node.fail("scheme '" + spec.name + "' has no backward form, so it cannot run a training step (pass " +
+                   pass_name(workload.training.pass) + (workload.training.parallel.dp > 1 ? ", data parallelism" : "") +
+                   "); schemes that can: " + scheme_names_applying(workload));
   if (info->applies && !info->applies(workload))
     name_node.fail("scheme '" + spec.name + "' does not apply to a " + workload.kind +
                    " workload (schemes that do: " + scheme_names_applying(workload) + ")");

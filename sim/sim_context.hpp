@@ -30,6 +30,10 @@ struct SimContext {
     OpRecord& r = rec(id);
     if (r.start_ps < 0) r.start_ps = now;
   }
+  // A communication op the compute-only re-run completes at once (EngineOptions::zero_comm).
+  bool zeroed(const Op& o) const {
+    return options.zero_comm && o.comm && (!options.zero_communicator || o.communicator == *options.zero_communicator);
+  }
   // The physical GPU a rank runs on (virtual ranks share one).
   int physical(int rank) const {
     const int p = node.gpus[static_cast<std::size_t>(rank)].physical;

@@ -26,6 +26,7 @@ StreamId TaskGraph::add_stream(int rank, std::string name, int priority) {
   if (rank < 0 || rank >= num_ranks_)
     throw GraphError(fmt::format("stream '{}': rank {} outside [0, {})", name, rank, num_ranks_));
   streams_.push_back(Stream{std::move(name), rank, priority});
+  last_on_stream_.push_back(kNoOp);
   return static_cast<StreamId>(streams_.size() - 1);
 }
 
@@ -103,8 +104,15 @@ OpId TaskGraph::add(Op op) {
       require(op.delay_ps >= 0, op, "needs delay_ps >= 0");
       break;
   }
+  op.pass = pass_;
+  const OpId id = static_cast<OpId>(ops_.size());
+  last_on_stream_[static_cast<std::size_t>(op.stream)] = id;
   ops_.push_back(std::move(op));
-  return static_cast<OpId>(ops_.size() - 1);
+  return id;
+}
+
+OpId TaskGraph::last_on_stream(StreamId stream) const {
+  return last_on_stream_.at(static_cast<std::size_t>(stream));
 }
 
 void TaskGraph::depend(OpId after, OpId before) {

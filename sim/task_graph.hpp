@@ -57,8 +57,15 @@ struct Phase {
   bool reduce = false;
 };
 
+// Which pass of a training step an op belongs to, and which communicator a communication op runs on:
+// what the per-pass and per-communicator figures of a step are computed from (sim/metrics.hpp).
+enum class StepPass : std::uint8_t { forward, backward };
+enum class Communicator : std::uint8_t { tp, dp };
+
 struct Op {
   std::string name;
+  StepPass pass = StepPass::forward;
+  Communicator communicator = Communicator::tp;
   OpKind kind = OpKind::delay;
   StreamId stream = -1;  // the rank is the stream's rank
   bool comm = false;     // communication op: takes zero time in the compute-only re-run
@@ -143,6 +150,11 @@ class TaskGraph {
   StreamId add_stream(int rank, std::string name, int priority = 0);
   CounterId add_counter(std::string name);
   OpId add(Op op);                   // throws GraphError on an invalid op (names it)
+  // Ops added from now on carry this pass (the training step's builder marks the backward).
+  void set_pass(StepPass pass) { pass_ = pass; }
+  StepPass pass() const { return pass_; }
+  // The last op added to `stream` (kNoOp: none yet).
+  OpId last_on_stream(StreamId stream) const;
   void depend(OpId after, OpId before);  // `after` waits for `before`
 
   const std::vector<Op>& ops() const { return ops_; }
@@ -162,6 +174,8 @@ class TaskGraph {
   std::vector<Op> ops_;
   std::vector<Stream> streams_;
   std::vector<Counter> counters_;
+  std::vector<OpId> last_on_stream_;
+  StepPass pass_ = StepPass::forward;
 };
 
 }  // namespace overlap::sim

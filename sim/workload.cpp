@@ -1,6 +1,19 @@
 #include "sim/workload.hpp"
 
+#include "cost_model/enum_names.hpp"
+
 namespace overlap::sim {
+
+namespace {
+
+constexpr EnumNames<Pass, 3> kPassNames{{{Pass::forward, "forward"}, {Pass::backward, "backward"}, {Pass::step, "step"}}};
+constexpr EnumNames<Recompute, 3> kRecomputeNames{
+    {{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}}};
+constexpr EnumNames<Sharding, 4> kShardingNames{
+    {{Sharding::none, "none"}, {Sharding::zero1, "zero1"}, {Sharding::zero2, "zero2"}, {Sharding::zero3, "zero3"}}};
+static_assert(rows_in_enum_order(kPassNames) && rows_in_enum_order(kRecomputeNames) && rows_in_enum_order(kShardingNames));
+
+}  // namespace
 
 const char* primitive_name(Primitive p) {
   switch (p) {
@@ -11,5 +24,15 @@ const char* primitive_name(Primitive p) {
   }
   return "?";
 }
+
+const char* pass_name(Pass p) { return name_of(kPassNames, p); }
+const char* recompute_name(Recompute r) { return name_of(kRecomputeNames, r); }
+const char* sharding_name(Sharding s) { return name_of(kShardingNames, s); }
+std::optional<Pass> parse_pass(const std::string& s) { return parse_name(kPassNames, s); }
+std::optional<Recompute> parse_recompute(const std::string& s) { return parse_name(kRecomputeNames, s); }
+std::optional<Sharding> parse_sharding(const std::string& s) { return parse_name(kShardingNames, s); }
+
+bool has_backward(const Workload& w) { return w.training.pass != Pass::forward; }
+bool is_training_step(const Workload& w) { return has_backward(w) || w.training.parallel.dp > 1; }
 
 }  // namespace overlap::sim

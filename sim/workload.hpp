@@ -3,6 +3,7 @@
 // sequence tokens, model width); builders derive per-rank shapes from the parallelism: TP shards
 // weights (column-parallel: N / tp; row-parallel: K / tp) and SP shards activations (tokens / tp).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -77,10 +78,54 @@ struct Transformer {
   DType dtype = DType::bf16;
 };
 
+// What part of a training step a layer workload runs (docs/guide/training.md). forward is what every
+// workload ran before training steps existed; step = the forward then the backward of the same layers.
+enum class Pass : std::uint8_t { forward, backward, step };
+const char* pass_name(Pass p);
+std::optional<Pass> parse_pass(const std::string& s);
+
+// Activation recomputation, Megatron-LM's --recompute-granularity (Korthikanti et al., "Reducing
+// Activation Recomputation in Large Transformer Models", Sec. 5): selective redoes core attention
+// inside the backward (Megatron-core's default recompute module core_attn); full redoes each layer's
+// whole forward, its collectives included, before the layer's backward.
+enum class Recompute : std::uint8_t { none, selective, full };
+const char* recompute_name(Recompute r);
+std::optional<Recompute> parse_recompute(const std::string& s);
+
+// Data-parallel sharding as Megatron-LM and PyTorch FSDP users name it (ZeRO, Rajbhandari et al.,
+// Sec. 5 and the communication analysis of Sec. 7): none = DDP (gradient all-reduce per bucket);
+// zero1 / zero2 = gradients reduce-scattered per bucket and parameters all-gathered before the forward
+// (the same bytes for both: they differ in memory only); zero3 = FSDP: parameters all-gathered before
+// every layer's forward and again before its backward, gradients reduce-scattered per layer.
+enum class Sharding : std::uint8_t { none, zero1, zero2, zero3 };
+const char* sharding_name(Sharding s);
+std::optional<Sharding> parse_sharding(const std::string& s);
+
+struct DataParallel {
+  int dp = 1;                      // data-parallel replicas of the TP group
+  Sharding fsdp = Sharding::none;
+  double bucket_mb = 25;           // gradient bucket (PyTorch DDP bucket_cap_mb default 25); none/zero1/zero2
+  int prefetch = 1;                // zero3: layers whose parameters are gathered ahead (FSDP2 default 1)
+  DType grad_dtype = DType::fp32;  // gradients reduced in fp32 (Megatron-LM's default main_grad)
+};
+
+struct Training {
+  Pass pass = Pass::forward;
+  Recompute recompute = Recompute::none;
+  DataParallel parallel;
+};
+
 struct Workload {
   std::string kind;  // gemm_collective | mlp_tpsp | attention_tpsp | attention_ulysses | decode_stack | transformer
   int tp = 1;        // ranks in the tensor/sequence-parallel group
   std::variant<GemmCollective, MlpTpSp, AttentionTpSp, AttentionUlysses, DecodeStack, Transformer> shape;
+  Training training = {};  // pass, recomputation and data parallelism; the default is a forward pass alone
 };
+
+// Does the workload run a backward (pass backward or step)?
+bool has_backward(const Workload& w);
+// Is it (part of) a training step: a backward, or data-parallel traffic (ZeRO's parameter gathers run
+// in a forward pass too)? Only schemes with a backward form (SchemeInfo::backward) run those.
+bool is_training_step(const Workload& w);
 
 }  // namespace overlap::sim

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/training_step.hpp"
 #include "sim/workload_shapes.hpp"
 
 namespace overlap::sim {
@@ -37,6 +38,7 @@ class SlicedEmitter {
 
   int chunks() const { return chunks_; }
   int ranks() const { return b_.ranks(); }
+  const RankStreams& streams() const { return streams_; }
 
   // A collective per slice on the comm stream, slice i after deps[i] (per rank).
   PerSlice collective(Primitive p, const std::vector<Bytes>& slice_bytes, const PerSlice& deps,
@@ -215,42 +217,109 @@ void emit_ulysses(SlicedEmitter& e, const AttentionUlysses& att, int tp) {
 
 }  // namespace
 
+namespace {
+
+// One block of the workload's forward, as the sliced emitter runs it (in stream order).
+void emit_block(SlicedEmitter& e, const Workload& w, Block block, bool layer_order) {
+  const int tp = std::max(1, w.tp);
+  if (const auto* t = std::get_if<Transformer>(&w.shape)) {
+    if (block == Block::attention) emit_attention(e, transformer_attention(*t), tp);
+    else emit_mlp(e, transformer_mlp(*t), tp, layer_order);
+  } else if (w.kind == "gemm_collective") {
+    emit_gemm_collective(e, std::get<GemmCollective>(w.shape), tp);
+  } else if (w.kind == "mlp_tpsp") {
+    emit_mlp(e, std::get<MlpTpSp>(w.shape), tp, layer_order);
+  } else if (w.kind == "attention_tpsp") {
+    emit_attention(e, std::get<AttentionTpSp>(w.shape), tp);
+  } else if (w.kind == "attention_ulysses") {
+    emit_ulysses(e, std::get<AttentionUlysses>(w.shape), tp);
+  } else {
+    throw std::invalid_argument(fmt::format("workload.kind: '{}' is not a layer workload", w.kind));
+  }
+}
+
+// A training step's patterns cut into slices along the gathered or scattered dimension (the chunked
+// backward of Megatron-LM's and TransformerEngine's pipelined overlap: each slice's collective runs
+// beside the next slice's GEMM).
+class SlicedPass final : public PassEmitter {
+ public:
+  SlicedPass(GraphBuilder& b, SlicedEmitter& e, const Workload& w, bool layer_order, bool collectives_only)
+      : PassEmitter(b, e.streams(), collectives_only), e_(e), w_(w), layer_order_(layer_order) {}
+
+  PerRank forward(Block block, const PerRank&, const std::string&) override {
+    emit_block(e_, w_, block, layer_order_);
+    return {};
+  }
+
+  PerRank gather_gemm(const GatherGemm& g, const PerRank& start) override {
+    const std::int64_t total = g.split_k ? g.gemm.k : g.gemm.m;
+    const std::vector<std::int64_t> rows = e_.rows(total);
+    const PerSlice gathered = e_.collective(g.primitive, scaled(rows, g.bytes / total), {start}, g.name + "." + primitive_name(g.primitive));
+    std::vector<GemmShape> shapes;
+    for (const std::int64_t m : rows)
+      shapes.push_back(g.split_k ? GemmShape{g.gemm.m, g.gemm.n, m, g.gemm.dtype} : GemmShape{m, g.gemm.n, g.gemm.k, g.gemm.dtype});
+    const PerSlice mm = e_.gemm(shapes, gathered, g.name);
+    return last_of(mm, gathered);
+  }
+
+  PerRank gemm_scatter(const GemmScatter& g, const PerRank& start) override {
+    const std::vector<std::int64_t> rows = e_.rows(g.gemm.m);
+    PerSlice deps(1, start);
+    const PerSlice mm = e_.gemm(row_slices(rows, g.gemm.n, g.gemm.k, g.gemm.dtype), deps, g.name);
+    const PerSlice sc = e_.collective(g.primitive, scaled(rows, g.bytes / g.gemm.m), mm.front().empty() ? deps : mm,
+                                      g.name + "." + primitive_name(g.primitive));
+    return sc.back();
+  }
+
+  PerRank ulysses(const UlyssesPass& u, const PerRank& start) override {
+    const std::vector<std::int64_t> heads = e_.rows(u.heads);
+    std::vector<Bytes> in, out;
+    std::vector<double> fl;
+    std::vector<std::int64_t> tiles;
+    for (const std::int64_t h : heads) {
+      in.push_back(u.in_bytes / u.heads * h);
+      out.push_back(u.out_bytes / u.heads * h);
+      fl.push_back(u.flops * static_cast<double>(h) / static_cast<double>(u.heads));
+      tiles.push_back(std::max<std::int64_t>(1, u.tiles / u.heads * h));
+    }
+    const PerSlice a2a = e_.collective(Primitive::all_to_all, in, {start}, u.name + ".all_to_all_out");
+    const PerSlice core = e_.flops(fl, tiles, u.dtype, a2a, u.name + ".attention");
+    return e_.collective(Primitive::all_to_all, out, core.front().empty() ? a2a : core, u.name + ".all_to_all_qkv").back();
+  }
+
+ private:
+  static PerRank last_of(const PerSlice& a, const PerSlice& b) { return a.back().empty() ? b.back() : a.back(); }
+
+  SlicedEmitter& e_;
+  const Workload& w_;
+  bool layer_order_;
+};
+
+}  // namespace
+
 BuiltScheme build_sliced_layers(const BuildContext& ctx, const SlicedLayerOptions& options) {
   if (options.chunks < 1)
     throw std::invalid_argument(fmt::format("params.chunks: must be >= 1 (got {})", options.chunks));
   GraphBuilder b(ctx);
   SlicedEmitter e(b, options.chunks, options.collectives_only);
   const Workload& w = ctx.workload;
-  const int tp = std::max(1, w.tp);
-  if (w.kind == "gemm_collective") {
-    emit_gemm_collective(e, std::get<GemmCollective>(w.shape), tp);
-  } else if (w.kind == "mlp_tpsp") {
-    emit_mlp(e, std::get<MlpTpSp>(w.shape), tp, options.layer_order);
-  } else if (w.kind == "attention_tpsp") {
-    emit_attention(e, std::get<AttentionTpSp>(w.shape), tp);
-  } else if (w.kind == "attention_ulysses") {
-    emit_ulysses(e, std::get<AttentionUlysses>(w.shape), tp);
-  } else if (w.kind == "transformer") {
-    // Layers follow one another in stream order (the sliced emitter chains every block).
-    const Transformer& t = std::get<Transformer>(w.shape);
-    compose_layers(
-        t.layers,
-        [&](const std::vector<OpId>&, const std::string&) {
-          emit_attention(e, transformer_attention(t), tp);
-          return std::vector<OpId>{};
-        },
-        [&](const std::vector<OpId>&, const std::string&) {
-          emit_mlp(e, transformer_mlp(t), tp, options.layer_order);
-          return std::vector<OpId>{};
-        });
-  } else {
-    throw std::invalid_argument(fmt::format("workload.kind: '{}' is not a layer workload", w.kind));
-  }
   const std::string reason =
       options.chunks == 1 ? "sequential: every collective waits for its GEMM (nothing hidden)"
                           : fmt::format("{} slices: the edge slice's collective is exposed; per-slice launch and "
                                         "wave quantization",
                                         options.chunks);
+  if (is_training_step(w)) {
+    SlicedPass pass(b, e, w, options.layer_order, options.collectives_only);
+    return build_training_step(ctx, pass, TrainingStepOptions{options.column, reason});
+  }
+  if (w.kind == "transformer") {
+    // Layers follow one another in stream order (the sliced emitter chains every block).
+    const Transformer& t = std::get<Transformer>(w.shape);
+    for (int l = 0; l < t.layers; ++l)
+      for (const Block block : layer_blocks(w)) emit_block(e, w, block, options.layer_order);
+  } else {
+    emit_block(e, w, Block::whole, options.layer_order);
+  }
   return b.finish(reason);
 }
 
@@ -272,10 +341,12 @@ SchemeInfo make_data_slicing_scheme() {
   return {.name = "data_slicing",
           .source = "commfuse-paper Sec. 1-2 (Megatron / MindSpeed CoC data slicing)",
           .summary = "cut the GEMM along M into chunks; chunk i+1's GEMM overlaps chunk i's collective",
-          .params = {kChunks, kOrder},
+          .params = {kChunks, kOrder, column_backward_param()},
+          .backward = "dY's all-gather -> dgrad and dgrad -> reduce-scatter cut into `chunks` slices (the input's re-gather -> wgrad sliced along the tokens, wgrad accumulating)",
           .applies = [](const Workload& w) { return w.kind != "decode_stack"; },
           .build = [](const BuildContext& ctx) {
-            return build_sliced_layers(ctx, SlicedLayerOptions{ctx.integer(kChunks), false, ctx.text(kOrder) == "layer"});
+            return build_sliced_layers(ctx, SlicedLayerOptions{ctx.integer(kChunks), false, ctx.text(kOrder) == "layer",
+                                                               column_backward(ctx)});
           }};
 }
 

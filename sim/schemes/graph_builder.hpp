@@ -175,6 +175,9 @@ class GraphBuilder {
   // algorithm (the same one add_collective's steps use), added to required_bytes().
   void add_collective_required_bytes(Primitive primitive, Bytes bytes, const std::vector<int>& ranks);
 
+  // Records a collective call made outside add_collective (the data-parallel traffic of a step).
+  void record_call(CollectiveCall call) { calls_.push_back(std::move(call)); }
+
   // Moves the graph and byte accounting into a BuiltScheme (the builder is empty afterwards).
   BuiltScheme finish(std::string reason, Ps bound_ps = -1);
 
@@ -187,6 +190,15 @@ class GraphBuilder {
   std::int64_t next_collective_ = 0;
   std::vector<std::vector<Bytes>> required_;
   std::vector<CollectiveCall> calls_;
+};
+
+// How a training step runs the backward of a column-parallel linear.
+enum class ColumnBackward : std::uint8_t {
+  scheme,  // dgrad -> reduce-scatter through the scheme's pattern; the input's re-gather -> wgrad likewise
+  // Megatron-LM's asynchronous backward and TransformerEngine userbuffers' bulk overlaps
+  // (Korthikanti et al. Sec. 4.2.2; TE ub_cfgs bulk_dgrad / bulk_wgrad): the input's all-gather runs
+  // beside dgrad, and dgrad's reduce-scatter (all-reduce) beside wgrad.
+  bulk,
 };
 
 // A layer workload (gemm_collective, mlp_tpsp, attention_tpsp, attention_ulysses, transformer) as a
@@ -203,6 +215,8 @@ struct SlicedLayerOptions {
   // reduce-scatter overlaps all of slice i+1's work (commfuse-table1-mlp.yaml: what the paper's
   // Table 1 figures imply).
   bool layer_order = false;
+  // A training step's column-parallel backward (sim/schemes/training_step.hpp).
+  ColumnBackward column = ColumnBackward::scheme;
 };
 BuiltScheme build_sliced_layers(const BuildContext& ctx, const SlicedLayerOptions& options);
 

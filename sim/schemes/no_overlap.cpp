@@ -6,6 +6,7 @@
 
 #include "sim/schemes/decode_stack.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/training_step.hpp"
 
 namespace overlap::sim {
 
@@ -15,7 +16,10 @@ namespace {
 BuiltScheme build_workload_collectives_or_plain(const BuildContext& ctx, bool collectives_only) {
   if (ctx.workload.kind == "decode_stack")
     return build_decode_stack(ctx, tp_baseline_plan(std::get<DecodeStack>(ctx.workload.shape).layers), collectives_only);
-  return build_sliced_layers(ctx, SlicedLayerOptions{1, collectives_only});
+  SlicedLayerOptions o;
+  o.collectives_only = collectives_only;
+  if (!collectives_only && ctx.workload.kind != "decode_stack") o.column = column_backward(ctx);
+  return build_sliced_layers(ctx, o);
 }
 
 }  // namespace
@@ -26,7 +30,8 @@ SchemeInfo make_no_overlap_scheme() {
   return {.name = "no_overlap",
           .source = "all sources' baseline (flashoverlap-paper Sec. 6, commfuse-paper Sec. 5, delayed-tp-blog TP baseline)",
           .summary = "GEMM then collective (all-gather then GEMM), one after the other",
-          .params = {},
+          .params = {column_backward_param()},
+          .backward = "every collective after the GEMM that produces it, every all-gather before the GEMM it feeds (column_backward bulk: Megatron-LM's asynchronous backward)",
           .applies = [](const Workload&) { return true; },
           .build = [](const BuildContext& ctx) { return build_workload_collectives_or_plain(ctx, false); }};
 }

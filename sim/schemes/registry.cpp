@@ -1,6 +1,7 @@
 // The scheme registry (sim/schemes/scheme.hpp): every scheme of design.md "Scheme library", in a
 // stable order. Each scheme file defines its make_<name>_scheme(); this file only lists them.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/schemes/scheme.hpp"
@@ -19,13 +20,31 @@ SchemeInfo make_ladder_residual_scheme();
 SchemeInfo make_dtp_scheme();
 SchemeInfo make_no_comm_scheme();
 
-const std::vector<SchemeInfo>& scheme_registry() {
-  static const std::vector<SchemeInfo> registry = {
+namespace {
+
+// A scheme with no backward form does not apply to a training step (never run as no_overlap instead).
+SchemeInfo forward_only_unless_backward(SchemeInfo s) {
+  if (!s.backward.empty()) return s;
+  std::function<bool(const Workload&)> applies = s.applies;
+  s.applies = [applies](const Workload& w) { return !is_training_step(w) && (!applies || applies(w)); };
+  return s;
+}
+
+std::vector<SchemeInfo> make_registry() {
+  std::vector<SchemeInfo> out = {
       make_no_overlap_scheme(),    make_data_slicing_scheme(), make_async_tp_scheme(),
       make_commfuse_scheme(),      make_flashoverlap_scheme(), make_tp_baseline_scheme(),
       make_gptj_parallel_scheme(), make_pt_transformer_scheme(), make_ladder_residual_scheme(),
       make_dtp_scheme(),           make_no_comm_scheme(),
   };
+  for (SchemeInfo& s : out) s = forward_only_unless_backward(std::move(s));
+  return out;
+}
+
+}  // namespace
+
+const std::vector<SchemeInfo>& scheme_registry() {
+  static const std::vector<SchemeInfo> registry = make_registry();
   return registry;
 }
 

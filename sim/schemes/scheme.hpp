@@ -115,6 +115,8 @@ struct CollectiveCall {
   std::string algorithm;  // what NCCL's model chose for this size (nccl_algorithm_name)
   std::string protocol;   // nccl_protocol_name
   int channels = 0;       // SMs held
+  // The TP group's collectives, or the data-parallel gradient and parameter traffic of a training step.
+  Communicator communicator = Communicator::tp;
 };
 
 struct BuiltScheme {
@@ -137,7 +139,11 @@ struct SchemeInfo {
   std::string source;  // document and section
   std::string summary;
   std::vector<SchemeParam> params;
-  std::function<bool(const Workload&)> applies;  // can this scheme run this workload?
+  // How it runs a training step's backward, in one line for `overlap-sim schemes`; "" = it has no
+  // backward form and is refused for pass backward / step and data parallelism.
+  std::string backward = {};
+  // can this scheme run this workload? (The registry adds: a training step only with a backward form.)
+  std::function<bool(const Workload&)> applies;
   std::function<BuiltScheme(const BuildContext&)> build;
 };
 

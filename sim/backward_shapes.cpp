@@ -1,0 +1,210 @@
+#include "sim/backward_shapes.hpp"
+
+#include <stdexcept>
+#include <variant>
+
+#include <fmt/format.h>
+
+namespace overlap::sim {
+
+namespace {
+
+// FlashAttention-2 (Dao, 2023, Sec. 3.1.2 and the FLOP count of Sec. 4.1): the backward runs five
+// matmuls per block against the forward's two (it recomputes the scores), 2.5 times the forward's FLOPs.
+constexpr double kAttentionBackwardFactor = 2.5;
+
+RankGemm dgrad_of(const RankGemm& f) { return RankGemm{f.m, f.k, f.n, f.dtype}; }
+RankGemm wgrad_of(const RankGemm& f) { return RankGemm{f.k, f.n, f.m, f.dtype}; }
+
+double gemm_flops(const RankGemm& g) {
+  return 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+}
+
+BackwardStep linear_step(LinearBackward l) {
+  BackwardStep s;
+  s.kind = BackwardStep::Kind::linear;
+  s.name = l.name;
+  s.dtype = l.dgrad.dtype;
+  s.linear = std::move(l);
+  return s;
+}
+
+BackwardStep memory_step(std::string name, Bytes bytes, DType dtype) {
+  BackwardStep s;
+  s.kind = BackwardStep::Kind::memory;
+  s.name = std::move(name);
+  s.bytes = bytes;
+  s.dtype = dtype;
+  return s;
+}
+
+// A row-parallel linear of the forward GEMM `f` whose output left through `after` (S = `bytes`).
+LinearBackward row_parallel(const std::string& name, const RankGemm& f, Primitive after, Bytes bytes) {
+  LinearBackward l;
+  l.name = name;
+  l.dgrad = dgrad_of(f);
+  l.wgrad = wgrad_of(f);
+  // The conjugates: reduce-scatter -> all-gather, all-to-all -> all-to-all, all-reduce -> identity.
+  if (after == Primitive::reduce_scatter || after == Primitive::all_to_all) {
+    l.gather = after == Primitive::all_to_all ? Primitive::all_to_all : Primitive::all_gather;
+    l.gather_bytes = bytes;
+  }
+  return l;
+}
+
+// A column-parallel linear of the forward GEMM `f`: with sequence parallelism (`gathered`) its input
+// was all-gathered, so dX is reduce-scattered and the input gathered again for wgrad; without, the
+// input was whole on every rank (Megatron's f operator) and dX is all-reduced.
+LinearBackward column_parallel(const std::string& name, const RankGemm& f, bool gathered) {
+  LinearBackward l;
+  l.name = name;
+  l.dgrad = dgrad_of(f);
+  l.wgrad = wgrad_of(f);
+  const Bytes dx_bytes = activation_bytes(f.m, f.k, f.dtype);
+  l.scatter = gathered ? Primitive::reduce_scatter : Primitive::all_reduce;
+  l.scatter_bytes = dx_bytes;
+  l.regather_bytes = gathered ? dx_bytes : 0;
+  return l;
+}
+
+std::vector<BackwardStep> gemm_collective_backward(const GemmCollective& g, int tp) {
+  const RankGemm f{g.m, g.n, g.k, g.dtype};
+  std::vector<BackwardStep> out;
+  if (g.rmsnorm_after) {
+    // RMSNorm's backward reads dY and X and writes dX on the rows the rank holds.
+    Bytes rows_bytes = activation_bytes(g.m, g.n, g.dtype);
+    if (g.primitive == Primitive::reduce_scatter) rows_bytes /= tp;
+    out.push_back(memory_step("rmsnorm", 3 * rows_bytes, g.dtype));
+  }
+  if (g.primitive == Primitive::all_gather) {
+    out.push_back(linear_step(column_parallel("gemm", f, true)));
+  } else {
+    out.push_back(linear_step(row_parallel("gemm", f, g.primitive, activation_bytes(g.m, g.n, g.dtype))));
+  }
+  return out;
+}
+
+std::vector<BackwardStep> mlp_backward(const MlpTpSp& mlp, int tp, const std::string& prefix) {
+  const MlpShapes s = mlp_shapes(mlp, tp);
+  const std::int64_t ffn_rank = mlp.d_ffn / tp;
+  std::vector<BackwardStep> out;
+  out.push_back(linear_step(row_parallel(prefix + "fc2", s.row, Primitive::reduce_scatter, s.reduce_scatter_bytes)));
+  // SwiGLU's backward reads dH and both projections and writes their two gradients (5 x ffn/tp per
+  // token against the forward's 3); GELU's reads dH and its input and writes one gradient (3 against 2).
+  const std::int64_t widths = mlp.gated ? 5 * ffn_rank : 3 * ffn_rank;
+  out.push_back(memory_step(prefix + "activation", activation_bytes(mlp.tokens, widths, mlp.dtype), mlp.dtype));
+  out.push_back(linear_step(column_parallel(prefix + "fc1", s.col, mlp.gather_input)));
+  return out;
+}
+
+std::vector<BackwardStep> attention_backward(const AttentionTpSp& att, int tp, const std::string& prefix) {
+  const AttentionShapes s = attention_shapes(att, tp);
+  std::vector<BackwardStep> out;
+  out.push_back(linear_step(row_parallel(prefix + "out_proj", s.out, Primitive::reduce_scatter, s.reduce_scatter_bytes)));
+  BackwardStep core;
+  core.kind = BackwardStep::Kind::flops;
+  core.name = prefix + "core";
+  core.flops = kAttentionBackwardFactor * s.attention_flops;
+  core.tiles = s.attention_tiles;
+  core.dtype = att.dtype;
+  core.recompute_flops = s.attention_flops;
+  out.push_back(core);
+  out.push_back(linear_step(column_parallel(prefix + "qkv", s.qkv, att.gather_input)));
+  return out;
+}
+
+std::vector<BackwardStep> ulysses_backward(const AttentionUlysses& att, int tp) {
+  const UlyssesShapes s = ulysses_shapes(att, tp);
+  // The output's all-to-all runs backwards first (dO from sequence to head shards), then attention's
+  // backward, then dQ, dK, dV back to sequence shards: the forward's all-to-alls in reverse.
+  BackwardStep u;
+  u.kind = BackwardStep::Kind::ulysses;
+  u.name = "ulysses";
+  u.ulysses_in_bytes = s.out_all_to_all_bytes;
+  u.flops = kAttentionBackwardFactor * s.attention_flops;
+  u.tiles = s.attention_tiles;
+  u.bytes = s.qkv_all_to_all_bytes;
+  u.heads = att.heads / tp;
+  u.dtype = att.dtype;
+  u.recompute_flops = s.attention_flops;
+  return {u};
+}
+
+}  // namespace
+
+std::vector<Block> layer_blocks(const Workload& w) {
+  if (w.kind == "transformer") return {Block::attention, Block::mlp};
+  return {Block::whole};
+}
+
+int layer_count(const Workload& w) {
+  if (const auto* t = std::get_if<Transformer>(&w.shape)) return t->layers;
+  return 1;
+}
+
+std::vector<BackwardStep> backward_steps(const Workload& w, Block block) {
+  const int tp = std::max(1, w.tp);
+  if (const auto* t = std::get_if<Transformer>(&w.shape)) {
+    if (block == Block::attention) return attention_backward(transformer_attention(*t), tp, "attn.");
+    if (block == Block::mlp) return mlp_backward(transformer_mlp(*t), tp, "mlp.");
+    throw std::invalid_argument("a transformer layer has attention and MLP blocks");
+  }
+  if (const auto* g = std::get_if<GemmCollective>(&w.shape)) return gemm_collective_backward(*g, tp);
+  if (const auto* m = std::get_if<MlpTpSp>(&w.shape)) return mlp_backward(*m, tp, "mlp.");
+  if (const auto* a = std::get_if<AttentionTpSp>(&w.shape)) return attention_backward(*a, tp, "attn.");
+  if (const auto* u = std::get_if<AttentionUlysses>(&w.shape)) return ulysses_backward(*u, tp);
+  throw std::invalid_argument(fmt::format("workload.kind: '{}' has no backward pass (decode is inference)", w.kind));
+}
+
+double forward_flops(const Workload& w, Block block) {
+  const int tp = std::max(1, w.tp);
+  auto mlp = [&](const MlpTpSp& m) {
+    const MlpShapes s = mlp_shapes(m, tp);
+    return gemm_flops(s.col) + gemm_flops(s.row);
+  };
+  auto attention = [&](const AttentionTpSp& a) {
+    const AttentionShapes s = attention_shapes(a, tp);
+    return gemm_flops(s.qkv) + gemm_flops(s.out) + s.attention_flops;
+  };
+  if (const auto* t = std::get_if<Transformer>(&w.shape))
+    return block == Block::attention ? attention(transformer_attention(*t)) : mlp(transformer_mlp(*t));
+  if (const auto* g = std::get_if<GemmCollective>(&w.shape)) return gemm_flops(RankGemm{g->m, g->n, g->k, g->dtype});
+  if (const auto* m = std::get_if<MlpTpSp>(&w.shape)) return mlp(*m);
+  if (const auto* a = std::get_if<AttentionTpSp>(&w.shape)) return attention(*a);
+  if (const auto* u = std::get_if<AttentionUlysses>(&w.shape)) return ulysses_shapes(*u, tp).attention_flops;
+  return 0;
+}
+
+std::int64_t block_parameters(const Workload& w, Block block) {
+  const int tp = std::max(1, w.tp);
+  auto weights = [](const RankGemm& g) { return g.k * g.n; };
+  auto mlp = [&](const MlpTpSp& m) {
+    const MlpShapes s = mlp_shapes(m, tp);
+    return weights(s.col) + weights(s.row);
+  };
+  auto attention = [&](const AttentionTpSp& a) {
+    const AttentionShapes s = attention_shapes(a, tp);
+    return weights(s.qkv) + weights(s.out);
+  };
+  if (const auto* t = std::get_if<Transformer>(&w.shape))
+    return block == Block::attention ? attention(transformer_attention(*t)) : mlp(transformer_mlp(*t));
+  if (const auto* g = std::get_if<GemmCollective>(&w.shape)) return g->k * g->n;
+  if (const auto* m = std::get_if<MlpTpSp>(&w.shape)) return mlp(*m);
+  if (const auto* a = std::get_if<AttentionTpSp>(&w.shape)) return attention(*a);
+  return 0;  // Ulysses' block is core attention alone: no weights
+}
+
+std::int64_t step_tokens(const Workload& w) {
+  if (const auto* t = std::get_if<Transformer>(&w.shape)) return t->batch * t->seq;
+  if (const auto* g = std::get_if<GemmCollective>(&w.shape)) return g->m;
+  if (const auto* m = std::get_if<MlpTpSp>(&w.shape)) return m->tokens;
+  if (const auto* a = std::get_if<AttentionTpSp>(&w.shape)) return a->batch * a->seq;
+  if (const auto* u = std::get_if<AttentionUlysses>(&w.shape)) return u->batch * u->seq;
+  return 0;
+}
+
+DType workload_dtype(const Workload& w) {
+  return std::visit([](const auto& shape) { return shape.dtype; }, w.shape);
+}
+
+}  // namespace overlap::sim

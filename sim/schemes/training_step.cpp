@@ -1,0 +1,261 @@
+#include "sim/schemes/training_step.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "sim/schemes/data_parallel.hpp"
+
+namespace overlap::sim {
+
+namespace {
+
+std::vector<OpId> deps_of(const PerRank& start, int rank) {
+  if (start.empty() || start[static_cast<std::size_t>(rank)] == kNoOp) return {};
+  return {start[static_cast<std::size_t>(rank)]};
+}
+
+}  // namespace
+
+PassEmitter::PassEmitter(GraphBuilder& b) : b_(b) {
+  streams_.compute = b.add_streams("step_compute", 0);
+  streams_.comm = b.add_streams("step_comm", 1);
+}
+
+PassEmitter::PassEmitter(GraphBuilder& b, RankStreams streams, bool collectives_only)
+    : b_(b), streams_(std::move(streams)), collectives_only_(collectives_only) {}
+
+PerRank PassEmitter::gemm(const RankGemm& g, const PerRank& start, const std::string& name) {
+  if (collectives_only_) return start;
+  PerRank out;
+  for (int r = 0; r < ranks(); ++r) {
+    GemmOptions o;
+    o.name = name;
+    o.deps = deps_of(start, r);
+    out.push_back(b_.add_gemm(r, compute_stream(r), g, o));
+  }
+  return out;
+}
+
+PerRank PassEmitter::collective(Primitive p, Bytes bytes, const PerRank& start, const std::string& name) {
+  CollectiveSpec spec;
+  spec.name = name;
+  spec.primitive = p;
+  spec.bytes = bytes;
+  spec.streams = streams_.comm;
+  if (!start.empty())
+    for (int r = 0; r < ranks(); ++r) spec.deps.push_back(deps_of(start, r));
+  return b_.add_collective(spec);
+}
+
+PerRank PassEmitter::memory(Bytes bytes, const PerRank& start, const std::string& name) {
+  if (collectives_only_) return start;
+  PerRank out;
+  for (int r = 0; r < ranks(); ++r) out.push_back(b_.add_memory(r, compute_stream(r), MemoryKernel{name, bytes, deps_of(start, r), 0}));
+  return out;
+}
+
+PerRank PassEmitter::flops(double flops, std::int64_t tiles, DType dtype, const PerRank& start, const std::string& name) {
+  if (collectives_only_) return start;
+  PerRank out;
+  for (int r = 0; r < ranks(); ++r)
+    out.push_back(b_.add_flop_kernel(r, compute_stream(r), name, flops, tiles, dtype, deps_of(start, r)));
+  return out;
+}
+
+PerRank PassEmitter::join(const std::vector<PerRank>& ops, const std::string& name) {
+  PerRank out;
+  for (int r = 0; r < ranks(); ++r) {
+    std::vector<OpId> deps;
+    for (const PerRank& o : ops)
+      if (!o.empty() && o[static_cast<std::size_t>(r)] != kNoOp) deps.push_back(o[static_cast<std::size_t>(r)]);
+    out.push_back(b_.add_delay(r, compute_stream(r), 0, name, deps));
+  }
+  return out;
+}
+
+PerRank PassEmitter::join_streams(const std::vector<StreamId>& excluded, const std::string& name) {
+  const TaskGraph& g = b_.graph();
+  std::vector<PerRank> last(1, PerRank(static_cast<std::size_t>(ranks()), kNoOp));
+  for (StreamId s = 0; s < static_cast<StreamId>(g.streams().size()); ++s) {
+    if (std::find(excluded.begin(), excluded.end(), s) != excluded.end()) continue;
+    const OpId op = g.last_on_stream(s);
+    if (op == kNoOp) continue;
+    const int r = g.streams()[static_cast<std::size_t>(s)].rank;
+    // One list per stream and rank: a join waits for every stream's last op.
+    std::size_t i = 0;
+    while (i < last.size() && last[i][static_cast<std::size_t>(r)] != kNoOp) ++i;
+    if (i == last.size()) last.emplace_back(static_cast<std::size_t>(ranks()), kNoOp);
+    last[i][static_cast<std::size_t>(r)] = op;
+  }
+  return join(last, name);
+}
+
+PerRank PassEmitter::gather_gemm(const GatherGemm& g, const PerRank& start) {
+  const PerRank gathered = collective(g.primitive, g.bytes, start, g.name + "." + primitive_name(g.primitive));
+  return gemm(g.gemm, gathered, g.name);
+}
+
+PerRank PassEmitter::gemm_scatter(const GemmScatter& g, const PerRank& start) {
+  const PerRank mm = gemm(g.gemm, start, g.name);
+  return collective(g.primitive, g.bytes, mm, g.name + "." + primitive_name(g.primitive));
+}
+
+PerRank PassEmitter::ulysses(const UlyssesPass& u, const PerRank& start) {
+  const PerRank in = collective(Primitive::all_to_all, u.in_bytes, start, u.name + ".all_to_all_out");
+  const PerRank core = flops(u.flops, u.tiles, u.dtype, in, u.name + ".attention");
+  return collective(Primitive::all_to_all, u.out_bytes, core, u.name + ".all_to_all_qkv");
+}
+
+const SchemeParam& column_backward_param() {
+  static const SchemeParam p =
+      choice_param("column_backward", {"scheme", "bulk"},
+                   "training backward of a column-parallel linear: scheme (dgrad -> reduce-scatter and the input's "
+                   "re-gather -> wgrad as this scheme overlaps them) | bulk (the input's all-gather beside dgrad, "
+                   "dgrad's reduce-scatter beside wgrad: Megatron-LM's asynchronous backward)")
+          .production("TransformerEngine userbuffers ub_cfgs qkv_dgrad / fc1_dgrad method bulk (bulk_dgrad, "
+                      "bulk_wgrad); Megatron-LM without --tp-comm-overlap overlaps the same pairs");
+  return p;
+}
+
+ColumnBackward column_backward(const BuildContext& ctx) {
+  return ctx.text(column_backward_param()) == "bulk" ? ColumnBackward::bulk : ColumnBackward::scheme;
+}
+
+
+
+namespace {
+
+class StepDriver {
+ public:
+  StepDriver(const BuildContext& ctx, PassEmitter& e, const TrainingStepOptions& options)
+      : w_(ctx.workload), e_(e), options_(options), dp_(e.builder(), ctx.workload), blocks_(layer_blocks(w_)),
+        layers_(layer_count(w_)) {}
+
+  void run() {
+    PerRank at;
+    if (w_.training.pass != Pass::backward)
+      for (int l = 0; l < layers_; ++l) at = forward_layer(l, at, "");
+    if (has_backward(w_)) {
+      e_.builder().graph().set_pass(StepPass::backward);
+      for (int l = layers_ - 1; l >= 0; --l) at = backward_layer(l, at);
+      dp_.flush();
+    }
+  }
+
+ private:
+  std::string layer_prefix(int l) const { return w_.kind == "transformer" ? fmt::format("L{}.", l) : std::string{}; }
+
+  PerRank ends_or_join(PerRank ends, const std::string& name) {
+    return ends.empty() ? e_.join_streams(dp_.streams(), name) : ends;
+  }
+
+  PerRank forward_layer(int l, PerRank at, const std::string& tag) {
+    if (tag.empty()) {
+      const PerRank gate = dp_.forward_layer(l, at);
+      if (!gate.empty()) at = e_.join({at, gate}, fmt::format("L{}.params_ready", l));
+    }
+    for (const Block block : blocks_) {
+      const std::string prefix = tag + layer_prefix(l);
+      at = ends_or_join(e_.forward(block, at, prefix), prefix + "forward_end");
+    }
+    return at;
+  }
+
+  PerRank backward_layer(int l, PerRank at) {
+    const PerRank gate = dp_.backward_layer(l, at);
+    if (!gate.empty()) at = e_.join({at, gate}, fmt::format("bwd.L{}.params_ready", l));
+    // Full recomputation redoes the layer's forward, its collectives included, from the checkpointed
+    // input (Korthikanti et al. Sec. 5, Megatron's --recompute-granularity full, uniform, 1 layer).
+    if (w_.training.recompute == Recompute::full) at = forward_layer(l, at, "recompute.");
+    for (auto block = blocks_.rbegin(); block != blocks_.rend(); ++block)
+      for (const BackwardStep& step : backward_steps(w_, *block)) at = backward_step(step, l, at);
+    dp_.backward_layer_done(l, at);
+    return at;
+  }
+
+  PerRank backward_step(const BackwardStep& step, int l, const PerRank& at) {
+    const std::string name = "bwd." + layer_prefix(l) + step.name;
+    switch (step.kind) {
+      case BackwardStep::Kind::linear: return linear(step.linear, name, at);
+      case BackwardStep::Kind::memory: return e_.memory(step.bytes, at, name);
+      case BackwardStep::Kind::flops:
+        return e_.flops(step.flops, step.tiles, step.dtype, recompute_core(step, l, at), name);
+      case BackwardStep::Kind::ulysses: {
+        UlyssesPass u{name, step.ulysses_in_bytes, step.flops, step.tiles, step.bytes, step.heads, step.dtype};
+        return e_.ulysses(u, recompute_core(step, l, at));
+      }
+    }
+    return at;
+  }
+
+  // Selective recomputation (Megatron-core's recompute module core_attn): core attention's forward is
+  // run again right before its backward. Its collectives are not redone: core attention has none.
+  PerRank recompute_core(const BackwardStep& step, int l, const PerRank& at) {
+    if (w_.training.recompute != Recompute::selective || !(step.recompute_flops > 0)) return at;
+    return e_.flops(step.recompute_flops, step.tiles, step.dtype, at, "recompute." + layer_prefix(l) + step.name);
+  }
+
+  PerRank linear(const LinearBackward& l, const std::string& name, const PerRank& at) {
+    const std::int64_t grads = l.wgrad.m * l.wgrad.n;
+    if (l.gather_bytes > 0) {
+      // Row-parallel: dY gathered (or exchanged) before dgrad; wgrad reads the same gathered dY.
+      const PerRank dgrad = e_.gather_gemm(GatherGemm{name + ".dgrad", l.gather, l.gather_bytes, l.dgrad, false}, at);
+      const PerRank wgrad = e_.gemm(l.wgrad, dgrad, name + ".wgrad");
+      dp_.gradient_ready(grads, wgrad);
+      return wgrad;
+    }
+    if (l.scatter_bytes <= 0) {
+      // The backward of a forward all-reduce is the identity: dgrad and wgrad, nothing to communicate.
+      const PerRank dgrad = e_.gemm(l.dgrad, at, name + ".dgrad");
+      const PerRank wgrad = e_.gemm(l.wgrad, dgrad, name + ".wgrad");
+      dp_.gradient_ready(grads, wgrad);
+      return wgrad;
+    }
+    const std::string scatter_name = name + ".dgrad." + primitive_name(l.scatter);
+    if (options_.column == ColumnBackward::bulk) {
+      const PerRank gathered = l.regather_bytes > 0
+                                   ? e_.collective(Primitive::all_gather, l.regather_bytes, at, name + ".input_all_gather")
+                                   : PerRank{};
+      const PerRank dgrad = e_.gemm(l.dgrad, at, name + ".dgrad");
+      const PerRank scattered = e_.collective(l.scatter, l.scatter_bytes, dgrad, scatter_name);
+      const PerRank wgrad = e_.gemm(l.wgrad, gathered.empty() ? dgrad : gathered, name + ".wgrad");
+      dp_.gradient_ready(grads, wgrad);
+      return e_.join({scattered, wgrad}, name + ".end");
+    }
+    const PerRank scattered = e_.gemm_scatter(GemmScatter{name + ".dgrad", l.dgrad, l.scatter, l.scatter_bytes}, at);
+    const PerRank wgrad = l.regather_bytes > 0
+                              ? e_.gather_gemm(GatherGemm{name + ".wgrad", Primitive::all_gather, l.regather_bytes, l.wgrad, true}, at)
+                              : e_.gemm(l.wgrad, at, name + ".wgrad");
+    dp_.gradient_ready(grads, wgrad);
+    return e_.join({scattered, wgrad}, name + ".end");
+  }
+
+  const Workload& w_;
+  PassEmitter& e_;
+  const TrainingStepOptions& options_;
+  DataParallelTraffic dp_;
+  std::vector<Block> blocks_;
+  int layers_ = 1;
+};
+
+std::string step_reason(const Workload& w) {
+  const Training& t = w.training;
+  std::string out = pass_name(t.pass);
+  if (t.recompute != Recompute::none) out += fmt::format(", recompute {}", recompute_name(t.recompute));
+  if (t.parallel.dp > 1) out += fmt::format(", DP {} ({})", t.parallel.dp, sharding_name(t.parallel.fsdp));
+  return out;
+}
+
+}  // namespace
+
+BuiltScheme build_training_step(const BuildContext& ctx, PassEmitter& e, const TrainingStepOptions& options) {
+  StepDriver(ctx, e, options).run();
+  std::string reason = step_reason(ctx.workload);
+  if (has_backward(ctx.workload) && options.column == ColumnBackward::bulk) reason += ", bulk column-parallel backward";
+  if (!options.reason.empty()) reason = options.reason + "; " + reason;
+  return e.builder().finish(reason, options.bound_ps);
+}
+
+}  // namespace overlap::sim
