@@ -12,6 +12,7 @@
 
 #include "cost_model/collective_primitive.hpp"
 #include "cost_model/input_error.hpp"
+#include "sim/backward_shapes.hpp"
 #include "sim/engine.hpp"
 #include "sim/node_builder.hpp"
 #include "sim/schemes/graph_builder.hpp"
@@ -91,6 +92,52 @@ namespace {
 
 double safe_ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
 
+// When the forward's last op ends (0: no forward op).
+Ps forward_end_ps(const TaskGraph& g, const Timeline& tl) {
+  Ps end = 0;
+  for (std::size_t i = 0; i < g.ops().size() && i < tl.ops.size(); ++i)
+    if (g.ops()[i].pass == StepPass::forward) end = std::max(end, tl.ops[i].end_ps);
+  return end;
+}
+
+// The step's latency with one communicator's ops taking zero time.
+Ps latency_without(const TaskGraph& g, const NodeConfig& node, Communicator c) {
+  EngineOptions o;
+  o.zero_comm = true;
+  o.zero_communicator = c;
+  o.graph_checked = true;
+  return run(g, node, o).makespan_ps;
+}
+
+StepFigures step_figures(const BuildContext& ctx, const BuiltScheme& built, const NodeConfig& node, const Timeline& tl,
+                         const Timeline& compute_only) {
+  const Workload& w = ctx.workload;
+  StepFigures s;
+  s.present = true;
+  s.pass = pass_name(w.training.pass);
+  const Ps fwd = forward_end_ps(built.graph, tl), fwd_compute = forward_end_ps(built.graph, compute_only);
+  s.forward = PassFigures{fwd, fwd_compute, fwd - fwd_compute};
+  const Ps bwd = tl.makespan_ps - fwd, bwd_compute = compute_only.makespan_ps - fwd_compute;
+  s.backward = PassFigures{bwd, bwd_compute, bwd - bwd_compute};
+  const bool dp = w.training.parallel.dp > 1;
+  s.exposed_tp_ps = dp ? tl.makespan_ps - latency_without(built.graph, node, Communicator::tp)
+                       : tl.makespan_ps - compute_only.makespan_ps;
+  s.exposed_dp_ps = dp ? tl.makespan_ps - latency_without(built.graph, node, Communicator::dp) : 0;
+  // Model FLOPs: forward 1x, backward 2x (dgrad and wgrad), summed over the layers' blocks.
+  double forward = 0;
+  for (const Block b : layer_blocks(w)) forward += forward_flops(w, b);
+  forward *= layer_count(w);
+  const double passes = (w.training.pass != Pass::backward ? 1.0 : 0.0) + (has_backward(w) ? 2.0 : 0.0);
+  s.model_flops = forward * passes;
+  const auto peak = ctx.hardware.gpu.peak_tflops.find(dtype_name(workload_dtype(w)));
+  const double seconds = static_cast<double>(tl.makespan_ps) * 1e-12;
+  if (peak != ctx.hardware.gpu.peak_tflops.end() && seconds > 0)
+    s.mfu = s.model_flops / (seconds * peak->second * 1e12);
+  if (seconds > 0)
+    s.tokens_per_s = static_cast<double>(step_tokens(w)) * std::max(1, w.training.parallel.dp) / seconds;
+  return s;
+}
+
 }  // namespace
 
 std::vector<CollectiveFigure> collective_figures(const BuiltScheme& built, const Timeline& tl) {
@@ -98,7 +145,9 @@ std::vector<CollectiveFigure> collective_figures(const BuiltScheme& built, const
   const auto& ops = built.graph.ops();
   for (std::size_t i = 0; i < ops.size() && i < tl.ops.size(); ++i) {
     const Op& op = ops[i];
-    if (op.kind != OpKind::comm_kernel || op.collective < 0 || op.members <= 1) continue;
+    // A data-parallel op stands for a collective of the TP groups not simulated (members = 1).
+    if (op.kind != OpKind::comm_kernel || op.collective < 0 || (op.members <= 1 && op.communicator != Communicator::dp))
+      continue;
     const OpRecord& rec = tl.ops[i];
     if (rec.start_ps < 0 || rec.end_ps < 0) continue;
     auto [it, fresh] = span.try_emplace(op.collective, rec.start_ps, rec.end_ps);
@@ -125,6 +174,7 @@ std::vector<CollectiveFigure> collective_figures(const BuiltScheme& built, const
     f.algorithm = c.algorithm;
     f.protocol = c.protocol;
     f.channels = c.channels;
+    f.communicator = c.communicator == Communicator::dp ? "dp" : "tp";
     out.push_back(std::move(f));
   }
   return out;
@@ -219,6 +269,7 @@ SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const E
       u.copy_engine = safe_ratio(static_cast<double>(tl.copy_engine_busy_ps[ri]), ctx.hardware.gpu.copy_engines * span);
     r.utilization.push_back(u);
   }
+  if (is_training_step(ctx.workload)) r.step = step_figures(ctx, built, node, tl, compute_only);
   if (options.keep_timeline) r.timeline = std::move(tl);
   return r;
 }
@@ -306,7 +357,29 @@ nlohmann::json to_json(const CollectiveFigure& c) {
           {"busbw_gbps", c.busbw_gbps},
           {"algorithm", c.algorithm},
           {"protocol", c.protocol},
-          {"channels", c.channels}};
+          {"channels", c.channels},
+          {"communicator", c.communicator}};
+}
+
+nlohmann::json to_json(const StepFigures& s) {
+  auto pass = [](const PassFigures& p) {
+    return nlohmann::json{{"latency_us", us_from_ps(p.latency_ps)},
+                          {"latency_ps", p.latency_ps},
+                          {"compute_only_us", us_from_ps(p.compute_only_ps)},
+                          {"compute_only_ps", p.compute_only_ps},
+                          {"exposed_comm_us", us_from_ps(p.exposed_comm_ps)},
+                          {"exposed_comm_ps", p.exposed_comm_ps}};
+  };
+  return {{"pass", s.pass},
+          {"forward", pass(s.forward)},
+          {"backward", pass(s.backward)},
+          {"exposed_tp_us", us_from_ps(s.exposed_tp_ps)},
+          {"exposed_tp_ps", s.exposed_tp_ps},
+          {"exposed_dp_us", us_from_ps(s.exposed_dp_ps)},
+          {"exposed_dp_ps", s.exposed_dp_ps},
+          {"model_flops", s.model_flops},
+          {"mfu", s.mfu},
+          {"tokens_per_s", s.tokens_per_s}};
 }
 
 nlohmann::json to_json(const SchemeResult& r) {
@@ -339,6 +412,7 @@ nlohmann::json to_json(const SchemeResult& r) {
   nlohmann::json colls = nlohmann::json::array();
   for (const CollectiveFigure& c : r.collectives) colls.push_back(to_json(c));
   j["collectives"] = colls;
+  if (r.step.present) j["step"] = to_json(r.step);
   return j;
 }
 

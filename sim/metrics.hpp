@@ -48,6 +48,34 @@ struct CollectiveFigure {
   std::string algorithm;  // NCCL's choice for this size (the model's)
   std::string protocol;
   int channels = 0;
+  std::string communicator = "tp";  // tp | dp (a training step's data-parallel traffic)
+};
+
+// One pass of a training step: its part of the latency in the main run and in the compute-only re-run.
+// The forward ends when its last op ends; the backward is the rest of the step (data-parallel tail
+// included). exposed = latency - compute-only, as for the whole run.
+struct PassFigures {
+  Ps latency_ps = 0;
+  Ps compute_only_ps = 0;
+  Ps exposed_comm_ps = 0;
+};
+
+// The training-step figures of a run (present when the workload is a training step: a backward, or
+// data parallelism). Exposed time per communicator: the step's latency minus its latency with that
+// communicator's operations taking zero time (the one definition, applied to one communicator), so
+// the two need not add up to the whole exposed time when both overlap each other.
+struct StepFigures {
+  bool present = false;
+  std::string pass;       // forward | backward | step
+  PassFigures forward, backward;
+  Ps exposed_tp_ps = 0;
+  Ps exposed_dp_ps = 0;
+  // Model FLOPs one GPU does per step (GEMMs and core attention: 1x forward, 2x backward; never the
+  // recomputation; PaLM, Chowdhery et al., Appendix B) and MFU = model FLOPs / (latency x peak).
+  double model_flops = 0;
+  double mfu = 0;
+  // Tokens the whole data-parallel job processes per second: tokens of the TP group x dp / latency.
+  double tokens_per_s = 0;
 };
 
 struct SchemeResult {
@@ -71,6 +99,7 @@ struct SchemeResult {
   std::vector<ResourceUtilization> utilization;  // per rank
   std::uint64_t events = 0;   // engine events of the main run
   std::vector<CollectiveFigure> collectives;  // every collective call of the main run, in issue order
+  StepFigures step;           // a training step's figures (step.present)
   Timeline timeline;          // the main run (for traces); empty unless keep_timeline
   // A scheme that could not be evaluated (EvaluateOptions::keep_going): its row reports the failure
   // and every figure above is 0. error_key is the failing key below the scheme ("params.groups").
@@ -131,6 +160,7 @@ std::string baseline_scheme_for(const Workload& workload);
 std::vector<CollectiveFigure> collective_figures(const BuiltScheme& built, const Timeline& tl);
 
 nlohmann::json to_json(const CollectiveFigure& c);
+nlohmann::json to_json(const StepFigures& s);
 nlohmann::json to_json(const SchemeResult& r);
 
 }  // namespace overlap::sim
