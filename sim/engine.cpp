@@ -203,6 +203,14 @@ class Engine final : public NetworkListener, public GpuListener {
 
   void on_launched(OpId id) {
     const Op& o = ctx_.op(id);
+    // Communication alone (zero_compute): a compute kernel's CTAs would take no time, so it ends at its
+    // launch without dispatching them; one that signals counters per tile still runs its (zero-time)
+    // tiles so waiters see every signal.
+    if (ctx_.options.zero_compute && !o.comm && (o.kind == OpKind::tiled || o.kind == OpKind::persistent) &&
+        o.tile_counters.empty() && !ctx_.options.on_tile_end) {
+      complete(id);
+      return;
+    }
     if (o.kind == OpKind::copy) gpu_.queue_copy(id);
     else if (is_gang(o.kind) && o.channels == 0) gang_started(id);  // needs no SM (HBM-bound, or a timer)
     else gpu_.launch(id);
