@@ -162,8 +162,23 @@ void GpuSide::on_cohort_end(std::int32_t c, std::uint32_t version) {
   s.running -= static_cast<std::int32_t>(ctas_.size());
   if (s.has_demand) mark_demand(id);
   const bool per_tile = ctx_.options.record_ctas || ctx_.options.on_tile_end || !o.tile_counters.empty();
-  // The CTAs retire one by one in the order they started, as separate events would have.
-  for (const auto& [sm, tile] : ctas_) {
+  // The CTAs retire one by one in the order they started, as separate events would have. While the
+  // kernel is first in line for its freed SMs and has tiles left, each retiring CTA's slot goes straight
+  // to its next tile (the branch below); with nothing to record per tile, those first CTAs are handed
+  // over in one pass: the same slots, tiles and order, without a call per CTA.
+  std::size_t first = 0;
+  if (!per_tile && o.kind == OpKind::tiled && s.next < o.ctas && p.waiting().front().op == id) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(ctas_.size()), o.ctas - s.next));
+    s.done_tiles += static_cast<std::int64_t>(n);
+    start_cta(id, ctas_[0].first, s.next++);
+    Cohort& open = cohorts_[static_cast<std::size_t>(s.open_cohort)];
+    for (std::size_t i = 1; i < n; ++i) open.ctas.emplace_back(ctas_[i].first, s.next++);
+    s.running += static_cast<std::int32_t>(n - 1);
+    if (s.next == o.ctas) p.dequeue(id);
+    first = n;
+  }
+  for (std::size_t i = first; i < ctas_.size(); ++i) {
+    const auto [sm, tile] = ctas_[i];
     if (per_tile) {
       if (ctx_.options.record_ctas) ctx_.tl.ctas.push_back(CtaRecord{id, sm, tile, start, ctx_.now});
       if (ctx_.options.on_tile_end) ctx_.options.on_tile_end(id, tile, ctx_.now);
