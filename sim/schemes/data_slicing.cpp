@@ -246,7 +246,13 @@ class SlicedPass final : public PassEmitter {
   SlicedPass(GraphBuilder& b, SlicedEmitter& e, const Workload& w, bool layer_order, bool collectives_only)
       : PassEmitter(b, e.streams(), collectives_only), e_(e), w_(w), layer_order_(layer_order) {}
 
-  PerRank forward(Block block, const PerRank&, const std::string&) override {
+  PerRank forward(Block block, const PerRank& start, const std::string& prefix) override {
+    // The sliced emitter chains its ops in stream order only: a marker on the communication stream
+    // after `start` keeps the block's first collective (an all-gather) behind what came before, as the
+    // compute stream's join already keeps its GEMMs.
+    if (!start.empty())
+      for (int r = 0; r < ranks(); ++r)
+        b_.add_delay(r, comm_stream(r), 0, prefix + "start", {start[static_cast<std::size_t>(r)]});
     emit_block(e_, w_, block, layer_order_);
     return {};
   }
