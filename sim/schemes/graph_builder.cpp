@@ -265,9 +265,15 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
   }
 
   const std::string link = collective_link_class(hw, n);
-  // What NCCL would run for this call (algorithm, protocol, channels, time).
-  const CollectivePlan plan = plan_collective(hw, prim, spec.bytes, n, link, CollectiveOverrides{spec.algorithm, {}});
-  const CollectiveSchedule schedule = engine_schedule(hw, plan, spec.bytes, n, link);
+  // What NCCL would run for this call (algorithm, protocol, channels, time), and its steps.
+  const auto key = std::make_tuple(static_cast<int>(prim), spec.bytes, n, spec.algorithm ? static_cast<int>(*spec.algorithm) : -1);
+  auto found = planned_.find(key);
+  if (found == planned_.end()) {
+    const CollectivePlan p = plan_collective(hw, prim, spec.bytes, n, link, CollectiveOverrides{spec.algorithm, {}});
+    found = planned_.emplace(key, PlannedCollective{p, engine_schedule(hw, p, spec.bytes, n, link)}).first;
+  }
+  const CollectivePlan& plan = found->second.plan;
+  const CollectiveSchedule& schedule = found->second.schedule;
   // Byte accounting: what the algorithm moves between members (design.md "Scheme library").
   add_schedule_bytes(*this, schedule, members);
   // A collective kernel holds one SM per channel: NCCL's channel count for this size (a small

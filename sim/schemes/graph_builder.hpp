@@ -9,9 +9,11 @@
 // all_to_all: each rank's send buffer). facts.md "NCCL on 8xH100 NVSwitch".
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cost_model/collective_model.hpp"
@@ -187,6 +189,13 @@ class GraphBuilder {
   const BuildContext& ctx_;
   TaskGraph graph_;
   mutable std::unique_ptr<NodeConfig> node_;  // built on first use (transfer_ps)
+  // Plans and schedules of the collectives built so far, by (primitive, bytes, members, forced
+  // algorithm): a model's layers repeat the same calls, and a schedule costs a list of steps per rank.
+  struct PlannedCollective {
+    CollectivePlan plan;
+    CollectiveSchedule schedule;
+  };
+  std::map<std::tuple<int, Bytes, int, int>, PlannedCollective> planned_;
   std::int64_t next_collective_ = 0;
   std::vector<std::vector<Bytes>> required_;
   std::vector<CollectiveCall> calls_;
