@@ -12,6 +12,24 @@
 // one's partial wave leaves idle; streams 1: the sub-matmuls run back to back on one stream and each
 // pays its own partial wave, N + S waves instead of N + 1 ("Amplified wave quantization due to
 // decomposition").
+//
+// A training step (workload.pass backward | step; sim/schemes/training_step.hpp) applies the same two
+// decompositions wherever the backward has their pattern, as PyTorch's micro-pipeline TP pass does:
+// torch/_inductor/fx_passes/micro_pipeline_tp.py (micro_pipeline_tp_pass) matches every all-gather
+// whose result feeds a matmul and every matmul whose result is reduce-scattered in the compiled
+// graph, the backward graph included (async-tp-illustrated "Graph manipulation"):
+//   dY's all-gather before a row-parallel dgrad   -> all-gather-matmul over M (the tokens);
+//   a column-parallel dgrad and its reduce-scatter -> matmul-reduce-scatter over M;
+//   the input's re-gather before a column-parallel wgrad dW = X^T dY: the gathered dimension is the
+//     wgrad's K (the tokens), so each pulled shard feeds a partial wgrad m x n x k/T that accumulates
+//     into dW (GEMM beta = 1: no add kernel; the partials follow one another, each adding to the
+//     output the previous wrote, while the pulls still run ahead of them). PyTorch's pass skips this
+//     case (fuse_all_gather_matmul returns when gather_dim is the last dim of the shard: "Decomposing
+//     the matmul on the K dimension is not supported"); the Looped CollectiveEinsum loop itself
+//     ("Looped CollectiveEinsum": each step's einsum on the shard that arrived) covers it with a sum
+//     in place of the concatenation.
+// What has neither pattern (an all-reduce without SP, elementwise and core-attention backward) runs as
+// no_overlap runs it.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -22,7 +40,9 @@
 
 #include "cost_model/collective_model.hpp"
 #include "cost_model/input_error.hpp"
+#include "sim/backward_shapes.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/training_step.hpp"
 #include "sim/workload_shapes.hpp"
 
 namespace overlap::sim {
@@ -111,8 +131,11 @@ class LoopedEinsum {
   // All-gather-matmul over `rows` gathered rows of `row_bytes` each ("Decomposing all-gather
   // matmuls"): copy the local shard into the symmetric buffer, barrier, then each step pull the shard
   // of rank r+step and run its sub-matmul as it lands. Returns per-rank last ops.
+  // accumulate: the gathered rows are the sub-matmuls' K (a wgrad), so every sub-matmul adds to the
+  // one output the previous wrote (beta = 1) and waits for it as well as for its shard.
   std::vector<OpId> all_gather_matmul(std::int64_t rows, Bytes row_bytes, const UnitCompute& compute,
-                                      const std::vector<OpId>& start, const std::string& tag) {
+                                      const std::vector<OpId>& start, const std::string& tag,
+                                      bool accumulate = false) {
     std::vector<Bytes> shard(static_cast<std::size_t>(T_));
     for (int r = 0; r < T_; ++r) shard[static_cast<std::size_t>(r)] = chunk_bytes(rows, T_, r) * row_bytes;
     std::vector<std::vector<OpId>> bdeps;
@@ -142,9 +165,10 @@ class LoopedEinsum {
                    shard, recv, deps, fmt::format("{}.pull{}", tag, step));
       for (int r = 0; r < T_; ++r) {
         const int src = mod(r + step, T_);
+        std::vector<OpId> deps{pulled[static_cast<std::size_t>(r)]};
+        if (accumulate) deps.push_back(last[static_cast<std::size_t>(r)].back());
         last[static_cast<std::size_t>(r)].push_back(compute(r, compute_stream(r, step), chunk_bytes(rows, T_, src),
-                                                            fmt::format("{}.mm{}", tag, src),
-                                                            {pulled[static_cast<std::size_t>(r)]}));
+                                                            fmt::format("{}.mm{}", tag, src), deps));
       }
     }
     // Shard r reaches every other rank once: r -> p carries shard r.
@@ -264,6 +288,87 @@ std::vector<OpId> emit_attention(GraphBuilder& b, LoopedEinsum& le, const Attent
   return le.matmul_reduce_scatter(s.out.m, s.out.n * dtype_bytes(s.out.dtype), gemm_unit(b, s.out), attn, prefix + "out");
 }
 
+// gemm_collective's one GEMM and its collective, decomposed.
+std::vector<OpId> emit_gemm_collective(GraphBuilder& b, LoopedEinsum& le, const Workload& w, const std::vector<OpId>& start,
+                                       const std::string& prefix, std::vector<Bytes>& collectives) {
+  const GemmCollective g = gemm_collective_shape(w);
+  const RankGemm gm{g.m, g.n, g.k, g.dtype};
+  if (g.primitive == Primitive::all_gather) {
+    collectives.push_back(g.m * g.k * dtype_bytes(g.dtype));
+    return le.all_gather_matmul(g.m, g.k * dtype_bytes(g.dtype), gemm_unit(b, gm), start, prefix + "ag");
+  }
+  if (g.primitive == Primitive::reduce_scatter) {
+    collectives.push_back(g.m * g.n * dtype_bytes(g.dtype));
+    return le.matmul_reduce_scatter(g.m, g.n * dtype_bytes(g.dtype), gemm_unit(b, gm), start, prefix + "rs");
+  }
+  throw InputError("", 0, "workload.primitive", "async_tp decomposes all_gather or reduce_scatter only");
+}
+
+// One block of the forward (Block::whole: the whole workload), after `start`; returns its end ops.
+std::vector<OpId> emit_block(GraphBuilder& b, LoopedEinsum& le, const Workload& w, Block block,
+                             const std::vector<OpId>& start, const std::string& prefix, std::vector<Bytes>& collectives) {
+  const int T = w.tp;
+  if (const auto* t = std::get_if<Transformer>(&w.shape)) {
+    if (block == Block::attention) return emit_attention(b, le, transformer_attention(*t), T, start, prefix, collectives);
+    return emit_mlp(b, le, transformer_mlp(*t), T, start, prefix, collectives);
+  }
+  if (w.kind == "gemm_collective") return emit_gemm_collective(b, le, w, start, prefix, collectives);
+  if (w.kind == "mlp_tpsp") return emit_mlp(b, le, std::get<MlpTpSp>(w.shape), T, start, prefix, collectives);
+  if (w.kind == "attention_tpsp") return emit_attention(b, le, std::get<AttentionTpSp>(w.shape), T, start, prefix, collectives);
+  throw InputError("", 0, "workload.kind", fmt::format("async_tp does not apply to '{}'", w.kind));
+}
+
+// The streams a training step's plain steps use: the main stream for computation (what the decomposed
+// collectives' sub-matmuls start on) and a communication stream for the collectives async TP leaves to
+// NCCL (an all-reduce without SP).
+RankStreams step_streams(GraphBuilder& b, const LoopedEinsum& le) {
+  return RankStreams{le.main_streams(), b.add_streams("nccl", 1)};
+}
+
+// A training step's backward with the micro-pipeline TP patterns decomposed (the file's header).
+class AsyncTpPass final : public PassEmitter {
+ public:
+  AsyncTpPass(GraphBuilder& b, LoopedEinsum& le, const Workload& w, std::vector<Bytes>& collectives)
+      : PassEmitter(b, step_streams(b, le)), le_(le), w_(w), collectives_(collectives) {}
+
+  PerRank forward(Block block, const PerRank& start, const std::string& prefix) override {
+    return emit_block(b_, le_, w_, block, start, prefix, collectives_);
+  }
+
+  // dY's all-gather -> row-parallel dgrad (gathered dimension M): all_gather_matmul, as
+  // fused_all_gather_matmul runs it. The input's re-gather -> column-parallel wgrad (split_k: the
+  // gathered dimension is K): the same loop, each shard's partial wgrad accumulating into dW.
+  PerRank gather_gemm(const GatherGemm& g, const PerRank& start) override {
+    if (g.primitive != Primitive::all_gather) return PassEmitter::gather_gemm(g, start);
+    const std::int64_t total = g.split_k ? g.gemm.k : g.gemm.m;
+    collectives_.push_back(g.bytes);
+    if (!g.split_k) return le_.all_gather_matmul(total, g.bytes / total, gemm_unit(b_, g.gemm), start, g.name);
+    GraphBuilder& b = b_;
+    const RankGemm full = g.gemm;
+    UnitCompute partial = [&b, full](int rank, StreamId stream, std::int64_t k_rows, const std::string& name,
+                                     const std::vector<OpId>& deps) {
+      GemmOptions o;
+      o.name = name;
+      o.deps = deps;
+      return b.add_gemm(rank, stream, GemmShape{full.m, full.n, k_rows, full.dtype}, o);
+    };
+    return le_.all_gather_matmul(total, g.bytes / total, partial, start, g.name, true);
+  }
+
+  // A column-parallel dgrad and its reduce-scatter (scattered dimension M): matmul_reduce_scatter, as
+  // fused_matmul_reduce_scatter runs it. Without SP (an all-reduce) there is nothing to decompose.
+  PerRank gemm_scatter(const GemmScatter& g, const PerRank& start) override {
+    if (g.primitive != Primitive::reduce_scatter) return PassEmitter::gemm_scatter(g, start);
+    collectives_.push_back(g.bytes);
+    return le_.matmul_reduce_scatter(g.gemm.m, g.bytes / g.gemm.m, gemm_unit(b_, g.gemm), start, g.name);
+  }
+
+ private:
+  LoopedEinsum& le_;
+  const Workload& w_;
+  std::vector<Bytes>& collectives_;
+};
+
 BuiltScheme build_async_tp(const BuildContext& ctx) {
   const AsyncTpParams p = read_params(ctx);
   const Workload& w = ctx.workload;
@@ -274,36 +379,28 @@ BuiltScheme build_async_tp(const BuildContext& ctx) {
   const std::string how = fmt::format("{} pulls, {} stream{}", p.sm_transport ? "SM" : "copy-engine", p.streams,
                                       p.streams == 1 ? " (N+S partial waves)" : "s");
   std::vector<Bytes> collectives;  // S of every decomposed collective
+  if (is_training_step(w)) {
+    AsyncTpPass pass(b, le, w, collectives);
+    BuiltScheme built = build_training_step(ctx, pass, TrainingStepOptions{column_backward(ctx),
+                                                                           "Looped CollectiveEinsum forward and backward, " + how});
+    // Every decomposed collective of the step crosses the same ports, one after another.
+    built.bound_ps = decomposition_bound_ps(ctx.hardware, T, collectives, true);
+    return built;
+  }
   std::string layers;
-  if (w.kind == "gemm_collective") {
-    const GemmCollective g = gemm_collective_shape(w);
-    const RankGemm gm{g.m, g.n, g.k, g.dtype};
-    if (g.primitive == Primitive::all_gather) {
-      le.all_gather_matmul(g.m, g.k * dtype_bytes(g.dtype), gemm_unit(b, gm), {}, "ag");
-      collectives.push_back(g.m * g.k * dtype_bytes(g.dtype));
-    } else if (g.primitive == Primitive::reduce_scatter) {
-      le.matmul_reduce_scatter(g.m, g.n * dtype_bytes(g.dtype), gemm_unit(b, gm), {}, "rs");
-      collectives.push_back(g.m * g.n * dtype_bytes(g.dtype));
-    } else {
-      throw InputError("", 0, "workload.primitive", "async_tp decomposes all_gather or reduce_scatter only");
-    }
-  } else if (w.kind == "mlp_tpsp") {
-    emit_mlp(b, le, std::get<MlpTpSp>(w.shape), T, {}, "", collectives);
-  } else if (w.kind == "attention_tpsp") {
-    emit_attention(b, le, std::get<AttentionTpSp>(w.shape), T, {}, "", collectives);
-  } else if (w.kind == "transformer") {
+  if (w.kind == "transformer") {
     const Transformer& t = std::get<Transformer>(w.shape);
     compose_layers(
         t.layers,
         [&](const std::vector<OpId>& start, const std::string& prefix) {
-          return emit_attention(b, le, transformer_attention(t), T, start, prefix, collectives);
+          return emit_block(b, le, w, Block::attention, start, prefix, collectives);
         },
         [&](const std::vector<OpId>& start, const std::string& prefix) {
-          return emit_mlp(b, le, transformer_mlp(t), T, start, prefix, collectives);
+          return emit_block(b, le, w, Block::mlp, start, prefix, collectives);
         });
     layers = fmt::format("{} layers, ", t.layers);
   } else {
-    throw InputError("", 0, "workload.kind", fmt::format("async_tp does not apply to '{}'", w.kind));
+    emit_block(b, le, w, Block::whole, {}, "", collectives);
   }
   return b.finish(fmt::format("{}Looped CollectiveEinsum, {}", layers, how),
                   decomposition_bound_ps(ctx.hardware, T, collectives, w.kind == "transformer"));
@@ -324,7 +421,10 @@ SchemeInfo make_async_tp_scheme() {
   return {.name = "async_tp",
           .source = "async-tp-illustrated (Looped CollectiveEinsum; PyTorch SymmetricMemory async TP)",
           .summary = "all-gather-matmul / matmul-reduce-scatter decomposed into per-step P2P pulls and sub-matmuls",
-          .params = {kTransport, kStreams, kCopySms},
+          .params = {kTransport, kStreams, kCopySms, column_backward_param()},
+          .backward = "micro-pipeline TP on the backward: dY all-gather -> dgrad as all-gather-matmul, dgrad -> "
+                      "reduce-scatter as matmul-reduce-scatter, the input's re-gather -> wgrad as all-gather-matmul "
+                      "along K (partial wgrads accumulating)",
           .applies = async_tp_applies,
           .build = build_async_tp};
 }

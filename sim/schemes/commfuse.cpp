@@ -23,8 +23,10 @@
 #include "cost_model/collective_model.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
+#include "sim/backward_shapes.hpp"
 #include "sim/schemes/commfuse_schedule.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/training_step.hpp"
 #include "sim/workload_shapes.hpp"
 
 namespace overlap::sim {
@@ -450,6 +452,180 @@ std::vector<OpId> emit_attention(Pipeline& pl, const AttentionTpSp& att, const s
   return end;
 }
 
+// gemm_collective: one GEMM with FuseRS (Alg. 3) or FuseAG (Sec. 4.2) in place of its collective.
+std::vector<OpId> emit_gemm_collective(Pipeline& pl, const Workload& w, const std::vector<OpId>& start,
+                                       std::vector<Bytes>& collectives, std::string& reason) {
+  GraphBuilder& b = pl.b;
+  const int T = pl.T;
+  const GemmCollective gc = gemm_collective_shape(w);
+  const RankGemm g{gc.m, gc.n, gc.k, gc.dtype};
+  check_m(pl.p, T, gc.m);
+  pl.rows = gc.m;
+  if (gc.primitive == Primitive::reduce_scatter) {
+    // Alg. 3: row-parallel projection, partial outputs of each sequence slice sent on.
+    pl.row_bytes = gc.n * dtype_bytes(gc.dtype);
+    pl.tag = "rowpar";
+    collectives.push_back(gc.m * pl.row_bytes);
+    reason = step_reason(b, T, g, gc.m, pl.row_bytes, pl.p, "FuseRS");
+    return pl.fuse_rs(gemm_unit(b, g), start);
+  }
+  // Sec. 4.2: column-parallel projection over the gathered sequence, shard by shard.
+  pl.row_bytes = gc.k * dtype_bytes(gc.dtype);
+  pl.tag = "colpar";
+  collectives.push_back(gc.m * pl.row_bytes);
+  reason = step_reason(b, T, g, gc.m, pl.row_bytes, pl.p, "FuseAG");
+  return pl.fuse_ag(gemm_unit(b, g), start);
+}
+
+// Ulysses attention (Sec. 4.4, Alg. 5): the first all-to-all (sequence -> heads) stays a collective;
+// Alg. 5 fuses the second one with attention over query slices.
+std::vector<OpId> emit_ulysses(Pipeline& pl, const AttentionUlysses& att, const std::vector<OpId>& start,
+                               std::vector<Bytes>& collectives, std::string& reason) {
+  GraphBuilder& b = pl.b;
+  const int T = pl.T;
+  const UlyssesShapes s = ulysses_shapes(att, T);
+  CollectiveSpec a2a;
+  a2a.name = "qkv_all_to_all";
+  a2a.primitive = Primitive::all_to_all;
+  a2a.bytes = s.qkv_all_to_all_bytes;
+  a2a.streams = pl.streams.compute;
+  if (!start.empty())
+    for (int r = 0; r < T; ++r) a2a.deps.push_back({start[static_cast<std::size_t>(r)]});
+  const std::vector<OpId> first = b.add_collective(a2a);
+  // Rows: the whole sequence of every sample; one row carries d_model / T features of the rank's heads.
+  const std::int64_t rows = att.batch * att.seq;
+  check_m(pl.p, T, rows);
+  pl.rows = rows;
+  pl.row_bytes = att.d_model / T * dtype_bytes(att.dtype);
+  pl.tag = "ulysses";
+  const double flops = s.attention_flops;
+  const std::int64_t tiles = s.attention_tiles;
+  const DType dt = att.dtype;
+  UnitCompute qs = [&b, flops, tiles, rows, dt](int rank, StreamId stream, std::int64_t r_rows,
+                                                const std::string& name, const std::vector<OpId>& deps) {
+    const double frac = static_cast<double>(r_rows) / static_cast<double>(rows);
+    const std::int64_t t = std::max<std::int64_t>(1, (tiles * r_rows + rows - 1) / rows);
+    return b.add_flop_kernel(rank, stream, name + ".attn", flops * frac, t, dt, deps);
+  };
+  collectives.push_back(s.qkv_all_to_all_bytes);
+  collectives.push_back(s.out_all_to_all_bytes);
+  reason = "Fuse All-to-All: each query slice's attention hides the previous slice's transfer";
+  return pl.fuse_a2a(qs, first);
+}
+
+// One block of the forward (Block::whole: the whole workload), after `start`; returns its end ops.
+std::vector<OpId> emit_block(Pipeline& pl, const Workload& w, Block block, const std::vector<OpId>& start,
+                             const std::string& prefix, std::vector<Bytes>& collectives, std::string& reason) {
+  if (const auto* t = std::get_if<Transformer>(&w.shape)) {
+    if (block == Block::attention) return emit_attention(pl, transformer_attention(*t), start, prefix, collectives, reason);
+    return emit_mlp(pl, transformer_mlp(*t), start, prefix, collectives, reason);
+  }
+  if (w.kind == "gemm_collective") return emit_gemm_collective(pl, w, start, collectives, reason);
+  if (w.kind == "mlp_tpsp") return emit_mlp(pl, std::get<MlpTpSp>(w.shape), start, prefix, collectives, reason);
+  if (w.kind == "attention_tpsp") return emit_attention(pl, std::get<AttentionTpSp>(w.shape), start, prefix, collectives, reason);
+  if (w.kind == "attention_ulysses") return emit_ulysses(pl, std::get<AttentionUlysses>(w.shape), start, collectives, reason);
+  throw InputError("", 0, "workload.kind", fmt::format("commfuse does not apply to '{}'", w.kind));
+}
+
+// A training step's backward with CommFuse's algorithms in place of its collectives. The backward of
+// TP + SP has the forward's two patterns with the roles swapped (Korthikanti et al. Sec. 4.2.2), and
+// the paper names both passes (Sec. 1: TPSP "involves both RS and AG operations in the forward and
+// backward passes"):
+//   dY's all-gather -> row-parallel dgrad: FuseAG (Alg. 1; the column-parallel instantiation of
+//     Sec. 4.2 with compute_partial_output = dgrad of the slice's rows): the local dY slice first,
+//     then each slice as it arrives; the gathered dY is what wgrad reads afterwards.
+//   the input's re-gather -> column-parallel wgrad dW = X^T dY: FuseAG along K (the tokens): each
+//     arrived input slice's partial wgrad adds into dW (Alg. 1 with a sum for the concatenation of
+//     line 23; GEMM beta = 1, no add kernel; one compute stream, so the partials follow one another).
+//   column-parallel dgrad -> reduce-scatter: FuseRS (Alg. 2 / Alg. 3's row-parallel instantiation
+//     with compute_partial_output = dgrad of a sequence slice): the slice that stays here last.
+//   Ulysses (Sec. 4.4, Alg. 5): the backward runs the forward's all-to-alls in reverse. dO's all-to-all
+//     (sequence -> heads) stays a collective, as the forward's first one does. Attention's backward
+//     then runs over key/value slices (FlashAttention-2's backward order, outer loop over K/V blocks):
+//     slice j's dK_j and dV_j are final after its step and go to rank j, the owner of sequence slice
+//     j, while the next slice is computed (Alg. 5's schedule with compute_partial_output = the
+//     backward of one K/V slice; the own slice last). dQ sums over every K/V slice, so it is final only
+//     after the last step: its third of the all-to-all runs after it as a collective.
+// An all-reduce (no SP) has no FuseAG / FuseRS form and runs as no_overlap runs it.
+class CommFusePass final : public PassEmitter {
+ public:
+  CommFusePass(GraphBuilder& b, Pipeline& pl, const Workload& w, std::vector<Bytes>& collectives)
+      : PassEmitter(b, pl.streams), pl_(pl), w_(w), collectives_(collectives) {}
+
+  const std::string& forward_reason() const { return reason_; }
+
+  PerRank forward(Block block, const PerRank& start, const std::string& prefix) override {
+    std::string why;
+    const PerRank end = emit_block(pl_, w_, block, start, prefix, collectives_, why);
+    if (reason_.find(why) == std::string::npos) reason_ += (reason_.empty() ? "" : "; ") + why;
+    return end;
+  }
+
+  PerRank gather_gemm(const GatherGemm& g, const PerRank& start) override {
+    if (g.primitive != Primitive::all_gather) return PassEmitter::gather_gemm(g, start);
+    const std::int64_t total = g.split_k ? g.gemm.k : g.gemm.m;
+    check_m(pl_.p, pl_.T, total);
+    pl_.rows = total;
+    pl_.row_bytes = g.bytes / total;
+    pl_.tag = g.name;
+    collectives_.push_back(g.bytes);
+    if (!g.split_k) return pl_.fuse_ag(gemm_unit(b_, g.gemm), start);
+    GraphBuilder& b = b_;
+    const RankGemm full = g.gemm;
+    UnitCompute partial = [&b, full](int rank, StreamId stream, std::int64_t k_rows, const std::string& name,
+                                     const std::vector<OpId>& deps) {
+      GemmOptions o;
+      o.name = name;
+      o.deps = deps;
+      return b.add_gemm(rank, stream, GemmShape{full.m, full.n, k_rows, full.dtype}, o);
+    };
+    return pl_.fuse_ag(partial, start);
+  }
+
+  PerRank gemm_scatter(const GemmScatter& g, const PerRank& start) override {
+    if (g.primitive != Primitive::reduce_scatter) return PassEmitter::gemm_scatter(g, start);
+    check_m(pl_.p, pl_.T, g.gemm.m);
+    pl_.rows = g.gemm.m;
+    pl_.row_bytes = g.bytes / g.gemm.m;
+    pl_.tag = g.name;
+    collectives_.push_back(g.bytes);
+    return pl_.fuse_rs(gemm_unit(b_, g.gemm), start);
+  }
+
+  PerRank ulysses(const UlyssesPass& u, const PerRank& start) override {
+    const PerRank d_out = collective(Primitive::all_to_all, u.in_bytes, start, u.name + ".all_to_all_out");
+    // Rows: the whole sequence of every sample, as in the forward. The Ulysses shapes are multi-head
+    // attention (sim/workload_shapes.cpp: Q, K and V each one third of the all-to-all), so dK and dV
+    // are two thirds of dQKV and dQ the remaining third.
+    const std::int64_t rows = step_tokens(w_);
+    check_m(pl_.p, pl_.T, rows);
+    const Bytes dq_bytes = u.out_bytes / 3;
+    pl_.rows = rows;
+    pl_.row_bytes = (u.out_bytes - dq_bytes) / rows;
+    pl_.tag = u.name;
+    GraphBuilder& b = b_;
+    const double flops = u.flops;
+    const std::int64_t tiles = u.tiles;
+    const DType dt = u.dtype;
+    UnitCompute kv = [&b, flops, tiles, rows, dt](int rank, StreamId stream, std::int64_t r_rows, const std::string& name,
+                                                  const std::vector<OpId>& deps) {
+      const double frac = static_cast<double>(r_rows) / static_cast<double>(rows);
+      const std::int64_t t = std::max<std::int64_t>(1, (tiles * r_rows + rows - 1) / rows);
+      return b.add_flop_kernel(rank, stream, name + ".attention_backward", flops * frac, t, dt, deps);
+    };
+    const PerRank dkv = pl_.fuse_a2a(kv, d_out);
+    collectives_.push_back(u.in_bytes);
+    collectives_.push_back(u.out_bytes);
+    return collective(Primitive::all_to_all, dq_bytes, dkv, u.name + ".all_to_all_dq");
+  }
+
+ private:
+  Pipeline& pl_;
+  const Workload& w_;
+  std::vector<Bytes>& collectives_;
+  std::string reason_;
+};
+
 BuiltScheme build_commfuse(const BuildContext& ctx) {
   const CommFuseParams p = read_params(ctx);
   const Workload& w = ctx.workload;
@@ -459,77 +635,35 @@ BuiltScheme build_commfuse(const BuildContext& ctx) {
   const int T = w.tp;
   std::string reason;
   std::vector<Bytes> collectives;  // S of every decomposed collective (each rank receives (T-1)/T of it)
+  const std::string how = fmt::format("schedule {}, m = {}", commfuse_schedule_name(p.schedule), p.m);
 
-  if (w.kind == "gemm_collective") {
-    const GemmCollective gc = gemm_collective_shape(w);
-    const RankGemm g{gc.m, gc.n, gc.k, gc.dtype};
-    check_m(p, T, gc.m);
-    pl.rows = gc.m;
-    if (gc.primitive == Primitive::reduce_scatter) {
-      // Alg. 3: row-parallel projection, partial outputs of each sequence slice sent on.
-      pl.row_bytes = gc.n * dtype_bytes(gc.dtype);
-      pl.tag = "rowpar";
-      pl.fuse_rs(gemm_unit(b, g), {});
-      collectives.push_back(gc.m * pl.row_bytes);
-      reason = step_reason(b, T, g, gc.m, pl.row_bytes, p, "FuseRS");
-    } else {
-      // Sec. 4.2: column-parallel projection over the gathered sequence, shard by shard.
-      pl.row_bytes = gc.k * dtype_bytes(gc.dtype);
-      pl.tag = "colpar";
-      pl.fuse_ag(gemm_unit(b, g));
-      collectives.push_back(gc.m * pl.row_bytes);
-      reason = step_reason(b, T, g, gc.m, pl.row_bytes, p, "FuseAG");
-    }
-  } else if (w.kind == "mlp_tpsp") {
-    emit_mlp(pl, std::get<MlpTpSp>(w.shape), {}, "", collectives, reason);
-  } else if (w.kind == "attention_tpsp") {
-    emit_attention(pl, std::get<AttentionTpSp>(w.shape), {}, "", collectives, reason);
-  } else if (w.kind == "transformer") {
+  if (is_training_step(w)) {
+    CommFusePass pass(b, pl, w, collectives);
+    BuiltScheme built = build_training_step(ctx, pass, TrainingStepOptions{column_backward(ctx), ""});
+    // The forward's reasons are known once its blocks are built.
+    built.reason = fmt::format("forward {}; backward FuseAG, FuseRS{} ({}); {}", pass.forward_reason(),
+                               w.kind == "attention_ulysses" ? ", Alg. 5 on dK / dV" : "", how, built.reason);
+    // Every decomposed collective of the step crosses the same ports, one after another.
+    built.bound_ps = decomposition_bound_ps(ctx.hardware, T, collectives, true);
+    return built;
+  }
+  if (w.kind == "transformer") {
     const Transformer& t = std::get<Transformer>(w.shape);
     std::string attention_reason, mlp_reason;
     compose_layers(
         t.layers,
         [&](const std::vector<OpId>& start, const std::string& prefix) {
-          return emit_attention(pl, transformer_attention(t), start, prefix, collectives, attention_reason);
+          return emit_block(pl, w, Block::attention, start, prefix, collectives, attention_reason);
         },
         [&](const std::vector<OpId>& start, const std::string& prefix) {
-          return emit_mlp(pl, transformer_mlp(t), start, prefix, collectives, mlp_reason);
+          return emit_block(pl, w, Block::mlp, start, prefix, collectives, mlp_reason);
         });
     reason = fmt::format("{} layers; attention {}; MLP {}", t.layers, attention_reason, mlp_reason);
-  } else if (w.kind == "attention_ulysses") {
-    const auto& att = std::get<AttentionUlysses>(w.shape);
-    const UlyssesShapes s = ulysses_shapes(att, T);
-    // The first all-to-all (sequence -> heads) stays a collective; Alg. 5 fuses the second one.
-    CollectiveSpec a2a;
-    a2a.name = "qkv_all_to_all";
-    a2a.primitive = Primitive::all_to_all;
-    a2a.bytes = s.qkv_all_to_all_bytes;
-    a2a.streams = pl.streams.compute;
-    const std::vector<OpId> first = b.add_collective(a2a);
-    // Rows: the whole sequence of every sample; one row carries d_model / T features of the rank's heads.
-    const std::int64_t rows = att.batch * att.seq;
-    check_m(p, T, rows);
-    pl.rows = rows;
-    pl.row_bytes = att.d_model / T * dtype_bytes(att.dtype);
-    pl.tag = "ulysses";
-    const double flops = s.attention_flops;
-    const std::int64_t tiles = s.attention_tiles;
-    const DType dt = att.dtype;
-    UnitCompute qs = [&b, flops, tiles, rows, dt](int rank, StreamId stream, std::int64_t r_rows,
-                                                  const std::string& name, const std::vector<OpId>& deps) {
-      const double frac = static_cast<double>(r_rows) / static_cast<double>(rows);
-      const std::int64_t t = std::max<std::int64_t>(1, (tiles * r_rows + rows - 1) / rows);
-      return b.add_flop_kernel(rank, stream, name + ".attn", flops * frac, t, dt, deps);
-    };
-    pl.fuse_a2a(qs, first);
-    collectives.push_back(s.qkv_all_to_all_bytes);
-    collectives.push_back(s.out_all_to_all_bytes);
-    reason = "Fuse All-to-All: each query slice's attention hides the previous slice's transfer";
   } else {
-    throw InputError("", 0, "workload.kind", fmt::format("commfuse does not apply to '{}'", w.kind));
+    emit_block(pl, w, Block::whole, {}, "", collectives, reason);
   }
   const Ps bound = decomposition_bound_ps(ctx.hardware, T, collectives, w.kind == "transformer");
-  return b.finish(fmt::format("{} (schedule {}, m = {})", reason, commfuse_schedule_name(p.schedule), p.m), bound);
+  return b.finish(fmt::format("{} ({})", reason, how), bound);
 }
 
 bool commfuse_applies(const Workload& w) {
@@ -549,7 +683,10 @@ SchemeInfo make_commfuse_scheme() {
           .source = "commfuse-paper Sec. 3-4, Alg. 1-5, Appendix A",
           .summary = "reduce-scatter / all-gather / Ulysses all-to-all decomposed into P2P steps; rank-adaptive slice "
                      "order so the last step needs no communication",
-          .params = {kM, kSchedule, kAttention, kTransport, kChannels},
+          .params = {kM, kSchedule, kAttention, kTransport, kChannels, column_backward_param()},
+          .backward = "FuseAG (Alg. 1, Sec. 4.2) on dY's all-gather -> dgrad and on the input's re-gather -> wgrad "
+                      "along K (partial wgrads accumulating); FuseRS (Alg. 2-3) on dgrad -> reduce-scatter; Ulysses: "
+                      "Alg. 5 sends each K/V slice's dK, dV as attention's backward makes them, dQ after",
           .applies = commfuse_applies,
           .build = build_commfuse};
 }
