@@ -205,7 +205,10 @@ PapersReport papers_report(ScenarioRunner& runner, const std::vector<std::string
   std::vector<PaperRow> rows;
   auto add = [&](std::vector<PaperRow> more) { rows.insert(rows.end(), more.begin(), more.end()); };
   if (wanted("commfuse")) add(commfuse_rows(runner));
-  if (wanted("flashoverlap")) add(flashoverlap_rows(runner));
+  if (wanted("flashoverlap")) {
+    add(flashoverlap_rows(runner));
+    add(flashoverlap_step_rows(runner));
+  }
   if (wanted("async_tp")) add(async_tp_rows(runner));
   if (wanted("dtp")) add(dtp_rows(runner));
   return summarize(std::move(rows));

@@ -127,6 +127,8 @@ class ScenarioRunner {
 // The rows of each source, in the order the source prints them.
 std::vector<PaperRow> commfuse_rows(ScenarioRunner& runner);
 std::vector<PaperRow> flashoverlap_rows(ScenarioRunner& runner);
+// FlashOverlap's LLM-training speedup as a simulated training step (papers_flashoverlap_step.cpp).
+std::vector<PaperRow> flashoverlap_step_rows(ScenarioRunner& runner);
 std::vector<PaperRow> async_tp_rows(ScenarioRunner& runner);
 std::vector<PaperRow> dtp_rows(ScenarioRunner& runner);
 

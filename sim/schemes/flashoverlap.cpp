@@ -8,8 +8,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
@@ -21,6 +25,7 @@
 #include "cost_model/input_error.hpp"
 #include "sim/schemes/flashoverlap.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/training_step.hpp"
 #include "sim/schemes/wave_groups.hpp"
 #include "sim/workload_shapes.hpp"
 
@@ -125,49 +130,69 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 // Bytes of the collective of the whole output (nccl-tests S: each rank's buffer / input).
 Bytes output_bytes(const GemmCollective& g) { return g.m * g.n * dtype_bytes(g.dtype); }
 
-}  // namespace
-
-WaveGroupProblem flashoverlap_problem(const BuildContext& ctx) {
-  const FlashOverlapParams p = read_params(ctx);
-  const GemmCollective g = gemm_collective_shape(ctx.workload);
-  const overlap::GemmShape shape{g.m, g.n, g.k, g.dtype};
-  const GemmPlan plan = plan_gemm(ctx.hardware, shape);
+// The predictor's inputs for one GEMM whose `total` output bytes a `prim` over `tp` ranks reduces.
+WaveGroupProblem problem_for(const HardwareProfile& hw, const FlashOverlapParams& p, const overlap::GemmShape& shape,
+                             Primitive prim, int tp, Bytes total) {
+  const GemmPlan plan = plan_gemm(hw, shape);
   WaveGroupProblem prob;
   prob.tiles = plan.tiles;
   prob.tiles_per_wave = static_cast<std::int64_t>(p.wave_sms) * plan.ctas_per_sm;
-  prob.bytes_per_tile = ceil_div(output_bytes(g), plan.tiles);
+  prob.bytes_per_tile = ceil_div(total, plan.tiles);
   // Sec. 4.1.4 (line 237): "the latency of GEMM computation after overlap is derived by adjusting the
   // original latency according to the updated wave number": the GEMM alone on every SM, rescaled from
   // its waves there to its waves on wave_sms (the published predict_lat does the same, facts.md). No
   // term for the running collective's interference: the paper's predictor has none, and the engine
   // charges it only while a collective runs (Sec. 6.5, line 398: the actual latency is "always
   // slightly higher than the predicted").
-  const std::int64_t all_waves = std::max<std::int64_t>(1, plan.waves(ctx.hardware.gpu.sm_count));
+  const std::int64_t all_waves = std::max<std::int64_t>(1, plan.waves(hw.gpu.sm_count));
   const std::int64_t our_waves = std::max<std::int64_t>(1, plan.waves(p.wave_sms));
-  prob.gemm_ps = static_cast<Ps>(static_cast<__int128>(gemm_time_ps(ctx.hardware, shape)) * our_waves / all_waves);
+  prob.gemm_ps = static_cast<Ps>(static_cast<__int128>(gemm_time_ps(hw, shape)) * our_waves / all_waves);
   // The curve the published predictor interpolates: the collective alone at each group's size
   // (GraphBuilder::collective_ps, what the engine's curve collectives take on an idle node).
-  const auto hw = std::make_shared<const HardwareProfile>(ctx.hardware);
-  const Primitive prim = g.primitive;
-  const int T = ctx.workload.tp;
-  prob.comm_ps = [hw, prim, T](Bytes bytes) -> Ps {
-    if (T <= 1 || bytes <= 0) return 0;
-    return plan_collective(*hw, to_collective_primitive(prim), bytes, T, collective_link_class(*hw, T)).time_ps;
+  const auto shared_hw = std::make_shared<const HardwareProfile>(hw);
+  prob.comm_ps = [shared_hw, prim, tp](Bytes bytes) -> Ps {
+    if (tp <= 1 || bytes <= 0) return 0;
+    return plan_collective(*shared_hw, to_collective_primitive(prim), bytes, tp, collective_link_class(*shared_hw, tp))
+        .time_ps;
   };
   return prob;
 }
 
+}  // namespace
+
+WaveGroupProblem flashoverlap_problem(const BuildContext& ctx) {
+  const GemmCollective g = gemm_collective_shape(ctx.workload);
+  return problem_for(ctx.hardware, read_params(ctx), overlap::GemmShape{g.m, g.n, g.k, g.dtype}, g.primitive,
+                     ctx.workload.tp, output_bytes(g));
+}
+
 namespace {
+
+// One GEMM whose output a collective reduces, as FlashOverlap runs it: the GEMM signals per wave
+// group and each group's slice is communicated as soon as the group's tiles are done.
+struct SignalledGemm {
+  overlap::GemmShape shape;
+  Primitive primitive = Primitive::reduce_scatter;
+  Bytes bytes = 0;          // nccl-tests S of the whole output
+  std::string gemm_name;    // the GEMM op
+  std::string wait_name;    // + ".group{j}": the signalling (wait) kernels
+  std::string comm_name;    // + ".group{j}": the groups' collectives
+  std::string counter_name; // + "r{rank}.group{j}": the counting table's entries
+  std::string what;         // names the GEMM in an error ("" for the one GEMM of gemm_collective)
+};
 
 struct GroupChoice {
   std::vector<int> groups;  // waves per group
   std::string how;          // "given", "equal", "predictive search, predicted ... us"
 };
 
-// Partition: given, equal, or searched with FlashOverlap's predictor on the bandwidth curve.
-GroupChoice choose_groups(const BuildContext& ctx, const FlashOverlapParams& p, const GemmPlan& plan,
-                          std::int64_t tiles_per_wave) {
+// Partition: given, equal, or searched with FlashOverlap's predictor on the bandwidth curve, for this
+// GEMM's own shape (FlashOverlap's tuner keys its cSeg by M, N, K, primitive and ranks: tune/search.py
+// names each configuration m{M}n{N}k{K}_..., so every GEMM gets its own partition).
+GroupChoice choose_groups(const HardwareProfile& hw, const FlashOverlapParams& p, const SignalledGemm& s, int tp,
+                          const GemmPlan& plan, std::int64_t tiles_per_wave) {
   const int waves = wave_count(plan.tiles, tiles_per_wave);
+  const std::string of = s.what.empty() ? std::string("the GEMM's") : s.what + "'s";
   switch (p.search) {
     case FlashOverlapParams::Search::list: return {p.groups, "given"};
     case FlashOverlapParams::Search::equal:
@@ -175,41 +200,54 @@ GroupChoice choose_groups(const BuildContext& ctx, const FlashOverlapParams& p, 
       // list whose sizes do not sum to the waves.
       if (p.equal_size > waves)
         throw InputError("", 0, "params.groups",
-                         fmt::format("a group size of {} waves exceeds the GEMM's {} waves ({} tiles, {} per wave)",
-                                     p.equal_size, waves, plan.tiles, tiles_per_wave));
+                         fmt::format("a group size of {} waves exceeds {} {} waves ({} tiles, {} per wave)",
+                                     p.equal_size, of, waves, plan.tiles, tiles_per_wave));
       return {equal_wave_groups(waves, p.equal_size), "equal"};
     case FlashOverlapParams::Search::auto_search:
     case FlashOverlapParams::Search::optimal: break;
   }
   const bool predictive = p.search == FlashOverlapParams::Search::auto_search;
-  const WaveGroupProblem prob = flashoverlap_problem(ctx);
+  const WaveGroupProblem prob = problem_for(hw, p, s.shape, s.primitive, tp, s.bytes);
   const WaveGroupSearchResult r = predictive ? flashoverlap_search(prob) : optimal_wave_groups(prob);
   return {r.groups, fmt::format("{} search, predicted {:.1f} us", predictive ? "predictive" : "optimal",
                                 us_from_ps(r.predicted_ps))};
 }
 
+std::vector<TileRange> group_tiles(const GroupChoice& choice, const SignalledGemm& s, const GemmPlan& plan,
+                                   std::int64_t tiles_per_wave) {
+  try {
+    return wave_group_tiles(choice.groups, plan.tiles, tiles_per_wave);
+  } catch (const std::invalid_argument& e) {
+    const std::string of = s.what.empty() ? std::string() : " for " + s.what;
+    throw InputError("", 0, "params.groups",
+                     fmt::format("{}{} ({} tiles, {} per wave)", e.what(), of, plan.tiles, tiles_per_wave));
+  }
+}
+
 // The signalling GEMM on every rank (the pre-reorder's epilogue cost on every tile and one counter
-// per group: tile i of dispatch order counts for the group holding it), then per group the wait and
-// the group's collective on the comm stream. Returns each rank's last collective op.
+// per group: tile i of dispatch order counts for the group holding it), after `start` (per rank, may
+// be empty), then per group the wait and the group's collective on the comm stream. Returns each
+// rank's last collective op.
 std::vector<OpId> add_signalled_collectives(GraphBuilder& b, const RankStreams& st, const FlashOverlapParams& p,
-                                            const GemmCollective& g, const GemmPlan& plan,
-                                            const std::vector<TileRange>& ranges) {
+                                            const SignalledGemm& s, const GemmPlan& plan,
+                                            const std::vector<TileRange>& ranges, const std::vector<OpId>& start) {
   const int T = b.ranks();
-  const overlap::GemmShape shape{g.m, g.n, g.k, g.dtype};
   std::vector<OpId> last_comm(static_cast<std::size_t>(T), kNoOp);
   std::vector<std::vector<CounterId>> rank_counters;
   for (int r = 0; r < T; ++r) {
     std::vector<CounterId> counters;
-    for (std::size_t j = 0; j < ranges.size(); ++j) counters.push_back(b.add_counter(fmt::format("r{}.group{}", r, j)));
+    for (std::size_t j = 0; j < ranges.size(); ++j)
+      counters.push_back(b.add_counter(fmt::format("{}r{}.group{}", s.counter_name, r, j)));
     GemmOptions o;
-    o.name = "gemm.signalling";
+    o.name = s.gemm_name;
     o.epilogue_overhead = p.epilogue_overhead;
+    if (!start.empty() && start[static_cast<std::size_t>(r)] != kNoOp) o.deps = {start[static_cast<std::size_t>(r)]};
     // With sm_margin the GEMM keeps to the wave width the groups were cut for, so NCCL never waits
     // for SMs (the published predictor's assumption, facts.md: "NCCL assumed to take 2 SMs").
     if (p.sm_margin) o.sm_budget = p.wave_sms;
     for (std::size_t j = 0; j < ranges.size(); ++j)
       for (std::int64_t t = 0; t < ranges[j].count; ++t) o.tile_counters.push_back(counters[j]);
-    b.add_gemm(r, st.compute[static_cast<std::size_t>(r)], shape, o);
+    b.add_gemm(r, st.compute[static_cast<std::size_t>(r)], s.shape, o);
     rank_counters.push_back(std::move(counters));
   }
   for (std::size_t j = 0; j < ranges.size(); ++j) {
@@ -218,11 +256,11 @@ std::vector<OpId> add_signalled_collectives(GraphBuilder& b, const RankStreams& 
     std::vector<OpId> waits;
     for (int r = 0; r < T; ++r)
       waits.push_back(b.add_wait(r, st.comm[static_cast<std::size_t>(r)], rank_counters[static_cast<std::size_t>(r)][j],
-                                 ranges[j].count, fmt::format("wait.group{}", j)));
+                                 ranges[j].count, fmt::format("{}.group{}", s.wait_name, j)));
     CollectiveSpec c;
-    c.name = fmt::format("{}.group{}", primitive_name(g.primitive), j);
-    c.primitive = g.primitive;
-    c.bytes = group_bytes(ranges[j], plan.tiles, output_bytes(g));
+    c.name = fmt::format("{}.group{}", s.comm_name, j);
+    c.primitive = s.primitive;
+    c.bytes = group_bytes(ranges[j], plan.tiles, s.bytes);
     c.streams = st.comm;
     for (int r = 0; r < T; ++r) c.deps.push_back({waits[static_cast<std::size_t>(r)]});
     last_comm = b.add_collective(c);
@@ -245,12 +283,216 @@ Ps flashoverlap_bound(GraphBuilder& b, const HardwareProfile& hw, const GemmColl
   return flashoverlap_bound_ps(gemm_ps, comm_of(total), gemm_ps / all_waves, comm_of(last_wave_bytes)) + rmsnorm_ps;
 }
 
+SignalledGemm gemm_collective_signalled(const GemmCollective& g) {
+  return {overlap::GemmShape{g.m, g.n, g.k, g.dtype}, g.primitive, output_bytes(g), "gemm.signalling", "wait",
+          primitive_name(g.primitive), "", ""};
+}
+
+// The forward of a gemm_collective workload as FlashOverlap runs it, after `start`: the signalled
+// GEMM, its groups' collectives and the RMSNorm that reads the output back through the mapping table
+// (post-reorder). Returns each rank's last op and, through `out`, what the reason line and the bound
+// need. The forward-only build and a step's forward share it, so both emit the same graph.
+struct GemmCollectiveForward {
+  std::vector<OpId> last;
+  GroupChoice choice;
+  std::vector<TileRange> ranges;
+  GemmPlan plan;
+  Ps rmsnorm_ps = 0;
+};
+
+GemmCollectiveForward emit_gemm_collective(GraphBuilder& b, const RankStreams& st, const FlashOverlapParams& p,
+                                           const GemmCollective& g, const std::vector<OpId>& start,
+                                           const std::string& prefix) {
+  const HardwareProfile& hw = b.hardware();
+  const int T = b.ranks();
+  GemmCollectiveForward f;
+  SignalledGemm s = gemm_collective_signalled(g);
+  s.gemm_name = prefix + s.gemm_name;
+  s.wait_name = prefix + s.wait_name;
+  s.comm_name = prefix + s.comm_name;
+  s.counter_name = prefix;
+  f.plan = plan_gemm(hw, s.shape);
+  const std::int64_t tiles_per_wave = static_cast<std::int64_t>(p.wave_sms) * f.plan.ctas_per_sm;
+  f.choice = choose_groups(hw, p, s, T, f.plan, tiles_per_wave);
+  f.ranges = group_tiles(f.choice, s, f.plan, tiles_per_wave);
+  f.last = add_signalled_collectives(b, st, p, s, f.plan, f.ranges, start);
+
+  // Post-reorder: the following RMSNorm reads the output back through the mapping table.
+  if (g.rmsnorm_after) {
+    Bytes out = output_bytes(g);
+    if (g.primitive == Primitive::reduce_scatter) out /= T;
+    const Bytes bytes = static_cast<Bytes>(static_cast<double>(2 * out) * (1.0 + p.rmsnorm_overhead));
+    for (int r = 0; r < T; ++r)
+      f.last[static_cast<std::size_t>(r)] =
+          b.add_memory(r, st.compute[static_cast<std::size_t>(r)],
+                       MemoryKernel{prefix + "rmsnorm.reorder", bytes, {f.last[static_cast<std::size_t>(r)]}, 0});
+    if (hw.gpu.hbm_bandwidth_gbps > 0) f.rmsnorm_ps = streaming_kernel_ps(hw, 2 * out) + hw.launch.gap_ps();
+  }
+  return f;
+}
+
+// A training step (or a layer workload's forward) as FlashOverlap runs it (Sec. 2.3.2: GEMM+RS comes
+// from TP training with sequence parallelism). FlashOverlap overlaps a collective AFTER a GEMM, so it
+// takes every GEMM -> reduce-scatter / all-reduce / all-to-all of the pass:
+//   forward: the row-parallel GEMMs and their reduce-scatter (attention out_proj, MLP fc2; a
+//            gemm_collective's GEMM and its collective);
+//   backward: a column-parallel linear's dgrad and its reduce-scatter (all-reduce without sequence
+//            parallelism) (gemm_scatter).
+// An all-gather before a GEMM is not its pattern: the forward's input all-gather, dY's all-gather before
+// a row-parallel dgrad and the input's re-gather before wgrad run as no_overlap runs them (the base
+// class). Each signalled GEMM gets the wave-group partition of its own shape (choose_groups): a dgrad
+// of M x K x N has the forward's M x N output tiles and waves but K/N times its work per wave, so the
+// partition tuned for the forward GEMM would cut the wrong groups.
+class FlashOverlapPass final : public PassEmitter {
+ public:
+  FlashOverlapPass(GraphBuilder& b, RankStreams streams, FlashOverlapParams p)
+      : PassEmitter(b, std::move(streams)), p_(std::move(p)), tp_(std::max(1, b.workload().tp)) {}
+
+  PerRank forward(Block block, const PerRank& start, const std::string& prefix) override {
+    const Workload& w = b_.workload();
+    if (const auto* t = std::get_if<Transformer>(&w.shape)) {
+      if (block == Block::attention) return attention(transformer_attention(*t), start, prefix);
+      return mlp(transformer_mlp(*t), start, prefix);
+    }
+    if (const auto* g = std::get_if<GemmCollective>(&w.shape)) return gemm_collective(*g, start, prefix);
+    if (const auto* m = std::get_if<MlpTpSp>(&w.shape)) return mlp(*m, start, prefix);
+    if (const auto* a = std::get_if<AttentionTpSp>(&w.shape)) return attention(*a, start, prefix);
+    throw InputError("", 0, "workload.kind", fmt::format("flashoverlap does not apply to '{}'", w.kind));
+  }
+
+  PerRank gemm_scatter(const GemmScatter& g, const PerRank& start) override {
+    return signalled(SignalledGemm{g.gemm, g.primitive, g.bytes, g.name, g.name + ".wait",
+                                   g.name + "." + primitive_name(g.primitive), g.name + ".", g.name},
+                     start);
+  }
+
+  // One line per distinct signalled GEMM, in first-emitted order.
+  std::string reason() const {
+    std::string out;
+    for (const Chosen& c : chosen_)
+      out += fmt::format("{}{} {}x{}x{} groups {} ({})", out.empty() ? "" : "; ", c.name, c.shape.m, c.shape.n,
+                         c.shape.k, c.choice.groups, c.choice.how);
+    return out.empty() ? "no GEMM followed by a collective" : "wave groups per signalled GEMM: " + out;
+  }
+
+ private:
+  // A signalled GEMM's shape, element type, collective and bytes: what its partition depends on.
+  using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, int, int, Bytes>;
+  static Key key_of(const SignalledGemm& s) {
+    return {s.shape.m, s.shape.n, s.shape.k, static_cast<int>(s.shape.dtype), static_cast<int>(s.primitive), s.bytes};
+  }
+  struct Chosen {
+    std::string name;  // the first op it was chosen for, layer prefix and "bwd." left out
+    Key key;
+    overlap::GemmShape shape;
+    GroupChoice choice;
+  };
+
+  PerRank gemm_collective(const GemmCollective& g, const PerRank& start, const std::string& prefix) {
+    if (g.primitive == Primitive::all_gather) {
+      // An all-gather before the GEMM is not FlashOverlap's pattern: no_overlap's order (and its
+      // RMSNorm on the whole output).
+      const PerRank gathered = collective(Primitive::all_gather, activation_bytes(g.m, g.k, g.dtype), start, prefix + "all_gather");
+      const PerRank mm = gemm(overlap::GemmShape{g.m, g.n, g.k, g.dtype}, gathered, prefix + "gemm");
+      return g.rmsnorm_after ? memory(2 * output_bytes(g), mm, prefix + "rmsnorm") : mm;
+    }
+    const GemmCollectiveForward f = emit_gemm_collective(b_, streams_, p_, g, start, prefix);
+    remember("gemm", gemm_collective_signalled(g), f.choice);
+    return join({f.last}, prefix + "forward_end");
+  }
+
+  PerRank mlp(const MlpTpSp& m, const PerRank& start, const std::string& prefix) {
+    const MlpShapes s = mlp_shapes(m, tp_);
+    // The input's all-gather before fc1: not FlashOverlap's pattern (no_overlap's order).
+    const PerRank gathered = m.gather_input ? collective(Primitive::all_gather, s.all_gather_bytes, start, prefix + "mlp.all_gather") : start;
+    const PerRank fc1 = gemm(s.col, gathered, prefix + "mlp.fc1");
+    const PerRank act = memory(s.activation_bytes, fc1, prefix + "mlp.act");
+    const std::string base = prefix + "mlp.fc2";
+    return signalled(SignalledGemm{s.row, Primitive::reduce_scatter, s.reduce_scatter_bytes, base, base + ".wait",
+                                   prefix + "mlp.reduce_scatter", base + ".", base},
+                     act);
+  }
+
+  PerRank attention(const AttentionTpSp& a, const PerRank& start, const std::string& prefix) {
+    const AttentionShapes s = attention_shapes(a, tp_);
+    const PerRank gathered = a.gather_input ? collective(Primitive::all_gather, s.all_gather_bytes, start, prefix + "attn.all_gather") : start;
+    const PerRank qkv = gemm(s.qkv, gathered, prefix + "attn.qkv");
+    const PerRank core = flops(s.attention_flops, s.attention_tiles, a.dtype, qkv, prefix + "attn.core");
+    const std::string base = prefix + "attn.out_proj";
+    return signalled(SignalledGemm{s.out, Primitive::reduce_scatter, s.reduce_scatter_bytes, base, base + ".wait",
+                                   prefix + "attn.reduce_scatter", base + ".", base},
+                     core);
+  }
+
+  // The signalled GEMM and its groups' collectives after `start`; returns per rank a join of the GEMM's
+  // end and the last group's collective (the GEMM's last tiles may end after the last group's signal
+  // only when they belong to it, but the join keeps the next step behind both in any case).
+  PerRank signalled(const SignalledGemm& s, const PerRank& start) {
+    const Key key = key_of(s);
+    auto it = plans_.find(key);
+    if (it == plans_.end()) {
+      Planned pl;
+      pl.plan = plan_gemm(b_.hardware(), s.shape);
+      pl.tiles_per_wave = static_cast<std::int64_t>(p_.wave_sms) * pl.plan.ctas_per_sm;
+      const GroupChoice choice = choose_groups(b_.hardware(), p_, s, tp_, pl.plan, pl.tiles_per_wave);
+      pl.ranges = group_tiles(choice, s, pl.plan, pl.tiles_per_wave);
+      remember(s.what, s, choice);
+      it = plans_.emplace(key, std::move(pl)).first;
+    }
+    const Planned& pl = it->second;
+    const std::vector<OpId> last = add_signalled_collectives(b_, streams_, p_, s, pl.plan, pl.ranges, start);
+    // The GEMM is the last op on each rank's compute stream; the next step follows both.
+    std::vector<OpId> gemm_end;
+    for (int r = 0; r < ranks(); ++r) gemm_end.push_back(b_.graph().last_on_stream(compute_stream(r)));
+    return join({gemm_end, last}, s.gemm_name + ".end");
+  }
+
+  // Each distinct GEMM once, named as a layer names it: the first use's "bwd.", "recompute." and
+  // "L<n>." prefixes left out.
+  void remember(const std::string& what, const SignalledGemm& s, const GroupChoice& choice) {
+    for (const Chosen& c : chosen_)
+      if (c.key == key_of(s)) return;
+    std::string name = what;
+    for (const char* p : {"bwd.", "recompute."})
+      if (name.rfind(p, 0) == 0) name = name.substr(std::string(p).size());
+    const auto dot = name.find('.');
+    if (name.size() > 1 && name[0] == 'L' && dot != std::string::npos &&
+        name.find_first_not_of("0123456789", 1) == dot)
+      name = name.substr(dot + 1);
+    chosen_.push_back(Chosen{name, key_of(s), s.shape, choice});
+  }
+
+  struct Planned {
+    GemmPlan plan;
+    std::int64_t tiles_per_wave = 0;
+    std::vector<TileRange> ranges;
+  };
+  FlashOverlapParams p_;
+  int tp_ = 1;
+  std::map<Key, Planned> plans_;
+  std::vector<Chosen> chosen_;
+};
+
+BuiltScheme build_flashoverlap_pass(const BuildContext& ctx, const FlashOverlapParams& p) {
+  GraphBuilder b(ctx);
+  FlashOverlapPass pass(b, b.add_compute_and_comm_streams(), p);
+  TrainingStepOptions o;
+  o.column = column_backward(ctx);
+  BuiltScheme built = build_training_step(ctx, pass, o);
+  // The pass learns its partitions as it emits the GEMMs: its line goes in front once the step is built.
+  built.reason = pass.reason() + (built.reason.empty() ? "" : "; " + built.reason);
+  return built;
+}
+
 BuiltScheme build_flashoverlap(const BuildContext& ctx) {
   const FlashOverlapParams p = read_params(ctx);
   const Workload& w = ctx.workload;
   validate_workload(w);
-  if (w.kind != "gemm_collective")
-    throw InputError("", 0, "workload.kind", fmt::format("flashoverlap does not apply to '{}'", w.kind));
+  if (is_training_step(w) || w.kind != "gemm_collective") {
+    if (w.kind != "gemm_collective" && w.kind != "mlp_tpsp" && w.kind != "attention_tpsp" && w.kind != "transformer")
+      throw InputError("", 0, "workload.kind", fmt::format("flashoverlap does not apply to '{}'", w.kind));
+    return build_flashoverlap_pass(ctx, p);
+  }
   const GemmCollective g = gemm_collective_shape(w);
   if (g.primitive == Primitive::all_gather)
     throw InputError("", 0, "workload.primitive", "flashoverlap needs the collective after the GEMM (all_reduce, reduce_scatter, all_to_all)");
@@ -259,48 +501,37 @@ BuiltScheme build_flashoverlap(const BuildContext& ctx) {
   GraphBuilder b(ctx);
   const RankStreams st = b.add_compute_and_comm_streams();
 
+  const GemmCollectiveForward f = emit_gemm_collective(b, st, p, g, {}, "");
   const overlap::GemmShape shape{g.m, g.n, g.k, g.dtype};
-  const GemmPlan plan = plan_gemm(hw, shape);
-  const std::int64_t tiles_per_wave = static_cast<std::int64_t>(p.wave_sms) * plan.ctas_per_sm;
   const Bytes total = output_bytes(g);
   auto comm_of = [&](Bytes bytes) { return b.collective_ps(g.primitive, bytes, T); };
-
-  const GroupChoice choice = choose_groups(ctx, p, plan, tiles_per_wave);
-  std::vector<TileRange> ranges;
-  try {
-    ranges = wave_group_tiles(choice.groups, plan.tiles, tiles_per_wave);
-  } catch (const std::invalid_argument& e) {
-    throw InputError("", 0, "params.groups", fmt::format("{} ({} tiles, {} per wave)", e.what(), plan.tiles, tiles_per_wave));
-  }
-  const std::vector<OpId> last_comm = add_signalled_collectives(b, st, p, g, plan, ranges);
-
-  // Post-reorder: the following RMSNorm reads the output back through the mapping table.
-  Ps rmsnorm_ps = 0;
-  if (g.rmsnorm_after) {
-    Bytes out = total;
-    if (g.primitive == Primitive::reduce_scatter) out /= T;
-    const Bytes bytes = static_cast<Bytes>(static_cast<double>(2 * out) * (1.0 + p.rmsnorm_overhead));
-    for (int r = 0; r < T; ++r)
-      b.add_memory(r, st.compute[static_cast<std::size_t>(r)],
-                   MemoryKernel{"rmsnorm.reorder", bytes, {last_comm[static_cast<std::size_t>(r)]}, 0});
-    if (hw.gpu.hbm_bandwidth_gbps > 0)
-      rmsnorm_ps = streaming_kernel_ps(hw, 2 * out) + hw.launch.gap_ps();
-  }
-  const Ps bound = flashoverlap_bound(b, hw, g, plan, rmsnorm_ps);
+  const Ps bound = flashoverlap_bound(b, hw, g, f.plan, f.rmsnorm_ps);
 
   // One line: the tail the partition leaves.
-  const Ps last_comm_ps = comm_of(group_bytes(ranges.back(), plan.tiles, total));
+  const Ps last_comm_ps = comm_of(group_bytes(f.ranges.back(), f.plan.tiles, total));
   const Ps comp_ps = gemm_time_ps(hw, shape, p.wave_sms);
   const std::string tail = comm_of(total) > comp_ps ? "comm-bound: the collectives trail the GEMM"
                                                      : fmt::format("tail: last group's {} ({:.1f} us) exposed",
                                                                    primitive_name(g.primitive), us_from_ps(last_comm_ps));
-  return b.finish(fmt::format("groups {} waves ({}); {}", choice.groups, choice.how, tail), bound);
+  return b.finish(fmt::format("groups {} waves ({}); {}", f.choice.groups, f.choice.how, tail), bound);
+}
+
+// Whether a pass has a GEMM followed by a collective FlashOverlap can signal.
+bool has_gemm_then_collective(const Workload& w) {
+  if (w.kind == "mlp_tpsp" || w.kind == "attention_tpsp" || w.kind == "transformer") return true;
+  const auto* g = std::get_if<GemmCollective>(&w.shape);
+  if (!g) return false;
+  // The forward's GEMM -> all-reduce / reduce-scatter / all-to-all; a step's backward of a forward
+  // all-gather (column-parallel) has dgrad -> reduce-scatter.
+  return g->primitive != Primitive::all_gather || has_backward(w);
 }
 
 bool flashoverlap_applies(const Workload& w) {
-  if (w.tp < 2 || w.kind != "gemm_collective") return false;
-  const auto* g = std::get_if<GemmCollective>(&w.shape);
-  return g && g->primitive != Primitive::all_gather;
+  if (w.tp < 2) return false;
+  // Layer workloads only in a training step: their forward-only runs (the default MLP and transformer
+  // scenarios, whose figures the README quotes) keep the schemes they had.
+  if (!is_training_step(w) && w.kind != "gemm_collective") return false;
+  return has_gemm_then_collective(w);
 }
 
 }  // namespace
@@ -310,7 +541,10 @@ SchemeInfo make_flashoverlap_scheme() {
           .source = "flashoverlap-paper Sec. 3 (signaling, reordering), Sec. 4 (predictive search), Sec. 6.4 (bound)",
           .summary = "GEMM signals per wave group through a counting table; NCCL collective per group on a "
                      "high-priority stream",
-          .params = {kGroups, kWaveSms, kEpilogueOverhead, kRmsnormOverhead, kSmMargin},
+          .params = {kGroups, kWaveSms, kEpilogueOverhead, kRmsnormOverhead, kSmMargin, column_backward_param()},
+          .backward = "dgrad -> reduce-scatter (all-reduce without SP) signalled per wave group, each GEMM shape with "
+                      "its own partition (Sec. 2.3.2); the all-gathers before a GEMM (dY before dgrad, the input's "
+                      "re-gather before wgrad) are not its pattern and run as no_overlap's",
           .applies = flashoverlap_applies,
           .build = build_flashoverlap};
 }
