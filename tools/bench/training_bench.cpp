@@ -1,4 +1,4 @@
-// Training-step benchmarks (docs/guide/training.md; docs/performance.md has the figures): what
+// Training-step benchmarks (docs/guide/training.md; the figures belong in docs/performance.md): what
 // `overlap-sim run` does for a step, after the scenario is loaded: every scheme's main run, its
 // compute-only and communication-alone re-runs, the per-communicator re-runs and the byte check.
 //   - the Llama-3-70B TP 8 training step (scenarios/llama3-70b-tp8-train-step.yaml: 80 layers,
