@@ -217,6 +217,36 @@ TEST_CASE("no_overlap: a step is its forward run alone plus its backward run alo
     // Nothing is hidden: every collective is exposed in full, in the step as alone.
     CHECK(step.exposed_comm_ps == fwd.exposed_comm_ps + bwd.exposed_comm_ps);
   }
+  // The same for every other layer kind with a backward.
+  std::vector<Workload> kinds;
+  for (const Primitive p : {Primitive::all_reduce, Primitive::reduce_scatter, Primitive::all_gather, Primitive::all_to_all})
+    kinds.push_back(sim::test::gemm_workload(8, p, 4096, 2048, 8192));
+  Workload mlp;
+  mlp.kind = "mlp_tpsp";
+  mlp.tp = 8;
+  mlp.shape = MlpTpSp{.tokens = kTokens, .d_model = kDModel, .d_ffn = 28672};
+  kinds.push_back(mlp);
+  Workload att;
+  att.kind = "attention_tpsp";
+  att.tp = 8;
+  att.shape = AttentionTpSp{.batch = 1, .seq = kTokens, .d_model = kDModel, .heads = 64, .kv_heads = 8};
+  kinds.push_back(att);
+  Workload ulysses;
+  ulysses.kind = "attention_ulysses";
+  ulysses.tp = 8;
+  ulysses.shape = AttentionUlysses{.batch = 1, .seq = kTokens, .d_model = kDModel, .heads = 64};
+  kinds.push_back(ulysses);
+  for (Workload w : kinds) {
+    INFO(w.kind);
+    w.training.pass = Pass::forward;
+    const SchemeResult fwd = run_scheme("no_overlap", w, hw);
+    w.training.pass = Pass::backward;
+    const SchemeResult bwd = run_scheme("no_overlap", w, hw);
+    w.training.pass = Pass::step;
+    const SchemeResult step = run_scheme("no_overlap", w, hw);
+    CHECK(step.latency_ps == fwd.latency_ps + bwd.latency_ps);
+    CHECK(step.compute_only_ps == fwd.compute_only_ps + bwd.compute_only_ps);
+  }
 }
 
 TEST_CASE("no_overlap on H100: the step's forward part is the forward alone; the backward differs by launch cost only",
