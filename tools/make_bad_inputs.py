@@ -819,6 +819,97 @@ def add_trace_and_model_entries(corpus, mlp_path):
                    "workload.model")
 
 
+TRAINING_SEED = 13  # the training entries' own generator (fixed, as SEED)
+TRAINING_KEYS = ("pass", "recompute", "parallel")
+
+
+def is_training(doc):
+    """A scenario whose workload has a training key (docs/guide/training.md)."""
+    w = doc.get("workload")
+    return isinstance(w, dict) and any(k in w for k in TRAINING_KEYS)
+
+
+def add_training_entries(corpus, training, run_file):
+    """The training keys (workload.pass, .recompute, .parallel.*; docs/guide/training.md): the random
+    mutations of the shipped step scenarios, then every key with a wrong type, a value out of range, an
+    unknown name, a misspelt name, a key that would do nothing, and dp x tp larger than the profile."""
+    rng = random.Random(TRAINING_SEED)
+    budget = {"out_of_range": 5, "wrong_type": 2, "bad_name": 1, "misspelt_key": 3, "duplicate_key": 1}
+    for path, doc in training:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        mutate_doc(corpus, rng, doc, "scenarios", stem, run_file, "", budget)
+        with open(path) as f:
+            text_mutations(corpus, rng, f.read(), "scenarios", stem, run_file, 1)
+    by_name = {os.path.splitext(os.path.basename(p))[0]: d for p, d in training}
+    step = by_name.get("llama3-70b-tp8-train-step")
+    fsdp = by_name.get("llama3-70b-tp8xdp2-fsdp-step")
+    if step is None or fsdp is None:
+        raise SystemExit("make_bad_inputs.py: the training-step scenarios are missing from scenarios/")
+
+    def entry(base, name, cls, key, mod, raw=None):
+        d = copy.deepcopy(base)
+        d.pop("sweep", None)
+        mod(d)
+        corpus.add_file("scenarios", "training_" + name, dump(d, raw), cls, run_file, None, key)
+
+    def set_workload(key, value):
+        return lambda d: d["workload"].update({key: value})
+
+    def set_parallel(key, value):
+        return lambda d: d["workload"]["parallel"].update({key: value})
+
+    # workload.pass and workload.recompute: one of a fixed set of names.
+    for key, bad in (("pass", "stpe"), ("pass", "train"), ("recompute", "partial"), ("recompute", "selctive")):
+        entry(step, f"bad_name_{key}_{bad}", "bad_name", f"workload.{key}", set_workload(key, bad))
+    for key in ("pass", "recompute"):
+        for tok in ("[step]", "{a: 1}"):
+            entry(step, f"wrong_type_{key}_{tok}", "wrong_type", f"workload.{key}", set_workload(key, PLACEHOLDER), tok)
+    # Recomputation with no backward to run it in.
+    entry(step, "recompute_in_forward", "no_effect", "workload.recompute", set_workload("pass", "forward"))
+    # parallel must be a map.
+    for tok in ("2", "[]", "[2, zero3]"):
+        entry(fsdp, f"wrong_type_parallel_{tok}", "wrong_type", "workload.parallel", set_workload("parallel", PLACEHOLDER), tok)
+    # parallel.dp: a replica count (1 .. 65536), and dp x tp at most the profile's GPUs.
+    for tok in ("0", "-1", "1.5", "1e18", "99999999999999999999", "65537", ".nan", "abc", "[2]", "{a: 1}"):
+        cls = "out_of_range" if tok in ("0", "-1", "1e18", "99999999999999999999", "65537") else "wrong_type"
+        entry(fsdp, f"{cls}_parallel.dp_{tok}", cls, "workload.parallel.dp", set_parallel("dp", PLACEHOLDER), tok)
+    entry(fsdp, "dp_x_tp_24_of_16_gpus", "too_many_gpus", "workload.parallel.dp", set_parallel("dp", 3))
+    entry(step, "dp_x_tp_16_of_8_gpus", "too_many_gpus", "workload.parallel.dp",
+          lambda d: d["workload"].update(parallel={"dp": 2}))
+    # parallel.fsdp: none | zero1 | zero2 | zero3.
+    for bad in ("zero4", "fsdp", "full_shard"):
+        entry(fsdp, f"bad_name_parallel.fsdp_{bad}", "bad_name", "workload.parallel.fsdp", set_parallel("fsdp", bad))
+    entry(fsdp, "wrong_type_parallel.fsdp", "wrong_type", "workload.parallel.fsdp", set_parallel("fsdp", PLACEHOLDER),
+          "[zero3]")
+    # parallel.bucket_mb: MiB in [0.001, 1048576], and only where buckets exist (not ZeRO-3).
+    ddp = lambda extra: lambda d: d["workload"].update(parallel=dict({"dp": 2}, **extra))  # noqa: E731
+    for tok in ("0", "-1", "1e-9", "1e300", ".nan", ".inf", "abc", "[25]"):
+        cls = "wrong_type" if tok in ("abc", "[25]") else "out_of_range"
+        entry(fsdp, f"{cls}_parallel.bucket_mb_{tok}", cls, "workload.parallel.bucket_mb", ddp({"bucket_mb": PLACEHOLDER}), tok)
+    entry(fsdp, "bucket_mb_with_zero3", "no_effect", "workload.parallel.bucket_mb", set_parallel("bucket_mb", 25))
+    # parallel.prefetch: layers in [0, 1024], and only for ZeRO-3's per-layer gathers.
+    for tok in ("-1", "1.5", "1025", ".nan", "abc", "[1]"):
+        cls = "out_of_range" if tok in ("-1", "1025") else "wrong_type"
+        entry(fsdp, f"{cls}_parallel.prefetch_{tok}", cls, "workload.parallel.prefetch", set_parallel("prefetch", PLACEHOLDER), tok)
+    entry(fsdp, "prefetch_without_zero3", "no_effect", "workload.parallel.prefetch", ddp({"prefetch": 2}))
+    # parallel.grad_dtype: a dtype name.
+    for bad in ("fp64", "float32"):
+        entry(fsdp, f"bad_name_parallel.grad_dtype_{bad}", "bad_name", "workload.parallel.grad_dtype",
+              set_parallel("grad_dtype", bad))
+    # Keys that would do nothing with one replica.
+    for key, value in (("fsdp", "zero3"), ("bucket_mb", 25), ("prefetch", 1), ("grad_dtype", "bf16")):
+        entry(step, f"dp1_{key}", "no_effect", f"workload.parallel.{key}",
+              lambda d, key=key, value=value: d["workload"].update(parallel={"dp": 1, key: value}))
+    # Misspelt keys, next to the real one or alone: never ignored.
+    for key in ("pas", "recomptue", "paralel"):
+        entry(step, f"misspelt_key_workload.{key}", "misspelt_key", f"workload.{key}", set_workload(key, "step"))
+    for key in ("dpp", "fsdb", "bucket_md", "prefech", "grad_dtyp"):
+        entry(fsdp, f"misspelt_key_parallel.{key}", "misspelt_key", f"workload.parallel.{key}", set_parallel(key, 1))
+    # A scheme with no backward form named for a step (decode's schemes): refused, never run as no_overlap.
+    entry(step, "scheme_without_backward", "no_backward", "schemes.0", lambda d: d.update(schemes=["dtp"]))
+    entry(fsdp, "scheme_without_backward_dp", "no_backward", "schemes.0", lambda d: d.update(schemes=["tp_baseline"]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "bad_inputs"))
@@ -837,6 +928,10 @@ def main():
                          for f in os.listdir(os.path.join(ROOT, "scenarios", "papers")) if f.endswith(".yaml")])
     scenarios = [(p, load(p)) for p in scen_paths]
     scenarios = [(p, d) for p, d in scenarios if isinstance(d.get("hardware"), str) and "/" not in d["hardware"]]
+    # Training-step scenarios are mutated last, with a generator of their own (add_training_entries), so
+    # that adding them left every earlier entry and its id as they were.
+    training = [(p, d) for p, d in scenarios if is_training(d)]
+    scenarios = [(p, d) for p, d in scenarios if not is_training(d)]
     profile_paths = sorted(os.path.join(ROOT, "scenarios", "hardware", f)
                            for f in os.listdir(os.path.join(ROOT, "scenarios", "hardware")) if f.endswith(".yaml"))
     profiles = [(p, load(p)) for p in profile_paths]
@@ -852,6 +947,7 @@ def main():
     mlp_path = "{src}/scenarios/llama3-70b-tp8-mlp.yaml"
     add_cli_entries(corpus, mlp_path)
     add_robustness_entries(corpus, mlp, h100_text, run_file, show_file, mlp_path)
+    add_training_entries(corpus, training, run_file)
 
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"generator": "tools/make_bad_inputs.py", "seed": SEED, "entries": corpus.entries}, f, indent=1)

@@ -1,0 +1,69 @@
+// Training-step benchmarks (docs/guide/training.md; the figures belong in docs/performance.md): what
+// `overlap-sim run` does for a step, after the scenario is loaded: every scheme's main run, its
+// compute-only and communication-alone re-runs, the per-communicator re-runs and the byte check.
+//   - the Llama-3-70B TP 8 training step (scenarios/llama3-70b-tp8-train-step.yaml: 80 layers,
+//     forward + backward, selective recomputation), every scheme with a backward form; target < 2 s;
+//   - the same model at TP 8 x DP 16 with FSDP (ZeRO-3), the two-node FSDP scenario moved to the
+//     64-node rail-optimised profile (128 of its 512 GPUs); target < 10 s; every scheme, and
+//     no_overlap alone.
+// One thread (evaluate_all runs the schemes one after another). Run with --benchmark_repetitions=3
+// --benchmark_report_aggregates_only=true for medians; each iteration is seconds long, so one
+// iteration per repetition.
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+#include "sim/metrics.hpp"
+#include "sim/scenario.hpp"
+
+#ifndef OVERLAP_SOURCE_DIR
+#define OVERLAP_SOURCE_DIR "."
+#endif
+
+using namespace overlap;
+using namespace overlap::sim;
+
+namespace {
+
+Scenario load(const std::string& file, std::vector<std::string> sets = {}) {
+  ScenarioOptions o;
+  o.hardware_dir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware";
+  o.sets = std::move(sets);
+  o.validate_sweep = false;
+  return load_scenario_file(std::string(OVERLAP_SOURCE_DIR) + "/scenarios/" + file, o);
+}
+
+// Every scheme the scenario lists (all that run a step, the file naming none), or only `only`.
+void run_step(benchmark::State& state, const Scenario& sc, const std::string& only) {
+  std::vector<SchemeRequest> requests;
+  for (const SchemeSpec& s : sc.schemes)
+    if (only.empty() || s.name == only) requests.push_back(SchemeRequest{s.name, s.params});
+  std::uint64_t events = 0;
+  for (auto _ : state) {
+    const std::vector<SchemeResult> results = evaluate_all(requests, sc.workload, sc.hardware, sc.fidelity);
+    events = 0;
+    for (const SchemeResult& r : results) events += r.events;
+    benchmark::DoNotOptimize(results.data());
+  }
+  state.counters["schemes"] = static_cast<double>(requests.size());
+  state.counters["events_main_runs"] = static_cast<double>(events);
+}
+
+void BM_Llama70bTp8StepAllSchemes(benchmark::State& state) {
+  static const Scenario sc = load("llama3-70b-tp8-train-step.yaml");
+  run_step(state, sc, "");
+}
+BENCHMARK(BM_Llama70bTp8StepAllSchemes)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
+
+// arg 0: 0 = every scheme, 1 = no_overlap alone.
+void BM_Llama70bTp8xDp16FsdpStep(benchmark::State& state) {
+  static const Scenario sc =
+      load("llama3-70b-tp8xdp2-fsdp-step.yaml", {"hardware=h100-64node-ib400-rail", "workload.parallel.dp=16"});
+  run_step(state, sc, state.range(0) == 1 ? "no_overlap" : "");
+}
+BENCHMARK(BM_Llama70bTp8xDp16FsdpStep)->Arg(0)->Arg(1)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
