@@ -541,7 +541,8 @@ std::vector<OpId> emit_block(Pipeline& pl, const Workload& w, Block block, const
 //     with compute_partial_output = dgrad of a sequence slice): the slice that stays here last.
 //   Ulysses (Sec. 4.4, Alg. 5): the backward runs the forward's all-to-alls in reverse. dO's all-to-all
 //     (sequence -> heads) stays a collective, as the forward's first one does. Attention's backward
-//     then runs over key/value slices (FlashAttention-2's backward order, outer loop over K/V blocks):
+//     then runs over key/value slices (FlashAttention-2's backward order: Dao 2023, Algorithm 2, outer
+//     loop over K/V blocks, dQ accumulated across them):
 //     slice j's dK_j and dV_j are final after its step and go to rank j, the owner of sequence slice
 //     j, while the next slice is computed (Alg. 5's schedule with compute_partial_output = the
 //     backward of one K/V slice; the own slice last). dQ sums over every K/V slice, so it is final only
