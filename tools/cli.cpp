@@ -21,6 +21,7 @@
 #include "sim/sweep_mpi.hpp"
 #include "tools/cmd_papers.hpp"
 #include "tools/cmd_profile.hpp"
+#include "tools/cmd_profile_fit.hpp"
 #include "tools/cmd_run.hpp"
 #include "tools/cmd_schemes.hpp"
 #include "tools/cmd_sweep.hpp"
@@ -135,8 +136,8 @@ std::optional<std::string> unknown_command(int argc, const char* const* argv) {
     if (first == c) {
       if (first == "profile" && argc >= 3) {
         const std::string sub = argv[2];
-        if (!sub.empty() && sub[0] != '-' && sub != "show" && sub != "list")
-          return fmt::format("unknown command 'profile {}' (profile commands: list, show)", sub);
+        if (!sub.empty() && sub[0] != '-' && sub != "show" && sub != "list" && sub != "fit")
+          return fmt::format("unknown command 'profile {}' (profile commands: list, show, fit)", sub);
       }
       return std::nullopt;
     }
@@ -340,18 +341,20 @@ struct Commands {
   ProfileOptions profile;
   CollectiveOptions collective;
   TraceOptions trace;
+  ProfileFitOptions fit;
   std::string validate_dir;
   bool validate_record = false;
   PapersOptions papers;
   CLI::App *run_cmd = nullptr, *tune_cmd = nullptr, *sweep_cmd = nullptr, *schemes_cmd = nullptr,
            *list_cmd = nullptr, *show_cmd = nullptr, *collective_cmd = nullptr, *validate_cmd = nullptr,
-           *trace_cmd = nullptr;
+           *trace_cmd = nullptr, *fit_cmd = nullptr;
 };
 
 void add_profile_commands(CLI::App& app, Commands& c) {
   CLI::App* profile_cmd = app.add_subcommand("profile", "Hardware profiles");
   profile_cmd->require_subcommand(1);
-  profile_cmd->footer(examples({"overlap-sim profile list", "overlap-sim profile show h100-sxm-8x-nvswitch"}));
+  profile_cmd->footer(examples({"overlap-sim profile list", "overlap-sim profile show h100-sxm-8x-nvswitch",
+                                "overlap-sim profile fit traces/*.json.gz --hardware h100-sxm-8x-nvswitch -o my-cluster.yaml"}));
   c.list_cmd = profile_cmd->add_subcommand("list", "List the built-in hardware profiles");
   c.list_cmd->add_option("--format", c.profile.list_format, "Output format")->check(CLI::IsMember({"table", "json"}));
   c.list_cmd->footer(examples({"overlap-sim profile list", "overlap-sim profile list --format json"}));
@@ -364,6 +367,7 @@ void add_profile_commands(CLI::App& app, Commands& c) {
   c.show_cmd->footer(examples({"overlap-sim profile show h100-sxm-8x-nvswitch",
                              "overlap-sim profile show h100-sxm-8x-nvswitch --format yaml > my-node.yaml   # loads back: --hardware my-node.yaml",
                              "overlap-sim profile show a800-8x-nvlink --format yaml --set gpu.sm_count=100"}));
+  c.fit_cmd = add_profile_fit_command(*profile_cmd, c.fit);
 }
 
 // `validate DIR`: a calibration results directory, predicted vs measured (tools/cmd_validate.hpp);
@@ -433,6 +437,12 @@ int run_command(Commands& c, std::ostream& out, std::ostream& err) {
   if (c.trace_cmd->parsed()) {
     check_output_flags({{"-o", &c.trace.output, c.trace_cmd->get_option("--output")}});
     cmd_trace(c.trace, out, err);
+    return kExitOk;
+  }
+  if (c.fit_cmd->parsed()) {
+    check_output_flags({{"-o", &c.fit.output, c.fit_cmd->get_option("--output")},
+                        {"--report", &c.fit.report, c.fit_cmd->get_option("--report")}});
+    cmd_profile_fit(c.fit, out, err);
     return kExitOk;
   }
   if (c.list_cmd->parsed()) {

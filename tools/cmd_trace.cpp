@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "calibrate/traces/profile_fit.hpp"
 #include "calibrate/traces/trace_analysis.hpp"
 #include "cost_model/collective_model.hpp"
 #include "cost_model/collective_primitive.hpp"
@@ -41,8 +42,11 @@ CLI::App* add_trace_command(CLI::App& app, TraceOptions& o) {
   cmd->add_option("--hardware", o.hardware,
                   "Predict every GEMM and collective found with this profile (built-in name or YAML path) and "
                   "print measured vs predicted");
+  cmd->add_flag("--kernels", o.kernels,
+               "List every kernel group instead (name, class, shape or message, count, total/mean/min/max time)");
   cmd->footer("\nExamples:\n"
               "  overlap-sim trace rank0.pt.trace.json.gz rank1.pt.trace.json.gz\n"
+              "  overlap-sim trace traces/*.json.gz --kernels --format csv -o kernels.csv\n"
               "  overlap-sim trace traces/*.json.gz --hardware h100-sxm-8x-nvswitch\n"
               "  overlap-sim trace report.sqlite --format json -o overlap.json\n");
   return cmd;
@@ -109,21 +113,11 @@ struct Run {
   std::vector<RankReport> ranks;
   std::optional<int> world_size;
   OverlapFigures overall;
+  std::size_t files = 0;
   std::string hardware;  // profile name when predicting
   std::vector<Prediction> predictions;
   std::vector<ClassSummary> summaries;
 };
-
-// PyTorch's dtype names ("c10::BFloat16", "BFloat16", "float", "c10::Half") to the cost model's.
-std::optional<DType> model_dtype(std::string name) {
-  if (name.rfind("c10::", 0) == 0) name = name.substr(5);
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (name == "bfloat16") return DType::bf16;
-  if (name == "half" || name == "float16") return DType::fp16;
-  if (name == "float" || name == "float32") return DType::fp32;
-  if (name.rfind("float8", 0) == 0) return DType::fp8;
-  return std::nullopt;
-}
 
 // A group's row before the model speaks: what it is and its measured mean time per call.
 template <class Group>
@@ -145,7 +139,7 @@ void predict(const TraceOptions& o, Run& run) {
     for (const GemmGroup& g : r.gemms) {
       Prediction p = measured(r.rank, "gemm", g);
       p.what = shape_text(g);
-      const auto dtype = g.shape ? model_dtype(g.shape->dtype) : std::nullopt;
+      const auto dtype = g.shape ? traces::model_dtype(g.shape->dtype) : std::nullopt;
       if (!g.shape) {
         p.why = "shape unknown";
       } else if (!dtype) {
@@ -205,16 +199,23 @@ constexpr const char* kDefinition =
     "(union of communication intervals minus its intersection with the union of compute intervals, per GPU; "
     "HolisticTraceAnalysis' comm/comp overlap); overlap = 1 - exposed / communication";
 
-Run load(const TraceOptions& o, std::ostream& err) {
-  Run run;
+}  // namespace
+
+TraceReports load_trace_reports(const std::vector<std::string>& files, const std::string& step_prefix, std::ostream& err) {
+  TraceReports run;
   std::vector<traces::RankTrace> loaded;
-  for (const std::string& f : o.files) {
-    traces::RankTrace t = traces::read_trace(f, o.step_prefix);
-    RankReport r = traces::analyze(t);
-    r.rank_from_trace = t.rank.has_value();
-    r.rank = t.rank.value_or(0);
-    loaded.push_back(std::move(t));
-    run.ranks.push_back(std::move(r));
+  for (const std::string& f : files) {
+    for (traces::RankTrace& t : traces::read_traces(f, step_prefix)) {
+      RankReport r = traces::analyze(t);
+      r.rank_from_trace = t.rank.has_value();
+      r.rank = t.rank.value_or(0);
+      r.part = t.part;
+      // The trace's activities are not needed after analyze(): drop them before the next file.
+      t.activities = {};
+      t.launches = {};
+      loaded.push_back(std::move(t));
+      run.ranks.push_back(std::move(r));
+    }
   }
   // One run's files: every file names its rank or none does; one world_size; each rank once.
   const traces::RankTrace* with = nullptr;
@@ -258,26 +259,42 @@ Run load(const TraceOptions& o, std::ostream& err) {
     }
     std::stable_sort(run.ranks.begin(), run.ranks.end(), [](const RankReport& a, const RankReport& b) { return a.rank < b.rank; });
   }
+  return run;
+}
+
+namespace {
+
+Run load(const TraceOptions& o, std::ostream& err) {
+  TraceReports loaded = load_trace_reports(o.files, o.step_prefix, err);
+  Run run;
+  run.ranks = std::move(loaded.ranks);
+  run.world_size = loaded.world_size;
+  run.files = o.files.size();
   for (const RankReport& r : run.ranks) run.overall += r.figures;
   return run;
 }
 
 void write_table(const Run& run, std::ostream& out) {
-  out << fmt::format("# overlap-sim trace: {} file(s){}; ranks {}\n", run.ranks.size(),
+  out << fmt::format("# overlap-sim trace: {} rank(s) from {} file(s){}; ranks {}\n", run.ranks.size(), run.files,
                      run.world_size ? fmt::format(", world_size {}", *run.world_size) : "",
-                     run.ranks.empty() || run.ranks.front().rank_from_trace ? "from distributedInfo" : "by the order of the files");
+                     run.ranks.empty() || run.ranks.front().rank_from_trace ? "from distributedInfo"
+                     : std::any_of(run.ranks.begin(), run.ranks.end(), [](const RankReport& r) { return !r.part.empty(); })
+                         ? "by the order of the files, an export's processes by the GPU each used first"
+                         : "by the order of the files");
   out << "# " << kDefinition << "\n";
   out << "# times in microseconds\n\n";
   const auto row = [&](const std::string& rank, const std::string& name, const OverlapFigures& f) {
-    out << fmt::format("{:>5}  {:<28}  {:>8}  {:>14}  {:>14}  {:>14}  {:>9}  {:>12}  {:>14}\n", rank, clip(name, 28),
+    out << fmt::format("{:>5}  {:<40}  {:>8}  {:>14}  {:>14}  {:>14}  {:>9}  {:>12}  {:>14}\n", rank, clip(name, 40),
                        f.kernels, us(f.compute_ns), us(f.comm_ns), us(f.exposed_ns), pct(f), us(f.memory_ns), us(f.span_ns));
   };
   const auto header = [&](const char* what) {
-    out << fmt::format("{:>5}  {:<28}  {:>8}  {:>14}  {:>14}  {:>14}  {:>9}  {:>12}  {:>14}\n", "rank", what, "kernels",
+    out << fmt::format("{:>5}  {:<40}  {:>8}  {:>14}  {:>14}  {:>14}  {:>9}  {:>12}  {:>14}\n", "rank", what, "kernels",
                        "compute_us", "comm_us", "exposed_us", "overlap_%", "memory_us", "span_us");
   };
   header("file");
-  for (const RankReport& r : run.ranks) row(std::to_string(r.rank), r.file.substr(r.file.find_last_of('/') + 1), r.figures);
+  for (const RankReport& r : run.ranks)
+    row(std::to_string(r.rank), r.file.substr(r.file.find_last_of('/') + 1) + (r.part.empty() ? "" : " [" + r.part + "]"),
+        r.figures);
   row("all", "", run.overall);
 
   bool any_steps = false;
@@ -347,6 +364,7 @@ void write_json(const Run& run, std::ostream& out) {
     jr["rank_from_trace"] = r.rank_from_trace;
     jr["file"] = r.file;
     jr["format"] = r.format;
+    jr["part"] = r.part;
     jr["figures"] = figures_json(r.figures);
     jr["steps"] = nlohmann::json::array();
     for (const auto& s : r.steps) jr["steps"].push_back({{"name", s.name}, {"figures", figures_json(s.figures)}});
@@ -419,13 +437,70 @@ void write_csv(const Run& run, std::ostream& out) {
   row("overall", "", "", "", run.overall);
 }
 
+// `--kernels`: every kernel group of every rank.
+
+void write_kernels_table(const Run& run, std::ostream& out) {
+  out << fmt::format("# overlap-sim trace --kernels: {} rank(s) from {} file(s); every kernel group (GEMMs by shape, collectives by "
+                     "message, other kernels and copies by name); times in microseconds\n",
+                     run.ranks.size(), run.files);
+  out << fmt::format("{:>5}  {:<13}  {:<10}  {:<56}  {:<36}  {:>8}  {:>14}  {:>12}  {:>12}  {:>12}\n", "rank", "class", "kind",
+                     "kernel", "what", "count", "total_us", "mean_us", "min_us", "max_us");
+  for (const RankReport& r : run.ranks)
+    for (const traces::KernelGroup& k : r.kernels)
+      out << fmt::format("{:>5}  {:<13}  {:<10}  {:<56}  {:<36}  {:>8}  {:>14}  {:>12}  {:>12}  {:>12}\n", std::to_string(r.rank),
+                         traces::class_name(k.cls), k.kind, clip(k.kernel, 56), k.what.empty() ? "-" : clip(k.what, 36),
+                         k.count, us(k.total_ns), us(k.total_ns / k.count), us(k.min_ns), us(k.max_ns));
+  std::int64_t groups = 0, kernels = 0, gemm_unknown = 0, comm_unknown = 0;
+  for (const RankReport& r : run.ranks) {
+    groups += static_cast<std::int64_t>(r.kernels.size());
+    for (const auto& k : r.kernels) kernels += k.count;
+    gemm_unknown += r.gemm_shape_unknown;
+    comm_unknown += r.comm_size_unknown;
+  }
+  out << fmt::format("\n{} group(s) of {} kernel(s) and copies; GEMM kernels with shape unknown: {}; NCCL kernels with "
+                     "size unknown: {}\n",
+                     groups, kernels, gemm_unknown, comm_unknown);
+}
+
+void write_kernels_json(const Run& run, std::ostream& out) {
+  nlohmann::json j;
+  j["tool"] = "overlap-sim trace --kernels";
+  j["world_size"] = run.world_size ? nlohmann::json(*run.world_size) : nlohmann::json(nullptr);
+  j["ranks"] = nlohmann::json::array();
+  for (const RankReport& r : run.ranks) {
+    nlohmann::json jr{{"rank", r.rank}, {"file", r.file}, {"format", r.format}, {"part", r.part},
+                      {"gemm_shape_unknown", r.gemm_shape_unknown}, {"comm_size_unknown", r.comm_size_unknown}};
+    jr["kernels"] = nlohmann::json::array();
+    for (const traces::KernelGroup& k : r.kernels)
+      jr["kernels"].push_back({{"kernel", k.kernel}, {"class", traces::class_name(k.cls)}, {"kind", k.kind},
+                               {"what", k.what}, {"count", k.count}, {"total_ns", k.total_ns},
+                               {"mean_ns", k.total_ns / k.count}, {"min_ns", k.min_ns}, {"max_ns", k.max_ns}});
+    j["ranks"].push_back(jr);
+  }
+  out << j.dump(2) << "\n";
+}
+
+void write_kernels_csv(const Run& run, std::ostream& out) {
+  out << "rank,file,class,kind,kernel,what,count,total_us,mean_us,min_us,max_us\n";
+  for (const RankReport& r : run.ranks)
+    for (const traces::KernelGroup& k : r.kernels)
+      out << fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", r.rank, csv_field(r.file), traces::class_name(k.cls), k.kind,
+                         csv_field(k.kernel), csv_field(k.what), k.count, us(k.total_ns), us(k.total_ns / k.count),
+                         us(k.min_ns), us(k.max_ns));
+}
+
 }  // namespace
 
 void cmd_trace(const TraceOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.kernels && !o.hardware.empty()) throw UsageError("trace: --kernels lists the kernels; --hardware goes without it");
   Run run = load(o, err);
   if (!o.hardware.empty()) predict(o, run);
   std::ostringstream text;
-  if (o.format == "json") write_json(run, text);
+  if (o.kernels) {
+    if (o.format == "json") write_kernels_json(run, text);
+    else if (o.format == "csv") write_kernels_csv(run, text);
+    else write_kernels_table(run, text);
+  } else if (o.format == "json") write_json(run, text);
   else if (o.format == "csv") write_csv(run, text);
   else write_table(run, text);
   if (o.output.empty()) {

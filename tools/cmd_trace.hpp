@@ -13,10 +13,17 @@
 // between files, a rank given twice, a rank outside 0..world_size-1, or some files with a rank and
 // some without are errors (exit 2). Ranks missing from 0..world_size-1 are a warning (profiling a
 // few ranks of a large job is common); the overall figures then cover the ranks given. Files with no
-// rank (every Nsight Systems export) are numbered in the order given.
+// rank (every Nsight Systems export) are numbered in the order given; an export holding several
+// processes gives one rank per process, in the order of the GPU each used first.
+//
+// `--kernels` prints every kernel group instead (name, class, shape or message, count, total, mean,
+// min and max time) as table, JSON or CSV.
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "calibrate/traces/trace_analysis.hpp"
 
 namespace CLI {
 class App;
@@ -30,7 +37,17 @@ struct TraceOptions {
   std::string output;
   std::string step_prefix = "ProfilerStep#";
   std::string hardware;  // empty: no predictions
+  bool kernels = false;  // --kernels: every kernel group instead of the overlap report
 };
+
+// The files read and analysed, one report per rank (an Nsight Systems export of several processes
+// gives one per process), sorted by rank, with the checks above (InputError for files of different
+// runs, a warning on `err` for missing ranks).
+struct TraceReports {
+  std::vector<traces::RankReport> ranks;
+  std::optional<int> world_size;
+};
+TraceReports load_trace_reports(const std::vector<std::string>& files, const std::string& step_prefix, std::ostream& err);
 
 CLI::App* add_trace_command(CLI::App& app, TraceOptions& options);
 

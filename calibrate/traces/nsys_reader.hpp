@@ -13,12 +13,13 @@
 // An export has no tensor shapes and no collective arguments: every GEMM is "shape unknown" and a
 // collective's size is unknown; the rank is not recorded either (see cmd_trace: file order).
 #include <string>
+#include <vector>
 
 #include "calibrate/traces/trace_model.hpp"
 
 namespace overlap::traces {
 
 // Throws InputError naming the file and the missing table / column.
-RankTrace read_nsys_sqlite(const std::string& path, const std::string& step_prefix);
+std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const std::string& step_prefix);
 
 }  // namespace overlap::traces

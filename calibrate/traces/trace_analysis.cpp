@@ -5,6 +5,8 @@
 #include <map>
 #include <tuple>
 
+#include <fmt/format.h>
+
 namespace overlap::traces {
 
 std::optional<double> OverlapFigures::overlap() const {
@@ -65,6 +67,28 @@ std::string lower(std::string s) {
 }
 
 }  // namespace
+
+const char* class_name(ActivityClass c) {
+  switch (c) {
+    case ActivityClass::compute: return "compute";
+    case ActivityClass::communication: return "communication";
+    case ActivityClass::memory: return "memory";
+  }
+  return "compute";
+}
+
+std::string describe(const GemmGroup& g) {
+  if (!g.shape) return "shape unknown";
+  const GemmShape& s = *g.shape;
+  std::string out = s.batch > 1 ? fmt::format("{}x({}x{}x{})", s.batch, s.m, s.n, s.k) : fmt::format("{}x{}x{}", s.m, s.n, s.k);
+  return s.dtype.empty() ? out : out + " " + s.dtype;
+}
+
+std::string describe(const CommGroup& g) {
+  return fmt::format("{} {} group {}", g.collective.empty() ? "collective unknown" : g.collective,
+                     g.bytes ? std::to_string(*g.bytes) + " B" : std::string("size unknown"),
+                     g.group_size ? std::to_string(*g.group_size) : std::string("unknown"));
+}
 
 int dtype_bytes(const std::string& dtype) {
   const std::string d = lower(dtype);
@@ -150,8 +174,27 @@ void list_kernels(const RankTrace& trace, RankReport& r) {
   using CommKey = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::int64_t, std::string, std::string>;
   std::map<CommKey, CommGroup> comms;
   std::vector<std::int8_t> gemm_name(trace.names.size(), -1);  // is_gemm_kernel once per distinct name
+  // Kernels that are neither GEMM nor collective, and copies: by name (and class).
+  std::map<std::pair<std::uint32_t, ActivityClass>, KernelGroup> others;
+  const auto note_other = [&](const GpuActivity& a, std::int64_t dur) {
+    auto [it, fresh] = others.try_emplace({a.name, a.cls});
+    KernelGroup& k = it->second;
+    if (fresh) {
+      k.kernel = trace.names[a.name];
+      k.cls = a.cls;
+      k.kind = a.cls == ActivityClass::memory ? "copy" : "other";
+      k.min_ns = k.max_ns = dur;
+    }
+    ++k.count;
+    k.total_ns += dur;
+    k.min_ns = std::min(k.min_ns, dur);
+    k.max_ns = std::max(k.max_ns, dur);
+  };
   for (const GpuActivity& a : trace.activities) {
-    if (a.cls == ActivityClass::memory) continue;
+    if (a.cls == ActivityClass::memory) {
+      note_other(a, a.end_ns - a.start_ns);
+      continue;
+    }
     const std::string& kernel = trace.names[a.name];
     const auto find = [](const std::vector<std::pair<std::int64_t, std::int32_t>>& index, std::int64_t id) {
       const auto it = std::lower_bound(index.begin(), index.end(), std::make_pair(id, std::int32_t{INT32_MIN}));
@@ -183,12 +226,16 @@ void list_kernels(const RankTrace& trace, RankReport& r) {
       auto [it, fresh] = comms.try_emplace(key, g);
       ++it->second.count;
       it->second.total_ns += dur;
+      it->second.durations_ns.push_back(dur);
       continue;
     }
     // A kernel launched by a matmul op (aten::mm, ...) is a GEMM whatever its library named it.
     const std::int32_t gi = a.external_id >= 0 ? find(trace.gemm_by_external_id, a.external_id) : -1;
     if (gemm_name[a.name] < 0) gemm_name[a.name] = is_gemm_kernel(kernel) ? 1 : 0;
-    if (!gemm_name[a.name] && gi < 0) continue;
+    if (!gemm_name[a.name] && gi < 0) {
+      note_other(a, dur);
+      continue;
+    }
     ++r.gemm_kernels;
     GemmGroup g;
     g.kernel = kernel;
@@ -203,12 +250,31 @@ void list_kernels(const RankTrace& trace, RankReport& r) {
     auto [it, fresh] = gemms.try_emplace(key, g);
     ++it->second.count;
     it->second.total_ns += dur;
+    it->second.durations_ns.push_back(dur);
   }
   for (auto& [k, g] : gemms) r.gemms.push_back(std::move(g));
   for (auto& [k, g] : comms) r.comms.push_back(std::move(g));
   // Longest total first; the map's key order breaks ties (stable), so the listing is deterministic.
   std::stable_sort(r.gemms.begin(), r.gemms.end(), [](const GemmGroup& a, const GemmGroup& b) { return a.total_ns > b.total_ns; });
   std::stable_sort(r.comms.begin(), r.comms.end(), [](const CommGroup& a, const CommGroup& b) { return a.total_ns > b.total_ns; });
+  const auto group_of = [](const auto& g, ActivityClass cls, const char* kind) {
+    KernelGroup k;
+    k.kernel = g.kernel;
+    k.cls = cls;
+    k.kind = kind;
+    k.what = describe(g);
+    k.count = g.count;
+    k.total_ns = g.total_ns;
+    const auto [lo, hi] = std::minmax_element(g.durations_ns.begin(), g.durations_ns.end());
+    k.min_ns = *lo;
+    k.max_ns = *hi;
+    return k;
+  };
+  for (const GemmGroup& g : r.gemms) r.kernels.push_back(group_of(g, ActivityClass::compute, "gemm"));
+  for (const CommGroup& g : r.comms) r.kernels.push_back(group_of(g, ActivityClass::communication, "collective"));
+  for (auto& [k, g] : others) r.kernels.push_back(std::move(g));
+  std::stable_sort(r.kernels.begin(), r.kernels.end(),
+                   [](const KernelGroup& a, const KernelGroup& b) { return a.total_ns > b.total_ns; });
 }
 
 }  // namespace
@@ -217,6 +283,7 @@ RankReport analyze(const RankTrace& trace) {
   RankReport r;
   r.file = trace.file;
   r.format = trace.format;
+  r.part = trace.part;
   std::vector<const GpuActivity*> all;
   all.reserve(trace.activities.size());
   for (const GpuActivity& a : trace.activities) all.push_back(&a);

@@ -36,6 +36,7 @@ struct GemmGroup {
   std::string kernel, op;
   std::optional<GemmShape> shape;  // nullopt: "shape unknown"
   std::int64_t count = 0, total_ns = 0;
+  std::vector<std::int64_t> durations_ns;  // each kernel's, in trace order (medians for fitting)
 };
 
 struct CommGroup {
@@ -43,22 +44,41 @@ struct CommGroup {
   std::optional<std::int64_t> nelems, bytes, group_size;  // nullopt: not in the trace
   std::string dtype, process_group;
   std::int64_t count = 0, total_ns = 0;
+  std::vector<std::int64_t> durations_ns;
+};
+
+// Every kernel (and copy) group of a rank, for `trace --kernels`: a GEMM group (kernel, op and
+// shape), a collective group (kernel and message), or any other kernel by name.
+struct KernelGroup {
+  std::string kernel;
+  ActivityClass cls = ActivityClass::compute;
+  std::string kind;  // "gemm", "collective", "other" (compute), "copy" (memory)
+  std::string what;  // the shape or message as describe() writes it; "" for other kernels
+  std::int64_t count = 0, total_ns = 0, min_ns = 0, max_ns = 0;
 };
 
 struct RankReport {
   std::string file, format;
+  std::string part;  // RankTrace::part
   int rank = 0;
   bool rank_from_trace = false;  // false: assigned by the order of the files
   OverlapFigures figures;
   std::vector<StepFigures> steps;
   std::vector<GemmGroup> gemms;  // by total time, longest first
   std::vector<CommGroup> comms;
+  std::vector<KernelGroup> kernels;  // every group, by total time, longest first
   std::int64_t gemm_kernels = 0, gemm_shape_unknown = 0, comm_kernels = 0, comm_size_unknown = 0;
 };
 
 // Bytes of one element of a dtype as PyTorch / c10 names it (Float, BFloat16, float32, ...); 0 when
 // unknown.
 int dtype_bytes(const std::string& dtype);
+
+// "MxNxK dtype" (batched: "Bx(MxNxK) dtype"), or "shape unknown".
+std::string describe(const GemmGroup& g);
+// "all_reduce 2097152 B group 8", with "size unknown" / "group unknown" for what the trace lacks.
+std::string describe(const CommGroup& g);
+const char* class_name(ActivityClass c);  // compute, communication, memory
 
 // Overlap figures of a set of activities (per GPU, then summed).
 OverlapFigures measure(const std::vector<const GpuActivity*>& activities);

@@ -124,18 +124,31 @@ std::optional<GemmShape> gemm_shape(const OpInfo& op) {
 }
 
 RankTrace read_trace(const std::string& path, const std::string& step_prefix) {
+  std::vector<RankTrace> all = read_traces(path, step_prefix);
+  if (all.size() != 1)
+    throw InputError(path, 0, "CUPTI_ACTIVITY_KIND_KERNEL.globalPid",
+                     std::to_string(all.size()) + " processes in one export: read it with read_traces");
+  return std::move(all.front());
+}
+
+std::vector<RankTrace> read_traces(const std::string& path, const std::string& step_prefix) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw InputError(path, 0, "", std::string("cannot open the trace: ") + std::strerror(errno));
   unsigned char head[16] = {};
   const std::size_t got = std::fread(head, 1, sizeof head, f);
   std::fclose(f);
   if (got == 0) throw InputError(path, 0, "", "empty file: not a Kineto JSON trace nor an Nsight Systems SQLite export");
+  const auto one = [&] {
+    std::vector<RankTrace> v;
+    v.push_back(read_kineto_json(path, step_prefix));
+    return v;
+  };
   if (got >= 16 && std::memcmp(head, "SQLite format 3", 16) == 0) return read_nsys_sqlite(path, step_prefix);
-  if (got >= 2 && head[0] == 0x1f && head[1] == 0x8b) return read_kineto_json(path, step_prefix);
+  if (got >= 2 && head[0] == 0x1f && head[1] == 0x8b) return one();
   std::size_t i = 0;
   while (i < got && std::isspace(head[i])) ++i;
-  if (i < got && head[i] == '{') return read_kineto_json(path, step_prefix);
-  if (i == got) return read_kineto_json(path, step_prefix);  // leading whitespace only: the reader says more
+  if (i < got && head[i] == '{') return one();
+  if (i == got) return one();  // leading whitespace only: the reader says more
   const std::string ext = path.size() > 9 ? path.substr(path.size() - 9) : "";
   if (ext == ".nsys-rep" || (path.size() > 6 && path.substr(path.size() - 6) == ".qdrep"))
     throw InputError(path, 0, "", "an Nsight Systems report, not its export: run `nsys export --type sqlite` on it and "

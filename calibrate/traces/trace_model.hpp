@@ -64,6 +64,8 @@ struct StepRange {
 
 struct RankTrace {
   std::string file;
+  // One process of an export that holds several ("pid 4242, GPU 3"); "" when the file is one rank.
+  std::string part;
   std::string format;  // "kineto" or "nsys"
   std::optional<int> rank, world_size;
   std::string backend;
@@ -101,5 +103,8 @@ std::string collective_from_kernel_name(const std::string& name);
 // Reads a file in either format, chosen by its first bytes (SQLite header, gzip magic, or JSON).
 // Throws InputError naming the file and what is wrong or missing.
 RankTrace read_trace(const std::string& path, const std::string& step_prefix);
+// The same, one RankTrace per rank the file holds: a Kineto trace is one rank; an Nsight Systems
+// export of several processes (nsys profile of a launcher that starts every rank) is one per process.
+std::vector<RankTrace> read_traces(const std::string& path, const std::string& step_prefix);
 
 }  // namespace overlap::traces

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -65,12 +66,13 @@ void gzip_to(const fs::path& path, const std::string& bytes) {
 }
 
 // The committed SQL text loaded into a fresh SQLite database, as `nsys export --type sqlite` writes one.
-std::string nsys_db(const std::string& name, const std::string& extra_sql = "") {
+std::string nsys_db(const std::string& name, const std::string& extra_sql = "",
+                    const std::string& fixture = "nsys_rank.sql") {
   const fs::path path = scratch(name);
   fs::remove(path);
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  const std::string sql = slurp(kData + "nsys_rank.sql") + extra_sql;
+  const std::string sql = slurp(kData + fixture) + extra_sql;
   char* error = nullptr;
   const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
   const std::string message = error ? error : "";
@@ -251,6 +253,85 @@ TEST_CASE("trace: an Nsight Systems SQLite export", "[trace][nsys]") {
   CHECK(r["gemm_shape_unknown"] == 2);
   CHECK(r["comm_size_unknown"] == 1);
   CHECK(r["comms"][0]["collective"] == "reduce_scatter");
+}
+
+TEST_CASE("trace: an nsys export of two processes is two ranks; emit_nvtx ranges give GEMM shapes", "[trace][nsys]") {
+  const std::string db = nsys_db("nsys_two_ranks.sqlite", "", "nsys_two_ranks.sql");
+  const nlohmann::json j = json_of({db});
+  REQUIRE(j["ranks"].size() == 2);
+  // Ranks by the GPU each process used first: pid 2000 on GPU 0, pid 1000 on GPU 1.
+  const auto& r0 = j["ranks"][0];
+  const auto& r1 = j["ranks"][1];
+  CHECK(r0["part"] == "pid 2000, GPU 0");
+  CHECK(r1["part"] == "pid 1000, GPU 1");
+  // Rank 0: GEMM [1000, 2000) + [3000, 3500), all-reduce [2000, 3000) not hidden.
+  CHECK(r0["figures"]["compute_ns"] == 1500);
+  CHECK(r0["figures"]["communication_ns"] == 1000);
+  CHECK(r0["figures"]["exposed_communication_ns"] == 1000);
+  // Rank 1: GEMM [1000, 1600), all-reduce [1200, 2600): 400 hidden, 1000 exposed.
+  CHECK(r1["figures"]["compute_ns"] == 600);
+  CHECK(r1["figures"]["exposed_communication_ns"] == 1000);
+  CHECK(j["overall"]["exposed_communication_ns"] == 2000);
+  // Launch 1 of rank 0 ran inside aten::linear > aten::addmm: the innermost op, addmm, gives
+  // [4096, 1024] x [1024, 4096]; the dtype from the kernel's name (bf16). Its launch 3 ran in no op:
+  // shape unknown. Correlation id 1 of rank 1 is another kernel: aten::mm [256, 512] x [512, 128],
+  // Float from "sgemm".
+  CHECK(r0["gemm_kernels"] == 2);
+  CHECK(r0["gemm_shape_unknown"] == 1);
+  nlohmann::json shaped;
+  for (const auto& g : r0["gemms"])
+    if (!g["shape"].is_null()) shaped = g;
+  CHECK(shaped["op"] == "aten::addmm");
+  CHECK(shaped["shape"] == nlohmann::json{{"batch", 1}, {"m", 4096}, {"n", 4096}, {"k", 1024}, {"dtype", "BFloat16"}});
+  REQUIRE(r1["gemms"].size() == 1);
+  CHECK(r1["gemms"][0]["op"] == "aten::mm");
+  CHECK(r1["gemms"][0]["shape"] == nlohmann::json{{"batch", 1}, {"m", 256}, {"n", 128}, {"k", 512}, {"dtype", "Float"}});
+  CHECK(r1["gemm_shape_unknown"] == 0);
+  // The export has no collective arguments: counted as size unknown on both ranks.
+  CHECK(r0["comm_size_unknown"] == 1);
+  CHECK(r1["comm_size_unknown"] == 1);
+  // The step range is rank 1's (its thread's process).
+  CHECK(r0["steps"].empty());
+  REQUIRE(r1["steps"].size() == 1);
+  CHECK(r1["steps"][0]["name"] == "ProfilerStep#3");
+  // The table names each part and how ranks were numbered.
+  const CliResult t = cli({db});
+  CHECK(t.out.find("ranks by the order of the files, an export's processes by the GPU each used first") != std::string::npos);
+  CHECK(t.out.find("nsys_two_ranks.sqlite [pid 1000, GPU 1]") != std::string::npos);
+}
+
+TEST_CASE("trace --kernels: every kernel group with its class, shape or message, in table, JSON and CSV", "[trace]") {
+  const nlohmann::json j = json_of({kData + "rank0.json", kData + "rank1.json.gz", "--kernels"});
+  REQUIRE(j["ranks"].size() == 2);
+  const auto& k0 = j["ranks"][0]["kernels"];
+  // Rank 0: 2 GEMM groups, 2 collectives, the elementwise kernel and the copy; longest total first.
+  REQUIRE(k0.size() == 6);
+  CHECK(k0[0]["kind"] == "gemm");
+  CHECK(k0[0]["what"] == "4096x2048x8192 c10::BFloat16");
+  CHECK(k0[0]["total_ns"] == 50000);
+  std::int64_t total = 0, previous = INT64_MAX;
+  std::map<std::string, int> kinds;
+  for (const auto& k : k0) {
+    total += k["total_ns"].get<std::int64_t>();
+    CHECK(k["total_ns"].get<std::int64_t>() <= previous);
+    previous = k["total_ns"].get<std::int64_t>();
+    ++kinds[k["kind"].get<std::string>()];
+    CHECK(k["mean_ns"] == k["total_ns"].get<std::int64_t>() / k["count"].get<std::int64_t>());
+  }
+  // Every activity counted once: compute 100 us + communication 50 us (no overlap among their own
+  // kind on this rank) + the 5 us copy.
+  CHECK(total == 155000);
+  CHECK(kinds == std::map<std::string, int>{{"collective", 2}, {"copy", 1}, {"gemm", 2}, {"other", 1}});
+  for (const auto& k : k0)
+    if (k["kind"] == "collective") CHECK(k["class"] == "communication");
+  const CliResult csv = cli({kData + "rank0.json", kData + "rank1.json.gz", "--kernels", "--format", "csv"});
+  REQUIRE(csv.rc == 0);
+  CHECK(csv.out.rfind("rank,file,class,kind,kernel,what,count,total_us,mean_us,min_us,max_us\n", 0) == 0);
+  CHECK(std::count(csv.out.begin(), csv.out.end(), '\n') == 1 + 6 + 2);
+  const CliResult table = cli({kData + "rank0.json", kData + "rank1.json.gz", "--kernels"});
+  CHECK(table.out.find("8 group(s) of 8 kernel(s) and copies; GEMM kernels with shape unknown: 1") != std::string::npos);
+  // --kernels is a listing, not a prediction.
+  CHECK(cli({kData + "rank0.json", "--kernels", "--hardware", "h100-sxm-8x-nvswitch"}).rc == 2);
 }
 
 TEST_CASE("trace: files of different runs are refused", "[trace]") {
