@@ -342,9 +342,12 @@ GemmCollectiveForward emit_gemm_collective(GraphBuilder& b, const RankStreams& s
 //            parallelism) (gemm_scatter).
 // An all-gather before a GEMM is not its pattern: the forward's input all-gather, dY's all-gather before
 // a row-parallel dgrad and the input's re-gather before wgrad run as no_overlap runs them (the base
-// class). Each signalled GEMM gets the wave-group partition of its own shape (choose_groups): a dgrad
-// of M x K x N has the forward's M x N output tiles and waves but K/N times its work per wave, so the
-// partition tuned for the forward GEMM would cut the wrong groups.
+// class). Each signalled GEMM gets the wave-group partition of its own shape (choose_groups): fc1's
+// dgrad (tokens x d_model x 2 ffn/tp) has the output tiles, waves and reduce-scatter bytes of fc2's
+// forward GEMM (tokens x d_model x ffn/tp) but twice its work per wave, and qkv's dgrad (K = (heads + 2
+// kv_heads) x head_dim / tp) against out_proj's (K = d_model / tp) likewise, so a partition tuned for
+// the forward GEMM would balance the wrong group times (Alg. 1 weighs each group's compute against its
+// communication); FlashOverlap's tuner keys each configuration by M, N, K, primitive and ranks.
 class FlashOverlapPass final : public PassEmitter {
  public:
   FlashOverlapPass(GraphBuilder& b, RankStreams streams, FlashOverlapParams p)
