@@ -177,7 +177,7 @@ struct SignalledGemm {
   std::string gemm_name;    // the GEMM op
   std::string wait_name;    // + ".group{j}": the signalling (wait) kernels
   std::string comm_name;    // + ".group{j}": the groups' collectives
-  std::string counter_name; // + "r{rank}.group{j}": the counting table's entries
+  std::string counter_name; // + "r{rank}.tiles": the GEMM's tile counter on each rank
   std::string what;         // names the GEMM in an error ("" for the one GEMM of gemm_collective)
 };
 
@@ -224,20 +224,22 @@ std::vector<TileRange> group_tiles(const GroupChoice& choice, const SignalledGem
   }
 }
 
-// The signalling GEMM on every rank (the pre-reorder's epilogue cost on every tile and one counter
-// per group: tile i of dispatch order counts for the group holding it), after `start` (per rank, may
-// be empty), then per group the wait and the group's collective on the comm stream. Returns each
-// rank's last collective op.
+// The signalling GEMM on every rank (the pre-reorder's epilogue cost on every tile; every tile done
+// counts), after `start` (per rank, may be empty), then per group the wait and the group's collective on
+// the comm stream. Returns each rank's last collective op.
+// The paper's counting table has one counter per group (Sec. 3.2.4); here one counter per GEMM counts
+// every tile and group j's wait targets the tiles of groups 0..j. The two are the same signal: a GEMM's
+// tiles all take the same time and end in the order they were dispatched (sim/gpu_side.cpp retires a
+// kernel's CTAs in start order), so the first tiles done are the first groups' tiles. One counter keeps
+// the graph from holding a counter id per tile of every signalled GEMM of a step.
 std::vector<OpId> add_signalled_collectives(GraphBuilder& b, const RankStreams& st, const FlashOverlapParams& p,
                                             const SignalledGemm& s, const GemmPlan& plan,
                                             const std::vector<TileRange>& ranges, const std::vector<OpId>& start) {
   const int T = b.ranks();
   std::vector<OpId> last_comm(static_cast<std::size_t>(T), kNoOp);
-  std::vector<std::vector<CounterId>> rank_counters;
+  std::vector<CounterId> counters;
   for (int r = 0; r < T; ++r) {
-    std::vector<CounterId> counters;
-    for (std::size_t j = 0; j < ranges.size(); ++j)
-      counters.push_back(b.add_counter(fmt::format("{}r{}.group{}", s.counter_name, r, j)));
+    counters.push_back(b.add_counter(fmt::format("{}r{}.tiles", s.counter_name, r)));
     GemmOptions o;
     o.name = s.gemm_name;
     o.epilogue_overhead = p.epilogue_overhead;
@@ -245,18 +247,18 @@ std::vector<OpId> add_signalled_collectives(GraphBuilder& b, const RankStreams& 
     // With sm_margin the GEMM keeps to the wave width the groups were cut for, so NCCL never waits
     // for SMs (the published predictor's assumption, facts.md: "NCCL assumed to take 2 SMs").
     if (p.sm_margin) o.sm_budget = p.wave_sms;
-    for (std::size_t j = 0; j < ranges.size(); ++j)
-      for (std::int64_t t = 0; t < ranges[j].count; ++t) o.tile_counters.push_back(counters[j]);
+    o.tile_counters = {counters.back()};
     b.add_gemm(r, st.compute[static_cast<std::size_t>(r)], s.shape, o);
-    rank_counters.push_back(std::move(counters));
   }
+  std::int64_t done = 0;  // tiles of the groups so far
   for (std::size_t j = 0; j < ranges.size(); ++j) {
+    done += ranges[j].count;
     // Sec. 5: for each group the signalling kernel stalls the comm stream until the count is reached,
     // then the group's collective is issued on the same (high-priority) stream.
     std::vector<OpId> waits;
     for (int r = 0; r < T; ++r)
-      waits.push_back(b.add_wait(r, st.comm[static_cast<std::size_t>(r)], rank_counters[static_cast<std::size_t>(r)][j],
-                                 ranges[j].count, fmt::format("{}.group{}", s.wait_name, j)));
+      waits.push_back(b.add_wait(r, st.comm[static_cast<std::size_t>(r)], counters[static_cast<std::size_t>(r)], done,
+                                 fmt::format("{}.group{}", s.wait_name, j)));
     CollectiveSpec c;
     c.name = fmt::format("{}.group{}", s.comm_name, j);
     c.primitive = s.primitive;
@@ -340,9 +342,12 @@ GemmCollectiveForward emit_gemm_collective(GraphBuilder& b, const RankStreams& s
 //            parallelism) (gemm_scatter).
 // An all-gather before a GEMM is not its pattern: the forward's input all-gather, dY's all-gather before
 // a row-parallel dgrad and the input's re-gather before wgrad run as no_overlap runs them (the base
-// class). Each signalled GEMM gets the wave-group partition of its own shape (choose_groups): a dgrad
-// of M x K x N has the forward's M x N output tiles and waves but K/N times its work per wave, so the
-// partition tuned for the forward GEMM would cut the wrong groups.
+// class). Each signalled GEMM gets the wave-group partition of its own shape (choose_groups): fc1's
+// dgrad (tokens x d_model x 2 ffn/tp) has the output tiles, waves and reduce-scatter bytes of fc2's
+// forward GEMM (tokens x d_model x ffn/tp) but twice its work per wave, and qkv's dgrad (K = (heads + 2
+// kv_heads) x head_dim / tp) against out_proj's (K = d_model / tp) likewise, so a partition tuned for
+// the forward GEMM would balance the wrong group times (Alg. 1 weighs each group's compute against its
+// communication); FlashOverlap's tuner keys each configuration by M, N, K, primitive and ranks.
 class FlashOverlapPass final : public PassEmitter {
  public:
   FlashOverlapPass(GraphBuilder& b, RankStreams streams, FlashOverlapParams p)
