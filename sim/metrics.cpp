@@ -81,10 +81,11 @@ int peak_comm_sms(const TaskGraph& g, const Timeline& tl) {
 
 // The parameters a scheme ran with: the given ones plus every declared default not given (a
 // hardware-dependent default as its formula, the way `overlap-sim schemes` shows it).
-nlohmann::json params_with_defaults(const SchemeInfo& scheme, const nlohmann::json& given) {
+// A knob that means nothing for the workload (a training-only knob in a forward pass) is left out.
+nlohmann::json params_with_defaults(const SchemeInfo& scheme, const nlohmann::json& given, const Workload& workload) {
   nlohmann::json out = given.is_object() ? given : nlohmann::json::object();
   for (const SchemeParam& p : scheme.params)
-    if (!out.contains(p.name)) out[p.name] = default_for(p, nullptr);
+    if (!out.contains(p.name) && param_applies(p, workload)) out[p.name] = default_for(p, nullptr);
   return out;
 }
 
@@ -194,6 +195,8 @@ SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const E
   if (scheme.applies && !scheme.applies(ctx.workload))
     throw std::invalid_argument(
         fmt::format("scheme '{}' does not apply to a {} workload", scheme.name, ctx.workload.kind));
+  if (const auto refused = check_params_apply(scheme.params, ctx.params, ctx.workload))
+    throw InputError("", 0, "params." + refused->name, refused->why);
   BuiltScheme built = scheme.build(ctx);
   std::unique_ptr<NodeConfig> own;
   if (!ctx.node) own = std::make_unique<NodeConfig>(make_node(ctx.hardware, built.graph.num_ranks()));
@@ -205,7 +208,7 @@ SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const E
   if (options.latency_only) {
     SchemeResult r;
     r.scheme = scheme.name;
-    r.params = params_with_defaults(scheme, ctx.params);
+    r.params = params_with_defaults(scheme, ctx.params, ctx.workload);
     r.latency_ps = tl.makespan_ps;
     r.reason = built.reason;
     r.events = tl.events;
@@ -228,7 +231,7 @@ SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const E
 
   SchemeResult r;
   r.scheme = scheme.name;
-  r.params = params_with_defaults(scheme, ctx.params);
+  r.params = params_with_defaults(scheme, ctx.params, ctx.workload);
   r.latency_ps = tl.makespan_ps;
   r.compute_only_ps = compute_only.makespan_ps;
   r.comm_ps = options.comm_ps >= 0 ? options.comm_ps : workload_comm_ps(ctx.workload, ctx.hardware, ctx.fidelity);

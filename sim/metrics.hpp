@@ -149,8 +149,9 @@ std::vector<SchemeResult> evaluate_all(const std::vector<SchemeRequest>& schemes
                                        const Workload& workload, const HardwareProfile& hardware,
                                        Fidelity fidelity, const EvaluateOptions& options = {});
 
-// The parameters a scheme runs with: `given` plus every declared default not given (SchemeParam).
-nlohmann::json params_with_defaults(const SchemeInfo& scheme, const nlohmann::json& given);
+// The parameters a scheme runs with on `workload`: `given` plus every declared default not given
+// (SchemeParam) that applies to it (param_applies: a training-only knob is not shown for a forward pass).
+nlohmann::json params_with_defaults(const SchemeInfo& scheme, const nlohmann::json& given, const Workload& workload);
 
 // The baseline scheme name for a workload ("no_overlap", or "tp_baseline" for decode_stack).
 std::string baseline_scheme_for(const Workload& workload);
