@@ -98,11 +98,12 @@ bool is_training_graph(const TaskGraph& graph) {
   });
 }
 
-// How a training step's op is shown: the backward's ops named "bwd <name>" (Perfetto colours a slice
-// by its name, and the timeline plot labels it by its name, so the two passes of one layer read apart),
-// the forward's as they are.
+// How a training step's op is shown: every backward op's name starts with "bwd." (the step driver
+// names most of them so; the data-parallel ones it names by communicator first), as Perfetto colours a
+// slice by its name and the timeline plot labels it by its name, so the two passes of a layer read apart.
 std::string trace_name(const Op& op, bool training) {
-  return training && op.pass == StepPass::backward ? "bwd " + op.name : op.name;
+  if (!training || op.pass != StepPass::backward || op.name.rfind("bwd.", 0) == 0) return op.name;
+  return "bwd." + op.name;
 }
 
 // One slice per op on its stream: the kernel level. At cta level also the op on its copy engine and

@@ -139,8 +139,16 @@ std::string scheme_applies_to(const SchemeInfo& scheme) {
 
 std::vector<ReportContext::Skipped> schemes_not_applying(const Workload& workload) {
   std::vector<ReportContext::Skipped> out;
-  for (const SchemeInfo& s : scheme_registry())
-    if (s.applies && !s.applies(workload)) out.push_back({s.name, scheme_applies_to(s)});
+  for (const SchemeInfo& s : scheme_registry()) {
+    if (!s.applies || s.applies(workload)) continue;
+    // A scheme that runs this kind's forward but has no backward form: that is why it is absent.
+    Workload forward = workload;
+    forward.training = Training{};
+    if (is_training_step(workload) && s.backward.empty() && s.applies(forward))
+      out.push_back({s.name, "forward passes only: no backward form"});
+    else
+      out.push_back({s.name, scheme_applies_to(s)});
+  }
   return out;
 }
 
@@ -223,6 +231,19 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
         field(j, text, "dtype", std::string(dtype_name(s.dtype)));
       },
       w.shape);
+  // The training keys only where they differ from a forward pass alone, so a forward workload reads
+  // as it always has.
+  const Training& t = w.training;
+  if (t.pass != Pass::forward || t.recompute != Recompute::none || t.parallel.dp > 1) {
+    field(j, text, "pass", std::string(pass_name(t.pass)));
+    if (t.recompute != Recompute::none) field(j, text, "recompute", std::string(recompute_name(t.recompute)));
+  }
+  if (t.parallel.dp > 1) {
+    field(j, text, "dp", t.parallel.dp);
+    field(j, text, "fsdp", std::string(sharding_name(t.parallel.fsdp)));
+    if (t.parallel.fsdp == Sharding::zero3) field(j, text, "prefetch", t.parallel.prefetch);
+    else field(j, text, "bucket_mb", t.parallel.bucket_mb);
+  }
   return {j, text};
 }
 
@@ -570,16 +591,17 @@ std::string format_step_table(const ReportContext& ctx, const std::vector<Scheme
   const std::vector<std::size_t> width = column_widths(headers, rows);
   const std::string align = "<" + std::string(headers.size() - 1, '>');
   auto line = [&](const std::vector<std::string>& cells) { return table_line(cells, width, align); };
-  std::string dp = t.parallel.dp > 1 ? fmt::format(" dp={} fsdp={}", t.parallel.dp, sharding_name(t.parallel.fsdp)) : "";
   const std::string heading = fmt::format(
-      "training step (pass={} recompute={}{}), times in us: forward = until the forward's last op ends, backward = "
-      "the rest (data-parallel tail included), forward + backward = latency; TP / DP exposed = latency - latency "
-      "with that communicator's ops taking zero time (the two overlap, so they need not add up to exposed comm); "
-      "MFU = model FLOPs (forward 1x, backward 2x, no recomputation) / (latency x peak); tokens/s of the whole "
-      "data-parallel job",
-      pass_name(t.pass), recompute_name(t.recompute), dp);
-  std::string out = "\n" + (wide ? heading + "\n" : wrap_text(heading, kTableWidth, "  "));
+      "training step (pass {}), times in us: forward = until the forward's last op ends, backward = the rest (data-parallel "
+      "tail included), forward + backward = latency; TP / DP exposed = latency - latency with that communicator's ops "
+      "taking zero time (the two overlap, so they need not add up to exposed comm); MFU = model FLOPs (forward 1x, "
+      "backward 2x, no recomputation) / (latency x peak); tokens/s of the whole data-parallel job",
+      pass_name(t.pass));
+  std::string out = "\n" + (wide ? heading + "\n" : wrap_text(heading, kTableWidth, "  ")) + "\n";
   out += line(headers);
+  std::size_t rule = 0;
+  for (std::size_t c = 0; c < headers.size(); ++c) rule += width[c] + (c ? 2 : 0);
+  out += std::string(rule, '-') + "\n";
   for (const auto& row : rows) out += line(row);
   return out;
 }
