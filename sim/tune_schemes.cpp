@@ -46,13 +46,14 @@ std::string params_text(const nlohmann::json& params) {
   return out;
 }
 
-// A candidate's configuration in one line: its knobs, then the workload keys it changes
-// ("chunks=4 workload.parallel.bucket_mb=100"); "defaults" when it sets neither.
+// A candidate's configuration in one line: its knobs, then the workload keys it changes without their
+// "workload." ("chunks=4 parallel.bucket_mb=100": the table's column stays narrow; the JSON's
+// "workload" object names them in full); "defaults" when it sets neither.
 std::string config_text(const SchemeTuneCandidate& c) {
   std::string out = c.params.is_object() && !c.params.empty() ? params_text(c.params) : std::string();
   if (c.workload.is_object())
     for (auto it = c.workload.begin(); it != c.workload.end(); ++it)
-      out += (out.empty() ? "" : " ") + std::string("workload.") + it.key() + "=" + it->dump();
+      out += (out.empty() ? "" : " ") + it.key() + "=" + it->dump();
   return out.empty() ? "defaults" : out;
 }
 
@@ -370,6 +371,10 @@ std::string format_scheme_tune_table(const SchemeTuneResult& r, const Scenario& 
   for (std::size_t i = 0; i < all.size() && static_cast<int>(i) < top; ++i)
     out += fmt::format("{:>3}  {:<{}}  {:<{}}  {:>12.2f}  {:>7.3f}x  {}\n", i + 1, all[i].scheme, w_scheme,
                        clip(config_text(all[i])), w_conf, us(all[i].latency_ps), all[i].speedup, all[i].origin);
+  if (workload_knob_grid(sc.workload).size() > 1)
+    out += wrap_text("\nparallel.* = workload.parallel.*: on a data-parallel training step tune also tries these "
+                     "workload keys with each scheme's settings (the scenario's own value is the one not named)",
+                     kTableWidth, "  ");
   if (!r.skipped.empty()) {
     out += fmt::format("\nnot run here ({} grid settings the hardware or workload does not allow):\n", r.skipped.size());
     for (const std::string& s : r.skipped) out += "  " + s + "\n";

@@ -178,6 +178,7 @@ TEST_CASE("tune SCENARIO on a training step: chunks, column_backward and the DDP
   CHECK(by_bucket.size() > 1);
   // The table names the workload key it set.
   const std::string table = format_scheme_tune_table(r, sc, 50);
-  CHECK(table.find("workload.parallel.bucket_mb=") != std::string::npos);
+  CHECK(table.find(" parallel.bucket_mb=") != std::string::npos);
+  CHECK(table.find("parallel.* = workload.parallel.*") != std::string::npos);
   CHECK(to_json(r, sc, 5)["schemes"][1]["candidates"].size() == 40);
 }
