@@ -183,6 +183,14 @@ CandidateList collect_candidates(const Scenario& sc, int jobs) {
     const SchemeInfo* info = find_scheme(spec.name);
     if (!info) throw std::invalid_argument("unknown scheme '" + spec.name + "'");
     if (info->applies && !info->applies(sc.workload)) continue;
+    // A knob the workload has no use for (column_backward in a forward pass) is the user's mistake,
+    // refused at its line as `run` does.
+    if (const auto refused = check_params_apply(info->params, spec.params, sc.workload)) {
+      const auto line = spec.param_lines.find(refused->name);
+      throw InputError(sc.file, line != spec.param_lines.end() ? line->second : spec.line,
+                       fmt::format("schemes.{}.params.{}", &spec - sc.schemes.data(), refused->name),
+                       fmt::format("scheme '{}': {}", spec.name, refused->why));
+    }
     const bool first = !by_scheme.count(spec.name);
     if (first) order.push_back(spec.name);
     if (!spec.params.empty()) add(spec.name, spec.params, "scenario");

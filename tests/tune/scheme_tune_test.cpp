@@ -182,3 +182,16 @@ TEST_CASE("tune SCENARIO on a training step: chunks, column_backward and the DDP
   CHECK(table.find("parallel.* = workload.parallel.*") != std::string::npos);
   CHECK(to_json(r, sc, 5)["schemes"][1]["candidates"].size() == 40);
 }
+
+TEST_CASE("tune SCENARIO refuses a training-only knob in a forward pass, at its line", "[tune][schemes][training]") {
+  const std::string text =
+      "hardware: a800-8x-nvlink\n"
+      "workload: {kind: gemm_collective, tp: 4, m: 4096, n: 4096, k: 2048, dtype: fp16, primitive: reduce_scatter}\n"
+      "schemes:\n"
+      "  - no_overlap\n"
+      "  - name: data_slicing\n"
+      "    params: {column_backward: bulk}\n";
+  const Scenario sc = load_scenario_text(text, "t.yaml", options());
+  CHECK_THROWS_WITH(tune_schemes(sc, 1), Catch::StartsWith("t.yaml:6: schemes.1.params.column_backward: scheme "
+                                                           "'data_slicing': shapes the training backward only"));
+}
