@@ -120,6 +120,16 @@ StepFigures step_figures(const BuildContext& ctx, const BuiltScheme& built, cons
   s.forward = PassFigures{fwd, fwd_compute, fwd - fwd_compute};
   const Ps bwd = tl.makespan_ps - fwd, bwd_compute = compute_only.makespan_ps - fwd_compute;
   s.backward = PassFigures{bwd, bwd_compute, bwd - bwd_compute};
+  // Each pass's communication to hide: the workload's collectives alone (what comm_ps times), split
+  // where the forward's last one ends.
+  const BuiltScheme alone = build_workload_collectives(ctx);
+  const Timeline comm_tl = run(alone.graph, node);
+  s.forward.comm_ps = forward_end_ps(alone.graph, comm_tl);
+  s.backward.comm_ps = comm_tl.makespan_ps - s.forward.comm_ps;
+  for (PassFigures* p : {&s.forward, &s.backward})
+    p->overlap_efficiency =
+        p->comm_ps > 0 ? std::clamp(1.0 - safe_ratio(static_cast<double>(p->exposed_comm_ps), static_cast<double>(p->comm_ps)), 0.0, 1.0)
+                       : 0.0;
   const bool dp = w.training.parallel.dp > 1;
   s.exposed_tp_ps = dp ? tl.makespan_ps - latency_without(built.graph, node, Communicator::tp)
                        : tl.makespan_ps - compute_only.makespan_ps;
@@ -371,7 +381,10 @@ nlohmann::json to_json(const StepFigures& s) {
                           {"compute_only_us", us_from_ps(p.compute_only_ps)},
                           {"compute_only_ps", p.compute_only_ps},
                           {"exposed_comm_us", us_from_ps(p.exposed_comm_ps)},
-                          {"exposed_comm_ps", p.exposed_comm_ps}};
+                          {"exposed_comm_ps", p.exposed_comm_ps},
+                          {"comm_us", us_from_ps(p.comm_ps)},
+                          {"comm_ps", p.comm_ps},
+                          {"overlap_efficiency", p.overlap_efficiency}};
   };
   return {{"pass", s.pass},
           {"forward", pass(s.forward)},

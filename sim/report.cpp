@@ -304,7 +304,8 @@ const std::vector<std::string>& csv_columns() {
 const std::vector<std::string>& csv_step_columns() {
   static const std::vector<std::string> cols = {
       "pass",          "forward_us",         "forward_compute_only_us", "forward_exposed_comm_us",
-      "backward_us",   "backward_compute_only_us", "backward_exposed_comm_us", "exposed_tp_us",
+      "forward_comm_us", "forward_overlap_efficiency", "backward_us",   "backward_compute_only_us",
+      "backward_exposed_comm_us", "backward_comm_us", "backward_overlap_efficiency", "exposed_tp_us",
       "exposed_dp_us", "model_tflop",        "mfu",                     "tokens_per_s"};
   return cols;
 }
@@ -326,9 +327,13 @@ std::vector<std::string> csv_step_fields(const SchemeResult& r) {
           exact_us(s.forward.latency_ps),
           exact_us(s.forward.compute_only_ps),
           exact_us(s.forward.exposed_comm_ps),
+          exact_us(s.forward.comm_ps),
+          fixed(s.forward.overlap_efficiency, 6),
           exact_us(s.backward.latency_ps),
           exact_us(s.backward.compute_only_ps),
           exact_us(s.backward.exposed_comm_ps),
+          exact_us(s.backward.comm_ps),
+          fixed(s.backward.overlap_efficiency, 6),
           exact_us(s.exposed_tp_ps),
           exact_us(s.exposed_dp_ps),
           fixed(s.model_flops / 1e12, 6),
@@ -559,6 +564,7 @@ std::string format_step_table(const ReportContext& ctx, const std::vector<Scheme
                                       "DP exposed", "MFU (%)", "tokens/s"};
   if (wide) {
     headers.insert(headers.begin() + 3, {"fwd compute-only", "bwd compute-only"});
+    headers.insert(headers.begin() + 7, {"fwd comm", "bwd comm", "fwd overlap eff. (%)", "bwd overlap eff. (%)"});
     headers.push_back("model TFLOP");
   }
   std::vector<std::vector<std::string>> rows;
@@ -584,6 +590,9 @@ std::string format_step_table(const ReportContext& ctx, const std::vector<Scheme
                                     fixed(s.tokens_per_s, 0)};
     if (wide) {
       row.insert(row.begin() + 3, {t_us(s.forward.compute_only_ps), t_us(s.backward.compute_only_ps)});
+      row.insert(row.begin() + 7, {t_us(s.forward.comm_ps), t_us(s.backward.comm_ps),
+                                   fixed(100.0 * s.forward.overlap_efficiency, 1),
+                                   fixed(100.0 * s.backward.overlap_efficiency, 1)});
       row.push_back(fixed(s.model_flops / 1e12, 3));
     }
     rows.push_back(std::move(row));

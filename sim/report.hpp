@@ -78,8 +78,8 @@ std::string format_collectives(const std::vector<SchemeResult>& results, bool wi
 
 // A training step's figures (SchemeResult::step) as a table, one line per scheme: the forward's and
 // the backward's latency (they add up to the step's) and exposed communication, exposed time per
-// communicator (TP, DP), MFU and tokens/s; `wide` adds each pass's compute-only latency and the model
-// FLOPs. Empty unless the workload is a training step (is_training_step), so a forward pass's table is
+// communicator (TP, DP), MFU and tokens/s; `wide` adds each pass's compute-only latency, communication
+// alone and overlap efficiency, and the model FLOPs. Empty unless the workload is a training step (is_training_step), so a forward pass's table is
 // as it always was. format_table inserts it after the main table.
 std::string format_step_table(const ReportContext& ctx, const std::vector<SchemeResult>& results, bool wide = false);
 
@@ -108,9 +108,9 @@ std::string format_report(ReportFormat format, const ReportContext& ctx, const s
 // The CSV columns, in order (the header row of format_csv for a forward workload).
 const std::vector<std::string>& csv_columns();
 // A training step's columns (SchemeResult::step), appended after csv_columns() when the workload is a
-// training step (a forward run's CSV is unchanged): pass, forward_us, forward_compute_only_us,
-// forward_exposed_comm_us, backward_us, backward_compute_only_us, backward_exposed_comm_us,
-// exposed_tp_us, exposed_dp_us, model_tflop (per GPU per step), mfu (0..1), tokens_per_s.
+// training step (a forward run's CSV is unchanged): pass; forward_us, forward_compute_only_us,
+// forward_exposed_comm_us, forward_comm_us, forward_overlap_efficiency and the same five for the
+// backward; exposed_tp_us, exposed_dp_us, model_tflop (per GPU per step), mfu (0..1), tokens_per_s.
 const std::vector<std::string>& csv_step_columns();
 // csv_columns(), then csv_step_columns() when `step_columns`.
 std::vector<std::string> csv_columns(bool step_columns);

@@ -3,6 +3,7 @@
 // axes over the training keys, and training-only knobs refused in a forward pass.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -164,6 +165,16 @@ TEST_CASE("run on a training step: the table's step section and the CSV's step c
     CHECK(ps_of(f[col["forward_us"]]) + ps_of(f[col["backward_us"]]) == ps_of(f[col["latency_us"]]));
     CHECK(ps_of(f[col["forward_exposed_comm_us"]]) + ps_of(f[col["backward_exposed_comm_us"]]) ==
           ps_of(f[col["exposed_comm_us"]]));
+    // Each pass's communication alone adds up to the workload's (comm_us), and its overlap efficiency
+    // is 1 - exposed / comm, clamped, as the run's.
+    CHECK(ps_of(f[col["forward_comm_us"]]) + ps_of(f[col["backward_comm_us"]]) == ps_of(f[col["comm_us"]]));
+    for (const char* pass : {"forward", "backward"}) {
+      const double comm = static_cast<double>(ps_of(f[col[std::string(pass) + "_comm_us"]]));
+      const double exposed = static_cast<double>(ps_of(f[col[std::string(pass) + "_exposed_comm_us"]]));
+      REQUIRE(comm > 0);
+      CHECK(std::stod(f[col[std::string(pass) + "_overlap_efficiency"]]) ==
+            Approx(std::clamp(1.0 - exposed / comm, 0.0, 1.0)).margin(1e-6));
+    }
     CHECK(std::stod(f[col["mfu"]]) > 0);
     CHECK(std::stod(f[col["tokens_per_s"]]) > 0);
   }
@@ -194,6 +205,7 @@ TEST_CASE("run on a training step: the table's step section and the CSV's step c
   const CliResult wide = cli({"run", scen, "--wide"});
   REQUIRE(wide.rc == 0);
   CHECK_THAT(wide.out, Catch::Contains("fwd compute-only"));
+  CHECK_THAT(wide.out, Catch::Contains("bwd overlap eff. (%)"));
   CHECK_THAT(wide.out, Catch::Contains("model TFLOP"));
   CHECK(table.out.find("nan") == std::string::npos);
 }
