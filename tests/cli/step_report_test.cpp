@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/report.hpp"
+#include "sim/schemes/scheme.hpp"
 #include "tests/support/cli_run.hpp"
 
 namespace fs = std::filesystem;
@@ -184,8 +185,15 @@ TEST_CASE("run on a training step: the table's step section and the CSV's step c
   CHECK_THAT(table.out, Catch::Contains("training step (pass step), times in us"));
   CHECK_THAT(table.out, Catch::Contains("workload: mlp_tpsp tp=8 tokens=2048 d_model=8192 d_ffn=28672 gated=true "
                                         "dtype=bf16 pass=step dp=2 fsdp=zero3 prefetch=1"));
-  // Schemes without a backward form are named as such, not as if the workload's kind were wrong.
-  CHECK_THAT(table.out, Catch::Contains("(for forward passes only: no backward form)"));
+  // A scheme that runs this layer's forward but has no backward form is named as such, not as if the
+  // workload's kind were wrong.
+  for (const overlap::sim::SchemeInfo& info : overlap::sim::scheme_registry()) {
+    overlap::sim::Workload forward{"mlp_tpsp", 8, overlap::sim::MlpTpSp{2048, 8192, 28672, true, overlap::DType::bf16, true}};
+    if (!info.backward.empty() || !info.applies || !info.applies(forward)) continue;
+    INFO(info.name);
+    CHECK_THAT(table.out, Catch::Contains("(for forward passes only: no backward form)"));
+    CHECK_THAT(table.out, Catch::Contains(info.name));
+  }
   CHECK_THAT(table.out, Catch::Contains("TP exposed"));
   CHECK_THAT(table.out, Catch::Contains("MFU (%)"));
   // The step section's row of no_overlap: forward + backward = the main table's latency (2 decimals each).
@@ -294,6 +302,16 @@ TEST_CASE("the Chrome trace of a step tells the passes and the communicators apa
   CHECK(passes["backward"] > 0);
   CHECK(communicators["tp"] > 0);
   CHECK(communicators["dp"] > 0);
+
+  // At the CTA level the SM tracks name the backward's CTAs the same way.
+  REQUIRE(cli({"run", scen, "--scheme", "no_overlap", "--trace", trace, "--trace-level", "cta"}).rc == 0);
+  const nlohmann::json c = nlohmann::json::parse(read(trace));
+  std::size_t forward_ctas = 0, backward_ctas = 0;
+  for (const auto& e : c["traceEvents"])
+    if (e["ph"] == "X" && e["cat"] == "cta")
+      ++(e["name"].get<std::string>().rfind("bwd.", 0) == 0 ? backward_ctas : forward_ctas);
+  CHECK(forward_ctas > 0);
+  CHECK(backward_ctas > 0);
 
   // A forward pass's trace is as it was: no pass or communicator in the args.
   const std::string fwd = dir.file("fwd.yaml");
