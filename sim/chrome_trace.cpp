@@ -91,10 +91,28 @@ void add_process_names(json& events, const TaskGraph& graph, const Filter& keep)
   }
 }
 
+// Is the graph (part of) a training step: a backward op, or the data-parallel communicator's?
+bool is_training_graph(const TaskGraph& graph) {
+  return std::any_of(graph.ops().begin(), graph.ops().end(), [](const Op& op) {
+    return op.pass == StepPass::backward || op.communicator == Communicator::dp;
+  });
+}
+
+// How a training step's op is shown: every backward op's name starts with "bwd." (the step driver
+// names most of them so; the data-parallel ones it names by communicator first), as Perfetto colours a
+// slice by its name and the timeline plot labels it by its name, so the two passes of a layer read apart.
+std::string trace_name(const Op& op, bool training) {
+  if (!training || op.pass != StepPass::backward || op.name.rfind("bwd.", 0) == 0) return op.name;
+  return "bwd." + op.name;
+}
+
 // One slice per op on its stream: the kernel level. At cta level also the op on its copy engine and
-// on each SM it held.
+// on each SM it held. In a training step's trace every slice's args also say its pass (forward |
+// backward) and a communication op's communicator (tp | dp: the data-parallel gradient and parameter
+// traffic, on streams dp_gather / dp_reduce).
 void add_op_slices(json& events, const TaskGraph& graph, const Timeline& tl, const Filter& keep, bool cta,
                    SmTracks& sms) {
+  const bool training = is_training_graph(graph);
   for (OpId id = 0; id < static_cast<OpId>(graph.ops().size()); ++id) {
     const Op& op = graph.op(id);
     const OpRecord& rec = tl.ops[static_cast<std::size_t>(id)];
@@ -109,13 +127,18 @@ void add_op_slices(json& events, const TaskGraph& graph, const Timeline& tl, con
     json args = {{"kind", op_kind_name(op.kind)}, {"ready_us", us_from_ps(rec.ready_ps)}, {"op", id}};
     if (rec.sms_held > 0) args["sms_held"] = rec.sms_held;
     if (op.bytes > 0) args["bytes"] = op.bytes;
-    events.push_back(slice(op.name, op.comm ? "comm" : "compute", rec.start_ps, rec.end_ps, rank, op.stream, args));
+    if (training) {
+      args["pass"] = op.pass == StepPass::backward ? "backward" : "forward";
+      if (op.comm) args["communicator"] = op.communicator == Communicator::dp ? "dp" : "tp";
+    }
+    const std::string name = trace_name(op, training);
+    events.push_back(slice(name, op.comm ? "comm" : "compute", rec.start_ps, rec.end_ps, rank, op.stream, args));
     if (!cta) continue;
     if (rec.copy_engine >= 0)
-      events.push_back(slice(op.name, "copy_engine", rec.start_ps, rec.end_ps, rank, kCopyEngineTid + rec.copy_engine,
+      events.push_back(slice(name, "copy_engine", rec.start_ps, rec.end_ps, rank, kCopyEngineTid + rec.copy_engine,
                              {{"bytes", op.bytes}, {"src", op.src_gpu}, {"dst", op.dst_gpu}}));
     for (int sm : rec.sms) {
-      events.push_back(slice(op.name, "sm", rec.start_ps, rec.end_ps, rank, kSmTid + sm));
+      events.push_back(slice(name, "sm", rec.start_ps, rec.end_ps, rank, kSmTid + sm));
       sms.named[{rank, sm}] = true;
     }
   }
@@ -157,13 +180,15 @@ void add_flow_arrows(json& events, const TaskGraph& graph, const Timeline& tl, c
 // each rank's "SMs busy" counter.
 void add_cta_tracks(json& events, const TaskGraph& graph, const Timeline& tl, const NodeConfig& node,
                     const Filter& keep, SmTracks& sms) {
+  const bool training = is_training_graph(graph);
   for (const CtaRecord& c : tl.ctas) {
     const int rank = graph.rank_of(c.op);
     if (!keep.rank(rank)) continue;
     sms.deltas[rank].push_back({c.start_ps, +1});
     sms.deltas[rank].push_back({c.end_ps, -1});
     if (!keep.time(c.start_ps, c.end_ps)) continue;
-    events.push_back(slice(graph.op(c.op).name, "cta", c.start_ps, c.end_ps, rank, kSmTid + c.sm, {{"tile", c.tile}}));
+    events.push_back(slice(trace_name(graph.op(c.op), training), "cta", c.start_ps, c.end_ps, rank, kSmTid + c.sm,
+                           {{"tile", c.tile}}));
     sms.named[{rank, c.sm}] = true;
   }
   for (int r = 0; r < graph.num_ranks(); ++r) {
@@ -222,9 +247,17 @@ json chrome_trace(const TaskGraph& graph, const Timeline& tl, const NodeConfig& 
   add_flow_arrows(events, graph, tl, keep);
   if (cta) add_cta_tracks(events, graph, tl, node, keep, sms);
   add_fabric(events, tl, node, keep, cta, graph.num_ranks());
-  return json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"},
-              {"otherData", {{"generator", "overlap-sim"}, {"makespan_us", us_from_ps(tl.makespan_ps)},
-                             {"trace_level", cta ? "cta" : "kernel"}}}};
+  json other = {{"generator", "overlap-sim"}, {"makespan_us", us_from_ps(tl.makespan_ps)},
+                {"trace_level", cta ? "cta" : "kernel"}};
+  if (is_training_graph(graph)) {
+    // Where the forward ends (the backward's ops are named "bwd ..." and carry args.pass = backward).
+    Ps forward_end = 0;
+    for (std::size_t i = 0; i < graph.ops().size() && i < tl.ops.size(); ++i)
+      if (graph.ops()[i].pass == StepPass::forward) forward_end = std::max(forward_end, tl.ops[i].end_ps);
+    other["training_step"] = true;
+    other["forward_end_us"] = us_from_ps(forward_end);
+  }
+  return json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}, {"otherData", std::move(other)}};
 }
 
 }  // namespace overlap::sim

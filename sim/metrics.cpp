@@ -81,10 +81,11 @@ int peak_comm_sms(const TaskGraph& g, const Timeline& tl) {
 
 // The parameters a scheme ran with: the given ones plus every declared default not given (a
 // hardware-dependent default as its formula, the way `overlap-sim schemes` shows it).
-nlohmann::json params_with_defaults(const SchemeInfo& scheme, const nlohmann::json& given) {
+// A knob that means nothing for the workload (a training-only knob in a forward pass) is left out.
+nlohmann::json params_with_defaults(const SchemeInfo& scheme, const nlohmann::json& given, const Workload& workload) {
   nlohmann::json out = given.is_object() ? given : nlohmann::json::object();
   for (const SchemeParam& p : scheme.params)
-    if (!out.contains(p.name)) out[p.name] = default_for(p, nullptr);
+    if (!out.contains(p.name) && param_applies(p, workload)) out[p.name] = default_for(p, nullptr);
   return out;
 }
 
@@ -119,6 +120,16 @@ StepFigures step_figures(const BuildContext& ctx, const BuiltScheme& built, cons
   s.forward = PassFigures{fwd, fwd_compute, fwd - fwd_compute};
   const Ps bwd = tl.makespan_ps - fwd, bwd_compute = compute_only.makespan_ps - fwd_compute;
   s.backward = PassFigures{bwd, bwd_compute, bwd - bwd_compute};
+  // Each pass's communication to hide: the workload's collectives alone (what comm_ps times), split
+  // where the forward's last one ends.
+  const BuiltScheme alone = build_workload_collectives(ctx);
+  const Timeline comm_tl = run(alone.graph, node);
+  s.forward.comm_ps = forward_end_ps(alone.graph, comm_tl);
+  s.backward.comm_ps = comm_tl.makespan_ps - s.forward.comm_ps;
+  for (PassFigures* p : {&s.forward, &s.backward})
+    p->overlap_efficiency =
+        p->comm_ps > 0 ? std::clamp(1.0 - safe_ratio(static_cast<double>(p->exposed_comm_ps), static_cast<double>(p->comm_ps)), 0.0, 1.0)
+                       : 0.0;
   const bool dp = w.training.parallel.dp > 1;
   s.exposed_tp_ps = dp ? tl.makespan_ps - latency_without(built.graph, node, Communicator::tp)
                        : tl.makespan_ps - compute_only.makespan_ps;
@@ -194,6 +205,8 @@ SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const E
   if (scheme.applies && !scheme.applies(ctx.workload))
     throw std::invalid_argument(
         fmt::format("scheme '{}' does not apply to a {} workload", scheme.name, ctx.workload.kind));
+  if (const auto refused = check_params_apply(scheme.params, ctx.params, ctx.workload))
+    throw InputError("", 0, "params." + refused->name, refused->why);
   BuiltScheme built = scheme.build(ctx);
   std::unique_ptr<NodeConfig> own;
   if (!ctx.node) own = std::make_unique<NodeConfig>(make_node(ctx.hardware, built.graph.num_ranks()));
@@ -205,7 +218,7 @@ SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const E
   if (options.latency_only) {
     SchemeResult r;
     r.scheme = scheme.name;
-    r.params = params_with_defaults(scheme, ctx.params);
+    r.params = params_with_defaults(scheme, ctx.params, ctx.workload);
     r.latency_ps = tl.makespan_ps;
     r.reason = built.reason;
     r.events = tl.events;
@@ -228,7 +241,7 @@ SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const E
 
   SchemeResult r;
   r.scheme = scheme.name;
-  r.params = params_with_defaults(scheme, ctx.params);
+  r.params = params_with_defaults(scheme, ctx.params, ctx.workload);
   r.latency_ps = tl.makespan_ps;
   r.compute_only_ps = compute_only.makespan_ps;
   r.comm_ps = options.comm_ps >= 0 ? options.comm_ps : workload_comm_ps(ctx.workload, ctx.hardware, ctx.fidelity);
@@ -368,7 +381,10 @@ nlohmann::json to_json(const StepFigures& s) {
                           {"compute_only_us", us_from_ps(p.compute_only_ps)},
                           {"compute_only_ps", p.compute_only_ps},
                           {"exposed_comm_us", us_from_ps(p.exposed_comm_ps)},
-                          {"exposed_comm_ps", p.exposed_comm_ps}};
+                          {"exposed_comm_ps", p.exposed_comm_ps},
+                          {"comm_us", us_from_ps(p.comm_ps)},
+                          {"comm_ps", p.comm_ps},
+                          {"overlap_efficiency", p.overlap_efficiency}};
   };
   return {{"pass", s.pass},
           {"forward", pass(s.forward)},

@@ -54,10 +54,15 @@ struct CollectiveFigure {
 // One pass of a training step: its part of the latency in the main run and in the compute-only re-run.
 // The forward ends when its last op ends; the backward is the rest of the step (data-parallel tail
 // included). exposed = latency - compute-only, as for the whole run.
+// comm = the pass's part of the workload's collectives alone (SchemeResult::comm_ps split where the
+// forward's last collective ends), and overlap_efficiency = 1 - exposed / comm clamped to [0, 1], as
+// for the whole run.
 struct PassFigures {
   Ps latency_ps = 0;
   Ps compute_only_ps = 0;
   Ps exposed_comm_ps = 0;
+  Ps comm_ps = 0;
+  double overlap_efficiency = 0;
 };
 
 // The training-step figures of a run (present when the workload is a training step: a backward, or
@@ -149,8 +154,9 @@ std::vector<SchemeResult> evaluate_all(const std::vector<SchemeRequest>& schemes
                                        const Workload& workload, const HardwareProfile& hardware,
                                        Fidelity fidelity, const EvaluateOptions& options = {});
 
-// The parameters a scheme runs with: `given` plus every declared default not given (SchemeParam).
-nlohmann::json params_with_defaults(const SchemeInfo& scheme, const nlohmann::json& given);
+// The parameters a scheme runs with on `workload`: `given` plus every declared default not given
+// (SchemeParam) that applies to it (param_applies: a training-only knob is not shown for a forward pass).
+nlohmann::json params_with_defaults(const SchemeInfo& scheme, const nlohmann::json& given, const Workload& workload);
 
 // The baseline scheme name for a workload ("no_overlap", or "tp_baseline" for decode_stack).
 std::string baseline_scheme_for(const Workload& workload);

@@ -139,8 +139,16 @@ std::string scheme_applies_to(const SchemeInfo& scheme) {
 
 std::vector<ReportContext::Skipped> schemes_not_applying(const Workload& workload) {
   std::vector<ReportContext::Skipped> out;
-  for (const SchemeInfo& s : scheme_registry())
-    if (s.applies && !s.applies(workload)) out.push_back({s.name, scheme_applies_to(s)});
+  for (const SchemeInfo& s : scheme_registry()) {
+    if (!s.applies || s.applies(workload)) continue;
+    // A scheme that runs this kind's forward but has no backward form: that is why it is absent.
+    Workload forward = workload;
+    forward.training = Training{};
+    if (is_training_step(workload) && s.backward.empty() && s.applies(forward))
+      out.push_back({s.name, "forward passes only: no backward form"});
+    else
+      out.push_back({s.name, scheme_applies_to(s)});
+  }
   return out;
 }
 
@@ -223,6 +231,19 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
         field(j, text, "dtype", std::string(dtype_name(s.dtype)));
       },
       w.shape);
+  // The training keys only where they differ from a forward pass alone, so a forward workload reads
+  // as it always has.
+  const Training& t = w.training;
+  if (t.pass != Pass::forward || t.recompute != Recompute::none || t.parallel.dp > 1) {
+    field(j, text, "pass", std::string(pass_name(t.pass)));
+    if (t.recompute != Recompute::none) field(j, text, "recompute", std::string(recompute_name(t.recompute)));
+  }
+  if (t.parallel.dp > 1) {
+    field(j, text, "dp", t.parallel.dp);
+    field(j, text, "fsdp", std::string(sharding_name(t.parallel.fsdp)));
+    if (t.parallel.fsdp == Sharding::zero3) field(j, text, "prefetch", t.parallel.prefetch);
+    else field(j, text, "bucket_mb", t.parallel.bucket_mb);
+  }
   return {j, text};
 }
 
@@ -280,7 +301,47 @@ const std::vector<std::string>& csv_columns() {
   return cols;
 }
 
-std::vector<std::string> csv_row(const ReportContext& ctx, const SchemeResult& r) {
+const std::vector<std::string>& csv_step_columns() {
+  static const std::vector<std::string> cols = {
+      "pass",          "forward_us",         "forward_compute_only_us", "forward_exposed_comm_us",
+      "forward_comm_us", "forward_overlap_efficiency", "backward_us",   "backward_compute_only_us",
+      "backward_exposed_comm_us", "backward_comm_us", "backward_overlap_efficiency", "exposed_tp_us",
+      "exposed_dp_us", "model_tflop",        "mfu",                     "tokens_per_s"};
+  return cols;
+}
+
+std::vector<std::string> csv_columns(bool step_columns) {
+  std::vector<std::string> cols = csv_columns();
+  if (step_columns) cols.insert(cols.end(), csv_step_columns().begin(), csv_step_columns().end());
+  return cols;
+}
+
+namespace {
+
+// The step columns of one result: its figures, or empty fields when it has none (a forward point of a
+// sweep that also runs steps, a failed scheme).
+std::vector<std::string> csv_step_fields(const SchemeResult& r) {
+  const StepFigures& s = r.step;
+  if (r.failed() || !s.present) return std::vector<std::string>(csv_step_columns().size());
+  return {s.pass,
+          exact_us(s.forward.latency_ps),
+          exact_us(s.forward.compute_only_ps),
+          exact_us(s.forward.exposed_comm_ps),
+          exact_us(s.forward.comm_ps),
+          fixed(s.forward.overlap_efficiency, 6),
+          exact_us(s.backward.latency_ps),
+          exact_us(s.backward.compute_only_ps),
+          exact_us(s.backward.exposed_comm_ps),
+          exact_us(s.backward.comm_ps),
+          fixed(s.backward.overlap_efficiency, 6),
+          exact_us(s.exposed_tp_ps),
+          exact_us(s.exposed_dp_ps),
+          fixed(s.model_flops / 1e12, 6),
+          fixed(s.mfu, 6),
+          fixed(s.tokens_per_s, 3)};
+}
+
+std::vector<std::string> csv_forward_fields(const ReportContext& ctx, const SchemeResult& r) {
   if (r.failed()) {
     std::vector<std::string> row(csv_columns().size());
     row[0] = scenario_label(ctx.scenario, ctx.overrides);
@@ -306,6 +367,21 @@ std::vector<std::string> csv_row(const ReportContext& ctx, const SchemeResult& r
           r.reason};
 }
 
+}  // namespace
+
+std::vector<std::string> csv_row(const ReportContext& ctx, const SchemeResult& r, bool step_columns) {
+  std::vector<std::string> row = csv_forward_fields(ctx, r);
+  if (step_columns) {
+    const std::vector<std::string> step = csv_step_fields(r);
+    row.insert(row.end(), step.begin(), step.end());
+  }
+  return row;
+}
+
+std::vector<std::string> csv_row(const ReportContext& ctx, const SchemeResult& r) {
+  return csv_row(ctx, r, is_training_step(ctx.workload));
+}
+
 std::string csv_line(const std::vector<std::string>& fields) {
   std::string out;
   for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + csv_field(fields[i]);
@@ -313,8 +389,9 @@ std::string csv_line(const std::vector<std::string>& fields) {
 }
 
 std::string format_csv(const ReportContext& ctx, const std::vector<SchemeResult>& results) {
-  std::string out = csv_line(csv_columns()) + "\n";
-  for (const SchemeResult& r : results) out += csv_line(csv_row(ctx, r)) + "\n";
+  const bool step = is_training_step(ctx.workload);
+  std::string out = csv_line(csv_columns(step)) + "\n";
+  for (const SchemeResult& r : results) out += csv_line(csv_row(ctx, r, step)) + "\n";
   return out;
 }
 
@@ -435,7 +512,9 @@ std::string format_narrow_table(const ReportContext& ctx, const std::vector<Sche
 }  // namespace
 
 std::string format_table(const ReportContext& ctx, const std::vector<SchemeResult>& results, bool wide) {
-  if (!wide) return format_narrow_table(ctx, results) + format_collectives(results, false) + format_summary(ctx, results);
+  if (!wide)
+    return format_narrow_table(ctx, results) + format_step_table(ctx, results, false) + format_collectives(results, false) +
+           format_summary(ctx, results);
   const std::vector<std::string> headers = {
       "scheme",       "latency (us)", "compute-only (us)", "comm (us)", "exposed comm (us)",
       "overlap eff. (%)", "speedup vs " + ctx.baseline, "bound (us)", "% of bound", "SMs lost to comm",
@@ -470,8 +549,69 @@ std::string format_table(const ReportContext& ctx, const std::vector<SchemeResul
   rule += headers[last].size();
   out += std::string(rule, '-') + "\n";
   for (const auto& row : rows) out += line(row);
+  out += format_step_table(ctx, results, true);
   out += format_collectives(results, true);
   out += format_summary(ctx, results);
+  return out;
+}
+
+std::string format_step_table(const ReportContext& ctx, const std::vector<SchemeResult>& results, bool wide) {
+  if (!is_training_step(ctx.workload)) return {};
+  const Training& t = ctx.workload.training;
+  // The passes and the communicators, each a column; compute-only per pass only in --wide (the narrow
+  // table keeps to kTableWidth; compute-only = latency - exposed there).
+  std::vector<std::string> headers = {"scheme", "forward", "backward", "fwd exposed", "bwd exposed", "TP exposed",
+                                      "DP exposed", "MFU (%)", "tokens/s"};
+  if (wide) {
+    headers.insert(headers.begin() + 3, {"fwd compute-only", "bwd compute-only"});
+    headers.insert(headers.begin() + 7, {"fwd comm", "bwd comm", "fwd overlap eff. (%)", "bwd overlap eff. (%)"});
+    headers.push_back("model TFLOP");
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const SchemeResult& r : results) {
+    const std::string shown = params_text(non_default_params(r));
+    const std::string label = wide ? scheme_label(r) : clip(shown.empty() ? r.scheme : r.scheme + " (" + shown + ")", 26);
+    if (r.failed() || !r.step.present) {
+      std::vector<std::string> row(headers.size(), "-");
+      row[0] = label;
+      rows.push_back(std::move(row));
+      continue;
+    }
+    const StepFigures& s = r.step;
+    auto t_us = [](Ps ps) { return fixed(us_from_ps(ps), 2); };
+    std::vector<std::string> row = {label,
+                                    t_us(s.forward.latency_ps),
+                                    t_us(s.backward.latency_ps),
+                                    t_us(s.forward.exposed_comm_ps),
+                                    t_us(s.backward.exposed_comm_ps),
+                                    t_us(s.exposed_tp_ps),
+                                    t_us(s.exposed_dp_ps),
+                                    fixed(100.0 * s.mfu, 1),
+                                    fixed(s.tokens_per_s, 0)};
+    if (wide) {
+      row.insert(row.begin() + 3, {t_us(s.forward.compute_only_ps), t_us(s.backward.compute_only_ps)});
+      row.insert(row.begin() + 7, {t_us(s.forward.comm_ps), t_us(s.backward.comm_ps),
+                                   fixed(100.0 * s.forward.overlap_efficiency, 1),
+                                   fixed(100.0 * s.backward.overlap_efficiency, 1)});
+      row.push_back(fixed(s.model_flops / 1e12, 3));
+    }
+    rows.push_back(std::move(row));
+  }
+  const std::vector<std::size_t> width = column_widths(headers, rows);
+  const std::string align = "<" + std::string(headers.size() - 1, '>');
+  auto line = [&](const std::vector<std::string>& cells) { return table_line(cells, width, align); };
+  const std::string heading = fmt::format(
+      "training step (pass {}), times in us: forward = until the forward's last op ends, backward = the rest (data-parallel "
+      "tail included), forward + backward = latency; TP / DP exposed = latency - latency with that communicator's ops "
+      "taking zero time (the two overlap, so they need not add up to exposed comm); MFU = model FLOPs (forward 1x, "
+      "backward 2x, no recomputation) / (latency x peak); tokens/s of the whole data-parallel job",
+      pass_name(t.pass));
+  std::string out = "\n" + (wide ? heading + "\n" : wrap_text(heading, kTableWidth, "  ")) + "\n";
+  out += line(headers);
+  std::size_t rule = 0;
+  for (std::size_t c = 0; c < headers.size(); ++c) rule += width[c] + (c ? 2 : 0);
+  out += std::string(rule, '-') + "\n";
+  for (const auto& row : rows) out += line(row);
   return out;
 }
 

@@ -76,6 +76,13 @@ nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeRes
 // algbw and busbw. Empty when no result has a collective. format_table appends it.
 std::string format_collectives(const std::vector<SchemeResult>& results, bool wide = false);
 
+// A training step's figures (SchemeResult::step) as a table, one line per scheme: the forward's and
+// the backward's latency (they add up to the step's) and exposed communication, exposed time per
+// communicator (TP, DP), MFU and tokens/s; `wide` adds each pass's compute-only latency, communication
+// alone and overlap efficiency, and the model FLOPs. Empty unless the workload is a training step (is_training_step), so a forward pass's table is
+// as it always was. format_table inserts it after the main table.
+std::string format_step_table(const ReportContext& ctx, const std::vector<SchemeResult>& results, bool wide = false);
+
 // The table fits 120 columns: a scheme is named with the parameters it sets that differ from its
 // defaults, the columns are latency, comm, exposed comm, overlap efficiency, speedup and % of bound,
 // and each scheme's one-line reason follows the table, wrapped. `wide`: every column (compute-only,
@@ -98,11 +105,21 @@ std::string format_csv(const ReportContext& ctx, const std::vector<SchemeResult>
 std::string format_report(ReportFormat format, const ReportContext& ctx, const std::vector<SchemeResult>& results,
                           bool wide = false);
 
-// The CSV columns, in order (the header row of format_csv).
+// The CSV columns, in order (the header row of format_csv for a forward workload).
 const std::vector<std::string>& csv_columns();
+// A training step's columns (SchemeResult::step), appended after csv_columns() when the workload is a
+// training step (a forward run's CSV is unchanged): pass; forward_us, forward_compute_only_us,
+// forward_exposed_comm_us, forward_comm_us, forward_overlap_efficiency and the same five for the
+// backward; exposed_tp_us, exposed_dp_us, model_tflop (per GPU per step), mfu (0..1), tokens_per_s.
+const std::vector<std::string>& csv_step_columns();
+// csv_columns(), then csv_step_columns() when `step_columns`.
+std::vector<std::string> csv_columns(bool step_columns);
 // One result as the fields of a CSV row (csv_columns() order, not yet quoted), and a row's fields
-// joined into one CSV line (quoted where needed, no newline).
+// joined into one CSV line (quoted where needed, no newline). The step columns follow when the
+// workload is a training step, or when `step_columns` (a sweep whose points include steps: a forward
+// point's or a failed row's step fields are empty).
 std::vector<std::string> csv_row(const ReportContext& ctx, const SchemeResult& r);
+std::vector<std::string> csv_row(const ReportContext& ctx, const SchemeResult& r, bool step_columns);
 std::string csv_line(const std::vector<std::string>& fields);
 // One result as a row of report_json's "results" (exact microseconds from the picoseconds).
 nlohmann::json report_row_json(const SchemeResult& r);

@@ -360,8 +360,18 @@ std::vector<std::string> sweep_csv_columns(const SweepGrid& grid) {
   std::vector<std::string> cols;
   for (const std::string& key : grid.columns)
     cols.push_back(std::find(report.begin(), report.end(), key) == report.end() ? key : "swept:" + key);
-  cols.insert(cols.end(), csv_columns().begin(), csv_columns().end());
+  const std::vector<std::string> rest = csv_columns(grid.step_columns);
+  cols.insert(cols.end(), rest.begin(), rest.end());
   return cols;
+}
+
+bool sweep_runs_steps(const Scenario& scenario, const std::vector<SweepAxis>& axes) {
+  if (is_training_step(scenario.workload)) return true;
+  for (const SweepAxis& axis : axes)
+    for (const std::string& key : axis.keys)
+      for (const char* training_key : {"workload.pass", "workload.parallel", "workload.recompute"})
+        if (key.rfind(training_key, 0) == 0) return true;
+  return false;
 }
 
 std::string evaluate_sweep_point(const Scenario& scenario, const SweepGrid& grid, std::size_t index,
@@ -389,7 +399,7 @@ std::string evaluate_sweep_point(const Scenario& scenario, const SweepGrid& grid
     std::string out;
     for (const SchemeResult& r : results) {
       std::vector<std::string> fields = point.values;
-      const std::vector<std::string> rest = csv_row(ctx, r);
+      const std::vector<std::string> rest = csv_row(ctx, r, grid.step_columns);
       fields.insert(fields.end(), rest.begin(), rest.end());
       out += csv_line(fields) + "\n";
     }

@@ -46,7 +46,15 @@ struct SweepPoint {
 struct SweepGrid {
   std::vector<std::string> columns;  // the swept keys, axis by axis
   std::vector<SweepPoint> points;    // the cartesian product, the last axis varying fastest
+  // The CSV carries a training step's columns (report.hpp csv_step_columns) after the report's:
+  // sweep_runs_steps. A forward point's step fields are then empty.
+  bool step_columns = false;
 };
+
+// Does the sweep run training steps: the scenario's workload is one (is_training_step), or an axis
+// sweeps workload.pass, workload.parallel.* or workload.recompute (so every point of the grid has
+// the same columns whichever values the axes take)?
+bool sweep_runs_steps(const Scenario& scenario, const std::vector<SweepAxis>& axes);
 
 // At most kMaxSweepPoints points: the grid's size (the product of the axes' lengths) is computed
 // before anything is expanded and a larger one is an InputError naming the size and the limit (a
@@ -95,7 +103,7 @@ std::string evaluate_sweep_point(const Scenario& scenario, const SweepGrid& grid
 std::string assemble_sweep_output(const Scenario& scenario, const SweepGrid& grid, SweepFormat format,
                                   const std::vector<std::string>& point_rows);
 
-// The CSV header: the swept keys, then report.hpp's csv_columns(). A swept key that is also a report
+// The CSV header: the swept keys, then report.hpp's csv_columns(grid.step_columns). A swept key that is also a report
 // column (`hardware`) is headed `swept:KEY`, so that no two columns share a name.
 std::vector<std::string> sweep_csv_columns(const SweepGrid& grid);
 

@@ -46,12 +46,85 @@ std::string params_text(const nlohmann::json& params) {
   return out;
 }
 
+// A candidate's configuration in one line: its knobs, then the workload keys it changes without their
+// "workload." ("chunks=4 parallel.bucket_mb=100": the table's column stays narrow; the JSON's
+// "workload" object names them in full); "defaults" when it sets neither.
+std::string config_text(const SchemeTuneCandidate& c) {
+  std::string out = c.params.is_object() && !c.params.empty() ? params_text(c.params) : std::string();
+  if (c.workload.is_object())
+    for (auto it = c.workload.begin(); it != c.workload.end(); ++it)
+      out += (out.empty() ? "" : " ") + it.key() + "=" + it->dump();
+  return out.empty() ? "defaults" : out;
+}
+
+// The workload keys tune searches beside the schemes' knobs: the data-parallel traffic's shape, which
+// every scheme of a training step shares, so each scheme's knob grid is tried with each value.
+// PyTorch DDP's bucket_cap_mb defaults to 25 MiB and Megatron-LM's DDP bucket is 40M parameters
+// (160 MiB of fp32 gradients) or more, so the grid spans both; FSDP2 prefetches one layer ahead by
+// default (workload.parallel.prefetch).
+struct WorkloadKnob {
+  const char* key;  // below workload.
+  std::vector<double> values;
+  bool (*applies)(const Workload&);
+  double (*get)(const Workload&);
+  void (*set)(Workload&, double);
+};
+
+const std::vector<WorkloadKnob>& workload_knobs() {
+  static const std::vector<WorkloadKnob> knobs = {
+      {"parallel.bucket_mb", {10, 25, 100, 400},
+       [](const Workload& w) { return w.training.parallel.dp > 1 && w.training.parallel.fsdp != Sharding::zero3; },
+       [](const Workload& w) { return w.training.parallel.bucket_mb; },
+       [](Workload& w, double v) { w.training.parallel.bucket_mb = v; }},
+      {"parallel.prefetch", {1, 2},
+       [](const Workload& w) { return w.training.parallel.dp > 1 && w.training.parallel.fsdp == Sharding::zero3; },
+       [](const Workload& w) { return static_cast<double>(w.training.parallel.prefetch); },
+       [](Workload& w, double v) { w.training.parallel.prefetch = static_cast<int>(v); }}};
+  return knobs;
+}
+
 }  // namespace
 
-std::vector<nlohmann::json> scheme_knob_grid(const SchemeInfo& scheme) {
+std::vector<nlohmann::json> workload_knob_grid(const Workload& workload) {
+  std::vector<nlohmann::json> grid = {nlohmann::json::object()};
+  for (const WorkloadKnob& k : workload_knobs()) {
+    if (!k.applies(workload)) continue;
+    std::vector<nlohmann::json> next;
+    for (const nlohmann::json& config : grid) {
+      next.push_back(config);  // the scenario's own value
+      for (double v : k.values) {
+        if (v == k.get(workload)) continue;
+        nlohmann::json c = config;
+        if (v == static_cast<double>(static_cast<std::int64_t>(v))) c[k.key] = static_cast<std::int64_t>(v);
+        else c[k.key] = v;
+        next.push_back(std::move(c));
+      }
+    }
+    grid = std::move(next);
+  }
+  return grid;
+}
+
+Workload with_workload_knobs(const Workload& workload, const nlohmann::json& knobs) {
+  Workload w = workload;
+  if (!knobs.is_object()) return w;
+  for (auto it = knobs.begin(); it != knobs.end(); ++it) {
+    const auto k = std::find_if(workload_knobs().begin(), workload_knobs().end(),
+                                [&](const WorkloadKnob& x) { return it.key() == x.key; });
+    if (k == workload_knobs().end()) throw std::logic_error("tune: unknown workload knob '" + it.key() + "'");
+    k->set(w, it->get<double>());
+  }
+  return w;
+}
+
+namespace {
+
+}  // namespace
+
+std::vector<nlohmann::json> scheme_knob_grid(const SchemeInfo& scheme, const Workload& workload) {
   std::vector<nlohmann::json> grid = {nlohmann::json::object()};
   for (const SchemeParam& p : scheme.params) {
-    if (p.tune_values.empty()) continue;
+    if (p.tune_values.empty() || !param_applies(p, workload)) continue;
     std::vector<nlohmann::json> next;
     for (const nlohmann::json& config : grid) {
       // A knob whose condition does not hold stays at its default: one configuration, not one per value.
@@ -94,25 +167,36 @@ CandidateList collect_candidates(const Scenario& sc, int jobs) {
   auto& order = list.order;
   auto& by_scheme = list.by_scheme;
   // Each configuration once, written with only the knobs that differ from their defaults.
-  auto add = [&](const std::string& scheme, const nlohmann::json& given, const std::string& origin) {
+  auto add = [&](const std::string& scheme, const nlohmann::json& given, const std::string& origin,
+                 const nlohmann::json& workload = nlohmann::json::object()) {
     const SchemeInfo& info = *find_scheme(scheme);
     nlohmann::json params = nlohmann::json::object();
     for (auto it = given.begin(); it != given.end(); ++it)
       if (knob_text(info, given, it.key()) != knob_text(info, nlohmann::json::object(), it.key())) params[it.key()] = *it;
     for (std::size_t i : by_scheme[scheme])
-      if (all[i].params == params) return;
+      if (all[i].params == params && all[i].workload == workload) return;
     by_scheme[scheme].push_back(all.size());
-    all.push_back(SchemeTuneCandidate{scheme, params, 0, 0, origin});
+    all.push_back(SchemeTuneCandidate{scheme, params, 0, 0, origin, workload});
   };
+  const std::vector<nlohmann::json> workload_grid = workload_knob_grid(sc.workload);
   for (const SchemeSpec& spec : sc.schemes) {
     const SchemeInfo* info = find_scheme(spec.name);
     if (!info) throw std::invalid_argument("unknown scheme '" + spec.name + "'");
     if (info->applies && !info->applies(sc.workload)) continue;
+    // A knob the workload has no use for (column_backward in a forward pass) is the user's mistake,
+    // refused at its line as `run` does.
+    if (const auto refused = check_params_apply(info->params, spec.params, sc.workload)) {
+      const auto line = spec.param_lines.find(refused->name);
+      throw InputError(sc.file, line != spec.param_lines.end() ? line->second : spec.line,
+                       fmt::format("schemes.{}.params.{}", &spec - sc.schemes.data(), refused->name),
+                       fmt::format("scheme '{}': {}", spec.name, refused->why));
+    }
     const bool first = !by_scheme.count(spec.name);
     if (first) order.push_back(spec.name);
     if (!spec.params.empty()) add(spec.name, spec.params, "scenario");
     if (!first) continue;
-    for (const nlohmann::json& c : scheme_knob_grid(*info)) add(spec.name, c, "grid");
+    for (const nlohmann::json& wk : workload_grid)
+      for (const nlohmann::json& c : scheme_knob_grid(*info, sc.workload)) add(spec.name, c, "grid", wk);
     if (spec.name == "flashoverlap") {
       // The engine-backed wave-group search: its partition competes with the table's settings.
       WaveGroupTuneOptions wo;
@@ -147,7 +231,8 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
     const SchemeInfo& s = is_base ? *base : *find_scheme(all[i].scheme);
     const nlohmann::json params = is_base ? nlohmann::json::object() : all[i].params;
     const bool from_grid = !is_base && all[i].origin == "grid";
-    const BuildContext ctx{sc.workload, sc.hardware, params, sc.fidelity};
+    const Workload workload = is_base ? sc.workload : with_workload_knobs(sc.workload, all[i].workload);
+    const BuildContext ctx{workload, sc.hardware, params, sc.fidelity};
     try {
       const BuiltScheme built = s.build(ctx);
       latency[i] = run(built.graph, make_node(sc.hardware, built.graph.num_ranks())).makespan_ps;
@@ -172,7 +257,7 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
     all[i].latency_ps = latency[i];
     all[i].speedup = latency[i] > 0 ? static_cast<double>(r.baseline_ps) / static_cast<double>(latency[i]) : 0;
     if (!refused[i].empty()) {
-      r.skipped.push_back(fmt::format("{} with {}: {}", all[i].scheme, params_text(all[i].params), refused[i]));
+      r.skipped.push_back(fmt::format("{} with {}: {}", all[i].scheme, config_text(all[i]), refused[i]));
       --r.evaluated;
     }
   }
@@ -193,7 +278,8 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
   // Full metrics (exposed communication, bound) of each scheme's best.
   parallel_for(r.schemes.size(), jobs, [&](std::size_t i) {
     SchemeTuneEntry& e = r.schemes[i];
-    const BuildContext ctx{sc.workload, sc.hardware, e.candidates.front().params, sc.fidelity};
+    const Workload workload = with_workload_knobs(sc.workload, e.candidates.front().workload);
+    const BuildContext ctx{workload, sc.hardware, e.candidates.front().params, sc.fidelity};
     EvaluateOptions o;
     o.verify_bytes = false;  // the latency was just simulated; the byte accounting is `run`'s check
     e.best = evaluate(*find_scheme(e.scheme), ctx, o);
@@ -210,8 +296,10 @@ namespace {
 double us(Ps ps) { return static_cast<double>(ps) / 1e6; }
 
 nlohmann::json candidate_json(const SchemeTuneCandidate& c) {
-  return {{"scheme", c.scheme}, {"params", c.params}, {"latency_us", us(c.latency_ps)},
-          {"speedup_vs_baseline", c.speedup}, {"origin", c.origin}};
+  nlohmann::json j = {{"scheme", c.scheme}, {"params", c.params}, {"latency_us", us(c.latency_ps)},
+                      {"speedup_vs_baseline", c.speedup}, {"origin", c.origin}};
+  if (!c.workload.empty()) j["workload"] = c.workload;  // the workload keys it changes (training steps)
+  return j;
 }
 
 // Every candidate of every scheme, fastest first (ties: scheme order, then enumeration order).
@@ -264,17 +352,17 @@ std::string format_scheme_tune_table(const SchemeTuneResult& r, const Scenario& 
   out += fmt::format("workload: {}\n", describe_workload(sc.workload));
   const SchemeTuneCandidate& best = r.schemes[r.best].candidates.front();
   out += fmt::format("best: {} ({}): {:.2f} us, {:.3f}x vs {} ({:.2f} us); {} configurations in {:.0f} ms\n\n",
-                     best.scheme, params_text(best.params), us(best.latency_ps), best.speedup, r.baseline,
+                     best.scheme, config_text(best), us(best.latency_ps), best.speedup, r.baseline,
                      us(r.baseline_ps), r.evaluated, r.search_ms);
   // Best per scheme.
   const auto all = ranked(r);
   std::size_t w_scheme = 6, w_conf = 18;
   for (const auto& e : r.schemes) {
     w_scheme = std::max(w_scheme, e.scheme.size());
-    w_conf = std::max(w_conf, params_text(e.candidates.front().params).size());
+    w_conf = std::max(w_conf, config_text(e.candidates.front()).size());
   }
   for (std::size_t i = 0; i < all.size() && static_cast<int>(i) < top; ++i)
-    w_conf = std::max(w_conf, params_text(all[i].params).size());
+    w_conf = std::max(w_conf, config_text(all[i]).size());
   w_conf = std::min<std::size_t>(w_conf, 56);
   auto clip = [&](std::string s) { return s.size() > w_conf ? s.substr(0, w_conf - 3) + "..." : s; };
   out += fmt::format("{:<{}}  {:<{}}  {:>12}  {:>8}  {:>17}  {:>6}\n", "scheme", w_scheme, "best configuration", w_conf,
@@ -282,7 +370,7 @@ std::string format_scheme_tune_table(const SchemeTuneResult& r, const Scenario& 
   for (const auto& e : r.schemes) {
     const auto& c = e.candidates.front();
     out += fmt::format("{:<{}}  {:<{}}  {:>12.2f}  {:>7.3f}x  {:>17.2f}  {:>6}\n", e.scheme, w_scheme,
-                       clip(params_text(c.params)), w_conf, us(c.latency_ps), c.speedup, us(e.best.exposed_comm_ps),
+                       clip(config_text(c)), w_conf, us(c.latency_ps), c.speedup, us(e.best.exposed_comm_ps),
                        e.candidates.size());
   }
   out += fmt::format("\ntop {} configurations:\n", top);
@@ -290,7 +378,11 @@ std::string format_scheme_tune_table(const SchemeTuneResult& r, const Scenario& 
                      "latency (us)", "speedup", "origin");
   for (std::size_t i = 0; i < all.size() && static_cast<int>(i) < top; ++i)
     out += fmt::format("{:>3}  {:<{}}  {:<{}}  {:>12.2f}  {:>7.3f}x  {}\n", i + 1, all[i].scheme, w_scheme,
-                       clip(params_text(all[i].params)), w_conf, us(all[i].latency_ps), all[i].speedup, all[i].origin);
+                       clip(config_text(all[i])), w_conf, us(all[i].latency_ps), all[i].speedup, all[i].origin);
+  if (workload_knob_grid(sc.workload).size() > 1)
+    out += wrap_text("\nparallel.* = workload.parallel.*: on a data-parallel training step tune also tries these "
+                     "workload keys with each scheme's settings (the scenario's own value is the one not named)",
+                     kTableWidth, "  ");
   if (!r.skipped.empty()) {
     out += fmt::format("\nnot run here ({} grid settings the hardware or workload does not allow):\n", r.skipped.size());
     for (const std::string& s : r.skipped) out += "  " + s + "\n";

@@ -20,6 +20,8 @@ struct SchemeTuneCandidate {
   Ps latency_ps = 0;
   double speedup = 0;     // baseline latency / latency
   std::string origin;     // "scenario" (as written), "grid", "wave-group search"
+  // The workload keys it changes, below `workload.` ({"parallel.bucket_mb": 100}); empty = as written.
+  nlohmann::json workload = nlohmann::json::object();
 };
 
 struct SchemeTuneEntry {
@@ -43,8 +45,17 @@ struct SchemeTuneResult {
 
 // The knob settings to try for one scheme: the cartesian product of its tuned parameters' values
 // (parameter table order, the last varying fastest), a conditional knob (tune_when) only where its
-// condition holds. The first entry is the empty object (every default).
-std::vector<nlohmann::json> scheme_knob_grid(const SchemeInfo& scheme);
+// condition holds, and only knobs that apply to `workload` (param_applies: a training-only knob only
+// where there is a backward). The first entry is the empty object (every default).
+std::vector<nlohmann::json> scheme_knob_grid(const SchemeInfo& scheme, const Workload& workload);
+
+// The workload keys tune also searches, as {key below workload.: value} settings, the scenario's own
+// first ({}): on a training step with data parallelism, parallel.bucket_mb (DDP / ZeRO-1/2 gradient
+// buckets: 10, 25, 100, 400 MiB) or parallel.prefetch (ZeRO-3: 1, 2 layers ahead). Each scheme's knob
+// grid is tried with each setting. A forward workload has only {}.
+std::vector<nlohmann::json> workload_knob_grid(const Workload& workload);
+// `workload` with the keys of a workload_knob_grid setting applied.
+Workload with_workload_knobs(const Workload& workload, const nlohmann::json& knobs);
 
 // Tunes every scheme of the scenario (each name once; the scenario's own parameters are tried too).
 // `jobs` threads evaluate candidates (results do not depend on it).

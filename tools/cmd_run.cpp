@@ -181,7 +181,7 @@ nlohmann::json trace_of(const sim::Scenario& sc, const sim::SchemeSpec& spec, co
   nlohmann::json trace = sim::chrome_trace(built.graph, tl, node, options);
   trace["otherData"]["scheme"] = spec.name;
   // The parameters it ran with, defaults included (what the report's params column shows).
-  trace["otherData"]["params"] = sim::params_with_defaults(scheme_or_throw(spec.name), spec.params);
+  trace["otherData"]["params"] = sim::params_with_defaults(scheme_or_throw(spec.name), spec.params, sc.workload);
   trace["otherData"]["scenario"] = sc.name;
   trace["otherData"]["hardware"] = sim::hardware_display_name(sc);
   return trace;
@@ -213,6 +213,21 @@ void plot(const std::string& trace_path, const std::string& png_path, const std:
   if (all_ranks) args.insert(args.end(), {"--ranks", "all"});
   const int rc = run_process(args, false);
   if (rc != 0) throw UsageError(fmt::format("--plot: {} failed (exit status {})", script, rc));
+}
+
+// A knob that means nothing for this workload (a training-only knob in a forward pass) is bad input,
+// refused before anything runs, at its line in the scenario (or at --param).
+void refuse_params_not_applying(const RunOptions& options, const sim::Scenario& sc,
+                                const std::vector<sim::SchemeSpec>& specs) {
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const auto refused = sim::check_params_apply(scheme_or_throw(specs[i].name).params, specs[i].params, sc.workload);
+    if (!refused) continue;
+    const std::string message = fmt::format("scheme '{}': {}", specs[i].name, refused->why);
+    if (!options.params.empty()) throw InputError("", 0, "--param " + refused->name, message);
+    const auto line = specs[i].param_lines.find(refused->name);
+    throw InputError(sc.file, line != specs[i].param_lines.end() ? line->second : specs[i].line,
+                     fmt::format("schemes.{}.params.{}", i, refused->name), message);
+  }
 }
 
 // Every selected scheme's result. A failed row carries its error located in the scenario (or at
@@ -334,6 +349,7 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   std::vector<sim::SchemeSpec> specs = selected_schemes(sc, options.scheme);
   if (!options.params.empty())
     specs.front().params = sim::apply_scheme_params(scheme_or_throw(specs.front().name), specs.front().params, options.params, sc.hardware);
+  refuse_params_not_applying(options, sc, specs);
   const std::vector<sim::SchemeResult> results = evaluate_schemes(options, sc, specs);
 
   // Everything is computed before anything is written.

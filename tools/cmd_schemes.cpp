@@ -18,8 +18,11 @@ nlohmann::json schemes_json() {
                         {"help", p.help},
                         {"tune_values", p.tune_values},
                         {"tune_when", p.tune_when},
-                        {"equivalent", p.equivalent}});
-    list.push_back({{"name", s.name}, {"source", s.source}, {"summary", s.summary}, {"params", params}});
+                        {"equivalent", p.equivalent},
+                        {"training_only", p.training_only}});
+    // "" = no backward form: refused for pass backward / step and data parallelism.
+    list.push_back(
+        {{"name", s.name}, {"source", s.source}, {"summary", s.summary}, {"backward", s.backward}, {"params", params}});
   }
   return list;
 }
@@ -40,6 +43,11 @@ void cmd_schemes(const std::string& format, std::ostream& out) {
     first = false;
     out << fmt::format("{}  [{}]\n", s.name, s.source);
     if (!s.summary.empty()) out << fmt::format("  {}\n", s.summary);
+    // A scheme without a backward form is refused for training steps (workload.pass backward | step,
+    // or data parallelism): said here so that a refusal is never a surprise.
+    out << fmt::format("  backward: {}\n", s.backward.empty() ? "no backward form (forward passes only; refused for "
+                                                                 "workload.pass backward / step and data parallelism)"
+                                                               : s.backward);
     if (s.params.empty()) {
       out << "  params: none\n";
       continue;
@@ -58,6 +66,8 @@ void cmd_schemes(const std::string& format, std::ostream& out) {
         out << fmt::format("{}tune tries: {}{}\n", pad, values, p.tune_when.empty() ? "" : " (when " + p.tune_when + ")");
       }
       if (!p.equivalent.empty()) out << fmt::format("{}in production: {}\n", pad, p.equivalent);
+      if (p.training_only)
+        out << fmt::format("{}training steps only (workload.pass backward | step); refused in a forward pass\n", pad);
     }
   }
 }

@@ -217,6 +217,7 @@ sim::SweepGrid checked_grid(const SweepOptions& o, const sim::Scenario& sc, cons
     });
   });
   sim::SweepGrid grid = sim::make_sweep_grid(axes, load.path);
+  grid.step_columns = sim::sweep_runs_steps(sc, axes);
   if (grid.points.empty())
     throw UsageError(sc.sweep.empty() ? fmt::format("{} has no sweep: section; give the axes with --sweep KEY=V1,V2,...", load.path)
                                       : "every axis was dropped (--no-axis / --only-axes); give the axes with --sweep KEY=V1,V2,...");

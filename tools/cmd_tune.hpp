@@ -1,6 +1,9 @@
 #pragma once
 // `overlap-sim tune`: FlashOverlap's wave-group partition for one GEMM (operator level: --gemm,
 // --primitive, --ranks, --hardware), or every scheme's knobs for a scenario (scheme level: SCENARIO).
+// On a training step the scheme level also tunes the backward's knobs (column_backward) and, with data
+// parallelism, the workload keys parallel.bucket_mb (DDP / ZeRO-1/2) or parallel.prefetch (ZeRO-3)
+// with every scheme's settings (sim/tune_schemes.hpp workload_knob_grid; docs/guide/tune.md).
 // See sim/tune_wave_groups.hpp and sim/tune_schemes.hpp.
 #include <optional>
 #include <ostream>

@@ -58,10 +58,15 @@ struct SchemeParam {
   // What production systems call this knob (Megatron-LM, TransformerEngine, NCCL, PyTorch), for
   // `overlap-sim schemes`; "" = no production equivalent.
   std::string equivalent = {};
+  // A knob of the training backward only (how a column-parallel linear's backward overlaps): it means
+  // nothing to a workload without a backward, so there it is left out of the parameters a run reports,
+  // tunes and sweeps, and naming it is refused (param_applies, check_params_apply).
+  bool training_only = false;
 
   // Rows are written as e.g. int_param("m", 1, 1, 4096, "...").tune({1, 2, 4}).production("...").
   SchemeParam tune(std::vector<nlohmann::json> values, std::string when = {}) const;
   SchemeParam production(std::string text) const;
+  SchemeParam training() const;  // training_only
 };
 
 SchemeParam int_param(std::string name, std::int64_t default_value, std::int64_t min, std::int64_t max,
@@ -83,6 +88,18 @@ nlohmann::json default_for(const SchemeParam& p, const HardwareProfile* hardware
 // complaint without the key ("must be an integer in [1, 4096] (got 0)"); callers add file, line, key.
 std::optional<std::string> check_param_value(const SchemeParam& p, const nlohmann::json& value,
                                              const HardwareProfile& hardware);
+
+// Does knob `p` mean anything for `workload`? Every knob does, except a training_only one in a
+// workload without a backward (pass forward).
+bool param_applies(const SchemeParam& p, const Workload& workload);
+// The knobs of `params` that mean nothing for `workload` refused: nullopt when every given knob
+// applies, else {knob, complaint without the key}. (The knob is named so callers can point at its line.)
+struct ParamRefusal {
+  std::string name;
+  std::string why;
+};
+std::optional<ParamRefusal> check_params_apply(const std::vector<SchemeParam>& table, const nlohmann::json& params,
+                                               const Workload& workload);
 
 struct BuildContext {
   const Workload& workload;

@@ -89,6 +89,27 @@ SchemeParam SchemeParam::production(std::string text) const {
   return p;
 }
 
+SchemeParam SchemeParam::training() const {
+  SchemeParam p = *this;
+  p.training_only = true;
+  return p;
+}
+
+bool param_applies(const SchemeParam& p, const Workload& workload) { return !p.training_only || has_backward(workload); }
+
+std::optional<ParamRefusal> check_params_apply(const std::vector<SchemeParam>& table, const nlohmann::json& params,
+                                               const Workload& workload) {
+  if (!params.is_object()) return std::nullopt;
+  for (const SchemeParam& p : table) {
+    if (!params.contains(p.name) || param_applies(p, workload)) continue;
+    // "Nothing silently ignored": a knob of the backward given to a forward pass has no effect.
+    return ParamRefusal{p.name, fmt::format("shapes the training backward only; this workload has none (workload.pass "
+                                            "{}): remove it, or set workload.pass: backward or step",
+                                            pass_name(workload.training.pass))};
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 SchemeParam row(std::string name, ParamType type, nlohmann::json default_value, std::string help, double min = 0,

@@ -115,7 +115,9 @@ const SchemeParam& column_backward_param() {
                    "re-gather -> wgrad as this scheme overlaps them) | bulk (the input's all-gather beside dgrad, "
                    "dgrad's reduce-scatter beside wgrad: Megatron-LM's asynchronous backward)")
           .production("TransformerEngine userbuffers ub_cfgs qkv_dgrad / fc1_dgrad method bulk (bulk_dgrad, "
-                      "bulk_wgrad); Megatron-LM without --tp-comm-overlap overlaps the same pairs");
+                      "bulk_wgrad); Megatron-LM without --tp-comm-overlap overlaps the same pairs")
+          .training()
+          .tune({"scheme", "bulk"});
   return p;
 }
 

@@ -34,7 +34,8 @@ Ps engine_latency(const Scenario& sc, const std::string& scheme, const nlohmann:
 }  // namespace
 
 TEST_CASE("the knob grid comes from the parameter tables, conditional knobs only where they apply", "[tune][schemes]") {
-  const auto ds = scheme_knob_grid(*find_scheme("data_slicing"));
+  const Workload forward = load_scenario_text(kScenario, "t.yaml", options()).workload;
+  const auto ds = scheme_knob_grid(*find_scheme("data_slicing"), forward);
   REQUIRE(!ds.empty());
   CHECK(ds.front().empty());  // every default first
   std::set<std::int64_t> chunks;
@@ -43,7 +44,7 @@ TEST_CASE("the knob grid comes from the parameter tables, conditional knobs only
   CHECK(chunks == std::set<std::int64_t>{1, 2, 8, 16});
   CHECK(ds.size() == 5);
 
-  const auto at = scheme_knob_grid(*find_scheme("async_tp"));
+  const auto at = scheme_knob_grid(*find_scheme("async_tp"), forward);
   // transport x streams, and copy_sms (4 values) only with transport sm: 2 + 2 x 4 = 10 settings.
   CHECK(at.size() == 10);
   std::set<std::string> seen;
@@ -51,8 +52,19 @@ TEST_CASE("the knob grid comes from the parameter tables, conditional knobs only
     CHECK(seen.insert(c.dump()).second);
     if (c.contains("copy_sms")) CHECK(c.value("transport", "copy_engine") == "sm");
   }
-  // A scheme without tuned knobs has one configuration.
-  CHECK(scheme_knob_grid(*find_scheme("no_overlap")).size() == 1);
+  // A forward pass has no backward: no_overlap's one knob (column_backward, training only) is not
+  // tuned there, so it has one configuration.
+  CHECK(scheme_knob_grid(*find_scheme("no_overlap"), forward).size() == 1);
+  // A training step tunes it: defaults (scheme) and bulk. data_slicing: chunks x column_backward.
+  Workload step = forward;
+  step.training.pass = Pass::step;
+  const auto no_overlap_step = scheme_knob_grid(*find_scheme("no_overlap"), step);
+  REQUIRE(no_overlap_step.size() == 2);
+  CHECK(no_overlap_step[1] == nlohmann::json{{"column_backward", "bulk"}});
+  CHECK(scheme_knob_grid(*find_scheme("data_slicing"), step).size() == 5 * 2);
+  // No workload key is searched for a forward pass or a step without data parallelism.
+  CHECK(workload_knob_grid(forward) == std::vector<nlohmann::json>{nlohmann::json::object()});
+  CHECK(workload_knob_grid(step) == std::vector<nlohmann::json>{nlohmann::json::object()});
   // Every tuned value is one the scheme accepts: each configuration builds.
   for (const SchemeInfo& s : scheme_registry())
     for (const SchemeParam& p : s.params) {
@@ -125,4 +137,61 @@ TEST_CASE("tune SCENARIO: grid settings the GPU cannot run are listed, not fatal
   CHECK_THROWS_WITH(load_scenario_text(own, "t.yaml", o),
                     "t.yaml:3: schemes.1.params.copy_sms: must be an integer in [1, 31] (got 32) "
                     "(with --set hardware.gpu.sm_count=32)");
+}
+
+TEST_CASE("tune SCENARIO on a training step: chunks, column_backward and the DDP bucket, best of its own grid",
+          "[tune][schemes][training]") {
+  // TP 8 x DP 2 (DDP: gradient all-reduce per bucket) on two nodes; a short sequence keeps it quick.
+  const std::string text =
+      "hardware: h100-2node-ib400\n"
+      "workload: {kind: mlp_tpsp, tp: 8, model: llama3-70b, tokens: 2048, dtype: bf16, pass: step,\n"
+      "           parallel: {dp: 2, fsdp: none}}\n"
+      "schemes: [no_overlap, data_slicing]\n";
+  const Scenario sc = load_scenario_text(text, "t.yaml", options());
+  const auto buckets = workload_knob_grid(sc.workload);
+  // The scenario's bucket (the default, 25 MiB) as {}, then 10, 100 and 400 MiB.
+  REQUIRE(buckets.size() == 4);
+  CHECK(buckets[0].empty());
+  for (std::size_t i = 1; i < buckets.size(); ++i) CHECK(buckets[i].contains("parallel.bucket_mb"));
+  const SchemeTuneResult r = tune_schemes(sc, 2);
+  REQUIRE(r.schemes.size() == 2);
+  const SchemeTuneEntry& ds = r.schemes[1];
+  REQUIRE(ds.scheme == "data_slicing");
+  // Every chunks x column_backward x bucket setting was tried: 5 x 2 x 4.
+  CHECK(ds.candidates.size() == 40);
+  std::set<std::string> tried;
+  for (const auto& c : ds.candidates) tried.insert(c.params.dump() + c.workload.dump());
+  CHECK(tried.size() == 40);
+  // The best is the fastest of its own grid, and its latency is what the engine gives that setting on
+  // that workload (an independent build and run).
+  for (const auto& c : ds.candidates) CHECK(ds.candidates.front().latency_ps <= c.latency_ps);
+  const SchemeTuneCandidate& best = ds.candidates.front();
+  Scenario at = sc;
+  at.workload = with_workload_knobs(sc.workload, best.workload);
+  CHECK(best.latency_ps == engine_latency(at, "data_slicing", best.params));
+  CHECK(ds.best.step.present);
+  CHECK(ds.best.step.forward.latency_ps + ds.best.step.backward.latency_ps == ds.best.latency_ps);
+  // A bucket setting changes the step (the DP all-reduces are cut differently): not every bucket ties.
+  std::set<Ps> by_bucket;
+  for (const auto& c : ds.candidates)
+    if (c.params.empty()) by_bucket.insert(c.latency_ps);
+  CHECK(by_bucket.size() > 1);
+  // The table names the workload key it set.
+  const std::string table = format_scheme_tune_table(r, sc, 50);
+  CHECK(table.find(" parallel.bucket_mb=") != std::string::npos);
+  CHECK(table.find("parallel.* = workload.parallel.*") != std::string::npos);
+  CHECK(to_json(r, sc, 5)["schemes"][1]["candidates"].size() == 40);
+}
+
+TEST_CASE("tune SCENARIO refuses a training-only knob in a forward pass, at its line", "[tune][schemes][training]") {
+  const std::string text =
+      "hardware: a800-8x-nvlink\n"
+      "workload: {kind: gemm_collective, tp: 4, m: 4096, n: 4096, k: 2048, dtype: fp16, primitive: reduce_scatter}\n"
+      "schemes:\n"
+      "  - no_overlap\n"
+      "  - name: data_slicing\n"
+      "    params: {column_backward: bulk}\n";
+  const Scenario sc = load_scenario_text(text, "t.yaml", options());
+  CHECK_THROWS_WITH(tune_schemes(sc, 1), Catch::StartsWith("t.yaml:6: schemes.1.params.column_backward: scheme "
+                                                           "'data_slicing': shapes the training backward only"));
 }
