@@ -261,6 +261,9 @@ SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const E
   // per-collective latency and beat comm_ps.)
   if (built.bound_ps >= 0) {
     r.bound_ps = std::max(built.bound_ps, r.compute_only_ps);
+    // A training step's data-parallel traffic is outside the scheme's decomposition bound (which
+    // counts the TP collectives it decomposes): its own communication alone bounds it too.
+    if (is_training_step(ctx.workload)) r.bound_ps = std::max(r.bound_ps, r.scheme_comm_ps);
   } else {
     r.bound_ps = std::max(r.compute_only_ps, r.scheme_comm_ps);
   }

@@ -498,6 +498,10 @@ SchemeSpec read_scheme(const YamlReader& e, const Workload& workload, const Hard
       spec.params[key] = read_param(value, *ps, hardware);
       spec.param_lines[key] = value.line();
     }
+    // A knob of the backward (column_backward) named for a forward pass would do nothing: refused at
+    // its line here, so every command that loads the scenario refuses it the same way.
+    if (const auto refused = check_params_apply(info->params, spec.params, workload))
+      params->fail_at(refused->name, "scheme '" + spec.name + "': " + refused->why);
   }
   return spec;
 }

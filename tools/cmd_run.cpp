@@ -139,6 +139,11 @@ std::vector<sim::SchemeSpec> selected_schemes(const sim::Scenario& sc, const std
     for (const auto& s : sim::scheme_registry()) known += (known.empty() ? "" : ", ") + s.name;
     throw UsageError(fmt::format("--scheme: unknown scheme '{}' (known: {})", only, known));
   }
+  if (sim::is_training_step(sc.workload) && info->backward.empty())
+    throw UsageError(fmt::format("--scheme: '{}' has no backward form, so it cannot run a training step (workload.pass {}{}); "
+                                 "`overlap-sim schemes` lists each scheme's backward",
+                                 only, sim::pass_name(sc.workload.training.pass),
+                                 sc.workload.training.parallel.dp > 1 ? ", data parallelism" : ""));
   if (info->applies && !info->applies(sc.workload))
     throw UsageError(fmt::format("--scheme: '{}' does not apply to a {} tp={} workload; it applies to {}", only,
                                  sc.workload.kind, sc.workload.tp, sim::scheme_applies_to(*info)));
