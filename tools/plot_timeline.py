@@ -228,8 +228,12 @@ def draw_lanes(ax, lanes, end_us, number):
             for start, dur, name, cat in payload:
                 color = COLORS.get(cat, OTHER_COLOR)
                 used.add(cat if cat in COLORS else "other")
+                # A training step's backward ops (named bwd.*) are hatched: same colours, other pass.
+                backward = name.startswith("bwd.")
+                if backward:
+                    used.add("backward")
                 ax.broken_barh([(start, max(dur, end_us * 1e-4))], (y - 0.4, 0.8), facecolors=color,
-                               edgecolors="white", linewidth=0.3)
+                               edgecolors="white", linewidth=0.3, hatch="////" if backward else None)
                 tag = f"[{number[family(name)]}]"
                 text = name if dur > char_us * (len(name) + 1) else tag if dur > char_us * (len(tag) + 0.5) else ""
                 if text:
@@ -261,6 +265,8 @@ def add_legend(ax, used, height):
         handles.append(Patch(facecolor=SM_COLOR, alpha=0.6, label="SMs busy (scaled to its max)"))
     if "link" in used:
         handles.append(Patch(facecolor=LINK_COLOR, alpha=0.6, label="transfers in flight on a link"))
+    if "backward" in used:
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch="////", label="backward pass (hatched)"))
     if "exposed" in used:
         handles.insert(0, Patch(facecolor=EXPOSED_COLOR, label="exposed communication (no compute running)"))
     if handles:
@@ -309,6 +315,11 @@ def main():
     height = max(2.5, 0.32 * len(lanes) + 1.5 + 0.18 * (len(families) // 6 + 1))
     fig, ax = plt.subplots(figsize=(14, height))
     used = draw_lanes(ax, lanes, end_us, number)
+    # A training step: where the forward ends (the trace's otherData says).
+    forward_end = trace.get("otherData", {}).get("forward_end_us") if isinstance(trace, dict) else None
+    if isinstance(forward_end, (int, float)) and 0 < forward_end < end_us:
+        ax.axvline(forward_end, color="black", linewidth=0.8, linestyle="--")
+        ax.text(forward_end, len(lanes) - 0.3, " forward | backward", fontsize=6, va="bottom")
     ax.set_ylim(-0.8, len(lanes) - 0.2)
     ax.set_xlim(0, end_us * 1.06)
     ax.set_xlabel("time (us)")
