@@ -89,7 +89,9 @@ void GpuSide::dispatch(int rank) {
       while (s.held < o.channels && p.free_count() > 0) {
         const int sm = take_sm(p, id);
         p.resident(sm) = 1;
-        ctx_.rec(id).sms.push_back(sm);
+        std::vector<int>& sms = ctx_.rec(id).sms;
+        if (sms.empty()) sms.reserve(static_cast<std::size_t>(o.channels));  // one allocation per gang kernel
+        sms.push_back(sm);
         if (o.comm) comm_sms_changed(phys_of(id), 1);
       }
       if (s.held == o.channels) {
