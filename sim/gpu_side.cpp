@@ -50,18 +50,24 @@ void GpuSide::launch(OpId id) {
 
 int GpuSide::take_sm(SmPool& p, OpId id) {
   const int sm = p.take(id);
+  claim_sms(id, 1);
+  return sm;
+}
+
+// The bookkeeping of `count` SMs taken by one kernel in a row: taking them one by one would give the
+// same held count, peak, tile SMs and dirty marks (none of it depends on which SMs they are).
+void GpuSide::claim_sms(OpId id, int count) {
   KernelState& s = ks(id);
-  ++s.held;
+  s.held += count;
   OpRecord& r = ctx_.rec(id);
   r.sms_held = std::max(r.sms_held, s.held);
-  tile_sms_changed(id, 1);
+  tile_sms_changed(id, count);
   if (is_tile_kernel(ctx_.op(id).kind) && !s.in_active) {
     // From now on its rate follows the GPU's interference; set it for what runs there already.
     s.in_active = true;
     phys_of(id).active.push_back(id);
     if (phys_of(id).comm_sms > 0) mark_rate(id);
   }
-  return sm;
 }
 
 // Hands free SMs to waiting kernels: highest priority first, then launch order.
@@ -77,12 +83,27 @@ void GpuSide::dispatch(int rank) {
     if (is_tile_kernel(o.kind)) {
       // Tiled: the next tiles in launch order. Persistent: the next CTAs of the grid, each starting
       // on its first tile (its index).
+      // All the SMs it gets now are taken in one pass: the lowest free ones in order, each filled
+      // with its CTAs in tile order, all starting now and so joining one cohort (as start_cta would).
       const std::int64_t limit = o.kind == OpKind::tiled ? o.ctas : s.grid;
-      while (s.next < limit && p.free_count() > 0) {
-        const int sm = take_sm(p, id);
-        const std::int64_t n = std::min<std::int64_t>(o.ctas_per_sm, limit - s.next);
+      const std::int64_t per_sm = o.ctas_per_sm;
+      const int sms = static_cast<int>(std::min<std::int64_t>(p.free_count(), (limit - s.next + per_sm - 1) / per_sm));
+      if (sms > 0) {
+        claim_sms(id, sms);
+        int sm = p.take(id);
+        std::int64_t n = std::min<std::int64_t>(per_sm, limit - s.next);
         p.resident(sm) = static_cast<int>(n);
-        for (std::int64_t k = 0; k < n; ++k) start_cta(id, sm, s.next++);
+        start_cta(id, sm, s.next++);
+        Cohort& open = cohorts_[static_cast<std::size_t>(s.open_cohort)];
+        const std::int64_t first = s.next - 1;
+        for (int j = 0;;) {
+          for (std::int64_t k = j == 0 ? 1 : 0; k < n; ++k) open.ctas.emplace_back(sm, s.next++);
+          if (++j == sms) break;
+          sm = p.take(id);
+          n = std::min<std::int64_t>(per_sm, limit - s.next);
+          p.resident(sm) = static_cast<int>(n);
+        }
+        s.running += static_cast<std::int32_t>(s.next - first - 1);
       }
       leaves = s.next == limit;
     } else {  // gang: comm_kernel or memory kernel holding `channels` SMs
