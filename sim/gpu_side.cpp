@@ -200,6 +200,26 @@ void GpuSide::on_cohort_end(std::int32_t c, std::uint32_t version) {
     if (s.next == o.ctas) p.dequeue(id);
     first = n;
   }
+  if (!per_tile && o.kind == OpKind::tiled && s.next == o.ctas && p.waiting().empty()) {
+    // Nothing left to start and no kernel of this rank waiting: every remaining CTA just frees its
+    // slot, and the dispatch after each freed SM would find no one to hand it to. Released in one
+    // pass: the same SMs freed, the same counts, the kernel finishing after its last CTA.
+    int freed = 0;
+    for (std::size_t i = first; i < ctas_.size(); ++i) {
+      const int sm = ctas_[i].first;
+      if (--p.resident(sm) == 0) {
+        p.release(sm);
+        ++freed;
+      }
+    }
+    s.done_tiles += static_cast<std::int64_t>(ctas_.size() - first);
+    if (freed > 0) {
+      s.held -= freed;
+      tile_sms_changed(id, -freed);
+    }
+    if (first < ctas_.size() && s.done_tiles == o.ctas) kernel_finished(id);
+    first = ctas_.size();
+  }
   for (std::size_t i = first; i < ctas_.size(); ++i) {
     const auto [sm, tile] = ctas_[i];
     if (per_tile) {
