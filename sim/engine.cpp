@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 
 #include "sim/gpu_side.hpp"
@@ -36,6 +37,7 @@ class Engine final : public NetworkListener, public GpuListener {
         issue_ps_(g.ops().size(), 0) {
     counter_value_.assign(g.counters().size(), 0);
     counter_waiters_.resize(g.counters().size());
+    counter_low_target_.assign(g.counters().size(), std::numeric_limits<std::int64_t>::max());
     // Dependents in CSR form: dependencies and stream order, each op's in the order they are found
     // below (op id order). Counted first, then filled: no vector per op (this runs three times a step).
     const std::size_t n = g.ops().size();
@@ -195,8 +197,13 @@ class Engine final : public NetworkListener, public GpuListener {
         break;
       }
       case OpKind::wait:
-        if (counter_value_[static_cast<std::size_t>(o.counter)] >= o.target) complete(id);
-        else counter_waiters_[static_cast<std::size_t>(o.counter)].push_back(id);
+        if (counter_value_[static_cast<std::size_t>(o.counter)] >= o.target) {
+          complete(id);
+        } else {
+          counter_waiters_[static_cast<std::size_t>(o.counter)].push_back(id);
+          std::int64_t& low = counter_low_target_[static_cast<std::size_t>(o.counter)];
+          low = std::min(low, o.target);
+        }
         break;
       case OpKind::signal:
         add_to_counter(o.counter, o.amount);
@@ -227,12 +234,21 @@ class Engine final : public NetworkListener, public GpuListener {
   void add_to_counter(CounterId c, std::int64_t amount) {
     std::int64_t& v = counter_value_[static_cast<std::size_t>(c)];
     v += amount;
+    // Below every waiter's target nothing is released (FlashOverlap's counter moves once per tile,
+    // its waiters far fewer times): skip reading the waiting ops.
+    std::int64_t& low = counter_low_target_[static_cast<std::size_t>(c)];
+    if (v < low) return;
     auto& waiters = counter_waiters_[static_cast<std::size_t>(c)];
-    if (waiters.empty()) return;
     std::size_t kept = 0;
+    low = std::numeric_limits<std::int64_t>::max();
     for (OpId w : waiters) {
-      if (v >= ctx_.op(w).target) complete(w);
-      else waiters[kept++] = w;
+      const std::int64_t target = ctx_.op(w).target;
+      if (v >= target) {
+        complete(w);
+      } else {
+        waiters[kept++] = w;
+        low = std::min(low, target);
+      }
     }
     waiters.resize(kept);
   }
@@ -275,6 +291,7 @@ class Engine final : public NetworkListener, public GpuListener {
   std::vector<OpId> dependents_;
   std::vector<std::int64_t> counter_value_;
   std::vector<std::vector<OpId>> counter_waiters_;
+  std::vector<std::int64_t> counter_low_target_;  // lowest target of the counter's waiters (max: none)
   std::vector<OpId> ready_;
   std::size_t completed_ = 0;
 };
