@@ -155,6 +155,14 @@ class Engine final : public NetworkListener, public GpuListener {
     if (!o.tile_counters.empty())
       add_to_counter(o.tile_counters.size() == 1 ? o.tile_counters[0] : o.tile_counters[static_cast<std::size_t>(tile)], 1);
   }
+  bool tiles_done_quietly(OpId id, std::int64_t count) override {
+    const Op& o = ctx_.op(id);
+    if (o.tile_counters.size() != 1) return false;
+    const auto c = static_cast<std::size_t>(o.tile_counters[0]);
+    if (counter_value_[c] + count >= counter_low_target_[c]) return false;
+    counter_value_[c] += count;
+    return true;
+  }
   void kernel_done(OpId id) override { complete(id); }
 
  private:

@@ -184,7 +184,10 @@ void GpuSide::on_cohort_end(std::int32_t c, std::uint32_t version) {
   ctx_.tl.sm_busy_ps[static_cast<std::size_t>(rank)] += static_cast<Ps>(ctas_.size()) * (ctx_.now - start);
   s.running -= static_cast<std::int32_t>(ctas_.size());
   if (s.has_demand) mark_demand(id);
-  const bool per_tile = ctx_.options.record_ctas || ctx_.options.on_tile_end || !o.tile_counters.empty();
+  // A kernel signalling one counter (FlashOverlap) signals the cohort's tiles at once when that
+  // releases no waiter: nothing else then depends on the tile order, so it retires as unsignalled ones.
+  const bool per_tile = ctx_.options.record_ctas || ctx_.options.on_tile_end ||
+                        (!o.tile_counters.empty() && !listener_.tiles_done_quietly(id, static_cast<std::int64_t>(ctas_.size())));
   // The CTAs retire one by one in the order they started, as separate events would have. While the
   // kernel is first in line for its freed SMs and has tiles left, each retiring CTA's slot goes straight
   // to its next tile (the branch below); with nothing to record per tile, those first CTAs are handed
