@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <utility>
 
 #include "sim/gpu_side.hpp"
 #include "sim/network_api.hpp"
@@ -39,21 +40,26 @@ class Engine final : public NetworkListener, public GpuListener {
     counter_waiters_.resize(g.counters().size());
     counter_low_target_.assign(g.counters().size(), std::numeric_limits<std::int64_t>::max());
     // Dependents in CSR form: dependencies and stream order, each op's in the order they are found
-    // below (op id order). Counted first, then filled: no vector per op (this runs three times a step).
+    // below (op id order). Counted and listed, then filled: no vector per op (this runs three times a
+    // step), and the ops' dependency lists are read once.
     const std::size_t n = g.ops().size();
     dep_start_.assign(n + 1, 0);
     std::vector<OpId> last(g.streams().size(), kNoOp);
     std::vector<Ps> host(static_cast<std::size_t>(g.num_ranks()), 0);
+    std::vector<std::pair<OpId, OpId>> edges;  // (before, after) in the order found: read once more, in order
+    edges.reserve(2 * n);
     for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id) {
       const Op& op = g.op(id);
       OpState& s = st_[static_cast<std::size_t>(id)];
       for (OpId d : op.deps) {
         ++dep_start_[static_cast<std::size_t>(d) + 1];
+        edges.emplace_back(d, id);
         ++s.pending;
       }
       OpId& prev = last[static_cast<std::size_t>(op.stream)];
       if (prev != kNoOp) {
         ++dep_start_[static_cast<std::size_t>(prev) + 1];
+        edges.emplace_back(prev, id);
         ++s.pending;
       }
       prev = id;
@@ -75,14 +81,7 @@ class Engine final : public NetworkListener, public GpuListener {
     for (std::size_t i = 0; i < n; ++i) dep_start_[i + 1] += dep_start_[i];
     dependents_.resize(static_cast<std::size_t>(dep_start_[n]));
     std::vector<std::int32_t> fill(dep_start_.begin(), dep_start_.end() - 1);
-    std::fill(last.begin(), last.end(), kNoOp);
-    for (OpId id = 0; id < static_cast<OpId>(n); ++id) {
-      const Op& op = g.op(id);
-      for (OpId d : op.deps) dependents_[static_cast<std::size_t>(fill[static_cast<std::size_t>(d)]++)] = id;
-      OpId& prev = last[static_cast<std::size_t>(op.stream)];
-      if (prev != kNoOp) dependents_[static_cast<std::size_t>(fill[static_cast<std::size_t>(prev)]++)] = id;
-      prev = id;
-    }
+    for (const auto& [from, to] : edges) dependents_[static_cast<std::size_t>(fill[static_cast<std::size_t>(from)]++)] = to;
   }
 
   void check_resources() const {
@@ -316,14 +315,17 @@ Timeline run(const TaskGraph& graph, const NodeConfig& node, const EngineOptions
   }
   // CTAs of a wave end together and cost one event, but each is still dispatched and retired one by
   // one: past a few hundred million a run takes minutes, so refuse it up front rather than appear to hang.
-  constexpr std::int64_t kMaxCtas = 200'000'000;
-  std::int64_t ctas = 0;
-  for (const Op& op : graph.ops())
-    if (op.kind == OpKind::tiled || op.kind == OpKind::persistent) ctas += op.ctas;
-  if (ctas > kMaxCtas)
-    throw ResourceError(fmt::format("the graph has {} CTAs, more than the {} the engine simulates one by one; "
-                                    "shrink the workload", ctas, kMaxCtas));
-  if (!options.graph_checked) graph.check_acyclic();
+  // Both are properties of the graph alone: a re-run of a checked graph (graph_checked) skips them.
+  if (!options.graph_checked) {
+    constexpr std::int64_t kMaxCtas = 200'000'000;
+    std::int64_t ctas = 0;
+    for (const Op& op : graph.ops())
+      if (op.kind == OpKind::tiled || op.kind == OpKind::persistent) ctas += op.ctas;
+    if (ctas > kMaxCtas)
+      throw ResourceError(fmt::format("the graph has {} CTAs, more than the {} the engine simulates one by one; "
+                                      "shrink the workload", ctas, kMaxCtas));
+    graph.check_acyclic();
+  }
   Engine engine(graph, node, options);
   return engine.run();
 }
