@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
+#include <utility>
 
 #include "sim/gpu_side.hpp"
 #include "sim/network_api.hpp"
@@ -36,20 +38,28 @@ class Engine final : public NetworkListener, public GpuListener {
         issue_ps_(g.ops().size(), 0) {
     counter_value_.assign(g.counters().size(), 0);
     counter_waiters_.resize(g.counters().size());
-    // Dependents in CSR form: dependencies and stream order.
-    std::vector<std::vector<OpId>> deps_of(g.ops().size());
+    counter_low_target_.assign(g.counters().size(), std::numeric_limits<std::int64_t>::max());
+    // Dependents in CSR form: dependencies and stream order, each op's in the order they are found
+    // below (op id order). Counted and listed, then filled: no vector per op (this runs three times a
+    // step), and the ops' dependency lists are read once.
+    const std::size_t n = g.ops().size();
+    dep_start_.assign(n + 1, 0);
     std::vector<OpId> last(g.streams().size(), kNoOp);
     std::vector<Ps> host(static_cast<std::size_t>(g.num_ranks()), 0);
+    std::vector<std::pair<OpId, OpId>> edges;  // (before, after) in the order found: read once more, in order
+    edges.reserve(2 * n);
     for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id) {
       const Op& op = g.op(id);
       OpState& s = st_[static_cast<std::size_t>(id)];
       for (OpId d : op.deps) {
-        deps_of[static_cast<std::size_t>(d)].push_back(id);
+        ++dep_start_[static_cast<std::size_t>(d) + 1];
+        edges.emplace_back(d, id);
         ++s.pending;
       }
       OpId& prev = last[static_cast<std::size_t>(op.stream)];
       if (prev != kNoOp) {
-        deps_of[static_cast<std::size_t>(prev)].push_back(id);
+        ++dep_start_[static_cast<std::size_t>(prev) + 1];
+        edges.emplace_back(prev, id);
         ++s.pending;
       }
       prev = id;
@@ -68,11 +78,10 @@ class Engine final : public NetworkListener, public GpuListener {
         issue_ps_[static_cast<std::size_t>(id)] = h;
       }
     }
-    dep_start_.push_back(0);
-    for (auto& v : deps_of) {
-      dependents_.insert(dependents_.end(), v.begin(), v.end());
-      dep_start_.push_back(static_cast<std::int32_t>(dependents_.size()));
-    }
+    for (std::size_t i = 0; i < n; ++i) dep_start_[i + 1] += dep_start_[i];
+    dependents_.resize(static_cast<std::size_t>(dep_start_[n]));
+    std::vector<std::int32_t> fill(dep_start_.begin(), dep_start_.end() - 1);
+    for (const auto& [from, to] : edges) dependents_[static_cast<std::size_t>(fill[static_cast<std::size_t>(from)]++)] = to;
   }
 
   void check_resources() const {
@@ -145,6 +154,14 @@ class Engine final : public NetworkListener, public GpuListener {
     if (!o.tile_counters.empty())
       add_to_counter(o.tile_counters.size() == 1 ? o.tile_counters[0] : o.tile_counters[static_cast<std::size_t>(tile)], 1);
   }
+  bool tiles_done_quietly(OpId id, std::int64_t count) override {
+    const Op& o = ctx_.op(id);
+    if (o.tile_counters.size() != 1) return false;
+    const auto c = static_cast<std::size_t>(o.tile_counters[0]);
+    if (counter_value_[c] + count >= counter_low_target_[c]) return false;
+    counter_value_[c] += count;
+    return true;
+  }
   void kernel_done(OpId id) override { complete(id); }
 
  private:
@@ -187,8 +204,13 @@ class Engine final : public NetworkListener, public GpuListener {
         break;
       }
       case OpKind::wait:
-        if (counter_value_[static_cast<std::size_t>(o.counter)] >= o.target) complete(id);
-        else counter_waiters_[static_cast<std::size_t>(o.counter)].push_back(id);
+        if (counter_value_[static_cast<std::size_t>(o.counter)] >= o.target) {
+          complete(id);
+        } else {
+          counter_waiters_[static_cast<std::size_t>(o.counter)].push_back(id);
+          std::int64_t& low = counter_low_target_[static_cast<std::size_t>(o.counter)];
+          low = std::min(low, o.target);
+        }
         break;
       case OpKind::signal:
         add_to_counter(o.counter, o.amount);
@@ -219,12 +241,21 @@ class Engine final : public NetworkListener, public GpuListener {
   void add_to_counter(CounterId c, std::int64_t amount) {
     std::int64_t& v = counter_value_[static_cast<std::size_t>(c)];
     v += amount;
+    // Below every waiter's target nothing is released (FlashOverlap's counter moves once per tile,
+    // its waiters far fewer times): skip reading the waiting ops.
+    std::int64_t& low = counter_low_target_[static_cast<std::size_t>(c)];
+    if (v < low) return;
     auto& waiters = counter_waiters_[static_cast<std::size_t>(c)];
-    if (waiters.empty()) return;
     std::size_t kept = 0;
+    low = std::numeric_limits<std::int64_t>::max();
     for (OpId w : waiters) {
-      if (v >= ctx_.op(w).target) complete(w);
-      else waiters[kept++] = w;
+      const std::int64_t target = ctx_.op(w).target;
+      if (v >= target) {
+        complete(w);
+      } else {
+        waiters[kept++] = w;
+        low = std::min(low, target);
+      }
     }
     waiters.resize(kept);
   }
@@ -267,6 +298,7 @@ class Engine final : public NetworkListener, public GpuListener {
   std::vector<OpId> dependents_;
   std::vector<std::int64_t> counter_value_;
   std::vector<std::vector<OpId>> counter_waiters_;
+  std::vector<std::int64_t> counter_low_target_;  // lowest target of the counter's waiters (max: none)
   std::vector<OpId> ready_;
   std::size_t completed_ = 0;
 };
@@ -283,14 +315,17 @@ Timeline run(const TaskGraph& graph, const NodeConfig& node, const EngineOptions
   }
   // CTAs of a wave end together and cost one event, but each is still dispatched and retired one by
   // one: past a few hundred million a run takes minutes, so refuse it up front rather than appear to hang.
-  constexpr std::int64_t kMaxCtas = 200'000'000;
-  std::int64_t ctas = 0;
-  for (const Op& op : graph.ops())
-    if (op.kind == OpKind::tiled || op.kind == OpKind::persistent) ctas += op.ctas;
-  if (ctas > kMaxCtas)
-    throw ResourceError(fmt::format("the graph has {} CTAs, more than the {} the engine simulates one by one; "
-                                    "shrink the workload", ctas, kMaxCtas));
-  if (!options.graph_checked) graph.check_acyclic();
+  // Both are properties of the graph alone: a re-run of a checked graph (graph_checked) skips them.
+  if (!options.graph_checked) {
+    constexpr std::int64_t kMaxCtas = 200'000'000;
+    std::int64_t ctas = 0;
+    for (const Op& op : graph.ops())
+      if (op.kind == OpKind::tiled || op.kind == OpKind::persistent) ctas += op.ctas;
+    if (ctas > kMaxCtas)
+      throw ResourceError(fmt::format("the graph has {} CTAs, more than the {} the engine simulates one by one; "
+                                      "shrink the workload", ctas, kMaxCtas));
+    graph.check_acyclic();
+  }
   Engine engine(graph, node, options);
   return engine.run();
 }

@@ -65,7 +65,7 @@ struct EngineOptions {
   // Communication-alone re-run: every op that is not `comm` takes no time (its CTAs, bytes of a
   // memory kernel and delays are zero; launches and dependencies stay).
   bool zero_compute = false;
-  // The graph was already checked for cycles (a re-run of the same graph): skip the check.
+  // The graph was already checked for cycles and its CTA count (a re-run of the same graph): skip both.
   bool graph_checked = false;
   // Called when a CTA finishes a tile (tile index in dispatch order), before its counters move.
   std::function<void(OpId op, std::int64_t tile, Ps end_ps)> on_tile_end;

@@ -50,18 +50,24 @@ void GpuSide::launch(OpId id) {
 
 int GpuSide::take_sm(SmPool& p, OpId id) {
   const int sm = p.take(id);
+  claim_sms(id, 1);
+  return sm;
+}
+
+// The bookkeeping of `count` SMs taken by one kernel in a row: taking them one by one would give the
+// same held count, peak, tile SMs and dirty marks (none of it depends on which SMs they are).
+void GpuSide::claim_sms(OpId id, int count) {
   KernelState& s = ks(id);
-  ++s.held;
+  s.held += count;
   OpRecord& r = ctx_.rec(id);
   r.sms_held = std::max(r.sms_held, s.held);
-  tile_sms_changed(id, 1);
+  tile_sms_changed(id, count);
   if (is_tile_kernel(ctx_.op(id).kind) && !s.in_active) {
     // From now on its rate follows the GPU's interference; set it for what runs there already.
     s.in_active = true;
     phys_of(id).active.push_back(id);
     if (phys_of(id).comm_sms > 0) mark_rate(id);
   }
-  return sm;
 }
 
 // Hands free SMs to waiting kernels: highest priority first, then launch order.
@@ -77,19 +83,36 @@ void GpuSide::dispatch(int rank) {
     if (is_tile_kernel(o.kind)) {
       // Tiled: the next tiles in launch order. Persistent: the next CTAs of the grid, each starting
       // on its first tile (its index).
+      // All the SMs it gets now are taken in one pass: the lowest free ones in order, each filled
+      // with its CTAs in tile order, all starting now and so joining one cohort (as start_cta would).
       const std::int64_t limit = o.kind == OpKind::tiled ? o.ctas : s.grid;
-      while (s.next < limit && p.free_count() > 0) {
-        const int sm = take_sm(p, id);
-        const std::int64_t n = std::min<std::int64_t>(o.ctas_per_sm, limit - s.next);
+      const std::int64_t per_sm = o.ctas_per_sm;
+      const int sms = static_cast<int>(std::min<std::int64_t>(p.free_count(), (limit - s.next + per_sm - 1) / per_sm));
+      if (sms > 0) {
+        claim_sms(id, sms);
+        int sm = p.take(id);
+        std::int64_t n = std::min<std::int64_t>(per_sm, limit - s.next);
         p.resident(sm) = static_cast<int>(n);
-        for (std::int64_t k = 0; k < n; ++k) start_cta(id, sm, s.next++);
+        start_cta(id, sm, s.next++);
+        Cohort& open = cohorts_[static_cast<std::size_t>(s.open_cohort)];
+        const std::int64_t first = s.next - 1;
+        for (int j = 0;;) {
+          for (std::int64_t k = j == 0 ? 1 : 0; k < n; ++k) open.ctas.emplace_back(sm, s.next++);
+          if (++j == sms) break;
+          sm = p.take(id);
+          n = std::min<std::int64_t>(per_sm, limit - s.next);
+          p.resident(sm) = static_cast<int>(n);
+        }
+        s.running += static_cast<std::int32_t>(s.next - first - 1);
       }
       leaves = s.next == limit;
     } else {  // gang: comm_kernel or memory kernel holding `channels` SMs
       while (s.held < o.channels && p.free_count() > 0) {
         const int sm = take_sm(p, id);
         p.resident(sm) = 1;
-        ctx_.rec(id).sms.push_back(sm);
+        std::vector<int>& sms = ctx_.rec(id).sms;
+        if (sms.empty()) sms.reserve(static_cast<std::size_t>(o.channels));  // one allocation per gang kernel
+        sms.push_back(sm);
         if (o.comm) comm_sms_changed(phys_of(id), 1);
       }
       if (s.held == o.channels) {
@@ -161,7 +184,10 @@ void GpuSide::on_cohort_end(std::int32_t c, std::uint32_t version) {
   ctx_.tl.sm_busy_ps[static_cast<std::size_t>(rank)] += static_cast<Ps>(ctas_.size()) * (ctx_.now - start);
   s.running -= static_cast<std::int32_t>(ctas_.size());
   if (s.has_demand) mark_demand(id);
-  const bool per_tile = ctx_.options.record_ctas || ctx_.options.on_tile_end || !o.tile_counters.empty();
+  // A kernel signalling one counter (FlashOverlap) signals the cohort's tiles at once when that
+  // releases no waiter: nothing else then depends on the tile order, so it retires as unsignalled ones.
+  const bool per_tile = ctx_.options.record_ctas || ctx_.options.on_tile_end ||
+                        (!o.tile_counters.empty() && !listener_.tiles_done_quietly(id, static_cast<std::int64_t>(ctas_.size())));
   // The CTAs retire one by one in the order they started, as separate events would have. While the
   // kernel is first in line for its freed SMs and has tiles left, each retiring CTA's slot goes straight
   // to its next tile (the branch below); with nothing to record per tile, those first CTAs are handed
@@ -176,6 +202,26 @@ void GpuSide::on_cohort_end(std::int32_t c, std::uint32_t version) {
     s.running += static_cast<std::int32_t>(n - 1);
     if (s.next == o.ctas) p.dequeue(id);
     first = n;
+  }
+  if (!per_tile && o.kind == OpKind::tiled && s.next == o.ctas && p.waiting().empty()) {
+    // Nothing left to start and no kernel of this rank waiting: every remaining CTA just frees its
+    // slot, and the dispatch after each freed SM would find no one to hand it to. Released in one
+    // pass: the same SMs freed, the same counts, the kernel finishing after its last CTA.
+    int freed = 0;
+    for (std::size_t i = first; i < ctas_.size(); ++i) {
+      const int sm = ctas_[i].first;
+      if (--p.resident(sm) == 0) {
+        p.release(sm);
+        ++freed;
+      }
+    }
+    s.done_tiles += static_cast<std::int64_t>(ctas_.size() - first);
+    if (freed > 0) {
+      s.held -= freed;
+      tile_sms_changed(id, -freed);
+    }
+    if (first < ctas_.size() && s.done_tiles == o.ctas) kernel_finished(id);
+    first = ctas_.size();
   }
   for (std::size_t i = first; i < ctas_.size(); ++i) {
     const auto [sm, tile] = ctas_[i];

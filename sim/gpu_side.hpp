@@ -86,6 +86,7 @@ class GpuSide {
 
   void dispatch(int rank);
   int take_sm(SmPool& p, OpId id);
+  void claim_sms(OpId id, int count);
   void start_cta(OpId id, int sm, std::int64_t tile);
   void schedule(std::int32_t cohort);
   double target_rate(OpId id) const;

@@ -70,6 +70,10 @@ class GpuListener {
   virtual void gang_started(OpId op) = 0;
   // A CTA finished a tile (counters move) / every tile of a kernel is done.
   virtual void tile_done(OpId op, std::int64_t tile) = 0;
+  // `count` tiles of a kernel that signals one counter finished: adds them at once and returns true
+  // when that releases no waiter (then per-tile calls would have changed nothing else); otherwise
+  // does nothing and returns false (the caller signals tile by tile).
+  virtual bool tiles_done_quietly(OpId op, std::int64_t count) = 0;
   virtual void kernel_done(OpId op) = 0;
 };
 

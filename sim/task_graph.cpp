@@ -1,9 +1,9 @@
 #include "sim/task_graph.hpp"
 
 #include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/depth_first_search.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace overlap::sim {
@@ -143,41 +143,66 @@ Dag build_dag(const TaskGraph& g, std::vector<std::pair<OpId, OpId>>* stream_edg
   return dag;
 }
 
-struct CycleFound {
-  std::vector<std::size_t> ops;
-};
-
-class CycleVisitor : public boost::default_dfs_visitor {
- public:
-  explicit CycleVisitor(std::vector<std::size_t>& parent) : parent_(parent) {}
-  void tree_edge(boost::graph_traits<Dag>::edge_descriptor e, const Dag& g) {
-    parent_[boost::target(e, g)] = boost::source(e, g);
-  }
-  void back_edge(boost::graph_traits<Dag>::edge_descriptor e, const Dag& g) {
-    const std::size_t from = boost::source(e, g), to = boost::target(e, g);
-    CycleFound c;
-    for (std::size_t v = from; v != to; v = parent_[v]) c.ops.push_back(v);
-    c.ops.push_back(to);
-    std::reverse(c.ops.begin(), c.ops.end());
-    throw c;
-  }
-
- private:
-  std::vector<std::size_t>& parent_;
-};
-
 }  // namespace
 
+// A depth-first search over the edges in CSR form (each op's successors in the order build_dag adds
+// them, so the cycle found and named is the one Boost's depth_first_search would find: same vertex
+// order, same edge order). Runs once per graph on every main run, so it avoids Boost's per-vertex
+// edge lists (an allocation per op).
 void TaskGraph::check_acyclic() const {
-  Dag dag = build_dag(*this, nullptr);
-  std::vector<std::size_t> parent(ops_.size(), 0);
-  try {
-    boost::depth_first_search(dag, boost::visitor(CycleVisitor(parent)));
-  } catch (const CycleFound& c) {
-    std::string names;
-    for (std::size_t v : c.ops) names += fmt::format("'{}' -> ", ops_[v].name);
-    names += fmt::format("'{}'", ops_[c.ops.front()].name);
-    throw GraphError("task graph has a cycle (dependencies and stream order): " + names);
+  const std::size_t n = ops_.size();
+  std::vector<std::uint32_t> start(n + 1, 0);
+  std::vector<OpId> last(streams_.size(), kNoOp);
+  for (OpId id = 0; id < static_cast<OpId>(n); ++id) {
+    const Op& op = ops_[static_cast<std::size_t>(id)];
+    for (OpId d : op.deps) ++start[static_cast<std::size_t>(d) + 1];
+    OpId& prev = last[static_cast<std::size_t>(op.stream)];
+    if (prev != kNoOp) ++start[static_cast<std::size_t>(prev) + 1];
+    prev = id;
+  }
+  for (std::size_t i = 0; i < n; ++i) start[i + 1] += start[i];
+  std::vector<std::uint32_t> succ(start[n]);
+  std::vector<std::uint32_t> fill(start.begin(), start.end() - 1);
+  std::fill(last.begin(), last.end(), kNoOp);
+  for (OpId id = 0; id < static_cast<OpId>(n); ++id) {
+    const Op& op = ops_[static_cast<std::size_t>(id)];
+    for (OpId d : op.deps) succ[fill[static_cast<std::size_t>(d)]++] = static_cast<std::uint32_t>(id);
+    OpId& prev = last[static_cast<std::size_t>(op.stream)];
+    if (prev != kNoOp) succ[fill[static_cast<std::size_t>(prev)]++] = static_cast<std::uint32_t>(id);
+    prev = id;
+  }
+  enum : std::uint8_t { white, gray, black };
+  std::vector<std::uint8_t> color(n, white);
+  std::vector<std::size_t> parent(n, 0);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> stack;  // (vertex, next edge index)
+  for (std::size_t root = 0; root < n; ++root) {
+    if (color[root] != white) continue;
+    color[root] = gray;
+    stack.emplace_back(static_cast<std::uint32_t>(root), start[root]);
+    while (!stack.empty()) {
+      auto& [u, e] = stack.back();
+      if (e == start[u + 1]) {
+        color[u] = black;
+        stack.pop_back();
+        continue;
+      }
+      const std::uint32_t v = succ[e++];
+      if (color[v] == white) {
+        parent[v] = u;
+        color[v] = gray;
+        stack.emplace_back(v, start[v]);
+      } else if (color[v] == gray) {
+        // Back edge u -> v: the cycle is v, ..., u along the tree path.
+        std::vector<std::size_t> cycle;
+        for (std::size_t w = u; w != v; w = parent[w]) cycle.push_back(w);
+        cycle.push_back(v);
+        std::reverse(cycle.begin(), cycle.end());
+        std::string names;
+        for (std::size_t w : cycle) names += fmt::format("'{}' -> ", ops_[w].name);
+        names += fmt::format("'{}'", ops_[cycle.front()].name);
+        throw GraphError("task graph has a cycle (dependencies and stream order): " + names);
+      }
+    }
   }
 }
 

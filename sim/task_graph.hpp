@@ -2,8 +2,8 @@
 // TaskGraph: what a scheme builder produces and the engine runs (design.md "Data flow").
 // Ops live on in-order streams of a rank (GPU); explicit dependencies express cross-stream events and
 // cross-rank synchronisation; counters express FlashOverlap's counting table and PyTorch's barrier.
-// The graph is held as a Boost.Graph DAG: cycles (including ones closed by stream order) are rejected
-// with the ops on the cycle named.
+// Cycles (including ones closed by stream order) are rejected with the ops on the cycle named (a
+// depth-first search; Boost.Graph builds the graph for the Graphviz export).
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
