@@ -111,7 +111,7 @@ Ps latency_without(const TaskGraph& g, const NodeConfig& node, Communicator c) {
 }
 
 StepFigures step_figures(const BuildContext& ctx, const BuiltScheme& built, const NodeConfig& node, const Timeline& tl,
-                         const Timeline& compute_only) {
+                         const Timeline& compute_only, const WorkloadComm& comm_split) {
   const Workload& w = ctx.workload;
   StepFigures s;
   s.present = true;
@@ -121,11 +121,11 @@ StepFigures step_figures(const BuildContext& ctx, const BuiltScheme& built, cons
   const Ps bwd = tl.makespan_ps - fwd, bwd_compute = compute_only.makespan_ps - fwd_compute;
   s.backward = PassFigures{bwd, bwd_compute, bwd - bwd_compute};
   // Each pass's communication to hide: the workload's collectives alone (what comm_ps times), split
-  // where the forward's last one ends.
-  const BuiltScheme alone = build_workload_collectives(ctx);
-  const Timeline comm_tl = run(alone.graph, node);
-  s.forward.comm_ps = forward_end_ps(alone.graph, comm_tl);
-  s.backward.comm_ps = comm_tl.makespan_ps - s.forward.comm_ps;
+  // where the forward's last one ends (run once per scenario by evaluate_all).
+  const bool given = comm_split.forward_ps >= 0 && comm_split.total_ps >= 0;
+  const WorkloadComm comm = given ? comm_split : workload_comm(w, ctx.hardware, ctx.fidelity, &node);
+  s.forward.comm_ps = comm.forward_ps;
+  s.backward.comm_ps = comm.total_ps - comm.forward_ps;
   for (PassFigures* p : {&s.forward, &s.backward})
     p->overlap_efficiency =
         p->comm_ps > 0 ? std::clamp(1.0 - safe_ratio(static_cast<double>(p->exposed_comm_ps), static_cast<double>(p->comm_ps)), 0.0, 1.0)
@@ -191,13 +191,18 @@ std::vector<CollectiveFigure> collective_figures(const BuiltScheme& built, const
   return out;
 }
 
-Ps workload_comm_ps(const Workload& workload, const HardwareProfile& hardware, Fidelity fidelity,
-                    const NodeConfig* node) {
+WorkloadComm workload_comm(const Workload& workload, const HardwareProfile& hardware, Fidelity fidelity,
+                           const NodeConfig* node) {
   const nlohmann::json no_params = nlohmann::json::object();
   const BuildContext ctx{workload, hardware, no_params, fidelity, node};
   const BuiltScheme built = build_workload_collectives(ctx);
-  if (node) return run(built.graph, *node).makespan_ps;
-  return run(built.graph, make_node(hardware, built.graph.num_ranks())).makespan_ps;
+  const Timeline tl = node ? run(built.graph, *node) : run(built.graph, make_node(hardware, built.graph.num_ranks()));
+  return WorkloadComm{tl.makespan_ps, forward_end_ps(built.graph, tl)};
+}
+
+Ps workload_comm_ps(const Workload& workload, const HardwareProfile& hardware, Fidelity fidelity,
+                    const NodeConfig* node) {
+  return workload_comm(workload, hardware, fidelity, node).total_ps;
 }
 
 SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const EvaluateOptions& options) {
@@ -285,7 +290,8 @@ SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const E
       u.copy_engine = safe_ratio(static_cast<double>(tl.copy_engine_busy_ps[ri]), ctx.hardware.gpu.copy_engines * span);
     r.utilization.push_back(u);
   }
-  if (is_training_step(ctx.workload)) r.step = step_figures(ctx, built, node, tl, compute_only);
+  if (is_training_step(ctx.workload)) r.step = step_figures(ctx, built, node, tl, compute_only,
+                                                          WorkloadComm{options.comm_ps, options.forward_comm_ps});
   if (options.keep_timeline) r.timeline = std::move(tl);
   return r;
 }
@@ -311,7 +317,11 @@ std::vector<SchemeResult> evaluate_all(const std::vector<SchemeRequest>& schemes
   validate_workload(workload);
   const NodeConfig node = make_node(hardware, std::max(1, workload.tp));
   EvaluateOptions shared = options;
-  if (shared.comm_ps < 0) shared.comm_ps = workload_comm_ps(workload, hardware, fidelity, &node);
+  if (shared.comm_ps < 0 || (is_training_step(workload) && shared.forward_comm_ps < 0)) {
+    const WorkloadComm comm = workload_comm(workload, hardware, fidelity, &node);
+    shared.comm_ps = comm.total_ps;
+    shared.forward_comm_ps = comm.forward_ps;
+  }
   for (std::size_t i = 0; i < schemes.size(); ++i) {
     if (infos[i]->applies && !infos[i]->applies(workload)) continue;
     const BuildContext ctx{workload, hardware, schemes[i].params, fidelity, &node};

@@ -126,6 +126,9 @@ struct EvaluateOptions {
   // What every scheme of a scenario shares, computed once by evaluate_all: the workload's
   // collectives alone (< 0: evaluate computes it).
   Ps comm_ps = -1;
+  // A training step: the part of comm_ps until the forward's last collective ends (< 0: evaluate
+  // computes it), computed with comm_ps from the same run.
+  Ps forward_comm_ps = -1;
   // Only the main run (latency, events): what a baseline needs for the speedup column.
   bool latency_only = false;
 };
@@ -135,6 +138,13 @@ struct EvaluateOptions {
 // `node`: the engine's node for `hardware` when the caller has one (nullptr: built here).
 Ps workload_comm_ps(const Workload& workload, const HardwareProfile& hardware, Fidelity fidelity,
                     const NodeConfig* node = nullptr);
+// The same run, with where its forward ends (a training step's collectives split per pass).
+struct WorkloadComm {
+  Ps total_ps = 0;
+  Ps forward_ps = 0;  // until the forward's last collective ends (0: no forward)
+};
+WorkloadComm workload_comm(const Workload& workload, const HardwareProfile& hardware, Fidelity fidelity,
+                           const NodeConfig* node = nullptr);
 
 // Builds the scheme's graph, runs it, re-runs it compute-only, checks byte accounting (InternalError
 // on a mismatch) and computes the metrics. speedup_vs_no_overlap is left 0 (evaluate_all fills it).
