@@ -240,7 +240,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& run) {
 CLI::App* add_tune_command(CLI::App& app, TuneOptions& tune, std::optional<int>& tune_algo) {
   CLI::App* tune_cmd = app.add_subcommand(
       "tune", "Tune FlashOverlap's wave groups for one GEMM (--gemm ...), or every scheme's knobs for a SCENARIO");
-  tune_cmd->add_option("scenario", tune.scenario, "Scenario: tune each scheme's knobs (scheme level)");
+  tune_cmd->add_option("scenario", tune.scenario,
+                       "Scenario: tune each scheme's knobs (scheme level); on a training step with data "
+                       "parallelism also parallel.bucket_mb (DDP, ZeRO-1/2) or parallel.prefetch (ZeRO-3)");
   tune_cmd->add_option("--hardware", tune.hardware,
                        "Hardware profile (name or path): the operator level's, or with a SCENARIO the same as "
                        "--set hardware=VALUE")
