@@ -343,15 +343,7 @@ class AsyncTpPass final : public PassEmitter {
     const std::int64_t total = g.split_k ? g.gemm.k : g.gemm.m;
     collectives_.push_back(g.bytes);
     if (!g.split_k) return le_.all_gather_matmul(total, g.bytes / total, gemm_unit(b_, g.gemm), start, g.name);
-    GraphBuilder& b = b_;
-    const RankGemm full = g.gemm;
-    UnitCompute partial = [&b, full](int rank, StreamId stream, std::int64_t k_rows, const std::string& name,
-                                     const std::vector<OpId>& deps) {
-      GemmOptions o;
-      o.name = name;
-      o.deps = deps;
-      return b.add_gemm(rank, stream, GemmShape{full.m, full.n, k_rows, full.dtype}, o);
-    };
+    const UnitCompute partial = gemm_unit_split_k(b_, g.gemm);
     return le_.all_gather_matmul(total, g.bytes / total, partial, start, g.name, true);
   }
 

@@ -571,15 +571,7 @@ class CommFusePass final : public PassEmitter {
     pl_.tag = g.name;
     collectives_.push_back(g.bytes);
     if (!g.split_k) return pl_.fuse_ag(gemm_unit(b_, g.gemm), start);
-    GraphBuilder& b = b_;
-    const RankGemm full = g.gemm;
-    UnitCompute partial = [&b, full](int rank, StreamId stream, std::int64_t k_rows, const std::string& name,
-                                     const std::vector<OpId>& deps) {
-      GemmOptions o;
-      o.name = name;
-      o.deps = deps;
-      return b.add_gemm(rank, stream, GemmShape{full.m, full.n, k_rows, full.dtype}, o);
-    };
+    const UnitCompute partial = gemm_unit_split_k(b_, g.gemm);
     return pl_.fuse_ag(partial, start);
   }
 

@@ -474,6 +474,15 @@ UnitCompute gemm_unit(GraphBuilder& b, const GemmShape& g) {
   };
 }
 
+UnitCompute gemm_unit_split_k(GraphBuilder& b, const GemmShape& g) {
+  return [&b, g](int rank, StreamId stream, std::int64_t rows, const std::string& name, const std::vector<OpId>& deps) {
+    GemmOptions o;
+    o.name = name;
+    o.deps = deps;
+    return b.add_gemm(rank, stream, GemmShape{g.m, g.n, rows, g.dtype}, o);
+  };
+}
+
 std::vector<OpId> compose_layers(int layers, const LayerEmitter& attention, const LayerEmitter& mlp) {
   std::vector<OpId> end;
   for (int l = 0; l < layers; ++l) {

@@ -240,6 +240,9 @@ using UnitCompute = std::function<OpId(int rank, StreamId stream, std::int64_t r
                                        const std::vector<OpId>& deps)>;
 // The unit compute of a GEMM: `rows` rows of `g` (n, k and dtype kept).
 UnitCompute gemm_unit(GraphBuilder& b, const GemmShape& g);
+// The unit compute of a GEMM split along K (a wgrad over gathered tokens): `rows` of `g`'s K, m, n
+// and dtype kept; the partial results accumulate into one output.
+UnitCompute gemm_unit_split_k(GraphBuilder& b, const GemmShape& g);
 
 // A whole model as its layers (design.md "Workloads", transformer): per layer attention then MLP,
 // each emitter given the per-rank ops it starts after (empty for the first layer) and the layer's
