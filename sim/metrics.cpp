@@ -30,11 +30,15 @@ void check_bytes(const BuiltScheme& built, const Timeline& tl, const std::string
   if (static_cast<int>(req.size()) != n)
     throw InternalError(fmt::format("{}: required_bytes has {} rows for {} ranks", what, req.size(), n));
   std::vector<std::vector<Bytes>> seen(static_cast<std::size_t>(n), std::vector<Bytes>(static_cast<std::size_t>(n), 0));
-  for (const PairBytes& pb : bytes_by_pair(tl)) {
-    if (pb.src == pb.dst) continue;  // local HBM traffic is not communication
-    if (pb.src < 0 || pb.dst < 0 || pb.src >= n || pb.dst >= n)
-      throw InternalError(fmt::format("{}: bytes moved between ranks {} and {} outside the graph", what, pb.src, pb.dst));
-    seen[static_cast<std::size_t>(pb.src)][static_cast<std::size_t>(pb.dst)] += pb.bytes;
+  for (const TransferRecord& t : tl.transfers) {
+    // Local HBM traffic and legs to or from a switch (NVLS) are not traffic between two ranks. The
+    // data-parallel collectives' legs run to GPUs outside the graph (their counterparts in the TP
+    // groups not simulated): no rank of the graph receives them.
+    if (t.src_gpu == t.dst_gpu || t.src_gpu == kSwitchPeer || t.dst_gpu == kSwitchPeer) continue;
+    if (t.op != kNoOp && built.graph.op(t.op).communicator == Communicator::dp) continue;
+    if (t.src_gpu < 0 || t.dst_gpu < 0 || t.src_gpu >= n || t.dst_gpu >= n)
+      throw InternalError(fmt::format("{}: bytes moved between ranks {} and {} outside the graph", what, t.src_gpu, t.dst_gpu));
+    seen[static_cast<std::size_t>(t.src_gpu)][static_cast<std::size_t>(t.dst_gpu)] += t.bytes;
   }
   for (int s = 0; s < n; ++s) {
     if (static_cast<int>(req[static_cast<std::size_t>(s)].size()) != n)

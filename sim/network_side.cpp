@@ -79,6 +79,7 @@ class NetworkSide final : public NetworkApi {
   enum TimerKind : std::int64_t { kGangDone = 0, kPhaseEnd = 1, kCurveDone = 2 };
 
   std::vector<int> endpoint_links(int src, int dst, int reduce_extra) const;
+  std::vector<int> outside_links(int src, int dst, int reduce_extra, bool src_simulated) const;
   double wire_rate(int src, int dst, Bytes bytes, double service, std::optional<Transport> t, int ctas) const;
   void start_transfer(Transfer t, Ps latency_ps);
   void join(std::int32_t idx);
@@ -136,6 +137,20 @@ std::vector<int> NetworkSide::endpoint_links(int src, int dst, int reduce_extra)
   return links;
 }
 
+// A leg between a simulated GPU and one outside the graph loads the route and only the simulated
+// GPU's HBM: the outside GPU's memory is its own members' business, which the symmetric legs of
+// the simulated GPUs already stand for.
+std::vector<int> NetworkSide::outside_links(int src, int dst, int reduce_extra, bool src_simulated) const {
+  if (src >= fabric_.num_gpus() || dst >= fabric_.num_gpus())
+    throw ResourceError(fmt::format("a collective member is GPU {}, but the fabric has {} GPUs",
+                                            std::max(src, dst), fabric_.num_gpus()));
+  std::vector<int> links = fabric_.route(src, dst);
+  const int h = fabric_.hbm_link(src_simulated ? src : dst);
+  if (h >= 0)
+    for (int i = 0; i <= (src_simulated ? 0 : reduce_extra); ++i) links.push_back(h);
+  return links;
+}
+
 // ---- work of gang kernels and copies ----
 
 void NetworkSide::start_gang_work(OpId id) {
@@ -163,8 +178,9 @@ void NetworkSide::start_gang_work(OpId id) {
     enter_phase(id);
     return;
   }
-  if (o.collective >= 0 && o.members > 1) {
-    // Curve fidelity: a collective runs once every member's kernel is resident.
+  if (o.collective >= 0 && (o.members > 1 || !o.outside_sends.empty() || !o.outside_recvs.empty())) {
+    // Curve fidelity: a collective runs once every member's kernel is resident (a collective of one
+    // simulated member, whose others are outside the graph, at once).
     auto& arrived = rendezvous_[o.collective];
     arrived.push_back(id);
     if (static_cast<int>(arrived.size()) == o.members) start_curve(o.collective);
@@ -223,6 +239,15 @@ void NetworkSide::start_curve(std::int64_t collective) {
         }
         legs.push_back(Transfer{Kind::curve, m, kNoOp, r, pb.peer, pb.bytes, std::move(links), 0, 0, ctx_.now, 0});
       }
+      // Members outside the graph: the sends load the route to them and this GPU's HBM (read); the
+      // mirrored receives the route from them and this GPU's HBM (written, and reduced).
+      const int extra = o.curve_reduces ? kReduceExtraHbm : 0;
+      for (const PeerBytes& pb : o.outside_sends)
+        legs.push_back(Transfer{Kind::curve, m, kNoOp, r, pb.peer, pb.bytes, outside_links(r, pb.peer, extra, true), 0, 0,
+                                ctx_.now, 0});
+      for (const PeerBytes& pb : o.outside_recvs)
+        legs.push_back(Transfer{Kind::curve, m, kNoOp, pb.peer, r, pb.bytes, outside_links(pb.peer, r, extra, false), 0,
+                                0, ctx_.now, 0});
       if (o.curve_from_switch > 0) {
         std::vector<int> links = {fabric_.switch_links(r).second};
         if (fabric_.hbm_link(r) >= 0) links.push_back(fabric_.hbm_link(r));

@@ -77,9 +77,15 @@ OpId TaskGraph::add(Op op) {
       for (const PeerBytes& pb : op.curve_sends)
         require((pb.peer == kSwitchPeer || (pb.peer >= 0 && pb.peer < num_ranks_)) && pb.bytes > 0, op,
                 "curve send needs a peer rank (or the switch) and bytes > 0");
+      for (const std::vector<PeerBytes>* legs : {&op.outside_sends, &op.outside_recvs})
+        for (const PeerBytes& pb : *legs)
+          require(pb.peer >= num_ranks_ && pb.bytes > 0, op, "an outside member is a GPU beyond the graph's ranks, with bytes > 0");
+      require((op.outside_sends.empty() && op.outside_recvs.empty()) || (op.members == 1 && op.collective >= 0), op,
+              "outside members belong to a collective of one simulated member");
       require(op.curve_latency_ps >= 0 && op.curve_latency_ps <= op.duration_ps, op,
               "curve_latency_ps must be in [0, duration_ps]");
-      require(op.curve_sends.empty() || op.phases.empty(), op, "a collective is either curve (curve_sends) or steps (phases)");
+      require((op.curve_sends.empty() && op.outside_sends.empty() && op.outside_recvs.empty()) || op.phases.empty(), op,
+              "a collective is either curve (curve_sends) or steps (phases)");
       require(op.phases.empty() || op.collective >= 0, op, "phases need a collective id to match peers");
       require(op.link_efficiency > 0 && op.link_efficiency <= 1, op, "link_efficiency must be in (0, 1]");
       require(!op.transport || *op.transport != Transport::copy_engine, op,

@@ -101,6 +101,11 @@ struct Op {
   Bytes curve_from_switch = 0;  // bytes the switch multicasts down to this member (NVLS)
   Ps curve_latency_ps = 0;
   bool curve_reduces = false;
+  // Curve fidelity, a member whose fellow members are GPUs outside the graph (the data-parallel
+  // counterparts of a TP rank: only one TP group is simulated, docs/guide/training.md): the bytes it
+  // sends to each of them, and receives from each, as flows on the links between them and on its own
+  // HBM. The receives stand for the symmetric members' sends, which are not simulated.
+  std::vector<PeerBytes> outside_sends, outside_recvs;
   // Phase transfers: costed as this transport (nccl_p2p: CommFuse's send/recv; sm_copy: an SM copy
   // kernel of `channels` CTAs; one_sided: put/get) by the fabric (fabric.hpp); unset: NCCL
   // collective steps, at link_efficiency with the phase latency covering the wire's.

@@ -1,6 +1,7 @@
 #include "sim/schemes/data_parallel.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -40,6 +41,28 @@ PerRank DataParallelTraffic::issue(StreamId (DataParallelTraffic::*stream)(int) 
   // dp x tp GPUs of the job span (the network once they cover more than a node).
   const std::string link = collective_link_class(hw, b_.ranks() * dp_);
   const CollectivePlan plan = plan_collective(hw, prim, bytes, dp_, link, CollectiveOverrides{default_algorithm(hw, p), {}});
+  // Every member runs member 0's part of the algorithm (the members are symmetric): its sends to
+  // and receives from the others load the links between the GPUs and its own HBM, where they meet
+  // the TP group's traffic (the NIC when TP spans nodes, NVLink ports when DP stays in the node)
+  // and the GEMMs' operand reads. Megatron's rank order puts TP innermost: rank r's data-parallel
+  // peers are GPUs r + j x tp.
+  const CollectiveSchedule schedule = b_.schedule_of(plan, bytes, dp_, link);
+  const int tp = b_.ranks();
+  auto to_legs = [&](int r, const std::vector<CollectiveTransfer>& transfers, std::vector<PeerBytes>& outside,
+                     Bytes& with_switch, std::vector<PeerBytes>* switch_sends) {
+    std::map<int, Bytes> by_peer;
+    for (const CollectiveTransfer& t : transfers) {
+      if (t.bytes <= 0) continue;
+      if (t.peer < 0) {
+        if (switch_sends) switch_sends->push_back({kSwitchPeer, t.bytes});
+        else with_switch += t.bytes;
+      } else {
+        by_peer[r + t.peer * tp] += t.bytes;
+      }
+    }
+    for (const auto& [gpu, b] : by_peer) outside.push_back({gpu, b});
+  };
+  const bool reduces = prim == CollectivePrimitive::all_reduce || prim == CollectivePrimitive::reduce_scatter;
   PerRank out;
   for (int r = 0; r < b_.ranks(); ++r) {
     Op op;
@@ -55,6 +78,13 @@ PerRank DataParallelTraffic::issue(StreamId (DataParallelTraffic::*stream)(int) 
     op.members = 1;  // its other members are the symmetric ranks of the TP groups not simulated
     op.host_ps = hw.launch.collective_host_ps(prim);
     op.duration_ps = plan.time_ps;
+    op.curve_latency_ps = std::clamp<Ps>(plan.latency_ps, 0, plan.time_ps);
+    op.curve_reduces = reduces;
+    Bytes unused = 0;
+    for (const CollectiveStep& st : schedule.ranks.front()) {
+      to_legs(r, st.sends, op.outside_sends, unused, &op.curve_sends);
+      to_legs(r, st.recvs, op.outside_recvs, op.curve_from_switch, nullptr);
+    }
     if (r == 0)
       b_.record_call(CollectiveCall{op.collective, name, p, bytes, dp_, nccl_algorithm_name(plan.algorithm),
                                     nccl_protocol_name(plan.protocol), plan.channels, Communicator::dp});

@@ -5,8 +5,9 @@
 // runs the same schedule at the same time, so rank r's data-parallel collective (its counterparts in
 // the other dp - 1 groups) is one op on rank r, costed by the collective model for dp members over the
 // link class the group spans (the network when dp x tp GPUs span nodes). It holds NCCL's channels as
-// SMs for its whole time, so it competes with the TP group's GEMMs and collectives for SMs; the
-// network links it crosses are its own (one NIC per GPU, rail-optimised) unless TP itself spans nodes.
+// SMs for its whole time, so it competes with the TP group's GEMMs and collectives for SMs, and its
+// bytes run as flows to and from its peers (GPUs r + j x tp, outside the graph) on the links and the
+// rank's HBM, where they meet the TP group's traffic (sim/task_graph.hpp Op::outside_sends).
 #include <cstdint>
 #include <string>
 #include <vector>

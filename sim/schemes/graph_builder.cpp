@@ -337,6 +337,11 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
   return out;
 }
 
+CollectiveSchedule GraphBuilder::schedule_of(const CollectivePlan& plan, Bytes bytes, int members,
+                                             const std::string& link) const {
+  return engine_schedule(hardware(), plan, bytes, members, link);
+}
+
 void GraphBuilder::add_required_bytes(int src, int dst, Bytes bytes) {
   if (src < 0 || dst < 0 || src >= ranks() || dst >= ranks())
     throw GraphError(fmt::format("byte accounting: pair ({}, {}) outside {} ranks", src, dst, ranks()));

@@ -177,6 +177,10 @@ class GraphBuilder {
   // algorithm (the same one add_collective's steps use), added to required_bytes().
   void add_collective_required_bytes(Primitive primitive, Bytes bytes, const std::vector<int>& ranks);
 
+  // The steps a collective of `plan` over `members` ranks of `link` runs (per member index: sends and
+  // receives with peer member indices, -1 the switch): what add_collective's steps and byte accounting
+  // use, for a collective whose other members are outside the graph (the data-parallel traffic).
+  CollectiveSchedule schedule_of(const CollectivePlan& plan, Bytes bytes, int members, const std::string& link) const;
   // Records a collective call made outside add_collective (the data-parallel traffic of a step).
   void record_call(CollectiveCall call) { calls_.push_back(std::move(call)); }
 
