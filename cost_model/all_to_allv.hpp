@@ -2,7 +2,7 @@
 // All-to-all with unequal sizes (all-to-allv) as NCCL runs it: grouped ncclSend / ncclRecv, one send
 // and one receive per peer inside ncclGroupStart / ncclGroupEnd (NCCL documentation, "Point-to-point
 // communication: all-to-all(v)"). The per-pair bytes come from the caller, e.g. an MoE dispatch
-// (cost_model/moe_routing.hpp); the imbalance model is FlashOverlap's (Sec. 4.2): the operation takes
+// (cost_model/moe_routing.hpp); the imbalance model is FlashOverlap's (Sec. 4.2, online stage): the operation takes
 // as long as its slowest GPU.
 //
 // One rank's time reuses the even all-to-all model (collective_model.hpp, NcclAlgorithm::SendRecv)
@@ -21,6 +21,10 @@
 // Equivalent sizes round up, so a rank's time never falls when a pair's bytes grow. With all pairs
 // equal the equivalent size is the even size itself, so the time, protocol, channels and steps are
 // exactly those of plan_collective / collective_steps for CollectivePrimitive::all_to_all.
+// Across nodes the even model prices a NIC as if all n-1 of NCCL's pairwise rounds crossed it (true
+// of the busiest NIC in each round when pairs are equal), though one NIC carries only `remote` of
+// them; the equivalent size inherits that price per NIC byte. The steps count the rounds that cross
+// nodes, so under skew across nodes the steps' idle time can be below the curve's.
 #include <string>
 #include <vector>
 

@@ -5,12 +5,14 @@
 #include <catch2/catch.hpp>
 
 #include <optional>
+#include <cstdlib>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 
 #include "cost_model/all_to_allv.hpp"
+#include "cost_model/bandwidth_curve.hpp"
 #include "cost_model/collective_model.hpp"
 #include "cost_model/moe_routing.hpp"
 #include "cost_model/profile_loader.hpp"
@@ -239,4 +241,32 @@ TEST_CASE("all_to_allv: bad matrices are refused", "[moe][all_to_allv]") {
   for (int r = 0; r < 4; ++r) self_only[r][r] = 1000;
   REQUIRE(all_to_allv_cost(hw, self_only, "nvlink").time_ps == 0);
   REQUIRE(all_to_allv_steps(hw, self_only, "nvlink").num_steps() == 0);
+}
+
+TEST_CASE("all_to_allv: a measured all_to_all curve prices equal pairs as the even call", "[moe][all_to_allv]") {
+  HardwareProfile hw = load_profile("h100-sxm-8x-nvswitch");
+  hw.curves["all_to_all.n8"] = BandwidthCurve::from_alpha_beta(30.0, 200);
+  for (Bytes b : {Bytes{4096}, Bytes{1} << 20}) {
+    const CollectivePlan even = plan_collective(hw, CollectivePrimitive::all_to_all, 8 * b, 8, "nvlink");
+    REQUIRE(even.from_curve);
+    REQUIRE(all_to_allv_cost(hw, equal_pairs(8, b), "nvlink").time_ps == even.time_ps);
+  }
+}
+
+TEST_CASE("all_to_allv: under one hot receiver the steps take the curve's time", "[moe][all_to_allv]") {
+  // NCCL's round i pairs rank r with r+i: with one hot receiver every round carries exactly one heavy
+  // transfer, so the rounds' busiest ports add up to the hot rank's port, as in the curve. One node
+  // only: across nodes the even model prices a NIC as if all n-1 rounds crossed it (all_to_allv.hpp),
+  // while the steps count the rounds that do.
+  for (const auto& [name, n, cls] : kCases) {
+    if (load_profile(name).fabric.topology == "multi_node" && cls == "network") continue;
+    const HardwareProfile hw = load_profile(name);
+    PairBytes m = equal_pairs(n, 1 << 16);
+    for (int s = 0; s < n; ++s) m[s][n / 2] = 3 << 20;
+    const AllToAllvCost c = all_to_allv_cost(hw, m, cls);
+    const CollectiveSchedule sched = all_to_allv_steps(hw, m, cls);
+    INFO(name << " n=" << n);
+    // A picosecond of rounding per step, as for the even schedules (collective_model.hpp).
+    REQUIRE(std::llabs(sched.idle_time_ps() - c.time_ps) <= static_cast<Ps>(sched.num_steps()));
+  }
 }
