@@ -49,6 +49,7 @@ class EvenPlans {
 
  private:
   const HardwareProfile& model_profile() {
+    if (hw_.curves.empty()) return hw_;  // the profile is the model already: no copy
     if (!model_) {
       model_ = std::make_unique<HardwareProfile>(hw_);
       model_->curves.clear();

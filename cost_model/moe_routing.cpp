@@ -12,6 +12,7 @@
 
 #include "cost_model/input_error.hpp"
 #include "cost_model/input_file.hpp"
+#include "cost_model/units.hpp"
 #include "cost_model/yaml_reader.hpp"
 
 namespace overlap {
@@ -232,6 +233,21 @@ void validate_moe_shape(const MoeShape& s, const std::string& file, int line) {
                      "must be > 0 (got " + std::to_string(*s.capacity_factor) + "); leave it unset for dropless");
 }
 
+CountMatrix dispatch_bytes(const MoeRouting& routing, std::int64_t bytes_per_token) {
+  CountMatrix m = routing.pairs;
+  for (auto& row : m)
+    for (auto& b : row) b = checked_mul(b, bytes_per_token);
+  return m;
+}
+
+CountMatrix combine_bytes(const MoeRouting& routing, std::int64_t bytes_per_token) {
+  const CountMatrix d = dispatch_bytes(routing, bytes_per_token);
+  CountMatrix m(d.size(), std::vector<std::int64_t>(d.size(), 0));
+  for (std::size_t s = 0; s < d.size(); ++s)
+    for (std::size_t r = 0; r < d.size(); ++r) m[r][s] = d[s][r];
+  return m;
+}
+
 std::vector<int> zipf_popularity_order(int experts, std::uint64_t seed) {
   std::vector<int> order(static_cast<std::size_t>(std::max(0, experts)));
   std::iota(order.begin(), order.end(), 0);
@@ -269,7 +285,8 @@ MoeRouting route_tokens(const MoeShape& shape, const MoeRoutingSpec& spec, const
   const int e_count = shape.experts;
   const int ep = shape.ep_ranks;
   const std::int64_t t = shape.tokens_per_rank;
-  const std::int64_t slots = t * shape.top_k;
+  const std::int64_t slots = checked_mul(t, shape.top_k);
+  checked_mul(slots, ep);  // the layer's total slot count fits 64 bits
   MoeRouting out;
   out.experts = e_count;
   out.ep_ranks = ep;

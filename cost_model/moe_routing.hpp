@@ -86,6 +86,11 @@ struct MoeRouting {
 // routing.histogram.<row>.<expert>). `file`, `line`: where the shape and spec came from.
 MoeRouting route_tokens(const MoeShape& shape, const MoeRoutingSpec& spec, const std::string& file = "", int line = 0);
 
+// The dispatch all-to-all's bytes: pairs[src][dst] x bytes_per_token (hidden x the activation's
+// bytes per element). The combine all-to-all sends the same blocks back: its matrix is the transpose.
+CountMatrix dispatch_bytes(const MoeRouting& routing, std::int64_t bytes_per_token);
+CountMatrix combine_bytes(const MoeRouting& routing, std::int64_t bytes_per_token);
+
 // Expert popularity order for zipf: order[i] = the expert of popularity rank i+1. A permutation of
 // 0 .. experts-1 fixed by the seed.
 std::vector<int> zipf_popularity_order(int experts, std::uint64_t seed);

@@ -105,12 +105,26 @@ TEST_CASE("all_to_allv: zipf S = 0 routing gives the even dispatch all_to_all", 
   zipf0.kind = MoeRoutingSpec::Kind::zipf;
   zipf0.zipf_s = 0;
   const MoeRouting r = route_tokens(shape, zipf0);
-  PairBytes m = equal_pairs(4, 0);
-  for (int s = 0; s < 4; ++s)
-    for (int d = 0; d < 4; ++d) m[s][d] = r.pairs[s][d] * token_bytes;
+  const PairBytes m = dispatch_bytes(r, token_bytes);
   const Bytes s_even = shape.tokens_per_rank * shape.top_k * token_bytes;
-  REQUIRE(all_to_allv_cost(hw, m, "nvlink").time_ps ==
-          plan_collective(hw, CollectivePrimitive::all_to_all, s_even, 4, "nvlink").time_ps);
+  const Ps even = plan_collective(hw, CollectivePrimitive::all_to_all, s_even, 4, "nvlink").time_ps;
+  REQUIRE(all_to_allv_cost(hw, m, "nvlink").time_ps == even);
+  // The combine sends the blocks back (the transpose): the same time.
+  const PairBytes back = combine_bytes(r, token_bytes);
+  for (int s = 0; s < 4; ++s)
+    for (int d = 0; d < 4; ++d) REQUIRE(back[d][s] == m[s][d]);
+  REQUIRE(all_to_allv_cost(hw, back, "nvlink").time_ps == even);
+  // Skewed routing (zipf 1.2): the dispatch is slower than the even one, and its slowest rank is the
+  // one receiving the most tokens (its receive port is the busiest).
+  MoeRoutingSpec skew = zipf0;
+  skew.zipf_s = 1.2;
+  const MoeRouting rs = route_tokens(shape, skew);
+  const AllToAllvCost cs = all_to_allv_cost(hw, dispatch_bytes(rs, token_bytes), "nvlink");
+  REQUIRE(cs.time_ps > even);
+  int most = 0;
+  for (int d = 1; d < 4; ++d)
+    if (rs.received(d) - rs.pairs[d][d] > rs.received(most) - rs.pairs[most][most]) most = d;
+  REQUIRE(cs.slowest_rank == most);
 }
 
 TEST_CASE("all_to_allv: steps carry every pair's bytes, each send matched by a receive", "[moe][all_to_allv]") {
