@@ -33,7 +33,8 @@ int check_matrix(const PairBytes& bytes) {
 // equivalent sizes; with all pairs equal, one).
 class EvenPlans {
  public:
-  EvenPlans(const HardwareProfile& hw, int n, const CollectiveOverrides& overrides) : hw_(hw), n_(n), overrides_(overrides) {}
+  EvenPlans(const HardwareProfile& hw, int n, const CollectiveOverrides& overrides)
+      : hw_(hw), n_(n), overrides_(overrides) {}
 
   // The even all-to-all of `bytes` on `link_class`; model_only: without the profile's measured curves.
   const CollectivePlan& plan(Bytes bytes, const std::string& link_class, bool model_only) {

@@ -46,12 +46,12 @@ struct AllToAllvPorts {
 };
 
 struct AllToAllvCost {
-  Ps time_ps = 0;                 // the whole operation: max over ranks of rank_time_ps
-  int slowest_rank = -1;          // the first rank with time_ps (-1 when nothing moves)
-  std::vector<Ps> rank_time_ps;   // per rank
+  Ps time_ps = 0;                            // the whole operation: max over ranks of rank_time_ps
+  int slowest_rank = -1;                     // the first rank with time_ps (-1 when nothing moves)
+  std::vector<Ps> rank_time_ps;              // per rank
   std::vector<Bytes> rank_equivalent_bytes;  // per rank: the even size whose time it takes (binding port)
   std::vector<AllToAllvPorts> ports;
-  CollectivePlan slowest_plan;    // the even plan the slowest rank's time comes from (protocol, channels)
+  CollectivePlan slowest_plan;  // the even plan the slowest rank's time comes from (protocol, channels)
 };
 
 // The curve-fidelity time of the whole operation. link_class: the class the even all-to-all of these

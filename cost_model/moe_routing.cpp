@@ -50,9 +50,8 @@ std::vector<std::int64_t> largest_remainder(const std::vector<double>& quota, st
     if (open[static_cast<std::size_t>(e)]) order.push_back(e);
   }
   // Stable: equal fractions keep the rotated order.
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return frac[static_cast<std::size_t>(a)] > frac[static_cast<std::size_t>(b)];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return frac[static_cast<std::size_t>(a)] > frac[static_cast<std::size_t>(b)]; });
   // The floors fall short of `total` by less than one slot per expert (by a slot more or less where
   // the quotas' floating sum is off): one each in that order.
   for (std::size_t i = 0; given < total && !order.empty(); i = (i + 1) % order.size(), ++given)
@@ -77,8 +76,9 @@ std::vector<std::int64_t> split_slots(const std::vector<double>& weight, std::in
     std::vector<double> quota(e_count, 0.0);
     for (std::size_t e = 0; e < e_count; ++e)
       if (open[e])  // weights that underflowed to 0 (a huge S) share what is left evenly
-        quota[e] = w_open > 0 ? static_cast<double>(left) * weight[e] / w_open
-                              : static_cast<double>(left) / static_cast<double>(std::count(open.begin(), open.end(), true));
+        quota[e] = w_open > 0
+                       ? static_cast<double>(left) * weight[e] / w_open
+                       : static_cast<double>(left) / static_cast<double>(std::count(open.begin(), open.end(), true));
     std::vector<std::int64_t> got = largest_remainder(quota, left, start, open);
     bool capped = false;
     for (std::size_t e = 0; e < e_count; ++e)
@@ -113,7 +113,8 @@ CountMatrix read_histogram(const MoeShape& shape, const std::string& file) {
                        "more slots (" + std::to_string(v) + ") than the rank's tokens_per_rank (" +
                            std::to_string(shape.tokens_per_rank) + "): a token's top-k experts are distinct");
   };
-  const bool yaml = file.size() >= 5 && (file.substr(file.size() - 5) == ".yaml" || file.substr(file.size() - 4) == ".yml");
+  const bool yaml =
+      file.size() >= 5 && (file.substr(file.size() - 5) == ".yaml" || file.substr(file.size() - 4) == ".yml");
   if (yaml) {
     YAML::Node root;
     try {
@@ -130,8 +131,9 @@ CountMatrix read_histogram(const MoeShape& shape, const std::string& file) {
       const YamlReader row = top.element(r);
       row.expect_sequence();
       if (row.size() != cols)
-        throw InputError(file, row.line(), row.path(),
-                         std::to_string(row.size()) + " columns, expected one per expert (" + std::to_string(cols) + ")");
+        throw InputError(
+            file, row.line(), row.path(),
+            std::to_string(row.size()) + " columns, expected one per expert (" + std::to_string(cols) + ")");
       m.emplace_back();
       row_line.push_back(row.line());
       for (std::size_t e = 0; e < cols; ++e) {
@@ -150,8 +152,7 @@ CountMatrix read_histogram(const MoeShape& shape, const std::string& file) {
       const std::string t = trim(line_text);
       if (t.empty() || t[0] == '#') continue;
       const std::size_t r = m.size();
-      if (r >= rows)
-        throw InputError(file, line, key, "more than " + std::to_string(rows) + " rows (one per EP rank)");
+      if (r >= rows) throw InputError(file, line, key, "more than " + std::to_string(rows) + " rows (one per EP rank)");
       std::vector<std::int64_t> row;
       // Every comma separates two fields, so "1,2," has an empty third field (an error below).
       for (std::size_t begin = 0;;) {
@@ -168,8 +169,9 @@ CountMatrix read_histogram(const MoeShape& shape, const std::string& file) {
         begin = comma + 1;
       }
       if (row.size() != cols)
-        throw InputError(file, line, key + "." + std::to_string(r),
-                         std::to_string(row.size()) + " columns, expected one per expert (" + std::to_string(cols) + ")");
+        throw InputError(
+            file, line, key + "." + std::to_string(r),
+            std::to_string(row.size()) + " columns, expected one per expert (" + std::to_string(cols) + ")");
       m.push_back(std::move(row));
       row_line.push_back(line);
     }
@@ -182,8 +184,8 @@ CountMatrix read_histogram(const MoeShape& shape, const std::string& file) {
     const std::int64_t sum = std::accumulate(m[r].begin(), m[r].end(), std::int64_t{0});
     if (sum != slots)
       throw InputError(file, row_line[r], key + "." + std::to_string(r),
-                       "the row routes " + std::to_string(sum) + " token-slots, expected tokens_per_rank x top_k = " +
-                           std::to_string(slots));
+                       "the row routes " + std::to_string(sum) +
+                           " token-slots, expected tokens_per_rank x top_k = " + std::to_string(slots));
   }
   return m;
 }
@@ -215,7 +217,8 @@ MoeRoutingSpec parse_moe_routing(const std::string& text, const std::string& fil
 }
 
 void validate_moe_shape(const MoeShape& s, const std::string& file, int line) {
-  if (s.experts < 1) throw InputError(file, line, "moe.experts", "must be >= 1 (got " + std::to_string(s.experts) + ")");
+  if (s.experts < 1)
+    throw InputError(file, line, "moe.experts", "must be >= 1 (got " + std::to_string(s.experts) + ")");
   if (s.top_k < 1) throw InputError(file, line, "moe.top_k", "must be >= 1 (got " + std::to_string(s.top_k) + ")");
   if (s.top_k > s.experts)
     throw InputError(file, line, "moe.top_k",
@@ -309,7 +312,8 @@ MoeRouting route_tokens(const MoeShape& shape, const MoeRoutingSpec& spec, const
       const std::vector<int> order = zipf_popularity_order(e_count, spec.seed);
       std::vector<double> weight(static_cast<std::size_t>(e_count), 0.0);
       for (int i = 0; i < e_count; ++i)
-        weight[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = 1.0 / std::pow(static_cast<double>(i + 1), spec.zipf_s);
+        weight[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] =
+            1.0 / std::pow(static_cast<double>(i + 1), spec.zipf_s);
       for (int s = 0; s < ep; ++s) out.routed.push_back(split_slots(weight, t, shape.top_k, start_of(s)));
       break;
     }
@@ -329,7 +333,8 @@ MoeRouting route_tokens(const MoeShape& shape, const MoeRoutingSpec& spec, const
 
   const int per_rank = out.experts_per_rank;
   out.pairs.assign(static_cast<std::size_t>(ep), std::vector<std::int64_t>(static_cast<std::size_t>(ep), 0));
-  out.local_expert_tokens.assign(static_cast<std::size_t>(ep), std::vector<std::int64_t>(static_cast<std::size_t>(per_rank), 0));
+  out.local_expert_tokens.assign(static_cast<std::size_t>(ep),
+                                 std::vector<std::int64_t>(static_cast<std::size_t>(per_rank), 0));
   for (int s = 0; s < ep; ++s)
     for (int e = 0; e < e_count; ++e) {
       const std::int64_t c = out.tokens[static_cast<std::size_t>(s)][static_cast<std::size_t>(e)];

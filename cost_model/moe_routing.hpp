@@ -40,9 +40,9 @@ namespace overlap {
 struct MoeRoutingSpec {
   enum class Kind { uniform, zipf, histogram };
   Kind kind = Kind::uniform;
-  double zipf_s = 0;             // zipf: the exponent S >= 0
-  std::uint64_t seed = 0;        // zipf: which experts are popular
-  std::string histogram_file;    // histogram: the file
+  double zipf_s = 0;           // zipf: the exponent S >= 0
+  std::uint64_t seed = 0;      // zipf: which experts are popular
+  std::string histogram_file;  // histogram: the file
 };
 
 // Parses `uniform`, `zipf: S` or `histogram: FILE` (spaces around ':' optional). Errors name file,
@@ -51,10 +51,10 @@ MoeRoutingSpec parse_moe_routing(const std::string& text, const std::string& fil
                                  const std::string& key = "moe.routing");
 
 struct MoeShape {
-  int experts = 0;                  // E
+  int experts = 0;  // E
   int top_k = 0;
-  int ep_ranks = 0;                 // EP; divides E
-  std::int64_t tokens_per_rank = 0; // T: tokens each rank routes (batch x sequence on that rank)
+  int ep_ranks = 0;                       // EP; divides E
+  std::int64_t tokens_per_rank = 0;       // T: tokens each rank routes (batch x sequence on that rank)
   std::optional<double> capacity_factor;  // unset: dropless
 };
 
@@ -70,15 +70,15 @@ struct MoeRouting {
   int ep_ranks = 0;
   int experts_per_rank = 0;
   std::int64_t expert_capacity = 0;  // per source rank and expert; 0 = dropless
-  CountMatrix routed;   // routed[src][expert]: slots the router chose (before capacity)
-  CountMatrix tokens;   // tokens[src][expert]: slots dispatched (after capacity)
-  CountMatrix pairs;    // pairs[src][dst]: slots src sends to rank dst (src == dst: its own experts)
-  CountMatrix local_expert_tokens;  // [rank][local expert]: rows of each expert's GEMM on that rank
+  CountMatrix routed;                // routed[src][expert]: slots the router chose (before capacity)
+  CountMatrix tokens;                // tokens[src][expert]: slots dispatched (after capacity)
+  CountMatrix pairs;                 // pairs[src][dst]: slots src sends to rank dst (src == dst: its own experts)
+  CountMatrix local_expert_tokens;   // [rank][local expert]: rows of each expert's GEMM on that rank
 
   int owner_rank(int expert) const { return expert / experts_per_rank; }
-  std::int64_t dropped() const;               // slots over capacity, all ranks
-  std::int64_t received(int rank) const;      // rows of the rank's grouped GEMM: sum of local_expert_tokens
-  std::int64_t expert_load(int expert) const; // slots every source sends to one expert
+  std::int64_t dropped() const;                // slots over capacity, all ranks
+  std::int64_t received(int rank) const;       // rows of the rank's grouped GEMM: sum of local_expert_tokens
+  std::int64_t expert_load(int expert) const;  // slots every source sends to one expert
 };
 
 // The routing of one MoE layer's dispatch (the combine all-to-all is its transpose). Validates the

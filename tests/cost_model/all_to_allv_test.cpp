@@ -21,7 +21,9 @@ using namespace overlap;
 
 namespace {
 
-PairBytes equal_pairs(int n, Bytes b) { return PairBytes(static_cast<std::size_t>(n), std::vector<Bytes>(static_cast<std::size_t>(n), b)); }
+PairBytes equal_pairs(int n, Bytes b) {
+  return PairBytes(static_cast<std::size_t>(n), std::vector<Bytes>(static_cast<std::size_t>(n), b));
+}
 
 PairBytes random_pairs(int n, std::uint64_t seed, Bytes max_bytes) {
   std::mt19937_64 rng(seed);
@@ -236,7 +238,8 @@ TEST_CASE("all_to_allv: across nodes, NVLink carries a node's pairs and the NIC 
   const Bytes eq_local = ((per_node - 1) * x * n + (n - 2)) / (n - 1);
   REQUIRE(cl.time_ps == plan_collective(model, CollectivePrimitive::all_to_all, eq_local, n, "nvlink").time_ps);
   // Across: every remote peer's bytes through the NIC; equivalent size nic x n / remote peers (8).
-  REQUIRE(cr.time_ps == plan_collective(hw, CollectivePrimitive::all_to_all, per_node * x * n / 8, n, "network").time_ps);
+  REQUIRE(cr.time_ps ==
+          plan_collective(hw, CollectivePrimitive::all_to_all, per_node * x * n / 8, n, "network").time_ps);
   // 450 GB/s NVLink vs 50 GB/s NICs: the node's own traffic is far cheaper.
   REQUIRE(cl.time_ps * 4 < cr.time_ps);
 }

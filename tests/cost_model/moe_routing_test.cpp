@@ -34,7 +34,9 @@ MoeRoutingSpec histogram(const std::string& file) {
   return spec;
 }
 
-std::int64_t row_sum(const std::vector<std::int64_t>& row) { return std::accumulate(row.begin(), row.end(), std::int64_t{0}); }
+std::int64_t row_sum(const std::vector<std::int64_t>& row) {
+  return std::accumulate(row.begin(), row.end(), std::int64_t{0});
+}
 
 // The invariants every routing keeps.
 void require_consistent(const MoeShape& shape, const MoeRouting& r) {
@@ -197,8 +199,8 @@ TEST_CASE("routing: bad shapes raise InputError naming the key", "[moe][routing]
     }
     return std::string("no error");
   };
-  REQUIRE(key_of(MoeShape{8, 9, 4, 100, std::nullopt}) == "moe.top_k");   // top_k > experts
-  REQUIRE(key_of(MoeShape{8, 2, 3, 100, std::nullopt}) == "moe.ep");      // 3 does not divide 8
+  REQUIRE(key_of(MoeShape{8, 9, 4, 100, std::nullopt}) == "moe.top_k");  // top_k > experts
+  REQUIRE(key_of(MoeShape{8, 2, 3, 100, std::nullopt}) == "moe.ep");     // 3 does not divide 8
   REQUIRE(key_of(MoeShape{8, 2, 4, 100, 0.0}) == "moe.capacity_factor");
   REQUIRE(key_of(MoeShape{8, 2, 4, 100, -1.0}) == "moe.capacity_factor");
   REQUIRE(key_of(MoeShape{0, 1, 1, 100, std::nullopt}) == "moe.experts");
@@ -224,7 +226,8 @@ TEST_CASE("routing: bad shapes raise InputError naming the key", "[moe][routing]
 TEST_CASE("routing: histogram files give the counts; bad ones name file, line and key", "[moe][routing]") {
   const TempDir dir;
   const MoeShape shape{4, 2, 2, 5, std::nullopt};  // rows of 4 experts summing to 10, counts <= 5
-  const std::string good = dir.write("good.csv", "# tokens per expert, one row per source rank\n5,3,2,0\n\n1, 1, 3, 5\n");
+  const std::string good =
+      dir.write("good.csv", "# tokens per expert, one row per source rank\n5,3,2,0\n\n1, 1, 3, 5\n");
   const MoeRouting r = route_tokens(shape, histogram(good));
   require_consistent(shape, r);
   REQUIRE(r.tokens == CountMatrix{{5, 3, 2, 0}, {1, 1, 3, 5}});
@@ -239,15 +242,15 @@ TEST_CASE("routing: histogram files give the counts; bad ones name file, line an
     const char* key;
   };
   const Bad bads[] = {
-      {"rows.csv", "5,3,2,0\n", 1, "routing.histogram"},                                  // one row for EP 2
-      {"extra.csv", "5,3,2,0\n1,1,3,5\n2,2,3,3\n", 3, "routing.histogram"},              // three rows
-      {"cols.csv", "5,3,2,0\n# two\n1,1,3\n", 3, "routing.histogram.1"},                  // 3 columns
+      {"rows.csv", "5,3,2,0\n", 1, "routing.histogram"},                     // one row for EP 2
+      {"extra.csv", "5,3,2,0\n1,1,3,5\n2,2,3,3\n", 3, "routing.histogram"},  // three rows
+      {"cols.csv", "5,3,2,0\n# two\n1,1,3\n", 3, "routing.histogram.1"},     // 3 columns
       {"negative.csv", "5,3,2,0\n5,-1,3,3\n", 2, "routing.histogram.1.1"},
       {"fraction.csv", "5,3,2,0\n1,1.5,3,4.5\n", 2, "routing.histogram.1.1"},
-      {"trailing.csv", "5,3,2,0\n1,1,3,5,\n", 2, "routing.histogram.1.4"},       // an empty 5th field
+      {"trailing.csv", "5,3,2,0\n1,1,3,5,\n", 2, "routing.histogram.1.4"},  // an empty 5th field
       {"word.csv", "5,3,two,0\n1,1,3,5\n", 1, "routing.histogram.0.2"},
-      {"sum.csv", "5,3,2,0\n1,1,3,4\n", 2, "routing.histogram.1"},                        // 9 slots, not 10
-      {"over.csv", "6,2,2,0\n1,1,3,5\n", 1, "routing.histogram.0.0"},                     // 6 > T = 5
+      {"sum.csv", "5,3,2,0\n1,1,3,4\n", 2, "routing.histogram.1"},     // 9 slots, not 10
+      {"over.csv", "6,2,2,0\n1,1,3,5\n", 1, "routing.histogram.0.0"},  // 6 > T = 5
       {"cols.yaml", "- [5, 3, 2, 0]\n- [1, 1, 3]\n", 2, "routing.histogram.1"},
       {"negative.yaml", "- [5, 3, 2, 0]\n- [1, 1, 3,\n   -5]\n", 3, "routing.histogram.1.3"},
       {"fraction.yaml", "- [5, 3, 2, 0]\n- [1, 1.5, 3, 4.5]\n", 2, "routing.histogram.1.1"},
