@@ -212,8 +212,10 @@ CollectiveSchedule all_to_allv_steps(const HardwareProfile& hw, const PairBytes&
       st.recvs.clear();
       st.reduce_bytes = 0;
     }
-  const bool full_mesh = nccl_communicator(hw, n, link_class).full_mesh;
-  if (sched.num_steps() < static_cast<std::size_t>(full_mesh ? 1 : n - 1))
+  // One step where the even schedule has one (a full mesh; across nodes, nccl_algorithms.cpp).
+  const NcclCommunicator comm = nccl_communicator(hw, n, link_class);
+  const bool one_step = comm.full_mesh || comm.n_nodes > 1;
+  if (sched.num_steps() < static_cast<std::size_t>(one_step ? 1 : n - 1))
     throw std::logic_error("all-to-allv steps: the even schedule has fewer steps than NCCL's p2p rounds");
   // Round i (1 .. n-1): send to rank + i, receive from rank - i (nccl_algorithms.cpp's order, so that
   // equal pairs give the even schedule's transfers in the same order).
@@ -222,7 +224,7 @@ CollectiveSchedule all_to_allv_steps(const HardwareProfile& hw, const PairBytes&
       const int to = (r + i) % n;
       const Bytes b = bytes[static_cast<std::size_t>(r)][static_cast<std::size_t>(to)];
       if (b <= 0) continue;
-      const std::size_t step = full_mesh ? 0 : static_cast<std::size_t>(i - 1);
+      const std::size_t step = one_step ? 0 : static_cast<std::size_t>(i - 1);
       sched.ranks[static_cast<std::size_t>(r)][step].sends.push_back({to, b});
       sched.ranks[static_cast<std::size_t>(to)][step].recvs.push_back({r, b});
     }

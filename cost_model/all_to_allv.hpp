@@ -21,10 +21,8 @@
 // Equivalent sizes round up, so a rank's time never falls when a pair's bytes grow. With all pairs
 // equal the equivalent size is the even size itself, so the time, protocol, channels and steps are
 // exactly those of plan_collective / collective_steps for CollectivePrimitive::all_to_all.
-// Across nodes the even model prices a NIC as if all n-1 of NCCL's pairwise rounds crossed it (true
-// of the busiest NIC in each round when pairs are equal), though one NIC carries only `remote` of
-// them; the equivalent size inherits that price per NIC byte. The steps count the rounds that cross
-// nodes, so under skew across nodes the steps' idle time can be below the curve's.
+// Across nodes the even model prices the NIC's (n - ppn)/n of S and NVLink's (ppn - 1)/n at once
+// (nccl_p2p_cost), so the equivalent size's time carries the NVLink part of an even operation too.
 #include <string>
 #include <vector>
 
@@ -61,8 +59,8 @@ AllToAllvCost all_to_allv_cost(const HardwareProfile& hw, const PairBytes& bytes
                                const CollectiveOverrides& overrides = {});
 
 // The steps-fidelity schedule, in collective_steps()'s shape: NCCL's p2p rounds (round i: rank r sends
-// bytes[r][r+i] to rank r+i and receives bytes[r-i][r] from rank r-i; on a full mesh every peer in one
-// step), with the latencies and protocol bandwidth of the slowest rank's even schedule. With all pairs
+// bytes[r][r+i] to rank r+i and receives bytes[r-i][r] from rank r-i; on a full mesh or across nodes
+// every peer in one step), with the latencies and protocol bandwidth of the slowest rank's even schedule. With all pairs
 // equal it is collective_steps(all_to_all) of the same total. The self blocks move on no link and are
 // not in the schedule; bytes_total is the whole matrix.
 CollectiveSchedule all_to_allv_steps(const HardwareProfile& hw, const PairBytes& bytes, const std::string& link_class,

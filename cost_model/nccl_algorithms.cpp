@@ -237,7 +237,10 @@ std::vector<std::vector<CollectiveStep>> nccl_algorithm_steps(const NcclCommunic
       break;
     case A::SendRecv:
       if (p != CollectivePrimitive::all_to_all) throw std::invalid_argument("collective steps: SendRecv runs only all_to_all");
-      if (comm.full_mesh) direct_phase(ranks, bytes, 2);
+      // Across nodes the grouped sends progress together (a GPU's blocks for other nodes through its
+      // NIC, the rest over NVLink at once; nccl_p2p_cost), so they are one step, as on a full mesh;
+      // inside a node every block crosses the one port either way, in NCCL's pairwise rounds.
+      if (comm.full_mesh || comm.n_nodes > 1) direct_phase(ranks, bytes, 2);
       else pairwise_all_to_all(ranks, bytes);
       break;
     case A::NVLSTree:

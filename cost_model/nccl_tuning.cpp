@@ -347,8 +347,20 @@ NcclCost nccl_p2p_cost(const HardwareProfile& hw, const NcclCommunicator& comm, 
   double bus = comm.bus_bw_gbps;
   if (proto == P::LL) bus = std::min(k.ll_max_bw_gbps[ai], bus * 0.5);
   c.bus_bandwidth_gbps = bus;
-  // Each port carries (n-1)/n of S.
-  c.bandwidth_gbps = bus * comm.n_ranks / (comm.n_ranks - 1);
+  // Each rank sends (n-1)/n of S, one block per peer, and receives as much. Inside a node every block
+  // crosses the rank's port. Across nodes (one NIC per GPU, fabric_topology.cpp) only the blocks for
+  // the ranks of other nodes, (n - ppn)/n of S, cross its NIC, while the (ppn - 1)/n for the ranks of
+  // its own node move over NVLink at the same time: the slower of the two sets the time.
+  const double n = comm.n_ranks;
+  double s_per_bus_byte = (n - 1) / n / bus;
+  const auto nvlink = hw.fabric.links.find("nvlink");
+  if (comm.n_nodes > 1 && nvlink != hw.fabric.links.end()) {
+    const double ppn = comm.ranks_per_node;
+    double intra = nvlink->second.bandwidth_gbps * hw.comm.bandwidth_efficiency;
+    if (proto == P::LL) intra = std::min(k.ll_max_bw_gbps[ai], intra * 0.5);
+    s_per_bus_byte = std::max((n - ppn) / n / bus, (ppn - 1) / n / intra);
+  }
+  c.bandwidth_gbps = 1.0 / s_per_bus_byte;
   c.latency_us = l.base_us + (comm.n_ranks - 1) * l.hw_us[static_cast<std::size_t>(index_of(comm.collective_hw))];
   return c;
 }

@@ -81,7 +81,8 @@ int nccl_channels(const HardwareProfile& hw, const NcclCommunicator& comm, NcclA
 NcclProtocol nccl_p2p_protocol(const HardwareProfile& hw, const NcclCommunicator& comm, Bytes bytes);
 int nccl_p2p_channels(const HardwareProfile& hw, const NcclCommunicator& comm, Bytes bytes);
 // Send/recv cost: the ring's constants for that protocol over n-1 pairwise rounds (NCCL's tuner has
-// no model of send/recv; its p2p schedule runs round i as send to rank+i, receive from rank-i).
+// no model of send/recv; its p2p schedule runs round i as send to rank+i, receive from rank-i). Across
+// nodes a GPU's NIC carries only the blocks for the other nodes' ranks, NVLink the rest at once.
 NcclCost nccl_p2p_cost(const HardwareProfile& hw, const NcclCommunicator& comm, NcclProtocol proto);
 
 // The NCCL latency kind of a fabric link class (comm.link_kinds, else by name).

@@ -126,6 +126,27 @@ TEST_CASE("NCCL's closed forms: reduce-scatter, all-gather, broadcast, all-to-al
   CHECK(std::llabs(small.time_ps - closed_form(6.6 + 7 * 0.6, 141.0 * 8 / 7, 8 * 1024)) <= 1);
 }
 
+TEST_CASE("all-to-all across nodes: the NIC carries only the blocks for other nodes, NVLink the rest at once",
+          "[collective][nccl]") {
+  // Two nodes of 8 (16 ranks), one 50 GB/s NIC per GPU, 500 GB/s NVLink, efficiency 1. Each rank sends
+  // S/16 to each of its 15 peers: 8 blocks (S/2) through its NIC, 7 (7S/16) over NVLink, at once.
+  HardwareProfile hw = multi_node_profile(2, 8);
+  const Bytes s = kGiB;
+  const CollectivePlan nic_bound = plan_collective(hw, CollectivePrimitive::all_to_all, s, 16, "network");
+  CHECK(nic_bound.algorithm == A::SendRecv);
+  CHECK(std::llabs(nic_bound.time_ps - nic_bound.latency_ps - transfer_ps(s / 2, 50)) <= 1);
+  // A network faster than NVLink: the 7 blocks on NVLink set the time.
+  hw.fabric.links["network"].bandwidth_gbps = 5000;
+  const CollectivePlan nvlink_bound = plan_collective(hw, CollectivePrimitive::all_to_all, s, 16, "network");
+  CHECK(std::llabs(nvlink_bound.time_ps - nvlink_bound.latency_ps - transfer_ps(s * 7 / 16, 500)) <= 1);
+  // The steps run it as one step of every block, its NIC bytes moving at the NIC's rate.
+  const CollectiveSchedule steps = collective_steps(multi_node_profile(2, 8), nic_bound, s, 16, "network");
+  CHECK(steps.ranks_per_node == 8);
+  CHECK(steps.ranks[0][0].sends.size() == 15);
+  CHECK(steps.port_bytes(0, 0) == s / 2);
+  CHECK(steps.bandwidth_gbps == Approx(50).epsilon(1e-9));
+}
+
 TEST_CASE("NCCL's choice: the minimum predicted time, NCCL's order on ties", "[collective][nccl]") {
   const HardwareProfile hw = load_profile("h100-sxm-8x-nvswitch", std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware");
   for (auto prim : {CollectivePrimitive::all_reduce, CollectivePrimitive::reduce_scatter, CollectivePrimitive::all_gather}) {
