@@ -329,7 +329,9 @@ void scheme_params_section(std::ostringstream& o) {
       if (!tries.empty() && !p.tune_when.empty()) tries += " (when " + p.tune_when + ")";
       const std::string shown = overlap::sim::default_text(p);
       o << fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", p.name, overlap::sim::param_type_name(p.type),
-                       shown.empty() ? "-" : "`" + shown + "`", cell(overlap::sim::valid_values_text(p)), cell(p.help),
+                       shown.empty() ? "-" : "`" + shown + "`", cell(overlap::sim::valid_values_text(p)),
+                       cell(p.training_only ? "training steps only (pass backward / step; refused in a forward pass): " + p.help
+                                            : p.help),
                        tries.empty() ? "-" : cell(tries), p.equivalent.empty() ? "-" : cell(p.equivalent));
     }
   }
