@@ -17,7 +17,8 @@ namespace {
 enum class TeSide { all_gather, reduce_scatter, column_dgrad, column_wgrad };
 
 TeSide side_of(const std::string& name) {
-  if (name == "qkv_fprop" || name == "fc1_fprop" || name == "proj_dgrad" || name == "fc2_dgrad") return TeSide::all_gather;
+  if (name == "qkv_fprop" || name == "fc1_fprop" || name == "proj_dgrad" || name == "fc2_dgrad")
+    return TeSide::all_gather;
   if (name == "proj_fprop" || name == "fc2_fprop") return TeSide::reduce_scatter;
   if (name == "qkv_dgrad" || name == "fc1_dgrad") return TeSide::column_dgrad;
   return TeSide::column_wgrad;

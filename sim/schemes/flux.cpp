@@ -192,7 +192,8 @@ class FluxEmitter {
     }
     std::vector<OpId> out;
     for (int r = 0; r < T_; ++r) {
-      out.push_back(b_.add_delay(r, main_[static_cast<std::size_t>(r)], 0, tag + ".end", ends[static_cast<std::size_t>(r)]));
+      const std::size_t ri = static_cast<std::size_t>(r);
+      out.push_back(b_.add_delay(r, main_[ri], 0, tag + ".end", ends[ri]));
     }
     return out;
   }
@@ -216,7 +217,8 @@ class FluxEmitter {
     return out;
   }
 
-  std::vector<OpId> flops(double f, std::int64_t tiles, DType dt, const std::vector<OpId>& after, const std::string& tag) {
+  std::vector<OpId> flops(double f, std::int64_t tiles, DType dt, const std::vector<OpId>& after,
+                          const std::string& tag) {
     std::vector<OpId> out;
     for (int r = 0; r < T_; ++r)
       out.push_back(b_.add_flop_kernel(r, main_[static_cast<std::size_t>(r)], tag, f, tiles, dt,

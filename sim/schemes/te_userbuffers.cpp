@@ -106,7 +106,8 @@ BuiltScheme build_te_userbuffers(const BuildContext& ctx) {
   res.comm_channels = num_sm;
   BuiltScheme built = build_sliced_layers(ctx, o, res);
   built.reason = method == "pipeline"
-                     ? fmt::format("TE userbuffers pipeline, {} splits, reduce-scatter on {} SMs{}; {}", o.chunks, num_sm,
+                     ? fmt::format("TE userbuffers pipeline, {} splits, reduce-scatter on {} SMs{}; {}", o.chunks,
+                                   num_sm,
                                    margin_text, built.reason)
                      : fmt::format("TE userbuffers bulk (forward unoverlapped){}; {}", margin_text, built.reason);
   return built;

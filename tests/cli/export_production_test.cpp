@@ -81,7 +81,8 @@ void check_ub_schema(const Entries& e) {
   const std::set<std::string> names = {"qkv_fprop", "qkv_dgrad", "qkv_wgrad", "proj_fprop", "proj_dgrad",
                                        "fc1_fprop", "fc1_dgrad", "fc1_wgrad", "fc2_fprop",  "fc2_dgrad"};
   const std::set<std::string> all_gather = {"qkv_fprop", "fc1_fprop", "proj_dgrad", "fc2_dgrad"};
-  const std::set<std::string> keys = {"method", "num_sm", "cga_size", "set_sm_margin", "num_splits", "atomic_gemm", "use_ce"};
+  const std::set<std::string> keys = {"method",     "num_sm",      "cga_size", "set_sm_margin",
+                                      "num_splits", "atomic_gemm", "use_ce"};
   for (const auto& [name, kv] : e) {
     INFO(name);
     CHECK(names.count(name) == 1);

@@ -34,7 +34,8 @@ Workload mlp_workload(int tp) {
   return w;
 }
 
-BuiltScheme build(const std::string& scheme, const Workload& w, const HardwareProfile& hw, const nlohmann::json& params) {
+BuiltScheme build(const std::string& scheme, const Workload& w, const HardwareProfile& hw,
+                  const nlohmann::json& params) {
   const SchemeInfo* s = find_scheme(scheme);
   REQUIRE(s);
   BuildContext ctx{w, hw, params, Fidelity::steps};
