@@ -261,6 +261,7 @@ CLI::App* add_tune_command(CLI::App& app, TuneOptions& tune, std::optional<int>&
                        "Write the configuration FlashOverlap's kernels read (BM, BN, dur, Algo, hint, cSeg, rLDN) to FILE, "
                        "or into DIR/ under FlashOverlap's own name m{M}n{N}k{K}_{gpu}_{primitive}_{ranks}.json")
       ->type_name("FILE|DIR/");
+  add_tune_export_option(tune_cmd, tune);
   tune_cmd->add_option("--swizzle", tune.swizzle, "Tile order of the exported hint: CUTLASS swizzle 1, 2, 4 or 8")
       ->transform(decimal_integer());
   tune_cmd->add_option("--algo", tune_algo, "Exported Algo: FlashOverlap's index of the GEMM kernel (AlgoDict; 0 or more)")

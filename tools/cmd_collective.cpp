@@ -18,6 +18,7 @@
 #include "cost_model/atomic_file.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "tools/cli.hpp"
+#include "tools/export_production.hpp"
 
 namespace overlap::tools {
 namespace {
@@ -155,32 +156,62 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& o) {
       ->allow_extra_args(false);
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}));
   cmd->add_option("-o,--output", o.output, "Write the table (or JSON) to FILE (atomically) instead of stdout");
+  cmd->add_option("--export", o.export_spec,
+                  "Also write FORMAT to FILE: nccl-tuner = NCCL's example tuner plugin CSV (NCCL_TUNER_CONFIG_FILE) "
+                  "with the algorithm, protocol and channels chosen per size range")
+      ->expected(2)
+      ->allow_extra_args(true)
+      ->type_name("FORMAT FILE");
   cmd->footer("\nExamples:\n"
               "  overlap-sim collective all_reduce                          # 8 B .. 8 GB on 8x H100, as all_reduce_perf -b 8 -e 8G -f 2\n"
               "  overlap-sim collective all_reduce_perf -b 1M -e 1G -g 4 --algo Ring\n"
-              "  overlap-sim collective reduce_scatter --hardware a800-8x-nvlink --format json -o rs.json\n");
+              "  overlap-sim collective reduce_scatter --hardware a800-8x-nvlink --format json -o rs.json\n"
+              "  overlap-sim collective all_reduce -b 1K -e 1G --export nccl-tuner nccl_tuner.conf\n");
   return cmd;
 }
 
 namespace {
 void collective_report(const CollectiveOptions& o, std::ostream& out);
+std::string nccl_tuner_export(const CollectiveOptions& o);
 }  // namespace
 
 void cmd_collective(const CollectiveOptions& o, std::ostream& out, std::ostream& err) {
   if (o.ranks && *o.ranks < 2)
     throw UsageError(fmt::format("--ranks/-g: must be at least 2 (got {}; leave it out for every GPU of the profile)", *o.ranks));
+  std::string export_path;
+  if (!o.export_spec.empty()) {
+    if (o.export_spec.size() != 2 || o.export_spec[0] != "nccl-tuner")
+      throw UsageError(fmt::format("--export: collective writes nccl-tuner FILE (NCCL's example tuner plugin CSV; got '{}')",
+                                   o.export_spec.empty() ? std::string() : o.export_spec[0]));
+    export_path = o.export_spec[1];
+    try {
+      check_distinct_outputs({{"-o", o.output}, {"--export", export_path}});
+      resolve_output(export_path);  // a directory, a block device or a socket: refused before anything runs
+    } catch (const OutputError& e) {
+      throw UsageError(std::string("--export: ") + e.what());
+    }
+  }
   std::ostringstream text;
   collective_report(o, text);
-  if (o.output.empty()) {
+  const std::string exported = export_path.empty() ? std::string() : nccl_tuner_export(o);
+  if (o.output.empty() && exported.empty()) {
     out << text.str();
     return;
   }
+  // -o and --export land together or not at all.
+  StagedOutputs staged;
   try {
-    write_file_atomically(o.output, text.str());
+    if (!o.output.empty()) staged.stage(o.output, text.str());
+    if (!exported.empty()) staged.stage(export_path, exported);
+    staged.commit();
   } catch (const std::runtime_error& e) {
-    throw UsageError(fmt::format("-o {}: {}", o.output, e.what()));
+    throw UsageError(fmt::format("{} (no output was written)", e.what()));
   }
-  err << "wrote " << o.output << "\n";
+  if (o.output.empty()) out << text.str();
+  else err << "wrote " << o.output << "\n";
+  if (!exported.empty())
+    err << "wrote " << export_path << " (load it with NCCL_TUNER_CONFIG_FILE=" << export_path
+        << " and NCCL_TUNER_PLUGIN=<path to libnccl-tuner-example.so>)\n";
 }
 
 namespace {
@@ -386,6 +417,34 @@ void collective_report(const CollectiveOptions& o, std::ostream& out) {
                    program_name(sweep.prim)};
   if (o.format == "json") write_json(rep, out);
   else write_table(rep, out);
+}
+
+// NCCL's example tuner CSV for the sweep: the model's choice per size, merged into size ranges.
+std::string nccl_tuner_export(const CollectiveOptions& o) {
+  const Sweep sweep = parse_sweep(o);
+  if (nccl_tuner_collective(sweep.prim).empty())
+    throw UsageError(fmt::format("--export nccl-tuner: NCCL's tuner plugin tunes broadcast, reduce, allgather, "
+                                 "reducescatter and allreduce (ext-tuner/example README), not {}",
+                                 collective_primitive_name(sweep.prim)));
+  const HardwareProfile hw = load_profile(resolve_hardware(o.hardware), default_hardware_dir(), o.sets);
+  const int n = o.ranks ? *o.ranks : hw.fabric.num_gpus;
+  const std::string link = sim::collective_link_class(hw, n);
+  const std::vector<Row> rows = plan_rows(sweep, hw, n, link);
+  std::vector<long long> sizes;
+  std::vector<CollectivePlan> plans;
+  for (const Row& r : rows) {
+    sizes.push_back(r.bytes);
+    plans.push_back(r.plan);
+  }
+  const int per_node = hw.fabric.gpus_per_node > 0 ? hw.fabric.gpus_per_node : hw.fabric.num_gpus;
+  const int nodes = (n + per_node - 1) / per_node;
+  const std::vector<std::string> header = {
+      "NCCL example tuner plugin configuration (NVIDIA/nccl ext-tuner/example; NCCL_TUNER_CONFIG_FILE)",
+      fmt::format("written by overlap-sim collective from NCCL's tuning model on {}: {} over {} ranks, {} node{}, "
+                  "sizes {} .. {} bytes (nccl-tests' size column)",
+                  hw.name, collective_primitive_name(sweep.prim), n, nodes, nodes == 1 ? "" : "s", sweep.lo, sweep.hi),
+      "a model's choice, not a measurement: compare against nccl-tests before keeping it"};
+  return nccl_tuner_csv(nccl_tuner_rows(sweep.prim, sizes, plans, nodes, n), header);
 }
 
 }  // namespace

@@ -36,6 +36,9 @@ struct CollectiveOptions {
   std::vector<std::string> sets;   // profile overrides: [hardware.]a.b=value
   std::string format = "table";
   std::string output;              // -o: write the table / JSON to FILE (atomically) instead of stdout
+  // --export nccl-tuner FILE: NCCL's example tuner plugin CSV (NCCL_TUNER_CONFIG_FILE) from the
+  // per-size choice (tools/export_production.hpp). Empty = none.
+  std::vector<std::string> export_spec;
 };
 
 // Adds the `collective` subcommand to `app`, filling `options` when parsed.

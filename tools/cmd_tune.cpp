@@ -2,10 +2,12 @@
 
 #include "cost_model/atomic_file.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <stdexcept>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cost_model/input_error.hpp"
@@ -18,6 +20,7 @@
 #include "sim/workload_shapes.hpp"
 #include "tools/cli.hpp"
 #include "tools/cmd_run.hpp"
+#include "tools/export_production.hpp"
 
 namespace overlap::tools {
 
@@ -104,6 +107,21 @@ std::string export_path(const TuneOptions& o, const sim::GemmCollective& g, cons
   return (fs::path(p) / name).string();
 }
 
+// What the best setting of a production scheme means in its stack's own flags (only where they can be
+// cited: tools/export_production.hpp).
+std::string production_notes(const sim::SchemeTuneResult& r) {
+  std::string out;
+  for (const sim::SchemeTuneEntry& e : r.schemes) {
+    if (e.candidates.empty()) continue;
+    if (e.scheme == "te_userbuffers")
+      out += fmt::format("te_userbuffers in Megatron-LM: --tp-comm-overlap --tp-comm-overlap-cfg FILE, FILE from "
+                         "'tune ... --export te-userbuffers FILE' (best: {})\n",
+                         e.candidates.front().params.dump());
+    if (e.scheme == "async_tp") out += "async_tp in torchtitan: " + torchtitan_async_tp_flags() + "\n";
+  }
+  return out;
+}
+
 // Candidates the search could not tell from the chosen one, and why it kept the one it did.
 std::string tie_note(const sim::WaveGroupTuneResult& r) {
   const bool engine = r.search == sim::WaveGroupSearch::simulate;
@@ -187,6 +205,48 @@ void tune_operator(const TuneOptions& o, std::ostream& out, std::ostream& err) {
     if (!written->empty()) err << "wrote " << *written << "\n";
 }
 
+// The --export FORMAT FILE of the scheme level, checked before anything runs: the file, or "".
+std::string te_export_path(const TuneOptions& o) {
+  if (o.export_spec.empty()) return {};
+  if (o.export_spec.size() != 2) throw UsageError("--export takes FORMAT FILE (e.g. --export te-userbuffers ub.yaml)");
+  if (o.export_spec[0] != "te-userbuffers")
+    throw UsageError(fmt::format("--export: tune writes te-userbuffers (TransformerEngine's ub_cfgs YAML; got '{}'); "
+                                 "FlashOverlap's JSON is --export-flashoverlap, NCCL's tuner CSV is "
+                                 "'collective --export nccl-tuner'",
+                                 o.export_spec[0]));
+  check_distinct_outputs({{"-o", o.output}, {"--export", o.export_spec[1]}});
+  // Refused before the tuning runs: a directory, a block device or a socket (cost_model/atomic_file.hpp).
+  try {
+    resolve_output(o.export_spec[1]);
+  } catch (const OutputError& e) {
+    throw UsageError(std::string("--export: ") + e.what());
+  }
+  return o.export_spec[1];
+}
+
+// The ub_cfgs YAML of the best te_userbuffers candidate, with the flags it means on stderr's note.
+std::string te_export_text(const sim::SchemeTuneResult& r, const sim::Scenario& sc, const std::string& path,
+                           std::string& flags) {
+  for (const sim::SchemeTuneEntry& e : r.schemes) {
+    if (e.scheme != "te_userbuffers" || e.candidates.empty()) continue;
+    const sim::SchemeTuneCandidate& best = e.candidates.front();
+    flags = megatron_flags(sc.workload, best.params, path);
+    const std::vector<std::string> header = {
+        "TransformerEngine userbuffers ub_cfgs (transformer_engine/pytorch/module/base.py initialize_ub)",
+        fmt::format("written by overlap-sim tune for scenario '{}' on {} (TP {})", sc.name, sc.hardware_name, sc.workload.tp),
+        fmt::format("best te_userbuffers setting {}: {:.2f} us ({:.3f}x no_overlap), one setting for every GEMM",
+                    best.params.dump(), us_from_ps(best.latency_ps), best.speedup),
+        "Megatron-LM: " + flags};
+    try {
+      return te_userbuffers_yaml(sc.workload, best.params, header);
+    } catch (const std::invalid_argument& ex) {
+      throw UsageError(std::string("--export te-userbuffers: ") + ex.what());
+    }
+  }
+  throw UsageError("--export te-userbuffers: te_userbuffers does not apply to this scenario's workload "
+                   "(TP+SP linears: mlp_tpsp, attention_tpsp, transformer)");
+}
+
 void tune_scenario(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.export_flashoverlap.empty())
     throw UsageError("--export-flashoverlap belongs to the operator form (--hardware, --gemm, --primitive, --ranks)");
@@ -203,21 +263,47 @@ void tune_scenario(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   for (const FlagAssignment& f : flag_sets) load.sets.push_back(f.set);
   load.hardware_dir = hardware_dir();
   load.validate_sweep = false;  // tune ignores the sweep
+  const std::string export_path = te_export_path(o);
   sim::Scenario sc = with_flag_errors(flag_sets, [&] { return sim::load_scenario_file(path, load); });
   sc.name = sim::scenario_label(sc.name, shown_overrides(o.sets, flag_sets));
+  // The export needs te_userbuffers tuned: added when the scenario does not name it.
+  if (!export_path.empty() &&
+      std::none_of(sc.schemes.begin(), sc.schemes.end(), [](const sim::SchemeSpec& s) { return s.name == "te_userbuffers"; }))
+    sc.schemes.push_back(sim::SchemeSpec{"te_userbuffers"});
   const int jobs = o.jobs > 0 ? o.jobs : sim::default_jobs();
   const sim::SchemeTuneResult r = sim::tune_schemes(sc, jobs);
-  const std::string text = o.format == "json" ? sim::to_json(r, sc, o.top).dump(2) + "\n"
-                                              : sim::format_scheme_tune_table(r, sc, o.top);
-  if (o.output.empty()) {
-    out << text;
-  } else {
-    write_output(o.output, text);
-    err << "wrote " << o.output << "\n";
+  std::string text = o.format == "json" ? sim::to_json(r, sc, o.top).dump(2) + "\n"
+                                        : sim::format_scheme_tune_table(r, sc, o.top);
+  if (o.format == "table") text += production_notes(r);
+  std::string megatron, exported;
+  if (!export_path.empty()) exported = te_export_text(r, sc, export_path, megatron);
+  // -o and --export land together or not at all.
+  if (!o.output.empty() || !exported.empty()) {
+    StagedOutputs staged;
+    try {
+      if (!o.output.empty()) staged.stage(o.output, text);
+      if (!exported.empty()) staged.stage(export_path, exported);
+      staged.commit();
+    } catch (const std::runtime_error& e) {
+      if (dynamic_cast<const UsageError*>(&e) || dynamic_cast<const InputError*>(&e)) throw;
+      throw UsageError(std::string(e.what()) + " (no output was written)");
+    }
   }
+  if (o.output.empty()) out << text;
+  if (!o.output.empty()) err << "wrote " << o.output << "\n";
+  if (!exported.empty()) err << "wrote " << export_path << " (Megatron-LM: " << megatron << ")\n";
 }
 
 }  // namespace
+
+void add_tune_export_option(CLI::App* tune_cmd, TuneOptions& options) {
+  tune_cmd->add_option("--export", options.export_spec,
+                       "Scheme level: write FORMAT to FILE from the best setting; te-userbuffers = TransformerEngine's "
+                       "ub_cfgs YAML (Megatron-LM --tp-comm-overlap-cfg)")
+      ->expected(2)
+      ->allow_extra_args(true)
+      ->type_name("FORMAT FILE");
+}
 
 void cmd_tune(const TuneOptions& options, std::ostream& out, std::ostream& err) {
   if (options.top < 1) throw UsageError(fmt::format("--top must be at least 1 (got {})", options.top));
@@ -227,6 +313,8 @@ void cmd_tune(const TuneOptions& options, std::ostream& out, std::ostream& err) 
                               (!options.hardware.empty() && options.scenario.empty() && !options.flags.tp &&
                                !options.flags.tokens);
   if (operator_level) {
+    if (!options.export_spec.empty())
+      throw UsageError("--export belongs to the scheme level (a SCENARIO); the operator form writes --export-flashoverlap");
     if (options.flags.tp || options.flags.tokens)
       throw UsageError("--tp and --tokens shape a SCENARIO's workload; the operator form takes --ranks and --gemm MxNxK");
     if (!options.scenario.empty())

@@ -12,6 +12,10 @@
 
 #include "tools/scenario_flags.hpp"
 
+namespace CLI {
+class App;
+}
+
 namespace overlap::tools {
 
 struct TuneOptions {
@@ -25,6 +29,9 @@ struct TuneOptions {
   std::string format = "table";    // table | json
   std::string output;              // "" = stdout
   std::string export_flashoverlap; // FlashOverlap's config JSON
+  // --export FORMAT FILE (scheme level): te-userbuffers = TransformerEngine's ub_cfgs YAML from the
+  // best te_userbuffers configuration (tools/export_production.hpp). Empty = none.
+  std::vector<std::string> export_spec;
   int swizzle = 1;                 // tile order of the exported hint
   std::optional<int> algo;         // FlashOverlap's GEMM instance index (AlgoDict), if known
   int budget = 40;                 // simulate: engine runs at most
@@ -34,6 +41,9 @@ struct TuneOptions {
   std::vector<std::string> sets;   // --set
   ScenarioFlags flags;             // scheme level: --tp, --tokens (and --hardware, given a SCENARIO)
 };
+
+// Adds --export FORMAT FILE to the tune subcommand (called where the subcommand is made, tools/cli.cpp).
+void add_tune_export_option(CLI::App* tune_cmd, TuneOptions& options);
 
 // Throws UsageError / InputError (exit 2); files are written atomically after everything is computed.
 // Each file written is confirmed on `err` ("wrote FILE").

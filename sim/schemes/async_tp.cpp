@@ -42,6 +42,7 @@
 #include "cost_model/input_error.hpp"
 #include "sim/backward_shapes.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/reusable_builders.hpp"
 #include "sim/schemes/training_step.hpp"
 #include "sim/workload_shapes.hpp"
 
@@ -49,11 +50,7 @@ namespace overlap::sim {
 
 namespace {
 
-struct AsyncTpParams {
-  bool sm_transport = false;
-  int streams = 2;
-  int copy_sms = 16;
-};
+using AsyncTpParams = LoopedEinsumOptions;
 
 const SchemeParam kTransport =
     choice_param("transport", {"copy_engine", "sm"}, "copy_engine (cudaMemcpyAsync pulls, no SMs) | sm (SM copy kernels)")
@@ -74,7 +71,12 @@ const SchemeParam kCopySms = [] {
 }();
 
 AsyncTpParams read_params(const BuildContext& ctx) {
-  return AsyncTpParams{ctx.text(kTransport) == "sm", ctx.integer(kStreams), ctx.integer(kCopySms)};
+  AsyncTpParams p;
+  p.sm_transport = ctx.text(kTransport) == "sm";
+  p.streams = ctx.integer(kStreams);
+  p.copy_sms = ctx.integer(kCopySms);
+  p.column = column_backward(ctx);
+  return p;
 }
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
@@ -89,6 +91,22 @@ class LoopedEinsum {
     acc_ = b.add_streams("accumulators", 0);
   }
   const std::vector<StreamId>& main_streams() const { return main_; }
+
+  // A sub-matmul of `g`: every SM, or the SM budget the options give (gemm_sm_budget).
+  UnitCompute unit(const GemmShape& g, bool split_k = false) const {
+    if (p_.gemm_sm_budget <= 0) return split_k ? gemm_unit_split_k(b_, g) : gemm_unit(b_, g);
+    GraphBuilder& b = b_;
+    const int budget = p_.gemm_sm_budget;
+    return [&b, g, budget, split_k](int rank, StreamId stream, std::int64_t rows, const std::string& name,
+                                    const std::vector<OpId>& deps) {
+      GemmOptions o;
+      o.name = name;
+      o.deps = deps;
+      o.sm_budget = budget;
+      const GemmShape shape = split_k ? GemmShape{g.m, g.n, rows, g.dtype} : GemmShape{rows, g.n, g.k, g.dtype};
+      return b.add_gemm(rank, stream, shape, o);
+    };
+  }
 
   // One step's pulls: rank r receives `recv_bytes[r]` from `src(r)`: a cudaMemcpyAsync on a copy
   // engine, or an SM copy kernel of copy_sms CTAs (which also serves the rank that pulls from r,
@@ -261,15 +279,15 @@ std::vector<OpId> emit_mlp(GraphBuilder& b, LoopedEinsum& le, const MlpTpSp& mlp
                            const std::string& prefix, std::vector<Bytes>& collectives) {
   const MlpShapes s = mlp_shapes(mlp, T);
   const std::vector<OpId> ag = mlp.gather_input ? le.all_gather_matmul(s.col.m, s.col.k * dtype_bytes(s.col.dtype),
-                                                                       gemm_unit(b, s.col), start, prefix + "fc1")
-                                                : le.plain_matmul(gemm_unit(b, s.col), s.col.m, start, prefix + "fc1");
+                                                                       le.unit(s.col), start, prefix + "fc1")
+                                                : le.plain_matmul(le.unit(s.col), s.col.m, start, prefix + "fc1");
   std::vector<OpId> act;
   for (int r = 0; r < T; ++r)
     act.push_back(b.add_memory(r, le.main_streams()[static_cast<std::size_t>(r)],
                                MemoryKernel{prefix + "activation", s.activation_bytes, {ag[static_cast<std::size_t>(r)]}, 0}));
   if (s.all_gather_bytes > 0) collectives.push_back(s.all_gather_bytes);
   collectives.push_back(s.reduce_scatter_bytes);
-  return le.matmul_reduce_scatter(s.row.m, s.row.n * dtype_bytes(s.row.dtype), gemm_unit(b, s.row), act, prefix + "fc2");
+  return le.matmul_reduce_scatter(s.row.m, s.row.n * dtype_bytes(s.row.dtype), le.unit(s.row), act, prefix + "fc2");
 }
 
 std::vector<OpId> emit_attention(GraphBuilder& b, LoopedEinsum& le, const AttentionTpSp& att, int T,
@@ -277,29 +295,29 @@ std::vector<OpId> emit_attention(GraphBuilder& b, LoopedEinsum& le, const Attent
                                  std::vector<Bytes>& collectives) {
   const AttentionShapes s = attention_shapes(att, T);
   const std::vector<OpId> ag = att.gather_input ? le.all_gather_matmul(s.qkv.m, s.qkv.k * dtype_bytes(s.qkv.dtype),
-                                                                       gemm_unit(b, s.qkv), start, prefix + "qkv")
-                                                : le.plain_matmul(gemm_unit(b, s.qkv), s.qkv.m, start, prefix + "qkv");
+                                                                       le.unit(s.qkv), start, prefix + "qkv")
+                                                : le.plain_matmul(le.unit(s.qkv), s.qkv.m, start, prefix + "qkv");
   std::vector<OpId> attn;
   for (int r = 0; r < T; ++r)
     attn.push_back(b.add_flop_kernel(r, le.main_streams()[static_cast<std::size_t>(r)], prefix + "attention",
                                      s.attention_flops, s.attention_tiles, att.dtype, {ag[static_cast<std::size_t>(r)]}));
   if (s.all_gather_bytes > 0) collectives.push_back(s.all_gather_bytes);
   collectives.push_back(s.reduce_scatter_bytes);
-  return le.matmul_reduce_scatter(s.out.m, s.out.n * dtype_bytes(s.out.dtype), gemm_unit(b, s.out), attn, prefix + "out");
+  return le.matmul_reduce_scatter(s.out.m, s.out.n * dtype_bytes(s.out.dtype), le.unit(s.out), attn, prefix + "out");
 }
 
 // gemm_collective's one GEMM and its collective, decomposed.
-std::vector<OpId> emit_gemm_collective(GraphBuilder& b, LoopedEinsum& le, const Workload& w, const std::vector<OpId>& start,
+std::vector<OpId> emit_gemm_collective(LoopedEinsum& le, const Workload& w, const std::vector<OpId>& start,
                                        const std::string& prefix, std::vector<Bytes>& collectives) {
   const GemmCollective g = gemm_collective_shape(w);
   const RankGemm gm{g.m, g.n, g.k, g.dtype};
   if (g.primitive == Primitive::all_gather) {
     collectives.push_back(g.m * g.k * dtype_bytes(g.dtype));
-    return le.all_gather_matmul(g.m, g.k * dtype_bytes(g.dtype), gemm_unit(b, gm), start, prefix + "ag");
+    return le.all_gather_matmul(g.m, g.k * dtype_bytes(g.dtype), le.unit(gm), start, prefix + "ag");
   }
   if (g.primitive == Primitive::reduce_scatter) {
     collectives.push_back(g.m * g.n * dtype_bytes(g.dtype));
-    return le.matmul_reduce_scatter(g.m, g.n * dtype_bytes(g.dtype), gemm_unit(b, gm), start, prefix + "rs");
+    return le.matmul_reduce_scatter(g.m, g.n * dtype_bytes(g.dtype), le.unit(gm), start, prefix + "rs");
   }
   throw InputError("", 0, "workload.primitive", "async_tp decomposes all_gather or reduce_scatter only");
 }
@@ -312,7 +330,7 @@ std::vector<OpId> emit_block(GraphBuilder& b, LoopedEinsum& le, const Workload& 
     if (block == Block::attention) return emit_attention(b, le, transformer_attention(*t), T, start, prefix, collectives);
     return emit_mlp(b, le, transformer_mlp(*t), T, start, prefix, collectives);
   }
-  if (w.kind == "gemm_collective") return emit_gemm_collective(b, le, w, start, prefix, collectives);
+  if (w.kind == "gemm_collective") return emit_gemm_collective(le, w, start, prefix, collectives);
   if (w.kind == "mlp_tpsp") return emit_mlp(b, le, std::get<MlpTpSp>(w.shape), T, start, prefix, collectives);
   if (w.kind == "attention_tpsp") return emit_attention(b, le, std::get<AttentionTpSp>(w.shape), T, start, prefix, collectives);
   throw InputError("", 0, "workload.kind", fmt::format("async_tp does not apply to '{}'", w.kind));
@@ -342,8 +360,8 @@ class AsyncTpPass final : public PassEmitter {
     if (g.primitive != Primitive::all_gather) return PassEmitter::gather_gemm(g, start);
     const std::int64_t total = g.split_k ? g.gemm.k : g.gemm.m;
     collectives_.push_back(g.bytes);
-    if (!g.split_k) return le_.all_gather_matmul(total, g.bytes / total, gemm_unit(b_, g.gemm), start, g.name);
-    const UnitCompute partial = gemm_unit_split_k(b_, g.gemm);
+    if (!g.split_k) return le_.all_gather_matmul(total, g.bytes / total, le_.unit(g.gemm), start, g.name);
+    const UnitCompute partial = le_.unit(g.gemm, true);
     return le_.all_gather_matmul(total, g.bytes / total, partial, start, g.name, true);
   }
 
@@ -352,7 +370,7 @@ class AsyncTpPass final : public PassEmitter {
   PerRank gemm_scatter(const GemmScatter& g, const PerRank& start) override {
     if (g.primitive != Primitive::reduce_scatter) return PassEmitter::gemm_scatter(g, start);
     collectives_.push_back(g.bytes);
-    return le_.matmul_reduce_scatter(g.gemm.m, g.bytes / g.gemm.m, gemm_unit(b_, g.gemm), start, g.name);
+    return le_.matmul_reduce_scatter(g.gemm.m, g.bytes / g.gemm.m, le_.unit(g.gemm), start, g.name);
   }
 
  private:
@@ -361,20 +379,23 @@ class AsyncTpPass final : public PassEmitter {
   std::vector<Bytes>& collectives_;
 };
 
-BuiltScheme build_async_tp(const BuildContext& ctx) {
-  const AsyncTpParams p = read_params(ctx);
+}  // namespace
+
+BuiltScheme build_looped_einsum(const BuildContext& ctx, const LoopedEinsumOptions& p) {
   const Workload& w = ctx.workload;
   validate_workload(w);
   GraphBuilder b(ctx);
   LoopedEinsum le(b, p);
   const int T = w.tp;
-  const std::string how = fmt::format("{} pulls, {} stream{}", p.sm_transport ? "SM" : "copy-engine", p.streams,
-                                      p.streams == 1 ? " (N+S partial waves)" : "s");
+  std::string how = fmt::format("{} pulls, {} stream{}", p.sm_transport ? "SM" : "copy-engine", p.streams,
+                                p.streams == 1 ? " (N+S partial waves)" : "s");
+  if (p.gemm_sm_budget > 0) how += fmt::format(", GEMMs on {} SMs", p.gemm_sm_budget);
+  const std::string label = p.label.empty() ? "Looped CollectiveEinsum" : p.label;
   std::vector<Bytes> collectives;  // S of every decomposed collective
   if (is_training_step(w)) {
     AsyncTpPass pass(b, le, w, collectives);
-    BuiltScheme built = build_training_step(ctx, pass, TrainingStepOptions{column_backward(ctx),
-                                                                           "Looped CollectiveEinsum forward and backward, " + how});
+    BuiltScheme built =
+        build_training_step(ctx, pass, TrainingStepOptions{p.column, label + " forward and backward, " + how});
     // Every decomposed collective of the step crosses the same ports, one after another.
     built.bound_ps = decomposition_bound_ps(ctx.hardware, T, collectives, true);
     return built;
@@ -394,9 +415,13 @@ BuiltScheme build_async_tp(const BuildContext& ctx) {
   } else {
     emit_block(b, le, w, Block::whole, {}, "", collectives);
   }
-  return b.finish(fmt::format("{}Looped CollectiveEinsum, {}", layers, how),
+  return b.finish(fmt::format("{}{}, {}", layers, label, how),
                   decomposition_bound_ps(ctx.hardware, T, collectives, w.kind == "transformer"));
 }
+
+namespace {
+
+BuiltScheme build_async_tp(const BuildContext& ctx) { return build_looped_einsum(ctx, read_params(ctx)); }
 
 bool async_tp_applies(const Workload& w) {
   if (w.tp < 2) return false;

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/reusable_builders.hpp"
 #include "sim/schemes/training_step.hpp"
 #include "sim/workload_shapes.hpp"
 
@@ -33,8 +34,9 @@ std::int64_t slice_rows(std::int64_t total, int chunks, int c) {
 
 class SlicedEmitter {
  public:
-  SlicedEmitter(GraphBuilder& b, int chunks, bool collectives_only)
-      : b_(b), chunks_(chunks), comm_only_(collectives_only), streams_(b.add_compute_and_comm_streams()) {}
+  SlicedEmitter(GraphBuilder& b, int chunks, bool collectives_only, const SliceResources& resources = {})
+      : b_(b), chunks_(chunks), comm_only_(collectives_only), resources_(resources),
+        streams_(b.add_compute_and_comm_streams()) {}
 
   int chunks() const { return chunks_; }
   int ranks() const { return b_.ranks(); }
@@ -50,6 +52,7 @@ class SlicedEmitter {
       spec.primitive = p;
       spec.bytes = slice_bytes[i];
       spec.streams = streams_.comm;
+      spec.channels = resources_.comm_channels;
       if (i < deps.size() && !deps[i].empty())
         for (int r = 0; r < ranks(); ++r) spec.deps.push_back({deps[i][static_cast<std::size_t>(r)]});
       out[i] = b_.add_collective(spec);
@@ -65,6 +68,7 @@ class SlicedEmitter {
       for (int r = 0; r < ranks(); ++r) {
         GemmOptions o;
         o.name = slices.size() > 1 ? fmt::format("{}[{}]", name, i) : name;
+        o.sm_budget = resources_.gemm_sm_budget;
         if (i < deps.size() && !deps[i].empty()) o.deps = {deps[i][static_cast<std::size_t>(r)]};
         out[i].push_back(b_.add_gemm(r, streams_.compute[static_cast<std::size_t>(r)], slices[i], o));
       }
@@ -112,6 +116,7 @@ class SlicedEmitter {
   GraphBuilder& b_;
   int chunks_;
   bool comm_only_;
+  SliceResources resources_;
   RankStreams streams_;
 };
 
@@ -304,10 +309,15 @@ class SlicedPass final : public PassEmitter {
 }  // namespace
 
 BuiltScheme build_sliced_layers(const BuildContext& ctx, const SlicedLayerOptions& options) {
+  return build_sliced_layers(ctx, options, SliceResources{});
+}
+
+BuiltScheme build_sliced_layers(const BuildContext& ctx, const SlicedLayerOptions& options,
+                                const SliceResources& resources) {
   if (options.chunks < 1)
     throw std::invalid_argument(fmt::format("params.chunks: must be >= 1 (got {})", options.chunks));
   GraphBuilder b(ctx);
-  SlicedEmitter e(b, options.chunks, options.collectives_only);
+  SlicedEmitter e(b, options.chunks, options.collectives_only, resources);
   const Workload& w = ctx.workload;
   const std::string reason =
       options.chunks == 1 ? "sequential: every collective waits for its GEMM (nothing hidden)"

@@ -19,6 +19,8 @@ SchemeInfo make_pt_transformer_scheme();
 SchemeInfo make_ladder_residual_scheme();
 SchemeInfo make_dtp_scheme();
 SchemeInfo make_no_comm_scheme();
+SchemeInfo make_te_userbuffers_scheme();
+SchemeInfo make_flux_scheme();
 
 namespace {
 
@@ -36,6 +38,7 @@ std::vector<SchemeInfo> make_registry() {
       make_commfuse_scheme(),      make_flashoverlap_scheme(), make_tp_baseline_scheme(),
       make_gptj_parallel_scheme(), make_pt_transformer_scheme(), make_ladder_residual_scheme(),
       make_dtp_scheme(),           make_no_comm_scheme(),
+      make_te_userbuffers_scheme(), make_flux_scheme(),
   };
   for (SchemeInfo& s : out) s = forward_only_unless_backward(std::move(s));
   return out;

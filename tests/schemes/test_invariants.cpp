@@ -161,9 +161,11 @@ TEST_CASE("every registered scheme keeps the invariants on random workloads", "[
       // Every scheme that overlaps the workload's collectives with unchanged collectives hides some.
       // Not the decompositions into pieces that each pay a call's latency: data slicing's k
       // collectives, CommFuse's T-1 NCCL send/recv exchanges (transports.nccl_p2p latency each) and
-      // async TP's T-1 copy-engine pulls and barriers, which on small shapes cost more than one
+      // async TP's T-1 copy-engine pulls and barriers (te_userbuffers' ring_exchange is the same
+      // decomposition), and FLUX's per-peer copies, which on small shapes cost more than one
       // collective that NCCL runs with its low-latency protocol.
-      const bool decomposed = s.name == "data_slicing" || s.name == "commfuse" || s.name == "async_tp";
+      const bool decomposed = s.name == "data_slicing" || s.name == "commfuse" || s.name == "async_tp" ||
+                              s.name == "te_userbuffers" || s.name == "flux";
       if (!decomposed) CHECK(r.exposed_comm_ps <= r.comm_ps + r.comm_ps / 100);
       if (c.per_rank_bytes >= 0) {
         const BuiltScheme b = s.build(ctx);

@@ -1,0 +1,214 @@
+// The configuration files production stacks load (tools/export_production.hpp), checked against their
+// upstream schemas as documented:
+//   - TransformerEngine ub_cfgs (transformer_engine/pytorch/module/base.py initialize_ub): top-level
+//     keys are GEMM names of layers_all_gather_overlap / layers_reduce_scatter_overlap (qkv_fprop,
+//     qkv_dgrad, qkv_wgrad, proj_fprop, proj_dgrad, fc1_fprop, fc1_dgrad, fc1_wgrad, fc2_fprop,
+//     fc2_dgrad); each entry's keys are get_default_config's (method, num_sm, cga_size, set_sm_margin,
+//     num_splits, atomic_gemm, use_ce, ...); method is ring_exchange, pipeline or bulk; add_ub refuses
+//     pipeline for an all-gather name; a non-bulk qkv_dgrad / fc1_dgrad must come without its wgrad
+//     entry (initialize_ub asserts wgrad_name not in ub_cfgs);
+//   - NCCL's example tuner CSV (NVIDIA/nccl ext-tuner/example/README.md "Configuration File Format"):
+//     collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks[,numPipeOps,regBuff],
+//     collective types broadcast | reduce | allgather | reducescatter | allreduce, algorithms tree |
+//     ring | collnet_direct | collnet_chain | nvls | nvls_tree | pat, protocols ll | ll128 | simple,
+//     channels a positive count or -1, `#` comments.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "sim/workload.hpp"
+#include "tests/support/cli_run.hpp"
+#include "tools/export_production.hpp"
+
+namespace fs = std::filesystem;
+using overlap::test::cli;
+using overlap::test::CliResult;
+
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& name)
+      : path((fs::temp_directory_path() / ("overlap-export-" + std::to_string(::getpid()) + "-" + name)).string()) {}
+  ~TempFile() {
+    std::error_code ec;
+    fs::remove(path, ec);
+  }
+};
+
+using Entries = std::map<std::string, std::map<std::string, std::string>>;
+
+// The ub_cfgs YAML as written (two levels: "name:" then "  key: value"; # comments).
+Entries parse_ub_cfgs(const std::string& text) {
+  Entries out;
+  std::istringstream in(text);
+  std::string line, current;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] != ' ') {
+      REQUIRE(line.back() == ':');
+      current = line.substr(0, line.size() - 1);
+      REQUIRE(out.count(current) == 0);
+      out[current];
+      continue;
+    }
+    REQUIRE(line.rfind("  ", 0) == 0);
+    const std::size_t colon = line.find(": ");
+    REQUIRE(colon != std::string::npos);
+    REQUIRE(!current.empty());
+    out[current][line.substr(2, colon - 2)] = line.substr(colon + 2);
+  }
+  return out;
+}
+
+// Every entry against initialize_ub's schema.
+void check_ub_schema(const Entries& e) {
+  const std::set<std::string> names = {"qkv_fprop", "qkv_dgrad", "qkv_wgrad", "proj_fprop", "proj_dgrad",
+                                       "fc1_fprop", "fc1_dgrad", "fc1_wgrad", "fc2_fprop",  "fc2_dgrad"};
+  const std::set<std::string> all_gather = {"qkv_fprop", "fc1_fprop", "proj_dgrad", "fc2_dgrad"};
+  const std::set<std::string> keys = {"method",     "num_sm",      "cga_size", "set_sm_margin",
+                                      "num_splits", "atomic_gemm", "use_ce"};
+  for (const auto& [name, kv] : e) {
+    INFO(name);
+    CHECK(names.count(name) == 1);
+    for (const auto& [k, v] : kv) {
+      INFO(k);
+      CHECK(keys.count(k) == 1);
+      if (k != "method") CHECK(v.find_first_not_of("0123456789") == std::string::npos);
+    }
+    REQUIRE(kv.count("method") == 1);
+    const std::string m = kv.at("method");
+    CHECK((m == "ring_exchange" || m == "pipeline" || m == "bulk"));
+    if (all_gather.count(name)) CHECK(m != "pipeline");
+    CHECK((kv.count("num_splits") == 1) == (m == "pipeline"));
+    if (m == "bulk") CHECK(kv.count("atomic_gemm") == 0);
+    for (const char* k : {"num_sm", "cga_size", "set_sm_margin"}) CHECK(kv.count(k) == 1);
+  }
+  for (const char* dgrad : {"qkv_dgrad", "fc1_dgrad"}) {
+    const std::string wgrad = std::string(dgrad).replace(4, 5, "wgrad");
+    if (e.count(dgrad) && e.at(dgrad).at("method") != "bulk") CHECK(e.count(wgrad) == 0);
+  }
+}
+
+overlap::sim::Workload transformer_step() {
+  overlap::sim::Workload w;
+  w.kind = "transformer";
+  w.tp = 8;
+  w.training.pass = overlap::sim::Pass::step;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("te-userbuffers YAML: TE's names, keys and the methods TE allows per name", "[te][export]") {
+  const overlap::sim::Workload step = transformer_step();
+  CHECK(overlap::tools::te_gemm_names(step).size() == 10);
+  {
+    const Entries e = parse_ub_cfgs(overlap::tools::te_userbuffers_yaml(
+        step, {{"method", "pipeline"}, {"num_splits", 8}, {"num_sm", 24}, {"set_sm_margin", true}}, {"test"}));
+    check_ub_schema(e);
+    CHECK(e.at("qkv_fprop").at("method") == "ring_exchange");  // pipeline is refused for an all-gather
+    CHECK(e.at("proj_fprop").at("method") == "pipeline");
+    CHECK(e.at("proj_fprop").at("num_splits") == "8");
+    CHECK(e.at("proj_fprop").at("num_sm") == "24");
+    CHECK(e.at("proj_fprop").at("set_sm_margin") == "1");
+    CHECK(e.at("fc1_dgrad").at("method") == "pipeline");  // dgrad's reduce-scatter overlapped in the GEMM
+    CHECK(e.count("fc1_wgrad") == 0);
+  }
+  {
+    const Entries e = parse_ub_cfgs(overlap::tools::te_userbuffers_yaml(
+        step, {{"method", "ring_exchange"}, {"column_backward", "bulk"}}, {}));
+    check_ub_schema(e);
+    CHECK(e.size() == 10);
+    for (const char* n : {"qkv_dgrad", "qkv_wgrad", "fc1_dgrad", "fc1_wgrad"}) CHECK(e.at(n).at("method") == "bulk");
+    CHECK(e.at("fc2_fprop").at("method") == "ring_exchange");
+    CHECK(e.at("fc2_fprop").at("use_ce") == "1");
+  }
+  overlap::sim::Workload forward = step;
+  forward.training.pass = overlap::sim::Pass::forward;
+  CHECK(overlap::tools::te_gemm_names(forward) ==
+        std::vector<std::string>{"qkv_fprop", "proj_fprop", "fc1_fprop", "fc2_fprop"});
+  overlap::sim::Workload gc;
+  gc.kind = "gemm_collective";
+  CHECK_THROWS(overlap::tools::te_userbuffers_yaml(gc, nlohmann::json::object(), {}));
+}
+
+TEST_CASE("tune SCENARIO --export te-userbuffers writes TE's YAML from the best setting", "[te][export][cli]") {
+  TempFile yaml("ub.yaml");
+  const CliResult r =
+      cli({"tune", "llama3-70b-tp8-mlp", "--set", "workload.tokens=2048", "--export", "te-userbuffers", yaml.path});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.err, Catch::Contains("--tp-comm-overlap --tp-comm-overlap-cfg " + yaml.path));
+  const std::string text = read(yaml.path);
+  const Entries e = parse_ub_cfgs(text);
+  check_ub_schema(e);
+  // The MLP's forward: fc1 (all-gather side) and fc2 (reduce-scatter side), unless bulk left them out.
+  for (const auto& [name, kv] : e) CHECK((name == "fc1_fprop" || name == "fc2_fprop"));
+  CHECK_THAT(text, Catch::Contains("# Megatron-LM: --tp-comm-overlap"));
+
+  // Refused before any tuning: an unknown format, a directory, the operator form.
+  CHECK(cli({"tune", "llama3-70b-tp8-mlp", "--export", "te-userbufers", yaml.path}).rc == 2);
+  CHECK(cli({"tune", "llama3-70b-tp8-mlp", "--export", "te-userbuffers",
+             fs::temp_directory_path().string()})
+            .rc == 2);
+  CHECK(cli({"tune", "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096", "--primitive", "all_reduce", "--ranks",
+             "4", "--export", "te-userbuffers", yaml.path})
+            .rc == 2);
+}
+
+TEST_CASE("collective --export nccl-tuner writes the example tuner plugin's CSV", "[export][cli][collective]") {
+  TempFile csv("tuner.conf");
+  const CliResult r = cli({"collective", "all_reduce", "-b", "1K", "-e", "1G", "--export", "nccl-tuner", csv.path});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("all_reduce_perf"));  // the table still goes to stdout
+  const std::set<std::string> algos = {"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"};
+  const std::set<std::string> protos = {"ll", "ll128", "simple"};
+  std::istringstream in(read(csv.path));
+  std::string line;
+  long long next_min = 1024;
+  int rows = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    INFO(line);
+    REQUIRE(f.size() == 10);
+    CHECK(f[0] == "allreduce");
+    const long long lo = std::stoll(f[1]), hi = std::stoll(f[2]);
+    CHECK(lo == next_min);  // the ranges tile the swept sizes without gaps or overlaps
+    CHECK(lo <= hi);
+    next_min = hi + 1;
+    CHECK(algos.count(f[3]) == 1);
+    CHECK(protos.count(f[4]) == 1);
+    CHECK((std::stoi(f[5]) > 0 || f[5] == "-1"));
+    CHECK(f[6] == "1");  // one node
+    CHECK(f[7] == "8");  // every GPU of the default profile
+    CHECK(f[8] == "-1");
+    CHECK(f[9] == "-1");
+    ++rows;
+  }
+  CHECK(rows >= 1);
+  CHECK(next_min == 1024LL * 1024 * 1024 + 1);
+  // All-to-all: the plugin tunes no send/recv. A directory: refused.
+  CHECK(cli({"collective", "all_to_all", "--export", "nccl-tuner", csv.path}).rc == 2);
+  CHECK(cli({"collective", "all_reduce", "--export", "nccl-tuner", fs::temp_directory_path().string()}).rc == 2);
+  CHECK(cli({"collective", "all_reduce", "--export", "csv", csv.path}).rc == 2);
+}

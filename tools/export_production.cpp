@@ -1,0 +1,202 @@
+#include "tools/export_production.hpp"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "sim/workload_shapes.hpp"
+
+namespace overlap::tools {
+
+namespace {
+
+// Which side of the TP block a TE GEMM name is (base.py initialize_ub): an all-gather feeds it
+// (layers_all_gather_overlap: qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad), or it feeds a
+// reduce-scatter (layers_reduce_scatter_overlap: proj_fprop, fc2_fprop); qkv_dgrad / fc1_dgrad and the
+// wgrads are the column-parallel backward, bulk by default (methods["bulk"]).
+enum class TeSide { all_gather, reduce_scatter, column_dgrad, column_wgrad };
+
+TeSide side_of(const std::string& name) {
+  if (name == "qkv_fprop" || name == "fc1_fprop" || name == "proj_dgrad" || name == "fc2_dgrad")
+    return TeSide::all_gather;
+  if (name == "proj_fprop" || name == "fc2_fprop") return TeSide::reduce_scatter;
+  if (name == "qkv_dgrad" || name == "fc1_dgrad") return TeSide::column_dgrad;
+  return TeSide::column_wgrad;
+}
+
+template <typename T>
+T knob(const nlohmann::json& params, const char* name, T fallback) {
+  if (params.is_object() && params.contains(name)) return params.at(name).get<T>();
+  return fallback;
+}
+
+}  // namespace
+
+std::vector<std::string> te_gemm_names(const sim::Workload& w) {
+  bool attention = false, mlp = false;
+  if (w.kind == "transformer") attention = mlp = true;
+  else if (w.kind == "attention_tpsp") attention = true;
+  else if (w.kind == "mlp_tpsp") mlp = true;
+  else return {};
+  const bool backward = sim::has_backward(w);
+  std::vector<std::string> out;
+  // TE's order (initialize_ub methods): forward first, then the backward's entries.
+  if (attention) out.insert(out.end(), {"qkv_fprop", "proj_fprop"});
+  if (mlp) out.insert(out.end(), {"fc1_fprop", "fc2_fprop"});
+  if (backward) {
+    if (attention) out.insert(out.end(), {"qkv_dgrad", "qkv_wgrad", "proj_dgrad"});
+    if (mlp) out.insert(out.end(), {"fc1_dgrad", "fc1_wgrad", "fc2_dgrad"});
+  }
+  return out;
+}
+
+std::string te_userbuffers_yaml(const sim::Workload& w, const nlohmann::json& params,
+                                const std::vector<std::string>& header) {
+  const std::vector<std::string> names = te_gemm_names(w);
+  if (names.empty())
+    throw std::invalid_argument(fmt::format("a '{}' workload has no TransformerEngine GEMM names (qkv_fprop, "
+                                            "fc1_fprop, ...): export te-userbuffers for mlp_tpsp, attention_tpsp "
+                                            "or transformer",
+                                            w.kind));
+  // Defaults: sim/schemes/te_userbuffers.cpp's parameter table.
+  const std::string method = knob<std::string>(params, "method", "ring_exchange");
+  const int num_sm = knob<int>(params, "num_sm", 16);
+  const int cga_size = knob<int>(params, "cga_size", 2);
+  const bool margin = knob<bool>(params, "set_sm_margin", false);
+  const bool atomic = knob<bool>(params, "atomic_gemm", false);
+  const int num_splits = knob<int>(params, "num_splits", 4);
+  const bool use_ce = knob<bool>(params, "use_ce", true);
+  const bool bulk_backward = method == "bulk" || knob<std::string>(params, "column_backward", "scheme") == "bulk";
+
+  std::string out;
+  for (const std::string& h : header) out += "# " + h + "\n";
+  auto entry = [&](const std::string& name, const std::string& m, const std::string& note) {
+    if (!note.empty()) out += "# " + note + "\n";
+    out += name + ":\n";
+    out += "  method: " + m + "\n";
+    out += fmt::format("  num_sm: {}\n", num_sm);
+    out += fmt::format("  cga_size: {}\n", cga_size);
+    out += fmt::format("  set_sm_margin: {}\n", margin ? 1 : 0);
+    // add_ub: atomic GEMM is not supported for a bulk overlap.
+    if (m != "bulk") out += fmt::format("  atomic_gemm: {}\n", atomic ? 1 : 0);
+    if (m == "pipeline") out += fmt::format("  num_splits: {}\n", num_splits);
+    if (m == "ring_exchange") out += fmt::format("  use_ce: {}\n", use_ce ? 1 : 0);
+    out += "\n";
+  };
+  for (const std::string& name : names) {
+    switch (side_of(name)) {
+      case TeSide::all_gather:
+        if (method == "bulk") {
+          out += "# " + name + ": not overlapped in the modelled configuration (method bulk overlaps only the "
+                                "column-parallel backward); TE's default for it is ring_exchange\n\n";
+        } else {
+          // add_ub refuses pipeline for an all-gather: TE runs every all-gather overlap as ring_exchange.
+          entry(name, "ring_exchange",
+                method == "pipeline" ? "pipeline cannot overlap an all-gather in TE (add_ub); its ring_exchange:" : "");
+        }
+        break;
+      case TeSide::reduce_scatter:
+        if (method == "bulk")
+          out += "# " + name + ": not overlapped in the modelled configuration; TE's default for it is pipeline\n\n";
+        else entry(name, method, "");
+        break;
+      case TeSide::column_dgrad:
+        // A non-bulk dgrad entry overlaps dgrad's reduce-scatter inside the GEMM; TE then takes the wgrad
+        // entry out (initialize_ub: dgrad_reduce_scatter_overlap) and it must not be given.
+        entry(name, bulk_backward ? "bulk" : method, "");
+        break;
+      case TeSide::column_wgrad:
+        if (bulk_backward) entry(name, "bulk", "");
+        break;
+    }
+  }
+  return out;
+}
+
+std::string megatron_flags(const sim::Workload& w, const nlohmann::json& params, const std::string& yaml_path) {
+  const std::string method = knob<std::string>(params, "method", "ring_exchange");
+  const bool bulk_backward = method == "bulk" || knob<std::string>(params, "column_backward", "scheme") == "bulk";
+  std::string out = "--tp-comm-overlap --tp-comm-overlap-cfg " + yaml_path;
+  if (method == "bulk") out += " --disable-tp-comm-overlap-ag --disable-tp-comm-overlap-rs";
+  if (sim::has_backward(w) && !bulk_backward)
+    out += " --tp-comm-overlap-rs-dgrad";
+  return out;
+}
+
+std::string torchtitan_async_tp_flags() {
+  return "[parallelism] enable_async_tensor_parallel = true (torchtitan job config; effective with torch.compile on)";
+}
+
+std::string nccl_tuner_collective(CollectivePrimitive p) {
+  switch (p) {
+    case CollectivePrimitive::all_reduce: return "allreduce";
+    case CollectivePrimitive::reduce_scatter: return "reducescatter";
+    case CollectivePrimitive::all_gather: return "allgather";
+    case CollectivePrimitive::broadcast: return "broadcast";
+    case CollectivePrimitive::reduce: return "reduce";
+    case CollectivePrimitive::all_to_all: return "";
+  }
+  return "";
+}
+
+std::string nccl_tuner_algorithm(NcclAlgorithm a) {
+  switch (a) {
+    case NcclAlgorithm::Tree: return "tree";
+    case NcclAlgorithm::Ring: return "ring";
+    case NcclAlgorithm::CollnetDirect: return "collnet_direct";
+    case NcclAlgorithm::CollnetChain: return "collnet_chain";
+    case NcclAlgorithm::NVLS: return "nvls";
+    case NcclAlgorithm::NVLSTree: return "nvls_tree";
+    case NcclAlgorithm::PAT: return "pat";
+    case NcclAlgorithm::SendRecv: return "";
+  }
+  return "";
+}
+
+std::string nccl_tuner_protocol(NcclProtocol p) {
+  switch (p) {
+    case NcclProtocol::LL: return "ll";
+    case NcclProtocol::LL128: return "ll128";
+    case NcclProtocol::Simple: return "simple";
+  }
+  return "";
+}
+
+std::vector<NcclTunerRow> nccl_tuner_rows(CollectivePrimitive p, const std::vector<long long>& sizes,
+                                          const std::vector<CollectivePlan>& plans, int nodes, int ranks) {
+  std::vector<NcclTunerRow> out;
+  const std::string coll = nccl_tuner_collective(p);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] <= 0) continue;  // nccl-tests' zero-byte row: no choice was made
+    NcclTunerRow r;
+    r.collective = coll;
+    r.min_bytes = sizes[i];
+    r.max_bytes = sizes[i];
+    r.algorithm = nccl_tuner_algorithm(plans[i].algorithm);
+    r.protocol = nccl_tuner_protocol(plans[i].protocol);
+    r.channels = plans[i].channels > 0 ? plans[i].channels : -1;
+    r.nodes = nodes;
+    r.ranks = ranks;
+    if (!out.empty() && out.back().algorithm == r.algorithm && out.back().protocol == r.protocol &&
+        out.back().channels == r.channels) {
+      out.back().max_bytes = r.max_bytes;
+      continue;
+    }
+    if (!out.empty()) out.back().max_bytes = r.min_bytes - 1;  // the ranges tile the sizes between rows
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::string nccl_tuner_csv(const std::vector<NcclTunerRow>& rows, const std::vector<std::string>& header) {
+  std::string out;
+  for (const std::string& h : header) out += "# " + h + "\n";
+  // The plugin's own header line, as a comment (ext-tuner/example/README.md "Configuration File Format").
+  out += "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff\n";
+  for (const NcclTunerRow& r : rows)
+    out += fmt::format("{},{},{},{},{},{},{},{},-1,-1\n", r.collective, r.min_bytes, r.max_bytes, r.algorithm,
+                       r.protocol, r.channels, r.nodes, r.ranks);
+  return out;
+}
+
+}  // namespace overlap::tools
