@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "cost_model/all_to_allv.hpp"
 #include "cost_model/moe_routing.hpp"
 
 #include "cost_model/gemm_model.hpp"
@@ -67,8 +66,8 @@ struct DecodeShapes {
 // the slots every source sends to e, in source order.
 struct MoeShapes {
   CountMatrix tokens;                        // [src][expert]
-  overlap::PairBytes dispatch;                      // [src][dst] bytes (d_model x dtype per slot)
-  overlap::PairBytes combine;                       // the transpose: expert outputs back to their tokens' ranks
+  std::vector<std::vector<Bytes>> dispatch;         // [src][dst] bytes (d_model x dtype per slot)
+  std::vector<std::vector<Bytes>> combine;          // the transpose: expert outputs back to their tokens' ranks
   std::vector<std::vector<RankGemm>> up;     // [rank][local expert]: rows x 2 d_ffn_expert x d_model
   std::vector<std::vector<RankGemm>> down;   // [rank][local expert]: rows x d_model x d_ffn_expert
   std::vector<Bytes> activation_bytes;       // [rank]: SwiGLU over its rows (read 2f, write f)
