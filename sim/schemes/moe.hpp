@@ -27,7 +27,7 @@ BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& opti
 // per-destination pools). `down` and `plan` are the rank's grouped GEMM; `experts` the global ids of
 // its local experts.
 std::vector<Bytes> moe_tile_range_bytes(const std::vector<GemmShape>& down, const GroupedGemmPlan& plan,
-                                        const CountMatrix& tokens, const std::vector<int>& experts,
-                                        std::int64_t first, std::int64_t last);
+                                        const CountMatrix& tokens, const std::vector<int>& experts, std::int64_t first,
+                                        std::int64_t last);
 
 }  // namespace overlap::sim

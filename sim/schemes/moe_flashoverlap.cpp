@@ -12,12 +12,12 @@
 // extension for MoE). flashoverlap.cpp's groups serve one GEMM shape and one collective of even sizes;
 // here every rank has its own tile count and the groups' all-to-allvs their own byte matrices, so the
 // search is its own (restricted to equal groups, as Sec. 4.1 restricts the group sizes).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "sim/schemes/moe.hpp"
 #include "sim/workload_shapes.hpp"
@@ -25,8 +25,8 @@
 namespace overlap::sim {
 
 std::vector<Bytes> moe_tile_range_bytes(const std::vector<GemmShape>& down, const GroupedGemmPlan& plan,
-                                        const CountMatrix& tokens, const std::vector<int>& experts,
-                                        std::int64_t first, std::int64_t last) {
+                                        const CountMatrix& tokens, const std::vector<int>& experts, std::int64_t first,
+                                        std::int64_t last) {
   const std::size_t sources = tokens.size();
   std::vector<Bytes> out(sources, 0);
   std::int64_t offset = 0;
@@ -47,8 +47,7 @@ std::vector<Bytes> moe_tile_range_bytes(const std::vector<GemmShape>& down, cons
         const std::int64_t width = std::min(c1 * p.tile_n, g.n) - c0 * p.tile_n;
         const std::int64_t r0 = band * p.tile_m, r1 = std::min((band + 1) * p.tile_m, g.m);
         // Advance to the first source whose rows reach r0, then take every source the band overlaps.
-        while (src < sources &&
-               src_start + tokens[src][static_cast<std::size_t>(experts[e])] <= r0) {
+        while (src < sources && src_start + tokens[src][static_cast<std::size_t>(experts[e])] <= r0) {
           src_start += tokens[src][static_cast<std::size_t>(experts[e])];
           ++src;
         }
@@ -88,7 +87,8 @@ struct GroupPlan {
   std::vector<std::vector<std::int64_t>> target;  // [group][rank]: tiles done before it is sent
 };
 
-GroupPlan groups_of(const std::vector<RankGemms>& ranks, const CountMatrix& tokens, std::int64_t slots, std::int64_t size) {
+GroupPlan groups_of(const std::vector<RankGemms>& ranks, const CountMatrix& tokens, std::int64_t slots,
+                    std::int64_t size) {
   const std::size_t n = ranks.size();
   std::int64_t waves = 1;
   for (const RankGemms& r : ranks) waves = std::max(waves, (r.plan.tiles + slots - 1) / slots);
@@ -100,7 +100,8 @@ GroupPlan groups_of(const std::vector<RankGemms>& ranks, const CountMatrix& toke
       const std::int64_t first = std::min(ranks[r].plan.tiles, w0 * slots);
       const std::int64_t last = std::min(ranks[r].plan.tiles, (w0 + size) * slots);
       target[r] = last;
-      if (first < last) m[r] = moe_tile_range_bytes(ranks[r].down, ranks[r].plan, tokens, ranks[r].experts, first, last);
+      if (first < last)
+        m[r] = moe_tile_range_bytes(ranks[r].down, ranks[r].plan, tokens, ranks[r].experts, first, last);
     }
     g.bytes.push_back(std::move(m));
     g.target.push_back(std::move(target));
@@ -142,7 +143,8 @@ BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
     for (int e = 0; e < per_rank; ++e) rg.experts.push_back(r * per_rank + e);
   }
   // The published implementation cuts waves assuming NCCL holds 2 SMs (facts.md: wSize = SMs - 2).
-  const std::int64_t slots = static_cast<std::int64_t>(std::max(1, hw.gpu.sm_count - 2)) * std::max(1, ranks[0].plan.ctas_per_sm);
+  const std::int64_t slots =
+      static_cast<std::int64_t>(std::max(1, hw.gpu.sm_count - 2)) * std::max(1, ranks[0].plan.ctas_per_sm);
   std::int64_t size = ctx.integer(kGroupWaves);
   const std::string link = collective_link_class(hw, n);
   if (size <= 0) {
@@ -225,8 +227,9 @@ BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
 SchemeInfo make_moe_flashoverlap_scheme() {
   return {.name = "moe_flashoverlap",
           .source = "flashoverlap-paper Sec. 2.3.3, 3.3.3 (3), 4.2 (GEMM + All-to-All, imbalance-aware predictor)",
-          .summary = "MoE layer: the down projection's tiles signal wave groups, each group's rows combined as soon "
-                     "as it is done",
+          .summary =
+              "MoE layer: the down projection's tiles signal wave groups, each group's rows combined as soon "
+              "as it is done",
           .params = {kGroupWaves},
           .applies = [](const Workload& w) { return w.kind == "moe"; },
           .build = build_moe_flashoverlap};

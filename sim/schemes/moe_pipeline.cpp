@@ -14,12 +14,12 @@
 // count % C chunks one more), so every chunk is the routing in miniature, imbalance included.
 // The shared experts run on the compute stream right after the router when chunked (overlapping the
 // first dispatch, as Megatron-core's moe_shared_expert_overlap does), after the combine otherwise.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "sim/schemes/moe.hpp"
 #include "sim/workload_shapes.hpp"
@@ -84,7 +84,8 @@ BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& opti
     for (int r = 0; r < n; ++r) {
       GemmOptions o;
       o.name = "router";
-      router[static_cast<std::size_t>(r)] = b.add_gemm(r, st.compute[static_cast<std::size_t>(r)], moe_router_gemm(m), o);
+      router[static_cast<std::size_t>(r)] =
+          b.add_gemm(r, st.compute[static_cast<std::size_t>(r)], moe_router_gemm(m), o);
       if (C > 1) add_shared(b, r, st.compute[static_cast<std::size_t>(r)], m, router[static_cast<std::size_t>(r)]);
     }
 
@@ -120,7 +121,8 @@ BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& opti
     last = b.add_all_to_allv(k);
   }
   if (compute && C == 1)
-    for (int r = 0; r < n; ++r) add_shared(b, r, st.compute[static_cast<std::size_t>(r)], m, last[static_cast<std::size_t>(r)]);
+    for (int r = 0; r < n; ++r)
+      add_shared(b, r, st.compute[static_cast<std::size_t>(r)], m, last[static_cast<std::size_t>(r)]);
 
   // The reason line: how uneven the experts' work is (the slowest rank's rows against the mean).
   std::int64_t most = 0, total = 0;
@@ -142,19 +144,23 @@ namespace {
 const SchemeParam kChunks = int_param("chunks", 4, 1, 1024,
                                       "token chunks: chunk c's dispatch overlaps chunk c-1's expert GEMMs and chunk "
                                       "c-2's combine")
-                                .tune({2, 4, 8})
+                                .tune({1, 2, 4, 8, 16})
                                 .production("Tutel's pipelining degree (adaptive_r / num pipeline partitions)");
 
 }  // namespace
 
 SchemeInfo make_moe_pipeline_scheme() {
   return {.name = "moe_pipeline",
-          .source = "Tutel (Hwang et al., MLSys 2023, arXiv:2206.03382), adaptive pipelining; Megatron-core MoE "
-                    "all-to-all overlap",
+          .source =
+              "Tutel (Hwang et al., MLSys 2023, arXiv:2206.03382), adaptive pipelining; Megatron-core MoE "
+              "all-to-all overlap",
           .summary = "MoE layer in token chunks: dispatch, expert GEMMs and combine of different chunks overlap",
           .params = {kChunks},
           .applies = [](const Workload& w) { return w.kind == "moe"; },
-          .build = [](const BuildContext& ctx) { return build_moe_layer(ctx, MoeLayerOptions{ctx.integer(kChunks), false}); }};
+          .build =
+              [](const BuildContext& ctx) {
+                return build_moe_layer(ctx, MoeLayerOptions{ctx.integer(kChunks), false});
+              }};
 }
 
 }  // namespace overlap::sim

@@ -3,7 +3,6 @@
 // all-to-all, bytes are conserved per rank pair, a balanced chunked pipeline takes its closed form,
 // and under skew the slowest rank sets the latency.
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <numeric>
 
@@ -70,7 +69,8 @@ Ps latency(const std::string& scheme, const Workload& w, const HardwareProfile& 
 // down; kMemorySlackPs covers the rest), then the grouped down GEMM on all SMs.
 Ps experts_ps(const HardwareProfile& hw, const MoeShapes& sh, int r) {
   const double hbm_bytes_per_ps = hw.gpu.hbm_bandwidth_gbps * hw.gpu.hbm_efficiency * 1e-3;
-  const Ps act = static_cast<Ps>(static_cast<double>(sh.activation_bytes[static_cast<std::size_t>(r)]) / hbm_bytes_per_ps);
+  const Ps act =
+      static_cast<Ps>(static_cast<double>(sh.activation_bytes[static_cast<std::size_t>(r)]) / hbm_bytes_per_ps);
   return plan_grouped_gemm(hw, sh.up[static_cast<std::size_t>(r)]).time_ps(hw.gpu.sm_count) + act +
          plan_grouped_gemm(hw, sh.down[static_cast<std::size_t>(r)]).time_ps(hw.gpu.sm_count);
 }
@@ -80,11 +80,12 @@ Ps experts_ps(const HardwareProfile& hw, const MoeShapes& sh, int r) {
 TEST_CASE("moe: a uniform all-to-allv is the even all-to-all exactly (ops, latency, bytes)", "[moe]") {
   const Workload w = moe_workload(4, 4, 1, 1024, 1024, 512);
   for (const Fidelity f : {Fidelity::curve, Fidelity::steps}) {
-    for (const HardwareProfile& hw : {test::ideal_profile(4), [] {
-           HardwareProfile h = test::ideal_profile(4);
-           h.comm.tuner.at(NcclAlgorithm::Ring, NcclProtocol::Simple) = NcclLatency{7, {1, 2, 3}};  // latencies too
-           return h;
-         }()}) {
+    for (const HardwareProfile& hw :
+         {test::ideal_profile(4), [] {
+            HardwareProfile h = test::ideal_profile(4);
+            h.comm.tuner.at(NcclAlgorithm::Ring, NcclProtocol::Simple) = NcclLatency{7, {1, 2, 3}};  // latencies too
+            return h;
+          }()}) {
       const nlohmann::json none = nlohmann::json::object();
       const BuildContext ctx{w, hw, none, f};
       const Bytes S = 8 << 20;  // each rank's send buffer
@@ -144,11 +145,11 @@ TEST_CASE("moe: bytes are conserved per rank pair in every scheme", "[moe]") {
         off_diagonal += dispatch[s][d];
       }
   REQUIRE(off_diagonal > 0);
-  for (const auto& [scheme, params] : std::vector<std::pair<std::string, nlohmann::json>>{
-           {"no_overlap", nlohmann::json::object()},
-           {"moe_pipeline", {{"chunks", 3}}},
-           {"moe_flashoverlap", {{"group_waves", 1}}},
-           {"moe_flashoverlap", {{"group_waves", 0}}}}) {
+  for (const auto& [scheme, params] :
+       std::vector<std::pair<std::string, nlohmann::json>>{{"no_overlap", nlohmann::json::object()},
+                                                           {"moe_pipeline", {{"chunks", 3}}},
+                                                           {"moe_flashoverlap", {{"group_waves", 1}}},
+                                                           {"moe_flashoverlap", {{"group_waves", 0}}}}) {
     INFO(scheme << " " << params.dump());
     const BuiltScheme b = build(scheme, w, hw, params);
     CHECK(b.required_bytes == expected);
