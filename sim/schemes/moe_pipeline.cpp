@@ -1,8 +1,9 @@
 // The moe layer with no overlap and with token-chunked pipelining (moe_pipeline).
 //
 // Pipelining follows Tutel (Hwang et al., "Tutel: Adaptive Mixture-of-Experts at Scale", MLSys 2023,
-// arXiv:2206.03382), its adaptive pipelining: the tokens are split into partitions (our `chunks`)
-// whose All-to-All runs while another partition's experts compute. Megatron-core's MoE all-to-all
+// arXiv:2206.03382), its adaptive pipelining (tutel's moe_layer knob a2a_ffn_overlap_degree): the
+// tokens are split into partitions (our `chunks`) whose All-to-All runs while another partition's
+// experts compute. Megatron-core's MoE all-to-all
 // overlap works on the same three stages. The schedule here is one comm stream issuing
 //   d0, d1, k0, d2, k1, ..., d(C-1), k(C-2), k(C-1)     (d: dispatch, k: combine)
 // beside one compute stream running chunk c's experts after d(c): while chunk c-1's experts compute,
@@ -145,7 +146,7 @@ const SchemeParam kChunks = int_param("chunks", 4, 1, 1024,
                                       "token chunks: chunk c's dispatch overlaps chunk c-1's expert GEMMs and chunk "
                                       "c-2's combine")
                                 .tune({1, 2, 4, 8, 16})
-                                .production("Tutel's pipelining degree (adaptive_r / num pipeline partitions)");
+                                .production("Tutel's moe_layer a2a_ffn_overlap_degree (1 = no overlap)");
 
 }  // namespace
 
