@@ -245,3 +245,18 @@ TEST_CASE("moe: only the moe schemes apply to moe, and they apply to nothing els
   }
   CHECK_FALSE(find_scheme("moe_pipeline")->applies(test::gemm_workload(4, Primitive::all_to_all, 1024, 1024, 1024)));
 }
+
+TEST_CASE("moe: moe_flashoverlap with one group of every wave is no_overlap", "[moe]") {
+  // One group: the wait ends with the down projection's last tile and the whole combine follows, as
+  // in no_overlap; the shared experts run after the combine in both.
+  const HardwareProfile hw = test::ideal_profile(4);
+  Workload w = moe_workload(4, 8, 2, 2048, 1024, 512, zipf(1.0, 9));
+  std::get<Moe>(w.shape).shared_experts = 1;
+  CHECK(latency("moe_flashoverlap", w, hw, {{"group_waves", 1 << 20}}) == latency("no_overlap", w, hw));
+  // Finer groups send the same bytes in more calls.
+  const BuiltScheme one = build("moe_flashoverlap", w, hw, {{"group_waves", 1 << 20}});
+  const BuiltScheme fine = build("moe_flashoverlap", w, hw, {{"group_waves", 1}});
+  CHECK(one.collectives.size() == 2);
+  CHECK(fine.collectives.size() > 2);
+  CHECK(one.required_bytes == fine.required_bytes);
+}
