@@ -9,7 +9,7 @@
 // beside one compute stream running chunk c's experts after d(c): while chunk c-1's experts compute,
 // the comm stream combines chunk c-2 and dispatches chunk c. Issued on one stream the two all-to-alls
 // never contend for the ports; when the experts of a chunk (g) take at least two all-to-alls (2a) the
-// layer takes router + a + C g + a (tests/schemes/moe_test.cpp pins this closed form).
+// layer takes router + a + C g + a (tests/schemes/test_moe.cpp pins this closed form).
 //
 // Chunking is per (source, expert) count: chunk c carries count / C slots of every pair (the first
 // count % C chunks one more), so every chunk is the routing in miniature, imbalance included.
