@@ -100,6 +100,14 @@ std::vector<std::pair<std::string, Workload>> probe_workloads(int tp) {
   out.push_back({"", Workload{"attention_ulysses", tp, AttentionUlysses{1, 8192, 8192, 64, true, DType::bf16}}});
   out.push_back({"", Workload{"decode_stack", tp, DecodeStack{80, 8192, 28672, 64, 8, DType::fp8, -1}}});
   out.push_back({"", Workload{"transformer", tp, Transformer{"custom", 1, 1, 8192, 8192, 28672, 64, 8, DType::bf16}}});
+  Moe moe;  // Mixtral-8x7B's layer over `tp` EP ranks
+  moe.experts = 8;
+  moe.top_k = 2;
+  moe.ep = tp;
+  moe.d_model = 4096;
+  moe.d_ffn_expert = 14336;
+  moe.tokens = 8192;
+  out.push_back({"", Workload{"moe", tp, moe}});
   return out;
 }
 
@@ -131,7 +139,7 @@ std::string scheme_applies_to(const SchemeInfo& scheme) {
   };
   const std::vector<std::string> at_tp = kinds_at(8);
   if (at_tp.empty()) return "no workload";
-  if (kinds_at(1) == at_tp && at_tp.size() == 6 && at_tp.front() == "gemm_collective") return "every workload";
+  if (kinds_at(1) == at_tp && at_tp.size() == 7 && at_tp.front() == "gemm_collective") return "every workload";
   std::string out;
   for (const auto& k : at_tp) out += (out.empty() ? "" : ", ") + k;
   return kinds_at(1).empty() ? out + ", tp >= 2" : out;

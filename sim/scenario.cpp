@@ -30,7 +30,7 @@ namespace {
 const std::vector<std::string> kTopLevelKeys = {"name",     "description", "hardware", "workload",
                                                 "schemes",  "fidelity",    "sweep"};
 const std::vector<std::string> kWorkloadKinds = {"gemm_collective",   "mlp_tpsp",     "attention_tpsp",
-                                                 "attention_ulysses", "decode_stack", "transformer"};
+                                                 "attention_ulysses", "decode_stack", "transformer", "moe"};
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -220,6 +220,11 @@ Training read_training(const YamlReader& w, const std::string& kind, int tp, int
   t.pass = read_choice(w, "pass", Pass::forward, parse_pass, "forward, backward, step");
   t.recompute = read_choice(w, "recompute", Recompute::none, parse_recompute, "none, selective, full");
   if (const auto p = w.optional_child("parallel")) t.parallel = read_parallel(*p, tp, max_ranks);
+  if (kind == "moe") {
+    if (t.pass != Pass::forward) w.fail_at("pass", "moe models the forward of one MoE layer (pass: forward)");
+    if (w.has("parallel")) w.fail_at("parallel", "moe has no data-parallel traffic yet (the EP group is `ep`)");
+    if (w.has("recompute")) w.fail_at("recompute", "moe models the forward of one MoE layer: nothing to recompute");
+  }
   if (kind == "decode_stack") {
     if (t.pass != Pass::forward) w.fail_at("pass", "decode_stack is batch-1 inference: it has no backward (pass: forward)");
     if (w.has("parallel")) w.fail_at("parallel", "decode_stack is batch-1 inference: no data-parallel gradients");
@@ -344,11 +349,84 @@ Transformer read_transformer(const YamlReader& w, int tp) {
   return t;
 }
 
+// MoE sizes outside the workload range table (cost_model/input_ranges.hpp holds the others): the
+// largest published models have a few hundred routed experts (DeepSeek-V3: 256) and a handful of
+// shared ones; the seed is any integer a JSON double holds exactly.
+constexpr InputRange kExpertsRange{"experts", "workload.experts, workload.top_k", 1, 65536, "experts",
+                                   "DeepSeek-V3 has 256 routed experts; the routing is EP x experts counts", true};
+constexpr InputRange kSharedExpertsRange{"shared experts", "workload.shared_experts", 0, 1024, "experts",
+                                         "DeepSeek-V3 has 1", true};
+constexpr InputRange kSeedRange{"seed", "workload.seed", 0, 9007199254740992.0, "", "2^53: exact in JSON", true};
+
+// workload kind moe (sim/workload.hpp Moe; docs/guide/moe.md).
+Moe read_moe(const YamlReader& w, int max_ranks) {
+  w.allow_keys(workload_keys({"experts", "top_k", "d_model", "d_ffn_expert", "tokens", "ep", "capacity_factor", "routing",
+                              "seed", "shared_experts", "dtype"}));
+  if (w.has("tp") && w.get_int_in("tp", ranges::tp) != 1)
+    w.fail_at("tp", "TP inside each expert is not modelled: moe runs every expert on one GPU (tp: 1); the "
+                    "expert-parallel group is `ep`");
+  Moe m;
+  m.file = w.file();
+  m.line = w.line();
+  m.experts = static_cast<int>(w.get_int_in("experts", kExpertsRange));
+  m.top_k = static_cast<int>(w.get_int_in("top_k", kExpertsRange));
+  if (m.top_k > m.experts)
+    w.fail_at("top_k", fmt::format("top_k = {} is more than experts = {} (a token's top_k experts are distinct)", m.top_k,
+                                   m.experts));
+  const std::int64_t ep = w.get_int_in("ep", ranges::tp);
+  if (ep > max_ranks) w.fail_at("ep", fmt::format("{} EP ranks, but the hardware has {} GPUs", ep, max_ranks));
+  m.ep = static_cast<int>(ep);
+  require_divides(w, "ep", m.experts, m.ep, fmt::format("ep = {} (every EP rank holds experts / ep experts)", m.ep));
+  m.d_model = w.get_int_in("d_model", ranges::width);
+  m.d_ffn_expert = w.get_int_in("d_ffn_expert", ranges::width);
+  m.tokens = w.get_int_in("tokens", ranges::tokens);
+  if (w.has("capacity_factor")) {
+    const double c = w.get_double_in("capacity_factor", ranges::factor);
+    if (!(c > 0)) w.fail_at("capacity_factor", fmt::format("must be > 0 (got {}); leave it out for dropless routing", c));
+    m.capacity_factor = c;
+  }
+  m.shared_experts = static_cast<int>(w.get_int_in("shared_experts", kSharedExpertsRange, 0));
+  m.dtype = read_dtype(w, "dtype", DType::bf16);
+  const std::uint64_t seed = static_cast<std::uint64_t>(w.get_int_in("seed", kSeedRange, 0));
+  if (const auto r = w.optional_child("routing")) {
+    // `routing: "zipf: 1.2"` (text) or `routing: {zipf: 1.2}` (a one-key map, what YAML makes of it
+    // unquoted in flow style).
+    std::string text;
+    if (r->is_map()) {
+      if (r->node().size() != 1) r->fail("expected uniform, {zipf: S} or {histogram: FILE}");
+      const auto kv = *r->node().begin();
+      if (!kv.first.IsScalar() || !kv.second.IsScalar()) r->fail("expected uniform, {zipf: S} or {histogram: FILE}");
+      text = kv.first.Scalar() + ": " + kv.second.Scalar();
+    } else {
+      text = r->as_string();
+    }
+    m.routing = parse_moe_routing(text, r->file(), r->line(), "workload.routing");
+    // A histogram file is read from the scenario's folder (as a profile path is).
+    if (m.routing.kind == MoeRoutingSpec::Kind::histogram && fs::path(m.routing.histogram_file).is_relative() &&
+        !r->file().empty() && r->file().rfind("--set ", 0) != 0)
+      m.routing.histogram_file = (fs::path(dir_of(r->file())) / m.routing.histogram_file).lexically_normal().string();
+    m.line = r->line();
+  }
+  m.routing.seed = seed;
+  if (w.has("seed") && m.routing.kind != MoeRoutingSpec::Kind::zipf)
+    w.fail_at("seed", "only zipf routing draws which experts are popular; uniform and histogram take no seed");
+  // The routing itself, checked here so a bad histogram is refused at load (file, line, key).
+  (void)moe_routing(m);
+  return m;
+}
+
 Workload read_workload(const YamlReader& w, int max_ranks) {
   w.expect_map();
   Workload out;
   const YamlReader kind_node = w.child("kind");
   out.kind = kind_node.as_string();
+  if (out.kind == "moe") {
+    const Moe m = read_moe(w, max_ranks);
+    out.tp = m.ep;  // the graph's ranks: the EP group
+    out.shape = m;
+    out.training = read_training(w, out.kind, out.tp, max_ranks);
+    return out;
+  }
   const std::int64_t tp64 = w.get_int_in("tp", ranges::tp);
   if (tp64 > max_ranks)
     w.fail_at("tp", max_ranks == 1

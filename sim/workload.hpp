@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cost_model/hardware_profile.hpp"
+#include "cost_model/moe_routing.hpp"
 
 namespace overlap::sim {
 
@@ -78,6 +79,25 @@ struct Transformer {
   DType dtype = DType::bf16;
 };
 
+// One Mixture-of-Experts layer over an expert-parallel (EP) group (docs/guide/moe.md): router GEMM,
+// dispatch all-to-allv, each rank's local experts as grouped GEMMs (gated FFN: gate+up, activation,
+// down), combine all-to-allv, shared experts. Ranks are the EP ranks (TP inside each expert is 1);
+// Workload::tp holds `ep` for this kind (the graph's ranks).
+struct Moe {
+  int experts = 0;
+  int top_k = 0;
+  int ep = 0;                        // EP ranks; divides experts
+  std::int64_t d_model = 0;
+  std::int64_t d_ffn_expert = 0;     // each expert's (gated) FFN width
+  std::int64_t tokens = 0;           // tokens each EP rank routes
+  std::optional<double> capacity_factor;  // unset: dropless
+  MoeRoutingSpec routing;            // uniform | zipf (seed inside) | histogram (path resolved)
+  int shared_experts = 0;            // gated FFNs of d_ffn_expert every rank runs on its own tokens
+  DType dtype = DType::bf16;
+  std::string file;                  // where it was read (error messages of the histogram)
+  int line = 0;
+};
+
 // What part of a training step a layer workload runs (docs/guide/training.md). forward is what every
 // workload ran before training steps existed; step = the forward then the backward of the same layers.
 enum class Pass : std::uint8_t { forward, backward, step };
@@ -116,9 +136,10 @@ struct Training {
 };
 
 struct Workload {
-  std::string kind;  // gemm_collective | mlp_tpsp | attention_tpsp | attention_ulysses | decode_stack | transformer
-  int tp = 1;        // ranks in the tensor/sequence-parallel group
-  std::variant<GemmCollective, MlpTpSp, AttentionTpSp, AttentionUlysses, DecodeStack, Transformer> shape;
+  // gemm_collective | mlp_tpsp | attention_tpsp | attention_ulysses | decode_stack | transformer | moe
+  std::string kind;
+  int tp = 1;  // ranks in the tensor/sequence-parallel group (moe: the EP group, Moe::ep)
+  std::variant<GemmCollective, MlpTpSp, AttentionTpSp, AttentionUlysses, DecodeStack, Transformer, Moe> shape;
   Training training = {};  // pass, recomputation and data parallelism; the default is a forward pass alone
 };
 

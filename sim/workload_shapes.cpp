@@ -47,6 +47,65 @@ Bytes activation_bytes(std::int64_t tokens, std::int64_t width, DType dtype) {
   return tokens * width * dtype_bytes(dtype);
 }
 
+MoeRouting moe_routing(const Moe& m) {
+  MoeShape shape;
+  shape.experts = m.experts;
+  shape.top_k = m.top_k;
+  shape.ep_ranks = m.ep;
+  shape.tokens_per_rank = m.tokens;
+  shape.capacity_factor = m.capacity_factor;
+  return route_tokens(shape, m.routing, m.file, m.line);
+}
+
+MoeShapes moe_shapes(const Moe& m, const CountMatrix& tokens) {
+  MoeShapes s;
+  s.tokens = tokens;
+  const int ep = m.ep;
+  const int per_rank = m.experts / ep;
+  const Bytes per_slot = activation_bytes(1, m.d_model, m.dtype);
+  s.dispatch.assign(static_cast<std::size_t>(ep), std::vector<Bytes>(static_cast<std::size_t>(ep), 0));
+  s.combine = s.dispatch;
+  s.up.assign(static_cast<std::size_t>(ep), {});
+  s.down.assign(static_cast<std::size_t>(ep), {});
+  s.activation_bytes.assign(static_cast<std::size_t>(ep), 0);
+  for (int dst = 0; dst < ep; ++dst)
+    for (int le = 0; le < per_rank; ++le) {
+      const std::size_t e = static_cast<std::size_t>(dst * per_rank + le);
+      std::int64_t rows = 0;
+      for (int src = 0; src < ep; ++src) {
+        const std::int64_t n = tokens[static_cast<std::size_t>(src)][e];
+        rows += n;
+        s.dispatch[static_cast<std::size_t>(src)][static_cast<std::size_t>(dst)] += n * per_slot;
+      }
+      s.up[static_cast<std::size_t>(dst)].push_back(RankGemm{rows, 2 * m.d_ffn_expert, m.d_model, m.dtype});
+      s.down[static_cast<std::size_t>(dst)].push_back(RankGemm{rows, m.d_model, m.d_ffn_expert, m.dtype});
+      s.activation_bytes[static_cast<std::size_t>(dst)] += activation_bytes(rows, 3 * m.d_ffn_expert, m.dtype);
+    }
+  for (int a = 0; a < ep; ++a)
+    for (int b = 0; b < ep; ++b)
+      s.combine[static_cast<std::size_t>(b)][static_cast<std::size_t>(a)] =
+          s.dispatch[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)];
+  return s;
+}
+
+CountMatrix moe_chunk_tokens(const CountMatrix& tokens, int chunks, int c) {
+  CountMatrix out = tokens;
+  for (auto& row : out)
+    for (std::int64_t& n : row) n = n / chunks + (c < n % chunks ? 1 : 0);
+  return out;
+}
+
+RankGemm moe_router_gemm(const Moe& m) { return RankGemm{m.tokens, m.experts, m.d_model, m.dtype}; }
+RankGemm moe_shared_up(const Moe& m) {
+  return RankGemm{m.shared_experts > 0 ? m.tokens : 0, 2 * m.shared_experts * m.d_ffn_expert, m.d_model, m.dtype};
+}
+RankGemm moe_shared_down(const Moe& m) {
+  return RankGemm{m.shared_experts > 0 ? m.tokens : 0, m.d_model, m.shared_experts * m.d_ffn_expert, m.dtype};
+}
+Bytes moe_shared_activation_bytes(const Moe& m) {
+  return activation_bytes(m.tokens, 3 * m.shared_experts * m.d_ffn_expert, m.dtype);
+}
+
 GemmCollective gemm_collective_shape(const Workload& w) { return std::get<GemmCollective>(w.shape); }
 
 MlpShapes mlp_shapes(const MlpTpSp& mlp, int tp) {
@@ -194,6 +253,17 @@ void validate_workload(const Workload& w) {
     if (d.d_model % d.heads != 0) throw std::invalid_argument("workload.heads: d_model is not divisible by heads");
     require_divisible(d.heads, tp, "heads");
     require_divisible(d.d_ffn, tp, "d_ffn");
+  } else if (w.kind == "moe") {
+    const auto& m = std::get<Moe>(w.shape);
+    require_positive(m.tokens, "tokens");
+    require_positive(m.d_model, "d_model");
+    require_positive(m.d_ffn_expert, "d_ffn_expert");
+    if (m.experts < 1 || m.top_k < 1 || m.top_k > m.experts)
+      throw std::invalid_argument(fmt::format("workload.top_k: must be in [1, experts = {}] (got {})", m.experts, m.top_k));
+    if (m.ep < 1 || m.experts % m.ep != 0)
+      throw std::invalid_argument(fmt::format("workload.ep: must divide experts = {} (got {})", m.experts, m.ep));
+    if (w.tp != m.ep) throw std::invalid_argument(fmt::format("workload.ep: the graph's ranks ({}) must be ep ({})", w.tp, m.ep));
+    if (m.shared_experts < 0) throw std::invalid_argument("workload.shared_experts: must be >= 0");
   } else {
     throw std::invalid_argument(fmt::format("workload.kind: unknown kind '{}'", w.kind));
   }

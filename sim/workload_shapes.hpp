@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "cost_model/moe_routing.hpp"
 
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/hardware_profile.hpp"
@@ -57,6 +60,30 @@ struct DecodeShapes {
   Bytes mlp_weight_bytes = 0;        // per rank
   Bytes all_reduce_bytes = 0;        // S: one token's d_model hidden state (bf16)
 };
+
+// moe per EP rank for one set of routed counts (the whole layer, or one token chunk of it):
+// tokens[src][expert] slots. Rank r owns experts [r E/EP, (r+1) E/EP); the rows of its expert e are
+// the slots every source sends to e, in source order.
+struct MoeShapes {
+  CountMatrix tokens;                        // [src][expert]
+  std::vector<std::vector<Bytes>> dispatch;         // [src][dst] bytes (d_model x dtype per slot)
+  std::vector<std::vector<Bytes>> combine;          // the transpose: expert outputs back to their tokens' ranks
+  std::vector<std::vector<RankGemm>> up;     // [rank][local expert]: rows x 2 d_ffn_expert x d_model
+  std::vector<std::vector<RankGemm>> down;   // [rank][local expert]: rows x d_model x d_ffn_expert
+  std::vector<Bytes> activation_bytes;       // [rank]: SwiGLU over its rows (read 2f, write f)
+};
+// The layer's routing (cost_model/moe_routing.hpp route_tokens; InputError for a bad histogram).
+MoeRouting moe_routing(const Moe& m);
+MoeShapes moe_shapes(const Moe& m, const CountMatrix& tokens);
+// Chunk c of `chunks` of the routed counts: each (source, expert) count split as evenly as possible
+// (the first count % chunks chunks one slot more).
+CountMatrix moe_chunk_tokens(const CountMatrix& tokens, int chunks, int c);
+// The router GEMM (tokens x experts x d_model) and the shared experts' two GEMMs (tokens x
+// 2 s f x d_model, tokens x d_model x s f: s gated FFNs side by side) with their activation bytes.
+RankGemm moe_router_gemm(const Moe& m);
+RankGemm moe_shared_up(const Moe& m);
+RankGemm moe_shared_down(const Moe& m);
+Bytes moe_shared_activation_bytes(const Moe& m);
 
 GemmCollective gemm_collective_shape(const Workload& w);
 MlpShapes mlp_shapes(const MlpTpSp& mlp, int tp);

@@ -104,6 +104,7 @@ std::string base_workload(const std::string& kind) {
   if (kind == "gemm_collective") return "{kind: gemm_collective, tp: 8, m: 4096, n: 4096, k: 4096, primitive: all_reduce}";
   if (kind == "mlp_tpsp") return "{kind: mlp_tpsp, tp: 8, model: llama3-70b, tokens: 8192}";
   if (kind == "decode_stack") return "{kind: decode_stack, tp: 8, model: llama3-70b}";
+  if (kind == "moe") return "{kind: moe, experts: 8, top_k: 2, d_model: 4096, d_ffn_expert: 14336, tokens: 8192, ep: 4}";
   return "{kind: " + kind + ", tp: 8, model: llama3-70b, batch: 1, seq: 8192}";
 }
 

@@ -164,6 +164,71 @@ OpId GraphBuilder::add_gemm(int rank, StreamId stream, const GemmShape& shape, c
   return graph_.add(std::move(op));
 }
 
+std::int64_t GroupedGemmPlan::waves(int sms) const {
+  const std::int64_t slots = static_cast<std::int64_t>(std::max(1, sms)) * std::max(1, ctas_per_sm);
+  return tiles <= 0 ? 0 : (tiles + slots - 1) / slots;
+}
+
+Ps GroupedGemmPlan::time_ps(int sms) const { return std::max(checked_mul(waves(sms), cta_ps), memory_ps); }
+
+GroupedGemmPlan plan_grouped_gemm(const HardwareProfile& hw, const std::vector<GemmShape>& shapes) {
+  GroupedGemmPlan g;
+  double work_ps = 0, hbm = 0;
+  std::int64_t largest = -1;
+  for (const GemmShape& s : shapes) {
+    if (s.m <= 0 || s.n <= 0 || s.k <= 0) {
+      g.groups.push_back(GemmPlan{});
+      continue;
+    }
+    const GemmPlan p = plan_gemm(hw, s);
+    g.groups.push_back(p);
+    g.tiles += p.tiles;
+    work_ps += static_cast<double>(p.tiles) * static_cast<double>(p.cta_ps);
+    hbm += static_cast<double>(p.tiles) * static_cast<double>(gemm_tile_hbm_bytes(hw, s, p));
+    g.memory_ps = checked_add(g.memory_ps, p.memory_ps);
+    if (p.tiles > largest) {
+      largest = p.tiles;
+      g.ctas_per_sm = p.ctas_per_sm;
+      g.reference_sms = p.reference_sms;
+    }
+  }
+  if (g.tiles > 0) {
+    g.cta_ps = checked_ps(std::ceil(work_ps / static_cast<double>(g.tiles)));
+    g.hbm_bytes_per_cta = static_cast<Bytes>(std::ceil(hbm / static_cast<double>(g.tiles)));
+    // The grid of the whole kernel (GemmPlan::reference_sms of one group's tiles).
+    g.reference_sms = static_cast<int>(std::min<std::int64_t>(hw.gpu.sm_count, ceil_div(g.tiles, g.ctas_per_sm)));
+  }
+  return g;
+}
+
+OpId GraphBuilder::add_grouped_gemm(int rank, StreamId stream, const std::vector<GemmShape>& shapes,
+                                    const GemmOptions& options) {
+  check_stream_rank(graph_, rank, stream, options.name);
+  const HardwareProfile& hw = hardware();
+  const GroupedGemmPlan plan = plan_grouped_gemm(hw, shapes);
+  if (plan.tiles <= 0) return add_delay(rank, stream, 0, options.name, options.deps);
+  const int sms = options.sm_budget > 0 ? std::min(options.sm_budget, hw.gpu.sm_count) : hw.gpu.sm_count;
+  Op op = new_op(graph_, rank, stream, OpKind::tiled, options.name, options.deps);
+  op.ctas = plan.tiles;
+  op.ctas_per_sm = plan.ctas_per_sm;
+  op.cta_ps = plan.cta_ps;
+  op.tile_counters = options.tile_counters;
+  op.reference_sms = plan.reference_sms;
+  // As add_gemm: a memory-bound grouped GEMM (few rows per expert) streams every expert's weights.
+  const std::int64_t waves = plan.waves(sms);
+  if (waves > 0 && plan.memory_ps > waves * op.cta_ps) {
+    op.cta_ps = ceil_div(plan.memory_ps, waves);
+    op.reference_sms = 0;
+  }
+  op.cta_ps = checked_add(op.cta_ps, checked_ps(std::round(static_cast<double>(op.cta_ps) * options.epilogue_overhead)));
+  op.hbm_bytes_per_cta = plan.hbm_bytes_per_cta;
+  if (options.persistent || options.sm_budget > 0) {
+    op.kind = OpKind::persistent;
+    op.max_ctas = options.sm_budget > 0 ? sms * plan.ctas_per_sm : 0;
+  }
+  return graph_.add(std::move(op));
+}
+
 OpId GraphBuilder::add_flop_kernel(int rank, StreamId stream, const std::string& name, double total_flops,
                                    std::int64_t tiles, DType dtype, const std::vector<OpId>& deps) {
   check_stream_rank(graph_, rank, stream, name);
@@ -331,6 +396,105 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
       // unlike a barrier; its bytes load the links as flows (set_curve_traffic).
       op.bytes = spec.bytes;
       set_curve_traffic(op, schedule, i, members, plan.latency_ps);
+    }
+    out.push_back(graph_.add(std::move(op)));
+  }
+  return out;
+}
+
+std::vector<OpId> GraphBuilder::add_all_to_allv(const AllToAllvSpec& spec) {
+  std::vector<int> members = spec.ranks;
+  if (members.empty())
+    for (int r = 0; r < ranks(); ++r) members.push_back(r);
+  const int n = static_cast<int>(members.size());
+  if (spec.streams.size() != members.size())
+    throw GraphError(fmt::format("all-to-allv '{}': {} streams for {} members", spec.name, spec.streams.size(), n));
+  if (!spec.deps.empty() && spec.deps.size() != members.size())
+    throw GraphError(fmt::format("all-to-allv '{}': deps must be empty or one list per member", spec.name));
+  if (spec.bytes.size() != members.size())
+    throw GraphError(fmt::format("all-to-allv '{}': {} byte rows for {} members", spec.name, spec.bytes.size(), n));
+  auto deps_of = [&](int i) { return spec.deps.empty() ? std::vector<OpId>{} : spec.deps[static_cast<std::size_t>(i)]; };
+  const HardwareProfile& hw = hardware();
+  const std::string link = n > 1 ? collective_link_class(hw, n) : std::string();
+  // The even all-to-all's algorithm (NCCL's send/recv, default_algorithm) and no forced protocol, as
+  // add_collective(all_to_all) plans it.
+  const CollectiveOverrides overrides{};
+  AllToAllvCost cost;
+  if (n > 1) cost = all_to_allv_cost(hw, spec.bytes, link, overrides);
+  std::vector<OpId> out;
+  if (n <= 1 || cost.slowest_rank < 0) {  // nothing crosses a port: a zero-time marker keeps stream order
+    for (int i = 0; i < n; ++i)
+      out.push_back(add_delay(members[static_cast<std::size_t>(i)], spec.streams[static_cast<std::size_t>(i)], 0,
+                              spec.name, deps_of(i), true));
+    return out;
+  }
+  const CollectivePlan& plan = cost.slowest_plan;
+  // nccl-tests' S of the call: the largest send buffer (the even case's S).
+  Bytes largest_row = 0;
+  for (const auto& row : spec.bytes) {
+    Bytes sum = 0;
+    for (const Bytes b : row) sum = checked_add(sum, b);
+    largest_row = std::max(largest_row, sum);
+  }
+  // Byte accounting: every pair's block but a rank's own.
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d)
+      if (s != d && spec.bytes[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)] > 0)
+        add_required_bytes(members[static_cast<std::size_t>(s)], members[static_cast<std::size_t>(d)],
+                           spec.bytes[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)]);
+  const int channels = spec.channels >= 0 ? spec.channels : plan.channels;
+  const std::int64_t id = new_collective_id();
+  calls_.push_back(CollectiveCall{id, spec.name, Primitive::all_to_all, largest_row, n,
+                                  nccl_algorithm_name(plan.algorithm), nccl_protocol_name(plan.protocol), channels});
+  const bool steps = fidelity() == Fidelity::steps;
+  CollectiveSchedule schedule;
+  double link_efficiency = 1.0;
+  if (steps) {
+    schedule = all_to_allv_steps(hw, spec.bytes, link, overrides);
+    const double port_gbps = collective_port_gbps(hw, link, n);
+    link_efficiency = port_gbps > 0 ? schedule.bandwidth_gbps / port_gbps : 1.0;
+  }
+  const CollectivePrimitive prim = CollectivePrimitive::all_to_all;
+  for (int i = 0; i < n; ++i) {
+    const int rank = members[static_cast<std::size_t>(i)];
+    const StreamId stream = spec.streams[static_cast<std::size_t>(i)];
+    check_stream_rank(graph_, rank, stream, spec.name);
+    Op op;
+    op.name = spec.name;
+    op.kind = OpKind::comm_kernel;
+    op.stream = stream;
+    op.comm = true;
+    op.deps = deps_of(i);
+    op.channels = channels;
+    op.collective = id;
+    op.members = n;
+    op.host_ps = hw.launch.collective_host_ps(prim);
+    if (steps) {
+      op.duration_ps = schedule.base_latency_ps;
+      op.link_efficiency = link_efficiency;
+      op.phase_latency_covers_wire = true;
+      for (const CollectiveStep& st : schedule.ranks[static_cast<std::size_t>(i)]) {
+        Phase ph;
+        ph.latency_ps = st.latency_ps;
+        auto peer_of = [&](int p) { return p < 0 ? kSwitchPeer : members[static_cast<std::size_t>(p)]; };
+        for (const CollectiveTransfer& t : st.sends)
+          if (t.bytes > 0) ph.sends.push_back({peer_of(t.peer), t.bytes});
+        for (const CollectiveTransfer& t : st.recvs)
+          if (t.bytes > 0) ph.recvs.push_back({peer_of(t.peer), t.bytes});
+        op.phases.push_back(std::move(ph));
+      }
+    } else {
+      // FlashOverlap Sec. 4.2 (online stage, imbalanced GEMM+A2A): the operation lasts as long as its
+      // slowest GPU, so every member's kernel ends with it; its own bytes load its links meanwhile.
+      op.duration_ps = cost.time_ps;
+      op.bytes = largest_row;
+      for (int d = 0; d < n; ++d) {
+        const Bytes b = spec.bytes[static_cast<std::size_t>(i)][static_cast<std::size_t>(d)];
+        if (d != i && b > 0) op.curve_sends.push_back(PeerBytes{members[static_cast<std::size_t>(d)], b});
+      }
+      std::sort(op.curve_sends.begin(), op.curve_sends.end(),
+                [](const PeerBytes& a, const PeerBytes& b) { return a.peer < b.peer; });
+      op.curve_latency_ps = std::clamp<Ps>(plan.latency_ps, 0, op.duration_ps);
     }
     out.push_back(graph_.add(std::move(op)));
   }

@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cost_model/all_to_allv.hpp"
 #include "cost_model/collective_model.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/hardware_profile.hpp"
@@ -69,6 +70,18 @@ struct CollectiveSpec {
   Ps fixed_duration_ps = -1;
 };
 
+// One all-to-all with unequal sizes (all-to-allv) across `ranks`, as NCCL runs it (grouped
+// send/recv; cost_model/all_to_allv.hpp): bytes[i][j] is what member i sends to member j (members in
+// `ranks` order; bytes[i][i] is a local copy on no link).
+struct AllToAllvSpec {
+  std::string name = "all_to_allv";
+  overlap::PairBytes bytes;       // members x members
+  std::vector<int> ranks;         // members; empty = 0 .. ranks()-1
+  std::vector<StreamId> streams;  // one per member, in `ranks` order
+  std::vector<std::vector<OpId>> deps;  // per member (may be empty = none)
+  int channels = -1;              // SMs held; < 0 = the slowest rank's even plan's channels
+};
+
 // One point-to-point exchange kernel of a rank (design.md "Scheme library"): what it sends to and
 // receives from which peers, matched across ranks by `collective` (the ranks exchanging in one round
 // share it), costed as `transport` by the fabric, holding `channels` SMs while it runs.
@@ -102,6 +115,24 @@ std::string collective_link_class(const HardwareProfile& hw, int ranks);
 // HBM traffic of one GEMM tile at full speed (graph_builder.cpp says how it is counted).
 Bytes gemm_tile_hbm_bytes(const HardwareProfile& hw, const GemmShape& shape, const GemmPlan& plan);
 
+// A grouped GEMM (one kernel over several GEMMs of the same N and K, as an MoE rank runs its local
+// experts: CUTLASS grouped GEMM, Megatron-core's GroupedMLP): its tiles are the sum of every group's
+// tiles, dispatched group by group, each group's tile time averaged into one (tiles of equal N and K
+// differ only where a small group takes a smaller tile), and its weights streamed once per group.
+struct GroupedGemmPlan {
+  std::vector<GemmPlan> groups;  // per shape (tiles 0 for an empty group)
+  std::int64_t tiles = 0;
+  int ctas_per_sm = 1;
+  int reference_sms = 0;
+  Ps cta_ps = 0;                 // ceil(sum of tiles x tile time / tiles)
+  Ps memory_ps = 0;              // every group's weights once
+  Bytes hbm_bytes_per_cta = 0;
+  std::int64_t waves(int sms) const;
+  // What the GEMM takes alone on `sms` SMs: max(waves x cta_ps, memory_ps).
+  Ps time_ps(int sms) const;
+};
+GroupedGemmPlan plan_grouped_gemm(const HardwareProfile& hw, const std::vector<GemmShape>& shapes);
+
 class GraphBuilder {
  public:
   explicit GraphBuilder(const BuildContext& ctx);
@@ -126,6 +157,9 @@ class GraphBuilder {
   // GEMM as a tiled (or persistent) op from cost_model's GEMM plan (tile shape, tile count, per-tile
   // time for the SMs it may use). A GEMM with m, n or k == 0 is a zero-time delay op.
   OpId add_gemm(int rank, StreamId stream, const GemmShape& shape, const GemmOptions& options = {});
+  // A grouped GEMM (GroupedGemmPlan) as one tiled op; with one shape it is add_gemm's op. Empty
+  // groups (m = 0) add nothing; all empty: a zero-time delay.
+  OpId add_grouped_gemm(int rank, StreamId stream, const std::vector<GemmShape>& shapes, const GemmOptions& options = {});
   // A tiled kernel from an explicit FLOP count (attention): tiles of `tile_flops` each at the GEMM
   // model's per-SM rate.
   OpId add_flop_kernel(int rank, StreamId stream, const std::string& name, double total_flops,
@@ -141,6 +175,13 @@ class GraphBuilder {
   // byte accounting check uses it to tell a data-moving collective from a barrier).
   // Adds the bytes the collective moves to required_bytes().
   std::vector<OpId> add_collective(const CollectiveSpec& spec);
+  // An all-to-allv (AllToAllvSpec). Curve fidelity: one comm_kernel per member, all of the same
+  // duration, all_to_allv_cost's time: the operation ends with its slowest rank (FlashOverlap Sec. 4.2,
+  // the maximum over GPUs), and each member's per-peer bytes load the links as flows (curve_sends).
+  // Steps fidelity: all_to_allv_steps' rounds as phases. Adds bytes[i][j] (i != j) to
+  // required_bytes(). With every off-diagonal pair equal to S / n (and the diagonal S / n), it is
+  // add_collective(all_to_all, S) exactly: same plan, duration, flows, phases and bytes.
+  std::vector<OpId> add_all_to_allv(const AllToAllvSpec& spec);
   // Time the collective takes alone on an idle node at curve fidelity (what add_collective uses):
   // plan_collective(...).time_ps.
   Ps collective_ps(Primitive primitive, Bytes bytes, int members) const;

@@ -6,6 +6,7 @@
 
 #include "sim/schemes/decode_stack.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/moe.hpp"
 #include "sim/schemes/training_step.hpp"
 
 namespace overlap::sim {
@@ -14,6 +15,7 @@ namespace {
 
 // The workload's layers with no overlap: every op (collectives_only false) or only the collectives.
 BuiltScheme build_workload_collectives_or_plain(const BuildContext& ctx, bool collectives_only) {
+  if (ctx.workload.kind == "moe") return build_moe_layer(ctx, MoeLayerOptions{1, collectives_only});
   if (ctx.workload.kind == "decode_stack")
     return build_decode_stack(ctx, tp_baseline_plan(std::get<DecodeStack>(ctx.workload.shape).layers), collectives_only);
   SlicedLayerOptions o;

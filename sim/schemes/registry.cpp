@@ -21,6 +21,8 @@ SchemeInfo make_dtp_scheme();
 SchemeInfo make_no_comm_scheme();
 SchemeInfo make_te_userbuffers_scheme();
 SchemeInfo make_flux_scheme();
+SchemeInfo make_moe_pipeline_scheme();
+SchemeInfo make_moe_flashoverlap_scheme();
 
 namespace {
 
@@ -32,6 +34,15 @@ SchemeInfo forward_only_unless_backward(SchemeInfo s) {
   return s;
 }
 
+// The moe workload (sim/schemes/moe.hpp) runs only the schemes built for it (no_overlap builds it
+// without overlap); every other scheme is refused for it rather than run on the wrong layer.
+SchemeInfo not_for_moe(SchemeInfo s) {
+  if (s.name == "no_overlap" || s.name.rfind("moe_", 0) == 0) return s;
+  std::function<bool(const Workload&)> applies = s.applies;
+  s.applies = [applies](const Workload& w) { return w.kind != "moe" && (!applies || applies(w)); };
+  return s;
+}
+
 std::vector<SchemeInfo> make_registry() {
   std::vector<SchemeInfo> out = {
       make_no_overlap_scheme(),    make_data_slicing_scheme(), make_async_tp_scheme(),
@@ -39,8 +50,9 @@ std::vector<SchemeInfo> make_registry() {
       make_gptj_parallel_scheme(), make_pt_transformer_scheme(), make_ladder_residual_scheme(),
       make_dtp_scheme(),           make_no_comm_scheme(),
       make_te_userbuffers_scheme(), make_flux_scheme(),
+      make_moe_pipeline_scheme(),  make_moe_flashoverlap_scheme(),
   };
-  for (SchemeInfo& s : out) s = forward_only_unless_backward(std::move(s));
+  for (SchemeInfo& s : out) s = not_for_moe(forward_only_unless_backward(std::move(s)));
   return out;
 }
 

@@ -1,0 +1,33 @@
+#pragma once
+// The moe workload's schemes (docs/guide/moe.md): one MoE layer over the EP group as no_overlap,
+// token-chunked pipelining (moe_pipeline) and FlashOverlap's wave-grouped GEMM + combine all-to-all
+// (moe_flashoverlap). Every rank runs its own routed token counts, so the slowest rank sets the
+// latency (the all-to-allvs end with their slowest rank, cost_model/all_to_allv.hpp).
+#include <cstdint>
+#include <vector>
+
+#include "cost_model/all_to_allv.hpp"
+#include "cost_model/moe_routing.hpp"
+#include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/scheme.hpp"
+
+namespace overlap::sim {
+
+struct MoeLayerOptions {
+  // Token chunks: chunk c's dispatch overlaps chunk c-1's expert GEMMs and chunk c-2's combine
+  // (moe_pipeline.cpp). 1 = no overlap: router, dispatch, experts, combine, shared experts.
+  int chunks = 1;
+  bool collectives_only = false;  // the dispatch and combine alone (the workload's communication)
+};
+BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& options);
+
+// The combine bytes of the down-projection tiles [first, last) of one rank's grouped GEMM, to each
+// source rank: expert e's rows are the slots tokens[src][e] of every source in source order, and a
+// tile's rows of one source go back to it (FlashOverlap Sec. 3.3.3 (3): a tile split by token into
+// per-destination pools). `down` and `plan` are the rank's grouped GEMM; `experts` the global ids of
+// its local experts.
+std::vector<Bytes> moe_tile_range_bytes(const std::vector<GemmShape>& down, const GroupedGemmPlan& plan,
+                                        const CountMatrix& tokens, const std::vector<int>& experts, std::int64_t first,
+                                        std::int64_t last);
+
+}  // namespace overlap::sim

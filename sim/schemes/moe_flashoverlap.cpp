@@ -1,0 +1,238 @@
+// moe_flashoverlap: FlashOverlap's GEMM + All-to-All (flashoverlap-paper Sec. 2.3.3, 3.3.3 (3), 4.2)
+// on the moe layer's down projection and combine. Each rank's grouped down-projection GEMM counts its
+// finished tiles; on the comm stream, for each wave group, a wait until the group's tiles are done and
+// then an all-to-allv of those tiles' rows to the ranks their tokens came from (Sec. 3.3.3 (3): each
+// tile split by token into one pool per destination, every pool sent when the group signals). The
+// router, dispatch and gate+up GEMM run as in no_overlap; so do the shared experts, after the combine.
+//
+// Wave groups: `group_waves` waves per group, or 0 for FlashOverlap's predictive search (Sec. 4.2,
+// online stage) over group sizes 1, 2, 4, ... waves and the whole GEMM: per group the computation time
+// accumulates, the communication time accumulates as max(itself, the computation so far) plus the
+// group's all-to-allv, and for imbalanced GEMM+A2A both take the maximum over GPUs (the paper's
+// extension for MoE). flashoverlap.cpp's groups serve one GEMM shape and one collective of even sizes;
+// here every rank has its own tile count and the groups' all-to-allvs their own byte matrices, so the
+// search is its own (restricted to equal groups, as Sec. 4.1 restricts the group sizes).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "sim/schemes/moe.hpp"
+#include "sim/workload_shapes.hpp"
+
+namespace overlap::sim {
+
+std::vector<Bytes> moe_tile_range_bytes(const std::vector<GemmShape>& down, const GroupedGemmPlan& plan,
+                                        const CountMatrix& tokens, const std::vector<int>& experts, std::int64_t first,
+                                        std::int64_t last) {
+  const std::size_t sources = tokens.size();
+  std::vector<Bytes> out(sources, 0);
+  std::int64_t offset = 0;
+  for (std::size_t e = 0; e < down.size(); ++e) {
+    const GemmPlan& p = plan.groups[e];
+    const std::int64_t lo = std::max(first, offset), hi = std::min(last, offset + p.tiles);
+    if (p.tiles > 0 && lo < hi) {
+      const GemmShape& g = down[e];
+      const std::int64_t cols = (g.n + p.tile_n - 1) / p.tile_n;
+      const Bytes elem = dtype_bytes(g.dtype);
+      const std::int64_t u0 = lo - offset, u1 = hi - offset;
+      // The rows of this expert come from each source in turn: [start[s], start[s] + tokens[s][e]).
+      std::size_t src = 0;
+      std::int64_t src_start = 0;
+      for (std::int64_t band = u0 / cols; band <= (u1 - 1) / cols; ++band) {
+        const std::int64_t c0 = std::max(u0, band * cols) - band * cols;
+        const std::int64_t c1 = std::min(u1, (band + 1) * cols) - band * cols;
+        const std::int64_t width = std::min(c1 * p.tile_n, g.n) - c0 * p.tile_n;
+        const std::int64_t r0 = band * p.tile_m, r1 = std::min((band + 1) * p.tile_m, g.m);
+        // Advance to the first source whose rows reach r0, then take every source the band overlaps.
+        while (src < sources && src_start + tokens[src][static_cast<std::size_t>(experts[e])] <= r0) {
+          src_start += tokens[src][static_cast<std::size_t>(experts[e])];
+          ++src;
+        }
+        std::size_t s = src;
+        std::int64_t s_start = src_start;
+        while (s < sources && s_start < r1) {
+          const std::int64_t s_end = s_start + tokens[s][static_cast<std::size_t>(experts[e])];
+          const std::int64_t rows = std::min(s_end, r1) - std::max(s_start, r0);
+          if (rows > 0) out[s] = checked_add(out[s], checked_mul(rows * width, elem));
+          s_start = s_end;
+          ++s;
+        }
+      }
+    }
+    offset += p.tiles;
+  }
+  return out;
+}
+
+namespace {
+
+const SchemeParam kGroupWaves = int_param("group_waves", 0, 0, 1 << 20,
+                                          "waves of the down-projection GEMM per group; 0 = FlashOverlap's predictive "
+                                          "search (max over GPUs, Sec. 4.2)")
+                                    .tune({0, 1, 2, 4});
+
+struct RankGemms {
+  std::vector<GemmShape> down;
+  GroupedGemmPlan plan;
+  std::vector<int> experts;
+};
+
+// The combine of the groups of `size` waves: per group the [src][dst] byte matrix (src = the rank
+// whose GEMM finished the tiles, dst = the tokens' rank) and each rank's tile target.
+struct GroupPlan {
+  std::vector<overlap::PairBytes> bytes;
+  std::vector<std::vector<std::int64_t>> target;  // [group][rank]: tiles done before it is sent
+};
+
+GroupPlan groups_of(const std::vector<RankGemms>& ranks, const CountMatrix& tokens, std::int64_t slots,
+                    std::int64_t size) {
+  const std::size_t n = ranks.size();
+  std::int64_t waves = 1;
+  for (const RankGemms& r : ranks) waves = std::max(waves, (r.plan.tiles + slots - 1) / slots);
+  GroupPlan g;
+  for (std::int64_t w0 = 0; w0 < waves; w0 += size) {
+    overlap::PairBytes m(n, std::vector<Bytes>(n, 0));
+    std::vector<std::int64_t> target(n, 0);
+    for (std::size_t r = 0; r < n; ++r) {
+      const std::int64_t first = std::min(ranks[r].plan.tiles, w0 * slots);
+      const std::int64_t last = std::min(ranks[r].plan.tiles, (w0 + size) * slots);
+      target[r] = last;
+      if (first < last)
+        m[r] = moe_tile_range_bytes(ranks[r].down, ranks[r].plan, tokens, ranks[r].experts, first, last);
+    }
+    g.bytes.push_back(std::move(m));
+    g.target.push_back(std::move(target));
+  }
+  return g;
+}
+
+// Sec. 4.2's prediction for one partition, the maximum over GPUs.
+Ps predict(const HardwareProfile& hw, const std::vector<RankGemms>& ranks, const GroupPlan& g, std::int64_t slots,
+           const std::string& link) {
+  Ps compute_acc = 0, comm_acc = 0;
+  for (std::size_t j = 0; j < g.bytes.size(); ++j) {
+    Ps done = 0;  // the slowest GPU's time to finish its tiles of groups 0..j
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      const std::int64_t waves = (g.target[j][r] + slots - 1) / slots;
+      done = std::max(done, waves * ranks[r].plan.cta_ps);
+    }
+    compute_acc = done;
+    comm_acc = std::max(comm_acc, compute_acc) + all_to_allv_cost(hw, g.bytes[j], link).time_ps;
+  }
+  return comm_acc;
+}
+
+BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
+  const Moe& m = std::get<Moe>(ctx.workload.shape);
+  const HardwareProfile& hw = ctx.hardware;
+  GraphBuilder b(ctx, m.ep);
+  const int n = m.ep;
+  const RankStreams st = b.add_compute_and_comm_streams();
+  const MoeRouting routing = moe_routing(m);
+  const MoeShapes sh = moe_shapes(m, routing.tokens);
+  const int per_rank = m.experts / m.ep;
+
+  std::vector<RankGemms> ranks(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    RankGemms& rg = ranks[static_cast<std::size_t>(r)];
+    rg.down = sh.down[static_cast<std::size_t>(r)];
+    rg.plan = plan_grouped_gemm(hw, rg.down);
+    for (int e = 0; e < per_rank; ++e) rg.experts.push_back(r * per_rank + e);
+  }
+  // The published implementation cuts waves assuming NCCL holds 2 SMs (facts.md: wSize = SMs - 2).
+  const std::int64_t slots =
+      static_cast<std::int64_t>(std::max(1, hw.gpu.sm_count - 2)) * std::max(1, ranks[0].plan.ctas_per_sm);
+  std::int64_t size = ctx.integer(kGroupWaves);
+  const std::string link = collective_link_class(hw, n);
+  if (size <= 0) {
+    std::int64_t waves = 1;
+    for (const RankGemms& r : ranks) waves = std::max(waves, (r.plan.tiles + slots - 1) / slots);
+    Ps best = -1;
+    for (std::int64_t s = 1;; s = std::min(waves, s * 2)) {
+      const Ps t = predict(hw, ranks, groups_of(ranks, routing.tokens, slots, s), slots, link);
+      if (best < 0 || t < best) best = t, size = s;
+      if (s >= waves) break;
+    }
+  }
+  const GroupPlan groups = groups_of(ranks, routing.tokens, slots, size);
+
+  std::vector<std::vector<OpId>> dispatch_deps;
+  for (int r = 0; r < n; ++r) {
+    GemmOptions o;
+    o.name = "router";
+    dispatch_deps.push_back({b.add_gemm(r, st.compute[static_cast<std::size_t>(r)], moe_router_gemm(m), o)});
+  }
+  AllToAllvSpec d;
+  d.name = "dispatch";
+  d.bytes = sh.dispatch;
+  d.streams = st.comm;
+  d.deps = dispatch_deps;
+  const std::vector<OpId> dispatched = b.add_all_to_allv(d);
+  std::vector<CounterId> counters;
+  for (int r = 0; r < n; ++r) {
+    const StreamId cs = st.compute[static_cast<std::size_t>(r)];
+    GemmOptions up;
+    up.name = "experts.up";
+    up.deps = {dispatched[static_cast<std::size_t>(r)]};
+    const OpId u = b.add_grouped_gemm(r, cs, sh.up[static_cast<std::size_t>(r)], up);
+    MemoryKernel act;
+    act.name = "experts.act";
+    act.bytes = sh.activation_bytes[static_cast<std::size_t>(r)];
+    act.deps = {u};
+    const OpId a = b.add_memory(r, cs, act);
+    counters.push_back(b.add_counter(fmt::format("r{}.down.tiles", r)));
+    GemmOptions down;
+    down.name = "experts.down.signalling";
+    down.deps = {a};
+    down.tile_counters = {counters.back()};
+    b.add_grouped_gemm(r, cs, sh.down[static_cast<std::size_t>(r)], down);
+  }
+  std::vector<OpId> last;
+  for (std::size_t j = 0; j < groups.bytes.size(); ++j) {
+    AllToAllvSpec k;
+    k.name = fmt::format("combine.group{}", j);
+    k.bytes = groups.bytes[j];
+    k.streams = st.comm;
+    for (int r = 0; r < n; ++r)
+      k.deps.push_back({b.add_wait(r, st.comm[static_cast<std::size_t>(r)], counters[static_cast<std::size_t>(r)],
+                                   groups.target[j][static_cast<std::size_t>(r)], fmt::format("wait.group{}", j))});
+    last = b.add_all_to_allv(k);
+  }
+  for (int r = 0; r < n; ++r) {
+    if (m.shared_experts <= 0) break;
+    const StreamId cs = st.compute[static_cast<std::size_t>(r)];
+    GemmOptions up;
+    up.name = "shared.up";
+    up.deps = {last[static_cast<std::size_t>(r)]};
+    const OpId u = b.add_gemm(r, cs, moe_shared_up(m), up);
+    MemoryKernel act;
+    act.name = "shared.act";
+    act.bytes = moe_shared_activation_bytes(m);
+    act.deps = {u};
+    const OpId a = b.add_memory(r, cs, act);
+    GemmOptions down;
+    down.name = "shared.down";
+    down.deps = {a};
+    b.add_gemm(r, cs, moe_shared_down(m), down);
+  }
+  return b.finish(fmt::format("{} wave groups of {} waves ({} SMs a wave){}", groups.bytes.size(), size, slots,
+                              ctx.integer(kGroupWaves) == 0 ? ", predicted (max over GPUs)" : ""));
+}
+
+}  // namespace
+
+SchemeInfo make_moe_flashoverlap_scheme() {
+  return {.name = "moe_flashoverlap",
+          .source = "flashoverlap-paper Sec. 2.3.3, 3.3.3 (3), 4.2 (GEMM + All-to-All, imbalance-aware predictor)",
+          .summary =
+              "MoE layer: the down projection's tiles signal wave groups, each group's rows combined as soon "
+              "as it is done",
+          .params = {kGroupWaves},
+          .applies = [](const Workload& w) { return w.kind == "moe"; },
+          .build = build_moe_flashoverlap};
+}
+
+}  // namespace overlap::sim

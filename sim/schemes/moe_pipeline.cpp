@@ -1,0 +1,167 @@
+// The moe layer with no overlap and with token-chunked pipelining (moe_pipeline).
+//
+// Pipelining follows Tutel (Hwang et al., "Tutel: Adaptive Mixture-of-Experts at Scale", MLSys 2023,
+// arXiv:2206.03382), its adaptive pipelining (tutel's moe_layer knob a2a_ffn_overlap_degree): the
+// tokens are split into partitions (our `chunks`) whose All-to-All runs while another partition's
+// experts compute. Megatron-core's MoE all-to-all
+// overlap works on the same three stages. The schedule here is one comm stream issuing
+//   d0, d1, k0, d2, k1, ..., d(C-1), k(C-2), k(C-1)     (d: dispatch, k: combine)
+// beside one compute stream running chunk c's experts after d(c): while chunk c-1's experts compute,
+// the comm stream combines chunk c-2 and dispatches chunk c. Issued on one stream the two all-to-alls
+// never contend for the ports; when the experts of a chunk (g) take at least two all-to-alls (2a) the
+// layer takes router + a + C g + a (tests/schemes/test_moe.cpp pins this closed form).
+//
+// Chunking is per (source, expert) count: chunk c carries count / C slots of every pair (the first
+// count % C chunks one more), so every chunk is the routing in miniature, imbalance included.
+// The shared experts run on the compute stream right after the router when chunked (overlapping the
+// first dispatch, as Megatron-core's moe_shared_expert_overlap does), after the combine otherwise.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "sim/schemes/moe.hpp"
+#include "sim/workload_shapes.hpp"
+
+namespace overlap::sim {
+
+namespace {
+
+// One rank's gated expert FFN (grouped gate+up GEMM, activation, grouped down GEMM) after `dep`.
+OpId add_experts(GraphBuilder& b, int r, StreamId stream, const MoeShapes& sh, const std::string& name, OpId dep) {
+  GemmOptions up;
+  up.name = name + ".up";
+  if (dep != kNoOp) up.deps = {dep};
+  const OpId u = b.add_grouped_gemm(r, stream, sh.up[static_cast<std::size_t>(r)], up);
+  MemoryKernel act;
+  act.name = name + ".act";
+  act.bytes = sh.activation_bytes[static_cast<std::size_t>(r)];
+  act.deps = {u};
+  const OpId a = b.add_memory(r, stream, act);
+  GemmOptions down;
+  down.name = name + ".down";
+  down.deps = {a};
+  return b.add_grouped_gemm(r, stream, sh.down[static_cast<std::size_t>(r)], down);
+}
+
+OpId add_shared(GraphBuilder& b, int r, StreamId stream, const Moe& m, OpId dep) {
+  if (m.shared_experts <= 0) return dep;
+  GemmOptions up;
+  up.name = "shared.up";
+  if (dep != kNoOp) up.deps = {dep};
+  const OpId u = b.add_gemm(r, stream, moe_shared_up(m), up);
+  MemoryKernel act;
+  act.name = "shared.act";
+  act.bytes = moe_shared_activation_bytes(m);
+  act.deps = {u};
+  const OpId a = b.add_memory(r, stream, act);
+  GemmOptions down;
+  down.name = "shared.down";
+  down.deps = {a};
+  return b.add_gemm(r, stream, moe_shared_down(m), down);
+}
+
+std::vector<std::vector<OpId>> per_member(const std::vector<OpId>& ops) {
+  std::vector<std::vector<OpId>> out;
+  for (const OpId o : ops) out.push_back(o == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{o});
+  return out;
+}
+
+}  // namespace
+
+BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& options) {
+  const Moe& m = std::get<Moe>(ctx.workload.shape);
+  GraphBuilder b(ctx, m.ep);
+  const RankStreams st = b.add_compute_and_comm_streams();
+  const MoeRouting routing = moe_routing(m);
+  const int C = std::max(1, options.chunks);
+  const bool compute = !options.collectives_only;
+  const int n = m.ep;
+
+  std::vector<OpId> router(static_cast<std::size_t>(n), kNoOp);
+  if (compute)
+    for (int r = 0; r < n; ++r) {
+      GemmOptions o;
+      o.name = "router";
+      router[static_cast<std::size_t>(r)] =
+          b.add_gemm(r, st.compute[static_cast<std::size_t>(r)], moe_router_gemm(m), o);
+      if (C > 1) add_shared(b, r, st.compute[static_cast<std::size_t>(r)], m, router[static_cast<std::size_t>(r)]);
+    }
+
+  std::vector<MoeShapes> chunk;
+  for (int c = 0; c < C; ++c)
+    chunk.push_back(moe_shapes(m, C == 1 ? routing.tokens : moe_chunk_tokens(routing.tokens, C, c)));
+  auto name_of = [&](const char* what, int c) { return C > 1 ? fmt::format("{}[{}]", what, c) : std::string(what); };
+  auto dispatch = [&](int c, const std::vector<OpId>& deps) {
+    AllToAllvSpec s;
+    s.name = name_of("dispatch", c);
+    s.bytes = chunk[static_cast<std::size_t>(c)].dispatch;
+    s.streams = st.comm;
+    s.deps = per_member(deps);
+    return b.add_all_to_allv(s);
+  };
+
+  std::vector<std::vector<OpId>> dispatched(static_cast<std::size_t>(C));
+  std::vector<OpId> last = router;
+  dispatched[0] = dispatch(0, router);
+  for (int c = 0; c < C; ++c) {
+    if (c + 1 < C) dispatched[static_cast<std::size_t>(c + 1)] = dispatch(c + 1, {});
+    std::vector<OpId> experts(static_cast<std::size_t>(n), kNoOp);
+    if (compute)
+      for (int r = 0; r < n; ++r)
+        experts[static_cast<std::size_t>(r)] =
+            add_experts(b, r, st.compute[static_cast<std::size_t>(r)], chunk[static_cast<std::size_t>(c)],
+                        name_of("experts", c), dispatched[static_cast<std::size_t>(c)][static_cast<std::size_t>(r)]);
+    AllToAllvSpec k;
+    k.name = name_of("combine", c);
+    k.bytes = chunk[static_cast<std::size_t>(c)].combine;
+    k.streams = st.comm;
+    k.deps = per_member(experts);
+    last = b.add_all_to_allv(k);
+  }
+  if (compute && C == 1)
+    for (int r = 0; r < n; ++r)
+      add_shared(b, r, st.compute[static_cast<std::size_t>(r)], m, last[static_cast<std::size_t>(r)]);
+
+  // The reason line: how uneven the experts' work is (the slowest rank's rows against the mean).
+  std::int64_t most = 0, total = 0;
+  int busiest = 0;
+  for (int r = 0; r < n; ++r) {
+    const std::int64_t rows = routing.received(r);
+    total += rows;
+    if (rows > most) most = rows, busiest = r;
+  }
+  const double mean = static_cast<double>(total) / n;
+  return b.finish(fmt::format("{}; busiest rank {} runs {} expert rows ({:.2f}x the mean){}",
+                              C > 1 ? fmt::format("{} token chunks", C) : std::string("no overlap"), busiest, most,
+                              mean > 0 ? static_cast<double>(most) / mean : 0.0,
+                              routing.dropped() > 0 ? fmt::format(", {} slots dropped", routing.dropped()) : ""));
+}
+
+namespace {
+
+const SchemeParam kChunks = int_param("chunks", 4, 1, 1024,
+                                      "token chunks: chunk c's dispatch overlaps chunk c-1's expert GEMMs and chunk "
+                                      "c-2's combine")
+                                .tune({1, 2, 4, 8, 16})
+                                .production("Tutel's moe_layer a2a_ffn_overlap_degree (1 = no overlap)");
+
+}  // namespace
+
+SchemeInfo make_moe_pipeline_scheme() {
+  return {.name = "moe_pipeline",
+          .source =
+              "Tutel (Hwang et al., MLSys 2023, arXiv:2206.03382), adaptive pipelining; Megatron-core MoE "
+              "all-to-all overlap",
+          .summary = "MoE layer in token chunks: dispatch, expert GEMMs and combine of different chunks overlap",
+          .params = {kChunks},
+          .applies = [](const Workload& w) { return w.kind == "moe"; },
+          .build =
+              [](const BuildContext& ctx) {
+                return build_moe_layer(ctx, MoeLayerOptions{ctx.integer(kChunks), false});
+              }};
+}
+
+}  // namespace overlap::sim

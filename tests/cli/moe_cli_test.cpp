@@ -1,0 +1,110 @@
+// The moe workload's bad inputs through the command line: each refused with exit 2 and a message
+// naming the scenario file, the line and the key (docs/guide/moe.md "Keys").
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/support/cli_run.hpp"
+
+namespace fs = std::filesystem;
+using overlap::test::cli;
+using overlap::test::CliResult;
+
+namespace {
+
+struct MoeDir {
+  fs::path path;
+  MoeDir() {
+    static int counter = 0;
+    path = fs::temp_directory_path() /
+           ("overlap-moe-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::create_directories(path);
+  }
+  ~MoeDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string p = (path / name).string();
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+  }
+};
+
+// A valid moe scenario (experts, top_k and ep on lines 5, 6 and 7) with `extra` lines appended to the
+// workload from line 11 on.
+std::string scenario(const std::string& experts = "8", const std::string& top_k = "2", const std::string& ep = "4",
+                     const std::string& extra = "") {
+  std::string s = "name: moe-bad\n";                       // line 1
+  s += "hardware: h100-sxm-8x-nvswitch\n";                 // line 2
+  s += "workload:\n";                                      // line 3
+  s += "  kind: moe\n";                                    // line 4
+  s += "  experts: " + experts + "\n";                     // line 5
+  s += "  top_k: " + top_k + "\n";                         // line 6
+  s += "  ep: " + ep + "\n";                               // line 7
+  s += "  d_model: 1024\n  d_ffn_expert: 512\n";          // lines 8, 9
+  s += "  tokens: 512\n";                                  // line 10
+  return s + extra;                                        // line 11 onwards
+}
+
+void refused(const MoeDir& dir, const std::string& text, const std::string& key, int line) {
+  const std::string file = dir.write("s.yaml", text);
+  const CliResult r = cli({"run", file});
+  INFO(r.err);
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("s.yaml") != std::string::npos);
+  CHECK(r.err.find(":" + std::to_string(line)) != std::string::npos);
+  CHECK(r.err.find(key) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("moe: a valid scenario runs its three schemes", "[moe][cli]") {
+  MoeDir dir;
+  const CliResult r = cli({"run", dir.write("s.yaml", scenario())});
+  INFO(r.err);
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("moe_pipeline") != std::string::npos);
+  CHECK(r.out.find("moe_flashoverlap") != std::string::npos);
+}
+
+TEST_CASE("moe: bad inputs exit 2 naming file, line and key", "[moe][cli]") {
+  MoeDir dir;
+  refused(dir, scenario("8", "9"), "workload.top_k", 6);      // top_k > experts
+  refused(dir, scenario("8", "2", "3"), "workload.ep", 7);    // ep does not divide experts
+  refused(dir, scenario("16", "2", "16"), "workload.ep", 7);  // more EP ranks than GPUs (8)
+  refused(dir, scenario("8", "2", "4", "  capacity_factor: 0\n"), "workload.capacity_factor", 11);
+  refused(dir, scenario("8", "2", "4", "  capacity_factor: -1\n"), "workload.capacity_factor", 11);
+  refused(dir, scenario("8", "2", "4", "  tp: 2\n"), "workload.tp", 11);  // TP inside experts: not modelled
+  refused(dir, scenario("8", "2", "4", "  routing: \"zipf: -1\"\n"), "workload.routing", 11);
+  refused(dir, scenario("8", "2", "4", "  pass: step\n"), "workload.pass", 11);
+}
+
+TEST_CASE("moe: a histogram is read from the scenario's folder and checked", "[moe][cli]") {
+  MoeDir dir;
+  // 4 source ranks x 8 experts, each row 512 tokens x top 2 = 1024 slots, every count <= 512.
+  std::string good;
+  for (int r = 0; r < 4; ++r) good += "128,128,128,128,128,128,128,128\n";
+  dir.write("good.csv", good);
+  const CliResult ok =
+      cli({"run", dir.write("s.yaml", scenario("8", "2", "4", "  routing: \"histogram: good.csv\"\n"))});
+  INFO(ok.err);
+  CHECK(ok.rc == 0);
+  // Three rows for four ranks: refused, naming the histogram.
+  dir.write("short.csv", "128,128,128,128,128,128,128,128\n128,128,128,128,128,128,128,128\n");
+  const CliResult bad =
+      cli({"run", dir.write("s.yaml", scenario("8", "2", "4", "  routing: \"histogram: short.csv\"\n"))});
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find("short.csv") != std::string::npos);
+  // A negative count.
+  std::string negative = good;
+  negative.replace(0, 3, "-12");
+  dir.write("neg.csv", negative);
+  const CliResult neg =
+      cli({"run", dir.write("s.yaml", scenario("8", "2", "4", "  routing: \"histogram: neg.csv\"\n"))});
+  CHECK(neg.rc == 2);
+  CHECK(neg.err.find("neg.csv") != std::string::npos);
+}
