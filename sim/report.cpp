@@ -189,7 +189,8 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
   std::string text;
   j["kind"] = w.kind;
   j["tp"] = w.tp;
-  text = fmt::format("{} tp={}", w.kind, w.tp);
+  // A moe workload's ranks are its EP ranks (Workload::tp holds ep for it): named as such.
+  text = std::holds_alternative<Moe>(w.shape) ? fmt::format("{} ep={}", w.kind, w.tp) : fmt::format("{} tp={}", w.kind, w.tp);
   std::visit(
       [&](const auto& s) {
         using S = std::decay_t<decltype(s)>;
@@ -226,6 +227,25 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
           field(j, text, "heads", s.heads);
           field(j, text, "kv_heads", s.kv_heads);
           if (s.allreduce_us >= 0) field(j, text, "allreduce_us", s.allreduce_us);
+        } else if constexpr (std::is_same_v<S, Moe>) {
+          j["ep"] = s.ep;
+          field(j, text, "experts", s.experts);
+          field(j, text, "top_k", s.top_k);
+          field(j, text, "d_model", s.d_model);
+          field(j, text, "d_ffn_expert", s.d_ffn_expert);
+          field(j, text, "tokens", s.tokens);
+          if (s.shared_experts > 0) field(j, text, "shared_experts", s.shared_experts);
+          if (s.capacity_factor) field(j, text, "capacity_factor", *s.capacity_factor);
+          switch (s.routing.kind) {
+            case MoeRoutingSpec::Kind::uniform: field(j, text, "routing", std::string("uniform")); break;
+            case MoeRoutingSpec::Kind::zipf:
+              field(j, text, "routing", fmt::format("zipf: {}", s.routing.zipf_s));
+              field(j, text, "seed", static_cast<std::int64_t>(s.routing.seed));
+              break;
+            case MoeRoutingSpec::Kind::histogram:
+              field(j, text, "routing", "histogram: " + s.routing.histogram_file);
+              break;
+          }
         } else if constexpr (std::is_same_v<S, Transformer>) {
           field(j, text, "model", s.model);
           field(j, text, "layers", s.layers);
