@@ -52,3 +52,22 @@ if command -v "$py" >/dev/null && \
   echo "setup: installing mkdocs-material==$MKDOCS_MATERIAL_VERSION"
   "$py" -m pip install -q "mkdocs-material==$MKDOCS_MATERIAL_VERSION" || echo "setup: mkdocs-material not installed; tools/test.sh will fail its docs step" >&2
 fi
+# The Python package (python/, tests/python/): nanobind and scikit-build-core build the module
+# (tools/test.sh's release build with OVERLAP_BUILD_PYTHON=ON, or `pip install .`), pytest runs its
+# tests. Pinned to the versions pyproject.toml's build requirements name, so CI compiles the module
+# with what `pip install .` uses (nanobind's C++ API changes between releases); pytest so a release
+# cannot change how the tests are collected.
+NANOBIND_VERSION=3.1.0
+SCIKIT_BUILD_CORE_VERSION=1.1.2
+PYTEST_VERSION=9.2.0
+if command -v "$py" >/dev/null; then
+  want=()
+  for pin in "nanobind==$NANOBIND_VERSION" "scikit-build-core==$SCIKIT_BUILD_CORE_VERSION" "pytest==$PYTEST_VERSION"; do
+    name=${pin%%==*}
+    [ "$("$py" -c "import importlib.metadata as m; print(m.version('$name'))" 2>/dev/null)" = "${pin##*==}" ] || want+=("$pin")
+  done
+  if [ ${#want[@]} -gt 0 ]; then
+    echo "setup: installing ${want[*]}"
+    "$py" -m pip install -q "${want[@]}" || echo "setup: ${want[*]} not installed; tools/test.sh will fail its Python step" >&2
+  fi
+fi

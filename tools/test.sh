@@ -8,9 +8,21 @@ bash "$root/tools/setup.sh"
 
 echo "== release build and tests"
 # Tests on explicitly: build/ may have been configured by tools/run.sh without them.
-cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release -DOVERLAP_BUILD_TESTS=ON -DOVERLAP_BUILD_BENCH=ON > /dev/null
+# OVERLAP_BUILD_PYTHON: the same build makes the overlap_sim module (build/python/overlap_sim/), for
+# the interpreter the tests below run under; the C++ core is compiled once for both.
+py=${PYTHON:-python3}
+cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release -DOVERLAP_BUILD_TESTS=ON -DOVERLAP_BUILD_BENCH=ON \
+      -DOVERLAP_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v "$py")" > /dev/null
 cmake --build "$root/build" -j"$jobs"
 ctest --test-dir "$root/build" --output-on-failure --no-tests=error -j"$jobs"
+
+echo "== Python package (tests/python: the module against the CLI, errors, threads)"
+if ! ls "$root"/build/python/overlap_sim/_core*.so > /dev/null 2>&1; then
+  echo "test.sh: the overlap_sim module was not built (nanobind missing? see the cmake warning; tools/setup.sh installs it)" >&2
+  exit 1
+fi
+PYTHONPATH="$root/build/python" OVERLAP_SIM_CLI="$root/build/tools/overlap-sim" \
+  "$py" -m pytest -q -p no:cacheprovider "$root/tests/python"
 
 echo "== documentation site (mkdocs build --strict: a broken link or an unlisted page fails)"
 NO_MKDOCS_2_WARNING=1 "${PYTHON:-python3}" -m mkdocs build --strict --quiet --config-file "$root/mkdocs.yml" --site-dir "$root/build/site"

@@ -1,0 +1,221 @@
+// overlap_sim._core: the commands of tools/ (tools/cmd_*.hpp) called in-process from Python. Each
+// function runs one command with --format json into a string stream, with the GIL released, and
+// returns (exit status, stdout text, stderr text, error); the Python side (overlap_sim/__init__.py)
+// parses the JSON and raises the error. No C++ exception crosses into Python here: every one is caught
+// and described as data, so a bad input can never take the interpreter down, and the Python layer
+// builds the exception with its attributes (file, line, key) while holding the GIL.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <exception>
+#include <filesystem>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "cost_model/atomic_file.hpp"
+#include "cost_model/input_error.hpp"
+#include "cost_model/profile_json.hpp"
+#include "cost_model/profile_loader.hpp"
+#include "cost_model/units.hpp"
+#include "sim/engine.hpp"
+#include "tools/cli.hpp"
+#include "tools/cmd_collective.hpp"
+#include "tools/cmd_papers.hpp"
+#include "tools/cmd_profile.hpp"
+#include "tools/cmd_run.hpp"
+#include "tools/cmd_sweep.hpp"
+#include "tools/cmd_tune.hpp"
+#include "tools/cmd_validate.hpp"
+
+namespace nb = nanobind;
+namespace fs = std::filesystem;
+using namespace overlap;
+using namespace overlap::tools;
+
+namespace {
+
+// What went wrong, as the CLI would classify it (tools/cli.cpp report_error): kind "input" for the
+// user's input (exit 2 there: InputError with its location, UsageError, OutputError, and hardware the
+// model cannot simulate), "internal" for anything else (exit 1). Empty kind: no error.
+struct Failure {
+  std::string kind;
+  std::string message;  // what() as the CLI prints it after "overlap-sim: error: "
+  std::string file;
+  int line = 0;
+  std::string key;
+  std::string detail;   // InputError's message without the location
+};
+
+using Outcome = std::tuple<int, std::string, std::string, std::tuple<std::string, std::string, std::string, int,
+                                                                     std::string, std::string>>;
+
+template <typename F>
+Outcome call(F&& command) {
+  std::ostringstream out, err;
+  int rc = kExitOk;
+  Failure f;
+  {
+    // Simulations take milliseconds to minutes; other Python threads run meanwhile.
+    nb::gil_scoped_release release;
+    try {
+      rc = command(out, err);
+    } catch (const InputError& e) {
+      f = {"input", e.what(), e.file(), e.line(), e.key_path(), e.message()};
+    } catch (const UsageError& e) {
+      f = {"input", e.what(), "", 0, "", e.what()};
+    } catch (const OutputError& e) {
+      f = {"input", e.what(), "", 0, "", e.what()};
+    } catch (const sim::ResourceError& e) {
+      f = {"input", std::string("cannot simulate this: ") + e.what(), "", 0, "", e.what()};
+    } catch (const RangeError& e) {
+      f = {"input", std::string("cannot simulate this: ") + e.what(), "", 0, "", e.what()};
+    } catch (const QuietExit& e) {
+      rc = e.code();
+    } catch (const std::exception& e) {
+      f = {"internal", e.what(), "", 0, "", e.what()};
+    } catch (...) {
+      f = {"internal", "unknown C++ exception", "", 0, "", "unknown C++ exception"};
+    }
+  }
+  if (!f.kind.empty()) rc = f.kind == "input" ? kExitUsage : kExitInternal;
+  return {rc, out.str(), err.str(), {f.kind, f.message, f.file, f.line, f.key, f.detail}};
+}
+
+Outcome run(std::string scenario, std::vector<std::string> sets, std::string scheme, std::string fidelity,
+            std::vector<std::string> params, std::string format) {
+  RunOptions o;
+  o.scenario = std::move(scenario);
+  o.sets = std::move(sets);
+  o.scheme = std::move(scheme);
+  o.fidelity = std::move(fidelity);
+  o.params = std::move(params);
+  o.format = std::move(format);
+  return call([&](std::ostream& out, std::ostream& err) { return cmd_run(o, out, err); });
+}
+
+Outcome tune(std::string scenario, std::vector<std::string> sets, std::string hardware, std::string gemm,
+             std::string dtype, std::string primitive, int ranks, std::string search, int budget, int top, int jobs,
+             bool sm_margin) {
+  TuneOptions o;
+  o.scenario = std::move(scenario);
+  o.sets = std::move(sets);
+  o.hardware = std::move(hardware);
+  o.gemm = std::move(gemm);
+  o.dtype = std::move(dtype);
+  o.primitive = std::move(primitive);
+  o.ranks = ranks;
+  o.search = std::move(search);
+  o.budget = budget;
+  o.top = top;
+  o.jobs = jobs;
+  o.sm_margin = sm_margin;
+  o.format = "json";
+  return call([&](std::ostream& out, std::ostream& err) {
+    cmd_tune(o, out, err);
+    return kExitOk;
+  });
+}
+
+Outcome sweep(std::string scenario, std::vector<std::string> sweeps, std::vector<std::string> sets,
+              std::vector<std::string> no_axes, bool only_axes, int jobs) {
+  SweepOptions o;
+  o.scenario = std::move(scenario);
+  o.sweeps = std::move(sweeps);
+  o.sets = std::move(sets);
+  o.no_axes = std::move(no_axes);
+  o.only_axes = only_axes;
+  o.jobs = jobs;
+  o.format = "json";
+  o.progress = false;
+  o.progress_if_tty = false;  // no progress bar drawn into a string
+  return call([&](std::ostream& out, std::ostream& err) {
+    cmd_sweep(o, out, err);
+    return kExitOk;
+  });
+}
+
+Outcome collective(std::string primitive, std::string hardware, std::optional<int> ranks, std::string min_bytes,
+                   std::string max_bytes, std::string step_factor, std::string step_bytes, std::string dtype,
+                   std::string algorithm, std::string protocol, std::vector<std::string> sets) {
+  CollectiveOptions o;
+  o.primitive = std::move(primitive);
+  o.hardware = std::move(hardware);
+  o.ranks = ranks;
+  o.min_bytes = std::move(min_bytes);
+  o.max_bytes = std::move(max_bytes);
+  o.step_factor = std::move(step_factor);
+  o.step_bytes = std::move(step_bytes);
+  o.dtype = std::move(dtype);
+  o.algorithm = std::move(algorithm);
+  o.protocol = std::move(protocol);
+  o.sets = std::move(sets);
+  o.format = "json";
+  return call([&](std::ostream& out, std::ostream& err) {
+    cmd_collective(o, out, err);
+    return kExitOk;
+  });
+}
+
+// `validate DIR` or `validate --papers [--source S]...`, with tools/cli.cpp's checks of the pair.
+Outcome validate(std::string dir, bool papers, std::vector<std::string> sources) {
+  return call([&](std::ostream& out, std::ostream& err) {
+    if (papers) {
+      if (!dir.empty()) throw UsageError("validate: give either DIR (measured results) or papers=True, not both");
+      PapersOptions p;
+      p.papers = true;
+      p.format = "json";
+      p.sources = sources;
+      return cmd_validate_papers(p, out);
+    }
+    if (dir.empty()) throw UsageError("validate: give DIR (a calibration results directory) or papers=True");
+    if (!sources.empty()) throw UsageError("validate DIR: sources go with papers=True");
+    cmd_validate(resolve_input_path(dir), "json", false, out, err);
+    return kExitOk;
+  });
+}
+
+// `profile show NAME|PATH --format json` (tools/cmd_profile.cpp): the resolved profile. Done here
+// rather than through cmd_profile_show, which prints an InputError itself and keeps only the exit
+// status; here the error keeps its file, line and key. A path (a '/' or .yaml) is resolved as the CLI
+// resolves it.
+Outcome profile_show(std::string name, std::vector<std::string> sets) {
+  return call([&](std::ostream& out, std::ostream&) {
+    const bool path = fs::path(name).extension() == ".yaml" || name.find('/') != std::string::npos;
+    const HardwareProfile p = load_profile(path ? resolve_input_path(name) : name, default_hardware_dir(), sets);
+    out << profile_to_json(p).dump(2) << "\n";
+    return kExitOk;
+  });
+}
+
+Outcome profile_list() {
+  return call([&](std::ostream& out, std::ostream&) {
+    cmd_profile_list("json", out);
+    return kExitOk;
+  });
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "overlap-sim's commands in-process (tools/cmd_*.hpp); use the overlap_sim package, not this module";
+  m.def("run", &run, nb::arg("scenario"), nb::arg("sets"), nb::arg("scheme"), nb::arg("fidelity"), nb::arg("params"),
+        nb::arg("format") = "json");
+  m.def("tune", &tune, nb::arg("scenario"), nb::arg("sets"), nb::arg("hardware"), nb::arg("gemm"), nb::arg("dtype"),
+        nb::arg("primitive"), nb::arg("ranks"), nb::arg("search"), nb::arg("budget"), nb::arg("top"), nb::arg("jobs"),
+        nb::arg("sm_margin"));
+  m.def("sweep", &sweep, nb::arg("scenario"), nb::arg("sweeps"), nb::arg("sets"), nb::arg("no_axes"),
+        nb::arg("only_axes"), nb::arg("jobs"));
+  m.def("collective", &collective, nb::arg("primitive"), nb::arg("hardware"), nb::arg("ranks").none(),
+        nb::arg("min_bytes"), nb::arg("max_bytes"), nb::arg("step_factor"), nb::arg("step_bytes"), nb::arg("dtype"),
+        nb::arg("algorithm"), nb::arg("protocol"), nb::arg("sets"));
+  m.def("validate", &validate, nb::arg("dir"), nb::arg("papers"), nb::arg("sources"));
+  m.def("profile_show", &profile_show, nb::arg("name"), nb::arg("sets"));
+  m.def("profile_list", &profile_list);
+  m.def("source_dir", [] { return source_dir(); }, "The source tree the package reads scenarios/ from");
+}
