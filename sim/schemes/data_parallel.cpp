@@ -48,20 +48,16 @@ PerRank DataParallelTraffic::issue(StreamId (DataParallelTraffic::*stream)(int) 
   // peers are GPUs r + j x tp.
   const CollectiveSchedule schedule = b_.schedule_of(plan, bytes, dp_, link);
   const int tp = b_.ranks();
-  auto to_legs = [&](int r, const std::vector<CollectiveTransfer>& transfers, std::vector<PeerBytes>& outside,
-                     Bytes& with_switch, std::vector<PeerBytes>* switch_sends) {
-    std::map<int, Bytes> by_peer;
-    for (const CollectiveTransfer& t : transfers) {
-      if (t.bytes <= 0) continue;
-      if (t.peer < 0) {
-        if (switch_sends) switch_sends->push_back({kSwitchPeer, t.bytes});
-        else with_switch += t.bytes;
-      } else {
-        by_peer[r + t.peer * tp] += t.bytes;
-      }
-    }
-    for (const auto& [gpu, b] : by_peer) outside.push_back({gpu, b});
-  };
+  // Member 0's bytes to and from each peer (member index; -1 the switch) over the whole algorithm: one
+  // flow per peer and direction, as set_curve_traffic loads a simulated collective's, however many
+  // steps the algorithm takes.
+  std::map<int, Bytes> to_peer, from_peer;
+  for (const CollectiveStep& st : schedule.ranks.front()) {
+    for (const CollectiveTransfer& t : st.sends)
+      if (t.bytes > 0) to_peer[t.peer] += t.bytes;
+    for (const CollectiveTransfer& t : st.recvs)
+      if (t.bytes > 0) from_peer[t.peer] += t.bytes;
+  }
   const bool reduces = prim == CollectivePrimitive::all_reduce || prim == CollectivePrimitive::reduce_scatter;
   PerRank out;
   for (int r = 0; r < b_.ranks(); ++r) {
@@ -80,10 +76,13 @@ PerRank DataParallelTraffic::issue(StreamId (DataParallelTraffic::*stream)(int) 
     op.duration_ps = plan.time_ps;
     op.curve_latency_ps = std::clamp<Ps>(plan.latency_ps, 0, plan.time_ps);
     op.curve_reduces = reduces;
-    Bytes unused = 0;
-    for (const CollectiveStep& st : schedule.ranks.front()) {
-      to_legs(r, st.sends, op.outside_sends, unused, &op.curve_sends);
-      to_legs(r, st.recvs, op.outside_recvs, op.curve_from_switch, nullptr);
+    for (const auto& [peer, b] : to_peer) {
+      if (peer < 0) op.curve_sends.push_back({kSwitchPeer, b});
+      else op.outside_sends.push_back({r + peer * tp, b});
+    }
+    for (const auto& [peer, b] : from_peer) {
+      if (peer < 0) op.curve_from_switch += b;
+      else op.outside_recvs.push_back({r + peer * tp, b});
     }
     if (r == 0)
       b_.record_call(CollectiveCall{op.collective, name, p, bytes, dp_, nccl_algorithm_name(plan.algorithm),
