@@ -284,6 +284,27 @@ void set_curve_traffic(Op& op, const CollectiveSchedule& schedule, int i, const 
                      schedule.primitive == CollectivePrimitive::reduce_scatter;
 }
 
+// Member i's part of a steps-fidelity schedule as its op's phases (design.md "Collectives", fidelity
+// `steps`): each step a phase of transfers with its protocol latency; the one-off base latency is paid
+// after the phases (duration_ps). Schedule peers are member indices (-1 the switch).
+void set_step_phases(Op& op, const CollectiveSchedule& schedule, int i, const std::vector<int>& members,
+                     double link_efficiency) {
+  op.duration_ps = schedule.base_latency_ps;
+  op.link_efficiency = link_efficiency;
+  op.phase_latency_covers_wire = true;
+  auto peer_of = [&](int p) { return p < 0 ? kSwitchPeer : members[static_cast<std::size_t>(p)]; };
+  for (const CollectiveStep& st : schedule.ranks[static_cast<std::size_t>(i)]) {
+    Phase ph;
+    ph.latency_ps = st.latency_ps;
+    ph.reduce = st.reduce_bytes > 0;  // the reduction streams through HBM as the bytes arrive
+    for (const CollectiveTransfer& t : st.sends)
+      if (t.bytes > 0) ph.sends.push_back({peer_of(t.peer), t.bytes});
+    for (const CollectiveTransfer& t : st.recvs)
+      if (t.bytes > 0) ph.recvs.push_back({peer_of(t.peer), t.bytes});
+    op.phases.push_back(std::move(ph));
+  }
+}
+
 // The steps a collective of `plan` runs at steps fidelity, and that its byte accounting counts.
 CollectiveSchedule engine_schedule(const HardwareProfile& hw, const CollectivePlan& plan, Bytes bytes, int n,
                                    const std::string& link) {
@@ -374,22 +395,7 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
     op.members = n;
     op.host_ps = hw.launch.collective_host_ps(prim);
     if (steps) {
-      // design.md "Collectives", fidelity `steps`: each step a phase of transfers with its protocol
-      // latency; the one-off base latency is paid after the phases (duration_ps).
-      op.duration_ps = schedule.base_latency_ps;
-      op.link_efficiency = link_efficiency;
-      op.phase_latency_covers_wire = true;
-      for (const CollectiveStep& st : schedule.ranks[static_cast<std::size_t>(i)]) {
-        Phase ph;
-        ph.latency_ps = st.latency_ps;
-        ph.reduce = st.reduce_bytes > 0;  // the reduction streams through HBM as the bytes arrive
-        auto peer_of = [&](int p) { return p < 0 ? kSwitchPeer : members[static_cast<std::size_t>(p)]; };
-        for (const CollectiveTransfer& t : st.sends)
-          if (t.bytes > 0) ph.sends.push_back({peer_of(t.peer), t.bytes});
-        for (const CollectiveTransfer& t : st.recvs)
-          if (t.bytes > 0) ph.recvs.push_back({peer_of(t.peer), t.bytes});
-        op.phases.push_back(std::move(ph));
-      }
+      set_step_phases(op, schedule, i, members, link_efficiency);
     } else {
       op.duration_ps = curve_ps;
       // Nominal size of the curve collective: marks it as a data-moving collective (metrics.cpp),
@@ -470,19 +476,7 @@ std::vector<OpId> GraphBuilder::add_all_to_allv(const AllToAllvSpec& spec) {
     op.members = n;
     op.host_ps = hw.launch.collective_host_ps(prim);
     if (steps) {
-      op.duration_ps = schedule.base_latency_ps;
-      op.link_efficiency = link_efficiency;
-      op.phase_latency_covers_wire = true;
-      for (const CollectiveStep& st : schedule.ranks[static_cast<std::size_t>(i)]) {
-        Phase ph;
-        ph.latency_ps = st.latency_ps;
-        auto peer_of = [&](int p) { return p < 0 ? kSwitchPeer : members[static_cast<std::size_t>(p)]; };
-        for (const CollectiveTransfer& t : st.sends)
-          if (t.bytes > 0) ph.sends.push_back({peer_of(t.peer), t.bytes});
-        for (const CollectiveTransfer& t : st.recvs)
-          if (t.bytes > 0) ph.recvs.push_back({peer_of(t.peer), t.bytes});
-        op.phases.push_back(std::move(ph));
-      }
+      set_step_phases(op, schedule, i, members, link_efficiency);
     } else {
       // FlashOverlap Sec. 4.2 (online stage, imbalanced GEMM+A2A): the operation lasts as long as its
       // slowest GPU, so every member's kernel ends with it; its own bytes load its links meanwhile.
