@@ -368,3 +368,21 @@ TEST_CASE("sweep over the training keys: the step columns, each row adding up", 
     CHECK(f[pc["pass"]] == (swept == "step" ? "step" : ""));
   }
 }
+
+TEST_CASE("tune on the shipped training step: every scheme with a backward is tuned, flashoverlap included",
+          "[cli][tune][training]") {
+  // The shipped step lists no schemes, so flashoverlap (whose backward signals dgrad's reduce-scatter
+  // per wave group) is among them; its one-operator wave-group search must not refuse the step.
+  const std::string step = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/llama3-70b-tp8-train-step.yaml";
+  const CliResult r = cli({"tune", step, "--set", "workload.layers=2", "--format", "json", "-j", "2"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  std::set<std::string> tuned;
+  for (const auto& s : j["schemes"]) {
+    tuned.insert(s["scheme"].get<std::string>());
+    CHECK(!s["candidates"].empty());
+  }
+  for (const char* s : {"no_overlap", "data_slicing", "async_tp", "commfuse", "flashoverlap"}) CHECK(tuned.count(s) == 1);
+  CHECK(j["best"]["latency_us"].get<double>() <= j["baseline_us"].get<double>());
+}
