@@ -66,7 +66,7 @@ void FlowNetwork::set_multiplier(Ps now_ps, int id, double m, std::vector<int>& 
   changed.push_back(id);
 }
 
-int FlowNetwork::add(Ps now_ps, std::vector<int> links, double cap_bytes_per_ps, double service_ps,
+int FlowNetwork::add(Ps now_ps, const std::vector<int>& links, double cap_bytes_per_ps, double service_ps,
                      std::vector<int>& changed) {
   int id;
   if (!free_ids_.empty()) {
@@ -92,25 +92,26 @@ int FlowNetwork::add(Ps now_ps, std::vector<int> links, double cap_bytes_per_ps,
     changed.push_back(id);
     return id;
   }
-  reshare_from(now_ps, id, contested(f, cap_bytes_per_ps), changed);
+  contested(f, cap_bytes_per_ps, seeds_);
+  reshare_from(now_ps, id, seeds_, changed);
   if (std::find(changed.begin(), changed.end(), id) == changed.end()) changed.push_back(id);
   return id;
 }
 
 // The links of `f` with no room for `extra` more (each occurrence counted): where a change of f's rate
-// reaches the other flows.
-std::vector<int> FlowNetwork::contested(const Flow& f, double extra) const {
-  std::vector<int> out;
+// reaches the other flows. Written to `out` (a scratch buffer: no allocation per flow).
+void FlowNetwork::contested(const Flow& f, double extra, std::vector<int>& out) const {
+  out.clear();
   for_each_link(f, [&](std::size_t l, double times) {
     if (load_[l] + times * extra >= capacity_[l] * (1 - kSlack)) out.push_back(static_cast<int>(l));
   });
-  return out;
 }
 
 void FlowNetwork::remove(Ps now_ps, int id, std::vector<int>& changed) {
   Flow& f = flows_[static_cast<std::size_t>(id)];
   // Only the full links it crossed can have held another flow back.
-  const std::vector<int> full = contested(f, 0.0);
+  std::vector<int>& full = full_;
+  contested(f, 0.0, full);
   add_load(f, -f.multiplier * f.cap_bytes_per_ps);
   for (int l : f.links) {
     auto& v = on_link_[static_cast<std::size_t>(l)];
@@ -136,11 +137,13 @@ void FlowNetwork::set_cap(Ps now_ps, int id, double cap, std::vector<int>& chang
     }
   }
   // Refill as if it joined anew at its new cap (a demand flow has no progress to keep).
-  const std::vector<int> full = contested(f, 0.0);
+  std::vector<int>& full = full_;
+  contested(f, 0.0, full);
   add_load(f, -f.multiplier * f.cap_bytes_per_ps);
   f.multiplier = 0;
   f.cap_bytes_per_ps = cap;
-  std::vector<int> seeds = contested(f, cap);
+  std::vector<int>& seeds = seeds_;
+  contested(f, cap, seeds);
   for (int l : full)
     if (std::find(seeds.begin(), seeds.end(), l) == seeds.end()) seeds.push_back(l);
   reshare_from(now_ps, id, seeds, changed);

@@ -33,7 +33,7 @@ class FlowNetwork {
 
   // Adds an active flow at `now`. service_ps < 0: an endless demand flow (no finish time).
   // `changed` receives every flow whose multiplier changed, the new one included.
-  int add(Ps now_ps, std::vector<int> links, double cap_bytes_per_ps, double service_ps, std::vector<int>& changed);
+  int add(Ps now_ps, const std::vector<int>& links, double cap_bytes_per_ps, double service_ps, std::vector<int>& changed);
   void remove(Ps now_ps, int flow, std::vector<int>& changed);
   // A demand flow's cap changes (a GEMM's running CTAs changed).
   void set_cap(Ps now_ps, int flow, double cap_bytes_per_ps, std::vector<int>& changed);
@@ -56,7 +56,7 @@ class FlowNetwork {
   void fill_set(std::uint32_t held);            // progressive filling: rate_ / capped_ per flow
   bool grow_set(std::uint32_t held);            // stacks the full links whose outside flows move
   void apply_set(Ps now_ps, std::vector<int>& changed);  // the filled rates become the flows'
-  std::vector<int> contested(const Flow& f, double extra) const;
+  void contested(const Flow& f, double extra, std::vector<int>& out) const;
   void set_multiplier(Ps now_ps, int id, double m, std::vector<int>& changed);
 
   std::vector<double> capacity_;
@@ -69,6 +69,7 @@ class FlowNetwork {
   std::vector<std::uint32_t> link_stamp_, flow_stamp_;
   std::uint32_t stamp_ = 0;
   std::vector<int> comp_flows_, bound_links_, stack_;
+  std::vector<int> seeds_, full_;  // contested links (add, remove, set_cap)
   std::vector<double> residual_, outside_, rate_;
   std::vector<int> unfixed_;
   std::vector<char> moved_;

@@ -90,19 +90,19 @@ void GpuSide::dispatch(int rank) {
       const int sms = static_cast<int>(std::min<std::int64_t>(p.free_count(), (limit - s.next + per_sm - 1) / per_sm));
       if (sms > 0) {
         claim_sms(id, sms);
-        int sm = p.take(id);
-        std::int64_t n = std::min<std::int64_t>(per_sm, limit - s.next);
-        p.resident(sm) = static_cast<int>(n);
-        start_cta(id, sm, s.next++);
-        Cohort& open = cohorts_[static_cast<std::size_t>(s.open_cohort)];
-        const std::int64_t first = s.next - 1;
-        for (int j = 0;;) {
-          for (std::int64_t k = j == 0 ? 1 : 0; k < n; ++k) open.ctas.emplace_back(sm, s.next++);
-          if (++j == sms) break;
-          sm = p.take(id);
-          n = std::min<std::int64_t>(per_sm, limit - s.next);
+        const std::int64_t first = s.next;
+        Cohort* open = nullptr;
+        p.take_lowest(sms, id, [&](int sm) {
+          const std::int64_t n = std::min<std::int64_t>(per_sm, limit - s.next);
           p.resident(sm) = static_cast<int>(n);
-        }
+          std::int64_t k = 0;
+          if (!open) {
+            start_cta(id, sm, s.next++);
+            open = &cohorts_[static_cast<std::size_t>(s.open_cohort)];
+            k = 1;
+          }
+          for (; k < n; ++k) open->ctas.emplace_back(sm, s.next++);
+        });
         s.running += static_cast<std::int32_t>(s.next - first - 1);
       }
       leaves = s.next == limit;

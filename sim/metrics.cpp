@@ -1,6 +1,7 @@
 #include "sim/metrics.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,31 +23,49 @@ namespace overlap::sim {
 
 namespace {
 
-// Byte accounting (design.md "Scheme library"): what crossed the fabric between every pair of ranks
-// must equal what the workload's collectives need. A mismatch is a bug in a scheme or the engine.
-void check_bytes(const BuiltScheme& built, const Timeline& tl, const std::string& what) {
-  const int n = built.graph.num_ranks();
-  const auto& req = built.required_bytes;
-  if (static_cast<int>(req.size()) != n)
-    throw InternalError(fmt::format("{}: required_bytes has {} rows for {} ranks", what, req.size(), n));
-  std::vector<std::vector<Bytes>> seen(static_cast<std::size_t>(n), std::vector<Bytes>(static_cast<std::size_t>(n), 0));
+// Bytes a run moved between each pair of the graph's ranks (what check_bytes compares), and the first
+// transfer between ranks outside the graph, if any (a bug check_bytes reports).
+struct PairBytes {
+  std::vector<std::vector<Bytes>> moved;
+  std::optional<std::pair<int, int>> outside;
+};
+
+PairBytes pair_bytes(const TaskGraph& g, const Timeline& tl) {
+  const int n = g.num_ranks();
+  PairBytes out;
+  out.moved.assign(static_cast<std::size_t>(n), std::vector<Bytes>(static_cast<std::size_t>(n), 0));
   for (const TransferRecord& t : tl.transfers) {
     // Local HBM traffic and legs to or from a switch (NVLS) are not traffic between two ranks. The
     // data-parallel collectives' legs run to GPUs outside the graph (their counterparts in the TP
     // groups not simulated): no rank of the graph receives them.
     if (t.src_gpu == t.dst_gpu || t.src_gpu == kSwitchPeer || t.dst_gpu == kSwitchPeer) continue;
-    if (t.op != kNoOp && built.graph.op(t.op).communicator == Communicator::dp) continue;
-    if (t.src_gpu < 0 || t.dst_gpu < 0 || t.src_gpu >= n || t.dst_gpu >= n)
-      throw InternalError(fmt::format("{}: bytes moved between ranks {} and {} outside the graph", what, t.src_gpu, t.dst_gpu));
-    seen[static_cast<std::size_t>(t.src_gpu)][static_cast<std::size_t>(t.dst_gpu)] += t.bytes;
+    if (t.op != kNoOp && g.op(t.op).communicator == Communicator::dp) continue;
+    if (t.src_gpu < 0 || t.dst_gpu < 0 || t.src_gpu >= n || t.dst_gpu >= n) {
+      out.outside = std::pair{t.src_gpu, t.dst_gpu};
+      break;
+    }
+    out.moved[static_cast<std::size_t>(t.src_gpu)][static_cast<std::size_t>(t.dst_gpu)] += t.bytes;
   }
+  return out;
+}
+
+// Byte accounting (design.md "Scheme library"): what crossed the fabric between every pair of ranks
+// must equal what the workload's collectives need. A mismatch is a bug in a scheme or the engine.
+void check_bytes(const BuiltScheme& built, const PairBytes& seen, const std::string& what) {
+  const int n = built.graph.num_ranks();
+  const auto& req = built.required_bytes;
+  if (static_cast<int>(req.size()) != n)
+    throw InternalError(fmt::format("{}: required_bytes has {} rows for {} ranks", what, req.size(), n));
+  if (seen.outside)
+    throw InternalError(fmt::format("{}: bytes moved between ranks {} and {} outside the graph", what,
+                                    seen.outside->first, seen.outside->second));
   for (int s = 0; s < n; ++s) {
     if (static_cast<int>(req[static_cast<std::size_t>(s)].size()) != n)
       throw InternalError(fmt::format("{}: required_bytes row {} has {} entries for {} ranks", what, s,
                                       req[static_cast<std::size_t>(s)].size(), n));
     for (int d = 0; d < n; ++d) {
       const Bytes want = s == d ? 0 : req[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)];
-      const Bytes got = seen[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)];
+      const Bytes got = seen.moved[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)];
       if (want != got)
         throw InternalError(fmt::format("{}: byte accounting mismatch, rank {} -> rank {}: moved {} bytes, the "
                                         "collectives need {}",
@@ -114,15 +133,65 @@ Ps latency_without(const TaskGraph& g, const NodeConfig& node, Communicator c) {
   return run(g, node, o).makespan_ps;
 }
 
-StepFigures step_figures(const BuildContext& ctx, const BuiltScheme& built, const NodeConfig& node, const Timeline& tl,
-                         const Timeline& compute_only, const WorkloadComm& comm_split) {
+// Per collective id: (latest start, latest end) over its member ops in a run.
+using CollectiveSpans = std::map<std::int64_t, std::pair<Ps, Ps>>;
+
+// What a scheme's figures read of the engine's runs: the main run (its ops' times per collective, its
+// transfers summed per pair of ranks), the compute-only re-run's makespan and forward end, the communication-alone re-run's
+// makespan (unless latency_only) and, for a step with data parallelism, the per-communicator re-runs.
+struct SchemeRuns {
+  Timeline main;  // empty, unless the result keeps the timeline (then no memo keeps these runs)
+  // The main run as the figures read it.
+  Ps latency_ps = 0;
+  std::uint64_t events = 0;
+  Ps forward_ps = 0;  // when its forward's last op ends
+  std::vector<Ps> sm_busy_ps, copy_engine_busy_ps;
+  int peak_comm_sms = 0;
+  CollectiveSpans collective_spans;
+  PairBytes pairs;
+  Ps compute_only_ps = 0, compute_only_forward_ps = 0;
+  Ps comm_alone_ps = 0;
+  Ps without_tp_ps = -1, without_dp_ps = -1;
+  bool latency_only = false;
+};
+
+// The runs of the graphs evaluate_all has simulated. The engine is a deterministic function of the
+// graph, the node and its options, and evaluate_all runs every scheme on one node with one set of
+// options: a scheme whose graph equals one already simulated (te_userbuffers' ring_exchange builds
+// async_tp's) takes that graph's runs, and its figures are computed from them as from its own. The
+// graphs themselves are not kept (a step's is about 50 MB): a fingerprint picks the candidate, and
+// the candidate's scheme builds its graph again to be compared whole.
+class RunMemo {
+ public:
+  using Rebuild = std::function<TaskGraph()>;
+  const SchemeRuns* find(const TaskGraph& g, bool latency_only) const {
+    const std::uint64_t key = g.fingerprint();
+    for (const Entry& e : entries_)
+      if (e.fingerprint == key && (latency_only || !e.runs->latency_only) && e.rebuild() == g) return e.runs.get();
+    return nullptr;
+  }
+  void add(const TaskGraph& g, Rebuild rebuild, std::unique_ptr<SchemeRuns> runs) {
+    entries_.push_back(Entry{g.fingerprint(), std::move(rebuild), std::move(runs)});
+  }
+
+ private:
+  struct Entry {
+    std::uint64_t fingerprint;
+    Rebuild rebuild;
+    std::unique_ptr<SchemeRuns> runs;
+  };
+  std::vector<Entry> entries_;
+};
+
+StepFigures step_figures(const BuildContext& ctx, const NodeConfig& node, const SchemeRuns& runs,
+                         const WorkloadComm& comm_split) {
   const Workload& w = ctx.workload;
   StepFigures s;
   s.present = true;
   s.pass = pass_name(w.training.pass);
-  const Ps fwd = forward_end_ps(built.graph, tl), fwd_compute = forward_end_ps(built.graph, compute_only);
+  const Ps fwd = runs.forward_ps, fwd_compute = runs.compute_only_forward_ps;
   s.forward = PassFigures{fwd, fwd_compute, fwd - fwd_compute};
-  const Ps bwd = tl.makespan_ps - fwd, bwd_compute = compute_only.makespan_ps - fwd_compute;
+  const Ps bwd = runs.latency_ps - fwd, bwd_compute = runs.compute_only_ps - fwd_compute;
   s.backward = PassFigures{bwd, bwd_compute, bwd - bwd_compute};
   // Each pass's communication to hide: the workload's collectives alone (what comm_ps times), split
   // where the forward's last one ends (run once per scenario by evaluate_all).
@@ -135,9 +204,8 @@ StepFigures step_figures(const BuildContext& ctx, const BuiltScheme& built, cons
         p->comm_ps > 0 ? std::clamp(1.0 - safe_ratio(static_cast<double>(p->exposed_comm_ps), static_cast<double>(p->comm_ps)), 0.0, 1.0)
                        : 0.0;
   const bool dp = w.training.parallel.dp > 1;
-  s.exposed_tp_ps = dp ? tl.makespan_ps - latency_without(built.graph, node, Communicator::tp)
-                       : tl.makespan_ps - compute_only.makespan_ps;
-  s.exposed_dp_ps = dp ? tl.makespan_ps - latency_without(built.graph, node, Communicator::dp) : 0;
+  s.exposed_tp_ps = dp ? runs.latency_ps - runs.without_tp_ps : runs.latency_ps - runs.compute_only_ps;
+  s.exposed_dp_ps = dp ? runs.latency_ps - runs.without_dp_ps : 0;
   // Model FLOPs: forward 1x, backward 2x (dgrad and wgrad), summed over the layers' blocks.
   double forward = 0;
   for (const Block b : layer_blocks(w)) forward += forward_flops(w, b);
@@ -145,7 +213,7 @@ StepFigures step_figures(const BuildContext& ctx, const BuiltScheme& built, cons
   const double passes = (w.training.pass != Pass::backward ? 1.0 : 0.0) + (has_backward(w) ? 2.0 : 0.0);
   s.model_flops = forward * passes;
   const auto peak = ctx.hardware.gpu.peak_tflops.find(dtype_name(workload_dtype(w)));
-  const double seconds = static_cast<double>(tl.makespan_ps) * 1e-12;
+  const double seconds = static_cast<double>(runs.latency_ps) * 1e-12;
   if (peak != ctx.hardware.gpu.peak_tflops.end() && seconds > 0)
     s.mfu = s.model_flops / (seconds * peak->second * 1e12);
   if (seconds > 0)
@@ -155,9 +223,11 @@ StepFigures step_figures(const BuildContext& ctx, const BuiltScheme& built, cons
 
 }  // namespace
 
-std::vector<CollectiveFigure> collective_figures(const BuiltScheme& built, const Timeline& tl) {
-  std::map<std::int64_t, std::pair<Ps, Ps>> span;  // id -> (latest start, latest end) over members
-  const auto& ops = built.graph.ops();
+namespace {
+
+CollectiveSpans collective_spans(const TaskGraph& g, const Timeline& tl) {
+  CollectiveSpans span;
+  const auto& ops = g.ops();
   for (std::size_t i = 0; i < ops.size() && i < tl.ops.size(); ++i) {
     const Op& op = ops[i];
     // A data-parallel op stands for a collective of the TP groups not simulated (members = 1).
@@ -171,6 +241,10 @@ std::vector<CollectiveFigure> collective_figures(const BuiltScheme& built, const
       it->second.second = std::max(it->second.second, rec.end_ps);
     }
   }
+  return span;
+}
+
+std::vector<CollectiveFigure> collective_figures(const BuiltScheme& built, const CollectiveSpans& span) {
   std::vector<CollectiveFigure> out;
   for (const CollectiveCall& c : built.collectives) {
     const auto it = span.find(c.id);
@@ -195,6 +269,12 @@ std::vector<CollectiveFigure> collective_figures(const BuiltScheme& built, const
   return out;
 }
 
+}  // namespace
+
+std::vector<CollectiveFigure> collective_figures(const BuiltScheme& built, const Timeline& tl) {
+  return collective_figures(built, collective_spans(built.graph, tl));
+}
+
 WorkloadComm workload_comm(const Workload& workload, const HardwareProfile& hardware, Fidelity fidelity,
                            const NodeConfig* node) {
   const nlohmann::json no_params = nlohmann::json::object();
@@ -209,7 +289,11 @@ Ps workload_comm_ps(const Workload& workload, const HardwareProfile& hardware, F
   return workload_comm(workload, hardware, fidelity, node).total_ps;
 }
 
-SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const EvaluateOptions& options) {
+namespace {
+
+// evaluate, with the runs of a graph already simulated taken from `memo` (nullptr: none kept).
+SchemeResult evaluate_with(const SchemeInfo& scheme, const BuildContext& ctx, const EvaluateOptions& options,
+                           RunMemo* memo) {
   validate_workload(ctx.workload);
   if (scheme.applies && !scheme.applies(ctx.workload))
     throw std::invalid_argument(
@@ -221,40 +305,76 @@ SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const E
   if (!ctx.node) own = std::make_unique<NodeConfig>(make_node(ctx.hardware, built.graph.num_ranks()));
   const NodeConfig& node = ctx.node ? *ctx.node : *own;
 
-  EngineOptions main_opts;
-  main_opts.record_ctas = options.record_ctas;
-  Timeline tl = run(built.graph, node, main_opts);
+  const SchemeRuns* found = memo ? memo->find(built.graph, options.latency_only) : nullptr;
+  std::unique_ptr<SchemeRuns> fresh;
+  if (!found) {
+    fresh = std::make_unique<SchemeRuns>();
+    EngineOptions main_opts;
+    main_opts.record_ctas = options.record_ctas;
+    Timeline tl = run(built.graph, node, main_opts);
+    fresh->latency_ps = tl.makespan_ps;
+    fresh->events = tl.events;
+    fresh->forward_ps = forward_end_ps(built.graph, tl);
+    fresh->sm_busy_ps = tl.sm_busy_ps;
+    fresh->copy_engine_busy_ps = tl.copy_engine_busy_ps;
+    fresh->peak_comm_sms = peak_comm_sms(built.graph, tl);
+    fresh->collective_spans = collective_spans(built.graph, tl);
+    fresh->pairs = pair_bytes(built.graph, tl);
+    if (options.keep_timeline) fresh->main = std::move(tl);
+    fresh->latency_only = options.latency_only;
+    if (!options.latency_only) {
+      EngineOptions zero_opts;
+      zero_opts.zero_comm = true;
+      zero_opts.graph_checked = true;
+      const Timeline compute_only = run(built.graph, node, zero_opts);
+      fresh->compute_only_ps = compute_only.makespan_ps;
+      fresh->compute_only_forward_ps = forward_end_ps(built.graph, compute_only);
+      // The scheme's own communication alone: every compute op taking zero time (launch overheads
+      // stay, as they do in the real run, so this is a lower bound of it).
+      EngineOptions comm_opts;
+      comm_opts.zero_compute = true;
+      comm_opts.graph_checked = true;
+      fresh->comm_alone_ps = run(built.graph, node, comm_opts).makespan_ps;
+    }
+  }
+  const SchemeRuns& runs = found ? *found : *fresh;
+  // Kept for a later scheme with the same graph once this one's figures are done.
+  auto remember = [&] {
+    if (!memo || !fresh) return;
+    // The workload, hardware and node outlive the memo (evaluate_all's); the parameters are copied.
+    memo->add(built.graph,
+              [&scheme, &workload = ctx.workload, &hardware = ctx.hardware, params = ctx.params,
+               fidelity = ctx.fidelity, node = ctx.node] {
+                return scheme.build(BuildContext{workload, hardware, params, fidelity, node}).graph;
+              },
+              std::move(fresh));
+  };
   if (options.latency_only) {
     SchemeResult r;
     r.scheme = scheme.name;
     r.params = params_with_defaults(scheme, ctx.params, ctx.workload);
-    r.latency_ps = tl.makespan_ps;
+    r.latency_ps = runs.latency_ps;
     r.reason = built.reason;
-    r.events = tl.events;
+    r.events = runs.events;
+    remember();
     return r;
   }
-  EngineOptions zero_opts;
-  zero_opts.zero_comm = true;
-  zero_opts.graph_checked = true;
-  const Timeline compute_only = run(built.graph, node, zero_opts);
-  // The scheme's own communication alone: every compute op taking zero time (launch overheads stay,
-  // as they do in the real run, so this is a lower bound of it).
-  EngineOptions comm_opts;
-  comm_opts.zero_compute = true;
-  comm_opts.graph_checked = true;
-  const Timeline comm_alone = run(built.graph, node, comm_opts);
 
   // Curve-fidelity collectives move their algorithm's bytes as flows too, so one check on the main
   // run covers both fidelities.
-  if (options.verify_bytes) check_bytes(built, tl, scheme.name);
+  if (options.verify_bytes) check_bytes(built, runs.pairs, scheme.name);
+  if (fresh && is_training_step(ctx.workload) && ctx.workload.training.parallel.dp > 1) {
+    fresh->without_tp_ps = latency_without(built.graph, node, Communicator::tp);
+    fresh->without_dp_ps = latency_without(built.graph, node, Communicator::dp);
+  }
 
   SchemeResult r;
   r.scheme = scheme.name;
   r.params = params_with_defaults(scheme, ctx.params, ctx.workload);
-  r.latency_ps = tl.makespan_ps;
-  r.compute_only_ps = compute_only.makespan_ps;
+  r.latency_ps = runs.latency_ps;
+  r.compute_only_ps = runs.compute_only_ps;
   r.comm_ps = options.comm_ps >= 0 ? options.comm_ps : workload_comm_ps(ctx.workload, ctx.hardware, ctx.fidelity);
-  r.scheme_comm_ps = comm_alone.makespan_ps;
+  r.scheme_comm_ps = runs.comm_alone_ps;
   // The one definition of exposed communication (design.md "Metrics").
   r.exposed_comm_ps = r.latency_ps - r.compute_only_ps;
   r.overlap_efficiency_raw = r.comm_ps > 0 ? 1.0 - safe_ratio(static_cast<double>(r.exposed_comm_ps),
@@ -279,26 +399,35 @@ SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const E
   r.pct_of_bound = r.latency_ps > 0 ? 100.0 * safe_ratio(static_cast<double>(r.bound_ps),
                                                          static_cast<double>(r.latency_ps))
                                     : 100.0;
-  r.sms_lost_to_comm = peak_comm_sms(built.graph, tl);
-  r.collectives = collective_figures(built, tl);
+  r.sms_lost_to_comm = runs.peak_comm_sms;
+  r.collectives = collective_figures(built, runs.collective_spans);
   r.reason = built.reason;
-  r.events = tl.events;
+  r.events = runs.events;
   for (int rank = 0; rank < built.graph.num_ranks(); ++rank) {
     ResourceUtilization u;
     u.rank = rank;
     const auto ri = static_cast<std::size_t>(rank);
     const double span = static_cast<double>(r.latency_ps);
-    if (ri < tl.sm_busy_ps.size())
-      u.sm = safe_ratio(static_cast<double>(tl.sm_busy_ps[ri]), ctx.hardware.gpu.sm_count * span);
-    if (ri < tl.copy_engine_busy_ps.size())
-      u.copy_engine = safe_ratio(static_cast<double>(tl.copy_engine_busy_ps[ri]), ctx.hardware.gpu.copy_engines * span);
+    if (ri < runs.sm_busy_ps.size())
+      u.sm = safe_ratio(static_cast<double>(runs.sm_busy_ps[ri]), ctx.hardware.gpu.sm_count * span);
+    if (ri < runs.copy_engine_busy_ps.size())
+      u.copy_engine = safe_ratio(static_cast<double>(runs.copy_engine_busy_ps[ri]), ctx.hardware.gpu.copy_engines * span);
     r.utilization.push_back(u);
   }
-  if (is_training_step(ctx.workload)) r.step = step_figures(ctx, built, node, tl, compute_only,
-                                                          WorkloadComm{options.comm_ps, options.forward_comm_ps});
-  if (options.keep_timeline) r.timeline = std::move(tl);
+  if (is_training_step(ctx.workload))
+    r.step = step_figures(ctx, node, runs, WorkloadComm{options.comm_ps, options.forward_comm_ps});
+  // A memo is never kept with keep_timeline (evaluate_all): the runs are this scheme's own.
+  if (options.keep_timeline) r.timeline = std::move(fresh->main);
+  remember();
   return r;
 }
+
+}  // namespace
+
+SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const EvaluateOptions& options) {
+  return evaluate_with(scheme, ctx, options, nullptr);
+}
+
 
 std::string baseline_scheme_for(const Workload& workload) {
   return workload.kind == "decode_stack" ? "tp_baseline" : "no_overlap";
@@ -326,11 +455,15 @@ std::vector<SchemeResult> evaluate_all(const std::vector<SchemeRequest>& schemes
     shared.comm_ps = comm.total_ps;
     shared.forward_comm_ps = comm.forward_ps;
   }
+  // Graphs already simulated, for a scheme that builds one of them again; not when a result keeps its
+  // whole timeline (traces: a CTA-level one is too large to keep twice).
+  RunMemo memo;
+  RunMemo* const reuse = options.record_ctas || options.keep_timeline ? nullptr : &memo;
   for (std::size_t i = 0; i < schemes.size(); ++i) {
     if (infos[i]->applies && !infos[i]->applies(workload)) continue;
     const BuildContext ctx{workload, hardware, schemes[i].params, fidelity, &node};
     if (!shared.keep_going) {
-      out.push_back(evaluate(*infos[i], ctx, shared));
+      out.push_back(evaluate_with(*infos[i], ctx, shared, reuse));
       out.back().request = static_cast<int>(i);
     } else {
       SchemeResult failed;
@@ -338,7 +471,7 @@ std::vector<SchemeResult> evaluate_all(const std::vector<SchemeRequest>& schemes
       failed.params = schemes[i].params;
       failed.request = static_cast<int>(i);
       try {
-        out.push_back(evaluate(*infos[i], ctx, shared));
+        out.push_back(evaluate_with(*infos[i], ctx, shared, reuse));
         out.back().request = static_cast<int>(i);
       } catch (const InputError& e) {
         failed.error = e.message();
@@ -365,7 +498,7 @@ std::vector<SchemeResult> evaluate_all(const std::vector<SchemeRequest>& schemes
     quiet.keep_timeline = false;
     quiet.record_ctas = false;
     quiet.latency_only = true;
-    baseline_ps = evaluate(*base, BuildContext{workload, hardware, defaults, fidelity, &node}, quiet).latency_ps;
+    baseline_ps = evaluate_with(*base, BuildContext{workload, hardware, defaults, fidelity, &node}, quiet, reuse).latency_ps;
   }
   for (SchemeResult& r : out)
     if (!r.failed()) r.speedup_vs_no_overlap = r.latency_ps > 0 ? safe_ratio(static_cast<double>(*baseline_ps),

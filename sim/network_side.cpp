@@ -14,6 +14,7 @@
 #include <optional>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sim/flow_network.hpp"
@@ -453,7 +454,7 @@ void NetworkSide::transfer_done(std::int32_t idx) {
   free_transfers_.push_back(idx);
   for (int l : t.links) ctx_.tl.link_bytes[static_cast<std::size_t>(l)] += static_cast<double>(t.bytes);
   if (t.kind != Kind::memory)
-    ctx_.tl.transfers.push_back(TransferRecord{t.op, t.src, t.dst, t.bytes, t.start_ps, ctx_.now, t.links,
+    ctx_.tl.transfers.push_back(TransferRecord{t.op, t.src, t.dst, t.bytes, t.start_ps, ctx_.now, std::move(t.links),
                                                t.kind == Kind::phase ? t.receiver : kNoOp});
   switch (t.kind) {
     case Kind::memory: listener_.gang_work_done(t.op); break;

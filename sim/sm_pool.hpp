@@ -35,6 +35,23 @@ class SmPool {
       return sm;
     }
   }
+  // take() `count` times, in one pass over the free bits: the same SMs in the same (ascending)
+  // order, each passed to sm_fn. Requires free_count() >= count.
+  template <class Fn>
+  void take_lowest(int count, OpId op, Fn&& sm_fn) {
+    free_count_ -= count;
+    for (std::size_t w = 0; count > 0; ++w) {
+      std::uint64_t bits = free_bits_[w];
+      while (bits != 0 && count > 0) {
+        const int sm = static_cast<int>(w * 64) + std::countr_zero(bits);
+        bits &= bits - 1;
+        owner_[static_cast<std::size_t>(sm)] = op;
+        --count;
+        sm_fn(sm);
+      }
+      free_bits_[w] = bits;
+    }
+  }
   void release(int sm) {
     owner_[static_cast<std::size_t>(sm)] = kNoOp;
     resident_[static_cast<std::size_t>(sm)] = 0;

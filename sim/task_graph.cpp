@@ -234,4 +234,30 @@ std::string TaskGraph::to_graphviz() const {
   return out.str();
 }
 
+std::uint64_t TaskGraph::fingerprint() const {
+  // FNV-1a over the words that shape a run: the op's kind, stream, dependencies and sizes.
+  std::uint64_t h = 14695981039346656037ull;
+  auto mix = [&h](std::uint64_t v) {
+    h ^= v;
+    h *= 1099511628211ull;
+  };
+  mix(static_cast<std::uint64_t>(num_ranks_));
+  mix(streams_.size());
+  mix(counters_.size());
+  mix(ops_.size());
+  for (const Op& op : ops_) {
+    mix(static_cast<std::uint64_t>(op.kind));
+    mix(static_cast<std::uint64_t>(op.stream));
+    mix(static_cast<std::uint64_t>(op.ctas));
+    mix(static_cast<std::uint64_t>(op.cta_ps));
+    mix(static_cast<std::uint64_t>(op.duration_ps));
+    mix(static_cast<std::uint64_t>(op.bytes));
+    mix(static_cast<std::uint64_t>(op.channels));
+    mix(static_cast<std::uint64_t>(op.delay_ps));
+    mix(op.phases.size());
+    for (OpId d : op.deps) mix(static_cast<std::uint64_t>(d));
+  }
+  return h;
+}
+
 }  // namespace overlap::sim

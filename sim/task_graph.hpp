@@ -40,6 +40,7 @@ inline constexpr int kSwitchPeer = -2;
 struct PeerBytes {
   int peer = -1;  // GPU index, or kSwitchPeer
   Bytes bytes = 0;
+  bool operator==(const PeerBytes&) const = default;
 };
 
 // One step of an SM-driven collective or copy (design.md "Collectives", fidelity `steps`).
@@ -55,6 +56,7 @@ struct Phase {
   Ps compute_ps = 0;
   Ps latency_ps = 0;
   bool reduce = false;
+  bool operator==(const Phase&) const = default;
 };
 
 // Which pass of a training step an op belongs to, and which communicator a communication op runs on:
@@ -130,16 +132,21 @@ struct Op {
 
   // delay
   Ps delay_ps = 0;
+
+  // Every field, so a field added later is compared too (TaskGraph::operator==).
+  bool operator==(const Op&) const = default;
 };
 
 struct Stream {
   std::string name;
   int rank = 0;
   int priority = 0;  // higher runs first when SMs free up (CUDA: lower number = higher priority)
+  bool operator==(const Stream&) const = default;
 };
 
 struct Counter {
   std::string name;
+  bool operator==(const Counter&) const = default;
 };
 
 class GraphError : public std::runtime_error {
@@ -173,6 +180,13 @@ class TaskGraph {
   void check_acyclic() const;
   // Graphviz (dot) of ops, dependency edges (solid) and stream order (dashed), clustered by rank.
   std::string to_graphviz() const;
+
+  // Two graphs are equal when every op, stream and counter is (names included): the engine, a
+  // deterministic function of the graph, the node and its options, then gives both the same timeline
+  // (evaluate_all simulates such a graph once). fingerprint() is a hash of the fields that tell most
+  // graphs apart, cheap beside a comparison: equal graphs have equal fingerprints.
+  bool operator==(const TaskGraph&) const = default;
+  std::uint64_t fingerprint() const;
 
  private:
   int num_ranks_;
