@@ -347,12 +347,15 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
           } catch (const std::invalid_argument&) {
           }
         });
+        const Ps from_ps = best.latency_ps;
         for (std::size_t i = 0; i < fresh.size(); ++i) {
           if (lat[i] <= 0) continue;
           fresh[i].latency_ps = lat[i];
           fresh[i].speedup = static_cast<double>(r.baseline_ps) / static_cast<double>(lat[i]);
-          e.candidates.push_back(fresh[i]);
           ++r.evaluated;
+          // A setting that times exactly as the one it started from (a name set to what it inherits)
+          // adds nothing to the ranking: counted, not listed.
+          if (lat[i] != from_ps) e.candidates.push_back(fresh[i]);
           if (lat[i] < best.latency_ps) {
             best = fresh[i];
             improved = true;

@@ -191,12 +191,17 @@ TEST_CASE("te_userbuffers per GEMM name: a name's setting changes only its linea
   for (const Op& op : b.graph.ops()) slices_b += op.name.rfind("fc2.reduce_scatter[", 0) == 0;
   CHECK(slices_a == 2 * 4);  // one member op per rank per split
   CHECK(slices_b == 8 * 4);
-  // And fc1_fprop's own setting moves fc1's end (bulk: the all-gather before the GEMM, not overlapped).
+  // And fc1_fprop's own setting is what moves fc1's end (bulk: the all-gather, then the whole GEMM,
+  // where ring_exchange pulls shards beside sub-GEMMs).
   nlohmann::json fc1_bulk = two;
   fc1_bulk["fc1_fprop.method"] = "bulk";
   const BuiltScheme c = build("te_userbuffers", w, hw, fc1_bulk);
   const Timeline tc = run(c.graph, make_node(hw, 4));
-  CHECK(end_of(c, tc, "fc1") > end_of(a, ta, "fc1"));
+  CHECK(end_of(c, tc, "fc1") != end_of(a, ta, "fc1"));
+  int gathers = 0;
+  for (const Op& op : c.graph.ops()) gathers += op.name == "fc1.all_gather";
+  CHECK(gathers == 4);  // one NCCL all-gather member per rank
+  for (const Op& op : a.graph.ops()) CHECK(op.name != "fc1.all_gather");
   // Every name at the scalar's setting is the scalar's schedule.
   CHECK(latency("te_userbuffers", w, hw, {{"fc1_fprop.method", "ring_exchange"}, {"fc2_fprop.method", "ring_exchange"}}) ==
         latency("te_userbuffers", w, hw, {{"method", "ring_exchange"}}));
