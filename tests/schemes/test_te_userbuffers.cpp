@@ -311,3 +311,35 @@ schemes:
   CHECK(knob_groups(*find_scheme("te_userbuffers"), sc.workload) ==
         std::vector<std::string>{"qkv_fprop", "proj_fprop", "fc1_fprop", "fc2_fprop"});
 }
+
+TEST_CASE("te_userbuffers bulk: the backward's bulk collectives hold num_sm SMs, as TE's bulk kernels",
+          "[te][bulk]") {
+  const HardwareProfile hw = ideal_profile(4, 1000, 8);
+  Workload step = mlp_workload(4);
+  step.training.pass = Pass::step;
+  for (const int num_sm : {2, 5}) {
+    INFO("num_sm " << num_sm);
+    // method bulk (every name), and per name: fc1_dgrad's all-gather on its own CTAs, fc1_wgrad's
+    // reduce-scatter on its own.
+    const BuiltScheme all = build("te_userbuffers", step, hw, {{"method", "bulk"}, {"num_sm", num_sm}});
+    const BuiltScheme named = build("te_userbuffers", step, hw,
+                                    {{"column_backward", "bulk"}, {"fc1_dgrad.num_sm", num_sm}, {"fc1_wgrad.num_sm", 7}});
+    int gathers = 0, scatters = 0;
+    for (const Op& op : all.graph.ops()) {
+      if (op.name.ends_with("fc1.wgrad.input_all_gather")) {
+        ++gathers;
+        CHECK(op.channels == num_sm);
+      }
+      if (op.name.ends_with("fc1.dgrad.reduce_scatter")) {
+        ++scatters;
+        CHECK(op.channels == num_sm);
+      }
+    }
+    CHECK(gathers == 4);
+    CHECK(scatters == 4);
+    for (const Op& op : named.graph.ops()) {
+      if (op.name.ends_with("fc1.wgrad.input_all_gather")) CHECK(op.channels == num_sm);
+      if (op.name.ends_with("fc1.dgrad.reduce_scatter")) CHECK(op.channels == 7);
+    }
+  }
+}
