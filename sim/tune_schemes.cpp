@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -121,10 +122,47 @@ namespace {
 
 }  // namespace
 
+bool is_grouped_knob(const std::string& name) { return name.find('.') != std::string::npos; }
+
+std::vector<std::string> knob_groups(const SchemeInfo& scheme, const Workload& workload) {
+  std::vector<std::string> out;
+  for (const SchemeParam& p : scheme.params) {
+    if (!is_grouped_knob(p.name) || p.tune_values.empty() || !param_applies(p, workload)) continue;
+    const std::string g = p.name.substr(0, p.name.find('.'));
+    if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
+  }
+  return out;
+}
+
+std::vector<nlohmann::json> group_knob_grid(const SchemeInfo& scheme, const Workload& workload,
+                                            const nlohmann::json& base, const std::string& group) {
+  nlohmann::json start = base.is_object() ? base : nlohmann::json::object();
+  for (const SchemeParam& p : scheme.params)
+    if (p.name.starts_with(group + ".")) start.erase(p.name);
+  std::vector<nlohmann::json> grid = {start};
+  for (const SchemeParam& p : scheme.params) {
+    if (!p.name.starts_with(group + ".") || p.tune_values.empty() || !param_applies(p, workload)) continue;
+    std::vector<nlohmann::json> next;
+    for (const nlohmann::json& config : grid) {
+      if (!condition_holds(scheme, config, p.tune_when)) {
+        next.push_back(config);
+        continue;
+      }
+      for (const nlohmann::json& v : p.tune_values) {
+        nlohmann::json c = config;
+        c[p.name] = v;
+        next.push_back(std::move(c));
+      }
+    }
+    grid = std::move(next);
+  }
+  return grid;
+}
+
 std::vector<nlohmann::json> scheme_knob_grid(const SchemeInfo& scheme, const Workload& workload) {
   std::vector<nlohmann::json> grid = {nlohmann::json::object()};
   for (const SchemeParam& p : scheme.params) {
-    if (p.tune_values.empty() || !param_applies(p, workload)) continue;
+    if (p.tune_values.empty() || !param_applies(p, workload) || is_grouped_knob(p.name)) continue;
     std::vector<nlohmann::json> next;
     for (const nlohmann::json& config : grid) {
       // A knob whose condition does not hold stays at its default: one configuration, not one per value.
@@ -277,6 +315,60 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
   }
   if (r.schemes.empty())
     throw InputError(sc.file, 0, "schemes", "no setting of any scheme runs on this hardware: " + r.skipped.front());
+  // Grouped knobs (te_userbuffers' per-GEMM-name settings, "<group>.<knob>"): searched from each
+  // scheme's best by coordinate descent, one group's grid at a time with every other knob held, in
+  // rounds until a round improves nothing (at most kGroupRounds). The groups are a layer's sequential
+  // linears: were their times independent, one round would find the joint optimum; they share the
+  // node (a ring_exchange linear's pulls and a pipeline's reduce-scatter tail meet the next linear's
+  // start, and a training step's data-parallel traffic runs beside them), so a later round re-checks
+  // each group against the others' choices. A setting a scheme refuses (a name the workload lacks) is
+  // dropped silently: it is not a grid setting of the table but a name that does not apply.
+  constexpr int kGroupRounds = 3;
+  for (SchemeTuneEntry& e : r.schemes) {
+    const SchemeInfo& info = *find_scheme(e.scheme);
+    const std::vector<std::string> groups = knob_groups(info, sc.workload);
+    if (groups.empty()) continue;
+    SchemeTuneCandidate best = e.candidates.front();
+    const Workload workload = with_workload_knobs(sc.workload, best.workload);
+    std::set<std::string> seen;
+    for (const SchemeTuneCandidate& c : e.candidates) seen.insert(c.params.dump() + c.workload.dump());
+    for (int round = 0; round < kGroupRounds; ++round) {
+      bool improved = false;
+      for (const std::string& g : groups) {
+        std::vector<SchemeTuneCandidate> fresh;
+        for (const nlohmann::json& c : group_knob_grid(info, workload, best.params, g))
+          if (seen.insert(c.dump() + best.workload.dump()).second)
+            fresh.push_back(SchemeTuneCandidate{e.scheme, c, 0, 0, "per-name search", best.workload});
+        std::vector<Ps> lat(fresh.size(), -1);
+        parallel_for(fresh.size(), jobs, [&](std::size_t i) {
+          const BuildContext ctx{workload, sc.hardware, fresh[i].params, sc.fidelity};
+          try {
+            const BuiltScheme built = info.build(ctx);
+            lat[i] = run(built.graph, make_node(sc.hardware, built.graph.num_ranks())).makespan_ps;
+          } catch (const InputError&) {
+          } catch (const std::invalid_argument&) {
+          }
+        });
+        const Ps from_ps = best.latency_ps;
+        for (std::size_t i = 0; i < fresh.size(); ++i) {
+          if (lat[i] <= 0) continue;
+          fresh[i].latency_ps = lat[i];
+          fresh[i].speedup = static_cast<double>(r.baseline_ps) / static_cast<double>(lat[i]);
+          ++r.evaluated;
+          // A setting that times exactly as the one it started from (a name set to what it inherits)
+          // adds nothing to the ranking: counted, not listed.
+          if (lat[i] != from_ps) e.candidates.push_back(fresh[i]);
+          if (lat[i] < best.latency_ps) {
+            best = fresh[i];
+            improved = true;
+          }
+        }
+      }
+      if (!improved) break;
+    }
+    std::stable_sort(e.candidates.begin(), e.candidates.end(),
+                     [](const SchemeTuneCandidate& a, const SchemeTuneCandidate& b) { return a.latency_ps < b.latency_ps; });
+  }
   // Full metrics (exposed communication, bound) of each scheme's best.
   parallel_for(r.schemes.size(), jobs, [&](std::size_t i) {
     SchemeTuneEntry& e = r.schemes[i];

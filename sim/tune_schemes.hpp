@@ -49,6 +49,15 @@ struct SchemeTuneResult {
 // where there is a backward). The first entry is the empty object (every default).
 std::vector<nlohmann::json> scheme_knob_grid(const SchemeInfo& scheme, const Workload& workload);
 
+// Grouped knobs: a parameter named "<group>.<knob>" (te_userbuffers' per-GEMM-name settings) is left
+// out of the cartesian grid above; tune searches its group's grid (group_knob_grid: `base` with the
+// group's tuned knobs varied, tune_when holding) group by group from a scheme's best (coordinate
+// descent; tune_schemes). knob_groups: the groups with a tuned knob that applies to `workload`.
+bool is_grouped_knob(const std::string& name);
+std::vector<std::string> knob_groups(const SchemeInfo& scheme, const Workload& workload);
+std::vector<nlohmann::json> group_knob_grid(const SchemeInfo& scheme, const Workload& workload,
+                                            const nlohmann::json& base, const std::string& group);
+
 // The workload keys tune also searches, as {key below workload.: value} settings, the scenario's own
 // first ({}): on a training step with data parallelism, parallel.bucket_mb (DDP / ZeRO-1/2 gradient
 // buckets: 10, 25, 100, 400 MiB) or parallel.prefetch (ZeRO-3: 1, 2 layers ahead). Each scheme's knob

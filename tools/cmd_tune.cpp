@@ -234,7 +234,8 @@ std::string te_export_text(const sim::SchemeTuneResult& r, const sim::Scenario& 
     const std::vector<std::string> header = {
         "TransformerEngine userbuffers ub_cfgs (transformer_engine/pytorch/module/base.py initialize_ub)",
         fmt::format("written by overlap-sim tune for scenario '{}' on {} (TP {})", sc.name, sc.hardware_name, sc.workload.tp),
-        fmt::format("best te_userbuffers setting {}: {:.2f} us ({:.3f}x no_overlap), one setting for every GEMM",
+        fmt::format("best te_userbuffers setting {}: {:.2f} us ({:.3f}x no_overlap); each GEMM name's entry is its "
+                    "own setting (a name the setting leaves out takes the scalar knobs)",
                     best.params.dump(), us_from_ps(best.latency_ps), best.speedup),
         "Megatron-LM: " + flags};
     try {

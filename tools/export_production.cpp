@@ -4,25 +4,12 @@
 
 #include <fmt/format.h>
 
+#include "sim/schemes/te_userbuffers.hpp"
 #include "sim/workload_shapes.hpp"
 
 namespace overlap::tools {
 
 namespace {
-
-// Which side of the TP block a TE GEMM name is (base.py initialize_ub): an all-gather feeds it
-// (layers_all_gather_overlap: qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad), or it feeds a
-// reduce-scatter (layers_reduce_scatter_overlap: proj_fprop, fc2_fprop); qkv_dgrad / fc1_dgrad and the
-// wgrads are the column-parallel backward, bulk by default (methods["bulk"]).
-enum class TeSide { all_gather, reduce_scatter, column_dgrad, column_wgrad };
-
-TeSide side_of(const std::string& name) {
-  if (name == "qkv_fprop" || name == "fc1_fprop" || name == "proj_dgrad" || name == "fc2_dgrad")
-    return TeSide::all_gather;
-  if (name == "proj_fprop" || name == "fc2_fprop") return TeSide::reduce_scatter;
-  if (name == "qkv_dgrad" || name == "fc1_dgrad") return TeSide::column_dgrad;
-  return TeSide::column_wgrad;
-}
 
 template <typename T>
 T knob(const nlohmann::json& params, const char* name, T fallback) {
@@ -58,55 +45,49 @@ std::string te_userbuffers_yaml(const sim::Workload& w, const nlohmann::json& pa
                                             "fc1_fprop, ...): export te-userbuffers for mlp_tpsp, attention_tpsp "
                                             "or transformer",
                                             w.kind));
-  // Defaults: sim/schemes/te_userbuffers.cpp's parameter table.
-  const std::string method = knob<std::string>(params, "method", "ring_exchange");
-  const int num_sm = knob<int>(params, "num_sm", 16);
-  const int cga_size = knob<int>(params, "cga_size", 2);
-  const bool margin = knob<bool>(params, "set_sm_margin", false);
+  // Each name's own values (sim/schemes/te_userbuffers.hpp te_gemm_setting: "<name>.<knob>", else
+  // the scalar knob): the resolution the scheme simulated.
   const bool atomic = knob<bool>(params, "atomic_gemm", false);
-  const int num_splits = knob<int>(params, "num_splits", 4);
-  const bool use_ce = knob<bool>(params, "use_ce", true);
-  const bool bulk_backward = method == "bulk" || knob<std::string>(params, "column_backward", "scheme") == "bulk";
-
   std::string out;
   for (const std::string& h : header) out += "# " + h + "\n";
-  auto entry = [&](const std::string& name, const std::string& m, const std::string& note) {
+  auto entry = [&](const std::string& name, const sim::TeGemmSetting& s, const std::string& note) {
     if (!note.empty()) out += "# " + note + "\n";
     out += name + ":\n";
-    out += "  method: " + m + "\n";
-    out += fmt::format("  num_sm: {}\n", num_sm);
-    out += fmt::format("  cga_size: {}\n", cga_size);
-    out += fmt::format("  set_sm_margin: {}\n", margin ? 1 : 0);
+    out += "  method: " + s.method + "\n";
+    out += fmt::format("  num_sm: {}\n", s.num_sm);
+    out += fmt::format("  cga_size: {}\n", s.cga_size);
+    out += fmt::format("  set_sm_margin: {}\n", s.set_sm_margin ? 1 : 0);
     // add_ub: atomic GEMM is not supported for a bulk overlap.
-    if (m != "bulk") out += fmt::format("  atomic_gemm: {}\n", atomic ? 1 : 0);
-    if (m == "pipeline") out += fmt::format("  num_splits: {}\n", num_splits);
-    if (m == "ring_exchange") out += fmt::format("  use_ce: {}\n", use_ce ? 1 : 0);
+    if (s.method != "bulk") out += fmt::format("  atomic_gemm: {}\n", atomic ? 1 : 0);
+    if (s.method == "pipeline") out += fmt::format("  num_splits: {}\n", s.num_splits);
+    if (s.method == "ring_exchange") out += fmt::format("  use_ce: {}\n", s.use_ce ? 1 : 0);
     out += "\n";
   };
   for (const std::string& name : names) {
-    switch (side_of(name)) {
-      case TeSide::all_gather:
-        if (method == "bulk") {
+    const sim::TeGemmSetting s = sim::te_gemm_setting(params, name);
+    switch (sim::te_side(name)) {
+      case sim::TeSide::all_gather:
+        if (s.method == "bulk") {
           out += "# " + name + ": not overlapped in the modelled configuration (method bulk overlaps only the "
                                 "column-parallel backward); TE's default for it is ring_exchange\n\n";
         } else {
           // add_ub refuses pipeline for an all-gather: TE runs every all-gather overlap as ring_exchange.
-          entry(name, "ring_exchange",
-                method == "pipeline" ? "pipeline cannot overlap an all-gather in TE (add_ub); its ring_exchange:" : "");
+          entry(name, s,
+                s.inherited_pipeline ? "pipeline cannot overlap an all-gather in TE (add_ub); its ring_exchange:" : "");
         }
         break;
-      case TeSide::reduce_scatter:
-        if (method == "bulk")
+      case sim::TeSide::reduce_scatter:
+        if (s.method == "bulk")
           out += "# " + name + ": not overlapped in the modelled configuration; TE's default for it is pipeline\n\n";
-        else entry(name, method, "");
+        else entry(name, s, "");
         break;
-      case TeSide::column_dgrad:
+      case sim::TeSide::column_dgrad:
         // A non-bulk dgrad entry overlaps dgrad's reduce-scatter inside the GEMM; TE then takes the wgrad
         // entry out (initialize_ub: dgrad_reduce_scatter_overlap) and it must not be given.
-        entry(name, bulk_backward ? "bulk" : method, "");
+        entry(name, s, "");
         break;
-      case TeSide::column_wgrad:
-        if (bulk_backward) entry(name, "bulk", "");
+      case sim::TeSide::column_wgrad:
+        if (s.method == "bulk") entry(name, s, "");
         break;
     }
   }
@@ -114,12 +95,20 @@ std::string te_userbuffers_yaml(const sim::Workload& w, const nlohmann::json& pa
 }
 
 std::string megatron_flags(const sim::Workload& w, const nlohmann::json& params, const std::string& yaml_path) {
-  const std::string method = knob<std::string>(params, "method", "ring_exchange");
-  const bool bulk_backward = method == "bulk" || knob<std::string>(params, "column_backward", "scheme") == "bulk";
+  // Per name (te_gemm_setting): the forward's all-gather (reduce-scatter) overlap is off when every
+  // such name of the workload is bulk; the dgrad reduce-scatter overlap is on when a column dgrad is not.
+  bool any_ag = false, any_rs = false, rs_dgrad = false;
+  for (const std::string& name : te_gemm_names(w)) {
+    const sim::TeGemmSetting s = sim::te_gemm_setting(params, name);
+    const sim::TeSide side = sim::te_side(name);
+    if (side == sim::TeSide::all_gather && name.ends_with("_fprop") && s.method != "bulk") any_ag = true;
+    if (side == sim::TeSide::reduce_scatter && s.method != "bulk") any_rs = true;
+    if (side == sim::TeSide::column_dgrad && s.method != "bulk") rs_dgrad = true;
+  }
   std::string out = "--tp-comm-overlap --tp-comm-overlap-cfg " + yaml_path;
-  if (method == "bulk") out += " --disable-tp-comm-overlap-ag --disable-tp-comm-overlap-rs";
-  if (sim::has_backward(w) && !bulk_backward)
-    out += " --tp-comm-overlap-rs-dgrad";
+  if (!any_ag) out += " --disable-tp-comm-overlap-ag";
+  if (!any_rs) out += " --disable-tp-comm-overlap-rs";
+  if (rs_dgrad) out += " --tp-comm-overlap-rs-dgrad";
   return out;
 }
 

@@ -16,7 +16,15 @@ import tempfile
 import warnings
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from . import _core
+# An installed wheel carries the scenarios it was built with (overlap_sim/data/scenarios: hardware
+# profiles, model configs, paper scenarios; python/CMakeLists.txt); the C++ core finds them through
+# $OVERLAP_HOME (cost_model/source_paths.cpp) unless the caller set it. An import from the build tree
+# (PYTHONPATH=build/python) has no data/ and reads the source tree it was built from.
+_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+if not os.environ.get("OVERLAP_HOME") and os.path.isdir(os.path.join(_DATA, "scenarios", "hardware")):
+    os.environ["OVERLAP_HOME"] = _DATA
+
+from . import _core  # noqa: E402  (after $OVERLAP_HOME is set)
 
 __all__ = [
     "InputError",

@@ -81,196 +81,186 @@ AsyncTpParams read_params(const BuildContext& ctx) {
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
-class LoopedEinsum {
- public:
-  LoopedEinsum(GraphBuilder& b, const AsyncTpParams& p) : b_(b), p_(p), T_(b.ranks()) {
-    main_ = b.add_streams("current", 0);
-    // The second stream: PyTorch's backend stream (2 streams), or where the copies wait (1 stream).
-    second_ = b.add_streams(p.streams == 2 ? "backend" : "copies", 0);
-    // Accumulator transfers run beside the sub-matmul of the same step, so on a stream of their own.
-    acc_ = b.add_streams("accumulators", 0);
-  }
-  const std::vector<StreamId>& main_streams() const { return main_; }
+}  // namespace
 
-  // A sub-matmul of `g`: every SM, or the SM budget the options give (gemm_sm_budget).
-  UnitCompute unit(const GemmShape& g, bool split_k = false) const {
-    if (p_.gemm_sm_budget <= 0) return split_k ? gemm_unit_split_k(b_, g) : gemm_unit(b_, g);
-    GraphBuilder& b = b_;
-    const int budget = p_.gemm_sm_budget;
-    return [&b, g, budget, split_k](int rank, StreamId stream, std::int64_t rows, const std::string& name,
-                                    const std::vector<OpId>& deps) {
-      GemmOptions o;
-      o.name = name;
-      o.deps = deps;
-      o.sm_budget = budget;
-      const GemmShape shape = split_k ? GemmShape{g.m, g.n, rows, g.dtype} : GemmShape{rows, g.n, g.k, g.dtype};
-      return b.add_gemm(rank, stream, shape, o);
-    };
-  }
+LoopedEinsum::LoopedEinsum(GraphBuilder& b, const LoopedEinsumOptions& p) : b_(b), p_(p), T_(b.ranks()) {
+  main_ = b.add_streams("current", 0);
+  // The second stream: PyTorch's backend stream (2 streams), or where the copies wait (1 stream).
+  second_ = b.add_streams(p.streams == 2 ? "backend" : "copies", 0);
+  // Accumulator transfers run beside the sub-matmul of the same step, so on a stream of their own.
+  acc_ = b.add_streams("accumulators", 0);
+}
 
-  // One step's pulls: rank r receives `recv_bytes[r]` from `src(r)`: a cudaMemcpyAsync on a copy
-  // engine, or an SM copy kernel of copy_sms CTAs (which also serves the rank that pulls from r,
-  // `dst(r)`, sending it `send_bytes[r]`).
-  std::vector<OpId> transfer(const std::function<int(int)>& src, const std::function<int(int)>& dst,
-                             const std::vector<StreamId>& streams, const std::vector<Bytes>& send_bytes,
-                             const std::vector<Bytes>& recv_bytes, const std::vector<std::vector<OpId>>& deps,
-                             const std::string& name) {
-    std::vector<OpId> out;
-    const std::int64_t id = p_.sm_transport ? b_.new_collective_id() : -1;
+// A sub-matmul of `g`: every SM, or the SM budget the options give (gemm_sm_budget).
+UnitCompute LoopedEinsum::unit(const GemmShape& g, bool split_k) const {
+  if (p_.gemm_sm_budget <= 0) return split_k ? gemm_unit_split_k(b_, g) : gemm_unit(b_, g);
+  GraphBuilder& b = b_;
+  const int budget = p_.gemm_sm_budget;
+  return [&b, g, budget, split_k](int rank, StreamId stream, std::int64_t rows, const std::string& name,
+                                  const std::vector<OpId>& deps) {
+    GemmOptions o;
+    o.name = name;
+    o.deps = deps;
+    o.sm_budget = budget;
+    const GemmShape shape = split_k ? GemmShape{g.m, g.n, rows, g.dtype} : GemmShape{rows, g.n, g.k, g.dtype};
+    return b.add_gemm(rank, stream, shape, o);
+  };
+}
+
+// One step's pulls: rank r receives `recv_bytes[r]` from `src(r)`: a cudaMemcpyAsync on a copy
+// engine, or an SM copy kernel of copy_sms CTAs (which also serves the rank that pulls from r,
+// `dst(r)`, sending it `send_bytes[r]`).
+std::vector<OpId> LoopedEinsum::transfer(const std::function<int(int)>& src, const std::function<int(int)>& dst,
+                           const std::vector<StreamId>& streams, const std::vector<Bytes>& send_bytes,
+                           const std::vector<Bytes>& recv_bytes, const std::vector<std::vector<OpId>>& deps,
+                           const std::string& name) {
+  std::vector<OpId> out;
+  const std::int64_t id = p_.sm_transport ? b_.new_collective_id() : -1;
+  for (int r = 0; r < T_; ++r) {
+    const std::size_t ri = static_cast<std::size_t>(r);
+    PeerCopy c;
+    c.name = name;
+    c.ctas = p_.sm_transport ? p_.copy_sms : 0;
+    c.collective = id;
+    c.members = T_;
+    c.send_to = dst(r);
+    c.send_bytes = send_bytes[ri];
+    c.recv_from = src(r);
+    c.recv_bytes = recv_bytes[ri];
+    c.deps = deps[ri];
+    out.push_back(add_peer_copy(b_, r, streams[ri], c));
+  }
+  return out;
+}
+
+StreamId LoopedEinsum::compute_stream(int r, int step) const {
+  if (p_.streams == 1) return main_[static_cast<std::size_t>(r)];
+  return step % 2 == 0 ? main_[static_cast<std::size_t>(r)] : second_[static_cast<std::size_t>(r)];
+}
+StreamId LoopedEinsum::copy_stream(int r, int step) const {
+  return p_.streams == 1 ? second_[static_cast<std::size_t>(r)] : compute_stream(r, step);
+}
+
+// All-gather-matmul over `rows` gathered rows of `row_bytes` each ("Decomposing all-gather
+// matmuls"): copy the local shard into the symmetric buffer, barrier, then each step pull the shard
+// of rank r+step and run its sub-matmul as it lands. Returns per-rank last ops.
+// accumulate: the gathered rows are the sub-matmuls' K (a wgrad), so every sub-matmul adds to the
+// one output the previous wrote (beta = 1) and waits for it as well as for its shard.
+std::vector<OpId> LoopedEinsum::all_gather_matmul(std::int64_t rows, Bytes row_bytes, const UnitCompute& compute,
+                                    const std::vector<OpId>& start, const std::string& tag,
+                                    bool accumulate) {
+  std::vector<Bytes> shard(static_cast<std::size_t>(T_));
+  for (int r = 0; r < T_; ++r) shard[static_cast<std::size_t>(r)] = chunk_bytes(rows, T_, r) * row_bytes;
+  std::vector<std::vector<OpId>> bdeps;
+  for (int r = 0; r < T_; ++r) {
+    std::vector<OpId> d;
+    if (!start.empty()) d.push_back(start[static_cast<std::size_t>(r)]);
+    bdeps.push_back({b_.add_memory(r, main_[static_cast<std::size_t>(r)],
+                                   MemoryKernel{tag + ".mv", 2 * shard[static_cast<std::size_t>(r)], d, 0})});
+  }
+  const std::vector<OpId> ready = b_.add_barrier(main_, bdeps, tag + ".barrier");
+  std::vector<std::vector<OpId>> last(static_cast<std::size_t>(T_));
+  for (int r = 0; r < T_; ++r)
+    last[static_cast<std::size_t>(r)].push_back(
+        compute(r, main_[static_cast<std::size_t>(r)], chunk_bytes(rows, T_, r), fmt::format("{}.mm{}", tag, r), {}));
+  for (int step = 1; step < T_; ++step) {
+    std::vector<StreamId> cps;
+    std::vector<Bytes> recv;
+    std::vector<std::vector<OpId>> deps;
     for (int r = 0; r < T_; ++r) {
-      const StreamId s = streams[static_cast<std::size_t>(r)];
-      const Bytes in = recv_bytes[static_cast<std::size_t>(r)];
-      if (!p_.sm_transport) {
-        out.push_back(b_.add_copy(r, s, src(r), r, in, name, deps[static_cast<std::size_t>(r)], false));
-        continue;
-      }
-      P2pSpec x;
-      x.name = name;
-      x.transport = Transport::sm_copy;
-      x.channels = p_.copy_sms;
-      x.collective = id;
-      x.members = T_;
-      x.sends.push_back({dst(r), send_bytes[static_cast<std::size_t>(r)]});
-      x.recvs.push_back({src(r), in});
-      x.deps = deps[static_cast<std::size_t>(r)];
-      out.push_back(b_.add_p2p(r, s, x));
+      cps.push_back(copy_stream(r, step));
+      recv.push_back(shard[static_cast<std::size_t>(mod(r + step, T_))]);
+      deps.push_back({ready[static_cast<std::size_t>(r)]});  // backend_stream.wait_stream(current)
     }
-    return out;
-  }
-
-  StreamId compute_stream(int r, int step) const {
-    if (p_.streams == 1) return main_[static_cast<std::size_t>(r)];
-    return step % 2 == 0 ? main_[static_cast<std::size_t>(r)] : second_[static_cast<std::size_t>(r)];
-  }
-  StreamId copy_stream(int r, int step) const {
-    return p_.streams == 1 ? second_[static_cast<std::size_t>(r)] : compute_stream(r, step);
-  }
-
-  // All-gather-matmul over `rows` gathered rows of `row_bytes` each ("Decomposing all-gather
-  // matmuls"): copy the local shard into the symmetric buffer, barrier, then each step pull the shard
-  // of rank r+step and run its sub-matmul as it lands. Returns per-rank last ops.
-  // accumulate: the gathered rows are the sub-matmuls' K (a wgrad), so every sub-matmul adds to the
-  // one output the previous wrote (beta = 1) and waits for it as well as for its shard.
-  std::vector<OpId> all_gather_matmul(std::int64_t rows, Bytes row_bytes, const UnitCompute& compute,
-                                      const std::vector<OpId>& start, const std::string& tag,
-                                      bool accumulate = false) {
-    std::vector<Bytes> shard(static_cast<std::size_t>(T_));
-    for (int r = 0; r < T_; ++r) shard[static_cast<std::size_t>(r)] = chunk_bytes(rows, T_, r) * row_bytes;
-    std::vector<std::vector<OpId>> bdeps;
+    const int T = T_;
+    const std::vector<OpId> pulled =
+        transfer([step, T](int r) { return mod(r + step, T); }, [step, T](int r) { return mod(r - step, T); }, cps,
+                 shard, recv, deps, fmt::format("{}.pull{}", tag, step));
     for (int r = 0; r < T_; ++r) {
-      std::vector<OpId> d;
-      if (!start.empty()) d.push_back(start[static_cast<std::size_t>(r)]);
-      bdeps.push_back({b_.add_memory(r, main_[static_cast<std::size_t>(r)],
-                                     MemoryKernel{tag + ".mv", 2 * shard[static_cast<std::size_t>(r)], d, 0})});
+      const int src = mod(r + step, T_);
+      std::vector<OpId> deps{pulled[static_cast<std::size_t>(r)]};
+      if (accumulate) deps.push_back(last[static_cast<std::size_t>(r)].back());
+      last[static_cast<std::size_t>(r)].push_back(compute(r, compute_stream(r, step), chunk_bytes(rows, T_, src),
+                                                          fmt::format("{}.mm{}", tag, src), deps));
     }
-    const std::vector<OpId> ready = b_.add_barrier(main_, bdeps, tag + ".barrier");
-    std::vector<std::vector<OpId>> last(static_cast<std::size_t>(T_));
-    for (int r = 0; r < T_; ++r)
-      last[static_cast<std::size_t>(r)].push_back(
-          compute(r, main_[static_cast<std::size_t>(r)], chunk_bytes(rows, T_, r), fmt::format("{}.mm{}", tag, r), {}));
-    for (int step = 1; step < T_; ++step) {
-      std::vector<StreamId> cps;
-      std::vector<Bytes> recv;
-      std::vector<std::vector<OpId>> deps;
-      for (int r = 0; r < T_; ++r) {
-        cps.push_back(copy_stream(r, step));
-        recv.push_back(shard[static_cast<std::size_t>(mod(r + step, T_))]);
-        deps.push_back({ready[static_cast<std::size_t>(r)]});  // backend_stream.wait_stream(current)
-      }
-      const int T = T_;
-      const std::vector<OpId> pulled =
-          transfer([step, T](int r) { return mod(r + step, T); }, [step, T](int r) { return mod(r - step, T); }, cps,
-                   shard, recv, deps, fmt::format("{}.pull{}", tag, step));
-      for (int r = 0; r < T_; ++r) {
-        const int src = mod(r + step, T_);
-        std::vector<OpId> deps{pulled[static_cast<std::size_t>(r)]};
-        if (accumulate) deps.push_back(last[static_cast<std::size_t>(r)].back());
-        last[static_cast<std::size_t>(r)].push_back(compute(r, compute_stream(r, step), chunk_bytes(rows, T_, src),
-                                                            fmt::format("{}.mm{}", tag, src), deps));
-      }
-    }
-    // Shard r reaches every other rank once: r -> p carries shard r.
-    for (int src = 0; src < T_; ++src)
-      for (int dst = 0; dst < T_; ++dst)
-        if (src != dst) b_.add_required_bytes(src, dst, shard[static_cast<std::size_t>(src)]);
-    // current_stream().wait_stream(backend_stream); barrier.
-    std::vector<std::vector<OpId>> ends;
-    for (int r = 0; r < T_; ++r) ends.push_back(last[static_cast<std::size_t>(r)]);
-    return b_.add_barrier(main_, ends, tag + ".barrier_end");
   }
+  // Shard r reaches every other rank once: r -> p carries shard r.
+  for (int src = 0; src < T_; ++src)
+    for (int dst = 0; dst < T_; ++dst)
+      if (src != dst) b_.add_required_bytes(src, dst, shard[static_cast<std::size_t>(src)]);
+  // current_stream().wait_stream(backend_stream); barrier.
+  std::vector<std::vector<OpId>> ends;
+  for (int r = 0; r < T_; ++r) ends.push_back(last[static_cast<std::size_t>(r)]);
+  return b_.add_barrier(main_, ends, tag + ".barrier_end");
+}
 
-  // The column-parallel matmul undecomposed, when its input needs no gathering (gather_input =
-  // false): one GEMM of `rows` rows on the main stream.
-  std::vector<OpId> plain_matmul(const UnitCompute& compute, std::int64_t rows, const std::vector<OpId>& start,
-                                 const std::string& tag) {
-    std::vector<OpId> out;
+// The column-parallel matmul undecomposed, when its input needs no gathering (gather_input =
+// false): one GEMM of `rows` rows on the main stream.
+std::vector<OpId> LoopedEinsum::plain_matmul(const UnitCompute& compute, std::int64_t rows, const std::vector<OpId>& start,
+                               const std::string& tag) {
+  std::vector<OpId> out;
+  for (int r = 0; r < T_; ++r) {
+    std::vector<OpId> deps;
+    if (!start.empty()) deps.push_back(start[static_cast<std::size_t>(r)]);
+    out.push_back(compute(r, main_[static_cast<std::size_t>(r)], rows, tag + ".mm", deps));
+  }
+  return out;
+}
+
+// Matmul-reduce-scatter over `rows` output rows of `row_bytes` each, by accumulators passed around
+// the ring ("Decomposing matmul reduce-scatters", steps 1-5): at step s rank r computes its partial
+// of shard d = r-1-s while the accumulator of d arrives from rank r-1 (which added its own partial
+// at step s-1), then adds its partial to it. After T-1 passes the accumulator of shard r is home,
+// complete. Returns per-rank last ops (the final add).
+std::vector<OpId> LoopedEinsum::matmul_reduce_scatter(std::int64_t rows, Bytes row_bytes, const UnitCompute& compute,
+                                        const std::vector<OpId>& start, const std::string& tag) {
+  std::vector<Bytes> chunk(static_cast<std::size_t>(T_));
+  for (int r = 0; r < T_; ++r) chunk[static_cast<std::size_t>(r)] = chunk_bytes(rows, T_, r) * row_bytes;
+  auto shard = [this](int r, int step) { return mod(r - 1 - step, T_); };
+  std::vector<OpId> acc(static_cast<std::size_t>(T_), kNoOp);  // the op that last wrote rank r's accumulator
+  for (int step = 0; step < T_; ++step) {
+    std::vector<OpId> partial;
     for (int r = 0; r < T_; ++r) {
+      const int d = shard(r, step);
       std::vector<OpId> deps;
-      if (!start.empty()) deps.push_back(start[static_cast<std::size_t>(r)]);
-      out.push_back(compute(r, main_[static_cast<std::size_t>(r)], rows, tag + ".mm", deps));
+      if (step == 0 && !start.empty()) deps.push_back(start[static_cast<std::size_t>(r)]);
+      partial.push_back(compute(r, compute_stream(r, step), chunk_bytes(rows, T_, d), fmt::format("{}.mm{}", tag, d), deps));
     }
-    return out;
-  }
-
-  // Matmul-reduce-scatter over `rows` output rows of `row_bytes` each, by accumulators passed around
-  // the ring ("Decomposing matmul reduce-scatters", steps 1-5): at step s rank r computes its partial
-  // of shard d = r-1-s while the accumulator of d arrives from rank r-1 (which added its own partial
-  // at step s-1), then adds its partial to it. After T-1 passes the accumulator of shard r is home,
-  // complete. Returns per-rank last ops (the final add).
-  std::vector<OpId> matmul_reduce_scatter(std::int64_t rows, Bytes row_bytes, const UnitCompute& compute,
-                                          const std::vector<OpId>& start, const std::string& tag) {
-    std::vector<Bytes> chunk(static_cast<std::size_t>(T_));
-    for (int r = 0; r < T_; ++r) chunk[static_cast<std::size_t>(r)] = chunk_bytes(rows, T_, r) * row_bytes;
-    auto shard = [this](int r, int step) { return mod(r - 1 - step, T_); };
-    std::vector<OpId> acc(static_cast<std::size_t>(T_), kNoOp);  // the op that last wrote rank r's accumulator
-    for (int step = 0; step < T_; ++step) {
-      std::vector<OpId> partial;
-      for (int r = 0; r < T_; ++r) {
-        const int d = shard(r, step);
-        std::vector<OpId> deps;
-        if (step == 0 && !start.empty()) deps.push_back(start[static_cast<std::size_t>(r)]);
-        partial.push_back(compute(r, compute_stream(r, step), chunk_bytes(rows, T_, d), fmt::format("{}.mm{}", tag, d), deps));
-      }
-      if (step == 0) {  // the first partial initialises the accumulator
-        acc = partial;
-        continue;
-      }
-      std::vector<StreamId> streams;
-      std::vector<Bytes> send, recv;
-      std::vector<std::vector<OpId>> deps;
-      for (int r = 0; r < T_; ++r) {
-        streams.push_back(acc_[static_cast<std::size_t>(r)]);
-        recv.push_back(chunk[static_cast<std::size_t>(shard(r, step))]);
-        send.push_back(chunk[static_cast<std::size_t>(shard(mod(r + 1, T_), step))]);
-        // The accumulator leaves rank r-1 once its add of the previous step is done (a pull on
-        // rank r waits for the flag rank r-1 sets then); an SM copy also waits for its own add.
-        std::vector<OpId> d{acc[static_cast<std::size_t>(mod(r - 1, T_))]};
-        if (p_.sm_transport) d.push_back(acc[static_cast<std::size_t>(r)]);
-        deps.push_back(std::move(d));
-      }
-      const int T = T_;
-      const std::vector<OpId> arrived =
-          transfer([T](int r) { return mod(r - 1, T); }, [T](int r) { return mod(r + 1, T); }, streams, send, recv, deps,
-                   fmt::format("{}.acc{}", tag, step));
-      for (int r = 0; r < T_; ++r) {
-        const Bytes c = chunk[static_cast<std::size_t>(shard(r, step))];
-        b_.add_required_bytes(mod(r - 1, T_), r, c);
-        // Step 4: add the local partial to the arrived accumulator (read both, write one).
-        acc[static_cast<std::size_t>(r)] =
-            b_.add_memory(r, compute_stream(r, step),
-                          MemoryKernel{fmt::format("{}.add{}", tag, step), 3 * c,
-                                       {partial[static_cast<std::size_t>(r)], arrived[static_cast<std::size_t>(r)]}, 0});
-      }
+    if (step == 0) {  // the first partial initialises the accumulator
+      acc = partial;
+      continue;
     }
-    return acc;
+    std::vector<StreamId> streams;
+    std::vector<Bytes> send, recv;
+    std::vector<std::vector<OpId>> deps;
+    for (int r = 0; r < T_; ++r) {
+      streams.push_back(acc_[static_cast<std::size_t>(r)]);
+      recv.push_back(chunk[static_cast<std::size_t>(shard(r, step))]);
+      send.push_back(chunk[static_cast<std::size_t>(shard(mod(r + 1, T_), step))]);
+      // The accumulator leaves rank r-1 once its add of the previous step is done (a pull on
+      // rank r waits for the flag rank r-1 sets then); an SM copy also waits for its own add.
+      std::vector<OpId> d{acc[static_cast<std::size_t>(mod(r - 1, T_))]};
+      if (p_.sm_transport) d.push_back(acc[static_cast<std::size_t>(r)]);
+      deps.push_back(std::move(d));
+    }
+    const int T = T_;
+    const std::vector<OpId> arrived =
+        transfer([T](int r) { return mod(r - 1, T); }, [T](int r) { return mod(r + 1, T); }, streams, send, recv, deps,
+                 fmt::format("{}.acc{}", tag, step));
+    for (int r = 0; r < T_; ++r) {
+      const Bytes c = chunk[static_cast<std::size_t>(shard(r, step))];
+      b_.add_required_bytes(mod(r - 1, T_), r, c);
+      // Step 4: add the local partial to the arrived accumulator (read both, write one).
+      acc[static_cast<std::size_t>(r)] =
+          b_.add_memory(r, compute_stream(r, step),
+                        MemoryKernel{fmt::format("{}.add{}", tag, step), 3 * c,
+                                     {partial[static_cast<std::size_t>(r)], arrived[static_cast<std::size_t>(r)]}, 0});
+    }
   }
+  return acc;
+}
 
- private:
-  GraphBuilder& b_;
-  const AsyncTpParams& p_;
-  int T_;
-  std::vector<StreamId> main_, second_, acc_;
-};
+namespace {
 
 // One layer's blocks. `start`: per-rank ops the block waits for (empty: none); returns the per-rank
 // ops that end it (the reduce of the matmul-reduce-scatter's partials). Appends the S of each

@@ -44,6 +44,7 @@
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/reusable_builders.hpp"
 #include "sim/schemes/training_step.hpp"
 #include "sim/workload_shapes.hpp"
 
@@ -126,21 +127,18 @@ class FluxEmitter {
           const OpId wait = b_.add_wait(r, s, counter[static_cast<std::size_t>(r)], tiles_through(step - 1, c),
                                         fmt::format("{}.wait{}.{}", tag, step, c));
           b_.add_required_bytes(r, dst, out);
-          const std::string name = fmt::format("{}.send{}.{}", tag, step, c);
-          if (p_.comm_sms == 0) {
-            last[static_cast<std::size_t>(r)] = b_.add_copy(r, s, r, dst, out, name, {wait}, false);
-            continue;
-          }
-          P2pSpec x;
-          x.name = name;
-          x.transport = Transport::sm_copy;
-          x.channels = p_.comm_sms;
+          PeerCopy x;
+          x.name = fmt::format("{}.send{}.{}", tag, step, c);
+          x.ctas = p_.comm_sms;  // 0: a copy-engine write to dst
           x.collective = id;
           x.members = T_;
-          x.sends.push_back({dst, out});
-          x.recvs.push_back({src, in});
+          x.send_to = dst;
+          x.send_bytes = out;
+          x.recv_from = src;
+          x.recv_bytes = in;
+          x.push = true;
           x.deps = {wait};
-          last[static_cast<std::size_t>(r)] = b_.add_p2p(r, s, x);
+          last[static_cast<std::size_t>(r)] = add_peer_copy(b_, r, s, x);
         }
       }
     }

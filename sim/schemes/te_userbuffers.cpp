@@ -20,16 +20,37 @@
 //     unoverlapped.
 // set_sm_margin: the GEMM runs on sm_count - num_sm SMs (CommOverlapCore: _math_sms = sm_count -
 // num_comm_sm when set_sm_margin), so the communication kernels never wait for SMs.
-// cga_size is the communication kernels' thread-block-cluster size: carried and exported, not timed
-// (the model has no cluster-level cost). atomic_gemm (cuBLASLt atomic-counter GEMM) is FP8-only in TE
-// (add_ub asserts use_fp8) and a beta cuBLAS API: refused here rather than silently run as a split GEMM.
+// Per GEMM name (initialize_ub takes one ub_cfgs entry per name): params "<name>.<knob>" (e.g.
+// proj_fprop.method: pipeline, fc2_fprop.num_splits: 8) set that name's linear; an absent one takes the
+// scalar knob (te_userbuffers.hpp te_gemm_setting). With any per-name knob the layer is composed linear
+// by linear (TeComposer below), each with its own method, CTAs and splits: qkv_fprop / fc1_fprop the
+// column-parallel forwards (all-gather -> GEMM), proj_fprop / fc2_fprop the row-parallel forwards
+// (GEMM -> reduce-scatter), proj_dgrad / fc2_dgrad the row-parallel dgrads (dY all-gather -> GEMM),
+// qkv_dgrad / fc1_dgrad the column-parallel dgrads (bulk: the input's all-gather beside dgrad, with
+// qkv_wgrad / fc1_wgrad's communicator running dgrad's reduce-scatter beside wgrad; otherwise dgrad ->
+// reduce-scatter overlapped, TE's dgrad_reduce_scatter_overlap, and the wgrad name does not exist).
+// cga_size: TE launches every userbuffers kernel cooperatively with a thread-block-cluster dimension
+// of cga_size when num_sm % cga_size == 0, else 1, and the cluster attribute only on sm_arch >= 9
+// (common/comm_gemm_overlap/userbuffers/userbuffers.cu SETUP_LAUNCH_CONFIG). The kernels use no
+// distributed shared memory; a cluster only asks the hardware to place its CTAs on one GPC at once. The
+// model already starts a communication kernel as a gang holding all num_sm SMs together (what the
+// cooperative launch requires) and has no GPC placement, so cga_size has no timing effect here: it is
+// checked (1..8, the portable cluster limit) and exported, not timed.
+// atomic_gemm (cuBLASLt atomic-counter GEMM) is FP8-only in TE (add_ub asserts use_fp8), a beta cuBLAS
+// API, and its ATOMIC_SYNC counters exist in CUDA 12.2-12.x only, removed in cuBLAS 13
+// (../shared/facts.md "Production overlap implementations"): refused rather than run as a split GEMM.
+#include <algorithm>
+#include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "cost_model/input_error.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "sim/schemes/reusable_builders.hpp"
+#include "sim/schemes/te_userbuffers.hpp"
 #include "sim/schemes/training_step.hpp"
 #include "sim/workload_shapes.hpp"
 
@@ -74,6 +95,363 @@ const SchemeParam kUseCe = bool_param("use_ce", true,
                                .tune({true, false}, "method=ring_exchange")
                                .production("TransformerEngine ub_cfgs <gemm>.use_ce");
 
+// The per-name rows: "<name>.<knob>" for each knob TE's ub_cfgs entry of that name takes (a wgrad
+// name is always bulk: no method row), defaulting to the scalar knob (shown as its name). Tune searches
+// the method, num_sm and num_splits rows name by name (sim/tune_schemes.cpp: grouped knobs).
+std::vector<SchemeParam> per_name_params() {
+  std::vector<SchemeParam> out;
+  auto inherit = [](SchemeParam p, const std::string& from, nlohmann::json fallback) {
+    p.hardware_default = [fallback](const HardwareProfile&) { return fallback; };
+    p.default_formula = from;
+    return p;
+  };
+  for (const std::string& name : te_all_gemm_names()) {
+    const TeSide side = te_side(name);
+    const bool backward = name.find("grad") != std::string::npos;
+    const std::string prod = "TransformerEngine ub_cfgs " + name + ".";
+    const std::string pipeline_when = name + ".method=pipeline";
+    auto add = [&](SchemeParam p) { out.push_back(backward ? p.training() : p); };
+    if (side == TeSide::all_gather) {
+      // add_ub: "`pipeline` overlap method is not supported for AllGather".
+      add(inherit(choice_param(name + ".method", {"ring_exchange", "bulk"},
+                               name + ": ring_exchange | bulk (not overlapped); TE refuses pipeline for an all-gather"),
+                  "method (pipeline: ring_exchange)", "ring_exchange")
+              .tune({"ring_exchange", "bulk"})
+              .production(prod + "method"));
+    } else if (side == TeSide::reduce_scatter) {
+      add(inherit(choice_param(name + ".method", {"ring_exchange", "pipeline", "bulk"},
+                               name + ": ring_exchange | pipeline | bulk (not overlapped)"),
+                  "method", "ring_exchange")
+              .tune({"ring_exchange", "pipeline", "bulk"})
+              .production(prod + "method"));
+    } else if (side == TeSide::column_dgrad) {
+      add(inherit(choice_param(name + ".method", {"ring_exchange", "pipeline", "bulk"},
+                               name + ": bulk (input all-gather beside dgrad, reduce-scatter beside wgrad) | "
+                                      "ring_exchange | pipeline (dgrad -> reduce-scatter overlapped)"),
+                  "bulk if method or column_backward is bulk, else method", "ring_exchange")
+              .tune({"bulk", "ring_exchange", "pipeline"})
+              .production(prod + "method"));
+    }
+    SchemeParam sm = inherit(int_param(name + ".num_sm", 16, 1, 4095, name + ": num_sm"), "num_sm", 16);
+    sm.hardware_max = [](const HardwareProfile& hw) { return hw.gpu.sm_count - 1.0; };
+    sm.max_formula = "sm_count - 1";
+    if (side == TeSide::reduce_scatter || side == TeSide::column_dgrad) sm = sm.tune({4, 16, 24}, pipeline_when);
+    add(sm.production(prod + "num_sm"));
+    add(inherit(int_param(name + ".cga_size", 2, 1, 8, name + ": cga_size (exported; not timed)"), "cga_size", 2)
+            .production(prod + "cga_size"));
+    add(inherit(bool_param(name + ".set_sm_margin", false, name + ": set_sm_margin"), "set_sm_margin", false)
+            .production(prod + "set_sm_margin"));
+    if (side == TeSide::reduce_scatter || side == TeSide::column_dgrad)
+      add(inherit(int_param(name + ".num_splits", 4, 1, 4096, name + ": num_splits (pipeline)"), "num_splits", 4)
+              .tune({2, 4, 8}, pipeline_when)
+              .production(prod + "num_splits"));
+    if (side != TeSide::column_wgrad)
+      add(inherit(bool_param(name + ".use_ce", true, name + ": use_ce (ring_exchange)"), "use_ce", true)
+              .production(prod + "use_ce"));
+  }
+  return out;
+}
+
+// A per-name knob's TE name ("proj_fprop" of "proj_fprop.num_sm"), or "" for a scalar knob.
+std::string gemm_name_of(const std::string& key) {
+  const auto dot = key.find('.');
+  return dot == std::string::npos ? std::string{} : key.substr(0, dot);
+}
+
+// The TE name of a training-step backward linear ("bwd.L3.out_proj.dgrad" -> proj; qkv, fc1, fc2).
+std::string te_linear_of(const std::string& op_name) {
+  std::string s = op_name;
+  for (const char* suffix : {".dgrad", ".wgrad"})
+    if (s.size() > std::string(suffix).size() && s.ends_with(suffix)) s.resize(s.size() - std::string(suffix).size());
+  const auto dot = s.rfind('.');
+  if (dot != std::string::npos) s = s.substr(dot + 1);
+  return s == "out_proj" ? "proj" : s;
+}
+
+// A layer's linears, each with its TE name's setting. Streams: a compute stream and a communication
+// stream (priority 1) per rank for pipeline and bulk (TE's _stream_compute and _stream_comm), a second
+// communication stream for the bulk all-gather that runs beside dgrad while the reduce-scatter waits
+// for it, and one Looped CollectiveEinsum per distinct ring_exchange setting (its own streams).
+class TeComposer {
+ public:
+  TeComposer(GraphBuilder& b, const BuildContext& ctx)
+      : b_(b), ctx_(ctx), T_(b.ranks()), main_(b.add_streams("compute", 0)), comm_(b.add_streams("ub_comm", 1)),
+        bulk_(b.add_streams("ub_bulk", 1)) {}
+
+  RankStreams driver_streams() const { return RankStreams{main_, comm_}; }
+  std::vector<Bytes>& collectives() { return collectives_; }
+  TeGemmSetting setting(const std::string& name) const { return te_gemm_setting(ctx_.params, name); }
+
+  // All-gather -> GEMM (qkv_fprop, fc1_fprop; proj_dgrad, fc2_dgrad): `rows` gathered rows of
+  // `row_bytes`, the GEMM `g` over all of them; gather = false: no all-gather, the GEMM alone.
+  PerRank all_gather_gemm(const std::string& name, const GemmShape& g, Bytes row_bytes, bool gather,
+                          const PerRank& start, const std::string& tag) {
+    const TeGemmSetting s = setting(name);
+    if (!gather) return gemm(g, budget(s), start, main_, tag);
+    collectives_.push_back(g.m * row_bytes);
+    if (s.method == "ring_exchange") {
+      LoopedEinsum& le = loop(s);
+      return le.all_gather_matmul(g.m, row_bytes, le.unit(g), start, tag);
+    }
+    // bulk: not overlapped (a forward has no independent GEMM to hide it behind).
+    const PerRank gathered = collective(Primitive::all_gather, g.m * row_bytes, s.num_sm, start, comm_, tag + ".all_gather");
+    return gemm(g, budget(s), gathered, main_, tag);
+  }
+
+  // GEMM -> reduce-scatter (proj_fprop, fc2_fprop; qkv_dgrad, fc1_dgrad when not bulk): `g` with its
+  // M the scattered rows, `bytes` the collective's S.
+  PerRank gemm_reduce_scatter(const std::string& name, const GemmShape& g, Bytes bytes, const PerRank& start,
+                              const std::string& tag) {
+    const TeGemmSetting s = setting(name);
+    collectives_.push_back(bytes);
+    if (s.method == "ring_exchange") {
+      LoopedEinsum& le = loop(s);
+      return le.matmul_reduce_scatter(g.m, bytes / std::max<std::int64_t>(1, g.m), le.unit(g), start, tag);
+    }
+    // pipeline: num_splits chunks along M, chunk i's reduce-scatter (num_sm CTAs) beside chunk i+1's
+    // GEMM (CommOverlapBase::split_overlap_rs); bulk: one chunk, not overlapped.
+    const int k = s.method == "pipeline" ? static_cast<int>(std::min<std::int64_t>(s.num_splits, std::max<std::int64_t>(1, g.m))) : 1;
+    PerRank last = start;
+    PerRank scattered;
+    for (int c = 0; c < k; ++c) {
+      const std::int64_t rows = g.m / k + (c < g.m % k ? 1 : 0);
+      const std::string part = k > 1 ? fmt::format("[{}]", c) : std::string{};
+      last = gemm(GemmShape{rows, g.n, g.k, g.dtype}, budget(s), c == 0 ? start : PerRank{}, main_, tag + part);
+      scattered = collective(Primitive::reduce_scatter, bytes / g.m * rows, s.num_sm, last, comm_,
+                             tag + ".reduce_scatter" + part);
+    }
+    return scattered;
+  }
+
+  // The column-parallel backward's bulk pair (TE's qkv_dgrad / qkv_wgrad, fc1_dgrad / fc1_wgrad):
+  // dgrad's reduce-scatter on the wgrad name's communicator (num_sm CTAs), after dgrad.
+  PerRank bulk_dgrad(const std::string& linear, const GemmShape& dgrad, Primitive scatter, Bytes bytes,
+                     const PerRank& start, const std::string& tag) {
+    const TeGemmSetting d = setting(linear + "_dgrad"), w = setting(linear + "_wgrad");
+    collectives_.push_back(bytes);
+    const PerRank mm = gemm(dgrad, budget(d), start, main_, tag);
+    return collective(scatter, bytes, w.num_sm, mm, comm_, tag + "." + primitive_name(scatter));
+  }
+  // ... and the input's all-gather on the dgrad name's communicator, beside dgrad (a stream of its
+  // own: the reduce-scatter above waits for dgrad), then wgrad.
+  PerRank bulk_wgrad(const std::string& linear, const GemmShape& wgrad, Bytes regather_bytes, const PerRank& start,
+                     const std::string& tag) {
+    const TeGemmSetting d = setting(linear + "_dgrad"), w = setting(linear + "_wgrad");
+    collectives_.push_back(regather_bytes);
+    const PerRank gathered =
+        collective(Primitive::all_gather, regather_bytes, d.num_sm, start, bulk_, tag + ".input_all_gather");
+    return gemm(wgrad, budget(w), gathered, main_, tag);
+  }
+
+  // The input's re-gather -> wgrad along K under a dgrad that is not bulk: ring_exchange decomposes it
+  // as async TP does (partial wgrads accumulating); pipeline leaves it to NCCL before wgrad.
+  PerRank regather_wgrad(const std::string& linear, const GemmShape& wgrad, Bytes bytes, const PerRank& start,
+                         const std::string& tag) {
+    const TeGemmSetting d = setting(linear + "_dgrad");
+    collectives_.push_back(bytes);
+    if (d.method == "ring_exchange") {
+      LoopedEinsum& le = loop(d);
+      return le.all_gather_matmul(wgrad.k, bytes / std::max<std::int64_t>(1, wgrad.k), le.unit(wgrad, true), start, tag,
+                                  true);
+    }
+    const PerRank gathered = collective(Primitive::all_gather, bytes, -1, start, comm_, tag + ".all_gather");
+    return gemm(wgrad, 0, gathered, main_, tag);
+  }
+
+  PerRank memory(Bytes bytes, const PerRank& start, const std::string& tag) {
+    PerRank out;
+    for (int r = 0; r < T_; ++r)
+      out.push_back(b_.add_memory(r, main_[ri(r)], MemoryKernel{tag, bytes, deps_of(start, r), 0}));
+    return out;
+  }
+  PerRank flops(double total, std::int64_t tiles, DType dtype, const PerRank& start, const std::string& tag) {
+    PerRank out;
+    for (int r = 0; r < T_; ++r) out.push_back(b_.add_flop_kernel(r, main_[ri(r)], tag, total, tiles, dtype, deps_of(start, r)));
+    return out;
+  }
+
+  // One forward block with every linear's setting.
+  PerRank forward(const Workload& w, Block block, const PerRank& start, const std::string& prefix) {
+    const int T = w.tp;
+    const Transformer* t = std::get_if<Transformer>(&w.shape);
+    const bool attention = t ? block == Block::attention : w.kind == "attention_tpsp";
+    if (attention) {
+      const AttentionTpSp att = t ? transformer_attention(*t) : std::get<AttentionTpSp>(w.shape);
+      const AttentionShapes s = attention_shapes(att, T);
+      const PerRank qkv = all_gather_gemm("qkv_fprop", s.qkv, s.qkv.k * dtype_bytes(s.qkv.dtype), att.gather_input,
+                                          start, prefix + "qkv");
+      const PerRank core = flops(s.attention_flops, s.attention_tiles, att.dtype, qkv, prefix + "attention");
+      return gemm_reduce_scatter("proj_fprop", s.out, s.reduce_scatter_bytes, core, prefix + "proj");
+    }
+    const MlpTpSp mlp = t ? transformer_mlp(*t) : std::get<MlpTpSp>(w.shape);
+    const MlpShapes s = mlp_shapes(mlp, T);
+    const PerRank fc1 = all_gather_gemm("fc1_fprop", s.col, s.col.k * dtype_bytes(s.col.dtype), mlp.gather_input, start,
+                                        prefix + "fc1");
+    const PerRank act = memory(s.activation_bytes, fc1, prefix + "activation");
+    return gemm_reduce_scatter("fc2_fprop", s.row, s.reduce_scatter_bytes, act, prefix + "fc2");
+  }
+
+ private:
+  static std::size_t ri(int r) { return static_cast<std::size_t>(r); }
+  static std::vector<OpId> deps_of(const PerRank& start, int r) {
+    if (start.empty() || start[ri(r)] == kNoOp) return {};
+    return {start[ri(r)]};
+  }
+  int budget(const TeGemmSetting& s) const { return s.set_sm_margin ? ctx_.hardware.gpu.sm_count - s.num_sm : 0; }
+
+  LoopedEinsum& loop(const TeGemmSetting& s) {
+    LoopedEinsumOptions o;
+    o.sm_transport = !s.use_ce;
+    o.streams = 2;
+    o.copy_sms = s.num_sm;
+    o.gemm_sm_budget = budget(s);
+    const auto key = std::make_tuple(o.sm_transport, o.copy_sms, o.gemm_sm_budget);
+    auto it = loops_.find(key);
+    if (it == loops_.end()) it = loops_.emplace(key, std::make_unique<LoopedEinsum>(b_, o)).first;
+    return *it->second;
+  }
+
+  PerRank gemm(const GemmShape& g, int sm_budget, const PerRank& start, const std::vector<StreamId>& streams,
+               const std::string& tag) {
+    PerRank out;
+    for (int r = 0; r < T_; ++r) {
+      GemmOptions o;
+      o.name = tag;
+      o.sm_budget = sm_budget;
+      o.deps = deps_of(start, r);
+      out.push_back(b_.add_gemm(r, streams[ri(r)], g, o));
+    }
+    return out;
+  }
+
+  PerRank collective(Primitive p, Bytes bytes, int channels, const PerRank& start, const std::vector<StreamId>& streams,
+                     const std::string& tag) {
+    CollectiveSpec spec;
+    spec.name = tag;
+    spec.primitive = p;
+    spec.bytes = bytes;
+    spec.streams = streams;
+    spec.channels = channels;
+    for (int r = 0; r < T_; ++r) spec.deps.push_back(deps_of(start, r));
+    return b_.add_collective(spec);
+  }
+
+  GraphBuilder& b_;
+  const BuildContext& ctx_;
+  int T_;
+  std::vector<StreamId> main_, comm_, bulk_;
+  std::map<std::tuple<bool, int, int>, std::unique_ptr<LoopedEinsum>> loops_;
+  std::vector<Bytes> collectives_;
+};
+
+// A training step's backward, name by name (the file's header).
+class TePass final : public PassEmitter {
+ public:
+  TePass(GraphBuilder& b, TeComposer& c, const Workload& w) : PassEmitter(b, c.driver_streams()), c_(c), w_(w) {}
+
+  PerRank forward(Block block, const PerRank& start, const std::string& prefix) override {
+    return c_.forward(w_, block, start, prefix);
+  }
+
+  // dY's all-gather -> a row-parallel dgrad (proj_dgrad, fc2_dgrad), or the input's re-gather -> a
+  // column-parallel wgrad (split_k), which its dgrad's method decides.
+  PerRank gather_gemm(const GatherGemm& g, const PerRank& start) override {
+    if (g.primitive != Primitive::all_gather) return PassEmitter::gather_gemm(g, start);
+    const std::string linear = te_linear_of(g.name);
+    if (!g.split_k) {
+      if (c_.setting(linear + "_dgrad").method == "bulk") return PassEmitter::gather_gemm(g, start);
+      return c_.all_gather_gemm(linear + "_dgrad", g.gemm, g.bytes / std::max<std::int64_t>(1, g.gemm.m), true, start,
+                                g.name);
+    }
+    if (c_.setting(linear + "_dgrad").method == "bulk") return c_.bulk_wgrad(linear, g.gemm, g.bytes, start, g.name);
+    return c_.regather_wgrad(linear, g.gemm, g.bytes, start, g.name);
+  }
+
+  // A column-parallel dgrad and its reduce-scatter (qkv_dgrad, fc1_dgrad).
+  PerRank gemm_scatter(const GemmScatter& g, const PerRank& start) override {
+    if (g.primitive != Primitive::reduce_scatter) return PassEmitter::gemm_scatter(g, start);
+    const std::string linear = te_linear_of(g.name);
+    if (c_.setting(linear + "_dgrad").method == "bulk")
+      return c_.bulk_dgrad(linear, g.gemm, g.primitive, g.bytes, start, g.name);
+    return c_.gemm_reduce_scatter(linear + "_dgrad", g.gemm, g.bytes, start, g.name);
+  }
+
+ private:
+  TeComposer& c_;
+  const Workload& w_;
+};
+
+// The per-name knobs given must name linears the workload has, and TE's pairing rules hold.
+void check_per_name(const BuildContext& ctx) {
+  const Workload& w = ctx.workload;
+  const bool attention = w.kind == "transformer" || w.kind == "attention_tpsp";
+  const bool mlp = w.kind == "transformer" || w.kind == "mlp_tpsp";
+  for (auto it = ctx.params.begin(); it != ctx.params.end(); ++it) {
+    const std::string name = gemm_name_of(it.key());
+    if (name.empty()) continue;
+    // Graphs are also built from code: the row's check, as BuildContext::param does for the scalars.
+    static const std::vector<SchemeParam> rows = per_name_params();
+    const auto row = std::find_if(rows.begin(), rows.end(), [&](const SchemeParam& p) { return p.name == it.key(); });
+    if (row == rows.end()) throw InputError("", 0, "params." + it.key(), "unknown per-GEMM-name knob of te_userbuffers");
+    if (const auto why = check_param_value(*row, *it, ctx.hardware)) throw InputError("", 0, "params." + it.key(), *why);
+    const bool has = name.starts_with("qkv_") || name.starts_with("proj_") ? attention : mlp;
+    if (!has)
+      throw InputError("", 0, "params." + it.key(),
+                       fmt::format("a '{}' workload has no {} GEMM (TE's qkv_* / proj_* are attention's linears, "
+                                   "fc1_* / fc2_* the MLP's)",
+                                   w.kind, name));
+    if (te_side(name) == TeSide::column_wgrad) {
+      const std::string dgrad = name.substr(0, name.find('_')) + "_dgrad";
+      if (te_gemm_setting(ctx.params, dgrad).method != "bulk")
+        throw InputError("", 0, "params." + it.key(),
+                         fmt::format("{} exists only when {} is bulk (TE initialize_ub: a dgrad that is not bulk "
+                                     "overlaps its own reduce-scatter, and the wgrad entry must not be given)",
+                                     name, dgrad));
+    }
+  }
+}
+
+BuiltScheme build_per_name(const BuildContext& ctx) {
+  const Workload& w = ctx.workload;
+  validate_workload(w);
+  check_per_name(ctx);
+  GraphBuilder b(ctx);
+  TeComposer c(b, ctx);
+  std::string how;
+  for (const std::string& name : te_all_gemm_names()) {
+    const bool backward = name.find("grad") != std::string::npos;
+    if (backward && !has_backward(w)) continue;
+    const bool attention = name.starts_with("qkv_") || name.starts_with("proj_");
+    if (attention ? !(w.kind == "transformer" || w.kind == "attention_tpsp") : !(w.kind == "transformer" || w.kind == "mlp_tpsp"))
+      continue;
+    const TeGemmSetting s = c.setting(name);
+    if (s.method.empty()) continue;
+    how += fmt::format("{}{} {}", how.empty() ? "" : ", ", name, s.method);
+    if (s.method == "pipeline") how += fmt::format(" x{}", s.num_splits);
+  }
+  if (is_training_step(w)) {
+    TePass pass(b, c, w);
+    BuiltScheme built = build_training_step(ctx, pass, TrainingStepOptions{ColumnBackward::scheme,
+                                                                           "TE userbuffers per GEMM name (" + how + ")"});
+    built.bound_ps = decomposition_bound_ps(ctx.hardware, w.tp, c.collectives(), true);
+    return built;
+  }
+  std::string layers;
+  if (const auto* t = std::get_if<Transformer>(&w.shape)) {
+    compose_layers(
+        t->layers,
+        [&](const std::vector<OpId>& start, const std::string& prefix) {
+          return c.forward(w, Block::attention, start, prefix);
+        },
+        [&](const std::vector<OpId>& start, const std::string& prefix) { return c.forward(w, Block::mlp, start, prefix); });
+    layers = fmt::format("{} layers, ", t->layers);
+  } else {
+    c.forward(w, Block::whole, {}, "");
+  }
+  return b.finish(fmt::format("{}TE userbuffers per GEMM name ({})", layers, how),
+                  decomposition_bound_ps(ctx.hardware, w.tp, c.collectives(), w.kind == "transformer"));
+}
+
 BuiltScheme build_te_userbuffers(const BuildContext& ctx) {
   const std::string method = ctx.text(kMethod);
   const int num_sm = ctx.integer(kNumSm);
@@ -81,11 +459,16 @@ BuiltScheme build_te_userbuffers(const BuildContext& ctx) {
   if (ctx.boolean(kAtomicGemm))
     throw InputError("", 0, "params.atomic_gemm",
                      "atomic GEMM overlap is not modelled (TransformerEngine allows it only for FP8 GEMMs, through a "
-                     "beta cuBLASLt API); leave it false");
-  const bool margin = ctx.boolean(kSetSmMargin);
-  const int budget = margin ? ctx.hardware.gpu.sm_count - num_sm : 0;
+                     "beta cuBLASLt API whose ATOMIC_SYNC counters cuBLAS 13 removed); leave it false");
   ColumnBackward column = column_backward(ctx);
   if (method == "bulk") column = ColumnBackward::bulk;
+  // The bulk backward's collectives are TE's userbuffers kernels of num_sm CTAs (CommOverlap::
+  // bulk_overlap launches its reduce-scatter / all-gather with _num_comm_sm): the composed build
+  // gives them num_sm (the training-step driver's own bulk form runs NCCL's channel count).
+  if (te_has_per_name(ctx.params) || (has_backward(ctx.workload) && column == ColumnBackward::bulk))
+    return build_per_name(ctx);
+  const bool margin = ctx.boolean(kSetSmMargin);
+  const int budget = margin ? ctx.hardware.gpu.sm_count - num_sm : 0;
   const std::string margin_text = margin ? fmt::format(", set_sm_margin (GEMM on {} SMs)", budget) : "";
 
   if (method == "ring_exchange") {
@@ -122,7 +505,69 @@ bool te_applies(const Workload& w) {
   return w.kind == "mlp_tpsp" || w.kind == "attention_tpsp" || w.kind == "transformer";
 }
 
+std::vector<SchemeParam> te_params() {
+  std::vector<SchemeParam> out = {kMethod,   kNumSm,     kCgaSize, kSetSmMargin,
+                                  kAtomicGemm, kNumSplits, kUseCe,   column_backward_param()};
+  for (SchemeParam& p : per_name_params()) out.push_back(std::move(p));
+  return out;
+}
+
+template <typename T>
+T knob(const nlohmann::json& params, const std::string& name, T fallback) {
+  if (params.is_object() && params.contains(name) && !params.at(name).is_null()) return params.at(name).get<T>();
+  return fallback;
+}
+
 }  // namespace
+
+TeSide te_side(const std::string& name) {
+  if (name == "qkv_fprop" || name == "fc1_fprop" || name == "proj_dgrad" || name == "fc2_dgrad")
+    return TeSide::all_gather;
+  if (name == "proj_fprop" || name == "fc2_fprop") return TeSide::reduce_scatter;
+  if (name == "qkv_dgrad" || name == "fc1_dgrad") return TeSide::column_dgrad;
+  return TeSide::column_wgrad;
+}
+
+const std::vector<std::string>& te_all_gemm_names() {
+  static const std::vector<std::string> names = {"qkv_fprop", "proj_fprop", "fc1_fprop",  "fc2_fprop",
+                                                 "qkv_dgrad", "qkv_wgrad",  "proj_dgrad", "fc1_dgrad",
+                                                 "fc1_wgrad", "fc2_dgrad"};
+  return names;
+}
+
+bool te_has_per_name(const nlohmann::json& params) {
+  if (!params.is_object()) return false;
+  for (auto it = params.begin(); it != params.end(); ++it)
+    if (!gemm_name_of(it.key()).empty()) return true;
+  return false;
+}
+
+TeGemmSetting te_gemm_setting(const nlohmann::json& params, const std::string& name) {
+  // Defaults: the scalar rows above (kMethod, kNumSm, ...).
+  const std::string method = knob<std::string>(params, "method", "ring_exchange");
+  const bool bulk_backward = method == "bulk" || knob<std::string>(params, "column_backward", "scheme") == "bulk";
+  TeGemmSetting s;
+  const std::string own = name + ".method";
+  switch (te_side(name)) {
+    case TeSide::all_gather:
+      s.inherited_pipeline = method == "pipeline" && !(params.is_object() && params.contains(own));
+      s.method = knob<std::string>(params, own, method == "pipeline" ? "ring_exchange" : method);
+      break;
+    case TeSide::reduce_scatter: s.method = knob<std::string>(params, own, method); break;
+    case TeSide::column_dgrad: s.method = knob<std::string>(params, own, bulk_backward ? "bulk" : method); break;
+    case TeSide::column_wgrad: {
+      const std::string dgrad = name.substr(0, name.find('_')) + "_dgrad";
+      s.method = te_gemm_setting(params, dgrad).method == "bulk" ? "bulk" : "";
+      break;
+    }
+  }
+  s.num_sm = knob<int>(params, name + ".num_sm", knob<int>(params, "num_sm", 16));
+  s.cga_size = knob<int>(params, name + ".cga_size", knob<int>(params, "cga_size", 2));
+  s.set_sm_margin = knob<bool>(params, name + ".set_sm_margin", knob<bool>(params, "set_sm_margin", false));
+  s.num_splits = knob<int>(params, name + ".num_splits", knob<int>(params, "num_splits", 4));
+  s.use_ce = knob<bool>(params, name + ".use_ce", knob<bool>(params, "use_ce", true));
+  return s;
+}
 
 SchemeInfo make_te_userbuffers_scheme() {
   return {.name = "te_userbuffers",
@@ -130,7 +575,7 @@ SchemeInfo make_te_userbuffers_scheme() {
                     "common/comm_gemm_overlap/comm_gemm_overlap.cpp)",
           .summary = "TE's comm-GEMM overlap of TP+SP linears: ring_exchange (P2P chunks), pipeline (num_splits "
                      "chunks, reduce-scatter on num_sm SMs) or bulk, with TE's knobs",
-          .params = {kMethod, kNumSm, kCgaSize, kSetSmMargin, kAtomicGemm, kNumSplits, kUseCe, column_backward_param()},
+          .params = te_params(),
           .backward = "ring_exchange: dY all-gather -> dgrad and dgrad -> reduce-scatter as P2P chunk exchanges; "
                       "pipeline: both cut into num_splits; bulk (or column_backward bulk): the input's all-gather "
                       "beside dgrad and dgrad's reduce-scatter beside wgrad (TE's qkv/fc1 dgrad/wgrad default)",

@@ -26,6 +26,7 @@
 
 #include "sim/workload.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/temp_file.hpp"
 #include "tools/export_production.hpp"
 
 namespace fs = std::filesystem;
@@ -34,22 +35,8 @@ using overlap::test::CliResult;
 
 namespace {
 
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct TempFile {
-  std::string path;
-  explicit TempFile(const std::string& name)
-      : path((fs::temp_directory_path() / ("overlap-export-" + std::to_string(::getpid()) + "-" + name)).string()) {}
-  ~TempFile() {
-    std::error_code ec;
-    fs::remove(path, ec);
-  }
-};
+using overlap::test::TempFile;
+std::string read(const std::string& path) { return overlap::test::read_text(path); }
 
 using Entries = std::map<std::string, std::map<std::string, std::string>>;
 
@@ -146,6 +133,34 @@ TEST_CASE("te-userbuffers YAML: TE's names, keys and the methods TE allows per n
   overlap::sim::Workload gc;
   gc.kind = "gemm_collective";
   CHECK_THROWS(overlap::tools::te_userbuffers_yaml(gc, nlohmann::json::object(), {}));
+}
+
+TEST_CASE("te-userbuffers YAML: one entry per name with that name's own values", "[te][export][per_name]") {
+  const overlap::sim::Workload step = transformer_step();
+  const nlohmann::json params = {{"method", "ring_exchange"},       {"num_sm", 2},
+                                 {"proj_fprop.method", "pipeline"}, {"proj_fprop.num_splits", 8},
+                                 {"proj_fprop.num_sm", 24},         {"fc2_fprop.method", "pipeline"},
+                                 {"fc2_fprop.num_splits", 2},       {"qkv_dgrad.method", "bulk"},
+                                 {"qkv_wgrad.num_sm", 4},           {"fc1_fprop.use_ce", false}};
+  const std::string yaml = overlap::tools::te_userbuffers_yaml(step, params, {});
+  const Entries e = parse_ub_cfgs(yaml);
+  check_ub_schema(e);
+  CHECK(e.at("proj_fprop").at("method") == "pipeline");
+  CHECK(e.at("proj_fprop").at("num_splits") == "8");
+  CHECK(e.at("proj_fprop").at("num_sm") == "24");
+  CHECK(e.at("fc2_fprop").at("num_splits") == "2");
+  CHECK(e.at("fc2_fprop").at("num_sm") == "2");  // the scalar, for a name that does not set it
+  CHECK(e.at("qkv_fprop").at("use_ce") == "1");
+  CHECK(e.at("fc1_fprop").at("use_ce") == "0");
+  CHECK(e.at("qkv_dgrad").at("method") == "bulk");
+  CHECK(e.at("qkv_wgrad").at("method") == "bulk");
+  CHECK(e.at("qkv_wgrad").at("num_sm") == "4");
+  CHECK(e.at("fc1_dgrad").at("method") == "ring_exchange");  // the scalar: dgrad -> reduce-scatter overlapped
+  CHECK(e.count("fc1_wgrad") == 0);
+  // Megatron's switches follow the names: the dgrad reduce-scatter overlap is on (fc1_dgrad).
+  const std::string flags = overlap::tools::megatron_flags(step, params, "ub.yaml");
+  CHECK_THAT(flags, Catch::Contains("--tp-comm-overlap-rs-dgrad"));
+  CHECK_THAT(flags, !Catch::Contains("--disable-tp-comm-overlap"));
 }
 
 TEST_CASE("tune SCENARIO --export te-userbuffers writes TE's YAML from the best setting", "[te][export][cli]") {

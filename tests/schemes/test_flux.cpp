@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "ideal_profile.hpp"
+#include "tests/support/scheme_fixtures.hpp"
 
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
@@ -24,27 +25,12 @@ namespace {
 
 // Large enough that every GEMM has many waves (a one-wave GEMM finishes all its tiles at once and
 // leaves tile-level signalling nothing to overlap).
-Workload mlp_workload(int tp) {
-  Workload w;
-  w.kind = "mlp_tpsp";
-  w.tp = tp;
-  w.shape = MlpTpSp{8192, 4096, 8192, true, DType::bf16};
-  return w;
-}
+Workload mlp_workload(int tp) { return mlp_tpsp_workload(tp, 8192, 4096, 8192); }
 
 SchemeResult eval(const std::string& scheme, const Workload& w, const HardwareProfile& hw, const nlohmann::json& p) {
-  const SchemeInfo* s = find_scheme(scheme);
-  REQUIRE(s);
-  BuildContext ctx{w, hw, p, Fidelity::steps};
-  return evaluate(*s, ctx);  // byte accounting checked inside
+  return evaluate_scheme(scheme, w, hw, p);
 }
-
-Bytes total(const std::vector<std::vector<Bytes>>& m) {
-  Bytes t = 0;
-  for (const auto& row : m)
-    for (Bytes b : row) t += b;
-  return t;
-}
+Bytes total(const std::vector<std::vector<Bytes>>& m) { return total_bytes(m); }
 
 }  // namespace
 

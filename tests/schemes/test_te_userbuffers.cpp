@@ -12,13 +12,16 @@
 #include <catch2/catch.hpp>
 
 #include "ideal_profile.hpp"
+#include "tests/support/scheme_fixtures.hpp"
 
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
 #include "sim/engine.hpp"
 #include "sim/metrics.hpp"
 #include "sim/node_builder.hpp"
+#include "sim/scenario.hpp"
 #include "sim/schemes/scheme.hpp"
+#include "sim/tune_schemes.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
@@ -26,33 +29,16 @@ using namespace overlap::sim::test;
 
 namespace {
 
-Workload mlp_workload(int tp) {
-  Workload w;
-  w.kind = "mlp_tpsp";
-  w.tp = tp;
-  w.shape = MlpTpSp{2048, 1024, 2048, true, DType::bf16};
-  return w;
-}
+Workload mlp_workload(int tp) { return mlp_tpsp_workload(tp, 2048, 1024, 2048); }
 
 BuiltScheme build(const std::string& scheme, const Workload& w, const HardwareProfile& hw,
                   const nlohmann::json& params) {
-  const SchemeInfo* s = find_scheme(scheme);
-  REQUIRE(s);
-  BuildContext ctx{w, hw, params, Fidelity::steps};
-  return s->build(ctx);
+  return build_scheme(scheme, w, hw, params);
 }
-
 Ps latency(const std::string& scheme, const Workload& w, const HardwareProfile& hw, const nlohmann::json& params) {
-  const BuiltScheme b = build(scheme, w, hw, params);
-  return run(b.graph, make_node(hw, w.tp)).makespan_ps;
+  return scheme_latency(scheme, w, hw, params);
 }
-
-Bytes total(const std::vector<std::vector<Bytes>>& m) {
-  Bytes t = 0;
-  for (const auto& row : m)
-    for (Bytes b : row) t += b;
-  return t;
-}
+Bytes total(const std::vector<std::vector<Bytes>>& m) { return total_bytes(m); }
 
 std::vector<Workload> workloads() {
   return {gemm_workload(4, Primitive::reduce_scatter, 2048, 1024, 1024),
@@ -167,5 +153,193 @@ TEST_CASE("te_userbuffers applies to TP+SP linears, runs training steps and refu
     const SchemeResult r = evaluate(*s, ctx);
     CHECK(r.latency_ps > 0);
     CHECK(r.compute_only_ps <= r.latency_ps);
+  }
+}
+
+namespace {
+
+// The latest end of the ops whose name starts with `prefix` (every rank): when that part of the
+// layer is done.
+ScenarioOptions scenario_options() {
+  ScenarioOptions o;
+  o.hardware_dir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware";
+  return o;
+}
+
+Ps end_of(const BuiltScheme& b, const Timeline& t, const std::string& prefix) {
+  Ps end = -1;
+  for (OpId i = 0; i < static_cast<OpId>(b.graph.ops().size()); ++i)
+    if (b.graph.op(i).name.rfind(prefix, 0) == 0) end = std::max(end, t.ops[static_cast<std::size_t>(i)].end_ps);
+  return end;
+}
+
+}  // namespace
+
+TEST_CASE("te_userbuffers per GEMM name: a name's setting changes only its linear", "[te][per_name]") {
+  const HardwareProfile hw = ideal_profile(4, 1000, 8);
+  const Workload w = mlp_workload(4);
+  // fc1 runs first and depends on nothing of fc2: its ops end at the same time whatever fc2_fprop says.
+  const nlohmann::json two = {{"fc2_fprop.method", "pipeline"}, {"fc2_fprop.num_splits", 2}};
+  const nlohmann::json eight = {{"fc2_fprop.method", "pipeline"}, {"fc2_fprop.num_splits", 8}};
+  const BuiltScheme a = build("te_userbuffers", w, hw, two), b = build("te_userbuffers", w, hw, eight);
+  const Timeline ta = run(a.graph, make_node(hw, 4)), tb = run(b.graph, make_node(hw, 4));
+  REQUIRE(end_of(a, ta, "fc1") > 0);
+  CHECK(end_of(a, ta, "fc1") == end_of(b, tb, "fc1"));
+  CHECK(ta.makespan_ps != tb.makespan_ps);  // fc2's split count is simulated
+  int slices_a = 0, slices_b = 0;
+  for (const Op& op : a.graph.ops()) slices_a += op.name.rfind("fc2.reduce_scatter[", 0) == 0;
+  for (const Op& op : b.graph.ops()) slices_b += op.name.rfind("fc2.reduce_scatter[", 0) == 0;
+  CHECK(slices_a == 2 * 4);  // one member op per rank per split
+  CHECK(slices_b == 8 * 4);
+  // And fc1_fprop's own setting is what moves fc1's end (bulk: the all-gather, then the whole GEMM,
+  // where ring_exchange pulls shards beside sub-GEMMs).
+  nlohmann::json fc1_bulk = two;
+  fc1_bulk["fc1_fprop.method"] = "bulk";
+  const BuiltScheme c = build("te_userbuffers", w, hw, fc1_bulk);
+  const Timeline tc = run(c.graph, make_node(hw, 4));
+  CHECK(end_of(c, tc, "fc1") != end_of(a, ta, "fc1"));
+  int gathers = 0;
+  for (const Op& op : c.graph.ops()) gathers += op.name == "fc1.all_gather";
+  CHECK(gathers == 4);  // one NCCL all-gather member per rank
+  for (const Op& op : a.graph.ops()) CHECK(op.name != "fc1.all_gather");
+  // Every name at the scalar's setting is the scalar's schedule.
+  CHECK(latency("te_userbuffers", w, hw, {{"fc1_fprop.method", "ring_exchange"}, {"fc2_fprop.method", "ring_exchange"}}) ==
+        latency("te_userbuffers", w, hw, {{"method", "ring_exchange"}}));
+}
+
+TEST_CASE("te_userbuffers per GEMM name: mixed methods move no_overlap's bytes, forward and step",
+          "[te][per_name][bytes]") {
+  const HardwareProfile hw = ideal_profile(4, 1000, 8);
+  const SchemeInfo* te = find_scheme("te_userbuffers");
+  REQUIRE(te);
+  Workload step = mlp_workload(4);
+  step.training.pass = Pass::step;
+  const std::vector<nlohmann::json> settings = {
+      {{"fc1_fprop.method", "bulk"}, {"fc2_fprop.method", "pipeline"}, {"fc2_fprop.num_sm", 4}},
+      {{"fc2_fprop.method", "pipeline"}, {"fc1_dgrad.method", "bulk"}, {"fc1_wgrad.num_sm", 4}},
+      {{"fc2_dgrad.method", "bulk"}, {"fc1_dgrad.method", "pipeline"}, {"fc1_dgrad.num_splits", 3}},
+      {{"fc1_dgrad.method", "ring_exchange"}, {"fc2_fprop.use_ce", false}}};
+  for (const Workload& w : {mlp_workload(4), step}) {
+    const Bytes want = total(build("no_overlap", w, hw, nlohmann::json::object()).required_bytes);
+    for (const nlohmann::json& p : settings) {
+      if (!has_backward(w) && p.dump().find("grad") != std::string::npos) continue;
+      INFO(p.dump() << " step=" << has_backward(w));
+      CHECK(total(build("te_userbuffers", w, hw, p).required_bytes) == want);
+      BuildContext ctx{w, hw, p, Fidelity::curve};
+      CHECK_NOTHROW(evaluate(*te, ctx));  // the engine's byte accounting matches the graph's
+    }
+  }
+}
+
+TEST_CASE("te_userbuffers per GEMM name: refused where TE refuses or the layer has no such GEMM", "[te][per_name]") {
+  const SchemeInfo* s = find_scheme("te_userbuffers");
+  REQUIRE(s);
+  const HardwareProfile hw = ideal_profile(4, 1000, 8);
+  Workload step = mlp_workload(4);
+  step.training.pass = Pass::step;
+  auto key_of = [&](const Workload& w, const nlohmann::json& params) {
+    BuildContext ctx{w, hw, params, Fidelity::curve};
+    try {
+      s->build(ctx);
+    } catch (const InputError& e) {
+      return e.key_path();
+    }
+    return std::string("none");
+  };
+  CHECK(key_of(step, {{"qkv_fprop.method", "ring_exchange"}}) == "params.qkv_fprop.method");  // no attention
+  CHECK(key_of(step, {{"fc1_fprop.method", "pipeline"}}) == "params.fc1_fprop.method");      // add_ub: not for AG
+  CHECK(key_of(step, {{"fc2_fprop.num_sm", 0}}) == "params.fc2_fprop.num_sm");
+  CHECK(key_of(step, {{"fc2_fprop.num_sm", 132}}) == "params.fc2_fprop.num_sm");
+  // initialize_ub: a dgrad that is not bulk takes its wgrad entry out.
+  CHECK(key_of(step, {{"fc1_dgrad.method", "pipeline"}, {"fc1_wgrad.num_sm", 4}}) == "params.fc1_wgrad.num_sm");
+  CHECK(key_of(step, {{"fc1_dgrad.method", "bulk"}, {"fc1_wgrad.num_sm", 4}}) == "none");
+  Workload gc = gemm_workload(4, Primitive::reduce_scatter, 2048, 1024, 1024);
+  CHECK(key_of(gc, {{"fc2_fprop.method", "pipeline"}}) == "params.fc2_fprop.method");
+  // A scenario names them as any knob; the loader checks each at its line.
+  const char* yaml = R"(hardware: h100-sxm-8x-nvswitch
+workload:
+  kind: mlp_tpsp
+  tp: 8
+  model: llama3-70b
+  tokens: 4096
+schemes:
+  - name: te_userbuffers
+    params:
+      fc2_fprop.method: pipeline
+      fc2_fprop.num_splits: 0
+)";
+  try {
+    load_scenario_text(yaml, "per-name.yaml", scenario_options());
+    FAIL("accepted num_splits 0");
+  } catch (const InputError& e) {
+    CHECK(e.line() == 11);
+    CHECK_THAT(e.key_path(), Catch::Contains("fc2_fprop.num_splits"));
+  }
+}
+
+TEST_CASE("tune searches te_userbuffers' names one by one from the grid's best", "[te][per_name][tune]") {
+  const char* yaml = R"(hardware: h100-sxm-8x-nvswitch
+workload:
+  kind: mlp_tpsp
+  tp: 8
+  model: llama3-70b
+  tokens: 2048
+schemes:
+  - name: te_userbuffers
+)";
+  const Scenario sc = load_scenario_text(yaml, "tune.yaml", scenario_options());
+  const SchemeTuneResult r = tune_schemes(sc, 1);
+  REQUIRE(r.schemes.size() == 1);
+  const SchemeTuneEntry& e = r.schemes.front();
+  Ps grid_best = -1;
+  int searched = 0;
+  for (const SchemeTuneCandidate& c : e.candidates) {
+    if (c.origin == "grid" && (grid_best < 0 || c.latency_ps < grid_best)) grid_best = c.latency_ps;
+    if (c.origin == "per-name search") {
+      ++searched;
+      // Only this workload's names, and each candidate a real run.
+      for (auto it = c.params.begin(); it != c.params.end(); ++it)
+        if (it.key().find('.') != std::string::npos) CHECK((it.key().rfind("fc1_fprop.", 0) == 0 || it.key().rfind("fc2_fprop.", 0) == 0));
+      CHECK(c.latency_ps > 0);
+    }
+  }
+  CHECK(searched > 0);
+  CHECK(e.candidates.front().latency_ps <= grid_best);  // the search starts from the grid's best
+  // The grid itself holds no per-name knob: they are searched group by group, not multiplied.
+  for (const nlohmann::json& c : scheme_knob_grid(*find_scheme("te_userbuffers"), sc.workload))
+    for (auto it = c.begin(); it != c.end(); ++it) CHECK(it.key().find('.') == std::string::npos);
+  CHECK(knob_groups(*find_scheme("te_userbuffers"), sc.workload) ==
+        std::vector<std::string>{"qkv_fprop", "proj_fprop", "fc1_fprop", "fc2_fprop"});
+}
+
+TEST_CASE("te_userbuffers bulk: the backward's bulk collectives hold num_sm SMs, as TE's bulk kernels",
+          "[te][bulk]") {
+  const HardwareProfile hw = ideal_profile(4, 1000, 8);
+  Workload step = mlp_workload(4);
+  step.training.pass = Pass::step;
+  for (const int num_sm : {2, 5}) {
+    INFO("num_sm " << num_sm);
+    // method bulk (every name), and per name: fc1_dgrad's all-gather on its own CTAs, fc1_wgrad's
+    // reduce-scatter on its own.
+    const BuiltScheme all = build("te_userbuffers", step, hw, {{"method", "bulk"}, {"num_sm", num_sm}});
+    const BuiltScheme named = build("te_userbuffers", step, hw,
+                                    {{"column_backward", "bulk"}, {"fc1_dgrad.num_sm", num_sm}, {"fc1_wgrad.num_sm", 7}});
+    int gathers = 0, scatters = 0;
+    for (const Op& op : all.graph.ops()) {
+      if (op.name.ends_with("fc1.wgrad.input_all_gather")) {
+        ++gathers;
+        CHECK(op.channels == num_sm);
+      }
+      if (op.name.ends_with("fc1.dgrad.reduce_scatter")) {
+        ++scatters;
+        CHECK(op.channels == num_sm);
+      }
+    }
+    CHECK(gathers == 4);
+    CHECK(scatters == 4);
+    for (const Op& op : named.graph.ops()) {
+      if (op.name.ends_with("fc1.wgrad.input_all_gather")) CHECK(op.channels == num_sm);
+      if (op.name.ends_with("fc1.dgrad.reduce_scatter")) CHECK(op.channels == 7);
+    }
   }
 }
