@@ -1,8 +1,9 @@
 #pragma once
 // The moe workload's schemes (docs/guide/moe.md): one MoE layer over the EP group as no_overlap,
-// token-chunked pipelining (moe_pipeline) and FlashOverlap's wave-grouped GEMM + combine all-to-all
-// (moe_flashoverlap). Every rank runs its own routed token counts, so the slowest rank sets the
-// latency (the all-to-allvs end with their slowest rank, cost_model/all_to_allv.hpp).
+// token-chunked pipelining (moe_pipeline), FlashOverlap's wave-grouped GEMM + combine all-to-all
+// (moe_flashoverlap) and the all-to-alls fused into the expert GEMMs tile by tile (moe_tile_fused).
+// Every rank runs its own routed token counts, so the slowest rank sets the latency (the
+// all-to-allvs end with their slowest rank, cost_model/all_to_allv.hpp).
 #include <cstdint>
 #include <vector>
 
@@ -25,9 +26,10 @@ BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& opti
 // source rank: expert e's rows are the slots tokens[src][e] of every source in source order, and a
 // tile's rows of one source go back to it (FlashOverlap Sec. 3.3.3 (3): a tile split by token into
 // per-destination pools). `down` and `plan` are the rank's grouped GEMM; `experts` the global ids of
-// its local experts.
+// its local experts. `first_source`: the rows of an expert are laid out source by source from this
+// one on (first_source, first_source + 1, ... mod ep; 0: in rank order).
 std::vector<Bytes> moe_tile_range_bytes(const std::vector<GemmShape>& down, const GroupedGemmPlan& plan,
                                         const CountMatrix& tokens, const std::vector<int>& experts, std::int64_t first,
-                                        std::int64_t last);
+                                        std::int64_t last, int first_source = 0);
 
 }  // namespace overlap::sim
