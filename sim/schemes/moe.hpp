@@ -26,10 +26,9 @@ BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& opti
 // source rank: expert e's rows are the slots tokens[src][e] of every source in source order, and a
 // tile's rows of one source go back to it (FlashOverlap Sec. 3.3.3 (3): a tile split by token into
 // per-destination pools). `down` and `plan` are the rank's grouped GEMM; `experts` the global ids of
-// its local experts. `first_source`: the rows of an expert are laid out source by source from this
-// one on (first_source, first_source + 1, ... mod ep; 0: in rank order).
+// its local experts.
 std::vector<Bytes> moe_tile_range_bytes(const std::vector<GemmShape>& down, const GroupedGemmPlan& plan,
                                         const CountMatrix& tokens, const std::vector<int>& experts, std::int64_t first,
-                                        std::int64_t last, int first_source = 0);
+                                        std::int64_t last);
 
 }  // namespace overlap::sim

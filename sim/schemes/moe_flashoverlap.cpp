@@ -26,7 +26,7 @@ namespace overlap::sim {
 
 std::vector<Bytes> moe_tile_range_bytes(const std::vector<GemmShape>& down, const GroupedGemmPlan& plan,
                                         const CountMatrix& tokens, const std::vector<int>& experts, std::int64_t first,
-                                        std::int64_t last, int first_source) {
+                                        std::int64_t last) {
   const std::size_t sources = tokens.size();
   std::vector<Bytes> out(sources, 0);
   std::int64_t offset = 0;
@@ -38,9 +38,7 @@ std::vector<Bytes> moe_tile_range_bytes(const std::vector<GemmShape>& down, cons
       const std::int64_t cols = (g.n + p.tile_n - 1) / p.tile_n;
       const Bytes elem = dtype_bytes(g.dtype);
       const std::int64_t u0 = lo - offset, u1 = hi - offset;
-      // The rows of this expert come from each source in turn (first_source, first_source + 1, ...):
-      // the i-th source's rows are [start[i], start[i] + tokens[source i][e]).
-      auto source = [&](std::size_t i) { return (i + static_cast<std::size_t>(first_source)) % sources; };
+      // The rows of this expert come from each source in turn: [start[s], start[s] + tokens[s][e]).
       std::size_t src = 0;
       std::int64_t src_start = 0;
       for (std::int64_t band = u0 / cols; band <= (u1 - 1) / cols; ++band) {
@@ -49,16 +47,16 @@ std::vector<Bytes> moe_tile_range_bytes(const std::vector<GemmShape>& down, cons
         const std::int64_t width = std::min(c1 * p.tile_n, g.n) - c0 * p.tile_n;
         const std::int64_t r0 = band * p.tile_m, r1 = std::min((band + 1) * p.tile_m, g.m);
         // Advance to the first source whose rows reach r0, then take every source the band overlaps.
-        while (src < sources && src_start + tokens[source(src)][static_cast<std::size_t>(experts[e])] <= r0) {
-          src_start += tokens[source(src)][static_cast<std::size_t>(experts[e])];
+        while (src < sources && src_start + tokens[src][static_cast<std::size_t>(experts[e])] <= r0) {
+          src_start += tokens[src][static_cast<std::size_t>(experts[e])];
           ++src;
         }
         std::size_t s = src;
         std::int64_t s_start = src_start;
         while (s < sources && s_start < r1) {
-          const std::int64_t s_end = s_start + tokens[source(s)][static_cast<std::size_t>(experts[e])];
+          const std::int64_t s_end = s_start + tokens[s][static_cast<std::size_t>(experts[e])];
           const std::int64_t rows = std::min(s_end, r1) - std::max(s_start, r0);
-          if (rows > 0) out[source(s)] = checked_add(out[source(s)], checked_mul(rows * width, elem));
+          if (rows > 0) out[s] = checked_add(out[s], checked_mul(rows * width, elem));
           s_start = s_end;
           ++s;
         }

@@ -8,29 +8,29 @@
 //
 // Per rank, after the router (on every SM):
 // - Dispatch, consumed as the tokens arrive: the rank's own tokens first (they need no transfer, so
-//   the gate+up GEMM starts at once), then its peers in ring order (r+1, r+2, ...: every rank reads
-//   from a different peer at a time) cut into dispatch_pieces - 1 groups; a group's tokens come in
+//   the gate+up GEMM starts at once), then its peers in ring order (r-1, r-2, ...: at step j every
+//   rank r-j writes to r, so every rank reads from a different peer at a time) cut into dispatch_pieces - 1 groups; a group's tokens come in
 //   by SM copy kernels on the comm SMs, and the gate+up grouped GEMM of its rows starts when they
 //   have landed. The pieces' GEMMs run in order on the compute stream: each pays its own launch and
 //   partial last wave, which Comet's one persistent kernel does not (so more pieces hide more of the
 //   dispatch but overstate that cost). dispatch_pieces 1: the whole dispatch, then one GEMM.
 // - The SwiGLU over every row, then the down-projection grouped GEMM, whose tiles signal a counter as
 //   they finish (flux.cpp's tile_signal_overhead on each tile's epilogue; the gate+up tiles pay it as
-//   their flag check). Its output tiles go back to their tokens' ranks as they finish, in pieces of
-//   `combine_waves` waves of the GEMM (moe_tile_range_bytes: a tile's rows of each source go back to
-//   that source). Each expert's rows are laid out from the tokens of rank r+1 on, the rank's own
-//   last, FLUX's tile swizzle (flux.cpp's GEMM-RS): the ranks send to different peers at a time, not
-//   all to one, and the last tiles stay local. Tiles of one wave finish together in the engine, so a piece per wave is what
-//   per-tile sending gives; grouping waves keeps the engine at one event per piece, never per token
-//   or per tile.
+//   their flag check). Its tiles are ordered by destination, FLUX's tile swizzle (flux.cpp's GEMM-RS):
+//   rank r+1's rows of every local expert first, then r+2's, ..., the rank's own rows last (each
+//   (source, expert) block its own group of the grouped GEMM, so a block's partial row band costs a
+//   tile). Once the tiles through rank r+j's rows are done, combine step j sends them to r+j: the
+//   ranks send to different peers at a time, not all to one, and the own rows at the end hide (some
+//   of) the last transfer. One combine step per peer keeps the engine at one event per step, never per
+//   token or per tile.
 // - Shared experts (where the model has them) right after the down projection, beside the last
-//   pieces of the combine.
+//   combine steps.
 // The expert GEMMs run as persistent kernels on sm_count - comm_sms SMs; the transfers are SM copy
 // kernels of comm_sms CTAs on the comm stream (the profile's sm_copy transport, as flux.cpp's GEMM-RS
-// sends), a piece's in ring steps (rank r writes to r+j at step j, FLUX's ring order): a rank moves
+// sends), in ring steps (rank r writes to r+j at step j, FLUX's ring order): a rank moves
 // at most comm_sms x sm_copy.cta_gbps at a time, the throughput its comm SMs buy, and the engine
 // carries one flow per rank rather than one per rank pair. The ranks of one step match their sends
-// and receives, so a piece starts when the slowest rank's tiles of it are done: under skewed routing
+// and receives, so a step starts when the slowest rank's tiles of it are done: under skewed routing
 // the busiest rank sets the latency, as it does for the all-to-allvs of the other schemes.
 #include <fmt/format.h>
 
@@ -66,11 +66,6 @@ const SchemeParam kDispatchPieces = int_param("dispatch_pieces", 4, 1, 4096,
                                               "groups of source ranks (ring order from the rank itself) whose "
                                               "tokens the gate+up GEMM consumes as each group lands (at most ep)")
                                         .tune({1, 2, 4, 8});
-const SchemeParam kCombineWaves = int_param("combine_waves", 1, 1, 1 << 20,
-                                            "waves of the down-projection GEMM per combine piece (1: every wave's "
-                                            "tiles leave as they finish)")
-                                      .tune({1, 2, 4});
-
 // The ring offsets [first, last) of dispatch piece p of `pieces` over n ranks: one piece is all of
 // them; else piece 0 is the rank's own tokens (offset 0) and the n - 1 peers share the others.
 std::pair<int, int> offsets_of(int p, int pieces, int n) {
@@ -105,7 +100,6 @@ BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
   const int comm_sms = std::min(ctx.integer(kCommSms), hw.gpu.sm_count - 1);
   const int gemm_sms = hw.gpu.sm_count - comm_sms;
   const int pieces = std::min(ctx.integer(kDispatchPieces), n);
-  const std::int64_t combine_waves = ctx.integer(kCombineWaves);
 
   GraphBuilder b(ctx, n);
   const std::vector<StreamId> compute = b.add_streams("compute", 0);
@@ -115,36 +109,31 @@ BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
   const CountMatrix& tokens = routing.tokens;
   auto at = [](auto& v, int i) -> auto& { return v[static_cast<std::size_t>(i)]; };
 
-  // A piece's transfers as ring steps: step j sends, from every rank r, sends[r][r+j] to rank r+j (a
-  // permutation: every rank writes to one peer and reads from one), for the offsets j = 1 .. n-1 that
-  // carry bytes on some rank; the diagonal (the rank's own rows) is written in place. One SM copy
-  // kernel of comm_sms CTAs per rank and step, one after another on the comm stream, so a rank moves
-  // at most comm_sms x cta_gbps at a time (and the engine's flows stay at one per rank). `deps` gate
-  // the first step; returns each rank's last step (kNoOp: nothing to send).
-  auto exchange = [&](const std::string& name, const overlap::PairBytes& sends,
-                      const std::vector<std::vector<OpId>>& deps) {
+  // Ring step j of a transfer: every rank r sends sends[r][r+j] to rank r+j (a permutation: every
+  // rank writes to one peer and reads from one) by one SM copy kernel of comm_sms CTAs on its comm
+  // stream, after deps[r]. Steps run one after another on the stream, so a rank moves at most
+  // comm_sms x cta_gbps at a time and the engine carries one flow per rank, not one per rank pair.
+  // Returns the ranks' ops; nothing (kNoOp) when no rank has bytes for offset j.
+  auto step = [&](const std::string& name, int j, const overlap::PairBytes& sends,
+                  const std::vector<std::vector<OpId>>& deps) {
     std::vector<OpId> out(static_cast<std::size_t>(n), kNoOp);
-    bool first = true;
-    for (int j = 1; j < n; ++j) {
-      bool any = false;
-      for (int r = 0; r < n && !any; ++r) any = at(sends, r)[static_cast<std::size_t>((r + j) % n)] > 0;
-      if (!any) continue;
-      const std::int64_t id = b.new_collective_id();
-      for (int r = 0; r < n; ++r) {
-        const int dst = (r + j) % n, src = (r - j + n) % n;
-        P2pSpec x;
-        x.name = fmt::format("{}.{}", name, j);
-        x.transport = Transport::sm_copy;
-        x.channels = comm_sms;
-        x.collective = id;
-        x.members = n;
-        x.sends.push_back({dst, at(sends, r)[static_cast<std::size_t>(dst)]});
-        x.recvs.push_back({src, at(sends, src)[static_cast<std::size_t>(r)]});
-        b.add_required_bytes(r, dst, at(sends, r)[static_cast<std::size_t>(dst)]);
-        if (first) x.deps = at(deps, r);
-        at(out, r) = b.add_p2p(r, at(comm, r), x);
-      }
-      first = false;
+    bool any = false;
+    for (int r = 0; r < n && !any; ++r) any = at(sends, r)[static_cast<std::size_t>((r + j) % n)] > 0;
+    if (!any) return out;
+    const std::int64_t id = b.new_collective_id();
+    for (int r = 0; r < n; ++r) {
+      const int dst = (r + j) % n, src = (r - j + n) % n;
+      P2pSpec x;
+      x.name = fmt::format("{}.{}", name, j);
+      x.transport = Transport::sm_copy;
+      x.channels = comm_sms;
+      x.collective = id;
+      x.members = n;
+      x.sends.push_back({dst, at(sends, r)[static_cast<std::size_t>(dst)]});
+      x.recvs.push_back({src, at(sends, src)[static_cast<std::size_t>(r)]});
+      b.add_required_bytes(r, dst, at(sends, r)[static_cast<std::size_t>(dst)]);
+      x.deps = at(deps, r);
+      at(out, r) = b.add_p2p(r, at(comm, r), x);
     }
     return out;
   };
@@ -158,7 +147,7 @@ BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
   std::vector<std::vector<OpId>> after_router;
   for (const OpId o : router) after_router.push_back({o});
 
-  // Dispatch: piece p carries, to every rank r, the tokens of the sources r + j for j in its offsets.
+  // Dispatch: piece p carries, to every rank r, the tokens of the sources r - j for j in its offsets.
   std::vector<OpId> last_up(static_cast<std::size_t>(n), kNoOp);
   for (int p = 0; p < pieces; ++p) {
     const auto [j0, j1] = offsets_of(p, pieces, n);
@@ -167,17 +156,20 @@ BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
       overlap::PairBytes sends(static_cast<std::size_t>(n), std::vector<Bytes>(static_cast<std::size_t>(n), 0));
       for (int r = 0; r < n; ++r)
         for (int j = std::max(j0, 1); j < j1; ++j) {
-          const int src = (r + j) % n;
+          const int src = (r - j + n) % n;
           at(sends, src)[static_cast<std::size_t>(r)] = sh.dispatch[static_cast<std::size_t>(src)][static_cast<std::size_t>(r)];
         }
-      landed = exchange(fmt::format("dispatch[{}]", p), sends, after_router);
+      for (int j = std::max(j0, 1); j < j1; ++j) {
+        const std::vector<OpId> o = step(fmt::format("dispatch[{}]", p), j, sends, after_router);
+        if (o[0] != kNoOp) landed = o;
+      }
     }
     for (int r = 0; r < n; ++r) {
       std::vector<GemmShape> up;
       for (int e = 0; e < per_rank; ++e) {
         const std::size_t expert = static_cast<std::size_t>(r * per_rank + e);
         std::int64_t rows = 0;
-        for (int j = j0; j < j1; ++j) rows += tokens[static_cast<std::size_t>((r + j) % n)][expert];
+        for (int j = j0; j < j1; ++j) rows += tokens[static_cast<std::size_t>((r - j + n) % n)][expert];
         up.push_back(GemmShape{rows, 2 * m.d_ffn_expert, m.d_model, m.dtype});
       }
       GemmOptions o;
@@ -190,17 +182,30 @@ BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
     }
   }
 
-  // Down projection, signalling its tiles; the combine pieces follow its waves.
-  std::vector<GroupedGemmPlan> plans;
+  // Down projection, its tiles ordered by destination (rank r+1's rows of every local expert, then
+  // r+2's, ..., the rank's own last), signalling a counter; step j of the combine sends rank r+j its
+  // rows once the tiles through them are done.
   std::vector<CounterId> counters;
   std::vector<OpId> down_ops;
-  std::int64_t slots = 1, combine_pieces = 1;
+  std::vector<std::vector<std::int64_t>> through(static_cast<std::size_t>(n));  // [rank][j]: tiles through offset j
   for (int r = 0; r < n; ++r) {
     MemoryKernel act;
     act.name = "experts.act";
     act.bytes = at(sh.activation_bytes, r);
     act.deps = {at(last_up, r)};
     const OpId a = b.add_memory(r, at(compute, r), act);
+    std::vector<GemmShape> down;
+    for (int i = 1; i <= n; ++i)
+      for (int e = 0; e < per_rank; ++e)
+        down.push_back(GemmShape{tokens[static_cast<std::size_t>((r + i) % n)][static_cast<std::size_t>(r * per_rank + e)],
+                                 m.d_model, m.d_ffn_expert, m.dtype});
+    const GroupedGemmPlan plan = plan_grouped_gemm(hw, down);
+    std::int64_t done = 0;
+    at(through, r).assign(static_cast<std::size_t>(n), 0);
+    for (int i = 1; i <= n; ++i) {
+      for (int e = 0; e < per_rank; ++e) done += plan.groups[static_cast<std::size_t>((i - 1) * per_rank + e)].tiles;
+      at(through, r)[static_cast<std::size_t>(i % n)] = done;
+    }
     counters.push_back(b.add_counter(fmt::format("r{}.down.tiles", r)));
     GemmOptions o;
     o.name = "experts.down.signalling";
@@ -208,41 +213,24 @@ BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
     o.tile_counters = {counters.back()};
     o.sm_budget = gemm_sms;
     o.epilogue_overhead = signal;
-    down_ops.push_back(b.add_grouped_gemm(r, at(compute, r), at(sh.down, r), o));
-    plans.push_back(plan_grouped_gemm(hw, at(sh.down, r)));
-    slots = static_cast<std::int64_t>(gemm_sms) * std::max(1, plans.back().ctas_per_sm);
-    const std::int64_t waves = (plans.back().tiles + slots - 1) / slots;
-    combine_pieces = std::max(combine_pieces, (waves + combine_waves - 1) / combine_waves);
+    down_ops.push_back(b.add_grouped_gemm(r, at(compute, r), down, o));
   }
-  std::vector<std::vector<int>> experts(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r)
-    for (int e = 0; e < per_rank; ++e) at(experts, r).push_back(r * per_rank + e);
-  for (std::int64_t c = 0; c < combine_pieces; ++c) {
-    overlap::PairBytes sends(static_cast<std::size_t>(n));
+  for (int j = 1; j < n; ++j) {
     std::vector<std::vector<OpId>> deps;
-    for (int r = 0; r < n; ++r) {
-      const std::int64_t tiles = at(plans, r).tiles;
-      const std::int64_t first = std::min(tiles, c * combine_waves * slots);
-      const std::int64_t last = std::min(tiles, (c + 1) * combine_waves * slots);
-      at(sends, r) = first < last
-                         ? moe_tile_range_bytes(at(sh.down, r), at(plans, r), tokens, at(experts, r), first, last,
-                                                (r + 1) % n)
-                         : std::vector<Bytes>(static_cast<std::size_t>(n), 0);
-      deps.push_back({b.add_wait(r, at(comm, r), at(counters, r), last, fmt::format("wait.combine[{}]", c))});
-    }
-    exchange(fmt::format("combine[{}]", c), sends, deps);
+    for (int r = 0; r < n; ++r)
+      deps.push_back({b.add_wait(r, at(comm, r), at(counters, r), at(through, r)[static_cast<std::size_t>(j)],
+                                 fmt::format("wait.combine.{}", j))});
+    step("combine", j, sh.combine, deps);
   }
   if (m.shared_experts > 0)
     for (int r = 0; r < n; ++r) add_shared_experts(b, r, at(compute, r), m, at(down_ops, r));
 
   std::int64_t most = 0;
   for (int r = 0; r < n; ++r) most = std::max(most, routing.received(r));
-  return b.finish(fmt::format("Comet-style tile fusion: comm on {} of {} SMs, dispatch in {} source group{}, "
-                              "combine in {} piece{} of {} wave{}, signal {:.1f} % per tile; busiest rank runs {} "
-                              "expert rows{}",
-                              comm_sms, hw.gpu.sm_count, pieces, pieces == 1 ? "" : "s", combine_pieces,
-                              combine_pieces == 1 ? "" : "s", combine_waves, combine_waves == 1 ? "" : "s",
-                              100 * signal, most,
+  return b.finish(fmt::format("Comet-style tile fusion: comm on {} of {} SMs, dispatch in {} piece{}, combine in {} "
+                              "ring steps as the tiles finish, signal {:.1f} % per tile; busiest rank runs {} expert "
+                              "rows{}",
+                              comm_sms, hw.gpu.sm_count, pieces, pieces == 1 ? "" : "s", n - 1, 100 * signal, most,
                               routing.dropped() > 0 ? fmt::format(", {} slots dropped", routing.dropped()) : ""));
 }
 
@@ -254,7 +242,7 @@ SchemeInfo make_moe_tile_fused_scheme() {
                     "FLUX (arXiv 2406.06858) tile-level fusion",
           .summary = "MoE layer with the all-to-alls fused into the expert GEMMs: tokens consumed by source group as "
                      "they land, output tiles sent as they finish, communication on comm_sms dedicated SMs",
-          .params = {kTileSignal, kCommSms, kDispatchPieces, kCombineWaves},
+          .params = {kTileSignal, kCommSms, kDispatchPieces},
           .applies = [](const Workload& w) { return w.kind == "moe"; },
           .build = build_moe_tile_fused};
 }

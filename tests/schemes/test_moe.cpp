@@ -151,7 +151,7 @@ TEST_CASE("moe: bytes are conserved per rank pair in every scheme", "[moe]") {
                                                            {"moe_flashoverlap", {{"group_waves", 1}}},
                                                            {"moe_flashoverlap", {{"group_waves", 0}}},
                                                            {"moe_tile_fused", nlohmann::json::object()},
-                                                           {"moe_tile_fused", {{"dispatch_pieces", 1}, {"combine_waves", 3}}}}) {
+                                                           {"moe_tile_fused", {{"dispatch_pieces", 1}}}}) {
     INFO(scheme << " " << params.dump());
     const BuiltScheme b = build(scheme, w, hw, params);
     CHECK(b.required_bytes == expected);

@@ -57,10 +57,22 @@ Ps latency(const std::string& scheme, const Workload& w, const HardwareProfile& 
   return run(build(scheme, w, hw, params).graph, make_node(hw, w.tp)).makespan_ps;
 }
 
-// Rank r's expert GEMMs on `sms` SMs: the gate+up GEMM of its own tokens, then of each of pieces - 1
-// groups of its peers in ring order (one kernel each, in order), the SwiGLU (rounded down), the down
-// projection.
-Ps experts_ps(const HardwareProfile& hw, const Moe& m, const MoeShapes& sh, int r, int pieces, int sms) {
+// Rank r's down projection as moe_tile_fused orders it: every local expert's rows of rank r+1, then
+// of r+2, ..., its own last.
+std::vector<GemmShape> down_by_destination(const Moe& m, const CountMatrix& tokens, int r) {
+  const int n = m.ep, per_rank = m.experts / m.ep;
+  std::vector<GemmShape> down;
+  for (int i = 1; i <= n; ++i)
+    for (int e = 0; e < per_rank; ++e)
+      down.push_back(GemmShape{tokens[static_cast<std::size_t>((r + i) % n)][static_cast<std::size_t>(r * per_rank + e)],
+                               m.d_model, m.d_ffn_expert, m.dtype});
+  return down;
+}
+
+// Rank r's expert GEMMs on `sms` SMs up to the down projection: the gate+up GEMM of its own tokens,
+// then of each of pieces - 1 groups of its peers in ring order r-1, r-2, ... (one kernel each, in
+// order), and the SwiGLU (rounded down).
+Ps up_ps(const HardwareProfile& hw, const Moe& m, const MoeShapes& sh, int r, int pieces, int sms) {
   const int n = m.ep, per_rank = m.experts / m.ep;
   REQUIRE(pieces >= 2);
   Ps t = 0;
@@ -71,23 +83,29 @@ Ps experts_ps(const HardwareProfile& hw, const Moe& m, const MoeShapes& sh, int 
     for (int e = 0; e < per_rank; ++e) {
       std::int64_t rows = 0;
       for (int j = j0; j < j1; ++j)
-        rows += sh.tokens[static_cast<std::size_t>((r + j) % n)][static_cast<std::size_t>(r * per_rank + e)];
+        rows += sh.tokens[static_cast<std::size_t>((r - j + n) % n)][static_cast<std::size_t>(r * per_rank + e)];
       up.push_back(GemmShape{rows, 2 * m.d_ffn_expert, m.d_model, m.dtype});
     }
     t += plan_grouped_gemm(hw, up).time_ps(sms);
   }
   const double hbm_bytes_per_ps = hw.gpu.hbm_bandwidth_gbps * hw.gpu.hbm_efficiency * 1e-3;
-  t += static_cast<Ps>(static_cast<double>(sh.activation_bytes[static_cast<std::size_t>(r)]) / hbm_bytes_per_ps);
-  return t + plan_grouped_gemm(hw, sh.down[static_cast<std::size_t>(r)]).time_ps(sms);
+  return t + static_cast<Ps>(static_cast<double>(sh.activation_bytes[static_cast<std::size_t>(r)]) / hbm_bytes_per_ps);
+}
+
+Ps experts_ps(const HardwareProfile& hw, const Moe& m, const MoeShapes& sh, int r, int pieces, int sms) {
+  return up_ps(hw, m, sh, r, pieces, sms) + plan_grouped_gemm(hw, down_by_destination(m, sh.tokens, r)).time_ps(sms);
 }
 
 }  // namespace
 
-TEST_CASE("moe_tile_fused: with every piece hidden, latency = compute on the GEMM SMs + the last piece's transfer",
+TEST_CASE("moe_tile_fused: the combine steps follow the down projection's waves; compute + the exposed tail",
           "[moe][moe_tile_fused][closed_form]") {
-  // Top 1 of 4 experts, one per rank, uniform: every source sends 1024 rows to every expert. The
-  // links are so fast that a dispatch piece lands before the gate+up piece before it is done and a
-  // combine piece is sent before the next wave ends: only the last piece's transfer is exposed.
+  // Top 1 of 4 experts, one per rank, uniform: every source sends 1024 rows to every expert, so every
+  // rank is the same. The links are so fast that a dispatch piece lands before the gate+up piece
+  // before it is done. The down projection's tiles run rank r+1's rows, r+2's, r+3's, then its own;
+  // combine step j (one 2 MiB flow per rank, x) starts when the wave holding the last tile of rank
+  // r+j's rows ends and after step j-1: e_j = max(done_j, e_(j-1)) + x. The layer ends at
+  // max(down projection's end, e_3).
   const double link_gbps = 50000;
   const HardwareProfile hw = test::ideal_profile(4, link_gbps);
   const Workload w = moe_workload(4, 4, 1, 4096, 1024, 1024);
@@ -97,44 +115,30 @@ TEST_CASE("moe_tile_fused: with every piece hidden, latency = compute on the GEM
     for (const std::int64_t c : row) REQUIRE(c == 1024);
   const MoeShapes sh = moe_shapes(m, routing.tokens);
   const Ps router = gemm_time_ps(hw, moe_router_gemm(m));
-  const double bytes_per_ps = link_gbps * 1e-3;
+  const Ps x = static_cast<Ps>(1024.0 * 1024 * 2 / (link_gbps * 1e-3));
   for (const int comm_sms : {4, 32}) {
     INFO("comm_sms " << comm_sms);
     const int sms = hw.gpu.sm_count - comm_sms;
-    const GroupedGemmPlan down = plan_grouped_gemm(hw, sh.down[0]);
+    const GroupedGemmPlan down = plan_grouped_gemm(hw, down_by_destination(m, routing.tokens, 0));
+    REQUIRE(down.groups.size() == 4);
+    for (const GemmPlan& g : down.groups) REQUIRE(g.tiles == down.groups[0].tiles);  // one tile time
     const std::int64_t slots = static_cast<std::int64_t>(sms) * down.ctas_per_sm;
-    const std::int64_t waves = down.waves(sms);
-    REQUIRE(waves >= 2);
-    // The last piece: the tiles of the last wave, on every rank (rows laid out from rank r+1's tokens
-    // on, its own last); its time is the busiest port's bytes (the ranks start it together, and
-    // max-min sharing runs every flow at its bottleneck's share).
-    overlap::PairBytes last(4);
-    for (int r = 0; r < 4; ++r)
-      last[static_cast<std::size_t>(r)] =
-          moe_tile_range_bytes(sh.down[static_cast<std::size_t>(r)], down, routing.tokens, {r}, (waves - 1) * slots,
-                               down.tiles, (r + 1) % 4);
-    Bytes port = 0;
-    for (int r = 0; r < 4; ++r) {
-      Bytes out = 0, in = 0;
-      for (int d = 0; d < 4; ++d)
-        if (d != r) out += last[static_cast<std::size_t>(r)][static_cast<std::size_t>(d)],
-                    in += last[static_cast<std::size_t>(d)][static_cast<std::size_t>(r)];
-      port = std::max({port, out, in});
+    const Ps start = router + up_ps(hw, m, sh, 0, 4, sms);
+    // A dispatch piece (x) lands within the gate+up piece before it.
+    REQUIRE(x < plan_grouped_gemm(hw, {GemmShape{1024, 2048, 1024, DType::bf16}}).time_ps(sms));
+    Ps e = 0;
+    for (int j = 1; j <= 3; ++j) {
+      const std::int64_t through = j * down.groups[0].tiles;
+      e = std::max(start + (through + slots - 1) / slots * down.cta_ps, e) + x;
     }
-    // On 128 GEMM SMs the last wave holds rank r+3's rows and the rank's own: a real tail. On 100 SMs
-    // it holds only the rank's own rows, which stay local: nothing is exposed after the GEMM.
-    if (comm_sms == 4) REQUIRE(port > 0);
-    if (comm_sms == 32) REQUIRE(port == 0);
-    const Ps tail = static_cast<Ps>(static_cast<double>(port) / bytes_per_ps);
-    // Hidden: a dispatch piece (1024 rows from one source) lands within a gate+up piece's time, and
-    // a whole wave's combine within a wave.
-    const Ps up_piece = plan_grouped_gemm(hw, {GemmShape{1024, 2048, 1024, DType::bf16}}).time_ps(sms);
-    REQUIRE(static_cast<Ps>(1024 * 1024 * 2 / bytes_per_ps) < up_piece);
-    REQUIRE(tail < down.cta_ps);
-    const Ps closed = router + experts_ps(hw, m, sh, 0, 4, sms) + tail;
-    const Ps fused = latency("moe_tile_fused", w, hw,
-                             {{"comm_sms", comm_sms}, {"dispatch_pieces", 4}, {"combine_waves", 1},
-                              {"tile_signal_overhead", 0.0}});
+    const Ps end = start + down.time_ps(sms);
+    // On 128 GEMM SMs (two waves) the last step waits for the last wave: x is exposed. On 100 SMs
+    // (three waves) the own rows' wave hides it.
+    if (comm_sms == 4) REQUIRE(e > end);
+    if (comm_sms == 32) REQUIRE(e < end);
+    const Ps closed = std::max(end, e);
+    const Ps fused =
+        latency("moe_tile_fused", w, hw, {{"comm_sms", comm_sms}, {"dispatch_pieces", 4}, {"tile_signal_overhead", 0.0}});
     CHECK(fused >= closed - kSlackPs);
     CHECK(fused <= closed + kSlackPs);
   }
@@ -158,7 +162,7 @@ TEST_CASE("moe_tile_fused: the per-tile signal stretches every expert tile by it
       CHECK(a.cta_ps == b.cta_ps);  // the router
     }
   }
-  CHECK(experts == 4 * (4 + 1));
+  CHECK(experts == 4 * (4 + 1));  // per rank: 4 gate+up pieces and the down projection
 }
 
 TEST_CASE("moe_tile_fused: under Zipf skew the busiest rank's GEMMs set the latency", "[moe][moe_tile_fused]") {
@@ -200,10 +204,9 @@ TEST_CASE("moe_tile_fused: moves no_overlap's bytes, and refuses comm_sms that l
   const BuiltScheme plain = build("no_overlap", w, hw);
   for (const int pieces : {1, 3, 4, 9}) {
     INFO("dispatch_pieces " << pieces);
-    const BuiltScheme fused = build("moe_tile_fused", w, hw, {{"dispatch_pieces", pieces}, {"combine_waves", 1}});
+    const BuiltScheme fused = build("moe_tile_fused", w, hw, {{"dispatch_pieces", pieces}});
     CHECK(fused.required_bytes == plain.required_bytes);
   }
   CHECK_THROWS_AS(build("moe_tile_fused", w, hw, {{"comm_sms", hw.gpu.sm_count}}), InputError);
   CHECK_THROWS_AS(build("moe_tile_fused", w, hw, {{"dispatch_pieces", 0}}), InputError);
-  CHECK_THROWS_AS(build("moe_tile_fused", w, hw, {{"combine_waves", 0}}), InputError);
 }
