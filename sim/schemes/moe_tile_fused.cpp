@@ -63,8 +63,9 @@ const SchemeParam kCommSms = [] {
   return p.tune({2, 4, 8, 16, 32}).production("Comet's adjustable compute / communication SM split");
 }();
 const SchemeParam kDispatchPieces = int_param("dispatch_pieces", 4, 1, 4096,
-                                              "groups of source ranks (ring order from the rank itself) whose "
-                                              "tokens the gate+up GEMM consumes as each group lands (at most ep)")
+                                              "pieces the gate+up GEMM consumes the dispatch in as each lands: the "
+                                              "rank's own tokens, then its peers (r-1, r-2, ...) in dispatch_pieces - 1 "
+                                              "groups; 1 = the whole dispatch first (at most ep)")
                                         .tune({1, 2, 4, 8});
 // The ring offsets [first, last) of dispatch piece p of `pieces` over n ranks: one piece is all of
 // them; else piece 0 is the rank's own tokens (offset 0) and the n - 1 peers share the others.
