@@ -100,6 +100,12 @@ inline constexpr InputRange bucket_mb{"gradient bucket", "workload.parallel.buck
                                       "PyTorch DDP's default is 25; below 1 KiB every weight is a bucket of its own"};
 inline constexpr InputRange prefetch{"FSDP prefetch", "workload.parallel.prefetch", 0, 1024, "layers",
                                      "layers gathered ahead; at most the model's layers matter", true};
+// The moe workload (docs/guide/moe.md).
+inline constexpr InputRange experts{"experts", "workload.experts, workload.top_k", 1, 65536, "experts",
+                                    "DeepSeek-V3 has 256 routed experts; the routing is EP x experts counts", true};
+inline constexpr InputRange shared_experts{"shared experts", "workload.shared_experts", 0, 1024, "experts",
+                                           "DeepSeek-V3 has 1", true};
+inline constexpr InputRange seed{"seed", "workload.seed", 0, 9007199254740992.0, "", "2^53: exact in JSON", true};
 
 // Scheme parameters (schemes[].params.*, --param)
 inline constexpr InputRange chunks{"integer scheme knob (chunks, streams, SMs, wave sizes)",
@@ -111,7 +117,7 @@ inline constexpr std::array kAll = {&sm_count, &ctas_per_sm,   &clock_mhz, &peak
                                     &num_gpus,  &gpus_per_group, &fabric_nodes, &curve_bytes, &curve_us,
                                     &curve_points, &tile,       &tp,        &gemm_dim,    &tokens,
                                     &batch,     &width,         &heads,     &layers,      &dp,          &bucket_mb,
-                                    &prefetch,  &chunks};
+                                    &prefetch,  &experts,       &shared_experts, &seed, &chunks};
 
 }  // namespace ranges
 

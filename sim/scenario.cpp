@@ -349,15 +349,6 @@ Transformer read_transformer(const YamlReader& w, int tp) {
   return t;
 }
 
-// MoE sizes outside the workload range table (cost_model/input_ranges.hpp holds the others): the
-// largest published models have a few hundred routed experts (DeepSeek-V3: 256) and a handful of
-// shared ones; the seed is any integer a JSON double holds exactly.
-constexpr InputRange kExpertsRange{"experts", "workload.experts, workload.top_k", 1, 65536, "experts",
-                                   "DeepSeek-V3 has 256 routed experts; the routing is EP x experts counts", true};
-constexpr InputRange kSharedExpertsRange{"shared experts", "workload.shared_experts", 0, 1024, "experts",
-                                         "DeepSeek-V3 has 1", true};
-constexpr InputRange kSeedRange{"seed", "workload.seed", 0, 9007199254740992.0, "", "2^53: exact in JSON", true};
-
 // workload kind moe (sim/workload.hpp Moe; docs/guide/moe.md).
 Moe read_moe(const YamlReader& w, int max_ranks) {
   w.allow_keys(workload_keys({"experts", "top_k", "d_model", "d_ffn_expert", "tokens", "ep", "capacity_factor", "routing",
@@ -368,8 +359,8 @@ Moe read_moe(const YamlReader& w, int max_ranks) {
   Moe m;
   m.file = w.file();
   m.line = w.line();
-  m.experts = static_cast<int>(w.get_int_in("experts", kExpertsRange));
-  m.top_k = static_cast<int>(w.get_int_in("top_k", kExpertsRange));
+  m.experts = static_cast<int>(w.get_int_in("experts", ranges::experts));
+  m.top_k = static_cast<int>(w.get_int_in("top_k", ranges::experts));
   if (m.top_k > m.experts)
     w.fail_at("top_k", fmt::format("top_k = {} is more than experts = {} (a token's top_k experts are distinct)", m.top_k,
                                    m.experts));
@@ -385,9 +376,9 @@ Moe read_moe(const YamlReader& w, int max_ranks) {
     if (!(c > 0)) w.fail_at("capacity_factor", fmt::format("must be > 0 (got {}); leave it out for dropless routing", c));
     m.capacity_factor = c;
   }
-  m.shared_experts = static_cast<int>(w.get_int_in("shared_experts", kSharedExpertsRange, 0));
+  m.shared_experts = static_cast<int>(w.get_int_in("shared_experts", ranges::shared_experts, 0));
   m.dtype = read_dtype(w, "dtype", DType::bf16);
-  const std::uint64_t seed = static_cast<std::uint64_t>(w.get_int_in("seed", kSeedRange, 0));
+  const std::uint64_t seed = static_cast<std::uint64_t>(w.get_int_in("seed", ranges::seed, 0));
   if (const auto r = w.optional_child("routing")) {
     // `routing: "zipf: 1.2"` (text) or `routing: {zipf: 1.2}` (a one-key map, what YAML makes of it
     // unquoted in flow style).

@@ -198,6 +198,9 @@ PapersReport summarize(std::vector<PaperRow> rows) {
   return rep;
 }
 
+// FlashOverlap's Mixtral-8x7B result from the moe workload (papers_flashoverlap_moe.cpp).
+std::vector<PaperRow> flashoverlap_moe_rows(ScenarioRunner& runner);
+
 PapersReport papers_report(ScenarioRunner& runner, const std::vector<std::string>& sources) {
   auto wanted = [&](const std::string& s) {
     return sources.empty() || std::find(sources.begin(), sources.end(), s) != sources.end();
@@ -208,6 +211,7 @@ PapersReport papers_report(ScenarioRunner& runner, const std::vector<std::string
   if (wanted("flashoverlap")) {
     add(flashoverlap_rows(runner));
     add(flashoverlap_step_rows(runner));
+    add(flashoverlap_moe_rows(runner));
   }
   if (wanted("async_tp")) add(async_tp_rows(runner));
   if (wanted("dtp")) add(dtp_rows(runner));

@@ -1,8 +1,9 @@
 #pragma once
 // The moe workload's schemes (docs/guide/moe.md): one MoE layer over the EP group as no_overlap,
-// token-chunked pipelining (moe_pipeline) and FlashOverlap's wave-grouped GEMM + combine all-to-all
-// (moe_flashoverlap). Every rank runs its own routed token counts, so the slowest rank sets the
-// latency (the all-to-allvs end with their slowest rank, cost_model/all_to_allv.hpp).
+// token-chunked pipelining (moe_pipeline), FlashOverlap's wave-grouped GEMM + combine all-to-all
+// (moe_flashoverlap) and the all-to-alls fused into the expert GEMMs tile by tile (moe_tile_fused).
+// Every rank runs its own routed token counts, so the slowest rank sets the latency (the
+// all-to-allvs end with their slowest rank, cost_model/all_to_allv.hpp).
 #include <cstdint>
 #include <vector>
 

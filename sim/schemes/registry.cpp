@@ -23,6 +23,7 @@ SchemeInfo make_te_userbuffers_scheme();
 SchemeInfo make_flux_scheme();
 SchemeInfo make_moe_pipeline_scheme();
 SchemeInfo make_moe_flashoverlap_scheme();
+SchemeInfo make_moe_tile_fused_scheme();
 
 namespace {
 
@@ -50,7 +51,7 @@ std::vector<SchemeInfo> make_registry() {
       make_gptj_parallel_scheme(), make_pt_transformer_scheme(), make_ladder_residual_scheme(),
       make_dtp_scheme(),           make_no_comm_scheme(),
       make_te_userbuffers_scheme(), make_flux_scheme(),
-      make_moe_pipeline_scheme(),  make_moe_flashoverlap_scheme(),
+      make_moe_pipeline_scheme(),  make_moe_flashoverlap_scheme(), make_moe_tile_fused_scheme(),
   };
   for (SchemeInfo& s : out) s = not_for_moe(forward_only_unless_backward(std::move(s)));
   return out;

@@ -149,7 +149,9 @@ TEST_CASE("moe: bytes are conserved per rank pair in every scheme", "[moe]") {
        std::vector<std::pair<std::string, nlohmann::json>>{{"no_overlap", nlohmann::json::object()},
                                                            {"moe_pipeline", {{"chunks", 3}}},
                                                            {"moe_flashoverlap", {{"group_waves", 1}}},
-                                                           {"moe_flashoverlap", {{"group_waves", 0}}}}) {
+                                                           {"moe_flashoverlap", {{"group_waves", 0}}},
+                                                           {"moe_tile_fused", nlohmann::json::object()},
+                                                           {"moe_tile_fused", {{"dispatch_pieces", 1}}}}) {
     INFO(scheme << " " << params.dump());
     const BuiltScheme b = build(scheme, w, hw, params);
     CHECK(b.required_bytes == expected);
@@ -227,7 +229,7 @@ TEST_CASE("moe: a fixed seed gives the same routing, graph and latency", "[moe]"
   const Workload w3 = moe_workload(4, 16, 4, 1024, 512, 256, zipf(1.0, 43));
   CHECK(moe_routing(std::get<Moe>(w1.shape)).tokens == moe_routing(std::get<Moe>(w2.shape)).tokens);
   CHECK(moe_routing(std::get<Moe>(w1.shape)).tokens != moe_routing(std::get<Moe>(w3.shape)).tokens);
-  for (const std::string scheme : {"no_overlap", "moe_pipeline", "moe_flashoverlap"}) {
+  for (const std::string scheme : {"no_overlap", "moe_pipeline", "moe_flashoverlap", "moe_tile_fused"}) {
     INFO(scheme);
     const BuiltScheme a = build(scheme, w1, hw), b = build(scheme, w2, hw);
     CHECK(a.required_bytes == b.required_bytes);
@@ -240,7 +242,8 @@ TEST_CASE("moe: only the moe schemes apply to moe, and they apply to nothing els
   const Workload w = moe_workload(4, 8, 2, 1024, 512, 256);
   for (const SchemeInfo& s : scheme_registry()) {
     INFO(s.name);
-    const bool for_moe = s.name == "no_overlap" || s.name == "moe_pipeline" || s.name == "moe_flashoverlap";
+    const bool for_moe = s.name == "no_overlap" || s.name == "moe_pipeline" || s.name == "moe_flashoverlap" ||
+                         s.name == "moe_tile_fused";
     CHECK(s.applies(w) == for_moe);
   }
   CHECK_FALSE(find_scheme("moe_pipeline")->applies(test::gemm_workload(4, Primitive::all_to_all, 1024, 1024, 1024)));

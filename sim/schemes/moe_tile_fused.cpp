@@ -1,0 +1,251 @@
+// moe_tile_fused: the MoE layer with its all-to-alls fused into the expert GEMMs at tile level, the
+// fusion-based method of flashoverlap-paper Sec. 2.4.2: FLUX (Chang et al., arXiv 2406.06858, the
+// paper's [4]) fuses the communication into the beginning or end of the GEMM kernel at tile level;
+// Comet (Zhang et al., "Comet: Fine-grained Computation-communication Overlapping for
+// Mixture-of-Experts", MLSys 2025, the paper's [54]) does it for MoE layers with a thread-block
+// specialised kernel: communication and computation run on different SMs at once, and the SM split
+// between them is adjustable (our `comm_sms`, a tuned knob).
+//
+// Per rank, after the router (on every SM):
+// - Dispatch, consumed as the tokens arrive: the rank's own tokens first (they need no transfer, so
+//   the gate+up GEMM starts at once), then its peers in ring order (r-1, r-2, ...: at step j every
+//   rank r-j writes to r, so every rank reads from a different peer at a time) cut into dispatch_pieces - 1 groups; a group's tokens come in
+//   by SM copy kernels on the comm SMs, and the gate+up grouped GEMM of its rows starts when they
+//   have landed. The pieces' GEMMs run in order on the compute stream: each pays its own launch and
+//   partial last wave, which Comet's one persistent kernel does not (so more pieces hide more of the
+//   dispatch but overstate that cost). dispatch_pieces 1: the whole dispatch, then one GEMM.
+// - The SwiGLU over every row, then the down-projection grouped GEMM, whose tiles signal a counter as
+//   they finish (flux.cpp's tile_signal_overhead on each tile's epilogue; the gate+up tiles pay it as
+//   their flag check). Its tiles are ordered by destination, FLUX's tile swizzle (flux.cpp's GEMM-RS):
+//   rank r+1's rows of every local expert first, then r+2's, ..., the rank's own rows last (each
+//   (source, expert) block its own group of the grouped GEMM, so a block's partial row band costs a
+//   tile). Once the tiles through rank r+j's rows are done, combine step j sends them to r+j: the
+//   ranks send to different peers at a time, not all to one, and the own rows at the end hide (some
+//   of) the last transfer. One combine step per peer keeps the engine at one event per step, never per
+//   token or per tile.
+// - Shared experts (where the model has them) right after the down projection, beside the last
+//   combine steps.
+// The expert GEMMs run as persistent kernels on sm_count - comm_sms SMs; the transfers are SM copy
+// kernels of comm_sms CTAs on the comm stream (the profile's sm_copy transport, as flux.cpp's GEMM-RS
+// sends), in ring steps (rank r writes to r+j at step j, FLUX's ring order): a rank moves
+// at most comm_sms x sm_copy.cta_gbps at a time, the throughput its comm SMs buy, and the engine
+// carries one flow per rank rather than one per rank pair. The ranks of one step match their sends
+// and receives, so a step starts when the slowest rank's tiles of it are done: under skewed routing
+// the busiest rank sets the latency, as it does for the all-to-allvs of the other schemes.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "sim/schemes/moe.hpp"
+#include "sim/workload_shapes.hpp"
+
+namespace overlap::sim {
+
+namespace {
+
+// The same per-tile cost as flux.cpp's knob of this name (FlashOverlap Sec. 6.6, Table 5: signalling
+// plus reorder under 1 % of the GEMM).
+const SchemeParam kTileSignal =
+    number_param("tile_signal_overhead", 0.01, 0, 1,
+                 "per-tile signal (down projection) or flag-check (gate+up) cost as a fraction of a tile's time")
+        .production("Comet / FLUX fused kernels' per-tile flags (no knob)");
+const SchemeParam kCommSms = [] {
+  // Default 16: at the H100 profile's sm_copy 25 GB/s per CTA, 16 CTAs (400 GB/s) fill an NVLink port
+  // (450 GB/s x 0.83); fewer leave the port idle, more take SMs from the GEMMs for nothing.
+  SchemeParam p = int_param("comm_sms", 16, 1, 4095,
+                            "SMs given to communication (thread-block specialisation); the expert GEMMs run on "
+                            "the other sm_count - comm_sms");
+  p.hardware_max = [](const HardwareProfile& hw) { return hw.gpu.sm_count - 1.0; };
+  p.max_formula = "sm_count - 1";
+  return p.tune({2, 4, 8, 16, 32}).production("Comet's adjustable compute / communication SM split");
+}();
+const SchemeParam kDispatchPieces = int_param("dispatch_pieces", 4, 1, 4096,
+                                              "pieces the gate+up GEMM consumes the dispatch in as each lands: the "
+                                              "rank's own tokens, then its peers (r-1, r-2, ...) in dispatch_pieces - 1 "
+                                              "groups; 1 = the whole dispatch first (at most ep)")
+                                        .tune({1, 2, 4, 8});
+// The ring offsets [first, last) of dispatch piece p of `pieces` over n ranks: one piece is all of
+// them; else piece 0 is the rank's own tokens (offset 0) and the n - 1 peers share the others.
+std::pair<int, int> offsets_of(int p, int pieces, int n) {
+  if (pieces == 1) return {0, n};
+  if (p == 0) return {0, 1};
+  const std::int64_t peers = n - 1, groups = pieces - 1;
+  return {static_cast<int>(1 + peers * (p - 1) / groups), static_cast<int>(1 + peers * p / groups)};
+}
+
+OpId add_shared_experts(GraphBuilder& b, int r, StreamId stream, const Moe& m, OpId dep) {
+  GemmOptions up;
+  up.name = "shared.up";
+  up.deps = {dep};
+  const OpId u = b.add_gemm(r, stream, moe_shared_up(m), up);
+  MemoryKernel act;
+  act.name = "shared.act";
+  act.bytes = moe_shared_activation_bytes(m);
+  act.deps = {u};
+  const OpId a = b.add_memory(r, stream, act);
+  GemmOptions down;
+  down.name = "shared.down";
+  down.deps = {a};
+  return b.add_gemm(r, stream, moe_shared_down(m), down);
+}
+
+BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
+  const Moe& m = std::get<Moe>(ctx.workload.shape);
+  const HardwareProfile& hw = ctx.hardware;
+  const int n = m.ep;
+  const int per_rank = m.experts / m.ep;
+  const double signal = ctx.number(kTileSignal);
+  const int comm_sms = std::min(ctx.integer(kCommSms), hw.gpu.sm_count - 1);
+  const int gemm_sms = hw.gpu.sm_count - comm_sms;
+  const int pieces = std::min(ctx.integer(kDispatchPieces), n);
+
+  GraphBuilder b(ctx, n);
+  const std::vector<StreamId> compute = b.add_streams("compute", 0);
+  const std::vector<StreamId> comm = b.add_streams("moe.comm", 1);
+  const MoeRouting routing = moe_routing(m);
+  const MoeShapes sh = moe_shapes(m, routing.tokens);
+  const CountMatrix& tokens = routing.tokens;
+  auto at = [](auto& v, int i) -> auto& { return v[static_cast<std::size_t>(i)]; };
+
+  // Ring step j of a transfer: every rank r sends sends[r][r+j] to rank r+j (a permutation: every
+  // rank writes to one peer and reads from one) by one SM copy kernel of comm_sms CTAs on its comm
+  // stream, after deps[r]. Steps run one after another on the stream, so a rank moves at most
+  // comm_sms x cta_gbps at a time and the engine carries one flow per rank, not one per rank pair.
+  // Returns the ranks' ops; nothing (kNoOp) when no rank has bytes for offset j.
+  auto step = [&](const std::string& name, int j, const overlap::PairBytes& sends,
+                  const std::vector<std::vector<OpId>>& deps) {
+    std::vector<OpId> out(static_cast<std::size_t>(n), kNoOp);
+    bool any = false;
+    for (int r = 0; r < n && !any; ++r) any = at(sends, r)[static_cast<std::size_t>((r + j) % n)] > 0;
+    if (!any) return out;
+    const std::int64_t id = b.new_collective_id();
+    for (int r = 0; r < n; ++r) {
+      const int dst = (r + j) % n, src = (r - j + n) % n;
+      P2pSpec x;
+      x.name = fmt::format("{}.{}", name, j);
+      x.transport = Transport::sm_copy;
+      x.channels = comm_sms;
+      x.collective = id;
+      x.members = n;
+      x.sends.push_back({dst, at(sends, r)[static_cast<std::size_t>(dst)]});
+      x.recvs.push_back({src, at(sends, src)[static_cast<std::size_t>(r)]});
+      b.add_required_bytes(r, dst, at(sends, r)[static_cast<std::size_t>(dst)]);
+      x.deps = at(deps, r);
+      at(out, r) = b.add_p2p(r, at(comm, r), x);
+    }
+    return out;
+  };
+
+  std::vector<OpId> router;
+  for (int r = 0; r < n; ++r) {
+    GemmOptions o;
+    o.name = "router";
+    router.push_back(b.add_gemm(r, at(compute, r), moe_router_gemm(m), o));
+  }
+  std::vector<std::vector<OpId>> after_router;
+  for (const OpId o : router) after_router.push_back({o});
+
+  // Dispatch: piece p carries, to every rank r, the tokens of the sources r - j for j in its offsets.
+  std::vector<OpId> last_up(static_cast<std::size_t>(n), kNoOp);
+  for (int p = 0; p < pieces; ++p) {
+    const auto [j0, j1] = offsets_of(p, pieces, n);
+    std::vector<OpId> landed(static_cast<std::size_t>(n), kNoOp);
+    if (j1 - j0 > (j0 == 0 ? 1 : 0)) {
+      overlap::PairBytes sends(static_cast<std::size_t>(n), std::vector<Bytes>(static_cast<std::size_t>(n), 0));
+      for (int r = 0; r < n; ++r)
+        for (int j = std::max(j0, 1); j < j1; ++j) {
+          const int src = (r - j + n) % n;
+          at(sends, src)[static_cast<std::size_t>(r)] = sh.dispatch[static_cast<std::size_t>(src)][static_cast<std::size_t>(r)];
+        }
+      for (int j = std::max(j0, 1); j < j1; ++j) {
+        const std::vector<OpId> o = step(fmt::format("dispatch[{}]", p), j, sends, after_router);
+        if (o[0] != kNoOp) landed = o;
+      }
+    }
+    for (int r = 0; r < n; ++r) {
+      std::vector<GemmShape> up;
+      for (int e = 0; e < per_rank; ++e) {
+        const std::size_t expert = static_cast<std::size_t>(r * per_rank + e);
+        std::int64_t rows = 0;
+        for (int j = j0; j < j1; ++j) rows += tokens[static_cast<std::size_t>((r - j + n) % n)][expert];
+        up.push_back(GemmShape{rows, 2 * m.d_ffn_expert, m.d_model, m.dtype});
+      }
+      GemmOptions o;
+      o.name = pieces > 1 ? fmt::format("experts.up[{}]", p) : std::string("experts.up");
+      o.deps = {at(router, r)};
+      if (at(landed, r) != kNoOp) o.deps.push_back(at(landed, r));
+      o.sm_budget = gemm_sms;
+      o.epilogue_overhead = signal;
+      at(last_up, r) = b.add_grouped_gemm(r, at(compute, r), up, o);
+    }
+  }
+
+  // Down projection, its tiles ordered by destination (rank r+1's rows of every local expert, then
+  // r+2's, ..., the rank's own last), signalling a counter; step j of the combine sends rank r+j its
+  // rows once the tiles through them are done.
+  std::vector<CounterId> counters;
+  std::vector<OpId> down_ops;
+  std::vector<std::vector<std::int64_t>> through(static_cast<std::size_t>(n));  // [rank][j]: tiles through offset j
+  for (int r = 0; r < n; ++r) {
+    MemoryKernel act;
+    act.name = "experts.act";
+    act.bytes = at(sh.activation_bytes, r);
+    act.deps = {at(last_up, r)};
+    const OpId a = b.add_memory(r, at(compute, r), act);
+    std::vector<GemmShape> down;
+    for (int i = 1; i <= n; ++i)
+      for (int e = 0; e < per_rank; ++e)
+        down.push_back(GemmShape{tokens[static_cast<std::size_t>((r + i) % n)][static_cast<std::size_t>(r * per_rank + e)],
+                                 m.d_model, m.d_ffn_expert, m.dtype});
+    const GroupedGemmPlan plan = plan_grouped_gemm(hw, down);
+    std::int64_t done = 0;
+    at(through, r).assign(static_cast<std::size_t>(n), 0);
+    for (int i = 1; i <= n; ++i) {
+      for (int e = 0; e < per_rank; ++e) done += plan.groups[static_cast<std::size_t>((i - 1) * per_rank + e)].tiles;
+      at(through, r)[static_cast<std::size_t>(i % n)] = done;
+    }
+    counters.push_back(b.add_counter(fmt::format("r{}.down.tiles", r)));
+    GemmOptions o;
+    o.name = "experts.down.signalling";
+    o.deps = {a};
+    o.tile_counters = {counters.back()};
+    o.sm_budget = gemm_sms;
+    o.epilogue_overhead = signal;
+    down_ops.push_back(b.add_grouped_gemm(r, at(compute, r), down, o));
+  }
+  for (int j = 1; j < n; ++j) {
+    std::vector<std::vector<OpId>> deps;
+    for (int r = 0; r < n; ++r)
+      deps.push_back({b.add_wait(r, at(comm, r), at(counters, r), at(through, r)[static_cast<std::size_t>(j)],
+                                 fmt::format("wait.combine.{}", j))});
+    step("combine", j, sh.combine, deps);
+  }
+  if (m.shared_experts > 0)
+    for (int r = 0; r < n; ++r) add_shared_experts(b, r, at(compute, r), m, at(down_ops, r));
+
+  std::int64_t most = 0;
+  for (int r = 0; r < n; ++r) most = std::max(most, routing.received(r));
+  return b.finish(fmt::format("Comet-style tile fusion: comm on {} of {} SMs, dispatch in {} piece{}, combine in {} "
+                              "ring steps as the tiles finish, signal {:.1f} % per tile; busiest rank runs {} expert "
+                              "rows{}",
+                              comm_sms, hw.gpu.sm_count, pieces, pieces == 1 ? "" : "s", n - 1, 100 * signal, most,
+                              routing.dropped() > 0 ? fmt::format(", {} slots dropped", routing.dropped()) : ""));
+}
+
+}  // namespace
+
+SchemeInfo make_moe_tile_fused_scheme() {
+  return {.name = "moe_tile_fused",
+          .source = "flashoverlap-paper Sec. 2.4.2: Comet (Zhang et al., MLSys 2025) thread-block specialisation, "
+                    "FLUX (arXiv 2406.06858) tile-level fusion",
+          .summary = "MoE layer with the all-to-alls fused into the expert GEMMs: tokens consumed by source group as "
+                     "they land, output tiles sent as they finish, communication on comm_sms dedicated SMs",
+          .params = {kTileSignal, kCommSms, kDispatchPieces},
+          .applies = [](const Workload& w) { return w.kind == "moe"; },
+          .build = build_moe_tile_fused};
+}
+
+}  // namespace overlap::sim
