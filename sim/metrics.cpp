@@ -104,11 +104,12 @@ int peak_comm_sms(const TaskGraph& g, const Timeline& tl) {
 
 // The parameters a scheme ran with: the given ones plus every declared default not given (a
 // hardware-dependent default as its formula, the way `overlap-sim schemes` shows it).
-// A knob that means nothing for the workload (a training-only knob in a forward pass) is left out.
+// A knob that means nothing for the workload (a training-only knob in a forward pass), and one that
+// inherits another knob's value and was not given, is left out.
 nlohmann::json params_with_defaults(const SchemeInfo& scheme, const nlohmann::json& given, const Workload& workload) {
   nlohmann::json out = given.is_object() ? given : nlohmann::json::object();
   for (const SchemeParam& p : scheme.params)
-    if (!out.contains(p.name) && param_applies(p, workload)) out[p.name] = default_for(p, nullptr);
+    if (!out.contains(p.name) && !p.inherits && param_applies(p, workload)) out[p.name] = default_for(p, nullptr);
   return out;
 }
 

@@ -62,6 +62,10 @@ struct SchemeParam {
   // nothing to a workload without a backward, so there it is left out of the parameters a run reports,
   // tunes and sweeps, and naming it is refused (param_applies, check_params_apply).
   bool training_only = false;
+  // A knob whose default is another knob's value (TransformerEngine's per-GEMM-name settings fall back
+  // to the scalar ones): a run reports it among its parameters only when it was given, so a report
+  // never shows a formula where a value belongs.
+  bool inherits = false;
 
   // Rows are written as e.g. int_param("m", 1, 1, 4096, "...").tune({1, 2, 4}).production("...").
   SchemeParam tune(std::vector<nlohmann::json> values, std::string when = {}) const;

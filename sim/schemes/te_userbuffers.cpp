@@ -103,6 +103,7 @@ std::vector<SchemeParam> per_name_params() {
   auto inherit = [](SchemeParam p, const std::string& from, nlohmann::json fallback) {
     p.hardware_default = [fallback](const HardwareProfile&) { return fallback; };
     p.default_formula = from;
+    p.inherits = true;
     return p;
   };
   for (const std::string& name : te_all_gemm_names()) {

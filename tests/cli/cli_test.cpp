@@ -491,3 +491,17 @@ TEST_CASE("trace flags: kernel level by default, ranks and window filters, bad v
   CHECK(lonely.rc == 2);
   CHECK_THAT(lonely.err, Catch::Contains("--trace"));
 }
+
+TEST_CASE("a run reports a per-GEMM-name knob only when it was given, never its inherited formula", "[cli][te]") {
+  // te_userbuffers' "<name>.<knob>" rows default to the scalar knob; the report holds values only.
+  const CliResult r = cli({"run", "--scheme", "te_userbuffers", "--param", "fc2_fprop.num_splits=8", "--format", "json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const auto params = nlohmann::json::parse(r.out)["results"][0]["params"];
+  CHECK(params["fc2_fprop.num_splits"] == 8);
+  CHECK(params["num_splits"] == 4);  // the scalar knob keeps its default
+  for (const auto& [key, value] : params.items()) {
+    INFO(key);
+    if (key != "fc2_fprop.num_splits") CHECK(key.find('.') == std::string::npos);
+  }
+}
