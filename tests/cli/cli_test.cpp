@@ -19,6 +19,7 @@
 #include "sim/report.hpp"
 #include "sim/schemes/scheme.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/temp_file.hpp"
 #include "tools/cli.hpp"
 
 namespace fs = std::filesystem;
@@ -27,38 +28,9 @@ namespace {
 
 using overlap::test::cli;
 using overlap::test::CliResult;
-
-// A fresh directory per test, removed afterwards.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / ("overlap-cli-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-};
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+using overlap::test::TempDir;
+using overlap::test::read_text;
+using overlap::test::write_text;
 
 // A small, fast scenario: one GEMM + reduce-scatter on 4 of the H100s.
 const std::string kScenario =
@@ -92,9 +64,9 @@ struct ScopedEnv {
 }  // namespace
 
 TEST_CASE("usage errors exit 2 with a message on stderr", "[cli]") {
-  TempDir dir;
+  TempDir dir("cli-test");
   const std::string scen = dir.file("s.yaml");
-  write(scen, kScenario);
+  write_text(scen, kScenario);
 
   const CliResult none = cli({});
   CHECK(none.rc == 2);
@@ -127,22 +99,22 @@ TEST_CASE("usage errors exit 2 with a message on stderr", "[cli]") {
 }
 
 TEST_CASE("scenario input errors exit 2 naming the file, line and key", "[cli]") {
-  TempDir dir;
+  TempDir dir("cli-test");
   const std::string scen = dir.file("s.yaml");
-  write(scen, kScenario);
+  write_text(scen, kScenario);
 
   const CliResult set = cli({"run", scen, "--set", "workload.m=0"});
   CHECK(set.rc == 2);
   CHECK_THAT(set.err, Catch::Contains("workload.m"));
 
-  write(scen, kScenario + "  - {name: data_slicing, params: {chunkz: 2}}\n");  // line 13
+  write_text(scen, kScenario + "  - {name: data_slicing, params: {chunkz: 2}}\n");  // line 13
   const CliResult param = cli({"run", scen});
   CHECK(param.rc == 2);
   CHECK_THAT(param.err, Catch::Contains(scen + ":13"));
   CHECK_THAT(param.err, Catch::Contains("schemes.2.params.chunkz"));  // the path --set accepts
 
   // A value outside the knob's table range is refused by the loader at its line (exit 2).
-  write(scen, kScenario + "  - {name: data_slicing, params: {chunks: 0}}\n");
+  write_text(scen, kScenario + "  - {name: data_slicing, params: {chunks: 0}}\n");
   const CliResult range = cli({"run", scen});
   CHECK(range.rc == 2);
   CHECK_THAT(range.err, Catch::Contains(scen + ":13: schemes.2.params.chunks: must be an integer in [1, 4096] (got 0)"));
@@ -150,23 +122,23 @@ TEST_CASE("scenario input errors exit 2 naming the file, line and key", "[cli]")
   // A value inside the range that this workload cannot use (512 rows per rank cut into 2000 slices)
   // is rejected by the builder and still located at its line; the other schemes' results are
   // reported and the exit status is 1 (one failing scheme does not hide the others).
-  write(scen, kScenario + "  - {name: commfuse, params: {m: 2000}}\n");
+  write_text(scen, kScenario + "  - {name: commfuse, params: {m: 2000}}\n");
   const CliResult value = cli({"run", scen});
   CHECK(value.rc == 1);
   CHECK_THAT(value.err, Catch::Contains(scen + ":13"));
   CHECK_THAT(value.err, Catch::Contains("schemes.2.params.m") && Catch::Contains("cannot be cut into m = 2000 slices"));
 
   // Written as a block, the knob's own line is named, not the scheme's.
-  write(scen, kScenario + "  - name: commfuse\n    params:\n      channels: 8\n      m: 2000\n");  // m: line 16
+  write_text(scen, kScenario + "  - name: commfuse\n    params:\n      channels: 8\n      m: 2000\n");  // m: line 16
   const CliResult block = cli({"run", scen});
   CHECK(block.rc == 1);
   CHECK_THAT(block.err, Catch::Contains(scen + ":16: schemes.2.params.m"));
 }
 
 TEST_CASE("run --format json has the documented keys and consistent metrics", "[cli][report]") {
-  TempDir dir;
+  TempDir dir("cli-test");
   const std::string scen = dir.file("s.yaml");
-  write(scen, kScenario);
+  write_text(scen, kScenario);
   const CliResult r = cli({"run", scen, "--format", "json"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
@@ -203,9 +175,9 @@ TEST_CASE("run --format json has the documented keys and consistent metrics", "[
 }
 
 TEST_CASE("run --format csv and table carry the same rows", "[cli][report]") {
-  TempDir dir;
+  TempDir dir("cli-test");
   const std::string scen = dir.file("s.yaml");
-  write(scen, kScenario);
+  write_text(scen, kScenario);
   const CliResult csv = cli({"run", scen, "--format", "csv"});
   REQUIRE(csv.rc == 0);
   std::istringstream lines(csv.out);
@@ -235,21 +207,21 @@ TEST_CASE("run --format csv and table carry the same rows", "[cli][report]") {
 }
 
 TEST_CASE("option output: writes the report atomically and an error leaves no file", "[cli][atomic]") {
-  TempDir dir;
+  TempDir dir("cli-test");
   const std::string scen = dir.file("s.yaml");
-  write(scen, kScenario);
+  write_text(scen, kScenario);
   const std::string out = dir.file("out.json");
 
   const CliResult ok = cli({"run", scen, "--format", "json", "--output", out});
   REQUIRE(ok.rc == 0);
   CHECK(ok.out.empty());
-  CHECK(read(out) == cli({"run", scen, "--format", "json"}).out);
+  CHECK(read_text(out) == cli({"run", scen, "--format", "json"}).out);
 
   // A failing run keeps the previous file untouched and leaves no temporary behind.
-  write(out, "OLD");
+  write_text(out, "OLD");
   const CliResult bad = cli({"run", scen, "--format", "json", "--output", out, "--set", "workload.k=-1"});
   CHECK(bad.rc == 2);
-  CHECK(read(out) == "OLD");
+  CHECK(read_text(out) == "OLD");
   CHECK(dir.entries() == std::vector<std::string>{"out.json", "s.yaml"});
 
   // A failing run writes nothing at all: not the report, not the trace.
@@ -265,9 +237,9 @@ TEST_CASE("option output: writes the report atomically and an error leaves no fi
 }
 
 TEST_CASE("option trace: writes a Chrome trace of one scheme", "[cli][trace]") {
-  TempDir dir;
+  TempDir dir("cli-test");
   const std::string scen = dir.file("s.yaml");
-  write(scen, kScenario);
+  write_text(scen, kScenario);
   const std::string trace = dir.file("t.json");
   const CliResult r = cli({"run", scen, "--scheme", "data_slicing", "--trace", trace, "--trace-level", "cta"});
   INFO(r.err);
@@ -275,7 +247,7 @@ TEST_CASE("option trace: writes a Chrome trace of one scheme", "[cli][trace]") {
   // --scheme runs only that scheme.
   CHECK_THAT(r.out, Catch::Contains("data_slicing"));
   CHECK(r.out.find("\nno_overlap ") == std::string::npos);  // no row for the baseline
-  const auto j = nlohmann::json::parse(read(trace));
+  const auto j = nlohmann::json::parse(read_text(trace));
   REQUIRE(j.contains("traceEvents"));
   REQUIRE(j["traceEvents"].is_array());
   int slices = 0, ctas = 0;
@@ -357,14 +329,14 @@ TEST_CASE("a profile without a memory model (hbm_bandwidth_gbps 0) still runs", 
 }
 
 TEST_CASE("option graphviz: writes the task graph of one scheme as dot", "[cli][graphviz]") {
-  TempDir dir;
+  TempDir dir("cli-test");
   const std::string scen = dir.file("s.yaml");
-  write(scen, kScenario);
+  write_text(scen, kScenario);
   const std::string dot = dir.file("g.dot");
   const CliResult r = cli({"run", scen, "--scheme", "data_slicing", "--graphviz", dot});
   INFO(r.err);
   REQUIRE(r.rc == 0);
-  const std::string text = read(dot);
+  const std::string text = read_text(dot);
   CHECK(text.rfind("digraph tasks {", 0) == 0);
   CHECK_THAT(text, Catch::Contains("cluster_rank0"));
   CHECK_THAT(text, Catch::Contains("->"));
@@ -384,7 +356,7 @@ TEST_CASE("run without a scenario uses the default Llama-3-70B MLP scenario", "[
   CHECK(cli({"run", "dtp-a1", "--scheme", "tp_baseline", "--format", "csv"}).rc == 0);
 
   // OVERLAP_HOME moves the source tree: an empty one has no default scenario.
-  TempDir home;
+  TempDir home("cli-test");
   ScopedEnv env("OVERLAP_HOME", home.path.string());
   const CliResult moved = cli({"run"});
   CHECK(moved.rc == 2);
@@ -418,9 +390,9 @@ TEST_CASE("profile show prints a built-in profile", "[cli]") {
 }
 
 TEST_CASE("option plot: reports a missing Python clearly and writes nothing", "[cli][plot]") {
-  TempDir dir;
+  TempDir dir("cli-test");
   const std::string scen = dir.file("s.yaml");
-  write(scen, kScenario);
+  write_text(scen, kScenario);
   ScopedEnv env("PYTHON", dir.file("no-such-python3"));
   const CliResult r = cli({"run", scen, "--output", dir.file("out.txt"), "--plot", dir.file("t.png")});
   CHECK(r.rc == 2);
@@ -433,14 +405,14 @@ TEST_CASE("option plot: writes a PNG timeline when matplotlib is available", "[c
     WARN("python3 with matplotlib not available: --plot not exercised");
     return;
   }
-  TempDir dir;
+  TempDir dir("cli-test");
   const std::string scen = dir.file("s.yaml");
-  write(scen, kScenario);
+  write_text(scen, kScenario);
   const std::string png = dir.file("t.png");
   const CliResult r = cli({"run", scen, "--scheme", "data_slicing", "--plot", png});
   INFO(r.err);
   REQUIRE(r.rc == 0);
-  const std::string bytes = read(png);
+  const std::string bytes = read_text(png);
   REQUIRE(bytes.size() > 8);
   CHECK(bytes.substr(1, 3) == "PNG");
   CHECK(dir.entries() == std::vector<std::string>{"s.yaml", "t.png"});  // no temporaries left
@@ -448,14 +420,14 @@ TEST_CASE("option plot: writes a PNG timeline when matplotlib is available", "[c
 
 TEST_CASE("trace flags: kernel level by default, ranks and window filters, bad values name the flag",
           "[cli][trace]") {
-  TempDir dir;
+  TempDir dir("cli-test");
   const std::string scen = dir.file("s.yaml");
-  write(scen, kScenario);
+  write_text(scen, kScenario);
   const std::string trace = dir.file("t.json");
   const CliResult r = cli({"run", scen, "--scheme", "data_slicing", "--trace", trace});
   INFO(r.err);
   REQUIRE(r.rc == 0);
-  const auto kernel = nlohmann::json::parse(read(trace));  // valid JSON
+  const auto kernel = nlohmann::json::parse(read_text(trace));  // valid JSON
   CHECK(kernel["otherData"]["trace_level"] == "kernel");
   std::set<int> pids;
   int slices = 0;
@@ -474,7 +446,7 @@ TEST_CASE("trace flags: kernel level by default, ranks and window filters, bad v
                            "--trace-window", "0:1e6"});
   INFO(f.err);
   REQUIRE(f.rc == 0);
-  const nlohmann::json filtered = nlohmann::json::parse(read(trace));  // (a named document: a range-for
+  const nlohmann::json filtered = nlohmann::json::parse(read_text(trace));  // (a named document: a range-for
   for (const auto& e : filtered["traceEvents"])                        //  over a temporary's member dangles)
     if (e["ph"] == "X") CHECK((e["pid"] == 1 || e["pid"] == 3));
 

@@ -15,6 +15,7 @@
 #include "cost_model/profile_loader.hpp"
 #include "sim/report.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/temp_file.hpp"
 #include "tools/cli.hpp"
 
 namespace fs = std::filesystem;
@@ -23,23 +24,8 @@ namespace {
 
 using overlap::test::cli;
 using overlap::test::CliResult;
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct TempFile {
-  std::string path;
-  explicit TempFile(const std::string& name)
-      : path((fs::temp_directory_path() / ("overlap-cli-tune-" + std::to_string(::getpid()) + "-" + name)).string()) {}
-  ~TempFile() {
-    std::error_code ec;
-    fs::remove(path, ec);
-  }
-};
+using overlap::test::TempFile;
+using overlap::test::read_text;
 
 const std::vector<std::string> kA800 = {"tune",        "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096",
                                         "--dtype",     "fp16",       "--primitive",    "all_reduce", "--ranks",
@@ -145,7 +131,7 @@ TEST_CASE("tune --export-flashoverlap writes FlashOverlap's configuration", "[cl
   INFO(r.err);
   REQUIRE(r.rc == 0);
   const auto tuned = nlohmann::json::parse(r.out);
-  const auto j = nlohmann::json::parse(read(cfg.path));
+  const auto j = nlohmann::json::parse(read_text(cfg.path));
   for (const char* key : {"BM", "BN", "dur", "Algo", "hint", "cSeg", "rLDN"}) CHECK(j.contains(key));
   CHECK(j["Algo"] == 3);
   CHECK(j["cSeg"] == tuned["groups_tiles"]);

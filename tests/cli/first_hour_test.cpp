@@ -18,6 +18,7 @@
 #include "sim/report.hpp"
 #include "sim/sweep.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/temp_file.hpp"
 #include "tools/cli.hpp"
 #include "tools/cmd_validate.hpp"
 
@@ -27,27 +28,8 @@ namespace {
 
 using overlap::test::cli;
 using overlap::test::CliResult;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / ("overlap-first-hour-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using overlap::test::TempDir;
+using overlap::test::read_text;
 
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
@@ -227,7 +209,7 @@ TEST_CASE("sweep axes from the command line: ranges, --no-axis, --only-axes", "[
 }
 
 TEST_CASE("profile show --format yaml loads back as the same profile, for every built-in", "[cli][first_hour][profile]") {
-  TempDir tmp;
+  TempDir tmp("first-hour");
   const auto names = overlap::builtin_profile_names(overlap::default_hardware_dir());
   REQUIRE(names.size() >= 13);
   for (const std::string& name : names) {
@@ -289,17 +271,17 @@ TEST_CASE("a run on a profile with placeholder figures says so in one line", "[c
 }
 
 TEST_CASE("every command's -o is --output, and a written file is confirmed on stderr", "[cli][first_hour]") {
-  TempDir tmp;
+  TempDir tmp("first-hour");
   const CliResult run = cli({"run", "-o", tmp.file("r.txt")});
   CHECK(run.rc == 0);
   CHECK(run.out.empty());
   CHECK(run.err == "wrote " + tmp.file("r.txt") + "\n");
-  CHECK(contains(read(tmp.file("r.txt")), "best: "));
+  CHECK(contains(read_text(tmp.file("r.txt")), "best: "));
   const CliResult coll = cli({"collective", "all_reduce", "-b", "1M", "-e", "4M", "-o", tmp.file("c.txt")});
   CHECK(coll.rc == 0);
   CHECK(coll.out.empty());
   CHECK(coll.err == "wrote " + tmp.file("c.txt") + "\n");
-  const std::string table = read(tmp.file("c.txt"));
+  const std::string table = read_text(tmp.file("c.txt"));
   CHECK(contains(table, "# Collective test starting: all_reduce_perf"));
   CHECK(contains(table, "     1048576  "));
   // nccl-tests' -o (the reduction) is --op here.
@@ -372,10 +354,10 @@ TEST_CASE("validate puts its verdict first and flags suspicious GEMM points", "[
 }
 
 TEST_CASE("validate says REGRESSED when a median exceeds its record", "[cli][first_hour][validate]") {
-  TempDir tmp;
+  TempDir tmp("first-hour");
   const fs::path dir = tmp.path / "h100";
   fs::copy(overlap::tools::resolve_input_path("calibrate/results/nvidia-h100-80gb-hbm3-vm"), dir, fs::copy_options::recursive);
-  nlohmann::json rec = nlohmann::json::parse(read((dir / "validation.json").string()));
+  nlohmann::json rec = nlohmann::json::parse(read_text((dir / "validation.json").string()));
   rec["median_abs_error_pct"]["transfer"] = 0.1;  // recorded far below today's 1.24 %
   std::ofstream(dir / "validation.json") << rec.dump(2);
   const auto rep = overlap::tools::validate_dir(dir.string());
@@ -386,10 +368,10 @@ TEST_CASE("validate says REGRESSED when a median exceeds its record", "[cli][fir
 }
 
 TEST_CASE("validate reports a GEMM measured slower than the same GEMM with 4x its K", "[cli][first_hour][validate]") {
-  TempDir tmp;
+  TempDir tmp("first-hour");
   const fs::path dir = tmp.path / "fixture";
   fs::copy(overlap::tools::resolve_input_path("tests/data/calibrate/fixture-h100"), dir, fs::copy_options::recursive);
-  nlohmann::json doc = nlohmann::json::parse(read((dir / "measurements.json").string()));
+  nlohmann::json doc = nlohmann::json::parse(read_text((dir / "measurements.json").string()));
   int patched = 0;
   for (auto& m : doc["measurements"]) {
     const auto& c = m["config"];

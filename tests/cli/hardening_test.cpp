@@ -24,6 +24,7 @@
 #include "sim/scenario.hpp"
 #include "sim/sweep.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/temp_file.hpp"
 #include "tools/cli.hpp"
 
 namespace fs = std::filesystem;
@@ -32,36 +33,9 @@ namespace {
 
 using overlap::test::cli;
 using overlap::test::CliResult;
-
-struct Dir {
-  fs::path path;
-  Dir() {
-    static int n = 0;
-    path = fs::temp_directory_path() / ("overlap-harden-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
-    fs::create_directories(path);
-  }
-  ~Dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  std::size_t entries() const {
-    std::size_t n = 0;
-    for ([[maybe_unused]] const auto& e : fs::directory_iterator(path)) ++n;
-    return n;
-  }
-};
-
-void write(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using overlap::test::TempDir;
+using overlap::test::read_text;
+using overlap::test::write_text;
 
 const std::string kGemm =
     "hardware: h100-sxm-8x-nvswitch\n"                  // 1
@@ -126,9 +100,9 @@ TEST_CASE("out-of-range physical quantities are refused with the key and the lim
 }
 
 TEST_CASE("copy_engines 0 in a file is refused at its line and key", "[harden][ranges]") {
-  Dir d;
+  TempDir d("harden");
   const std::string profile = d.file("p.yaml");
-  std::string text = read(overlap::tools::hardware_dir() + "/h100-sxm-8x-nvswitch.yaml");
+  std::string text = read_text(overlap::tools::hardware_dir() + "/h100-sxm-8x-nvswitch.yaml");
   text += "\n";
   // Replace the gpu section's copy_engines (or add it) at a known line.
   std::istringstream lines(text);
@@ -143,7 +117,7 @@ TEST_CASE("copy_engines 0 in a file is refused at its line and key", "[harden][r
     out += line + "\n";
   }
   REQUIRE(at > 0);
-  write(profile, out);
+  write_text(profile, out);
   CHECK(cli({"profile", "show", profile}).rc == 2);
   try {
     (void)overlap::load_profile_file(profile);
@@ -198,10 +172,10 @@ TEST_CASE("a path in a message is accepted back by --set", "[harden][keys]") {
 }
 
 TEST_CASE("FlashOverlap wave groups larger than the GEMM are refused like a wrong list", "[harden][keys]") {
-  Dir d;
+  TempDir d("harden");
   const std::string scen = d.file("fo.yaml");
   for (const std::string groups : {"1000000", "[100, 100]"}) {
-    write(scen, kGemm + "  - {name: flashoverlap, params: {groups: " + groups + "}}\n");
+    write_text(scen, kGemm + "  - {name: flashoverlap, params: {groups: " + groups + "}}\n");
     const CliResult r = cli({"run", scen, "--scheme", "flashoverlap"});
     INFO(groups << ": " << r.err);
     CHECK(r.rc == 2);
@@ -210,7 +184,7 @@ TEST_CASE("FlashOverlap wave groups larger than the GEMM are refused like a wron
 }
 
 TEST_CASE("input paths that are not regular files are refused at once", "[harden][files]") {
-  Dir d;
+  TempDir d("harden");
   // A directory, a device, a FIFO (would block forever), an oversized file.
   const CliResult dir = cli({"run", d.path.string()});
   CHECK(dir.rc == 2);
@@ -234,14 +208,14 @@ TEST_CASE("input paths that are not regular files are refused at once", "[harden
   CHECK_THAT(huge.err, Catch::Contains("16 MiB"));
   // A hardware path in a scenario that names a directory: an input error at the scenario's line.
   const std::string scen = d.file("hw.yaml");
-  write(scen, "hardware: " + d.path.string() + "/\nworkload: {kind: gemm_collective, tp: 2, m: 64, n: 64, k: 64, primitive: all_reduce}\n");
+  write_text(scen, "hardware: " + d.path.string() + "/\nworkload: {kind: gemm_collective, tp: 2, m: 64, n: 64, k: 64, primitive: all_reduce}\n");
   const CliResult hw = cli({"run", scen});
   CHECK(hw.rc == 2);
   CHECK_THAT(hw.err, Catch::Contains("directory"));
   // The reader itself.
   CHECK_THROWS_AS(overlap::read_input_file("/dev/null"), overlap::InputError);
   CHECK_FALSE(overlap::read_input_file_if_exists(d.file("absent")).has_value());
-  write(d.file("ok"), "abc");
+  write_text(d.file("ok"), "abc");
   CHECK(overlap::read_input_file(d.file("ok")) == "abc");
 }
 
@@ -265,9 +239,9 @@ TEST_CASE("a 3000-value sweep list validates, each value checked", "[harden][swe
 }
 
 TEST_CASE("one failing scheme is a FAILED row, the others are reported, exit 1", "[harden][failed]") {
-  Dir d;
+  TempDir d("harden");
   const std::string scen = d.file("mixed.yaml");
-  write(scen, kGemm + "  - {name: flashoverlap, params: {groups: 1000000}}\n");  // line 11
+  write_text(scen, kGemm + "  - {name: flashoverlap, params: {groups: 1000000}}\n");  // line 11
   const CliResult j = cli({"run", scen, "--format", "json"});
   INFO(j.err);
   CHECK(j.rc == 1);
@@ -289,7 +263,7 @@ TEST_CASE("one failing scheme is a FAILED row, the others are reported, exit 1",
   CHECK_THAT(table.out, Catch::Contains("FAILED"));
 
   // Every scheme failing is an invalid scenario: exit 2, nothing reported.
-  write(scen, "hardware: h100-sxm-8x-nvswitch\nworkload: {kind: gemm_collective, tp: 4, m: 2048, n: 4096, k: 2048, "
+  write_text(scen, "hardware: h100-sxm-8x-nvswitch\nworkload: {kind: gemm_collective, tp: 4, m: 2048, n: 4096, k: 2048, "
               "primitive: all_reduce}\nschemes:\n  - {name: flashoverlap, params: {groups: 1000000}}\n");
   const CliResult all = cli({"run", scen});
   CHECK(all.rc == 2);
@@ -297,27 +271,27 @@ TEST_CASE("one failing scheme is a FAILED row, the others are reported, exit 1",
 }
 
 TEST_CASE("sweep: -o and --plot land together or not at all", "[harden][outputs][sweep]") {
-  Dir d;
+  TempDir d("harden");
   const std::string report = d.file("s.csv");
-  write(report, "old sweep");
-  const std::size_t before = d.entries();
+  write_text(report, "old sweep");
+  const std::size_t before = d.entries().size();
   const CliResult r = cli({"sweep", "--sweep", "workload.tokens=4096,8192", "-o", report, "--plot", "/nonexistent/p.png"});
   INFO(r.err);
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Catch::Contains("--plot"));
-  CHECK(read(report) == "old sweep");
+  CHECK(read_text(report) == "old sweep");
   // The --plot directory is checked with every output before any point runs: nothing was run, so
   // nothing was written (no temporary, no checkpoint).
   CHECK_THAT(r.err, Catch::Contains("/nonexistent"));
-  CHECK(d.entries() == before);
+  CHECK(d.entries().size() == before);
 }
 
 TEST_CASE("outputs are moved into place only when all of them succeeded", "[harden][outputs]") {
-  Dir d;
+  TempDir d("harden");
   const std::string report = d.file("r.json"), trace = d.file("t.json");
-  write(report, "old report");
-  write(trace, "old trace");
-  const std::size_t before = d.entries();
+  write_text(report, "old report");
+  write_text(trace, "old trace");
+  const std::size_t before = d.entries().size();
   for (const std::vector<std::string>& failing :
        {std::vector<std::string>{"--plot", "/nonexistent/p.png"}, std::vector<std::string>{"--graphviz", "/nonexistent/g.dot"}}) {
     std::vector<std::string> args = {"run", "--scheme", "no_overlap", "--trace", trace, "-o", report, "--format", "json"};
@@ -325,19 +299,19 @@ TEST_CASE("outputs are moved into place only when all of them succeeded", "[hard
     const CliResult r = cli(args);
     INFO(r.err);
     CHECK(r.rc == 2);
-    CHECK(read(report) == "old report");
-    CHECK(read(trace) == "old trace");
-    CHECK(d.entries() == before);  // no temporary left behind
+    CHECK(read_text(report) == "old report");
+    CHECK(read_text(trace) == "old trace");
+    CHECK(d.entries().size() == before);  // no temporary left behind
   }
   // All succeed: all are replaced.
   const CliResult ok = cli({"run", "--scheme", "no_overlap", "--trace", trace, "-o", report, "--format", "json",
                       "--graphviz", d.file("g.dot")});
   INFO(ok.err);
   REQUIRE(ok.rc == 0);
-  CHECK(nlohmann::json::parse(read(report))["results"].size() == 1);
-  CHECK(nlohmann::json::parse(read(trace)).contains("traceEvents"));
+  CHECK(nlohmann::json::parse(read_text(report))["results"].size() == 1);
+  CHECK(nlohmann::json::parse(read_text(trace)).contains("traceEvents"));
   CHECK(fs::exists(d.file("g.dot")));
-  CHECK(d.entries() == before + 1);
+  CHECK(d.entries().size() == before + 1);
 }
 
 TEST_CASE("a hardware path given by --set is read where the user typed it (the README's calibrated profiles)",
@@ -346,7 +320,7 @@ TEST_CASE("a hardware path given by --set is read where the user typed it (the R
   const fs::path source = OVERLAP_SOURCE_DIR;
   const std::string in_tree = "calibrate/results/nvidia-h100-80gb-hbm3-vm/schemes/profile_virtual_t4_d2d.yaml";
   REQUIRE(fs::exists(source / in_tree));
-  Dir d;
+  TempDir d("harden");
   fs::create_directories(d.path / "mine");
   std::string text;
   {
@@ -424,9 +398,9 @@ std::string src(const std::string& rel) { return (fs::path(overlap::tools::sourc
 }  // namespace
 
 TEST_CASE("two outputs naming one file are refused before anything is written", "[harden2][outputs]") {
-  Dir d;
+  TempDir d("harden");
   const std::string k = d.file("k.json");
-  write(k, "old");
+  write_text(k, "old");
   const std::vector<std::vector<std::string>> cases = {
       {"run", src(kMlp), "--scheme", "no_overlap", "-o", k, "--trace", k},
       {"run", src(kMlp), "--scheme", "no_overlap", "--graphviz", k, "--trace", d.path.string() + "/./k.json"},
@@ -438,15 +412,15 @@ TEST_CASE("two outputs naming one file are refused before anything is written", 
     INFO(r.err);
     CHECK(r.rc == 2);
     CHECK_THAT(r.err, Catch::Contains("name the same file"));
-    CHECK(read(k) == "old");
-    CHECK(d.entries() == 1);  // no temporary left behind
+    CHECK(read_text(k) == "old");
+    CHECK(d.entries().size() == 1);  // no temporary left behind
   }
   // Through a symbolic link: the link and its target are one file.
   fs::create_symlink("k.json", d.file("link.json"));
   const CliResult r = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", d.file("link.json"), "--trace", k});
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Catch::Contains("-o " + d.file("link.json")) && Catch::Contains("--trace " + k));
-  CHECK(read(k) == "old");
+  CHECK(read_text(k) == "old");
   // A sweep's -o and its checkpoint FILE.partial.
   const CliResult s = cli({"sweep", src(kMlp), "--sweep", "workload.tokens=4096", "-o", d.file("s.csv"), "--plot",
                      d.file("s.csv.partial")});
@@ -455,20 +429,20 @@ TEST_CASE("two outputs naming one file are refused before anything is written", 
 }
 
 TEST_CASE("a symbolic link given as an output is written through, the link kept", "[harden2][outputs]") {
-  Dir d;
+  TempDir d("harden");
   fs::create_directories(d.path / "real");
   fs::create_symlink("real/target.txt", d.file("link.txt"));
   const CliResult r = cli({"run", src(kMlp), "--scheme", "no_overlap", "--format", "csv", "-o", d.file("link.txt")});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   CHECK(fs::is_symlink(d.file("link.txt")));
-  CHECK(read((d.path / "real" / "target.txt").string()).rfind("scenario,", 0) == 0);
+  CHECK(read_text((d.path / "real" / "target.txt").string()).rfind("scenario,", 0) == 0);
   // Nothing else appeared beside the link or the target.
-  CHECK(d.entries() == 2);
+  CHECK(d.entries().size() == 2);
 }
 
 TEST_CASE("a named pipe or a character device is written in place, never replaced", "[harden2][outputs]") {
-  Dir d;
+  TempDir d("harden");
   const std::string fifo = d.file("fifo");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   // No reader: refused at once (no hang), the pipe stays a pipe.
@@ -494,7 +468,7 @@ TEST_CASE("a named pipe or a character device is written in place, never replace
 }
 
 TEST_CASE("an output that is a directory or empty is refused with the OS error, exit 2", "[harden2][outputs]") {
-  Dir d;
+  TempDir d("harden");
   fs::create_directories(d.path / "out");
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"run", src(kMlp), "--scheme", "no_overlap", "-o", d.file("out")},
@@ -583,9 +557,9 @@ TEST_CASE("invalid UTF-8 is refused with file, line and key, or replaced in a na
   CHECK_THAT(load_error(bad), Catch::Contains("h.yaml:11") && Catch::Contains("name") && Catch::Contains("UTF-8"));
   CHECK_THAT(load_error(kGemm, {"name=\xc3\x28"}), Catch::Contains("--set name=") && Catch::Contains("UTF-8"));
   // A scenario file whose name is not UTF-8 (no `name:`): JSON output, exit 0, U+FFFD in the name.
-  Dir d;
+  TempDir d("harden");
   const std::string path = d.file("\xff.yaml");
-  write(path, kGemm);
+  write_text(path, kGemm);
   const CliResult r = cli({"run", path, "--format", "json"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
@@ -700,15 +674,15 @@ TEST_CASE("one topology check for every command: errors name the profile file, l
       {with("link_class: nvlink}\n", "link_class: nvlink, bidirectional: false}\n"), ":12: fabric.edges.0", "one-way"},
       {with("num_gpus: 2", "num_gpus: 3"), ":5: fabric.num_gpus", "2 GPU nodes"},
   };
-  Dir d;
-  write(d.file("ok.yaml"), base);
+  TempDir d("harden");
+  write_text(d.file("ok.yaml"), base);
   CHECK(cli({"profile", "show", d.file("ok.yaml")}).rc == 0);
   int n = 0;
   for (const Case& c : cases) {
     const std::string profile = d.file("p" + std::to_string(n) + ".yaml");
     const std::string scenario = d.file("s" + std::to_string(n++) + ".yaml");
-    write(profile, c.text);
-    write(scenario, "hardware: " + profile +
+    write_text(profile, c.text);
+    write_text(scenario, "hardware: " + profile +
                         "\nworkload: {kind: gemm_collective, tp: 2, m: 1024, n: 1024, k: 1024, primitive: all_reduce}\n");
     std::string err;
     try {

@@ -19,6 +19,7 @@
 #include "sim/report.hpp"
 #include "sim/schemes/scheme.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/temp_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -26,29 +27,9 @@ namespace {
 
 using overlap::test::cli;
 using overlap::test::CliResult;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / ("overlap-step-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using overlap::test::TempDir;
+using overlap::test::read_text;
+using overlap::test::write_text;
 
 // Llama-3-70B's MLP as a TP 8 x DP 2 FSDP (ZeRO-3) training step on two nodes; a short sequence
 // keeps it quick.
@@ -115,9 +96,9 @@ std::vector<std::string> lines_of(const std::string& text) {
 }  // namespace
 
 TEST_CASE("run on a training step: the JSON step object adds up, forward + backward = latency", "[cli][report][training]") {
-  TempDir dir;
+  TempDir dir("step-test");
   const std::string scen = dir.file("step.yaml");
-  write(scen, kStep);
+  write_text(scen, kStep);
   const CliResult r = cli({"run", scen, "--format", "json"});
   REQUIRE(r.rc == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -146,9 +127,9 @@ TEST_CASE("run on a training step: the JSON step object adds up, forward + backw
 }
 
 TEST_CASE("run on a training step: the table's step section and the CSV's step columns", "[cli][report][training]") {
-  TempDir dir;
+  TempDir dir("step-test");
   const std::string scen = dir.file("step.yaml");
-  write(scen, kStep);
+  write_text(scen, kStep);
 
   const CliResult csv = cli({"run", scen, "--format", "csv"});
   REQUIRE(csv.rc == 0);
@@ -220,10 +201,10 @@ TEST_CASE("run on a training step: the table's step section and the CSV's step c
 
 TEST_CASE("a forward pass: no step section or columns, and training-only knobs are neither shown nor accepted",
           "[cli][report][training]") {
-  TempDir dir;
+  TempDir dir("step-test");
   const std::string scen = dir.file("fwd.yaml");
   // Without column_backward: the forward outputs as they were before training steps.
-  write(scen, kForward.substr(0, kForward.rfind("      column_backward")));
+  write_text(scen, kForward.substr(0, kForward.rfind("      column_backward")));
   const CliResult json = cli({"run", scen, "--format", "json"});
   REQUIRE(json.rc == 0);
   const nlohmann::json j = nlohmann::json::parse(json.out);
@@ -239,13 +220,13 @@ TEST_CASE("a forward pass: no step section or columns, and training-only knobs a
   CHECK(table.out.find("column_backward") == std::string::npos);
 
   // Named in a forward pass it would have no effect: refused at its line, exit 2.
-  write(scen, kForward);
+  write_text(scen, kForward);
   const CliResult named = cli({"run", scen});
   CHECK(named.rc == 2);
   CHECK_THAT(named.err, Catch::Contains("fwd.yaml:8"));
   CHECK_THAT(named.err, Catch::Contains("schemes.1.params.column_backward"));
   CHECK_THAT(named.err, Catch::Contains("training backward only"));
-  write(scen, kForward.substr(0, kForward.rfind("      column_backward")));
+  write_text(scen, kForward.substr(0, kForward.rfind("      column_backward")));
   const CliResult flag = cli({"run", scen, "--scheme", "no_overlap", "--param", "column_backward=bulk"});
   CHECK(flag.rc == 2);
   CHECK_THAT(flag.err, Catch::Contains("column_backward"));
@@ -272,12 +253,12 @@ TEST_CASE("schemes says how each scheme runs the backward, or that it has none",
 }
 
 TEST_CASE("the Chrome trace of a step tells the passes and the communicators apart", "[cli][trace][training]") {
-  TempDir dir;
+  TempDir dir("step-test");
   const std::string scen = dir.file("step.yaml");
-  write(scen, kStep);
+  write_text(scen, kStep);
   const std::string trace = dir.file("t.json");
   REQUIRE(cli({"run", scen, "--scheme", "no_overlap", "--trace", trace}).rc == 0);
-  const nlohmann::json t = nlohmann::json::parse(read(trace));
+  const nlohmann::json t = nlohmann::json::parse(read_text(trace));
   CHECK(t["otherData"]["training_step"] == true);
   const double forward_end = t["otherData"]["forward_end_us"].get<double>();
   std::map<std::string, int> passes, communicators;
@@ -305,7 +286,7 @@ TEST_CASE("the Chrome trace of a step tells the passes and the communicators apa
 
   // At the CTA level the SM tracks name the backward's CTAs the same way.
   REQUIRE(cli({"run", scen, "--scheme", "no_overlap", "--trace", trace, "--trace-level", "cta"}).rc == 0);
-  const nlohmann::json c = nlohmann::json::parse(read(trace));
+  const nlohmann::json c = nlohmann::json::parse(read_text(trace));
   std::size_t forward_ctas = 0, backward_ctas = 0;
   for (const auto& e : c["traceEvents"])
     if (e["ph"] == "X" && e["cat"] == "cta")
@@ -315,21 +296,21 @@ TEST_CASE("the Chrome trace of a step tells the passes and the communicators apa
 
   // A forward pass's trace is as it was: no pass or communicator in the args.
   const std::string fwd = dir.file("fwd.yaml");
-  write(fwd, kForward.substr(0, kForward.rfind("      column_backward")));
+  write_text(fwd, kForward.substr(0, kForward.rfind("      column_backward")));
   REQUIRE(cli({"run", fwd, "--scheme", "no_overlap", "--trace", trace}).rc == 0);
-  const nlohmann::json f = nlohmann::json::parse(read(trace));
+  const nlohmann::json f = nlohmann::json::parse(read_text(trace));
   CHECK(!f["otherData"].contains("training_step"));
   for (const auto& e : f["traceEvents"])
     if (e["ph"] == "X") CHECK(!e["args"].contains("pass"));
 }
 
 TEST_CASE("sweep over the training keys: the step columns, each row adding up", "[cli][sweep][training]") {
-  TempDir dir;
+  TempDir dir("step-test");
   const std::string scen = dir.file("ddp.yaml");
   // DDP (gradient buckets) so that bucket_mb means something.
   std::string ddp = kStep;
   ddp.replace(ddp.find("fsdp: zero3"), std::string("fsdp: zero3").size(), "fsdp: none");
-  write(scen, ddp);
+  write_text(scen, ddp);
   const CliResult r = cli({"sweep", scen, "--sweep", "workload.parallel.bucket_mb=10,100", "--sweep",
                            "workload.recompute=none,full", "-j", "2"});
   REQUIRE(r.rc == 0);
@@ -352,7 +333,7 @@ TEST_CASE("sweep over the training keys: the step columns, each row adding up", 
 
   // A forward scenario swept over workload.pass: the step columns are there, empty for the forward.
   const std::string fwd = dir.file("fwd.yaml");
-  write(fwd, kForward.substr(0, kForward.rfind("      column_backward")));
+  write_text(fwd, kForward.substr(0, kForward.rfind("      column_backward")));
   const CliResult p = cli({"sweep", fwd, "--sweep", "workload.pass=forward,step", "-j", "2"});
   REQUIRE(p.rc == 0);
   const std::vector<std::string> pl = lines_of(p.out);

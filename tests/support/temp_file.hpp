@@ -1,13 +1,16 @@
 #pragma once
-// A file path under the temporary directory, unique to the test process and removed when it goes out
-// of scope, and a whole file read as text (the CLI tests that check what a command wrote).
+// A file path or a directory under the temporary directory, unique to the test process and removed
+// when it goes out of scope, and whole files written and read as text (the CLI tests that give a
+// command its inputs and check what it wrote).
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace overlap::test {
 
@@ -17,6 +20,35 @@ inline std::string read_text(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// A fresh directory per object (the process id and a counter), removed with everything in it.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& tag = "test") {
+    static int counter = 0;
+    path = std::filesystem::temp_directory_path() /
+           ("overlap-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  // The names directly inside, sorted (what a command left behind).
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(path)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+};
 
 struct TempFile {
   std::string path;

@@ -16,6 +16,7 @@
 #include "sim/report.hpp"
 #include "sim/sweep.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/temp_file.hpp"
 #include "tools/cli.hpp"
 
 namespace fs = std::filesystem;
@@ -25,35 +26,9 @@ namespace {
 
 using overlap::test::cli;
 using overlap::test::CliResult;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / ("overlap-sweep-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-};
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+using overlap::test::TempDir;
+using overlap::test::read_text;
+using overlap::test::write_text;
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
@@ -107,9 +82,9 @@ TEST_CASE("sweep flags split values at top-level commas and merge with the scena
 }
 
 TEST_CASE("sweep: one row per (point, scheme), swept values first, the same bytes on 1 and 2 threads", "[sweep][cli]") {
-  TempDir dir;
+  TempDir dir("sweep-test");
   const std::string scen = dir.file("s.yaml");
-  write(scen, kScenario);
+  write_text(scen, kScenario);
   const CliResult one = cli({"sweep", scen, "-j", "1"});
   INFO(one.err);
   REQUIRE(one.rc == 0);
@@ -149,13 +124,13 @@ TEST_CASE("sweep: one row per (point, scheme), swept values first, the same byte
 }
 
 TEST_CASE("sweep --format json: the same rows, typed point values", "[sweep][cli]") {
-  TempDir dir;
+  TempDir dir("sweep-test");
   const std::string scen = dir.file("s.yaml");
-  write(scen, kScenario);
+  write_text(scen, kScenario);
   const CliResult r = cli({"sweep", scen, "--format", "json", "-o", dir.file("out.json")});
   INFO(r.err);
   REQUIRE(r.rc == 0);
-  const auto j = nlohmann::json::parse(read(dir.file("out.json")));
+  const auto j = nlohmann::json::parse(read_text(dir.file("out.json")));
   CHECK(j["swept"] == nlohmann::json({"workload.k", "hardware.fabric.links.nvlink.bandwidth_gbps"}));
   CHECK(j["points"] == kPoints);
   REQUIRE(j["rows"].size() == kPoints * kSchemes);
@@ -169,12 +144,12 @@ TEST_CASE("sweep --format json: the same rows, typed point values", "[sweep][cli
 }
 
 TEST_CASE("sweep --resume skips the points already in the output file", "[sweep][cli]") {
-  TempDir dir;
+  TempDir dir("sweep-test");
   const std::string scen = dir.file("s.yaml");
-  write(scen, kScenario);
+  write_text(scen, kScenario);
   const std::string out = dir.file("out.csv");
   REQUIRE(cli({"sweep", scen, "-o", out}).rc == 0);
-  const std::string full = read(out);
+  const std::string full = read_text(out);
   auto rows = lines(full);
 
   // Keep the header and the first two points, and mark them: a resumed run that recomputed them
@@ -188,13 +163,13 @@ TEST_CASE("sweep --resume skips the points already in the output file", "[sweep]
   }
   // A third point cut short (one of its three rows): not done, so it runs again.
   kept += rows[1 + 2 * kSchemes] + "\n";
-  write(out, kept);
+  write_text(out, kept);
   const CliResult r = cli({"sweep", scen, "-o", out, "--resume", "--progress"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   CHECK_THAT(r.err, Catch::Contains("2 done before, skipped"));
   CHECK_THAT(r.err, Catch::Contains("4 points in"));
-  const auto resumed = lines(read(out));
+  const auto resumed = lines(read_text(out));
   REQUIRE(resumed.size() == rows.size());
   for (std::size_t i = 1; i < resumed.size(); ++i) {
     INFO("row " << i);
@@ -203,7 +178,7 @@ TEST_CASE("sweep --resume skips the points already in the output file", "[sweep]
   }
 
   // Checkpoint lines count as done too; a line cut by a crash does not.
-  write(out, rows[0] + "\n");
+  write_text(out, rows[0] + "\n");
   std::string ck;
   for (std::size_t p = 0; p < 3; ++p) {
     std::string text;
@@ -214,31 +189,31 @@ TEST_CASE("sweep --resume skips the points already in the output file", "[sweep]
                                      sim::sweep_point_key({values.substr(0, comma), values.substr(comma + 1)}), text);
   }
   ck += ck.substr(0, 40);  // a cut line
-  write(out + ".partial", ck);
+  write_text(out + ".partial", ck);
   const CliResult r2 = cli({"sweep", scen, "-o", out, "--resume", "--progress"});
   REQUIRE(r2.rc == 0);
   CHECK_THAT(r2.err, Catch::Contains("3 done before, skipped"));
-  CHECK(read(out) == full);
+  CHECK(read_text(out) == full);
   CHECK(!fs::exists(out + ".partial"));
 
   // --resume needs the file to resume.
   CHECK(cli({"sweep", scen, "--resume"}).rc == 2);
   // A file of another sweep is refused, not merged.
-  write(out, "a,b,c\n1,2,3\n");
+  write_text(out, "a,b,c\n1,2,3\n");
   const CliResult other = cli({"sweep", scen, "-o", out, "--resume"});
   CHECK(other.rc == 2);
   CHECK_THAT(other.err, Catch::Contains(out));
 }
 
 TEST_CASE("sweep over hardware: the swept column is headed swept:hardware, beside the profile name", "[sweep][cli]") {
-  TempDir dir;
+  TempDir dir("sweep-test");
   const std::string scen = dir.file("s.yaml");
-  write(scen, kScenario);
+  write_text(scen, kScenario);
   const std::string out = dir.file("hw.csv");
   const CliResult r = cli({"sweep", scen, "--sweep", "hardware=h100-sxm-8x-nvswitch,a800-8x-nvlink", "-o", out});
   INFO(r.err);
   REQUIRE(r.rc == 0);
-  const auto rows = lines(read(out));
+  const auto rows = lines(read_text(out));
   REQUIRE(rows.size() == 1 + 2 * kPoints * kSchemes);
   std::vector<std::string> header = {"workload.k", "hardware.fabric.links.nvlink.bandwidth_gbps", "swept:hardware"};
   for (const auto& c : sim::csv_columns()) header.push_back(c);
@@ -258,9 +233,9 @@ TEST_CASE("sweep over hardware: the swept column is headed swept:hardware, besid
 }
 
 TEST_CASE("sweep checks every point first and reports every bad key and value (exit 2)", "[sweep][cli]") {
-  TempDir dir;
+  TempDir dir("sweep-test");
   const std::string scen = dir.file("s.yaml");
-  write(scen, kScenario);
+  write_text(scen, kScenario);
   const std::string out = dir.file("out.csv");
   // m must be divisible by tp = 4 for a reduce-scatter: 1022 and 1023 are bad at every k and bandwidth.
   const CliResult bad = cli({"sweep", scen, "--sweep", "workload.m=1022,1024,1023", "-o", out});
@@ -285,7 +260,7 @@ TEST_CASE("sweep checks every point first and reports every bad key and value (e
   CHECK(cli({"sweep", scen, "--format", "xml"}).rc == 2);
   CHECK(cli({"sweep", scen, "-j", "-1"}).rc == 2);
   // No sweep at all.
-  write(scen, kScenario.substr(0, kScenario.find("sweep:")));
+  write_text(scen, kScenario.substr(0, kScenario.find("sweep:")));
   const CliResult none = cli({"sweep", scen});
   CHECK(none.rc == 2);
   CHECK_THAT(none.err, Catch::Contains("--sweep"));
@@ -297,18 +272,18 @@ TEST_CASE("run ignores the sweep: values that do not fit a --set hardware do not
   const CliResult r = cli({"run", "--set", "hardware=a800-8x-nvlink", "--scheme", "no_overlap", "--format", "json"});
   INFO(r.err);
   CHECK(r.rc == 0);
-  TempDir dir;
+  TempDir dir("sweep-test");
   const std::string scen = dir.file("s.yaml");
-  write(scen, kScenario + "  workload.n: [2048, 2047]\n");  // 2047 fine for n; and a bad key:
-  write(scen, kScenario + "  workload.nn: [1]\n");
+  write_text(scen, kScenario + "  workload.n: [2048, 2047]\n");  // 2047 fine for n; and a bad key:
+  write_text(scen, kScenario + "  workload.nn: [1]\n");
   CHECK(cli({"run", scen, "--scheme", "no_overlap"}).rc == 0);
   CHECK(cli({"sweep", scen}).rc == 2);
 }
 
 TEST_CASE("sweep --plot needs one or two swept keys", "[sweep][cli][plot]") {
-  TempDir dir;
+  TempDir dir("sweep-test");
   const std::string scen = dir.file("s.yaml");
-  write(scen, kScenario);
+  write_text(scen, kScenario);
   const CliResult three = cli({"sweep", scen, "--sweep", "workload.m=1024,2048", "--plot", dir.file("p.png")});
   if (std::system("python3 -c 'import matplotlib' > /dev/null 2>&1") != 0) {
     CHECK(three.rc == 2);
@@ -320,7 +295,7 @@ TEST_CASE("sweep --plot needs one or two swept keys", "[sweep][cli][plot]") {
   const CliResult r = cli({"sweep", scen, "-o", dir.file("out.csv"), "--plot", dir.file("p.png")});
   INFO(r.err);
   REQUIRE(r.rc == 0);
-  const std::string png = read(dir.file("p.png"));
+  const std::string png = read_text(dir.file("p.png"));
   REQUIRE(png.size() > 8);
   CHECK(png.substr(1, 3) == "PNG");
   CHECK(dir.entries() == std::vector<std::string>{"out.csv", "p.png", "s.yaml"});
