@@ -5,8 +5,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc)
 bash "$root/tools/setup.sh"
+# Each phase header carries the seconds since the start, so a CI log shows where its time went.
+phase() { echo "== $* [${SECONDS} s]"; }
 
-echo "== release build and tests"
+phase "release build"
 # Tests on explicitly: build/ may have been configured by tools/run.sh without them.
 # OVERLAP_BUILD_PYTHON: the same build makes the overlap_sim module (build/python/overlap_sim/), for
 # the interpreter the tests below run under; the C++ core is compiled once for both.
@@ -14,9 +16,10 @@ py=${PYTHON:-python3}
 cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release -DOVERLAP_BUILD_TESTS=ON -DOVERLAP_BUILD_BENCH=ON \
       -DOVERLAP_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v "$py")" > /dev/null
 cmake --build "$root/build" -j"$jobs"
+phase "release tests"
 ctest --test-dir "$root/build" --output-on-failure --no-tests=error -j"$jobs"
 
-echo "== Python package (tests/python: the module against the CLI, errors, threads)"
+phase "Python package (tests/python: the module against the CLI, errors, threads)"
 if ! ls "$root"/build/python/overlap_sim/_core*.so > /dev/null 2>&1; then
   echo "test.sh: the overlap_sim module was not built (nanobind missing? see the cmake warning; tools/setup.sh installs it)" >&2
   exit 1
@@ -24,14 +27,14 @@ fi
 PYTHONPATH="$root/build/python" OVERLAP_SIM_CLI="$root/build/tools/overlap-sim" \
   "$py" -m pytest -q -p no:cacheprovider "$root/tests/python"
 
-echo "== documentation site (mkdocs build --strict: a broken link or an unlisted page fails)"
+phase "documentation site (mkdocs build --strict: a broken link or an unlisted page fails)"
 NO_MKDOCS_2_WARNING=1 "${PYTHON:-python3}" -m mkdocs build --strict --quiet --config-file "$root/mkdocs.yml" --site-dir "$root/build/site"
 
-echo "== notebooks (executed headless; any error output fails)"
+phase "notebooks (executed headless; any error output fails)"
 "${PYTHON:-python3}" "$root/tests/notebooks/run_notebooks.py" --binary "$root/build/tools/overlap-sim"
 
 if [ "${1:-}" != "--quick" ]; then
-  echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
+  phase "AddressSanitizer + UndefinedBehaviorSanitizer build"
   # -O1 -g1: sanitizers need frames and line numbers, not full optimisation or debug info; this keeps
   # the second build short on two cores.
   # CUDA off: the sanitizer flags are host-compiler flags, and the CUDA programs are not tests (the
@@ -39,6 +42,8 @@ if [ "${1:-}" != "--quick" ]; then
   cmake -S "$root" -B "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DOVERLAP_SANITIZE=ON \
         -DOVERLAP_BUILD_BENCH=OFF -DOVERLAP_WITH_CUDA=OFF > /dev/null
   cmake --build "$root/build-asan" -j"$jobs" --target overlap_tests overlap-sim overlap-docgen
+  phase "sanitizer tests"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$root/build-asan" --output-on-failure --no-tests=error -j"$jobs"
 fi
+phase "all passed"

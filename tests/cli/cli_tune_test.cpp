@@ -181,7 +181,7 @@ TEST_CASE("run --param sets a scheme's knobs without YAML", "[cli][param]") {
   CHECK_THAT(no_scheme.err, Catch::Contains("--scheme"));
 }
 
-TEST_CASE("the results table fits 120 columns, and --wide shows every column", "[cli][table]") {
+TEST_CASE("the results table fits 120 columns, and --wide shows every column", "[cli][table][corpus]") {
   std::vector<std::string> files;
   for (const char* dir : {"/scenarios", "/scenarios/papers"})
     for (const auto& e : fs::directory_iterator(std::string(OVERLAP_SOURCE_DIR) + dir))

@@ -80,7 +80,7 @@ TEST_CASE("the paper runner refuses a point or a scheme entry the shipped file d
 }
 
 TEST_CASE("every validate --papers row runs a shipped file as written or at one of its sweep points",
-          "[papers][slow]") {
+          "[papers][corpus]") {
   ScenarioRunner runner(source_dir(), hardware_dir());
   const PapersReport rep = papers_report(runner);
   REQUIRE(!runner.runs().empty());
@@ -115,7 +115,7 @@ TEST_CASE("every validate --papers row runs a shipped file as written or at one 
   CHECK(rep.shipped_default > 0);
 }
 
-TEST_CASE("a row's prediction is what `overlap-sim run` prints for the shipped file", "[papers][cli][slow]") {
+TEST_CASE("a row's prediction is what `overlap-sim run` prints for the shipped file", "[papers][cli][corpus]") {
   // Sec. 4.1.2's operator: the file as written, its predictive-search entry with sm_margin.
   const CliResult run = cli({"run", paper_file("flashoverlap-rtx4090-sec412-shape"), "--format", "json"});
   REQUIRE(run.rc == 0);
