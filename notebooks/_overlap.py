@@ -81,6 +81,17 @@ def tune(hardware, gemm, primitive, ranks, dtype="bf16", search="simulate", sm_m
     return _call(args + (["--sm-margin"] if sm_margin else []))
 
 
+def tune_scenario(scenario, export=None):
+    """`overlap-sim tune SCENARIO --format json` (every scheme's knobs); `export=(FORMAT, FILE)` is
+    `--export FORMAT FILE` (e.g. TransformerEngine's ub_cfgs YAML: ("te-userbuffers", path))."""
+    if _sim:
+        return dict(_sim.tune(_path(scenario), export=export))
+    args = ["tune", scenario, "--format", "json"]
+    if export:
+        args += ["--export", export[0], os.fspath(export[1])]
+    return _call(args)
+
+
 def collective(primitive, hardware, ranks, lo="8", hi="1G", factor="2", sets=()):
     """`overlap-sim collective` as JSON: the model's nccl-tests table."""
     if _sim:

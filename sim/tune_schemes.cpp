@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cost_model/input_error.hpp"
+#include "sim/backward_shapes.hpp"
 #include "sim/engine.hpp"
 #include "sim/metrics.hpp"
 #include "sim/node_builder.hpp"
@@ -32,11 +33,22 @@ std::string knob_text(const SchemeInfo& scheme, const nlohmann::json& config, co
   return {};
 }
 
-bool condition_holds(const SchemeInfo& scheme, const nlohmann::json& config, const std::string& when) {
+// tune_when: "other=value" conditions joined by " and "; "workload.dtype=fp8" tests the workload (a
+// knob TE allows for FP8 GEMMs only is not tried, nor reported as set, on a bf16 workload).
+bool condition_holds(const SchemeInfo& scheme, const nlohmann::json& config, const std::string& when,
+                     const Workload& workload) {
   if (when.empty()) return true;
+  const std::string sep = " and ";
+  const auto and_at = when.find(sep);
+  if (and_at != std::string::npos)
+    return condition_holds(scheme, config, when.substr(0, and_at), workload) &&
+           condition_holds(scheme, config, when.substr(and_at + sep.size()), workload);
   const auto eq = when.find('=');
   if (eq == std::string::npos) throw std::logic_error("tune_when must be other=value (got '" + when + "')");
-  return knob_text(scheme, config, when.substr(0, eq)) == when.substr(eq + 1);
+  const std::string key = when.substr(0, eq), value = when.substr(eq + 1);
+  if (key == "workload.dtype") return dtype_name(workload_dtype(workload)) == value;
+  if (key.starts_with("workload.")) throw std::logic_error("tune_when: no workload condition '" + key + "'");
+  return knob_text(scheme, config, key) == value;
 }
 
 std::string params_text(const nlohmann::json& params) {
@@ -120,6 +132,33 @@ Workload with_workload_knobs(const Workload& workload, const nlohmann::json& kno
 
 namespace {
 
+// The cartesian expansion both grids share: from `start`, each tuned knob that applies to `workload`
+// and that `select` takes (parameter table order, the last varying fastest) crossed with the
+// configurations so far; a knob whose condition (tune_when) does not hold in a configuration keeps
+// its value there (its default, or what `start` set): one configuration, not one per value.
+template <typename Select>
+std::vector<nlohmann::json> expand_knobs(const SchemeInfo& scheme, const Workload& workload,
+                                         const nlohmann::json& start, Select select) {
+  std::vector<nlohmann::json> grid = {start};
+  for (const SchemeParam& p : scheme.params) {
+    if (p.tune_values.empty() || !param_applies(p, workload) || !select(p)) continue;
+    std::vector<nlohmann::json> next;
+    for (const nlohmann::json& config : grid) {
+      if (!condition_holds(scheme, config, p.tune_when, workload)) {
+        next.push_back(config);
+        continue;
+      }
+      for (const nlohmann::json& v : p.tune_values) {
+        nlohmann::json c = config;
+        c[p.name] = v;
+        next.push_back(std::move(c));
+      }
+    }
+    grid = std::move(next);
+  }
+  return grid;
+}
+
 }  // namespace
 
 bool is_grouped_knob(const std::string& name) { return name.find('.') != std::string::npos; }
@@ -139,45 +178,12 @@ std::vector<nlohmann::json> group_knob_grid(const SchemeInfo& scheme, const Work
   nlohmann::json start = base.is_object() ? base : nlohmann::json::object();
   for (const SchemeParam& p : scheme.params)
     if (p.name.starts_with(group + ".")) start.erase(p.name);
-  std::vector<nlohmann::json> grid = {start};
-  for (const SchemeParam& p : scheme.params) {
-    if (!p.name.starts_with(group + ".") || p.tune_values.empty() || !param_applies(p, workload)) continue;
-    std::vector<nlohmann::json> next;
-    for (const nlohmann::json& config : grid) {
-      if (!condition_holds(scheme, config, p.tune_when)) {
-        next.push_back(config);
-        continue;
-      }
-      for (const nlohmann::json& v : p.tune_values) {
-        nlohmann::json c = config;
-        c[p.name] = v;
-        next.push_back(std::move(c));
-      }
-    }
-    grid = std::move(next);
-  }
-  return grid;
+  return expand_knobs(scheme, workload, start, [&](const SchemeParam& p) { return p.name.starts_with(group + "."); });
 }
 
 std::vector<nlohmann::json> scheme_knob_grid(const SchemeInfo& scheme, const Workload& workload) {
-  std::vector<nlohmann::json> grid = {nlohmann::json::object()};
-  for (const SchemeParam& p : scheme.params) {
-    if (p.tune_values.empty() || !param_applies(p, workload) || is_grouped_knob(p.name)) continue;
-    std::vector<nlohmann::json> next;
-    for (const nlohmann::json& config : grid) {
-      // A knob whose condition does not hold stays at its default: one configuration, not one per value.
-      if (!condition_holds(scheme, config, p.tune_when)) {
-        next.push_back(config);
-        continue;
-      }
-      for (const nlohmann::json& v : p.tune_values) {
-        nlohmann::json c = config;
-        c[p.name] = v;
-        next.push_back(std::move(c));
-      }
-    }
-    grid = std::move(next);
-  }
+  std::vector<nlohmann::json> grid = expand_knobs(scheme, workload, nlohmann::json::object(),
+                                                  [](const SchemeParam& p) { return !is_grouped_knob(p.name); });
   // The all-defaults configuration first, then the grid without it (each configuration once).
   std::vector<nlohmann::json> out = {nlohmann::json::object()};
   auto same_as_defaults = [&](const nlohmann::json& c) {

@@ -44,7 +44,8 @@ struct SchemeTuneResult {
 };
 
 // The knob settings to try for one scheme: the cartesian product of its tuned parameters' values
-// (parameter table order, the last varying fastest), a conditional knob (tune_when) only where its
+// (parameter table order, the last varying fastest), a conditional knob (tune_when: "other=value"
+// conditions joined by " and ", "workload.dtype=fp8" one of the workload) only where its
 // condition holds, and only knobs that apply to `workload` (param_applies: a training-only knob only
 // where there is a backward). The first entry is the empty object (every default).
 std::vector<nlohmann::json> scheme_knob_grid(const SchemeInfo& scheme, const Workload& workload);

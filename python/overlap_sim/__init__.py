@@ -14,7 +14,7 @@ import json
 import os
 import tempfile
 import warnings
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 # An installed wheel carries the scenarios it was built with (overlap_sim/data/scenarios: hardware
 # profiles, model configs, paper scenarios; python/CMakeLists.txt); the C++ core finds them through
@@ -176,17 +176,32 @@ def run(scenario: Union[None, str, os.PathLike, Mapping[str, Any]] = None,
     return _report(json.loads(out), "results", as_dataframe)
 
 
+def _export(export: Optional[Tuple[str, Union[str, os.PathLike]]]) -> list:
+    """``--export FORMAT FILE`` as the command takes it: a (format, path) pair, or nothing."""
+    if export is None:
+        return []
+    if isinstance(export, (str, bytes, os.PathLike)) or len(export) != 2:
+        raise InputError("export takes a (FORMAT, FILE) pair, e.g. ('te-userbuffers', 'ub.yaml')",
+                         detail="export takes a (FORMAT, FILE) pair")
+    return [str(export[0]), os.fspath(export[1])]
+
+
 def tune(scenario: Union[None, str, os.PathLike, Mapping[str, Any]] = None,
          sets: Union[None, Sequence[str], Mapping[str, Any]] = None, *, hardware: Optional[str] = None,
          gemm: Optional[str] = None, dtype: str = "bf16", primitive: Optional[str] = None, ranks: int = 0,
          search: str = "simulate", budget: int = 40, top: int = 10, jobs: int = 0, sm_margin: bool = False,
-         as_dataframe: bool = False):
+         export: Optional[Tuple[str, Union[str, os.PathLike]]] = None,
+         export_flashoverlap: Union[None, str, os.PathLike] = None, as_dataframe: bool = False):
     """``overlap-sim tune --format json``: every scheme's knobs for a scenario (scheme level), or
     FlashOverlap's wave groups for one GEMM (operator level: ``hardware``, ``gemm``, ``primitive``,
-    ``ranks``, no scenario)."""
+    ``ranks``, no scenario). ``export=("te-userbuffers", FILE)`` writes TransformerEngine's ub_cfgs
+    YAML of the best te_userbuffers setting (``--export``); ``export_flashoverlap=FILE`` the operator
+    level's FlashOverlap JSON. Files are written atomically; a directory, device or socket is refused
+    (InputError) before anything runs."""
     with _Scenario(scenario) as sc:
         out = _finish(_core.tune(sc.path, _set_list(sets), hardware or "", gemm or "", dtype, primitive or "",
-                                 ranks, search, budget, top, jobs, sm_margin), sc.temp)
+                                 ranks, search, budget, top, jobs, sm_margin, _export(export),
+                                 "" if export_flashoverlap is None else os.fspath(export_flashoverlap)), sc.temp)
     data = json.loads(out)
     return _report(data, "schemes" if "schemes" in data else "candidates", as_dataframe)
 
@@ -208,12 +223,15 @@ def collective(primitive: str, hardware: str = "h100-sxm-8x-nvswitch", ranks: Op
                min_bytes: Union[str, int] = "8", max_bytes: Union[str, int] = "8G",
                step_factor: Union[str, int, float] = "2", step_bytes: Union[None, str, int] = None,
                dtype: str = "float", algorithm: str = "auto", protocol: str = "auto",
-               sets: Union[None, Sequence[str], Mapping[str, Any]] = None, as_dataframe: bool = False):
+               sets: Union[None, Sequence[str], Mapping[str, Any]] = None,
+               export: Optional[Tuple[str, Union[str, os.PathLike]]] = None, as_dataframe: bool = False):
     """``overlap-sim collective PRIMITIVE --format json``: the collective model's times over a size
-    sweep, as nccl-tests' JSON (``-b min_bytes -e max_bytes -f step_factor`` or ``-i step_bytes``)."""
+    sweep, as nccl-tests' JSON (``-b min_bytes -e max_bytes -f step_factor`` or ``-i step_bytes``).
+    ``export=("nccl-tuner", FILE)`` also writes NCCL's example tuner plugin CSV of the per-size choice
+    (atomically; a directory, device or socket is refused)."""
     out = _finish(_core.collective(primitive, hardware, ranks, str(min_bytes), str(max_bytes), str(step_factor),
                                    "" if step_bytes is None else str(step_bytes), dtype, algorithm, protocol,
-                                   _set_list(sets)))
+                                   _set_list(sets), _export(export)))
     data = json.loads(out)
     return _report(data, "results", as_dataframe)
 

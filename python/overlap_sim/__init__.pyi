@@ -1,11 +1,12 @@
 # Type hints of overlap_sim (python/overlap_sim/__init__.py); the module _core is private.
 import os
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union, overload, Literal
+from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple, Union, overload, Literal
 
 import pandas
 
 Scenario = Union[None, str, os.PathLike[str], Mapping[str, Any]]
 Sets = Union[None, str, Sequence[str], Mapping[str, Any]]
+Export = Optional[Tuple[str, Union[str, os.PathLike[str]]]]
 
 __version__: str
 DICT_FILE: str
@@ -32,11 +33,13 @@ def run(scenario: Scenario = ..., sets: Sets = ..., scheme: Optional[str] = ...,
 @overload
 def tune(scenario: Scenario = ..., sets: Sets = ..., *, hardware: Optional[str] = ..., gemm: Optional[str] = ...,
          dtype: str = ..., primitive: Optional[str] = ..., ranks: int = ..., search: str = ..., budget: int = ...,
-         top: int = ..., jobs: int = ..., sm_margin: bool = ..., as_dataframe: Literal[False] = ...) -> Report: ...
+         top: int = ..., jobs: int = ..., sm_margin: bool = ..., export: Export = ...,
+         export_flashoverlap: Union[None, str, os.PathLike[str]] = ..., as_dataframe: Literal[False] = ...) -> Report: ...
 @overload
 def tune(scenario: Scenario = ..., sets: Sets = ..., *, hardware: Optional[str] = ..., gemm: Optional[str] = ...,
          dtype: str = ..., primitive: Optional[str] = ..., ranks: int = ..., search: str = ..., budget: int = ...,
-         top: int = ..., jobs: int = ..., sm_margin: bool = ..., as_dataframe: Literal[True]) -> pandas.DataFrame: ...
+         top: int = ..., jobs: int = ..., sm_margin: bool = ..., export: Export = ...,
+         export_flashoverlap: Union[None, str, os.PathLike[str]] = ..., as_dataframe: Literal[True]) -> pandas.DataFrame: ...
 @overload
 def sweep(scenario: Scenario = ..., sweeps: Sets = ..., sets: Sets = ..., *, no_axes: Sequence[str] = ...,
           only_axes: bool = ..., jobs: int = ..., as_dataframe: Literal[False] = ...) -> Report: ...
@@ -47,12 +50,12 @@ def sweep(scenario: Scenario = ..., sweeps: Sets = ..., sets: Sets = ..., *, no_
 def collective(primitive: str, hardware: str = ..., ranks: Optional[int] = ..., *, min_bytes: Union[str, int] = ...,
                max_bytes: Union[str, int] = ..., step_factor: Union[str, int, float] = ...,
                step_bytes: Union[None, str, int] = ..., dtype: str = ..., algorithm: str = ..., protocol: str = ...,
-               sets: Sets = ..., as_dataframe: Literal[False] = ...) -> Report: ...
+               sets: Sets = ..., export: Export = ..., as_dataframe: Literal[False] = ...) -> Report: ...
 @overload
 def collective(primitive: str, hardware: str = ..., ranks: Optional[int] = ..., *, min_bytes: Union[str, int] = ...,
                max_bytes: Union[str, int] = ..., step_factor: Union[str, int, float] = ...,
                step_bytes: Union[None, str, int] = ..., dtype: str = ..., algorithm: str = ..., protocol: str = ...,
-               sets: Sets = ..., as_dataframe: Literal[True]) -> pandas.DataFrame: ...
+               sets: Sets = ..., export: Export = ..., as_dataframe: Literal[True]) -> pandas.DataFrame: ...
 @overload
 def validate(dir: Union[None, str, os.PathLike[str]] = ..., *, papers: bool = ..., sources: Iterable[str] = ...,
              as_dataframe: Literal[False] = ...) -> Report: ...

@@ -101,7 +101,7 @@ Outcome run(std::string scenario, std::vector<std::string> sets, std::string sch
 
 Outcome tune(std::string scenario, std::vector<std::string> sets, std::string hardware, std::string gemm,
              std::string dtype, std::string primitive, int ranks, std::string search, int budget, int top, int jobs,
-             bool sm_margin) {
+             bool sm_margin, std::vector<std::string> export_spec, std::string export_flashoverlap) {
   TuneOptions o;
   o.scenario = std::move(scenario);
   o.sets = std::move(sets);
@@ -115,6 +115,10 @@ Outcome tune(std::string scenario, std::vector<std::string> sets, std::string ha
   o.top = top;
   o.jobs = jobs;
   o.sm_margin = sm_margin;
+  // --export FORMAT FILE / --export-flashoverlap FILE: written by the command itself, atomically and
+  // never over a directory, device or socket (cost_model/atomic_file.hpp), as from the CLI.
+  o.export_spec = std::move(export_spec);
+  o.export_flashoverlap = std::move(export_flashoverlap);
   o.format = "json";
   return call([&](std::ostream& out, std::ostream& err) {
     cmd_tune(o, out, err);
@@ -142,7 +146,8 @@ Outcome sweep(std::string scenario, std::vector<std::string> sweeps, std::vector
 
 Outcome collective(std::string primitive, std::string hardware, std::optional<int> ranks, std::string min_bytes,
                    std::string max_bytes, std::string step_factor, std::string step_bytes, std::string dtype,
-                   std::string algorithm, std::string protocol, std::vector<std::string> sets) {
+                   std::string algorithm, std::string protocol, std::vector<std::string> sets,
+                   std::vector<std::string> export_spec) {
   CollectiveOptions o;
   o.primitive = std::move(primitive);
   o.hardware = std::move(hardware);
@@ -155,6 +160,7 @@ Outcome collective(std::string primitive, std::string hardware, std::optional<in
   o.algorithm = std::move(algorithm);
   o.protocol = std::move(protocol);
   o.sets = std::move(sets);
+  o.export_spec = std::move(export_spec);
   o.format = "json";
   return call([&](std::ostream& out, std::ostream& err) {
     cmd_collective(o, out, err);
@@ -208,12 +214,13 @@ NB_MODULE(_core, m) {
         nb::arg("format") = "json");
   m.def("tune", &tune, nb::arg("scenario"), nb::arg("sets"), nb::arg("hardware"), nb::arg("gemm"), nb::arg("dtype"),
         nb::arg("primitive"), nb::arg("ranks"), nb::arg("search"), nb::arg("budget"), nb::arg("top"), nb::arg("jobs"),
-        nb::arg("sm_margin"));
+        nb::arg("sm_margin"), nb::arg("export_spec") = std::vector<std::string>{},
+        nb::arg("export_flashoverlap") = std::string{});
   m.def("sweep", &sweep, nb::arg("scenario"), nb::arg("sweeps"), nb::arg("sets"), nb::arg("no_axes"),
         nb::arg("only_axes"), nb::arg("jobs"));
   m.def("collective", &collective, nb::arg("primitive"), nb::arg("hardware"), nb::arg("ranks").none(),
         nb::arg("min_bytes"), nb::arg("max_bytes"), nb::arg("step_factor"), nb::arg("step_bytes"), nb::arg("dtype"),
-        nb::arg("algorithm"), nb::arg("protocol"), nb::arg("sets"));
+        nb::arg("algorithm"), nb::arg("protocol"), nb::arg("sets"), nb::arg("export_spec") = std::vector<std::string>{});
   m.def("validate", &validate, nb::arg("dir"), nb::arg("papers"), nb::arg("sources"));
   m.def("profile_show", &profile_show, nb::arg("name"), nb::arg("sets"));
   m.def("profile_list", &profile_list);

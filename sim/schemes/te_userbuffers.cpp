@@ -36,9 +36,39 @@
 // model already starts a communication kernel as a gang holding all num_sm SMs together (what the
 // cooperative launch requires) and has no GPC placement, so cga_size has no timing effect here: it is
 // checked (1..8, the portable cluster limit) and exported, not timed.
-// atomic_gemm (cuBLASLt atomic-counter GEMM) is FP8-only in TE (add_ub asserts use_fp8), a beta cuBLAS
-// API, and its ATOMIC_SYNC counters exist in CUDA 12.2-12.x only, removed in cuBLAS 13
-// (../shared/facts.md "Production overlap implementations"): refused rather than run as a split GEMM.
+// atomic_gemm (ub_cfgs <gemm>.atomic_gemm; common/comm_gemm_overlap/comm_gemm_overlap.cpp
+// CommOverlapBase::atomic_gemm_overlap_rs, CommOverlapP2PBase::atomic_gemm_overlap_rs and
+// atomic_gemm_overlap_ag; common/gemm/cublaslt_gemm.cu nvte_cublas_atomic_gemm): the split GEMMs are
+// replaced by ONE cuBLASLt GEMM that bumps a counter per chunk of its output as the chunk's tiles
+// finish (m_split = num_splits for pipeline, n_split = tp for ring_exchange), and the communication
+// of chunk i waits on counter i (TE's `consumer` kernel) instead of on a split GEMM's end:
+//   pipeline: one GEMM over all M on _math_sms, then on the communication stream per chunk a wait and
+//     the chunk's reduce-scatter of num_sm CTAs (the default NVTE_RS_STRIDED_ATOMIC=0 kernel; the
+//     last chunk keeps num_sm: only the non-atomic path raises it to UB_MAX_SM);
+//   ring_exchange, GEMM -> reduce-scatter: one GEMM of the tp output chunks, chunk i-1 sent to rank
+//     r - i once its counter is set (tp - 1 sends on _stream_recv, copy engine unless use_ce is
+//     false), the rank's own chunk last, then the reduction of the tp partial chunks (reduce_bf16);
+//   ring_exchange, all-gather -> GEMM: TE launches one consuming GEMM whose chunk-i tiles spin until
+//     chunk i has arrived. The engine has no per-tile wait inside a GEMM, so the consumer is timed as
+//     the non-atomic ring_exchange's per-chunk GEMMs (an over-estimate by their launches), plus what
+//     the atomic path adds: the output copied out of its (tp + 1)-chunk buffer (two D2D copies,
+//     atomic_gemm_overlap_ag).
+// The counters are the engine's (GemmOptions::tile_counters and wait ops, as FLUX's GEMM-RS in
+// flux.cpp); the output tiles are taken to complete in chunk order (m_split / n_split chunks in
+// order), so chunk i is done when its share of the tiles is.
+// TE's rules, each refused here at its key (exit 2): FP8 only (add_ub: "Atomic GEMM overlap supported
+// only for FP8 GEMM"; nvte_cublas_atomic_gemm also wants delayed tensor scaling); not for bulk (add_ub
+// warns and sets atomic_gemm=False: a name set to it is refused, the scalar skips bulk names); an
+// atomic ring_exchange all-gather and its reduce-scatter pair (qkv_fprop / proj_fprop, fc1_fprop /
+// fc2_fprop, ag_rs_pairs) both or neither (add_ub's ValueError: the atomic AG-GEMM shuffles chunk
+// outputs and the RS-GEMM un-shuffles them). Not checkable from a profile, so documented only: the
+// atomic GEMM needs CUDA and cuBLAS >= 12.2 and < 13.0 (nvte_cublas_atomic_gemm refuses otherwise; TE
+// keeps the path as of its 2026 main branch, add_ub warns it is a beta cuBLAS API "not tested for all
+// use cases"), and the cuBLASMp backend runs its own atomic algorithms instead.
+// The non-atomic pipeline's last chunk: split_overlap_rs sets _ub_comm->sms = UB_MAX_SM (32,
+// comm_gemm_overlap.cpp) before the last chunk's reduce-scatter: nothing is left to overlap, so it
+// takes more CTAs. The per-name composition below gives it min(32, sm_count - 1) CTAs; the scalar
+// pipeline runs data slicing's sliced layers, whose slices share one CTA count.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -47,7 +77,10 @@
 
 #include <fmt/format.h>
 
+#include "cost_model/collective_model.hpp"
+#include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
+#include "sim/backward_shapes.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "sim/schemes/reusable_builders.hpp"
 #include "sim/schemes/te_userbuffers.hpp"
@@ -57,6 +90,12 @@
 namespace overlap::sim {
 
 namespace {
+
+template <typename T>
+T knob(const nlohmann::json& params, const std::string& name, T fallback) {
+  if (params.is_object() && params.contains(name) && !params.at(name).is_null()) return params.at(name).get<T>();
+  return fallback;
+}
 
 const SchemeParam kMethod =
     choice_param("method", {"ring_exchange", "pipeline", "bulk"},
@@ -84,8 +123,12 @@ const SchemeParam kSetSmMargin =
         .production("TransformerEngine ub_cfgs <gemm>.set_sm_margin");
 const SchemeParam kAtomicGemm =
     bool_param("atomic_gemm", false,
-               "cuBLASLt atomic-counter GEMM: TE allows it for FP8 only (not modelled: true is refused)")
+               "one cuBLASLt GEMM signalling a counter per chunk instead of split GEMMs (pipeline, ring_exchange); "
+               "TE allows it for FP8 GEMMs only (workload dtype fp8), CUDA 12.2-12.x")
+        .tune({false, true}, "method=pipeline and workload.dtype=fp8")
         .production("TransformerEngine ub_cfgs <gemm>.atomic_gemm");
+// comm_gemm_overlap.cpp `#define UB_MAX_SM 32`: the CTAs of the non-atomic pipeline's last chunk.
+constexpr int kUbMaxSm = 32;
 const SchemeParam kNumSplits = int_param("num_splits", 4, 1, 4096, "pipeline: chunks the GEMM is split into along M")
                                    .tune({2, 4, 8}, "method=pipeline")
                                    .production("TransformerEngine ub_cfgs <gemm>.num_splits (pipeline)");
@@ -149,6 +192,14 @@ std::vector<SchemeParam> per_name_params() {
     if (side != TeSide::column_wgrad)
       add(inherit(bool_param(name + ".use_ce", true, name + ": use_ce (ring_exchange)"), "use_ce", true)
               .production(prod + "use_ce"));
+    // Tuned where it needs no pair (pipeline), on an fp8 workload only (TE's rule).
+    if (side != TeSide::column_wgrad) {
+      SchemeParam atomic = inherit(bool_param(name + ".atomic_gemm", false, name + ": atomic_gemm (fp8 only)"),
+                                   "atomic_gemm (false where bulk, or an all-gather under pipeline)", false);
+      if (side == TeSide::reduce_scatter || side == TeSide::column_dgrad)
+        atomic = atomic.tune({false, true}, pipeline_when + " and workload.dtype=fp8");
+      add(atomic.production(prod + "atomic_gemm"));
+    }
   }
   return out;
 }
@@ -192,7 +243,13 @@ class TeComposer {
     collectives_.push_back(g.m * row_bytes);
     if (s.method == "ring_exchange") {
       LoopedEinsum& le = loop(s);
-      return le.all_gather_matmul(g.m, row_bytes, le.unit(g), start, tag);
+      const PerRank done = le.all_gather_matmul(g.m, row_bytes, le.unit(g), start, tag);
+      if (!s.atomic_gemm) return done;
+      // atomic_gemm_overlap_ag: the consumer GEMM writes a buffer of tp + 1 output chunks; the first
+      // chunk is copied behind the last, then the tp chunks after the first into D (two D2D copies,
+      // each read and written).
+      const Bytes out_bytes = g.m * g.n * dtype_bytes(g.dtype);
+      return memory(2 * (out_bytes + out_bytes / T_), done, tag + ".atomic_copy_out");
     }
     // bulk: not overlapped (a forward has no independent GEMM to hide it behind).
     const PerRank gathered = collective(Primitive::all_gather, g.m * row_bytes, s.num_sm, start, comm_, tag + ".all_gather");
@@ -206,19 +263,37 @@ class TeComposer {
     const TeGemmSetting s = setting(name);
     collectives_.push_back(bytes);
     if (s.method == "ring_exchange") {
+      if (s.atomic_gemm) return atomic_p2p_reduce_scatter(s, g, bytes, start, tag);
       LoopedEinsum& le = loop(s);
       return le.matmul_reduce_scatter(g.m, bytes / std::max<std::int64_t>(1, g.m), le.unit(g), start, tag);
     }
     // pipeline: num_splits chunks along M, chunk i's reduce-scatter (num_sm CTAs) beside chunk i+1's
-    // GEMM (CommOverlapBase::split_overlap_rs); bulk: one chunk, not overlapped.
+    // GEMM (CommOverlapBase::split_overlap_rs), the last chunk's on UB_MAX_SM CTAs; bulk: one chunk,
+    // not overlapped.
     const int k = s.method == "pipeline" ? static_cast<int>(std::min<std::int64_t>(s.num_splits, std::max<std::int64_t>(1, g.m))) : 1;
+    auto rows_of = [&](int c) { return g.m / k + (c < g.m % k ? 1 : 0); };
+    if (s.method == "pipeline" && s.atomic_gemm) {
+      // CommOverlapBase::atomic_gemm_overlap_rs: one GEMM, counter c set by chunk c's tiles.
+      const CounterCall call = atomic_gemm_call(g, s, start, tag);
+      PerRank scattered;
+      std::int64_t rows_through = 0;
+      for (int c = 0; c < k; ++c) {
+        rows_through += rows_of(c);
+        const std::string part = k > 1 ? fmt::format("[{}]", c) : std::string{};
+        const PerRank waited = wait_rows(call, rows_through, g.m, tag + ".wait" + part);
+        scattered = collective(Primitive::reduce_scatter, bytes / g.m * rows_of(c), s.num_sm, waited, comm_,
+                               tag + ".reduce_scatter" + part);
+      }
+      return scattered;
+    }
     PerRank last = start;
     PerRank scattered;
     for (int c = 0; c < k; ++c) {
-      const std::int64_t rows = g.m / k + (c < g.m % k ? 1 : 0);
       const std::string part = k > 1 ? fmt::format("[{}]", c) : std::string{};
-      last = gemm(GemmShape{rows, g.n, g.k, g.dtype}, budget(s), c == 0 ? start : PerRank{}, main_, tag + part);
-      scattered = collective(Primitive::reduce_scatter, bytes / g.m * rows, s.num_sm, last, comm_,
+      last = gemm(GemmShape{rows_of(c), g.n, g.k, g.dtype}, budget(s), c == 0 ? start : PerRank{}, main_, tag + part);
+      const bool last_chunk = s.method == "pipeline" && c == k - 1;
+      const int ctas = last_chunk ? std::min(kUbMaxSm, ctx_.hardware.gpu.sm_count - 1) : s.num_sm;
+      scattered = collective(Primitive::reduce_scatter, bytes / g.m * rows_of(c), ctas, last, comm_,
                              tag + ".reduce_scatter" + part);
     }
     return scattered;
@@ -337,6 +412,85 @@ class TeComposer {
     return b_.add_collective(spec);
   }
 
+  // One atomic GEMM per rank over all of `g`, each tile adding 1 to the rank's counter as it ends.
+  struct CounterCall {
+    PerRank gemm;
+    std::vector<CounterId> counter;
+    std::int64_t tiles = 1;
+  };
+  CounterCall atomic_gemm_call(const GemmShape& g, const TeGemmSetting& s, const PerRank& start, const std::string& tag) {
+    CounterCall call;
+    call.tiles = std::max<std::int64_t>(1, plan_gemm(ctx_.hardware, g).tiles);
+    for (int r = 0; r < T_; ++r) {
+      call.counter.push_back(b_.add_counter(fmt::format("{}r{}.chunks", tag, r)));
+      GemmOptions o;
+      o.name = tag + ".atomic_gemm";
+      o.sm_budget = budget(s);
+      o.tile_counters = {call.counter.back()};
+      o.deps = deps_of(start, r);
+      call.gemm.push_back(b_.add_gemm(r, main_[ri(r)], g, o));
+    }
+    return call;
+  }
+  // TE's `consumer` kernel on the communication stream: waits until the GEMM's tiles through output
+  // row `rows_through` of `rows` are done (tiles in chunk order, rounded up to whole tiles).
+  PerRank wait_rows(const CounterCall& call, std::int64_t rows_through, std::int64_t rows, const std::string& tag) {
+    const std::int64_t target =
+        std::max<std::int64_t>(1, (call.tiles * rows_through + rows - 1) / std::max<std::int64_t>(1, rows));
+    PerRank out;
+    for (int r = 0; r < T_; ++r) out.push_back(b_.add_wait(r, comm_[ri(r)], call.counter[ri(r)], target, tag));
+    return out;
+  }
+
+  // CommOverlapP2PBase::atomic_gemm_overlap_rs: one GEMM of the tp output chunks in send order; step
+  // i = 1 .. tp-1 waits for chunk i-1 and sends it to its owner, rank r - i (TE's send_rank = tp_id -
+  // i), receiving its own rows' partial from rank r + i; the rank's own chunk is the GEMM's last; then
+  // the tp partials of the rank's rows are summed (reduce_bf16: tp chunks read, one written).
+  PerRank atomic_p2p_reduce_scatter(const TeGemmSetting& s, const GemmShape& g, Bytes bytes, const PerRank& start,
+                                    const std::string& tag) {
+    const CounterCall call = atomic_gemm_call(g, s, start, tag);
+    const Bytes row_bytes = bytes / std::max<std::int64_t>(1, g.m);
+    auto mod = [](int a, int n) { return ((a % n) + n) % n; };
+    auto rows_of = [&](int d) { return static_cast<std::int64_t>(chunk_bytes(g.m, T_, d)); };
+    std::vector<std::vector<OpId>> arrived(static_cast<std::size_t>(T_));
+    for (int step = 1; step < T_; ++step) {
+      const std::int64_t id = s.use_ce ? -1 : b_.new_collective_id();
+      for (int r = 0; r < T_; ++r) {
+        const int dst = mod(r - step, T_), src = mod(r + step, T_);
+        // Chunks 0 .. step-1 of rank r's output are done: the rows of the first `step` owners.
+        std::int64_t through = 0;
+        for (int j = 1; j <= step; ++j) through += rows_of(mod(r - j, T_));
+        const std::int64_t target =
+            std::max<std::int64_t>(1, (call.tiles * through + g.m - 1) / std::max<std::int64_t>(1, g.m));
+        const OpId wait = b_.add_wait(r, comm_[ri(r)], call.counter[ri(r)], target, fmt::format("{}.wait{}", tag, step));
+        b_.add_required_bytes(r, dst, rows_of(dst) * row_bytes);
+        PeerCopy x;
+        x.name = fmt::format("{}.send{}", tag, step);
+        x.ctas = s.use_ce ? 0 : s.num_sm;
+        x.collective = id;
+        x.members = T_;
+        x.send_to = dst;
+        x.send_bytes = rows_of(dst) * row_bytes;
+        x.recv_from = src;
+        x.recv_bytes = rows_of(r) * row_bytes;
+        x.push = true;
+        x.deps = {wait};
+        arrived[ri(r)].push_back(add_peer_copy(b_, r, comm_[ri(r)], x));
+      }
+    }
+    // A copy-engine write completes on the sender's stream: rank r's rows are in once every sender's
+    // write to r is done, so the reduction waits for every rank's sends (as flux.cpp's GEMM-RS).
+    std::vector<OpId> all_sends;
+    for (const auto& a : arrived) all_sends.insert(all_sends.end(), a.begin(), a.end());
+    PerRank out;
+    for (int r = 0; r < T_; ++r) {
+      MemoryKernel k{tag + ".reduce", static_cast<Bytes>(T_ + 1) * rows_of(r) * row_bytes, {call.gemm[ri(r)]}, 0};
+      k.deps.insert(k.deps.end(), all_sends.begin(), all_sends.end());
+      out.push_back(b_.add_memory(r, main_[ri(r)], k));
+    }
+    return out;
+  }
+
   GraphBuilder& b_;
   const BuildContext& ctx_;
   int T_;
@@ -412,10 +566,84 @@ void check_per_name(const BuildContext& ctx) {
   }
 }
 
+// The names a workload runs (forward names; the backward's where it has one), TE's order.
+std::vector<std::string> names_of(const Workload& w) {
+  std::vector<std::string> out;
+  const bool attention = w.kind == "transformer" || w.kind == "attention_tpsp";
+  const bool mlp = w.kind == "transformer" || w.kind == "mlp_tpsp";
+  for (const std::string& name : te_all_gemm_names()) {
+    if (name.find("grad") != std::string::npos && !has_backward(w)) continue;
+    if (name.starts_with("qkv_") || name.starts_with("proj_") ? attention : mlp) out.push_back(name);
+  }
+  return out;
+}
+
+// TE's atomic GEMM rules (the file's header), each refused at the key that set it: the name's own
+// "<name>.atomic_gemm" when given, else the scalar "atomic_gemm".
+void check_atomic(const BuildContext& ctx) {
+  const nlohmann::json& params = ctx.params;
+  const Workload& w = ctx.workload;
+  auto key_for = [&](const std::string& name) {
+    const std::string own = name + ".atomic_gemm";
+    return "params." + (params.is_object() && params.contains(own) ? own : std::string("atomic_gemm"));
+  };
+  const bool scalar = knob<bool>(params, "atomic_gemm", false);
+  std::vector<std::string> atomic_names;
+  // gemm_collective's one GEMM takes the scalars, as an all-gather or a reduce-scatter name would.
+  const auto* gc = std::get_if<GemmCollective>(&w.shape);
+  const std::vector<std::string> names =
+      w.kind == "gemm_collective" && gc
+          ? std::vector<std::string>{gc->primitive == Primitive::all_gather ? "fc1_fprop" : "fc2_fprop"}
+          : names_of(w);
+  for (const std::string& name : names) {
+    const std::string own = name + ".atomic_gemm";
+    const bool given = params.is_object() && params.contains(own) && knob<bool>(params, own, false);
+    const TeGemmSetting s = te_gemm_setting(params, name);
+    if (given && (s.method == "bulk" || s.method.empty()))
+      throw InputError("", 0, "params." + own,
+                       fmt::format("{} is bulk: TransformerEngine has no atomic GEMM for a bulk overlap (initialize_ub "
+                                   "add_ub, transformer_engine/pytorch/module/base.py, warns and sets atomic_gemm=False)",
+                                   name));
+    if (s.atomic_gemm) atomic_names.push_back(name);
+  }
+  if (atomic_names.empty()) {
+    if (scalar)
+      throw InputError("", 0, "params.atomic_gemm",
+                       "no GEMM of this workload runs atomic under this method: TransformerEngine drops atomic_gemm for "
+                       "a bulk overlap, and refuses pipeline for an all-gather, whose ring_exchange here pairs an "
+                       "atomic GEMM only with an atomic ring_exchange reduce-scatter (initialize_ub add_ub, "
+                       "transformer_engine/pytorch/module/base.py); use method ring_exchange or pipeline with a "
+                       "reduce-scatter");
+    return;
+  }
+  if (workload_dtype(w) != DType::fp8)
+    throw InputError("", 0, key_for(atomic_names.front()),
+                     fmt::format("atomic GEMM overlap is FP8 only (TransformerEngine initialize_ub add_ub, "
+                                 "transformer_engine/pytorch/module/base.py: \"Atomic GEMM overlap supported only for "
+                                 "FP8 GEMM\"); the workload's dtype is {}: set workload.dtype: fp8 or leave it false",
+                                 dtype_name(workload_dtype(w))));
+  // add_ub: an atomic ring_exchange all-gather and its reduce-scatter (ag_rs_pairs) both or neither.
+  for (const auto& [ag, rs] : {std::pair<std::string, std::string>{"qkv_fprop", "proj_fprop"},
+                               std::pair<std::string, std::string>{"fc1_fprop", "fc2_fprop"}}) {
+    if (std::find(names.begin(), names.end(), ag) == names.end()) continue;
+    const TeGemmSetting a = te_gemm_setting(params, ag), r = te_gemm_setting(params, rs);
+    const bool atomic_re_a = a.atomic_gemm && a.method == "ring_exchange";
+    const bool atomic_re_r = r.atomic_gemm && r.method == "ring_exchange";
+    if (atomic_re_a != atomic_re_r)
+      throw InputError("", 0, key_for(atomic_re_a ? ag : rs),
+                       fmt::format("{} and {} form a TP block: TransformerEngine's atomic AG-GEMM with ring_exchange "
+                                   "shuffles the chunk outputs and the RS-GEMM un-shuffles them, so either both use "
+                                   "atomic_gemm with ring_exchange or neither (initialize_ub add_ub, "
+                                   "transformer_engine/pytorch/module/base.py, ag_rs_pairs)",
+                                   ag, rs));
+  }
+}
+
 BuiltScheme build_per_name(const BuildContext& ctx) {
   const Workload& w = ctx.workload;
   validate_workload(w);
   check_per_name(ctx);
+  check_atomic(ctx);
   GraphBuilder b(ctx);
   TeComposer c(b, ctx);
   std::string how;
@@ -429,6 +657,19 @@ BuiltScheme build_per_name(const BuildContext& ctx) {
     if (s.method.empty()) continue;
     how += fmt::format("{}{} {}", how.empty() ? "" : ", ", name, s.method);
     if (s.method == "pipeline") how += fmt::format(" x{}", s.num_splits);
+    if (s.atomic_gemm) how += " atomic";
+  }
+  if (w.kind == "gemm_collective") {
+    // One GEMM and its collective (only the scalar knobs reach here: check_per_name refuses names):
+    // the setting of a reduce-scatter name or of an all-gather name, which are the scalars'.
+    const GemmCollective g = gemm_collective_shape(w);
+    const GemmShape gm{g.m, g.n, g.k, g.dtype};
+    const bool gather = g.primitive == Primitive::all_gather;
+    const TeGemmSetting s = c.setting(gather ? "fc1_fprop" : "fc2_fprop");
+    if (gather) c.all_gather_gemm("fc1_fprop", gm, g.k * dtype_bytes(g.dtype), true, {}, "ag");
+    else c.gemm_reduce_scatter("fc2_fprop", gm, g.m * g.n * dtype_bytes(g.dtype), {}, "rs");
+    return b.finish(fmt::format("TE userbuffers {}{}", s.method, s.atomic_gemm ? " atomic GEMM" : ""),
+                    decomposition_bound_ps(ctx.hardware, w.tp, c.collectives(), false));
   }
   if (is_training_step(w)) {
     TePass pass(b, c, w);
@@ -457,16 +698,14 @@ BuiltScheme build_te_userbuffers(const BuildContext& ctx) {
   const std::string method = ctx.text(kMethod);
   const int num_sm = ctx.integer(kNumSm);
   (void)ctx.integer(kCgaSize);  // checked; exported by `tune --export te-userbuffers`, not timed
-  if (ctx.boolean(kAtomicGemm))
-    throw InputError("", 0, "params.atomic_gemm",
-                     "atomic GEMM overlap is not modelled (TransformerEngine allows it only for FP8 GEMMs, through a "
-                     "beta cuBLASLt API whose ATOMIC_SYNC counters cuBLAS 13 removed); leave it false");
+  const bool atomic = ctx.boolean(kAtomicGemm);
   ColumnBackward column = column_backward(ctx);
   if (method == "bulk") column = ColumnBackward::bulk;
   // The bulk backward's collectives are TE's userbuffers kernels of num_sm CTAs (CommOverlap::
   // bulk_overlap launches its reduce-scatter / all-gather with _num_comm_sm): the composed build
   // gives them num_sm (the training-step driver's own bulk form runs NCCL's channel count).
-  if (te_has_per_name(ctx.params) || (has_backward(ctx.workload) && column == ColumnBackward::bulk))
+  // The atomic GEMM (one GEMM signalling per chunk) exists only in the composition name by name.
+  if (atomic || te_has_per_name(ctx.params) || (has_backward(ctx.workload) && column == ColumnBackward::bulk))
     return build_per_name(ctx);
   const bool margin = ctx.boolean(kSetSmMargin);
   const int budget = margin ? ctx.hardware.gpu.sm_count - num_sm : 0;
@@ -511,12 +750,6 @@ std::vector<SchemeParam> te_params() {
                                   kAtomicGemm, kNumSplits, kUseCe,   column_backward_param()};
   for (SchemeParam& p : per_name_params()) out.push_back(std::move(p));
   return out;
-}
-
-template <typename T>
-T knob(const nlohmann::json& params, const std::string& name, T fallback) {
-  if (params.is_object() && params.contains(name) && !params.at(name).is_null()) return params.at(name).get<T>();
-  return fallback;
 }
 
 }  // namespace
@@ -567,6 +800,11 @@ TeGemmSetting te_gemm_setting(const nlohmann::json& params, const std::string& n
   s.set_sm_margin = knob<bool>(params, name + ".set_sm_margin", knob<bool>(params, "set_sm_margin", false));
   s.num_splits = knob<int>(params, name + ".num_splits", knob<int>(params, "num_splits", 4));
   s.use_ce = knob<bool>(params, name + ".use_ce", knob<bool>(params, "use_ce", true));
+  // The scalar reaches a name only where TE would keep it (add_ub drops it for bulk; an all-gather
+  // under the scalar pipeline runs ring_exchange, whose atomic form needs an atomic ring_exchange pair).
+  const bool scalar_atomic = knob<bool>(params, "atomic_gemm", false) && s.method != "bulk" && !s.method.empty() &&
+                             !s.inherited_pipeline;
+  s.atomic_gemm = knob<bool>(params, name + ".atomic_gemm", scalar_atomic);
   return s;
 }
 

@@ -25,6 +25,9 @@ struct TeGemmSetting {
   bool set_sm_margin = false;
   int num_splits = 4;
   bool use_ce = true;
+  // cuBLASLt atomic-counter GEMM (te_userbuffers.cpp's header): false where TE drops it (a bulk name,
+  // and an all-gather name that took ring_exchange for the scalar pipeline) unless set by name.
+  bool atomic_gemm = false;
   bool inherited_pipeline = false;  // an all-gather name that took ring_exchange for the scalar pipeline
 };
 
@@ -32,7 +35,9 @@ struct TeGemmSetting {
 // else the scalar knob (method, num_sm, ...), else the parameter table's default. The scalar method's
 // meaning per side: an all-gather name never pipelines in TE (add_ub refuses it) and takes
 // ring_exchange; a column dgrad is bulk when method or column_backward is bulk; a wgrad is bulk exactly
-// when its dgrad is (initialize_ub drops it otherwise).
+// when its dgrad is (initialize_ub drops it otherwise). atomic_gemm: the scalar applies to every name
+// that is not bulk, except an all-gather name under the scalar pipeline (TE pairs an atomic
+// all-gather only with an atomic ring_exchange reduce-scatter, add_ub).
 TeGemmSetting te_gemm_setting(const nlohmann::json& params, const std::string& name);
 
 // Does `params` set any per-name knob ("<name>.<knob>")?

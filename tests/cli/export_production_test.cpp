@@ -6,7 +6,9 @@
 //     fc2_dgrad); each entry's keys are get_default_config's (method, num_sm, cga_size, set_sm_margin,
 //     num_splits, atomic_gemm, use_ce, ...); method is ring_exchange, pipeline or bulk; add_ub refuses
 //     pipeline for an all-gather name; a non-bulk qkv_dgrad / fc1_dgrad must come without its wgrad
-//     entry (initialize_ub asserts wgrad_name not in ub_cfgs);
+//     entry (initialize_ub asserts wgrad_name not in ub_cfgs); an atomic_gemm ring_exchange all-gather
+//     name and its reduce-scatter pair (qkv_fprop / proj_fprop, fc1_fprop / fc2_fprop: ag_rs_pairs)
+//     both or neither (add_ub raises otherwise);
 //   - NCCL's example tuner CSV (NVIDIA/nccl ext-tuner/example/README.md "Configuration File Format"):
 //     collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks[,numPipeOps,regBuff],
 //     collective types broadcast | reduce | allgather | reducescatter | allreduce, algorithms tree |
@@ -90,6 +92,14 @@ void check_ub_schema(const Entries& e) {
     const std::string wgrad = std::string(dgrad).replace(4, 5, "wgrad");
     if (e.count(dgrad) && e.at(dgrad).at("method") != "bulk") CHECK(e.count(wgrad) == 0);
   }
+  // add_ub (ag_rs_pairs): an atomic ring_exchange all-gather and its reduce-scatter pair, both or neither.
+  auto atomic_ring = [&](const std::string& name) {
+    const auto it = e.find(name);
+    return it != e.end() && it->second.at("method") == "ring_exchange" && it->second.count("atomic_gemm") &&
+           it->second.at("atomic_gemm") == "1";
+  };
+  for (const auto& [ag, rs] : {std::pair<std::string, std::string>{"qkv_fprop", "proj_fprop"}, {"fc1_fprop", "fc2_fprop"}})
+    if (e.count(ag) && e.count(rs)) CHECK(atomic_ring(ag) == atomic_ring(rs));
 }
 
 overlap::sim::Workload transformer_step() {

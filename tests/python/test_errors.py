@@ -79,3 +79,38 @@ def test_the_interpreter_survives_many_errors():
         with pytest.raises(overlap_sim.InputError):
             overlap_sim.run({"workload": {"kind": "nonsense"}})
     assert overlap_sim.run(scheme="no_overlap")["results"][0]["scheme"] == "no_overlap"
+
+
+def test_exports_are_written_as_the_cli_writes_them_and_refused_over_special_files(tmp_path, cli):
+    # tune --export te-userbuffers FILE: the same file as the CLI's (the tune is deterministic).
+    tree = {"hardware": "h100-sxm-8x-nvswitch",
+            "workload": {"kind": "mlp_tpsp", "tp": 8, "model": "llama3-70b", "tokens": 2048},
+            "schemes": ["te_userbuffers"]}
+    scenario = tmp_path / "te.yaml"
+    scenario.write_text(__import__("json").dumps(tree))
+    ours, theirs = tmp_path / "py.yaml", tmp_path / "cli.yaml"
+    overlap_sim.tune(str(scenario), export=("te-userbuffers", ours))
+    rc, _, err = cli("tune", str(scenario), "--format", "json", "--export", "te-userbuffers", str(theirs))
+    assert rc == 0, err
+    strip = lambda p: [line for line in p.read_text().splitlines() if not line.startswith("#")]
+    assert strip(ours) == strip(theirs) and "fc2_fprop:" in ours.read_text()
+    # collective --export nccl-tuner FILE.
+    csv = tmp_path / "tuner.csv"
+    overlap_sim.collective("all_reduce", ranks=8, min_bytes="1M", max_bytes="4M", export=("nccl-tuner", csv))
+    assert csv.read_text().strip()
+    # Never over a directory or a socket (cost_model/atomic_file.hpp resolve_output): refused as the
+    # CLI refuses it, before anything runs. (A character device such as /dev/null is written in place.)
+    import socket
+    sock_path = str(tmp_path / "s.sock")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(sock_path)
+    for special in (str(tmp_path), sock_path):
+        with pytest.raises(overlap_sim.InputError):
+            overlap_sim.tune(str(scenario), export=("te-userbuffers", special))
+        with pytest.raises(overlap_sim.InputError):
+            overlap_sim.collective("all_reduce", ranks=8, export=("nccl-tuner", special))
+    with pytest.raises(overlap_sim.InputError):
+        overlap_sim.tune(str(scenario), export=("flashoverlap", tmp_path / "x.json"))
+    with pytest.raises(overlap_sim.InputError):
+        overlap_sim.tune(str(scenario), export="te-userbuffers")
+    sock.close()

@@ -136,7 +136,7 @@ TEST_CASE("te_userbuffers applies to TP+SP linears, runs training steps and refu
     }
     return std::string("none");
   };
-  CHECK(key_of({{"atomic_gemm", true}}) == "params.atomic_gemm");
+  CHECK(key_of({{"atomic_gemm", true}}) == "params.atomic_gemm");  // bf16: TE allows it for FP8 only
   CHECK(key_of({{"method", "split"}}) == "params.method");
   CHECK(key_of({{"num_sm", 0}}) == "params.num_sm");
   CHECK(key_of({{"num_sm", 132}}) == "params.num_sm");
@@ -342,4 +342,186 @@ TEST_CASE("te_userbuffers bulk: the backward's bulk collectives hold num_sm SMs,
       if (op.name.ends_with("fc1.dgrad.reduce_scatter")) CHECK(op.channels == 7);
     }
   }
+}
+
+namespace {
+
+// The ideal node with an fp8 rate (TE's atomic GEMM is FP8 only): the tile time is the profile's
+// gemm_tile_us whatever the dtype, so a 128 x 128 tile over K = 1024 still takes 1 us.
+HardwareProfile fp8_profile(int gpus) {
+  HardwareProfile hw = ideal_profile(gpus, 1000, 8);
+  hw.gpu.peak_tflops["fp8"] = 2000;
+  return hw;
+}
+
+Workload fp8(Workload w) {
+  if (auto* g = std::get_if<GemmCollective>(&w.shape)) g->dtype = DType::fp8;
+  if (auto* m = std::get_if<MlpTpSp>(&w.shape)) m->dtype = DType::fp8;
+  return w;
+}
+
+std::vector<OpId> ops_named(const BuiltScheme& b, int rank, const std::string& suffix) {
+  std::vector<OpId> out;
+  for (OpId i = 0; i < static_cast<OpId>(b.graph.ops().size()); ++i)
+    if (b.graph.rank_of(i) == rank && b.graph.op(i).name.ends_with(suffix)) out.push_back(i);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("te_userbuffers atomic pipeline: one GEMM whose chunks' reduce-scatters wait on its tile counter",
+          "[te][atomic][closed_form]") {
+  const HardwareProfile hw = fp8_profile(4);
+  // 160 tiles of 128 x 128 over K = 1024 (1 us each) on 132 SMs: unsplit, ceil(160 / 132) = 2 waves;
+  // split in 4 (40 tiles each), 4 GEMMs of one partial wave each. The atomic GEMM is the unsplit one.
+  const Workload w = fp8(gemm_workload(4, Primitive::reduce_scatter, 160 * 128, 128, 1024));
+  const GemmPlan plan = plan_gemm(hw, overlap::GemmShape{160 * 128, 128, 1024, DType::fp8});
+  REQUIRE(plan.tiles == 160);
+  REQUIRE(plan.cta_ps == kPsPerUs);
+  const nlohmann::json split = {{"method", "pipeline"}, {"num_splits", 4}};
+  nlohmann::json atomic = split;
+  atomic["atomic_gemm"] = true;
+  const BuiltScheme a = build("te_userbuffers", w, hw, atomic), s = build("te_userbuffers", w, hw, split);
+  const Timeline ta = run(a.graph, make_node(hw, 4)), ts = run(s.graph, make_node(hw, 4));
+  for (int r = 0; r < 4; ++r) {
+    const std::vector<OpId> gemm = ops_named(a, r, ".atomic_gemm");
+    REQUIRE(gemm.size() == 1);  // one GEMM per rank, not num_splits
+    const auto& g = ta.ops[static_cast<std::size_t>(gemm[0])];
+    CHECK(g.end_ps - g.start_ps == plan.waves(hw.gpu.sm_count) * plan.cta_ps);  // 2 waves = 2 us
+    // Chunk c's tiles are [40c, 40c + 40): chunks 0-2 are done with the first wave (1 us), chunk 3
+    // with the second (2 us); each chunk's reduce-scatter starts no earlier, the first ones inside the
+    // GEMM's run.
+    int c = 0;
+    for (OpId i = 0; i < static_cast<OpId>(a.graph.ops().size()); ++i) {
+      const Op& op = a.graph.op(i);
+      if (a.graph.rank_of(i) != r || op.name.find(".reduce_scatter[") == std::string::npos) continue;
+      const Ps done = (c < 3 ? 1 : 2) * kPsPerUs;
+      CHECK(ta.ops[static_cast<std::size_t>(i)].start_ps >= done);
+      if (c == 0) CHECK(ta.ops[static_cast<std::size_t>(i)].start_ps == done);  // while the GEMM still runs
+      ++c;
+    }
+    CHECK(c == 4);
+  }
+  // The split schedule pays a wave per split (4 x 1 us of GEMM); the atomic GEMM 2 us.
+  CHECK(ta.makespan_ps < ts.makespan_ps);
+  // The same collectives: no_overlap's bytes, and the engine's accounting agrees (evaluate checks it).
+  CHECK(total(a.required_bytes) == total(s.required_bytes));
+  BuildContext ctx{w, hw, atomic, Fidelity::curve};
+  CHECK_NOTHROW(evaluate(*find_scheme("te_userbuffers"), ctx));
+}
+
+TEST_CASE("te_userbuffers atomic ring_exchange: one GEMM, tp - 1 sends each after its chunk, bytes unchanged",
+          "[te][atomic][bytes]") {
+  const HardwareProfile hw = fp8_profile(4);
+  const SchemeInfo* te = find_scheme("te_userbuffers");
+  const Workload rs = fp8(gemm_workload(4, Primitive::reduce_scatter, 2048, 1024, 1024));
+  for (const bool ce : {true, false}) {
+    INFO("use_ce " << ce);
+    const nlohmann::json plain = {{"method", "ring_exchange"}, {"use_ce", ce}};
+    nlohmann::json atomic = plain;
+    atomic["atomic_gemm"] = true;
+    const BuiltScheme a = build("te_userbuffers", rs, hw, atomic);
+    CHECK(total(a.required_bytes) == total(build("te_userbuffers", rs, hw, plain).required_bytes));
+    const Timeline t = run(a.graph, make_node(hw, 4));
+    for (int r = 0; r < 4; ++r) {
+      REQUIRE(ops_named(a, r, ".atomic_gemm").size() == 1);
+      int sends = 0;
+      for (OpId i = 0; i < static_cast<OpId>(a.graph.ops().size()); ++i)
+        if (a.graph.rank_of(i) == r && a.graph.op(i).name.find(".send") != std::string::npos) ++sends;
+      CHECK(sends == 3);
+    }
+    CHECK(t.makespan_ps > 0);
+    BuildContext ctx{rs, hw, atomic, Fidelity::curve};
+    CHECK_NOTHROW(evaluate(*te, ctx));
+  }
+  // A layer: the fc1_fprop / fc2_fprop pair both atomic ring_exchange, and fc2 atomic pipeline alone.
+  const Workload mlp = fp8(mlp_workload(4));
+  const Bytes want = total(build("no_overlap", mlp, hw, nlohmann::json::object()).required_bytes);
+  for (const nlohmann::json& p : {nlohmann::json{{"atomic_gemm", true}},
+                                  nlohmann::json{{"fc2_fprop.method", "pipeline"}, {"fc2_fprop.atomic_gemm", true}},
+                                  nlohmann::json{{"method", "pipeline"}, {"atomic_gemm", true}}}) {
+    INFO(p.dump());
+    CHECK(total(build("te_userbuffers", mlp, hw, p).required_bytes) == want);
+    BuildContext ctx{mlp, hw, p, Fidelity::curve};
+    CHECK_NOTHROW(evaluate(*te, ctx));
+  }
+}
+
+TEST_CASE("te_userbuffers atomic_gemm: TE's rules refused at their keys", "[te][atomic][params]") {
+  const SchemeInfo* s = find_scheme("te_userbuffers");
+  const HardwareProfile hw = fp8_profile(4);
+  auto key_of = [&](const Workload& w, const nlohmann::json& params) {
+    BuildContext ctx{w, hw, params, Fidelity::curve};
+    try {
+      s->build(ctx);
+    } catch (const InputError& e) {
+      return e.key_path();
+    }
+    return std::string("none");
+  };
+  const Workload bf16 = mlp_workload(4), f8 = fp8(mlp_workload(4));
+  // add_ub: FP8 only.
+  CHECK(key_of(bf16, {{"atomic_gemm", true}}) == "params.atomic_gemm");
+  CHECK(key_of(bf16, {{"fc2_fprop.method", "pipeline"}, {"fc2_fprop.atomic_gemm", true}}) ==
+        "params.fc2_fprop.atomic_gemm");
+  CHECK(key_of(f8, {{"atomic_gemm", true}}) == "none");
+  // add_ub: no atomic GEMM for a bulk overlap.
+  CHECK(key_of(f8, {{"method", "bulk"}, {"atomic_gemm", true}}) == "params.atomic_gemm");
+  CHECK(key_of(f8, {{"fc2_fprop.method", "bulk"}, {"fc2_fprop.atomic_gemm", true}}) == "params.fc2_fprop.atomic_gemm");
+  // add_ub: the AG / RS pair of a TP block both atomic ring_exchange or neither.
+  CHECK(key_of(f8, {{"fc2_fprop.atomic_gemm", true}}) == "params.fc2_fprop.atomic_gemm");
+  CHECK(key_of(f8, {{"fc1_fprop.atomic_gemm", true}}) == "params.fc1_fprop.atomic_gemm");
+  CHECK(key_of(f8, {{"fc1_fprop.atomic_gemm", true}, {"fc2_fprop.atomic_gemm", true}}) == "none");
+  // An all-gather alone under pipeline (TE refuses pipeline for an all-gather): nothing can be atomic.
+  CHECK(key_of(fp8(gemm_workload(4, Primitive::all_gather, 2048, 1024, 1024)),
+               {{"method", "pipeline"}, {"atomic_gemm", true}}) == "params.atomic_gemm");
+  CHECK(key_of(fp8(gemm_workload(4, Primitive::all_gather, 2048, 1024, 1024)), {{"atomic_gemm", true}}) == "none");
+}
+
+TEST_CASE("te_userbuffers pipeline per name: the last chunk's reduce-scatter on UB_MAX_SM CTAs", "[te][per_name]") {
+  const HardwareProfile hw = ideal_profile(4, 1000, 8);
+  const BuiltScheme b = build("te_userbuffers", mlp_workload(4),
+                              hw, {{"fc2_fprop.method", "pipeline"}, {"fc2_fprop.num_splits", 3}, {"fc2_fprop.num_sm", 5}});
+  int seen = 0;
+  for (const Op& op : b.graph.ops()) {
+    if (op.name.rfind("fc2.reduce_scatter[", 0) != 0) continue;
+    ++seen;
+    // comm_gemm_overlap.cpp split_overlap_rs: _ub_comm->sms = UB_MAX_SM (32) for the last chunk.
+    CHECK(op.channels == (op.name == "fc2.reduce_scatter[2]" ? 32 : 5));
+  }
+  CHECK(seen == 3 * 4);
+}
+
+TEST_CASE("tune tries atomic_gemm on fp8 only, and picks it where one GEMM beats the split ones", "[te][atomic][tune]") {
+  // The 160-tile GEMM of the closed-form case above: split in 2, 4 or 8 it pays a partial wave per
+  // split; as one atomic GEMM it is 2 waves, and each chunk's reduce-scatter still starts as its
+  // tiles are done.
+  Scenario sc;
+  sc.name = "atomic";
+  sc.hardware_name = "ideal";
+  sc.hardware = fp8_profile(4);
+  sc.workload = fp8(gemm_workload(4, Primitive::reduce_scatter, 160 * 128, 128, 1024));
+  sc.schemes = {SchemeSpec{"te_userbuffers"}};
+  const SchemeTuneResult r = tune_schemes(sc, 1);
+  REQUIRE(r.schemes.size() == 1);
+  const std::vector<SchemeTuneCandidate>& c = r.schemes.front().candidates;
+  auto atomic = [](const SchemeTuneCandidate& x) { return x.params.value("atomic_gemm", false); };
+  int tried = 0;
+  for (const SchemeTuneCandidate& x : c) {
+    if (!atomic(x)) continue;
+    ++tried;
+    CHECK(x.params.at("method") == "pipeline");  // tune_when: method=pipeline
+    // Its split twin (the same knobs without atomic_gemm) is never faster here.
+    nlohmann::json twin = x.params;
+    twin.erase("atomic_gemm");
+    for (const SchemeTuneCandidate& y : c)
+      if (y.params == twin) CHECK(x.latency_ps <= y.latency_ps);
+  }
+  CHECK(tried > 0);
+  CHECK(atomic(c.front()));  // the best setting is an atomic GEMM
+  // bf16: never tried (TE allows it for FP8 GEMMs only), nor listed as refused.
+  sc.workload = gemm_workload(4, Primitive::reduce_scatter, 160 * 128, 128, 1024);
+  const SchemeTuneResult b = tune_schemes(sc, 1);
+  for (const SchemeTuneCandidate& x : b.schemes.front().candidates) CHECK_FALSE(atomic(x));
+  CHECK(b.skipped.empty());
 }
