@@ -22,6 +22,11 @@ struct MoeLayerOptions {
 };
 BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& options);
 
+// Rank r's shared experts (gated FFN of d_ffn_expert per shared expert on the rank's own tokens:
+// shared.up, shared.act, shared.down) on `stream` after `dep` (kNoOp: none). Returns the last op, or
+// `dep` when the model has no shared experts. Defined in moe_pipeline.cpp; every moe scheme runs them.
+OpId add_moe_shared_experts(GraphBuilder& b, int r, StreamId stream, const Moe& m, OpId dep);
+
 // The combine bytes of the down-projection tiles [first, last) of one rank's grouped GEMM, to each
 // source rank: expert e's rows are the slots tokens[src][e] of every source in source order, and a
 // tile's rows of one source go back to it (FlashOverlap Sec. 3.3.3 (3): a tile split by token into

@@ -201,23 +201,8 @@ BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
                                    groups.target[j][static_cast<std::size_t>(r)], fmt::format("wait.group{}", j))});
     last = b.add_all_to_allv(k);
   }
-  for (int r = 0; r < n; ++r) {
-    if (m.shared_experts <= 0) break;
-    const StreamId cs = st.compute[static_cast<std::size_t>(r)];
-    GemmOptions up;
-    up.name = "shared.up";
-    up.deps = {last[static_cast<std::size_t>(r)]};
-    const OpId u = b.add_gemm(r, cs, moe_shared_up(m), up);
-    MemoryKernel act;
-    act.name = "shared.act";
-    act.bytes = moe_shared_activation_bytes(m);
-    act.deps = {u};
-    const OpId a = b.add_memory(r, cs, act);
-    GemmOptions down;
-    down.name = "shared.down";
-    down.deps = {a};
-    b.add_gemm(r, cs, moe_shared_down(m), down);
-  }
+  for (int r = 0; r < n; ++r)
+    add_moe_shared_experts(b, r, st.compute[static_cast<std::size_t>(r)], m, last[static_cast<std::size_t>(r)]);
   return b.finish(fmt::format("{} wave groups of {} waves ({} SMs a wave){}", groups.bytes.size(), size, slots,
                               ctx.integer(kGroupWaves) == 0 ? ", predicted (max over GPUs)" : ""));
 }

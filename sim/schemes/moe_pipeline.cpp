@@ -46,7 +46,15 @@ OpId add_experts(GraphBuilder& b, int r, StreamId stream, const MoeShapes& sh, c
   return b.add_grouped_gemm(r, stream, sh.down[static_cast<std::size_t>(r)], down);
 }
 
-OpId add_shared(GraphBuilder& b, int r, StreamId stream, const Moe& m, OpId dep) {
+std::vector<std::vector<OpId>> per_member(const std::vector<OpId>& ops) {
+  std::vector<std::vector<OpId>> out;
+  for (const OpId o : ops) out.push_back(o == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{o});
+  return out;
+}
+
+}  // namespace
+
+OpId add_moe_shared_experts(GraphBuilder& b, int r, StreamId stream, const Moe& m, OpId dep) {
   if (m.shared_experts <= 0) return dep;
   GemmOptions up;
   up.name = "shared.up";
@@ -62,14 +70,6 @@ OpId add_shared(GraphBuilder& b, int r, StreamId stream, const Moe& m, OpId dep)
   down.deps = {a};
   return b.add_gemm(r, stream, moe_shared_down(m), down);
 }
-
-std::vector<std::vector<OpId>> per_member(const std::vector<OpId>& ops) {
-  std::vector<std::vector<OpId>> out;
-  for (const OpId o : ops) out.push_back(o == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{o});
-  return out;
-}
-
-}  // namespace
 
 BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& options) {
   const Moe& m = std::get<Moe>(ctx.workload.shape);
@@ -87,7 +87,7 @@ BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& opti
       o.name = "router";
       router[static_cast<std::size_t>(r)] =
           b.add_gemm(r, st.compute[static_cast<std::size_t>(r)], moe_router_gemm(m), o);
-      if (C > 1) add_shared(b, r, st.compute[static_cast<std::size_t>(r)], m, router[static_cast<std::size_t>(r)]);
+      if (C > 1) add_moe_shared_experts(b, r, st.compute[static_cast<std::size_t>(r)], m, router[static_cast<std::size_t>(r)]);
     }
 
   std::vector<MoeShapes> chunk;
@@ -123,7 +123,7 @@ BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& opti
   }
   if (compute && C == 1)
     for (int r = 0; r < n; ++r)
-      add_shared(b, r, st.compute[static_cast<std::size_t>(r)], m, last[static_cast<std::size_t>(r)]);
+      add_moe_shared_experts(b, r, st.compute[static_cast<std::size_t>(r)], m, last[static_cast<std::size_t>(r)]);
 
   // The reason line: how uneven the experts' work is (the slowest rank's rows against the mean).
   std::int64_t most = 0, total = 0;

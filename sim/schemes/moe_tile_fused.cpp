@@ -76,22 +76,6 @@ std::pair<int, int> offsets_of(int p, int pieces, int n) {
   return {static_cast<int>(1 + peers * (p - 1) / groups), static_cast<int>(1 + peers * p / groups)};
 }
 
-OpId add_shared_experts(GraphBuilder& b, int r, StreamId stream, const Moe& m, OpId dep) {
-  GemmOptions up;
-  up.name = "shared.up";
-  up.deps = {dep};
-  const OpId u = b.add_gemm(r, stream, moe_shared_up(m), up);
-  MemoryKernel act;
-  act.name = "shared.act";
-  act.bytes = moe_shared_activation_bytes(m);
-  act.deps = {u};
-  const OpId a = b.add_memory(r, stream, act);
-  GemmOptions down;
-  down.name = "shared.down";
-  down.deps = {a};
-  return b.add_gemm(r, stream, moe_shared_down(m), down);
-}
-
 BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
   const Moe& m = std::get<Moe>(ctx.workload.shape);
   const HardwareProfile& hw = ctx.hardware;
@@ -224,7 +208,7 @@ BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
     step("combine", j, sh.combine, deps);
   }
   if (m.shared_experts > 0)
-    for (int r = 0; r < n; ++r) add_shared_experts(b, r, at(compute, r), m, at(down_ops, r));
+    for (int r = 0; r < n; ++r) add_moe_shared_experts(b, r, at(compute, r), m, at(down_ops, r));
 
   std::int64_t most = 0;
   for (int r = 0; r < n; ++r) most = std::max(most, routing.received(r));
