@@ -40,18 +40,16 @@
 #include <vector>
 
 #include "sim/schemes/moe.hpp"
+#include "sim/schemes/reusable_builders.hpp"
 #include "sim/workload_shapes.hpp"
 
 namespace overlap::sim {
 
 namespace {
 
-// The same per-tile cost as flux.cpp's knob of this name (FlashOverlap Sec. 6.6, Table 5: signalling
-// plus reorder under 1 % of the GEMM).
-const SchemeParam kTileSignal =
-    number_param("tile_signal_overhead", 0.01, 0, 1,
-                 "per-tile signal (down projection) or flag-check (gate+up) cost as a fraction of a tile's time")
-        .production("Comet / FLUX fused kernels' per-tile flags (no knob)");
+const SchemeParam kTileSignal = tile_signal_overhead_param(
+    "per-tile signal (down projection) or flag-check (gate+up) cost as a fraction of a tile's time",
+    "Comet / FLUX fused kernels' per-tile flags (no knob)");
 const SchemeParam kCommSms = [] {
   // Default 16: at the H100 profile's sm_copy 25 GB/s per CTA, 16 CTAs (400 GB/s) fill an NVLink port
   // (450 GB/s x 0.83); fewer leave the port idle, more take SMs from the GEMMs for nothing.
