@@ -5,6 +5,7 @@
 // Every rank runs its own routed token counts, so the slowest rank sets the latency (the
 // all-to-allvs end with their slowest rank, cost_model/all_to_allv.hpp).
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,12 @@ MoeLayerOps emit_moe_layer(GraphBuilder& b, const RankStreams& st, const Moe& m,
 // attention_tpsp), then the FFN: the dense MLP with no overlap for the first dense_layers layers, the
 // MoE block with `options` for the others. Defined in moe_transformer.cpp.
 BuiltScheme build_moe_transformer(const BuildContext& ctx, const MoeLayerOptions& options);
+// The same with the MoE block emitted by `block` (a moe scheme's layer: moe_flashoverlap's), rank r's
+// block after start[r], its names prefixed; collectives_only keeps the attention's collectives alone.
+using MoeBlockEmitter = std::function<MoeLayerOps(GraphBuilder& b, const RankStreams& st, const Moe& m,
+                                                  const MoeRouting& routing, const std::vector<OpId>& start,
+                                                  const std::string& prefix)>;
+BuiltScheme build_moe_transformer(const BuildContext& ctx, bool collectives_only, const MoeBlockEmitter& block);
 
 // Rank r's shared experts (gated FFN of d_ffn_expert per shared expert on the rank's own tokens:
 // shared.up, shared.act, shared.down) on `stream` after `dep` (kNoOp: none). Returns the last op, or

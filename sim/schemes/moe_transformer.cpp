@@ -12,12 +12,13 @@
 // batch x seq / tp tokens: those are what it routes, with no all-gather before the MoE block, and the
 // combine returns them to it for the next layer's all-gather.
 //
-// Schemes: the MoE block runs as the moe scheme chosen (no_overlap: no overlap; moe_pipeline: its token
-// chunks); the attention and the dense MLPs run with no overlap, as no_overlap builds attention_tpsp
-// and mlp_tpsp, so the difference between two schemes is the MoE block's overlap alone. Schemes built
-// for dense TP layers (async_tp, flux, ...) do not apply to a MoE model (sim/schemes/registry.cpp):
-// they are refused, never run with a dense MLP in place of the experts. Every layer routes the same
-// counts (the routing is the layer's: one histogram, or one Zipf draw from the seed).
+// Schemes: the MoE block runs as the moe scheme chosen (no_overlap: no overlap; moe_pipeline: its
+// token chunks; moe_flashoverlap: its wave groups; moe_tile_fused: its fused kernels); the attention
+// and the dense MLPs run with no overlap, as no_overlap builds attention_tpsp and mlp_tpsp, so the
+// difference between two schemes is the MoE block's overlap alone. Schemes built for dense TP layers
+// (async_tp, flux, ...) do not apply to a MoE model (sim/schemes/registry.cpp): they are refused, never
+// run with a dense MLP in place of the experts. Every layer routes the same counts (the routing is the
+// layer's: one histogram, or one Zipf draw from the seed).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -117,6 +118,14 @@ class NoOverlapBlocks {
 }  // namespace
 
 BuiltScheme build_moe_transformer(const BuildContext& ctx, const MoeLayerOptions& options) {
+  return build_moe_transformer(ctx, options.collectives_only,
+                               [&options](GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
+                                          const std::vector<OpId>& start, const std::string& prefix) {
+                                 return emit_moe_layer(b, st, m, routing, options, start, prefix);
+                               });
+}
+
+BuiltScheme build_moe_transformer(const BuildContext& ctx, bool collectives_only, const MoeBlockEmitter& block) {
   const Workload& w = ctx.workload;
   const Transformer& t = std::get<Transformer>(w.shape);
   const Moe& m = t.moe.value();
@@ -124,7 +133,7 @@ BuiltScheme build_moe_transformer(const BuildContext& ctx, const MoeLayerOptions
     throw InputError("", 0, "workload.pass", "a mixture-of-experts transformer is modelled as a forward pass");
   GraphBuilder b(ctx);
   const RankStreams st = b.add_compute_and_comm_streams();
-  NoOverlapBlocks blocks(b, st, options.collectives_only);
+  NoOverlapBlocks blocks(b, st, collectives_only);
   const MoeRouting routing = moe_routing(m);
   const int tp = w.tp;
   PerRank end;
@@ -135,7 +144,7 @@ BuiltScheme build_moe_transformer(const BuildContext& ctx, const MoeLayerOptions
     if (l < t.dense_layers) {
       end = blocks.mlp(transformer_mlp(t), tp, end, prefix);
     } else {
-      MoeLayerOps ops = emit_moe_layer(b, st, m, routing, options, end, prefix + "moe.");
+      MoeLayerOps ops = block(b, st, m, routing, end, prefix + "moe.");
       end = std::move(ops.end);
       moe_reason = std::move(ops.reason);
     }

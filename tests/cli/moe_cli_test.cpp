@@ -128,12 +128,14 @@ std::string transformer(const std::string& model = "mixtral-8x7b", const std::st
 
 }  // namespace
 
-TEST_CASE("moe transformer: a MoE model's transformer runs no_overlap and moe_pipeline only", "[moe][cli]") {
+TEST_CASE("moe transformer: a MoE model's transformer runs no_overlap and the moe schemes only", "[moe][cli]") {
   MoeDir dir;
   const CliResult r = cli({"run", dir.write("t.yaml", transformer("mixtral-8x7b", "4", "  routing: \"zipf: 1.0\"\n"))});
   INFO(r.err);
   CHECK(r.rc == 0);
   CHECK(r.out.find("moe_pipeline") != std::string::npos);
+  CHECK(r.out.find("moe_flashoverlap") != std::string::npos);
+  CHECK(r.out.find("moe_tile_fused") != std::string::npos);
   CHECK(r.out.find("2 layers (2 MoE, 8 experts top 2 over EP 4)") != std::string::npos);
   // A dense-TP scheme asked for by name is refused, not run with a dense MLP.
   const CliResult refused_scheme = cli({"run", dir.write("t.yaml", transformer()), "--set", "schemes=[async_tp]"});
