@@ -114,6 +114,7 @@ void require_divides(const YamlReader& w, const std::string& key, std::int64_t v
 struct ModelUse {
   bool ffn = false;
   bool attention = false;
+  bool moe = false;  // the FFN may be a MoE block (transformer: Transformer::moe)
 };
 
 // `workload.model`: a built-in name, "custom" (every size written in the file), or a config.json path
@@ -140,7 +141,7 @@ std::optional<Transformer> read_model(const YamlReader& w, ModelUse use) {
     for (const BuiltinModel& m : builtin_models()) known.push_back(m.name);
     c->fail("unknown model '" + ref + "' (known: " + join(known) + ", custom, or a path to a config.json)");
   }
-  if (use.ffn && config->moe)
+  if (use.ffn && config->moe && !use.moe)
     c->fail(fmt::format("model '{}' is a mixture of experts ({} experts, top {}): its expert layers are not "
                         "modelled yet; attention_tpsp and attention_ulysses run its attention",
                         config->name, config->moe->experts, config->moe->top_k));
@@ -155,6 +156,15 @@ std::optional<Transformer> read_model(const YamlReader& w, ModelUse use) {
   t.d_ffn = config->d_ffn;
   t.heads = config->heads;
   t.kv_heads = config->kv_heads;
+  if (use.moe && config->moe) {
+    Moe m;
+    m.experts = config->moe->experts;
+    m.top_k = config->moe->top_k;
+    m.d_ffn_expert = config->moe->expert_ffn;
+    m.shared_experts = config->moe->shared_experts;
+    t.moe = m;
+    t.dense_layers = config->moe->first_dense_layers;
+  }
   return t;
 }
 
@@ -328,25 +338,38 @@ DecodeStack read_decode_stack(const YamlReader& w, int tp) {
   return d;
 }
 
-Transformer read_transformer(const YamlReader& w, int tp) {
-  const std::string tp_text = fmt::format("tp = {}", tp);
-  w.allow_keys(workload_keys({"model", "layers", "batch", "seq", "d_model", "d_ffn", "heads", "kv_heads", "dtype"}));
-  const auto model = read_model(w, {.ffn = true, .attention = true});
-  Transformer t;
-  t.model = model ? model->model : "custom";
-  t.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers), ranges::layers));
-  (void)tokens_of(w, "batch", "seq");
-  t.batch = w.get_int_in("batch", ranges::batch);
-  t.seq = w.get_int_in("seq", ranges::tokens);
-  t.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
-  t.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn), ranges::width);
-  t.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
-  t.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
-  t.dtype = read_dtype(w, "dtype", DType::bf16);
-  check_heads(w, t.d_model, t.heads, t.kv_heads, tp);
-  require_divides(w, "d_ffn", t.d_ffn, tp, tp_text + " (TP shards the FFN width)");
-  require_divides(w, "seq", t.batch * t.seq, tp, tp_text + " (sequence parallelism shards batch x seq tokens)");
-  return t;
+// workload.routing, .seed and .capacity_factor of a MoE block (kind moe, a MoE transformer) into m.
+void read_moe_routing(const YamlReader& w, Moe& m) {
+  m.file = w.file();
+  m.line = w.line();
+  if (w.has("capacity_factor")) {
+    const double c = w.get_double_in("capacity_factor", ranges::factor);
+    if (!(c > 0)) w.fail_at("capacity_factor", fmt::format("must be > 0 (got {}); leave it out for dropless routing", c));
+    m.capacity_factor = c;
+  }
+  const std::uint64_t seed = static_cast<std::uint64_t>(w.get_int_in("seed", ranges::seed, 0));
+  if (const auto r = w.optional_child("routing")) {
+    // `routing: "zipf: 1.2"` (text) or `routing: {zipf: 1.2}` (a one-key map, what YAML makes of it
+    // unquoted in flow style).
+    std::string text;
+    if (r->is_map()) {
+      if (r->node().size() != 1) r->fail("expected uniform, {zipf: S} or {histogram: FILE}");
+      const auto kv = *r->node().begin();
+      if (!kv.first.IsScalar() || !kv.second.IsScalar()) r->fail("expected uniform, {zipf: S} or {histogram: FILE}");
+      text = kv.first.Scalar() + ": " + kv.second.Scalar();
+    } else {
+      text = r->as_string();
+    }
+    m.routing = parse_moe_routing(text, r->file(), r->line(), "workload.routing");
+    // A histogram file is read from the scenario's folder (as a profile path is).
+    if (m.routing.kind == MoeRoutingSpec::Kind::histogram && fs::path(m.routing.histogram_file).is_relative() &&
+        !r->file().empty() && r->file().rfind("--set ", 0) != 0)
+      m.routing.histogram_file = (fs::path(dir_of(r->file())) / m.routing.histogram_file).lexically_normal().string();
+    m.line = r->line();
+  }
+  m.routing.seed = seed;
+  if (w.has("seed") && m.routing.kind != MoeRoutingSpec::Kind::zipf)
+    w.fail_at("seed", "only zipf routing draws which experts are popular; uniform and histogram take no seed");
 }
 
 // workload kind moe (sim/workload.hpp Moe; docs/guide/moe.md).
@@ -371,39 +394,78 @@ Moe read_moe(const YamlReader& w, int max_ranks) {
   m.d_model = w.get_int_in("d_model", ranges::width);
   m.d_ffn_expert = w.get_int_in("d_ffn_expert", ranges::width);
   m.tokens = w.get_int_in("tokens", ranges::tokens);
-  if (w.has("capacity_factor")) {
-    const double c = w.get_double_in("capacity_factor", ranges::factor);
-    if (!(c > 0)) w.fail_at("capacity_factor", fmt::format("must be > 0 (got {}); leave it out for dropless routing", c));
-    m.capacity_factor = c;
-  }
   m.shared_experts = static_cast<int>(w.get_int_in("shared_experts", ranges::shared_experts, 0));
   m.dtype = read_dtype(w, "dtype", DType::bf16);
-  const std::uint64_t seed = static_cast<std::uint64_t>(w.get_int_in("seed", ranges::seed, 0));
-  if (const auto r = w.optional_child("routing")) {
-    // `routing: "zipf: 1.2"` (text) or `routing: {zipf: 1.2}` (a one-key map, what YAML makes of it
-    // unquoted in flow style).
-    std::string text;
-    if (r->is_map()) {
-      if (r->node().size() != 1) r->fail("expected uniform, {zipf: S} or {histogram: FILE}");
-      const auto kv = *r->node().begin();
-      if (!kv.first.IsScalar() || !kv.second.IsScalar()) r->fail("expected uniform, {zipf: S} or {histogram: FILE}");
-      text = kv.first.Scalar() + ": " + kv.second.Scalar();
-    } else {
-      text = r->as_string();
-    }
-    m.routing = parse_moe_routing(text, r->file(), r->line(), "workload.routing");
-    // A histogram file is read from the scenario's folder (as a profile path is).
-    if (m.routing.kind == MoeRoutingSpec::Kind::histogram && fs::path(m.routing.histogram_file).is_relative() &&
-        !r->file().empty() && r->file().rfind("--set ", 0) != 0)
-      m.routing.histogram_file = (fs::path(dir_of(r->file())) / m.routing.histogram_file).lexically_normal().string();
-    m.line = r->line();
-  }
-  m.routing.seed = seed;
-  if (w.has("seed") && m.routing.kind != MoeRoutingSpec::Kind::zipf)
-    w.fail_at("seed", "only zipf routing draws which experts are popular; uniform and histogram take no seed");
+  read_moe_routing(w, m);
   // The routing itself, checked here so a bad histogram is refused at load (file, line, key).
   (void)moe_routing(m);
   return m;
+}
+
+// The MoE keys a transformer takes (a MoE model's experts from its config, or given for a custom one).
+const std::vector<std::string> kTransformerMoeKeys = {"experts",      "top_k",           "d_ffn_expert", "shared_experts",
+                                                      "dense_layers", "capacity_factor", "routing",      "seed"};
+
+// A transformer's MoE block (Transformer::moe, sim/schemes/moe_transformer.cpp): the model config's
+// experts, or experts / top_k / d_ffn_expert / shared_experts given (a custom model, or overriding the
+// config's); the EP group is the TP group (ep = tp), each rank routing its batch x seq / tp tokens.
+void read_transformer_moe(const YamlReader& w, int tp, const std::optional<Moe>& from_model, int model_dense_layers,
+                          Transformer& t) {
+  if (!from_model && !w.has("experts")) {
+    for (const std::string& key : kTransformerMoeKeys)
+      if (w.has(key))
+        w.fail_at(key, "the model has no experts (a dense transformer); give experts, or a mixture-of-experts model");
+    return;
+  }
+  Moe m = from_model.value_or(Moe{});
+  auto given = [&](int Moe::*field) { return from_model ? std::optional<std::int64_t>((*from_model).*field) : std::nullopt; };
+  m.experts = static_cast<int>(size_field(w, "experts", given(&Moe::experts), ranges::experts));
+  m.top_k = static_cast<int>(size_field(w, "top_k", given(&Moe::top_k), ranges::experts));
+  if (m.top_k > m.experts)
+    w.fail_at(w.has("top_k") ? "top_k" : "experts",
+              fmt::format("top_k = {} is more than experts = {} (a token's top_k experts are distinct)", m.top_k, m.experts));
+  m.d_ffn_expert = size_field(w, "d_ffn_expert", from_model ? std::optional<std::int64_t>(from_model->d_ffn_expert) : std::nullopt,
+                              ranges::width);
+  m.shared_experts = w.has("shared_experts") ? static_cast<int>(w.get_int_in("shared_experts", ranges::shared_experts))
+                                             : (from_model ? from_model->shared_experts : 0);
+  t.dense_layers = w.has("dense_layers") ? static_cast<int>(w.get_int_in("dense_layers", ranges::layers, 0)) : model_dense_layers;
+  if (t.dense_layers > t.layers)
+    w.fail_at(w.has("dense_layers") ? "dense_layers" : "layers",
+              fmt::format("dense_layers = {} is more than layers = {}", t.dense_layers, t.layers));
+  // The EP group folded onto the TP group (Megatron-core MoE parallel folding): ep = tp.
+  m.ep = tp;
+  require_divides(w, w.has("experts") ? "experts" : "tp", m.experts, tp,
+                  fmt::format("tp = {} (the EP group is the TP group: every rank holds experts / tp experts)", tp));
+  m.d_model = t.d_model;
+  m.tokens = t.batch * t.seq / tp;  // each rank's sequence-parallel shard
+  m.dtype = t.dtype;
+  read_moe_routing(w, m);
+  t.moe = m;
+  (void)moe_routing(m);  // a bad histogram is refused at load (file, line, key)
+}
+
+Transformer read_transformer(const YamlReader& w, int tp) {
+  const std::string tp_text = fmt::format("tp = {}", tp);
+  std::vector<std::string> keys = {"model", "layers", "batch", "seq", "d_model", "d_ffn", "heads", "kv_heads", "dtype"};
+  keys.insert(keys.end(), kTransformerMoeKeys.begin(), kTransformerMoeKeys.end());
+  w.allow_keys(workload_keys(keys));
+  const auto model = read_model(w, {.ffn = true, .attention = true, .moe = true});
+  Transformer t;
+  t.model = model ? model->model : "custom";
+  t.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers), ranges::layers));
+  (void)tokens_of(w, "batch", "seq");
+  t.batch = w.get_int_in("batch", ranges::batch);
+  t.seq = w.get_int_in("seq", ranges::tokens);
+  t.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
+  t.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn), ranges::width);
+  t.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
+  t.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
+  t.dtype = read_dtype(w, "dtype", DType::bf16);
+  check_heads(w, t.d_model, t.heads, t.kv_heads, tp);
+  require_divides(w, "d_ffn", t.d_ffn, tp, tp_text + " (TP shards the FFN width)");
+  require_divides(w, "seq", t.batch * t.seq, tp, tp_text + " (sequence parallelism shards batch x seq tokens)");
+  read_transformer_moe(w, tp, model ? model->moe : std::nullopt, model ? model->dense_layers : 0, t);
+  return t;
 }
 
 Workload read_workload(const YamlReader& w, int max_ranks) {
@@ -445,6 +507,12 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
     kind_node.fail("unknown workload kind '" + out.kind + "' (known: " + join(kWorkloadKinds) + ")");
   }
   out.training = read_training(w, out.kind, tp, max_ranks);
+  if (has_moe_layers(out)) {
+    // The MoE block has a forward form only (sim/schemes/moe_transformer.cpp).
+    if (out.training.pass != Pass::forward)
+      w.fail_at("pass", "a mixture-of-experts transformer is modelled as a forward pass (pass: forward)");
+    if (w.has("parallel")) w.fail_at("parallel", "a mixture-of-experts transformer has no data-parallel traffic yet");
+  }
   // The shape library's own check (sim/workload_shapes.hpp) as a safety net, mapped onto the key.
   try {
     validate_workload(out);

@@ -70,15 +70,6 @@ struct DecodeStack {
   double allreduce_us = -1;  // tau_c: measured all-reduce latency; < 0 = from the collective model
 };
 
-// Layers composed into a model step (e.g. Llama-3-70B, TP=8): attention + MLP per layer.
-struct Transformer {
-  std::string model;  // a named configuration ("llama3-8b", "llama3-70b") or "custom"
-  int layers = 0;
-  std::int64_t batch = 0, seq = 0;
-  std::int64_t d_model = 0, d_ffn = 0, heads = 0, kv_heads = 0;
-  DType dtype = DType::bf16;
-};
-
 // One Mixture-of-Experts layer over an expert-parallel (EP) group (docs/guide/moe.md): router GEMM,
 // dispatch all-to-allv, each rank's local experts as grouped GEMMs (gated FFN: gate+up, activation,
 // down), combine all-to-allv, shared experts. Ranks are the EP ranks (TP inside each expert is 1);
@@ -96,6 +87,23 @@ struct Moe {
   DType dtype = DType::bf16;
   std::string file;                  // where it was read (error messages of the histogram)
   int line = 0;
+};
+
+// Layers composed into a model step (e.g. Llama-3-70B, TP=8): attention + MLP per layer.
+struct Transformer {
+  std::string model;  // a named configuration ("llama3-8b", "llama3-70b") or "custom"
+  int layers = 0;
+  std::int64_t batch = 0, seq = 0;
+  std::int64_t d_model = 0, d_ffn = 0, heads = 0, kv_heads = 0;
+  DType dtype = DType::bf16;
+  // A mixture-of-experts model (its config has experts: Mixtral, Qwen3-MoE): every layer from
+  // dense_layers on runs the MoE block (router, dispatch, experts, combine, shared experts) as its FFN
+  // instead of the dense MLP (docs/guide/moe.md "MoE layers in a transformer"). The EP group is folded
+  // onto the TP group (ep = tp: Megatron-core's MoE parallel folding), and each rank routes its
+  // sequence-parallel shard (moe->tokens = batch x seq / tp), as Megatron-core requires sequence
+  // parallelism when expert and tensor parallelism are combined.
+  std::optional<Moe> moe = {};
+  int dense_layers = 0;  // DeepSeek's first_k_dense_replace: the leading layers keep the dense MLP
 };
 
 // What part of a training step a layer workload runs (docs/guide/training.md). forward is what every
@@ -148,5 +156,8 @@ bool has_backward(const Workload& w);
 // Is it (part of) a training step: a backward, or data-parallel traffic (ZeRO's parameter gathers run
 // in a forward pass too)? Only schemes with a backward form (SchemeInfo::backward) run those.
 bool is_training_step(const Workload& w);
+// Does it have MoE layers (kind moe, or a transformer of a mixture-of-experts model)? Only the schemes
+// built for MoE layers run those (sim/schemes/registry.cpp).
+bool has_moe_layers(const Workload& w);
 
 }  // namespace overlap::sim

@@ -225,6 +225,23 @@ void validate_workload(const Workload& w) {
       require_positive(t.d_ffn, "d_ffn");
       require_divisible(t.d_ffn, tp, "d_ffn");
       batch = t.batch, seq = t.seq, d = t.d_model, heads = t.heads, kv = t.kv_heads;
+      if (t.moe) {
+        // The MoE block's EP group is the TP group, routing each rank's sequence-parallel shard.
+        const Moe& m = *t.moe;
+        if (m.experts < 1 || m.top_k < 1 || m.top_k > m.experts)
+          throw std::invalid_argument(
+              fmt::format("workload.top_k: must be in [1, experts = {}] (got {})", m.experts, m.top_k));
+        if (m.ep != tp || m.experts % tp != 0)
+          throw std::invalid_argument(
+              fmt::format("workload.experts: the EP group is the TP group (ep = tp = {}), which must divide experts = {}",
+                          tp, m.experts));
+        require_positive(m.d_ffn_expert, "d_ffn_expert");
+        if (m.d_model != t.d_model || m.tokens * tp != t.batch * t.seq)
+          throw std::invalid_argument("workload.experts: the MoE block must route each rank's batch x seq / tp tokens "
+                                      "of d_model");
+        if (t.dense_layers < 0 || t.dense_layers > t.layers)
+          throw std::invalid_argument(fmt::format("workload.dense_layers: must be in [0, layers = {}]", t.layers));
+      }
     }
     require_positive(batch, "batch");
     require_positive(seq, "seq");

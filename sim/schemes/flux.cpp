@@ -52,13 +52,9 @@ namespace overlap::sim {
 
 namespace {
 
-// The per-tile cost of the signal: FlashOverlap measured its per-tile signalling plus reorder under
-// 1 % of the GEMM (flashoverlap-paper Sec. 6.6, Table 5); FLUX's flag write / flag check is the same
-// kind of epilogue / prologue work. 1 % is the default.
-const SchemeParam kTileSignal =
-    number_param("tile_signal_overhead", 0.01, 0, 1,
-                 "per-tile signal (GEMM-RS) or flag-wait (AG-GEMM) cost as a fraction of a tile's time")
-        .production("FLUX fused kernels' per-tile flags (no knob)");
+const SchemeParam kTileSignal = tile_signal_overhead_param(
+    "per-tile signal (GEMM-RS) or flag-wait (AG-GEMM) cost as a fraction of a tile's time",
+    "FLUX fused kernels' per-tile flags (no knob)");
 const SchemeParam kCommSms = [] {
   SchemeParam p = int_param("comm_sms", 6, 0, 4095,
                             "CTAs of the GEMM-RS communication kernel (0: copy-engine writes, no SMs); the "

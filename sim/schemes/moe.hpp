@@ -5,6 +5,8 @@
 // Every rank runs its own routed token counts, so the slowest rank sets the latency (the
 // all-to-allvs end with their slowest rank, cost_model/all_to_allv.hpp).
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "cost_model/all_to_allv.hpp"
@@ -20,7 +22,36 @@ struct MoeLayerOptions {
   int chunks = 1;
   bool collectives_only = false;  // the dispatch and combine alone (the workload's communication)
 };
+// The moe workload's layer, or a MoE transformer's layers (build_moe_transformer), with these options.
 BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& options);
+
+// One MoE layer (build_moe_layer's ops) emitted into `b` on the streams `st` (compute and comm per EP
+// rank), rank r's first op after start[r] (start empty: none), every op name prefixed by `prefix`
+// ("L3."). Returns each rank's last op (the layer's output is there once it ends) and the reason line.
+struct MoeLayerOps {
+  std::vector<OpId> end;
+  std::string reason;
+};
+MoeLayerOps emit_moe_layer(GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
+                           const MoeLayerOptions& options, const std::vector<OpId>& start, const std::string& prefix);
+
+// A transformer of a mixture-of-experts model (Transformer::moe): per layer the attention block with
+// no overlap (all-gather, QKV, core attention, output projection, reduce-scatter: no_overlap's
+// attention_tpsp), then the FFN: the dense MLP with no overlap for the first dense_layers layers, the
+// MoE block with `options` for the others. Defined in moe_transformer.cpp.
+BuiltScheme build_moe_transformer(const BuildContext& ctx, const MoeLayerOptions& options);
+// The same with the MoE block emitted by `block` (a moe scheme's layer: moe_flashoverlap's), rank r's
+// block after start[r], its names prefixed; collectives_only keeps the attention's collectives alone.
+using MoeBlockEmitter = std::function<MoeLayerOps(GraphBuilder& b, const RankStreams& st, const Moe& m,
+                                                  const MoeRouting& routing, const std::vector<OpId>& start,
+                                                  const std::string& prefix)>;
+BuiltScheme build_moe_transformer(const BuildContext& ctx, bool collectives_only, const MoeBlockEmitter& block);
+
+// Rank r's shared experts (gated FFN of d_ffn_expert per shared expert on the rank's own tokens:
+// shared.up, shared.act, shared.down) on `stream` after `dep` (kNoOp: none). Returns the last op, or
+// `dep` when the model has no shared experts. Defined in moe_pipeline.cpp; every moe scheme runs them.
+OpId add_moe_shared_experts(GraphBuilder& b, int r, StreamId stream, const Moe& m, OpId dep,
+                            const std::string& prefix = "");
 
 // The combine bytes of the down-projection tiles [first, last) of one rank's grouped GEMM, to each
 // source rank: expert e's rows are the slots tokens[src][e] of every source in source order, and a

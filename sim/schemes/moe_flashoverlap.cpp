@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -125,13 +126,12 @@ Ps predict(const HardwareProfile& hw, const std::vector<RankGemms>& ranks, const
   return comm_acc;
 }
 
-BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
-  const Moe& m = std::get<Moe>(ctx.workload.shape);
-  const HardwareProfile& hw = ctx.hardware;
-  GraphBuilder b(ctx, m.ep);
+// One MoE layer as FlashOverlap's GEMM + all-to-all into `b` on `st`, rank r's router after start[r]
+// (empty: none), op and counter names prefixed by `prefix`; group_waves 0 = the predictor's choice.
+MoeLayerOps emit_moe_flashoverlap(GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
+                                  std::int64_t group_waves, const std::vector<OpId>& start, const std::string& prefix) {
+  const HardwareProfile& hw = b.hardware();
   const int n = m.ep;
-  const RankStreams st = b.add_compute_and_comm_streams();
-  const MoeRouting routing = moe_routing(m);
   const MoeShapes sh = moe_shapes(m, routing.tokens);
   const int per_rank = m.experts / m.ep;
 
@@ -145,7 +145,7 @@ BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
   // The published implementation cuts waves assuming NCCL holds 2 SMs (facts.md: wSize = SMs - 2).
   const std::int64_t slots =
       static_cast<std::int64_t>(std::max(1, hw.gpu.sm_count - 2)) * std::max(1, ranks[0].plan.ctas_per_sm);
-  std::int64_t size = ctx.integer(kGroupWaves);
+  std::int64_t size = group_waves;
   const std::string link = collective_link_class(hw, n);
   if (size <= 0) {
     std::int64_t waves = 1;
@@ -162,11 +162,12 @@ BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
   std::vector<std::vector<OpId>> dispatch_deps;
   for (int r = 0; r < n; ++r) {
     GemmOptions o;
-    o.name = "router";
+    o.name = prefix + "router";
+    if (!start.empty() && start[static_cast<std::size_t>(r)] != kNoOp) o.deps = {start[static_cast<std::size_t>(r)]};
     dispatch_deps.push_back({b.add_gemm(r, st.compute[static_cast<std::size_t>(r)], moe_router_gemm(m), o)});
   }
   AllToAllvSpec d;
-  d.name = "dispatch";
+  d.name = prefix + "dispatch";
   d.bytes = sh.dispatch;
   d.streams = st.comm;
   d.deps = dispatch_deps;
@@ -175,17 +176,17 @@ BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
   for (int r = 0; r < n; ++r) {
     const StreamId cs = st.compute[static_cast<std::size_t>(r)];
     GemmOptions up;
-    up.name = "experts.up";
+    up.name = prefix + "experts.up";
     up.deps = {dispatched[static_cast<std::size_t>(r)]};
     const OpId u = b.add_grouped_gemm(r, cs, sh.up[static_cast<std::size_t>(r)], up);
     MemoryKernel act;
-    act.name = "experts.act";
+    act.name = prefix + "experts.act";
     act.bytes = sh.activation_bytes[static_cast<std::size_t>(r)];
     act.deps = {u};
     const OpId a = b.add_memory(r, cs, act);
-    counters.push_back(b.add_counter(fmt::format("r{}.down.tiles", r)));
+    counters.push_back(b.add_counter(fmt::format("{}r{}.down.tiles", prefix, r)));
     GemmOptions down;
-    down.name = "experts.down.signalling";
+    down.name = prefix + "experts.down.signalling";
     down.deps = {a};
     down.tile_counters = {counters.back()};
     b.add_grouped_gemm(r, cs, sh.down[static_cast<std::size_t>(r)], down);
@@ -193,33 +194,34 @@ BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
   std::vector<OpId> last;
   for (std::size_t j = 0; j < groups.bytes.size(); ++j) {
     AllToAllvSpec k;
-    k.name = fmt::format("combine.group{}", j);
+    k.name = fmt::format("{}combine.group{}", prefix, j);
     k.bytes = groups.bytes[j];
     k.streams = st.comm;
     for (int r = 0; r < n; ++r)
       k.deps.push_back({b.add_wait(r, st.comm[static_cast<std::size_t>(r)], counters[static_cast<std::size_t>(r)],
-                                   groups.target[j][static_cast<std::size_t>(r)], fmt::format("wait.group{}", j))});
+                                   groups.target[j][static_cast<std::size_t>(r)], fmt::format("{}wait.group{}", prefix, j))});
     last = b.add_all_to_allv(k);
   }
-  for (int r = 0; r < n; ++r) {
-    if (m.shared_experts <= 0) break;
-    const StreamId cs = st.compute[static_cast<std::size_t>(r)];
-    GemmOptions up;
-    up.name = "shared.up";
-    up.deps = {last[static_cast<std::size_t>(r)]};
-    const OpId u = b.add_gemm(r, cs, moe_shared_up(m), up);
-    MemoryKernel act;
-    act.name = "shared.act";
-    act.bytes = moe_shared_activation_bytes(m);
-    act.deps = {u};
-    const OpId a = b.add_memory(r, cs, act);
-    GemmOptions down;
-    down.name = "shared.down";
-    down.deps = {a};
-    b.add_gemm(r, cs, moe_shared_down(m), down);
-  }
-  return b.finish(fmt::format("{} wave groups of {} waves ({} SMs a wave){}", groups.bytes.size(), size, slots,
-                              ctx.integer(kGroupWaves) == 0 ? ", predicted (max over GPUs)" : ""));
+  for (int r = 0; r < n; ++r)
+    last[static_cast<std::size_t>(r)] = add_moe_shared_experts(b, r, st.compute[static_cast<std::size_t>(r)], m,
+                                                               last[static_cast<std::size_t>(r)], prefix);
+  return {last, fmt::format("{} wave groups of {} waves ({} SMs a wave){}", groups.bytes.size(), size, slots,
+                            group_waves == 0 ? ", predicted (max over GPUs)" : "")};
+}
+
+BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
+  const std::int64_t group_waves = ctx.integer(kGroupWaves);
+  const MoeBlockEmitter block = [group_waves](GraphBuilder& b, const RankStreams& st, const Moe& m,
+                                              const MoeRouting& routing, const std::vector<OpId>& start,
+                                              const std::string& prefix) {
+    return emit_moe_flashoverlap(b, st, m, routing, group_waves, start, prefix);
+  };
+  if (ctx.workload.kind == "transformer") return build_moe_transformer(ctx, false, block);
+  const Moe& m = std::get<Moe>(ctx.workload.shape);
+  GraphBuilder b(ctx, m.ep);
+  const RankStreams st = b.add_compute_and_comm_streams();
+  MoeLayerOps ops = block(b, st, m, moe_routing(m), {}, "");
+  return b.finish(std::move(ops.reason));
 }
 
 }  // namespace
@@ -231,7 +233,7 @@ SchemeInfo make_moe_flashoverlap_scheme() {
               "MoE layer: the down projection's tiles signal wave groups, each group's rows combined as soon "
               "as it is done",
           .params = {kGroupWaves},
-          .applies = [](const Workload& w) { return w.kind == "moe"; },
+          .applies = [](const Workload& w) { return has_moe_layers(w); },
           .build = build_moe_flashoverlap};
 }
 

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -46,23 +47,6 @@ OpId add_experts(GraphBuilder& b, int r, StreamId stream, const MoeShapes& sh, c
   return b.add_grouped_gemm(r, stream, sh.down[static_cast<std::size_t>(r)], down);
 }
 
-OpId add_shared(GraphBuilder& b, int r, StreamId stream, const Moe& m, OpId dep) {
-  if (m.shared_experts <= 0) return dep;
-  GemmOptions up;
-  up.name = "shared.up";
-  if (dep != kNoOp) up.deps = {dep};
-  const OpId u = b.add_gemm(r, stream, moe_shared_up(m), up);
-  MemoryKernel act;
-  act.name = "shared.act";
-  act.bytes = moe_shared_activation_bytes(m);
-  act.deps = {u};
-  const OpId a = b.add_memory(r, stream, act);
-  GemmOptions down;
-  down.name = "shared.down";
-  down.deps = {a};
-  return b.add_gemm(r, stream, moe_shared_down(m), down);
-}
-
 std::vector<std::vector<OpId>> per_member(const std::vector<OpId>& ops) {
   std::vector<std::vector<OpId>> out;
   for (const OpId o : ops) out.push_back(o == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{o});
@@ -71,29 +55,50 @@ std::vector<std::vector<OpId>> per_member(const std::vector<OpId>& ops) {
 
 }  // namespace
 
-BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& options) {
-  const Moe& m = std::get<Moe>(ctx.workload.shape);
-  GraphBuilder b(ctx, m.ep);
-  const RankStreams st = b.add_compute_and_comm_streams();
-  const MoeRouting routing = moe_routing(m);
+OpId add_moe_shared_experts(GraphBuilder& b, int r, StreamId stream, const Moe& m, OpId dep, const std::string& prefix) {
+  if (m.shared_experts <= 0) return dep;
+  GemmOptions up;
+  up.name = prefix + "shared.up";
+  if (dep != kNoOp) up.deps = {dep};
+  const OpId u = b.add_gemm(r, stream, moe_shared_up(m), up);
+  MemoryKernel act;
+  act.name = prefix + "shared.act";
+  act.bytes = moe_shared_activation_bytes(m);
+  act.deps = {u};
+  const OpId a = b.add_memory(r, stream, act);
+  GemmOptions down;
+  down.name = prefix + "shared.down";
+  down.deps = {a};
+  return b.add_gemm(r, stream, moe_shared_down(m), down);
+}
+
+MoeLayerOps emit_moe_layer(GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
+                           const MoeLayerOptions& options, const std::vector<OpId>& start, const std::string& prefix) {
   const int C = std::max(1, options.chunks);
   const bool compute = !options.collectives_only;
   const int n = m.ep;
+  auto start_of = [&](int r) { return start.empty() ? kNoOp : start[static_cast<std::size_t>(r)]; };
 
   std::vector<OpId> router(static_cast<std::size_t>(n), kNoOp);
+  for (int r = 0; r < n; ++r) router[static_cast<std::size_t>(r)] = start_of(r);
   if (compute)
     for (int r = 0; r < n; ++r) {
       GemmOptions o;
-      o.name = "router";
+      o.name = prefix + "router";
+      if (start_of(r) != kNoOp) o.deps = {start_of(r)};
       router[static_cast<std::size_t>(r)] =
           b.add_gemm(r, st.compute[static_cast<std::size_t>(r)], moe_router_gemm(m), o);
-      if (C > 1) add_shared(b, r, st.compute[static_cast<std::size_t>(r)], m, router[static_cast<std::size_t>(r)]);
+      if (C > 1)
+        add_moe_shared_experts(b, r, st.compute[static_cast<std::size_t>(r)], m, router[static_cast<std::size_t>(r)],
+                               prefix);
     }
 
   std::vector<MoeShapes> chunk;
   for (int c = 0; c < C; ++c)
     chunk.push_back(moe_shapes(m, C == 1 ? routing.tokens : moe_chunk_tokens(routing.tokens, C, c)));
-  auto name_of = [&](const char* what, int c) { return C > 1 ? fmt::format("{}[{}]", what, c) : std::string(what); };
+  auto name_of = [&](const char* what, int c) {
+    return prefix + (C > 1 ? fmt::format("{}[{}]", what, c) : std::string(what));
+  };
   auto dispatch = [&](int c, const std::vector<OpId>& deps) {
     AllToAllvSpec s;
     s.name = name_of("dispatch", c);
@@ -121,9 +126,12 @@ BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& opti
     k.deps = per_member(experts);
     last = b.add_all_to_allv(k);
   }
+  // Chunked, the shared experts ran before the last chunk's experts on the compute stream, so the last
+  // combine ends the layer; unchunked they follow the combine.
   if (compute && C == 1)
     for (int r = 0; r < n; ++r)
-      add_shared(b, r, st.compute[static_cast<std::size_t>(r)], m, last[static_cast<std::size_t>(r)]);
+      last[static_cast<std::size_t>(r)] = add_moe_shared_experts(b, r, st.compute[static_cast<std::size_t>(r)], m,
+                                                                 last[static_cast<std::size_t>(r)], prefix);
 
   // The reason line: how uneven the experts' work is (the slowest rank's rows against the mean).
   std::int64_t most = 0, total = 0;
@@ -134,10 +142,19 @@ BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& opti
     if (rows > most) most = rows, busiest = r;
   }
   const double mean = static_cast<double>(total) / n;
-  return b.finish(fmt::format("{}; busiest rank {} runs {} expert rows ({:.2f}x the mean){}",
-                              C > 1 ? fmt::format("{} token chunks", C) : std::string("no overlap"), busiest, most,
-                              mean > 0 ? static_cast<double>(most) / mean : 0.0,
-                              routing.dropped() > 0 ? fmt::format(", {} slots dropped", routing.dropped()) : ""));
+  return {last, fmt::format("{}; busiest rank {} runs {} expert rows ({:.2f}x the mean){}",
+                            C > 1 ? fmt::format("{} token chunks", C) : std::string("no overlap"), busiest, most,
+                            mean > 0 ? static_cast<double>(most) / mean : 0.0,
+                            routing.dropped() > 0 ? fmt::format(", {} slots dropped", routing.dropped()) : "")};
+}
+
+BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& options) {
+  if (has_moe_layers(ctx.workload) && ctx.workload.kind == "transformer") return build_moe_transformer(ctx, options);
+  const Moe& m = std::get<Moe>(ctx.workload.shape);
+  GraphBuilder b(ctx, m.ep);
+  const RankStreams st = b.add_compute_and_comm_streams();
+  MoeLayerOps ops = emit_moe_layer(b, st, m, moe_routing(m), options, {}, "");
+  return b.finish(std::move(ops.reason));
 }
 
 namespace {
@@ -157,7 +174,7 @@ SchemeInfo make_moe_pipeline_scheme() {
               "all-to-all overlap",
           .summary = "MoE layer in token chunks: dispatch, expert GEMMs and combine of different chunks overlap",
           .params = {kChunks},
-          .applies = [](const Workload& w) { return w.kind == "moe"; },
+          .applies = [](const Workload& w) { return has_moe_layers(w); },
           .build =
               [](const BuildContext& ctx) {
                 return build_moe_layer(ctx, MoeLayerOptions{ctx.integer(kChunks), false});

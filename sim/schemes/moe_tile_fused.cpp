@@ -36,22 +36,21 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
 #include "sim/schemes/moe.hpp"
+#include "sim/schemes/reusable_builders.hpp"
 #include "sim/workload_shapes.hpp"
 
 namespace overlap::sim {
 
 namespace {
 
-// The same per-tile cost as flux.cpp's knob of this name (FlashOverlap Sec. 6.6, Table 5: signalling
-// plus reorder under 1 % of the GEMM).
-const SchemeParam kTileSignal =
-    number_param("tile_signal_overhead", 0.01, 0, 1,
-                 "per-tile signal (down projection) or flag-check (gate+up) cost as a fraction of a tile's time")
-        .production("Comet / FLUX fused kernels' per-tile flags (no knob)");
+const SchemeParam kTileSignal = tile_signal_overhead_param(
+    "per-tile signal (down projection) or flag-check (gate+up) cost as a fraction of a tile's time",
+    "Comet / FLUX fused kernels' per-tile flags (no knob)");
 const SchemeParam kCommSms = [] {
   // Default 16: at the H100 profile's sm_copy 25 GB/s per CTA, 16 CTAs (400 GB/s) fill an NVLink port
   // (450 GB/s x 0.83); fewer leave the port idle, more take SMs from the GEMMs for nothing.
@@ -76,36 +75,27 @@ std::pair<int, int> offsets_of(int p, int pieces, int n) {
   return {static_cast<int>(1 + peers * (p - 1) / groups), static_cast<int>(1 + peers * p / groups)};
 }
 
-OpId add_shared_experts(GraphBuilder& b, int r, StreamId stream, const Moe& m, OpId dep) {
-  GemmOptions up;
-  up.name = "shared.up";
-  up.deps = {dep};
-  const OpId u = b.add_gemm(r, stream, moe_shared_up(m), up);
-  MemoryKernel act;
-  act.name = "shared.act";
-  act.bytes = moe_shared_activation_bytes(m);
-  act.deps = {u};
-  const OpId a = b.add_memory(r, stream, act);
-  GemmOptions down;
-  down.name = "shared.down";
-  down.deps = {a};
-  return b.add_gemm(r, stream, moe_shared_down(m), down);
-}
+struct TileFusedKnobs {
+  double signal = 0;
+  int comm_sms = 0;
+  int dispatch_pieces = 1;
+};
 
-BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
-  const Moe& m = std::get<Moe>(ctx.workload.shape);
-  const HardwareProfile& hw = ctx.hardware;
+// One MoE layer fused tile by tile into `b` on the streams `st` (compute, comm), rank r's router after
+// start[r] (empty: none), names prefixed by `prefix`. join_end: each rank's end is one op after both its
+// compute and its comm stream (a zero delay on the comm stream), for a caller that goes on after it.
+MoeLayerOps emit_moe_tile_fused(GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
+                                const TileFusedKnobs& knobs, const std::vector<OpId>& start, const std::string& prefix,
+                                bool join_end) {
+  const HardwareProfile& hw = b.hardware();
   const int n = m.ep;
   const int per_rank = m.experts / m.ep;
-  const double signal = ctx.number(kTileSignal);
-  const int comm_sms = std::min(ctx.integer(kCommSms), hw.gpu.sm_count - 1);
+  const double signal = knobs.signal;
+  const int comm_sms = std::min(knobs.comm_sms, hw.gpu.sm_count - 1);
   const int gemm_sms = hw.gpu.sm_count - comm_sms;
-  const int pieces = std::min(ctx.integer(kDispatchPieces), n);
-
-  GraphBuilder b(ctx, n);
-  const std::vector<StreamId> compute = b.add_streams("compute", 0);
-  const std::vector<StreamId> comm = b.add_streams("moe.comm", 1);
-  const MoeRouting routing = moe_routing(m);
+  const int pieces = std::min(knobs.dispatch_pieces, n);
+  const std::vector<StreamId>& compute = st.compute;
+  const std::vector<StreamId>& comm = st.comm;
   const MoeShapes sh = moe_shapes(m, routing.tokens);
   const CountMatrix& tokens = routing.tokens;
   auto at = [](auto& v, int i) -> auto& { return v[static_cast<std::size_t>(i)]; };
@@ -125,7 +115,7 @@ BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
     for (int r = 0; r < n; ++r) {
       const int dst = (r + j) % n, src = (r - j + n) % n;
       P2pSpec x;
-      x.name = fmt::format("{}.{}", name, j);
+      x.name = fmt::format("{}{}.{}", prefix, name, j);
       x.transport = Transport::sm_copy;
       x.channels = comm_sms;
       x.collective = id;
@@ -142,7 +132,8 @@ BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
   std::vector<OpId> router;
   for (int r = 0; r < n; ++r) {
     GemmOptions o;
-    o.name = "router";
+    o.name = prefix + "router";
+    if (!start.empty() && start[static_cast<std::size_t>(r)] != kNoOp) o.deps = {start[static_cast<std::size_t>(r)]};
     router.push_back(b.add_gemm(r, at(compute, r), moe_router_gemm(m), o));
   }
   std::vector<std::vector<OpId>> after_router;
@@ -174,7 +165,7 @@ BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
         up.push_back(GemmShape{rows, 2 * m.d_ffn_expert, m.d_model, m.dtype});
       }
       GemmOptions o;
-      o.name = pieces > 1 ? fmt::format("experts.up[{}]", p) : std::string("experts.up");
+      o.name = prefix + (pieces > 1 ? fmt::format("experts.up[{}]", p) : std::string("experts.up"));
       o.deps = {at(router, r)};
       if (at(landed, r) != kNoOp) o.deps.push_back(at(landed, r));
       o.sm_budget = gemm_sms;
@@ -191,7 +182,7 @@ BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
   std::vector<std::vector<std::int64_t>> through(static_cast<std::size_t>(n));  // [rank][j]: tiles through offset j
   for (int r = 0; r < n; ++r) {
     MemoryKernel act;
-    act.name = "experts.act";
+    act.name = prefix + "experts.act";
     act.bytes = at(sh.activation_bytes, r);
     act.deps = {at(last_up, r)};
     const OpId a = b.add_memory(r, at(compute, r), act);
@@ -207,9 +198,9 @@ BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
       for (int e = 0; e < per_rank; ++e) done += plan.groups[static_cast<std::size_t>((i - 1) * per_rank + e)].tiles;
       at(through, r)[static_cast<std::size_t>(i % n)] = done;
     }
-    counters.push_back(b.add_counter(fmt::format("r{}.down.tiles", r)));
+    counters.push_back(b.add_counter(fmt::format("{}r{}.down.tiles", prefix, r)));
     GemmOptions o;
-    o.name = "experts.down.signalling";
+    o.name = prefix + "experts.down.signalling";
     o.deps = {a};
     o.tile_counters = {counters.back()};
     o.sm_budget = gemm_sms;
@@ -220,19 +211,39 @@ BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
     std::vector<std::vector<OpId>> deps;
     for (int r = 0; r < n; ++r)
       deps.push_back({b.add_wait(r, at(comm, r), at(counters, r), at(through, r)[static_cast<std::size_t>(j)],
-                                 fmt::format("wait.combine.{}", j))});
+                                 fmt::format("{}wait.combine.{}", prefix, j))});
     step("combine", j, sh.combine, deps);
   }
+  std::vector<OpId> end = down_ops;
   if (m.shared_experts > 0)
-    for (int r = 0; r < n; ++r) add_shared_experts(b, r, at(compute, r), m, at(down_ops, r));
+    for (int r = 0; r < n; ++r) at(end, r) = add_moe_shared_experts(b, r, at(compute, r), m, at(down_ops, r), prefix);
+  if (join_end)
+    for (int r = 0; r < n; ++r) at(end, r) = b.add_delay(r, at(comm, r), 0, prefix + "end", {at(end, r)}, true);
 
   std::int64_t most = 0;
   for (int r = 0; r < n; ++r) most = std::max(most, routing.received(r));
-  return b.finish(fmt::format("Comet-style tile fusion: comm on {} of {} SMs, dispatch in {} piece{}, combine in {} "
+  return {end, fmt::format("Comet-style tile fusion: comm on {} of {} SMs, dispatch in {} piece{}, combine in {} "
                               "ring steps as the tiles finish, signal {:.1f} % per tile; busiest rank runs {} expert "
                               "rows{}",
                               comm_sms, hw.gpu.sm_count, pieces, pieces == 1 ? "" : "s", n - 1, 100 * signal, most,
-                              routing.dropped() > 0 ? fmt::format(", {} slots dropped", routing.dropped()) : ""));
+                              routing.dropped() > 0 ? fmt::format(", {} slots dropped", routing.dropped()) : "")};
+}
+
+BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
+  const TileFusedKnobs knobs{ctx.number(kTileSignal), ctx.integer(kCommSms), ctx.integer(kDispatchPieces)};
+  if (ctx.workload.kind == "transformer")
+    return build_moe_transformer(ctx, false,
+                                 [knobs](GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
+                                         const std::vector<OpId>& start, const std::string& prefix) {
+                                   return emit_moe_tile_fused(b, st, m, routing, knobs, start, prefix, true);
+                                 });
+  const Moe& m = std::get<Moe>(ctx.workload.shape);
+  GraphBuilder b(ctx, m.ep);
+  RankStreams st;
+  st.compute = b.add_streams("compute", 0);
+  st.comm = b.add_streams("moe.comm", 1);
+  MoeLayerOps ops = emit_moe_tile_fused(b, st, m, moe_routing(m), knobs, {}, "", false);
+  return b.finish(std::move(ops.reason));
 }
 
 }  // namespace
@@ -244,7 +255,7 @@ SchemeInfo make_moe_tile_fused_scheme() {
           .summary = "MoE layer with the all-to-alls fused into the expert GEMMs: tokens consumed by source group as "
                      "they land, output tiles sent as they finish, communication on comm_sms dedicated SMs",
           .params = {kTileSignal, kCommSms, kDispatchPieces},
-          .applies = [](const Workload& w) { return w.kind == "moe"; },
+          .applies = [](const Workload& w) { return has_moe_layers(w); },
           .build = build_moe_tile_fused};
 }
 

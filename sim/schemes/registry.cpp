@@ -35,12 +35,13 @@ SchemeInfo forward_only_unless_backward(SchemeInfo s) {
   return s;
 }
 
-// The moe workload (sim/schemes/moe.hpp) runs only the schemes built for it (no_overlap builds it
-// without overlap); every other scheme is refused for it rather than run on the wrong layer.
+// A workload with MoE layers (the moe workload, a transformer of a MoE model: sim/schemes/moe.hpp)
+// runs only the schemes built for them (no_overlap builds them without overlap); every other scheme
+// is refused for it rather than run on the wrong layer (a dense MLP in place of the experts).
 SchemeInfo not_for_moe(SchemeInfo s) {
   if (s.name == "no_overlap" || s.name.rfind("moe_", 0) == 0) return s;
   std::function<bool(const Workload&)> applies = s.applies;
-  s.applies = [applies](const Workload& w) { return w.kind != "moe" && (!applies || applies(w)); };
+  s.applies = [applies](const Workload& w) { return !has_moe_layers(w) && (!applies || applies(w)); };
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/schemes/graph_builder.hpp"
@@ -91,6 +92,15 @@ class LoopedEinsum {
   int T_;
   std::vector<StreamId> main_, second_, acc_;
 };
+
+// The per-tile cost of a fused kernel's tile signal (a producer tile's flag write) or flag check (a
+// consumer tile's wait), as a fraction of a tile's time: FlashOverlap measured its per-tile signalling
+// plus reorder under 1 % of the GEMM (flashoverlap-paper Sec. 6.6, Table 5), so 1 % is the default;
+// FLUX's and Comet's flag writes and checks are the same kind of epilogue / prologue work. One row,
+// the help and production lines naming what each scheme's tiles signal (flux.cpp, moe_tile_fused.cpp).
+inline SchemeParam tile_signal_overhead_param(std::string help, std::string production) {
+  return number_param("tile_signal_overhead", 0.01, 0, 1, std::move(help)).production(std::move(production));
+}
 
 // data_slicing.cpp's sliced layers with the GEMMs' SM budget and the per-slice collectives' CTAs.
 struct SliceResources {

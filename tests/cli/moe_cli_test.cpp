@@ -108,3 +108,47 @@ TEST_CASE("moe: a histogram is read from the scenario's folder and checked", "[m
   CHECK(neg.rc == 2);
   CHECK(neg.err.find("neg.csv") != std::string::npos);
 }
+
+namespace {
+
+// A Mixtral-8x7B transformer (8 experts, top 2) of two layers over tp ranks, with `extra` lines
+// appended to the workload from line 10 on.
+std::string transformer(const std::string& model = "mixtral-8x7b", const std::string& tp = "4",
+                        const std::string& extra = "") {
+  std::string s = "name: moe-transformer\n";               // line 1
+  s += "hardware: h100-sxm-8x-nvswitch\n";                 // line 2
+  s += "workload:\n";                                      // line 3
+  s += "  kind: transformer\n";                            // line 4
+  s += "  model: " + model + "\n";                         // line 5
+  s += "  tp: " + tp + "\n";                               // line 6
+  s += "  layers: 2\n";                                    // line 7
+  s += "  batch: 1\n  seq: 2048\n";                        // lines 8, 9
+  return s + extra;                                        // line 10 onwards
+}
+
+}  // namespace
+
+TEST_CASE("moe transformer: a MoE model's transformer runs no_overlap and the moe schemes only", "[moe][cli]") {
+  MoeDir dir;
+  const CliResult r = cli({"run", dir.write("t.yaml", transformer("mixtral-8x7b", "4", "  routing: \"zipf: 1.0\"\n"))});
+  INFO(r.err);
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("moe_pipeline") != std::string::npos);
+  CHECK(r.out.find("moe_flashoverlap") != std::string::npos);
+  CHECK(r.out.find("moe_tile_fused") != std::string::npos);
+  CHECK(r.out.find("2 layers (2 MoE, 8 experts top 2 over EP 4)") != std::string::npos);
+  // A dense-TP scheme asked for by name is refused, not run with a dense MLP.
+  const CliResult refused_scheme = cli({"run", dir.write("t.yaml", transformer()), "--set", "schemes=[async_tp]"});
+  CHECK(refused_scheme.rc == 2);
+  CHECK(refused_scheme.err.find("async_tp") != std::string::npos);
+}
+
+TEST_CASE("moe transformer: bad inputs exit 2 naming file, line and key", "[moe][cli]") {
+  MoeDir dir;
+  refused(dir, transformer("llama3-8b", "4", "  routing: uniform\n"), "workload.routing", 10);  // a dense model
+  refused(dir, transformer("mixtral-8x7b", "4", "  experts: 6\n"), "workload.experts", 10);    // tp does not divide
+  refused(dir, transformer("mixtral-8x7b", "4", "  top_k: 9\n"), "workload.top_k", 10);
+  refused(dir, transformer("mixtral-8x7b", "4", "  dense_layers: 3\n"), "workload.dense_layers", 10);
+  refused(dir, transformer("mixtral-8x7b", "4", "  pass: step\n"), "workload.pass", 10);
+  refused(dir, transformer("mixtral-8x7b", "4", "  capacity_factor: 0\n"), "workload.capacity_factor", 10);
+}

@@ -16,54 +16,17 @@
 #include "sim/schemes/scheme.hpp"
 #include "sim/workload_shapes.hpp"
 #include "tests/schemes/ideal_profile.hpp"
+#include "tests/support/moe_fixtures.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
+using test::moe_workload;
 
 namespace {
 
 // Rounding of the memory kernels (SwiGLU) on the ideal profile's near-infinite HBM: at most this
 // much per kernel on a path beyond bytes / bandwidth.
 constexpr Ps kMemorySlackPs = 4;
-
-Workload moe_workload(int ep, int experts, int top_k, std::int64_t tokens, std::int64_t d_model, std::int64_t d_ffn,
-                      MoeRoutingSpec routing = {}) {
-  Moe m;
-  m.experts = experts;
-  m.top_k = top_k;
-  m.ep = ep;
-  m.d_model = d_model;
-  m.d_ffn_expert = d_ffn;
-  m.tokens = tokens;
-  m.routing = routing;
-  Workload w;
-  w.kind = "moe";
-  w.tp = ep;
-  w.shape = m;
-  return w;
-}
-
-MoeRoutingSpec zipf(double s, std::uint64_t seed = 1) {
-  MoeRoutingSpec r;
-  r.kind = MoeRoutingSpec::Kind::zipf;
-  r.zipf_s = s;
-  r.seed = seed;
-  return r;
-}
-
-BuiltScheme build(const std::string& scheme, const Workload& w, const HardwareProfile& hw,
-                  const nlohmann::json& params = nlohmann::json::object(), Fidelity f = Fidelity::curve) {
-  const SchemeInfo* s = find_scheme(scheme);
-  REQUIRE(s != nullptr);
-  REQUIRE(s->applies(w));
-  return s->build(BuildContext{w, hw, params, f});
-}
-
-Ps latency(const std::string& scheme, const Workload& w, const HardwareProfile& hw,
-           const nlohmann::json& params = nlohmann::json::object(), Fidelity f = Fidelity::curve) {
-  const BuiltScheme b = build(scheme, w, hw, params, f);
-  return run(b.graph, make_node(hw, w.tp)).makespan_ps;
-}
 
 // One rank's experts alone: grouped gate+up GEMM, the activation's bytes at HBM speed (rounded
 // down; kMemorySlackPs covers the rest), then the grouped down GEMM on all SMs.
@@ -131,7 +94,7 @@ TEST_CASE("moe: a uniform all-to-allv is the even all-to-all exactly (ops, laten
 
 TEST_CASE("moe: bytes are conserved per rank pair in every scheme", "[moe]") {
   const HardwareProfile hw = test::ideal_profile(4);
-  const Workload w = moe_workload(4, 8, 2, 1000, 512, 256, zipf(1.2));
+  const Workload w = moe_workload(4, 8, 2, 1000, 512, 256, test::zipf_routing(1.2));
   const Moe& m = std::get<Moe>(w.shape);
   const MoeRouting routing = moe_routing(m);
   const CountMatrix dispatch = dispatch_bytes(routing, 512 * 2);
@@ -153,10 +116,10 @@ TEST_CASE("moe: bytes are conserved per rank pair in every scheme", "[moe]") {
                                                            {"moe_tile_fused", nlohmann::json::object()},
                                                            {"moe_tile_fused", {{"dispatch_pieces", 1}}}}) {
     INFO(scheme << " " << params.dump());
-    const BuiltScheme b = build(scheme, w, hw, params);
+    const BuiltScheme b = test::build_moe_scheme(scheme, w, hw, params);
     CHECK(b.required_bytes == expected);
     // At steps fidelity the engine moves exactly those bytes.
-    const BuiltScheme st = build(scheme, w, hw, params, Fidelity::steps);
+    const BuiltScheme st = test::build_moe_scheme(scheme, w, hw, params, Fidelity::steps);
     const Timeline tl = run(st.graph, make_node(hw, 4));
     std::vector<std::vector<Bytes>> moved(4, std::vector<Bytes>(4, 0));
     for (const auto& p : bytes_by_pair(tl)) moved[p.src][p.dst] += p.bytes;
@@ -182,14 +145,14 @@ TEST_CASE("moe: a balanced chunked pipeline takes router + a + C g + a, no overl
   const Ps g = experts_ps(hw, chunk, 0);
   REQUIRE(a > 0);
   REQUIRE(g >= 2 * a);
-  const Ps pipelined = latency("moe_pipeline", w, hw, {{"chunks", C}});
+  const Ps pipelined = test::moe_scheme_latency("moe_pipeline", w, hw, {{"chunks", C}});
   const Ps closed = router + a + C * g + a;
   CHECK(pipelined >= closed);
   CHECK(pipelined <= closed + C * kMemorySlackPs);
 
   const Ps A = all_to_allv_cost(hw, full.dispatch, "nvlink").time_ps;
   const Ps G = experts_ps(hw, full, 0);
-  const Ps plain = latency("no_overlap", w, hw);
+  const Ps plain = test::moe_scheme_latency("no_overlap", w, hw);
   CHECK(plain >= router + 2 * A + G);
   CHECK(plain <= router + 2 * A + G + kMemorySlackPs);
   // The same chunks one after another (router, then dispatch, experts and combine of each chunk).
@@ -198,7 +161,7 @@ TEST_CASE("moe: a balanced chunked pipeline takes router + a + C g + a, no overl
 
 TEST_CASE("moe: under skewed routing the slowest rank sets the latency", "[moe]") {
   const HardwareProfile hw = test::ideal_profile(4);
-  const Workload w = moe_workload(4, 8, 2, 2048, 1024, 512, zipf(1.5, 3));
+  const Workload w = moe_workload(4, 8, 2, 2048, 1024, 512, test::zipf_routing(1.5, 3));
   const Moe& m = std::get<Moe>(w.shape);
   const MoeRouting routing = moe_routing(m);
   const MoeShapes sh = moe_shapes(m, routing.tokens);
@@ -214,7 +177,7 @@ TEST_CASE("moe: under skewed routing the slowest rank sets the latency", "[moe]"
   const Ps router = gemm_time_ps(hw, moe_router_gemm(m));
   const Ps closed = router + all_to_allv_cost(hw, sh.dispatch, "nvlink").time_ps + slowest +
                     all_to_allv_cost(hw, sh.combine, "nvlink").time_ps;
-  const Ps plain = latency("no_overlap", w, hw);
+  const Ps plain = test::moe_scheme_latency("no_overlap", w, hw);
   CHECK(plain >= closed);
   CHECK(plain <= closed + kMemorySlackPs);
   // The all-to-allv is the maximum over ranks, not the mean.
@@ -224,17 +187,17 @@ TEST_CASE("moe: under skewed routing the slowest rank sets the latency", "[moe]"
 
 TEST_CASE("moe: a fixed seed gives the same routing, graph and latency", "[moe]") {
   const HardwareProfile hw = test::ideal_profile(4);
-  const Workload w1 = moe_workload(4, 16, 4, 1024, 512, 256, zipf(1.0, 42));
-  const Workload w2 = moe_workload(4, 16, 4, 1024, 512, 256, zipf(1.0, 42));
-  const Workload w3 = moe_workload(4, 16, 4, 1024, 512, 256, zipf(1.0, 43));
+  const Workload w1 = moe_workload(4, 16, 4, 1024, 512, 256, test::zipf_routing(1.0, 42));
+  const Workload w2 = moe_workload(4, 16, 4, 1024, 512, 256, test::zipf_routing(1.0, 42));
+  const Workload w3 = moe_workload(4, 16, 4, 1024, 512, 256, test::zipf_routing(1.0, 43));
   CHECK(moe_routing(std::get<Moe>(w1.shape)).tokens == moe_routing(std::get<Moe>(w2.shape)).tokens);
   CHECK(moe_routing(std::get<Moe>(w1.shape)).tokens != moe_routing(std::get<Moe>(w3.shape)).tokens);
   for (const std::string scheme : {"no_overlap", "moe_pipeline", "moe_flashoverlap", "moe_tile_fused"}) {
     INFO(scheme);
-    const BuiltScheme a = build(scheme, w1, hw), b = build(scheme, w2, hw);
+    const BuiltScheme a = test::build_moe_scheme(scheme, w1, hw), b = test::build_moe_scheme(scheme, w2, hw);
     CHECK(a.required_bytes == b.required_bytes);
     CHECK(a.graph.ops().size() == b.graph.ops().size());
-    CHECK(latency(scheme, w1, hw) == latency(scheme, w2, hw));
+    CHECK(test::moe_scheme_latency(scheme, w1, hw) == test::moe_scheme_latency(scheme, w2, hw));
   }
 }
 
@@ -253,12 +216,12 @@ TEST_CASE("moe: moe_flashoverlap with one group of every wave is no_overlap", "[
   // One group: the wait ends with the down projection's last tile and the whole combine follows, as
   // in no_overlap; the shared experts run after the combine in both.
   const HardwareProfile hw = test::ideal_profile(4);
-  Workload w = moe_workload(4, 8, 2, 2048, 1024, 512, zipf(1.0, 9));
+  Workload w = moe_workload(4, 8, 2, 2048, 1024, 512, test::zipf_routing(1.0, 9));
   std::get<Moe>(w.shape).shared_experts = 1;
-  CHECK(latency("moe_flashoverlap", w, hw, {{"group_waves", 1 << 20}}) == latency("no_overlap", w, hw));
+  CHECK(test::moe_scheme_latency("moe_flashoverlap", w, hw, {{"group_waves", 1 << 20}}) == test::moe_scheme_latency("no_overlap", w, hw));
   // Finer groups send the same bytes in more calls.
-  const BuiltScheme one = build("moe_flashoverlap", w, hw, {{"group_waves", 1 << 20}});
-  const BuiltScheme fine = build("moe_flashoverlap", w, hw, {{"group_waves", 1}});
+  const BuiltScheme one = test::build_moe_scheme("moe_flashoverlap", w, hw, {{"group_waves", 1 << 20}});
+  const BuiltScheme fine = test::build_moe_scheme("moe_flashoverlap", w, hw, {{"group_waves", 1}});
   CHECK(one.collectives.size() == 2);
   CHECK(fine.collectives.size() > 2);
   CHECK(one.required_bytes == fine.required_bytes);

@@ -17,45 +17,17 @@
 #include "sim/schemes/scheme.hpp"
 #include "sim/workload_shapes.hpp"
 #include "tests/schemes/ideal_profile.hpp"
+#include "tests/support/moe_fixtures.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
+using test::moe_workload;
 
 namespace {
 
 // Rounding of the memory kernel (SwiGLU) on the ideal profile's near-infinite HBM, and of each
 // transfer's rate: a few ps per op on the path.
 constexpr Ps kSlackPs = 16;
-
-Workload moe_workload(int ep, int experts, int top_k, std::int64_t tokens, std::int64_t d_model, std::int64_t d_ffn,
-                      MoeRoutingSpec routing = {}) {
-  Moe m;
-  m.experts = experts;
-  m.top_k = top_k;
-  m.ep = ep;
-  m.d_model = d_model;
-  m.d_ffn_expert = d_ffn;
-  m.tokens = tokens;
-  m.routing = routing;
-  Workload w;
-  w.kind = "moe";
-  w.tp = ep;
-  w.shape = m;
-  return w;
-}
-
-BuiltScheme build(const std::string& scheme, const Workload& w, const HardwareProfile& hw,
-                  const nlohmann::json& params = nlohmann::json::object(), Fidelity f = Fidelity::curve) {
-  const SchemeInfo* s = find_scheme(scheme);
-  REQUIRE(s != nullptr);
-  REQUIRE(s->applies(w));
-  return s->build(BuildContext{w, hw, params, f});
-}
-
-Ps latency(const std::string& scheme, const Workload& w, const HardwareProfile& hw,
-           const nlohmann::json& params = nlohmann::json::object()) {
-  return run(build(scheme, w, hw, params).graph, make_node(hw, w.tp)).makespan_ps;
-}
 
 // Rank r's down projection as moe_tile_fused orders it: every local expert's rows of rank r+1, then
 // of r+2, ..., its own last.
@@ -138,7 +110,7 @@ TEST_CASE("moe_tile_fused: the combine steps follow the down projection's waves;
     if (comm_sms == 32) REQUIRE(e < end);
     const Ps closed = std::max(end, e);
     const Ps fused =
-        latency("moe_tile_fused", w, hw, {{"comm_sms", comm_sms}, {"dispatch_pieces", 4}, {"tile_signal_overhead", 0.0}});
+        test::moe_scheme_latency("moe_tile_fused", w, hw, {{"comm_sms", comm_sms}, {"dispatch_pieces", 4}, {"tile_signal_overhead", 0.0}});
     CHECK(fused >= closed - kSlackPs);
     CHECK(fused <= closed + kSlackPs);
   }
@@ -148,8 +120,8 @@ TEST_CASE("moe_tile_fused: the per-tile signal stretches every expert tile by it
           "[moe][moe_tile_fused]") {
   const HardwareProfile hw = test::ideal_profile(4, 50000);
   const Workload w = moe_workload(4, 4, 1, 4096, 1024, 1024);
-  const BuiltScheme with = build("moe_tile_fused", w, hw, {{"tile_signal_overhead", 0.1}});
-  const BuiltScheme without = build("moe_tile_fused", w, hw, {{"tile_signal_overhead", 0.0}});
+  const BuiltScheme with = test::build_moe_scheme("moe_tile_fused", w, hw, {{"tile_signal_overhead", 0.1}});
+  const BuiltScheme without = test::build_moe_scheme("moe_tile_fused", w, hw, {{"tile_signal_overhead", 0.0}});
   REQUIRE(with.graph.ops().size() == without.graph.ops().size());
   int experts = 0;
   for (std::size_t i = 0; i < with.graph.ops().size(); ++i) {
@@ -184,7 +156,7 @@ TEST_CASE("moe_tile_fused: under Zipf skew the busiest rank's GEMMs set the late
   }
   REQUIRE(slowest > fastest + fastest / 2);  // the skew is real
   const Ps router = gemm_time_ps(hw, moe_router_gemm(m));
-  const Ps fused = latency("moe_tile_fused", w, hw,
+  const Ps fused = test::moe_scheme_latency("moe_tile_fused", w, hw,
                            {{"comm_sms", comm_sms}, {"dispatch_pieces", pieces}, {"tile_signal_overhead", 0.0}});
   // At least the busiest rank's chain; at most that chain plus every byte of both all-to-alls moved
   // one after the other at the ideal line rate (what any delay of a piece can add).
@@ -201,12 +173,12 @@ TEST_CASE("moe_tile_fused: moves no_overlap's bytes, and refuses comm_sms that l
   zipf.zipf_s = 1.0;
   zipf.seed = 7;
   const Workload w = moe_workload(4, 16, 4, 1000, 512, 256, zipf);
-  const BuiltScheme plain = build("no_overlap", w, hw);
+  const BuiltScheme plain = test::build_moe_scheme("no_overlap", w, hw);
   for (const int pieces : {1, 3, 4, 9}) {
     INFO("dispatch_pieces " << pieces);
-    const BuiltScheme fused = build("moe_tile_fused", w, hw, {{"dispatch_pieces", pieces}});
+    const BuiltScheme fused = test::build_moe_scheme("moe_tile_fused", w, hw, {{"dispatch_pieces", pieces}});
     CHECK(fused.required_bytes == plain.required_bytes);
   }
-  CHECK_THROWS_AS(build("moe_tile_fused", w, hw, {{"comm_sms", hw.gpu.sm_count}}), InputError);
-  CHECK_THROWS_AS(build("moe_tile_fused", w, hw, {{"dispatch_pieces", 0}}), InputError);
+  CHECK_THROWS_AS(test::build_moe_scheme("moe_tile_fused", w, hw, {{"comm_sms", hw.gpu.sm_count}}), InputError);
+  CHECK_THROWS_AS(test::build_moe_scheme("moe_tile_fused", w, hw, {{"dispatch_pieces", 0}}), InputError);
 }

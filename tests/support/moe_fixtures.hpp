@@ -1,0 +1,62 @@
+#pragma once
+// Helpers the moe tests share (test_moe.cpp, test_moe_tile_fused.cpp, test_moe_transformer.cpp): a
+// moe workload over an EP group, a Zipf routing, and a moe scheme built or run on a profile.
+#include <cstdint>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cost_model/moe_routing.hpp"
+#include "sim/engine.hpp"
+#include "sim/node_builder.hpp"
+#include "sim/schemes/scheme.hpp"
+#include "sim/workload.hpp"
+
+namespace overlap::sim::test {
+
+// One MoE layer of `experts` gated experts (d_ffn wide), top_k of them per token, over `ep` ranks
+// that route `tokens` tokens each.
+inline Workload moe_workload(int ep, int experts, int top_k, std::int64_t tokens, std::int64_t d_model,
+                             std::int64_t d_ffn, MoeRoutingSpec routing = {}) {
+  Moe m;
+  m.experts = experts;
+  m.top_k = top_k;
+  m.ep = ep;
+  m.d_model = d_model;
+  m.d_ffn_expert = d_ffn;
+  m.tokens = tokens;
+  m.routing = routing;
+  Workload w;
+  w.kind = "moe";
+  w.tp = ep;
+  w.shape = m;
+  return w;
+}
+
+inline MoeRoutingSpec zipf_routing(double s, std::uint64_t seed = 1) {
+  MoeRoutingSpec r;
+  r.kind = MoeRoutingSpec::Kind::zipf;
+  r.zipf_s = s;
+  r.seed = seed;
+  return r;
+}
+
+// The scheme's graph for `w` (the scheme must apply to it).
+inline BuiltScheme build_moe_scheme(const std::string& scheme, const Workload& w, const HardwareProfile& hw,
+                                    const nlohmann::json& params = nlohmann::json::object(),
+                                    Fidelity f = Fidelity::curve) {
+  const SchemeInfo* s = find_scheme(scheme);
+  REQUIRE(s != nullptr);
+  REQUIRE(s->applies(w));
+  return s->build(BuildContext{w, hw, params, f});
+}
+
+// The engine's makespan of that graph on a node of w.tp GPUs.
+inline Ps moe_scheme_latency(const std::string& scheme, const Workload& w, const HardwareProfile& hw,
+                             const nlohmann::json& params = nlohmann::json::object(), Fidelity f = Fidelity::curve) {
+  const BuiltScheme b = build_moe_scheme(scheme, w, hw, params, f);
+  return run(b.graph, make_node(hw, w.tp)).makespan_ps;
+}
+
+}  // namespace overlap::sim::test
