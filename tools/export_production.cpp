@@ -47,7 +47,6 @@ std::string te_userbuffers_yaml(const sim::Workload& w, const nlohmann::json& pa
                                             w.kind));
   // Each name's own values (sim/schemes/te_userbuffers.hpp te_gemm_setting: "<name>.<knob>", else
   // the scalar knob): the resolution the scheme simulated.
-  const bool atomic = knob<bool>(params, "atomic_gemm", false);
   std::string out;
   for (const std::string& h : header) out += "# " + h + "\n";
   auto entry = [&](const std::string& name, const sim::TeGemmSetting& s, const std::string& note) {
@@ -58,7 +57,7 @@ std::string te_userbuffers_yaml(const sim::Workload& w, const nlohmann::json& pa
     out += fmt::format("  cga_size: {}\n", s.cga_size);
     out += fmt::format("  set_sm_margin: {}\n", s.set_sm_margin ? 1 : 0);
     // add_ub: atomic GEMM is not supported for a bulk overlap.
-    if (s.method != "bulk") out += fmt::format("  atomic_gemm: {}\n", atomic ? 1 : 0);
+    if (s.method != "bulk") out += fmt::format("  atomic_gemm: {}\n", s.atomic_gemm ? 1 : 0);
     if (s.method == "pipeline") out += fmt::format("  num_splits: {}\n", s.num_splits);
     if (s.method == "ring_exchange") out += fmt::format("  use_ce: {}\n", s.use_ce ? 1 : 0);
     out += "\n";

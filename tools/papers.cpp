@@ -155,7 +155,7 @@ const sim::SchemeResult& ScenarioRunner::result(const std::string& name, const s
 }
 
 const std::vector<std::string>& paper_sources() {
-  static const std::vector<std::string> names = {"commfuse", "flashoverlap", "async_tp", "dtp"};
+  static const std::vector<std::string> names = {"commfuse", "flashoverlap", "async_tp", "dtp", "flux"};
   return names;
 }
 
@@ -200,6 +200,7 @@ PapersReport summarize(std::vector<PaperRow> rows) {
 
 // FlashOverlap's Mixtral-8x7B result from the moe workload (papers_flashoverlap_moe.cpp).
 std::vector<PaperRow> flashoverlap_moe_rows(ScenarioRunner& runner);
+std::vector<PaperRow> flux_rows(ScenarioRunner& runner);
 
 PapersReport papers_report(ScenarioRunner& runner, const std::vector<std::string>& sources) {
   auto wanted = [&](const std::string& s) {
@@ -215,6 +216,7 @@ PapersReport papers_report(ScenarioRunner& runner, const std::vector<std::string
   }
   if (wanted("async_tp")) add(async_tp_rows(runner));
   if (wanted("dtp")) add(dtp_rows(runner));
+  if (wanted("flux")) add(flux_rows(runner));
   return summarize(std::move(rows));
 }
 

@@ -237,3 +237,25 @@ TEST_CASE("collective --export nccl-tuner writes the example tuner plugin's CSV"
   CHECK(cli({"collective", "all_reduce", "--export", "nccl-tuner", fs::temp_directory_path().string()}).rc == 2);
   CHECK(cli({"collective", "all_reduce", "--export", "csv", csv.path}).rc == 2);
 }
+
+TEST_CASE("te-userbuffers YAML: atomic_gemm as each name simulated it, never an atomic pair TE refuses",
+          "[te][export][atomic]") {
+  // (FP8-only is the scheme's check at run time; the export writes what the run simulated.)
+  const overlap::sim::Workload step = transformer_step();
+  // The scalar atomic pipeline: the reduce-scatter names run it; the all-gather names fall back to
+  // ring_exchange, which must then not be written atomic (add_ub's ag/rs pair rule would refuse it).
+  const Entries scalar = parse_ub_cfgs(overlap::tools::te_userbuffers_yaml(
+      step, {{"method", "pipeline"}, {"num_splits", 4}, {"atomic_gemm", true}}, {}));
+  check_ub_schema(scalar);
+  CHECK(scalar.at("proj_fprop").at("method") == "pipeline");
+  CHECK(scalar.at("proj_fprop").at("atomic_gemm") == "1");
+  CHECK(scalar.at("fc2_fprop").at("atomic_gemm") == "1");
+  CHECK(scalar.at("fc1_fprop").at("method") == "ring_exchange");
+  CHECK(scalar.at("fc1_fprop").at("atomic_gemm") == "0");
+  // A per-name atomic setting is written for that name alone.
+  const Entries named = parse_ub_cfgs(overlap::tools::te_userbuffers_yaml(
+      step, {{"method", "pipeline"}, {"num_splits", 4}, {"fc2_fprop.atomic_gemm", true}}, {}));
+  check_ub_schema(named);
+  CHECK(named.at("fc2_fprop").at("atomic_gemm") == "1");
+  CHECK(named.at("proj_fprop").at("atomic_gemm") == "0");
+}
