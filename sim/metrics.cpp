@@ -131,6 +131,7 @@ Ps latency_without(const TaskGraph& g, const NodeConfig& node, Communicator c) {
   o.zero_comm = true;
   o.zero_communicator = c;
   o.graph_checked = true;
+  o.fold_like_ranks = true;  // makespan only (folds when the other communicator moves no bytes)
   return run(g, node, o).makespan_ps;
 }
 
@@ -327,6 +328,8 @@ SchemeResult evaluate_with(const SchemeInfo& scheme, const BuildContext& ctx, co
       EngineOptions zero_opts;
       zero_opts.zero_comm = true;
       zero_opts.graph_checked = true;
+      // Read for its makespan and op ends only: the TP ranks' identical compute runs once.
+      zero_opts.fold_like_ranks = true;
       const Timeline compute_only = run(built.graph, node, zero_opts);
       fresh->compute_only_ps = compute_only.makespan_ps;
       fresh->compute_only_forward_ps = forward_end_ps(built.graph, compute_only);
