@@ -197,8 +197,13 @@ void GpuSide::on_cohort_end(std::int32_t c, std::uint32_t version) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(ctas_.size()), o.ctas - s.next));
     s.done_tiles += static_cast<std::int64_t>(n);
     start_cta(id, ctas_[0].first, s.next++);
-    Cohort& open = cohorts_[static_cast<std::size_t>(s.open_cohort)];
-    for (std::size_t i = 1; i < n; ++i) open.ctas.emplace_back(ctas_[i].first, s.next++);
+    // The slots' SMs in order, with the next tiles: written in place (a wave is hundreds of CTAs).
+    auto& out = cohorts_[static_cast<std::size_t>(s.open_cohort)].ctas;
+    const std::size_t at = out.size();
+    out.resize(at + n - 1);
+    std::int64_t next = s.next;
+    for (std::size_t i = 1; i < n; ++i) out[at + i - 1] = {ctas_[i].first, next++};
+    s.next = next;
     s.running += static_cast<std::int32_t>(n - 1);
     if (s.next == o.ctas) p.dequeue(id);
     first = n;
