@@ -69,6 +69,7 @@ std::vector<char> ranks_like_rank0(const TaskGraph& g, const NodeConfig& node, c
     return l < 0 ? -1.0 : node.fabric.links()[static_cast<std::size_t>(l)].capacity_bytes_per_ps;
   };
   std::vector<int> hbm_owner(node.fabric.links().size(), -1);
+  if (node.fabric.num_gpus() < ranks) return {};  // a rank the fabric does not know: no doubt allowed
   for (int r = 0; r < ranks; ++r) {
     if (gpu(r).physical >= 0 && gpu(r).physical != r) return {};  // virtual ranks share a GPU
     const int l = node.fabric.hbm_link(r);
