@@ -26,6 +26,120 @@ bool is_launched(OpKind k) {
          k == OpKind::copy;
 }
 
+bool same_gpu(const GpuConfig& a, const GpuConfig& b) {
+  return a.sm_count == b.sm_count && a.copy_engines == b.copy_engines && a.comm_interference == b.comm_interference &&
+         a.full_rate_sms == b.full_rate_sms && a.hbm_latency_ps == b.hbm_latency_ps &&
+         a.hbm_sm_bytes_per_ps == b.hbm_sm_bytes_per_ps;
+}
+
+// A one-to-one correspondence built as pairs are met (streams, counters of two ranks): false when a
+// pair contradicts an earlier one.
+struct Bijection {
+  std::vector<std::int32_t> to, from;
+  Bijection(std::size_t n) : to(n, -1), from(n, -1) {}
+  bool pair(std::int32_t a, std::int32_t b) {
+    if (a < 0 || b < 0) return a == b;
+    auto& x = to[static_cast<std::size_t>(a)];
+    auto& y = from[static_cast<std::size_t>(b)];
+    if (x < 0 && y < 0) {
+      x = b;
+      y = a;
+      return true;
+    }
+    return x == b && y == a;
+  }
+};
+
+// EngineOptions::fold_like_ranks: per rank, 1 when it runs exactly as rank 0 and independently of
+// every other rank (not simulated; its records are rank 0's). Empty when no rank can be folded.
+// Why exact: with nothing coupling two ranks, a rank's state (its SMs, streams, counters, host
+// thread, its HBM link and the flows on it) changes only through its own events, and those run in
+// the same order as in a run of that rank alone (the (time, sequence) order restricted to one rank is
+// the order its own handlers scheduled them in). A rank whose ops are rank 0's, field by field and in
+// the same order, with dependencies, streams and counters corresponding, on an equal GPU and HBM,
+// then gets rank 0's timeline. Any doubt (a field differs, bytes cross between GPUs, a shared
+// physical GPU) and no rank is folded.
+std::vector<char> ranks_like_rank0(const TaskGraph& g, const NodeConfig& node, const EngineOptions& opt,
+                                   const SimContext& ctx) {
+  const int ranks = g.num_ranks();
+  if (!opt.fold_like_ranks || ranks < 2 || opt.record_ctas || opt.on_tile_end) return {};
+  const auto gpu = [&](int r) -> const GpuConfig& { return node.gpus[static_cast<std::size_t>(r)]; };
+  const auto hbm_capacity = [&](int r) {
+    const int l = node.fabric.hbm_link(r);
+    return l < 0 ? -1.0 : node.fabric.links()[static_cast<std::size_t>(l)].capacity_bytes_per_ps;
+  };
+  std::vector<int> hbm_owner(node.fabric.links().size(), -1);
+  if (node.fabric.num_gpus() < ranks) return {};  // a rank the fabric does not know: no doubt allowed
+  for (int r = 0; r < ranks; ++r) {
+    if (gpu(r).physical >= 0 && gpu(r).physical != r) return {};  // virtual ranks share a GPU
+    const int l = node.fabric.hbm_link(r);
+    if (l >= 0) {
+      if (hbm_owner[static_cast<std::size_t>(l)] >= 0) return {};
+      hbm_owner[static_cast<std::size_t>(l)] = r;
+    }
+  }
+  // Nothing couples two ranks: dependencies and counters stay within a rank; no op that runs moves
+  // bytes over the fabric (copies and communication kernels; a memory kernel streams its own HBM).
+  std::vector<int> counter_rank(g.counters().size(), -1);
+  auto own_counter = [&](CounterId c, int r) {
+    if (c < 0) return true;
+    int& owner = counter_rank[static_cast<std::size_t>(c)];
+    if (owner < 0) owner = r;
+    return owner == r;
+  };
+  std::vector<std::vector<OpId>> by_rank(static_cast<std::size_t>(ranks));
+  std::vector<std::int32_t> index(g.ops().size(), 0);  // an op's place among its rank's ops
+  for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id) {
+    const Op& o = g.ops()[static_cast<std::size_t>(id)];
+    const int r = ctx.rank(id);
+    if (!ctx.zeroed(o) && (o.kind == OpKind::copy || o.kind == OpKind::comm_kernel)) return {};
+    for (OpId d : o.deps)
+      if (ctx.rank(d) != r) return {};
+    if (!own_counter(o.counter, r)) return {};
+    for (CounterId c : o.tile_counters)
+      if (!own_counter(c, r)) return {};
+    auto& list = by_rank[static_cast<std::size_t>(r)];
+    index[static_cast<std::size_t>(id)] = static_cast<std::int32_t>(list.size());
+    list.push_back(id);
+  }
+  std::vector<char> folded(static_cast<std::size_t>(ranks), 0);
+  bool any = false;
+  for (int r = 1; r < ranks; ++r) {
+    const auto& mine = by_rank[static_cast<std::size_t>(r)];
+    const auto& base = by_rank[0];
+    if (mine.size() != base.size() || !same_gpu(gpu(r), gpu(0)) || hbm_capacity(r) != hbm_capacity(0)) continue;
+    Bijection streams(g.streams().size()), counters(g.counters().size());
+    bool same = true;
+    for (std::size_t i = 0; i < mine.size() && same; ++i) {
+      const Op& a = g.ops()[static_cast<std::size_t>(base[i])];
+      const Op& b = g.ops()[static_cast<std::size_t>(mine[i])];
+      const bool zeroed = ctx.zeroed(a);
+      same = zeroed == ctx.zeroed(b) && a.kind == b.kind && a.pass == b.pass && a.host_ps == b.host_ps &&
+             (a.collective < 0) == (b.collective < 0) && a.deps.size() == b.deps.size() &&
+             streams.pair(a.stream, b.stream) &&
+             g.streams()[static_cast<std::size_t>(a.stream)].priority == g.streams()[static_cast<std::size_t>(b.stream)].priority;
+      for (std::size_t k = 0; k < a.deps.size() && same; ++k)
+        same = index[static_cast<std::size_t>(a.deps[k])] == index[static_cast<std::size_t>(b.deps[k])];
+      if (!same || zeroed) continue;  // a zeroed op completes when ready, holding nothing
+      // Every field the engine reads of an op that runs.
+      same = a.comm == b.comm && a.communicator == b.communicator && a.ctas == b.ctas && a.ctas_per_sm == b.ctas_per_sm &&
+             a.cta_ps == b.cta_ps && a.hbm_bytes_per_cta == b.hbm_bytes_per_cta && a.max_ctas == b.max_ctas &&
+             a.reference_sms == b.reference_sms && a.channels == b.channels && a.duration_ps == b.duration_ps &&
+             a.bytes == b.bytes && a.target == b.target && a.amount == b.amount && a.delay_ps == b.delay_ps &&
+             a.members == b.members && a.phases == b.phases && a.curve_sends == b.curve_sends &&
+             a.curve_from_switch == b.curve_from_switch && a.curve_latency_ps == b.curve_latency_ps &&
+             a.outside_sends == b.outside_sends && a.outside_recvs == b.outside_recvs &&
+             counters.pair(a.counter, b.counter) && a.tile_counters.size() == b.tile_counters.size();
+      for (std::size_t k = 0; k < a.tile_counters.size() && same; ++k)
+        same = counters.pair(a.tile_counters[k], b.tile_counters[k]);
+    }
+    if (same) folded[static_cast<std::size_t>(r)] = 1;
+    any = any || same;
+  }
+  if (!any) return {};
+  return folded;
+}
+
 struct OpState {
   std::int32_t pending = 0;  // unfinished dependencies + stream predecessor
   bool done = false;
@@ -35,7 +149,7 @@ class Engine final : public NetworkListener, public GpuListener {
  public:
   Engine(const TaskGraph& g, const NodeConfig& node, const EngineOptions& opt)
       : ctx_(g, node, opt), net_(make_flow_network_side(ctx_, *this)), gpu_(ctx_, *this, *net_), st_(g.ops().size()),
-        issue_ps_(g.ops().size(), 0) {
+        issue_ps_(g.ops().size(), 0), folded_(ranks_like_rank0(g, node, opt, ctx_)) {
     counter_value_.assign(g.counters().size(), 0);
     counter_waiters_.resize(g.counters().size());
     counter_low_target_.assign(g.counters().size(), std::numeric_limits<std::int64_t>::max());
@@ -104,8 +218,13 @@ class Engine final : public NetworkListener, public GpuListener {
   Timeline run() {
     check_resources();
     ctx_.queue.reserve(1024);
-    for (OpId id = 0; id < static_cast<OpId>(ctx_.graph.ops().size()); ++id)
+    // A folded rank's ops never become ready: nothing of another rank depends on them.
+    std::size_t simulated = 0;
+    for (OpId id = 0; id < static_cast<OpId>(ctx_.graph.ops().size()); ++id) {
+      if (is_folded(id)) continue;
+      ++simulated;
       if (st_[static_cast<std::size_t>(id)].pending == 0) ready_.push_back(id);
+    }
     drain_ready();
     gpu_.flush();
     while (!ctx_.queue.empty()) {
@@ -123,8 +242,12 @@ class Engine final : public NetworkListener, public GpuListener {
       drain_ready();
       gpu_.flush();
     }
-    if (completed_ != ctx_.graph.ops().size()) throw SimError(deadlock_message());
+    if (completed_ != simulated) {
+      if (!folded_.empty()) throw Unfold{};
+      throw SimError(deadlock_message());
+    }
     Timeline& tl = ctx_.tl;
+    if (!folded_.empty()) copy_rank0_to_folded();
     for (OpId id = 0; id < static_cast<OpId>(ctx_.graph.ops().size()); ++id) {
       const Ps end = tl.ops[static_cast<std::size_t>(id)].end_ps;
       Ps& r = tl.rank_end_ps[static_cast<std::size_t>(ctx_.rank(id))];
@@ -133,6 +256,9 @@ class Engine final : public NetworkListener, public GpuListener {
     }
     return std::move(tl);
   }
+
+  // A folded run stalled: the caller runs the graph in full (the full run's own message).
+  struct Unfold {};
 
   // ---- NetworkListener / GpuListener ----
 
@@ -166,6 +292,29 @@ class Engine final : public NetworkListener, public GpuListener {
 
  private:
   OpState& state(OpId id) { return st_[static_cast<std::size_t>(id)]; }
+  bool is_folded(OpId id) const { return !folded_.empty() && folded_[static_cast<std::size_t>(ctx_.rank(id))]; }
+
+  // A folded rank's records are rank 0's (ranks_like_rank0: its ops are rank 0's, in the same order).
+  void copy_rank0_to_folded() {
+    const TaskGraph& g = ctx_.graph;
+    Timeline& tl = ctx_.tl;
+    std::vector<OpId> base;
+    for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id)
+      if (ctx_.rank(id) == 0) base.push_back(id);
+    std::vector<std::size_t> next(folded_.size(), 0);
+    for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id) {
+      const auto r = static_cast<std::size_t>(ctx_.rank(id));
+      if (!folded_[r]) continue;
+      OpRecord& rec = tl.ops[static_cast<std::size_t>(id)];
+      rec = tl.ops[static_cast<std::size_t>(base[next[r]++])];
+      rec.op = id;
+    }
+    for (std::size_t r = 0; r < folded_.size(); ++r) {
+      if (!folded_[r]) continue;
+      tl.sm_busy_ps[r] = tl.sm_busy_ps[0];
+      tl.copy_engine_busy_ps[r] = tl.copy_engine_busy_ps[0];
+    }
+  }
 
   void complete(OpId id) {
     OpState& s = state(id);
@@ -301,6 +450,7 @@ class Engine final : public NetworkListener, public GpuListener {
   std::vector<std::int64_t> counter_low_target_;  // lowest target of the counter's waiters (max: none)
   std::vector<OpId> ready_;
   std::size_t completed_ = 0;
+  std::vector<char> folded_;  // per rank (EngineOptions::fold_like_ranks); empty: none
 };
 
 }  // namespace
@@ -325,6 +475,16 @@ Timeline run(const TaskGraph& graph, const NodeConfig& node, const EngineOptions
       throw ResourceError(fmt::format("the graph has {} CTAs, more than the {} the engine simulates one by one; "
                                       "shrink the workload", ctas, kMaxCtas));
     graph.check_acyclic();
+  }
+  if (options.fold_like_ranks) {
+    try {
+      Engine engine(graph, node, options);
+      return engine.run();
+    } catch (const Engine::Unfold&) {
+      EngineOptions full = options;
+      full.fold_like_ranks = false;
+      return Engine(graph, node, full).run();
+    }
   }
   Engine engine(graph, node, options);
   return engine.run();

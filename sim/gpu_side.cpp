@@ -197,8 +197,13 @@ void GpuSide::on_cohort_end(std::int32_t c, std::uint32_t version) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(ctas_.size()), o.ctas - s.next));
     s.done_tiles += static_cast<std::int64_t>(n);
     start_cta(id, ctas_[0].first, s.next++);
-    Cohort& open = cohorts_[static_cast<std::size_t>(s.open_cohort)];
-    for (std::size_t i = 1; i < n; ++i) open.ctas.emplace_back(ctas_[i].first, s.next++);
+    // The slots' SMs in order, with the next tiles: written in place (a wave is hundreds of CTAs).
+    auto& out = cohorts_[static_cast<std::size_t>(s.open_cohort)].ctas;
+    const std::size_t at = out.size();
+    out.resize(at + n - 1);
+    std::int64_t next = s.next;
+    for (std::size_t i = 1; i < n; ++i) out[at + i - 1] = {ctas_[i].first, next++};
+    s.next = next;
     s.running += static_cast<std::int32_t>(n - 1);
     if (s.next == o.ctas) p.dequeue(id);
     first = n;
@@ -246,12 +251,59 @@ void GpuSide::on_cohort_end(std::int32_t c, std::uint32_t version) {
       freed = true;
     }
     if (s.done_tiles == o.ctas) kernel_finished(id);
-    if (freed) dispatch(rank);
+    if (freed && !hand_freed_sm(p, sm)) dispatch(rank);
   }
   // The slot keeps this buffer for the cohort that reuses it next.
   ctas_.clear();
   cohorts_[static_cast<std::size_t>(c)].ctas.swap(ctas_);
   free_cohorts_.push_back(c);
+}
+
+// dispatch(rank) when `sm`, just freed, is the only free SM: the first kernel in line takes it. A
+// gang kernel adds it to its channels (starting once it holds them all); a tile kernel that already
+// holds SMs and opened a cohort now (joined the GPU's active kernels, its rate marked: what its first
+// SM did) takes it with its next CTAs, which join that cohort. The same steps, sums and marks, in the
+// same order, as a dispatch call, without its search of the waiting list and the free bits: the tail
+// of a wave hands its SMs one by one to the kernel waiting beside it, and this is that hot path.
+// False (nothing done): a case for dispatch itself.
+bool GpuSide::hand_freed_sm(SmPool& p, int sm) {
+  if (p.free_count() != 1 || p.waiting().empty()) return false;
+  const OpId w = p.waiting().front().op;
+  const Op& wo = ctx_.op(w);
+  KernelState& ws = ks(w);
+  if (!is_tile_kernel(wo.kind)) {  // dispatch's gang branch, for one SM
+    if (ws.held >= wo.channels) return false;
+    claim_sms(w, 1);
+    p.take(w);  // the lowest free SM: `sm`, the only one
+    p.resident(sm) = 1;
+    std::vector<int>& sms = ctx_.rec(w).sms;
+    if (sms.empty()) sms.reserve(static_cast<std::size_t>(wo.channels));
+    sms.push_back(sm);
+    if (wo.comm) comm_sms_changed(phys_of(w), 1);
+    if (ws.held == wo.channels) {
+      p.waiting().erase(p.waiting().begin());
+      listener_.gang_started(w);
+    }
+    return true;
+  }
+  if (!ws.in_active || ws.open_cohort < 0) return false;
+  Cohort& open = cohorts_[static_cast<std::size_t>(ws.open_cohort)];
+  if (!open.alive || open.start_ps != ctx_.now) return false;
+  const std::int64_t limit = wo.kind == OpKind::tiled ? wo.ctas : ws.grid;
+  // claim_sms(w, 1), in_active already set.
+  ++ws.held;
+  OpRecord& r = ctx_.rec(w);
+  r.sms_held = std::max(r.sms_held, ws.held);
+  tile_sms_changed(w, 1);
+  p.take(w);
+  const std::int64_t n = std::min<std::int64_t>(wo.ctas_per_sm, limit - ws.next);
+  p.resident(sm) = static_cast<int>(n);
+  // start_cta joining the open cohort, then the SM's other CTAs.
+  if (ws.has_demand && !ws.dirty_demand) mark_demand(w);
+  for (std::int64_t k = 0; k < n; ++k) open.ctas.emplace_back(sm, ws.next++);
+  ws.running += static_cast<std::int32_t>(n);
+  if (ws.next == limit) p.waiting().erase(p.waiting().begin());
+  return true;
 }
 
 void GpuSide::kernel_finished(OpId id) {

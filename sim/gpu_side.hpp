@@ -97,6 +97,7 @@ class GpuSide {
   double saturation_rate(OpId id) const;
   void mark_demand(OpId id);  // its HBM demand is recomputed at the next update
   void mark_rate(OpId id);    // its rate is recomputed at the next update
+  bool hand_freed_sm(SmPool& p, int sm);
   void kernel_finished(OpId id);
   void start_copy(OpId id, int engine);
 

@@ -131,6 +131,7 @@ Ps latency_without(const TaskGraph& g, const NodeConfig& node, Communicator c) {
   o.zero_comm = true;
   o.zero_communicator = c;
   o.graph_checked = true;
+  o.fold_like_ranks = true;  // makespan only (folds when the other communicator moves no bytes)
   return run(g, node, o).makespan_ps;
 }
 
@@ -165,14 +166,14 @@ struct SchemeRuns {
 class RunMemo {
  public:
   using Rebuild = std::function<TaskGraph()>;
-  const SchemeRuns* find(const TaskGraph& g, bool latency_only) const {
-    const std::uint64_t key = g.fingerprint();
+  // `key`: g.fingerprint(), computed once by the caller for find and add.
+  const SchemeRuns* find(const TaskGraph& g, std::uint64_t key, bool latency_only) const {
     for (const Entry& e : entries_)
       if (e.fingerprint == key && (latency_only || !e.runs->latency_only) && e.rebuild() == g) return e.runs.get();
     return nullptr;
   }
-  void add(const TaskGraph& g, Rebuild rebuild, std::unique_ptr<SchemeRuns> runs) {
-    entries_.push_back(Entry{g.fingerprint(), std::move(rebuild), std::move(runs)});
+  void add(std::uint64_t key, Rebuild rebuild, std::unique_ptr<SchemeRuns> runs) {
+    entries_.push_back(Entry{key, std::move(rebuild), std::move(runs)});
   }
 
  private:
@@ -306,7 +307,8 @@ SchemeResult evaluate_with(const SchemeInfo& scheme, const BuildContext& ctx, co
   if (!ctx.node) own = std::make_unique<NodeConfig>(make_node(ctx.hardware, built.graph.num_ranks()));
   const NodeConfig& node = ctx.node ? *ctx.node : *own;
 
-  const SchemeRuns* found = memo ? memo->find(built.graph, options.latency_only) : nullptr;
+  const std::uint64_t fingerprint = memo ? built.graph.fingerprint() : 0;
+  const SchemeRuns* found = memo ? memo->find(built.graph, fingerprint, options.latency_only) : nullptr;
   std::unique_ptr<SchemeRuns> fresh;
   if (!found) {
     fresh = std::make_unique<SchemeRuns>();
@@ -327,6 +329,8 @@ SchemeResult evaluate_with(const SchemeInfo& scheme, const BuildContext& ctx, co
       EngineOptions zero_opts;
       zero_opts.zero_comm = true;
       zero_opts.graph_checked = true;
+      // Read for its makespan and op ends only: the TP ranks' identical compute runs once.
+      zero_opts.fold_like_ranks = true;
       const Timeline compute_only = run(built.graph, node, zero_opts);
       fresh->compute_only_ps = compute_only.makespan_ps;
       fresh->compute_only_forward_ps = forward_end_ps(built.graph, compute_only);
@@ -343,7 +347,7 @@ SchemeResult evaluate_with(const SchemeInfo& scheme, const BuildContext& ctx, co
   auto remember = [&] {
     if (!memo || !fresh) return;
     // The workload, hardware and node outlive the memo (evaluate_all's); the parameters are copied.
-    memo->add(built.graph,
+    memo->add(fingerprint,
               [&scheme, &workload = ctx.workload, &hardware = ctx.hardware, params = ctx.params,
                fidelity = ctx.fidelity, node = ctx.node] {
                 return scheme.build(BuildContext{workload, hardware, params, fidelity, node}).graph;
