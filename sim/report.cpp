@@ -152,8 +152,16 @@ std::vector<ReportContext::Skipped> schemes_not_applying(const Workload& workloa
     // A scheme that runs this kind's forward but has no backward form: that is why it is absent.
     Workload forward = workload;
     forward.training = Training{};
+    // A dense-TP scheme on a transformer of a MoE model: it runs the same transformer with dense FFNs.
+    Workload dense = workload;
+    if (auto* t = std::get_if<Transformer>(&dense.shape); t && t->moe) {
+      t->moe.reset();
+      t->dense_layers = 0;
+    }
     if (is_training_step(workload) && s.backward.empty() && s.applies(forward))
       out.push_back({s.name, "forward passes only: no backward form"});
+    else if (has_moe_layers(workload) && !has_moe_layers(dense) && s.applies(dense))
+      out.push_back({s.name, "dense FFN layers only: no MoE form"});
     else
       out.push_back({s.name, scheme_applies_to(s)});
   }
@@ -191,6 +199,28 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
   j["tp"] = w.tp;
   // A moe workload's ranks are its EP ranks (Workload::tp holds ep for it): named as such.
   text = std::holds_alternative<Moe>(w.shape) ? fmt::format("{} ep={}", w.kind, w.tp) : fmt::format("{} tp={}", w.kind, w.tp);
+  // A MoE block's fields; in a transformer (`in_transformer`) d_model is the model's, already printed,
+  // and the tokens are the per-rank shard the transformer's batch x seq gives.
+  auto moe_fields = [&](const Moe& s, bool in_transformer) {
+    field(j, text, "experts", s.experts);
+    field(j, text, "top_k", s.top_k);
+    if (!in_transformer) field(j, text, "d_model", s.d_model);
+    field(j, text, "d_ffn_expert", s.d_ffn_expert);
+    if (!in_transformer) field(j, text, "tokens", s.tokens);
+    if (s.shared_experts > 0) field(j, text, "shared_experts", s.shared_experts);
+    if (s.capacity_factor) field(j, text, "capacity_factor", *s.capacity_factor);
+    switch (s.routing.kind) {
+      case MoeRoutingSpec::Kind::uniform: field(j, text, "routing", std::string("uniform")); break;
+      case MoeRoutingSpec::Kind::zipf:
+        field(j, text, "routing", fmt::format("zipf: {}", s.routing.zipf_s));
+        field(j, text, "seed", static_cast<std::int64_t>(s.routing.seed));
+        break;
+      case MoeRoutingSpec::Kind::histogram:
+        field(j, text, "routing", "histogram: " + s.routing.histogram_file);
+        break;
+    }
+  };
+
   std::visit(
       [&](const auto& s) {
         using S = std::decay_t<decltype(s)>;
@@ -229,23 +259,7 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
           if (s.allreduce_us >= 0) field(j, text, "allreduce_us", s.allreduce_us);
         } else if constexpr (std::is_same_v<S, Moe>) {
           j["ep"] = s.ep;
-          field(j, text, "experts", s.experts);
-          field(j, text, "top_k", s.top_k);
-          field(j, text, "d_model", s.d_model);
-          field(j, text, "d_ffn_expert", s.d_ffn_expert);
-          field(j, text, "tokens", s.tokens);
-          if (s.shared_experts > 0) field(j, text, "shared_experts", s.shared_experts);
-          if (s.capacity_factor) field(j, text, "capacity_factor", *s.capacity_factor);
-          switch (s.routing.kind) {
-            case MoeRoutingSpec::Kind::uniform: field(j, text, "routing", std::string("uniform")); break;
-            case MoeRoutingSpec::Kind::zipf:
-              field(j, text, "routing", fmt::format("zipf: {}", s.routing.zipf_s));
-              field(j, text, "seed", static_cast<std::int64_t>(s.routing.seed));
-              break;
-            case MoeRoutingSpec::Kind::histogram:
-              field(j, text, "routing", "histogram: " + s.routing.histogram_file);
-              break;
-          }
+          moe_fields(s, false);
         } else if constexpr (std::is_same_v<S, Transformer>) {
           field(j, text, "model", s.model);
           field(j, text, "layers", s.layers);
@@ -255,6 +269,11 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
           field(j, text, "d_ffn", s.d_ffn);
           field(j, text, "heads", s.heads);
           field(j, text, "kv_heads", s.kv_heads);
+          // A MoE model's layers: EP folded onto the TP group (sim/workload.hpp Transformer::moe).
+          if (s.moe) {
+            if (s.dense_layers > 0) field(j, text, "dense_layers", s.dense_layers);
+            moe_fields(*s.moe, true);
+          }
         }
         field(j, text, "dtype", std::string(dtype_name(s.dtype)));
       },

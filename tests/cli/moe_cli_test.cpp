@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -137,6 +138,18 @@ TEST_CASE("moe transformer: a MoE model's transformer runs no_overlap and the mo
   CHECK(r.out.find("moe_flashoverlap") != std::string::npos);
   CHECK(r.out.find("moe_tile_fused") != std::string::npos);
   CHECK(r.out.find("2 layers (2 MoE, 8 experts top 2 over EP 4)") != std::string::npos);
+  // The workload line names the MoE block; JSON carries its fields.
+  CHECK(r.out.find("experts=8 top_k=2 d_ffn_expert=14336 routing=zipf: 1") != std::string::npos);
+  const CliResult j = cli({"run", dir.write("t.yaml", transformer()), "--format", "json"});
+  REQUIRE(j.rc == 0);
+  const auto doc = nlohmann::json::parse(j.out);
+  CHECK(doc["workload"]["experts"] == 8);
+  CHECK(doc["workload"]["top_k"] == 2);
+  // With no scheme list, the dense-TP schemes are listed as not applying, with the reason.
+  const CliResult all = cli({"run", dir.write("t.yaml", transformer())});
+  REQUIRE(all.rc == 0);
+  CHECK(all.out.find("dense FFN") != std::string::npos);
+  CHECK(all.out.find("no MoE form") != std::string::npos);
   // A dense-TP scheme asked for by name is refused, not run with a dense MLP.
   const CliResult refused_scheme = cli({"run", dir.write("t.yaml", transformer()), "--set", "schemes=[async_tp]"});
   CHECK(refused_scheme.rc == 2);
