@@ -161,25 +161,22 @@ struct SchemeRuns {
 // graph, the node and its options, and evaluate_all runs every scheme on one node with one set of
 // options: a scheme whose graph equals one already simulated (te_userbuffers' ring_exchange builds
 // async_tp's) takes that graph's runs, and its figures are computed from them as from its own. The
-// graphs themselves are not kept (a step's is about 50 MB): a fingerprint picks the candidate, and
-// the candidate's scheme builds its graph again to be compared whole.
+// graphs themselves are not kept (a step's is about 50 MB): each is known by its digest, a hash of
+// every field (TaskGraph::digest).
 class RunMemo {
  public:
-  using Rebuild = std::function<TaskGraph()>;
-  // `key`: g.fingerprint(), computed once by the caller for find and add.
-  const SchemeRuns* find(const TaskGraph& g, std::uint64_t key, bool latency_only) const {
+  const SchemeRuns* find(const TaskGraph::Digest& key, bool latency_only) const {
     for (const Entry& e : entries_)
-      if (e.fingerprint == key && (latency_only || !e.runs->latency_only) && e.rebuild() == g) return e.runs.get();
+      if (e.digest == key && (latency_only || !e.runs->latency_only)) return e.runs.get();
     return nullptr;
   }
-  void add(std::uint64_t key, Rebuild rebuild, std::unique_ptr<SchemeRuns> runs) {
-    entries_.push_back(Entry{key, std::move(rebuild), std::move(runs)});
+  void add(const TaskGraph::Digest& key, std::unique_ptr<SchemeRuns> runs) {
+    entries_.push_back(Entry{key, std::move(runs)});
   }
 
  private:
   struct Entry {
-    std::uint64_t fingerprint;
-    Rebuild rebuild;
+    TaskGraph::Digest digest;
     std::unique_ptr<SchemeRuns> runs;
   };
   std::vector<Entry> entries_;
@@ -307,8 +304,8 @@ SchemeResult evaluate_with(const SchemeInfo& scheme, const BuildContext& ctx, co
   if (!ctx.node) own = std::make_unique<NodeConfig>(make_node(ctx.hardware, built.graph.num_ranks()));
   const NodeConfig& node = ctx.node ? *ctx.node : *own;
 
-  const std::uint64_t fingerprint = memo ? built.graph.fingerprint() : 0;
-  const SchemeRuns* found = memo ? memo->find(built.graph, fingerprint, options.latency_only) : nullptr;
+  const TaskGraph::Digest digest = memo ? built.graph.digest() : TaskGraph::Digest{};
+  const SchemeRuns* found = memo ? memo->find(digest, options.latency_only) : nullptr;
   std::unique_ptr<SchemeRuns> fresh;
   if (!found) {
     fresh = std::make_unique<SchemeRuns>();
@@ -345,14 +342,7 @@ SchemeResult evaluate_with(const SchemeInfo& scheme, const BuildContext& ctx, co
   const SchemeRuns& runs = found ? *found : *fresh;
   // Kept for a later scheme with the same graph once this one's figures are done.
   auto remember = [&] {
-    if (!memo || !fresh) return;
-    // The workload, hardware and node outlive the memo (evaluate_all's); the parameters are copied.
-    memo->add(fingerprint,
-              [&scheme, &workload = ctx.workload, &hardware = ctx.hardware, params = ctx.params,
-               fidelity = ctx.fidelity, node = ctx.node] {
-                return scheme.build(BuildContext{workload, hardware, params, fidelity, node}).graph;
-              },
-              std::move(fresh));
+    if (memo && fresh) memo->add(digest, std::move(fresh));
   };
   if (options.latency_only) {
     SchemeResult r;

@@ -4,7 +4,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
+#include <memory>
+#include <new>
 #include <sstream>
+#include <type_traits>
+
+// Header-only use of xxHash (XXH3): the functions are compiled into this file, no library to link.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace overlap::sim {
 
@@ -20,6 +29,35 @@ const char* op_kind_name(OpKind k) {
     case OpKind::delay: return "delay";
   }
   return "?";
+}
+
+namespace {
+
+// The spare op storage of this thread (TaskGraph's constructor and destructor): empty, with capacity.
+// spare_gone: a graph destroyed after the thread's spare was (a static's destructor at exit) leaves
+// its storage alone; a trivially destructible thread_local stays readable until the thread ends.
+thread_local bool spare_gone = false;
+struct SpareOps {
+  std::vector<Op> ops;
+  ~SpareOps() { spare_gone = true; }
+};
+std::vector<Op>* spare_ops() {
+  if (spare_gone) return nullptr;
+  thread_local SpareOps spare;
+  return &spare.ops;
+}
+
+}  // namespace
+
+TaskGraph::TaskGraph(int num_ranks) : num_ranks_(num_ranks) {
+  if (std::vector<Op>* spare = spare_ops()) ops_.swap(*spare);
+}
+
+TaskGraph::~TaskGraph() {
+  std::vector<Op>* spare = spare_ops();
+  if (!spare || ops_.capacity() <= spare->capacity()) return;
+  ops_.clear();
+  spare->swap(ops_);
 }
 
 StreamId TaskGraph::add_stream(int rank, std::string name, int priority) {
@@ -234,30 +272,142 @@ std::string TaskGraph::to_graphviz() const {
   return out.str();
 }
 
-std::uint64_t TaskGraph::fingerprint() const {
-  // FNV-1a over the words that shape a run: the op's kind, stream, dependencies and sizes.
-  std::uint64_t h = 14695981039346656037ull;
-  auto mix = [&h](std::uint64_t v) {
-    h ^= v;
-    h *= 1099511628211ull;
-  };
-  mix(static_cast<std::uint64_t>(num_ranks_));
-  mix(streams_.size());
-  mix(counters_.size());
-  mix(ops_.size());
-  for (const Op& op : ops_) {
-    mix(static_cast<std::uint64_t>(op.kind));
-    mix(static_cast<std::uint64_t>(op.stream));
-    mix(static_cast<std::uint64_t>(op.ctas));
-    mix(static_cast<std::uint64_t>(op.cta_ps));
-    mix(static_cast<std::uint64_t>(op.duration_ps));
-    mix(static_cast<std::uint64_t>(op.bytes));
-    mix(static_cast<std::uint64_t>(op.channels));
-    mix(static_cast<std::uint64_t>(op.delay_ps));
-    mix(op.phases.size());
-    for (OpId d : op.deps) mix(static_cast<std::uint64_t>(d));
+namespace {
+
+// Feeds fields to XXH3-128 through a block buffer (one hash update per 64 KiB, not per field).
+class DigestWriter {
+ public:
+  DigestWriter() : state_(XXH3_createState(), &XXH3_freeState) {
+    if (!state_) throw std::bad_alloc();
+    XXH3_128bits_reset(state_.get());
   }
-  return h;
+  void bytes(const void* data, std::size_t n) {
+    if (used_ + n > buffer_.size()) flush();
+    if (n > buffer_.size()) {
+      XXH3_128bits_update(state_.get(), data, n);
+      return;
+    }
+    std::memcpy(buffer_.data() + used_, data, n);
+    used_ += n;
+  }
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  void put(T v) { bytes(&v, sizeof v); }
+  template <class E>
+    requires std::is_enum_v<E>
+  void put(E v) { put(static_cast<std::underlying_type_t<E>>(v)); }
+  void put(const std::string& s) {
+    put(s.size());
+    bytes(s.data(), s.size());
+  }
+  template <class T>
+  void put(const std::vector<T>& v) {
+    put(v.size());
+    for (const T& x : v) put(x);
+  }
+  void put(const PeerBytes& pb) {
+    const auto& [peer, bytes_] = pb;  // every field: a field added to PeerBytes stops this compiling
+    put(peer);
+    put(bytes_);
+  }
+  void put(const Phase& ph) {
+    const auto& [sends, recvs, compute_ps, latency_ps, reduce] = ph;  // every field, as above
+    put(sends);
+    put(recvs);
+    put(compute_ps);
+    put(latency_ps);
+    put(reduce);
+  }
+  template <class T>
+  void put(const std::optional<T>& v) {
+    put(v.has_value());
+    if (v) put(*v);
+  }
+  TaskGraph::Digest finish() {
+    flush();
+    const XXH128_hash_t h = XXH3_128bits_digest(state_.get());
+    return TaskGraph::Digest{h.low64, h.high64};
+  }
+
+ private:
+  void flush() {
+    if (used_ > 0) XXH3_128bits_update(state_.get(), buffer_.data(), used_);
+    used_ = 0;
+  }
+  std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state_;
+  std::array<unsigned char, 64 * 1024> buffer_{};
+  std::size_t used_ = 0;
+};
+
+void put_op(DigestWriter& w, const Op& op) {
+  // Every field of Op, named: a field added to Op stops this compiling until it is hashed too, so a
+  // digest never misses what operator== compares.
+  const auto& [name, pass, communicator, kind, stream, comm, host_ps, deps, ctas, ctas_per_sm, cta_ps,
+               hbm_bytes_per_cta, max_ctas, reference_sms, tile_counters, channels, duration_ps, collective,
+               members, phases, curve_sends, curve_from_switch, curve_latency_ps, curve_reduces, outside_sends,
+               outside_recvs, transport, link_efficiency, phase_latency_covers_wire, bytes, src_gpu, dst_gpu,
+               counter, target, amount, delay_ps] = op;
+  w.put(name);
+  w.put(pass);
+  w.put(communicator);
+  w.put(kind);
+  w.put(stream);
+  w.put(comm);
+  w.put(host_ps);
+  w.put(deps);
+  w.put(ctas);
+  w.put(ctas_per_sm);
+  w.put(cta_ps);
+  w.put(hbm_bytes_per_cta);
+  w.put(max_ctas);
+  w.put(reference_sms);
+  w.put(tile_counters);
+  w.put(channels);
+  w.put(duration_ps);
+  w.put(collective);
+  w.put(members);
+  w.put(phases);
+  w.put(curve_sends);
+  w.put(curve_from_switch);
+  w.put(curve_latency_ps);
+  w.put(curve_reduces);
+  w.put(outside_sends);
+  w.put(outside_recvs);
+  w.put(transport);
+  w.put(link_efficiency);
+  w.put(phase_latency_covers_wire);
+  w.put(bytes);
+  w.put(src_gpu);
+  w.put(dst_gpu);
+  w.put(counter);
+  w.put(target);
+  w.put(amount);
+  w.put(delay_ps);
+}
+
+}  // namespace
+
+TaskGraph::Digest TaskGraph::digest() const {
+  // Every member operator== compares, in declaration order.
+  DigestWriter w;
+  w.put(num_ranks_);
+  w.put(streams_.size());
+  for (const Stream& st : streams_) {
+    const auto& [name, rank, priority] = st;  // every field, as in put_op
+    w.put(name);
+    w.put(rank);
+    w.put(priority);
+  }
+  w.put(counters_.size());
+  for (const Counter& c : counters_) {
+    const auto& [name] = c;
+    w.put(name);
+  }
+  w.put(ops_.size());
+  for (const Op& op : ops_) put_op(w, op);
+  w.put(last_on_stream_);
+  w.put(pass_);
+  return w.finish();
 }
 
 }  // namespace overlap::sim

@@ -5,7 +5,7 @@ set -euo pipefail
 # openmpi-bin + libopenmpi-dev: `mpirun -np N overlap-sim sweep` (optional in the build; the MPI
 # sweep test runs when mpirun is there).
 debs=(cmake g++ make libeigen3-dev libboost-graph-dev libcli11-dev libfmt-dev catch2
-      libyaml-cpp-dev nlohmann-json3-dev libbenchmark-dev openmpi-bin libopenmpi-dev zlib1g-dev libsqlite3-dev)
+      libyaml-cpp-dev nlohmann-json3-dev libbenchmark-dev openmpi-bin libopenmpi-dev zlib1g-dev libsqlite3-dev libxxhash-dev)
 # clang: tools/fuzz.sh builds the libFuzzer targets with it (Debian's clang brings libclang_rt's
 # fuzzer runtime through libclang-rt-dev / libclang-common-*-dev).
 debs+=(clang)

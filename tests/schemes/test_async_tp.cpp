@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "ideal_profile.hpp"
+#include "tests/support/scheme_fixtures.hpp"
 
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
@@ -110,15 +111,7 @@ TEST_CASE("async TP applies and validates its params", "[async_tp][params]") {
   CHECK_FALSE(s->applies(gemm_workload(1, Primitive::all_gather, 4096, 1024, 1024)));
   const HardwareProfile hw = ideal_profile(4, 1000);
   const Workload w = gemm_workload(4, Primitive::all_gather, 4096, 1024, 1024);
-  auto key_of = [&](const nlohmann::json& params) {
-    BuildContext ctx{w, hw, params, Fidelity::curve};
-    try {
-      s->build(ctx);
-    } catch (const InputError& e) {
-      return e.key_path();
-    }
-    return std::string("none");
-  };
+  auto key_of = [&](const nlohmann::json& params) { return refused_key(*s, w, hw, params); };
   CHECK(key_of({{"streams", 3}}) == "params.streams");
   CHECK(key_of({{"transport", "nvshmem"}}) == "params.transport");
   CHECK(key_of({{"copy_sms", 0}}) == "params.copy_sms");

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "ideal_profile.hpp"
+#include "tests/support/scheme_fixtures.hpp"
 
 #include <algorithm>
 #include <set>
@@ -203,15 +204,7 @@ TEST_CASE("commfuse applies and validates its params", "[commfuse][params]") {
   CHECK_FALSE(s->applies(dec));
   const HardwareProfile hw = ideal_profile(4, 1000);
   const Workload w = gemm_workload(4, Primitive::reduce_scatter, 4096, 1024, 1024);
-  auto key_of = [&](const nlohmann::json& params) {
-    BuildContext ctx{w, hw, params, Fidelity::curve};
-    try {
-      s->build(ctx);
-    } catch (const InputError& e) {
-      return e.key_path();
-    }
-    return std::string("none");
-  };
+  auto key_of = [&](const nlohmann::json& params) { return refused_key(*s, w, hw, params); };
   CHECK(key_of({{"m", 0}}) == "params.m");
   CHECK(key_of({{"m", 2000}}) == "params.m");  // 1024 rows per rank cannot make 2000 slices
   CHECK(key_of({{"schedule", "tree"}}) == "params.schedule");

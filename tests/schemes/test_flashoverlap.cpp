@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "ideal_profile.hpp"
+#include "tests/support/scheme_fixtures.hpp"
 
 #include "cost_model/closed_forms.hpp"
 #include "cost_model/flashoverlap_predictor.hpp"
@@ -157,15 +158,7 @@ TEST_CASE("flashoverlap applies and validates its params", "[flashoverlap][param
   CHECK(s->applies(fo_workload()));
   const HardwareProfile hw = fo_profile(15, 1000);
   const Workload w = fo_workload();
-  auto key_of = [&](const nlohmann::json& params) {
-    BuildContext ctx{w, hw, params, Fidelity::curve};
-    try {
-      s->build(ctx);
-    } catch (const InputError& e) {
-      return e.key_path();
-    }
-    return std::string("none");
-  };
+  auto key_of = [&](const nlohmann::json& params) { return refused_key(*s, w, hw, params); };
   CHECK(key_of({{"groups", {1, 1}}}) == "params.groups");  // 2 waves of 4
   CHECK(key_of({{"groups", "best"}}) == "params.groups");
   CHECK(key_of({{"groups", 0}}) == "params.groups");

@@ -102,16 +102,7 @@ TEST_CASE("flux runs training steps and validates its params", "[flux][params]")
     CHECK(r.compute_only_ps <= r.latency_ps);
     CHECK(r.latency_ps <= n.latency_ps);
   }
-  auto key_of = [&](const nlohmann::json& params) {
-    const Workload w = mlp_workload(4);
-    BuildContext ctx{w, hw, params, Fidelity::curve};
-    try {
-      s->build(ctx);
-    } catch (const InputError& e) {
-      return e.key_path();
-    }
-    return std::string("none");
-  };
+  auto key_of = [&](const nlohmann::json& params) { return refused_key(*s, mlp_workload(4), hw, params); };
   CHECK(key_of({{"tile_signal_overhead", -0.1}}) == "params.tile_signal_overhead");
   CHECK(key_of({{"comm_sms", 132}}) == "params.comm_sms");
   CHECK(key_of({{"transfers_per_peer", 0}}) == "params.transfers_per_peer");

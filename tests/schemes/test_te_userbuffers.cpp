@@ -127,15 +127,7 @@ TEST_CASE("te_userbuffers applies to TP+SP linears, runs training steps and refu
   CHECK_FALSE(s->applies(gemm_workload(1, Primitive::all_gather, 4096, 1024, 1024)));
   const HardwareProfile hw = ideal_profile(4, 1000, 8);
   const Workload w = mlp_workload(4);
-  auto key_of = [&](const nlohmann::json& params) {
-    BuildContext ctx{w, hw, params, Fidelity::curve};
-    try {
-      s->build(ctx);
-    } catch (const InputError& e) {
-      return e.key_path();
-    }
-    return std::string("none");
-  };
+  auto key_of = [&](const nlohmann::json& params) { return refused_key(*s, w, hw, params); };
   CHECK(key_of({{"atomic_gemm", true}}) == "params.atomic_gemm");  // bf16: TE allows it for FP8 only
   CHECK(key_of({{"method", "split"}}) == "params.method");
   CHECK(key_of({{"num_sm", 0}}) == "params.num_sm");
@@ -237,15 +229,7 @@ TEST_CASE("te_userbuffers per GEMM name: refused where TE refuses or the layer h
   const HardwareProfile hw = ideal_profile(4, 1000, 8);
   Workload step = mlp_workload(4);
   step.training.pass = Pass::step;
-  auto key_of = [&](const Workload& w, const nlohmann::json& params) {
-    BuildContext ctx{w, hw, params, Fidelity::curve};
-    try {
-      s->build(ctx);
-    } catch (const InputError& e) {
-      return e.key_path();
-    }
-    return std::string("none");
-  };
+  auto key_of = [&](const Workload& w, const nlohmann::json& params) { return refused_key(*s, w, hw, params); };
   CHECK(key_of(step, {{"qkv_fprop.method", "ring_exchange"}}) == "params.qkv_fprop.method");  // no attention
   CHECK(key_of(step, {{"fc1_fprop.method", "pipeline"}}) == "params.fc1_fprop.method");      // add_ub: not for AG
   CHECK(key_of(step, {{"fc2_fprop.num_sm", 0}}) == "params.fc2_fprop.num_sm");
@@ -450,15 +434,7 @@ TEST_CASE("te_userbuffers atomic ring_exchange: one GEMM, tp - 1 sends each afte
 TEST_CASE("te_userbuffers atomic_gemm: TE's rules refused at their keys", "[te][atomic][params]") {
   const SchemeInfo* s = find_scheme("te_userbuffers");
   const HardwareProfile hw = fp8_profile(4);
-  auto key_of = [&](const Workload& w, const nlohmann::json& params) {
-    BuildContext ctx{w, hw, params, Fidelity::curve};
-    try {
-      s->build(ctx);
-    } catch (const InputError& e) {
-      return e.key_path();
-    }
-    return std::string("none");
-  };
+  auto key_of = [&](const Workload& w, const nlohmann::json& params) { return refused_key(*s, w, hw, params); };
   const Workload bf16 = mlp_workload(4), f8 = fp8(mlp_workload(4));
   // add_ub: FP8 only.
   CHECK(key_of(bf16, {{"atomic_gemm", true}}) == "params.atomic_gemm");

@@ -1,12 +1,13 @@
 #pragma once
-// Helpers the scheme tests share (test_te_userbuffers.cpp, test_flux.cpp): a TP+SP MLP workload, a
-// scheme built or evaluated on a profile, and the bytes a byte-accounting matrix holds.
+// Helpers the scheme tests share: a TP+SP MLP workload, a scheme built or evaluated on a profile, the
+// key a refused build names, and the bytes a byte-accounting matrix holds.
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cost_model/input_error.hpp"
 #include "sim/engine.hpp"
 #include "sim/metrics.hpp"
 #include "sim/node_builder.hpp"
@@ -28,6 +29,19 @@ inline BuiltScheme build_scheme(const std::string& scheme, const Workload& w, co
   REQUIRE(s);
   BuildContext ctx{w, hw, params, fidelity};
   return s->build(ctx);
+}
+
+// The key path the InputError names when `scheme` is built with `params` ("params.m"), or "none"
+// when it builds.
+inline std::string refused_key(const SchemeInfo& scheme, const Workload& w, const HardwareProfile& hw,
+                               const nlohmann::json& params) {
+  BuildContext ctx{w, hw, params, Fidelity::curve};
+  try {
+    scheme.build(ctx);
+  } catch (const InputError& e) {
+    return e.key_path();
+  }
+  return "none";
 }
 
 // The engine's makespan of the scheme's graph.
