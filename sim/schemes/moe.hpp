@@ -29,8 +29,9 @@ struct MoeLayerOptions {
 BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& options);
 
 // One MoE layer (build_moe_layer's ops) emitted into `b` on the streams `st` (compute and comm per
-// rank: ep x expert_tp ranks, ETP innermost), rank r's first op after start[r] (start empty: none), every op name prefixed by `prefix`
-// ("L3."). Returns each rank's last op (the layer's output is there once it ends) and the reason line.
+// rank: ep x expert_tp ranks, ETP innermost), rank r's first op after start[r] (start empty: none),
+// every op name prefixed by `prefix` ("L3."). Returns each rank's last op (the layer's output is there
+// once it ends) and the reason line.
 struct MoeLayerOps {
   std::vector<OpId> end;
   std::string reason;

@@ -217,7 +217,8 @@ TEST_CASE("moe expert_tp: bad inputs exit 2 naming file, line and key", "[moe][c
   CHECK(r.err.find("8 x 2 = 16 GPUs") != std::string::npos);
   // The schemes without an expert-TP form are refused by name, not run with whole experts.
   for (const std::string scheme : {"moe_flashoverlap", "moe_tile_fused"}) {
-    const CliResult s = cli({"run", dir.write("s.yaml", scenario("8", "2", "4", "  expert_tp: 2\nschemes: [" + scheme + "]\n"))});
+    const std::string text = scenario("8", "2", "4", "  expert_tp: 2\nschemes: [" + scheme + "]\n");
+    const CliResult s = cli({"run", dir.write("s.yaml", text)});
     INFO(s.err);
     CHECK(s.rc == 2);
     CHECK(s.err.find("workload.expert_tp") != std::string::npos);
