@@ -162,6 +162,14 @@ std::vector<ReportContext::Skipped> schemes_not_applying(const Workload& workloa
       out.push_back({s.name, "forward passes only: no backward form"});
     else if (has_moe_layers(workload) && !has_moe_layers(dense) && s.applies(dense))
       out.push_back({s.name, "dense FFN layers only: no MoE form"});
+    else if (const Moe* m = std::get_if<Moe>(&workload.shape); m && m->expert_tp > 1 && [&] {
+               // A moe scheme without an expert-TP form (sim/schemes/moe.hpp moe_expert_tp_refusal).
+               Workload whole = workload;
+               std::get<Moe>(whole.shape).expert_tp = 1;
+               whole.tp = m->ep;
+               return s.applies(whole);
+             }())
+      out.push_back({s.name, "moe with expert_tp 1: no expert-TP form"});
     else
       out.push_back({s.name, scheme_applies_to(s)});
   }
@@ -197,8 +205,13 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
   std::string text;
   j["kind"] = w.kind;
   j["tp"] = w.tp;
-  // A moe workload's ranks are its EP ranks (Workload::tp holds ep for it): named as such.
-  text = std::holds_alternative<Moe>(w.shape) ? fmt::format("{} ep={}", w.kind, w.tp) : fmt::format("{} tp={}", w.kind, w.tp);
+  // A moe workload's ranks are its EP ranks (Workload::tp holds ep x expert_tp for it): named as such,
+  // with expert_tp when each expert's FFN is split over several GPUs.
+  if (const Moe* m = std::get_if<Moe>(&w.shape))
+    text = m->expert_tp > 1 ? fmt::format("{} ep={} expert_tp={}", w.kind, m->ep, m->expert_tp)
+                            : fmt::format("{} ep={}", w.kind, w.tp);
+  else
+    text = fmt::format("{} tp={}", w.kind, w.tp);
   // A MoE block's fields; in a transformer (`in_transformer`) d_model is the model's, already printed,
   // and the tokens are the per-rank shard the transformer's batch x seq gives.
   auto moe_fields = [&](const Moe& s, bool in_transformer) {
@@ -259,6 +272,7 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
           if (s.allreduce_us >= 0) field(j, text, "allreduce_us", s.allreduce_us);
         } else if constexpr (std::is_same_v<S, Moe>) {
           j["ep"] = s.ep;
+          if (s.expert_tp > 1) j["expert_tp"] = s.expert_tp;
           moe_fields(s, false);
         } else if constexpr (std::is_same_v<S, Transformer>) {
           field(j, text, "model", s.model);

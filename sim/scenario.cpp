@@ -19,6 +19,7 @@
 #include "cost_model/source_paths.hpp"
 #include "cost_model/yaml_reader.hpp"
 #include "sim/model_config.hpp"
+#include "sim/schemes/moe.hpp"
 #include "sim/workload_shapes.hpp"
 
 namespace overlap::sim {
@@ -374,11 +375,11 @@ void read_moe_routing(const YamlReader& w, Moe& m) {
 
 // workload kind moe (sim/workload.hpp Moe; docs/guide/moe.md).
 Moe read_moe(const YamlReader& w, int max_ranks) {
-  w.allow_keys(workload_keys({"experts", "top_k", "d_model", "d_ffn_expert", "tokens", "ep", "capacity_factor", "routing",
-                              "seed", "shared_experts", "dtype"}));
+  w.allow_keys(workload_keys({"experts", "top_k", "d_model", "d_ffn_expert", "tokens", "ep", "expert_tp", "capacity_factor",
+                              "routing", "seed", "shared_experts", "dtype"}));
   if (w.has("tp") && w.get_int_in("tp", ranges::tp) != 1)
-    w.fail_at("tp", "TP inside each expert is not modelled: moe runs every expert on one GPU (tp: 1); the "
-                    "expert-parallel group is `ep`");
+    w.fail_at("tp", "moe takes no `tp`: TP inside each expert is `expert_tp` (Megatron-core's "
+                    "--expert-tensor-parallel-size), the expert-parallel group is `ep`");
   Moe m;
   m.file = w.file();
   m.line = w.line();
@@ -393,6 +394,15 @@ Moe read_moe(const YamlReader& w, int max_ranks) {
   require_divides(w, "ep", m.experts, m.ep, fmt::format("ep = {} (every EP rank holds experts / ep experts)", m.ep));
   m.d_model = w.get_int_in("d_model", ranges::width);
   m.d_ffn_expert = w.get_int_in("d_ffn_expert", ranges::width);
+  // Expert TP (docs/guide/moe.md "Expert tensor parallelism"): ep x expert_tp GPUs, ETP innermost.
+  const std::int64_t expert_tp = w.get_int_in("expert_tp", ranges::tp, 1);
+  if (ep * expert_tp > max_ranks)
+    w.fail_at("expert_tp", fmt::format("ep x expert_tp = {} x {} = {} GPUs, but the hardware has {} GPUs", ep, expert_tp,
+                                       ep * expert_tp, max_ranks));
+  m.expert_tp = static_cast<int>(expert_tp);
+  require_divides(w, "expert_tp", m.d_ffn_expert, m.expert_tp,
+                  fmt::format("expert_tp = {} (d_ffn_expert = {}: each expert's FFN is split expert_tp ways)",
+                              m.expert_tp, m.d_ffn_expert));
   m.tokens = w.get_int_in("tokens", ranges::tokens);
   m.shared_experts = static_cast<int>(w.get_int_in("shared_experts", ranges::shared_experts, 0));
   m.dtype = read_dtype(w, "dtype", DType::bf16);
@@ -475,7 +485,7 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
   out.kind = kind_node.as_string();
   if (out.kind == "moe") {
     const Moe m = read_moe(w, max_ranks);
-    out.tp = m.ep;  // the graph's ranks: the EP group
+    out.tp = m.ep * m.expert_tp;  // the graph's ranks: ep x expert_tp (ETP innermost)
     out.shape = m;
     out.training = read_training(w, out.kind, out.tp, max_ranks);
     return out;
@@ -623,6 +633,11 @@ SchemeSpec read_scheme(const YamlReader& e, const Workload& workload, const Hard
     name_node.fail("scheme '" + spec.name + "' has no backward form, so it cannot run a training step (pass " +
                    pass_name(workload.training.pass) + (workload.training.parallel.dp > 1 ? ", data parallelism" : "") +
                    "); schemes that can: " + scheme_names_applying(workload));
+  // A moe scheme without an expert-TP form names the key and why (sim/schemes/moe.hpp).
+  if (const auto why = moe_expert_tp_refusal(workload, spec.name)) {
+    if (info->applies && !info->applies(workload))
+      throw InputError(name_node.file(), name_node.line(), "workload.expert_tp", *why);
+  }
   if (info->applies && !info->applies(workload))
     name_node.fail("scheme '" + spec.name + "' does not apply to a " + workload.kind +
                    " workload (schemes that do: " + scheme_names_applying(workload) + ")");

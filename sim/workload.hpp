@@ -72,12 +72,16 @@ struct DecodeStack {
 
 // One Mixture-of-Experts layer over an expert-parallel (EP) group (docs/guide/moe.md): router GEMM,
 // dispatch all-to-allv, each rank's local experts as grouped GEMMs (gated FFN: gate+up, activation,
-// down), combine all-to-allv, shared experts. Ranks are the EP ranks (TP inside each expert is 1);
-// Workload::tp holds `ep` for this kind (the graph's ranks).
+// down), combine all-to-allv, shared experts. With expert_tp > 1 every expert's FFN is split over
+// expert_tp GPUs (Megatron-core's --expert-tensor-parallel-size, AllToAll dispatcher): the graph's ranks
+// are ep x expert_tp, rank = ep_index x expert_tp + etp_index (ETP innermost), and an all-gather /
+// reduce-scatter over the ETP group surrounds the expert GEMMs (docs/guide/moe.md "Expert tensor
+// parallelism"). Workload::tp holds ep x expert_tp for this kind (the graph's ranks).
 struct Moe {
   int experts = 0;
   int top_k = 0;
   int ep = 0;                        // EP ranks; divides experts
+  int expert_tp = 1;                 // GPUs each expert's FFN is split over; divides d_ffn_expert
   std::int64_t d_model = 0;
   std::int64_t d_ffn_expert = 0;     // each expert's (gated) FFN width
   std::int64_t tokens = 0;           // tokens each EP rank routes
@@ -146,7 +150,7 @@ struct Training {
 struct Workload {
   // gemm_collective | mlp_tpsp | attention_tpsp | attention_ulysses | decode_stack | transformer | moe
   std::string kind;
-  int tp = 1;  // ranks in the tensor/sequence-parallel group (moe: the EP group, Moe::ep)
+  int tp = 1;  // ranks in the tensor/sequence-parallel group (moe: Moe::ep x Moe::expert_tp)
   std::variant<GemmCollective, MlpTpSp, AttentionTpSp, AttentionUlysses, DecodeStack, Transformer, Moe> shape;
   Training training = {};  // pass, recomputation and data parallelism; the default is a forward pass alone
 };

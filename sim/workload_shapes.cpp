@@ -279,7 +279,12 @@ void validate_workload(const Workload& w) {
       throw std::invalid_argument(fmt::format("workload.top_k: must be in [1, experts = {}] (got {})", m.experts, m.top_k));
     if (m.ep < 1 || m.experts % m.ep != 0)
       throw std::invalid_argument(fmt::format("workload.ep: must divide experts = {} (got {})", m.experts, m.ep));
-    if (w.tp != m.ep) throw std::invalid_argument(fmt::format("workload.ep: the graph's ranks ({}) must be ep ({})", w.tp, m.ep));
+    if (m.expert_tp < 1 || m.d_ffn_expert % m.expert_tp != 0)
+      throw std::invalid_argument(fmt::format("workload.expert_tp: must divide d_ffn_expert = {} (got {})",
+                                              m.d_ffn_expert, m.expert_tp));
+    if (w.tp != m.ep * m.expert_tp)
+      throw std::invalid_argument(fmt::format("workload.ep: the graph's ranks ({}) must be ep x expert_tp ({} x {})", w.tp,
+                                              m.ep, m.expert_tp));
     if (m.shared_experts < 0) throw std::invalid_argument("workload.shared_experts: must be >= 0");
   } else {
     throw std::invalid_argument(fmt::format("workload.kind: unknown kind '{}'", w.kind));

@@ -6,13 +6,16 @@
 // all-to-allvs end with their slowest rank, cost_model/all_to_allv.hpp).
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cost_model/all_to_allv.hpp"
+#include "cost_model/input_error.hpp"
 #include "cost_model/moe_routing.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "sim/schemes/scheme.hpp"
+#include "sim/workload_shapes.hpp"
 
 namespace overlap::sim {
 
@@ -25,9 +28,10 @@ struct MoeLayerOptions {
 // The moe workload's layer, or a MoE transformer's layers (build_moe_transformer), with these options.
 BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& options);
 
-// One MoE layer (build_moe_layer's ops) emitted into `b` on the streams `st` (compute and comm per EP
-// rank), rank r's first op after start[r] (start empty: none), every op name prefixed by `prefix`
-// ("L3."). Returns each rank's last op (the layer's output is there once it ends) and the reason line.
+// One MoE layer (build_moe_layer's ops) emitted into `b` on the streams `st` (compute and comm per
+// rank: ep x expert_tp ranks, ETP innermost), rank r's first op after start[r] (start empty: none),
+// every op name prefixed by `prefix` ("L3."). Returns each rank's last op (the layer's output is there
+// once it ends) and the reason line.
 struct MoeLayerOps {
   std::vector<OpId> end;
   std::string reason;
@@ -52,6 +56,21 @@ BuiltScheme build_moe_transformer(const BuildContext& ctx, bool collectives_only
 // `dep` when the model has no shared experts. Defined in moe_pipeline.cpp; every moe scheme runs them.
 OpId add_moe_shared_experts(GraphBuilder& b, int r, StreamId stream, const Moe& m, OpId dep,
                             const std::string& prefix = "");
+
+// Expert tensor parallelism (Moe::expert_tp > 1; docs/guide/moe.md "Expert tensor parallelism"): each
+// EP rank's expert GEMMs as every member of its ETP group runs them: M = the rows the group gathered
+// (expert_tp x the EP rank's count, every member routing its EP rank's counts), gate+up N =
+// 2 d_ffn_expert / expert_tp (column-parallel), down K = d_ffn_expert / expert_tp (row-parallel).
+// `tokens` are the EP ranks' counts [src][expert] (one chunk's or the layer's). Defined in
+// moe_pipeline.cpp.
+MoeShapes moe_etp_shapes(const Moe& m, const CountMatrix& tokens);
+// nccl-tests S of the ETP all-gather (and of the reduce-scatter of the down projection's partial sums)
+// of EP rank `ep_rank`'s group: the gathered rows (expert_tp x what each member received) x d_model.
+// `ep_shapes` is moe_shapes of the EP ranks' counts.
+Bytes moe_etp_gathered_bytes(const Moe& m, const MoeShapes& ep_shapes, int ep_rank);
+// Why a moe scheme that does not model expert TP refuses the workload (nullopt: it runs): schemes
+// whose applies() is false for expert_tp > 1 name the key and the reason (sim/scenario.cpp read_scheme).
+std::optional<std::string> moe_expert_tp_refusal(const Workload& w, const std::string& scheme);
 
 // The combine bytes of the down-projection tiles [first, last) of one rank's grouped GEMM, to each
 // source rank: expert e's rows are the slots tokens[src][e] of every source in source order, and a

@@ -218,6 +218,8 @@ BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
   };
   if (ctx.workload.kind == "transformer") return build_moe_transformer(ctx, false, block);
   const Moe& m = std::get<Moe>(ctx.workload.shape);
+  if (const auto why = moe_expert_tp_refusal(ctx.workload, "moe_flashoverlap"))
+    throw InputError(m.file, m.line, "workload.expert_tp", *why);
   GraphBuilder b(ctx, m.ep);
   const RankStreams st = b.add_compute_and_comm_streams();
   MoeLayerOps ops = block(b, st, m, moe_routing(m), {}, "");
@@ -231,9 +233,12 @@ SchemeInfo make_moe_flashoverlap_scheme() {
           .source = "flashoverlap-paper Sec. 2.3.3, 3.3.3 (3), 4.2 (GEMM + All-to-All, imbalance-aware predictor)",
           .summary =
               "MoE layer: the down projection's tiles signal wave groups, each group's rows combined as soon "
-              "as it is done",
+              "as it is done (expert_tp 1 only)",
           .params = {kGroupWaves},
-          .applies = [](const Workload& w) { return has_moe_layers(w); },
+          // expert_tp > 1 is refused (moe_expert_tp_refusal): no form split over an ETP group.
+          .applies = [](const Workload& w) {
+            return has_moe_layers(w) && !moe_expert_tp_refusal(w, "moe_flashoverlap");
+          },
           .build = build_moe_flashoverlap};
 }
 

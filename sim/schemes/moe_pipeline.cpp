@@ -13,11 +13,16 @@
 //
 // Chunking is per (source, expert) count: chunk c carries count / C slots of every pair (the first
 // count % C chunks one more), so every chunk is the routing in miniature, imbalance included.
+// With expert TP (Moe::expert_tp; docs/guide/moe.md "Expert tensor parallelism", Megatron-core's
+// AllToAll dispatcher with --expert-tensor-parallel-size) each chunk also runs an all-gather over the
+// ETP group after its dispatch and a reduce-scatter after its experts, on the same comm stream:
+//   d0, g0, d1, g1, s0, k0, d2, g2, s1, k1, ...
 // The shared experts run on the compute stream right after the router when chunked (overlapping the
 // first dispatch, as Megatron-core's moe_shared_expert_overlap does), after the combine otherwise.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -30,21 +35,23 @@ namespace overlap::sim {
 
 namespace {
 
-// One rank's gated expert FFN (grouped gate+up GEMM, activation, grouped down GEMM) after `dep`.
-OpId add_experts(GraphBuilder& b, int r, StreamId stream, const MoeShapes& sh, const std::string& name, OpId dep) {
+// Rank r's gated expert FFN (grouped gate+up GEMM, activation, grouped down GEMM) after `dep`, its
+// GEMMs those of EP rank `e` in `sh` (e = r without expert TP).
+OpId add_experts(GraphBuilder& b, int r, int e, StreamId stream, const MoeShapes& sh, const std::string& name,
+                 OpId dep) {
   GemmOptions up;
   up.name = name + ".up";
   if (dep != kNoOp) up.deps = {dep};
-  const OpId u = b.add_grouped_gemm(r, stream, sh.up[static_cast<std::size_t>(r)], up);
+  const OpId u = b.add_grouped_gemm(r, stream, sh.up[static_cast<std::size_t>(e)], up);
   MemoryKernel act;
   act.name = name + ".act";
-  act.bytes = sh.activation_bytes[static_cast<std::size_t>(r)];
+  act.bytes = sh.activation_bytes[static_cast<std::size_t>(e)];
   act.deps = {u};
   const OpId a = b.add_memory(r, stream, act);
   GemmOptions down;
   down.name = name + ".down";
   down.deps = {a};
-  return b.add_grouped_gemm(r, stream, sh.down[static_cast<std::size_t>(r)], down);
+  return b.add_grouped_gemm(r, stream, sh.down[static_cast<std::size_t>(e)], down);
 }
 
 std::vector<std::vector<OpId>> per_member(const std::vector<OpId>& ops) {
@@ -76,7 +83,8 @@ MoeLayerOps emit_moe_layer(GraphBuilder& b, const RankStreams& st, const Moe& m,
                            const MoeLayerOptions& options, const std::vector<OpId>& start, const std::string& prefix) {
   const int C = std::max(1, options.chunks);
   const bool compute = !options.collectives_only;
-  const int n = m.ep;
+  const int etp = std::max(1, m.expert_tp);
+  const int n = m.ep * etp;  // graph ranks: rank = ep_index x expert_tp + etp_index
   auto start_of = [&](int r) { return start.empty() ? kNoOp : start[static_cast<std::size_t>(r)]; };
 
   std::vector<OpId> router(static_cast<std::size_t>(n), kNoOp);
@@ -93,38 +101,91 @@ MoeLayerOps emit_moe_layer(GraphBuilder& b, const RankStreams& st, const Moe& m,
                                prefix);
     }
 
-  std::vector<MoeShapes> chunk;
-  for (int c = 0; c < C; ++c)
+  // chunk[c]: the EP ranks' dispatch / combine bytes of chunk c; gemm[c]: each EP rank's expert GEMMs
+  // (moe_etp_shapes: the ETP group's gathered rows, the FFN split expert_tp ways; chunk[c] itself
+  // without expert TP).
+  std::vector<MoeShapes> chunk, gemm;
+  for (int c = 0; c < C; ++c) {
     chunk.push_back(moe_shapes(m, C == 1 ? routing.tokens : moe_chunk_tokens(routing.tokens, C, c)));
+    if (etp > 1) gemm.push_back(moe_etp_shapes(m, chunk.back().tokens));
+  }
+  const std::vector<MoeShapes>& gemms = etp > 1 ? gemm : chunk;
   auto name_of = [&](const char* what, int c) {
     return prefix + (C > 1 ? fmt::format("{}[{}]", what, c) : std::string(what));
   };
+  // An all-to-allv of EP-rank bytes over every EP group (the ranks of one etp_index), the per-rank ops
+  // by graph rank. Without expert TP: one over every rank.
+  auto all_to_allv = [&](const std::string& name, const overlap::PairBytes& bytes, const std::vector<OpId>& deps) {
+    if (etp == 1) {
+      AllToAllvSpec s;
+      s.name = name;
+      s.bytes = bytes;
+      s.streams = st.comm;
+      s.deps = per_member(deps);
+      return b.add_all_to_allv(s);
+    }
+    std::vector<OpId> out(static_cast<std::size_t>(n), kNoOp);
+    for (int j = 0; j < etp; ++j) {
+      AllToAllvSpec s;
+      s.name = name;
+      s.bytes = bytes;
+      for (int e = 0; e < m.ep; ++e) s.ranks.push_back(e * etp + j);
+      for (const int r : s.ranks) {
+        s.streams.push_back(st.comm[static_cast<std::size_t>(r)]);
+        const OpId d = deps.empty() ? kNoOp : deps[static_cast<std::size_t>(r)];
+        s.deps.push_back(d == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{d});
+      }
+      const std::vector<OpId> ops = b.add_all_to_allv(s);
+      for (std::size_t i = 0; i < ops.size(); ++i) out[static_cast<std::size_t>(s.ranks[i])] = ops[i];
+    }
+    return out;
+  };
+  // The ETP all-gather (tokens each member received -> the union, every member's) or reduce-scatter
+  // (the down projection's partial sums of the union -> each member's own rows) of chunk c over every
+  // ETP group; nccl-tests S is the union's rows x d_model either way. Without expert TP: `deps`.
+  auto etp_collective = [&](const char* what, Primitive primitive, int c, const std::vector<OpId>& deps) {
+    if (etp == 1) return deps;
+    std::vector<OpId> out(static_cast<std::size_t>(n), kNoOp);
+    for (int e = 0; e < m.ep; ++e) {
+      CollectiveSpec s;
+      s.name = name_of(what, c);
+      s.primitive = primitive;
+      s.bytes = moe_etp_gathered_bytes(m, chunk[static_cast<std::size_t>(c)], e);
+      for (int j = 0; j < etp; ++j) {
+        const int r = e * etp + j;
+        s.ranks.push_back(r);
+        s.streams.push_back(st.comm[static_cast<std::size_t>(r)]);
+        const OpId d = deps[static_cast<std::size_t>(r)];
+        s.deps.push_back(d == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{d});
+      }
+      const std::vector<OpId> ops = b.add_collective(s);
+      for (std::size_t i = 0; i < ops.size(); ++i) out[static_cast<std::size_t>(s.ranks[i])] = ops[i];
+    }
+    return out;
+  };
   auto dispatch = [&](int c, const std::vector<OpId>& deps) {
-    AllToAllvSpec s;
-    s.name = name_of("dispatch", c);
-    s.bytes = chunk[static_cast<std::size_t>(c)].dispatch;
-    s.streams = st.comm;
-    s.deps = per_member(deps);
-    return b.add_all_to_allv(s);
+    return all_to_allv(name_of("dispatch", c), chunk[static_cast<std::size_t>(c)].dispatch, deps);
   };
 
+  // On each rank's comm stream: d0 [g0] d1 [g1] [s0] k0 d2 [g2] [s1] k1 ... (g: ETP all-gather, s: ETP
+  // reduce-scatter), so chunk c+1's dispatch and gather run while chunk c's experts compute.
   std::vector<std::vector<OpId>> dispatched(static_cast<std::size_t>(C));
   std::vector<OpId> last = router;
-  dispatched[0] = dispatch(0, router);
+  dispatched[0] = etp_collective("gather", Primitive::all_gather, 0, dispatch(0, router));
   for (int c = 0; c < C; ++c) {
-    if (c + 1 < C) dispatched[static_cast<std::size_t>(c + 1)] = dispatch(c + 1, {});
+    if (c + 1 < C)
+      dispatched[static_cast<std::size_t>(c + 1)] =
+          etp_collective("gather", Primitive::all_gather, c + 1, dispatch(c + 1, {}));
     std::vector<OpId> experts(static_cast<std::size_t>(n), kNoOp);
     if (compute)
       for (int r = 0; r < n; ++r)
         experts[static_cast<std::size_t>(r)] =
-            add_experts(b, r, st.compute[static_cast<std::size_t>(r)], chunk[static_cast<std::size_t>(c)],
+            add_experts(b, r, r / etp, st.compute[static_cast<std::size_t>(r)], gemms[static_cast<std::size_t>(c)],
                         name_of("experts", c), dispatched[static_cast<std::size_t>(c)][static_cast<std::size_t>(r)]);
-    AllToAllvSpec k;
-    k.name = name_of("combine", c);
-    k.bytes = chunk[static_cast<std::size_t>(c)].combine;
-    k.streams = st.comm;
-    k.deps = per_member(experts);
-    last = b.add_all_to_allv(k);
+    else if (etp > 1)
+      experts = dispatched[static_cast<std::size_t>(c)];  // collectives alone: the scatter follows the gather
+    last = all_to_allv(name_of("combine", c), chunk[static_cast<std::size_t>(c)].combine,
+                       etp_collective("scatter", Primitive::reduce_scatter, c, experts));
   }
   // Chunked, the shared experts ran before the last chunk's experts on the compute stream, so the last
   // combine ends the layer; unchunked they follow the combine.
@@ -133,25 +194,60 @@ MoeLayerOps emit_moe_layer(GraphBuilder& b, const RankStreams& st, const Moe& m,
       last[static_cast<std::size_t>(r)] = add_moe_shared_experts(b, r, st.compute[static_cast<std::size_t>(r)], m,
                                                                  last[static_cast<std::size_t>(r)], prefix);
 
-  // The reason line: how uneven the experts' work is (the slowest rank's rows against the mean).
+  // The reason line: how uneven the experts' work is (the slowest EP rank's rows against the mean).
   std::int64_t most = 0, total = 0;
   int busiest = 0;
-  for (int r = 0; r < n; ++r) {
+  for (int r = 0; r < m.ep; ++r) {
     const std::int64_t rows = routing.received(r);
     total += rows;
     if (rows > most) most = rows, busiest = r;
   }
-  const double mean = static_cast<double>(total) / n;
-  return {last, fmt::format("{}; busiest rank {} runs {} expert rows ({:.2f}x the mean){}",
-                            C > 1 ? fmt::format("{} token chunks", C) : std::string("no overlap"), busiest, most,
-                            mean > 0 ? static_cast<double>(most) / mean : 0.0,
-                            routing.dropped() > 0 ? fmt::format(", {} slots dropped", routing.dropped()) : "")};
+  const double mean = static_cast<double>(total) / m.ep;
+  return {last, fmt::format("{}; busiest {}rank {} runs {} expert rows ({:.2f}x the mean){}{}",
+                            C > 1 ? fmt::format("{} token chunks", C) : std::string("no overlap"), etp > 1 ? "EP " : "",
+                            busiest, etp > 1 ? etp * most : most, mean > 0 ? static_cast<double>(most) / mean : 0.0,
+                            routing.dropped() > 0 ? fmt::format(", {} slots dropped", routing.dropped()) : "",
+                            etp > 1 ? fmt::format(", gathered over expert_tp = {} GPUs at 1/{} of each expert's FFN",
+                                                  etp, etp)
+                                    : "")};
+}
+
+MoeShapes moe_etp_shapes(const Moe& m, const CountMatrix& tokens) {
+  const int etp = std::max(1, m.expert_tp);
+  // Every ETP member of an EP rank routes that rank's counts (emit_moe_layer), so the union an ETP group
+  // gathers is expert_tp x each count; each member runs 1 / expert_tp of every expert's FFN on it.
+  Moe split = m;
+  split.d_ffn_expert = m.d_ffn_expert / etp;
+  split.expert_tp = 1;
+  CountMatrix gathered = tokens;
+  for (auto& row : gathered)
+    for (std::int64_t& count : row) count *= etp;
+  return moe_shapes(split, gathered);
+}
+
+Bytes moe_etp_gathered_bytes(const Moe& m, const MoeShapes& ep_shapes, int ep_rank) {
+  std::int64_t rows = 0;
+  for (const RankGemm& g : ep_shapes.up[static_cast<std::size_t>(ep_rank)]) rows += g.m;
+  return activation_bytes(std::max(1, m.expert_tp) * rows, m.d_model, m.dtype);
+}
+
+std::optional<std::string> moe_expert_tp_refusal(const Workload& w, const std::string& scheme) {
+  const Moe* m = std::get_if<Moe>(&w.shape);
+  if (!m || m->expert_tp <= 1 || (scheme != "moe_flashoverlap" && scheme != "moe_tile_fused")) return std::nullopt;
+  // FlashOverlap's wave groups would feed the ETP reduce-scatter and then the combine, and the tile-fused
+  // kernels would consume the gathered rows by source group: neither form is built, so refused rather
+  // than run with every expert on one GPU.
+  return fmt::format("expert_tp = {}: {} models every expert's FFN on one GPU (its {} is not split over an "
+                     "ETP group's all-gather and reduce-scatter); schemes that run expert TP: no_overlap, "
+                     "moe_pipeline",
+                     m->expert_tp, scheme,
+                     scheme == "moe_flashoverlap" ? "wave-grouped combine" : "tile-fused dispatch and combine");
 }
 
 BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& options) {
   if (has_moe_layers(ctx.workload) && ctx.workload.kind == "transformer") return build_moe_transformer(ctx, options);
   const Moe& m = std::get<Moe>(ctx.workload.shape);
-  GraphBuilder b(ctx, m.ep);
+  GraphBuilder b(ctx, m.ep * m.expert_tp);
   const RankStreams st = b.add_compute_and_comm_streams();
   MoeLayerOps ops = emit_moe_layer(b, st, m, moe_routing(m), options, {}, "");
   return b.finish(std::move(ops.reason));

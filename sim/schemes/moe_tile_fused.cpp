@@ -238,6 +238,8 @@ BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
                                    return emit_moe_tile_fused(b, st, m, routing, knobs, start, prefix, true);
                                  });
   const Moe& m = std::get<Moe>(ctx.workload.shape);
+  if (const auto why = moe_expert_tp_refusal(ctx.workload, "moe_tile_fused"))
+    throw InputError(m.file, m.line, "workload.expert_tp", *why);
   GraphBuilder b(ctx, m.ep);
   RankStreams st;
   st.compute = b.add_streams("compute", 0);
@@ -253,9 +255,13 @@ SchemeInfo make_moe_tile_fused_scheme() {
           .source = "flashoverlap-paper Sec. 2.4.2: Comet (Zhang et al., MLSys 2025) thread-block specialisation, "
                     "FLUX (arXiv 2406.06858) tile-level fusion",
           .summary = "MoE layer with the all-to-alls fused into the expert GEMMs: tokens consumed by source group as "
-                     "they land, output tiles sent as they finish, communication on comm_sms dedicated SMs",
+                     "they land, output tiles sent as they finish, communication on comm_sms dedicated SMs (expert_tp 1 "
+                     "only)",
           .params = {kTileSignal, kCommSms, kDispatchPieces},
-          .applies = [](const Workload& w) { return has_moe_layers(w); },
+          // expert_tp > 1 is refused (moe_expert_tp_refusal): no form split over an ETP group.
+          .applies = [](const Workload& w) {
+            return has_moe_layers(w) && !moe_expert_tp_refusal(w, "moe_tile_fused");
+          },
           .build = build_moe_tile_fused};
 }
 

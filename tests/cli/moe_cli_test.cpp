@@ -35,14 +35,20 @@ struct MoeDir {
   }
 };
 
+// The first four lines every scenario here shares: its name, the 8-GPU node, and the workload's kind.
+std::string scenario_head(const std::string& name, const std::string& kind) {
+  std::string s = "name: " + name + "\n";                  // line 1
+  s += "hardware: h100-sxm-8x-nvswitch\n";                 // line 2
+  s += "workload:\n";                                      // line 3
+  s += "  kind: " + kind + "\n";                           // line 4
+  return s;
+}
+
 // A valid moe scenario (experts, top_k and ep on lines 5, 6 and 7) with `extra` lines appended to the
 // workload from line 11 on.
 std::string scenario(const std::string& experts = "8", const std::string& top_k = "2", const std::string& ep = "4",
                      const std::string& extra = "") {
-  std::string s = "name: moe-bad\n";                       // line 1
-  s += "hardware: h100-sxm-8x-nvswitch\n";                 // line 2
-  s += "workload:\n";                                      // line 3
-  s += "  kind: moe\n";                                    // line 4
+  std::string s = scenario_head("moe-bad", "moe");
   s += "  experts: " + experts + "\n";                     // line 5
   s += "  top_k: " + top_k + "\n";                         // line 6
   s += "  ep: " + ep + "\n";                               // line 7
@@ -79,7 +85,7 @@ TEST_CASE("moe: bad inputs exit 2 naming file, line and key", "[moe][cli]") {
   refused(dir, scenario("16", "2", "16"), "workload.ep", 7);  // more EP ranks than GPUs (8)
   refused(dir, scenario("8", "2", "4", "  capacity_factor: 0\n"), "workload.capacity_factor", 11);
   refused(dir, scenario("8", "2", "4", "  capacity_factor: -1\n"), "workload.capacity_factor", 11);
-  refused(dir, scenario("8", "2", "4", "  tp: 2\n"), "workload.tp", 11);  // TP inside experts: not modelled
+  refused(dir, scenario("8", "2", "4", "  tp: 2\n"), "workload.tp", 11);  // TP inside experts is expert_tp
   refused(dir, scenario("8", "2", "4", "  routing: \"zipf: -1\"\n"), "workload.routing", 11);
   refused(dir, scenario("8", "2", "4", "  pass: step\n"), "workload.pass", 11);
 }
@@ -116,10 +122,7 @@ namespace {
 // appended to the workload from line 10 on.
 std::string transformer(const std::string& model = "mixtral-8x7b", const std::string& tp = "4",
                         const std::string& extra = "") {
-  std::string s = "name: moe-transformer\n";               // line 1
-  s += "hardware: h100-sxm-8x-nvswitch\n";                 // line 2
-  s += "workload:\n";                                      // line 3
-  s += "  kind: transformer\n";                            // line 4
+  std::string s = scenario_head("moe-transformer", "transformer");
   s += "  model: " + model + "\n";                         // line 5
   s += "  tp: " + tp + "\n";                               // line 6
   s += "  layers: 2\n";                                    // line 7
@@ -164,4 +167,61 @@ TEST_CASE("moe transformer: bad inputs exit 2 naming file, line and key", "[moe]
   refused(dir, transformer("mixtral-8x7b", "4", "  dense_layers: 3\n"), "workload.dense_layers", 10);
   refused(dir, transformer("mixtral-8x7b", "4", "  pass: step\n"), "workload.pass", 10);
   refused(dir, transformer("mixtral-8x7b", "4", "  capacity_factor: 0\n"), "workload.capacity_factor", 10);
+}
+
+TEST_CASE("moe expert_tp: the old tp key points to expert_tp", "[moe][cli]") {
+  MoeDir dir;
+  const CliResult r = cli({"run", dir.write("s.yaml", scenario("8", "2", "4", "  tp: 2\n"))});
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("expert_tp") != std::string::npos);
+}
+
+TEST_CASE("moe expert_tp: expert_tp 1 gives the output of the scenario without it, byte for byte", "[moe][cli]") {
+  MoeDir dir;
+  for (const std::string& extra : {std::string(), std::string("  routing: \"zipf: 1.2\"\n  shared_experts: 1\n")}) {
+    const CliResult without = cli({"run", dir.write("a.yaml", scenario("8", "2", "4", extra)), "--format", "json"});
+    const CliResult with =
+        cli({"run", dir.write("a.yaml", scenario("8", "2", "4", extra + "  expert_tp: 1\n")), "--format", "json"});
+    INFO(with.err);
+    REQUIRE(without.rc == 0);
+    REQUIRE(with.rc == 0);
+    CHECK(with.out == without.out);
+  }
+}
+
+TEST_CASE("moe expert_tp: EP 4 x ETP 2 runs no_overlap and moe_pipeline on 8 GPUs", "[moe][cli]") {
+  MoeDir dir;
+  const CliResult r = cli({"run", dir.write("s.yaml", scenario("8", "2", "4", "  expert_tp: 2\n")), "--format", "json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  CHECK(doc["workload"]["tp"] == 8);
+  CHECK(doc["workload"]["ep"] == 4);
+  CHECK(doc["workload"]["expert_tp"] == 2);
+  const CliResult text = cli({"run", dir.write("s.yaml", scenario("8", "2", "4", "  expert_tp: 2\n"))});
+  REQUIRE(text.rc == 0);
+  CHECK(text.out.find("moe ep=4 expert_tp=2") != std::string::npos);
+  CHECK(text.out.find("moe_pipeline") != std::string::npos);
+}
+
+TEST_CASE("moe expert_tp: bad inputs exit 2 naming file, line and key", "[moe][cli]") {
+  MoeDir dir;
+  // d_ffn_expert = 512 is not divisible by 3.
+  refused(dir, scenario("8", "2", "2", "  expert_tp: 3\n"), "workload.expert_tp", 11);
+  // 8 EP ranks x 2 = 16 GPUs on an 8-GPU node: the numbers are named.
+  const std::string many = dir.write("s.yaml", scenario("8", "2", "8", "  expert_tp: 2\n"));
+  const CliResult r = cli({"run", many});
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("s.yaml:11") != std::string::npos);
+  CHECK(r.err.find("workload.expert_tp") != std::string::npos);
+  CHECK(r.err.find("8 x 2 = 16 GPUs") != std::string::npos);
+  // The schemes without an expert-TP form are refused by name, not run with whole experts.
+  for (const std::string scheme : {"moe_flashoverlap", "moe_tile_fused"}) {
+    const std::string text = scenario("8", "2", "4", "  expert_tp: 2\nschemes: [" + scheme + "]\n");
+    const CliResult s = cli({"run", dir.write("s.yaml", text)});
+    INFO(s.err);
+    CHECK(s.rc == 2);
+    CHECK(s.err.find("workload.expert_tp") != std::string::npos);
+    CHECK(s.err.find(scheme) != std::string::npos);
+  }
 }

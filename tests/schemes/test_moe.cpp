@@ -226,3 +226,132 @@ TEST_CASE("moe: moe_flashoverlap with one group of every wave is no_overlap", "[
   CHECK(fine.collectives.size() > 2);
   CHECK(one.required_bytes == fine.required_bytes);
 }
+
+// Expert tensor parallelism (Moe::expert_tp; docs/guide/moe.md "Expert tensor parallelism").
+namespace {
+
+// FLOPs of one EP rank's expert GEMMs (gate+up and down) in `sh`.
+double expert_flops(const MoeShapes& sh, int e) {
+  double f = 0;
+  for (const auto* gemms : {&sh.up[static_cast<std::size_t>(e)], &sh.down[static_cast<std::size_t>(e)]})
+    for (const RankGemm& g : *gemms) f += 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("moe expert_tp: uniform no_overlap takes router + A + AG + G/2-wide experts + RS + A", "[moe]") {
+  // EP 2 x ETP 2 on 4 GPUs, top 1 of 4 experts: every EP rank sends T/4 slots to every expert, so EP
+  // rank e receives 2 x 2 x T/4 = T rows and its ETP pair gathers 2T.
+  const HardwareProfile hw = test::ideal_profile(4);
+  const std::int64_t T = 4096, d = 1024, f = 512;
+  const Workload w1 = moe_workload(2, 4, 1, T, d, f);
+  const Workload w2 = test::with_expert_tp(w1, 2);
+  REQUIRE(w2.tp == 4);
+  const Moe& m = std::get<Moe>(w2.shape);
+  const MoeRouting routing = moe_routing(m);
+  const MoeShapes ep = moe_shapes(m, routing.tokens);
+  const MoeShapes split = moe_etp_shapes(m, routing.tokens);
+  for (int e = 0; e < 2; ++e) {
+    REQUIRE(routing.received(e) == T);
+    for (std::size_t le = 0; le < 2; ++le) {
+      CHECK(split.up[static_cast<std::size_t>(e)][le].m == T);  // 2 members x T/2 rows of this expert
+      CHECK(split.up[static_cast<std::size_t>(e)][le].n == 2 * f / 2);
+      CHECK(split.down[static_cast<std::size_t>(e)][le].k == f / 2);
+    }
+    // The gather's S: the pair's 2T rows x d_model in bf16.
+    CHECK(moe_etp_gathered_bytes(m, ep, e) == 2 * T * d * 2);
+  }
+  // Per rank, the same tokens per GPU give the same expert FLOPs as expert_tp 1 (twice the rows, half
+  // the FFN), and the same tokens per EP rank split over the pair (T/2 each) give half.
+  const Moe& m1 = std::get<Moe>(w1.shape);
+  const double whole = expert_flops(moe_shapes(m1, moe_routing(m1).tokens), 0);
+  CHECK(expert_flops(split, 0) == whole);
+  Workload half = moe_workload(2, 4, 1, T / 2, d, f);
+  half = test::with_expert_tp(half, 2);
+  const Moe& mh = std::get<Moe>(half.shape);
+  CHECK(expert_flops(moe_etp_shapes(mh, moe_routing(mh).tokens), 0) == whole / 2);
+
+  // The graph: router, dispatch (two EP groups at once), ETP all-gather, the split experts, ETP
+  // reduce-scatter, combine.
+  const nlohmann::json none = nlohmann::json::object();
+  const BuildContext ctx{w2, hw, none, Fidelity::curve};
+  GraphBuilder probe(ctx, 4);
+  const std::string link = collective_link_class(hw, 2);
+  const Ps router = gemm_time_ps(hw, moe_router_gemm(m));
+  const Ps A = all_to_allv_cost(hw, ep.dispatch, link).time_ps;
+  const Ps AG = probe.collective_ps(Primitive::all_gather, 2 * T * d * 2, 2);
+  const Ps RS = probe.collective_ps(Primitive::reduce_scatter, 2 * T * d * 2, 2);
+  const Ps G = experts_ps(hw, split, 0);
+  REQUIRE(A > 0);
+  REQUIRE(AG > 0);
+  const Ps plain = test::moe_scheme_latency("no_overlap", w2, hw);
+  const Ps closed = router + A + AG + G + RS + A;
+  CHECK(plain >= closed);
+  CHECK(plain <= closed + kMemorySlackPs);
+  // One all-gather and one reduce-scatter of 2T x d_model per ETP pair, in the call list.
+  const BuiltScheme b = test::build_moe_scheme("no_overlap", w2, hw);
+  int gathers = 0, scatters = 0;
+  for (const CollectiveCall& c : b.collectives) {
+    if (c.primitive == Primitive::all_gather) ++gathers;
+    if (c.primitive == Primitive::reduce_scatter) ++scatters;
+    if (c.primitive == Primitive::all_gather || c.primitive == Primitive::reduce_scatter) {
+      CHECK(c.bytes == 2 * T * d * 2);
+      CHECK(c.ranks == 2);
+    }
+  }
+  CHECK(gathers == 2);
+  CHECK(scatters == 2);
+}
+
+TEST_CASE("moe expert_tp: bytes are conserved per rank pair (EP all-to-allvs and ETP collectives)", "[moe]") {
+  const HardwareProfile hw = test::ideal_profile(8);
+  const Workload w = test::with_expert_tp(moe_workload(4, 8, 2, 1000, 512, 256, test::zipf_routing(1.2)), 2);
+  const Moe& m = std::get<Moe>(w.shape);
+  const MoeRouting routing = moe_routing(m);
+  const CountMatrix dispatch = dispatch_bytes(routing, 512 * 2);
+  const MoeShapes ep = moe_shapes(m, routing.tokens);
+  // Graph rank g = e x 2 + j: EP traffic between ranks of the same j, ETP traffic inside a pair.
+  std::vector<std::vector<Bytes>> expected(8, std::vector<Bytes>(8, 0));
+  for (int g = 0; g < 8; ++g)
+    for (int h = 0; h < 8; ++h) {
+      const int s = g / 2, d = h / 2;
+      if (g % 2 == h % 2 && s != d) expected[g][h] += dispatch[s][d] + dispatch[d][s];
+      // A two-member all-gather and reduce-scatter of S each send S / 2 to the other member.
+      if (s == d && g != h) expected[g][h] += moe_etp_gathered_bytes(m, ep, s);
+    }
+  for (const auto& [scheme, params] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"no_overlap", nlohmann::json::object()}, {"moe_pipeline", {{"chunks", 3}}}}) {
+    INFO(scheme << " " << params.dump());
+    const BuiltScheme b = test::build_moe_scheme(scheme, w, hw, params);
+    CHECK(b.required_bytes == expected);
+    const BuiltScheme st = test::build_moe_scheme(scheme, w, hw, params, Fidelity::steps);
+    const Timeline tl = run(st.graph, make_node(hw, 8));
+    std::vector<std::vector<Bytes>> moved(8, std::vector<Bytes>(8, 0));
+    for (const auto& p : bytes_by_pair(tl)) moved[p.src][p.dst] += p.bytes;
+    CHECK(moved == expected);
+  }
+}
+
+TEST_CASE("moe expert_tp: pipelining overlaps the ETP collectives too; the fused schemes refuse it", "[moe]") {
+  const HardwareProfile hw = test::ideal_profile(8);
+  const Workload w = test::with_expert_tp(moe_workload(4, 8, 2, 4096, 1024, 1024), 2);
+  const Ps plain = test::moe_scheme_latency("no_overlap", w, hw);
+  const Ps piped = test::moe_scheme_latency("moe_pipeline", w, hw, {{"chunks", 4}});
+  CHECK(piped < plain);
+  // chunks 1 is no_overlap.
+  CHECK(test::moe_scheme_latency("moe_pipeline", w, hw, {{"chunks", 1}}) == plain);
+  for (const std::string scheme : {"moe_flashoverlap", "moe_tile_fused"}) {
+    INFO(scheme);
+    const SchemeInfo* s = find_scheme(scheme);
+    CHECK_FALSE(s->applies(w));
+    CHECK(s->applies(test::with_expert_tp(w, 1)));
+    const auto why = moe_expert_tp_refusal(w, scheme);
+    REQUIRE(why.has_value());
+    CHECK(why->find("expert_tp = 2") != std::string::npos);
+    // Built anyway (a caller skipping applies), it throws rather than run whole experts.
+    const nlohmann::json none = nlohmann::json::object();
+    CHECK_THROWS_AS(s->build(BuildContext{w, hw, none, Fidelity::curve}), InputError);
+  }
+  CHECK_FALSE(moe_expert_tp_refusal(w, "moe_pipeline").has_value());
+}

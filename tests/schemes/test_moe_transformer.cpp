@@ -37,35 +37,15 @@ Workload moe_transformer(int tp, int layers, int dense, MoeRoutingSpec routing =
   m.shared_experts = shared;
   t.moe = m;
   t.dense_layers = dense;
-  Workload w;
-  w.kind = "transformer";
-  w.tp = tp;
-  w.shape = t;
-  return w;
+  return Workload{"transformer", tp, t};
 }
 
 // The blocks of one layer as the workloads no_overlap builds on their own.
 Workload attention_alone(const Workload& w) {
-  Workload a;
-  a.kind = "attention_tpsp";
-  a.tp = w.tp;
-  a.shape = transformer_attention(std::get<Transformer>(w.shape));
-  return a;
+  return Workload{"attention_tpsp", w.tp, transformer_attention(std::get<Transformer>(w.shape))};
 }
-Workload mlp_alone(const Workload& w) {
-  Workload a;
-  a.kind = "mlp_tpsp";
-  a.tp = w.tp;
-  a.shape = transformer_mlp(std::get<Transformer>(w.shape));
-  return a;
-}
-Workload moe_alone(const Workload& w) {
-  Workload a;
-  a.kind = "moe";
-  a.tp = w.tp;
-  a.shape = *std::get<Transformer>(w.shape).moe;
-  return a;
-}
+Workload mlp_alone(const Workload& w) { return Workload{"mlp_tpsp", w.tp, transformer_mlp(std::get<Transformer>(w.shape))}; }
+Workload moe_alone(const Workload& w) { return Workload{"moe", w.tp, *std::get<Transformer>(w.shape).moe}; }
 
 BuiltScheme build(const std::string& scheme, const Workload& w, const HardwareProfile& hw,
                   const nlohmann::json& params = nlohmann::json::object()) {

@@ -1,6 +1,6 @@
 #pragma once
 // Helpers the moe tests share (test_moe.cpp, test_moe_tile_fused.cpp, test_moe_transformer.cpp): a
-// moe workload over an EP group, a Zipf routing, and a moe scheme built or run on a profile.
+// moe workload over an EP group (with expert TP), a Zipf routing, and a moe scheme built or run on a profile.
 #include <cstdint>
 #include <string>
 
@@ -31,6 +31,14 @@ inline Workload moe_workload(int ep, int experts, int top_k, std::int64_t tokens
   w.kind = "moe";
   w.tp = ep;
   w.shape = m;
+  return w;
+}
+
+// `w` with each expert's FFN split over `expert_tp` GPUs: ep x expert_tp graph ranks, ETP innermost.
+inline Workload with_expert_tp(Workload w, int expert_tp) {
+  Moe& m = std::get<Moe>(w.shape);
+  m.expert_tp = expert_tp;
+  w.tp = m.ep * expert_tp;
   return w;
 }
 
