@@ -39,6 +39,7 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEED = 12  # fixed, so the corpus regenerates byte for byte
+EXPERT_TP_SEED = 29  # add_expert_tp_entries' own stream
 
 # Tokens written verbatim into the YAML (so NaN and inf spellings survive).
 BAD_POSITIVE_REAL = ["0", "-1", "1e-300", "1e300", ".nan", ".inf", "-.inf", "abc"]
@@ -823,6 +824,48 @@ TRAINING_SEED = 13  # the training entries' own generator (fixed, as SEED)
 TRAINING_KEYS = ("pass", "recompute", "parallel")
 
 
+def is_expert_tp(doc):
+    """A moe scenario with TP inside each expert (docs/guide/moe.md "Expert tensor parallelism")."""
+    w = doc.get("workload")
+    return isinstance(w, dict) and "expert_tp" in w
+
+
+def add_expert_tp_entries(corpus, scenarios, run_file):
+    """workload.expert_tp (a moe layer's TP inside each expert): the random mutations of the shipped
+    expert-TP scenarios, then a width it does not divide, more GPUs than the profile has, wrong
+    types and ranges, the old `tp` key, a scheme without an expert-TP form, and the key where it
+    does nothing. Generated last, with its own seed, so every earlier entry keeps its id."""
+    rng = random.Random(EXPERT_TP_SEED)
+    budget = {"out_of_range": 5, "wrong_type": 2, "bad_name": 1, "misspelt_key": 3, "duplicate_key": 1}
+    for path, doc in scenarios:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        mutate_doc(corpus, rng, doc, "scenarios", stem, run_file, "", budget)
+        with open(path) as f:
+            text_mutations(corpus, rng, f.read(), "scenarios", stem, run_file, 1)
+    if not scenarios:
+        raise SystemExit("make_bad_inputs.py: no expert-TP moe scenario in scenarios/")
+    base = scenarios[0][1]
+
+    def entry(name, cls, key, mod, raw=None):
+        d = copy.deepcopy(base)
+        d.pop("sweep", None)
+        mod(d)
+        corpus.add_file("scenarios", "expert_tp_" + name, dump(d, raw), cls, run_file, None, key)
+
+    def set_workload(**kv):
+        return lambda d: d["workload"].update(kv)
+
+    entry("not_dividing_d_ffn", "out_of_range", "workload.expert_tp", set_workload(d_ffn_expert=14335))
+    entry("more_gpus_than_profile", "out_of_range", "workload.expert_tp", set_workload(expert_tp=4))
+    for tok in ("0", "-2", "1.5", "1e18", "abc", ".nan"):
+        entry(f"bad_value_{tok}", "out_of_range" if tok not in ("abc", ".nan") else "wrong_type", "workload.expert_tp",
+              set_workload(expert_tp=PLACEHOLDER), tok)
+    entry("old_tp_key", "bad_value", "workload.tp", lambda d: (d["workload"].pop("expert_tp"),
+                                                                d["workload"].update({"tp": 2})))
+    for scheme in ("moe_flashoverlap", "moe_tile_fused"):
+        entry(f"scheme_{scheme}", "no_form", "workload.expert_tp", lambda d, s=scheme: d.update({"schemes": [s]}))
+
+
 def is_training(doc):
     """A scenario whose workload has a training key (docs/guide/training.md)."""
     w = doc.get("workload")
@@ -931,7 +974,8 @@ def main():
     # Training-step scenarios are mutated last, with a generator of their own (add_training_entries), so
     # that adding them left every earlier entry and its id as they were.
     training = [(p, d) for p, d in scenarios if is_training(d)]
-    scenarios = [(p, d) for p, d in scenarios if not is_training(d)]
+    expert_tp = [(p, d) for p, d in scenarios if is_expert_tp(d)]
+    scenarios = [(p, d) for p, d in scenarios if not is_training(d) and not is_expert_tp(d)]
     profile_paths = sorted(os.path.join(ROOT, "scenarios", "hardware", f)
                            for f in os.listdir(os.path.join(ROOT, "scenarios", "hardware")) if f.endswith(".yaml"))
     profiles = [(p, load(p)) for p in profile_paths]
@@ -948,6 +992,7 @@ def main():
     add_cli_entries(corpus, mlp_path)
     add_robustness_entries(corpus, mlp, h100_text, run_file, show_file, mlp_path)
     add_training_entries(corpus, training, run_file)
+    add_expert_tp_entries(corpus, expert_tp, run_file)
 
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"generator": "tools/make_bad_inputs.py", "seed": SEED, "entries": corpus.entries}, f, indent=1)
