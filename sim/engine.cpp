@@ -50,15 +50,19 @@ struct Bijection {
   }
 };
 
-// EngineOptions::fold_like_ranks: per rank, 1 when it runs exactly as rank 0 and independently of
-// every other rank (not simulated; its records are rank 0's). Empty when no rank can be folded.
-// Why exact: with nothing coupling two ranks, a rank's state (its SMs, streams, counters, host
+// EngineOptions::fold_like_ranks: per rank, 1 when it runs exactly as rank 0 (not simulated; its
+// records are rank 0's). Empty when no rank can be folded.
+// Why exact: with no resource shared between ranks, a rank's state (its SMs, streams, counters, host
 // thread, its HBM link and the flows on it) changes only through its own events, and those run in
 // the same order as in a run of that rank alone (the (time, sequence) order restricted to one rank is
 // the order its own handlers scheduled them in). A rank whose ops are rank 0's, field by field and in
 // the same order, with dependencies, streams and counters corresponding, on an equal GPU and HBM,
-// then gets rank 0's timeline. Any doubt (a field differs, bytes cross between GPUs, a shared
-// physical GPU) and no rank is folded.
+// then gets rank 0's timeline. Dependencies across ranks (async TP's zeroed copies wait for peers'
+// GEMM chunks) are allowed only when every rank is alike: each op then waits for ops at the same
+// places among their ranks' ops, which end together on every rank, so rank 0 waits for its own op at
+// that place instead (the same time; tests/sim/test_fold_ranks.cpp holds every scheme's step to the
+// full run record by record). Any doubt (a field differs, bytes cross between GPUs, a counter shared
+// across ranks, a shared physical GPU, a coupled rank unlike rank 0) and no rank is folded.
 std::vector<char> ranks_like_rank0(const TaskGraph& g, const NodeConfig& node, const EngineOptions& opt,
                                    const SimContext& ctx) {
   const int ranks = g.num_ranks();
@@ -87,14 +91,14 @@ std::vector<char> ranks_like_rank0(const TaskGraph& g, const NodeConfig& node, c
     if (owner < 0) owner = r;
     return owner == r;
   };
+  bool coupled = false;  // a dependency across ranks (a zeroed copy waiting for a peer's GEMM)
   std::vector<std::vector<OpId>> by_rank(static_cast<std::size_t>(ranks));
   std::vector<std::int32_t> index(g.ops().size(), 0);  // an op's place among its rank's ops
   for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id) {
     const Op& o = g.ops()[static_cast<std::size_t>(id)];
     const int r = ctx.rank(id);
     if (!ctx.zeroed(o) && (o.kind == OpKind::copy || o.kind == OpKind::comm_kernel)) return {};
-    for (OpId d : o.deps)
-      if (ctx.rank(d) != r) return {};
+    for (OpId d : o.deps) coupled = coupled || ctx.rank(d) != r;
     if (!own_counter(o.counter, r)) return {};
     for (CounterId c : o.tile_counters)
       if (!own_counter(c, r)) return {};
@@ -137,6 +141,11 @@ std::vector<char> ranks_like_rank0(const TaskGraph& g, const NodeConfig& node, c
     any = any || same;
   }
   if (!any) return {};
+  // Dependencies across ranks: a rank's timeline is rank 0's only if the ranks it waits for run as
+  // rank 0 does too, so every rank must be like rank 0. Rank 0 then waits for its own op at the same
+  // place among its ops (Engine's constructor redirects the dependency): by the correspondence checked
+  // above that op ends when the peer's does.
+  if (coupled && std::find(folded.begin() + 1, folded.end(), 0) != folded.end()) return {};
   return folded;
 }
 
@@ -162,16 +171,24 @@ class Engine final : public NetworkListener, public GpuListener {
     std::vector<Ps> host(static_cast<std::size_t>(g.num_ranks()), 0);
     std::vector<std::pair<OpId, OpId>> edges;  // (before, after) in the order found: read once more, in order
     edges.reserve(2 * n);
+    // Folded ranks: their ops never run, so nothing waits on them and they wait on nothing; an op that
+    // runs and waits for a folded rank's op waits for rank 0's op at the same place instead.
+    const std::vector<OpId> twin = folded_.empty() ? std::vector<OpId>{} : rank0_twins(g);
     for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id) {
       const Op& op = g.op(id);
       OpState& s = st_[static_cast<std::size_t>(id)];
+      const bool folded = is_folded(id);
       for (OpId d : op.deps) {
+        ++s.pending;
+        if (folded) continue;
+        if (is_folded(d)) d = twin[static_cast<std::size_t>(d)];
         ++dep_start_[static_cast<std::size_t>(d) + 1];
         edges.emplace_back(d, id);
-        ++s.pending;
       }
       OpId& prev = last[static_cast<std::size_t>(op.stream)];
-      if (prev != kNoOp) {
+      if (prev != kNoOp && folded) {
+        ++s.pending;
+      } else if (prev != kNoOp) {
         ++dep_start_[static_cast<std::size_t>(prev) + 1];
         edges.emplace_back(prev, id);
         ++s.pending;
@@ -293,6 +310,20 @@ class Engine final : public NetworkListener, public GpuListener {
  private:
   OpState& state(OpId id) { return st_[static_cast<std::size_t>(id)]; }
   bool is_folded(OpId id) const { return !folded_.empty() && folded_[static_cast<std::size_t>(ctx_.rank(id))]; }
+
+  // Each op of a folded rank: rank 0's op at the same place among its rank's ops (ranks_like_rank0:
+  // the same ops in the same order); -1 for the other ranks' ops.
+  std::vector<OpId> rank0_twins(const TaskGraph& g) const {
+    std::vector<OpId> base, twin(g.ops().size(), kNoOp);
+    for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id)
+      if (ctx_.rank(id) == 0) base.push_back(id);
+    std::vector<std::size_t> next(folded_.size(), 0);
+    for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id) {
+      const auto r = static_cast<std::size_t>(ctx_.rank(id));
+      if (folded_[r]) twin[static_cast<std::size_t>(id)] = base[next[r]++];
+    }
+    return twin;
+  }
 
   // A folded rank's records are rank 0's (ranks_like_rank0: its ops are rank 0's, in the same order).
   void copy_rank0_to_folded() {

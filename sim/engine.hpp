@@ -69,13 +69,13 @@ struct EngineOptions {
   bool graph_checked = false;
   // Called when a CTA finishes a tile (tile index in dispatch order), before its counters move.
   std::function<void(OpId op, std::int64_t tile, Ps end_ps)> on_tile_end;
-  // Fold ranks like rank 0 (a re-run read for its op records, makespan and rank ends: the
-  // compute-only run). When nothing that runs couples two ranks (no dependency or counter across
-  // ranks, no copy or communication kernel that moves bytes, each rank on its own GPU and HBM) and a
-  // rank's ops, streams and GPU are rank 0's in the same order, that rank's run is rank 0's: it is not
-  // simulated, and its op records, rank end and busy times are copied from rank 0's. Every op record,
-  // rank end, busy time and the makespan are then those of the full run; `events`, `transfers` and
-  // `link_bytes` count the simulated ranks only. Without the conditions the run is a full one.
+  // Fold ranks like rank 0 (a re-run read for its op records, makespan and rank ends: the compute-only
+  // run). When no resource couples two ranks (no counter across ranks, no copy or communication kernel
+  // that moves bytes, each rank on its own GPU and HBM) and a rank's ops, streams and GPU are rank 0's in
+  // the same order (with dependencies across ranks: every rank's), that rank is not simulated, and its
+  // op records, rank end and busy times are copied from rank 0's. Every op record, rank end, busy time
+  // and the makespan are then those of the full run; `events`, `transfers` and `link_bytes` count the
+  // simulated ranks only. Without the conditions the run is a full one.
   bool fold_like_ranks = false;
 };
 

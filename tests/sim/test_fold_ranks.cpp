@@ -1,5 +1,6 @@
-// EngineOptions::fold_like_ranks (the compute-only re-run): ranks that nothing couples and whose ops
-// are rank 0's are not simulated, their records copied from rank 0. The shortcut must give exactly
+// EngineOptions::fold_like_ranks (the compute-only re-run): ranks whose ops are rank 0's and that share
+// no resource (dependencies across ranks allowed when every rank is alike) are not simulated, their
+// records copied from rank 0. The shortcut must give exactly
 // what the full simulation gives: every op record, rank end, busy time and the makespan. And the SM
 // a wave's tail frees goes to the kernel waiting beside it as dispatch would give it (closed forms).
 #include <string>
@@ -73,14 +74,18 @@ TEST_CASE("folding like ranks in the compute-only run gives the full run's recor
     check_same(folded, full);
     // Fewer events: the other seven ranks were not simulated.
     if (folded.events < full.events) ++folded_schemes;
+    // no_overlap: its ranks meet only through collectives, which the compute-only run skips; async_tp:
+    // each rank's GEMM chunks wait for copies from its peers (zeroed, but dependencies across ranks).
+    if (s.name == "no_overlap" || s.name == "async_tp") CHECK(folded.events * w.tp <= full.events);
   }
-  // no_overlap at least: its ranks meet only through collectives, which the compute-only run skips.
-  CHECK(folded_schemes >= 1);
+  CHECK(folded_schemes >= 2);
 }
 
 TEST_CASE("ranks are folded only when nothing couples them and their ops are rank 0's", "[engine][fold]") {
   const NodeConfig node = switch_node(3, 4, 1);
-  auto graph = [](std::int64_t rank2_tiles, bool cross_dep) {
+  // cross_dep: rank 1's second GEMM waits for rank 2's first (one rank coupled); ring: every rank's
+  // second GEMM waits for the next rank's first (all coupled alike).
+  auto graph = [](std::int64_t rank2_tiles, bool cross_dep, bool ring = false) {
     TaskGraph g(3);
     std::vector<OpId> first;
     for (int r = 0; r < 3; ++r) {
@@ -91,8 +96,9 @@ TEST_CASE("ranks are folded only when nothing couples them and their ops are ran
       Op next = tiled("gemm2", main, 6);
       g.add(std::move(next));
     }
-    // Rank 1's second GEMM waits for rank 2's first: a coupling between ranks.
     if (cross_dep) g.depend(static_cast<OpId>(g.ops().size() - 4), first[2]);
+    if (ring)
+      for (int r = 0; r < 3; ++r) g.depend(first[static_cast<std::size_t>(r)] + 2, first[static_cast<std::size_t>((r + 1) % 3)]);
     return g;
   };
   SECTION("alike and independent: ranks 1 and 2 folded") {
@@ -107,6 +113,18 @@ TEST_CASE("ranks are folded only when nothing couples them and their ops are ran
     check_same(folded, full);
     CHECK(folded.events < full.events);
     CHECK(folded.rank_end_ps[2] > folded.rank_end_ps[0]);
+  }
+  SECTION("dependencies across ranks, every rank alike: ranks 1 and 2 folded, waiting as rank 0 does") {
+    const TaskGraph g = graph(10, false, true);
+    const Timeline full = compute_only(g, node, false), folded = compute_only(g, node, true);
+    check_same(folded, full);
+    CHECK(folded.events * 3 == full.events);
+  }
+  SECTION("a dependency across ranks, rank 2 unlike rank 0: nothing folded") {
+    const TaskGraph g = graph(14, false, true);
+    const Timeline full = compute_only(g, node, false), folded = compute_only(g, node, true);
+    check_same(folded, full);
+    CHECK(folded.events == full.events);
   }
   SECTION("a dependency across ranks: nothing folded") {
     const TaskGraph g = graph(14, true);
