@@ -824,6 +824,16 @@ TRAINING_SEED = 13  # the training entries' own generator (fixed, as SEED)
 TRAINING_KEYS = ("pass", "recompute", "parallel")
 
 
+def mutate_scenarios(corpus, rng, scenarios, run_file):
+    """The random mutations of shipped scenarios (values, keys, text), from a generator of their own."""
+    budget = {"out_of_range": 5, "wrong_type": 2, "bad_name": 1, "misspelt_key": 3, "duplicate_key": 1}
+    for path, doc in scenarios:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        mutate_doc(corpus, rng, doc, "scenarios", stem, run_file, "", budget)
+        with open(path) as f:
+            text_mutations(corpus, rng, f.read(), "scenarios", stem, run_file, 1)
+
+
 def is_expert_tp(doc):
     """A moe scenario with TP inside each expert (docs/guide/moe.md "Expert tensor parallelism")."""
     w = doc.get("workload")
@@ -835,13 +845,7 @@ def add_expert_tp_entries(corpus, scenarios, run_file):
     expert-TP scenarios, then a width it does not divide, more GPUs than the profile has, wrong
     types and ranges, the old `tp` key, a scheme without an expert-TP form, and the key where it
     does nothing. Generated last, with its own seed, so every earlier entry keeps its id."""
-    rng = random.Random(EXPERT_TP_SEED)
-    budget = {"out_of_range": 5, "wrong_type": 2, "bad_name": 1, "misspelt_key": 3, "duplicate_key": 1}
-    for path, doc in scenarios:
-        stem = os.path.splitext(os.path.basename(path))[0]
-        mutate_doc(corpus, rng, doc, "scenarios", stem, run_file, "", budget)
-        with open(path) as f:
-            text_mutations(corpus, rng, f.read(), "scenarios", stem, run_file, 1)
+    mutate_scenarios(corpus, random.Random(EXPERT_TP_SEED), scenarios, run_file)
     if not scenarios:
         raise SystemExit("make_bad_inputs.py: no expert-TP moe scenario in scenarios/")
     base = scenarios[0][1]
@@ -876,13 +880,7 @@ def add_training_entries(corpus, training, run_file):
     """The training keys (workload.pass, .recompute, .parallel.*; docs/guide/training.md): the random
     mutations of the shipped step scenarios, then every key with a wrong type, a value out of range, an
     unknown name, a misspelt name, a key that would do nothing, and dp x tp larger than the profile."""
-    rng = random.Random(TRAINING_SEED)
-    budget = {"out_of_range": 5, "wrong_type": 2, "bad_name": 1, "misspelt_key": 3, "duplicate_key": 1}
-    for path, doc in training:
-        stem = os.path.splitext(os.path.basename(path))[0]
-        mutate_doc(corpus, rng, doc, "scenarios", stem, run_file, "", budget)
-        with open(path) as f:
-            text_mutations(corpus, rng, f.read(), "scenarios", stem, run_file, 1)
+    mutate_scenarios(corpus, random.Random(TRAINING_SEED), training, run_file)
     by_name = {os.path.splitext(os.path.basename(p))[0]: d for p, d in training}
     step = by_name.get("llama3-70b-tp8-train-step")
     fsdp = by_name.get("llama3-70b-tp8xdp2-fsdp-step")

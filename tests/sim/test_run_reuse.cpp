@@ -51,21 +51,32 @@ TEST_CASE("a task graph equals another only field for field, and its digest cove
   const TaskGraph other = build("no_overlap", w, hw).graph;
   CHECK_FALSE(other == base.graph);
   CHECK_FALSE(other.digest() == base.graph.digest());
-  // The graph again with one field of one op changed: every field of Op, one at a time, makes both the
-  // comparison and the digest differ.
-  auto with = [&](const std::function<void(Op&)>& change) {
+  // The graph again with `change` made to the first op `pick` takes (ops added in order, each with
+  // its own pass: add() marks an op with the graph's current pass).
+  auto copy_changing = [&](const std::function<bool(std::size_t, const Op&)>& pick,
+                           const std::function<void(Op&)>& change) {
     TaskGraph g(base.graph.num_ranks());
     for (const Stream& s : base.graph.streams()) g.add_stream(s.rank, s.name, s.priority);
     for (const Counter& c : base.graph.counters()) g.add_counter(c.name);
     const auto& ops = base.graph.ops();
+    bool changed = false;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       Op op = ops[i];
-      if (i + 1 == ops.size()) change(op);  // the last op: no later op depends on it
-      g.set_pass(op.pass);                   // add() marks each op with the graph's current pass
+      if (!changed && pick(i, op)) {
+        change(op);
+        changed = true;
+      }
+      g.set_pass(op.pass);
       g.add(std::move(op));
     }
     g.set_pass(base.graph.pass());
+    REQUIRE(changed);
     return g;
+  };
+  // Every field of Op, one at a time, on the last op (no later op depends on it), makes both the
+  // comparison and the digest differ.
+  auto with = [&](const std::function<void(Op&)>& change) {
+    return copy_changing([&](std::size_t i, const Op&) { return i + 1 == base.graph.ops().size(); }, change);
   };
   const TaskGraph same = with([](Op&) {});
   REQUIRE(same == base.graph);
@@ -105,21 +116,7 @@ TEST_CASE("a task graph equals another only field for field, and its digest cove
   // changed on an op of that kind. (tile_counters and the outside members need counters and a
   // data-parallel collective this graph has not; put_op names every field, so none is left out.)
   auto on_kind = [&](OpKind kind, const std::function<void(Op&)>& change) {
-    TaskGraph g(base.graph.num_ranks());
-    for (const Stream& s : base.graph.streams()) g.add_stream(s.rank, s.name, s.priority);
-    for (const Counter& c : base.graph.counters()) g.add_counter(c.name);
-    bool changed = false;
-    for (Op op : base.graph.ops()) {
-      if (!changed && op.kind == kind) {
-        change(op);
-        changed = true;
-      }
-      g.set_pass(op.pass);
-      g.add(std::move(op));
-    }
-    g.set_pass(base.graph.pass());
-    REQUIRE(changed);
-    return g;
+    return copy_changing([kind](std::size_t, const Op& op) { return op.kind == kind; }, change);
   };
   const std::vector<std::tuple<std::string, OpKind, std::function<void(Op&)>>> kind_changes = {
       {"ctas", OpKind::tiled, [](Op& o) { o.ctas += 1; o.tile_counters.clear(); }},
