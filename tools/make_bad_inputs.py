@@ -528,14 +528,9 @@ def add_robustness_entries(corpus, mlp, h100_text, run_file, show_file, mlp_path
 def add_mutations(corpus, rng, out, scenarios, profiles, run_file, show_file):
     """Mutations of every shipped scenario, of a scenario with each profile written inline, and of
     every profile (values, keys, text, link classes)."""
-    scen_budget = {"out_of_range": 5, "wrong_type": 2, "bad_name": 1, "misspelt_key": 3, "duplicate_key": 1}
     prof_budget = {"out_of_range": 12, "wrong_type": 4, "bad_name": 1, "misspelt_key": 6, "duplicate_key": 1}
 
-    for path, doc in scenarios:
-        stem = os.path.splitext(os.path.basename(path))[0]
-        mutate_doc(corpus, rng, doc, "scenarios", stem, run_file, "", scen_budget)
-        with open(path) as f:
-            text_mutations(corpus, rng, f.read(), "scenarios", stem, run_file, 1)
+    mutate_scenarios(corpus, rng, scenarios, run_file)
     # A scenario with its hardware written inline: the profile's keys under `hardware.`.
     base_scen = load(os.path.join(ROOT, "scenarios", "llama3-70b-tp8-mlp.yaml"))
     base_scen.pop("sweep", None)
