@@ -52,7 +52,9 @@ class SlicedEmitter {
       spec.primitive = p;
       spec.bytes = slice_bytes[i];
       spec.streams = streams_.comm;
-      spec.channels = resources_.comm_channels;
+      const bool last_rs = p == Primitive::reduce_scatter && i + 1 == slice_bytes.size();
+      spec.channels = last_rs && resources_.last_reduce_scatter_channels >= 0 ? resources_.last_reduce_scatter_channels
+                                                                              : resources_.comm_channels;
       if (i < deps.size() && !deps[i].empty())
         for (int r = 0; r < ranks(); ++r) spec.deps.push_back({deps[i][static_cast<std::size_t>(r)]});
       out[i] = b_.add_collective(spec);

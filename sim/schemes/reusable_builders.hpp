@@ -106,6 +106,9 @@ inline SchemeParam tile_signal_overhead_param(std::string help, std::string prod
 struct SliceResources {
   int gemm_sm_budget = 0;  // 0 = every SM
   int comm_channels = -1;  // < 0 = NCCL's channel count for the size
+  // >= 0: the CTAs of each reduce-scatter's last slice instead (TransformerEngine's split_overlap_rs
+  // raises the last chunk's to UB_MAX_SM: nothing is left for it to overlap with).
+  int last_reduce_scatter_channels = -1;
 };
 BuiltScheme build_sliced_layers(const BuildContext& ctx, const SlicedLayerOptions& options,
                                 const SliceResources& resources);

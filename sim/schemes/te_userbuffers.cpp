@@ -67,8 +67,8 @@
 // use cases"), and the cuBLASMp backend runs its own atomic algorithms instead.
 // The non-atomic pipeline's last chunk: split_overlap_rs sets _ub_comm->sms = UB_MAX_SM (32,
 // comm_gemm_overlap.cpp) before the last chunk's reduce-scatter: nothing is left to overlap, so it
-// takes more CTAs. The per-name composition below gives it min(32, sm_count - 1) CTAs; the scalar
-// pipeline runs data slicing's sliced layers, whose slices share one CTA count.
+// takes more CTAs: min(32, sm_count - 1), in the per-name composition below and in the scalar
+// pipeline (data slicing's sliced layers, SliceResources::last_reduce_scatter_channels).
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -727,6 +727,7 @@ BuiltScheme build_te_userbuffers(const BuildContext& ctx) {
   SliceResources res;
   res.gemm_sm_budget = budget;
   res.comm_channels = num_sm;
+  if (method == "pipeline") res.last_reduce_scatter_channels = std::min(kUbMaxSm, ctx.hardware.gpu.sm_count - 1);
   BuiltScheme built = build_sliced_layers(ctx, o, res);
   built.reason = method == "pipeline"
                      ? fmt::format("TE userbuffers pipeline, {} splits, reduce-scatter on {} SMs{}; {}", o.chunks,

@@ -9,6 +9,10 @@
 // Whatever the method, the bytes every rank must send are no_overlap's (the same collectives, cut).
 // set_sm_margin: the overlapped GEMM is a grid of exactly sm_count - num_sm CTAs per slot (TE's
 // CommOverlapCore _math_sms), so a GEMM of exactly one full wave (132 tiles) takes two tile times.
+#include <map>
+#include <set>
+#include <string>
+
 #include <catch2/catch.hpp>
 
 #include "ideal_profile.hpp"
@@ -166,6 +170,32 @@ Ps end_of(const BuiltScheme& b, const Timeline& t, const std::string& prefix) {
 }
 
 }  // namespace
+
+TEST_CASE("te_userbuffers pipeline: the last chunk's reduce-scatter on UB_MAX_SM CTAs, scalar and per name alike",
+          "[te][per_name]") {
+  // split_overlap_rs sets _ub_comm->sms = UB_MAX_SM (32) before the last chunk's reduce-scatter; the
+  // other chunks' run on num_sm CTAs.
+  const HardwareProfile hw = ideal_profile(4, 1000, 8);
+  const Workload w = mlp_workload(4);
+  auto rs_channels = [](const BuiltScheme& b) {
+    std::map<std::string, std::set<int>> out;  // reduce-scatter slice -> the CTAs its members hold
+    for (const Op& op : b.graph.ops())
+      if (op.kind == OpKind::comm_kernel && op.name.find("reduce_scatter[") != std::string::npos)
+        out[op.name].insert(op.channels);
+    return out;
+  };
+  const std::map<std::string, std::set<int>> expected = {{"mlp.reduce_scatter[0]", {2}},
+                                                         {"mlp.reduce_scatter[1]", {2}},
+                                                         {"mlp.reduce_scatter[2]", {2}},
+                                                         {"mlp.reduce_scatter[3]", {32}}};
+  CHECK(rs_channels(build("te_userbuffers", w, hw, {{"method", "pipeline"}, {"num_splits", 4}, {"num_sm", 2}})) ==
+        expected);
+  std::map<std::string, std::set<int>> per_name;
+  for (const auto& [name, channels] : rs_channels(build(
+           "te_userbuffers", w, hw, {{"fc2_fprop.method", "pipeline"}, {"fc2_fprop.num_splits", 4}, {"fc2_fprop.num_sm", 2}})))
+    per_name["mlp." + name.substr(name.find("reduce_scatter"))] = channels;
+  CHECK(per_name == expected);
+}
 
 TEST_CASE("te_userbuffers per GEMM name: a name's setting changes only its linear", "[te][per_name]") {
   const HardwareProfile hw = ideal_profile(4, 1000, 8);
