@@ -284,6 +284,15 @@ void set_curve_traffic(Op& op, const CollectiveSchedule& schedule, int i, const 
                      schedule.primitive == CollectivePrimitive::reduce_scatter;
 }
 
+// The protocol's bandwidth as a fraction of the ports' line rate, the engine's Op::link_efficiency in
+// (0, 1]. The schedule's rate is its busiest port's bytes over whole picoseconds of moving time, so at
+// line rate (an efficiency-1 profile) it can come out a hair above the ports' (1 + 2e-7 seen), and a
+// transfer too small to take a picosecond has no finite rate: both move at the line rate.
+double step_link_efficiency(double schedule_gbps, double port_gbps) {
+  if (!(port_gbps > 0) || !(schedule_gbps > 0)) return 1.0;
+  return std::min(1.0, schedule_gbps / port_gbps);
+}
+
 // Member i's part of a steps-fidelity schedule as its op's phases (design.md "Collectives", fidelity
 // `steps`): each step a phase of transfers with its protocol latency; the one-off base latency is paid
 // after the phases (duration_ps). Schedule peers are member indices (-1 the switch).
@@ -379,7 +388,7 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
   // it (NCCL's step latency covers the wire's). So on an idle fabric whose steps do not share links,
   // the steps take what the curve fidelity says.
   const double port_gbps = collective_port_gbps(hw, link, n);
-  const double link_efficiency = port_gbps > 0 ? schedule.bandwidth_gbps / port_gbps : 1.0;
+  const double link_efficiency = step_link_efficiency(schedule.bandwidth_gbps, port_gbps);
   for (int i = 0; i < n; ++i) {
     const int rank = members[static_cast<std::size_t>(i)];
     const StreamId stream = spec.streams[static_cast<std::size_t>(i)];
@@ -458,7 +467,7 @@ std::vector<OpId> GraphBuilder::add_all_to_allv(const AllToAllvSpec& spec) {
   if (steps) {
     schedule = all_to_allv_steps(hw, spec.bytes, link, overrides);
     const double port_gbps = collective_port_gbps(hw, link, n);
-    link_efficiency = port_gbps > 0 ? schedule.bandwidth_gbps / port_gbps : 1.0;
+    link_efficiency = step_link_efficiency(schedule.bandwidth_gbps, port_gbps);
   }
   const CollectivePrimitive prim = CollectivePrimitive::all_to_all;
   for (int i = 0; i < n; ++i) {

@@ -13,6 +13,8 @@
 #include "sim/node_builder.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "sim/workload.hpp"
+#include "tests/schemes/ideal_profile.hpp"
+#include "tests/support/moe_fixtures.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
@@ -86,4 +88,29 @@ TEST_CASE("a small collective takes fewer SMs than a large one", "[collective][f
   const Run large = run_one(hw, Primitive::reduce_scatter, 64 << 20, 8, A::Ring, P::Simple, Fidelity::curve);
   CHECK(small.sms_held == 2);  // 64 KiB: two channels of NCCL's 32 KiB minimum work each
   CHECK(large.sms_held == hw.comm.channels);
+}
+
+TEST_CASE("steps fidelity at the line rate: a schedule a hair faster than the ports, or too small to time, moves at it",
+          "[collective][fidelity]") {
+  // On an efficiency-1 profile a schedule's rate (its busiest port's bytes over whole picoseconds) can
+  // come out above the ports' line rate, and a transfer shorter than a picosecond has no finite rate:
+  // both are built and run at the line rate (Op::link_efficiency 1), never refused as invalid ops.
+  const HardwareProfile hw = overlap::sim::test::ideal_profile(4);
+  for (const Primitive p : {Primitive::all_to_all, Primitive::reduce_scatter, Primitive::all_gather, Primitive::all_reduce})
+    for (const Bytes bytes : {Bytes{4}, Bytes{64}, Bytes{4100}, Bytes{3} << 20}) {
+      INFO(primitive_name(p) << " S=" << bytes);
+      const Run steps = run_one(hw, p, bytes, 4, A::Ring, P::Simple, Fidelity::steps);
+      const Run curve = run_one(hw, p, bytes, 4, A::Ring, P::Simple, Fidelity::curve);
+      CHECK(steps.makespan_ps > 0);
+      CHECK(steps.makespan_ps >= curve.makespan_ps - 4);  // never faster than the line rate allows
+    }
+  // The case that was refused: moe_flashoverlap's first wave group's combine under skewed routing, an
+  // all-to-allv whose rate came out at 1 + 1.6e-7 of the line rate.
+  const Workload w = overlap::sim::test::moe_workload(4, 8, 2, 512, 1024, 1024, overlap::sim::test::zipf_routing(1.2, 7));
+  const BuiltScheme b = find_scheme("moe_flashoverlap")->build(BuildContext{w, hw, nlohmann::json::object(), Fidelity::steps});
+  for (const Op& op : b.graph.ops()) {
+    CHECK(op.link_efficiency > 0);
+    CHECK(op.link_efficiency <= 1);
+  }
+  CHECK(run(b.graph, make_node(hw, 4)).makespan_ps > 0);
 }
