@@ -281,7 +281,8 @@ SchemeInfo make_moe_pipeline_scheme() {
           .params = {kChunks},
           .backward = "the mirror of the forward's pipeline: chunk c's combine backward (all-to-allv) beside chunk "
                       "c-1's expert dgrad and wgrad and chunk c-2's dispatch backward (moe workload, expert_tp 1)",
-          .applies = [](const Workload& w) { return has_moe_layers(w); },
+          // The backward of a MoE transformer is not built (only the moe workload's).
+          .applies = [](const Workload& w) { return has_moe_layers(w) && (w.kind == "moe" || !has_backward(w)); },
           .build =
               [](const BuildContext& ctx) {
                 return build_moe_layer(ctx, MoeLayerOptions{ctx.integer(kChunks), false});

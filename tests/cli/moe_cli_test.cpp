@@ -92,14 +92,16 @@ TEST_CASE("moe: bad inputs exit 2 naming file, line and key", "[moe][cli]") {
   refused(dir, scenario("8", "2", "4", "  pass: backward\n  parallel:\n    dp: 2\n"), "workload.parallel", 13);
 }
 
-TEST_CASE("moe step: no_overlap and moe_pipeline run a training step with per-pass figures", "[moe][cli]") {
+TEST_CASE("moe step: no_overlap, moe_pipeline and moe_flashoverlap run a training step with per-pass figures",
+          "[moe][cli]") {
   MoeDir dir;
-  const std::string text = scenario("8", "2", "4", "  pass: step\nschemes: [no_overlap, moe_pipeline]\n");
+  const std::string text =
+      scenario("8", "2", "4", "  pass: step\nschemes: [no_overlap, moe_pipeline, moe_flashoverlap]\n");
   const CliResult r = cli({"run", dir.write("s.yaml", text), "--format", "json"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   const auto doc = nlohmann::json::parse(r.out);
-  REQUIRE(doc["results"].size() == 2);
+  REQUIRE(doc["results"].size() == 3);
   for (const auto& res : doc["results"]) {
     INFO(res.dump());
     const auto& step = res["step"];
@@ -113,7 +115,7 @@ TEST_CASE("moe step: no_overlap and moe_pipeline run a training step with per-pa
 
 TEST_CASE("moe step: the schemes without a backward form and expert TP are refused by name", "[moe][cli]") {
   MoeDir dir;
-  for (const std::string scheme : {"moe_flashoverlap", "moe_tile_fused"}) {
+  for (const std::string scheme : {"moe_tile_fused"}) {
     const std::string text = scenario("8", "2", "4", "  pass: step\nschemes: [" + scheme + "]\n");
     const CliResult s = cli({"run", dir.write("s.yaml", text)});
     INFO(s.err);
@@ -128,6 +130,7 @@ TEST_CASE("moe step: the schemes without a backward form and expert TP are refus
   const CliResult list = cli({"schemes"});
   REQUIRE(list.rc == 0);
   CHECK(list.out.find("mirror of the forward's pipeline") != std::string::npos);
+  CHECK(list.out.find("on the gate+up dgrad") != std::string::npos);
 }
 
 TEST_CASE("moe: a histogram is read from the scenario's folder and checked", "[moe][cli]") {

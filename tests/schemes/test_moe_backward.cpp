@@ -115,7 +115,9 @@ TEST_CASE("moe backward: the backward all-to-alls are the forward's transposed, 
   for (const auto& [scheme, params] :
        std::vector<std::pair<std::string, nlohmann::json>>{{"no_overlap", nlohmann::json::object()},
                                                            {"moe_pipeline", {{"chunks", 1}}},
-                                                           {"moe_pipeline", {{"chunks", 3}}}}) {
+                                                           {"moe_pipeline", {{"chunks", 3}}},
+                                                           {"moe_flashoverlap", {{"group_waves", 1}}},
+                                                           {"moe_flashoverlap", {{"group_waves", 0}}}}) {
     INFO(scheme << " " << params.dump());
     const BuiltScheme fwd = test::build_moe_scheme(scheme, w, hw, params);
     const BuiltScheme bwd = test::build_moe_scheme(scheme, with_pass(w, Pass::backward), hw, params);
@@ -130,7 +132,8 @@ TEST_CASE("moe backward: the backward all-to-alls are the forward's transposed, 
     // Direction: rank d's combine-backward sends to s what s combined to d, and the dispatch backward
     // sends back what the dispatch brought.
     const int C = params.contains("chunks") ? params["chunks"].get<int>() : 1;
-    for (int c = 0; c < C; ++c) {
+    const bool grouped = scheme == "moe_flashoverlap";  // the dispatch backward in wave groups
+    for (int c = 0; c < C && !grouped; ++c) {
       const std::string tag = C > 1 ? "[" + std::to_string(c) + "]" : "";
       const auto combine = sends_of(step, "combine" + tag), combine_bwd = sends_of(step, "bwd.combine" + tag);
       const auto dispatch = sends_of(step, "dispatch" + tag), dispatch_bwd = sends_of(step, "bwd.dispatch" + tag);
@@ -204,16 +207,35 @@ TEST_CASE("moe backward: a step's figures count the routed tokens (MFU and token
   CHECK(r.step.backward.comm_ps == r.step.forward.comm_ps);
 }
 
-TEST_CASE("moe backward: only no_overlap and moe_pipeline have a backward form", "[moe]") {
+TEST_CASE("moe backward: moe_flashoverlap's step is its forward plus its backward; one group is no_overlap's order",
+          "[moe]") {
+  const HardwareProfile hw = test::ideal_profile(4);
+  for (const Workload& base : {moe_workload(4, 8, 2, 2048, 1024, 512),
+                               moe_workload(4, 8, 2, 1000, 512, 256, test::zipf_routing(1.2))}) {
+    for (const nlohmann::json& params : {nlohmann::json{{"group_waves", 0}}, nlohmann::json{{"group_waves", 1}}}) {
+      INFO(params.dump());
+      const Ps forward = test::moe_scheme_latency("moe_flashoverlap", base, hw, params);
+      const Ps backward = test::moe_scheme_latency("moe_flashoverlap", with_pass(base, Pass::backward), hw, params);
+      CHECK(test::moe_scheme_latency("moe_flashoverlap", with_pass(base, Pass::step), hw, params) ==
+            forward + backward);
+    }
+    // One group of every wave: the dispatch backward waits for the whole gate+up dgrad, then runs beside
+    // its wgrad, so it is no slower than no_overlap's backward (wgrad, then the all-to-all).
+    const Workload bwd = with_pass(base, Pass::backward);
+    CHECK(test::moe_scheme_latency("moe_flashoverlap", bwd, hw, {{"group_waves", 1 << 20}}) <=
+          test::moe_scheme_latency("no_overlap", bwd, hw));
+  }
+}
+
+TEST_CASE("moe backward: no_overlap, moe_pipeline and moe_flashoverlap have a backward form, moe_tile_fused none",
+          "[moe]") {
   const Workload w = with_pass(moe_workload(4, 8, 2, 1024, 512, 256), Pass::step);
-  for (const std::string scheme : {"no_overlap", "moe_pipeline"}) {
+  for (const std::string scheme : {"no_overlap", "moe_pipeline", "moe_flashoverlap"}) {
     CHECK(find_scheme(scheme)->applies(w));
     CHECK_FALSE(find_scheme(scheme)->backward.empty());
   }
-  for (const std::string scheme : {"moe_flashoverlap", "moe_tile_fused"}) {
-    CHECK_FALSE(find_scheme(scheme)->applies(w));
-    CHECK(find_scheme(scheme)->backward.empty());
-  }
+  CHECK_FALSE(find_scheme("moe_tile_fused")->applies(w));
+  CHECK(find_scheme("moe_tile_fused")->backward.empty());
   // Built directly with expert TP, the backward refuses rather than run whole experts.
   const Workload etp = test::with_expert_tp(w, 2);
   const nlohmann::json none = nlohmann::json::object();
