@@ -232,12 +232,7 @@ Training read_training(const YamlReader& w, const std::string& kind, int tp, int
   t.recompute = read_choice(w, "recompute", Recompute::none, parse_recompute, "none, selective, full");
   if (const auto p = w.optional_child("parallel")) t.parallel = read_parallel(*p, tp, max_ranks);
   if (kind == "moe") {
-    // The backward (docs/guide/moe.md "Training step") is built without expert TP, recomputation or
-    // data parallelism.
-    if (t.pass != Pass::forward && w.has("expert_tp") && w.get_int_in("expert_tp", ranges::tp, 1) > 1)
-      w.fail_at("expert_tp", fmt::format("pass {}: the MoE layer's backward is modelled without expert TP "
-                                         "(expert_tp: 1); expert_tp > 1 runs pass: forward",
-                                         pass_name(t.pass)));
+    // The backward (docs/guide/moe.md "Training step") is built without recomputation or data parallelism.
     if (w.has("parallel")) w.fail_at("parallel", "moe has no data-parallel traffic yet (the EP group is `ep`)");
     if (w.has("recompute"))
       w.fail_at("recompute", "moe's backward keeps the forward's activations: recomputation is not modelled");

@@ -43,7 +43,9 @@ MoeLayerOps emit_moe_layer(GraphBuilder& b, const RankStreams& st, const Moe& m,
 // after start[r]: shared experts' backward, combine backward (an all-to-allv of the dispatch's per-pair
 // bytes), the experts' grouped dgrad and wgrad, dispatch backward (the combine's per-pair bytes), router
 // backward; with options.chunks > 1 the token chunks pipelined as the forward's (moe_pipeline). Op names
-// get `prefix` + "bwd.". Expert TP is not modelled in the backward (InputError for expert_tp > 1).
+// get `prefix` + "bwd.". With expert TP the combine backward is followed by an ETP all-gather of the
+// output gradients and the experts' backward by an ETP reduce-scatter of the input gradients (the
+// conjugates of the forward's reduce-scatter and all-gather).
 MoeLayerOps emit_moe_backward(GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
                               const MoeLayerOptions& options, const std::vector<OpId>& start, const std::string& prefix);
 // EP rank `rank`'s routed experts' backward GEMMs for the counts of `sh`: a forward GEMM M x N x K has a

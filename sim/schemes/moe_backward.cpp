@@ -12,6 +12,11 @@
 //     on its own rows (an expert with no rows has none), planned as the forward's grouped GEMMs,
 //   dispatch backward: the input gradients go back to the tokens' ranks (the combine's per-pair bytes),
 //   router backward (dgrad and wgrad of the tokens x experts x d_model GEMM).
+// With expert TP (Moe::expert_tp) the conjugates of the forward's ETP collectives (Megatron-LM's f / g
+// operators): an all-gather of the output gradients over the ETP group after the combine backward (the
+// forward reduce-scattered the down projection's partial sums) and a reduce-scatter of the input
+// gradients after the experts (the forward all-gathered the dispatched tokens), each member running
+// 1 / expert_tp of every expert's FFN on the gathered rows.
 // A forward GEMM M x N x K has a dgrad M x K x N and a wgrad K x N x M: the backward's GEMMs are twice the
 // forward's FLOPs (Narayanan et al., Sec. 5.1; sim/backward_shapes.hpp).
 //
@@ -89,12 +94,6 @@ OpId add_experts_backward(GraphBuilder& b, int r, StreamId stream, const MoeExpe
   return add_grouped_backward(b, r, stream, e, true, name + ".up", a);
 }
 
-std::vector<std::vector<OpId>> per_member(const std::vector<OpId>& ops) {
-  std::vector<std::vector<OpId>> out;
-  for (const OpId o : ops) out.push_back(o == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{o});
-  return out;
-}
-
 }  // namespace
 
 MoeExpertBackward moe_expert_backward(const Moe& m, const MoeShapes& sh, int rank) {
@@ -127,27 +126,70 @@ OpId add_moe_shared_experts_backward(GraphBuilder& b, int r, StreamId stream, co
 MoeLayerOps emit_moe_backward(GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
                               const MoeLayerOptions& options, const std::vector<OpId>& start,
                               const std::string& prefix) {
-  if (m.expert_tp > 1)
-    throw InputError(m.file, m.line, "workload.expert_tp",
-                     "the MoE layer's backward is built without expert TP (expert_tp = 1)");
   const int C = std::max(1, options.chunks);
   const bool compute = !options.collectives_only;
-  const int n = m.ep;
+  const int etp = std::max(1, m.expert_tp);
+  const int n = m.ep * etp;  // graph ranks: rank = ep_index x expert_tp + etp_index
   const std::string pre = prefix + "bwd.";
   auto start_of = [&](int r) { return start.empty() ? kNoOp : start[static_cast<std::size_t>(r)]; };
   auto name_of = [&](const char* what, int c) {
     return pre + (C > 1 ? fmt::format("{}[{}]", what, c) : std::string(what));
   };
-  std::vector<MoeShapes> chunk;
-  for (int c = 0; c < C; ++c)
+  // chunk[c]: the EP ranks' all-to-all bytes of chunk c; gemm[c]: the expert GEMMs each GPU runs (with
+  // expert TP the ETP group's gathered rows at 1 / expert_tp of each FFN, moe_etp_shapes; `split` is the
+  // model as one ETP member sees it).
+  Moe split = m;
+  split.d_ffn_expert = m.d_ffn_expert / etp;
+  split.expert_tp = 1;
+  std::vector<MoeShapes> chunk, gemm;
+  for (int c = 0; c < C; ++c) {
     chunk.push_back(moe_shapes(m, C == 1 ? routing.tokens : moe_chunk_tokens(routing.tokens, C, c)));
+    if (etp > 1) gemm.push_back(moe_etp_shapes(m, chunk.back().tokens));
+  }
+  const std::vector<MoeShapes>& gemms = etp > 1 ? gemm : chunk;
+  // An all-to-allv of EP-rank bytes over every EP group (the ranks of one etp_index), as the forward's.
   auto all_to_allv = [&](const std::string& name, const overlap::PairBytes& bytes, const std::vector<OpId>& deps) {
-    AllToAllvSpec s;
-    s.name = name;
-    s.bytes = bytes;
-    s.streams = st.comm;
-    s.deps = per_member(deps);
-    return b.add_all_to_allv(s);
+    std::vector<OpId> out(static_cast<std::size_t>(n), kNoOp);
+    for (int j = 0; j < etp; ++j) {
+      AllToAllvSpec s;
+      s.name = name;
+      s.bytes = bytes;
+      for (int e = 0; e < m.ep; ++e) s.ranks.push_back(e * etp + j);
+      if (etp == 1) s.ranks.clear();  // every rank, in rank order
+      for (int i = 0; i < m.ep; ++i) {
+        const int r = etp == 1 ? i : s.ranks[static_cast<std::size_t>(i)];
+        s.streams.push_back(st.comm[static_cast<std::size_t>(r)]);
+        const OpId d = deps.empty() ? kNoOp : deps[static_cast<std::size_t>(r)];
+        s.deps.push_back(d == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{d});
+      }
+      const std::vector<OpId> ops = b.add_all_to_allv(s);
+      for (std::size_t i = 0; i < ops.size(); ++i)
+        out[static_cast<std::size_t>(etp == 1 ? static_cast<int>(i) : s.ranks[i])] = ops[i];
+    }
+    return out;
+  };
+  // With expert TP, the backward of the forward's reduce-scatter is an all-gather of the output
+  // gradients over the ETP group, and the backward of its all-gather a reduce-scatter of the input
+  // gradients (Megatron-LM's conjugate operators); nccl-tests S is the union's rows x d_model.
+  auto etp_collective = [&](const char* what, Primitive primitive, int c, const std::vector<OpId>& deps) {
+    if (etp == 1) return deps;
+    std::vector<OpId> out(static_cast<std::size_t>(n), kNoOp);
+    for (int e = 0; e < m.ep; ++e) {
+      CollectiveSpec s;
+      s.name = name_of(what, c);
+      s.primitive = primitive;
+      s.bytes = moe_etp_gathered_bytes(m, chunk[static_cast<std::size_t>(c)], e);
+      for (int j = 0; j < etp; ++j) {
+        const int r = e * etp + j;
+        s.ranks.push_back(r);
+        s.streams.push_back(st.comm[static_cast<std::size_t>(r)]);
+        const OpId d = deps[static_cast<std::size_t>(r)];
+        s.deps.push_back(d == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{d});
+      }
+      const std::vector<OpId> ops = b.add_collective(s);
+      for (std::size_t i = 0; i < ops.size(); ++i) out[static_cast<std::size_t>(s.ranks[i])] = ops[i];
+    }
+    return out;
   };
   auto compute_of = [&](int r) { return st.compute[static_cast<std::size_t>(r)]; };
 
@@ -163,23 +205,27 @@ MoeLayerOps emit_moe_backward(GraphBuilder& b, const RankStreams& st, const Moe&
 
   // Combine backward of chunk c: token rank t sends expert rank e the gradients of the slots e combined
   // to t, i.e. the transpose of the combine's bytes = the dispatch's; dispatch backward: the transpose
-  // of the dispatch's = the combine's.
+  // of the dispatch's = the combine's. On the comm stream: k0 [g0] k1 [g1] [s0] d0 k2 [g2] [s1] d1 ...
+  // (g: ETP all-gather, s: ETP reduce-scatter).
+  auto combine = [&](int c, const std::vector<OpId>& deps) {
+    return etp_collective("gather", Primitive::all_gather, c,
+                          all_to_allv(name_of("combine", c), chunk[static_cast<std::size_t>(c)].dispatch, deps));
+  };
   std::vector<std::vector<OpId>> combined(static_cast<std::size_t>(C));
-  combined[0] = all_to_allv(name_of("combine", 0), chunk[0].dispatch, combine_deps);
+  combined[0] = combine(0, combine_deps);
   std::vector<OpId> last = combined[0];
   std::vector<OpId> experts_end(static_cast<std::size_t>(n), kNoOp);
   for (int c = 0; c < C; ++c) {
-    if (c + 1 < C)
-      combined[static_cast<std::size_t>(c + 1)] =
-          all_to_allv(name_of("combine", c + 1), chunk[static_cast<std::size_t>(c + 1)].dispatch, {});
+    if (c + 1 < C) combined[static_cast<std::size_t>(c + 1)] = combine(c + 1, {});
     std::vector<OpId> experts = combined[static_cast<std::size_t>(c)];
     if (compute)
       for (int r = 0; r < n; ++r)
         experts[static_cast<std::size_t>(r)] = add_experts_backward(
-            b, r, compute_of(r), moe_expert_backward(m, chunk[static_cast<std::size_t>(c)], r), name_of("experts", c),
-            combined[static_cast<std::size_t>(c)][static_cast<std::size_t>(r)]);
+            b, r, compute_of(r), moe_expert_backward(split, gemms[static_cast<std::size_t>(c)], r / etp),
+            name_of("experts", c), combined[static_cast<std::size_t>(c)][static_cast<std::size_t>(r)]);
     experts_end = experts;
-    last = all_to_allv(name_of("dispatch", c), chunk[static_cast<std::size_t>(c)].combine, experts);
+    last = all_to_allv(name_of("dispatch", c), chunk[static_cast<std::size_t>(c)].combine,
+                       etp_collective("scatter", Primitive::reduce_scatter, c, experts));
   }
   if (compute)
     for (int r = 0; r < n; ++r) {
@@ -191,7 +237,8 @@ MoeLayerOps emit_moe_backward(GraphBuilder& b, const RankStreams& st, const Moe&
                                             C > 1 ? experts_end[i] : last[i]);
       last[i] = C > 1 ? b.add_delay(r, compute_of(r), 0, pre + "end", {router, last[i]}) : router;
     }
-  return {last, C > 1 ? fmt::format("backward in {} token chunks", C) : std::string("backward with no overlap")};
+  return {last, fmt::format("backward {}{}", C > 1 ? fmt::format("in {} token chunks", C) : std::string("with no overlap"),
+                            etp > 1 ? fmt::format(", expert_tp = {}", etp) : std::string())};
 }
 
 }  // namespace overlap::sim

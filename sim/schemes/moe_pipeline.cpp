@@ -280,7 +280,7 @@ SchemeInfo make_moe_pipeline_scheme() {
           .summary = "MoE layer in token chunks: dispatch, expert GEMMs and combine of different chunks overlap",
           .params = {kChunks},
           .backward = "the mirror of the forward's pipeline: chunk c's combine backward (all-to-allv) beside chunk "
-                      "c-1's expert dgrad and wgrad and chunk c-2's dispatch backward (moe workload, expert_tp 1)",
+                      "c-1's expert dgrad and wgrad and chunk c-2's dispatch backward (moe workload; with expert_tp the ETP all-gather and reduce-scatter too)",
           // The backward of a MoE transformer is not built (only the moe workload's).
           .applies = [](const Workload& w) { return has_moe_layers(w) && (w.kind == "moe" || !has_backward(w)); },
           .build =

@@ -236,9 +236,52 @@ TEST_CASE("moe backward: no_overlap, moe_pipeline and moe_flashoverlap have a ba
   }
   CHECK_FALSE(find_scheme("moe_tile_fused")->applies(w));
   CHECK(find_scheme("moe_tile_fused")->backward.empty());
-  // Built directly with expert TP, the backward refuses rather than run whole experts.
-  const Workload etp = test::with_expert_tp(w, 2);
-  const nlohmann::json none = nlohmann::json::object();
+  // With expert TP the FlashOverlap form is refused (its forward has none).
+  CHECK_FALSE(find_scheme("moe_flashoverlap")->applies(test::with_expert_tp(w, 2)));
+}
+
+TEST_CASE("moe backward expert_tp: a step is forward + backward, the ETP collectives mirrored, bytes twice the "
+          "forward's", "[moe]") {
   const HardwareProfile hw = test::ideal_profile(8);
-  CHECK_THROWS_AS(find_scheme("no_overlap")->build(BuildContext{etp, hw, none, Fidelity::curve}), InputError);
+  for (const Workload& base : {test::with_expert_tp(moe_workload(4, 8, 2, 1024, 1024, 512), 2),
+                               test::with_expert_tp(moe_workload(4, 8, 2, 1000, 512, 256, test::zipf_routing(1.2)), 2)}) {
+    const Ps forward = test::moe_scheme_latency("no_overlap", base, hw);
+    const Ps backward = test::moe_scheme_latency("no_overlap", with_pass(base, Pass::backward), hw);
+    CHECK(backward > forward);
+    CHECK(test::moe_scheme_latency("no_overlap", with_pass(base, Pass::step), hw) == forward + backward);
+    for (const auto& [scheme, params] :
+         std::vector<std::pair<std::string, nlohmann::json>>{{"no_overlap", nlohmann::json::object()},
+                                                             {"moe_pipeline", {{"chunks", 3}}}}) {
+      INFO(scheme);
+      const BuiltScheme fwd = test::build_moe_scheme(scheme, base, hw, params);
+      const BuiltScheme step = test::build_moe_scheme(scheme, with_pass(base, Pass::step), hw, params);
+      std::vector<std::vector<Bytes>> twice = fwd.required_bytes;
+      for (auto& row : twice)
+        for (Bytes& x : row) x *= 2;
+      CHECK(step.required_bytes == twice);
+      // One ETP all-gather and reduce-scatter per chunk in each pass.
+      int gathers = 0, scatters = 0, bwd_gathers = 0, bwd_scatters = 0;
+      for (const CollectiveCall& c : step.collectives) {
+        const bool bwd = c.name.rfind("bwd.", 0) == 0;
+        if (c.primitive == Primitive::all_gather) ++(bwd ? bwd_gathers : gathers);
+        if (c.primitive == Primitive::reduce_scatter) ++(bwd ? bwd_scatters : scatters);
+      }
+      CHECK(gathers > 0);
+      CHECK(bwd_gathers == gathers);
+      CHECK(bwd_scatters == scatters);
+    }
+    CHECK(test::moe_scheme_latency("moe_pipeline", with_pass(base, Pass::step), hw, {{"chunks", 2}}) <=
+          test::moe_scheme_latency("no_overlap", with_pass(base, Pass::step), hw));
+    // Each member's experts' backward: 2x the forward's FLOPs on 1 / expert_tp of the FFN.
+    const Moe& m = std::get<Moe>(base.shape);
+    Moe split = m;
+    split.d_ffn_expert /= 2;
+    split.expert_tp = 1;
+    const MoeShapes sh = moe_etp_shapes(m, moe_routing(m).tokens);
+    for (int e = 0; e < m.ep; ++e) {
+      const MoeExpertBackward b = moe_expert_backward(split, sh, e);
+      CHECK(flops(b.up_dgrad) + flops(b.up_wgrad) + flops(b.down_dgrad) + flops(b.down_wgrad) ==
+            2 * (flops(sh.up[static_cast<std::size_t>(e)]) + flops(sh.down[static_cast<std::size_t>(e)])));
+    }
+  }
 }
