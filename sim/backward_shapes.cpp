@@ -172,6 +172,7 @@ double forward_flops(const Workload& w, Block block) {
   if (const auto* m = std::get_if<MlpTpSp>(&w.shape)) return mlp(*m);
   if (const auto* a = std::get_if<AttentionTpSp>(&w.shape)) return attention(*a);
   if (const auto* u = std::get_if<AttentionUlysses>(&w.shape)) return ulysses_shapes(*u, tp).attention_flops;
+  if (const auto* e = std::get_if<Moe>(&w.shape)) return moe_forward_flops(*e);
   return 0;
 }
 
@@ -200,6 +201,7 @@ std::int64_t step_tokens(const Workload& w) {
   if (const auto* m = std::get_if<MlpTpSp>(&w.shape)) return m->tokens;
   if (const auto* a = std::get_if<AttentionTpSp>(&w.shape)) return a->batch * a->seq;
   if (const auto* u = std::get_if<AttentionUlysses>(&w.shape)) return u->batch * u->seq;
+  if (const auto* e = std::get_if<Moe>(&w.shape)) return moe_step_tokens(*e);
   return 0;
 }
 

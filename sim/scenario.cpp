@@ -232,9 +232,10 @@ Training read_training(const YamlReader& w, const std::string& kind, int tp, int
   t.recompute = read_choice(w, "recompute", Recompute::none, parse_recompute, "none, selective, full");
   if (const auto p = w.optional_child("parallel")) t.parallel = read_parallel(*p, tp, max_ranks);
   if (kind == "moe") {
-    if (t.pass != Pass::forward) w.fail_at("pass", "moe models the forward of one MoE layer (pass: forward)");
+    // The backward (docs/guide/moe.md "Training step") is built without recomputation or data parallelism.
     if (w.has("parallel")) w.fail_at("parallel", "moe has no data-parallel traffic yet (the EP group is `ep`)");
-    if (w.has("recompute")) w.fail_at("recompute", "moe models the forward of one MoE layer: nothing to recompute");
+    if (w.has("recompute"))
+      w.fail_at("recompute", "moe's backward keeps the forward's activations: recomputation is not modelled");
   }
   if (kind == "decode_stack") {
     if (t.pass != Pass::forward) w.fail_at("pass", "decode_stack is batch-1 inference: it has no backward (pass: forward)");

@@ -88,6 +88,26 @@ MoeShapes moe_shapes(const Moe& m, const CountMatrix& tokens) {
   return s;
 }
 
+double moe_forward_flops(const Moe& m) {
+  const MoeShapes sh = moe_shapes(m, moe_routing(m).tokens);
+  auto gemm_flops = [](const RankGemm& g) {
+    return 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+  };
+  double total = 0;
+  for (int r = 0; r < m.ep; ++r) {
+    total += gemm_flops(moe_router_gemm(m)) + gemm_flops(moe_shared_up(m)) + gemm_flops(moe_shared_down(m));
+    for (const RankGemm& g : sh.up[static_cast<std::size_t>(r)]) total += gemm_flops(g);
+    for (const RankGemm& g : sh.down[static_cast<std::size_t>(r)]) total += gemm_flops(g);
+  }
+  // With expert TP every ETP member routes its EP rank's counts (moe.hpp moe_etp_shapes): each GPU's share
+  // is still its EP rank's FLOPs.
+  return total / static_cast<double>(m.ep);
+}
+
+std::int64_t moe_step_tokens(const Moe& m) {
+  return static_cast<std::int64_t>(m.ep) * std::max(1, m.expert_tp) * m.tokens;
+}
+
 CountMatrix moe_chunk_tokens(const CountMatrix& tokens, int chunks, int c) {
   CountMatrix out = tokens;
   for (auto& row : out)

@@ -85,6 +85,13 @@ RankGemm moe_shared_up(const Moe& m);
 RankGemm moe_shared_down(const Moe& m);
 Bytes moe_shared_activation_bytes(const Moe& m);
 
+// Model FLOPs of one MoE layer's forward per GPU (the MFU of a moe training step, sim/metrics.cpp): the
+// EP ranks' router, shared experts and routed experts' GEMMs on the routed slots (dropped ones left
+// out), averaged over the EP ranks (an ETP member routes its EP rank's counts, so each of its GPUs runs
+// that share). Tokens of one step: every GPU's `tokens` (ep x expert_tp x tokens).
+double moe_forward_flops(const Moe& m);
+std::int64_t moe_step_tokens(const Moe& m);
+
 GemmCollective gemm_collective_shape(const Workload& w);
 MlpShapes mlp_shapes(const MlpTpSp& mlp, int tp);
 AttentionShapes attention_shapes(const AttentionTpSp& att, int tp);

@@ -39,6 +39,28 @@ struct MoeLayerOps {
 MoeLayerOps emit_moe_layer(GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
                            const MoeLayerOptions& options, const std::vector<OpId>& start, const std::string& prefix);
 
+// The backward of one MoE layer (moe_backward.cpp; docs/guide/moe.md "Training step"), rank r's first op
+// after start[r]: shared experts' backward, combine backward (an all-to-allv of the dispatch's per-pair
+// bytes), the experts' grouped dgrad and wgrad, dispatch backward (the combine's per-pair bytes), router
+// backward; with options.chunks > 1 the token chunks pipelined as the forward's (moe_pipeline). Op names
+// get `prefix` + "bwd.". With expert TP the combine backward is followed by an ETP all-gather of the
+// output gradients and the experts' backward by an ETP reduce-scatter of the input gradients (the
+// conjugates of the forward's reduce-scatter and all-gather).
+MoeLayerOps emit_moe_backward(GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
+                              const MoeLayerOptions& options, const std::vector<OpId>& start, const std::string& prefix);
+// EP rank `rank`'s routed experts' backward GEMMs for the counts of `sh`: a forward GEMM M x N x K has a
+// dgrad M x K x N and a wgrad K x N x M (experts with no rows have no wgrad), and the SwiGLU backward's
+// bytes (read dH and both projections, write two gradients: 5 d_ffn_expert per row).
+struct MoeExpertBackward {
+  std::vector<RankGemm> down_dgrad, down_wgrad, up_dgrad, up_wgrad;
+  Bytes activation_bytes = 0;
+};
+MoeExpertBackward moe_expert_backward(const Moe& m, const MoeShapes& sh, int rank);
+// Rank r's shared experts' backward (dgrad and wgrad of shared.down, the activation's backward, dgrad and
+// wgrad of shared.up) after `dep`; returns `dep` when the model has none.
+OpId add_moe_shared_experts_backward(GraphBuilder& b, int r, StreamId stream, const Moe& m, OpId dep,
+                                     const std::string& prefix = "");
+
 // A transformer of a mixture-of-experts model (Transformer::moe): per layer the attention block with
 // no overlap (all-gather, QKV, core attention, output projection, reduce-scatter: no_overlap's
 // attention_tpsp), then the FFN: the dense MLP with no overlap for the first dense_layers layers, the

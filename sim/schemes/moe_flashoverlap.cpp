@@ -209,6 +209,117 @@ MoeLayerOps emit_moe_flashoverlap(GraphBuilder& b, const RankStreams& st, const 
                             group_waves == 0 ? ", predicted (max over GPUs)" : "")};
 }
 
+// The backward's form (docs/guide/moe.md "Training step"): FlashOverlap's GEMM + All-to-All on the GEMM
+// that feeds the dispatch backward, the gate+up projection's dgrad (rows x d_model x 2 d_ffn_expert: its
+// output rows are the input gradients that go back to the tokens' ranks). Its tiles signal wave groups
+// and each group's rows are sent as soon as it is done (Sec. 3.3.3 (3), 4.2, the same tile-to-source
+// split and predictor as the forward's down projection); the gate+up wgrad follows on the compute stream,
+// beside the groups still in flight. Before it, as no_overlap's backward (moe_backward.cpp): shared
+// experts' backward, combine backward, down dgrad + wgrad, activation backward; after it the router's.
+MoeLayerOps emit_moe_flashoverlap_backward(GraphBuilder& b, const RankStreams& st, const Moe& m,
+                                           const MoeRouting& routing, std::int64_t group_waves,
+                                           const std::vector<OpId>& start, const std::string& prefix) {
+  const HardwareProfile& hw = b.hardware();
+  const int n = m.ep;
+  const MoeShapes sh = moe_shapes(m, routing.tokens);
+  const int per_rank = m.experts / m.ep;
+  const std::string pre = prefix + "bwd.";
+  std::vector<MoeExpertBackward> bwd;
+  std::vector<RankGemms> ranks(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    bwd.push_back(moe_expert_backward(m, sh, r));
+    RankGemms& rg = ranks[static_cast<std::size_t>(r)];
+    rg.down = bwd.back().up_dgrad;  // the GEMM whose rows the all-to-all sends
+    rg.plan = plan_grouped_gemm(hw, rg.down);
+    for (int e = 0; e < per_rank; ++e) rg.experts.push_back(r * per_rank + e);
+  }
+  const std::int64_t slots =
+      static_cast<std::int64_t>(std::max(1, hw.gpu.sm_count - 2)) * std::max(1, ranks[0].plan.ctas_per_sm);
+  std::int64_t size = group_waves;
+  const std::string link = collective_link_class(hw, n);
+  if (size <= 0) {
+    std::int64_t waves = 1;
+    for (const RankGemms& r : ranks) waves = std::max(waves, (r.plan.tiles + slots - 1) / slots);
+    Ps best = -1;
+    for (std::int64_t s = 1;; s = std::min(waves, s * 2)) {
+      const Ps t = predict(hw, ranks, groups_of(ranks, routing.tokens, slots, s), slots, link);
+      if (best < 0 || t < best) best = t, size = s;
+      if (s >= waves) break;
+    }
+  }
+  const GroupPlan groups = groups_of(ranks, routing.tokens, slots, size);
+
+  auto cs = [&](int r) { return st.compute[static_cast<std::size_t>(r)]; };
+  std::vector<std::vector<OpId>> combine_deps;
+  for (int r = 0; r < n; ++r) {
+    const OpId s0 = start.empty() ? kNoOp : start[static_cast<std::size_t>(r)];
+    const OpId shared = add_moe_shared_experts_backward(b, r, cs(r), m, s0, pre);
+    combine_deps.push_back(shared == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{shared});
+  }
+  // Combine backward: the transpose of the combine's bytes (= the dispatch's).
+  AllToAllvSpec k;
+  k.name = pre + "combine";
+  k.bytes = sh.dispatch;
+  k.streams = st.comm;
+  k.deps = combine_deps;
+  const std::vector<OpId> combined = b.add_all_to_allv(k);
+  std::vector<CounterId> counters;
+  std::vector<OpId> wgrad(static_cast<std::size_t>(n), kNoOp);
+  for (int r = 0; r < n; ++r) {
+    const MoeExpertBackward& e = bwd[static_cast<std::size_t>(r)];
+    GemmOptions dd;
+    dd.name = pre + "experts.down.dgrad";
+    dd.deps = {combined[static_cast<std::size_t>(r)]};
+    const OpId ddg = b.add_grouped_gemm(r, cs(r), e.down_dgrad, dd);
+    GemmOptions dw;
+    dw.name = pre + "experts.down.wgrad";
+    dw.deps = {ddg};
+    const OpId dwg = b.add_grouped_gemm(r, cs(r), e.down_wgrad, dw);
+    MemoryKernel act;
+    act.name = pre + "experts.act";
+    act.bytes = e.activation_bytes;
+    act.deps = {dwg};
+    const OpId a = b.add_memory(r, cs(r), act);
+    counters.push_back(b.add_counter(fmt::format("{}r{}.up.dgrad.tiles", pre, r)));
+    GemmOptions ud;
+    ud.name = pre + "experts.up.dgrad.signalling";
+    ud.deps = {a};
+    ud.tile_counters = {counters.back()};
+    const OpId udg = b.add_grouped_gemm(r, cs(r), e.up_dgrad, ud);
+    GemmOptions uw;
+    uw.name = pre + "experts.up.wgrad";
+    uw.deps = {udg};
+    wgrad[static_cast<std::size_t>(r)] = b.add_grouped_gemm(r, cs(r), e.up_wgrad, uw);
+  }
+  // Dispatch backward, one all-to-allv per wave group of the gate+up dgrad (the combine's bytes in all).
+  std::vector<OpId> last;
+  for (std::size_t j = 0; j < groups.bytes.size(); ++j) {
+    AllToAllvSpec d;
+    d.name = fmt::format("{}dispatch.group{}", pre, j);
+    d.bytes = groups.bytes[j];
+    d.streams = st.comm;
+    for (int r = 0; r < n; ++r)
+      d.deps.push_back({b.add_wait(r, st.comm[static_cast<std::size_t>(r)], counters[static_cast<std::size_t>(r)],
+                                   groups.target[j][static_cast<std::size_t>(r)], fmt::format("{}wait.group{}", pre, j))});
+    last = b.add_all_to_allv(d);
+  }
+  // The router's backward after the last group is sent and the wgrad is done.
+  for (int r = 0; r < n; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    const RankGemm router = moe_router_gemm(m);
+    GemmOptions rd;
+    rd.name = pre + "router.dgrad";
+    rd.deps = {wgrad[i], last[i]};
+    const OpId rdg = b.add_gemm(r, cs(r), RankGemm{router.m, router.k, router.n, router.dtype}, rd);
+    GemmOptions rw;
+    rw.name = pre + "router.wgrad";
+    rw.deps = {rdg};
+    last[i] = b.add_gemm(r, cs(r), RankGemm{router.k, router.n, router.m, router.dtype}, rw);
+  }
+  return {last, fmt::format("backward: gate+up dgrad in {} wave groups of {} waves{}", groups.bytes.size(), size,
+                            group_waves == 0 ? ", predicted (max over GPUs)" : "")};
+}
+
 BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
   const std::int64_t group_waves = ctx.integer(kGroupWaves);
   const MoeBlockEmitter block = [group_waves](GraphBuilder& b, const RankStreams& st, const Moe& m,
@@ -222,8 +333,15 @@ BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
     throw InputError(m.file, m.line, "workload.expert_tp", *why);
   GraphBuilder b(ctx, m.ep);
   const RankStreams st = b.add_compute_and_comm_streams();
-  MoeLayerOps ops = block(b, st, m, moe_routing(m), {}, "");
-  return b.finish(std::move(ops.reason));
+  const MoeRouting routing = moe_routing(m);
+  const Pass pass = ctx.workload.training.pass;
+  MoeLayerOps ops;
+  if (pass != Pass::backward) ops = block(b, st, m, routing, {}, "");
+  if (pass == Pass::forward) return b.finish(std::move(ops.reason));
+  b.graph().set_pass(StepPass::backward);
+  const MoeLayerOps bwd = emit_moe_flashoverlap_backward(b, st, m, routing, group_waves, ops.end, "");
+  return b.finish(ops.reason.empty() ? fmt::format("{} ({})", bwd.reason, pass_name(pass))
+                                     : fmt::format("{}; {} ({})", ops.reason, bwd.reason, pass_name(pass)));
 }
 
 }  // namespace
@@ -235,9 +353,13 @@ SchemeInfo make_moe_flashoverlap_scheme() {
               "MoE layer: the down projection's tiles signal wave groups, each group's rows combined as soon "
               "as it is done (expert_tp 1 only)",
           .params = {kGroupWaves},
-          // expert_tp > 1 is refused (moe_expert_tp_refusal): no form split over an ETP group.
+          .backward = "FlashOverlap's GEMM + All-to-All on the gate+up dgrad: its wave groups' rows sent back to "
+                      "their tokens' ranks (dispatch backward) as they finish, beside the wgrad (moe workload)",
+          // expert_tp > 1 is refused (moe_expert_tp_refusal): no form split over an ETP group; the backward
+          // of a MoE transformer is not built.
           .applies = [](const Workload& w) {
-            return has_moe_layers(w) && !moe_expert_tp_refusal(w, "moe_flashoverlap");
+            return has_moe_layers(w) && !moe_expert_tp_refusal(w, "moe_flashoverlap") &&
+                   (w.kind == "moe" || !has_backward(w));
           },
           .build = build_moe_flashoverlap};
 }

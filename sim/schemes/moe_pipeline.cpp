@@ -249,8 +249,17 @@ BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& opti
   const Moe& m = std::get<Moe>(ctx.workload.shape);
   GraphBuilder b(ctx, m.ep * m.expert_tp);
   const RankStreams st = b.add_compute_and_comm_streams();
-  MoeLayerOps ops = emit_moe_layer(b, st, m, moe_routing(m), options, {}, "");
-  return b.finish(std::move(ops.reason));
+  const MoeRouting routing = moe_routing(m);
+  // A training step (docs/guide/moe.md "Training step"): the forward (pass forward | step), then the
+  // backward after it, its ops marked as the backward's for the per-pass figures.
+  const Pass pass = ctx.workload.training.pass;
+  MoeLayerOps ops;
+  if (pass != Pass::backward) ops = emit_moe_layer(b, st, m, routing, options, {}, "");
+  if (pass == Pass::forward) return b.finish(std::move(ops.reason));
+  b.graph().set_pass(StepPass::backward);
+  const MoeLayerOps bwd = emit_moe_backward(b, st, m, routing, options, ops.end, "");
+  return b.finish(ops.reason.empty() ? fmt::format("{} ({})", bwd.reason, pass_name(pass))
+                                     : fmt::format("{}; {} ({})", ops.reason, bwd.reason, pass_name(pass)));
 }
 
 namespace {
@@ -270,7 +279,10 @@ SchemeInfo make_moe_pipeline_scheme() {
               "all-to-all overlap",
           .summary = "MoE layer in token chunks: dispatch, expert GEMMs and combine of different chunks overlap",
           .params = {kChunks},
-          .applies = [](const Workload& w) { return has_moe_layers(w); },
+          .backward = "the mirror of the forward's pipeline: chunk c's combine backward (all-to-allv) beside chunk "
+                      "c-1's expert dgrad and wgrad and chunk c-2's dispatch backward (moe workload; with expert_tp the ETP all-gather and reduce-scatter too)",
+          // The backward of a MoE transformer is not built (only the moe workload's).
+          .applies = [](const Workload& w) { return has_moe_layers(w) && (w.kind == "moe" || !has_backward(w)); },
           .build =
               [](const BuildContext& ctx) {
                 return build_moe_layer(ctx, MoeLayerOptions{ctx.integer(kChunks), false});

@@ -87,7 +87,57 @@ TEST_CASE("moe: bad inputs exit 2 naming file, line and key", "[moe][cli]") {
   refused(dir, scenario("8", "2", "4", "  capacity_factor: -1\n"), "workload.capacity_factor", 11);
   refused(dir, scenario("8", "2", "4", "  tp: 2\n"), "workload.tp", 11);  // TP inside experts is expert_tp
   refused(dir, scenario("8", "2", "4", "  routing: \"zipf: -1\"\n"), "workload.routing", 11);
-  refused(dir, scenario("8", "2", "4", "  pass: step\n"), "workload.pass", 11);
+  // A training step runs (moe_backward.cpp), but without recomputation or data parallelism.
+  refused(dir, scenario("8", "2", "4", "  pass: step\n  recompute: full\n"), "workload.recompute", 12);
+  refused(dir, scenario("8", "2", "4", "  pass: backward\n  parallel:\n    dp: 2\n"), "workload.parallel", 13);
+}
+
+TEST_CASE("moe step: no_overlap, moe_pipeline and moe_flashoverlap run a training step with per-pass figures",
+          "[moe][cli]") {
+  MoeDir dir;
+  const std::string text =
+      scenario("8", "2", "4", "  pass: step\nschemes: [no_overlap, moe_pipeline, moe_flashoverlap]\n");
+  const CliResult r = cli({"run", dir.write("s.yaml", text), "--format", "json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  REQUIRE(doc["results"].size() == 3);
+  for (const auto& res : doc["results"]) {
+    INFO(res.dump());
+    const auto& step = res["step"];
+    CHECK(step["pass"] == "step");
+    CHECK(step["forward"]["latency_ps"].get<double>() > 0);
+    CHECK(step["backward"]["latency_ps"].get<double>() > step["forward"]["latency_ps"].get<double>());
+    CHECK(step["mfu"].get<double>() > 0);
+    CHECK(step["tokens_per_s"].get<double>() > 0);
+  }
+}
+
+TEST_CASE("moe step: the schemes without a backward form are refused by name; expert TP runs", "[moe][cli]") {
+  MoeDir dir;
+  for (const std::string scheme : {"moe_tile_fused"}) {
+    const std::string text = scenario("8", "2", "4", "  pass: step\nschemes: [" + scheme + "]\n");
+    const CliResult s = cli({"run", dir.write("s.yaml", text)});
+    INFO(s.err);
+    CHECK(s.rc == 2);
+    CHECK(s.err.find("s.yaml:12") != std::string::npos);
+    CHECK(s.err.find("no backward form") != std::string::npos);
+    CHECK(s.err.find(scheme) != std::string::npos);
+  }
+  // With expert TP moe_flashoverlap is refused for a step as for a forward; no_overlap and moe_pipeline run it.
+  const std::string etp = scenario("8", "2", "4", "  pass: step\n  expert_tp: 2\nschemes: [moe_flashoverlap]\n");
+  const CliResult e = cli({"run", dir.write("s.yaml", etp)});
+  CHECK(e.rc == 2);
+  CHECK(e.err.find("workload.expert_tp") != std::string::npos);
+  const CliResult ok = cli({"run", dir.write("s.yaml", scenario("8", "2", "4", "  pass: step\n  expert_tp: 2\n"))});
+  INFO(ok.err);
+  CHECK(ok.rc == 0);
+  CHECK(ok.out.find("moe_pipeline") != std::string::npos);
+  // `overlap-sim schemes` says which moe schemes have a backward form.
+  const CliResult list = cli({"schemes"});
+  REQUIRE(list.rc == 0);
+  CHECK(list.out.find("mirror of the forward's pipeline") != std::string::npos);
+  CHECK(list.out.find("on the gate+up dgrad") != std::string::npos);
 }
 
 TEST_CASE("moe: a histogram is read from the scenario's folder and checked", "[moe][cli]") {
