@@ -40,6 +40,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEED = 12  # fixed, so the corpus regenerates byte for byte
 EXPERT_TP_SEED = 29  # add_expert_tp_entries' own stream
+MOE_STEP_SEED = 31  # add_moe_step_entries' own stream
 
 # Tokens written verbatim into the YAML (so NaN and inf spellings survive).
 BAD_POSITIVE_REAL = ["0", "-1", "1e-300", "1e300", ".nan", ".inf", "-.inf", "abc"]
@@ -829,6 +830,41 @@ def mutate_scenarios(corpus, rng, scenarios, run_file):
             text_mutations(corpus, rng, f.read(), "scenarios", stem, run_file, 1)
 
 
+def is_moe(doc):
+    w = doc.get("workload")
+    return isinstance(w, dict) and w.get("kind") == "moe"
+
+
+def add_moe_step_entries(corpus, scenarios, run_file):
+    """A moe layer's training step (docs/guide/moe.md "Training step"): the random mutations of the
+    shipped moe step scenarios, then what a moe step refuses: recomputation, data parallelism, a scheme
+    without a backward form, expert TP with moe_flashoverlap, a misspelt pass, and column_backward (no
+    column-parallel linear). Generated last, with its own seed, so every earlier entry keeps its id."""
+    mutate_scenarios(corpus, random.Random(MOE_STEP_SEED), scenarios, run_file)
+    if not scenarios:
+        raise SystemExit("make_bad_inputs.py: no moe training-step scenario in scenarios/")
+    base = scenarios[0][1]
+
+    def entry(name, cls, key, mod):
+        d = copy.deepcopy(base)
+        d.pop("sweep", None)
+        mod(d)
+        corpus.add_file("scenarios", "moe_step_" + name, dump(d), cls, run_file, None, key)
+
+    def set_workload(**kv):
+        return lambda d: d["workload"].update(kv)
+
+    entry("recompute_full", "no_effect", "workload.recompute", set_workload(recompute="full"))
+    entry("data_parallel", "no_effect", "workload.parallel", set_workload(parallel={"dp": 2}))
+    entry("bad_name_pass_steps", "bad_name", "workload.pass", set_workload(**{"pass": "steps"}))
+    entry("scheme_moe_tile_fused", "no_form", "schemes.0", lambda d: d.update({"schemes": ["moe_tile_fused"]}))
+    entry("expert_tp_moe_flashoverlap", "no_form", "workload.expert_tp",
+          lambda d: (d.update({"hardware": "h100-sxm-8x-nvswitch", "schemes": ["moe_flashoverlap"]}),
+                     d["workload"].update({"expert_tp": 2})))
+    entry("column_backward", "no_effect", "schemes.0.params.column_backward",
+          lambda d: d.update({"schemes": [{"name": "no_overlap", "params": {"column_backward": "bulk"}}]}))
+
+
 def is_expert_tp(doc):
     """A moe scenario with TP inside each expert (docs/guide/moe.md "Expert tensor parallelism")."""
     w = doc.get("workload")
@@ -966,7 +1002,8 @@ def main():
     scenarios = [(p, d) for p, d in scenarios if isinstance(d.get("hardware"), str) and "/" not in d["hardware"]]
     # Training-step scenarios are mutated last, with a generator of their own (add_training_entries), so
     # that adding them left every earlier entry and its id as they were.
-    training = [(p, d) for p, d in scenarios if is_training(d)]
+    moe_step = [(p, d) for p, d in scenarios if is_training(d) and is_moe(d)]
+    training = [(p, d) for p, d in scenarios if is_training(d) and not is_moe(d)]
     expert_tp = [(p, d) for p, d in scenarios if is_expert_tp(d)]
     scenarios = [(p, d) for p, d in scenarios if not is_training(d) and not is_expert_tp(d)]
     profile_paths = sorted(os.path.join(ROOT, "scenarios", "hardware", f)
@@ -986,6 +1023,7 @@ def main():
     add_robustness_entries(corpus, mlp, h100_text, run_file, show_file, mlp_path)
     add_training_entries(corpus, training, run_file)
     add_expert_tp_entries(corpus, expert_tp, run_file)
+    add_moe_step_entries(corpus, moe_step, run_file)
 
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"generator": "tools/make_bad_inputs.py", "seed": SEED, "entries": corpus.entries}, f, indent=1)

@@ -59,8 +59,8 @@ struct SchemeParam {
   // `overlap-sim schemes`; "" = no production equivalent.
   std::string equivalent = {};
   // A knob of the training backward only (how a column-parallel linear's backward overlaps): it means
-  // nothing to a workload without a backward, so there it is left out of the parameters a run reports,
-  // tunes and sweeps, and naming it is refused (param_applies, check_params_apply).
+  // nothing without a backward, or without such linears (a moe layer), so there it is left out of what a
+  // run reports, tunes and sweeps, and naming it is refused (param_applies, check_params_apply).
   bool training_only = false;
   // A knob whose default is another knob's value (TransformerEngine's per-GEMM-name settings fall back
   // to the scalar ones): a run reports it among its parameters only when it was given, so a report
@@ -94,7 +94,7 @@ std::optional<std::string> check_param_value(const SchemeParam& p, const nlohman
                                              const HardwareProfile& hardware);
 
 // Does knob `p` mean anything for `workload`? Every knob does, except a training_only one in a
-// workload without a backward (pass forward).
+// workload without a backward (pass forward) or without column-parallel linears (kind moe).
 bool param_applies(const SchemeParam& p, const Workload& workload);
 // The knobs of `params` that mean nothing for `workload` refused: nullopt when every given knob
 // applies, else {knob, complaint without the key}. (The knob is named so callers can point at its line.)

@@ -95,7 +95,16 @@ SchemeParam SchemeParam::training() const {
   return p;
 }
 
-bool param_applies(const SchemeParam& p, const Workload& workload) { return !p.training_only || has_backward(workload); }
+namespace {
+
+// A moe layer's GEMMs are the router and the experts' grouped GEMMs: no tensor-parallel linear.
+bool has_column_parallel_linears(const Workload& workload) { return workload.kind != "moe"; }
+
+}  // namespace
+
+bool param_applies(const SchemeParam& p, const Workload& workload) {
+  return !p.training_only || (has_backward(workload) && has_column_parallel_linears(workload));
+}
 
 std::optional<ParamRefusal> check_params_apply(const std::vector<SchemeParam>& table, const nlohmann::json& params,
                                                const Workload& workload) {
@@ -103,6 +112,10 @@ std::optional<ParamRefusal> check_params_apply(const std::vector<SchemeParam>& t
   for (const SchemeParam& p : table) {
     if (!params.contains(p.name) || param_applies(p, workload)) continue;
     // "Nothing silently ignored": a knob of the backward given to a forward pass has no effect.
+    if (!has_column_parallel_linears(workload))
+      return ParamRefusal{p.name, fmt::format("shapes a column-parallel linear's backward; a {} layer has none (its "
+                                              "GEMMs are the router and the experts' grouped GEMMs): remove it",
+                                              workload.kind)};
     return ParamRefusal{p.name, fmt::format("shapes the training backward only; this workload has none (workload.pass "
                                             "{}): remove it, or set workload.pass: backward or step",
                                             pass_name(workload.training.pass))};

@@ -238,6 +238,16 @@ TEST_CASE("moe backward: no_overlap, moe_pipeline and moe_flashoverlap have a ba
   CHECK(find_scheme("moe_tile_fused")->backward.empty());
   // With expert TP the FlashOverlap form is refused (its forward has none).
   CHECK_FALSE(find_scheme("moe_flashoverlap")->applies(test::with_expert_tp(w, 2)));
+  // no_overlap's column_backward shapes a column-parallel linear's backward: a moe step has none, so the
+  // knob is neither reported nor tuned, and naming it is refused.
+  const SchemeInfo& none = *find_scheme("no_overlap");
+  for (const SchemeParam& p : none.params) CHECK_FALSE(param_applies(p, w));
+  const auto refused = check_params_apply(none.params, {{"column_backward", "bulk"}}, w);
+  REQUIRE(refused);
+  CHECK(refused->name == "column_backward");
+  CHECK_THAT(refused->why, Catch::Contains("column-parallel"));
+  CHECK(evaluate(none, BuildContext{w, test::ideal_profile(4), nlohmann::json::object(), Fidelity::curve}).params ==
+        nlohmann::json::object());
 }
 
 TEST_CASE("moe backward expert_tp: a step is forward + backward, the ETP collectives mirrored, bytes twice the "
