@@ -56,6 +56,16 @@ struct MoeExpertBackward {
   Bytes activation_bytes = 0;
 };
 MoeExpertBackward moe_expert_backward(const Moe& m, const MoeShapes& sh, int rank);
+// The per-rank ops (indexed by graph rank) of an all-to-allv of EP-rank `bytes` over every EP group
+// (the graph ranks e * expert_tp + j of one j; without expert TP one over every rank), rank r's member
+// after deps[r] (deps empty or kNoOp: none). Defined in moe_pipeline.cpp, as the next.
+std::vector<OpId> add_ep_all_to_allv(GraphBuilder& b, const RankStreams& st, const Moe& m, const std::string& name,
+                                     const overlap::PairBytes& bytes, const std::vector<OpId>& deps);
+// The ETP all-gather or reduce-scatter over every ETP group (nccl-tests S = the union's rows x d_model
+// of EP rank e in `ep_shapes`), rank r's member after deps[r]; without expert TP, `deps` itself.
+std::vector<OpId> add_etp_collective(GraphBuilder& b, const RankStreams& st, const Moe& m, const std::string& name,
+                                     Primitive primitive, const MoeShapes& ep_shapes, const std::vector<OpId>& deps);
+
 // Rank r's shared experts' backward (dgrad and wgrad of shared.down, the activation's backward, dgrad and
 // wgrad of shared.up) after `dep`; returns `dep` when the model has none.
 OpId add_moe_shared_experts_backward(GraphBuilder& b, int r, StreamId stream, const Moe& m, OpId dep,

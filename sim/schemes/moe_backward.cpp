@@ -147,49 +147,15 @@ MoeLayerOps emit_moe_backward(GraphBuilder& b, const RankStreams& st, const Moe&
     if (etp > 1) gemm.push_back(moe_etp_shapes(m, chunk.back().tokens));
   }
   const std::vector<MoeShapes>& gemms = etp > 1 ? gemm : chunk;
-  // An all-to-allv of EP-rank bytes over every EP group (the ranks of one etp_index), as the forward's.
+  // The all-to-allvs over every EP group and, with expert TP, the conjugates of the forward's ETP
+  // collectives: the backward of its reduce-scatter is an all-gather of the output gradients over the ETP
+  // group, the backward of its all-gather a reduce-scatter of the input gradients (Megatron-LM's
+  // conjugate operators); nccl-tests S is the union's rows x d_model.
   auto all_to_allv = [&](const std::string& name, const overlap::PairBytes& bytes, const std::vector<OpId>& deps) {
-    std::vector<OpId> out(static_cast<std::size_t>(n), kNoOp);
-    for (int j = 0; j < etp; ++j) {
-      AllToAllvSpec s;
-      s.name = name;
-      s.bytes = bytes;
-      for (int e = 0; e < m.ep; ++e) s.ranks.push_back(e * etp + j);
-      if (etp == 1) s.ranks.clear();  // every rank, in rank order
-      for (int i = 0; i < m.ep; ++i) {
-        const int r = etp == 1 ? i : s.ranks[static_cast<std::size_t>(i)];
-        s.streams.push_back(st.comm[static_cast<std::size_t>(r)]);
-        const OpId d = deps.empty() ? kNoOp : deps[static_cast<std::size_t>(r)];
-        s.deps.push_back(d == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{d});
-      }
-      const std::vector<OpId> ops = b.add_all_to_allv(s);
-      for (std::size_t i = 0; i < ops.size(); ++i)
-        out[static_cast<std::size_t>(etp == 1 ? static_cast<int>(i) : s.ranks[i])] = ops[i];
-    }
-    return out;
+    return add_ep_all_to_allv(b, st, m, name, bytes, deps);
   };
-  // With expert TP, the backward of the forward's reduce-scatter is an all-gather of the output
-  // gradients over the ETP group, and the backward of its all-gather a reduce-scatter of the input
-  // gradients (Megatron-LM's conjugate operators); nccl-tests S is the union's rows x d_model.
   auto etp_collective = [&](const char* what, Primitive primitive, int c, const std::vector<OpId>& deps) {
-    if (etp == 1) return deps;
-    std::vector<OpId> out(static_cast<std::size_t>(n), kNoOp);
-    for (int e = 0; e < m.ep; ++e) {
-      CollectiveSpec s;
-      s.name = name_of(what, c);
-      s.primitive = primitive;
-      s.bytes = moe_etp_gathered_bytes(m, chunk[static_cast<std::size_t>(c)], e);
-      for (int j = 0; j < etp; ++j) {
-        const int r = e * etp + j;
-        s.ranks.push_back(r);
-        s.streams.push_back(st.comm[static_cast<std::size_t>(r)]);
-        const OpId d = deps[static_cast<std::size_t>(r)];
-        s.deps.push_back(d == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{d});
-      }
-      const std::vector<OpId> ops = b.add_collective(s);
-      for (std::size_t i = 0; i < ops.size(); ++i) out[static_cast<std::size_t>(s.ranks[i])] = ops[i];
-    }
-    return out;
+    return add_etp_collective(b, st, m, name_of(what, c), primitive, chunk[static_cast<std::size_t>(c)], deps);
   };
   auto compute_of = [&](int r) { return st.compute[static_cast<std::size_t>(r)]; };
 

@@ -126,6 +126,29 @@ Ps predict(const HardwareProfile& hw, const std::vector<RankGemms>& ranks, const
   return comm_acc;
 }
 
+// The tile slots of one wave: the published implementation cuts waves assuming NCCL holds 2 SMs
+// (facts.md: wSize = SMs - 2).
+std::int64_t wave_slots(const HardwareProfile& hw, const std::vector<RankGemms>& ranks) {
+  return static_cast<std::int64_t>(std::max(1, hw.gpu.sm_count - 2)) * std::max(1, ranks[0].plan.ctas_per_sm);
+}
+
+// Waves per group: group_waves when given (> 0), else the size Sec. 4.2's predictor finds fastest among
+// 1, 2, 4, ... up to the most waves any rank runs.
+std::int64_t group_size(const HardwareProfile& hw, const std::vector<RankGemms>& ranks, const CountMatrix& tokens,
+                        std::int64_t slots, const std::string& link, std::int64_t group_waves) {
+  if (group_waves > 0) return group_waves;
+  std::int64_t waves = 1;
+  for (const RankGemms& r : ranks) waves = std::max(waves, (r.plan.tiles + slots - 1) / slots);
+  std::int64_t size = 1;
+  Ps best = -1;
+  for (std::int64_t s = 1;; s = std::min(waves, s * 2)) {
+    const Ps t = predict(hw, ranks, groups_of(ranks, tokens, slots, s), slots, link);
+    if (best < 0 || t < best) best = t, size = s;
+    if (s >= waves) break;
+  }
+  return size;
+}
+
 // One MoE layer as FlashOverlap's GEMM + all-to-all into `b` on `st`, rank r's router after start[r]
 // (empty: none), op and counter names prefixed by `prefix`; group_waves 0 = the predictor's choice.
 MoeLayerOps emit_moe_flashoverlap(GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
@@ -142,21 +165,9 @@ MoeLayerOps emit_moe_flashoverlap(GraphBuilder& b, const RankStreams& st, const 
     rg.plan = plan_grouped_gemm(hw, rg.down);
     for (int e = 0; e < per_rank; ++e) rg.experts.push_back(r * per_rank + e);
   }
-  // The published implementation cuts waves assuming NCCL holds 2 SMs (facts.md: wSize = SMs - 2).
-  const std::int64_t slots =
-      static_cast<std::int64_t>(std::max(1, hw.gpu.sm_count - 2)) * std::max(1, ranks[0].plan.ctas_per_sm);
-  std::int64_t size = group_waves;
+  const std::int64_t slots = wave_slots(hw, ranks);
   const std::string link = collective_link_class(hw, n);
-  if (size <= 0) {
-    std::int64_t waves = 1;
-    for (const RankGemms& r : ranks) waves = std::max(waves, (r.plan.tiles + slots - 1) / slots);
-    Ps best = -1;
-    for (std::int64_t s = 1;; s = std::min(waves, s * 2)) {
-      const Ps t = predict(hw, ranks, groups_of(ranks, routing.tokens, slots, s), slots, link);
-      if (best < 0 || t < best) best = t, size = s;
-      if (s >= waves) break;
-    }
-  }
+  const std::int64_t size = group_size(hw, ranks, routing.tokens, slots, link, group_waves);
   const GroupPlan groups = groups_of(ranks, routing.tokens, slots, size);
 
   std::vector<std::vector<OpId>> dispatch_deps;
@@ -233,20 +244,9 @@ MoeLayerOps emit_moe_flashoverlap_backward(GraphBuilder& b, const RankStreams& s
     rg.plan = plan_grouped_gemm(hw, rg.down);
     for (int e = 0; e < per_rank; ++e) rg.experts.push_back(r * per_rank + e);
   }
-  const std::int64_t slots =
-      static_cast<std::int64_t>(std::max(1, hw.gpu.sm_count - 2)) * std::max(1, ranks[0].plan.ctas_per_sm);
-  std::int64_t size = group_waves;
+  const std::int64_t slots = wave_slots(hw, ranks);
   const std::string link = collective_link_class(hw, n);
-  if (size <= 0) {
-    std::int64_t waves = 1;
-    for (const RankGemms& r : ranks) waves = std::max(waves, (r.plan.tiles + slots - 1) / slots);
-    Ps best = -1;
-    for (std::int64_t s = 1;; s = std::min(waves, s * 2)) {
-      const Ps t = predict(hw, ranks, groups_of(ranks, routing.tokens, slots, s), slots, link);
-      if (best < 0 || t < best) best = t, size = s;
-      if (s >= waves) break;
-    }
-  }
+  const std::int64_t size = group_size(hw, ranks, routing.tokens, slots, link, group_waves);
   const GroupPlan groups = groups_of(ranks, routing.tokens, slots, size);
 
   auto cs = [&](int r) { return st.compute[static_cast<std::size_t>(r)]; };

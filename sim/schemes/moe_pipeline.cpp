@@ -62,6 +62,57 @@ std::vector<std::vector<OpId>> per_member(const std::vector<OpId>& ops) {
 
 }  // namespace
 
+std::vector<OpId> add_ep_all_to_allv(GraphBuilder& b, const RankStreams& st, const Moe& m, const std::string& name,
+                                     const overlap::PairBytes& bytes, const std::vector<OpId>& deps) {
+  const int etp = std::max(1, m.expert_tp);
+  if (etp == 1) {
+    AllToAllvSpec s;
+    s.name = name;
+    s.bytes = bytes;
+    s.streams = st.comm;
+    s.deps = per_member(deps);
+    return b.add_all_to_allv(s);
+  }
+  std::vector<OpId> out(static_cast<std::size_t>(m.ep * etp), kNoOp);
+  for (int j = 0; j < etp; ++j) {
+    AllToAllvSpec s;
+    s.name = name;
+    s.bytes = bytes;
+    for (int e = 0; e < m.ep; ++e) s.ranks.push_back(e * etp + j);
+    for (const int r : s.ranks) {
+      s.streams.push_back(st.comm[static_cast<std::size_t>(r)]);
+      const OpId d = deps.empty() ? kNoOp : deps[static_cast<std::size_t>(r)];
+      s.deps.push_back(d == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{d});
+    }
+    const std::vector<OpId> ops = b.add_all_to_allv(s);
+    for (std::size_t i = 0; i < ops.size(); ++i) out[static_cast<std::size_t>(s.ranks[i])] = ops[i];
+  }
+  return out;
+}
+
+std::vector<OpId> add_etp_collective(GraphBuilder& b, const RankStreams& st, const Moe& m, const std::string& name,
+                                     Primitive primitive, const MoeShapes& ep_shapes, const std::vector<OpId>& deps) {
+  const int etp = std::max(1, m.expert_tp);
+  if (etp == 1) return deps;
+  std::vector<OpId> out(static_cast<std::size_t>(m.ep * etp), kNoOp);
+  for (int e = 0; e < m.ep; ++e) {
+    CollectiveSpec s;
+    s.name = name;
+    s.primitive = primitive;
+    s.bytes = moe_etp_gathered_bytes(m, ep_shapes, e);
+    for (int j = 0; j < etp; ++j) {
+      const int r = e * etp + j;
+      s.ranks.push_back(r);
+      s.streams.push_back(st.comm[static_cast<std::size_t>(r)]);
+      const OpId d = deps[static_cast<std::size_t>(r)];
+      s.deps.push_back(d == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{d});
+    }
+    const std::vector<OpId> ops = b.add_collective(s);
+    for (std::size_t i = 0; i < ops.size(); ++i) out[static_cast<std::size_t>(s.ranks[i])] = ops[i];
+  }
+  return out;
+}
+
 OpId add_moe_shared_experts(GraphBuilder& b, int r, StreamId stream, const Moe& m, OpId dep, const std::string& prefix) {
   if (m.shared_experts <= 0) return dep;
   GemmOptions up;
@@ -113,55 +164,11 @@ MoeLayerOps emit_moe_layer(GraphBuilder& b, const RankStreams& st, const Moe& m,
   auto name_of = [&](const char* what, int c) {
     return prefix + (C > 1 ? fmt::format("{}[{}]", what, c) : std::string(what));
   };
-  // An all-to-allv of EP-rank bytes over every EP group (the ranks of one etp_index), the per-rank ops
-  // by graph rank. Without expert TP: one over every rank.
   auto all_to_allv = [&](const std::string& name, const overlap::PairBytes& bytes, const std::vector<OpId>& deps) {
-    if (etp == 1) {
-      AllToAllvSpec s;
-      s.name = name;
-      s.bytes = bytes;
-      s.streams = st.comm;
-      s.deps = per_member(deps);
-      return b.add_all_to_allv(s);
-    }
-    std::vector<OpId> out(static_cast<std::size_t>(n), kNoOp);
-    for (int j = 0; j < etp; ++j) {
-      AllToAllvSpec s;
-      s.name = name;
-      s.bytes = bytes;
-      for (int e = 0; e < m.ep; ++e) s.ranks.push_back(e * etp + j);
-      for (const int r : s.ranks) {
-        s.streams.push_back(st.comm[static_cast<std::size_t>(r)]);
-        const OpId d = deps.empty() ? kNoOp : deps[static_cast<std::size_t>(r)];
-        s.deps.push_back(d == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{d});
-      }
-      const std::vector<OpId> ops = b.add_all_to_allv(s);
-      for (std::size_t i = 0; i < ops.size(); ++i) out[static_cast<std::size_t>(s.ranks[i])] = ops[i];
-    }
-    return out;
+    return add_ep_all_to_allv(b, st, m, name, bytes, deps);
   };
-  // The ETP all-gather (tokens each member received -> the union, every member's) or reduce-scatter
-  // (the down projection's partial sums of the union -> each member's own rows) of chunk c over every
-  // ETP group; nccl-tests S is the union's rows x d_model either way. Without expert TP: `deps`.
   auto etp_collective = [&](const char* what, Primitive primitive, int c, const std::vector<OpId>& deps) {
-    if (etp == 1) return deps;
-    std::vector<OpId> out(static_cast<std::size_t>(n), kNoOp);
-    for (int e = 0; e < m.ep; ++e) {
-      CollectiveSpec s;
-      s.name = name_of(what, c);
-      s.primitive = primitive;
-      s.bytes = moe_etp_gathered_bytes(m, chunk[static_cast<std::size_t>(c)], e);
-      for (int j = 0; j < etp; ++j) {
-        const int r = e * etp + j;
-        s.ranks.push_back(r);
-        s.streams.push_back(st.comm[static_cast<std::size_t>(r)]);
-        const OpId d = deps[static_cast<std::size_t>(r)];
-        s.deps.push_back(d == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{d});
-      }
-      const std::vector<OpId> ops = b.add_collective(s);
-      for (std::size_t i = 0; i < ops.size(); ++i) out[static_cast<std::size_t>(s.ranks[i])] = ops[i];
-    }
-    return out;
+    return add_etp_collective(b, st, m, name_of(what, c), primitive, chunk[static_cast<std::size_t>(c)], deps);
   };
   auto dispatch = [&](int c, const std::vector<OpId>& deps) {
     return all_to_allv(name_of("dispatch", c), chunk[static_cast<std::size_t>(c)].dispatch, deps);
