@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 namespace overlap::calibrate {
 
@@ -62,6 +63,77 @@ double gemm_tile_us_from(double duration_us, std::int64_t m, std::int64_t n, std
   }
   const double tiles = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) / (128.0 * 128.0 * 1024.0);
   return duration_us * sm_count / tiles;
+}
+
+std::vector<TrainingGemm> training_gemms() {
+  // Llama-3-70B (scenarios/models/llama3-70b.json): hidden 8192, 64 query heads and 8 KV heads of 128,
+  // SwiGLU FFN 28672; TP 8 with SP, so each linear sees the 8192 gathered tokens. Per rank: qkv and
+  // the gate+up fc1 column-parallel (N / 8), the attention output and fc2 row-parallel (K / 8).
+  constexpr std::int64_t tokens = 8192, hidden = 8192, head = 128, tp = 8;
+  constexpr std::int64_t qkv = (64 + 2 * 8) * head, ffn = 28672;
+  struct Linear {
+    const char* name;
+    std::int64_t n, k;  // the forward's N (output width) and K (input width) on one rank
+  };
+  const Linear linears[] = {{"qkv", qkv / tp, hidden}, {"proj", hidden, hidden / tp}, {"fc1", 2 * ffn / tp, hidden},
+                            {"fc2", hidden, ffn / tp}};
+  std::vector<TrainingGemm> out;
+  for (const Linear& l : linears) {
+    const std::string name = l.name;
+    const GemmConfig forward{tokens, l.n, l.k, "bf16"}, dgrad{tokens, l.k, l.n, "bf16"}, wgrad{l.k, l.n, tokens, "bf16"};
+    out.push_back({forward, "nn", name + ".forward"});
+    out.push_back({dgrad, "nt", name + ".dgrad"});
+    out.push_back({dgrad, "nn", name + ".dgrad"});
+    out.push_back({wgrad, "tn", name + ".wgrad"});
+    out.push_back({wgrad, "nn", name + ".wgrad"});
+  }
+  return out;
+}
+
+std::vector<std::int64_t> zipf_rows(std::int64_t total, int groups, double s) {
+  if (total < 0 || groups < 1 || !(s >= 0)) throw std::invalid_argument("zipf_rows: total >= 0, groups >= 1, s >= 0");
+  std::vector<double> share(static_cast<std::size_t>(groups));
+  double sum = 0;
+  for (int e = 0; e < groups; ++e) sum += share[static_cast<std::size_t>(e)] = std::pow(e + 1.0, -s);
+  std::vector<std::int64_t> rows(share.size());
+  std::vector<std::pair<double, int>> remainder;
+  std::int64_t given = 0;
+  for (int e = 0; e < groups; ++e) {
+    const double expected = static_cast<double>(total) * share[static_cast<std::size_t>(e)] / sum;
+    rows[static_cast<std::size_t>(e)] = static_cast<std::int64_t>(std::floor(expected));
+    given += rows[static_cast<std::size_t>(e)];
+    remainder.push_back({expected - std::floor(expected), e});
+  }
+  // Largest remainder first, the lower expert on a tie: the counts stay non-increasing in e.
+  std::stable_sort(remainder.begin(), remainder.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (std::size_t i = 0; given < total; ++i, ++given) ++rows[static_cast<std::size_t>(remainder[i % remainder.size()].second)];
+  return rows;
+}
+
+std::vector<GroupedGemmCase> grouped_gemm_cases() {
+  // Rows per local expert under uniform routing: tokens per rank x top_k x ep / experts.
+  // Qwen3-235B-A22B (scenarios/qwen3-235b-ep8-moe.yaml): 128 experts top 8 over EP 8, 16 per rank,
+  // d_model 4096, expert FFN 1536, 8192 tokens per rank: 4096 rows each. DeepSeek-V3
+  // (deepseek-v3-ep64-moe.yaml): 256 experts top 8 over EP 64, 4 per rank, d_model 7168, FFN 2048,
+  // 4096 tokens: 8192 rows each. Mixtral-8x7B (mixtral-8x7b-ep4-moe.yaml): 8 experts top 2 over EP 4,
+  // 2 per rank, d_model 4096, FFN 14336, 8192 tokens: 8192 rows each.
+  std::vector<GroupedGemmCase> out;
+  const auto add = [&](const std::string& name, std::int64_t n, std::int64_t k, int experts, std::int64_t rows_each, double s) {
+    out.push_back({s > 0 ? name + " zipf " + std::to_string(s).substr(0, 3) : name + " uniform", n, k,
+                   zipf_rows(rows_each * experts, experts, s)});
+  };
+  for (double s : {0.0, 1.0}) {
+    add("qwen3-235b ep8 gate+up", 2 * 1536, 4096, 16, 4096, s);
+    add("qwen3-235b ep8 down", 4096, 1536, 16, 4096, s);
+    add("deepseek-v3 ep64 gate+up", 2 * 2048, 7168, 4, 8192, s);
+    add("deepseek-v3 ep64 down", 7168, 2048, 4, 8192, s);
+  }
+  add("mixtral-8x7b ep4 gate+up", 2 * 14336, 4096, 2, 8192, 0.0);
+  // A decode-sized batch (64 tokens per rank of Qwen3's EP 8: 32 rows per expert on average): the
+  // experts' weights, not their rows, set the time; skewed, several experts get none.
+  add("qwen3-235b ep8 gate+up decode", 2 * 1536, 4096, 16, 32, 0.0);
+  add("qwen3-235b ep8 gate+up decode", 2 * 1536, 4096, 16, 32, 1.5);
+  return out;
 }
 
 std::vector<std::int64_t> transfer_sizes() {

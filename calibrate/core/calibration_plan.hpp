@@ -37,6 +37,35 @@ GemmConfig gemm_tile_shape(int sm_count, std::int64_t k);
 // duration: duration * sm_count / (m n k / (128 * 128 * 1024)).
 double gemm_tile_us_from(double duration_us, std::int64_t m, std::int64_t n, std::int64_t k, int sm_count);
 
+// The training step's GEMMs (gemm_backward): every linear of one Llama-3-70B layer at TP 8 + SP over
+// 8192 tokens (scenarios/llama3-70b-tp8-train-step.yaml), each as the step runs it: the forward in
+// layout nn, its dgrad (M x K x N of the forward's M x N x K) in nt, its wgrad (K x N x M) in tn; and
+// every dgrad and wgrad shape again in nn, so what the layout costs is told apart from the shape.
+struct TrainingGemm {
+  GemmConfig shape;
+  std::string layout;  // nn | nt | tn (kernels/gemm/cublaslt_gemm.hpp OperandLayout)
+  std::string role;    // "<linear>.<forward|dgrad|wgrad>"
+};
+std::vector<TrainingGemm> training_gemms();
+
+// One rank's expert GEMMs of a MoE layer (grouped_gemm): one bf16 GEMM of rows[e] x n x k per local
+// expert e with rows (an expert with none has no GEMM), run as one grouped cuBLAS call and as one
+// cuBLASLt GEMM per expert. The cases are the shipped MoE scenarios' gate+up and down projections per
+// rank (Qwen3-235B EP 8, DeepSeek-V3 EP 64, Mixtral-8x7B EP 4), with uniform and Zipf-skewed rows, and
+// a decode-sized batch where most experts get a handful of rows.
+struct GroupedGemmCase {
+  std::string name;
+  std::int64_t n = 0, k = 0;
+  std::vector<std::int64_t> rows;  // per local expert
+};
+std::vector<GroupedGemmCase> grouped_gemm_cases();
+
+// `total` rows over `groups` experts in Zipf(s) proportions (expert e's share 1 / (e + 1)^s; s = 0
+// is uniform), the expected counts rounded by largest remainder (ties to the lower expert): the
+// counts sum to `total` and never increase with e. Throws std::invalid_argument for total < 0,
+// groups < 1 or s < 0.
+std::vector<std::int64_t> zipf_rows(std::int64_t total, int groups, double s);
+
 // Transfer sizes: 1 KiB .. 1 GiB, doubling (21 sizes).
 std::vector<std::int64_t> transfer_sizes();
 // SM copy kernel CTA counts (k <= sm_count), and the sizes each is timed at.

@@ -50,7 +50,7 @@ namespace bench {
 const std::vector<std::string>& all() {
   static const std::vector<std::string> names = {
       gemm,     gemm_sm, gemm_waves, gemm_tile, gemm_concurrent, interference_sm_copy, interference_copy_engine,
-      interference_nccl, transfer, nccl, collective, launch, hbm_stream, signal_gemm};
+      interference_nccl, transfer, nccl, collective, launch, hbm_stream, signal_gemm, gemm_backward, grouped_gemm};
   return names;
 }
 }  // namespace bench
@@ -81,6 +81,23 @@ std::int64_t Measurement::config_count(const std::string& key, std::int64_t max)
     fail("config." + key, "must be a whole number from 1 to " + std::to_string(max) + " (got " + config[key].dump() + ")");
   }
   return v;
+}
+std::vector<std::int64_t> Measurement::config_counts(const std::string& key, std::size_t max_items, std::int64_t max) const {
+  if (!has_key(config, key) || !config[key].is_array() || config[key].empty() || config[key].size() > max_items) {
+    fail("config." + key, "must be a list of 1 to " + std::to_string(max_items) + " whole numbers" +
+                              (has_key(config, key) ? " (got " + config[key].dump() + ")" : " (missing)"));
+  }
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < config[key].size(); ++i) {
+    const nlohmann::json& v = config[key][i];
+    const std::string at = "config." + key + "[" + std::to_string(i) + "]";
+    if (!v.is_number() || !(v.get<double>() >= 0) || v.get<double>() > static_cast<double>(max) ||
+        v.get<double>() != std::floor(v.get<double>())) {
+      fail(at, "must be a whole number from 0 to " + std::to_string(max) + " (got " + v.dump() + ")");
+    }
+    out.push_back(static_cast<std::int64_t>(v.get<double>()));
+  }
+  return out;
 }
 std::string Measurement::config_string(const std::string& key, const std::string& fallback) const {
   return has_key(config, key) ? config_string(key) : fallback;

@@ -47,6 +47,8 @@ inline constexpr const char* collective = "collective";          // the virtual 
 inline constexpr const char* launch = "launch";                  // host cost, dependent gaps, graphs
 inline constexpr const char* hbm_stream = "hbm_stream";          // GEMV-like weight streaming
 inline constexpr const char* signal_gemm = "signal_gemm";        // the runner's signalling GEMM vs itself unsignalled
+inline constexpr const char* gemm_backward = "gemm_backward";    // a training step's GEMMs in their layouts
+inline constexpr const char* grouped_gemm = "grouped_gemm";      // one rank's MoE expert GEMMs, grouped and per expert
 // Every name above: a measurements.json entry naming another benchmark is refused (a typo there
 // would otherwise drop the measurement from the profile and from validate without a word).
 const std::vector<std::string>& all();
@@ -80,6 +82,10 @@ struct Measurement {
   bool derived_bool(const std::string& key, bool fallback) const;
   // A size or count (m, bytes, sms): a whole number from 1 to `max`, else refused as above.
   std::int64_t config_count(const std::string& key, std::int64_t max = kMaxConfigCount) const;
+  // A non-empty list of counts that may be 0 (rows per expert): whole numbers from 0 to `max`, at
+  // most `max_items` of them, else refused as above (the key path names the element).
+  std::vector<std::int64_t> config_counts(const std::string& key, std::size_t max_items,
+                                          std::int64_t max = kMaxConfigCount) const;
   // Reports bad input at `key` ("config.m") of this measurement, the way the typed reads do.
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
 };

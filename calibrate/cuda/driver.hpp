@@ -78,6 +78,8 @@ void bench_launch(Driver& d);        // launch: host cost, dependent gap, graph 
 void bench_hbm(Driver& d);           // hbm_stream: GEMV-like weight streaming
 void bench_nccl(Driver& d);          // nccl (+ interference_nccl) under mpirun, every rank
 void bench_signal_gemm(Driver& d);   // signal_gemm: the reference GEMM vs cuBLASLt, signalling overhead
+void bench_gemm_backward(Driver& d);  // gemm_backward: a training step's GEMMs in their layouts
+void bench_grouped_gemm(Driver& d);   // grouped_gemm: MoE expert GEMMs, grouped and per expert
 
 // Environment (GPU, driver, runtime, cuBLASLt, NCCL, clocks as read).
 nlohmann::json read_environment(int device, const cuda::ProcessRank& pr, const std::string& link_class);

@@ -29,7 +29,7 @@ void usage(FILE* f) {
                "usage: overlap-calibrate [--out DIR] [--quick] [--only BENCH,...] [--warmup N] [--reps N]\n"
                "                         [--profile-schema 2] [--link-class NAME] [--bootstrap-dir DIR]\n"
                "benchmarks: gemm gemm_tile gemm_waves gemm_sm interference_sm_copy interference_copy_engine\n"
-               "            transfer launch hbm_stream nccl interference_nccl signal_gemm\n");
+               "            transfer launch hbm_stream nccl interference_nccl signal_gemm gemm_backward grouped_gemm\n");
 }
 
 bool parse(int argc, char** argv, DriverOptions& o) {
@@ -114,6 +114,8 @@ int main(int argc, char** argv) {
     guarded("launch", overlap::calibrate::bench_launch);
     guarded("hbm_stream", overlap::calibrate::bench_hbm);
     guarded("signal_gemm", overlap::calibrate::bench_signal_gemm);
+    guarded("gemm_backward", overlap::calibrate::bench_gemm_backward);
+    guarded("grouped_gemm", overlap::calibrate::bench_grouped_gemm);
     if (!errors.empty()) d.environment()["errors"] = errors;
     overlap::calibrate::write_measurement_dir(options.out_dir, d.measurements());
     std::printf("# wrote %s/measurements.json (%zu measurements) and environment.json\n", options.out_dir.c_str(),

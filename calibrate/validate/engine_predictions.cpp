@@ -113,4 +113,34 @@ double simulate_concurrent_gemm_us(const HardwareProfile& p, const GemmShape& s,
   return us_from_ps(sim::run(b.graph(), node).makespan_ps);
 }
 
+// One rank's expert GEMMs as the MoE schemes build them (GraphBuilder::add_grouped_gemm: one tiled op
+// whose waves come from every expert's tiles, a memory-bound one stretched to its weight bytes), the
+// kernel alone on the whole GPU.
+double simulate_grouped_gemm_us(const HardwareProfile& p, const std::vector<GemmShape>& experts) {
+  const sim::Workload one_gpu;
+  const json no_params = json::object();
+  const sim::BuildContext ctx{one_gpu, p, no_params};  // the builder keeps a reference to it
+  sim::GraphBuilder b(ctx, 1);
+  b.add_grouped_gemm(0, b.add_stream(0, "experts"), experts);
+  sim::NodeConfig node = sim::make_node(p, 1);
+  node.launch_gap_ps = 0;
+  node.launch_host_ps = 0;
+  return us_from_ps(sim::run(b.graph(), node).makespan_ps);
+}
+
+// The same GEMMs as one kernel each, back to back on one stream (a sequential expert loop), each as
+// GraphBuilder::add_gemm plans it; the host issues them one after another at the profile's launch
+// cost, so a loop of small GEMMs is as launch-bound in the engine as on the GPU.
+double simulate_gemm_sequence_us(const HardwareProfile& p, const std::vector<GemmShape>& gemms) {
+  const sim::Workload one_gpu;
+  const json no_params = json::object();
+  const sim::BuildContext ctx{one_gpu, p, no_params};  // the builder keeps a reference to it
+  sim::GraphBuilder b(ctx, 1);
+  const sim::StreamId stream = b.add_stream(0, "experts");
+  for (const GemmShape& s : gemms) {
+    if (s.m > 0) b.add_gemm(0, stream, s);
+  }
+  return us_from_ps(sim::run(b.graph(), sim::make_node(p, 1)).makespan_ps);
+}
+
 }  // namespace overlap::calibrate

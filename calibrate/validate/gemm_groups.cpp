@@ -125,11 +125,54 @@ void interference_groups(const MeasurementSet& set, const HardwareProfile& p, Va
   }
 }
 
+// A training step's GEMMs in their layouts (gemm_backward), and one rank's MoE expert GEMMs
+// (grouped_gemm) as a per-expert loop and as one grouped cuBLAS call.
+void training_groups(const MeasurementSet& set, const HardwareProfile& p, ValidationReport& rep) {
+  const int S = p.gpu.sm_count;
+  ValidationGroup backward{bench::gemm_backward,
+                           "engine: one tiled kernel on every SM, priced by its shape alone (the layout, nn / nt / tn, "
+                           "is not an input: sim/backward_shapes.hpp)",
+                           {}, 0, 0, 0};
+  for (const auto* m : set.of(bench::gemm_backward)) {
+    const GemmShape s = shape_of(*m);
+    const std::string layout = m->config_string("layout");
+    if (layout != "nn" && layout != "nt" && layout != "tn") m->fail("config.layout", "must be nn, nt or tn (got '" + layout + "')");
+    backward.rows.push_back(row(fmt::format("{} {} {}", m->config_string("role"), layout, shape_text(s)), *m,
+                                simulate_gemm_us(p, s, S), has_gemm_profile(p, s)));
+  }
+  ValidationGroup loop{"grouped_gemm.per_expert",
+                       "engine: one tiled kernel per expert back to back on one stream, issued at the profile's launch cost",
+                       {}, 0, 0, 0};
+  ValidationGroup grouped{"grouped_gemm.grouped",
+                          "engine: the MoE schemes' grouped GEMM (GraphBuilder::add_grouped_gemm: one kernel, waves over "
+                          "every expert's tiles) against cuBLAS's grouped call (cublasGemmGroupedBatchedEx)",
+                          {}, 0, 0, 0};
+  for (const auto* m : set.of(bench::grouped_gemm)) {
+    const std::int64_t n = m->config_count("n"), k = m->config_count("k");
+    const DType dtype = dtype_of(*m);
+    std::vector<GemmShape> experts;
+    for (std::int64_t rows : m->config_counts("rows", 4096)) experts.push_back(GemmShape{rows, n, k, dtype});
+    const std::string form = m->config_string("form");
+    const std::string text = fmt::format("{} ({} experts, x{}x{})", m->config_string("case"), experts.size(), n, k);
+    if (form == "per_expert") {
+      loop.rows.push_back(row(text, *m, simulate_gemm_sequence_us(p, experts), false));
+    } else if (form == "grouped") {
+      grouped.rows.push_back(row(text, *m, simulate_grouped_gemm_us(p, experts), false));
+    } else {
+      m->fail("config.form", "must be per_expert or grouped (got '" + form + "')");
+    }
+  }
+  for (auto* g : {&backward, &loop, &grouped}) {
+    if (!g->rows.empty()) rep.groups.push_back(std::move(*g));
+  }
+}
+
 }  // namespace
 
 void gemm_groups(const MeasurementSet& set, const HardwareProfile& p, ValidationReport& rep) {
   gemm_duration_groups(set, p, rep);
   interference_groups(set, p, rep);
+  training_groups(set, p, rep);
 }
 
 }  // namespace overlap::calibrate

@@ -47,6 +47,8 @@ double simulate_gemm_us(const HardwareProfile& p, const GemmShape& s, int sms);
 double simulate_gemm_beside_copies_us(const HardwareProfile& p, const GemmShape& s, Bytes copy_bytes, int warmup, int reps,
                                       bool timed_copy = false, int gemms_beside = 1);
 double simulate_concurrent_gemm_us(const HardwareProfile& p, const GemmShape& s, int ranks);
+double simulate_grouped_gemm_us(const HardwareProfile& p, const std::vector<GemmShape>& experts);
+double simulate_gemm_sequence_us(const HardwareProfile& p, const std::vector<GemmShape>& gemms);
 
 // --- gemm_groups.cpp, transfer_groups.cpp, scheme_groups.cpp ---
 void gemm_groups(const MeasurementSet& set, const HardwareProfile& p, ValidationReport& rep);

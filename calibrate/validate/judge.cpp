@@ -17,8 +17,10 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 std::optional<double> accuracy_target_pct(const std::string& benchmark) {
+  // The GEMM promise holds for a training step's GEMMs and a loop of expert GEMMs too; cuBLAS's grouped
+  // call is measured against the MoE schemes' grouped GEMM with no promise (calibrate/results/README.md).
   static const std::set<std::string> kFivePct = {"gemm", "gemm_tile", "gemm_waves", "gemm_sm", "gemm_concurrent",
-                                                 "transfer", "schemes"};
+                                                 "transfer", "schemes", "gemm_backward", "grouped_gemm.per_expert"};
   if (kFivePct.count(benchmark)) return 5.0;
   return std::nullopt;
 }

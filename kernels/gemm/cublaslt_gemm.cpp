@@ -16,7 +16,8 @@ void check_lt(cublasStatus_t s, const char* what) {
 
 }  // namespace
 
-LtGemm::LtGemm(cublasLtHandle_t handle, std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype)
+LtGemm::LtGemm(cublasLtHandle_t handle, std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype,
+               OperandLayout layout)
     : handle_(handle), m_(m), n_(n), k_(k), dtype_(dtype) {
   cudaDataType_t in_t, out_t;
   if (dtype == "bf16") {
@@ -31,19 +32,28 @@ LtGemm::LtGemm(cublasLtHandle_t handle, std::int64_t m, std::int64_t n, std::int
   } else {
     throw std::invalid_argument("LtGemm: dtype must be bf16, fp16 or fp8");
   }
-  // Row-major C = A B is column-major C^T = B^T A^T: cuBLASLt's "A" is our B (n x k), its "B" our A.
-  check_lt(cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
   const bool fp8 = dtype == "fp8";
-  cublasOperation_t ta = fp8 ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
+  if (fp8 && layout == OperandLayout::tn) throw std::invalid_argument("LtGemm: fp8 runs the nt layout only");
+  if (fp8) layout = OperandLayout::nt;
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLASLt's "A" is our B, its "B"
+  // our A. A row-major r x c matrix is a column-major c x r one with leading dimension c, so our B
+  // stored k x n is cuBLASLt's n x k untransposed, stored n x k (nt) it is k x n transposed; our A
+  // stored m x k is its k x m untransposed, stored k x m (tn) it is m x k transposed.
+  check_lt(cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  const cublasOperation_t ta = layout == OperandLayout::nt ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t tb = layout == OperandLayout::tn ? CUBLAS_OP_T : CUBLAS_OP_N;
   check_lt(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
   check_lt(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
-  if (fp8) {
-    // FP8 needs the TN form: the weight stored k-contiguous (n x k row-major = k x n column-major).
+  if (layout == OperandLayout::nt) {
     check_lt(cublasLtMatrixLayoutCreate(&la_, in_t, k, n, k), "layout A");
   } else {
     check_lt(cublasLtMatrixLayoutCreate(&la_, in_t, n, k, n), "layout A");
   }
-  check_lt(cublasLtMatrixLayoutCreate(&lb_, in_t, k, m, k), "layout B");
+  if (layout == OperandLayout::tn) {
+    check_lt(cublasLtMatrixLayoutCreate(&lb_, in_t, m, k, m), "layout B");
+  } else {
+    check_lt(cublasLtMatrixLayoutCreate(&lb_, in_t, k, m, k), "layout B");
+  }
   check_lt(cublasLtMatrixLayoutCreate(&lc_, out_t, n, m, n), "layout C");
   CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
   cublasLtMatmulPreference_t pref;

@@ -13,6 +13,12 @@
 
 namespace overlap::cuda {
 
+// How the operands of row-major C[m,n] = op(A) op(B) are stored (the training step's three GEMMs of a
+// linear Y = X W, Korthikanti et al. Sec. 4.2): nn the forward (A m x k, B k x n), nt the dgrad
+// dX = dY W^T (B stored n x k: the weight as the forward reads it), tn the wgrad dW = X^T dY (A
+// stored k x m: the saved input, tokens the reduction dimension).
+enum class OperandLayout { nn, nt, tn };
+
 struct LtAlgoInfo {
   int algo_id = -1;
   int tile_id = 0;
@@ -31,13 +37,15 @@ std::pair<int, int> lt_cluster_dims(int cluster_shape_id);
 
 class LtGemm {
  public:
-  // dtype: "bf16", "fp16" or "fp8". Allocates its own workspace (32 MiB).
-  LtGemm(cublasLtHandle_t handle, std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype);
+  // dtype: "bf16", "fp16" or "fp8" (fp8 is always nt: Hopper's FP8 GEMM wants both operands
+  // k-contiguous; layout tn is refused for it). Allocates its own workspace (32 MiB).
+  LtGemm(cublasLtHandle_t handle, std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype,
+         OperandLayout layout = OperandLayout::nn);
   ~LtGemm();
   LtGemm(const LtGemm&) = delete;
   LtGemm& operator=(const LtGemm&) = delete;
 
-  // a: m x k, b: k x n (fp8: stored n x k, i.e. transposed), d: m x n; element types per dtype.
+  // a: m x k (tn: stored k x m), b: k x n (nt and fp8: stored n x k), d: m x n; element types per dtype.
   void run(const void* a, const void* b, void* d, cudaStream_t stream) const;
   const LtAlgoInfo& info() const { return info_; }
   std::size_t input_bytes_a() const;

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
+#include <numeric>
 #include <sstream>
 #include <string>
 
@@ -113,6 +115,79 @@ std::string error_key(const json& doc) {
 }
 
 }  // namespace
+
+TEST_CASE("calibration plan: the training step's GEMMs are each linear's forward, dgrad and wgrad", "[calibrate]") {
+  using overlap::calibrate::training_gemms;
+  const auto gemms = training_gemms();
+  REQUIRE(gemms.size() == 20);  // 4 linears x (forward, dgrad nt + nn, wgrad tn + nn)
+  for (std::size_t i = 0; i < gemms.size(); i += 5) {
+    const auto& f = gemms[i].shape;
+    CHECK(gemms[i].layout == "nn");
+    CHECK(f.m == 8192);  // the gathered tokens
+    // dgrad M x K x N of the forward's M x N x K, in the step's nt and again in nn.
+    for (std::size_t j : {i + 1, i + 2}) {
+      const auto& d = gemms[j].shape;
+      CHECK((d.m == f.m && d.n == f.k && d.k == f.n));
+    }
+    CHECK(gemms[i + 1].layout == "nt");
+    CHECK(gemms[i + 2].layout == "nn");
+    // wgrad K x N x M: the tokens become the reduction dimension, in tn and again in nn.
+    for (std::size_t j : {i + 3, i + 4}) {
+      const auto& w = gemms[j].shape;
+      CHECK((w.m == f.k && w.n == f.n && w.k == f.m));
+    }
+    CHECK(gemms[i + 3].layout == "tn");
+    CHECK(gemms[i + 4].layout == "nn");
+    // Together dgrad and wgrad are twice the forward's FLOPs (Narayanan et al. Sec. 5.1).
+    CHECK(gemms[i + 1].shape.m * gemms[i + 1].shape.n * gemms[i + 1].shape.k + gemms[i + 3].shape.m * gemms[i + 3].shape.n * gemms[i + 3].shape.k ==
+          2 * f.m * f.n * f.k);
+  }
+  // Llama-3-70B at TP 8: qkv (64 + 2 x 8) x 128 / 8 wide, fc1 the gate and up halves of 28672 / 8.
+  CHECK(gemms[0].shape.n == 1280);
+  CHECK(gemms[10].shape.n == 7168);
+  CHECK(gemms[15].shape.k == 3584);
+}
+
+TEST_CASE("zipf_rows: Zipf proportions rounded to whole rows that sum to the total", "[calibrate]") {
+  using overlap::calibrate::zipf_rows;
+  CHECK(zipf_rows(64, 4, 0.0) == std::vector<std::int64_t>{16, 16, 16, 16});
+  CHECK(zipf_rows(10, 4, 0.0) == std::vector<std::int64_t>{3, 3, 2, 2});  // remainders to the lower experts
+  // s = 1: shares 1, 1/2, 1/3 of 11/6: 600, 300, 200 of 1100 exactly.
+  CHECK(zipf_rows(1100, 3, 1.0) == std::vector<std::int64_t>{600, 300, 200});
+  for (double s : {0.0, 0.5, 1.0, 1.5, 3.0}) {
+    for (std::int64_t total : {0LL, 1LL, 7LL, 2048LL, 65536LL}) {
+      const auto rows = zipf_rows(total, 16, s);
+      REQUIRE(rows.size() == 16);
+      CHECK(std::accumulate(rows.begin(), rows.end(), std::int64_t{0}) == total);
+      CHECK(std::is_sorted(rows.rbegin(), rows.rend()));  // never increasing with the expert
+      CHECK(rows.back() >= 0);
+    }
+  }
+  CHECK_THROWS_AS(zipf_rows(-1, 4, 1.0), std::invalid_argument);
+  CHECK_THROWS_AS(zipf_rows(8, 0, 1.0), std::invalid_argument);
+  CHECK_THROWS_AS(zipf_rows(8, 4, -0.5), std::invalid_argument);
+  CHECK_THROWS_AS(zipf_rows(8, 4, std::nan("")), std::invalid_argument);
+}
+
+TEST_CASE("calibration plan: the expert GEMM cases are the MoE scenarios' per-rank GEMMs", "[calibrate]") {
+  const auto cases = overlap::calibrate::grouped_gemm_cases();
+  REQUIRE(!cases.empty());
+  for (const auto& c : cases) {
+    INFO(c.name);
+    CHECK(c.n > 0);
+    CHECK(c.k > 0);
+    REQUIRE(!c.rows.empty());
+    // Uniform: tokens x top_k x ep / experts on every local expert.
+    if (c.name.find("uniform") != std::string::npos)
+      CHECK(std::adjacent_find(c.rows.begin(), c.rows.end(), std::not_equal_to<>()) == c.rows.end());
+  }
+  // Qwen3-235B EP 8: 16 local experts of 8192 x 8 x 8 / 128 = 4096 rows; DeepSeek-V3 EP 64: 4 of
+  // 4096 x 8 x 64 / 256 = 8192.
+  CHECK(cases[0].rows == std::vector<std::int64_t>(16, 4096));
+  CHECK(cases[2].rows == std::vector<std::int64_t>(4, 8192));
+  // The skewed case routes the same rows as the uniform one.
+  CHECK(std::accumulate(cases[4].rows.begin(), cases[4].rows.end(), std::int64_t{0}) == 16 * 4096);
+}
 
 TEST_CASE("scheme configuration list: a valid run parses into the runner's shape", "[calibrate]") {
   const SchemeConfigList list = parse_scheme_config_list(config_list(ar_run()), "cfg.json");

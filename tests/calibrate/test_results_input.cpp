@@ -141,6 +141,40 @@ TEST_CASE("validate refuses a malformed measurements.json with its file, line an
   fs::remove_all(tmp);
 }
 
+TEST_CASE("validate refuses a malformed training or expert GEMM measurement with its file and key", "[calibrate][validate][input]") {
+  // The H200 directory whose calibration has the gemm_backward and grouped_gemm rows.
+  const fs::path source = fs::path(OVERLAP_SOURCE_DIR) / "calibrate/results/nvidia-h200-vm-2";
+  const json doc = read(source / "measurements.json");
+  const std::string at_bwd = "measurements[" + std::to_string(first_of(doc, "gemm_backward")) + "]";
+  const std::size_t grouped = first_of(doc, "grouped_gemm");
+  const std::string at_grp = "measurements[" + std::to_string(grouped) + "]";
+  const std::vector<Case> cases = {
+      {"a layout no GEMM has",
+       [&](json& d) { d["measurements"][first_of(d, "gemm_backward")]["config"]["layout"] = "tt"; return at_bwd + ".config.layout"; },
+       "\"layout\": \"tt\"", "must be nn, nt or tn"},
+      {"a negative row count of an expert",
+       [&](json& d) { d["measurements"][grouped]["config"]["rows"][1] = -3; return at_grp + ".config.rows[1]"; }, "",
+       "whole number from 0"},
+      {"a fractional row count of an expert",
+       [&](json& d) { d["measurements"][grouped]["config"]["rows"][0] = 2.5; return at_grp + ".config.rows[0]"; }, "",
+       "whole number from 0"},
+      {"no experts",
+       [&](json& d) { d["measurements"][grouped]["config"]["rows"] = json::array(); return at_grp + ".config.rows"; }, "",
+       "must be a list of 1 to"},
+      {"rows that are not a list",
+       [&](json& d) { d["measurements"][grouped]["config"]["rows"] = 4096; return at_grp + ".config.rows"; }, "",
+       "must be a list of 1 to"},
+      {"an unknown form",
+       [&](json& d) { d["measurements"][grouped]["config"]["form"] = "fused"; return at_grp + ".config.form"; },
+       "\"form\": \"fused\"", "must be per_expert or grouped"},
+  };
+  const fs::path tmp = fs::temp_directory_path() / ("overlap-results-training-" + std::to_string(::getpid()));
+  for (const Case& c : cases) {
+    SECTION(c.what) { check_refusal(source, tmp, "measurements.json", doc, c); }
+  }
+  fs::remove_all(tmp);
+}
+
 TEST_CASE("validate names the line of a JSON syntax error in a results file", "[calibrate][validate][input]") {
   const fs::path tmp = fs::temp_directory_path() / ("overlap-results-syntax-" + std::to_string(::getpid()));
   fs::remove_all(tmp);
