@@ -149,6 +149,25 @@ std::int64_t group_size(const HardwareProfile& hw, const std::vector<RankGemms>&
   return size;
 }
 
+// The wave groups' all-to-allvs on the comm stream (Sec. 3.3.3 (3)): per group j, on every rank a wait
+// until its counter reaches the group's tile target, then one all-to-allv of the group's bytes named
+// `prefix` + `what` + ".group<j>". Returns each rank's last all-to-allv.
+std::vector<OpId> add_grouped_all_to_allv(GraphBuilder& b, const RankStreams& st, const std::vector<CounterId>& counters,
+                                          const GroupPlan& groups, const std::string& prefix, const std::string& what) {
+  std::vector<OpId> last;
+  for (std::size_t j = 0; j < groups.bytes.size(); ++j) {
+    AllToAllvSpec a;
+    a.name = fmt::format("{}{}.group{}", prefix, what, j);
+    a.bytes = groups.bytes[j];
+    a.streams = st.comm;
+    for (std::size_t r = 0; r < counters.size(); ++r)
+      a.deps.push_back({b.add_wait(static_cast<int>(r), st.comm[r], counters[r], groups.target[j][r],
+                                   fmt::format("{}wait.group{}", prefix, j))});
+    last = b.add_all_to_allv(a);
+  }
+  return last;
+}
+
 // One MoE layer as FlashOverlap's GEMM + all-to-all into `b` on `st`, rank r's router after start[r]
 // (empty: none), op and counter names prefixed by `prefix`; group_waves 0 = the predictor's choice.
 MoeLayerOps emit_moe_flashoverlap(GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
@@ -202,17 +221,7 @@ MoeLayerOps emit_moe_flashoverlap(GraphBuilder& b, const RankStreams& st, const 
     down.tile_counters = {counters.back()};
     b.add_grouped_gemm(r, cs, sh.down[static_cast<std::size_t>(r)], down);
   }
-  std::vector<OpId> last;
-  for (std::size_t j = 0; j < groups.bytes.size(); ++j) {
-    AllToAllvSpec k;
-    k.name = fmt::format("{}combine.group{}", prefix, j);
-    k.bytes = groups.bytes[j];
-    k.streams = st.comm;
-    for (int r = 0; r < n; ++r)
-      k.deps.push_back({b.add_wait(r, st.comm[static_cast<std::size_t>(r)], counters[static_cast<std::size_t>(r)],
-                                   groups.target[j][static_cast<std::size_t>(r)], fmt::format("{}wait.group{}", prefix, j))});
-    last = b.add_all_to_allv(k);
-  }
+  std::vector<OpId> last = add_grouped_all_to_allv(b, st, counters, groups, prefix, "combine");
   for (int r = 0; r < n; ++r)
     last[static_cast<std::size_t>(r)] = add_moe_shared_experts(b, r, st.compute[static_cast<std::size_t>(r)], m,
                                                                last[static_cast<std::size_t>(r)], prefix);
@@ -292,17 +301,7 @@ MoeLayerOps emit_moe_flashoverlap_backward(GraphBuilder& b, const RankStreams& s
     wgrad[static_cast<std::size_t>(r)] = b.add_grouped_gemm(r, cs(r), e.up_wgrad, uw);
   }
   // Dispatch backward, one all-to-allv per wave group of the gate+up dgrad (the combine's bytes in all).
-  std::vector<OpId> last;
-  for (std::size_t j = 0; j < groups.bytes.size(); ++j) {
-    AllToAllvSpec d;
-    d.name = fmt::format("{}dispatch.group{}", pre, j);
-    d.bytes = groups.bytes[j];
-    d.streams = st.comm;
-    for (int r = 0; r < n; ++r)
-      d.deps.push_back({b.add_wait(r, st.comm[static_cast<std::size_t>(r)], counters[static_cast<std::size_t>(r)],
-                                   groups.target[j][static_cast<std::size_t>(r)], fmt::format("{}wait.group{}", pre, j))});
-    last = b.add_all_to_allv(d);
-  }
+  std::vector<OpId> last = add_grouped_all_to_allv(b, st, counters, groups, pre, "dispatch");
   // The router's backward after the last group is sent and the wgrad is done.
   for (int r = 0; r < n; ++r) {
     const auto i = static_cast<std::size_t>(r);
