@@ -236,6 +236,7 @@ MoeLayerOps emit_moe_flashoverlap(GraphBuilder& b, const RankStreams& st, const 
 // split and predictor as the forward's down projection); the gate+up wgrad follows on the compute stream,
 // beside the groups still in flight. Before it, as no_overlap's backward (moe_backward.cpp): shared
 // experts' backward, combine backward, down dgrad + wgrad, activation backward; after it the router's.
+// Op and counter names get `prefix` (the moe workload's "bwd.", a MoE transformer's "bwd.L3.moe.").
 MoeLayerOps emit_moe_flashoverlap_backward(GraphBuilder& b, const RankStreams& st, const Moe& m,
                                            const MoeRouting& routing, std::int64_t group_waves,
                                            const std::vector<OpId>& start, const std::string& prefix) {
@@ -243,7 +244,7 @@ MoeLayerOps emit_moe_flashoverlap_backward(GraphBuilder& b, const RankStreams& s
   const int n = m.ep;
   const MoeShapes sh = moe_shapes(m, routing.tokens);
   const int per_rank = m.experts / m.ep;
-  const std::string pre = prefix + "bwd.";
+  const std::string& pre = prefix;
   std::vector<MoeExpertBackward> bwd;
   std::vector<RankGemms> ranks(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
@@ -326,7 +327,12 @@ BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
                                               const std::string& prefix) {
     return emit_moe_flashoverlap(b, st, m, routing, group_waves, start, prefix);
   };
-  if (ctx.workload.kind == "transformer") return build_moe_transformer(ctx, false, block);
+  const MoeBlockEmitter backward = [group_waves](GraphBuilder& b, const RankStreams& st, const Moe& m,
+                                                 const MoeRouting& routing, const std::vector<OpId>& start,
+                                                 const std::string& prefix) {
+    return emit_moe_flashoverlap_backward(b, st, m, routing, group_waves, start, prefix);
+  };
+  if (ctx.workload.kind == "transformer") return build_moe_transformer(ctx, false, MoeBlockForms{block, backward});
   const Moe& m = std::get<Moe>(ctx.workload.shape);
   if (const auto why = moe_expert_tp_refusal(ctx.workload, "moe_flashoverlap"))
     throw InputError(m.file, m.line, "workload.expert_tp", *why);
@@ -338,7 +344,7 @@ BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
   if (pass != Pass::backward) ops = block(b, st, m, routing, {}, "");
   if (pass == Pass::forward) return b.finish(std::move(ops.reason));
   b.graph().set_pass(StepPass::backward);
-  const MoeLayerOps bwd = emit_moe_flashoverlap_backward(b, st, m, routing, group_waves, ops.end, "");
+  const MoeLayerOps bwd = backward(b, st, m, routing, ops.end, "bwd.");
   return b.finish(ops.reason.empty() ? fmt::format("{} ({})", bwd.reason, pass_name(pass))
                                      : fmt::format("{}; {} ({})", ops.reason, bwd.reason, pass_name(pass)));
 }
@@ -353,12 +359,11 @@ SchemeInfo make_moe_flashoverlap_scheme() {
               "as it is done (expert_tp 1 only)",
           .params = {kGroupWaves},
           .backward = "FlashOverlap's GEMM + All-to-All on the gate+up dgrad: its wave groups' rows sent back to "
-                      "their tokens' ranks (dispatch backward) as they finish, beside the wgrad (moe workload)",
-          // expert_tp > 1 is refused (moe_expert_tp_refusal): no form split over an ETP group; the backward
-          // of a MoE transformer is not built.
+                      "their tokens' ranks (dispatch backward) as they finish, beside the wgrad (moe workload and "
+                      "MoE transformer)",
+          // expert_tp > 1 is refused (moe_expert_tp_refusal): no form split over an ETP group.
           .applies = [](const Workload& w) {
-            return has_moe_layers(w) && !moe_expert_tp_refusal(w, "moe_flashoverlap") &&
-                   (w.kind == "moe" || !has_backward(w));
+            return has_moe_layers(w) && !moe_expert_tp_refusal(w, "moe_flashoverlap");
           },
           .build = build_moe_flashoverlap};
 }
