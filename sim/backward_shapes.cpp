@@ -1,5 +1,6 @@
 #include "sim/backward_shapes.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <variant>
 
@@ -174,6 +175,16 @@ double forward_flops(const Workload& w, Block block) {
   if (const auto* u = std::get_if<AttentionUlysses>(&w.shape)) return ulysses_shapes(*u, tp).attention_flops;
   if (const auto* e = std::get_if<Moe>(&w.shape)) return moe_forward_flops(*e);
   return 0;
+}
+
+double workload_forward_flops(const Workload& w) {
+  double per_layer = 0;
+  for (const Block b : layer_blocks(w)) per_layer += forward_flops(w, b);
+  const auto* t = std::get_if<Transformer>(&w.shape);
+  if (!t || !t->moe) return per_layer * layer_count(w);
+  const int dense = std::min(t->layers, t->dense_layers);
+  const double attention = forward_flops(w, Block::attention);
+  return attention * t->layers + (per_layer - attention) * dense + moe_forward_flops(*t->moe) * (t->layers - dense);
 }
 
 std::int64_t block_parameters(const Workload& w, Block block) {

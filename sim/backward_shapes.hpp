@@ -77,6 +77,11 @@ std::vector<BackwardStep> backward_steps(const Workload& w, Block block);
 // Model FLOPs of one block's forward on one rank: its GEMMs and core attention (the FLOPs MFU counts,
 // PaLM, Chowdhery et al., Appendix B; no recomputation).
 double forward_flops(const Workload& w, Block block);
+// Model FLOPs of the workload's whole forward on one rank: forward_flops of every layer's blocks. A MoE
+// transformer's FFN from dense_layers on is its MoE block's moe_forward_flops: the router, the shared
+// experts and the routed experts' GEMMs on the slots routed (each token's top_k experts, dropped slots
+// left out), per GPU; the inactive experts' weights count nothing.
+double workload_forward_flops(const Workload& w);
 // Trainable weights of one block on one rank (elements): what its gradients and FSDP's gathers move.
 // Norm weights are left out (d_model elements against d_model x d_ffn / tp).
 std::int64_t block_parameters(const Workload& w, Block block);

@@ -205,10 +205,9 @@ StepFigures step_figures(const BuildContext& ctx, const NodeConfig& node, const 
   const bool dp = w.training.parallel.dp > 1;
   s.exposed_tp_ps = dp ? runs.latency_ps - runs.without_tp_ps : runs.latency_ps - runs.compute_only_ps;
   s.exposed_dp_ps = dp ? runs.latency_ps - runs.without_dp_ps : 0;
-  // Model FLOPs: forward 1x, backward 2x (dgrad and wgrad), summed over the layers' blocks.
-  double forward = 0;
-  for (const Block b : layer_blocks(w)) forward += forward_flops(w, b);
-  forward *= layer_count(w);
+  // Model FLOPs: forward 1x, backward 2x (dgrad and wgrad), summed over the layers' blocks (a MoE
+  // block's: the active experts', sim/backward_shapes.hpp workload_forward_flops).
+  const double forward = workload_forward_flops(w);
   const double passes = (w.training.pass != Pass::backward ? 1.0 : 0.0) + (has_backward(w) ? 2.0 : 0.0);
   s.model_flops = forward * passes;
   const auto peak = ctx.hardware.gpu.peak_tflops.find(dtype_name(workload_dtype(w)));

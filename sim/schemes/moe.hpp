@@ -24,6 +24,9 @@ struct MoeLayerOptions {
   // (moe_pipeline.cpp). 1 = no overlap: router, dispatch, experts, combine, shared experts.
   int chunks = 1;
   bool collectives_only = false;  // the dispatch and combine alone (the workload's communication)
+  // A MoE transformer's training step: how the attention's and dense MLPs' column-parallel linears run
+  // their backward (no_overlap's column_backward); a MoE block has none.
+  ColumnBackward column = ColumnBackward::scheme;
 };
 // The moe workload's layer, or a MoE transformer's layers (build_moe_transformer), with these options.
 BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& options);
@@ -43,7 +46,7 @@ MoeLayerOps emit_moe_layer(GraphBuilder& b, const RankStreams& st, const Moe& m,
 // after start[r]: shared experts' backward, combine backward (an all-to-allv of the dispatch's per-pair
 // bytes), the experts' grouped dgrad and wgrad, dispatch backward (the combine's per-pair bytes), router
 // backward; with options.chunks > 1 the token chunks pipelined as the forward's (moe_pipeline). Op names
-// get `prefix` + "bwd.". With expert TP the combine backward is followed by an ETP all-gather of the
+// get `prefix` (the moe workload's "bwd.", a MoE transformer's "bwd.L3.moe."). With expert TP the combine backward is followed by an ETP all-gather of the
 // output gradients and the experts' backward by an ETP reduce-scatter of the input gradients (the
 // conjugates of the forward's reduce-scatter and all-gather).
 MoeLayerOps emit_moe_backward(GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
@@ -74,14 +77,21 @@ OpId add_moe_shared_experts_backward(GraphBuilder& b, int r, StreamId stream, co
 // A transformer of a mixture-of-experts model (Transformer::moe): per layer the attention block with
 // no overlap (all-gather, QKV, core attention, output projection, reduce-scatter: no_overlap's
 // attention_tpsp), then the FFN: the dense MLP with no overlap for the first dense_layers layers, the
-// MoE block with `options` for the others. Defined in moe_transformer.cpp.
+// MoE block with `options` for the others. With workload.pass backward | step the backward of every
+// layer follows in reverse (the MoE block's emit_moe_backward, the dense blocks' as no_overlap runs
+// them). Defined in moe_transformer.cpp.
 BuiltScheme build_moe_transformer(const BuildContext& ctx, const MoeLayerOptions& options);
-// The same with the MoE block emitted by `block` (a moe scheme's layer: moe_flashoverlap's), rank r's
-// block after start[r], its names prefixed; collectives_only keeps the attention's collectives alone.
+// The same with the MoE block emitted by a scheme's own forms (moe_flashoverlap's), rank r's block after
+// start[r], its names prefixed; collectives_only keeps the attention's collectives alone.
 using MoeBlockEmitter = std::function<MoeLayerOps(GraphBuilder& b, const RankStreams& st, const Moe& m,
                                                   const MoeRouting& routing, const std::vector<OpId>& start,
                                                   const std::string& prefix)>;
-BuiltScheme build_moe_transformer(const BuildContext& ctx, bool collectives_only, const MoeBlockEmitter& block);
+struct MoeBlockForms {
+  MoeBlockEmitter forward;
+  MoeBlockEmitter backward;  // empty: the scheme has no backward form (a training step is refused)
+  ColumnBackward column = ColumnBackward::scheme;
+};
+BuiltScheme build_moe_transformer(const BuildContext& ctx, bool collectives_only, const MoeBlockForms& forms);
 
 // Rank r's shared experts (gated FFN of d_ffn_expert per shared expert on the rank's own tokens:
 // shared.up, shared.act, shared.down) on `stream` after `dep` (kNoOp: none). Returns the last op, or

@@ -130,7 +130,7 @@ MoeLayerOps emit_moe_backward(GraphBuilder& b, const RankStreams& st, const Moe&
   const bool compute = !options.collectives_only;
   const int etp = std::max(1, m.expert_tp);
   const int n = m.ep * etp;  // graph ranks: rank = ep_index x expert_tp + etp_index
-  const std::string pre = prefix + "bwd.";
+  const std::string& pre = prefix;
   auto start_of = [&](int r) { return start.empty() ? kNoOp : start[static_cast<std::size_t>(r)]; };
   auto name_of = [&](const char* what, int c) {
     return pre + (C > 1 ? fmt::format("{}[{}]", what, c) : std::string(what));

@@ -149,6 +149,25 @@ std::int64_t group_size(const HardwareProfile& hw, const std::vector<RankGemms>&
   return size;
 }
 
+// The wave groups' all-to-allvs on the comm stream (Sec. 3.3.3 (3)): per group j, on every rank a wait
+// until its counter reaches the group's tile target, then one all-to-allv of the group's bytes named
+// `prefix` + `what` + ".group<j>". Returns each rank's last all-to-allv.
+std::vector<OpId> add_grouped_all_to_allv(GraphBuilder& b, const RankStreams& st, const std::vector<CounterId>& counters,
+                                          const GroupPlan& groups, const std::string& prefix, const std::string& what) {
+  std::vector<OpId> last;
+  for (std::size_t j = 0; j < groups.bytes.size(); ++j) {
+    AllToAllvSpec a;
+    a.name = fmt::format("{}{}.group{}", prefix, what, j);
+    a.bytes = groups.bytes[j];
+    a.streams = st.comm;
+    for (std::size_t r = 0; r < counters.size(); ++r)
+      a.deps.push_back({b.add_wait(static_cast<int>(r), st.comm[r], counters[r], groups.target[j][r],
+                                   fmt::format("{}wait.group{}", prefix, j))});
+    last = b.add_all_to_allv(a);
+  }
+  return last;
+}
+
 // One MoE layer as FlashOverlap's GEMM + all-to-all into `b` on `st`, rank r's router after start[r]
 // (empty: none), op and counter names prefixed by `prefix`; group_waves 0 = the predictor's choice.
 MoeLayerOps emit_moe_flashoverlap(GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
@@ -202,17 +221,7 @@ MoeLayerOps emit_moe_flashoverlap(GraphBuilder& b, const RankStreams& st, const 
     down.tile_counters = {counters.back()};
     b.add_grouped_gemm(r, cs, sh.down[static_cast<std::size_t>(r)], down);
   }
-  std::vector<OpId> last;
-  for (std::size_t j = 0; j < groups.bytes.size(); ++j) {
-    AllToAllvSpec k;
-    k.name = fmt::format("{}combine.group{}", prefix, j);
-    k.bytes = groups.bytes[j];
-    k.streams = st.comm;
-    for (int r = 0; r < n; ++r)
-      k.deps.push_back({b.add_wait(r, st.comm[static_cast<std::size_t>(r)], counters[static_cast<std::size_t>(r)],
-                                   groups.target[j][static_cast<std::size_t>(r)], fmt::format("{}wait.group{}", prefix, j))});
-    last = b.add_all_to_allv(k);
-  }
+  std::vector<OpId> last = add_grouped_all_to_allv(b, st, counters, groups, prefix, "combine");
   for (int r = 0; r < n; ++r)
     last[static_cast<std::size_t>(r)] = add_moe_shared_experts(b, r, st.compute[static_cast<std::size_t>(r)], m,
                                                                last[static_cast<std::size_t>(r)], prefix);
@@ -227,6 +236,7 @@ MoeLayerOps emit_moe_flashoverlap(GraphBuilder& b, const RankStreams& st, const 
 // split and predictor as the forward's down projection); the gate+up wgrad follows on the compute stream,
 // beside the groups still in flight. Before it, as no_overlap's backward (moe_backward.cpp): shared
 // experts' backward, combine backward, down dgrad + wgrad, activation backward; after it the router's.
+// Op and counter names get `prefix` (the moe workload's "bwd.", a MoE transformer's "bwd.L3.moe.").
 MoeLayerOps emit_moe_flashoverlap_backward(GraphBuilder& b, const RankStreams& st, const Moe& m,
                                            const MoeRouting& routing, std::int64_t group_waves,
                                            const std::vector<OpId>& start, const std::string& prefix) {
@@ -234,7 +244,7 @@ MoeLayerOps emit_moe_flashoverlap_backward(GraphBuilder& b, const RankStreams& s
   const int n = m.ep;
   const MoeShapes sh = moe_shapes(m, routing.tokens);
   const int per_rank = m.experts / m.ep;
-  const std::string pre = prefix + "bwd.";
+  const std::string& pre = prefix;
   std::vector<MoeExpertBackward> bwd;
   std::vector<RankGemms> ranks(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
@@ -292,17 +302,7 @@ MoeLayerOps emit_moe_flashoverlap_backward(GraphBuilder& b, const RankStreams& s
     wgrad[static_cast<std::size_t>(r)] = b.add_grouped_gemm(r, cs(r), e.up_wgrad, uw);
   }
   // Dispatch backward, one all-to-allv per wave group of the gate+up dgrad (the combine's bytes in all).
-  std::vector<OpId> last;
-  for (std::size_t j = 0; j < groups.bytes.size(); ++j) {
-    AllToAllvSpec d;
-    d.name = fmt::format("{}dispatch.group{}", pre, j);
-    d.bytes = groups.bytes[j];
-    d.streams = st.comm;
-    for (int r = 0; r < n; ++r)
-      d.deps.push_back({b.add_wait(r, st.comm[static_cast<std::size_t>(r)], counters[static_cast<std::size_t>(r)],
-                                   groups.target[j][static_cast<std::size_t>(r)], fmt::format("{}wait.group{}", pre, j))});
-    last = b.add_all_to_allv(d);
-  }
+  std::vector<OpId> last = add_grouped_all_to_allv(b, st, counters, groups, pre, "dispatch");
   // The router's backward after the last group is sent and the wgrad is done.
   for (int r = 0; r < n; ++r) {
     const auto i = static_cast<std::size_t>(r);
@@ -327,7 +327,12 @@ BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
                                               const std::string& prefix) {
     return emit_moe_flashoverlap(b, st, m, routing, group_waves, start, prefix);
   };
-  if (ctx.workload.kind == "transformer") return build_moe_transformer(ctx, false, block);
+  const MoeBlockEmitter backward = [group_waves](GraphBuilder& b, const RankStreams& st, const Moe& m,
+                                                 const MoeRouting& routing, const std::vector<OpId>& start,
+                                                 const std::string& prefix) {
+    return emit_moe_flashoverlap_backward(b, st, m, routing, group_waves, start, prefix);
+  };
+  if (ctx.workload.kind == "transformer") return build_moe_transformer(ctx, false, MoeBlockForms{block, backward});
   const Moe& m = std::get<Moe>(ctx.workload.shape);
   if (const auto why = moe_expert_tp_refusal(ctx.workload, "moe_flashoverlap"))
     throw InputError(m.file, m.line, "workload.expert_tp", *why);
@@ -339,7 +344,7 @@ BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
   if (pass != Pass::backward) ops = block(b, st, m, routing, {}, "");
   if (pass == Pass::forward) return b.finish(std::move(ops.reason));
   b.graph().set_pass(StepPass::backward);
-  const MoeLayerOps bwd = emit_moe_flashoverlap_backward(b, st, m, routing, group_waves, ops.end, "");
+  const MoeLayerOps bwd = backward(b, st, m, routing, ops.end, "bwd.");
   return b.finish(ops.reason.empty() ? fmt::format("{} ({})", bwd.reason, pass_name(pass))
                                      : fmt::format("{}; {} ({})", ops.reason, bwd.reason, pass_name(pass)));
 }
@@ -354,12 +359,11 @@ SchemeInfo make_moe_flashoverlap_scheme() {
               "as it is done (expert_tp 1 only)",
           .params = {kGroupWaves},
           .backward = "FlashOverlap's GEMM + All-to-All on the gate+up dgrad: its wave groups' rows sent back to "
-                      "their tokens' ranks (dispatch backward) as they finish, beside the wgrad (moe workload)",
-          // expert_tp > 1 is refused (moe_expert_tp_refusal): no form split over an ETP group; the backward
-          // of a MoE transformer is not built.
+                      "their tokens' ranks (dispatch backward) as they finish, beside the wgrad (moe workload and "
+                      "MoE transformer)",
+          // expert_tp > 1 is refused (moe_expert_tp_refusal): no form split over an ETP group.
           .applies = [](const Workload& w) {
-            return has_moe_layers(w) && !moe_expert_tp_refusal(w, "moe_flashoverlap") &&
-                   (w.kind == "moe" || !has_backward(w));
+            return has_moe_layers(w) && !moe_expert_tp_refusal(w, "moe_flashoverlap");
           },
           .build = build_moe_flashoverlap};
 }

@@ -264,7 +264,7 @@ BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& opti
   if (pass != Pass::backward) ops = emit_moe_layer(b, st, m, routing, options, {}, "");
   if (pass == Pass::forward) return b.finish(std::move(ops.reason));
   b.graph().set_pass(StepPass::backward);
-  const MoeLayerOps bwd = emit_moe_backward(b, st, m, routing, options, ops.end, "");
+  const MoeLayerOps bwd = emit_moe_backward(b, st, m, routing, options, ops.end, "bwd.");
   return b.finish(ops.reason.empty() ? fmt::format("{} ({})", bwd.reason, pass_name(pass))
                                      : fmt::format("{}; {} ({})", ops.reason, bwd.reason, pass_name(pass)));
 }
@@ -287,9 +287,8 @@ SchemeInfo make_moe_pipeline_scheme() {
           .summary = "MoE layer in token chunks: dispatch, expert GEMMs and combine of different chunks overlap",
           .params = {kChunks},
           .backward = "the mirror of the forward's pipeline: chunk c's combine backward (all-to-allv) beside chunk "
-                      "c-1's expert dgrad and wgrad and chunk c-2's dispatch backward (moe workload; with expert_tp the ETP all-gather and reduce-scatter too)",
-          // The backward of a MoE transformer is not built (only the moe workload's).
-          .applies = [](const Workload& w) { return has_moe_layers(w) && (w.kind == "moe" || !has_backward(w)); },
+                      "c-1's expert dgrad and wgrad and chunk c-2's dispatch backward (moe workload and MoE transformer; with expert_tp the ETP all-gather and reduce-scatter too)",
+          .applies = [](const Workload& w) { return has_moe_layers(w); },
           .build =
               [](const BuildContext& ctx) {
                 return build_moe_layer(ctx, MoeLayerOptions{ctx.integer(kChunks), false});

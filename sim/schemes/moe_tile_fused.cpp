@@ -231,12 +231,22 @@ MoeLayerOps emit_moe_tile_fused(GraphBuilder& b, const RankStreams& st, const Mo
 
 BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
   const TileFusedKnobs knobs{ctx.number(kTileSignal), ctx.integer(kCommSms), ctx.integer(kDispatchPieces)};
-  if (ctx.workload.kind == "transformer")
-    return build_moe_transformer(ctx, false,
-                                 [knobs](GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
-                                         const std::vector<OpId>& start, const std::string& prefix) {
-                                   return emit_moe_tile_fused(b, st, m, routing, knobs, start, prefix, true);
-                                 });
+  if (ctx.workload.kind == "transformer") {
+    // No backward form (the fused kernels' backward, dgrad tiles fused with the all-to-alls, is not built):
+    // a MoE transformer's step is refused, never run with another scheme's backward.
+    if (has_backward(ctx.workload))
+      throw InputError("", 0, "workload.pass",
+                       fmt::format("pass {}: moe_tile_fused has no backward form (its fused dispatch and combine "
+                                   "are modelled for the forward only); schemes with a MoE backward: no_overlap, "
+                                   "moe_pipeline, moe_flashoverlap",
+                                   pass_name(ctx.workload.training.pass)));
+    MoeBlockForms forms;
+    forms.forward = [knobs](GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
+                            const std::vector<OpId>& start, const std::string& prefix) {
+      return emit_moe_tile_fused(b, st, m, routing, knobs, start, prefix, true);
+    };
+    return build_moe_transformer(ctx, false, forms);
+  }
   const Moe& m = std::get<Moe>(ctx.workload.shape);
   if (const auto why = moe_expert_tp_refusal(ctx.workload, "moe_tile_fused"))
     throw InputError(m.file, m.line, "workload.expert_tp", *why);

@@ -19,24 +19,35 @@
 // (async_tp, flux, ...) do not apply to a MoE model (sim/schemes/registry.cpp): they are refused, never
 // run with a dense MLP in place of the experts. Every layer routes the same counts (the routing is the
 // layer's: one histogram, or one Zipf draw from the seed).
+//
+// Training step (workload.pass backward | step; docs/guide/moe.md "Training step"): the forward of every
+// layer, then the backward of every layer in reverse order, as training_step.cpp runs a dense
+// transformer's: per layer the FFN's backward (the MoE block's backward form of the scheme:
+// moe_backward.cpp for no_overlap and moe_pipeline, moe_flashoverlap's own; the dense MLP's for the first
+// dense_layers layers), then the attention's, both with no overlap as no_overlap runs them (Megatron's
+// SP backward, Korthikanti et al. Sec. 4.2.2: sim/backward_shapes.hpp; column_backward as no_overlap
+// gives it). Recomputation as for a dense transformer (Korthikanti et al. Sec. 5): selective redoes core
+// attention before its backward (the MoE block has no core attention), full redoes the layer's whole
+// forward, its MoE block's all-to-alls included, before the layer's backward. No data parallelism (the
+// expert weights' gradients would reduce over an expert-data-parallel group not modelled).
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
 #include "cost_model/input_error.hpp"
+#include "sim/backward_shapes.hpp"
 #include "sim/schemes/moe.hpp"
+#include "sim/schemes/training_step.hpp"
 #include "sim/workload_shapes.hpp"
 
 namespace overlap::sim {
 
 namespace {
-
-// Per-rank op lists: [rank].
-using PerRank = std::vector<OpId>;
 
 class NoOverlapBlocks {
  public:
@@ -115,45 +126,148 @@ class NoOverlapBlocks {
   bool compute_;
 };
 
+// The attention's and the dense MLP's backward (sim/backward_shapes.hpp's steps) as no_overlap runs a
+// dense transformer's: PassEmitter's own patterns, each collective before or after its GEMM, on the
+// layer's streams. Only the backward is emitted here (the forward is NoOverlapBlocks').
+class DenseBackward final : public PassEmitter {
+ public:
+  DenseBackward(GraphBuilder& b, const RankStreams& st, bool collectives_only, const Workload& w, ColumnBackward column)
+      : PassEmitter(b, st, collectives_only), w_(w), column_(column) {}
+
+  PerRank forward(Block, const PerRank& start, const std::string&) override { return start; }
+
+  // One block's backward steps of layer `layer` ("L3."), after `at`.
+  PerRank block(Block block, const std::string& layer, PerRank at) {
+    for (const BackwardStep& s : backward_steps(w_, block)) at = step(s, layer, at);
+    return at;
+  }
+
+ private:
+  PerRank step(const BackwardStep& s, const std::string& layer, const PerRank& at) {
+    const std::string name = "bwd." + layer + s.name;
+    switch (s.kind) {
+      case BackwardStep::Kind::linear: return linear(s.linear, name, at);
+      case BackwardStep::Kind::memory: return memory(s.bytes, at, name);
+      case BackwardStep::Kind::flops: {
+        // Selective recomputation (Megatron-core's recompute module core_attn): core attention's forward
+        // again right before its backward.
+        const bool redo = w_.training.recompute == Recompute::selective && s.recompute_flops > 0;
+        const PerRank from = redo ? flops(s.recompute_flops, s.tiles, s.dtype, at, "recompute." + layer + s.name) : at;
+        return flops(s.flops, s.tiles, s.dtype, from, name);
+      }
+      case BackwardStep::Kind::ulysses: break;
+    }
+    throw std::logic_error("a transformer's attention is tensor- and sequence-parallel: no Ulysses step");
+  }
+
+  // training_step.cpp's linear backward without data-parallel gradients.
+  PerRank linear(const LinearBackward& l, const std::string& name, const PerRank& at) {
+    if (l.gather_bytes > 0) {
+      // Row-parallel: dY all-gathered before dgrad; wgrad reads the same gathered dY.
+      const PerRank dgrad = gather_gemm(GatherGemm{name + ".dgrad", l.gather, l.gather_bytes, l.dgrad, false}, at);
+      return gemm(l.wgrad, dgrad, name + ".wgrad");
+    }
+    if (l.scatter_bytes <= 0) return gemm(l.wgrad, gemm(l.dgrad, at, name + ".dgrad"), name + ".wgrad");
+    const std::string scatter_name = name + ".dgrad." + primitive_name(l.scatter);
+    if (column_ == ColumnBackward::bulk) {
+      const PerRank gathered =
+          l.regather_bytes > 0 ? collective(Primitive::all_gather, l.regather_bytes, at, name + ".input_all_gather")
+                               : PerRank{};
+      const PerRank dgrad = gemm(l.dgrad, at, name + ".dgrad");
+      const PerRank scattered = collective(l.scatter, l.scatter_bytes, dgrad, scatter_name);
+      const PerRank wgrad = gemm(l.wgrad, gathered.empty() ? dgrad : gathered, name + ".wgrad");
+      return join({scattered, wgrad}, name + ".end");
+    }
+    const PerRank scattered = gemm_scatter(GemmScatter{name + ".dgrad", l.dgrad, l.scatter, l.scatter_bytes}, at);
+    const PerRank wgrad =
+        l.regather_bytes > 0
+            ? gather_gemm(GatherGemm{name + ".wgrad", Primitive::all_gather, l.regather_bytes, l.wgrad, true}, at)
+            : gemm(l.wgrad, at, name + ".wgrad");
+    return join({scattered, wgrad}, name + ".end");
+  }
+
+  const Workload& w_;
+  ColumnBackward column_;
+};
+
 }  // namespace
 
 BuiltScheme build_moe_transformer(const BuildContext& ctx, const MoeLayerOptions& options) {
-  return build_moe_transformer(ctx, options.collectives_only,
-                               [&options](GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
-                                          const std::vector<OpId>& start, const std::string& prefix) {
-                                 return emit_moe_layer(b, st, m, routing, options, start, prefix);
-                               });
+  MoeBlockForms forms;
+  forms.forward = [&options](GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
+                             const std::vector<OpId>& start, const std::string& prefix) {
+    return emit_moe_layer(b, st, m, routing, options, start, prefix);
+  };
+  forms.backward = [&options](GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
+                              const std::vector<OpId>& start, const std::string& prefix) {
+    return emit_moe_backward(b, st, m, routing, options, start, prefix);
+  };
+  forms.column = options.column;
+  return build_moe_transformer(ctx, options.collectives_only, forms);
 }
 
-BuiltScheme build_moe_transformer(const BuildContext& ctx, bool collectives_only, const MoeBlockEmitter& block) {
+BuiltScheme build_moe_transformer(const BuildContext& ctx, bool collectives_only, const MoeBlockForms& forms) {
   const Workload& w = ctx.workload;
   const Transformer& t = std::get<Transformer>(w.shape);
   const Moe& m = t.moe.value();
-  if (is_training_step(w))
-    throw InputError("", 0, "workload.pass", "a mixture-of-experts transformer is modelled as a forward pass");
+  if (w.training.parallel.dp > 1)
+    throw InputError("", 0, "workload.parallel",
+                     "a mixture-of-experts transformer has no data-parallel traffic yet (its experts' gradients "
+                     "would reduce over an expert-data-parallel group that is not modelled)");
+  const bool backward = has_backward(w);
+  if (backward && !forms.backward)
+    throw InputError("", 0, "workload.pass",
+                     fmt::format("pass {}: this scheme has no backward form of the MoE block (pass: forward)",
+                                 pass_name(w.training.pass)));
   GraphBuilder b(ctx);
   const RankStreams st = b.add_compute_and_comm_streams();
   NoOverlapBlocks blocks(b, st, collectives_only);
   const MoeRouting routing = moe_routing(m);
   const int tp = w.tp;
-  PerRank end;
   std::string moe_reason;
-  for (int l = 0; l < t.layers; ++l) {
-    const std::string prefix = fmt::format("L{}.", l);
-    end = blocks.attention(transformer_attention(t), tp, end, prefix);
-    if (l < t.dense_layers) {
-      end = blocks.mlp(transformer_mlp(t), tp, end, prefix);
-    } else {
-      MoeLayerOps ops = block(b, st, m, routing, end, prefix + "moe.");
-      end = std::move(ops.end);
-      moe_reason = std::move(ops.reason);
+  // Layer l's forward after `at`, its op names prefixed by `tag` (the recomputation's "recompute.").
+  auto forward_layer = [&](int l, const PerRank& at, const std::string& tag) {
+    const std::string prefix = tag + fmt::format("L{}.", l);
+    const PerRank attention = blocks.attention(transformer_attention(t), tp, at, prefix);
+    if (l < t.dense_layers) return blocks.mlp(transformer_mlp(t), tp, attention, prefix);
+    MoeLayerOps ops = forms.forward(b, st, m, routing, attention, prefix + "moe.");
+    moe_reason = std::move(ops.reason);
+    return std::move(ops.end);
+  };
+  PerRank end;
+  if (w.training.pass != Pass::backward)
+    for (int l = 0; l < t.layers; ++l) end = forward_layer(l, end, "");
+  std::string bwd_reason;
+  if (backward) {
+    b.graph().set_pass(StepPass::backward);
+    DenseBackward dense(b, st, collectives_only, w, forms.column);
+    for (int l = t.layers - 1; l >= 0; --l) {
+      const std::string layer = fmt::format("L{}.", l);
+      if (w.training.recompute == Recompute::full) end = forward_layer(l, end, "recompute.");
+      if (l < t.dense_layers) {
+        end = dense.block(Block::mlp, layer, end);
+      } else {
+        MoeLayerOps ops = forms.backward(b, st, m, routing, end, "bwd." + layer + "moe.");
+        end = std::move(ops.end);
+        bwd_reason = std::move(ops.reason);
+      }
+      end = dense.block(Block::attention, layer, end);
     }
   }
   const int moe_layers = t.layers - std::min(t.layers, t.dense_layers);
-  return b.finish(fmt::format("{} layers ({} MoE, {} experts top {} over EP {}): attention with no overlap; MoE "
-                              "FFN: {}",
-                              t.layers, moe_layers, m.experts, m.top_k, m.ep,
-                              moe_layers > 0 ? moe_reason : std::string("none")));
+  std::string reason = fmt::format("{} layers ({} MoE, {} experts top {} over EP {}): attention with no overlap; MoE "
+                                   "FFN: {}",
+                                   t.layers, moe_layers, m.experts, m.top_k, m.ep,
+                                   moe_layers == 0 ? std::string("none") : moe_reason.empty() ? bwd_reason : moe_reason);
+  if (backward) {
+    if (moe_layers > 0 && !moe_reason.empty()) reason += "; " + bwd_reason;
+    reason += fmt::format(" ({}{}{})", pass_name(w.training.pass),
+                          w.training.recompute != Recompute::none
+                              ? fmt::format(", recompute {}", recompute_name(w.training.recompute))
+                              : std::string(),
+                          forms.column == ColumnBackward::bulk ? ", bulk column-parallel backward" : "");
+  }
+  return b.finish(reason);
 }
 
 }  // namespace overlap::sim

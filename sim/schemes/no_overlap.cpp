@@ -15,7 +15,12 @@ namespace {
 
 // The workload's layers with no overlap: every op (collectives_only false) or only the collectives.
 BuiltScheme build_workload_collectives_or_plain(const BuildContext& ctx, bool collectives_only) {
-  if (has_moe_layers(ctx.workload)) return build_moe_layer(ctx, MoeLayerOptions{1, collectives_only});
+  if (has_moe_layers(ctx.workload)) {
+    MoeLayerOptions o{1, collectives_only};
+    // A MoE transformer's attention and dense MLPs have column-parallel linears (a moe layer has none).
+    if (!collectives_only && ctx.workload.kind == "transformer") o.column = column_backward(ctx);
+    return build_moe_layer(ctx, o);
+  }
   if (ctx.workload.kind == "decode_stack")
     return build_decode_stack(ctx, tp_baseline_plan(std::get<DecodeStack>(ctx.workload.shape).layers), collectives_only);
   SlicedLayerOptions o;

@@ -215,7 +215,10 @@ TEST_CASE("moe transformer: bad inputs exit 2 naming file, line and key", "[moe]
   refused(dir, transformer("mixtral-8x7b", "4", "  experts: 6\n"), "workload.experts", 10);    // tp does not divide
   refused(dir, transformer("mixtral-8x7b", "4", "  top_k: 9\n"), "workload.top_k", 10);
   refused(dir, transformer("mixtral-8x7b", "4", "  dense_layers: 3\n"), "workload.dense_layers", 10);
-  refused(dir, transformer("mixtral-8x7b", "4", "  pass: step\n"), "workload.pass", 10);
+  // A training step runs (tests/schemes/test_moe_transformer_step.cpp); its data parallelism is refused,
+  // and so is a scheme without a MoE backward (the moe workload's rule: the scheme named, its pass given).
+  refused(dir, transformer("mixtral-8x7b", "4", "  pass: step\n  parallel:\n    dp: 2\n"), "workload.parallel", 12);
+  refused(dir, transformer("mixtral-8x7b", "4", "  pass: step\nschemes: [moe_tile_fused]\n"), "pass step", 11);
   refused(dir, transformer("mixtral-8x7b", "4", "  capacity_factor: 0\n"), "workload.capacity_factor", 10);
 }
 

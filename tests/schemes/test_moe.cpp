@@ -116,14 +116,7 @@ TEST_CASE("moe: bytes are conserved per rank pair in every scheme", "[moe]") {
                                                            {"moe_tile_fused", nlohmann::json::object()},
                                                            {"moe_tile_fused", {{"dispatch_pieces", 1}}}}) {
     INFO(scheme << " " << params.dump());
-    const BuiltScheme b = test::build_moe_scheme(scheme, w, hw, params);
-    CHECK(b.required_bytes == expected);
-    // At steps fidelity the engine moves exactly those bytes.
-    const BuiltScheme st = test::build_moe_scheme(scheme, w, hw, params, Fidelity::steps);
-    const Timeline tl = run(st.graph, make_node(hw, 4));
-    std::vector<std::vector<Bytes>> moved(4, std::vector<Bytes>(4, 0));
-    for (const auto& p : bytes_by_pair(tl)) moved[p.src][p.dst] += p.bytes;
-    CHECK(moved == expected);
+    test::check_pair_bytes(scheme, w, hw, params, expected);
   }
 }
 
@@ -323,13 +316,7 @@ TEST_CASE("moe expert_tp: bytes are conserved per rank pair (EP all-to-allvs and
   for (const auto& [scheme, params] : std::vector<std::pair<std::string, nlohmann::json>>{
            {"no_overlap", nlohmann::json::object()}, {"moe_pipeline", {{"chunks", 3}}}}) {
     INFO(scheme << " " << params.dump());
-    const BuiltScheme b = test::build_moe_scheme(scheme, w, hw, params);
-    CHECK(b.required_bytes == expected);
-    const BuiltScheme st = test::build_moe_scheme(scheme, w, hw, params, Fidelity::steps);
-    const Timeline tl = run(st.graph, make_node(hw, 8));
-    std::vector<std::vector<Bytes>> moved(8, std::vector<Bytes>(8, 0));
-    for (const auto& p : bytes_by_pair(tl)) moved[p.src][p.dst] += p.bytes;
-    CHECK(moved == expected);
+    test::check_pair_bytes(scheme, w, hw, params, expected);
   }
 }
 

@@ -1,8 +1,10 @@
 #pragma once
 // Helpers the moe tests share (test_moe.cpp, test_moe_tile_fused.cpp, test_moe_transformer.cpp): a
-// moe workload over an EP group (with expert TP), a Zipf routing, and a moe scheme built or run on a profile.
+// moe workload over an EP group (with expert TP), a Zipf routing, a moe scheme built or run on a profile,
+// and the per-rank-pair byte check.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -11,6 +13,7 @@
 #include "sim/engine.hpp"
 #include "sim/node_builder.hpp"
 #include "sim/schemes/scheme.hpp"
+#include "sim/timeline.hpp"
 #include "sim/workload.hpp"
 
 namespace overlap::sim::test {
@@ -65,6 +68,20 @@ inline Ps moe_scheme_latency(const std::string& scheme, const Workload& w, const
                              const nlohmann::json& params = nlohmann::json::object(), Fidelity f = Fidelity::curve) {
   const BuiltScheme b = build_moe_scheme(scheme, w, hw, params, f);
   return run(b.graph, make_node(hw, w.tp)).makespan_ps;
+}
+
+// The scheme's bytes per rank pair [src][dst] are `expected`: those its graph requires, and at steps
+// fidelity those the engine moves.
+inline void check_pair_bytes(const std::string& scheme, const Workload& w, const HardwareProfile& hw,
+                             const nlohmann::json& params, const std::vector<std::vector<Bytes>>& expected) {
+  const BuiltScheme b = build_moe_scheme(scheme, w, hw, params);
+  CHECK(b.required_bytes == expected);
+  const BuiltScheme st = build_moe_scheme(scheme, w, hw, params, Fidelity::steps);
+  const Timeline tl = run(st.graph, make_node(hw, w.tp));
+  const auto n = static_cast<std::size_t>(w.tp);
+  std::vector<std::vector<Bytes>> moved(n, std::vector<Bytes>(n, 0));
+  for (const auto& p : bytes_by_pair(tl)) moved[p.src][p.dst] += p.bytes;
+  CHECK(moved == expected);
 }
 
 }  // namespace overlap::sim::test
