@@ -41,6 +41,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEED = 12  # fixed, so the corpus regenerates byte for byte
 EXPERT_TP_SEED = 29  # add_expert_tp_entries' own stream
 MOE_STEP_SEED = 31  # add_moe_step_entries' own stream
+MOE_TRANSFORMER_STEP_SEED = 37  # add_moe_transformer_step_entries' own stream
 
 # Tokens written verbatim into the YAML (so NaN and inf spellings survive).
 BAD_POSITIVE_REAL = ["0", "-1", "1e-300", "1e300", ".nan", ".inf", "-.inf", "abc"]
@@ -865,6 +866,44 @@ def add_moe_step_entries(corpus, scenarios, run_file):
           lambda d: d.update({"schemes": [{"name": "no_overlap", "params": {"column_backward": "bulk"}}]}))
 
 
+def is_moe_transformer(doc):
+    """A transformer of a mixture-of-experts model (its HuggingFace config names experts)."""
+    w = doc.get("workload")
+    if not isinstance(w, dict) or w.get("kind") != "transformer" or not isinstance(w.get("model"), str):
+        return False
+    path = os.path.join(ROOT, "scenarios", "models", w["model"] + ".json")
+    if not os.path.exists(path):
+        return False
+    with open(path) as f:
+        config = json.load(f)
+    return any(k in config for k in ("num_local_experts", "num_experts", "n_routed_experts"))
+
+
+def add_moe_transformer_step_entries(corpus, scenarios, run_file):
+    """A MoE transformer's training step (docs/guide/moe.md "In a MoE transformer"): the random mutations
+    of the shipped scenarios, then what it refuses: data parallelism, a scheme without a backward form of
+    the MoE block, expert TP (a MoE transformer folds EP onto its TP group), a misspelt pass.
+    Generated last, with its own seed, so every earlier entry keeps its id."""
+    mutate_scenarios(corpus, random.Random(MOE_TRANSFORMER_STEP_SEED), scenarios, run_file)
+    if not scenarios:
+        raise SystemExit("make_bad_inputs.py: no MoE transformer training-step scenario in scenarios/")
+    base = scenarios[0][1]
+
+    def entry(name, cls, key, mod):
+        d = copy.deepcopy(base)
+        d.pop("sweep", None)
+        mod(d)
+        corpus.add_file("scenarios", "moe_transformer_step_" + name, dump(d), cls, run_file, None, key)
+
+    def set_workload(**kv):
+        return lambda d: d["workload"].update(kv)
+
+    entry("data_parallel", "no_effect", "workload.parallel", set_workload(parallel={"dp": 2}))
+    entry("bad_name_pass_backwards", "bad_name", "workload.pass", set_workload(**{"pass": "backwards"}))
+    entry("scheme_moe_tile_fused", "no_form", "schemes.0", lambda d: d.update({"schemes": ["moe_tile_fused"]}))
+    entry("expert_tp", "bad_name", "workload.expert_tp", set_workload(expert_tp=2))
+
+
 def is_expert_tp(doc):
     """A moe scenario with TP inside each expert (docs/guide/moe.md "Expert tensor parallelism")."""
     w = doc.get("workload")
@@ -1003,7 +1042,8 @@ def main():
     # Training-step scenarios are mutated last, with a generator of their own (add_training_entries), so
     # that adding them left every earlier entry and its id as they were.
     moe_step = [(p, d) for p, d in scenarios if is_training(d) and is_moe(d)]
-    training = [(p, d) for p, d in scenarios if is_training(d) and not is_moe(d)]
+    moe_transformer_step = [(p, d) for p, d in scenarios if is_training(d) and is_moe_transformer(d)]
+    training = [(p, d) for p, d in scenarios if is_training(d) and not is_moe(d) and not is_moe_transformer(d)]
     expert_tp = [(p, d) for p, d in scenarios if is_expert_tp(d)]
     scenarios = [(p, d) for p, d in scenarios if not is_training(d) and not is_expert_tp(d)]
     profile_paths = sorted(os.path.join(ROOT, "scenarios", "hardware", f)
@@ -1024,6 +1064,7 @@ def main():
     add_training_entries(corpus, training, run_file)
     add_expert_tp_entries(corpus, expert_tp, run_file)
     add_moe_step_entries(corpus, moe_step, run_file)
+    add_moe_transformer_step_entries(corpus, moe_transformer_step, run_file)
 
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"generator": "tools/make_bad_inputs.py", "seed": SEED, "entries": corpus.entries}, f, indent=1)

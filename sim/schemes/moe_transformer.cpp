@@ -146,7 +146,7 @@ class DenseBackward final : public PassEmitter {
   PerRank step(const BackwardStep& s, const std::string& layer, const PerRank& at) {
     const std::string name = "bwd." + layer + s.name;
     switch (s.kind) {
-      case BackwardStep::Kind::linear: return linear(s.linear, name, at);
+      case BackwardStep::Kind::linear: return emit_linear_backward(*this, s.linear, column_, name, at);
       case BackwardStep::Kind::memory: return memory(s.bytes, at, name);
       case BackwardStep::Kind::flops: {
         // Selective recomputation (Megatron-core's recompute module core_attn): core attention's forward
@@ -158,32 +158,6 @@ class DenseBackward final : public PassEmitter {
       case BackwardStep::Kind::ulysses: break;
     }
     throw std::logic_error("a transformer's attention is tensor- and sequence-parallel: no Ulysses step");
-  }
-
-  // training_step.cpp's linear backward without data-parallel gradients.
-  PerRank linear(const LinearBackward& l, const std::string& name, const PerRank& at) {
-    if (l.gather_bytes > 0) {
-      // Row-parallel: dY all-gathered before dgrad; wgrad reads the same gathered dY.
-      const PerRank dgrad = gather_gemm(GatherGemm{name + ".dgrad", l.gather, l.gather_bytes, l.dgrad, false}, at);
-      return gemm(l.wgrad, dgrad, name + ".wgrad");
-    }
-    if (l.scatter_bytes <= 0) return gemm(l.wgrad, gemm(l.dgrad, at, name + ".dgrad"), name + ".wgrad");
-    const std::string scatter_name = name + ".dgrad." + primitive_name(l.scatter);
-    if (column_ == ColumnBackward::bulk) {
-      const PerRank gathered =
-          l.regather_bytes > 0 ? collective(Primitive::all_gather, l.regather_bytes, at, name + ".input_all_gather")
-                               : PerRank{};
-      const PerRank dgrad = gemm(l.dgrad, at, name + ".dgrad");
-      const PerRank scattered = collective(l.scatter, l.scatter_bytes, dgrad, scatter_name);
-      const PerRank wgrad = gemm(l.wgrad, gathered.empty() ? dgrad : gathered, name + ".wgrad");
-      return join({scattered, wgrad}, name + ".end");
-    }
-    const PerRank scattered = gemm_scatter(GemmScatter{name + ".dgrad", l.dgrad, l.scatter, l.scatter_bytes}, at);
-    const PerRank wgrad =
-        l.regather_bytes > 0
-            ? gather_gemm(GatherGemm{name + ".wgrad", Primitive::all_gather, l.regather_bytes, l.wgrad, true}, at)
-            : gemm(l.wgrad, at, name + ".wgrad");
-    return join({scattered, wgrad}, name + ".end");
   }
 
   const Workload& w_;

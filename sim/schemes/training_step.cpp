@@ -201,37 +201,8 @@ class StepDriver {
 
   PerRank linear(const LinearBackward& l, const std::string& name, const PerRank& at) {
     const std::int64_t grads = l.wgrad.m * l.wgrad.n;
-    if (l.gather_bytes > 0) {
-      // Row-parallel: dY gathered (or exchanged) before dgrad; wgrad reads the same gathered dY.
-      const PerRank dgrad = e_.gather_gemm(GatherGemm{name + ".dgrad", l.gather, l.gather_bytes, l.dgrad, false}, at);
-      const PerRank wgrad = e_.gemm(l.wgrad, dgrad, name + ".wgrad");
-      dp_.gradient_ready(grads, wgrad);
-      return wgrad;
-    }
-    if (l.scatter_bytes <= 0) {
-      // The backward of a forward all-reduce is the identity: dgrad and wgrad, nothing to communicate.
-      const PerRank dgrad = e_.gemm(l.dgrad, at, name + ".dgrad");
-      const PerRank wgrad = e_.gemm(l.wgrad, dgrad, name + ".wgrad");
-      dp_.gradient_ready(grads, wgrad);
-      return wgrad;
-    }
-    const std::string scatter_name = name + ".dgrad." + primitive_name(l.scatter);
-    if (options_.column == ColumnBackward::bulk) {
-      const PerRank gathered = l.regather_bytes > 0
-                                   ? e_.collective(Primitive::all_gather, l.regather_bytes, at, name + ".input_all_gather")
-                                   : PerRank{};
-      const PerRank dgrad = e_.gemm(l.dgrad, at, name + ".dgrad");
-      const PerRank scattered = e_.collective(l.scatter, l.scatter_bytes, dgrad, scatter_name);
-      const PerRank wgrad = e_.gemm(l.wgrad, gathered.empty() ? dgrad : gathered, name + ".wgrad");
-      dp_.gradient_ready(grads, wgrad);
-      return e_.join({scattered, wgrad}, name + ".end");
-    }
-    const PerRank scattered = e_.gemm_scatter(GemmScatter{name + ".dgrad", l.dgrad, l.scatter, l.scatter_bytes}, at);
-    const PerRank wgrad = l.regather_bytes > 0
-                              ? e_.gather_gemm(GatherGemm{name + ".wgrad", Primitive::all_gather, l.regather_bytes, l.wgrad, true}, at)
-                              : e_.gemm(l.wgrad, at, name + ".wgrad");
-    dp_.gradient_ready(grads, wgrad);
-    return e_.join({scattered, wgrad}, name + ".end");
+    return emit_linear_backward(e_, l, options_.column, name, at,
+                                [&](const PerRank& wgrad) { dp_.gradient_ready(grads, wgrad); });
   }
 
   const Workload& w_;
@@ -251,6 +222,38 @@ std::string step_reason(const Workload& w) {
 }
 
 }  // namespace
+
+PerRank emit_linear_backward(PassEmitter& e, const LinearBackward& l, ColumnBackward column, const std::string& name,
+                             const PerRank& at, const std::function<void(const PerRank&)>& wgrad_done) {
+  auto done = [&](PerRank wgrad) {
+    if (wgrad_done) wgrad_done(wgrad);
+    return wgrad;
+  };
+  if (l.gather_bytes > 0) {
+    // Row-parallel: dY gathered (or exchanged) before dgrad; wgrad reads the same gathered dY.
+    const PerRank dgrad = e.gather_gemm(GatherGemm{name + ".dgrad", l.gather, l.gather_bytes, l.dgrad, false}, at);
+    return done(e.gemm(l.wgrad, dgrad, name + ".wgrad"));
+  }
+  if (l.scatter_bytes <= 0) {
+    // The backward of a forward all-reduce is the identity: dgrad and wgrad, nothing to communicate.
+    const PerRank dgrad = e.gemm(l.dgrad, at, name + ".dgrad");
+    return done(e.gemm(l.wgrad, dgrad, name + ".wgrad"));
+  }
+  const std::string scatter_name = name + ".dgrad." + primitive_name(l.scatter);
+  if (column == ColumnBackward::bulk) {
+    const PerRank gathered =
+        l.regather_bytes > 0 ? e.collective(Primitive::all_gather, l.regather_bytes, at, name + ".input_all_gather") : PerRank{};
+    const PerRank dgrad = e.gemm(l.dgrad, at, name + ".dgrad");
+    const PerRank scattered = e.collective(l.scatter, l.scatter_bytes, dgrad, scatter_name);
+    const PerRank wgrad = done(e.gemm(l.wgrad, gathered.empty() ? dgrad : gathered, name + ".wgrad"));
+    return e.join({scattered, wgrad}, name + ".end");
+  }
+  const PerRank scattered = e.gemm_scatter(GemmScatter{name + ".dgrad", l.dgrad, l.scatter, l.scatter_bytes}, at);
+  const PerRank wgrad = done(l.regather_bytes > 0
+                                 ? e.gather_gemm(GatherGemm{name + ".wgrad", Primitive::all_gather, l.regather_bytes, l.wgrad, true}, at)
+                                 : e.gemm(l.wgrad, at, name + ".wgrad"));
+  return e.join({scattered, wgrad}, name + ".end");
+}
 
 BuiltScheme build_training_step(const BuildContext& ctx, PassEmitter& e, const TrainingStepOptions& options) {
   StepDriver(ctx, e, options).run();

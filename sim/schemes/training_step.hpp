@@ -5,6 +5,7 @@
 // PassEmitter, which builds its forward blocks and overrides the communication patterns of the
 // backward it overlaps (an all-gather feeding a GEMM, a GEMM feeding a reduce-scatter, Ulysses'
 // all-to-alls); what it does not override runs as no_overlap runs it.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,13 @@ struct TrainingStepOptions {
 
 // The workload's pass (workload.training) built with `e`, on e's builder; then finishes it.
 BuiltScheme build_training_step(const BuildContext& ctx, PassEmitter& e, const TrainingStepOptions& options);
+
+// One linear's backward (LinearBackward, sim/backward_shapes.hpp: Korthikanti et al. Sec. 4.2.2) with
+// `e` after `at`, its ops named `name` + ".dgrad" / ".wgrad" / ...; `column` says how a column-parallel
+// linear runs it. `wgrad_done`, when given, is called with the weight-gradient GEMM's ops as soon as
+// they exist (a step's data-parallel gradient traffic hangs off them). Returns the linear's end.
+PerRank emit_linear_backward(PassEmitter& e, const LinearBackward& l, ColumnBackward column, const std::string& name,
+                             const PerRank& at, const std::function<void(const PerRank&)>& wgrad_done = {});
 
 // The knob the schemes that overlap the backward share: how column-parallel linears run it.
 const SchemeParam& column_backward_param();
