@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -99,48 +100,53 @@ double simulate_gemm_beside_copies_us(const HardwareProfile& p, const GemmShape&
   return median_of_values(us);
 }
 
+namespace {
+
+// The makespan in us of what `add` builds on a fresh `ranks`-GPU graph, run on the profile's node; with
+// `launch_costs` false the kernels start with no host issue cost and no gap (a kernel timed alone by
+// CUDA events).
+double simulate_built_us(const HardwareProfile& p, int ranks, bool launch_costs,
+                         const std::function<void(sim::GraphBuilder&)>& add) {
+  const sim::Workload no_workload;
+  const json no_params = json::object();
+  const sim::BuildContext ctx{no_workload, p, no_params};  // the builder keeps a reference to it
+  sim::GraphBuilder b(ctx, ranks);
+  add(b);
+  sim::NodeConfig node = sim::make_node(p, ranks);
+  if (!launch_costs) {
+    node.launch_gap_ps = 0;
+    node.launch_host_ps = 0;
+  }
+  return us_from_ps(sim::run(b.graph(), node).makespan_ps);
+}
+
+}  // namespace
+
 // The engine on a virtual node: the same GEMM on each of its T ranks at once (own operands), the
 // ranks sharing the GPU's HBM through their tiles' HBM demand (gemm_tile_hbm_bytes).
 double simulate_concurrent_gemm_us(const HardwareProfile& p, const GemmShape& s, int ranks) {
-  const sim::Workload node_workload;
-  const json no_params = json::object();
-  const sim::BuildContext ctx{node_workload, p, no_params};  // the builder keeps a reference to it
-  sim::GraphBuilder b(ctx, ranks);
-  for (int r = 0; r < ranks; ++r) b.add_gemm(r, b.add_stream(r, "gemm"), s);
-  sim::NodeConfig node = sim::make_node(p, ranks);
-  node.launch_gap_ps = 0;
-  node.launch_host_ps = 0;
-  return us_from_ps(sim::run(b.graph(), node).makespan_ps);
+  return simulate_built_us(p, ranks, false, [&](sim::GraphBuilder& b) {
+    for (int r = 0; r < ranks; ++r) b.add_gemm(r, b.add_stream(r, "gemm"), s);
+  });
 }
 
 // One rank's expert GEMMs as the MoE schemes build them (GraphBuilder::add_grouped_gemm: one tiled op
 // whose waves come from every expert's tiles, a memory-bound one stretched to its weight bytes), the
 // kernel alone on the whole GPU.
 double simulate_grouped_gemm_us(const HardwareProfile& p, const std::vector<GemmShape>& experts) {
-  const sim::Workload one_gpu;
-  const json no_params = json::object();
-  const sim::BuildContext ctx{one_gpu, p, no_params};  // the builder keeps a reference to it
-  sim::GraphBuilder b(ctx, 1);
-  b.add_grouped_gemm(0, b.add_stream(0, "experts"), experts);
-  sim::NodeConfig node = sim::make_node(p, 1);
-  node.launch_gap_ps = 0;
-  node.launch_host_ps = 0;
-  return us_from_ps(sim::run(b.graph(), node).makespan_ps);
+  return simulate_built_us(p, 1, false, [&](sim::GraphBuilder& b) { b.add_grouped_gemm(0, b.add_stream(0, "experts"), experts); });
 }
 
 // The same GEMMs as one kernel each, back to back on one stream (a sequential expert loop), each as
 // GraphBuilder::add_gemm plans it; the host issues them one after another at the profile's launch
 // cost, so a loop of small GEMMs is as launch-bound in the engine as on the GPU.
 double simulate_gemm_sequence_us(const HardwareProfile& p, const std::vector<GemmShape>& gemms) {
-  const sim::Workload one_gpu;
-  const json no_params = json::object();
-  const sim::BuildContext ctx{one_gpu, p, no_params};  // the builder keeps a reference to it
-  sim::GraphBuilder b(ctx, 1);
-  const sim::StreamId stream = b.add_stream(0, "experts");
-  for (const GemmShape& s : gemms) {
-    if (s.m > 0) b.add_gemm(0, stream, s);
-  }
-  return us_from_ps(sim::run(b.graph(), sim::make_node(p, 1)).makespan_ps);
+  return simulate_built_us(p, 1, true, [&](sim::GraphBuilder& b) {
+    const sim::StreamId stream = b.add_stream(0, "experts");
+    for (const GemmShape& s : gemms) {
+      if (s.m > 0) b.add_gemm(0, stream, s);
+    }
+  });
 }
 
 }  // namespace overlap::calibrate
