@@ -13,6 +13,7 @@
 #include "cost_model/input_error.hpp"
 #include "sim/backward_shapes.hpp"
 #include "sim/engine.hpp"
+#include "sim/metrics.hpp"
 #include "sim/model_config.hpp"
 #include "sim/node_builder.hpp"
 #include "sim/schemes/scheme.hpp"
@@ -217,6 +218,20 @@ TEST_CASE("mla: a DeepSeek-V3 step of no_overlap is its forward plus its backwar
     CHECK(qkv == 0);
     CHECK(run(b.graph, node).makespan_ps > 0);
   }
+}
+
+TEST_CASE("mla: a DeepSeek-V3 step's MFU counts the latent attention's FLOPs", "[mla][attention][moe][moe_transformer]") {
+  const HardwareProfile hw = test::ideal_profile(8);
+  const Workload w = with_pass(deepseek_v3(8, 4, 4096), Pass::step);
+  const Transformer& t = std::get<Transformer>(w.shape);
+  const SchemeResult r = evaluate(*find_scheme("no_overlap"), BuildContext{w, hw, nlohmann::json::object(), Fidelity::curve}, {});
+  REQUIRE(r.step.present);
+  // Per GPU: four layers' MLA (the closed form of the shapes test), three dense MLPs (gate+up and down of
+  // FFN 18432 / 8 on the 4096 gathered tokens), one MoE block; forward 1x, backward 2x.
+  const double attention = 2.0 * 512 * 1536 * 7168 + 2.0 * 512 * 576 * 7168 + 2.0 * 4096 * 3072 * 1536 +
+                           2.0 * 4096 * 4096 * 512 + 4096.0 * 4096 * 16 * 320 + 2.0 * 4096 * 7168 * 2048;
+  const double mlp = 2.0 * 4096 * (2 * 18432 / 8) * 7168 + 2.0 * 4096 * 7168 * (18432 / 8);
+  CHECK(r.step.model_flops == Approx(3 * (4 * attention + 3 * mlp + moe_forward_flops(*t.moe))).epsilon(1e-12));
 }
 
 TEST_CASE("mla: what stays unmodelled is refused", "[mla][attention][moe][errors]") {
