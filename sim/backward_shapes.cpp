@@ -114,6 +114,53 @@ std::vector<BackwardStep> attention_backward(const AttentionTpSp& att, int tp, c
   return out;
 }
 
+// A linear with replicated weights on the rank's own sequence-parallel tokens (Megatron-core's
+// "duplicated" TELinear: MLA's down-projections): dgrad and wgrad with no collective inside the layer.
+// dX is complete for the rank's tokens (the heads' partial sums were reduce-scattered at the latents);
+// dW is a partial sum over the TP group's token shards, which Megatron all-reduces over TP once per step
+// after the backward (finalize_model_grads, _allreduce_non_tensor_model_parallel_grads: parameters with
+// the sequence_parallel attribute, as the layernorms'), outside the layer: the MoE transformer's step
+// issues it after the backward (sim/schemes/moe_transformer.cpp).
+LinearBackward duplicated(const std::string& name, const RankGemm& f) {
+  LinearBackward l;
+  l.name = name;
+  l.dgrad = dgrad_of(f);
+  l.wgrad = wgrad_of(f);
+  return l;
+}
+
+// MLA's backward (sim/workload_shapes.hpp mla_shapes), the forward in reverse with Megatron's SP
+// conjugates: out_proj row-parallel (dY all-gathered), core attention, RoPE; kv_up column-parallel:
+// d(kv latent) reduce-scattered, together with d(k_pe) (the backward of k_pe's
+// gather_from_sequence_parallel_region is a reduce-scatter; Megatron issues it as its own call, counted
+// here in kv_up's), the latent gathered again for wgrad; q_up likewise; the latent norms' backward on the
+// rank's tokens; then the down-projections' dgrad and wgrad on the rank's tokens with no collective
+// (duplicated above). The residual sum of the two down-projections' dX is elementwise: not counted.
+std::vector<BackwardStep> mla_backward(const Transformer& t, int tp, const std::string& prefix) {
+  const MlaShapes s = mla_shapes(t, tp);
+  std::vector<BackwardStep> out;
+  out.push_back(linear_step(row_parallel(prefix + "out_proj", s.out, Primitive::reduce_scatter, s.reduce_scatter_bytes)));
+  BackwardStep core;
+  core.kind = BackwardStep::Kind::flops;
+  core.name = prefix + "core";
+  core.flops = kAttentionBackwardFactor * s.attention_flops;
+  core.tiles = s.attention_tiles;
+  core.dtype = t.dtype;
+  core.recompute_flops = s.attention_flops;
+  out.push_back(core);
+  // RoPE's backward rotates the gradients back: the forward's read + write again.
+  out.push_back(memory_step(prefix + "rope", s.rope_bytes, t.dtype));
+  LinearBackward kv_up = column_parallel(prefix + "kv_up", s.kv_up, true);
+  kv_up.scatter_bytes += s.rope_all_gather_bytes;
+  out.push_back(linear_step(std::move(kv_up)));
+  out.push_back(linear_step(column_parallel(prefix + (s.q_down.m > 0 ? "q_up" : "q_proj"), s.q_up, true)));
+  // RMSNorm's backward reads dY and X and writes dX: 3 tensors against the forward's 2.
+  out.push_back(memory_step(prefix + "latent_norm", s.latent_norm_bytes / 2 * 3, t.dtype));
+  out.push_back(linear_step(duplicated(prefix + "kv_down", s.kv_down)));
+  if (s.q_down.m > 0) out.push_back(linear_step(duplicated(prefix + "q_down", s.q_down)));
+  return out;
+}
+
 std::vector<BackwardStep> ulysses_backward(const AttentionUlysses& att, int tp) {
   const UlyssesShapes s = ulysses_shapes(att, tp);
   // The output's all-to-all runs backwards first (dO from sequence to head shards), then attention's
@@ -146,7 +193,8 @@ int layer_count(const Workload& w) {
 std::vector<BackwardStep> backward_steps(const Workload& w, Block block) {
   const int tp = std::max(1, w.tp);
   if (const auto* t = std::get_if<Transformer>(&w.shape)) {
-    if (block == Block::attention) return attention_backward(transformer_attention(*t), tp, "attn.");
+    if (block == Block::attention)
+      return t->mla ? mla_backward(*t, tp, "attn.") : attention_backward(transformer_attention(*t), tp, "attn.");
     if (block == Block::mlp) return mlp_backward(transformer_mlp(*t), tp, "mlp.");
     throw std::invalid_argument("a transformer layer has attention and MLP blocks");
   }
@@ -167,8 +215,15 @@ double forward_flops(const Workload& w, Block block) {
     const AttentionShapes s = attention_shapes(a, tp);
     return gemm_flops(s.qkv) + gemm_flops(s.out) + s.attention_flops;
   };
-  if (const auto* t = std::get_if<Transformer>(&w.shape))
-    return block == Block::attention ? attention(transformer_attention(*t)) : mlp(transformer_mlp(*t));
+  auto mla = [&](const Transformer& t) {
+    const MlaShapes s = mla_shapes(t, tp);
+    return gemm_flops(s.q_down) + gemm_flops(s.kv_down) + gemm_flops(s.q_up) + gemm_flops(s.kv_up) +
+           s.attention_flops + gemm_flops(s.out);
+  };
+  if (const auto* t = std::get_if<Transformer>(&w.shape)) {
+    if (block != Block::attention) return mlp(transformer_mlp(*t));
+    return t->mla ? mla(*t) : attention(transformer_attention(*t));
+  }
   if (const auto* g = std::get_if<GemmCollective>(&w.shape)) return gemm_flops(RankGemm{g->m, g->n, g->k, g->dtype});
   if (const auto* m = std::get_if<MlpTpSp>(&w.shape)) return mlp(*m);
   if (const auto* a = std::get_if<AttentionTpSp>(&w.shape)) return attention(*a);
@@ -198,8 +253,16 @@ std::int64_t block_parameters(const Workload& w, Block block) {
     const AttentionShapes s = attention_shapes(a, tp);
     return weights(s.qkv) + weights(s.out);
   };
-  if (const auto* t = std::get_if<Transformer>(&w.shape))
-    return block == Block::attention ? attention(transformer_attention(*t)) : mlp(transformer_mlp(*t));
+  auto mla = [&](const Transformer& t) {
+    // The down-projections' weights are replicated: every rank holds all of them.
+    const MlaShapes s = mla_shapes(t, tp);
+    return (s.q_down.m > 0 ? weights(s.q_down) : 0) + weights(s.kv_down) + weights(s.q_up) + weights(s.kv_up) +
+           weights(s.out);
+  };
+  if (const auto* t = std::get_if<Transformer>(&w.shape)) {
+    if (block != Block::attention) return mlp(transformer_mlp(*t));
+    return t->mla ? mla(*t) : attention(transformer_attention(*t));
+  }
   if (const auto* g = std::get_if<GemmCollective>(&w.shape)) return g->k * g->n;
   if (const auto* m = std::get_if<MlpTpSp>(&w.shape)) return mlp(*m);
   if (const auto* a = std::get_if<AttentionTpSp>(&w.shape)) return attention(*a);

@@ -75,6 +75,30 @@ std::optional<MoeConfig> read_moe(const json& j, const std::string& file, const 
   return moe;
 }
 
+// DeepSeek-V2's MLA fields (Hugging Face DeepseekV2Config / DeepseekV3Config). kv_lora_rank is what
+// marks MLA; its three head widths are then required (a default would silently mis-size q_up, kv_up
+// and core attention); q_lora_rank null is DeepSeek-V2-Lite's uncompressed query. num_key_value_heads
+// is not read for MLA: every head has its own key and value up-projected from the shared latent.
+std::optional<LatentAttention> read_mla(const json& j, const std::string& file) {
+  const auto kv_lora = optional_count(j, file, "kv_lora_rank", ranges::width);
+  if (!kv_lora) return std::nullopt;
+  LatentAttention a;
+  a.kv_lora = *kv_lora;
+  a.q_lora = optional_count(j, file, "q_lora_rank", ranges::width).value_or(0);
+  auto head_width = [&](const char* key) {
+    const auto v = optional_count(j, file, key, ranges::width);
+    if (!v)
+      throw InputError(file, 0, key,
+                       "missing: a multi-head latent attention config (kv_lora_rank) needs qk_nope_head_dim, "
+                       "qk_rope_head_dim and v_head_dim");
+    return *v;
+  };
+  a.qk_nope = head_width("qk_nope_head_dim");
+  a.qk_rope = head_width("qk_rope_head_dim");
+  a.v_head = head_width("v_head_dim");
+  return a;
+}
+
 }  // namespace
 
 ModelConfig read_model_config(const std::string& path) {
@@ -99,8 +123,8 @@ ModelConfig read_model_config(const std::string& path) {
   if (m.heads % m.kv_heads != 0)
     throw InputError(path, 0, "num_key_value_heads",
                      fmt::format("{} key-value heads do not divide {} attention heads", m.kv_heads, m.heads));
-  m.latent_attention = j.contains("kv_lora_rank") && !j["kv_lora_rank"].is_null();
-  if (!m.latent_attention) {
+  m.mla = read_mla(j, path);
+  if (!m.mla) {
     if (m.d_model % m.heads != 0)
       throw InputError(path, 0, "num_attention_heads",
                        fmt::format("hidden_size {} is not a multiple of {} heads", m.d_model, m.heads));

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/workload.hpp"
+
 namespace overlap::sim {
 
 // The mixture-of-experts part of a config (Mixtral: num_local_experts; DeepSeek: n_routed_experts;
@@ -28,15 +30,16 @@ struct ModelConfig {
   std::int64_t d_ffn = 0;    // intermediate_size: the dense FFN's width
   std::int64_t heads = 0;    // num_attention_heads
   std::int64_t kv_heads = 0; // num_key_value_heads (absent: = heads, the Hugging Face default)
-  // Multi-head latent attention (DeepSeek-V2/V3: kv_lora_rank present): the attention model here is
-  // grouped-query attention, so such a model's attention is refused rather than mis-modelled.
-  bool latent_attention = false;
+  // Multi-head latent attention (DeepSeek-V2/V3: kv_lora_rank present): q_lora_rank (null or absent:
+  // no query compression), kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim. The MoE
+  // transformer runs it (sim/workload_shapes.hpp mla_shapes); the other kinds refuse such a model.
+  std::optional<LatentAttention> mla;
   std::optional<MoeConfig> moe;
 };
 
 // Reads a config.json. Refuses (InputError naming the file and the key) a file that is not JSON, a
-// missing or non-positive architecture field, a head_dim other than hidden_size / heads, and
-// inconsistent MoE fields. Keys it does not use (rope, vocabulary, dtype, ...) are not ours to check.
+// missing or non-positive architecture field, a head_dim other than hidden_size / heads (grouped-query
+// attention), inconsistent MoE fields, and an MLA config (kv_lora_rank) missing one of its head widths. Keys it does not use (rope, vocabulary, dtype, ...) are not ours to check.
 ModelConfig read_model_config(const std::string& path);
 
 // The built-in names and the file each one reads (<source tree>/scenarios/models/<file>.json).

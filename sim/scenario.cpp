@@ -116,6 +116,7 @@ struct ModelUse {
   bool ffn = false;
   bool attention = false;
   bool moe = false;  // the FFN may be a MoE block (transformer: Transformer::moe)
+  bool mla = false;  // the attention may be MLA when the FFN is a MoE block (sim/schemes/moe_transformer.cpp)
 };
 
 // `workload.model`: a built-in name, "custom" (every size written in the file), or a config.json path
@@ -146,10 +147,10 @@ std::optional<Transformer> read_model(const YamlReader& w, ModelUse use) {
     c->fail(fmt::format("model '{}' is a mixture of experts ({} experts, top {}): its expert layers are not "
                         "modelled yet; attention_tpsp and attention_ulysses run its attention",
                         config->name, config->moe->experts, config->moe->top_k));
-  if (use.attention && config->latent_attention)
-    c->fail(fmt::format("model '{}' uses multi-head latent attention (kv_lora_rank), which is not modelled "
-                        "(the attention model is grouped-query attention)",
-                        config->name));
+  if (use.attention && config->mla && !(use.mla && config->moe))
+    c->fail(fmt::format("model '{}' uses multi-head latent attention (kv_lora_rank), which only a mixture-of-experts "
+                        "transformer models (kind transformer); {} builds grouped-query attention",
+                        config->name, use.mla ? "a dense transformer" : "this kind"));
   Transformer t;
   t.model = config->name;
   t.layers = config->layers;
@@ -165,6 +166,7 @@ std::optional<Transformer> read_model(const YamlReader& w, ModelUse use) {
     m.shared_experts = config->moe->shared_experts;
     t.moe = m;
     t.dense_layers = config->moe->first_dense_layers;
+    t.mla = config->mla;
   }
   return t;
 }
@@ -460,7 +462,7 @@ Transformer read_transformer(const YamlReader& w, int tp) {
   std::vector<std::string> keys = {"model", "layers", "batch", "seq", "d_model", "d_ffn", "heads", "kv_heads", "dtype"};
   keys.insert(keys.end(), kTransformerMoeKeys.begin(), kTransformerMoeKeys.end());
   w.allow_keys(workload_keys(keys));
-  const auto model = read_model(w, {.ffn = true, .attention = true, .moe = true});
+  const auto model = read_model(w, {.ffn = true, .attention = true, .moe = true, .mla = true});
   Transformer t;
   t.model = model ? model->model : "custom";
   t.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers), ranges::layers));
@@ -476,6 +478,7 @@ Transformer read_transformer(const YamlReader& w, int tp) {
   require_divides(w, "d_ffn", t.d_ffn, tp, tp_text + " (TP shards the FFN width)");
   require_divides(w, "seq", t.batch * t.seq, tp, tp_text + " (sequence parallelism shards batch x seq tokens)");
   read_transformer_moe(w, tp, model ? model->moe : std::nullopt, model ? model->dense_layers : 0, t);
+  if (model) t.mla = model->mla;  // read_model admits MLA with a MoE model only
   return t;
 }
 

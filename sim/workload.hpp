@@ -94,6 +94,18 @@ struct Moe {
 };
 
 // Layers composed into a model step (e.g. Llama-3-70B, TP=8): attention + MLP per layer.
+// Multi-head latent attention (DeepSeek-V2, Sec. 2.1.2-2.1.3; DeepSeek-V3, Sec. 2.1.1): queries from a
+// q_lora-wide latent (0: a plain query projection, DeepSeek-V2-Lite), keys and values from one kv_lora-wide
+// latent, plus a decoupled RoPE part of qk_rope per head (the key's shared by all heads). Shapes per rank:
+// sim/workload_shapes.hpp mla_shapes.
+struct LatentAttention {
+  std::int64_t q_lora = 0;   // q_lora_rank (0: no query compression)
+  std::int64_t kv_lora = 0;  // kv_lora_rank
+  std::int64_t qk_nope = 0;  // qk_nope_head_dim
+  std::int64_t qk_rope = 0;  // qk_rope_head_dim
+  std::int64_t v_head = 0;   // v_head_dim
+};
+
 struct Transformer {
   std::string model;  // a named configuration ("llama3-8b", "llama3-70b") or "custom"
   int layers = 0;
@@ -108,6 +120,9 @@ struct Transformer {
   // parallelism when expert and tensor parallelism are combined.
   std::optional<Moe> moe = {};
   int dense_layers = 0;  // DeepSeek's first_k_dense_replace: the leading layers keep the dense MLP
+  // DeepSeek's attention (its config has kv_lora_rank): MLA instead of grouped-query attention (heads
+  // from `heads`, kv_heads unused). Only a MoE transformer runs it (sim/schemes/moe_transformer.cpp).
+  std::optional<LatentAttention> mla = {};
 };
 
 // What part of a training step a layer workload runs (docs/guide/training.md). forward is what every

@@ -32,13 +32,17 @@ void require_divisible(std::int64_t v, int tp, const char* field) {
 // Query block of a FlashAttention-style kernel: one CTA per (batch, head, 128 queries).
 constexpr std::int64_t kAttentionQueryBlock = 128;
 
-// Core attention FLOPs: QK^T and PV are each 2 x seq x seq x head_dim per head and batch; a causal
-// mask skips (about) half of the score matrix.
+// Core attention FLOPs: QK^T is 2 x seq x seq x qk_dim and PV 2 x seq x seq x v_dim per head and batch
+// (equal head dims but in MLA); a causal mask skips (about) half of the score matrix.
+double attention_flops(std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t qk_dim,
+                       std::int64_t v_dim, bool causal) {
+  const double full = 2.0 * static_cast<double>(batch) * static_cast<double>(seq) * static_cast<double>(seq) *
+                      static_cast<double>(heads) * static_cast<double>(qk_dim + v_dim);
+  return causal ? full / 2.0 : full;
+}
 double attention_flops(std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t head_dim,
                        bool causal) {
-  const double full = 4.0 * static_cast<double>(batch) * static_cast<double>(seq) *
-                      static_cast<double>(seq) * static_cast<double>(heads) * static_cast<double>(head_dim);
-  return causal ? full / 2.0 : full;
+  return attention_flops(batch, seq, heads, head_dim, head_dim, causal);
 }
 
 }  // namespace
@@ -156,6 +160,34 @@ AttentionShapes attention_shapes(const AttentionTpSp& att, int tp) {
   return s;
 }
 
+MlaShapes mla_shapes(const Transformer& t, int tp) {
+  const LatentAttention& a = t.mla.value();
+  MlaShapes s;
+  const std::int64_t tokens = t.batch * t.seq;
+  const std::int64_t shard = tokens / tp;  // the rank's sequence-parallel tokens
+  const std::int64_t heads_rank = t.heads / tp;
+  const std::int64_t qk_dim = a.qk_nope + a.qk_rope;
+  // Down-projections (DeepSeek-V2 eq. 9 c^KV = W^DKV h, eq. 14 k^R = RoPE(W^KR h), eq. 12 c^Q = W^DQ h):
+  // W^DKV and W^KR are one linear_kv_down_proj, replicated, on the rank's own tokens.
+  if (a.q_lora > 0) s.q_down = RankGemm{shard, a.q_lora, t.d_model, t.dtype};
+  s.kv_down = RankGemm{shard, a.kv_lora + a.qk_rope, t.d_model, t.dtype};
+  s.latent_norm_bytes = 2 * activation_bytes(shard, a.q_lora + a.kv_lora, t.dtype);
+  s.q_all_gather_bytes = activation_bytes(tokens, a.q_lora > 0 ? a.q_lora : t.d_model, t.dtype);
+  s.kv_all_gather_bytes = activation_bytes(tokens, a.kv_lora, t.dtype);
+  s.rope_all_gather_bytes = activation_bytes(tokens, a.qk_rope, t.dtype);
+  // Up-projections (eq. 10-11 k^C = W^UK c^KV, v^C = W^UV c^KV as one linear_kv_up_proj; eq. 13 and 15
+  // q^C = W^UQ c^Q, q^R = RoPE(W^QR c^Q) as one linear_q_up_proj), column-parallel over heads.
+  s.q_up = RankGemm{tokens, heads_rank * qk_dim, a.q_lora > 0 ? a.q_lora : t.d_model, t.dtype};
+  s.kv_up = RankGemm{tokens, heads_rank * (a.qk_nope + a.v_head), a.kv_lora, t.dtype};
+  s.rope_bytes = 2 * activation_bytes(tokens, heads_rank * a.qk_rope + a.qk_rope, t.dtype);
+  // eqs. 16-19: attention over [q^C; q^R] . [k^C; k^R] (nope + rope wide) and values v_head wide.
+  s.attention_flops = attention_flops(t.batch, t.seq, heads_rank, qk_dim, a.v_head, true);
+  s.attention_tiles = t.batch * heads_rank * ceil_div(t.seq, kAttentionQueryBlock);
+  s.out = RankGemm{tokens, t.d_model, heads_rank * a.v_head, t.dtype};
+  s.reduce_scatter_bytes = activation_bytes(tokens, t.d_model, t.dtype);
+  return s;
+}
+
 UlyssesShapes ulysses_shapes(const AttentionUlysses& att, int tp) {
   UlyssesShapes s;
   const std::int64_t local_tokens = att.batch * (att.seq / tp);
@@ -245,6 +277,12 @@ void validate_workload(const Workload& w) {
       require_positive(t.d_ffn, "d_ffn");
       require_divisible(t.d_ffn, tp, "d_ffn");
       batch = t.batch, seq = t.seq, d = t.d_model, heads = t.heads, kv = t.kv_heads;
+      if (t.mla && !t.moe)
+        throw std::invalid_argument("workload.model: multi-head latent attention runs in a mixture-of-experts "
+                                    "transformer only");
+      if (t.mla && (t.mla->kv_lora < 1 || t.mla->qk_nope < 1 || t.mla->qk_rope < 1 || t.mla->v_head < 1 ||
+                    t.mla->q_lora < 0))
+        throw std::invalid_argument("workload.model: a latent attention width is not positive");
       if (t.moe) {
         // The MoE block's EP group is the TP group, routing each rank's sequence-parallel shard.
         const Moe& m = *t.moe;

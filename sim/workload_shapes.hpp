@@ -41,6 +41,39 @@ struct AttentionShapes {
   Bytes reduce_scatter_bytes = 0;
 };
 
+// A transformer's multi-head latent attention per rank (Transformer::mla; DeepSeek-V2 Sec. 2.1.2 eqs. 9-11
+// and 2.1.3 eqs. 12-19, DeepSeek-V3 Sec. 2.1.1 eqs. 1-11) as Megatron-core's MLASelfAttention runs it
+// with TP + SP (megatron/core/transformer/multi_latent_attention.py, TELinear parallel_mode
+// "duplicated" down-projections). Megatron-core computes the down-projections on the rank's own
+// sequence-parallel shard of T/tp tokens with replicated weights (no all-gather of the 7168-wide hidden
+// states), normalises the latents there (q_layernorm, kv_layernorm), and all-gathers the latents instead:
+// q_compressed and kv_compressed as the SP input of the column-parallel q_up / kv_up projections, the
+// shared RoPE key k_pe by gather_from_sequence_parallel_region. q_up and kv_up are column-parallel over
+// heads, linear_proj row-parallel with the usual reduce-scatter.
+//   q_down  [T/tp x d] x [d x q_lora]              (absent with q_lora = 0: q is a column-parallel
+//   kv_down [T/tp x d] x [d x (kv_lora + rope)]     projection of the gathered hidden states)
+//   latent RMSNorms, all-gathers of the latents, q_up [T x q_lora] x [q_lora x h/tp (nope + rope)],
+//   kv_up [T x kv_lora] x [kv_lora x h/tp (nope + v)], RoPE on q_pe and k_pe, core attention with a
+//   (nope + rope)-wide query/key and a v-wide value, out [T x h/tp v] x [.. x d], reduce-scatter.
+// Approximated: the norms and RoPE as HBM traffic (read + write of the tensors they touch); the key's
+// assembly (k_nope next to k_pe broadcast over heads, torch.cat) and the split views are not counted.
+struct MlaShapes {
+  RankGemm q_down;   // m = 0 when q_lora = 0
+  RankGemm kv_down;
+  Bytes latent_norm_bytes = 0;  // q_layernorm + kv_layernorm on T/tp tokens (read + write)
+  Bytes q_all_gather_bytes = 0;   // S: T x q_lora latents (q_lora = 0: T x d hidden states)
+  Bytes kv_all_gather_bytes = 0;  // S: T x kv_lora latents
+  Bytes rope_all_gather_bytes = 0;  // S: T x rope (k_pe, shared by all heads)
+  RankGemm q_up;     // q_lora = 0: linear_q_proj, T x h/tp (nope + rope) x d
+  RankGemm kv_up;
+  Bytes rope_bytes = 0;  // RoPE on q_pe (T x h/tp x rope) and k_pe (T x rope), read + write
+  double attention_flops = 0;  // QK^T at (nope + rope) and PV at v per head; causal halves it
+  std::int64_t attention_tiles = 0;
+  RankGemm out;
+  Bytes reduce_scatter_bytes = 0;
+};
+MlaShapes mla_shapes(const Transformer& t, int tp);
+
 // attention_ulysses per rank (DeepSpeed-Ulysses; CommFuse Alg. 5): all-to-all of Q, K, V from
 // sequence shards to head shards, attention over the full sequence for heads/tp heads, all-to-all of
 // the output back to sequence shards.

@@ -12,6 +12,11 @@
 // batch x seq / tp tokens: those are what it routes, with no all-gather before the MoE block, and the
 // combine returns them to it for the next layer's all-gather.
 //
+// DeepSeek's multi-head latent attention (Transformer::mla) takes the attention block's place with no
+// overlap either (NoOverlapBlocks::mla_attention forward, sim/backward_shapes.cpp mla_backward
+// backward): down-projections on the rank's own tokens, all-gathers of the latents, column-parallel
+// up-projections, core attention, row-parallel output projection (sim/workload_shapes.hpp mla_shapes).
+//
 // Schemes: the MoE block runs as the moe scheme chosen (no_overlap: no overlap; moe_pipeline: its
 // token chunks; moe_flashoverlap: its wave groups; moe_tile_fused: its fused kernels); the attention
 // and the dense MLPs run with no overlap, as no_overlap builds attention_tpsp and mlp_tpsp, so the
@@ -79,14 +84,18 @@ class NoOverlapBlocks {
     return out;
   }
 
-  void memory(Bytes bytes, const std::string& name) {
-    if (!compute_) return;
+  // An HBM-bound kernel on every rank's compute stream after deps[r] (empty: stream order alone).
+  PerRank memory(Bytes bytes, const std::string& name, const PerRank& deps = {}) {
+    PerRank out;
+    if (!compute_) return out;
     for (int r = 0; r < b_.ranks(); ++r) {
       MemoryKernel k;
       k.name = name;
       k.bytes = bytes;
-      b_.add_memory(r, st_.compute[at(r)], k);
+      if (!deps.empty() && deps[at(r)] != kNoOp) k.deps = {deps[at(r)]};
+      out.push_back(b_.add_memory(r, st_.compute[at(r)], k));
     }
+    return out;
   }
 
   void flops(double total, std::int64_t tiles, DType dtype, const std::string& name) {
@@ -105,6 +114,33 @@ class NoOverlapBlocks {
     flops(s.attention_flops, s.attention_tiles, att.dtype, prefix + "attn.core");
     const PerRank out = gemm(GemmShape{tokens, s.out.n, s.out.k, att.dtype}, {}, prefix + "attn.out_proj");
     return collective(Primitive::reduce_scatter, rows_bytes, out, prefix + "attn.reduce_scatter");
+  }
+
+  // Multi-head latent attention with no overlap (sim/workload_shapes.hpp mla_shapes: Megatron-core's
+  // MLASelfAttention under TP + SP): the down-projections and the latent norms on the rank's own tokens,
+  // the three all-gathers (q latent, kv latent, k_pe) one after another on the comm stream, q_up after
+  // its gather, kv_up after its, RoPE after k_pe's, core attention, the output projection,
+  // reduce-scatter. With q_lora = 0 the query's gather is of the hidden states (linear_q_proj's SP input)
+  // and needs no down-projection. Returns the reduce-scatter.
+  PerRank mla_attention(const Transformer& t, int tp, const PerRank& start, const std::string& prefix) {
+    const MlaShapes s = mla_shapes(t, tp);
+    const bool q_latent = s.q_down.m > 0;
+    if (q_latent) gemm(s.q_down, start, prefix + "attn.q_down");
+    const PerRank kv_down = gemm(s.kv_down, q_latent ? PerRank{} : start, prefix + "attn.kv_down");
+    const PerRank norm = memory(s.latent_norm_bytes, prefix + "attn.latent_norm");
+    // A collectives-only graph has no compute ops: its gathers follow the layer's start.
+    const PerRank latents = norm.empty() ? start : norm;
+    const PerRank ag_q = collective(Primitive::all_gather, s.q_all_gather_bytes, q_latent ? latents : start,
+                                    prefix + (q_latent ? "attn.q_latent_all_gather" : "attn.all_gather"));
+    const PerRank ag_kv = collective(Primitive::all_gather, s.kv_all_gather_bytes, latents, prefix + "attn.kv_latent_all_gather");
+    const PerRank ag_pe = collective(Primitive::all_gather, s.rope_all_gather_bytes, kv_down.empty() ? start : kv_down,
+                                     prefix + "attn.k_pe_all_gather");
+    gemm(s.q_up, ag_q, prefix + (q_latent ? "attn.q_up" : "attn.q_proj"));
+    gemm(s.kv_up, ag_kv, prefix + "attn.kv_up");
+    memory(s.rope_bytes, prefix + "attn.rope", ag_pe);
+    flops(s.attention_flops, s.attention_tiles, t.dtype, prefix + "attn.core");
+    const PerRank out = gemm(s.out, {}, prefix + "attn.out_proj");
+    return collective(Primitive::reduce_scatter, s.reduce_scatter_bytes, out, prefix + "attn.reduce_scatter");
   }
 
   // data_slicing.cpp's emit_mlp with one slice: all-gather, gate+up, activation, down, reduce-scatter.
@@ -202,7 +238,8 @@ BuiltScheme build_moe_transformer(const BuildContext& ctx, bool collectives_only
   // Layer l's forward after `at`, its op names prefixed by `tag` (the recomputation's "recompute.").
   auto forward_layer = [&](int l, const PerRank& at, const std::string& tag) {
     const std::string prefix = tag + fmt::format("L{}.", l);
-    const PerRank attention = blocks.attention(transformer_attention(t), tp, at, prefix);
+    const PerRank attention = t.mla ? blocks.mla_attention(t, tp, at, prefix)
+                                    : blocks.attention(transformer_attention(t), tp, at, prefix);
     if (l < t.dense_layers) return blocks.mlp(transformer_mlp(t), tp, attention, prefix);
     MoeLayerOps ops = forms.forward(b, st, m, routing, attention, prefix + "moe.");
     moe_reason = std::move(ops.reason);
@@ -227,11 +264,22 @@ BuiltScheme build_moe_transformer(const BuildContext& ctx, bool collectives_only
       }
       end = dense.block(Block::attention, layer, end);
     }
+    if (t.mla) {
+      // MLA's replicated down-projections saw only each rank's token shard: their weight gradients are
+      // partial sums that Megatron all-reduces over the TP group after the backward (finalize_model_grads,
+      // _allreduce_non_tensor_model_parallel_grads: parameters marked sequence_parallel), every layer's in
+      // one coalesced call, in the weights' dtype (grad_reduce_in_fp32 off).
+      const MlaShapes s = mla_shapes(t, tp);
+      const Bytes grads = static_cast<Bytes>(t.layers) * (s.q_down.m > 0 ? s.q_down.n * s.q_down.k : 0) +
+                          static_cast<Bytes>(t.layers) * s.kv_down.n * s.kv_down.k;
+      end = blocks.collective(Primitive::all_reduce, grads * dtype_bytes(t.dtype), end,
+                              "bwd.finalize.mla_down_proj_grads_all_reduce");
+    }
   }
   const int moe_layers = t.layers - std::min(t.layers, t.dense_layers);
-  std::string reason = fmt::format("{} layers ({} MoE, {} experts top {} over EP {}): attention with no overlap; MoE "
+  std::string reason = fmt::format("{} layers ({} MoE, {} experts top {} over EP {}): {}attention with no overlap; MoE "
                                    "FFN: {}",
-                                   t.layers, moe_layers, m.experts, m.top_k, m.ep,
+                                   t.layers, moe_layers, m.experts, m.top_k, m.ep, t.mla ? "latent (MLA) " : "",
                                    moe_layers == 0 ? std::string("none") : moe_reason.empty() ? bwd_reason : moe_reason);
   if (backward) {
     if (moe_layers > 0 && !moe_reason.empty()) reason += "; " + bwd_reason;

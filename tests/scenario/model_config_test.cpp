@@ -81,7 +81,7 @@ TEST_CASE("the built-in names read the shipped configs with the model cards' sha
   REQUIRE(ds->moe);
   CHECK((ds->moe->experts == 256 && ds->moe->top_k == 8 && ds->moe->expert_ffn == 2048));
   CHECK((ds->moe->shared_experts == 1 && ds->moe->first_dense_layers == 3));
-  CHECK(ds->latent_attention);
+  CHECK(ds->mla.has_value());
   CHECK_FALSE(builtin_model_config("gpt-5"));
   for (const auto& b : builtin_models()) CHECK_NOTHROW(builtin_model_config(b.name));
 }
