@@ -124,15 +124,17 @@ TEST_CASE("moe step: the schemes without a backward form are refused by name; ex
     CHECK(s.err.find("no backward form") != std::string::npos);
     CHECK(s.err.find(scheme) != std::string::npos);
   }
-  // With expert TP moe_flashoverlap is refused for a step as for a forward; no_overlap and moe_pipeline run it.
-  const std::string etp = scenario("8", "2", "4", "  pass: step\n  expert_tp: 2\nschemes: [moe_flashoverlap]\n");
+  // With expert TP moe_tile_fused is refused for a step as without (no backward form); moe_flashoverlap,
+  // no_overlap and moe_pipeline run it.
+  const std::string etp = scenario("8", "2", "4", "  pass: step\n  expert_tp: 2\nschemes: [moe_tile_fused]\n");
   const CliResult e = cli({"run", dir.write("s.yaml", etp)});
   CHECK(e.rc == 2);
-  CHECK(e.err.find("workload.expert_tp") != std::string::npos);
+  CHECK(e.err.find("no backward form") != std::string::npos);
   const CliResult ok = cli({"run", dir.write("s.yaml", scenario("8", "2", "4", "  pass: step\n  expert_tp: 2\n"))});
   INFO(ok.err);
   CHECK(ok.rc == 0);
   CHECK(ok.out.find("moe_pipeline") != std::string::npos);
+  CHECK(ok.out.find("moe_flashoverlap") != std::string::npos);
   // `overlap-sim schemes` says which moe schemes have a backward form.
   const CliResult list = cli({"schemes"});
   REQUIRE(list.rc == 0);
@@ -242,7 +244,7 @@ TEST_CASE("moe expert_tp: expert_tp 1 gives the output of the scenario without i
   }
 }
 
-TEST_CASE("moe expert_tp: EP 4 x ETP 2 runs no_overlap and moe_pipeline on 8 GPUs", "[moe][cli]") {
+TEST_CASE("moe expert_tp: EP 4 x ETP 2 runs every moe scheme on 8 GPUs", "[moe][cli]") {
   MoeDir dir;
   const CliResult r = cli({"run", dir.write("s.yaml", scenario("8", "2", "4", "  expert_tp: 2\n")), "--format", "json"});
   INFO(r.err);
@@ -254,7 +256,8 @@ TEST_CASE("moe expert_tp: EP 4 x ETP 2 runs no_overlap and moe_pipeline on 8 GPU
   const CliResult text = cli({"run", dir.write("s.yaml", scenario("8", "2", "4", "  expert_tp: 2\n"))});
   REQUIRE(text.rc == 0);
   CHECK(text.out.find("moe ep=4 expert_tp=2") != std::string::npos);
-  CHECK(text.out.find("moe_pipeline") != std::string::npos);
+  for (const std::string scheme : {"no_overlap", "moe_pipeline", "moe_flashoverlap", "moe_tile_fused"})
+    CHECK(text.out.find(scheme) != std::string::npos);
 }
 
 TEST_CASE("moe expert_tp: bad inputs exit 2 naming file, line and key", "[moe][cli]") {
@@ -268,13 +271,12 @@ TEST_CASE("moe expert_tp: bad inputs exit 2 naming file, line and key", "[moe][c
   CHECK(r.err.find("s.yaml:11") != std::string::npos);
   CHECK(r.err.find("workload.expert_tp") != std::string::npos);
   CHECK(r.err.find("8 x 2 = 16 GPUs") != std::string::npos);
-  // The schemes without an expert-TP form are refused by name, not run with whole experts.
+  // Every moe scheme has an expert-TP form: named, each runs (docs/guide/moe.md "Expert tensor parallelism").
   for (const std::string scheme : {"moe_flashoverlap", "moe_tile_fused"}) {
     const std::string text = scenario("8", "2", "4", "  expert_tp: 2\nschemes: [" + scheme + "]\n");
     const CliResult s = cli({"run", dir.write("s.yaml", text)});
     INFO(s.err);
-    CHECK(s.rc == 2);
-    CHECK(s.err.find("workload.expert_tp") != std::string::npos);
-    CHECK(s.err.find(scheme) != std::string::npos);
+    CHECK(s.rc == 0);
+    CHECK(s.out.find(scheme) != std::string::npos);
   }
 }
