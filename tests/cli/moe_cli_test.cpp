@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "tests/support/cli_run.hpp"
@@ -279,4 +280,24 @@ TEST_CASE("moe expert_tp: bad inputs exit 2 naming file, line and key", "[moe][c
     CHECK(s.rc == 0);
     CHECK(s.out.find(scheme) != std::string::npos);
   }
+}
+
+TEST_CASE("moe expert_tp: tune searches moe_flashoverlap's wave groups and moe_tile_fused's knobs", "[moe][cli]") {
+  MoeDir dir;
+  const std::string text = scenario("8", "2", "4", "  expert_tp: 2\n");
+  const CliResult r = cli({"tune", dir.write("s.yaml", text), "--format", "json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  std::map<std::string, nlohmann::json> best;
+  for (const auto& s : doc["schemes"]) best[s["best"]["scheme"].get<std::string>()] = s["best"];
+  REQUIRE(best.count("moe_flashoverlap") == 1);
+  REQUIRE(best.count("moe_tile_fused") == 1);
+  // The best configuration is one of the grid's: group_waves 0 (the predictor), 1, 2 or 4.
+  const nlohmann::json& params = best["moe_flashoverlap"]["params"];
+  if (params.contains("group_waves")) {
+    const int g = params["group_waves"].get<int>();
+    CHECK((g == 0 || g == 1 || g == 2 || g == 4));
+  }
+  CHECK(best["moe_flashoverlap"]["latency_us"].get<double>() > 0);
 }

@@ -93,7 +93,8 @@ TEST_CASE("moe expert_tp schemes: every rank pair carries no_overlap's bytes, th
           "[moe][moe_etp]") {
   const HardwareProfile hw = test::ideal_profile(8);
   for (const Workload& w : {test::with_expert_tp(moe_workload(4, 8, 2, 1024, 1024, 512), 2),
-                            test::with_expert_tp(moe_workload(4, 8, 2, 1000, 512, 256, test::zipf_routing(1.2)), 2)}) {
+                            test::with_expert_tp(moe_workload(4, 8, 2, 1000, 512, 256, test::zipf_routing(1.2)), 2),
+                            test::with_expert_tp(moe_workload(2, 8, 2, 1000, 512, 256, test::zipf_routing(1.2)), 4)}) {
     const BuiltScheme plain = test::build_moe_scheme("no_overlap", w, hw);
     const Moe& m = std::get<Moe>(w.shape);
     const MoeShapes ep = moe_shapes(m, moe_routing(m).tokens);
