@@ -839,7 +839,7 @@ def is_moe(doc):
 def add_moe_step_entries(corpus, scenarios, run_file):
     """A moe layer's training step (docs/guide/moe.md "Training step"): the random mutations of the
     shipped moe step scenarios, then what a moe step refuses: recomputation, data parallelism, a scheme
-    without a backward form, expert TP with moe_flashoverlap, a misspelt pass, and column_backward (no
+    without a backward form, expert TP over more GPUs than the profile has, a misspelt pass, and column_backward (no
     column-parallel linear). Generated last, with its own seed, so every earlier entry keeps its id."""
     mutate_scenarios(corpus, random.Random(MOE_STEP_SEED), scenarios, run_file)
     if not scenarios:
@@ -859,9 +859,11 @@ def add_moe_step_entries(corpus, scenarios, run_file):
     entry("data_parallel", "no_effect", "workload.parallel", set_workload(parallel={"dp": 2}))
     entry("bad_name_pass_steps", "bad_name", "workload.pass", set_workload(**{"pass": "steps"}))
     entry("scheme_moe_tile_fused", "no_form", "schemes.0", lambda d: d.update({"schemes": ["moe_tile_fused"]}))
-    entry("expert_tp_moe_flashoverlap", "no_form", "workload.expert_tp",
+    # moe_flashoverlap runs a step with expert TP (its wave groups feed the ETP reduce-scatter, then the
+    # dispatch backward): what stays refused is an ETP group the profile cannot hold.
+    entry("expert_tp_moe_flashoverlap_too_many_gpus", "out_of_range", "workload.expert_tp",
           lambda d: (d.update({"hardware": "h100-sxm-8x-nvswitch", "schemes": ["moe_flashoverlap"]}),
-                     d["workload"].update({"expert_tp": 2})))
+                     d["workload"].update({"expert_tp": 4})))
     entry("column_backward", "no_effect", "schemes.0.params.column_backward",
           lambda d: d.update({"schemes": [{"name": "no_overlap", "params": {"column_backward": "bulk"}}]}))
 
@@ -913,8 +915,8 @@ def is_expert_tp(doc):
 def add_expert_tp_entries(corpus, scenarios, run_file):
     """workload.expert_tp (a moe layer's TP inside each expert): the random mutations of the shipped
     expert-TP scenarios, then a width it does not divide, more GPUs than the profile has, wrong
-    types and ranges, the old `tp` key, a scheme without an expert-TP form, and the key where it
-    does nothing. Generated last, with its own seed, so every earlier entry keeps its id."""
+    types and ranges, the old `tp` key, and what the fused schemes refuse with it (wave groups out of
+    range, a training step of moe_tile_fused). Generated last, with its own seed, so every earlier entry keeps its id."""
     mutate_scenarios(corpus, random.Random(EXPERT_TP_SEED), scenarios, run_file)
     if not scenarios:
         raise SystemExit("make_bad_inputs.py: no expert-TP moe scenario in scenarios/")
@@ -936,8 +938,12 @@ def add_expert_tp_entries(corpus, scenarios, run_file):
               set_workload(expert_tp=PLACEHOLDER), tok)
     entry("old_tp_key", "bad_value", "workload.tp", lambda d: (d["workload"].pop("expert_tp"),
                                                                 d["workload"].update({"tp": 2})))
-    for scheme in ("moe_flashoverlap", "moe_tile_fused"):
-        entry(f"scheme_{scheme}", "no_form", "workload.expert_tp", lambda d, s=scheme: d.update({"schemes": [s]}))
+    # Every moe scheme has an expert-TP form: what stays refused with it is moe_flashoverlap's wave groups
+    # out of range and moe_tile_fused in a training step (no backward form).
+    entry("scheme_moe_flashoverlap_group_waves", "out_of_range", "schemes.0.params.group_waves",
+          lambda d: d.update({"schemes": [{"name": "moe_flashoverlap", "params": {"group_waves": -1}}]}))
+    entry("scheme_moe_tile_fused_step", "no_form", "schemes.0",
+          lambda d: (d.update({"schemes": ["moe_tile_fused"]}), d["workload"].update({"pass": "step"})))
 
 
 def is_training(doc):

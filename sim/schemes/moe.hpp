@@ -122,5 +122,12 @@ std::optional<std::string> moe_expert_tp_refusal(const Workload& w, const std::s
 std::vector<Bytes> moe_tile_range_bytes(const std::vector<GemmShape>& down, const GroupedGemmPlan& plan,
                                         const CountMatrix& tokens, const std::vector<int>& experts, std::int64_t first,
                                         std::int64_t last);
+// The same for ETP member `member` of the EP rank (expert_tp > 1, docs/guide/moe.md "Expert tensor
+// parallelism"): `down` is the grouped GEMM on the ETP group's gathered rows, whose gathered row i is
+// member i mod expert_tp's row i / expert_tp (moe_flashoverlap.cpp groups_of says why); the bytes are
+// those of the member's own rows among the tiles, to each source EP rank. expert_tp 1: the above.
+std::vector<Bytes> moe_etp_tile_range_bytes(const std::vector<GemmShape>& down, const GroupedGemmPlan& plan,
+                                            const CountMatrix& tokens, const std::vector<int>& experts,
+                                            std::int64_t first, std::int64_t last, int expert_tp, int member);
 
 }  // namespace overlap::sim

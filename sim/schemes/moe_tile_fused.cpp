@@ -32,6 +32,22 @@
 // carries one flow per rank rather than one per rank pair. The ranks of one step match their sends
 // and receives, so a step starts when the slowest rank's tiles of it are done: under skewed routing
 // the busiest rank sets the latency, as it does for the all-to-allvs of the other schemes.
+//
+// Expert TP (Moe::expert_tp; docs/guide/moe.md "Expert tensor parallelism"): the ring steps run inside
+// every EP group (the graph ranks of one ETP index) with the EP ranks' per-pair bytes, and the ETP
+// collectives run as separate NCCL collectives on the comm stream between the fused stages: each
+// dispatch piece, once its ring steps have landed, is all-gathered over the ETP group (S = expert_tp x
+// the piece's rows x d_model) before the gate+up GEMM of the piece's gathered rows (N = 2 d_ffn_expert /
+// expert_tp), and the down projection's (K = d_ffn_expert / expert_tp) partial sums of destination r+j's
+// rows are reduce-scattered over the ETP group (its epilogue writes each member's rows to that member's
+// slot of the send buffer) before combine step j sends them; the own rows, last, are reduce-scattered and
+// not sent. That is an assumption about the fused kernels, not Comet's design: Comet's kernels as
+// published (bytedance/flux, docs/moe_usage.md: GemmGroupedV3AGScatter, "all-gather + scatter + gemm",
+// and GemmGroupedV3GatherRS, "gemm + topk-reduce + reduce-scatter", over a TP group holding the EP
+// groups) fuse an all-gather and a reduce-scatter of the tokens over the whole TP x EP group into the
+// grouped GEMMs, rather than running Megatron-core's all-to-all dispatch with separate ETP collectives.
+// Here the fused all-to-all stages stay as above (expert_tp 1 is them exactly) and the ETP collectives
+// are not overlapped within a piece or step, so the form is a conservative one for Comet with expert TP.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -84,11 +100,16 @@ struct TileFusedKnobs {
 // One MoE layer fused tile by tile into `b` on the streams `st` (compute, comm), rank r's router after
 // start[r] (empty: none), names prefixed by `prefix`. join_end: each rank's end is one op after both its
 // compute and its comm stream (a zero delay on the comm stream), for a caller that goes on after it.
+// With expert TP (ep x expert_tp graph ranks, ETP innermost) the ring steps run inside every EP group,
+// each dispatch piece is all-gathered over the ETP group before its gate+up GEMM, and each combine
+// step's rows are reduce-scattered over the ETP group before the step sends them (the header comment).
 MoeLayerOps emit_moe_tile_fused(GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,
                                 const TileFusedKnobs& knobs, const std::vector<OpId>& start, const std::string& prefix,
                                 bool join_end) {
   const HardwareProfile& hw = b.hardware();
-  const int n = m.ep;
+  const int n = m.ep;  // EP ranks: the ring's members
+  const int etp = std::max(1, m.expert_tp);
+  const int ranks = n * etp;  // graph ranks: rank = ep_index x expert_tp + etp_index
   const int per_rank = m.experts / m.ep;
   const double signal = knobs.signal;
   const int comm_sms = std::min(knobs.comm_sms, hw.gpu.sm_count - 1);
@@ -98,39 +119,72 @@ MoeLayerOps emit_moe_tile_fused(GraphBuilder& b, const RankStreams& st, const Mo
   const std::vector<StreamId>& comm = st.comm;
   const MoeShapes sh = moe_shapes(m, routing.tokens);
   const CountMatrix& tokens = routing.tokens;
+  // Each member's GEMMs: the ETP group's gathered rows (expert_tp x every count) at 1 / expert_tp of the
+  // FFN (moe_etp_shapes); the model as one member sees it.
+  const std::int64_t ffn = m.d_ffn_expert / etp;
+  const MoeShapes gathered = etp > 1 ? moe_etp_shapes(m, tokens) : sh;
+  const Bytes row_bytes = activation_bytes(1, m.d_model, m.dtype);
   auto at = [](auto& v, int i) -> auto& { return v[static_cast<std::size_t>(i)]; };
+  auto graph_rank = [&](int e, int k) { return e * etp + k; };
 
-  // Ring step j of a transfer: every rank r sends sends[r][r+j] to rank r+j (a permutation: every
-  // rank writes to one peer and reads from one) by one SM copy kernel of comm_sms CTAs on its comm
-  // stream, after deps[r]. Steps run one after another on the stream, so a rank moves at most
-  // comm_sms x cta_gbps at a time and the engine carries one flow per rank, not one per rank pair.
-  // Returns the ranks' ops; nothing (kNoOp) when no rank has bytes for offset j.
+  // Ring step j of a transfer: in every EP group (the graph ranks of one ETP index k), every EP rank e
+  // sends sends[e][e+j] to EP rank e+j (a permutation: every rank writes to one peer and reads from one)
+  // by one SM copy kernel of comm_sms CTAs on its comm stream, after deps[rank]. Steps run one after
+  // another on the stream, so a rank moves at most comm_sms x cta_gbps at a time and the engine carries
+  // one flow per rank, not one per rank pair. Returns the graph ranks' ops; nothing (kNoOp) when no rank
+  // has bytes for offset j.
   auto step = [&](const std::string& name, int j, const overlap::PairBytes& sends,
                   const std::vector<std::vector<OpId>>& deps) {
-    std::vector<OpId> out(static_cast<std::size_t>(n), kNoOp);
+    std::vector<OpId> out(static_cast<std::size_t>(ranks), kNoOp);
     bool any = false;
     for (int r = 0; r < n && !any; ++r) any = at(sends, r)[static_cast<std::size_t>((r + j) % n)] > 0;
     if (!any) return out;
-    const std::int64_t id = b.new_collective_id();
-    for (int r = 0; r < n; ++r) {
-      const int dst = (r + j) % n, src = (r - j + n) % n;
-      P2pSpec x;
-      x.name = fmt::format("{}{}.{}", prefix, name, j);
-      x.transport = Transport::sm_copy;
-      x.channels = comm_sms;
-      x.collective = id;
-      x.members = n;
-      x.sends.push_back({dst, at(sends, r)[static_cast<std::size_t>(dst)]});
-      x.recvs.push_back({src, at(sends, src)[static_cast<std::size_t>(r)]});
-      b.add_required_bytes(r, dst, at(sends, r)[static_cast<std::size_t>(dst)]);
-      x.deps = at(deps, r);
-      at(out, r) = b.add_p2p(r, at(comm, r), x);
+    for (int k = 0; k < etp; ++k) {
+      const std::int64_t id = b.new_collective_id();
+      for (int r = 0; r < n; ++r) {
+        const int dst = (r + j) % n, src = (r - j + n) % n;
+        const int g = graph_rank(r, k);
+        P2pSpec x;
+        x.name = fmt::format("{}{}.{}", prefix, name, j);
+        x.transport = Transport::sm_copy;
+        x.channels = comm_sms;
+        x.collective = id;
+        x.members = n;
+        x.sends.push_back({graph_rank(dst, k), at(sends, r)[static_cast<std::size_t>(dst)]});
+        x.recvs.push_back({graph_rank(src, k), at(sends, src)[static_cast<std::size_t>(r)]});
+        b.add_required_bytes(g, graph_rank(dst, k), at(sends, r)[static_cast<std::size_t>(dst)]);
+        x.deps = at(deps, g);
+        at(out, g) = b.add_p2p(g, at(comm, g), x);
+      }
+    }
+    return out;
+  };
+  // With expert TP, an all-gather or reduce-scatter over every ETP group as NCCL runs it (the fused
+  // kernels move the EP group's bytes only: the header comment), of rows[e] rows x d_model per member
+  // (nccl-tests S = expert_tp x that), rank r's member after deps[r]; without expert TP, `deps`.
+  auto etp_collective = [&](const std::string& name, Primitive primitive, const std::vector<std::int64_t>& rows,
+                            const std::vector<OpId>& deps) {
+    if (etp == 1) return deps;
+    std::vector<OpId> out(static_cast<std::size_t>(ranks), kNoOp);
+    for (int e = 0; e < n; ++e) {
+      CollectiveSpec s;
+      s.name = prefix + name;
+      s.primitive = primitive;
+      s.bytes = checked_mul(etp * at(rows, e), row_bytes);
+      for (int k = 0; k < etp; ++k) {
+        const int g = graph_rank(e, k);
+        s.ranks.push_back(g);
+        s.streams.push_back(at(comm, g));
+        s.deps.push_back(at(deps, g) == kNoOp ? std::vector<OpId>{} : std::vector<OpId>{at(deps, g)});
+      }
+      const std::vector<OpId> ops = b.add_collective(s);
+      for (std::size_t i = 0; i < ops.size(); ++i) at(out, s.ranks[i]) = ops[i];
     }
     return out;
   };
 
   std::vector<OpId> router;
-  for (int r = 0; r < n; ++r) {
+  for (int r = 0; r < ranks; ++r) {
     GemmOptions o;
     o.name = prefix + "router";
     if (!start.empty() && start[static_cast<std::size_t>(r)] != kNoOp) o.deps = {start[static_cast<std::size_t>(r)]};
@@ -140,10 +194,10 @@ MoeLayerOps emit_moe_tile_fused(GraphBuilder& b, const RankStreams& st, const Mo
   for (const OpId o : router) after_router.push_back({o});
 
   // Dispatch: piece p carries, to every rank r, the tokens of the sources r - j for j in its offsets.
-  std::vector<OpId> last_up(static_cast<std::size_t>(n), kNoOp);
+  std::vector<OpId> last_up(static_cast<std::size_t>(ranks), kNoOp);
   for (int p = 0; p < pieces; ++p) {
     const auto [j0, j1] = offsets_of(p, pieces, n);
-    std::vector<OpId> landed(static_cast<std::size_t>(n), kNoOp);
+    std::vector<OpId> landed(static_cast<std::size_t>(ranks), kNoOp);
     if (j1 - j0 > (j0 == 0 ? 1 : 0)) {
       overlap::PairBytes sends(static_cast<std::size_t>(n), std::vector<Bytes>(static_cast<std::size_t>(n), 0));
       for (int r = 0; r < n; ++r)
@@ -156,14 +210,29 @@ MoeLayerOps emit_moe_tile_fused(GraphBuilder& b, const RankStreams& st, const Mo
         if (o[0] != kNoOp) landed = o;
       }
     }
-    for (int r = 0; r < n; ++r) {
-      std::vector<GemmShape> up;
+    // The piece's rows per EP rank and expert (each member received them; its ETP group gathers them).
+    std::vector<std::vector<std::int64_t>> piece_rows(static_cast<std::size_t>(n));
+    std::vector<std::int64_t> piece_total(static_cast<std::size_t>(n), 0);
+    for (int r = 0; r < n; ++r)
       for (int e = 0; e < per_rank; ++e) {
         const std::size_t expert = static_cast<std::size_t>(r * per_rank + e);
         std::int64_t rows = 0;
         for (int j = j0; j < j1; ++j) rows += tokens[static_cast<std::size_t>((r - j + n) % n)][expert];
-        up.push_back(GemmShape{rows, 2 * m.d_ffn_expert, m.d_model, m.dtype});
+        at(piece_rows, r).push_back(rows);
+        at(piece_total, r) += rows;
       }
+    if (etp > 1) {
+      // The piece's ETP all-gather after its last ring step (or the router, for the rank's own tokens).
+      std::vector<OpId> after(static_cast<std::size_t>(ranks));
+      for (int r = 0; r < ranks; ++r) at(after, r) = at(landed, r) != kNoOp ? at(landed, r) : at(router, r);
+      landed = etp_collective(pieces > 1 ? fmt::format("gather[{}]", p) : std::string("gather"),
+                              Primitive::all_gather, piece_total, after);
+    }
+    for (int r = 0; r < ranks; ++r) {
+      const int e_rank = r / etp;
+      std::vector<GemmShape> up;
+      for (int e = 0; e < per_rank; ++e)
+        up.push_back(GemmShape{etp * at(piece_rows, e_rank)[static_cast<std::size_t>(e)], 2 * ffn, m.d_model, m.dtype});
       GemmOptions o;
       o.name = prefix + (pieces > 1 ? fmt::format("experts.up[{}]", p) : std::string("experts.up"));
       o.deps = {at(router, r)};
@@ -176,21 +245,24 @@ MoeLayerOps emit_moe_tile_fused(GraphBuilder& b, const RankStreams& st, const Mo
 
   // Down projection, its tiles ordered by destination (rank r+1's rows of every local expert, then
   // r+2's, ..., the rank's own last), signalling a counter; step j of the combine sends rank r+j its
-  // rows once the tiles through them are done.
+  // rows once the tiles through them are done (with expert TP, once their partial sums are
+  // reduce-scattered over the ETP group).
   std::vector<CounterId> counters;
   std::vector<OpId> down_ops;
-  std::vector<std::vector<std::int64_t>> through(static_cast<std::size_t>(n));  // [rank][j]: tiles through offset j
-  for (int r = 0; r < n; ++r) {
+  std::vector<std::vector<std::int64_t>> through(static_cast<std::size_t>(ranks));  // [rank][j]: tiles through offset j
+  for (int r = 0; r < ranks; ++r) {
+    const int e_rank = r / etp;
     MemoryKernel act;
     act.name = prefix + "experts.act";
-    act.bytes = at(sh.activation_bytes, r);
+    act.bytes = at(gathered.activation_bytes, e_rank);
     act.deps = {at(last_up, r)};
     const OpId a = b.add_memory(r, at(compute, r), act);
     std::vector<GemmShape> down;
     for (int i = 1; i <= n; ++i)
       for (int e = 0; e < per_rank; ++e)
-        down.push_back(GemmShape{tokens[static_cast<std::size_t>((r + i) % n)][static_cast<std::size_t>(r * per_rank + e)],
-                                 m.d_model, m.d_ffn_expert, m.dtype});
+        down.push_back(GemmShape{etp * tokens[static_cast<std::size_t>((e_rank + i) % n)]
+                                             [static_cast<std::size_t>(e_rank * per_rank + e)],
+                                 m.d_model, ffn, m.dtype});
     const GroupedGemmPlan plan = plan_grouped_gemm(hw, down);
     std::int64_t done = 0;
     at(through, r).assign(static_cast<std::size_t>(n), 0);
@@ -207,26 +279,55 @@ MoeLayerOps emit_moe_tile_fused(GraphBuilder& b, const RankStreams& st, const Mo
     o.epilogue_overhead = signal;
     down_ops.push_back(b.add_grouped_gemm(r, at(compute, r), down, o));
   }
-  for (int j = 1; j < n; ++j) {
+  // The rows EP rank e's step j sends (those of destination e + j), per EP rank.
+  auto rows_to = [&](int j) {
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(n), 0);
+    for (int e = 0; e < n; ++e)
+      for (int x = 0; x < per_rank; ++x)
+        at(rows, e) += tokens[static_cast<std::size_t>((e + j) % n)][static_cast<std::size_t>(e * per_rank + x)];
+    return rows;
+  };
+  std::vector<OpId> scattered(static_cast<std::size_t>(ranks), kNoOp);
+  for (int j = 1; j <= n; ++j) {
+    const int offset = j % n;  // j = n: the rank's own rows, last, reduce-scattered but not sent
+    if (offset == 0 && etp == 1) break;
+    std::vector<OpId> ready;
+    for (int r = 0; r < ranks; ++r)
+      ready.push_back(b.add_wait(r, at(comm, r), at(counters, r), at(through, r)[static_cast<std::size_t>(offset)],
+                                 fmt::format("{}wait.combine.{}", prefix, offset)));
+    ready = etp_collective(fmt::format("scatter.{}", offset), Primitive::reduce_scatter, rows_to(offset), ready);
+    if (offset == 0) {
+      scattered = ready;
+      break;
+    }
     std::vector<std::vector<OpId>> deps;
-    for (int r = 0; r < n; ++r)
-      deps.push_back({b.add_wait(r, at(comm, r), at(counters, r), at(through, r)[static_cast<std::size_t>(j)],
-                                 fmt::format("{}wait.combine.{}", prefix, j))});
-    step("combine", j, sh.combine, deps);
+    for (const OpId o : ready) deps.push_back({o});
+    step("combine", offset, sh.combine, deps);
   }
   std::vector<OpId> end = down_ops;
   if (m.shared_experts > 0)
-    for (int r = 0; r < n; ++r) at(end, r) = add_moe_shared_experts(b, r, at(compute, r), m, at(down_ops, r), prefix);
+    for (int r = 0; r < ranks; ++r)
+      at(end, r) = add_moe_shared_experts(b, r, at(compute, r), m, at(down_ops, r), prefix);
   if (join_end)
-    for (int r = 0; r < n; ++r) at(end, r) = b.add_delay(r, at(comm, r), 0, prefix + "end", {at(end, r)}, true);
+    for (int r = 0; r < ranks; ++r) at(end, r) = b.add_delay(r, at(comm, r), 0, prefix + "end", {at(end, r)}, true);
+  else if (etp > 1)
+    // The layer's output rows are reduced once the own rows' reduce-scatter ends: each rank's end waits
+    // for it as well as for its compute stream.
+    for (int r = 0; r < ranks; ++r)
+      at(end, r) = b.add_delay(r, at(compute, r), 0, prefix + "end", {at(end, r), at(scattered, r)});
 
   std::int64_t most = 0;
   for (int r = 0; r < n; ++r) most = std::max(most, routing.received(r));
   return {end, fmt::format("Comet-style tile fusion: comm on {} of {} SMs, dispatch in {} piece{}, combine in {} "
-                              "ring steps as the tiles finish, signal {:.1f} % per tile; busiest rank runs {} expert "
-                              "rows{}",
-                              comm_sms, hw.gpu.sm_count, pieces, pieces == 1 ? "" : "s", n - 1, 100 * signal, most,
-                              routing.dropped() > 0 ? fmt::format(", {} slots dropped", routing.dropped()) : "")};
+                              "ring steps as the tiles finish, signal {:.1f} % per tile; busiest {}rank runs {} expert "
+                              "rows{}{}",
+                              comm_sms, hw.gpu.sm_count, pieces, pieces == 1 ? "" : "s", n - 1, 100 * signal,
+                              etp > 1 ? "EP " : "", etp * most,
+                              routing.dropped() > 0 ? fmt::format(", {} slots dropped", routing.dropped()) : "",
+                              etp > 1 ? fmt::format(", expert_tp = {}: an NCCL all-gather per dispatch piece and "
+                                                    "reduce-scatter per combine step over each ETP group",
+                                                    etp)
+                                      : "")};
 }
 
 BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
@@ -248,9 +349,7 @@ BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
     return build_moe_transformer(ctx, false, forms);
   }
   const Moe& m = std::get<Moe>(ctx.workload.shape);
-  if (const auto why = moe_expert_tp_refusal(ctx.workload, "moe_tile_fused"))
-    throw InputError(m.file, m.line, "workload.expert_tp", *why);
-  GraphBuilder b(ctx, m.ep);
+  GraphBuilder b(ctx, m.ep * std::max(1, m.expert_tp));
   RankStreams st;
   st.compute = b.add_streams("compute", 0);
   st.comm = b.add_streams("moe.comm", 1);
@@ -265,13 +364,10 @@ SchemeInfo make_moe_tile_fused_scheme() {
           .source = "flashoverlap-paper Sec. 2.4.2: Comet (Zhang et al., MLSys 2025) thread-block specialisation, "
                     "FLUX (arXiv 2406.06858) tile-level fusion",
           .summary = "MoE layer with the all-to-alls fused into the expert GEMMs: tokens consumed by source group as "
-                     "they land, output tiles sent as they finish, communication on comm_sms dedicated SMs (expert_tp 1 "
-                     "only)",
+                     "they land, output tiles sent as they finish, communication on comm_sms dedicated SMs (with expert_tp, "
+                     "NCCL ETP collectives between the fused stages)",
           .params = {kTileSignal, kCommSms, kDispatchPieces},
-          // expert_tp > 1 is refused (moe_expert_tp_refusal): no form split over an ETP group.
-          .applies = [](const Workload& w) {
-            return has_moe_layers(w) && !moe_expert_tp_refusal(w, "moe_tile_fused");
-          },
+          .applies = [](const Workload& w) { return has_moe_layers(w); },
           .build = build_moe_tile_fused};
 }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "tests/support/cli_run.hpp"
@@ -124,15 +125,17 @@ TEST_CASE("moe step: the schemes without a backward form are refused by name; ex
     CHECK(s.err.find("no backward form") != std::string::npos);
     CHECK(s.err.find(scheme) != std::string::npos);
   }
-  // With expert TP moe_flashoverlap is refused for a step as for a forward; no_overlap and moe_pipeline run it.
-  const std::string etp = scenario("8", "2", "4", "  pass: step\n  expert_tp: 2\nschemes: [moe_flashoverlap]\n");
+  // With expert TP moe_tile_fused is refused for a step as without (no backward form); moe_flashoverlap,
+  // no_overlap and moe_pipeline run it.
+  const std::string etp = scenario("8", "2", "4", "  pass: step\n  expert_tp: 2\nschemes: [moe_tile_fused]\n");
   const CliResult e = cli({"run", dir.write("s.yaml", etp)});
   CHECK(e.rc == 2);
-  CHECK(e.err.find("workload.expert_tp") != std::string::npos);
+  CHECK(e.err.find("no backward form") != std::string::npos);
   const CliResult ok = cli({"run", dir.write("s.yaml", scenario("8", "2", "4", "  pass: step\n  expert_tp: 2\n"))});
   INFO(ok.err);
   CHECK(ok.rc == 0);
   CHECK(ok.out.find("moe_pipeline") != std::string::npos);
+  CHECK(ok.out.find("moe_flashoverlap") != std::string::npos);
   // `overlap-sim schemes` says which moe schemes have a backward form.
   const CliResult list = cli({"schemes"});
   REQUIRE(list.rc == 0);
@@ -242,7 +245,7 @@ TEST_CASE("moe expert_tp: expert_tp 1 gives the output of the scenario without i
   }
 }
 
-TEST_CASE("moe expert_tp: EP 4 x ETP 2 runs no_overlap and moe_pipeline on 8 GPUs", "[moe][cli]") {
+TEST_CASE("moe expert_tp: EP 4 x ETP 2 runs every moe scheme on 8 GPUs", "[moe][cli]") {
   MoeDir dir;
   const CliResult r = cli({"run", dir.write("s.yaml", scenario("8", "2", "4", "  expert_tp: 2\n")), "--format", "json"});
   INFO(r.err);
@@ -254,7 +257,8 @@ TEST_CASE("moe expert_tp: EP 4 x ETP 2 runs no_overlap and moe_pipeline on 8 GPU
   const CliResult text = cli({"run", dir.write("s.yaml", scenario("8", "2", "4", "  expert_tp: 2\n"))});
   REQUIRE(text.rc == 0);
   CHECK(text.out.find("moe ep=4 expert_tp=2") != std::string::npos);
-  CHECK(text.out.find("moe_pipeline") != std::string::npos);
+  for (const std::string scheme : {"no_overlap", "moe_pipeline", "moe_flashoverlap", "moe_tile_fused"})
+    CHECK(text.out.find(scheme) != std::string::npos);
 }
 
 TEST_CASE("moe expert_tp: bad inputs exit 2 naming file, line and key", "[moe][cli]") {
@@ -268,13 +272,32 @@ TEST_CASE("moe expert_tp: bad inputs exit 2 naming file, line and key", "[moe][c
   CHECK(r.err.find("s.yaml:11") != std::string::npos);
   CHECK(r.err.find("workload.expert_tp") != std::string::npos);
   CHECK(r.err.find("8 x 2 = 16 GPUs") != std::string::npos);
-  // The schemes without an expert-TP form are refused by name, not run with whole experts.
+  // Every moe scheme has an expert-TP form: named, each runs (docs/guide/moe.md "Expert tensor parallelism").
   for (const std::string scheme : {"moe_flashoverlap", "moe_tile_fused"}) {
     const std::string text = scenario("8", "2", "4", "  expert_tp: 2\nschemes: [" + scheme + "]\n");
     const CliResult s = cli({"run", dir.write("s.yaml", text)});
     INFO(s.err);
-    CHECK(s.rc == 2);
-    CHECK(s.err.find("workload.expert_tp") != std::string::npos);
-    CHECK(s.err.find(scheme) != std::string::npos);
+    CHECK(s.rc == 0);
+    CHECK(s.out.find(scheme) != std::string::npos);
   }
+}
+
+TEST_CASE("moe expert_tp: tune searches moe_flashoverlap's wave groups and moe_tile_fused's knobs", "[moe][cli]") {
+  MoeDir dir;
+  const std::string text = scenario("8", "2", "4", "  expert_tp: 2\n");
+  const CliResult r = cli({"tune", dir.write("s.yaml", text), "--format", "json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  std::map<std::string, nlohmann::json> best;
+  for (const auto& s : doc["schemes"]) best[s["best"]["scheme"].get<std::string>()] = s["best"];
+  REQUIRE(best.count("moe_flashoverlap") == 1);
+  REQUIRE(best.count("moe_tile_fused") == 1);
+  // The best configuration is one of the grid's: group_waves 0 (the predictor), 1, 2 or 4.
+  const nlohmann::json& params = best["moe_flashoverlap"]["params"];
+  if (params.contains("group_waves")) {
+    const int g = params["group_waves"].get<int>();
+    CHECK((g == 0 || g == 1 || g == 2 || g == 4));
+  }
+  CHECK(best["moe_flashoverlap"]["latency_us"].get<double>() > 0);
 }

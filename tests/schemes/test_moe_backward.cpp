@@ -236,8 +236,9 @@ TEST_CASE("moe backward: no_overlap, moe_pipeline and moe_flashoverlap have a ba
   }
   CHECK_FALSE(find_scheme("moe_tile_fused")->applies(w));
   CHECK(find_scheme("moe_tile_fused")->backward.empty());
-  // With expert TP the FlashOverlap form is refused (its forward has none).
-  CHECK_FALSE(find_scheme("moe_flashoverlap")->applies(test::with_expert_tp(w, 2)));
+  // With expert TP the FlashOverlap form runs a step too (tests/schemes/test_moe_etp_schemes.cpp).
+  CHECK(find_scheme("moe_flashoverlap")->applies(test::with_expert_tp(w, 2)));
+  CHECK_FALSE(find_scheme("moe_tile_fused")->applies(test::with_expert_tp(w, 2)));
   // no_overlap's column_backward shapes a column-parallel linear's backward: a moe step has none, so the
   // knob is neither reported nor tuned, and naming it is refused.
   const SchemeInfo& none = *find_scheme("no_overlap");
