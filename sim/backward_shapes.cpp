@@ -98,18 +98,24 @@ std::vector<BackwardStep> mlp_backward(const MlpTpSp& mlp, int tp, const std::st
   return out;
 }
 
+// Core attention's backward (FlashAttention-2's: kAttentionBackwardFactor x the forward's FLOPs) in the
+// forward's tiles; the forward's FLOPs again when recomputed (selective recomputation).
+BackwardStep core_attention_step(const std::string& prefix, double forward_flops, std::int64_t tiles, DType dtype) {
+  BackwardStep core;
+  core.kind = BackwardStep::Kind::flops;
+  core.name = prefix + "core";
+  core.flops = kAttentionBackwardFactor * forward_flops;
+  core.tiles = tiles;
+  core.dtype = dtype;
+  core.recompute_flops = forward_flops;
+  return core;
+}
+
 std::vector<BackwardStep> attention_backward(const AttentionTpSp& att, int tp, const std::string& prefix) {
   const AttentionShapes s = attention_shapes(att, tp);
   std::vector<BackwardStep> out;
   out.push_back(linear_step(row_parallel(prefix + "out_proj", s.out, Primitive::reduce_scatter, s.reduce_scatter_bytes)));
-  BackwardStep core;
-  core.kind = BackwardStep::Kind::flops;
-  core.name = prefix + "core";
-  core.flops = kAttentionBackwardFactor * s.attention_flops;
-  core.tiles = s.attention_tiles;
-  core.dtype = att.dtype;
-  core.recompute_flops = s.attention_flops;
-  out.push_back(core);
+  out.push_back(core_attention_step(prefix, s.attention_flops, s.attention_tiles, att.dtype));
   out.push_back(linear_step(column_parallel(prefix + "qkv", s.qkv, att.gather_input)));
   return out;
 }
@@ -140,14 +146,7 @@ std::vector<BackwardStep> mla_backward(const Transformer& t, int tp, const std::
   const MlaShapes s = mla_shapes(t, tp);
   std::vector<BackwardStep> out;
   out.push_back(linear_step(row_parallel(prefix + "out_proj", s.out, Primitive::reduce_scatter, s.reduce_scatter_bytes)));
-  BackwardStep core;
-  core.kind = BackwardStep::Kind::flops;
-  core.name = prefix + "core";
-  core.flops = kAttentionBackwardFactor * s.attention_flops;
-  core.tiles = s.attention_tiles;
-  core.dtype = t.dtype;
-  core.recompute_flops = s.attention_flops;
-  out.push_back(core);
+  out.push_back(core_attention_step(prefix, s.attention_flops, s.attention_tiles, t.dtype));
   // RoPE's backward rotates the gradients back: the forward's read + write again.
   out.push_back(memory_step(prefix + "rope", s.rope_bytes, t.dtype));
   LinearBackward kv_up = column_parallel(prefix + "kv_up", s.kv_up, true);

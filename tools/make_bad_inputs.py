@@ -831,6 +831,22 @@ def mutate_scenarios(corpus, rng, scenarios, run_file):
             text_mutations(corpus, rng, f.read(), "scenarios", stem, run_file, 1)
 
 
+def scenario_entry(corpus, base, prefix, run_file):
+    """entry(name, cls, key, mod, raw=None): `base` without its sweep, changed by `mod`, added as the
+    scenario `prefix + name` that must be refused at `key` (raw: the text PLACEHOLDER stands for)."""
+    def entry(name, cls, key, mod, raw=None):
+        d = copy.deepcopy(base)
+        d.pop("sweep", None)
+        mod(d)
+        corpus.add_file("scenarios", prefix + name, dump(d, raw), cls, run_file, None, key)
+    return entry
+
+
+def set_workload(**kv):
+    """A scenario change that sets workload keys."""
+    return lambda d: d["workload"].update(kv)
+
+
 def is_moe(doc):
     w = doc.get("workload")
     return isinstance(w, dict) and w.get("kind") == "moe"
@@ -846,14 +862,7 @@ def add_moe_step_entries(corpus, scenarios, run_file):
         raise SystemExit("make_bad_inputs.py: no moe training-step scenario in scenarios/")
     base = scenarios[0][1]
 
-    def entry(name, cls, key, mod):
-        d = copy.deepcopy(base)
-        d.pop("sweep", None)
-        mod(d)
-        corpus.add_file("scenarios", "moe_step_" + name, dump(d), cls, run_file, None, key)
-
-    def set_workload(**kv):
-        return lambda d: d["workload"].update(kv)
+    entry = scenario_entry(corpus, base, "moe_step_", run_file)
 
     entry("recompute_full", "no_effect", "workload.recompute", set_workload(recompute="full"))
     entry("data_parallel", "no_effect", "workload.parallel", set_workload(parallel={"dp": 2}))
@@ -891,14 +900,7 @@ def add_moe_transformer_step_entries(corpus, scenarios, run_file):
         raise SystemExit("make_bad_inputs.py: no MoE transformer training-step scenario in scenarios/")
     base = scenarios[0][1]
 
-    def entry(name, cls, key, mod):
-        d = copy.deepcopy(base)
-        d.pop("sweep", None)
-        mod(d)
-        corpus.add_file("scenarios", "moe_transformer_step_" + name, dump(d), cls, run_file, None, key)
-
-    def set_workload(**kv):
-        return lambda d: d["workload"].update(kv)
+    entry = scenario_entry(corpus, base, "moe_transformer_step_", run_file)
 
     entry("data_parallel", "no_effect", "workload.parallel", set_workload(parallel={"dp": 2}))
     entry("bad_name_pass_backwards", "bad_name", "workload.pass", set_workload(**{"pass": "backwards"}))
@@ -922,14 +924,7 @@ def add_expert_tp_entries(corpus, scenarios, run_file):
         raise SystemExit("make_bad_inputs.py: no expert-TP moe scenario in scenarios/")
     base = scenarios[0][1]
 
-    def entry(name, cls, key, mod, raw=None):
-        d = copy.deepcopy(base)
-        d.pop("sweep", None)
-        mod(d)
-        corpus.add_file("scenarios", "expert_tp_" + name, dump(d, raw), cls, run_file, None, key)
-
-    def set_workload(**kv):
-        return lambda d: d["workload"].update(kv)
+    entry = scenario_entry(corpus, base, "expert_tp_", run_file)
 
     entry("not_dividing_d_ffn", "out_of_range", "workload.expert_tp", set_workload(d_ffn_expert=14335))
     entry("more_gpus_than_profile", "out_of_range", "workload.expert_tp", set_workload(expert_tp=4))

@@ -78,16 +78,6 @@ Workload with_pass(Workload w, Pass p, Recompute r = Recompute::none) {
   return w;
 }
 
-// Tile time of the graph's GEMMs of one pass (core attention's FLOP kernels left out): on the ideal node
-// GEMM FLOPs / (2 x 128 x 128 x 1024) us when every dimension is a multiple of 128.
-Ps gemm_tile_ps(const BuiltScheme& b, StepPass pass) {
-  Ps out = 0;
-  for (const Op& op : b.graph.ops())
-    if (op.pass == pass && op.kind == OpKind::tiled && op.name.find("attn.core") == std::string::npos)
-      out += op.ctas * op.cta_ps;
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("mla: DeepSeek-V3's per-rank shapes at TP 8 from its config", "[mla][attention][moe]") {
@@ -155,11 +145,11 @@ TEST_CASE("mla: the backward's GEMMs are twice the forward's, its collectives th
   // (Both layers dense: the router's 8 columns are no multiple of 128.)
   const Workload step = with_pass(small_mla(2, 2), Pass::step);
   const BuiltScheme none = test::build_moe_scheme("no_overlap", step, hw);
-  const Ps fwd = gemm_tile_ps(none, StepPass::forward);
+  const Ps fwd = test::gemm_tile_ps(none, StepPass::forward);
   REQUIRE(fwd > 0);
-  CHECK(gemm_tile_ps(none, StepPass::backward) == 2 * fwd);
+  CHECK(test::gemm_tile_ps(none, StepPass::backward) == 2 * fwd);
   const BuiltScheme full = test::build_moe_scheme("no_overlap", with_pass(step, Pass::step, Recompute::full), hw);
-  CHECK(gemm_tile_ps(full, StepPass::backward) == 3 * fwd);
+  CHECK(test::gemm_tile_ps(full, StepPass::backward) == 3 * fwd);
 }
 
 TEST_CASE("mla: without a query latent (DeepSeek-V2-Lite) q is a column-parallel projection of the hidden states",

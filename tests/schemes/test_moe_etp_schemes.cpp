@@ -69,18 +69,6 @@ std::vector<double> expert_work(const BuiltScheme& b) {
   return out;
 }
 
-// Per (sender rank, peer) the curve bytes of the all-to-allv ops whose names start with `prefix`.
-std::map<std::pair<int, int>, Bytes> sends_of(const BuiltScheme& b, const std::string& prefix) {
-  std::map<std::pair<int, int>, Bytes> out;
-  const TaskGraph& g = b.graph;
-  for (const Op& op : g.ops()) {
-    if (op.name.rfind(prefix, 0) != 0) continue;
-    const int r = g.streams()[static_cast<std::size_t>(op.stream)].rank;
-    for (const PeerBytes& s : op.curve_sends) out[{r, s.peer}] += s.bytes;
-  }
-  return out;
-}
-
 // Rank r's gathered expert GEMMs (moe_etp_shapes of EP rank r / expert_tp) alone on every SM.
 Ps gathered_experts_ps(const HardwareProfile& hw, const MoeShapes& sh, int e) {
   return plan_grouped_gemm(hw, sh.up[static_cast<std::size_t>(e)]).time_ps(hw.gpu.sm_count) +
@@ -114,7 +102,7 @@ TEST_CASE("moe expert_tp schemes: every rank pair carries no_overlap's bytes, th
     // The wave groups' all-to-allvs carry the combine's per-pair bytes (and nothing across EP groups).
     const BuiltScheme fine = test::build_moe_scheme("moe_flashoverlap", w, hw, {{"group_waves", 1}});
     REQUIRE(fine.collectives.size() > plain.collectives.size());
-    CHECK(sends_of(fine, "combine.group") == sends_of(plain, "combine"));
+    CHECK(test::sends_of(fine, "combine.group") == test::sends_of(plain, "combine"));
   }
 }
 
@@ -229,12 +217,12 @@ TEST_CASE("moe expert_tp schemes: moe_flashoverlap's step is its forward plus it
         for (const auto& [pair, bytes] : sends) out[{pair.second, pair.first}] += bytes;
         return out;
       };
-      const auto dispatch = sends_of(fwd, "dispatch"), combine = sends_of(fwd, "combine.group");
+      const auto dispatch = test::sends_of(fwd, "dispatch"), combine = test::sends_of(fwd, "combine.group");
       REQUIRE_FALSE(dispatch.empty());
-      CHECK(sends_of(bwd, "bwd.combine") == transpose(combine));
+      CHECK(test::sends_of(bwd, "bwd.combine") == transpose(combine));
       // The backward's wave groups split the gate+up dgrad's tiles, not the down projection's; summed
       // over the groups they carry the dispatch's bytes transposed.
-      CHECK(sends_of(bwd, "bwd.dispatch.group") == transpose(dispatch));
+      CHECK(test::sends_of(bwd, "bwd.dispatch.group") == transpose(dispatch));
       CHECK(collective_bytes(bwd, Primitive::all_gather) == collective_bytes(fwd, Primitive::reduce_scatter));
       CHECK(collective_bytes(bwd, Primitive::reduce_scatter) == collective_bytes(fwd, Primitive::all_gather));
       std::vector<std::vector<Bytes>> twice = fwd.required_bytes;

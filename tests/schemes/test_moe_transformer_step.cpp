@@ -66,29 +66,6 @@ Matrix plus(const Matrix& a, const Matrix& b) {
   return out;
 }
 
-// Per (sender rank, peer) the curve bytes of the ops whose names start with `prefix`.
-std::map<std::pair<int, int>, Bytes> sends_of(const BuiltScheme& b, const std::string& prefix) {
-  std::map<std::pair<int, int>, Bytes> out;
-  const TaskGraph& g = b.graph;
-  for (const Op& op : g.ops()) {
-    if (op.name.rfind(prefix, 0) != 0) continue;
-    const int r = g.streams()[static_cast<std::size_t>(op.stream)].rank;
-    for (const PeerBytes& s : op.curve_sends) out[{r, s.peer}] += s.bytes;
-  }
-  return out;
-}
-
-// Tile time of the graph's GEMMs of one pass (tiles x tile time; core attention's FLOP kernels left out).
-// On the ideal node a 128 x 128 tile takes K / 1024 us, so with every dimension a multiple of 128 this is
-// the GEMMs' FLOPs / (2 x 128 x 128 x 1024) us exactly.
-Ps gemm_tile_ps(const BuiltScheme& b, StepPass pass) {
-  Ps out = 0;
-  for (const Op& op : b.graph.ops())
-    if (op.pass == pass && op.kind == OpKind::tiled && op.name.find("attn.core") == std::string::npos)
-      out += op.ctas * op.cta_ps;
-  return out;
-}
-
 const std::vector<std::pair<std::string, nlohmann::json>> kBackwardSchemes = {
     {"no_overlap", nlohmann::json::object()},
     {"moe_pipeline", {{"chunks", 3}}},
@@ -131,17 +108,17 @@ TEST_CASE("moe transformer step: the backward's GEMMs are twice the forward's (e
     INFO(scheme << " " << params.dump());
     if (scheme == "moe_pipeline") continue;  // its chunks' rows (512 / 3) are no multiple of 128
     const BuiltScheme b = test::build_moe_scheme(scheme, w, hw, params);
-    const Ps forward = gemm_tile_ps(b, StepPass::forward);
+    const Ps forward = test::gemm_tile_ps(b, StepPass::forward);
     REQUIRE(forward > 0);
-    CHECK(gemm_tile_ps(b, StepPass::backward) == 2 * forward);
+    CHECK(test::gemm_tile_ps(b, StepPass::backward) == 2 * forward);
   }
   // Recomputation adds GEMMs to the backward (full: the layer's forward again) or none (selective: core
   // attention, a FLOP kernel).
   const BuiltScheme none = test::build_moe_scheme("no_overlap", w, hw);
   const BuiltScheme full = test::build_moe_scheme("no_overlap", with_pass(w, Pass::step, Recompute::full), hw);
   const BuiltScheme selective = test::build_moe_scheme("no_overlap", with_pass(w, Pass::step, Recompute::selective), hw);
-  CHECK(gemm_tile_ps(full, StepPass::backward) == 3 * gemm_tile_ps(none, StepPass::forward));
-  CHECK(gemm_tile_ps(selective, StepPass::backward) == gemm_tile_ps(none, StepPass::backward));
+  CHECK(test::gemm_tile_ps(full, StepPass::backward) == 3 * test::gemm_tile_ps(none, StepPass::forward));
+  CHECK(test::gemm_tile_ps(selective, StepPass::backward) == test::gemm_tile_ps(none, StepPass::backward));
 }
 
 TEST_CASE("moe transformer step: each backward all-to-allv is its forward one transposed, bytes conserved per pair",
@@ -156,16 +133,16 @@ TEST_CASE("moe transformer step: each backward all-to-allv is its forward one tr
       // Each all-to-allv's gradient goes back the way it came (Megatron-core's dispatcher swaps the split
       // sizes): the combine backward sends d -> s what the combine sent s -> d, the dispatch backward likewise.
       for (const std::string what : {"dispatch", "combine"}) {
-        const auto forward = sends_of(step, layer + what);
-        const auto backward = sends_of(step, "bwd." + layer + what);
+        const auto forward = test::sends_of(step, layer + what);
+        const auto backward = test::sends_of(step, "bwd." + layer + what);
         REQUIRE_FALSE(forward.empty());
         CHECK(forward.size() == backward.size());
         for (const auto& [pair, bytes] : forward) CHECK(backward.at({pair.second, pair.first}) == bytes);
       }
     }
     // The dense layer 0 has no MoE block.
-    CHECK(sends_of(step, "L0.moe.").empty());
-    CHECK(sends_of(step, "bwd.L0.moe.").empty());
+    CHECK(test::sends_of(step, "L0.moe.").empty());
+    CHECK(test::sends_of(step, "bwd.L0.moe.").empty());
     // At steps fidelity the engine moves what the graph requires: the forward's and the backward's bytes.
     // (moe_flashoverlap's combine groups are refused at steps fidelity on this profile, for the moe
     // workload alone too: tests/schemes/test_moe_transformer.cpp.)

@@ -1,9 +1,11 @@
 #pragma once
-// Helpers the moe tests share (test_moe.cpp, test_moe_tile_fused.cpp, test_moe_transformer.cpp): a
+// Helpers the moe tests share (test_moe*.cpp, test_mla_attention.cpp): a
 // moe workload over an EP group (with expert TP), a Zipf routing, a moe scheme built or run on a profile,
-// and the per-rank-pair byte check.
+// the per-rank-pair byte check, the all-to-allvs' sends per pair, and a pass's GEMM tile time.
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -82,6 +84,30 @@ inline void check_pair_bytes(const std::string& scheme, const Workload& w, const
   std::vector<std::vector<Bytes>> moved(n, std::vector<Bytes>(n, 0));
   for (const auto& p : bytes_by_pair(tl)) moved[p.src][p.dst] += p.bytes;
   CHECK(moved == expected);
+}
+
+// Per (sender rank, peer) the curve bytes of the ops whose names start with `prefix` (the all-to-allvs'
+// per-pair sends).
+inline std::map<std::pair<int, int>, Bytes> sends_of(const BuiltScheme& b, const std::string& prefix) {
+  std::map<std::pair<int, int>, Bytes> out;
+  const TaskGraph& g = b.graph;
+  for (const Op& op : g.ops()) {
+    if (op.name.rfind(prefix, 0) != 0) continue;
+    const int r = g.streams()[static_cast<std::size_t>(op.stream)].rank;
+    for (const PeerBytes& s : op.curve_sends) out[{r, s.peer}] += s.bytes;
+  }
+  return out;
+}
+
+// Tile time of the graph's GEMMs of one pass (tiles x tile time; core attention's FLOP kernels left out).
+// On the ideal node a 128 x 128 tile takes K / 1024 us, so with every dimension a multiple of 128 this is
+// the GEMMs' FLOPs / (2 x 128 x 128 x 1024) us exactly.
+inline Ps gemm_tile_ps(const BuiltScheme& b, StepPass pass) {
+  Ps out = 0;
+  for (const Op& op : b.graph.ops())
+    if (op.pass == pass && op.kind == OpKind::tiled && op.name.find("attn.core") == std::string::npos)
+      out += op.ctas * op.cta_ps;
+  return out;
 }
 
 }  // namespace overlap::sim::test
