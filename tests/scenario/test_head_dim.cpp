@@ -47,7 +47,7 @@ Workload qwen3(const std::string& name, int tp, int layers, std::int64_t seq) {
   t.heads = c->heads;
   t.kv_heads = c->kv_heads;
   t.head_dim = c->head_dim;
-  t.moe = std::get<Moe>(test::moe_workload(tp, c->moe->experts, c->moe->top_k, seq / tp, c->d_model, c->moe->expert_ffn).shape);
+  t.moe = std::get<Moe>(sim::test::moe_workload(tp, c->moe->experts, c->moe->top_k, seq / tp, c->d_model, c->moe->expert_ffn).shape);
   t.dense_layers = c->moe->first_dense_layers;
   return Workload{"transformer", tp, t};
 }
@@ -209,20 +209,20 @@ TEST_CASE("head_dim: a Qwen3-235B step of no_overlap is its forward plus its bac
   }
   CHECK(backward == 2 * (flops_of(s.qkv) + flops_of(s.out)));
 
-  const HardwareProfile hw = test::ideal_profile(8);
+  const HardwareProfile hw = sim::test::ideal_profile(8);
   const NodeConfig node = make_node(hw, 8);
-  const Ps forward = test::moe_scheme_latency("no_overlap", base, hw);
-  const Ps bwd = test::moe_scheme_latency("no_overlap", with_pass(base, Pass::backward), hw);
+  const Ps forward = sim::test::moe_scheme_latency("no_overlap", base, hw);
+  const Ps bwd = sim::test::moe_scheme_latency("no_overlap", with_pass(base, Pass::backward), hw);
   CHECK(forward > 0);
   CHECK(bwd > forward);
-  const BuiltScheme step = test::build_moe_scheme("no_overlap", with_pass(base, Pass::step), hw);
+  const BuiltScheme step = sim::test::build_moe_scheme("no_overlap", with_pass(base, Pass::step), hw);
   CHECK(run(step.graph, node).makespan_ps == forward + bwd);
   // Every GEMM dimension is a multiple of 128 (qkv 1280 x 4096, out_proj 4096 x 1024, router 128, experts
   // 1536 wide, 8192 x 8 / 128 = 512 rows each under uniform routing): the backward's GEMM tiles cost exactly
   // twice the forward's.
-  const Ps fwd_tiles = test::gemm_tile_ps(step, StepPass::forward);
+  const Ps fwd_tiles = sim::test::gemm_tile_ps(step, StepPass::forward);
   REQUIRE(fwd_tiles > 0);
-  CHECK(test::gemm_tile_ps(step, StepPass::backward) == 2 * fwd_tiles);
+  CHECK(sim::test::gemm_tile_ps(step, StepPass::backward) == 2 * fwd_tiles);
 }
 
 TEST_CASE("head_dim: scenarios run Qwen3-MoE as a transformer and kinds without a head width refuse it",
@@ -233,21 +233,21 @@ TEST_CASE("head_dim: scenarios run Qwen3-MoE as a transformer and kinds without 
                                    "workload: {kind: transformer, tp: 8, batch: 1, seq: 4096, layers: 1, "
                                    "model: qwen3-30b-a3b}\n"
                                    "schemes: [no_overlap]\n");
-  CHECK(test::cli({"run", scen}).rc == 0);
+  CHECK(overlap::test::cli({"run", scen}).rc == 0);
   const std::string attn = s.write("a.yaml",
                                    "hardware: h100-sxm-8x-nvswitch\n"
                                    "workload: {kind: attention_tpsp, tp: 8, batch: 1, seq: 4096, "
                                    "model: qwen3-235b-a22b}\n"
                                    "schemes: [no_overlap]\n");
-  CHECK(test::cli({"run", attn}).rc == 0);
+  CHECK(overlap::test::cli({"run", attn}).rc == 0);
   // head_dim as a key of its own (a custom model): d_model need not be a multiple of heads then.
   const std::string custom = s.write("c.yaml",
                                      "hardware: h100-sxm-8x-nvswitch\n"
                                      "workload: {kind: attention_tpsp, tp: 8, batch: 1, seq: 4096, d_model: 4000, "
                                      "heads: 64, kv_heads: 4, head_dim: 128}\n"
                                      "schemes: [no_overlap]\n");
-  CHECK(test::cli({"run", custom}).rc == 0);
-  const test::CliResult bad = test::cli({"run", custom, "--set", "workload.head_dim=0"});
+  CHECK(overlap::test::cli({"run", custom}).rc == 0);
+  const overlap::test::CliResult bad = overlap::test::cli({"run", custom, "--set", "workload.head_dim=0"});
   CHECK(bad.rc == 2);
   CHECK_THAT(bad.err, Catch::Contains("head_dim"));
   // Ulysses takes head_dim = d_model / heads: refused at the model key, naming head_dim.
@@ -256,7 +256,7 @@ TEST_CASE("head_dim: scenarios run Qwen3-MoE as a transformer and kinds without 
                                   "workload: {kind: attention_ulysses, tp: 8, batch: 1, seq: 4096, "
                                   "model: qwen3-235b-a22b}\n"
                                   "schemes: [no_overlap]\n");
-  const test::CliResult refused = test::cli({"run", uly});
+  const overlap::test::CliResult refused = overlap::test::cli({"run", uly});
   CHECK(refused.rc == 2);
   CHECK_THAT(refused.err, Catch::Contains("workload.model") && Catch::Contains("head_dim 128"));
 }
