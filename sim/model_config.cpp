@@ -1,5 +1,6 @@
 #include "sim/model_config.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -72,6 +73,40 @@ std::optional<MoeConfig> read_moe(const json& j, const std::string& file, const 
     throw InputError(file, 0, "first_k_dense_replace",
                      fmt::format("{} dense layers, but the model has {} (num_hidden_layers)", *dense, m.layers));
   moe.first_dense_layers = static_cast<int>(dense.value_or(0));
+  // Qwen2-MoE / Qwen3-MoE (Qwen3MoeDecoderLayer): layer i is MoE when i is not in mlp_only_layers and
+  // (i + 1) % decoder_sparse_step == 0. The transformer expresses only "the first dense_layers dense,
+  // the rest MoE", so a step of 1 and mlp_only_layers = [0, 1, ..., k-1] (a prefix) are read (the
+  // prefix as first_dense_layers); anything else is refused rather than run as another model.
+  if (const auto step = optional_count(j, file, "decoder_sparse_step", ranges::layers); step && *step != 1)
+    throw InputError(file, 0, "decoder_sparse_step",
+                     fmt::format("{}: a MoE layer every {} layers is not modelled (the transformer runs its first "
+                                 "dense_layers dense and every later layer MoE; only 1 is read)",
+                                 *step, *step));
+  if (const auto it = j.find("mlp_only_layers"); it != j.end() && !it->is_null()) {
+    if (!it->is_array())
+      throw InputError(file, 0, "mlp_only_layers", fmt::format("must be a list of layer indices (got {})", it->dump()));
+    std::vector<std::int64_t> dense_ids;
+    for (const json& e : *it) {
+      if (!e.is_number_integer() || e.get<std::int64_t>() < 0 || e.get<std::int64_t>() >= m.layers)
+        throw InputError(file, 0, "mlp_only_layers",
+                         fmt::format("{} is not a layer index in [0, {}) (num_hidden_layers)", e.dump(), m.layers));
+      dense_ids.push_back(e.get<std::int64_t>());
+    }
+    std::sort(dense_ids.begin(), dense_ids.end());
+    dense_ids.erase(std::unique(dense_ids.begin(), dense_ids.end()), dense_ids.end());
+    for (std::size_t i = 0; i < dense_ids.size(); ++i)
+      if (dense_ids[i] != static_cast<std::int64_t>(i))
+        throw InputError(file, 0, "mlp_only_layers",
+                         fmt::format("{}: only dense layers 0, 1, ..., k-1 (a prefix) are modelled; layer {} is "
+                                     "dense but layer {} is not",
+                                     it->dump(), dense_ids[i], i));
+    if (!dense_ids.empty()) {
+      if (dense && *dense != static_cast<std::int64_t>(dense_ids.size()))
+        throw InputError(file, 0, "mlp_only_layers",
+                         fmt::format("{} dense layers, but first_k_dense_replace says {}", dense_ids.size(), *dense));
+      moe.first_dense_layers = static_cast<int>(dense_ids.size());
+    }
+  }
   return moe;
 }
 
@@ -125,15 +160,14 @@ ModelConfig read_model_config(const std::string& path) {
                      fmt::format("{} key-value heads do not divide {} attention heads", m.kv_heads, m.heads));
   m.mla = read_mla(j, path);
   if (!m.mla) {
-    if (m.d_model % m.heads != 0)
+    // head_dim (Qwen3, Gemma): each head's width when it is not hidden_size / heads (Qwen3-235B-A22B:
+    // 64 heads x 128 = 8192 against hidden_size 4096). Kept as 0 when it equals hidden_size / heads,
+    // so a config that writes the default (Llama 3.1) models exactly what it did without the key.
+    const auto hd = optional_count(j, path, "head_dim", ranges::width);
+    if (hd && !(m.d_model % m.heads == 0 && *hd == m.d_model / m.heads)) m.head_dim = *hd;
+    if (m.head_dim == 0 && m.d_model % m.heads != 0)
       throw InputError(path, 0, "num_attention_heads",
-                       fmt::format("hidden_size {} is not a multiple of {} heads", m.d_model, m.heads));
-    // The attention model takes head_dim = hidden_size / heads; a config that says otherwise (Gemma,
-    // Qwen3's larger models) would be mis-modelled.
-    if (const auto hd = optional_count(j, path, "head_dim", ranges::width); hd && *hd != m.d_model / m.heads)
-      throw InputError(path, 0, "head_dim",
-                       fmt::format("{} differs from hidden_size / num_attention_heads = {}: not modelled", *hd,
-                                   m.d_model / m.heads));
+                       fmt::format("hidden_size {} is not a multiple of {} heads (and no head_dim)", m.d_model, m.heads));
   }
   m.moe = read_moe(j, path, m);
   return m;
@@ -144,7 +178,8 @@ const std::vector<BuiltinModel>& builtin_models() {
   static const std::vector<BuiltinModel> models = {
       {"llama3-8b", "llama-3.1-8b"},     {"llama3-70b", "llama-3.1-70b"},   {"llama3.1-8b", "llama-3.1-8b"},
       {"llama3.1-70b", "llama-3.1-70b"}, {"llama3.1-405b", "llama-3.1-405b"}, {"qwen2.5-72b", "qwen2.5-72b"},
-      {"mixtral-8x7b", "mixtral-8x7b"},  {"deepseek-v3", "deepseek-v3"},
+      {"mixtral-8x7b", "mixtral-8x7b"},  {"deepseek-v3", "deepseek-v3"},   {"qwen3-235b-a22b", "qwen3-235b-a22b"},
+      {"qwen3-30b-a3b", "qwen3-30b-a3b"},
   };
   return models;
 }

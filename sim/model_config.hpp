@@ -30,6 +30,7 @@ struct ModelConfig {
   std::int64_t d_ffn = 0;    // intermediate_size: the dense FFN's width
   std::int64_t heads = 0;    // num_attention_heads
   std::int64_t kv_heads = 0; // num_key_value_heads (absent: = heads, the Hugging Face default)
+  std::int64_t head_dim = 0; // head_dim where it differs from hidden_size / heads (Qwen3-MoE); 0: that quotient
   // Multi-head latent attention (DeepSeek-V2/V3: kv_lora_rank present): q_lora_rank (null or absent:
   // no query compression), kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim. The MoE
   // transformer runs it (sim/workload_shapes.hpp mla_shapes); the other kinds refuse such a model.
@@ -38,8 +39,8 @@ struct ModelConfig {
 };
 
 // Reads a config.json. Refuses (InputError naming the file and the key) a file that is not JSON, a
-// missing or non-positive architecture field, a head_dim other than hidden_size / heads (grouped-query
-// attention), inconsistent MoE fields, and an MLA config (kv_lora_rank) missing one of its head widths. Keys it does not use (rope, vocabulary, dtype, ...) are not ours to check.
+// missing or non-positive architecture field, inconsistent MoE fields, a MoE layer pattern the
+// transformer cannot express (decoder_sparse_step other than 1, mlp_only_layers not a prefix), and an MLA config (kv_lora_rank) missing one of its head widths. Keys it does not use (rope, vocabulary, dtype, ...) are not ours to check.
 ModelConfig read_model_config(const std::string& path);
 
 // The built-in names and the file each one reads (<source tree>/scenarios/models/<file>.json).

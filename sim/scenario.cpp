@@ -93,6 +93,13 @@ std::int64_t kv_heads_field(const YamlReader& w, std::optional<std::int64_t> fro
   return from_model.value_or(0);
 }
 
+// head_dim: each head's width; absent (or the model's 0) means d_model / heads. A model config's
+// head_dim (Qwen3-MoE) is kept unless the scenario gives its own.
+std::int64_t head_dim_field(const YamlReader& w, std::optional<std::int64_t> from_model) {
+  if (w.has("head_dim")) return w.get_int_in("head_dim", ranges::width);
+  return from_model.value_or(0);
+}
+
 // batch x seq tokens, refused beyond the token range before it is multiplied (batch: 1e18 would
 // overflow int64).
 std::int64_t tokens_of(const YamlReader& w, const std::string& batch_key, const std::string& seq_key) {
@@ -117,6 +124,7 @@ struct ModelUse {
   bool attention = false;
   bool moe = false;  // the FFN may be a MoE block (transformer: Transformer::moe)
   bool mla = false;  // the attention may be MLA when the FFN is a MoE block (sim/schemes/moe_transformer.cpp)
+  bool head_dim = false;  // the kind carries a head width other than d_model / heads (attention_tpsp, transformer)
 };
 
 // `workload.model`: a built-in name, "custom" (every size written in the file), or a config.json path
@@ -151,6 +159,10 @@ std::optional<Transformer> read_model(const YamlReader& w, ModelUse use) {
     c->fail(fmt::format("model '{}' uses multi-head latent attention (kv_lora_rank), which only a mixture-of-experts "
                         "transformer models (kind transformer); {} builds grouped-query attention",
                         config->name, use.mla ? "a dense transformer" : "this kind"));
+  if (use.attention && config->head_dim > 0 && !use.head_dim)
+    c->fail(fmt::format("model '{}' has head_dim {} (hidden_size / num_attention_heads = {} / {}): this kind takes "
+                        "head_dim = d_model / heads; attention_tpsp and transformer model the wider heads",
+                        config->name, config->head_dim, config->d_model, config->heads));
   Transformer t;
   t.model = config->name;
   t.layers = config->layers;
@@ -158,6 +170,7 @@ std::optional<Transformer> read_model(const YamlReader& w, ModelUse use) {
   t.d_ffn = config->d_ffn;
   t.heads = config->heads;
   t.kv_heads = config->kv_heads;
+  t.head_dim = config->head_dim;
   if (use.moe && config->moe) {
     Moe m;
     m.experts = config->moe->experts;
@@ -178,9 +191,12 @@ std::optional<std::int64_t> from(const std::optional<Transformer>& m, T Transfor
 }
 
 // Attention-shaped checks shared by attention_tpsp and transformer (and the head split of the
-// others): heads divide the width, kv_heads divide heads, TP shards heads, SP shards tokens.
-void check_heads(const YamlReader& w, std::int64_t d_model, std::int64_t heads, std::int64_t kv_heads, int tp) {
-  require_divides(w, "heads", d_model, heads, fmt::format("heads = {} (d_model must be a multiple of heads)", heads));
+// others): heads divide the width (unless head_dim gives the heads' width), kv_heads divide heads,
+// TP shards heads, SP shards tokens.
+void check_heads(const YamlReader& w, std::int64_t d_model, std::int64_t heads, std::int64_t kv_heads, int tp,
+                 std::int64_t head_dim = 0) {
+  if (head_dim == 0)
+    require_divides(w, "heads", d_model, heads, fmt::format("heads = {} (d_model must be a multiple of heads)", heads));
   if (kv_heads > 0) require_divides(w, "kv_heads", heads, kv_heads, fmt::format("kv_heads = {} (heads must be a multiple of kv_heads)", kv_heads));
   require_divides(w, "heads", heads, tp, fmt::format("tp = {} (TP shards the heads)", tp));
 }
@@ -290,8 +306,9 @@ MlpTpSp read_mlp_tpsp(const YamlReader& w, int tp) {
 
 AttentionTpSp read_attention_tpsp(const YamlReader& w, int tp) {
   const std::string tp_text = fmt::format("tp = {}", tp);
-  w.allow_keys(workload_keys({"model", "batch", "seq", "d_model", "heads", "kv_heads", "causal", "dtype", "gather_input"}));
-  const auto model = read_model(w, {.attention = true});
+  w.allow_keys(workload_keys(
+      {"model", "batch", "seq", "d_model", "heads", "kv_heads", "head_dim", "causal", "dtype", "gather_input"}));
+  const auto model = read_model(w, {.attention = true, .head_dim = true});
   AttentionTpSp a;
   a.gather_input = w.get_bool("gather_input", true);
   (void)tokens_of(w, "batch", "seq");
@@ -300,9 +317,10 @@ AttentionTpSp read_attention_tpsp(const YamlReader& w, int tp) {
   a.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
   a.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
   a.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
+  a.head_dim = head_dim_field(w, from(model, &Transformer::head_dim));
   a.causal = w.get_bool("causal", true);
   a.dtype = read_dtype(w, "dtype", DType::bf16);
-  check_heads(w, a.d_model, a.heads, a.kv_heads, tp);
+  check_heads(w, a.d_model, a.heads, a.kv_heads, tp, a.head_dim);
   require_divides(w, "seq", a.batch * a.seq, tp, tp_text + " (sequence parallelism shards batch x seq tokens)");
   return a;
 }
@@ -459,10 +477,11 @@ void read_transformer_moe(const YamlReader& w, int tp, const std::optional<Moe>&
 
 Transformer read_transformer(const YamlReader& w, int tp) {
   const std::string tp_text = fmt::format("tp = {}", tp);
-  std::vector<std::string> keys = {"model", "layers", "batch", "seq", "d_model", "d_ffn", "heads", "kv_heads", "dtype"};
+  std::vector<std::string> keys = {"model",   "layers",   "batch",    "seq",  "d_model",
+                                   "d_ffn",   "heads",    "kv_heads", "head_dim", "dtype"};
   keys.insert(keys.end(), kTransformerMoeKeys.begin(), kTransformerMoeKeys.end());
   w.allow_keys(workload_keys(keys));
-  const auto model = read_model(w, {.ffn = true, .attention = true, .moe = true, .mla = true});
+  const auto model = read_model(w, {.ffn = true, .attention = true, .moe = true, .mla = true, .head_dim = true});
   Transformer t;
   t.model = model ? model->model : "custom";
   t.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers), ranges::layers));
@@ -473,12 +492,16 @@ Transformer read_transformer(const YamlReader& w, int tp) {
   t.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn), ranges::width);
   t.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
   t.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
+  t.head_dim = head_dim_field(w, from(model, &Transformer::head_dim));
   t.dtype = read_dtype(w, "dtype", DType::bf16);
-  check_heads(w, t.d_model, t.heads, t.kv_heads, tp);
+  check_heads(w, t.d_model, t.heads, t.kv_heads, tp, t.head_dim);
   require_divides(w, "d_ffn", t.d_ffn, tp, tp_text + " (TP shards the FFN width)");
   require_divides(w, "seq", t.batch * t.seq, tp, tp_text + " (sequence parallelism shards batch x seq tokens)");
   read_transformer_moe(w, tp, model ? model->moe : std::nullopt, model ? model->dense_layers : 0, t);
   if (model) t.mla = model->mla;  // read_model admits MLA with a MoE model only
+  if (t.mla && w.has("head_dim"))
+    w.fail_at("head_dim", "multi-head latent attention takes its head widths from the model config "
+                          "(qk_nope_head_dim, qk_rope_head_dim, v_head_dim)");
   return t;
 }
 

@@ -48,6 +48,9 @@ struct AttentionTpSp {
   bool causal = true;
   DType dtype = DType::bf16;
   bool gather_input = true;  // as MlpTpSp::gather_input (commfuse-paper Sec. 5 "Attention Layer")
+  // Each head's width; 0 = d_model / heads. Qwen3's MoE models have a wider query/key/value than
+  // hidden_size / heads (Qwen3-235B-A22B: 64 x 128 = 8192 against hidden_size 4096).
+  std::int64_t head_dim = 0;
 };
 
 // all-to-all (sequence -> heads) -> attention -> all-to-all (heads -> sequence) (DeepSpeed-Ulysses,
@@ -123,6 +126,9 @@ struct Transformer {
   // DeepSeek's attention (its config has kv_lora_rank): MLA instead of grouped-query attention (heads
   // from `heads`, kv_heads unused). Only a MoE transformer runs it (sim/schemes/moe_transformer.cpp).
   std::optional<LatentAttention> mla = {};
+  // Each head's width, 0 = d_model / heads (AttentionTpSp::head_dim; Qwen3-MoE's head_dim). Last, so
+  // the positional initialisations of the fields above stay as they were.
+  std::int64_t head_dim = 0;
 };
 
 // What part of a training step a layer workload runs (docs/guide/training.md). forward is what every

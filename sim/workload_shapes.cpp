@@ -147,7 +147,11 @@ MlpShapes mlp_shapes(const MlpTpSp& mlp, int tp) {
 AttentionShapes attention_shapes(const AttentionTpSp& att, int tp) {
   AttentionShapes s;
   const std::int64_t tokens = att.batch * att.seq;
-  const std::int64_t head_dim = att.d_model / att.heads;
+  // Explicit head width (Qwen3-MoE's head_dim) or d_model / heads: q, k and v are head_dim wide per
+  // head, so qkv's N and out_proj's K follow heads x head_dim, not d_model. Qwen3's per-head q_norm /
+  // k_norm (RMSNorm over head_dim) are elementwise and not counted, as no other RMSNorm of the
+  // attention block is (only MLA's latent norms are: latent_norm_bytes).
+  const std::int64_t head_dim = att.head_dim > 0 ? att.head_dim : att.d_model / att.heads;
   const std::int64_t kv_heads = att.kv_heads > 0 ? att.kv_heads : att.heads;
   const std::int64_t heads_rank = att.heads / tp;
   const std::int64_t kv_rank = std::max<std::int64_t>(1, kv_heads / tp);  // GQA: kv heads replicate when kv < tp
@@ -220,6 +224,7 @@ AttentionTpSp transformer_attention(const Transformer& t) {
   a.d_model = t.d_model;
   a.heads = t.heads;
   a.kv_heads = t.kv_heads;
+  a.head_dim = t.head_dim;
   a.causal = true;
   a.dtype = t.dtype;
   return a;
@@ -245,6 +250,7 @@ std::optional<Transformer> named_model(const std::string& name, const Transforme
   t.d_ffn = config->d_ffn;
   t.heads = config->heads;
   t.kv_heads = config->kv_heads;
+  t.head_dim = config->head_dim;
   return t;
 }
 
@@ -267,16 +273,16 @@ void validate_workload(const Workload& w) {
     require_divisible(m.tokens, tp, "tokens");
     require_divisible(m.d_ffn, tp, "d_ffn");
   } else if (w.kind == "attention_tpsp" || w.kind == "transformer") {
-    std::int64_t batch = 0, seq = 0, d = 0, heads = 0, kv = 0;
+    std::int64_t batch = 0, seq = 0, d = 0, heads = 0, kv = 0, head_dim = 0;
     if (w.kind == "attention_tpsp") {
       const auto& a = std::get<AttentionTpSp>(w.shape);
-      batch = a.batch, seq = a.seq, d = a.d_model, heads = a.heads, kv = a.kv_heads;
+      batch = a.batch, seq = a.seq, d = a.d_model, heads = a.heads, kv = a.kv_heads, head_dim = a.head_dim;
     } else {
       const auto& t = std::get<Transformer>(w.shape);
       if (t.layers < 1) throw std::invalid_argument(fmt::format("workload.layers: must be >= 1 (got {})", t.layers));
       require_positive(t.d_ffn, "d_ffn");
       require_divisible(t.d_ffn, tp, "d_ffn");
-      batch = t.batch, seq = t.seq, d = t.d_model, heads = t.heads, kv = t.kv_heads;
+      batch = t.batch, seq = t.seq, d = t.d_model, heads = t.heads, kv = t.kv_heads, head_dim = t.head_dim;
       if (t.mla && !t.moe)
         throw std::invalid_argument("workload.model: multi-head latent attention runs in a mixture-of-experts "
                                     "transformer only");
@@ -306,7 +312,9 @@ void validate_workload(const Workload& w) {
     require_positive(d, "d_model");
     require_positive(heads, "heads");
     if (kv < 0) throw std::invalid_argument("workload.kv_heads: must be >= 0");
-    if (d % heads != 0) throw std::invalid_argument("workload.heads: d_model is not divisible by heads");
+    if (head_dim < 0) throw std::invalid_argument("workload.head_dim: must be >= 0");
+    // An explicit head width frees d_model from being a multiple of heads (Qwen3-MoE).
+    if (head_dim == 0 && d % heads != 0) throw std::invalid_argument("workload.heads: d_model is not divisible by heads");
     if (kv > 0 && heads % kv != 0) throw std::invalid_argument("workload.kv_heads: heads is not divisible by kv_heads");
     require_divisible(heads, tp, "heads");
     require_divisible(batch * seq, tp, "seq");
