@@ -88,7 +88,7 @@ inline constexpr InputRange tokens{"tokens", "workload.tokens, workload.seq, wor
                                    true};
 inline constexpr InputRange batch{"batch", "workload.batch", 1, 1048576, "sequences",
                                   "2^20; batch x seq is also limited to 2^24 tokens", true};
-inline constexpr InputRange width{"model width", "workload.d_model, workload.d_ffn", 1, 1048576, "elements",
+inline constexpr InputRange width{"model width", "workload.d_model, workload.d_ffn, workload.head_dim", 1, 1048576, "elements",
                                   "2^20: the largest published models are < 2^17 wide", true};
 inline constexpr InputRange heads{"attention heads", "workload.heads, workload.kv_heads", 1, 65536, "heads",
                                   "kv_heads may also be 0 (= heads)", true};

@@ -255,6 +255,7 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
           field(j, text, "d_model", s.d_model);
           field(j, text, "heads", s.heads);
           field(j, text, "kv_heads", s.kv_heads);
+          if (s.head_dim > 0) field(j, text, "head_dim", s.head_dim);  // set only where it is not d_model / heads
           field(j, text, "causal", s.causal);
           if (!s.gather_input) field(j, text, "gather_input", s.gather_input);
         } else if constexpr (std::is_same_v<S, AttentionUlysses>) {
@@ -283,6 +284,7 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
           field(j, text, "d_ffn", s.d_ffn);
           field(j, text, "heads", s.heads);
           field(j, text, "kv_heads", s.kv_heads);
+          if (s.head_dim > 0) field(j, text, "head_dim", s.head_dim);  // set only where it is not d_model / heads
           // A MoE model's layers: EP folded onto the TP group (sim/workload.hpp Transformer::moe).
           if (s.moe) {
             if (s.dense_layers > 0) field(j, text, "dense_layers", s.dense_layers);

@@ -50,7 +50,7 @@ BAD_LATENCY = ["-1", "1e300", ".nan", ".inf", "-.inf", "abc"]
 BAD_COUNT = ["0", "-1", "1.5", "1e18", "99999999999999999999", "1e300", ".nan", "abc"]
 BAD_OTHER_NUMBER = [".nan", ".inf", "abc"]
 
-COUNT_KEYS = {"sm_count", "num_gpus", "tp", "tokens", "batch", "seq", "d_model", "d_ffn", "heads", "kv_heads",
+COUNT_KEYS = {"sm_count", "num_gpus", "tp", "tokens", "batch", "seq", "d_model", "d_ffn", "heads", "kv_heads", "head_dim",
               "layers", "channels", "nvls_channels", "p2p_channels", "m", "n", "k", "gpus_per_numa",
               "gpus_per_node", "nodes", "min_sm_partition", "ranks"}
 # String values that name one of a fixed set of things: an unknown name is an error.
