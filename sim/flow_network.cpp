@@ -66,7 +66,7 @@ void FlowNetwork::set_multiplier(Ps now_ps, int id, double m, std::vector<int>& 
   changed.push_back(id);
 }
 
-int FlowNetwork::add(Ps now_ps, const std::vector<int>& links, double cap_bytes_per_ps, double service_ps,
+int FlowNetwork::add(Ps now_ps, std::span<const int> links, double cap_bytes_per_ps, double service_ps,
                      std::vector<int>& changed) {
   int id;
   if (!free_ids_.empty()) {

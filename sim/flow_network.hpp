@@ -11,6 +11,7 @@
 // (through full links: a link with room holds nobody back), not over the whole network. Flows
 // advance lazily: a flow's progress is brought up to date only when its multiplier changes.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "cost_model/units.hpp"
@@ -33,7 +34,7 @@ class FlowNetwork {
 
   // Adds an active flow at `now`. service_ps < 0: an endless demand flow (no finish time).
   // `changed` receives every flow whose multiplier changed, the new one included.
-  int add(Ps now_ps, const std::vector<int>& links, double cap_bytes_per_ps, double service_ps, std::vector<int>& changed);
+  int add(Ps now_ps, std::span<const int> links, double cap_bytes_per_ps, double service_ps, std::vector<int>& changed);
   void remove(Ps now_ps, int flow, std::vector<int>& changed);
   // A demand flow's cap changes (a GEMM's running CTAs changed).
   void set_cap(Ps now_ps, int flow, double cap_bytes_per_ps, std::vector<int>& changed);

@@ -63,7 +63,9 @@ class GpuSide {
     int demand = -1;              // HBM demand flow (network side), -1 none
     double rate = 1;
     std::int32_t open_cohort = -1;  // the cohort CTAs starting now join
-    std::vector<std::int32_t> cohorts;  // alive cohorts
+    // Alive cohorts: one or two (a wave and the refills of its freed SMs); inline, not a heap list
+    // per kernel.
+    boost::container::small_vector<std::int32_t, 3> cohorts;
     bool has_demand = false;      // its tiles stream HBM bytes (a demand flow while it runs)
     bool dirty_demand = false, dirty_rate = false, in_active = false;
   };

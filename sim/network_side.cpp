@@ -9,8 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <deque>
-#include <map>
 #include <optional>
 #include <tuple>
 #include <unordered_map>
@@ -53,7 +51,7 @@ class NetworkSide final : public NetworkApi {
     OpId receiver;  // phase: the receiving op
     int src, dst;   // GPUs (kSwitchPeer for a switch leg's far end)
     Bytes bytes;
-    std::vector<int> links;
+    LinkList links;
     double cap;     // bytes/ps
     double service; // ps at cap
     Ps start_ps;
@@ -79,8 +77,8 @@ class NetworkSide final : public NetworkApi {
   };
   enum TimerKind : std::int64_t { kGangDone = 0, kPhaseEnd = 1, kCurveDone = 2 };
 
-  std::vector<int> endpoint_links(int src, int dst, int reduce_extra) const;
-  std::vector<int> outside_links(int src, int dst, int reduce_extra, bool src_simulated) const;
+  LinkList endpoint_links(int src, int dst, int reduce_extra) const;
+  LinkList outside_links(int src, int dst, int reduce_extra, bool src_simulated) const;
   double wire_rate(int src, int dst, Bytes bytes, double service, std::optional<Transport> t, int ctas) const;
   void start_transfer(Transfer t, Ps latency_ps);
   void join(std::int32_t idx);
@@ -106,7 +104,14 @@ class NetworkSide final : public NetworkApi {
   std::vector<int> changed_;
   std::unordered_map<std::int64_t, std::vector<OpId>> rendezvous_;
   std::vector<CurveRun> curves_;
-  std::unordered_map<MatchKey, std::deque<std::pair<OpId, Bytes>>, MatchKeyHash> posted_sends_, posted_recvs_;
+  // Posted and not yet matched, oldest first: one entry almost always (a deque allocated two blocks
+  // for it), more only when a rank runs ahead by a whole phase.
+  using Posted = boost::container::small_vector<std::pair<OpId, Bytes>, 2>;
+  std::unordered_map<MatchKey, Posted, MatchKeyHash> posted_sends_, posted_recvs_;
+  // start_curve's scratch: per link, the collective's load and whether a leg has touched it yet.
+  std::vector<double> curve_load_;
+  std::vector<char> curve_touched_;
+  std::vector<int> curve_links_;
 };
 
 namespace {
@@ -129,8 +134,12 @@ NetworkSide::NetworkSide(SimContext& ctx, NetworkListener& listener)
     : ctx_(ctx), listener_(listener), fabric_(ctx.node.fabric), flows_(capacities(ctx.node.fabric)),
       st_(ctx.graph.ops().size()) {}
 
-std::vector<int> NetworkSide::endpoint_links(int src, int dst, int reduce_extra) const {
-  std::vector<int> links = src == dst ? std::vector<int>{} : fabric_.route(src, dst);
+LinkList NetworkSide::endpoint_links(int src, int dst, int reduce_extra) const {
+  LinkList links;
+  if (src != dst) {
+    const std::vector<int>& route = fabric_.route(src, dst);
+    links.assign(route.begin(), route.end());
+  }
   const int hs = fabric_.hbm_link(src), hd = fabric_.hbm_link(dst);
   if (hs >= 0) links.push_back(hs);  // read at the source
   if (hd >= 0)
@@ -141,11 +150,12 @@ std::vector<int> NetworkSide::endpoint_links(int src, int dst, int reduce_extra)
 // A leg between a simulated GPU and one outside the graph loads the route and only the simulated
 // GPU's HBM: the outside GPU's memory is its own members' business, which the symmetric legs of
 // the simulated GPUs already stand for.
-std::vector<int> NetworkSide::outside_links(int src, int dst, int reduce_extra, bool src_simulated) const {
+LinkList NetworkSide::outside_links(int src, int dst, int reduce_extra, bool src_simulated) const {
   if (src >= fabric_.num_gpus() || dst >= fabric_.num_gpus())
     throw ResourceError(fmt::format("a collective member is GPU {}, but the fabric has {} GPUs",
                                             std::max(src, dst), fabric_.num_gpus()));
-  std::vector<int> links = fabric_.route(src, dst);
+  const std::vector<int>& route = fabric_.route(src, dst);
+  LinkList links(route.begin(), route.end());
   const int h = fabric_.hbm_link(src_simulated ? src : dst);
   if (h >= 0)
     for (int i = 0; i <= (src_simulated ? 0 : reduce_extra); ++i) links.push_back(h);
@@ -170,7 +180,7 @@ void NetworkSide::start_gang_work(OpId id) {
       capacity = std::min(capacity, (o.channels > 0 ? o.channels : gpu.sm_count) * gpu.hbm_sm_bytes_per_ps);
     const double service = std::ceil(static_cast<double>(o.bytes) / capacity);
     // The kernel's ramp and drain (GpuSpec::hbm_latency_us) pass as latency: they take no HBM share.
-    start_transfer(Transfer{Kind::memory, id, kNoOp, r, r, o.bytes, {hbm}, static_cast<double>(o.bytes) / service,
+    start_transfer(Transfer{Kind::memory, id, kNoOp, r, r, o.bytes, LinkList{hbm}, static_cast<double>(o.bytes) / service,
                             service, ctx_.now, -1},
                    gpu.hbm_latency_ps);
     return;
@@ -231,7 +241,7 @@ void NetworkSide::start_curve(std::int64_t collective) {
       const Op& o = ctx_.op(m);
       const int r = ctx_.rank(m);
       for (const PeerBytes& pb : o.curve_sends) {
-        std::vector<int> links;
+        LinkList links;
         if (pb.peer == kSwitchPeer) {
           links = {fabric_.switch_links(r).first};
           if (fabric_.hbm_link(r) >= 0) links.push_back(fabric_.hbm_link(r));
@@ -250,7 +260,7 @@ void NetworkSide::start_curve(std::int64_t collective) {
         legs.push_back(Transfer{Kind::curve, m, kNoOp, pb.peer, r, pb.bytes, outside_links(pb.peer, r, extra, false), 0,
                                 0, ctx_.now, 0});
       if (o.curve_from_switch > 0) {
-        std::vector<int> links = {fabric_.switch_links(r).second};
+        LinkList links = {fabric_.switch_links(r).second};
         if (fabric_.hbm_link(r) >= 0) links.push_back(fabric_.hbm_link(r));
         legs.push_back(Transfer{Kind::curve, m, kNoOp, kSwitchPeer, r, o.curve_from_switch, std::move(links), 0, 0, ctx_.now, 0});
       }
@@ -266,18 +276,33 @@ void NetworkSide::start_curve(std::int64_t collective) {
   // busiest network link, as NCCL's protocol overhead does (wire_rate): the legs' rates are scaled
   // alike so the busiest link is exactly full, which also keeps any link from being overfilled by
   // the collective alone, so it takes exactly its curve time on an idle fabric.
-  std::map<int, double> load;
+  // Per link, the legs' rates summed in leg order; the maxima below do not depend on the links' order.
+  if (curve_load_.empty()) {
+    curve_load_.assign(fabric_.links().size(), 0.0);
+    curve_touched_.assign(fabric_.links().size(), 0);
+  }
+  curve_links_.clear();
   for (Transfer& t : legs) {
     t.service = static_cast<double>(bandwidth_ps);
     t.cap = static_cast<double>(t.bytes) / t.service;
-    for (int l : t.links) load[l] += t.cap;
+    for (int l : t.links) {
+      const auto i = static_cast<std::size_t>(l);
+      if (!curve_touched_[i]) {
+        curve_touched_[i] = 1;
+        curve_links_.push_back(l);
+      }
+      curve_load_[i] += t.cap;
+    }
   }
   double over = 0.0, over_all = 0.0;
-  for (const auto& [l, sum] : load) {
-    const Link& link = fabric_.links()[static_cast<std::size_t>(l)];
-    const double ratio = sum / link.capacity_bytes_per_ps;
+  for (int l : curve_links_) {
+    const auto i = static_cast<std::size_t>(l);
+    const Link& link = fabric_.links()[i];
+    const double ratio = curve_load_[i] / link.capacity_bytes_per_ps;
     over_all = std::max(over_all, ratio);
     if (link.from != link.to) over = std::max(over, ratio);  // HBM is not the wire
+    curve_load_[i] = 0.0;
+    curve_touched_[i] = 0;
   }
   if (over <= 0 || over_all / over > 1) over = over_all;  // never overfill an HBM either
   run.outstanding = static_cast<int>(legs.size());
@@ -318,7 +343,7 @@ void NetworkSide::enter_phase(OpId id) {
     auto it = posted_recvs_.find(key);
     if (it != posted_recvs_.end() && !it->second.empty()) {
       auto [receiver, bytes] = it->second.front();
-      it->second.pop_front();
+      it->second.erase(it->second.begin());
       if (it->second.empty()) posted_recvs_.erase(it);
       check_bytes(id, receiver, pb.bytes, bytes);
       const OpNetState& rs = st_[static_cast<std::size_t>(receiver)];
@@ -337,7 +362,7 @@ void NetworkSide::enter_phase(OpId id) {
     auto it = posted_sends_.find(key);
     if (it != posted_sends_.end() && !it->second.empty()) {
       auto [sender, bytes] = it->second.front();
-      it->second.pop_front();
+      it->second.erase(it->second.begin());
       if (it->second.empty()) posted_sends_.erase(it);
       check_bytes(sender, id, bytes, pb.bytes);
       start_phase_transfer(sender, id, pb.peer, me, bytes, ph.reduce);
@@ -388,7 +413,7 @@ void NetworkSide::start_switch_leg(OpId id, bool up, Bytes bytes) {
   const int link = up ? up_link : down_link;
   const double line = fabric_.links()[static_cast<std::size_t>(link)].capacity_bytes_per_ps;
   const double service = std::max(1.0, std::ceil(static_cast<double>(bytes) / (line * o.link_efficiency)));
-  std::vector<int> links = {link};
+  LinkList links = {link};
   if (fabric_.hbm_link(r) >= 0) links.push_back(fabric_.hbm_link(r));
   // On the wire at the line rate, its payload at the protocol's (wire_rate).
   start_transfer(Transfer{Kind::switch_leg, id, kNoOp, up ? r : kSwitchPeer, up ? kSwitchPeer : r, bytes,
@@ -422,7 +447,7 @@ void NetworkSide::start_transfer(Transfer t, Ps latency_ps) {
 void NetworkSide::join(std::int32_t idx) {
   Transfer& t = transfers_[static_cast<std::size_t>(idx)];
   t.start_ps = std::min(t.start_ps, ctx_.now);
-  const int flow = flows_.add(ctx_.now, t.links, t.cap, t.service, changed_);
+  const int flow = flows_.add(ctx_.now, std::span<const int>(t.links.data(), t.links.size()), t.cap, t.service, changed_);
   if (static_cast<int>(flow_transfer_.size()) <= flow) {
     flow_transfer_.resize(static_cast<std::size_t>(flow) + 1, -1);
     demand_of_flow_.resize(static_cast<std::size_t>(flow) + 1, -1);
@@ -478,7 +503,7 @@ void NetworkSide::transfer_done(std::int32_t idx) {
 int NetworkSide::add_demand(int rank, double bytes_per_ps) {
   const int hbm = fabric_.hbm_link(rank);
   if (hbm < 0 || !(bytes_per_ps > 0)) return -1;
-  const int flow = flows_.add(ctx_.now, {hbm}, bytes_per_ps, -1.0, changed_);
+  const int flow = flows_.add(ctx_.now, std::span<const int>(&hbm, 1), bytes_per_ps, -1.0, changed_);
   if (static_cast<int>(flow_transfer_.size()) <= flow) {
     flow_transfer_.resize(static_cast<std::size_t>(flow) + 1, -1);
     demand_of_flow_.resize(static_cast<std::size_t>(flow) + 1, -1);

@@ -6,10 +6,22 @@
 #include <string>
 #include <vector>
 
+// GCC 12 reports a -Wstringop-overread false positive inside small_vector's move at -O2 (a memmove it
+// proves cannot happen for an inline buffer); the pragma covers the header's code only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overread"
+#include <boost/container/small_vector.hpp>
+#pragma GCC diagnostic pop
+
 #include "cost_model/units.hpp"
 #include "sim/task_graph.hpp"
 
 namespace overlap::sim {
+
+// The fabric links one transfer loads: its route and the HBM it reads and writes, a handful (an
+// NVSwitch leg: 2 route links + 3-5 HBM entries). Kept inline: the engine makes one list for every
+// leg of every collective and copy, and a heap list each was its most frequent allocation.
+using LinkList = boost::container::small_vector<int, 8>;
 
 struct OpRecord {
   OpId op = kNoOp;
@@ -33,7 +45,7 @@ struct TransferRecord {
   int src_gpu = -1, dst_gpu = -1;  // kSwitchPeer (-2) for a leg to or from the NVSwitch
   Bytes bytes = 0;
   Ps start_ps = 0, end_ps = 0;  // start = posted on both sides; end = last byte arrived
-  std::vector<int> links;       // fabric link ids it loaded: its route, and the HBM it read and wrote
+  LinkList links;               // fabric link ids it loaded: its route, and the HBM it read and wrote
                                 // (a link repeats when crossed more than once)
   OpId receiver = kNoOp;        // a phase transfer's receiving op (`op` is the sender); else kNoOp
 };
