@@ -2,10 +2,12 @@
 # Installs what overlap-sim needs to build, test and plot, from Debian's packages and PyPI.
 # Idempotent: installs only what is missing. Safe to run on every CI run.
 set -euo pipefail
+# libmimalloc-dev: the command line program's allocator (tools/CMakeLists.txt).
 # openmpi-bin + libopenmpi-dev: `mpirun -np N overlap-sim sweep` (optional in the build; the MPI
 # sweep test runs when mpirun is there).
 debs=(cmake g++ make libeigen3-dev libboost-graph-dev libcli11-dev libfmt-dev catch2
-      libyaml-cpp-dev nlohmann-json3-dev libbenchmark-dev openmpi-bin libopenmpi-dev zlib1g-dev libsqlite3-dev libxxhash-dev)
+      libyaml-cpp-dev nlohmann-json3-dev libbenchmark-dev openmpi-bin libopenmpi-dev zlib1g-dev libsqlite3-dev libxxhash-dev
+      libmimalloc-dev)
 # clang: tools/fuzz.sh builds the libFuzzer targets with it (Debian's clang brings libclang_rt's
 # fuzzer runtime through libclang-rt-dev / libclang-common-*-dev).
 debs+=(clang)

@@ -35,11 +35,12 @@ phase "notebooks (executed headless; any error output fails)"
 
 if [ "${1:-}" != "--quick" ]; then
   phase "AddressSanitizer + UndefinedBehaviorSanitizer build"
-  # -O1 -g1: sanitizers need frames and line numbers, not full optimisation or debug info; this keeps
-  # the second build short on two cores.
+  # -Og -g1: sanitizers need frames and line numbers, not full optimisation or debug info. -Og rather
+  # than -O1: with UBSan's checks GCC 12 compiles a translation unit about a quarter faster at -Og,
+  # every check kept. The test files themselves build at -O0 (tests/CMakeLists.txt).
   # CUDA off: the sanitizer flags are host-compiler flags, and the CUDA programs are not tests (the
   # release build above compiled them).
-  cmake -S "$root" -B "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DOVERLAP_SANITIZE=ON \
+  cmake -S "$root" -B "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-Og -g1" -DOVERLAP_SANITIZE=ON \
         -DOVERLAP_BUILD_BENCH=OFF -DOVERLAP_WITH_CUDA=OFF > /dev/null
   cmake --build "$root/build-asan" -j"$jobs" --target overlap_tests overlap-sim overlap-docgen
   phase "sanitizer tests"
