@@ -18,6 +18,7 @@
 #include "sim/schemes/graph_builder.hpp"
 #include "sim/schemes/scheme.hpp"
 #include "sim/workload_shapes.hpp"
+#include "tests/support/transformer_fixtures.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
@@ -27,26 +28,9 @@ namespace {
 
 constexpr int kTp = 4;
 
-Transformer small_model(int layers) {
-  Transformer t;
-  t.model = "custom";
-  t.layers = layers;
-  t.batch = 1;
-  t.seq = 2048;
-  t.d_model = 1024;
-  t.d_ffn = 2048;
-  t.heads = 8;
-  t.kv_heads = 2;
-  return t;
-}
+Transformer small_model(int layers) { return custom_transformer(layers, 1, 2048, 1024, 2048, 8, 2); }
 
-Workload transformer_workload(int layers) {
-  Workload w;
-  w.kind = "transformer";
-  w.tp = kTp;
-  w.shape = small_model(layers);
-  return w;
-}
+Workload transformer_workload(int layers) { return transformer_on(small_model(layers), kTp); }
 
 Workload attention_workload() {
   Workload w;
