@@ -26,26 +26,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using overlap::test::cli;
-using overlap::test::CliResult;
-using overlap::test::TempDir;
-using overlap::test::read_text;
-using overlap::test::write_text;
+using namespace overlap::test;  // cli, CliResult, TempDir, read_text, write_text
 
 // A small, fast scenario: one GEMM + reduce-scatter on 4 of the H100s.
-const std::string kScenario =
-    "# test scenario\n"                                // 1
-    "hardware: h100-sxm-8x-nvswitch\n"                 // 2
-    "workload:\n"                                      // 3
-    "  kind: gemm_collective\n"                        // 4
-    "  tp: 4\n"                                        // 5
-    "  m: 2048\n"                                      // 6
-    "  n: 4096\n"                                      // 7
-    "  k: 2048\n"                                      // 8
-    "  primitive: reduce_scatter\n"                    // 9
-    "schemes:\n"                                       // 10
-    "  - no_overlap\n"                                 // 11
-    "  - {name: data_slicing, params: {chunks: 2}}\n"; // 12
+// Its lines are gemm_collective_scenario's one below theirs (line 1 is the comment).
+const std::string kScenario = "# test scenario\n" + gemm_collective_scenario("reduce_scatter") +
+                              "  - no_overlap\n"                                 // 11
+                              "  - {name: data_slicing, params: {chunks: 2}}\n"; // 12
 
 // Sets an environment variable for one scope and restores it.
 struct ScopedEnv {

@@ -22,10 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using overlap::test::cli;
-using overlap::test::CliResult;
-using overlap::test::TempFile;
-using overlap::test::read_text;
+using namespace overlap::test;  // cli, CliResult, TempFile, read_text
 
 const std::vector<std::string> kA800 = {"tune",        "--hardware", "a800-8x-nvlink", "--gemm", "8192x8192x4096",
                                         "--dtype",     "fp16",       "--primitive",    "all_reduce", "--ranks",

@@ -26,10 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using overlap::test::cli;
-using overlap::test::CliResult;
-using overlap::test::TempDir;
-using overlap::test::read_text;
+using namespace overlap::test;  // cli, CliResult, TempDir, read_text
 
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 

@@ -31,23 +31,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using overlap::test::cli;
-using overlap::test::CliResult;
-using overlap::test::TempDir;
-using overlap::test::read_text;
-using overlap::test::write_text;
+using namespace overlap::test;  // cli, CliResult, TempDir, read_text, write_text
 
-const std::string kGemm =
-    "hardware: h100-sxm-8x-nvswitch\n"                  // 1
-    "workload:\n"                                        // 2
-    "  kind: gemm_collective\n"                          // 3
-    "  tp: 4\n"                                          // 4
-    "  m: 2048\n"                                        // 5
-    "  n: 4096\n"                                        // 6
-    "  k: 2048\n"                                        // 7
-    "  primitive: all_reduce\n"                          // 8
-    "schemes:\n"                                         // 9
-    "  - no_overlap\n";                                  // 10
+const std::string kGemm = gemm_collective_scenario("all_reduce") + "  - no_overlap\n";  // 10
 
 // The InputError a scenario text raises ("" when it loads).
 std::string load_error(const std::string& text, const std::vector<std::string>& sets = {}) {

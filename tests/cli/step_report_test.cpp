@@ -25,11 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using overlap::test::cli;
-using overlap::test::CliResult;
-using overlap::test::TempDir;
-using overlap::test::read_text;
-using overlap::test::write_text;
+using namespace overlap::test;  // cli, CliResult, TempDir, read_text, write_text
 
 // Llama-3-70B's MLP as a TP 8 x DP 2 FSDP (ZeRO-3) training step on two nodes; a short sequence
 // keeps it quick.

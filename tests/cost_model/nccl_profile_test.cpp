@@ -13,6 +13,7 @@
 #include "cost_model/nccl_tests_import.hpp"
 #include "cost_model/profile_json.hpp"
 #include "cost_model/profile_loader.hpp"
+#include "tests/support/profile_fixtures.hpp"
 
 using namespace overlap;
 using A = NcclAlgorithm;
@@ -20,36 +21,26 @@ using P = NcclProtocol;
 
 namespace {
 
-const std::string kHardwareDir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware";
+using test::inline_profile_error;
+using test::load_inline_profile;
 
-HardwareProfile load_inline(const std::string& yaml, const std::string& base_dir = ".") {
-  return profile_from_yaml(YamlReader(YAML::Load(yaml), "hardware", "scenarios/x.yaml"), base_dir);
-}
+const std::string kHardwareDir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware";
 
 const std::string kBase =
     "gpu: {sm_count: 100, peak_tflops: {bf16: 500}}\n"                  // 1
     "fabric: {num_gpus: 8, links: {nvlink: {bandwidth_gbps: 300}}}\n";  // 2
 
-std::string error_of(const std::string& yaml) {
-  try {
-    load_inline(yaml);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 }  // namespace
 
 TEST_CASE("comm: NCCL_ALGO / NCCL_PROTO-like settings, generation and NVLS", "[profile][nccl]") {
-  const HardwareProfile d = load_inline(kBase);
+  const HardwareProfile d = load_inline_profile(kBase);
   CHECK_FALSE(d.comm.algorithm);
   CHECK_FALSE(d.comm.protocol);
   CHECK(d.comm.arch == NcclArch::hopper);
   CHECK_FALSE(d.comm.nvlink_sharp);
   CHECK(d.comm.nvls_channels == 16);
   CHECK(d.comm.tuner.at(A::Ring, P::LL).base_us == 6.6);
-  const HardwareProfile p = load_inline(kBase +
+  const HardwareProfile p = load_inline_profile(kBase +
                                         "comm:\n"
                                         "  algorithm: nvlstree\n"  // NCCL compares names case-insensitively
                                         "  protocol: LL128\n"
@@ -89,24 +80,24 @@ TEST_CASE("comm: the profile's NCCL_PROTO reaches the model through --set", "[pr
 }
 
 TEST_CASE("comm: legacy Ring/Simple latency keys still set NCCL's Ring/Simple latency", "[profile][nccl]") {
-  const HardwareProfile p = load_inline(kBase + "comm: {base_latency_us: 2.0, step_latency_us: 0.5}\n");
+  const HardwareProfile p = load_inline_profile(kBase + "comm: {base_latency_us: 2.0, step_latency_us: 0.5}\n");
   CHECK(p.comm.tuner.at(A::Ring, P::Simple).base_us == 2.0);
   for (double v : p.comm.tuner.at(A::Ring, P::Simple).hw_us) CHECK(v == 0.5);
 }
 
 TEST_CASE("comm: bad settings name the line and key", "[profile][nccl]") {
-  CHECK_THAT(error_of(kBase + "comm: {algorithm: Butterfly}\n"),
+  CHECK_THAT(inline_profile_error(kBase + "comm: {algorithm: Butterfly}\n"),
              Catch::Contains("scenarios/x.yaml:3: hardware.comm.algorithm") && Catch::Contains("NCCL's names"));
-  CHECK_THAT(error_of(kBase + "comm: {protocol: LL64}\n"), Catch::Contains("hardware.comm.protocol: unknown protocol"));
-  CHECK_THAT(error_of(kBase + "comm: {arch: kepler}\n"), Catch::Contains("hardware.comm.arch"));
-  CHECK_THAT(error_of(kBase + "comm: {protocol_efficiency: 0.5}\n"),
+  CHECK_THAT(inline_profile_error(kBase + "comm: {protocol: LL64}\n"), Catch::Contains("hardware.comm.protocol: unknown protocol"));
+  CHECK_THAT(inline_profile_error(kBase + "comm: {arch: kepler}\n"), Catch::Contains("hardware.comm.arch"));
+  CHECK_THAT(inline_profile_error(kBase + "comm: {protocol_efficiency: 0.5}\n"),
              Catch::Contains("hardware.comm.protocol_efficiency") && Catch::Contains("comm.protocol"));
-  CHECK_THAT(error_of(kBase + "comm: {latency_us: {Ring: {LL64: {base: 1}}}}\n"),
+  CHECK_THAT(inline_profile_error(kBase + "comm: {latency_us: {Ring: {LL64: {base: 1}}}}\n"),
              Catch::Contains("hardware.comm.latency_us.Ring.LL64"));
-  CHECK_THAT(error_of(kBase + "comm: {latency_us: {Ring: {LL: {bass: 1}}}}\n"), Catch::Contains("bass"));
-  CHECK_THAT(error_of(kBase + "comm: {link_kinds: {nvlink: ethernet}}\n"), Catch::Contains("hardware.comm.link_kinds.nvlink"));
-  CHECK_THAT(error_of(kBase + "comm: {nvls_channels: 200}\n"), Catch::Contains("hardware.comm.nvls_channels"));
-  CHECK_THAT(error_of(kBase + "comm: {nvlink_sharp: maybe}\n"), Catch::Contains("hardware.comm.nvlink_sharp"));
+  CHECK_THAT(inline_profile_error(kBase + "comm: {latency_us: {Ring: {LL: {bass: 1}}}}\n"), Catch::Contains("bass"));
+  CHECK_THAT(inline_profile_error(kBase + "comm: {link_kinds: {nvlink: ethernet}}\n"), Catch::Contains("hardware.comm.link_kinds.nvlink"));
+  CHECK_THAT(inline_profile_error(kBase + "comm: {nvls_channels: 200}\n"), Catch::Contains("hardware.comm.nvls_channels"));
+  CHECK_THAT(inline_profile_error(kBase + "comm: {nvlink_sharp: maybe}\n"), Catch::Contains("hardware.comm.nvlink_sharp"));
 }
 
 TEST_CASE("curves per protocol: profile keys and nccl-tests runs forced with NCCL_PROTO", "[profile][nccl][curves]") {
@@ -120,16 +111,16 @@ TEST_CASE("curves per protocol: profile keys and nccl-tests runs forced with NCC
          "     1048576        262144     float     sum      -1    20.00   52.43   91.75      0    20.00   52.43   91.75      0\n"
          "     4194304       1048576     float     sum      -1    40.00  104.86  183.50      0    40.00  104.86  183.50      0\n";
   }
-  const HardwareProfile p = load_inline(kBase + "curves:\n  all_reduce.n8: {nccl_tests: ll128.txt}\n  all_gather.Simple: {alpha_us: 3, beta_gbps: 100}\n",
+  const HardwareProfile p = load_inline_profile(kBase + "curves:\n  all_reduce.n8: {nccl_tests: ll128.txt}\n  all_gather.Simple: {alpha_us: 3, beta_gbps: 100}\n",
                                         dir.string());
   CHECK(p.curves.count("all_reduce.n8.LL128") == 1);  // the import said which protocol it measured
   CHECK(p.curves.count("all_reduce.n8") == 0);
   CHECK(p.curves.count("all_gather.Simple") == 1);
-  CHECK_THAT(error_of(kBase + "curves: {all_reduce.LL256: {alpha_us: 1, beta_gbps: 1}}\n"), Catch::Contains("unknown curve"));
-  CHECK_THAT(error_of(kBase + "curves: {all_reduce.n8.ll: {alpha_us: 1, beta_gbps: 1}}\n"), Catch::Contains("unknown curve"));
-  CHECK_THAT(error_of(kBase + "curves: {all_reduce.Simple.n8: {alpha_us: 1, beta_gbps: 1}}\n"), Catch::Contains("unknown curve"));
+  CHECK_THAT(inline_profile_error(kBase + "curves: {all_reduce.LL256: {alpha_us: 1, beta_gbps: 1}}\n"), Catch::Contains("unknown curve"));
+  CHECK_THAT(inline_profile_error(kBase + "curves: {all_reduce.n8.ll: {alpha_us: 1, beta_gbps: 1}}\n"), Catch::Contains("unknown curve"));
+  CHECK_THAT(inline_profile_error(kBase + "curves: {all_reduce.Simple.n8: {alpha_us: 1, beta_gbps: 1}}\n"), Catch::Contains("unknown curve"));
   try {
-    load_inline(kBase + "curves:\n  all_reduce.LL: {nccl_tests: ll128.txt}\n", dir.string());
+    load_inline_profile(kBase + "curves:\n  all_reduce.LL: {nccl_tests: ll128.txt}\n", dir.string());
     FAIL("a curve key naming another protocol than its nccl-tests file must be refused");
   } catch (const InputError& e) {
     CHECK_THAT(e.what(), Catch::Contains("NCCL_PROTO=LL128"));

@@ -5,16 +5,16 @@
 #include "cost_model/overrides.hpp"
 #include "cost_model/profile_json.hpp"
 #include "cost_model/profile_loader.hpp"
+#include "tests/support/profile_fixtures.hpp"
 
 using namespace overlap;
 
 namespace {
-const std::string kHardwareDir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware";
 
-// An inline profile as a scenario's `hardware:` value; line 1 is "gpu:".
-HardwareProfile load_inline(const std::string& yaml) {
-  return profile_from_yaml(YamlReader(YAML::Load(yaml), "hardware", "scenarios/x.yaml"), ".");
-}
+using test::inline_profile_error;
+using test::load_inline_profile;
+
+const std::string kHardwareDir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware";
 
 const char* kMinimal =
     "gpu:\n"                                       // 1
@@ -24,18 +24,10 @@ const char* kMinimal =
     "  num_gpus: 4\n"                              // 5
     "  links: {nvlink: {bandwidth_gbps: 300}}\n";  // 6
 
-std::string error_of(const std::string& yaml) {
-  try {
-    load_inline(yaml);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
 }  // namespace
 
 TEST_CASE("a profile written with a handful of numbers gets the documented defaults", "[profile]") {
-  const HardwareProfile p = load_inline(kMinimal);
+  const HardwareProfile p = load_inline_profile(kMinimal);
   CHECK(p.gpu.sm_count == 100);
   CHECK(p.gpu.gemm_efficiency == 0.8);
   CHECK(p.gpu.copy_engines == 2);
@@ -69,42 +61,42 @@ TEST_CASE("every built-in profile loads and expands", "[profile]") {
 }
 
 TEST_CASE("loader error: unknown key names key and line", "[profile][errors]") {
-  const std::string msg = error_of(std::string(kMinimal) + "comm:\n  chanels: 8\n");
+  const std::string msg = inline_profile_error(std::string(kMinimal) + "comm:\n  chanels: 8\n");
   CHECK(msg.rfind("scenarios/x.yaml:8: hardware.comm.chanels: unknown key", 0) == 0);
 }
 
 TEST_CASE("loader error: wrong type", "[profile][errors]") {
-  const std::string msg = error_of(
+  const std::string msg = inline_profile_error(
       "gpu:\n  sm_count: many\n  peak_tflops: {bf16: 500}\nfabric:\n  num_gpus: 4\n  links: {nvlink: {bandwidth_gbps: 300}}\n");
   CHECK(msg == "scenarios/x.yaml:2: hardware.gpu.sm_count: must be an integer in [1, 4096] SMs (got many)");
-  const std::string msg2 = error_of(
+  const std::string msg2 = inline_profile_error(
       "gpu:\n  sm_count: 10\n  peak_tflops: {bf16: fast}\nfabric:\n  num_gpus: 4\n  links: {nvlink: {bandwidth_gbps: 300}}\n");
   CHECK(msg2 == "scenarios/x.yaml:3: hardware.gpu.peak_tflops.bf16: must be a number (got fast)");
 }
 
 TEST_CASE("loader error: missing required field", "[profile][errors]") {
-  const std::string msg = error_of("gpu:\n  sm_count: 10\n  peak_tflops: {bf16: 500}\nfabric:\n  topology: nvswitch\n  links: {nvlink: {bandwidth_gbps: 300}}\n");
+  const std::string msg = inline_profile_error("gpu:\n  sm_count: 10\n  peak_tflops: {bf16: 500}\nfabric:\n  topology: nvswitch\n  links: {nvlink: {bandwidth_gbps: 300}}\n");
   CHECK(msg == "scenarios/x.yaml:5: hardware.fabric.num_gpus: missing required field");
 }
 
 TEST_CASE("loader error: non-positive size", "[profile][errors]") {
-  const std::string msg = error_of(
+  const std::string msg = inline_profile_error(
       "gpu:\n  sm_count: -3\n  peak_tflops: {bf16: 500}\nfabric:\n  num_gpus: 4\n  links: {nvlink: {bandwidth_gbps: 300}}\n");
   CHECK(msg == "scenarios/x.yaml:2: hardware.gpu.sm_count: must be an integer in [1, 4096] SMs (got -3): the engine addresses SMs in 12 bits; the largest GPUs have a few hundred");
-  const std::string msg2 = error_of(
+  const std::string msg2 = inline_profile_error(
       "gpu:\n  sm_count: 3\n  peak_tflops: {bf16: 500}\nfabric:\n  num_gpus: 4\n  links: {nvlink: {bandwidth_gbps: 0}}\n");
   CHECK(msg2 == "scenarios/x.yaml:6: hardware.fabric.links.nvlink.bandwidth_gbps: must be in [0.001, 1e+06] GB/s (got 0): HBM3e is 8,000 GB/s; below 1 MB/s a transfer of a few GB leaves int64 ps");
 }
 
 TEST_CASE("loader error: a node size that must divide the GPU count", "[profile][errors]") {
-  const std::string msg = error_of(
+  const std::string msg = inline_profile_error(
       "gpu:\n  sm_count: 3\n  peak_tflops: {bf16: 500}\nfabric:\n  topology: multi_node\n  num_gpus: 8\n"
       "  gpus_per_node: 3\n  links: {nvlink: {bandwidth_gbps: 300}, network: {bandwidth_gbps: 50}}\n");
   CHECK(msg == "scenarios/x.yaml:7: hardware.fabric.gpus_per_node: must divide fabric.num_gpus (8)");
 }
 
 TEST_CASE("loader error: a topology's link class is missing", "[profile][errors]") {
-  const std::string msg = error_of(
+  const std::string msg = inline_profile_error(
       "gpu:\n  sm_count: 3\n  peak_tflops: {bf16: 500}\nfabric:\n  topology: pcie\n  num_gpus: 4\n"
       "  gpus_per_numa: 2\n  links:\n    pcie: {bandwidth_gbps: 25}\n");
   CHECK(msg.find("hardware.fabric.links: missing link class 'host'") != std::string::npos);
@@ -140,13 +132,13 @@ TEST_CASE("unknown built-in name lists the known ones", "[profile][errors]") {
 }
 
 TEST_CASE("launch, transports and GEMM HBM traffic load with their defaults and overrides", "[profile][launch]") {
-  const HardwareProfile d = load_inline(kMinimal);
+  const HardwareProfile d = load_inline_profile(kMinimal);
   CHECK(d.launch.host_us == 4.0);
   CHECK(d.launch.gap_us == 0.9);
   CHECK_FALSE(d.launch.cuda_graphs);
   CHECK(d.transports.copy_engine.efficiency == 0.83);
   CHECK(d.gpu.gemm_l2_reuse == 8.0);
-  const HardwareProfile p = load_inline(std::string(kMinimal) +
+  const HardwareProfile p = load_inline_profile(std::string(kMinimal) +
                                         "launch: {host_us: 2, gap_us: 0.5, graph_gap_us: 0.2, cuda_graphs: true}\n"
                                         "transports:\n"
                                         "  sm_copy: {latency_us: 1, efficiency: 0.5, cta_gbps: 10}\n"
@@ -165,37 +157,37 @@ TEST_CASE("launch, transports and GEMM HBM traffic load with their defaults and 
 
 TEST_CASE("loader error: bad launch, transport and topology fields name file, line and key", "[profile][errors][launch]") {
   const std::string base(kMinimal);  // 6 lines
-  CHECK(error_of(base + "launch: {gap_us: -1}\n") ==
+  CHECK(inline_profile_error(base + "launch: {gap_us: -1}\n") ==
         "scenarios/x.yaml:7: hardware.launch.gap_us: must be in [0, 1e+06] us (got -1): one second per step is far beyond any real kernel or link");
-  CHECK(error_of(base + "transports:\n  sm_copy: {efficiency: 1.5}\n") ==
+  CHECK(inline_profile_error(base + "transports:\n  sm_copy: {efficiency: 1.5}\n") ==
         "scenarios/x.yaml:8: hardware.transports.sm_copy.efficiency: must be a fraction in (0, 1] (got 1.5)");
-  CHECK(error_of(base + "transports:\n  nvlink: {latency_us: 1}\n").find("hardware.transports.nvlink: unknown key") !=
+  CHECK(inline_profile_error(base + "transports:\n  nvlink: {latency_us: 1}\n").find("hardware.transports.nvlink: unknown key") !=
         std::string::npos);
-  CHECK(error_of(base + "transports:\n  copy_engine: {cta_gbps: 3}\n")
+  CHECK(inline_profile_error(base + "transports:\n  copy_engine: {cta_gbps: 3}\n")
             .find("hardware.transports.copy_engine.cta_gbps: unknown key") != std::string::npos);
-  CHECK(error_of("gpu:\n  sm_count: 10\n  peak_tflops: {bf16: 500}\n  gemm_l2_reuse: 0.5\nfabric:\n  num_gpus: 4\n"
+  CHECK(inline_profile_error("gpu:\n  sm_count: 10\n  peak_tflops: {bf16: 500}\n  gemm_l2_reuse: 0.5\nfabric:\n  num_gpus: 4\n"
                  "  links: {nvlink: {bandwidth_gbps: 300}}\n") ==
         "scenarios/x.yaml:4: hardware.gpu.gemm_l2_reuse: must be in [1, 10000] (got 0.5): every operand byte is read at least once");
-  CHECK(error_of("gpu:\n  sm_count: 10\n  peak_tflops: {bf16: 500}\nfabric:\n  num_gpus: 4\n  virtual_link: d2d\n"
+  CHECK(inline_profile_error("gpu:\n  sm_count: 10\n  peak_tflops: {bf16: 500}\nfabric:\n  num_gpus: 4\n  virtual_link: d2d\n"
                  "  links: {nvlink: {bandwidth_gbps: 300}}\n") ==
         "scenarios/x.yaml:6: hardware.fabric.virtual_link: only allowed with topology: virtual");
-  CHECK(error_of("gpu:\n  sm_count: 10\n  peak_tflops: {bf16: 500}\nfabric:\n  topology: virtual\n  num_gpus: 4\n"
+  CHECK(inline_profile_error("gpu:\n  sm_count: 10\n  peak_tflops: {bf16: 500}\nfabric:\n  topology: virtual\n  num_gpus: 4\n"
                  "  links: {nvlink: {bandwidth_gbps: 300}}\n")
             .find("missing link class 'd2d'") != std::string::npos);
-  CHECK(error_of(base + "curves:\n  p2p.nvlink: {alpha_us: 1, beta_gbps: 3}\n  sm_copy.nvlink: {alpha_us: 1, beta_gbps: 3}\n")
+  CHECK(inline_profile_error(base + "curves:\n  p2p.nvlink: {alpha_us: 1, beta_gbps: 3}\n  sm_copy.nvlink: {alpha_us: 1, beta_gbps: 3}\n")
             .find("given twice") != std::string::npos);
 }
 
 TEST_CASE("virtual and rail-optimised topologies expand to the graphs they describe", "[profile][topology]") {
-  const HardwareProfile v = load_inline(
+  const HardwareProfile v = load_inline_profile(
       "gpu:\n  sm_count: 32\n  peak_tflops: {bf16: 500}\nfabric:\n  topology: virtual\n  num_gpus: 4\n"
       "  links: {d2d: {bandwidth_gbps: 1300}}\n");
   CHECK(v.fabric.nodes.size() == 5);  // 4 ranks + the GPU's memory system
-  const HardwareProfile h = load_inline(
+  const HardwareProfile h = load_inline_profile(
       "gpu:\n  sm_count: 32\n  peak_tflops: {bf16: 500}\nfabric:\n  topology: virtual\n  num_gpus: 2\n"
       "  virtual_link: host\n  links: {pcie: {bandwidth_gbps: 25}}\n");
   CHECK(h.fabric.nodes.size() == 5);  // 2 ranks, out, in, host
-  const HardwareProfile r = load_inline(
+  const HardwareProfile r = load_inline_profile(
       "gpu:\n  sm_count: 32\n  peak_tflops: {bf16: 500}\nfabric:\n  topology: multi_node\n  num_gpus: 16\n"
       "  gpus_per_node: 8\n  rails: true\n  links: {nvlink: {bandwidth_gbps: 450}, network: {bandwidth_gbps: 50}}\n");
   int rails = 0;
@@ -204,24 +196,24 @@ TEST_CASE("virtual and rail-optimised topologies expand to the graphs they descr
 }
 
 TEST_CASE("launch: a collective's host cost per primitive, the scalar for the others", "[profile][launch]") {
-  const HardwareProfile p = load_inline(std::string(kMinimal) +
+  const HardwareProfile p = load_inline_profile(std::string(kMinimal) +
                                         "launch: {collective_host_us: 10, collective_host_us_by_primitive: {all_reduce: 30, "
                                         "all_gather: 12.5}}\n");
   CHECK(p.launch.collective_host_ps(CollectivePrimitive::all_reduce) == 30'000'000);
   CHECK(p.launch.collective_host_ps(CollectivePrimitive::all_gather) == 12'500'000);
   CHECK(p.launch.collective_host_ps(CollectivePrimitive::reduce_scatter) == 10'000'000);
   // Under CUDA Graphs the host pays once per graph: nothing per collective.
-  const HardwareProfile g = load_inline(std::string(kMinimal) +
+  const HardwareProfile g = load_inline_profile(std::string(kMinimal) +
                                         "launch: {cuda_graphs: true, collective_host_us_by_primitive: {all_reduce: 30}}\n");
   CHECK(g.launch.collective_host_ps(CollectivePrimitive::all_reduce) == 0);
   // The JSON form carries the map.
   CHECK(profile_to_json(p)["launch"]["collective_host_us_by_primitive"]["all_reduce"] == 30.0);
-  CHECK_FALSE(profile_to_json(load_inline(kMinimal))["launch"].contains("collective_host_us_by_primitive"));
+  CHECK_FALSE(profile_to_json(load_inline_profile(kMinimal))["launch"].contains("collective_host_us_by_primitive"));
   // Bad input names the file, line and key.
-  CHECK(error_of(std::string(kMinimal) + "launch:\n  collective_host_us_by_primitive: {allreduce: 3}\n") ==
+  CHECK(inline_profile_error(std::string(kMinimal) + "launch:\n  collective_host_us_by_primitive: {allreduce: 3}\n") ==
         "scenarios/x.yaml:8: hardware.launch.collective_host_us_by_primitive.allreduce: unknown collective primitive "
         "(all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, reduce)");
-  CHECK(error_of(std::string(kMinimal) + "launch:\n  collective_host_us_by_primitive: {all_reduce: -2}\n").find(
+  CHECK(inline_profile_error(std::string(kMinimal) + "launch:\n  collective_host_us_by_primitive: {all_reduce: -2}\n").find(
             "scenarios/x.yaml:8: hardware.launch.collective_host_us_by_primitive.all_reduce: must be in") == 0);
-  CHECK(error_of(std::string(kMinimal) + "launch:\n  collective_host_us_by_primitive: 3\n").find("scenarios/x.yaml:8") == 0);
+  CHECK(inline_profile_error(std::string(kMinimal) + "launch:\n  collective_host_us_by_primitive: 3\n").find("scenarios/x.yaml:8") == 0);
 }

@@ -2,19 +2,16 @@
 // the shipped ones and the built-in names that alias them, and every refusal naming file and key.
 #include <catch2/catch.hpp>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "cost_model/input_error.hpp"
 #include "sim/model_config.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/temp_file.hpp"
+#include "tests/support/transformer_fixtures.hpp"
 #include "tools/cli.hpp"
 
-namespace fs = std::filesystem;
 using overlap::InputError;
 using overlap::sim::builtin_model_config;
 using overlap::sim::builtin_models;
@@ -25,28 +22,12 @@ namespace {
 using overlap::test::cli;
 using overlap::test::CliResult;
 
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / ("overlap-model-config-" + std::to_string(::getpid()));
-  Scratch() { fs::create_directories(dir); }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(dir / name) << text;
-    return (dir / name).string();
-  }
+// A config directory per test case, removed after it.
+struct Scratch : overlap::test::TempDir {
+  Scratch() : TempDir("model-config") {}
 };
 
-InputError read_error(const std::string& path) {
-  try {
-    (void)read_model_config(path);
-  } catch (const InputError& e) {
-    return e;
-  }
-  FAIL("expected an InputError");
-  return InputError("", 0, "", "");
-}
+using overlap::sim::test::model_config_error;
 
 const std::string kLlama = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
   "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "rope_theta": 500000.0})";
@@ -122,15 +103,15 @@ TEST_CASE("a config.json missing or misstating a field is refused naming the fil
   int i = 0;
   for (const auto& b : bad) {
     const std::string path = s.write("bad" + std::to_string(i++) + ".json", b.text);
-    const InputError e = read_error(path);
+    const InputError e = model_config_error(path);
     INFO(b.text);
     CHECK(e.file() == path);
     CHECK(e.key_path() == b.key);
     CHECK_THAT(e.message(), Catch::Contains(b.says));
   }
-  CHECK_THAT(read_error(s.write("trunc.json", R"({"hidden_size": 40)")).message(), Catch::Contains("not a model config.json"));
-  CHECK_THAT(read_error(s.write("list.json", "[1, 2]")).message(), Catch::Contains("must be an object"));
-  CHECK_THAT(std::string(read_error((s.dir / "absent.json").string()).what()), Catch::Contains("absent.json"));
+  CHECK_THAT(model_config_error(s.write("trunc.json", R"({"hidden_size": 40)")).message(), Catch::Contains("not a model config.json"));
+  CHECK_THAT(model_config_error(s.write("list.json", "[1, 2]")).message(), Catch::Contains("must be an object"));
+  CHECK_THAT(std::string(model_config_error(s.file("absent.json")).what()), Catch::Contains("absent.json"));
 }
 
 TEST_CASE("workload.model takes a built-in name or a config.json, and refuses parts it cannot model", "[scenario][model][cli]") {
@@ -166,7 +147,7 @@ TEST_CASE("workload.model takes a built-in name or a config.json, and refuses pa
   CHECK_THAT(mla.err, Catch::Contains("multi-head latent attention"));
   // A config missing a field: the scenario's model key and the config's file and key are named.
   s.write("broken.json", R"({"hidden_size": 4096})");
-  const CliResult broken = cli({"run", scen, "--set", "workload.model=" + (s.dir / "broken.json").string()});
+  const CliResult broken = cli({"run", scen, "--set", "workload.model=" + s.file("broken.json")});
   CHECK(broken.rc == 2);
   CHECK_THAT(broken.err, Catch::Contains("broken.json: intermediate_size: missing"));
 }

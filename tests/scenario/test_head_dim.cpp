@@ -5,10 +5,7 @@
 // backward with the backward's GEMMs twice the forward's, and what stays refused.
 #include <catch2/catch.hpp>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include "cost_model/input_error.hpp"
 #include "sim/backward_shapes.hpp"
@@ -20,10 +17,11 @@
 #include "tests/schemes/ideal_profile.hpp"
 #include "tests/support/cli_run.hpp"
 #include "tests/support/moe_fixtures.hpp"
+#include "tests/support/temp_file.hpp"
+#include "tests/support/transformer_fixtures.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -36,51 +34,20 @@ double flops_of(const RankGemm& g) {
 Workload qwen3(const std::string& name, int tp, int layers, std::int64_t seq) {
   const auto c = builtin_model_config(name);
   REQUIRE(c);
-  REQUIRE(c->moe);
-  Transformer t;
-  t.model = name;
-  t.layers = layers;
-  t.batch = 1;
-  t.seq = seq;
-  t.d_model = c->d_model;
-  t.d_ffn = c->d_ffn;
-  t.heads = c->heads;
-  t.kv_heads = c->kv_heads;
+  Transformer t = sim::test::moe_transformer_from_config(name, *c, tp, layers, seq);
   t.head_dim = c->head_dim;
-  t.moe = std::get<Moe>(sim::test::moe_workload(tp, c->moe->experts, c->moe->top_k, seq / tp, c->d_model, c->moe->expert_ffn).shape);
   t.dense_layers = c->moe->first_dense_layers;
-  return Workload{"transformer", tp, t};
+  return sim::test::transformer_on(t, tp);
 }
 
-Workload with_pass(Workload w, Pass p) {
-  w.training.pass = p;
-  return w;
-}
+using sim::test::with_pass;
 
 bool same(const RankGemm& a, const RankGemm& b) { return a.m == b.m && a.n == b.n && a.k == b.k && a.dtype == b.dtype; }
 
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / ("overlap-head-dim-" + std::to_string(::getpid()));
-  Scratch() { fs::create_directories(dir); }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(dir / name) << text;
-    return (dir / name).string();
-  }
+// A config directory per test case, removed after it.
+struct Scratch : overlap::test::TempDir {
+  Scratch() : TempDir("head-dim") {}
 };
-
-InputError read_error(const std::string& path) {
-  try {
-    (void)read_model_config(path);
-  } catch (const InputError& e) {
-    return e;
-  }
-  FAIL("expected an InputError");
-  return InputError("", 0, "", "");
-}
 
 // A Qwen3-MoE-like config.json with `extra` keys appended.
 std::string qwen_like(const std::string& extra) {
@@ -144,7 +111,7 @@ TEST_CASE("head_dim: Qwen3's MoE layer pattern is read where the transformer can
   for (const auto& b : bad) {
     INFO(b.extra);
     const std::string path = s.write("bad" + std::to_string(i++) + ".json", qwen_like(b.extra));
-    const InputError e = read_error(path);
+    const InputError e = sim::test::model_config_error(path);
     CHECK(e.file() == path);
     CHECK(e.key_path() == b.key);
     CHECK_THAT(e.message(), Catch::Contains(b.says));

@@ -86,10 +86,7 @@ TEST_CASE("async TP byte accounting on every workload it applies to", "[async_tp
   const SchemeInfo* s = find_scheme("async_tp");
   REQUIRE(s);
   const HardwareProfile hw = ideal_profile(4, 1000);
-  Workload mlp;
-  mlp.kind = "mlp_tpsp";
-  mlp.tp = 4;
-  mlp.shape = MlpTpSp{2048, 1024, 2048, true, DType::bf16};
+  Workload mlp = mlp_tpsp_workload(4, 2048, 1024, 2048);
   for (const Workload& w : {gemm_workload(3, Primitive::all_gather, 1536, 512, 512),
                             gemm_workload(4, Primitive::reduce_scatter, 2048, 512, 512), mlp}) {
     REQUIRE(s->applies(w));

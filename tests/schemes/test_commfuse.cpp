@@ -217,10 +217,7 @@ TEST_CASE("commfuse layers: MLP, attention (query-split / row-parallel), Ulysses
   const SchemeInfo* s = find_scheme("commfuse");
   REQUIRE(s);
   const HardwareProfile hw = ideal_profile(4, 1000);
-  Workload mlp;
-  mlp.kind = "mlp_tpsp";
-  mlp.tp = 4;
-  mlp.shape = MlpTpSp{2048, 1024, 2048, true, DType::bf16};
+  Workload mlp = mlp_tpsp_workload(4, 2048, 1024, 2048);
   Workload att;
   att.kind = "attention_tpsp";
   att.tp = 4;

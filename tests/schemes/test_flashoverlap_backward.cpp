@@ -22,6 +22,7 @@
 #include "sim/schemes/scheme.hpp"
 #include "sim/schemes/wave_groups.hpp"
 #include "sim/workload_shapes.hpp"
+#include "tests/support/transformer_fixtures.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
@@ -56,21 +57,7 @@ Workload attention_70b(Pass pass) {
 }
 
 Workload transformer_70b(int layers, Pass pass) {
-  Workload w;
-  w.kind = "transformer";
-  w.tp = 8;
-  Transformer t;
-  t.model = "custom";
-  t.layers = layers;
-  t.batch = 1;
-  t.seq = 4096;
-  t.d_model = 8192;
-  t.d_ffn = 28672;
-  t.heads = 64;
-  t.kv_heads = 8;
-  w.shape = t;
-  w.training.pass = pass;
-  return w;
+  return test::with_pass(test::transformer_on(test::custom_transformer(layers, 1, 4096, 8192, 28672, 64, 8), 8), pass);
 }
 
 SchemeResult evaluate_scheme(const std::string& scheme, const Workload& w, const nlohmann::json& params = nlohmann::json::object()) {

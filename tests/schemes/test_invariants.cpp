@@ -11,6 +11,7 @@
 #include "sim/schemes/graph_builder.hpp"
 #include "sim/schemes/scheme.hpp"
 #include "sim/workload_shapes.hpp"
+#include "tests/support/profile_fixtures.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
@@ -18,22 +19,9 @@ using namespace overlap::sim;
 namespace {
 
 HardwareProfile invariant_profile(int gpus) {
-  HardwareProfile h;
-  h.name = "h100-like";
-  h.gpu.sm_count = 132;
-  h.gpu.peak_tflops["bf16"] = 989;
+  HardwareProfile h = overlap::test::h100_like_profile("h100-like", gpus, 0.7);
   h.gpu.peak_tflops["fp16"] = 989;
-  h.gpu.peak_tflops["fp8"] = 1979;
-  h.gpu.gemm_efficiency = 0.8;
-  h.gpu.hbm_bandwidth_gbps = 3350;
-  h.gpu.hbm_efficiency = 0.9;
-  h.launch.host_us = 0;
-  h.launch.gap_us = 2.0;
   h.gpu.copy_engines = 3;
-  h.fabric.topology = "nvswitch";
-  h.fabric.num_gpus = gpus;
-  h.fabric.links["nvlink"] = LinkClass{"nvlink", 450, 0.7};
-  expand_topology(h.fabric);
   return h;
 }
 

@@ -8,37 +8,17 @@
 #include "sim/metrics.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "sim/schemes/scheme.hpp"
+#include "tests/schemes/ideal_profile.hpp"
+#include "tests/support/profile_fixtures.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
 
 namespace {
 
-HardwareProfile metrics_profile(int gpus) {
-  HardwareProfile h;
-  h.name = "metrics";
-  h.gpu.sm_count = 132;
-  h.gpu.peak_tflops["bf16"] = 989;
-  h.gpu.peak_tflops["fp8"] = 1979;
-  h.gpu.gemm_efficiency = 0.8;
-  h.gpu.hbm_bandwidth_gbps = 3350;
-  h.gpu.hbm_efficiency = 0.9;
-  h.launch.host_us = 0;
-  h.launch.gap_us = 2.0;
-  h.fabric.topology = "nvswitch";
-  h.fabric.num_gpus = gpus;
-  h.fabric.links["nvlink"] = LinkClass{"nvlink", 450, 0.5};
-  expand_topology(h.fabric);
-  return h;
-}
+HardwareProfile metrics_profile(int gpus) { return overlap::test::h100_like_profile("metrics", gpus, 0.5); }
 
-Workload gemm_workload(int tp, Primitive p) {
-  Workload w;
-  w.kind = "gemm_collective";
-  w.tp = tp;
-  w.shape = GemmCollective{4096, 4096, 4096, DType::bf16, p, false};
-  return w;
-}
+Workload gemm_workload(int tp, Primitive p) { return sim::test::gemm_workload(tp, p, 4096, 4096, 4096); }
 
 bool json_has_nan(const nlohmann::json& j) {
   if (j.is_number_float()) return !std::isfinite(j.get<double>());

@@ -20,6 +20,7 @@
 #include "sim/workload_shapes.hpp"
 #include "tests/schemes/ideal_profile.hpp"
 #include "tests/support/moe_fixtures.hpp"
+#include "tests/support/transformer_fixtures.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
@@ -36,47 +37,22 @@ Workload deepseek_v3(int tp, int layers, std::int64_t seq) {
   const auto c = builtin_model_config("deepseek-v3");
   REQUIRE(c);
   REQUIRE(c->mla);
-  REQUIRE(c->moe);
-  Transformer t;
-  t.model = "deepseek-v3";
-  t.layers = layers;
-  t.batch = 1;
-  t.seq = seq;
-  t.d_model = c->d_model;
-  t.d_ffn = c->d_ffn;
-  t.heads = c->heads;
-  t.kv_heads = c->kv_heads;
-  Moe m = std::get<Moe>(test::moe_workload(tp, c->moe->experts, c->moe->top_k, seq / tp, c->d_model, c->moe->expert_ffn).shape);
-  m.shared_experts = c->moe->shared_experts;
-  t.moe = m;
+  Transformer t = test::moe_transformer_from_config("deepseek-v3", *c, tp, layers, seq);
+  t.moe->shared_experts = c->moe->shared_experts;
   t.dense_layers = std::min(layers, c->moe->first_dense_layers);
   t.mla = c->mla;
-  return Workload{"transformer", tp, t};
+  return test::transformer_on(t, tp);
 }
 
 // A small MLA MoE transformer whose every GEMM dimension is a multiple of 128 at tp 4: 8192 tokens of
 // width 1024, 16 heads, q latent 256, kv latent 256 (+ RoPE 128: kv_down N = 384), nope 128, v 128.
 Workload small_mla(int layers, int dense, std::int64_t q_lora = 256) {
-  Transformer t;
-  t.model = "custom";
-  t.layers = layers;
-  t.batch = 2;
-  t.seq = 4096;
-  t.d_model = 1024;
-  t.d_ffn = 2048;
-  t.heads = 16;
-  t.kv_heads = 16;
-  t.moe = std::get<Moe>(test::moe_workload(4, 8, 2, t.batch * t.seq / 4, t.d_model, 256).shape);
-  t.dense_layers = dense;
+  Transformer t = test::with_moe(test::custom_transformer(layers, 2, 4096, 1024, 2048, 16, 16), 4, 8, 2, 256, dense);
   t.mla = LatentAttention{q_lora, 256, 128, 128, 128};
-  return Workload{"transformer", 4, t};
+  return test::transformer_on(t, 4);
 }
 
-Workload with_pass(Workload w, Pass p, Recompute r = Recompute::none) {
-  w.training.pass = p;
-  w.training.recompute = r;
-  return w;
-}
+using test::with_pass;
 
 }  // namespace
 

@@ -16,6 +16,7 @@
 #include "sim/workload_shapes.hpp"
 #include "tests/schemes/ideal_profile.hpp"
 #include "tests/support/moe_fixtures.hpp"
+#include "tests/support/transformer_fixtures.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
@@ -24,20 +25,8 @@ namespace {
 
 // A MoE transformer of `layers` layers over tp ranks (ep = tp), the first `dense` of them dense.
 Workload moe_transformer(int tp, int layers, int dense, MoeRoutingSpec routing = {}, int shared = 0) {
-  Transformer t;
-  t.model = "custom";
-  t.layers = layers;
-  t.batch = 2;
-  t.seq = 1024;
-  t.d_model = 1024;
-  t.d_ffn = 2048;
-  t.heads = 16;
-  t.kv_heads = 4;
-  Moe m = std::get<Moe>(test::moe_workload(tp, 8, 2, t.batch * t.seq / tp, t.d_model, 512, routing).shape);
-  m.shared_experts = shared;
-  t.moe = m;
-  t.dense_layers = dense;
-  return Workload{"transformer", tp, t};
+  return test::transformer_on(
+      test::with_moe(test::custom_transformer(layers, 2, 1024, 1024, 2048, 16, 4), tp, 8, 2, 512, dense, routing, shared), tp);
 }
 
 // The blocks of one layer as the workloads no_overlap builds on their own.

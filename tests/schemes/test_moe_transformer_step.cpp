@@ -21,6 +21,7 @@
 #include "sim/workload_shapes.hpp"
 #include "tests/schemes/ideal_profile.hpp"
 #include "tests/support/moe_fixtures.hpp"
+#include "tests/support/transformer_fixtures.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
@@ -31,27 +32,12 @@ namespace {
 // tokens of width 1024 (16 heads, 4 KV heads), `experts` experts of FFN width 256, top `top_k`.
 Workload moe_transformer(int tp, int layers, int dense, MoeRoutingSpec routing = {}, int shared = 0, int experts = 8,
                          int top_k = 2) {
-  Transformer t;
-  t.model = "custom";
-  t.layers = layers;
-  t.batch = 2;
-  t.seq = 4096;
-  t.d_model = 1024;
-  t.d_ffn = 2048;
-  t.heads = 16;
-  t.kv_heads = 4;
-  Moe m = std::get<Moe>(test::moe_workload(tp, experts, top_k, t.batch * t.seq / tp, t.d_model, 256, routing).shape);
-  m.shared_experts = shared;
-  t.moe = m;
-  t.dense_layers = dense;
-  return Workload{"transformer", tp, t};
+  return test::transformer_on(
+      test::with_moe(test::custom_transformer(layers, 2, 4096, 1024, 2048, 16, 4), tp, experts, top_k, 256, dense, routing, shared),
+      tp);
 }
 
-Workload with_pass(Workload w, Pass p, Recompute r = Recompute::none) {
-  w.training.pass = p;
-  w.training.recompute = r;
-  return w;
-}
+using test::with_pass;
 
 Workload attention_alone(const Workload& w) {
   return Workload{"attention_tpsp", w.tp, transformer_attention(std::get<Transformer>(w.shape)), w.training};

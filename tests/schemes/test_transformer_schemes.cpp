@@ -18,6 +18,7 @@
 #include "sim/schemes/graph_builder.hpp"
 #include "sim/schemes/scheme.hpp"
 #include "sim/workload_shapes.hpp"
+#include "tests/support/transformer_fixtures.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
@@ -27,42 +28,13 @@ namespace {
 
 constexpr int kTp = 4;
 
-Transformer small_model(int layers) {
-  Transformer t;
-  t.model = "custom";
-  t.layers = layers;
-  t.batch = 1;
-  t.seq = 2048;
-  t.d_model = 1024;
-  t.d_ffn = 2048;
-  t.heads = 8;
-  t.kv_heads = 2;
-  return t;
-}
+Transformer small_model(int layers) { return custom_transformer(layers, 1, 2048, 1024, 2048, 8, 2); }
 
-Workload transformer_workload(int layers) {
-  Workload w;
-  w.kind = "transformer";
-  w.tp = kTp;
-  w.shape = small_model(layers);
-  return w;
-}
+Workload transformer_workload(int layers) { return transformer_on(small_model(layers), kTp); }
 
-Workload attention_workload() {
-  Workload w;
-  w.kind = "attention_tpsp";
-  w.tp = kTp;
-  w.shape = transformer_attention(small_model(1));
-  return w;
-}
+Workload attention_workload() { return Workload{"attention_tpsp", kTp, transformer_attention(small_model(1))}; }
 
-Workload mlp_workload() {
-  Workload w;
-  w.kind = "mlp_tpsp";
-  w.tp = kTp;
-  w.shape = transformer_mlp(small_model(1));
-  return w;
-}
+Workload mlp_workload() { return Workload{"mlp_tpsp", kTp, transformer_mlp(small_model(1))}; }
 
 const nlohmann::json& no_params() {
   static const nlohmann::json none = nlohmann::json::object();
@@ -95,15 +67,21 @@ double layer_flops_per_rank() {
   return gemm(a.qkv) + a.attention_flops + gemm(a.out) + gemm(m.col) + gemm(m.row);
 }
 
-std::vector<std::string> composed_schemes() { return {"async_tp", "commfuse"}; }
+// The schemes that compose layers, each found in the registry (the test fails on one it does not find).
+std::vector<const SchemeInfo*> composed_schemes() {
+  std::vector<const SchemeInfo*> out;
+  for (const char* name : {"async_tp", "commfuse"}) {
+    out.push_back(find_scheme(name));
+    REQUIRE(out.back());
+  }
+  return out;
+}
 
 }  // namespace
 
 TEST_CASE("async_tp and commfuse apply to a transformer", "[transformer][async_tp][commfuse]") {
-  for (const std::string& name : composed_schemes()) {
-    const SchemeInfo* s = find_scheme(name);
-    REQUIRE(s);
-    INFO(name);
+  for (const SchemeInfo* s : composed_schemes()) {
+    INFO(s->name);
     CHECK(s->applies(transformer_workload(3)));
     Workload one_rank = transformer_workload(3);
     one_rank.tp = 1;
@@ -114,10 +92,8 @@ TEST_CASE("async_tp and commfuse apply to a transformer", "[transformer][async_t
 TEST_CASE("a 3-layer transformer moves 3x one layer's bytes, one layer what attention + MLP move",
           "[transformer][bytes]") {
   const HardwareProfile hw = ideal_profile(kTp, 1000);
-  for (const std::string& name : composed_schemes()) {
-    const SchemeInfo* s = find_scheme(name);
-    REQUIRE(s);
-    INFO(name);
+  for (const SchemeInfo* s : composed_schemes()) {
+    INFO(s->name);
     const BuiltScheme three = build(*s, transformer_workload(3), hw);
     const BuiltScheme one = build(*s, transformer_workload(1), hw);
     const BuiltScheme att = build(*s, attention_workload(), hw);
@@ -144,10 +120,8 @@ TEST_CASE("a 3-layer transformer's compute-only time: at most 3x one layer's blo
   REQUIRE(hw.gpu.gemm_tile_us == 1.0);
   const double peak_flop_per_ps = hw.gpu.sm_count * 2.0 * 128 * 128 * 1024 / 1e6;
   const double flops = 3 * layer_flops_per_rank();
-  for (const std::string& name : composed_schemes()) {
-    const SchemeInfo* s = find_scheme(name);
-    REQUIRE(s);
-    INFO(name);
+  for (const SchemeInfo* s : composed_schemes()) {
+    INFO(s->name);
     const Ps three = compute_only(*s, transformer_workload(3), hw);
     const Ps blocks = compute_only(*s, attention_workload(), hw) + compute_only(*s, mlp_workload(), hw);
     CHECK(three <= 3 * blocks);
@@ -160,10 +134,8 @@ TEST_CASE("a 3-layer transformer's compute-only time: at most 3x one layer's blo
 TEST_CASE("a 3-layer transformer's latency is at least its bound, the port time of every layer's bytes",
           "[transformer][bound]") {
   const HardwareProfile hw = ideal_profile(kTp, 200);  // slow links: the port bound exceeds compute
-  for (const std::string& name : composed_schemes()) {
-    const SchemeInfo* s = find_scheme(name);
-    REQUIRE(s);
-    INFO(name);
+  for (const SchemeInfo* s : composed_schemes()) {
+    INFO(s->name);
     const BuiltScheme three = build(*s, transformer_workload(3), hw);
     const BuiltScheme one = build(*s, transformer_workload(1), hw);
     const BuiltScheme mlp = build(*s, mlp_workload(), hw);
@@ -181,10 +153,8 @@ TEST_CASE("a 3-layer transformer's latency is at least its bound, the port time 
 TEST_CASE("on fast links a 3-layer transformer takes 3x one layer, and one layer attention + MLP",
           "[transformer][composition]") {
   const HardwareProfile hw = ideal_profile(kTp, 1e6);  // communication takes (almost) nothing
-  for (const std::string& name : composed_schemes()) {
-    const SchemeInfo* s = find_scheme(name);
-    REQUIRE(s);
-    INFO(name);
+  for (const SchemeInfo* s : composed_schemes()) {
+    INFO(s->name);
     const Ps one = latency(*s, transformer_workload(1), hw);
     const Ps three = latency(*s, transformer_workload(3), hw);
     const Ps blocks = latency(*s, attention_workload(), hw) + latency(*s, mlp_workload(), hw);
@@ -195,10 +165,8 @@ TEST_CASE("on fast links a 3-layer transformer takes 3x one layer, and one layer
 
 TEST_CASE("layer l+1 starts on each rank only after layer l has ended there", "[transformer][order]") {
   const HardwareProfile hw = ideal_profile(kTp, 300);
-  for (const std::string& name : composed_schemes()) {
-    const SchemeInfo* s = find_scheme(name);
-    REQUIRE(s);
-    INFO(name);
+  for (const SchemeInfo* s : composed_schemes()) {
+    INFO(s->name);
     const BuiltScheme b = build(*s, transformer_workload(3), hw);
     const Timeline tl = run(b.graph, make_node(hw, kTp));
     for (int rank = 0; rank < kTp; ++rank)

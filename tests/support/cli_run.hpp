@@ -1,6 +1,6 @@
 #pragma once
 // What the command-line tests share: the program run in-process (tools/cli.hpp run_cli), with its exit
-// status and both streams.
+// status and both streams, and a small scenario to run it on.
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,6 +24,25 @@ inline CliResult cli(const std::vector<std::string>& args) {
   r.out = out.str();
   r.err = err.str();
   return r;
+}
+
+// A small, fast scenario: one GEMM + `primitive` on 4 of the H100s, up to its `schemes:` line (the
+// caller lists the schemes). Its lines, which the refusal tests cite by number:
+//   1 hardware: h100-sxm-8x-nvswitch   4 tp: 4      7 k: 2048
+//   2 workload:                        5 m: 2048    8 primitive: <primitive>
+//   3 kind: gemm_collective            6 n: 4096    9 schemes:
+inline std::string gemm_collective_scenario(const std::string& primitive) {
+  return "hardware: h100-sxm-8x-nvswitch\n"
+         "workload:\n"
+         "  kind: gemm_collective\n"
+         "  tp: 4\n"
+         "  m: 2048\n"
+         "  n: 4096\n"
+         "  k: 2048\n"
+         "  primitive: " +
+         primitive +
+         "\n"
+         "schemes:\n";
 }
 
 }  // namespace overlap::test

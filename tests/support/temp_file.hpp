@@ -41,6 +41,11 @@ struct TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   std::string file(const std::string& name) const { return (path / name).string(); }
+  // Writes `text` to the file `name` inside and returns its path.
+  std::string write(const std::string& name, const std::string& text) const {
+    write_text(file(name), text);
+    return file(name);
+  }
   // The names directly inside, sorted (what a command left behind).
   std::vector<std::string> entries() const {
     std::vector<std::string> names;

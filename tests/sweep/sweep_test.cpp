@@ -24,11 +24,7 @@ using namespace overlap;
 
 namespace {
 
-using overlap::test::cli;
-using overlap::test::CliResult;
-using overlap::test::TempDir;
-using overlap::test::read_text;
-using overlap::test::write_text;
+using namespace overlap::test;  // cli, CliResult, TempDir, read_text, write_text
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
