@@ -111,10 +111,12 @@ std::int64_t tokens_of(const YamlReader& w, const std::string& batch_key, const 
   return tokens;
 }
 
+// `value_name`: what the value is when it is not the key's own (the experts, when the key is ep).
 void require_divides(const YamlReader& w, const std::string& key, std::int64_t value, std::int64_t divisor,
-                     const std::string& divisor_text) {
+                     const std::string& divisor_text, const std::string& value_name = "") {
   if (divisor > 0 && value % divisor != 0)
-    w.fail_at(key, fmt::format("{} is not divisible by {}", value, divisor_text));
+    w.fail_at(key, fmt::format("{}{} is not divisible by {}", value_name.empty() ? "" : value_name + " = ", value,
+                               divisor_text));
 }
 
 // Which parts of a model a workload kind builds: a model whose part is not modelled (experts, latent
@@ -196,8 +198,11 @@ std::optional<std::int64_t> from(const std::optional<Transformer>& m, T Transfor
 void check_heads(const YamlReader& w, std::int64_t d_model, std::int64_t heads, std::int64_t kv_heads, int tp,
                  std::int64_t head_dim = 0) {
   if (head_dim == 0)
-    require_divides(w, "heads", d_model, heads, fmt::format("heads = {} (d_model must be a multiple of heads)", heads));
-  if (kv_heads > 0) require_divides(w, "kv_heads", heads, kv_heads, fmt::format("kv_heads = {} (heads must be a multiple of kv_heads)", kv_heads));
+    require_divides(w, "heads", d_model, heads, fmt::format("heads = {} (d_model must be a multiple of heads)", heads),
+                    "d_model");
+  if (kv_heads > 0)
+    require_divides(w, "kv_heads", heads, kv_heads,
+                    fmt::format("kv_heads = {} (heads must be a multiple of kv_heads)", kv_heads), "heads");
   require_divides(w, "heads", heads, tp, fmt::format("tp = {} (TP shards the heads)", tp));
 }
 
@@ -321,7 +326,8 @@ AttentionTpSp read_attention_tpsp(const YamlReader& w, int tp) {
   a.causal = w.get_bool("causal", true);
   a.dtype = read_dtype(w, "dtype", DType::bf16);
   check_heads(w, a.d_model, a.heads, a.kv_heads, tp, a.head_dim);
-  require_divides(w, "seq", a.batch * a.seq, tp, tp_text + " (sequence parallelism shards batch x seq tokens)");
+  require_divides(w, "seq", a.batch * a.seq, tp, tp_text + " (sequence parallelism shards batch x seq tokens)",
+                  "batch x seq");
   return a;
 }
 
@@ -412,7 +418,8 @@ Moe read_moe(const YamlReader& w, int max_ranks) {
   const std::int64_t ep = w.get_int_in("ep", ranges::tp);
   if (ep > max_ranks) w.fail_at("ep", fmt::format("{} EP ranks, but the hardware has {} GPUs", ep, max_ranks));
   m.ep = static_cast<int>(ep);
-  require_divides(w, "ep", m.experts, m.ep, fmt::format("ep = {} (every EP rank holds experts / ep experts)", m.ep));
+  require_divides(w, "ep", m.experts, m.ep, fmt::format("ep = {} (every EP rank holds experts / ep experts)", m.ep),
+                  "experts");
   m.d_model = w.get_int_in("d_model", ranges::width);
   m.d_ffn_expert = w.get_int_in("d_ffn_expert", ranges::width);
   // Expert TP (docs/guide/moe.md "Expert tensor parallelism"): ep x expert_tp GPUs, ETP innermost.
@@ -422,8 +429,7 @@ Moe read_moe(const YamlReader& w, int max_ranks) {
                                        ep * expert_tp, max_ranks));
   m.expert_tp = static_cast<int>(expert_tp);
   require_divides(w, "expert_tp", m.d_ffn_expert, m.expert_tp,
-                  fmt::format("expert_tp = {} (d_ffn_expert = {}: each expert's FFN is split expert_tp ways)",
-                              m.expert_tp, m.d_ffn_expert));
+                  fmt::format("expert_tp = {} (each expert's FFN is split expert_tp ways)", m.expert_tp), "d_ffn_expert");
   m.tokens = w.get_int_in("tokens", ranges::tokens);
   m.shared_experts = static_cast<int>(w.get_int_in("shared_experts", ranges::shared_experts, 0));
   m.dtype = read_dtype(w, "dtype", DType::bf16);
@@ -466,7 +472,8 @@ void read_transformer_moe(const YamlReader& w, int tp, const std::optional<Moe>&
   // The EP group folded onto the TP group (Megatron-core MoE parallel folding): ep = tp.
   m.ep = tp;
   require_divides(w, w.has("experts") ? "experts" : "tp", m.experts, tp,
-                  fmt::format("tp = {} (the EP group is the TP group: every rank holds experts / tp experts)", tp));
+                  fmt::format("tp = {} (the EP group is the TP group: every rank holds experts / tp experts)", tp),
+                  w.has("experts") ? "" : "experts");
   m.d_model = t.d_model;
   m.tokens = t.batch * t.seq / tp;  // each rank's sequence-parallel shard
   m.dtype = t.dtype;
@@ -496,7 +503,8 @@ Transformer read_transformer(const YamlReader& w, int tp) {
   t.dtype = read_dtype(w, "dtype", DType::bf16);
   check_heads(w, t.d_model, t.heads, t.kv_heads, tp, t.head_dim);
   require_divides(w, "d_ffn", t.d_ffn, tp, tp_text + " (TP shards the FFN width)");
-  require_divides(w, "seq", t.batch * t.seq, tp, tp_text + " (sequence parallelism shards batch x seq tokens)");
+  require_divides(w, "seq", t.batch * t.seq, tp, tp_text + " (sequence parallelism shards batch x seq tokens)",
+                  "batch x seq");
   read_transformer_moe(w, tp, model ? model->moe : std::nullopt, model ? model->dense_layers : 0, t);
   if (model) t.mla = model->mla;  // read_model admits MLA with a MoE model only
   if (t.mla && w.has("head_dim"))

@@ -83,6 +83,11 @@ TEST_CASE("moe: bad inputs exit 2 naming file, line and key", "[moe][cli]") {
   MoeDir dir;
   refused(dir, scenario("8", "9"), "workload.top_k", 6);      // top_k > experts
   refused(dir, scenario("8", "2", "3"), "workload.ep", 7);    // ep does not divide experts
+  // The message names what is divided: the experts, not ep's own value.
+  const CliResult ep = cli({"run", dir.write("s.yaml", scenario("8", "2", "3"))});
+  CHECK(ep.err.find("experts = 8 is not divisible by ep = 3") != std::string::npos);
+  const CliResult etp = cli({"run", dir.write("s.yaml", scenario("8", "2", "2", "  expert_tp: 3\n"))});
+  CHECK(etp.err.find("d_ffn_expert = 512 is not divisible by expert_tp = 3") != std::string::npos);
   refused(dir, scenario("16", "2", "16"), "workload.ep", 7);  // more EP ranks than GPUs (8)
   refused(dir, scenario("8", "2", "4", "  capacity_factor: 0\n"), "workload.capacity_factor", 11);
   refused(dir, scenario("8", "2", "4", "  capacity_factor: -1\n"), "workload.capacity_factor", 11);
