@@ -13,7 +13,6 @@
 namespace overlap {
 namespace {
 
-Bytes ceil_div(Bytes a, Bytes b) { return (a + b - 1) / b; }
 
 int check_matrix(const PairBytes& bytes) {
   const std::size_t n = bytes.size();

@@ -10,11 +10,11 @@ namespace overlap {
 
 namespace {
 
-using P = CollectivePrimitive;
+using Prim = CollectivePrimitive;
 constexpr std::array kPrimitiveNames{
-    std::pair{P::all_reduce, "all_reduce"}, std::pair{P::reduce_scatter, "reduce_scatter"},
-    std::pair{P::all_gather, "all_gather"}, std::pair{P::all_to_all, "all_to_all"},
-    std::pair{P::broadcast, "broadcast"},   std::pair{P::reduce, "reduce"}};
+    std::pair{Prim::all_reduce, "all_reduce"}, std::pair{Prim::reduce_scatter, "reduce_scatter"},
+    std::pair{Prim::all_gather, "all_gather"}, std::pair{Prim::all_to_all, "all_to_all"},
+    std::pair{Prim::broadcast, "broadcast"},   std::pair{Prim::reduce, "reduce"}};
 static_assert(rows_in_enum_order(kPrimitiveNames));
 
 }  // namespace

@@ -11,7 +11,6 @@
 namespace overlap {
 namespace {
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 const GemmProfileEntry* find_calibrated(const HardwareProfile& p, const GemmShape& s) {
   for (const auto& e : p.gemm_profiles) {

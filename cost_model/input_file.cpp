@@ -21,7 +21,7 @@ struct Fd {
   }
 };
 
-std::string kind_of(mode_t mode) {
+std::string file_kind_text(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISCHR(mode)) return "a character device";
   if (S_ISBLK(mode)) return "a block device";
@@ -53,7 +53,7 @@ std::optional<std::string> read_impl(const std::string& path, const std::string&
   }
   const auto check = [&](const struct stat& s) {
     if (!S_ISREG(s.st_mode))
-      refuse(path, "is " + kind_of(s.st_mode) + "; a " + label(what) + " must be a regular file");
+      refuse(path, "is " + file_kind_text(s.st_mode) + "; a " + label(what) + " must be a regular file");
     if (s.st_size > max_bytes)
       refuse(path, "is " + std::to_string(static_cast<long long>(s.st_size)) + " bytes; a " + label(what) +
                        " file may have at most " + mib(max_bytes));

@@ -12,6 +12,7 @@
 
 #include "cost_model/input_error.hpp"
 #include "cost_model/input_file.hpp"
+#include "cost_model/text.hpp"
 #include "cost_model/units.hpp"
 #include "cost_model/yaml_reader.hpp"
 
@@ -19,14 +20,6 @@ namespace overlap {
 namespace {
 
 using Kind = MoeRoutingSpec::Kind;
-
-std::string trim(const std::string& s) {
-  std::size_t b = 0;
-  std::size_t e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
 
 // Rounds quotas q_e (summing to `total`, each >= 0) to integers summing to `total`: floors, then one
 // more to the largest fractional parts; ties go in the order e = start, start+1, ... (mod E). Experts

@@ -9,7 +9,6 @@ namespace {
 using Ranks = std::vector<std::vector<CollectiveStep>>;
 using A = NcclAlgorithm;
 
-int mod(int a, int n) { return ((a % n) + n) % n; }
 
 void add_step(Ranks& ranks) {
   for (auto& r : ranks) r.push_back(CollectiveStep{});
@@ -34,7 +33,7 @@ void ring_phase(Ranks& ranks, Bytes total, bool reduce) {
   const int n = static_cast<int>(ranks.size());
   for (int s = 0; s < n - 1; ++s) {
     add_step(ranks);
-    for (int r = 0; r < n; ++r) send(ranks, r, mod(r + 1, n), chunk_bytes(total, n, mod(r - s, n)), reduce);
+    for (int r = 0; r < n; ++r) send(ranks, r, wrap_mod(r + 1, n), chunk_bytes(total, n, wrap_mod(r - s, n)), reduce);
   }
 }
 
@@ -46,7 +45,7 @@ void direct_phase(Ranks& ranks, Bytes total, int kind) {
   add_step(ranks);
   for (int r = 0; r < n; ++r)
     for (int i = 1; i < n; ++i) {
-      const int to = mod(r + i, n);
+      const int to = wrap_mod(r + i, n);
       send(ranks, r, to, chunk_bytes(total, n, kind == 1 ? r : to), kind == 0);
     }
 }
@@ -57,7 +56,7 @@ void pairwise_all_to_all(Ranks& ranks, Bytes total) {
   for (int i = 1; i < n; ++i) {
     add_step(ranks);
     for (int r = 0; r < n; ++r) {
-      const int to = mod(r + i, n);
+      const int to = wrap_mod(r + i, n);
       send(ranks, r, to, chunk_bytes(total, n, to), false);
     }
   }
@@ -139,11 +138,11 @@ void pat(Ranks& ranks, CollectivePrimitive p, Bytes total) {
     for (int r = 0; r < n; ++r) {
       Bytes b = 0;
       if (ag) {
-        for (int i = 0; i < cnt; ++i) b += chunk_bytes(total, n, mod(r + i, n));
-        send(ranks, r, mod(r - d, n), b, false);
+        for (int i = 0; i < cnt; ++i) b += chunk_bytes(total, n, wrap_mod(r + i, n));
+        send(ranks, r, wrap_mod(r - d, n), b, false);
       } else {
-        for (int i = 0; i < cnt; ++i) b += chunk_bytes(total, n, mod(r + d + i, n));
-        send(ranks, r, mod(r + d, n), b, true);
+        for (int i = 0; i < cnt; ++i) b += chunk_bytes(total, n, wrap_mod(r + d + i, n));
+        send(ranks, r, wrap_mod(r + d, n), b, true);
       }
     }
   }

@@ -9,6 +9,7 @@
 #include "cost_model/input_error.hpp"
 #include "cost_model/input_file.hpp"
 #include "cost_model/json_lines.hpp"
+#include "cost_model/text.hpp"
 
 namespace overlap {
 namespace {
@@ -31,13 +32,6 @@ bool parse_int64(const std::string& s, std::int64_t& out) {
   char* end = nullptr;
   out = std::strtoll(s.c_str(), &end, 10);
   return end != s.c_str() && *end == '\0';
-}
-
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  const auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
 }
 
 // The value of NCCL_PROTO / NCCL_ALGO in a line: "NCCL_X set by environment to V" (NCCL_DEBUG=INFO)

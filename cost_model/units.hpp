@@ -53,6 +53,11 @@ inline std::int64_t checked_mul(std::int64_t a, std::int64_t b) {
   return out;
 }
 
+// ceil(a / b) for a >= 0, b > 0: tiles, waves, chunks and pieces of a size.
+inline constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+// a mod n in [0, n) for any a (C++'s % keeps the sign of a): ring positions rank - step.
+inline constexpr int wrap_mod(int a, int n) { return ((a % n) + n) % n; }
+
 // Rounds to the nearest picosecond.
 inline Ps ps_from_us(double us) { return checked_ps(std::round(us * 1e6)); }
 inline double us_from_ps(Ps ps) { return static_cast<double>(ps) / 1e6; }  // division: exact decimals print cleanly

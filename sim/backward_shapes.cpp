@@ -8,14 +8,14 @@
 
 namespace overlap::sim {
 
+RankGemm dgrad_of(const RankGemm& f) { return RankGemm{f.m, f.k, f.n, f.dtype}; }
+RankGemm wgrad_of(const RankGemm& f) { return RankGemm{f.k, f.n, f.m, f.dtype}; }
+
 namespace {
 
 // FlashAttention-2 (Dao, 2023, Sec. 3.1.2 and the FLOP count of Sec. 4.1): the backward runs five
 // matmuls per block against the forward's two (it recomputes the scores), 2.5 times the forward's FLOPs.
 constexpr double kAttentionBackwardFactor = 2.5;
-
-RankGemm dgrad_of(const RankGemm& f) { return RankGemm{f.m, f.k, f.n, f.dtype}; }
-RankGemm wgrad_of(const RankGemm& f) { return RankGemm{f.k, f.n, f.m, f.dtype}; }
 
 double gemm_flops(const RankGemm& g) {
   return 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);

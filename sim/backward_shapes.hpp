@@ -35,6 +35,10 @@ std::vector<Block> layer_blocks(const Workload& w);
 // Layers the blocks repeat over (transformer: its layers; else 1).
 int layer_count(const Workload& w);
 
+// The backward GEMMs of a forward M x N x K GEMM: dgrad M x K x N, wgrad K x N x M.
+RankGemm dgrad_of(const RankGemm& forward);
+RankGemm wgrad_of(const RankGemm& forward);
+
 struct LinearBackward {
   std::string name;  // the forward GEMM's name: "fc2", "qkv", ...
   // The collective that brings dY in before dgrad (row-parallel: all_gather; after a forward

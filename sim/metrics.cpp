@@ -25,14 +25,14 @@ namespace {
 
 // Bytes a run moved between each pair of the graph's ranks (what check_bytes compares), and the first
 // transfer between ranks outside the graph, if any (a bug check_bytes reports).
-struct PairBytes {
+struct RankPairBytes {
   std::vector<std::vector<Bytes>> moved;
   std::optional<std::pair<int, int>> outside;
 };
 
-PairBytes pair_bytes(const TaskGraph& g, const Timeline& tl) {
+RankPairBytes pair_bytes(const TaskGraph& g, const Timeline& tl) {
   const int n = g.num_ranks();
-  PairBytes out;
+  RankPairBytes out;
   out.moved.assign(static_cast<std::size_t>(n), std::vector<Bytes>(static_cast<std::size_t>(n), 0));
   for (const TransferRecord& t : tl.transfers) {
     // Local HBM traffic and legs to or from a switch (NVLS) are not traffic between two ranks. The
@@ -51,7 +51,7 @@ PairBytes pair_bytes(const TaskGraph& g, const Timeline& tl) {
 
 // Byte accounting (design.md "Scheme library"): what crossed the fabric between every pair of ranks
 // must equal what the workload's collectives need. A mismatch is a bug in a scheme or the engine.
-void check_bytes(const BuiltScheme& built, const PairBytes& seen, const std::string& what) {
+void check_bytes(const BuiltScheme& built, const RankPairBytes& seen, const std::string& what) {
   const int n = built.graph.num_ranks();
   const auto& req = built.required_bytes;
   if (static_cast<int>(req.size()) != n)
@@ -150,7 +150,7 @@ struct SchemeRuns {
   std::vector<Ps> sm_busy_ps, copy_engine_busy_ps;
   int peak_comm_sms = 0;
   CollectiveSpans collective_spans;
-  PairBytes pairs;
+  RankPairBytes pairs;
   Ps compute_only_ps = 0, compute_only_forward_ps = 0;
   Ps comm_alone_ps = 0;
   Ps without_tp_ps = -1, without_dp_ps = -1;

@@ -51,7 +51,7 @@ bool condition_holds(const SchemeInfo& scheme, const nlohmann::json& config, con
   return knob_text(scheme, config, key) == value;
 }
 
-std::string params_text(const nlohmann::json& params) {
+std::string knobs_text(const nlohmann::json& params) {
   if (!params.is_object() || params.empty()) return "defaults";
   std::string out;
   for (auto it = params.begin(); it != params.end(); ++it)
@@ -63,7 +63,7 @@ std::string params_text(const nlohmann::json& params) {
 // "workload." ("chunks=4 parallel.bucket_mb=100": the table's column stays narrow; the JSON's
 // "workload" object names them in full); "defaults" when it sets neither.
 std::string config_text(const SchemeTuneCandidate& c) {
-  std::string out = c.params.is_object() && !c.params.empty() ? params_text(c.params) : std::string();
+  std::string out = c.params.is_object() && !c.params.empty() ? knobs_text(c.params) : std::string();
   if (c.workload.is_object())
     for (auto it = c.workload.begin(); it != c.workload.end(); ++it)
       out += (out.empty() ? "" : " ") + it.key() + "=" + it->dump();
@@ -288,13 +288,13 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
         return;
       }
       throw InputError(sc.file, 0, "schemes." + s.name,
-                       fmt::format("{} with {}: {}", s.name, params_text(params), e.message()));
+                       fmt::format("{} with {}: {}", s.name, knobs_text(params), e.message()));
     } catch (const std::invalid_argument& e) {
       if (from_grid) {
         refused[i] = e.what();
         return;
       }
-      throw InputError(sc.file, 0, "schemes." + s.name, fmt::format("{} with {}: {}", s.name, params_text(params), e.what()));
+      throw InputError(sc.file, 0, "schemes." + s.name, fmt::format("{} with {}: {}", s.name, knobs_text(params), e.what()));
     }
   });
   r.baseline_ps = latency.back();
@@ -393,10 +393,9 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
 
 namespace {
 
-double us(Ps ps) { return static_cast<double>(ps) / 1e6; }
 
 nlohmann::json candidate_json(const SchemeTuneCandidate& c) {
-  nlohmann::json j = {{"scheme", c.scheme}, {"params", c.params}, {"latency_us", us(c.latency_ps)},
+  nlohmann::json j = {{"scheme", c.scheme}, {"params", c.params}, {"latency_us", us_from_ps(c.latency_ps)},
                       {"speedup_vs_baseline", c.speedup}, {"origin", c.origin}};
   if (!c.workload.empty()) j["workload"] = c.workload;  // the workload keys it changes (training steps)
   return j;
@@ -420,7 +419,7 @@ nlohmann::json to_json(const SchemeTuneResult& r, const Scenario& sc, int top) {
   j["workload"] = workload_json(sc.workload);
   j["fidelity"] = fidelity_name(sc.fidelity);
   j["baseline"] = r.baseline;
-  j["baseline_us"] = us(r.baseline_ps);
+  j["baseline_us"] = us_from_ps(r.baseline_ps);
   const SchemeTuneEntry& best = r.schemes[r.best];
   j["best"] = candidate_json(best.candidates.front());
   nlohmann::json schemes = nlohmann::json::array();
@@ -452,8 +451,8 @@ std::string format_scheme_tune_table(const SchemeTuneResult& r, const Scenario& 
   out += fmt::format("workload: {}\n", describe_workload(sc.workload));
   const SchemeTuneCandidate& best = r.schemes[r.best].candidates.front();
   out += fmt::format("best: {} ({}): {:.2f} us, {:.3f}x vs {} ({:.2f} us); {} configurations in {:.0f} ms\n\n",
-                     best.scheme, config_text(best), us(best.latency_ps), best.speedup, r.baseline,
-                     us(r.baseline_ps), r.evaluated, r.search_ms);
+                     best.scheme, config_text(best), us_from_ps(best.latency_ps), best.speedup, r.baseline,
+                     us_from_ps(r.baseline_ps), r.evaluated, r.search_ms);
   // Best per scheme.
   const auto all = ranked(r);
   std::size_t w_scheme = 6, w_conf = 18;
@@ -470,7 +469,7 @@ std::string format_scheme_tune_table(const SchemeTuneResult& r, const Scenario& 
   for (const auto& e : r.schemes) {
     const auto& c = e.candidates.front();
     out += fmt::format("{:<{}}  {:<{}}  {:>12.2f}  {:>7.3f}x  {:>17.2f}  {:>6}\n", e.scheme, w_scheme,
-                       clip(config_text(c)), w_conf, us(c.latency_ps), c.speedup, us(e.best.exposed_comm_ps),
+                       clip(config_text(c)), w_conf, us_from_ps(c.latency_ps), c.speedup, us_from_ps(e.best.exposed_comm_ps),
                        e.candidates.size());
   }
   out += fmt::format("\ntop {} configurations:\n", top);
@@ -478,7 +477,7 @@ std::string format_scheme_tune_table(const SchemeTuneResult& r, const Scenario& 
                      "latency (us)", "speedup", "origin");
   for (std::size_t i = 0; i < all.size() && static_cast<int>(i) < top; ++i)
     out += fmt::format("{:>3}  {:<{}}  {:<{}}  {:>12.2f}  {:>7.3f}x  {}\n", i + 1, all[i].scheme, w_scheme,
-                       clip(config_text(all[i])), w_conf, us(all[i].latency_ps), all[i].speedup, all[i].origin);
+                       clip(config_text(all[i])), w_conf, us_from_ps(all[i].latency_ps), all[i].speedup, all[i].origin);
   if (workload_knob_grid(sc.workload).size() > 1)
     out += wrap_text("\nparallel.* = workload.parallel.*: on a data-parallel training step tune also tries these "
                      "workload keys with each scheme's settings (the scenario's own value is the one not named)",

@@ -311,7 +311,6 @@ WaveGroupTuneResult tune_wave_groups(const Workload& w, const HardwareProfile& h
 namespace {
 
 // Microseconds from exact picoseconds: the double nearest the true value.
-double us(Ps ps) { return static_cast<double>(ps) / 1e6; }
 
 }  // namespace
 
@@ -321,19 +320,19 @@ nlohmann::json to_json(const WaveGroupTuneResult& r) {
   j["sm_margin"] = r.sm_margin;
   j["groups_waves"] = r.groups_waves;
   j["groups_tiles"] = r.groups_tiles;
-  j["predicted_us"] = us(r.predicted_ps);
-  j["simulated_us"] = us(r.simulated_ps);
-  j["no_overlap_us"] = us(r.no_overlap_ps);
+  j["predicted_us"] = us_from_ps(r.predicted_ps);
+  j["simulated_us"] = us_from_ps(r.simulated_ps);
+  j["no_overlap_us"] = us_from_ps(r.no_overlap_ps);
   j["speedup_vs_no_overlap"] = r.speedup_vs_no_overlap;
   j["search_ms"] = r.search_ms;
   nlohmann::json cands = nlohmann::json::array();
   for (const WaveGroupTrial& c : r.candidates) {
     nlohmann::json cj;
     cj["groups_waves"] = c.groups_waves;
-    cj["predicted_us"] = us(c.predicted_ps);
-    cj["simulated_us"] = c.simulated_ps >= 0 ? nlohmann::json(us(c.simulated_ps)) : nlohmann::json(nullptr);
+    cj["predicted_us"] = us_from_ps(c.predicted_ps);
+    cj["simulated_us"] = c.simulated_ps >= 0 ? nlohmann::json(us_from_ps(c.simulated_ps)) : nlohmann::json(nullptr);
     cj["simulated_minus_predicted_us"] =
-        c.simulated_ps >= 0 ? nlohmann::json(us(c.simulated_ps - c.predicted_ps)) : nlohmann::json(nullptr);
+        c.simulated_ps >= 0 ? nlohmann::json(us_from_ps(c.simulated_ps - c.predicted_ps)) : nlohmann::json(nullptr);
     cj["origin"] = c.origin;
     cands.push_back(std::move(cj));
   }
@@ -345,7 +344,7 @@ nlohmann::json to_json(const WaveGroupTuneResult& r) {
   j["tile_m"] = r.plan.tile_m;
   j["tile_n"] = r.plan.tile_n;
   j["search_unit_waves"] = r.unit_waves;
-  j["gemm_alone_us"] = us(r.gemm_alone_ps);
+  j["gemm_alone_us"] = us_from_ps(r.gemm_alone_ps);
   return j;
 }
 
@@ -357,11 +356,11 @@ std::string format_tune_table(const WaveGroupTuneResult& r, const Workload& w, c
                      dtype_name(g.dtype), primitive_name(g.primitive), w.tp, hardware_name,
                      wave_group_search_name(r.search), r.sm_margin ? ", engine runs with sm_margin" : "");
   out += fmt::format("GEMM: {}x{} tiles, {} tiles, {} per wave (SMs - 2), T = {} waves; {:.2f} us alone\n",
-                     r.plan.tile_m, r.plan.tile_n, r.plan.tiles, r.tiles_per_wave, r.waves, us(r.gemm_alone_ps));
+                     r.plan.tile_m, r.plan.tile_n, r.plan.tiles, r.tiles_per_wave, r.waves, us_from_ps(r.gemm_alone_ps));
   out += fmt::format("groups (waves): {}\n", r.groups_waves);
   out += fmt::format("groups (tiles): {}\n", r.groups_tiles);
   out += fmt::format("predicted {:.2f} us   simulated {:.2f} us   no overlap {:.2f} us   speedup {:.3f}x\n",
-                     us(r.predicted_ps), us(r.simulated_ps), us(r.no_overlap_ps), r.speedup_vs_no_overlap);
+                     us_from_ps(r.predicted_ps), us_from_ps(r.simulated_ps), us_from_ps(r.no_overlap_ps), r.speedup_vs_no_overlap);
   out += fmt::format("search: {:.1f} ms{}\n\n", r.search_ms,
                      r.engine_runs > 0 ? fmt::format(" ({} engine runs)", r.engine_runs) : std::string());
   // Long partitions are shortened so the table stays readable; the JSON has them whole.
@@ -388,9 +387,9 @@ std::string format_tune_table(const WaveGroupTuneResult& r, const Workload& w, c
     const WaveGroupTrial& c = r.candidates[i];
     const bool chosen = c.groups_waves == r.groups_waves;
     out += fmt::format("{}{:>2}  {:<{}}  {:>14.2f}  {:>14}  {:>23}  {}\n", chosen ? "*" : " ", i + 1,
-                       groups_text(c.groups_waves), gw, us(c.predicted_ps),
-                       c.simulated_ps >= 0 ? fmt::format("{:.2f}", us(c.simulated_ps)) : std::string("-"),
-                       c.simulated_ps >= 0 ? fmt::format("{:+.2f}", us(c.simulated_ps - c.predicted_ps)) : std::string("-"),
+                       groups_text(c.groups_waves), gw, us_from_ps(c.predicted_ps),
+                       c.simulated_ps >= 0 ? fmt::format("{:.2f}", us_from_ps(c.simulated_ps)) : std::string("-"),
+                       c.simulated_ps >= 0 ? fmt::format("{:+.2f}", us_from_ps(c.simulated_ps - c.predicted_ps)) : std::string("-"),
                        c.origin);
   }
   return out;
@@ -434,8 +433,8 @@ nlohmann::ordered_json flashoverlap_config(const WaveGroupTuneResult& r, const G
   nlohmann::ordered_json meta;
   meta["search"] = wave_group_search_name(r.search);
   meta["groups_waves"] = r.groups_waves;
-  meta["predicted_us"] = us(r.predicted_ps);
-  meta["simulated_us"] = us(r.simulated_ps);
+  meta["predicted_us"] = us_from_ps(r.predicted_ps);
+  meta["simulated_us"] = us_from_ps(r.simulated_ps);
   meta["swizzle"] = swizzle;
   meta["note"] = algo ? "written by overlap-sim tune --export-flashoverlap"
                       : "written by overlap-sim tune --export-flashoverlap; Algo left out: give --algo with the index "

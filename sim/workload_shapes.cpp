@@ -12,7 +12,6 @@ namespace overlap::sim {
 
 namespace {
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Sizes stay far below what would overflow byte counts (a product of two dimensions times the dtype
 // size fits in 64 bits) and what the engine could simulate tile by tile.

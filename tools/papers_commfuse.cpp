@@ -14,7 +14,7 @@ namespace overlap::tools::papers {
 
 namespace {
 
-constexpr const char* kSource = "commfuse-paper";
+constexpr const char* kCommFuseSource = "commfuse-paper";
 constexpr const char* kMlp = "commfuse-table1-mlp";
 constexpr const char* kAttention = "commfuse-table4-attention";
 
@@ -66,8 +66,8 @@ std::vector<std::string> mlp_sets(int batch, int seq) {
   return {fmt::format("workload.batch={}", batch), fmt::format("workload.seq={}", seq)};
 }
 
-RowSpec spec(std::string location, std::string figure, std::string config, double published, std::string text) {
-  return row_spec(kSource, std::move(location), std::move(figure), std::move(config), published, std::move(text));
+RowSpec commfuse_row(std::string location, std::string figure, std::string config, double published, std::string text) {
+  return row_spec(kCommFuseSource, std::move(location), std::move(figure), std::move(config), published, std::move(text));
 }
 
 constexpr const char* kMlpConfig = "commfuse-table1-mlp: MLP d 4096, ffn 16384, TP 4, FuseRS; slicing 8 (b, s) = ";
@@ -85,19 +85,19 @@ void add_table1(ScenarioRunner& runner, std::vector<PaperRow>& rows) {
   auto compute_ratio = [](const sim::SchemeResult& a, const sim::SchemeResult& b) {
     return static_cast<double>(a.compute_only_ps) / static_cast<double>(b.compute_only_ps);
   };
-  RowSpec sl = spec("Table 1, lines 283-284", "data slicing latency / vanilla latency", cfg + ", order layer",
+  RowSpec sl = commfuse_row("Table 1, lines 283-284", "data slicing latency / vanilla latency", cfg + ", order layer",
                     83.9 / 122.3, "83.9 / 122.3 ms");
   sl.variant = kPaperSetting;
   rows.push_back(judge(sl, ratio(slicing, base)));
   sl.config = cfg + ", order linear (the scheme's default)";
   sl.variant = kShippedDefault;
   rows.push_back(judge(sl, ratio(runner.result(kMlp, sets, "data_slicing", kSlicingDefault), base)));
-  rows.push_back(judge(spec("Table 1, lines 283, 285", "CommFuse latency / vanilla latency", cfg, 77.1 / 122.3,
+  rows.push_back(judge(commfuse_row("Table 1, lines 283, 285", "CommFuse latency / vanilla latency", cfg, 77.1 / 122.3,
                             "77.1 / 122.3 ms"),
                        ratio(ours, base)));
-  RowSpec c1 = spec("Table 1, lines 283-284", "data slicing compute / vanilla compute", cfg, 76.9 / 78.5,
+  RowSpec c1 = commfuse_row("Table 1, lines 283-284", "data slicing compute / vanilla compute", cfg, 76.9 / 78.5,
                     "76.9 / 78.5 ms");
-  RowSpec c2 = spec("Table 1, lines 283, 285", "CommFuse compute / vanilla compute", cfg, 77.0 / 78.5,
+  RowSpec c2 = commfuse_row("Table 1, lines 283, 285", "CommFuse compute / vanilla compute", cfg, 77.0 / 78.5,
                     "77.0 / 78.5 ms");
   // Our compute grows under decomposition; the paper's falls by 2 %, which no decomposition of the
   // same GEMMs does (it is within the spread of its baselines, kColumnSpread).
@@ -117,7 +117,7 @@ void add_tables23(ScenarioRunner& runner, std::vector<PaperRow>& rows) {
     const auto& slicing = runner.result(kMlp, sets, "data_slicing", kSlicing);
     const auto& ours = runner.result(kMlp, sets, "commfuse", kFuseRs);
     const std::string cfg = fmt::format("{}({}, {})", kMlpConfig, col.batch, col.seq);
-    RowSpec t2 = spec(fmt::format("Table 2 {}, lines 300-301", col.label), "CommFuse latency / slicing latency", cfg,
+    RowSpec t2 = commfuse_row(fmt::format("Table 2 {}, lines 300-301", col.label), "CommFuse latency / slicing latency", cfg,
                       col.ours_ms / col.slicing_ms, fmt::format("{} / {} ms", col.ours_ms, col.slicing_ms));
     t2.cause = kColumnSpread;
     rows.push_back(judge(t2, static_cast<double>(ours.latency_ps) / static_cast<double>(slicing.latency_ps)));
@@ -141,7 +141,7 @@ void add_tables23(ScenarioRunner& runner, std::vector<PaperRow>& rows) {
         {"312", "CommFuse latency improvement vs vanilla", col.improvement_ours, improvement(ours)},
     };
     for (const Cell& c : cells) {
-      RowSpec s = spec(fmt::format("Table 3 {}, line {}", col.label, c.line), c.figure, cfg, c.published,
+      RowSpec s = commfuse_row(fmt::format("Table 3 {}, line {}", col.label, c.line), c.figure, cfg, c.published,
                        fmt::format("{} %", c.published));
       s.unit = "%";
       s.cause = kColumnSpread;
@@ -161,7 +161,7 @@ void add_table4(ScenarioRunner& runner, std::vector<PaperRow>& rows) {
     const std::string cfg =
         fmt::format("commfuse-table4-attention: d 4096, 32 heads, TP 4, (B, S) = ({}, {})", a.batch, a.seq);
     const std::string where = fmt::format("Table 4 {}x{}, line {}", a.batch, a.seq, a.line);
-    RowSpec abs = spec(where, "baseline latency (testbed fitted on Table 1)", cfg, a.baseline,
+    RowSpec abs = commfuse_row(where, "baseline latency (testbed fitted on Table 1)", cfg, a.baseline,
                        fmt::format("{} ms", a.baseline));
     abs.unit = "ms";
     abs.ratio = false;
@@ -176,7 +176,7 @@ void add_table4(ScenarioRunner& runner, std::vector<PaperRow>& rows) {
                  {"row-parallel FuseRS latency / baseline latency", a.row_parallel, &row_par},
                  {"query-split FuseRS latency / baseline latency", a.query_split, &query}};
     for (const auto& c : cells) {
-      RowSpec s = spec(where, c.figure, cfg, c.published / a.baseline, fmt::format("{} / {} ms", c.published, a.baseline));
+      RowSpec s = commfuse_row(where, c.figure, cfg, c.published / a.baseline, fmt::format("{} / {} ms", c.published, a.baseline));
       if (c.r == &slicing) s.variant = kPaperSetting;
       s.cause = kAttentionCause;
       if (c.published > a.baseline) {

@@ -19,7 +19,7 @@ namespace overlap::tools::papers {
 
 namespace {
 
-constexpr const char* kSource = "delayed-tp-blog";
+constexpr const char* kDtpSource = "delayed-tp-blog";
 // The files' sweep point with the blog's tau_c (line 131) and no launch gaps (ideal streaming).
 const std::vector<std::string> kIdealStreaming = {"workload.allreduce_us=0.7", "hardware.launch.host_us=0",
                                                   "hardware.launch.gap_us=0"};
@@ -76,7 +76,7 @@ std::vector<PaperRow> dtp_rows(ScenarioRunner& runner) {
     };
     for (const Item& it : items) {
       RowSpec s;
-      s.source = kSource;
+      s.source = kDtpSource;
       s.location = fmt::format("{} {}", a.name, it.location);
       s.figure = it.figure;
       s.config = cfg;

@@ -18,8 +18,8 @@ namespace overlap::tools::papers {
 
 namespace {
 
-constexpr const char* kFile = "flashoverlap-a800-llama3-70b-training-step";
-constexpr const char* kSource = "flashoverlap-paper";
+constexpr const char* kStepFile = "flashoverlap-a800-llama3-70b-training-step";
+constexpr const char* kStepSource = "flashoverlap-paper";
 
 struct StepRun {
   double speedup = 0;
@@ -28,8 +28,8 @@ struct StepRun {
 };
 
 StepRun run_step(ScenarioRunner& runner, const nlohmann::json& params) {
-  const sim::SchemeResult& base = runner.result(kFile, {}, "no_overlap", params);
-  const sim::SchemeResult& fo = runner.result(kFile, {}, "flashoverlap", params);
+  const sim::SchemeResult& base = runner.result(kStepFile, {}, "no_overlap", params);
+  const sim::SchemeResult& fo = runner.result(kStepFile, {}, "flashoverlap", params);
   StepRun s;
   s.base_us = static_cast<double>(base.latency_ps) / 1e6;
   s.fo_us = static_cast<double>(fo.latency_ps) / 1e6;
@@ -69,7 +69,7 @@ std::vector<PaperRow> flashoverlap_step_rows(ScenarioRunner& runner) {
   // Where a miss comes from: Amdahl's law over the forward's GEMM + RS operators. Their share f of our
   // no_overlap step against the paper's "roughly 30 %" of a Llama2-7B training step (Sec. 2.3.2, line
   // 117; it prints no share for Llama3-70B), and their speedup s alone.
-  const auto& t = std::get<sim::Transformer>(runner.shipped(kFile).workload.shape);
+  const auto& t = std::get<sim::Transformer>(runner.shipped(kStepFile).workload.shape);
   const Operators ops = forward_operators(runner, t.layers);
   std::string causes[2];
   for (int v = 0; v < 2; ++v) {
@@ -85,12 +85,12 @@ std::vector<PaperRow> flashoverlap_step_rows(ScenarioRunner& runner) {
     for (int v = 0; v < 2; ++v) {
       const StepRun& s = runs[v];
       RowSpec spec = row_spec(
-          kSource, "Table 4 line 335; Sec. 6.3 line 368",
+          kStepSource, "Table 4 line 335; Sec. 6.3 line 368",
           bound == 0 ? "Llama3-70B training step speedup (8 layers, TP 8), simulated step, >= the range's low end"
                      : "Llama3-70B training step speedup (8 layers, TP 8), simulated step, <= the range's high end",
           fmt::format("{}.yaml (16384 tokens as 2 x 8192, TP 8 + SP, no recomputation, pass step) with {}: "
                       "no_overlap {:.1f} us, flashoverlap {:.1f} us; exposed TP communication {:.1f} -> {:.1f} us",
-                      kFile, labels[v], s.base_us, s.fo_us, s.base_exposed_us, s.fo_exposed_us),
+                      kStepFile, labels[v], s.base_us, s.fo_us, s.base_exposed_us, s.fo_exposed_us),
           bound == 0 ? 1.05 : 1.13, "1.05-1.13x speedup for different tasks (LLM training among them)");
       spec.unit = "x";
       // A bound, not a value: not counted in the median error.

@@ -17,7 +17,7 @@ namespace overlap::tools::papers {
 
 namespace {
 
-constexpr const char* kSource = "flux-report";
+constexpr const char* kFluxSource = "flux-report";
 
 struct FluxTableRow {
   const char* file;
@@ -40,7 +40,7 @@ std::vector<PaperRow> flux_rows(ScenarioRunner& runner) {
         fmt::format("{}.yaml: no_overlap {:.3f} ms, flux {:.3f} ms ({})", t.file,
                     static_cast<double>(base.latency_ps) / 1e9, static_cast<double>(flux.latency_ps) / 1e9, flux.reason);
     const std::string where = fmt::format("bytedance/flux docs/performance_report.md line {}, {}", t.line, t.label);
-    RowSpec speedup = row_spec(kSource, where, fmt::format("{}: FLUX speedup over torch + NCCL", t.label), config,
+    RowSpec speedup = row_spec(kFluxSource, where, fmt::format("{}: FLUX speedup over torch + NCCL", t.label), config,
                                t.torch_total_ms / t.flux_total_ms,
                                fmt::format("Torch Total {:.3f} ms / Flux Total {:.3f} ms", t.torch_total_ms, t.flux_total_ms));
     speedup.unit = "x";

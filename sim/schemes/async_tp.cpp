@@ -70,7 +70,7 @@ const SchemeParam kCopySms = [] {
   return p.tune({8, 16, 24, 32}, "transport=sm").production("TransformerEngine userbuffers num_sm (default 16)");
 }();
 
-AsyncTpParams read_params(const BuildContext& ctx) {
+AsyncTpParams read_async_tp_params(const BuildContext& ctx) {
   AsyncTpParams p;
   p.sm_transport = ctx.text(kTransport) == "sm";
   p.streams = ctx.integer(kStreams);
@@ -79,7 +79,6 @@ AsyncTpParams read_params(const BuildContext& ctx) {
   return p;
 }
 
-int mod(int a, int n) { return ((a % n) + n) % n; }
 
 }  // namespace
 
@@ -169,15 +168,15 @@ std::vector<OpId> LoopedEinsum::all_gather_matmul(std::int64_t rows, Bytes row_b
     std::vector<std::vector<OpId>> deps;
     for (int r = 0; r < T_; ++r) {
       cps.push_back(copy_stream(r, step));
-      recv.push_back(shard[static_cast<std::size_t>(mod(r + step, T_))]);
+      recv.push_back(shard[static_cast<std::size_t>(wrap_mod(r + step, T_))]);
       deps.push_back({ready[static_cast<std::size_t>(r)]});  // backend_stream.wait_stream(current)
     }
     const int T = T_;
     const std::vector<OpId> pulled =
-        transfer([step, T](int r) { return mod(r + step, T); }, [step, T](int r) { return mod(r - step, T); }, cps,
+        transfer([step, T](int r) { return wrap_mod(r + step, T); }, [step, T](int r) { return wrap_mod(r - step, T); }, cps,
                  shard, recv, deps, fmt::format("{}.pull{}", tag, step));
     for (int r = 0; r < T_; ++r) {
-      const int src = mod(r + step, T_);
+      const int src = wrap_mod(r + step, T_);
       std::vector<OpId> deps{pulled[static_cast<std::size_t>(r)]};
       if (accumulate) deps.push_back(last[static_cast<std::size_t>(r)].back());
       last[static_cast<std::size_t>(r)].push_back(compute(r, compute_stream(r, step), chunk_bytes(rows, T_, src),
@@ -216,7 +215,7 @@ std::vector<OpId> LoopedEinsum::matmul_reduce_scatter(std::int64_t rows, Bytes r
                                         const std::vector<OpId>& start, const std::string& tag) {
   std::vector<Bytes> chunk(static_cast<std::size_t>(T_));
   for (int r = 0; r < T_; ++r) chunk[static_cast<std::size_t>(r)] = chunk_bytes(rows, T_, r) * row_bytes;
-  auto shard = [this](int r, int step) { return mod(r - 1 - step, T_); };
+  auto shard = [this](int r, int step) { return wrap_mod(r - 1 - step, T_); };
   std::vector<OpId> acc(static_cast<std::size_t>(T_), kNoOp);  // the op that last wrote rank r's accumulator
   for (int step = 0; step < T_; ++step) {
     std::vector<OpId> partial;
@@ -236,20 +235,20 @@ std::vector<OpId> LoopedEinsum::matmul_reduce_scatter(std::int64_t rows, Bytes r
     for (int r = 0; r < T_; ++r) {
       streams.push_back(acc_[static_cast<std::size_t>(r)]);
       recv.push_back(chunk[static_cast<std::size_t>(shard(r, step))]);
-      send.push_back(chunk[static_cast<std::size_t>(shard(mod(r + 1, T_), step))]);
+      send.push_back(chunk[static_cast<std::size_t>(shard(wrap_mod(r + 1, T_), step))]);
       // The accumulator leaves rank r-1 once its add of the previous step is done (a pull on
       // rank r waits for the flag rank r-1 sets then); an SM copy also waits for its own add.
-      std::vector<OpId> d{acc[static_cast<std::size_t>(mod(r - 1, T_))]};
+      std::vector<OpId> d{acc[static_cast<std::size_t>(wrap_mod(r - 1, T_))]};
       if (p_.sm_transport) d.push_back(acc[static_cast<std::size_t>(r)]);
       deps.push_back(std::move(d));
     }
     const int T = T_;
     const std::vector<OpId> arrived =
-        transfer([T](int r) { return mod(r - 1, T); }, [T](int r) { return mod(r + 1, T); }, streams, send, recv, deps,
+        transfer([T](int r) { return wrap_mod(r - 1, T); }, [T](int r) { return wrap_mod(r + 1, T); }, streams, send, recv, deps,
                  fmt::format("{}.acc{}", tag, step));
     for (int r = 0; r < T_; ++r) {
       const Bytes c = chunk[static_cast<std::size_t>(shard(r, step))];
-      b_.add_required_bytes(mod(r - 1, T_), r, c);
+      b_.add_required_bytes(wrap_mod(r - 1, T_), r, c);
       // Step 4: add the local partial to the arrived accumulator (read both, write one).
       acc[static_cast<std::size_t>(r)] =
           b_.add_memory(r, compute_stream(r, step),
@@ -411,7 +410,7 @@ BuiltScheme build_looped_einsum(const BuildContext& ctx, const LoopedEinsumOptio
 
 namespace {
 
-BuiltScheme build_async_tp(const BuildContext& ctx) { return build_looped_einsum(ctx, read_params(ctx)); }
+BuiltScheme build_async_tp(const BuildContext& ctx) { return build_looped_einsum(ctx, read_async_tp_params(ctx)); }
 
 bool async_tp_applies(const Workload& w) {
   if (w.tp < 2) return false;

@@ -52,7 +52,7 @@ const SchemeParam kSchedule =
         .tune({"ring", "pairwise", "circular"});
 const SchemeParam kAttention = choice_param("attention", {"query_split", "row_parallel"},
                                             "attention_tpsp: query_split (Alg. 4) | row_parallel (Alg. 3)");
-const SchemeParam kTransport =
+const SchemeParam kCommFuseTransport =
     choice_param("transport", {"nccl", "copy_engine"},
                  "nccl: NCCL send/recv kernels holding `channels` SMs (Alg. 1) | copy_engine: the receiver pulls by copy "
                  "engine, no SMs (the reference kernels on virtual ranks); not in tune's grid: the paper's CommFuse is "
@@ -66,12 +66,12 @@ const SchemeParam kChannels = [] {
   return p.tune({-1, 8, 16}).production("NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (one SM per channel); TransformerEngine num_sm");
 }();
 
-CommFuseParams read_params(const BuildContext& ctx) {
+CommFuseParams read_commfuse_params(const BuildContext& ctx) {
   CommFuseParams p;
   p.m = ctx.integer(kM);
   p.schedule = *parse_commfuse_schedule(ctx.text(kSchedule));  // the row allows only the names it parses
   p.query_split = ctx.text(kAttention) == "query_split";
-  p.copy_engine = ctx.text(kTransport) == "copy_engine";
+  p.copy_engine = ctx.text(kCommFuseTransport) == "copy_engine";
   const int ch = ctx.integer(kChannels);
   const int sms = ctx.hardware.gpu.sm_count;
   p.channels = ch > 0 ? ch : std::clamp(ctx.hardware.comm.p2p_channels, 1, std::max(1, sms - 1));
@@ -620,7 +620,7 @@ class CommFusePass final : public PassEmitter {
 };
 
 BuiltScheme build_commfuse(const BuildContext& ctx) {
-  const CommFuseParams p = read_params(ctx);
+  const CommFuseParams p = read_commfuse_params(ctx);
   const Workload& w = ctx.workload;
   validate_workload(w);
   GraphBuilder b(ctx);
@@ -676,7 +676,7 @@ SchemeInfo make_commfuse_scheme() {
           .source = "commfuse-paper Sec. 3-4, Alg. 1-5, Appendix A",
           .summary = "reduce-scatter / all-gather / Ulysses all-to-all decomposed into P2P steps; rank-adaptive slice "
                      "order so the last step needs no communication",
-          .params = {kM, kSchedule, kAttention, kTransport, kChannels, column_backward_param()},
+          .params = {kM, kSchedule, kAttention, kCommFuseTransport, kChannels, column_backward_param()},
           .backward = "FuseAG (Alg. 1, Sec. 4.2) on dY's all-gather -> dgrad and on the input's re-gather -> wgrad "
                       "along K (partial wgrads accumulating); FuseRS (Alg. 2-3) on dgrad -> reduce-scatter; Ulysses: "
                       "Alg. 5 sends each K/V slice's dK, dV as attention's backward makes them, dQ after",

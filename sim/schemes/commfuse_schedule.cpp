@@ -13,7 +13,6 @@ namespace overlap::sim {
 
 namespace {
 
-int mod(int a, int n) { return ((a % n) + n) % n; }
 
 void check_ranks(int rank, int ranks) {
   if (ranks < 1 || rank < 0 || rank >= ranks)
@@ -41,7 +40,7 @@ std::vector<std::vector<Bytes>> required_bytes(const std::vector<Bytes>& slice_b
   const Bytes total = std::accumulate(slice_bytes.begin(), slice_bytes.end(), Bytes{0});
   for (int r = 0; r < T; ++r) {
     if (schedule == CommFuseSchedule::ring) {
-      const int next = mod(r + 1, T);
+      const int next = wrap_mod(r + 1, T);
       req[r][next] = total - slice_bytes[rs ? r : next];
     } else {
       for (int p = 0; p < T; ++p)
@@ -72,7 +71,7 @@ int round_robin_partner(int rank, int round, int ranks) {
   if (rank == n - 1) {
     partner = round;
   } else {
-    const int j = mod(2 * round - rank, n - 1);
+    const int j = wrap_mod(2 * round - rank, n - 1);
     partner = j == rank ? n - 1 : j;
   }
   return partner >= ranks ? -1 : partner;
@@ -84,11 +83,11 @@ std::vector<FuseStep> fuse_rs_order(int rank, int ranks, CommFuseSchedule schedu
   std::vector<FuseStep> steps;
   switch (schedule) {
     case CommFuseSchedule::ring:  // Alg. 2 lines 11-13, 18-21
-      for (int i = 0; i + 1 < T; ++i) steps.push_back({mod(rank - i - 1, T), mod(rank + 1, T), mod(rank - 1, T), i});
+      for (int i = 0; i + 1 < T; ++i) steps.push_back({wrap_mod(rank - i - 1, T), wrap_mod(rank + 1, T), wrap_mod(rank - 1, T), i});
       break;
     case CommFuseSchedule::circular:  // App. A.4: slice owner gets the partial directly
       for (int i = 0; i + 1 < T; ++i)
-        steps.push_back({mod(rank - i - 1, T), mod(rank - i - 1, T), mod(rank + i + 1, T), i});
+        steps.push_back({wrap_mod(rank - i - 1, T), wrap_mod(rank - i - 1, T), wrap_mod(rank + i + 1, T), i});
       break;
     case CommFuseSchedule::pairwise:  // App. A.3: exchange with this round's partner
       for (int round = 0; round < round_robin_rounds(T); ++round) {
@@ -108,10 +107,10 @@ std::vector<FuseStep> fuse_ag_order(int rank, int ranks, CommFuseSchedule schedu
   steps.push_back({rank, -1, -1, -1});  // rank-adaptive: the local shard needs no communication
   switch (schedule) {
     case CommFuseSchedule::ring:  // Alg. 1 lines 12-21: forward what arrived from rank-1
-      for (int i = 1; i < T; ++i) steps.push_back({mod(rank - i, T), mod(rank + 1, T), mod(rank - 1, T), i - 1});
+      for (int i = 1; i < T; ++i) steps.push_back({wrap_mod(rank - i, T), wrap_mod(rank + 1, T), wrap_mod(rank - 1, T), i - 1});
       break;
     case CommFuseSchedule::circular:
-      for (int i = 1; i < T; ++i) steps.push_back({mod(rank - i, T), mod(rank + i, T), mod(rank - i, T), i - 1});
+      for (int i = 1; i < T; ++i) steps.push_back({wrap_mod(rank - i, T), wrap_mod(rank + i, T), wrap_mod(rank - i, T), i - 1});
       break;
     case CommFuseSchedule::pairwise:
       for (int round = 0; round < round_robin_rounds(T); ++round) {

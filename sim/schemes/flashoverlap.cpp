@@ -103,7 +103,7 @@ const SchemeParam kSmMargin =
         .tune({false, true})
         .production("TransformerEngine set_sm_margin");
 
-FlashOverlapParams read_params(const BuildContext& ctx) {
+FlashOverlapParams read_flashoverlap_params(const BuildContext& ctx) {
   FlashOverlapParams p;
   const nlohmann::json g = ctx.param(kGroups);
   if (g.is_string()) {
@@ -125,7 +125,6 @@ FlashOverlapParams read_params(const BuildContext& ctx) {
   return p;
 }
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Bytes of the collective of the whole output (nccl-tests S: each rank's buffer / input).
 Bytes output_bytes(const GemmCollective& g) { return g.m * g.n * dtype_bytes(g.dtype); }
@@ -162,7 +161,7 @@ WaveGroupProblem problem_for(const HardwareProfile& hw, const FlashOverlapParams
 
 WaveGroupProblem flashoverlap_problem(const BuildContext& ctx) {
   const GemmCollective g = gemm_collective_shape(ctx.workload);
-  return problem_for(ctx.hardware, read_params(ctx), overlap::GemmShape{g.m, g.n, g.k, g.dtype}, g.primitive,
+  return problem_for(ctx.hardware, read_flashoverlap_params(ctx), overlap::GemmShape{g.m, g.n, g.k, g.dtype}, g.primitive,
                      ctx.workload.tp, output_bytes(g));
 }
 
@@ -490,7 +489,7 @@ BuiltScheme build_flashoverlap_pass(const BuildContext& ctx, const FlashOverlapP
 }
 
 BuiltScheme build_flashoverlap(const BuildContext& ctx) {
-  const FlashOverlapParams p = read_params(ctx);
+  const FlashOverlapParams p = read_flashoverlap_params(ctx);
   const Workload& w = ctx.workload;
   validate_workload(w);
   if (is_training_step(w) || w.kind != "gemm_collective") {

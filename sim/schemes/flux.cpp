@@ -73,7 +73,6 @@ struct FluxParams {
   int transfers = 4;
 };
 
-int mod(int a, int n) { return ((a % n) + n) % n; }
 
 class FluxEmitter {
  public:
@@ -116,7 +115,7 @@ class FluxEmitter {
       for (int c = 0; c < p_.transfers; ++c) {
         const std::int64_t id = p_.comm_sms > 0 ? b_.new_collective_id() : -1;
         for (int r = 0; r < T_; ++r) {
-          const int dst = mod(r + step, T_), src = mod(r - step, T_);
+          const int dst = wrap_mod(r + step, T_), src = wrap_mod(r - step, T_);
           const Bytes out = chunk_bytes(rows_of(dst) * row_bytes, p_.transfers, c);
           const Bytes in = chunk_bytes(rows_of(r) * row_bytes, p_.transfers, c);
           const StreamId s = comm_[static_cast<std::size_t>(r)];
@@ -162,7 +161,7 @@ class FluxEmitter {
     for (int step = 0; step < T_; ++step) {
       for (int r = 0; r < T_; ++r) {
         const std::size_t ri = static_cast<std::size_t>(r);
-        const int src = mod(r + step, T_);
+        const int src = wrap_mod(r + step, T_);
         std::vector<OpId> deps;
         if (!start.empty() && start[ri] != kNoOp) deps.push_back(start[ri]);
         if (step > 0) {

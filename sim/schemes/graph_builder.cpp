@@ -81,7 +81,6 @@ void check_stream_rank(const TaskGraph& g, int rank, StreamId stream, const std:
     throw GraphError(fmt::format("op '{}': stream {} is not on rank {}", name, stream, rank));
 }
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // What every op starts from: its stream (checked to be on `rank`), name, kind and dependencies.
 Op new_op(const TaskGraph& g, int rank, StreamId stream, OpKind kind, const std::string& name,

@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/backward_shapes.hpp"
 #include "sim/schemes/moe.hpp"
 #include "sim/workload_shapes.hpp"
 
@@ -41,8 +42,6 @@ namespace overlap::sim {
 
 namespace {
 
-RankGemm dgrad_of(const RankGemm& g) { return RankGemm{g.m, g.k, g.n, g.dtype}; }
-RankGemm wgrad_of(const RankGemm& g) { return RankGemm{g.k, g.n, g.m, g.dtype}; }
 
 std::vector<RankGemm> wgrads_of(const std::vector<RankGemm>& forward) {
   std::vector<RankGemm> out;

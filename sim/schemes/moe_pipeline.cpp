@@ -265,7 +265,7 @@ BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& opti
 
 namespace {
 
-const SchemeParam kChunks = int_param("chunks", 4, 1, 1024,
+const SchemeParam kPipelineChunks = int_param("chunks", 4, 1, 1024,
                                       "token chunks: chunk c's dispatch overlaps chunk c-1's expert GEMMs and chunk "
                                       "c-2's combine")
                                 .tune({1, 2, 4, 8, 16})
@@ -279,13 +279,13 @@ SchemeInfo make_moe_pipeline_scheme() {
               "Tutel (Hwang et al., MLSys 2023, arXiv:2206.03382), adaptive pipelining; Megatron-core MoE "
               "all-to-all overlap",
           .summary = "MoE layer in token chunks: dispatch, expert GEMMs and combine of different chunks overlap",
-          .params = {kChunks},
+          .params = {kPipelineChunks},
           .backward = "the mirror of the forward's pipeline: chunk c's combine backward (all-to-allv) beside chunk "
                       "c-1's expert dgrad and wgrad and chunk c-2's dispatch backward (moe workload and MoE transformer; with expert_tp the ETP all-gather and reduce-scatter too)",
           .applies = [](const Workload& w) { return has_moe_layers(w); },
           .build =
               [](const BuildContext& ctx) {
-                return build_moe_layer(ctx, MoeLayerOptions{ctx.integer(kChunks), false});
+                return build_moe_layer(ctx, MoeLayerOptions{ctx.integer(kPipelineChunks), false});
               }};
 }
 

@@ -64,10 +64,10 @@ namespace overlap::sim {
 
 namespace {
 
-const SchemeParam kTileSignal = tile_signal_overhead_param(
+const SchemeParam kFusedTileSignal = tile_signal_overhead_param(
     "per-tile signal (down projection) or flag-check (gate+up) cost as a fraction of a tile's time",
     "Comet / FLUX fused kernels' per-tile flags (no knob)");
-const SchemeParam kCommSms = [] {
+const SchemeParam kFusedCommSms = [] {
   // Default 16: at the H100 profile's sm_copy 25 GB/s per CTA, 16 CTAs (400 GB/s) fill an NVLink port
   // (450 GB/s x 0.83); fewer leave the port idle, more take SMs from the GEMMs for nothing.
   SchemeParam p = int_param("comm_sms", 16, 1, 4095,
@@ -331,7 +331,7 @@ MoeLayerOps emit_moe_tile_fused(GraphBuilder& b, const RankStreams& st, const Mo
 }
 
 BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
-  const TileFusedKnobs knobs{ctx.number(kTileSignal), ctx.integer(kCommSms), ctx.integer(kDispatchPieces)};
+  const TileFusedKnobs knobs{ctx.number(kFusedTileSignal), ctx.integer(kFusedCommSms), ctx.integer(kDispatchPieces)};
   if (ctx.workload.kind == "transformer") {
     // No backward form (the fused kernels' backward, dgrad tiles fused with the all-to-alls, is not built):
     // a MoE transformer's step is refused, never run with another scheme's backward.
@@ -366,7 +366,7 @@ SchemeInfo make_moe_tile_fused_scheme() {
           .summary = "MoE layer with the all-to-alls fused into the expert GEMMs: tokens consumed by source group as "
                      "they land, output tiles sent as they finish, communication on comm_sms dedicated SMs (with expert_tp, "
                      "NCCL ETP collectives between the fused stages)",
-          .params = {kTileSignal, kCommSms, kDispatchPieces},
+          .params = {kFusedTileSignal, kFusedCommSms, kDispatchPieces},
           .applies = [](const Workload& w) { return has_moe_layers(w); },
           .build = build_moe_tile_fused};
 }
