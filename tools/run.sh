@@ -4,6 +4,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/tools/setup.sh"
-cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release -DOVERLAP_BUILD_TESTS=OFF > /dev/null
+gen=$([ -f "$root/build/CMakeCache.txt" ] || echo "-GNinja")  # as tools/test.sh
+cmake -S "$root" -B "$root/build" $gen -DCMAKE_BUILD_TYPE=Release -DOVERLAP_BUILD_TESTS=OFF > /dev/null
 cmake --build "$root/build" -j"$(nproc)" --target overlap-sim
 "$root/build/tools/overlap-sim" run "$@"

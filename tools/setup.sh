@@ -5,7 +5,9 @@ set -euo pipefail
 # libmimalloc-dev: the command line program's allocator (tools/CMakeLists.txt).
 # openmpi-bin + libopenmpi-dev: `mpirun -np N overlap-sim sweep` (optional in the build; the MPI
 # sweep test runs when mpirun is there).
-debs=(cmake g++ make libeigen3-dev libboost-graph-dev libcli11-dev libfmt-dev catch2
+# ninja-build: the generator tools/test.sh and tools/run.sh configure with (it keeps both cores busy
+# across libraries, where make waits for each library before starting the next).
+debs=(cmake ninja-build g++ make libeigen3-dev libboost-graph-dev libcli11-dev libfmt-dev catch2
       libyaml-cpp-dev nlohmann-json3-dev libbenchmark-dev openmpi-bin libopenmpi-dev zlib1g-dev libsqlite3-dev libxxhash-dev
       libmimalloc-dev)
 # clang: tools/fuzz.sh builds the libFuzzer targets with it (Debian's clang brings libclang_rt's

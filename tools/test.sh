@@ -8,12 +8,17 @@ bash "$root/tools/setup.sh"
 # Each phase header carries the seconds since the start, so a CI log shows where its time went.
 phase() { echo "== $* [${SECONDS} s]"; }
 
+# Ninja for a new build directory: it compiles every library's files as soon as their headers exist,
+# where make finishes one library before it starts the next. A directory configured before keeps its
+# generator (CMake refuses to change it).
+generator() { [ -f "$1/CMakeCache.txt" ] || echo "-GNinja"; }
+
 phase "release build"
 # Tests on explicitly: build/ may have been configured by tools/run.sh without them.
 # OVERLAP_BUILD_PYTHON: the same build makes the overlap_sim module (build/python/overlap_sim/), for
 # the interpreter the tests below run under; the C++ core is compiled once for both.
 py=${PYTHON:-python3}
-cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release -DOVERLAP_BUILD_TESTS=ON -DOVERLAP_BUILD_BENCH=ON \
+cmake -S "$root" -B "$root/build" $(generator "$root/build") -DCMAKE_BUILD_TYPE=Release -DOVERLAP_BUILD_TESTS=ON -DOVERLAP_BUILD_BENCH=ON \
       -DOVERLAP_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v "$py")" > /dev/null
 cmake --build "$root/build" -j"$jobs"
 phase "release tests"
@@ -40,7 +45,7 @@ if [ "${1:-}" != "--quick" ]; then
   # every check kept. The test files themselves build at -O0 (tests/CMakeLists.txt).
   # CUDA off: the sanitizer flags are host-compiler flags, and the CUDA programs are not tests (the
   # release build above compiled them).
-  cmake -S "$root" -B "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-Og -g1" -DOVERLAP_SANITIZE=ON \
+  cmake -S "$root" -B "$root/build-asan" $(generator "$root/build-asan") -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-Og -g1" -DOVERLAP_SANITIZE=ON \
         -DOVERLAP_BUILD_BENCH=OFF -DOVERLAP_WITH_CUDA=OFF > /dev/null
   cmake --build "$root/build-asan" -j"$jobs" --target overlap_tests overlap-sim overlap-docgen
   phase "sanitizer tests"
