@@ -304,11 +304,17 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs, const TuneFilter& ke
   });
   r.baseline_ps = latency.back();
   r.evaluated = static_cast<int>(all.size());
+  // Left out by `keep`: one line per scheme and reason (the grid repeats a reason for every value of
+  // the other knobs), naming the first setting.
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> left_out;  // scheme + reason -> candidates
   for (std::size_t i = 0; i < all.size(); ++i) {
     all[i].latency_ps = latency[i];
     all[i].speedup = latency[i] > 0 ? static_cast<double>(r.baseline_ps) / static_cast<double>(latency[i]) : 0;
     if (!filtered[i].empty()) {
-      r.left_out.push_back(fmt::format("{} with {}: {}", all[i].scheme, config_text(all[i]), filtered[i]));
+      const std::string key = all[i].scheme + ": " + filtered[i];
+      auto it = std::find_if(left_out.begin(), left_out.end(), [&](const auto& g) { return g.first == key; });
+      if (it == left_out.end()) left_out.push_back({key, {i}});
+      else it->second.push_back(i);
       --r.evaluated;
       refused[i] = filtered[i];  // out of the ranking
       continue;
@@ -317,6 +323,14 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs, const TuneFilter& ke
       r.skipped.push_back(fmt::format("{} with {}: {}", all[i].scheme, config_text(all[i]), refused[i]));
       --r.evaluated;
     }
+  }
+
+  for (const auto& [key, members] : left_out) {
+    const SchemeTuneCandidate& c = all[members.front()];
+    r.left_out.push_back(members.size() == 1
+                             ? fmt::format("{} with {}: {}", c.scheme, config_text(c), filtered[members.front()])
+                             : fmt::format("{}: {} settings not run (first: {}): {}", c.scheme, members.size(),
+                                           config_text(c), filtered[members.front()]));
   }
 
   for (const std::string& name : order) {
@@ -527,7 +541,7 @@ std::string format_scheme_tune_table(const SchemeTuneResult& r, const Scenario& 
     for (const std::string& s : r.skipped) out += "  " + s + "\n";
   }
   if (!r.left_out.empty()) {
-    out += fmt::format("\nleft out ({} settings the export's target cannot deploy as simulated):\n", r.left_out.size());
+    out += "\nleft out (settings the export's target cannot deploy as simulated):\n";
     for (const std::string& s : r.left_out) out += "  " + s + "\n";
   }
   return out;

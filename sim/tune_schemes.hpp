@@ -42,8 +42,9 @@ struct SchemeTuneResult {
   // scheme's reason: left out of the ranking, listed. The scenario's own settings are never here:
   // one of those that cannot run is an error.
   std::vector<std::string> skipped;
-  // Settings the caller's filter (tune_schemes `keep`) left out, with its reason: a grid or scenario
-  // setting each, the per-name search's in one line per reason (a count). Not run, not ranked.
+  // Settings the caller's filter (tune_schemes `keep`) left out: one line per scheme and reason, with
+  // how many and the first (the grid and scenario settings), or how many (the per-name search). Not
+  // run, not ranked.
   std::vector<std::string> left_out;
 };
 

@@ -292,9 +292,9 @@ void tune_scenario(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.output.empty()) err << "wrote " << o.output << "\n";
   if (!exported.empty()) {
     if (!r.left_out.empty())
-      err << fmt::format("note: te_userbuffers searched only over settings TransformerEngine runs as simulated ({} left "
-                         "out: {}{})\n",
-                         r.left_out.size(), r.left_out.front(), r.left_out.size() > 1 ? "; ..." : "");
+      err << fmt::format("note: te_userbuffers searched only over settings TransformerEngine runs as simulated; left "
+                         "out: {}{}\n",
+                         r.left_out.front(), r.left_out.size() > 1 ? fmt::format(" (and {} more reasons)", r.left_out.size() - 1) : "");
     err << "wrote " << export_path << " (Megatron-LM: " << megatron << ")\n";
   }
 }
