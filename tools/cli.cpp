@@ -259,7 +259,7 @@ CLI::App* add_tune_command(CLI::App& app, TuneOptions& tune, std::optional<int>&
   tune_cmd->add_option("--output,-o", tune.output, "Write the result to FILE (atomically) instead of stdout");
   tune_cmd->add_option("--export-flashoverlap", tune.export_flashoverlap,
                        "Write the configuration FlashOverlap's kernels read (BM, BN, dur, Algo, hint, cSeg, rLDN) to FILE, "
-                       "or into DIR/ under FlashOverlap's own name m{M}n{N}k{K}_{gpu}_{primitive}_{ranks}.json")
+                       "or into DIR/ under the name FlashOverlap's main branch reads, m{M}n{N}k{K}_{gpu}.json")
       ->type_name("FILE|DIR/");
   add_tune_export_option(tune_cmd, tune);
   tune_cmd->add_option("--swizzle", tune.swizzle, "Tile order of the exported hint: CUTLASS swizzle 1, 2, 4 or 8")
@@ -407,8 +407,7 @@ int run_command(Commands& c, std::ostream& out, std::ostream& err) {
     return cmd_run(c.run, out, err);
   }
   if (c.tune_cmd->parsed()) {
-    check_output_flags({{"-o", &c.tune.output, c.tune_cmd->get_option("--output")},
-                        {"--export-flashoverlap", &c.tune.export_flashoverlap, c.tune_cmd->get_option("--export-flashoverlap")}});
+    check_output_flags({{"-o", &c.tune.output, c.tune_cmd->get_option("--output")}});  // --export-flashoverlap: cmd_tune
     if (c.tune_algo && *c.tune_algo < 0)
       throw UsageError(fmt::format("--algo must be 0 or more (FlashOverlap's AlgoDict index; got {})", *c.tune_algo));
     c.tune.algo = c.tune_algo;

@@ -109,6 +109,8 @@ TEST_CASE("trace: exposed communication of a Kineto trace is HTA's union arithme
   CHECK(f["compute_ns"] == 100000);
   CHECK(f["communication_ns"] == 50000);
   CHECK(f["exposed_communication_ns"] == 10000);
+  // Named apart from run's exposed comm (latency - compute-only); the old key stays as an alias.
+  CHECK(f["unoverlapped_communication_ns"] == 10000);
   CHECK(f["memory_ns"] == 5000);
   CHECK(f["span_ns"] == 145000);
   CHECK(f["kernels"] == 5);
@@ -222,7 +224,7 @@ TEST_CASE("trace: CSV rows per rank, per step and overall", "[trace]") {
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   REQUIRE(lines.size() == 1 + 2 + 2 + 1);
-  CHECK(lines[0] == "scope,rank,file,step,kernels,compute_us,comm_us,exposed_us,overlap_pct,memory_us,span_us");
+  CHECK(lines[0] == "scope,rank,file,step,kernels,compute_us,comm_us,unoverlapped_us,overlap_pct,memory_us,span_us");
   CHECK(lines.back() == "overall,,,,7,160.000,100.000,50.000,50.0000,5.000,145.000");
   CHECK(lines[3] == "step,0," + kData + "rank0.json,ProfilerStep#1,3,70.000,40.000,10.000,75.0000,0.000,80.000");
 }
