@@ -18,8 +18,9 @@ inline constexpr std::size_t kQuotedChars = 120;
 // message still names the file it is about.
 inline constexpr std::size_t kQuotedPathChars = 4096;
 // A whole message longer than kMessageHeadChars + kMessageTailChars (and room for the count) keeps
-// its first and last characters and counts the middle: the end usually says what was expected.
-inline constexpr std::size_t kMessageHeadChars = 1500;
+// its first and last characters and counts the middle: the end usually says what was expected. The
+// head holds a whole path (kQuotedPathChars) with the words before it.
+inline constexpr std::size_t kMessageHeadChars = 4500;
 inline constexpr std::size_t kMessageTailChars = 500;
 // Items a list in a message or warning shows before "and N more".
 inline constexpr std::size_t kListedItems = 20;
