@@ -1076,8 +1076,9 @@ def add_output_input_entries(corpus, mlp_path):
         ("tune_export_flashoverlap_hardware", ["tune", "--hardware", "{tmp}/hw.yaml"] + op +
          ["--export-flashoverlap", "{tmp}/hw.yaml"], "--export-flashoverlap", hw, keep_hw),
         ("tune_o_hardware", ["tune", "--hardware", "{tmp}/hw.yaml"] + op + ["-o", "{tmp}/hw.yaml"], "-o", hw, keep_hw),
-        ("tune_export_te_scenario", ["tune", "{tmp}/s.yaml", "-j", "1", "--export", "te-userbuffers", "{tmp}/s.yaml"],
-         "--export", scen, keep_scen),
+        # The MLP scenario, where te_userbuffers applies: refused for replacing it, not for the workload.
+        ("tune_export_te_scenario", ["tune", "{tmp}/m.yaml", "-j", "1", "--export", "te-userbuffers", "{tmp}/m.yaml"],
+         "--export", [["copy", mlp_path, "m.yaml"]], [{"path": "m.yaml", "same_as": mlp_path}]),
         ("collective_export_hardware", ["collective", "all_reduce", "--hardware", "{tmp}/hw.yaml", "-e", "1M",
                                         "--export", "nccl-tuner", "{tmp}/hw.yaml"], "--export", hw, keep_hw),
         ("collective_o_hardware", ["collective", "all_reduce", "--hardware", "{tmp}/hw.yaml", "-e", "1M", "-o",
