@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cost_model/bounded_message.hpp"
 #include "cost_model/input_error.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "cost_model/source_paths.hpp"
@@ -485,19 +486,46 @@ bool is_a(const std::exception& e) {
   return dynamic_cast<const T*>(&e) != nullptr;
 }
 
-// The exit status of an error a command threw, with its message on `err`. The user's input (a bad
-// file, flag or output path, the OS error in an OutputError's message; hardware the model cannot
-// simulate) is exit 2; anything else is an internal error, exit 1.
-int report_error(const std::exception& e, std::ostream& err) {
+// The command line as a message quotes it: "run big.yaml --tp 64" (each word bounded).
+std::string command_text(int argc, const char* const* argv) {
+  std::string text;
+  for (int i = 1; i < argc; ++i) text += (i > 1 ? " " : "") + std::string(argv[i]);
+  return bounded_message(text);
+}
+
+// Running out of memory, said with what the program was running and what the user can change.
+void report_out_of_memory(const std::bad_alloc& e, const std::string& command, std::ostream& err) {
+  std::string size;
+  if (const auto* oom = dynamic_cast<const OutOfMemory*>(&e))
+    size = fmt::format(" (an allocation of {} bytes failed)", oom->bytes());
+  err << fmt::format("overlap-sim: error: out of memory while running 'overlap-sim {}'{}: the process may use no more "
+                     "memory (ulimit -v, a container's limit, or the machine's); a smaller workload (fewer layers, "
+                     "tokens, ranks or sweep points) or fewer threads (-j) needs less\n",
+                     command, size);
+}
+
+// The exit status of an error a command threw, with its message on `err` (bounded:
+// cost_model/bounded_message.hpp). The user's input (a bad file, flag or output path, the OS error in
+// an OutputError's message; hardware the model cannot simulate; work that needs more memory than the
+// process may use) is exit 2; anything else is an internal error, exit 1.
+int report_error(const std::exception& e, const std::string& command, std::ostream& err) {
+  if (const auto* oom = dynamic_cast<const std::bad_alloc*>(&e)) {
+    try {
+      report_out_of_memory(*oom, command, err);
+    } catch (const std::bad_alloc&) {
+      err << "overlap-sim: error: out of memory\n";  // no memory left even for the message
+    }
+    return kExitUsage;
+  }
   if (is_a<InputError>(e) || is_a<UsageError>(e) || is_a<OutputError>(e)) {
-    err << "overlap-sim: error: " << e.what() << "\n";
+    err << "overlap-sim: error: " << bounded_message(e.what()) << "\n";
     return kExitUsage;
   }
   if (is_a<sim::ResourceError>(e) || is_a<RangeError>(e)) {
-    err << "overlap-sim: error: cannot simulate this: " << e.what() << "\n";
+    err << "overlap-sim: error: cannot simulate this: " << bounded_message(e.what()) << "\n";
     return kExitUsage;
   }
-  err << "overlap-sim: internal error: " << e.what() << "\n";
+  err << "overlap-sim: internal error: " << bounded_message(e.what()) << "\n";
   return kExitInternal;
 }
 
@@ -505,7 +533,7 @@ int report_error(const std::exception& e, std::ostream& err) {
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   if (const auto unknown = unknown_command(argc, argv)) {
-    err << "overlap-sim: " << *unknown << "\nRun 'overlap-sim --help' for usage.\n";
+    err << "overlap-sim: " << bounded_message(*unknown) << "\nRun 'overlap-sim --help' for usage.\n";
     return kExitUsage;
   }
   CLI::App app{kDescription, "overlap-sim"};
@@ -541,15 +569,19 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
-    err << "overlap-sim: " << e.what() << "\nRun 'overlap-sim --help' (or 'overlap-sim SUBCOMMAND --help') for usage.\n";
+    err << "overlap-sim: " << bounded_message(e.what())
+        << "\nRun 'overlap-sim --help' (or 'overlap-sim SUBCOMMAND --help') for usage.\n";
     return kExitUsage;
   }
+  const std::string command = command_text(argc, argv);  // before the work: no memory may be left after it
   try {
+    // The files this command reads: no output of it may replace one (cost_model/atomic_file.hpp).
+    InputFileLog inputs;
     return run_command(c, out, err);
   } catch (const QuietExit& e) {
     return e.code();
   } catch (const std::exception& e) {
-    return report_error(e, err);
+    return report_error(e, command, err);
   }
 }
 

@@ -194,6 +194,7 @@ void cmd_collective(const CollectiveOptions& o, std::ostream& out, std::ostream&
   std::ostringstream text;
   collective_report(o, text);
   const std::string exported = export_path.empty() ? std::string() : nccl_tuner_export(o);
+  check_outputs_not_inputs({{"-o", o.output}, {"--export", export_path}});  // the profile is read by now
   if (o.output.empty() && exported.empty()) {
     out << text.str();
     return;
@@ -205,7 +206,7 @@ void cmd_collective(const CollectiveOptions& o, std::ostream& out, std::ostream&
     if (!exported.empty()) staged.stage(export_path, exported);
     staged.commit();
   } catch (const std::runtime_error& e) {
-    throw UsageError(fmt::format("{} (no output was written)", e.what()));
+    throw UsageError(fmt::format("{} {}", e.what(), written_note(e)));
   }
   if (o.output.empty()) out << text.str();
   else err << "wrote " << o.output << "\n";

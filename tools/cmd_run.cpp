@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "cost_model/bounded_message.hpp"
 #include "cost_model/input_error.hpp"
 #include "cost_model/atomic_file.hpp"
 #include "sim/chrome_trace.hpp"
@@ -84,8 +85,9 @@ void check_plotting_available(const std::string& script) {
   if (rc != 0)
     throw UsageError(fmt::format("--plot needs matplotlib ('{} -c \"import matplotlib\"' failed); install it with "
                                  "'{} -m pip install matplotlib' or tools/setup.sh", py, py));
-  if (!fs::exists(fs::path(source_dir()) / "tools" / script))
-    throw UsageError("--plot: tools/" + script + " not found under " + source_dir() + " (set OVERLAP_HOME)");
+  const fs::path path = fs::path(source_dir()) / "tools" / script;
+  if (!fs::exists(path)) throw UsageError("--plot: tools/" + script + " not found under " + source_dir() + " (set OVERLAP_HOME)");
+  note_input_file(path.string(), "Python");  // the program the command runs: never an output
 }
 
 void write_output(const std::string& path, const std::string& content) {
@@ -300,7 +302,7 @@ UsageError output_error(const RunOptions& options, const std::runtime_error& e) 
       break;
     }
   }
-  return UsageError(flag + what + " (no output was written)");
+  return UsageError(flag + what + " " + written_note(e));
 }
 
 // The report (-o), and the trace, plot and graph of the first scheme: every file is staged before
@@ -350,6 +352,10 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   load.options.validate_sweep = false;
   const std::vector<FlagAssignment>& flag_sets = load.flag_sets;
   const sim::Scenario sc = with_flag_errors(flag_sets, [&] { return sim::load_scenario_file(load.path, load.options); });
+  // Every file the scenario brought in is read now (its profile, model config, routing histogram):
+  // no output may replace one, checked before the schemes run.
+  check_outputs_not_inputs({{"-o", options.output}, {"--trace", options.trace}, {"--plot", options.plot},
+                            {"--graphviz", options.graphviz}});
 
   std::vector<sim::SchemeSpec> specs = selected_schemes(sc, options.scheme);
   if (!options.params.empty())
@@ -377,8 +383,12 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   const auto failed = static_cast<std::size_t>(
       std::count_if(results.begin(), results.end(), [](const sim::SchemeResult& r) { return r.failed(); }));
   if (failed > 0) {
+    // One line per failed scheme, at most kListedItems of them (a scenario may list thousands).
+    std::size_t shown = 0;
     for (const sim::SchemeResult& r : results)
-      if (r.failed()) err << "overlap-sim: error: " << r.error << "\n";
+      if (r.failed() && shown++ < kListedItems) err << "overlap-sim: error: " << bounded_message(r.error) << "\n";
+    if (failed > kListedItems)
+      err << fmt::format("overlap-sim: ... and {} more failed schemes (their rows say FAILED)\n", failed - kListedItems);
     err << fmt::format("overlap-sim: {} of {} schemes failed (their rows say FAILED); the others' results are "
                        "reported\n", failed, results.size());
     return kExitSchemeFailed;

@@ -14,6 +14,7 @@
 
 #include "calibrate/traces/profile_fit.hpp"
 #include "calibrate/traces/trace_analysis.hpp"
+#include "cost_model/bounded_message.hpp"
 #include "cost_model/collective_model.hpp"
 #include "cost_model/collective_primitive.hpp"
 #include "cost_model/gemm_model.hpp"
@@ -215,6 +216,7 @@ TraceReports load_trace_reports(const std::vector<std::string>& files, const std
   TraceReports run;
   std::vector<traces::RankTrace> loaded;
   for (const std::string& f : files) {
+    note_input_file(f, "trace");  // the trace readers open their files themselves (gzip, SQLite)
     for (traces::RankTrace& t : traces::read_traces(f, step_prefix)) {
       RankReport r = traces::analyze(t);
       r.rank_from_trace = t.rank.has_value();
@@ -260,12 +262,22 @@ TraceReports load_trace_reports(const std::vector<std::string>& files, const std
                          fmt::format("rank {} is also {}'s: one file per rank", *t.rank, it->second));
     }
     if (run.world_size && static_cast<int>(seen.size()) < *run.world_size) {
-      std::string missing;
-      for (int r = 0; r < *run.world_size; ++r)
-        if (!seen.count(r)) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      // The missing ranks as ranges ("1-7, 9"), at most kListedItems of them: a world_size of millions
+      // with one file given is one range, not millions of numbers (cost_model/bounded_message.hpp).
+      std::vector<std::string> missing;
+      const auto gap = [&](int lo, int hi) {
+        if (lo < hi) missing.push_back(fmt::format("{}-{}", lo, hi));
+        else if (lo == hi) missing.push_back(std::to_string(lo));
+      };
+      int next = 0;
+      for (const auto& [r, file] : seen) {
+        gap(next, r - 1);
+        next = r + 1;
+      }
+      gap(next, *run.world_size - 1);
       err << fmt::format("overlap-sim: warning: no trace of rank(s) {} (world_size {}): the overall figures cover the "
                          "{} rank(s) given\n",
-                         missing, *run.world_size, seen.size());
+                         bounded_list(missing), *run.world_size, seen.size());
     }
     std::stable_sort(run.ranks.begin(), run.ranks.end(), [](const RankReport& a, const RankReport& b) { return a.rank < b.rank; });
   }
@@ -505,6 +517,7 @@ void cmd_trace(const TraceOptions& o, std::ostream& out, std::ostream& err) {
   if (o.kernels && !o.hardware.empty()) throw UsageError("trace: --kernels lists the kernels; --hardware goes without it");
   Run run = load(o, err);
   if (!o.hardware.empty()) predict(o, run);
+  check_outputs_not_inputs({{"-o", o.output}});
   std::ostringstream text;
   if (o.kernels) {
     if (o.format == "json") write_kernels_json(run, text);

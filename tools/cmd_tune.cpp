@@ -153,6 +153,8 @@ void tune_operator(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   if (o.ranks > hw.fabric.num_gpus)
     throw UsageError(fmt::format("--ranks {}: the hardware '{}' has {} GPUs", o.ranks, o.hardware, hw.fabric.num_gpus));
   const std::string exported = flashoverlap_export_checked(o, sim::gemm_collective_shape(w), hw);
+  // No output replaces the profile read (or any input): the export as flashoverlap_export_file names it.
+  check_outputs_not_inputs({{"-o", o.output}, {"--export-flashoverlap", exported}});
 
   sim::WaveGroupTuneOptions opts;
   opts.search = *search;
@@ -186,7 +188,7 @@ void tune_operator(const TuneOptions& o, std::ostream& out, std::ostream& err) {
     staged.commit();
   } catch (const std::runtime_error& e) {
     if (dynamic_cast<const UsageError*>(&e) || dynamic_cast<const InputError*>(&e)) throw;
-    throw UsageError(std::string(e.what()) + " (no output was written)");
+    throw UsageError(std::string(e.what()) + " " + written_note(e));
   }
   if (o.output.empty()) out << text << ties;
   for (const std::string& w : warnings) err << "warning: " << exported << ": " << w << "\n";
@@ -258,6 +260,7 @@ void tune_scenario(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   const std::string export_path = te_export_path(o);
   sim::Scenario sc = with_flag_errors(flag_sets, [&] { return sim::load_scenario_file(path, load); });
   sc.name = sim::scenario_label(sc.name, shown_overrides(o.sets, flag_sets));
+  check_outputs_not_inputs({{"-o", o.output}, {"--export", export_path}});  // before the tuning runs
   // The export needs te_userbuffers tuned: added when the scenario does not name it.
   if (!export_path.empty() &&
       std::none_of(sc.schemes.begin(), sc.schemes.end(), [](const sim::SchemeSpec& s) { return s.name == "te_userbuffers"; }))
@@ -285,7 +288,7 @@ void tune_scenario(const TuneOptions& o, std::ostream& out, std::ostream& err) {
       staged.commit();
     } catch (const std::runtime_error& e) {
       if (dynamic_cast<const UsageError*>(&e) || dynamic_cast<const InputError*>(&e)) throw;
-      throw UsageError(std::string(e.what()) + " (no output was written)");
+      throw UsageError(std::string(e.what()) + " " + written_note(e));
     }
   }
   if (o.output.empty()) out << text;
