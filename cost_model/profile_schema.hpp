@@ -172,6 +172,13 @@ inline constexpr K virtual_link{"fabric.virtual_link", &FabricSpec::virtual_link
                                 "virtual: rank-to-rank copies through HBM (d2d) or pinned host memory (host)", ""};
 inline constexpr K rails{"fabric.rails", &FabricSpec::rails, Check::none, nullptr, false, "",
                          "multi_node: NICs on rail switches joined by a spine", ""};
+inline constexpr K nics_per_node{"fabric.nics_per_node", &FabricSpec::nics_per_node, Check::range,
+                                 &ranges::gpus_per_group, false, "",
+                                 "multi_node: NICs per node, GPUs sharing them evenly (0 = one per GPU)",
+                                 "NVIDIA DGX H100 / A100 user guides: 8 compute NICs per node"};
+inline constexpr K nic_efficiency{"fabric.nic_efficiency", &FabricSpec::nic_efficiency, Check::fraction, nullptr, false,
+                                  "", "multi_node: fraction of a NIC's line rate NCCL reaches",
+                                  "NVIDIA/nccl-tests issue 290: 46-48 of 50 GB/s per NDR NIC"};
 inline constexpr K links{"fabric.links", {}, Check::none, nullptr, true, "map", "link classes by name", ""};
 inline constexpr K nodes{"fabric.nodes", {}, Check::range, &ranges::fabric_nodes, false, "list",
                          "explicit: the graph's nodes", ""};
@@ -180,6 +187,7 @@ inline constexpr K edges{"fabric.edges", {}, Check::range, &ranges::fabric_nodes
 }  // namespace fabric_keys
 inline constexpr std::array kFabric = {&fabric_keys::topology,     &fabric_keys::num_gpus, &fabric_keys::gpus_per_node,
                                        &fabric_keys::gpus_per_numa, &fabric_keys::virtual_link, &fabric_keys::rails,
+                                       &fabric_keys::nics_per_node, &fabric_keys::nic_efficiency,
                                        &fabric_keys::links,        &fabric_keys::nodes,    &fabric_keys::edges};
 
 namespace link_keys {
