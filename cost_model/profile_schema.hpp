@@ -173,7 +173,7 @@ inline constexpr K virtual_link{"fabric.virtual_link", &FabricSpec::virtual_link
 inline constexpr K rails{"fabric.rails", &FabricSpec::rails, Check::none, nullptr, false, "",
                          "multi_node: NICs on rail switches joined by a spine", ""};
 inline constexpr K nics_per_node{"fabric.nics_per_node", &FabricSpec::nics_per_node, Check::range,
-                                 &ranges::gpus_per_group, false, "",
+                                 &ranges::nics_per_node, false, "",
                                  "multi_node: NICs per node, GPUs sharing them evenly (0 = one per GPU)",
                                  "NVIDIA DGX H100 / A100 user guides: 8 compute NICs per node"};
 inline constexpr K nic_efficiency{"fabric.nic_efficiency", &FabricSpec::nic_efficiency, Check::fraction, nullptr, false,
