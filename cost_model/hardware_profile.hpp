@@ -54,6 +54,10 @@ struct GpuSpec {
   // re-streamed operand is read once per band of tiles (sim/schemes/graph_builder.cpp). Virtual
   // ranks (fabric.topology virtual) share one GPU's L2. 0 = not given.
   std::int64_t l2_bytes = 0;
+  // Device memory capacity in bytes: the datasheet's figure (its GB are the HBM stacks' binary GiB; CUDA
+  // reports 1-2 % less, what the driver keeps). A training step's memory per GPU is checked against it
+  // (cost_model/memory_model.hpp, docs/guide/training.md "Memory per GPU"). 0 = not given.
+  std::int64_t hbm_bytes = 0;
   // Per-tile GEMM slowdown from communication kernels sharing the GPU (L2/HBM/issue contention;
   // FlashOverlap Sec. 6.4 "prolonged computation latency brought by SM contention"): a CTA takes
   // (1 + gemm_comm_interference * busy_sms / sm_count) times longer while busy_sms SMs run comm.

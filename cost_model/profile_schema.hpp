@@ -137,6 +137,9 @@ inline constexpr K gemm_cta_overhead_us{"gpu.gemm_cta_overhead_us", &GpuSpec::ge
                                         "calibrate/ CTA roofline fit"};
 inline constexpr K l2_bytes{"gpu.l2_bytes", &GpuSpec::l2_bytes, Check::range, &ranges::l2_bytes, false, "",
                             "L2 capacity (0 = use gemm_l2_reuse)", "device attribute l2CacheSize"};
+inline constexpr K hbm_bytes{"gpu.hbm_bytes", &GpuSpec::hbm_bytes, Check::range, &ranges::hbm_bytes, false, "",
+                             "device memory capacity (0 = not given): a training step's memory per GPU is checked against it",
+                             "datasheet; device attribute totalGlobalMem"};
 inline constexpr K gemm_comm_interference{"gpu.gemm_comm_interference", &GpuSpec::gemm_comm_interference,
                                           Check::range, &ranges::factor, false, "",
                                           "GEMM slowdown per fraction of SMs running communication",
@@ -155,7 +158,7 @@ inline constexpr std::array kGpu = {
     &gpu_keys::hbm_sm_gbps,    &gpu_keys::copy_engines,      &gpu_keys::min_sm_partition,
     &gpu_keys::gemm_tile_us,   &gpu_keys::gemm_sm_load_gbps, &gpu_keys::gemm_cta_overhead_us,
     &gpu_keys::l2_bytes,       &gpu_keys::gemm_comm_interference, &gpu_keys::gemm_l2_reuse,
-    &gpu_keys::gemm_full_rate_sms};
+    &gpu_keys::gemm_full_rate_sms, &gpu_keys::hbm_bytes};
 
 // ---- fabric (FabricSpec, LinkClass, explicit nodes and edges)
 namespace fabric_keys {

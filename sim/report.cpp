@@ -204,6 +204,7 @@ ReportContext report_context(const Scenario& scenario) {
   ctx.workload = scenario.workload;
   ctx.fidelity = scenario.fidelity;
   ctx.baseline = baseline_scheme_for(scenario.workload);
+  ctx.memory = step_memory(scenario.workload, scenario.hardware);
   return ctx;
 }
 
@@ -351,6 +352,7 @@ nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeRes
   for (const auto& s : ctx.not_applicable) skipped.push_back({{"scheme", s.scheme}, {"applies_to", s.applies_to}});
   j["not_applicable"] = skipped;
   j["hardware_note"] = ctx.hardware_note;
+  if (ctx.memory) j["memory_per_gpu"] = step_memory_json(*ctx.memory);
   return j;
 }
 
@@ -588,12 +590,15 @@ std::string format_narrow_table(const ReportContext& ctx, const std::vector<Sche
   return out;
 }
 
+// The memory-per-GPU block of a training step (sim/step_memory.hpp); empty where it does not apply.
+std::string format_memory(const ReportContext& ctx) { return ctx.memory ? format_step_memory(*ctx.memory) : std::string(); }
+
 }  // namespace
 
 std::string format_table(const ReportContext& ctx, const std::vector<SchemeResult>& results, bool wide) {
   if (!wide)
-    return format_narrow_table(ctx, results) + format_step_table(ctx, results, false) + format_collectives(results, false) +
-           format_summary(ctx, results);
+    return format_narrow_table(ctx, results) + format_step_table(ctx, results, false) + format_memory(ctx) +
+           format_collectives(results, false) + format_summary(ctx, results);
   const std::vector<std::string> headers = {
       "scheme",       "latency (us)", "compute-only (us)", "comm (us)", "exposed comm (us)",
       "overlap eff. (%)", "speedup vs " + ctx.baseline, "bound (us)", "% of bound", "SMs lost to comm",
@@ -629,6 +634,7 @@ std::string format_table(const ReportContext& ctx, const std::vector<SchemeResul
   out += std::string(rule, '-') + "\n";
   for (const auto& row : rows) out += line(row);
   out += format_step_table(ctx, results, true);
+  out += format_memory(ctx);
   out += format_collectives(results, true);
   out += format_summary(ctx, results);
   return out;

@@ -10,6 +10,7 @@
 
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
+#include "sim/step_memory.hpp"
 #include "sim/workload.hpp"
 
 namespace overlap::sim {
@@ -38,6 +39,9 @@ struct ReportContext {
   // One line when the profile's figures include placeholder defaults (neither published nor
   // calibrated); "" otherwise.
   std::string hardware_note;
+  // A transformer training step's memory per GPU against the profile's HBM (sim/step_memory.hpp);
+  // nullopt where the memory model does not apply.
+  std::optional<StepMemory> memory;
 };
 ReportContext report_context(const Scenario& scenario);
 // "llama3-70b-tp8-mlp" or, with overrides, "llama3-70b-tp8-mlp (workload.tp=4 hardware=h200)": how
@@ -79,7 +83,8 @@ nlohmann::json workload_json(const Workload& w);
 // {"scenario" (scenario_label), "overrides", "hardware", "workload", "fidelity", "baseline",
 //  "exposed_comm_definition", "results": [to_json(SchemeResult)...], "best": {scheme, params,
 //  speedup_vs_baseline, tied: [{scheme, params}...] (best_results: the best first), label (best_label)}
-//  or null, "not_applicable": [{scheme, applies_to}...]}
+//  or null, "not_applicable": [{scheme, applies_to}...], "memory_per_gpu" (step_memory_json) where
+//  ctx.memory is given}
 nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeResult>& results);
 
 // The per-collective figures of every result (SchemeResult::collectives) as a table: one line per

@@ -227,11 +227,15 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& run) {
   run_cmd->add_option("--fidelity", run.fidelity, "Collective fidelity (overrides the scenario's)")
       ->check(CLI::IsMember({"curve", "steps"}));
   run_cmd->add_flag("--wide", run.wide, "Table: every column and parameter (default: fits 120 columns)");
+  run_cmd->add_flag("--fit-only", run.fit_only,
+                    "Training step: report its memory per GPU without simulating, and refuse it (exit 2) when the peak "
+                    "exceeds the profile's HBM (gpu.hbm_bytes)");
   run_cmd->footer(examples({"overlap-sim run",
                             "overlap-sim run --hardware h200-sxm-8x-nvswitch --tp 4 --tokens 16384",
                             "overlap-sim run flashoverlap-a800-allreduce --format json",
                             "overlap-sim run --scheme data_slicing --param chunks=8",
                             "overlap-sim run --set hardware.fabric.links.nvlink.bandwidth_gbps=900 --wide",
+                            "overlap-sim run llama3-70b-tp8xdp2-fsdp-step --fit-only --set workload.parallel.dp=32",
                             "overlap-sim run --scheme async_tp --trace async_tp.json --plot async_tp.png"}));
   return run_cmd;
 }

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 #include "cost_model/bounded_message.hpp"
 #include "cost_model/input_error.hpp"
@@ -24,6 +25,7 @@
 #include "sim/node_builder.hpp"
 #include "sim/report.hpp"
 #include "sim/scenario.hpp"
+#include "sim/step_memory.hpp"
 #include "tools/cli.hpp"
 
 extern char** environ;
@@ -330,6 +332,61 @@ void write_outputs(const RunOptions& options, const sim::Scenario& sc, const std
   }
 }
 
+// The 1-based line of the scenario's top-level `workload:` key (0 when it cannot be found).
+int workload_line(const std::string& text) {
+  try {
+    const YAML::Node root = YAML::Load(text);
+    if (!root.IsMap()) return 0;
+    for (const auto& kv : root)
+      if (kv.first.IsScalar() && kv.first.Scalar() == "workload") return kv.first.Mark().line + 1;
+  } catch (const YAML::Exception&) {
+  }
+  return 0;
+}
+
+// `run --fit-only`: the step's memory per GPU against the profile's HBM, without simulating anything.
+// Prints the memory block when the step fits; refuses it (InputError, exit 2) when it does not.
+int fit_only(const RunOptions& options, const sim::Scenario& sc, sim::ReportFormat format, std::ostream& out) {
+  if (!options.scheme.empty() || !options.params.empty() || !options.trace.empty() || !options.plot.empty() ||
+      !options.graphviz.empty())
+    throw UsageError("--fit-only simulates nothing: it takes no --scheme, --param, --trace, --plot or --graphviz");
+  if (format == sim::ReportFormat::csv) throw UsageError("--fit-only prints a table or JSON (--format table|json)");
+  const std::optional<sim::StepMemory> m = sim::step_memory(sc.workload, sc.hardware);
+  if (!m)
+    throw UsageError(fmt::format("--fit-only: the memory model covers a dense transformer's training step (workload.kind "
+                                 "transformer without MoE layers or latent attention, pass backward or step); this is "
+                                 "a {} workload, pass {}",
+                                 sc.workload.kind, sim::pass_name(sc.workload.training.pass)));
+  if (m->hbm_bytes == 0)
+    throw InputError(sc.hardware.source_file, 0, "hardware.gpu.hbm_bytes",
+                     fmt::format("--fit-only needs the GPU's memory capacity, and profile '{}' gives none (gpu.hbm_bytes is 0)",
+                                 sim::hardware_display_name(sc)));
+  if (!m->fits()) {
+    const double gib = static_cast<double>(Bytes{1} << 30);
+    throw InputError(sc.file, workload_line(sc.text), "workload",
+                     fmt::format("the training step does not fit: its peak memory per GPU is {:.2f} GiB, above the "
+                                 "{:.2f} GiB of hardware.gpu.hbm_bytes ({}); decided by {}",
+                                 static_cast<double>(m->bytes.peak_bytes) / gib, static_cast<double>(m->hbm_bytes) / gib,
+                                 sim::hardware_display_name(sc), sim::step_memory_keys(sc.workload)));
+  }
+  std::string text;
+  if (format == sim::ReportFormat::table) {
+    text = fmt::format("scenario: {}   hardware: {}\nworkload: {}\n", sc.name, sim::hardware_display_name(sc),
+                       sim::describe_workload(sc.workload)) +
+           sim::format_step_memory(*m);
+  } else {
+    nlohmann::json j;
+    j["scenario"] = sc.name;
+    j["hardware"] = sim::hardware_display_name(sc);
+    j["workload"] = sim::workload_json(sc.workload);
+    j["memory_per_gpu"] = sim::step_memory_json(*m);
+    text = j.dump(2) + "\n";
+  }
+  if (!options.output.empty()) write_output(options.output, text);
+  else out << text;
+  return kExitOk;
+}
+
 }  // namespace
 
 int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
@@ -356,6 +413,7 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   // no output may replace one, checked before the schemes run.
   check_outputs_not_inputs({{"-o", options.output}, {"--trace", options.trace}, {"--plot", options.plot},
                             {"--graphviz", options.graphviz}});
+  if (options.fit_only) return fit_only(options, sc, *format, out);
 
   std::vector<sim::SchemeSpec> specs = selected_schemes(sc, options.scheme);
   if (!options.params.empty())
