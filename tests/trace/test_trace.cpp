@@ -321,7 +321,7 @@ TEST_CASE("trace --kernels: every kernel group with its class, shape or message,
   // Every activity counted once: compute 100 us + communication 50 us (no overlap among their own
   // kind on this rank) + the 5 us copy.
   CHECK(total == 155000);
-  CHECK(kinds == std::map<std::string, int>{{"collective", 2}, {"copy", 1}, {"gemm", 2}, {"other", 1}});
+  CHECK(kinds == std::map<std::string, int>{{"collective", 2}, {"copy", 1}, {"gemm", 2}, {"memory_bound", 1}});
   for (const auto& k : k0)
     if (k["kind"] == "collective") CHECK(k["class"] == "communication");
   const CliResult csv = cli({kData + "rank0.json", kData + "rank1.json.gz", "--kernels", "--format", "csv"});
@@ -451,11 +451,11 @@ TEST_CASE("trace: -o writes the report atomically", "[trace]") {
 
 TEST_CASE("trace: kernel classes and GEMM shapes by name and op", "[trace]") {
   using namespace overlap::traces;
-  CHECK(classify_kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL") == ActivityClass::communication);
-  CHECK(classify_kernel("sm90_xmma_gemm_bf16bf16") == ActivityClass::compute);
-  CHECK(is_gemm_kernel("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTN"));
-  CHECK(is_gemm_kernel("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn"));
-  CHECK_FALSE(is_gemm_kernel("void at::native::vectorized_elementwise_kernel<4>"));
+  // Every family's names: tests/trace/test_kernel_kind.cpp.
+  CHECK(activity_class(builtin_kernel_family("ncclDevKernel_AllReduce_Sum_bf16_RING_LL")) == ActivityClass::communication);
+  CHECK(activity_class(builtin_kernel_family("sm90_xmma_gemm_bf16bf16")) == ActivityClass::compute);
+  CHECK(builtin_kernel_family("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTN").kind == KernelKind::gemm);
+  CHECK(builtin_kernel_family("void at::native::vectorized_elementwise_kernel<4>").kind == KernelKind::memory_bound);
   CHECK(collective_from_kernel_name("ncclKernel_ReduceScatter_RING_LL_Sum_half") == "reduce_scatter");
   CHECK(collective_from_kernel_name("ncclDevKernel_SendRecv") == "send_recv");
   CHECK(collective_from_kernel_name("reduce_scatter_tensor_coalesced") == "reduce_scatter");
