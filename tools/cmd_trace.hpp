@@ -3,11 +3,11 @@
 //
 // Reads profiles of a real multi-GPU job, one file per rank: PyTorch profiler (Kineto) JSON traces,
 // plain or gzip, or Nsight Systems SQLite exports (calibrate/traces/). Prints per rank and overall:
-// time in compute kernels, in communication (NCCL) kernels, exposed communication (communication
-// during which no compute kernel runs on that GPU: calibrate/traces/trace_analysis.hpp) and the
-// overlap share; the same per step when the trace marks steps; the GEMM kernels with their shapes
-// (from the launching CPU op's Input Dims) and the NCCL kernels with collective, message size and
-// group size. A kernel whose shape or size the trace does not give is counted as unknown.
+// time in compute kernels, in communication kernels (NCCL's and other libraries'), exposed
+// communication (communication during which no compute kernel runs on that GPU:
+// calibrate/traces/trace_analysis.hpp) and the overlap share; the same per step when the trace marks
+// steps; the GEMM kernels with their shapes (from the launching CPU op's Input Dims) and the
+// communication kernels with collective, message size and group size. A kernel whose shape or size the trace does not give is counted as unknown.
 //
 // Ranks: from each Kineto trace's distributedInfo. Files of one run only: a world_size that differs
 // between files, a rank given twice, a rank outside 0..world_size-1, or some files with a rank and
