@@ -448,6 +448,10 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
   }
 
   void finish_event() {
+    if (link_pass_) {
+      collect_for_linking();
+      return;
+    }
     ++events;
     if (ev_.ph != "X" || !ev_.has_ts) return;
     const std::string& cat = ev_.cat;
@@ -478,10 +482,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       return;
     }
     if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime" || cat == "Driver") {
-      if (ev_.correlation) {
-        trace_.launches.emplace_back(*ev_.correlation, ev_.ts_ns);
-        launch_ops_.push_back({ev_.pid, ev_.tid, ev_.ts_ns, *ev_.correlation, ev_.external_id.value_or(-1)});
-      }
+      if (ev_.correlation) trace_.launches.emplace_back(*ev_.correlation, ev_.ts_ns);
       return;
     }
     if (cat == "cpu_op" || cat == "user_annotation" || cat == "Operator" || cat == "python_function") {
@@ -490,8 +491,9 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
         trace_.steps.push_back({ev_.name, ev_.ts_ns, ev_.ts_ns + ev_.dur_ns});
         return;
       }
-      // Every op's range on its thread (for kernels whose External id names no op), marked with
-      // the GEMM or collective it describes: gemm_ops index i as 2i, comm_ops index j as 2j + 1.
+      // The GEMM and collective ops' ranges on their threads (for kernels whose External id names
+      // no op), marked gemm_ops index i as 2i, comm_ops index j as 2j + 1; the other ops' ranges
+      // are read by a second pass only when a kernel needs them (collect_for_linking).
       std::int32_t op = -1;
       if (has_comm_args()) {
         const std::int32_t j = add_comm_op();
@@ -502,41 +504,73 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
         op = 2 * i;
         if (ev_.external_id) trace_.gemm_by_external_id.emplace_back(*ev_.external_id, i);
       }
-      if (cat != "python_function" && cat != "user_annotation" && ev_.has_dur && ev_.dur_ns > 0)
-        op_ranges_.push_back({thread_of(ev_.pid, ev_.tid), ev_.ts_ns, ev_.ts_ns + ev_.dur_ns, op});
+      if (op >= 0 && is_op_range(cat)) op_ranges_.push_back({thread_of(ev_.pid, ev_.tid), ev_.ts_ns, ev_.ts_ns + ev_.dur_ns, op});
+    }
+  }
+
+  bool is_op_range(const std::string& cat) const {
+    return (cat == "cpu_op" || cat == "Operator") && ev_.has_dur && ev_.dur_ns > 0 &&
+           (step_prefix_.empty() || ev_.name.compare(0, step_prefix_.size(), step_prefix_) != 0);
+  }
+
+  // The second pass: the launches of the kernels link_by_id() left (thread, time, External id) and
+  // the ranges of the ops that are neither GEMM nor collective (an aten::copy_ inside an aten::addmm
+  // holds the bias copy's launch, not the GEMM's).
+  void collect_for_linking() {
+    if (ev_.ph != "X" || !ev_.has_ts) return;
+    const std::string& cat = ev_.cat;
+    if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime" || cat == "Driver") {
+      if (ev_.correlation && std::binary_search(needed_.begin(), needed_.end(), *ev_.correlation))
+        launch_ops_.push_back({thread_of(ev_.pid, ev_.tid), ev_.ts_ns, *ev_.correlation, ev_.external_id.value_or(-1)});
+    } else if (is_op_range(cat) && !has_comm_args() && !(ev_.has_dims && is_gemm_op(ev_.name))) {
+      op_ranges_.push_back({thread_of(ev_.pid, ev_.tid), ev_.ts_ns, ev_.ts_ns + ev_.dur_ns, -1});
     }
   }
 
  public:
   // Each kernel's op (GpuActivity::op, link), once every event is read:
   //  1. the kernel's own collective args (already linked);
-  //  2. its "External id", when it differs from its correlation id: the launching op's id in every
-  //     layout since PyTorch 1.13 that writes both;
-  //  3. the External id of its runtime launch (same correlation id), likewise;
-  //  4. otherwise (older profilers write the correlation id as the kernel's External id; some
-  //     write none): the innermost op range on the launching thread that holds the launch
+  //  2. its "External id": the launching op's id in every layout since PyTorch 1.13, which writes
+  //     kernels' External ids apart from their correlation ids;
+  // and in a trace of an older layout (every kernel's External id is its correlation id, or no
+  // kernel has one), from a second pass over the file:
+  //  3. the External id of its runtime launch (same correlation id), when that is not the
+  //     correlation id too;
+  //  4. else the innermost op range on the launching thread that holds the launch
   //     (calibrate/traces/op_link.hpp);
   //  5. a kernel whose launch is not in the trace: its External id, whatever it is.
-  void link_ops() {
-    auto& gemms = trace_.gemm_by_external_id;
-    auto& comms = trace_.comm_by_external_id;
-    std::sort(gemms.begin(), gemms.end());
-    std::sort(comms.begin(), comms.end());
-    const auto find = [](const std::vector<std::pair<std::int64_t, std::int32_t>>& index, std::int64_t id) {
-      const auto it = std::lower_bound(index.begin(), index.end(), std::make_pair(id, std::int32_t{INT32_MIN}));
-      return it != index.end() && it->first == id ? it->second : -1;
-    };
-    const auto by_id = [&](GpuActivity& a, std::int64_t id) {
-      const bool comm_first = a.cls == ActivityClass::communication;
-      const std::int32_t c = find(comms, id), g = find(gemms, id);
-      if (c >= 0 && (comm_first || g < 0)) {
-        a.op = c;
-        a.link = OpLink::comm;
-      } else if (g >= 0) {
-        a.op = g;
-        a.link = OpLink::gemm;
+  // Step 2 in a trace of today's layout (some kernel's External id differs from its correlation
+  // id: there, a kernel whose two ids are equal is a coincidence of two counters, and its External
+  // id is still its op's). In a trace of the older layout (every kernel's External id equals its
+  // correlation id, or no kernel has one) no kernel is linked here: returns whether any is left
+  // for steps 3 to 5, which need the second pass over the file.
+  bool link_by_id() {
+    std::sort(trace_.gemm_by_external_id.begin(), trace_.gemm_by_external_id.end());
+    std::sort(trace_.comm_by_external_id.begin(), trace_.comm_by_external_id.end());
+    const bool older = std::none_of(trace_.activities.begin(), trace_.activities.end(), [](const GpuActivity& a) {
+      return a.external_id >= 0 && a.correlation >= 0 && a.external_id != a.correlation;
+    });
+    for (GpuActivity& a : trace_.activities) {
+      if (a.link != OpLink::none) continue;
+      if (!older && a.external_id >= 0) {
+        by_id(a, a.external_id);
+      } else if (older && a.correlation >= 0) {
+        needed_.push_back(a.correlation);
       }
-    };
+    }
+    std::sort(needed_.begin(), needed_.end());
+    needed_.erase(std::unique(needed_.begin(), needed_.end()), needed_.end());
+    return !needed_.empty();
+  }
+
+  void begin_link_pass() {
+    link_pass_ = true;
+    depth_ = 0;
+    in_events_array_ = in_event_obj_ = in_args_ = in_distributed_ = false;
+  }
+
+  // Steps 3, 4 and 5 for the kernels link_by_id() left, after the second pass.
+  void link_by_thread() {
     std::sort(launch_ops_.begin(), launch_ops_.end(),
               [](const Launch& x, const Launch& y) { return x.correlation < y.correlation; });
     const auto launch_of = [&](std::int64_t correlation) -> const Launch* {
@@ -544,29 +578,23 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
                                        [](const Launch& l, std::int64_t c) { return l.correlation < c; });
       return it != launch_ops_.end() && it->correlation == correlation ? &*it : nullptr;
     };
-    std::vector<GpuActivity*> by_thread;  // kernels left for step 4
+    std::vector<GpuActivity*> by_thread;
+    std::vector<LaunchAt> points;
     for (GpuActivity& a : trace_.activities) {
-      if (a.link != OpLink::none) continue;
-      if (a.external_id >= 0 && a.external_id != a.correlation) {
-        by_id(a, a.external_id);
+      if (a.link != OpLink::none || a.correlation < 0 ||
+          !std::binary_search(needed_.begin(), needed_.end(), a.correlation))
         continue;
-      }
-      const Launch* l = a.correlation >= 0 ? launch_of(a.correlation) : nullptr;
+      const Launch* l = launch_of(a.correlation);
       if (l && l->external_id >= 0 && l->external_id != a.correlation) {
         by_id(a, l->external_id);
       } else if (l) {
         by_thread.push_back(&a);
+        points.push_back({l->thread, l->ts_ns, a.correlation});
       } else if (a.external_id >= 0) {
         by_id(a, a.external_id);  // no launch recorded: the External id is all there is
       }
     }
     if (by_thread.empty()) return;
-    std::vector<LaunchAt> points;
-    points.reserve(by_thread.size());
-    for (const GpuActivity* a : by_thread) {
-      const Launch* l = launch_of(a->correlation);
-      points.push_back({thread_of(l->pid, l->tid), l->ts_ns, a->correlation});
-    }
     const auto found = innermost_ops(std::move(op_ranges_), std::move(points));
     for (GpuActivity* a : by_thread) {
       const auto it = std::lower_bound(found.begin(), found.end(), std::make_pair(a->correlation, std::int32_t{INT32_MIN}));
@@ -577,8 +605,23 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
   }
 
  private:
+  void by_id(GpuActivity& a, std::int64_t id) const {
+    const auto find = [](const std::vector<std::pair<std::int64_t, std::int32_t>>& index, std::int64_t key) {
+      const auto it = std::lower_bound(index.begin(), index.end(), std::make_pair(key, std::int32_t{INT32_MIN}));
+      return it != index.end() && it->first == key ? it->second : -1;
+    };
+    const std::int32_t c = find(trace_.comm_by_external_id, id), g = find(trace_.gemm_by_external_id, id);
+    if (c >= 0 && (a.cls == ActivityClass::communication || g < 0)) {
+      a.op = c;
+      a.link = OpLink::comm;
+    } else if (g >= 0) {
+      a.op = g;
+      a.link = OpLink::gemm;
+    }
+  }
+
   struct Launch {
-    std::int64_t pid, tid, ts_ns, correlation, external_id;
+    std::int64_t thread, ts_ns, correlation, external_id;
   };
   // (pid, tid) as one key; tid folded to 32 bits.
   static std::int64_t thread_of(std::int64_t pid, std::int64_t tid) {
@@ -599,6 +642,8 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
   std::vector<std::optional<KernelFamily>> families_;  // per name id, once classified
   std::vector<Launch> launch_ops_;
   std::vector<OpRange> op_ranges_;
+  std::vector<std::int64_t> needed_;  // correlation ids of the kernels left for the second pass
+  bool link_pass_ = false;
   int depth_ = 0;
   bool in_events_array_ = false, in_event_obj_ = false, in_args_ = false, in_distributed_ = false;
   Event ev_;
@@ -628,7 +673,15 @@ RankTrace read_kineto_json(const std::string& path, const std::string& step_pref
       if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
     throw InputError(path, 0, "", "not valid JSON (truncated?): " + msg);
   }
-  handler.link_ops();
+  if (handler.root_is_object && handler.saw_trace_events && handler.link_by_id()) {
+    // A second pass over the file for the kernels whose External ids name no op (older layouts):
+    // their launches and the ops around them, kept only when needed.
+    GzStreamBuf again(path);
+    std::istream in2(&again);
+    handler.begin_link_pass();
+    if (again.is_open() && nlohmann::json::sax_parse(in2, &handler, nlohmann::json::input_format_t::json, true))
+      handler.link_by_thread();
+  }
   if (!handler.root_is_object || !handler.saw_trace_events)
     throw InputError(path, 0, "traceEvents", "no traceEvents array: not a Kineto / Chrome trace");
   if (handler.kernel_events == 0)
