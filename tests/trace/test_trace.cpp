@@ -255,6 +255,22 @@ TEST_CASE("trace: an Nsight Systems SQLite export", "[trace][nsys]") {
   CHECK(r["comms"][0]["collective"] == "reduce_scatter");
 }
 
+TEST_CASE("trace: an nsys peer copy (copyKind 10) is communication, other copies memory", "[trace][nsys]") {
+  // nsys_rank.sql plus a peer copy [7500, 8000): communication [4000, 7000) + [7500, 8000) = 3500 ns,
+  // compute unchanged (4700), hidden [4000, 5000) + [6500, 6800) = 1300, so 2200 exposed; the
+  // device-to-host copy [7000, 7500) stays memory time.
+  const std::string db = nsys_db("nsys_peer.sqlite", "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (7500, 8000, 0, 1, 7, 6, 100, 1048576, 10);");
+  const nlohmann::json j = json_of({db});
+  const auto& f = j["ranks"][0]["figures"];
+  CHECK(f["communication_ns"] == 3500);
+  CHECK(f["compute_ns"] == 4700);
+  CHECK(f["exposed_communication_ns"] == 2200);
+  CHECK(f["memory_ns"] == 500);
+  bool peer = false;
+  for (const auto& g : j["ranks"][0]["comms"]) peer = peer || (g["kernel"] == "[memcpy PtoP]" && g["library"] == "peer_copy");
+  CHECK(peer);
+}
+
 TEST_CASE("trace: an nsys export of two processes is two ranks; emit_nvtx ranges give GEMM shapes", "[trace][nsys]") {
   const std::string db = nsys_db("nsys_two_ranks.sqlite", "", "nsys_two_ranks.sql");
   const nlohmann::json j = json_of({db});

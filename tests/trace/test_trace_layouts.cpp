@@ -245,3 +245,18 @@ TEST_CASE("split_collective_waits: wait + transfer is each kernel's duration; on
   CHECK(one[0].comms[0].matched == 0);
   CHECK_FALSE(one[0].clock_offset_ns.has_value());
 }
+
+TEST_CASE("trace: in today's layout a kernel whose External id equals its correlation id by chance keeps its op", "[trace][layout]") {
+  // rank0.json with the aten::mm GEMM's launch and kernel renumbered to correlation 11, its op's
+  // External id: the other kernels' ids differ, so the trace is of today's layout and 11 is the op.
+  std::string text = slurp(kData + "rank0.json");
+  for (std::size_t at; (at = text.find("\"correlation\": 101}")) != std::string::npos;) text.replace(at, 19, "\"correlation\": 11}");
+  for (std::size_t at; (at = text.find("\"correlation\": 101,")) != std::string::npos;) text.replace(at, 19, "\"correlation\": 11,");
+  const std::filesystem::path path = std::filesystem::path(OVERLAP_BINARY_DIR) / "trace_test_tmp_coincide.json";
+  std::ofstream(path) << text;
+  const nlohmann::json j = json_of({path.string()});
+  const auto& mm = group_of(j["ranks"][0]["gemms"], "sm90_xmma_gemm");
+  CHECK(mm["op"] == "aten::mm");
+  CHECK(mm["shape"]["m"] == 4096);
+  CHECK(j["ranks"][0]["steps"][0]["figures"]["kernels"] == 3);  // still launched in ProfilerStep#1
+}
