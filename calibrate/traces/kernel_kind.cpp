@@ -5,13 +5,10 @@
 #include <cctype>
 #include <initializer_list>
 
+#include "cost_model/text.hpp"
+
 namespace overlap::traces {
 namespace {
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 bool has(const std::string& haystack, const char* needle) { return haystack.find(needle) != std::string::npos; }
 
@@ -29,17 +26,17 @@ std::vector<std::string> words(const std::string& id) {
   for (std::size_t i = 0; i < id.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(id[i]);
     if (!std::isalnum(c)) {
-      if (!cur.empty()) out.push_back(lower(cur));
+      if (!cur.empty()) out.push_back(lowercase(cur));
       cur.clear();
       continue;
     }
     if (std::isupper(c) && i > 0 && std::islower(static_cast<unsigned char>(id[i - 1])) && !cur.empty()) {
-      out.push_back(lower(cur));
+      out.push_back(lowercase(cur));
       cur.clear();
     }
     cur += static_cast<char>(c);
   }
-  if (!cur.empty()) out.push_back(lower(cur));
+  if (!cur.empty()) out.push_back(lowercase(cur));
   return out;
 }
 
@@ -145,7 +142,7 @@ KernelName kernel_own_name(const std::string& signature) {
   for (int depth = 0; depth < 4 && is_launcher(k.identifier) && !k.first_argument.empty(); ++depth)
     k = parse_once(k.first_argument);
   // A kernel called just "kernel" is named by its scope (cuBLAS' gemvx::kernel<...>).
-  if (lower(k.identifier) == "kernel" && !k.scope.empty()) {
+  if (lowercase(k.identifier) == "kernel" && !k.scope.empty()) {
     const std::size_t colons = k.scope.rfind("::");
     k.identifier = colons == std::string::npos ? k.scope : k.scope.substr(colons + 2);
     k.scope = colons == std::string::npos ? "" : k.scope.substr(0, colons);
@@ -155,7 +152,7 @@ KernelName kernel_own_name(const std::string& signature) {
 
 KernelFamily builtin_kernel_family(const std::string& signature) {
   const KernelName k = kernel_own_name(signature);
-  const std::string id = lower(k.identifier), scope = lower(k.scope);
+  const std::string id = lowercase(k.identifier), scope = lowercase(k.scope);
   const std::vector<std::string> ws = words(k.identifier);
   const auto comm = [](CommLibrary l) { return KernelFamily{KernelKind::communication, l}; };
   const auto kind = [](KernelKind x) { return KernelFamily{x, CommLibrary::none}; };
@@ -180,7 +177,7 @@ KernelFamily builtin_kernel_family(const std::string& signature) {
       has_word(ws, {"mha", "mqa", "gqa"}))
     return kind(KernelKind::attention);
   // Grouped GEMMs.
-  const std::string first = lower(k.first_argument);
+  const std::string first = lowercase(k.first_argument);
   if (has_any(id, {"gemmgrouped", "grouped_gemm", "groupedgemm", "grouped_mm", "group_gemm", "fused_moe"}) ||
       (has(id, "grouped") && gemm_identifier(id, ws)) || (id == "gemmuniversal" && has(first, "groupproblemshape")))
     return kind(KernelKind::grouped_gemm);

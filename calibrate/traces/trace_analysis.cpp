@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "cost_model/text.hpp"
+
 namespace overlap::traces {
 
 std::optional<double> OverlapFigures::overlap() const {
@@ -61,11 +63,6 @@ std::int64_t intersection(const std::vector<Interval>& a, const std::vector<Inte
   return sum;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 }  // namespace
 
 const char* class_name(ActivityClass c) {
@@ -92,7 +89,7 @@ std::string describe(const CommGroup& g) {
 }
 
 int dtype_bytes(const std::string& dtype) {
-  const std::string d = lower(dtype);
+  const std::string d = lowercase(dtype);
   static const std::pair<const char*, int> kTypes[] = {
       {"float", 4},    {"float32", 4},  {"double", 8},  {"float64", 8},   {"half", 2},      {"float16", 2},
       {"bfloat16", 2}, {"int", 4},      {"int32", 4},   {"long", 8},      {"int64", 8},     {"short", 2},

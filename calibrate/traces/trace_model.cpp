@@ -9,6 +9,7 @@
 #include "calibrate/traces/kineto_reader.hpp"
 #include "calibrate/traces/nsys_reader.hpp"
 #include "cost_model/input_error.hpp"
+#include "cost_model/text.hpp"
 
 namespace overlap::traces {
 
@@ -23,12 +24,6 @@ std::uint32_t NameTable::intern(const std::string& name) {
 
 namespace {
 
-std::string lower(const std::string& s) {
-  std::string out = s;
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool contains(const std::string& haystack, const char* needle) { return haystack.find(needle) != std::string::npos; }
 
 }  // namespace
@@ -42,7 +37,7 @@ ActivityClass activity_class(const KernelFamily& family) {
 }
 
 std::string collective_from_kernel_name(const std::string& name) {
-  std::string n = lower(name);
+  std::string n = lowercase(name);
   n.erase(std::remove(n.begin(), n.end(), '_'), n.end());
   // Longest names first: "reducescatter" contains "reduce", "allreduce" contains "reduce".
   static const std::pair<const char*, const char*> kNames[] = {
