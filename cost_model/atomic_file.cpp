@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -11,7 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-
+#include <mutex>
+#include <optional>
 
 namespace overlap {
 namespace {
@@ -132,7 +134,92 @@ std::string comparable_path(const OutputTarget& t) {
   return (fs::path(buf) / p.filename()).string();
 }
 
+// The inputs of the command running now (InputFileLog): each file's path as given, its kind, its
+// realpath, device and inode. `log_open` is read without the lock on every write and note.
+struct NotedInput {
+  std::string path, what, canonical;
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+std::mutex inputs_mutex;
+std::atomic<bool> log_open{false};
+std::vector<NotedInput> inputs;
+
+// The noted input that `path` (an output) would replace, if any.
+std::optional<NotedInput> input_replaced_by(const std::string& path) {
+  if (!log_open.load() || path.empty() || path == "-") return std::nullopt;
+  OutputTarget t;
+  try {
+    t = resolve_output(path);
+  } catch (const OutputError&) {
+    return std::nullopt;  // the writer refuses it for its own reason, named there
+  }
+  if (t.in_place) return std::nullopt;  // an input is a regular file; this is a pipe or a device
+  const std::string key = comparable_path(t);
+  struct stat st {};
+  const bool exists = ::stat(t.target.c_str(), &st) == 0;
+  std::lock_guard<std::mutex> lock(inputs_mutex);
+  for (const NotedInput& in : inputs) {
+    if ((exists && in.dev == st.st_dev && in.ino == st.st_ino) || (!in.canonical.empty() && in.canonical == key)) return in;
+  }
+  return std::nullopt;
+}
+
+std::string replaces_input_message(const std::string& flag, const std::string& path, const NotedInput& in) {
+  const std::string output = flag.empty() ? "the output '" + path + "'" : flag + " " + path;
+  return output + " would replace " + in.path + ", the " + in.what +
+         " file this command reads: an output never replaces an input; give the output another name (nothing "
+         "was written)";
+}
+
+void refuse_if_input(const std::string& path) {
+  if (const auto in = input_replaced_by(path)) throw OutputError(replaces_input_message("", path, *in));
+}
+
 }  // namespace
+
+std::string written_note(const std::exception& e) {
+  const auto* out = dynamic_cast<const OutputError*>(&e);
+  if (!out || out->written().empty()) return "(nothing was written)";
+  std::string list;
+  for (const std::string& w : out->written()) list += (list.empty() ? "" : ", ") + w;
+  return "(" + list + (out->written().size() == 1 ? " was" : " were") +
+         " written before this failure; the other outputs were not)";
+}
+
+InputFileLog::InputFileLog() {
+  std::lock_guard<std::mutex> lock(inputs_mutex);
+  if (log_open.load()) throw std::logic_error("InputFileLog: a log is already open in this process");
+  inputs.clear();
+  log_open = true;
+}
+
+InputFileLog::~InputFileLog() {
+  std::lock_guard<std::mutex> lock(inputs_mutex);
+  log_open = false;
+  inputs.clear();
+}
+
+void note_input_file(const std::string& path, const std::string& what) {
+  if (!log_open.load()) return;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;  // not there: nothing an output could replace
+  NotedInput in{path, what.empty() ? std::string("input") : what, "", st.st_dev, st.st_ino};
+  char buf[PATH_MAX];
+  if (::realpath(path.c_str(), buf) != nullptr) in.canonical = buf;
+  std::lock_guard<std::mutex> lock(inputs_mutex);
+  if (log_open.load()) inputs.push_back(std::move(in));
+}
+
+void forget_input_files(const std::string& what) {
+  std::lock_guard<std::mutex> lock(inputs_mutex);
+  std::erase_if(inputs, [&](const NotedInput& in) { return in.what == what; });
+}
+
+void check_outputs_not_inputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  for (const auto& [flag, path] : outputs)
+    if (const auto in = input_replaced_by(path)) throw OutputError(replaces_input_message(flag, path, *in));
+}
 
 OutputTarget resolve_output(const std::string& path) {
   if (path.empty()) throw OutputError("an empty output path names no file (give a file name, or - for standard output)");
@@ -213,6 +300,7 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
 
 void write_file_atomically(const std::string& path, const std::string& content) {
   const OutputTarget t = resolve_output(path);
+  refuse_if_input(path);
   if (t.in_place) {
     write_in_place(t, content);
     return;
@@ -229,6 +317,7 @@ StagedOutputs::~StagedOutputs() {
 
 std::string StagedOutputs::reserve(const std::string& path) {
   const OutputTarget t = resolve_output(path);
+  refuse_if_input(path);
   std::string tmp;
   if (t.in_place) {
     // Another program writes a regular temporary file; its bytes go to the target at commit().
@@ -259,18 +348,27 @@ void StagedOutputs::stage(const std::string& path, const std::string& content) {
 }
 
 void StagedOutputs::commit() {
+  // A failure part way (a rename the OS refuses, a pipe whose reader left) leaves the outputs before
+  // it in place: the error lists them, so no message claims that nothing was written.
+  std::vector<std::string> written;
   for (Entry& e : entries_) {
-    if (e.out.in_place) {
-      std::ifstream in(e.temporary, std::ios::binary);
-      const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (!in.good() && !in.eof()) fail(e.out.given, "reading back its temporary file");
-      ::unlink(e.temporary.c_str());
-      e.temporary.clear();
-      write_in_place(e.out, content);
-    } else {
-      rename_into_place(e.out, e.temporary);
-      e.temporary.clear();
+    try {
+      if (e.out.in_place) {
+        std::ifstream in(e.temporary, std::ios::binary);
+        const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (!in.good() && !in.eof()) fail(e.out.given, "reading back its temporary file");
+        ::unlink(e.temporary.c_str());
+        e.temporary.clear();
+        write_in_place(e.out, content);
+      } else {
+        rename_into_place(e.out, e.temporary);
+        e.temporary.clear();
+      }
+    } catch (const OutputError& err) {
+      if (written.empty()) throw;
+      throw OutputError(err.what(), written);
     }
+    written.push_back(e.out.given);
   }
   committed_ = true;
 }

@@ -13,6 +13,14 @@
 //   - a directory, a block device or a socket: refused.
 // Every refusal and every failed system call is an OutputError naming the path and the OS error;
 // the CLI reports it with exit status 2.
+//
+// No output replaces an input. While an InputFileLog is open (the CLI opens one for each command),
+// every file the command reads is noted: read_input_file (cost_model/input_file.hpp) notes each file
+// it reads, a reader that opens its files itself (the trace readers: gzip, SQLite) calls
+// note_input_file. Every writer here then refuses a target that is one of them, and the commands call
+// check_outputs_not_inputs with their flags' names as soon as their inputs are read, before the work.
+// "The same file" is the same device and inode (hard links, symbolic links) or, for an output that
+// does not exist yet, the same directory (symlinks resolved) and name.
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -23,7 +31,19 @@ namespace overlap {
 class OutputError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  OutputError(const std::string& what, std::vector<std::string> written)
+      : std::runtime_error(what), written_(std::move(written)) {}
+  // The outputs already in place when the error came (a StagedOutputs::commit that failed part way);
+  // empty when nothing was written.
+  const std::vector<std::string>& written() const { return written_; }
+
+ private:
+  std::vector<std::string> written_;
 };
+
+// What a command adds to the message of an error that stopped its outputs: "(nothing was written)",
+// or, after a commit that failed part way, which outputs are in place and which are not.
+std::string written_note(const std::exception& e);
 
 struct OutputTarget {
   std::string given;   // as the user wrote it
@@ -41,8 +61,33 @@ OutputTarget resolve_output(const std::string& path);
 // empty paths (an output not asked for) are skipped. The message names both flags and the path.
 void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
 
-// Throws OutputError naming the path (and the OS error) on failure.
+// Throws OutputError naming the path (and the OS error) on failure, or when the path is an input
+// the command read (InputFileLog).
 void write_file_atomically(const std::string& path, const std::string& content);
+
+// The input files of one command, noted while it is open. One log at a time per process (the
+// constructor throws std::logic_error for a second); noting is safe from several threads (a sweep
+// loads its points in parallel). Without an open log nothing is noted and nothing is refused (the
+// Python module, the calibration programs).
+class InputFileLog {
+ public:
+  InputFileLog();
+  ~InputFileLog();
+  InputFileLog(const InputFileLog&) = delete;
+  InputFileLog& operator=(const InputFileLog&) = delete;
+};
+
+// Notes `path` (which exists and was read) as an input of kind `what` ("scenario", "hardware
+// profile", "trace"); nothing without an open log.
+void note_input_file(const std::string& path, const std::string& what);
+// Drops the inputs of kind `what`: files a command reads back because they are its own outputs
+// (`sweep --resume` reads -o FILE and its checkpoints, `validate --record` its previous record).
+void forget_input_files(const std::string& what);
+// Refuses (OutputError, before anything is written) an output that is an input of this command:
+// "-o s.yaml would replace the scenario s.yaml this command reads ... (nothing was written)".
+// `outputs` holds (flag, path) pairs; "" and "-" are skipped, as are paths the writer refuses for
+// another reason (resolve_output reports those).
+void check_outputs_not_inputs(const std::vector<std::pair<std::string, std::string>>& outputs);
 
 }  // namespace overlap
 

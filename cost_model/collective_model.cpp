@@ -244,15 +244,38 @@ bool CollectiveSchedule::uses_switch() const {
 }
 
 Bytes CollectiveSchedule::port_bytes(int rank, std::size_t step) const {
-  const CollectiveStep& st = ranks.at(static_cast<std::size_t>(rank)).at(step);
   const bool spans = ranks_per_node > 0 && ranks_per_node < n_ranks;
-  auto counted = [&](const std::vector<CollectiveTransfer>& ts) {
-    Bytes b = 0;
-    for (const auto& t : ts)
-      if (!spans || t.peer < 0 || t.peer / ranks_per_node != rank / ranks_per_node) b += t.bytes;
-    return b;
+  auto sums = [&](int r, bool inter) {
+    const CollectiveStep& st = ranks.at(static_cast<std::size_t>(r)).at(step);
+    auto counted = [&](const std::vector<CollectiveTransfer>& ts) {
+      Bytes b = 0;
+      for (const auto& t : ts)
+        if (!spans || (t.peer < 0 || t.peer / ranks_per_node != r / ranks_per_node) == inter) b += t.bytes;
+      return b;
+    };
+    return std::pair<Bytes, Bytes>{counted(st.sends), counted(st.recvs)};
   };
-  return std::max(counted(st.sends), counted(st.recvs));
+  if (!spans) {
+    const auto [sent, received] = sums(rank, true);
+    return std::max(sent, received);
+  }
+  // The NIC: every rank of the node that shares it.
+  const int node_first = rank / ranks_per_node * ranks_per_node;
+  const int per_nic = std::max(1, ranks_per_nic);
+  const int nic_first = node_first + (rank - node_first) / per_nic * per_nic;
+  const int nic_end = std::min({nic_first + per_nic, node_first + ranks_per_node, n_ranks});
+  Bytes nic_sent = 0, nic_received = 0;
+  for (int r = nic_first; r < nic_end; ++r) {
+    const auto [sent, received] = sums(r, true);
+    nic_sent += sent;
+    nic_received += received;
+  }
+  Bytes port = std::max(nic_sent, nic_received);
+  if (intra_scale > 0) {
+    const auto [sent, received] = sums(rank, false);
+    port = std::max(port, static_cast<Bytes>(std::ceil(static_cast<double>(std::max(sent, received)) * intra_scale)));
+  }
+  return port;
 }
 
 Ps CollectiveSchedule::idle_time_ps() const {
@@ -283,7 +306,15 @@ CollectiveSchedule collective_steps(const HardwareProfile& hw, const CollectiveP
   if (n_ranks == 1 || bytes == 0) return sched;  // nothing to move: no steps, no latency
   const NcclCommunicator comm = nccl_communicator(hw, n_ranks, link_class);
   sched.ranks = nccl_algorithm_steps(comm, plan.primitive, plan.algorithm, bytes);
-  if (comm.n_nodes > 1) sched.ranks_per_node = comm.ranks_per_node;
+  if (comm.n_nodes > 1) {
+    sched.ranks_per_node = comm.ranks_per_node;
+    // The channel-group algorithms share the node's NICs and cross NVLink inside it. Grouped
+    // send/recv runs on each GPU's own NIC (nccl_p2p_cost), its NVLink blocks within the NIC's time.
+    if (plan.algorithm != A::SendRecv) {
+      sched.ranks_per_nic = comm.ranks_per_nic;
+      if (comm.intra_port_gbps > 0) sched.intra_scale = comm.port_gbps / comm.intra_port_gbps;
+    }
+  }
   const std::size_t steps = sched.num_steps();
 
   // Latency: NCCL's base latency once (no more than the plan's latency), the rest spread evenly over

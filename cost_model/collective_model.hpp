@@ -96,9 +96,13 @@ struct CollectiveSchedule {
   Ps base_latency_ps = 0;     // paid once (launch + set-up: NCCL's base latency)
   double bandwidth_gbps = 0;  // per-port bandwidth each step's bytes move at (the protocol's)
   // Ranks per node when the collective spans nodes (ranks r / ranks_per_node share a node), else 0.
-  // Across nodes the network ports bound the time: only transfers between nodes (and to a switch)
-  // count as a port's bytes; the NVLink hops inside a node run faster and finish within the step.
+  // Across nodes a rank has two ports: its node's NIC, which the transfers between nodes (and to a
+  // switch) cross, shared by ranks_per_nic consecutive ranks of the node; and its NVLink port, which
+  // the transfers inside the node cross, counted at intra_scale (NIC line rate / NVLink line rate) so
+  // that both are in NIC-time bytes.
   int ranks_per_node = 0;
+  int ranks_per_nic = 1;
+  double intra_scale = 0;
   std::vector<std::vector<CollectiveStep>> ranks;  // ranks[r][s]; every rank has the same step count
 
   std::size_t num_steps() const { return ranks.empty() ? 0 : ranks.front().size(); }
@@ -107,8 +111,9 @@ struct CollectiveSchedule {
   Bytes bytes_to_switch(int rank) const;    // sends to kSwitchPeer
   Bytes bytes_from_switch(int rank) const;  // receives from kSwitchPeer
   bool uses_switch() const;
-  // The bytes rank r's port moves in step s: the larger of its sends and receives (across nodes:
-  // those between nodes, see ranks_per_node).
+  // The bytes rank r's port moves in step s: the larger of its sends and receives (across nodes: the
+  // larger of its NIC's, summed over the ranks sharing it, and its NVLink port's scaled bytes; see
+  // ranks_per_node).
   Bytes port_bytes(int rank, std::size_t step) const;
   // base + sum over steps of (latency + the busiest port's bytes in that step / bandwidth).
   Ps idle_time_ps() const;

@@ -85,22 +85,26 @@ void expand_pcie(FabricSpec& f) {
   }
 }
 
-// Nodes of gpus_per_node GPUs on an NVSwitch each; one NIC per GPU (GPUDirect RDMA). Without rails
-// every NIC is on one network switch. Rail-optimised (the DGX SuperPOD layout): NIC i of every node
-// is on rail switch i, and the rail switches are joined by a non-blocking spine, so traffic between
-// same-index GPUs of two nodes crosses one switch and other pairs cross rail, spine, rail.
+// Nodes of gpus_per_node GPUs on an NVSwitch each, with nics_per_node NICs each (GPUDirect RDMA; 0 =
+// one per GPU; fewer NICs are shared evenly, GPU g of a node on NIC g / (gpus_per_node / nics), as
+// GPUs share the NIC under their PCIe switch). Without rails every NIC is on one network switch.
+// Rail-optimised (the DGX SuperPOD layout): NIC i of every node is on rail switch i, and the rail
+// switches are joined by a non-blocking spine, so traffic between same-rail NICs of two nodes
+// crosses one switch and other pairs cross rail, spine, rail.
 void expand_multi_node(FabricSpec& f) {
   const LinkClass& nv = need_class(f, "nvlink");
   const LinkClass& net = need_class(f, "network");
   const int per_node = f.gpus_per_node > 0 ? f.gpus_per_node : f.num_gpus;
   const int nodes = (f.num_gpus + per_node - 1) / per_node;
+  const int nics = f.nics_per_node > 0 ? std::min(f.nics_per_node, per_node) : per_node;
+  const int gpus_per_nic = (per_node + nics - 1) / nics;
   add_gpus(f);
   std::vector<int> net_sw;
   if (!f.rails) {
     net_sw.push_back(add_node(f, "network_switch", FabricNodeKind::network_switch));
   } else {
     const int spine = add_node(f, "spine", FabricNodeKind::network_switch);
-    for (int i = 0; i < per_node; ++i) {
+    for (int i = 0; i < nics; ++i) {
       net_sw.push_back(add_node(f, "rail" + std::to_string(i), FabricNodeKind::network_switch));
       // Non-blocking: the spine port of a rail carries what all its NICs can send.
       add_duplex(f, net_sw.back(), spine, net, net.bandwidth_gbps * nodes, 0);
@@ -109,12 +113,20 @@ void expand_multi_node(FabricSpec& f) {
   for (int n = 0; n < nodes; ++n) {
     const std::string prefix = "node" + std::to_string(n) + ".";
     const int sw = add_node(f, prefix + "nvswitch", FabricNodeKind::nvswitch);
+    int nic = -1;
     for (int g = n * per_node; g < std::min(f.num_gpus, (n + 1) * per_node); ++g) {
       add_duplex(f, g, sw, nv, nv.bandwidth_gbps, nv.latency_us / 2);
-      const int nic = add_node(f, "nic" + std::to_string(g), FabricNodeKind::nic);
+      const int local = g - n * per_node;
+      const int rail = local / gpus_per_nic;
+      const bool first = local % gpus_per_nic == 0;
+      // One NIC per GPU keeps its GPU's name; a shared NIC is named by node and index.
+      if (first)
+        nic = add_node(f, gpus_per_nic == 1 ? "nic" + std::to_string(g) : prefix + "nic" + std::to_string(rail),
+                       FabricNodeKind::nic);
       add_duplex(f, g, nic, net, net.bandwidth_gbps, 0);
-      const int leaf = net_sw[f.rails ? static_cast<std::size_t>(g - n * per_node) : 0];
-      add_duplex(f, nic, leaf, net, net.bandwidth_gbps, net.latency_us / 2);
+      if (first)
+        add_duplex(f, nic, net_sw[f.rails ? static_cast<std::size_t>(rail) : 0], net, net.bandwidth_gbps,
+                   net.latency_us / 2);
     }
   }
 }

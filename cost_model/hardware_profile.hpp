@@ -54,6 +54,10 @@ struct GpuSpec {
   // re-streamed operand is read once per band of tiles (sim/schemes/graph_builder.cpp). Virtual
   // ranks (fabric.topology virtual) share one GPU's L2. 0 = not given.
   std::int64_t l2_bytes = 0;
+  // Device memory capacity in bytes: the datasheet's figure (its GB are the HBM stacks' binary GiB; CUDA
+  // reports 1-2 % less, what the driver keeps). A training step's memory per GPU is checked against it
+  // (cost_model/memory_model.hpp, docs/guide/training.md "Memory per GPU"). 0 = not given.
+  std::int64_t hbm_bytes = 0;
   // Per-tile GEMM slowdown from communication kernels sharing the GPU (L2/HBM/issue contention;
   // FlashOverlap Sec. 6.4 "prolonged computation latency brought by SM contention"): a CTA takes
   // (1 + gemm_comm_interference * busy_sms / sm_count) times longer while busy_sms SMs run comm.
@@ -193,6 +197,15 @@ struct FabricSpec {
   // multi_node: NICs on rail switches (NIC i of every node on rail switch i), rails joined by a
   // spine; false = every NIC on one network switch.
   bool rails = false;
+  // multi_node: NICs per node (GPUDirect RDMA ports for collectives); 0 = one per GPU. Fewer NICs than
+  // GPUs are shared: GPU g of a node uses NIC g / (gpus_per_node / nics_per_node) (its PCIe switch's).
+  // NCCL spreads a collective's channels over every NIC of the node (one ring or tree per channel,
+  // each leaving the node through its own NIC; PXN moves a GPU's data over NVLink to the GPU whose NIC
+  // is on the destination's rail), so the node's network bandwidth is nics x network bandwidth.
+  int nics_per_node = 0;
+  // multi_node: the fraction of a NIC's line rate NCCL's network transport reaches: NVIDIA's figure
+  // for NDR 400 Gb/s (50 GB/s) is 46-48 GB/s per NIC in nccl-tests (NVIDIA/nccl-tests issue 290).
+  double nic_efficiency = 0.94;
   std::map<std::string, LinkClass> links;
   std::vector<FabricNode> nodes;  // filled by expand_topology() unless explicit
   std::vector<FabricEdge> edges;

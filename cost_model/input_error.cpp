@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "cost_model/bounded_message.hpp"
+
 namespace overlap {
 namespace {
 
@@ -24,11 +26,15 @@ std::string format_input_error(const std::string& file, int line, const std::str
 
 }  // namespace
 
+// Every part bounded (cost_model/bounded_message.hpp): a value quoted from the input, however long,
+// gives a message of a few lines. Bounding costs a pass over each part, done twice (the base class is
+// built first); a message is short unless the input made it long.
 InputError::InputError(std::string file, int line, std::string key_path, std::string message)
-    : std::runtime_error(format_input_error(file, line, key_path, message)),
-      file_(std::move(file)),
+    : std::runtime_error(format_input_error(bounded_message(file), line, bounded_message(key_path),
+                                            bounded_message(message))),
+      file_(bounded_message(file)),
       line_(line),
-      key_path_(std::move(key_path)),
-      message_(std::move(message)) {}
+      key_path_(bounded_message(key_path)),
+      message_(bounded_message(message)) {}
 
 }  // namespace overlap

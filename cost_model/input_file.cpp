@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "cost_model/atomic_file.hpp"
 #include "cost_model/input_error.hpp"
 
 namespace overlap {
@@ -87,6 +88,8 @@ std::optional<std::string> read_impl(const std::string& path, const std::string&
     if (std::chrono::steady_clock::now() > deadline)
       refuse(path, "reading took longer than " + std::to_string(kInputReadSeconds) + " s; refused");
   }
+  // An input of the command: no output of it may replace this file (cost_model/atomic_file.hpp).
+  note_input_file(path, label(what));
   return out;
 }
 

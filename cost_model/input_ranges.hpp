@@ -47,6 +47,8 @@ inline constexpr InputRange factor{"model factor", "", 0, 100, "",
                                    "a multiplier on a time or rate"};
 inline constexpr InputRange l2_bytes{"L2 capacity", "", 0, 68719476736.0, "bytes",
                                      "0 = not given; H100 has 50 MiB, B200 126 MiB", true};
+inline constexpr InputRange hbm_bytes{"HBM capacity", "", 0, 1099511627776.0, "bytes",
+                                      "0 = not given; H100 SXM has 80 GiB, H200 141 GiB, MI300X 192 GiB", true};
 // One 128x128x1024 tile on one SM: below 0.1 ns the rate is > 4e5 TFLOP/s per SM, above 1 s it is
 // slower than a CPU.
 inline constexpr InputRange gemm_tile_us{"GEMM tile time", "", 1e-4, 1e6, "us",
@@ -64,6 +66,8 @@ inline constexpr InputRange num_gpus{"GPU count", "", 1, 65536, "GPUs",
                                      true};
 inline constexpr InputRange gpus_per_group{"GPUs per node / NUMA node", "",
                                            0, 65536, "GPUs", "0 = not given; at most fabric.num_gpus", true};
+inline constexpr InputRange nics_per_node{"NICs per node", "", 0, 65536, "NICs",
+                                          "0 = one per GPU; must divide fabric.gpus_per_node", true};
 inline constexpr InputRange fabric_nodes{"explicit fabric nodes / edges", "", 1, 1'000'000,
                                          "entries", "keeps the fabric small enough to build in seconds", true};
 
@@ -113,8 +117,8 @@ inline constexpr InputRange chunks{"integer scheme knob (chunks, streams, SMs, w
                                    "-1 = the scheme's documented default; 2^20: each chunk adds graph nodes", true};
 
 inline constexpr std::array kAll = {&sm_count, &ctas_per_sm,   &clock_mhz, &peak_tflops, &bandwidth_gbps,
-                                    &copy_engines, &latency_us, &gemm_tile_us, &factor,    &l2_reuse,    &l2_bytes,    &full_rate_sms,    &channels,
-                                    &num_gpus,  &gpus_per_group, &fabric_nodes, &curve_bytes, &curve_us,
+                                    &copy_engines, &latency_us, &gemm_tile_us, &factor,    &l2_reuse,    &l2_bytes,    &hbm_bytes,   &full_rate_sms,    &channels,
+                                    &num_gpus,  &gpus_per_group, &nics_per_node, &fabric_nodes, &curve_bytes, &curve_us,
                                     &curve_points, &tile,       &tp,        &gemm_dim,    &tokens,
                                     &batch,     &width,         &heads,     &layers,      &dp,          &bucket_mb,
                                     &prefetch,  &experts,       &shared_experts, &seed, &chunks};

@@ -1,5 +1,6 @@
 #include "cost_model/nccl_algorithms.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -28,12 +29,52 @@ void from_switch(Ranks& ranks, int to, Bytes bytes) {
   if (bytes > 0) last(ranks, to).recvs.push_back({kSwitchPeer, bytes});
 }
 
-// One ring phase: n-1 steps, rank r sends chunk (r - s) to r+1 (reduce-scatter reduces what arrives).
-void ring_phase(Ranks& ranks, Bytes total, bool reduce) {
+// The channel groups of a call and the ranks' order in each: one group per NIC a node's ranks reach
+// (nccl_tuning.hpp NcclCommunicator::nics), the call's bytes split evenly over them. On one node (or
+// with one NIC per node) one group in rank order. Across nodes group c enters each node at the rank
+// whose NIC is NIC c (local rank c x ranks_per_nic), runs through every rank of the node from there,
+// and leaves through the node's last rank before it, to the next node's entry rank: as NCCL's search
+// lays its rings (src/graph/search.cc: NET n -> GPU a -> ... -> GPU x -> NET), each group's traffic
+// between nodes crosses its own pair of NICs, and every NIC sends and receives one group's share.
+struct Groups {
+  std::vector<std::vector<int>> order;  // order[c]: the ranks of group c, node by node
+  std::vector<Bytes> bytes;             // bytes[c]: group c's share of the call
+};
+
+Groups channel_groups(const NcclCommunicator& comm, int n, Bytes total) {
+  Groups g;
+  const bool spread = comm.n_nodes > 1 && comm.nics > 1 && comm.ranks_per_node > 0;
+  const int groups = spread ? comm.nics : 1;
+  for (int c = 0; c < groups; ++c) {
+    std::vector<int> order;
+    if (!spread) {
+      for (int r = 0; r < n; ++r) order.push_back(r);
+    } else {
+      const int ppn = comm.ranks_per_node;
+      for (int first = 0; first < n; first += ppn) {
+        const int size = std::min(ppn, n - first);
+        const int entry = (c * comm.ranks_per_nic) % size;
+        for (int i = 0; i < size; ++i) order.push_back(first + (entry + i) % size);
+      }
+    }
+    g.order.push_back(std::move(order));
+    g.bytes.push_back(chunk_bytes(total, groups, c));
+  }
+  return g;
+}
+
+// One ring phase: n-1 steps; in each ring, the rank at position p sends chunk (p - s) of the ring's
+// share to the next position (reduce-scatter reduces what arrives).
+void ring_phase(Ranks& ranks, const Groups& rings, bool reduce) {
   const int n = static_cast<int>(ranks.size());
   for (int s = 0; s < n - 1; ++s) {
     add_step(ranks);
-    for (int r = 0; r < n; ++r) send(ranks, r, wrap_mod(r + 1, n), chunk_bytes(total, n, wrap_mod(r - s, n)), reduce);
+    for (std::size_t c = 0; c < rings.order.size(); ++c) {
+      const std::vector<int>& o = rings.order[c];
+      for (int p = 0; p < n; ++p)
+        send(ranks, o[static_cast<std::size_t>(p)], o[static_cast<std::size_t>(wrap_mod(p + 1, n))],
+             chunk_bytes(rings.bytes[c], n, wrap_mod(p - s, n)), reduce);
+    }
   }
 }
 
@@ -63,32 +104,41 @@ void pairwise_all_to_all(Ranks& ranks, Bytes total) {
 }
 
 // NCCL's tree all-reduce: a chain through each node's ranks (up: reduce, down: broadcast) and a double
-// binary tree over the nodes' first ranks (tree A is the heap over node indices, tree B the heap over
-// the mirrored indices; each carries half of S up and down). Pipelined: one step up, one step down,
-// each carrying every hop's bytes (a rank sends one flow per chain step: the engine caps each flow at
-// the protocol's rate, so two flows at once through one port would run twice as fast).
+// binary tree over the nodes' head ranks (tree A is the heap over node indices, tree B the heap over
+// the mirrored indices; each carries half of the bytes up and down). Across nodes one such pair of
+// trees per channel group (channel_groups: its chain starts at the group's entry rank, whose NIC it
+// uses), as NCCL's tree channels spread over the NICs. Pipelined: one step up, one step down, each
+// carrying every hop's bytes (a rank sends one flow per chain step: the engine caps each flow at the
+// protocol's rate, so two flows at once through one port would run twice as fast).
 void tree_all_reduce(Ranks& ranks, const NcclCommunicator& comm, Bytes total) {
   const int n = static_cast<int>(ranks.size());
   const int nodes = comm.n_nodes;
   const int ppn = comm.ranks_per_node;
-  auto node_first = [&](int node) { return node * ppn; };
-  const Bytes half[2] = {chunk_bytes(total, 2, 0), chunk_bytes(total, 2, 1)};
+  const Groups groups = channel_groups(comm, n, total);
   for (int phase = 0; phase < 2; ++phase) {  // 0: up (reduce), 1: down (broadcast)
     const bool up = phase == 0;
     add_step(ranks);
-    for (int node = 0; node < nodes; ++node) {
-      const int lo = node_first(node), hi = std::min(n, lo + ppn);
-      for (int r = lo + 1; r < hi; ++r) {
-        if (up) send(ranks, r, r - 1, total, true);
-        else send(ranks, r - 1, r, total, false);
+    for (std::size_t c = 0; c < groups.order.size(); ++c) {
+      const std::vector<int>& o = groups.order[c];
+      const Bytes share = groups.bytes[c];
+      const Bytes half[2] = {chunk_bytes(share, 2, 0), chunk_bytes(share, 2, 1)};
+      // Position of node k's head (its first rank in the group's order).
+      auto head = [&](int node) { return o[static_cast<std::size_t>(node * ppn)]; };
+      for (int node = 0; node < nodes; ++node) {
+        const int lo = node * ppn, hi = std::min(n, lo + ppn);
+        for (int p = lo + 1; p < hi; ++p) {
+          const int child = o[static_cast<std::size_t>(p)], parent = o[static_cast<std::size_t>(p - 1)];
+          if (up) send(ranks, child, parent, share, true);
+          else send(ranks, parent, child, share, false);
+        }
       }
-    }
-    for (int tree = 0; tree < 2 && nodes > 1; ++tree) {
-      for (int pos = 1; pos < nodes; ++pos) {
-        const int child = node_first(tree == 0 ? pos : nodes - 1 - pos);
-        const int parent = node_first(tree == 0 ? (pos - 1) / 2 : nodes - 1 - (pos - 1) / 2);
-        if (up) send(ranks, child, parent, half[tree], true);
-        else send(ranks, parent, child, half[tree], false);
+      for (int tree = 0; tree < 2 && nodes > 1; ++tree) {
+        for (int pos = 1; pos < nodes; ++pos) {
+          const int child = head(tree == 0 ? pos : nodes - 1 - pos);
+          const int parent = head(tree == 0 ? (pos - 1) / 2 : nodes - 1 - (pos - 1) / 2);
+          if (up) send(ranks, child, parent, half[tree], true);
+          else send(ranks, parent, child, half[tree], false);
+        }
       }
     }
   }
@@ -148,13 +198,20 @@ void pat(Ranks& ranks, CollectivePrimitive p, Bytes total) {
   }
 }
 
-// Broadcast from rank 0 / reduce to rank 0 as a pipelined chain.
-void chain(Ranks& ranks, CollectivePrimitive p, Bytes total) {
+// Broadcast from rank 0 / reduce to rank 0 as a pipelined chain along each channel group's ring,
+// opened at rank 0.
+void chain(Ranks& ranks, const NcclCommunicator& comm, CollectivePrimitive p, Bytes total) {
   const int n = static_cast<int>(ranks.size());
   add_step(ranks);
-  for (int r = 0; r + 1 < n; ++r) {
-    if (p == CollectivePrimitive::broadcast) send(ranks, r, r + 1, total, false);
-    else send(ranks, r + 1, r, total, true);
+  const Groups rings = channel_groups(comm, n, total);
+  for (std::size_t c = 0; c < rings.order.size(); ++c) {
+    std::vector<int> o = rings.order[c];
+    std::rotate(o.begin(), std::find(o.begin(), o.end(), 0), o.end());
+    for (int i = 0; i + 1 < n; ++i) {
+      const int a = o[static_cast<std::size_t>(i)], b = o[static_cast<std::size_t>(i + 1)];
+      if (p == CollectivePrimitive::broadcast) send(ranks, a, b, rings.bytes[c], false);
+      else send(ranks, b, a, rings.bytes[c], true);
+    }
   }
 }
 
@@ -192,7 +249,7 @@ std::vector<std::vector<CollectiveStep>> nccl_algorithm_steps(const NcclCommunic
   switch (a) {
     case A::Ring:
       if (p == CollectivePrimitive::broadcast || p == CollectivePrimitive::reduce) {
-        chain(ranks, p, bytes);
+        chain(ranks, comm, p, bytes);
         break;
       }
       if (p == CollectivePrimitive::all_to_all) throw std::invalid_argument("collective steps: all_to_all runs as SendRecv");
@@ -207,8 +264,9 @@ std::vector<std::vector<CollectiveStep>> nccl_algorithm_steps(const NcclCommunic
           pad(ranks, ar ? 2 * phase : phase);
         }
       } else {
-        if (p != CollectivePrimitive::all_gather) ring_phase(ranks, bytes, true);
-        if (p != CollectivePrimitive::reduce_scatter) ring_phase(ranks, bytes, false);
+        const Groups rings = channel_groups(comm, n, bytes);
+        if (p != CollectivePrimitive::all_gather) ring_phase(ranks, rings, true);
+        if (p != CollectivePrimitive::reduce_scatter) ring_phase(ranks, rings, false);
       }
       break;
     case A::Tree:

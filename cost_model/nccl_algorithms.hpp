@@ -13,10 +13,16 @@
 //  Ring        all_reduce (reduce-scatter then all-gather), reduce_scatter, all_gather: n-1 steps per
 //              phase on a switch; on a full mesh NCCL's rings of different orders use every link at
 //              once, so each phase is one step to every peer plus latency-only steps.
-//  Ring        broadcast / reduce (root 0): a chain r -> r+1 (reduce: r -> r-1), one step.
+//              Across nodes one ring per NIC a node's ranks reach, each carrying its share of S:
+//              ring c enters every node at the GPU of NIC c and leaves it from the node's GPU before
+//              that one (NCCL's search: NET -> GPU a -> ... -> GPU x -> NET), so every NIC sends and
+//              receives one ring's traffic.
+//  Ring        broadcast / reduce (root 0): a chain r -> r+1 (reduce: r -> r-1), one step; across
+//              nodes one chain per NIC along those rings.
 //  Tree        all_reduce: a chain through each node's GPUs (NCCL's intra-node tree) and NCCL's double
 //              binary tree between nodes (each tree carries S/2); S up then S down each hop (one step
-//              each way). On a full mesh, like the ring: every peer at once.
+//              each way); across nodes one such pair per NIC (its share of S), headed on each node by
+//              the GPU of that NIC. On a full mesh, like the ring: every peer at once.
 //  NVLS        all_reduce on one node: each rank sends its buffer to the switch (the switch reads
 //              every chunk to reduce it) and its reduced chunk back for multicast; it receives its
 //              reduced chunk and every chunk of the result: (n+1)/n x S each way through its switch

@@ -84,9 +84,15 @@ NcclCommunicator nccl_communicator(const HardwareProfile& hw, int n_ranks, const
   if (it == f.links.end()) throw std::invalid_argument("collective model: unknown link class '" + link_class + "'");
   NcclCommunicator c;
   c.n_ranks = n_ranks;
-  if (f.topology == "multi_node" && f.gpus_per_node > 0) c.n_nodes = (n_ranks + f.gpus_per_node - 1) / f.gpus_per_node;
-  c.ranks_per_node = (n_ranks + c.n_nodes - 1) / c.n_nodes;
   c.collective_hw = nccl_hw_of_link_class(hw, link_class);
+  if (f.topology == "multi_node" && f.gpus_per_node > 0) {
+    c.n_nodes = (n_ranks + f.gpus_per_node - 1) / f.gpus_per_node;
+    // A collective on the network among no more ranks than a node holds is a group with one rank per
+    // node: a data-parallel group of the TP groups' counterparts (Megatron's rank order, ranks
+    // r + j x tp; sim/schemes/data_parallel.cpp), each member on its own node and NIC.
+    if (c.n_nodes == 1 && c.collective_hw == NcclHw::net && f.links.count("nvlink")) c.n_nodes = n_ranks;
+  }
+  c.ranks_per_node = (n_ranks + c.n_nodes - 1) / c.n_nodes;
   c.intra_hw = f.topology == "multi_node" && f.links.count("nvlink") ? nccl_hw_of_link_class(hw, "nvlink") : c.collective_hw;
   c.full_mesh = f.topology == "full_mesh";
   c.nvswitch = f.topology == "nvswitch" || f.topology == "multi_node";
@@ -97,11 +103,32 @@ NcclCommunicator nccl_communicator(const HardwareProfile& hw, int n_ranks, const
   if (c.full_mesh && all > 1 && n_ranks < all)
     port_gbps *= static_cast<double>(n_ranks - 1) / static_cast<double>(all - 1);
   c.port_gbps = port_gbps;
-  c.bus_bw_gbps = port_gbps * hw.comm.bandwidth_efficiency;
+  c.gpu_bus_gbps = port_gbps * hw.comm.bandwidth_efficiency;
+  c.bus_bw_gbps = c.gpu_bus_gbps;
+  c.intra_bus_gbps = c.bus_bw_gbps;
   c.channels = std::max(1, hw.comm.channels);
+  const auto nvlink = f.links.find("nvlink");
+  if (c.n_nodes > 1 && nvlink != f.links.end()) {
+    // NCCL's topology search across nodes (src/graph/search.cc): each channel's ring or tree enters and
+    // leaves a node through one NIC, the channels spread over every NIC the node's ranks reach (a NIC
+    // under another GPU's PCIe switch through PXN), so the node's network rate is the sum of its NICs;
+    // inside the node every channel crosses NVLink. GPUs share NICs evenly (fabric_topology.cpp);
+    // ranks r / ranks_per_node share a node, consecutive ranks a NIC.
+    const int per_node = f.gpus_per_node;
+    const int nics_per_node = f.nics_per_node > 0 ? std::min(f.nics_per_node, per_node) : per_node;
+    c.ranks_per_nic = std::max(1, per_node / nics_per_node);
+    c.nics = std::min(c.channels, (c.ranks_per_node + c.ranks_per_nic - 1) / c.ranks_per_nic);
+    c.intra_port_gbps = nvlink->second.bandwidth_gbps;
+    c.intra_bus_gbps = c.intra_port_gbps * hw.comm.bandwidth_efficiency;
+    c.inter_bus_gbps = c.nics * it->second.bandwidth_gbps * f.nic_efficiency;
+    c.bus_bw_gbps = std::min(c.intra_bus_gbps, c.inter_bus_gbps);
+  }
   // NVLS needs an NVSwitch with NVLink SHARP and at least two channels (tuning.cc), and a generation
   // NCCL gives an NVLS efficiency (Hopper on).
-  if (hw.comm.nvlink_sharp && c.nvswitch && hw.comm.nvls_channels >= 2 && hw.comm.tuner.nvls_efficiency > 0)
+  // NVLS multicasts among a node's GPUs: a group with one rank per node has none to multicast to
+  // (src/transport/nvls.cc ncclNvlsInit: no NVLS with fewer than two of the communicator's GPUs).
+  if (hw.comm.nvlink_sharp && c.nvswitch && hw.comm.nvls_channels >= 2 && hw.comm.tuner.nvls_efficiency > 0 &&
+      c.ranks_per_node >= 2)
     c.nvls_channels = hw.comm.nvls_channels;
   c.collnet = hw.comm.collnet;
   c.arch_index = c.n_nodes <= 2 ? c.n_nodes - 1 : 2;
@@ -154,13 +181,13 @@ double nccl_bus_bandwidth_gbps(const HardwareProfile& hw, const NcclCommunicator
   double bus = comm.bus_bw_gbps;
   if (a == A::NVLS || a == A::NVLSTree) {
     const double vch = comm.nvls_channels;
-    const double per = comm.bus_bw_gbps / vch;
+    const double per = comm.intra_bus_gbps / vch;
     double intra = per * k.nvls_efficiency * (vch - 1) / vch;
     intra *= ar ? 2.0 : static_cast<double>(ppn - 1) / ppn;  // all-reduce pipelines its two halves
     double bw = intra;
-    // Across nodes the network bounds it (one node: no network hop; NCCL's single-node NVLS graph
-    // has no inter bandwidth below its intra one).
-    if (nodes > 1) bw = std::min(bw, per * ((nodes <= 2 && a == A::NVLSTree) ? 2.0 : 1.0));
+    // Across nodes the node's NICs bound it, shared by the NVLS channels (one node: no network hop;
+    // NCCL's single-node NVLS graph has no inter bandwidth below its intra one).
+    if (nodes > 1) bw = std::min(bw, comm.inter_bus_gbps / vch * ((nodes <= 2 && a == A::NVLSTree) ? 2.0 : 1.0));
     if (a == A::NVLSTree) bw = std::min(bw, k.nvls_tree_channel_gbps[ai]);
     bus = vch * bw;
   }
@@ -171,6 +198,9 @@ double nccl_bus_bandwidth_gbps(const HardwareProfile& hw, const NcclCommunicator
   if (a == A::Tree && proto == P::LL128)
     bus = std::min(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * k.tree_ll128_channel_gbps[ai]);
   if (a == A::PAT) bus *= 0.75;
+  // CollNet's graph is the node's NVLink side (NCCL takes its bwIntra): the switches reduce, so each
+  // node sends its data into the network once.
+  if (a == A::CollnetDirect || a == A::CollnetChain) bus = comm.intra_bus_gbps;
   if (a == A::CollnetDirect) {
     // NCCL assumes a NIC per GPU: fewer channels than GPUs per node share them.
     double factor = static_cast<double>(ppn) / nch;
@@ -344,7 +374,8 @@ NcclCost nccl_p2p_cost(const HardwareProfile& hw, const NcclCommunicator& comm, 
   const NcclLatency& l = k.at(A::Ring, proto);
   NcclCost c;
   c.available = true;
-  double bus = comm.bus_bw_gbps;
+  // Send/recv runs on each GPU's own port (its own NIC across nodes), not the node's channel graph.
+  double bus = comm.gpu_bus_gbps;
   if (proto == P::LL) bus = std::min(k.ll_max_bw_gbps[ai], bus * 0.5);
   c.bus_bandwidth_gbps = bus;
   // Each rank sends (n-1)/n of S, one block per peer, and receives as much. Inside a node every block

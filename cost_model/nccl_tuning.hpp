@@ -36,7 +36,16 @@ struct NcclCommunicator {
   bool full_mesh = false;            // direct links per pair (no switch)
   bool nvswitch = false;             // an NVSwitch joins the node's GPUs (CollnetDirect needs one)
   double port_gbps = 0;              // line rate of one GPU's port on the link class (full mesh: its share)
-  double bus_bw_gbps = 0;            // NCCL's ring graph bandwidth: nChannels x bwIntra
+  // NCCL's ring graph bandwidth: nChannels x bwIntra. On one node the port's rate x
+  // comm.bandwidth_efficiency; across nodes the lesser of a GPU's NVLink (intra_bus_gbps) and the
+  // node's NICs (inter_bus_gbps), as NCCL's search gives every channel both an NVLink path and a NIC.
+  double bus_bw_gbps = 0;
+  double intra_bus_gbps = 0;         // a GPU's NVLink x comm.bandwidth_efficiency (one node: bus_bw_gbps)
+  double inter_bus_gbps = 0;         // across nodes: nics x NIC rate x fabric.nic_efficiency (else 0)
+  double gpu_bus_gbps = 0;           // one GPU's own port on the link class x comm.bandwidth_efficiency
+  int nics = 0;                      // across nodes: NICs a node's ranks reach, one channel group each
+  int ranks_per_nic = 1;             // across nodes: ranks of a node sharing one NIC
+  double intra_port_gbps = 0;        // across nodes: the line rate of a GPU's NVLink port
   int channels = 1;                  // comm.channels (ring/tree graph channels)
   int nvls_channels = 0;             // 0 = NVLS unavailable
   bool collnet = false;

@@ -235,7 +235,18 @@ FabricSpec read_fabric(const YamlReader& r) {
     if (f.topology != "multi_node") r.fail_at(rails, "only allowed with " + topology + ": multi_node");
     read_key(r, fk::rails, f);
   }
+  for (const auto* k : {&fk::nics_per_node, &fk::nic_efficiency}) {
+    if (!r.has(k->name_str())) continue;
+    if (f.topology != "multi_node") r.fail_at(k->name_str(), "only allowed with " + topology + ": multi_node");
+    read_key(r, *k, f);
+  }
   for (const auto* k : {&fk::num_gpus, &fk::gpus_per_node, &fk::gpus_per_numa}) read_key(r, *k, f);
+  if (f.nics_per_node > 0) {
+    // GPUs share NICs evenly (hardware_profile.hpp): the NIC count divides the node's GPUs.
+    const int per_node = f.gpus_per_node > 0 ? f.gpus_per_node : f.num_gpus;
+    if (f.nics_per_node > per_node || per_node % f.nics_per_node != 0)
+      r.fail_at(fk::nics_per_node.name_str(), "must divide the GPUs of a node (" + std::to_string(per_node) + ")");
+  }
   for (const auto* k : {&fk::gpus_per_node, &fk::gpus_per_numa}) {
     const int per = f.*std::get<int FabricSpec::*>(k->member);
     if (per > 0 && f.num_gpus % per != 0)

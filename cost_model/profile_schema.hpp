@@ -137,6 +137,9 @@ inline constexpr K gemm_cta_overhead_us{"gpu.gemm_cta_overhead_us", &GpuSpec::ge
                                         "calibrate/ CTA roofline fit"};
 inline constexpr K l2_bytes{"gpu.l2_bytes", &GpuSpec::l2_bytes, Check::range, &ranges::l2_bytes, false, "",
                             "L2 capacity (0 = use gemm_l2_reuse)", "device attribute l2CacheSize"};
+inline constexpr K hbm_bytes{"gpu.hbm_bytes", &GpuSpec::hbm_bytes, Check::range, &ranges::hbm_bytes, false, "",
+                             "device memory capacity (0 = not given): a training step's memory per GPU is checked against it",
+                             "datasheet; device attribute totalGlobalMem"};
 inline constexpr K gemm_comm_interference{"gpu.gemm_comm_interference", &GpuSpec::gemm_comm_interference,
                                           Check::range, &ranges::factor, false, "",
                                           "GEMM slowdown per fraction of SMs running communication",
@@ -155,7 +158,7 @@ inline constexpr std::array kGpu = {
     &gpu_keys::hbm_sm_gbps,    &gpu_keys::copy_engines,      &gpu_keys::min_sm_partition,
     &gpu_keys::gemm_tile_us,   &gpu_keys::gemm_sm_load_gbps, &gpu_keys::gemm_cta_overhead_us,
     &gpu_keys::l2_bytes,       &gpu_keys::gemm_comm_interference, &gpu_keys::gemm_l2_reuse,
-    &gpu_keys::gemm_full_rate_sms};
+    &gpu_keys::gemm_full_rate_sms, &gpu_keys::hbm_bytes};
 
 // ---- fabric (FabricSpec, LinkClass, explicit nodes and edges)
 namespace fabric_keys {
@@ -172,6 +175,13 @@ inline constexpr K virtual_link{"fabric.virtual_link", &FabricSpec::virtual_link
                                 "virtual: rank-to-rank copies through HBM (d2d) or pinned host memory (host)", ""};
 inline constexpr K rails{"fabric.rails", &FabricSpec::rails, Check::none, nullptr, false, "",
                          "multi_node: NICs on rail switches joined by a spine", ""};
+inline constexpr K nics_per_node{"fabric.nics_per_node", &FabricSpec::nics_per_node, Check::range,
+                                 &ranges::nics_per_node, false, "",
+                                 "multi_node: NICs per node, GPUs sharing them evenly (0 = one per GPU)",
+                                 "NVIDIA DGX H100 / A100 user guides: 8 compute NICs per node"};
+inline constexpr K nic_efficiency{"fabric.nic_efficiency", &FabricSpec::nic_efficiency, Check::fraction, nullptr, false,
+                                  "", "multi_node: fraction of a NIC's line rate NCCL reaches",
+                                  "NVIDIA/nccl-tests issue 290: 46-48 of 50 GB/s per NDR NIC"};
 inline constexpr K links{"fabric.links", {}, Check::none, nullptr, true, "map", "link classes by name", ""};
 inline constexpr K nodes{"fabric.nodes", {}, Check::range, &ranges::fabric_nodes, false, "list",
                          "explicit: the graph's nodes", ""};
@@ -180,6 +190,7 @@ inline constexpr K edges{"fabric.edges", {}, Check::range, &ranges::fabric_nodes
 }  // namespace fabric_keys
 inline constexpr std::array kFabric = {&fabric_keys::topology,     &fabric_keys::num_gpus, &fabric_keys::gpus_per_node,
                                        &fabric_keys::gpus_per_numa, &fabric_keys::virtual_link, &fabric_keys::rails,
+                                       &fabric_keys::nics_per_node, &fabric_keys::nic_efficiency,
                                        &fabric_keys::links,        &fabric_keys::nodes,    &fabric_keys::edges};
 
 namespace link_keys {

@@ -14,4 +14,10 @@ inline std::string trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
+// `s` in ASCII lower case (kernel names, dtype names: ASCII by construction).
+inline std::string lowercase(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 }  // namespace overlap

@@ -187,6 +187,16 @@ const SchemeResult* best_result(const std::vector<SchemeResult>& results) {
   return best;
 }
 
+std::vector<const SchemeResult*> best_results(const std::vector<SchemeResult>& results) {
+  std::vector<const SchemeResult*> out;
+  const SchemeResult* best = best_result(results);
+  if (!best) return out;
+  out.push_back(best);
+  for (const SchemeResult& r : results)
+    if (&r != best && !r.failed() && r.speedup_vs_no_overlap > 0 && r.latency_ps == best->latency_ps) out.push_back(&r);
+  return out;
+}
+
 ReportContext report_context(const Scenario& scenario) {
   ReportContext ctx;
   ctx.scenario = scenario.name;
@@ -194,6 +204,7 @@ ReportContext report_context(const Scenario& scenario) {
   ctx.workload = scenario.workload;
   ctx.fidelity = scenario.fidelity;
   ctx.baseline = baseline_scheme_for(scenario.workload);
+  ctx.memory = step_memory(scenario.workload, scenario.hardware);
   return ctx;
 }
 
@@ -327,14 +338,21 @@ nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeRes
   nlohmann::json rows = nlohmann::json::array();
   for (const SchemeResult& r : results) rows.push_back(report_row_json(r));
   j["results"] = rows;
-  const SchemeResult* best = best_result(results);
-  j["best"] = best ? nlohmann::json{{"scheme", best->scheme}, {"params", best->params},
-                                    {"speedup_vs_baseline", best->speedup_vs_no_overlap}}
-                   : nlohmann::json();
+  const std::vector<const SchemeResult*> tied = best_results(results);
+  if (tied.empty()) {
+    j["best"] = nlohmann::json();
+  } else {
+    const SchemeResult* best = tied.front();
+    nlohmann::json all = nlohmann::json::array();
+    for (const SchemeResult* r : tied) all.push_back({{"scheme", r->scheme}, {"params", r->params}});
+    j["best"] = {{"scheme", best->scheme}, {"params", best->params}, {"speedup_vs_baseline", best->speedup_vs_no_overlap},
+                 {"tied", all}, {"label", best_label(results)}};
+  }
   nlohmann::json skipped = nlohmann::json::array();
   for (const auto& s : ctx.not_applicable) skipped.push_back({{"scheme", s.scheme}, {"applies_to", s.applies_to}});
   j["not_applicable"] = skipped;
   j["hardware_note"] = ctx.hardware_note;
+  if (ctx.memory) j["memory_per_gpu"] = step_memory_json(*ctx.memory);
   return j;
 }
 
@@ -572,12 +590,15 @@ std::string format_narrow_table(const ReportContext& ctx, const std::vector<Sche
   return out;
 }
 
+// The memory-per-GPU block of a training step (sim/step_memory.hpp); empty where it does not apply.
+std::string format_memory(const ReportContext& ctx) { return ctx.memory ? format_step_memory(*ctx.memory) : std::string(); }
+
 }  // namespace
 
 std::string format_table(const ReportContext& ctx, const std::vector<SchemeResult>& results, bool wide) {
   if (!wide)
-    return format_narrow_table(ctx, results) + format_step_table(ctx, results, false) + format_collectives(results, false) +
-           format_summary(ctx, results);
+    return format_narrow_table(ctx, results) + format_step_table(ctx, results, false) + format_memory(ctx) +
+           format_collectives(results, false) + format_summary(ctx, results);
   const std::vector<std::string> headers = {
       "scheme",       "latency (us)", "compute-only (us)", "comm (us)", "exposed comm (us)",
       "overlap eff. (%)", "speedup vs " + ctx.baseline, "bound (us)", "% of bound", "SMs lost to comm",
@@ -613,6 +634,7 @@ std::string format_table(const ReportContext& ctx, const std::vector<SchemeResul
   out += std::string(rule, '-') + "\n";
   for (const auto& row : rows) out += line(row);
   out += format_step_table(ctx, results, true);
+  out += format_memory(ctx);
   out += format_collectives(results, true);
   out += format_summary(ctx, results);
   return out;
@@ -734,14 +756,29 @@ std::string format_collectives(const std::vector<SchemeResult>& results, bool wi
   return out;
 }
 
+std::vector<std::string> best_names(const std::vector<SchemeResult>& results) {
+  std::vector<std::string> out;
+  for (const SchemeResult* r : best_results(results)) {
+    const std::string p = params_text(non_default_params(*r));
+    out.push_back(p.empty() ? r->scheme : r->scheme + " (" + p + ")");
+  }
+  return out;
+}
+
+std::string best_label(const std::vector<SchemeResult>& results) {
+  std::string out;
+  for (const std::string& name : best_names(results)) out += (out.empty() ? "" : " = ") + name;
+  return out;
+}
+
 std::string format_summary(const ReportContext& ctx, const std::vector<SchemeResult>& results) {
   std::string out;
   const SchemeResult* best = best_result(results);
   std::size_t ran = 0;
   for (const SchemeResult& r : results) ran += r.failed() ? 0 : 1;
   if (best) {
-    const std::string p = params_text(non_default_params(*best));
-    const std::string who = p.empty() ? best->scheme : best->scheme + " (" + p + ")";
+    // Every scheme tied with the best to the picosecond is named ("async_tp = te_userbuffers").
+    const std::string who = best_label(results);
     out += wrap_text(ran > 1 ? fmt::format("best: {}, {:.3f}x vs {} ({} us)", who, best->speedup_vs_no_overlap,
                                            ctx.baseline, fixed(us_from_ps(best->latency_ps), 2))
                              : fmt::format("only {} ran: {:.3f}x vs {}", who, best->speedup_vs_no_overlap, ctx.baseline),

@@ -10,6 +10,7 @@
 
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
+#include "sim/step_memory.hpp"
 #include "sim/workload.hpp"
 
 namespace overlap::sim {
@@ -38,6 +39,9 @@ struct ReportContext {
   // One line when the profile's figures include placeholder defaults (neither published nor
   // calibrated); "" otherwise.
   std::string hardware_note;
+  // A transformer training step's memory per GPU against the profile's HBM (sim/step_memory.hpp);
+  // nullopt where the memory model does not apply.
+  std::optional<StepMemory> memory;
 };
 ReportContext report_context(const Scenario& scenario);
 // "llama3-70b-tp8-mlp" or, with overrides, "llama3-70b-tp8-mlp (workload.tp=4 hardware=h200)": how
@@ -51,6 +55,16 @@ std::vector<ReportContext::Skipped> schemes_not_applying(const Workload& workloa
 // The result with the highest speedup (ties: the lower latency, then the earlier row); nullptr
 // when no row has a speedup.
 const SchemeResult* best_result(const std::vector<SchemeResult>& results);
+// The rows tied for the best: best_result first, then every other row whose latency equals it in
+// integer picoseconds, in row order. A tie is equal latency_ps: a speedup is the baseline's latency
+// over the row's, so equal latencies give equal speedups and no rounding can split or join a tie.
+// Empty when best_result is null.
+std::vector<const SchemeResult*> best_results(const std::vector<SchemeResult>& results);
+// The tied rows named as the table's best: line names them: each scheme with the parameters it sets
+// that differ from its defaults ("data_slicing (chunks=2)"), in best_results order.
+std::vector<std::string> best_names(const std::vector<SchemeResult>& results);
+// best_names joined by " = ": "async_tp = te_userbuffers". "" when there is no best.
+std::string best_label(const std::vector<SchemeResult>& results);
 // The table's closing lines: the best scheme and its speedup, and which schemes did not apply and
 // where they do.
 std::string format_summary(const ReportContext& ctx, const std::vector<SchemeResult>& results);
@@ -68,7 +82,9 @@ nlohmann::json workload_json(const Workload& w);
 
 // {"scenario" (scenario_label), "overrides", "hardware", "workload", "fidelity", "baseline",
 //  "exposed_comm_definition", "results": [to_json(SchemeResult)...], "best": {scheme, params,
-//  speedup} or null, "not_applicable": [{scheme, applies_to}...]}
+//  speedup_vs_baseline, tied: [{scheme, params}...] (best_results: the best first), label (best_label)}
+//  or null, "not_applicable": [{scheme, applies_to}...], "memory_per_gpu" (step_memory_json) where
+//  ctx.memory is given}
 nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeResult>& results);
 
 // The per-collective figures of every result (SchemeResult::collectives) as a table: one line per

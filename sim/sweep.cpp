@@ -362,6 +362,7 @@ std::vector<std::string> sweep_csv_columns(const SweepGrid& grid) {
     cols.push_back(std::find(report.begin(), report.end(), key) == report.end() ? key : "swept:" + key);
   const std::vector<std::string> rest = csv_columns(grid.step_columns);
   cols.insert(cols.end(), rest.begin(), rest.end());
+  cols.push_back(kSweepBestColumn);
   return cols;
 }
 
@@ -395,12 +396,17 @@ std::string evaluate_sweep_point(const Scenario& scenario, const SweepGrid& grid
   ctx.workload = p.workload;
   ctx.fidelity = p.fidelity;
   ctx.baseline = baseline_scheme_for(p.workload);
+  // The point's best schemes, ties named (report.hpp best_results: equal latency in picoseconds),
+  // on each of its rows.
+  const std::vector<std::string> best = best_names(results);
   if (format == SweepFormat::csv) {
     std::string out;
+    const std::string best_text = best_label(results);
     for (const SchemeResult& r : results) {
       std::vector<std::string> fields = point.values;
       const std::vector<std::string> rest = csv_row(ctx, r, grid.step_columns);
       fields.insert(fields.end(), rest.begin(), rest.end());
+      fields.push_back(best_text);
       out += csv_line(fields) + "\n";
     }
     return out;
@@ -416,6 +422,7 @@ std::string evaluate_sweep_point(const Scenario& scenario, const SweepGrid& grid
     row["workload"] = workload_json(ctx.workload);
     row["fidelity"] = fidelity_name(ctx.fidelity);
     row["baseline"] = ctx.baseline;
+    row[kSweepBestColumn] = best;
     rows.push_back(std::move(row));
   }
   return rows.dump();

@@ -103,9 +103,14 @@ std::string evaluate_sweep_point(const Scenario& scenario, const SweepGrid& grid
 std::string assemble_sweep_output(const Scenario& scenario, const SweepGrid& grid, SweepFormat format,
                                   const std::vector<std::string>& point_rows);
 
-// The CSV header: the swept keys, then report.hpp's csv_columns(grid.step_columns). A swept key that is also a report
+// The CSV header: the swept keys, then report.hpp's csv_columns(grid.step_columns), then `best`. A swept key that is also a report
 // column (`hardware`) is headed `swept:KEY`, so that no two columns share a name.
 std::vector<std::string> sweep_csv_columns(const SweepGrid& grid);
+// The last column (CSV) and a key of every row (JSON): the point's best schemes with ties named
+// (report.hpp best_names: equal latency in integer picoseconds), the same on each of the point's rows;
+// CSV joins them as the report's best: line does ("async_tp = te_userbuffers"), JSON lists them.
+// Empty when no scheme of the point has a speedup.
+inline constexpr const char* kSweepBestColumn = "best";
 
 // Points already done: those in an output file of this sweep (same columns) and in its checkpoint
 // lines, by sweep_point_key. A missing file gives nothing; a file of another sweep or format throws

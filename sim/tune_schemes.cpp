@@ -256,7 +256,7 @@ CandidateList collect_candidates(const Scenario& sc, int jobs) {
 
 }  // namespace
 
-SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
+SchemeTuneResult tune_schemes(const Scenario& sc, int jobs, const TuneFilter& keep) {
   const auto start = std::chrono::steady_clock::now();
   SchemeTuneResult r;
   r.baseline = baseline_scheme_for(sc.workload);
@@ -272,8 +272,13 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
   if (!base) throw std::logic_error("baseline scheme '" + r.baseline + "' is not registered");
   std::vector<Ps> latency(all.size() + 1, 0);
   std::vector<std::string> refused(all.size() + 1);  // a grid setting the scheme refused, and why
+  std::vector<std::string> filtered(all.size() + 1);  // a setting `keep` left out, and why
+  if (keep)
+    for (std::size_t i = 0; i < all.size(); ++i)
+      filtered[i] = keep(all[i].scheme, with_workload_knobs(sc.workload, all[i].workload), all[i].params);
   parallel_for(all.size() + 1, jobs, [&](std::size_t i) {
     const bool is_base = i == all.size();
+    if (!filtered[i].empty()) return;
     const SchemeInfo& s = is_base ? *base : *find_scheme(all[i].scheme);
     const nlohmann::json params = is_base ? nlohmann::json::object() : all[i].params;
     const bool from_grid = !is_base && all[i].origin == "grid";
@@ -299,13 +304,33 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
   });
   r.baseline_ps = latency.back();
   r.evaluated = static_cast<int>(all.size());
+  // Left out by `keep`: one line per scheme and reason (the grid repeats a reason for every value of
+  // the other knobs), naming the first setting.
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> left_out;  // scheme + reason -> candidates
   for (std::size_t i = 0; i < all.size(); ++i) {
     all[i].latency_ps = latency[i];
     all[i].speedup = latency[i] > 0 ? static_cast<double>(r.baseline_ps) / static_cast<double>(latency[i]) : 0;
+    if (!filtered[i].empty()) {
+      const std::string key = all[i].scheme + ": " + filtered[i];
+      auto it = std::find_if(left_out.begin(), left_out.end(), [&](const auto& g) { return g.first == key; });
+      if (it == left_out.end()) left_out.push_back({key, {i}});
+      else it->second.push_back(i);
+      --r.evaluated;
+      refused[i] = filtered[i];  // out of the ranking
+      continue;
+    }
     if (!refused[i].empty()) {
       r.skipped.push_back(fmt::format("{} with {}: {}", all[i].scheme, config_text(all[i]), refused[i]));
       --r.evaluated;
     }
+  }
+
+  for (const auto& [key, members] : left_out) {
+    const SchemeTuneCandidate& c = all[members.front()];
+    r.left_out.push_back(members.size() == 1
+                             ? fmt::format("{} with {}: {}", c.scheme, config_text(c), filtered[members.front()])
+                             : fmt::format("{}: {} settings not run (first: {}): {}", c.scheme, members.size(),
+                                           config_text(c), filtered[members.front()]));
   }
 
   for (const std::string& name : order) {
@@ -320,7 +345,9 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
     r.schemes.push_back(std::move(e));
   }
   if (r.schemes.empty())
-    throw InputError(sc.file, 0, "schemes", "no setting of any scheme runs on this hardware: " + r.skipped.front());
+    throw InputError(sc.file, 0, "schemes",
+                     r.skipped.empty() ? "no setting of any scheme can be deployed: " + r.left_out.front()
+                                       : "no setting of any scheme runs on this hardware: " + r.skipped.front());
   // Grouped knobs (te_userbuffers' per-GEMM-name settings, "<group>.<knob>"): searched from each
   // scheme's best by coordinate descent, one group's grid at a time with every other knob held, in
   // rounds until a round improves nothing (at most kGroupRounds). The groups are a layer's sequential
@@ -338,13 +365,19 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
     const Workload workload = with_workload_knobs(sc.workload, best.workload);
     std::set<std::string> seen;
     for (const SchemeTuneCandidate& c : e.candidates) seen.insert(c.params.dump() + c.workload.dump());
+    std::map<std::string, int> left_out;  // per-name settings `keep` refused, by reason
     for (int round = 0; round < kGroupRounds; ++round) {
       bool improved = false;
       for (const std::string& g : groups) {
         std::vector<SchemeTuneCandidate> fresh;
         for (const nlohmann::json& c : group_knob_grid(info, workload, best.params, g))
-          if (seen.insert(c.dump() + best.workload.dump()).second)
+          if (seen.insert(c.dump() + best.workload.dump()).second) {
+            if (const std::string why = keep ? keep(e.scheme, workload, c) : std::string(); !why.empty()) {
+              ++left_out[why];
+              continue;
+            }
             fresh.push_back(SchemeTuneCandidate{e.scheme, c, 0, 0, "per-name search", best.workload});
+          }
         std::vector<Ps> lat(fresh.size(), -1);
         parallel_for(fresh.size(), jobs, [&](std::size_t i) {
           const BuildContext ctx{workload, sc.hardware, fresh[i].params, sc.fidelity};
@@ -372,6 +405,8 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
       }
       if (!improved) break;
     }
+    for (const auto& [why, n] : left_out)
+      r.left_out.push_back(fmt::format("{}: {} per-name setting{} not searched: {}", e.scheme, n, n == 1 ? "" : "s", why));
     std::stable_sort(e.candidates.begin(), e.candidates.end(),
                      [](const SchemeTuneCandidate& a, const SchemeTuneCandidate& b) { return a.latency_ps < b.latency_ps; });
   }
@@ -393,6 +428,16 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs) {
 
 namespace {
 
+// The best scheme's best and every other scheme's best of the same latency in integer picoseconds,
+// in the scenario's order from the best on (report.hpp best_results' rule).
+std::vector<const SchemeTuneCandidate*> tied_bests(const SchemeTuneResult& r) {
+  const SchemeTuneCandidate& best = r.schemes[r.best].candidates.front();
+  std::vector<const SchemeTuneCandidate*> out = {&best};
+  for (std::size_t i = 0; i < r.schemes.size(); ++i)
+    if (i != r.best && r.schemes[i].candidates.front().latency_ps == best.latency_ps)
+      out.push_back(&r.schemes[i].candidates.front());
+  return out;
+}
 
 nlohmann::json candidate_json(const SchemeTuneCandidate& c) {
   nlohmann::json j = {{"scheme", c.scheme}, {"params", c.params}, {"latency_us", us_from_ps(c.latency_ps)},
@@ -422,6 +467,9 @@ nlohmann::json to_json(const SchemeTuneResult& r, const Scenario& sc, int top) {
   j["baseline_us"] = us_from_ps(r.baseline_ps);
   const SchemeTuneEntry& best = r.schemes[r.best];
   j["best"] = candidate_json(best.candidates.front());
+  nlohmann::json tied = nlohmann::json::array();
+  for (const SchemeTuneCandidate* c : tied_bests(r)) tied.push_back({{"scheme", c->scheme}, {"params", c->params}});
+  j["best"]["tied"] = tied;
   nlohmann::json schemes = nlohmann::json::array();
   for (const SchemeTuneEntry& e : r.schemes) {
     nlohmann::json s;
@@ -440,6 +488,7 @@ nlohmann::json to_json(const SchemeTuneResult& r, const Scenario& sc, int top) {
   j["top"] = tops;
   j["evaluated"] = r.evaluated;
   j["skipped"] = r.skipped;
+  if (!r.left_out.empty()) j["left_out"] = r.left_out;
   j["search_ms"] = r.search_ms;
   return j;
 }
@@ -450,9 +499,12 @@ std::string format_scheme_tune_table(const SchemeTuneResult& r, const Scenario& 
                      fidelity_name(sc.fidelity));
   out += fmt::format("workload: {}\n", describe_workload(sc.workload));
   const SchemeTuneCandidate& best = r.schemes[r.best].candidates.front();
-  out += fmt::format("best: {} ({}): {:.2f} us, {:.3f}x vs {} ({:.2f} us); {} configurations in {:.0f} ms\n\n",
-                     best.scheme, config_text(best), us_from_ps(best.latency_ps), best.speedup, r.baseline,
-                     us_from_ps(r.baseline_ps), r.evaluated, r.search_ms);
+  // Every scheme whose best ties it in integer picoseconds is named (as run's best: line does).
+  std::string who;
+  for (const SchemeTuneCandidate* c : tied_bests(r))
+    who += (who.empty() ? "" : " = ") + fmt::format("{} ({})", c->scheme, config_text(*c));
+  out += fmt::format("best: {}: {:.2f} us, {:.3f}x vs {} ({:.2f} us); {} configurations in {:.0f} ms\n\n", who,
+                     us_from_ps(best.latency_ps), best.speedup, r.baseline, us_from_ps(r.baseline_ps), r.evaluated, r.search_ms);
   // Best per scheme.
   const auto all = ranked(r);
   std::size_t w_scheme = 6, w_conf = 18;
@@ -485,6 +537,10 @@ std::string format_scheme_tune_table(const SchemeTuneResult& r, const Scenario& 
   if (!r.skipped.empty()) {
     out += fmt::format("\nnot run here ({} grid settings the hardware or workload does not allow):\n", r.skipped.size());
     for (const std::string& s : r.skipped) out += "  " + s + "\n";
+  }
+  if (!r.left_out.empty()) {
+    out += "\nleft out (settings the export's target cannot deploy as simulated):\n";
+    for (const std::string& s : r.left_out) out += "  " + s + "\n";
   }
   return out;
 }

@@ -4,6 +4,7 @@
 // from each scheme's parameter table (SchemeParam::tune_values, tune_when), so a scheme that gains a
 // knob is tuned without a change here. FlashOverlap's wave groups are also searched in the engine
 // (sim/tune_wave_groups.hpp) and the engine's best partition joins the candidates.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct SchemeTuneResult {
   // scheme's reason: left out of the ranking, listed. The scenario's own settings are never here:
   // one of those that cannot run is an error.
   std::vector<std::string> skipped;
+  // Settings the caller's filter (tune_schemes `keep`) left out: one line per scheme and reason, with
+  // how many and the first (the grid and scenario settings), or how many (the per-name search). Not
+  // run, not ranked.
+  std::vector<std::string> left_out;
 };
 
 // The knob settings to try for one scheme: the cartesian product of its tuned parameters' values
@@ -67,9 +72,17 @@ std::vector<nlohmann::json> workload_knob_grid(const Workload& workload);
 // `workload` with the keys of a workload_knob_grid setting applied.
 Workload with_workload_knobs(const Workload& workload, const nlohmann::json& knobs);
 
+// What tune may pick: "" keeps a setting, otherwise why it is left out. `tune --export te-userbuffers`
+// passes what TransformerEngine can deploy (tools/export_production.hpp te_undeployable), so the
+// exported setting is the one simulated (design.md "exports: only settings the target stack can
+// deploy").
+using TuneFilter =
+    std::function<std::string(const std::string& scheme, const Workload& workload, const nlohmann::json& params)>;
+
 // Tunes every scheme of the scenario (each name once; the scenario's own parameters are tried too).
-// `jobs` threads evaluate candidates (results do not depend on it).
-SchemeTuneResult tune_schemes(const Scenario& scenario, int jobs = 1);
+// `jobs` threads evaluate candidates (results do not depend on it). A setting `keep` refuses is not
+// run (SchemeTuneResult::left_out says which and why).
+SchemeTuneResult tune_schemes(const Scenario& scenario, int jobs = 1, const TuneFilter& keep = {});
 
 nlohmann::json to_json(const SchemeTuneResult& r, const Scenario& scenario, int top);
 std::string format_scheme_tune_table(const SchemeTuneResult& r, const Scenario& scenario, int top);

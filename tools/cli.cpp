@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cost_model/bounded_message.hpp"
 #include "cost_model/input_error.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "cost_model/source_paths.hpp"
@@ -226,11 +227,15 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& run) {
   run_cmd->add_option("--fidelity", run.fidelity, "Collective fidelity (overrides the scenario's)")
       ->check(CLI::IsMember({"curve", "steps"}));
   run_cmd->add_flag("--wide", run.wide, "Table: every column and parameter (default: fits 120 columns)");
+  run_cmd->add_flag("--fit-only", run.fit_only,
+                    "Training step: report its memory per GPU without simulating, and refuse it (exit 2) when the peak "
+                    "exceeds the profile's HBM (gpu.hbm_bytes)");
   run_cmd->footer(examples({"overlap-sim run",
                             "overlap-sim run --hardware h200-sxm-8x-nvswitch --tp 4 --tokens 16384",
                             "overlap-sim run flashoverlap-a800-allreduce --format json",
                             "overlap-sim run --scheme data_slicing --param chunks=8",
                             "overlap-sim run --set hardware.fabric.links.nvlink.bandwidth_gbps=900 --wide",
+                            "overlap-sim run llama3-70b-tp8xdp2-fsdp-step --fit-only --set workload.parallel.dp=32",
                             "overlap-sim run --scheme async_tp --trace async_tp.json --plot async_tp.png"}));
   return run_cmd;
 }
@@ -259,7 +264,7 @@ CLI::App* add_tune_command(CLI::App& app, TuneOptions& tune, std::optional<int>&
   tune_cmd->add_option("--output,-o", tune.output, "Write the result to FILE (atomically) instead of stdout");
   tune_cmd->add_option("--export-flashoverlap", tune.export_flashoverlap,
                        "Write the configuration FlashOverlap's kernels read (BM, BN, dur, Algo, hint, cSeg, rLDN) to FILE, "
-                       "or into DIR/ under FlashOverlap's own name m{M}n{N}k{K}_{gpu}_{primitive}_{ranks}.json")
+                       "or into DIR/ under the name FlashOverlap's main branch reads, m{M}n{N}k{K}_{gpu}.json")
       ->type_name("FILE|DIR/");
   add_tune_export_option(tune_cmd, tune);
   tune_cmd->add_option("--swizzle", tune.swizzle, "Tile order of the exported hint: CUTLASS swizzle 1, 2, 4 or 8")
@@ -407,8 +412,7 @@ int run_command(Commands& c, std::ostream& out, std::ostream& err) {
     return cmd_run(c.run, out, err);
   }
   if (c.tune_cmd->parsed()) {
-    check_output_flags({{"-o", &c.tune.output, c.tune_cmd->get_option("--output")},
-                        {"--export-flashoverlap", &c.tune.export_flashoverlap, c.tune_cmd->get_option("--export-flashoverlap")}});
+    check_output_flags({{"-o", &c.tune.output, c.tune_cmd->get_option("--output")}});  // --export-flashoverlap: cmd_tune
     if (c.tune_algo && *c.tune_algo < 0)
       throw UsageError(fmt::format("--algo must be 0 or more (FlashOverlap's AlgoDict index; got {})", *c.tune_algo));
     c.tune.algo = c.tune_algo;
@@ -486,19 +490,46 @@ bool is_a(const std::exception& e) {
   return dynamic_cast<const T*>(&e) != nullptr;
 }
 
-// The exit status of an error a command threw, with its message on `err`. The user's input (a bad
-// file, flag or output path, the OS error in an OutputError's message; hardware the model cannot
-// simulate) is exit 2; anything else is an internal error, exit 1.
-int report_error(const std::exception& e, std::ostream& err) {
+// The command line as a message quotes it: "run big.yaml --tp 64" (each word bounded).
+std::string command_text(int argc, const char* const* argv) {
+  std::string text;
+  for (int i = 1; i < argc; ++i) text += (i > 1 ? " " : "") + std::string(argv[i]);
+  return bounded_message(text);
+}
+
+// Running out of memory, said with what the program was running and what the user can change.
+void report_out_of_memory(const std::bad_alloc& e, const std::string& command, std::ostream& err) {
+  std::string size;
+  if (const auto* oom = dynamic_cast<const OutOfMemory*>(&e))
+    size = fmt::format(" (an allocation of {} bytes failed)", oom->bytes());
+  err << fmt::format("overlap-sim: error: out of memory while running 'overlap-sim {}'{}: the process may use no more "
+                     "memory (ulimit -v, a container's limit, or the machine's); a smaller workload (fewer layers, "
+                     "tokens, ranks or sweep points) or fewer threads (-j) needs less\n",
+                     command, size);
+}
+
+// The exit status of an error a command threw, with its message on `err` (bounded:
+// cost_model/bounded_message.hpp). The user's input (a bad file, flag or output path, the OS error in
+// an OutputError's message; hardware the model cannot simulate; work that needs more memory than the
+// process may use) is exit 2; anything else is an internal error, exit 1.
+int report_error(const std::exception& e, const std::string& command, std::ostream& err) {
+  if (const auto* oom = dynamic_cast<const std::bad_alloc*>(&e)) {
+    try {
+      report_out_of_memory(*oom, command, err);
+    } catch (const std::bad_alloc&) {
+      err << "overlap-sim: error: out of memory\n";  // no memory left even for the message
+    }
+    return kExitUsage;
+  }
   if (is_a<InputError>(e) || is_a<UsageError>(e) || is_a<OutputError>(e)) {
-    err << "overlap-sim: error: " << e.what() << "\n";
+    err << "overlap-sim: error: " << bounded_message(e.what()) << "\n";
     return kExitUsage;
   }
   if (is_a<sim::ResourceError>(e) || is_a<RangeError>(e)) {
-    err << "overlap-sim: error: cannot simulate this: " << e.what() << "\n";
+    err << "overlap-sim: error: cannot simulate this: " << bounded_message(e.what()) << "\n";
     return kExitUsage;
   }
-  err << "overlap-sim: internal error: " << e.what() << "\n";
+  err << "overlap-sim: internal error: " << bounded_message(e.what()) << "\n";
   return kExitInternal;
 }
 
@@ -506,7 +537,7 @@ int report_error(const std::exception& e, std::ostream& err) {
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   if (const auto unknown = unknown_command(argc, argv)) {
-    err << "overlap-sim: " << *unknown << "\nRun 'overlap-sim --help' for usage.\n";
+    err << "overlap-sim: " << bounded_message(*unknown) << "\nRun 'overlap-sim --help' for usage.\n";
     return kExitUsage;
   }
   CLI::App app{kDescription, "overlap-sim"};
@@ -542,15 +573,19 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
-    err << "overlap-sim: " << e.what() << "\nRun 'overlap-sim --help' (or 'overlap-sim SUBCOMMAND --help') for usage.\n";
+    err << "overlap-sim: " << bounded_message(e.what())
+        << "\nRun 'overlap-sim --help' (or 'overlap-sim SUBCOMMAND --help') for usage.\n";
     return kExitUsage;
   }
+  const std::string command = command_text(argc, argv);  // before the work: no memory may be left after it
   try {
+    // The files this command reads: no output of it may replace one (cost_model/atomic_file.hpp).
+    InputFileLog inputs;
     return run_command(c, out, err);
   } catch (const QuietExit& e) {
     return e.code();
   } catch (const std::exception& e) {
-    return report_error(e, err);
+    return report_error(e, command, err);
   }
 }
 

@@ -2,8 +2,11 @@
 // The `overlap-sim` command line (CLI11): subcommands `run`, `tune`, `sweep`, `collective`, `schemes`,
 // `profile list`, `profile show` and `validate`.
 // run_cli() is the whole program minus the process: tests call it in-process with string streams.
-// Exit status: 0 success; 2 usage or input error (message on `err`); 1 internal error, or (`run`) a
-// scheme that failed while the others' results were reported.
+// Exit status: 0 success; 2 usage or input error (message on `err`), also running out of memory (the
+// message says what the program was running); 1 internal error, or (`run`) a scheme that failed while
+// the others' results were reported.
+#include <cstddef>
+#include <new>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -26,6 +29,18 @@ inline constexpr int kExitUsage = 2;
 class UsageError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// The program's operator new (tools/main.cpp) throws this when memory runs out, with the size it was
+// asked for; the CLI reports it as running out of memory (exit 2), never as an internal error.
+class OutOfMemory : public std::bad_alloc {
+ public:
+  explicit OutOfMemory(std::size_t bytes) : bytes_(bytes) {}
+  std::size_t bytes() const { return bytes_; }
+  const char* what() const noexcept override { return "out of memory"; }
+
+ private:
+  std::size_t bytes_;
 };
 
 // Leave with this exit status without printing anything (an MPI rank other than 0 whose error rank 0

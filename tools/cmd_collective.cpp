@@ -194,6 +194,7 @@ void cmd_collective(const CollectiveOptions& o, std::ostream& out, std::ostream&
   std::ostringstream text;
   collective_report(o, text);
   const std::string exported = export_path.empty() ? std::string() : nccl_tuner_export(o);
+  check_outputs_not_inputs({{"-o", o.output}, {"--export", export_path}});  // the profile is read by now
   if (o.output.empty() && exported.empty()) {
     out << text.str();
     return;
@@ -205,7 +206,7 @@ void cmd_collective(const CollectiveOptions& o, std::ostream& out, std::ostream&
     if (!exported.empty()) staged.stage(export_path, exported);
     staged.commit();
   } catch (const std::runtime_error& e) {
-    throw UsageError(fmt::format("{} (no output was written)", e.what()));
+    throw UsageError(fmt::format("{} {}", e.what(), written_note(e)));
   }
   if (o.output.empty()) out << text.str();
   else err << "wrote " << o.output << "\n";
@@ -424,7 +425,7 @@ std::string nccl_tuner_export(const CollectiveOptions& o) {
   const Sweep sweep = parse_sweep(o);
   if (nccl_tuner_collective(sweep.prim).empty())
     throw UsageError(fmt::format("--export nccl-tuner: NCCL's tuner plugin tunes broadcast, reduce, allgather, "
-                                 "reducescatter and allreduce (ext-tuner/example README), not {}",
+                                 "reducescatter and allreduce (plugins/tuner/example README), not {}",
                                  collective_primitive_name(sweep.prim)));
   const HardwareProfile hw = load_profile(resolve_hardware(o.hardware), default_hardware_dir(), o.sets);
   const int n = o.ranks ? *o.ranks : hw.fabric.num_gpus;
@@ -439,7 +440,7 @@ std::string nccl_tuner_export(const CollectiveOptions& o) {
   const int per_node = hw.fabric.gpus_per_node > 0 ? hw.fabric.gpus_per_node : hw.fabric.num_gpus;
   const int nodes = (n + per_node - 1) / per_node;
   const std::vector<std::string> header = {
-      "NCCL example tuner plugin configuration (NVIDIA/nccl ext-tuner/example; NCCL_TUNER_CONFIG_FILE)",
+      "NCCL example tuner plugin configuration (NVIDIA/nccl plugins/tuner/example; NCCL_TUNER_CONFIG_FILE)",
       fmt::format("written by overlap-sim collective from NCCL's tuning model on {}: {} over {} ranks, {} node{}, "
                   "sizes {} .. {} bytes (nccl-tests' size column)",
                   hw.name, collective_primitive_name(sweep.prim), n, nodes, nodes == 1 ? "" : "s", sweep.lo, sweep.hi),

@@ -33,6 +33,7 @@ int cmd_validate_papers(const PapersOptions& options, std::ostream& out) {
     out << text;
   } else {
     try {
+      check_outputs_not_inputs({{"-o", options.output}});  // a papers scenario the report read
       write_file_atomically(options.output, text);
     } catch (const std::runtime_error& e) {
       throw UsageError(e.what());

@@ -112,6 +112,7 @@ void cmd_profile_fit(const ProfileFitOptions& o, std::ostream& out, std::ostream
   const bool path = std::filesystem::path(o.hardware).extension() == ".yaml" || o.hardware.find('/') != std::string::npos;
   const HardwareProfile base = load_profile(path ? resolve_input_path(o.hardware) : o.hardware, default_hardware_dir());
   TraceReports loaded = load_trace_reports(o.files, "", err);
+  check_outputs_not_inputs({{"-o", o.output}, {"--report", o.report}});  // the base and the traces are read
   traces::FitOptions fit;
   fit.min_samples = o.min_samples;
   fit.link_class = [](const HardwareProfile& hw, int n) { return sim::collective_link_class(hw, n); };

@@ -14,7 +14,9 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
+#include "cost_model/bounded_message.hpp"
 #include "cost_model/input_error.hpp"
 #include "cost_model/atomic_file.hpp"
 #include "sim/chrome_trace.hpp"
@@ -23,6 +25,7 @@
 #include "sim/node_builder.hpp"
 #include "sim/report.hpp"
 #include "sim/scenario.hpp"
+#include "sim/step_memory.hpp"
 #include "tools/cli.hpp"
 
 extern char** environ;
@@ -84,8 +87,9 @@ void check_plotting_available(const std::string& script) {
   if (rc != 0)
     throw UsageError(fmt::format("--plot needs matplotlib ('{} -c \"import matplotlib\"' failed); install it with "
                                  "'{} -m pip install matplotlib' or tools/setup.sh", py, py));
-  if (!fs::exists(fs::path(source_dir()) / "tools" / script))
-    throw UsageError("--plot: tools/" + script + " not found under " + source_dir() + " (set OVERLAP_HOME)");
+  const fs::path path = fs::path(source_dir()) / "tools" / script;
+  if (!fs::exists(path)) throw UsageError("--plot: tools/" + script + " not found under " + source_dir() + " (set OVERLAP_HOME)");
+  note_input_file(path.string(), "Python");  // the program the command runs: never an output
 }
 
 void write_output(const std::string& path, const std::string& content) {
@@ -300,7 +304,7 @@ UsageError output_error(const RunOptions& options, const std::runtime_error& e) 
       break;
     }
   }
-  return UsageError(flag + what + " (no output was written)");
+  return UsageError(flag + what + " " + written_note(e));
 }
 
 // The report (-o), and the trace, plot and graph of the first scheme: every file is staged before
@@ -328,6 +332,61 @@ void write_outputs(const RunOptions& options, const sim::Scenario& sc, const std
   }
 }
 
+// The 1-based line of the scenario's top-level `workload:` key (0 when it cannot be found).
+int workload_line(const std::string& text) {
+  try {
+    const YAML::Node root = YAML::Load(text);
+    if (!root.IsMap()) return 0;
+    for (const auto& kv : root)
+      if (kv.first.IsScalar() && kv.first.Scalar() == "workload") return kv.first.Mark().line + 1;
+  } catch (const YAML::Exception&) {
+  }
+  return 0;
+}
+
+// `run --fit-only`: the step's memory per GPU against the profile's HBM, without simulating anything.
+// Prints the memory block when the step fits; refuses it (InputError, exit 2) when it does not.
+int fit_only(const RunOptions& options, const sim::Scenario& sc, sim::ReportFormat format, std::ostream& out) {
+  if (!options.scheme.empty() || !options.params.empty() || !options.trace.empty() || !options.plot.empty() ||
+      !options.graphviz.empty())
+    throw UsageError("--fit-only simulates nothing: it takes no --scheme, --param, --trace, --plot or --graphviz");
+  if (format == sim::ReportFormat::csv) throw UsageError("--fit-only prints a table or JSON (--format table|json)");
+  const std::optional<sim::StepMemory> m = sim::step_memory(sc.workload, sc.hardware);
+  if (!m)
+    throw UsageError(fmt::format("--fit-only: the memory model covers a dense transformer's training step (workload.kind "
+                                 "transformer without MoE layers or latent attention, pass backward or step); this is "
+                                 "a {} workload, pass {}",
+                                 sc.workload.kind, sim::pass_name(sc.workload.training.pass)));
+  if (m->hbm_bytes == 0)
+    throw InputError(sc.hardware.source_file, 0, "hardware.gpu.hbm_bytes",
+                     fmt::format("--fit-only needs the GPU's memory capacity, and profile '{}' gives none (gpu.hbm_bytes is 0)",
+                                 sim::hardware_display_name(sc)));
+  if (!m->fits()) {
+    const double gib = static_cast<double>(Bytes{1} << 30);
+    throw InputError(sc.file, workload_line(sc.text), "workload",
+                     fmt::format("the training step does not fit: its peak memory per GPU is {:.2f} GiB, above the "
+                                 "{:.2f} GiB of hardware.gpu.hbm_bytes ({}); decided by {}",
+                                 static_cast<double>(m->bytes.peak_bytes) / gib, static_cast<double>(m->hbm_bytes) / gib,
+                                 sim::hardware_display_name(sc), sim::step_memory_keys(sc.workload)));
+  }
+  std::string text;
+  if (format == sim::ReportFormat::table) {
+    text = fmt::format("scenario: {}   hardware: {}\nworkload: {}\n", sc.name, sim::hardware_display_name(sc),
+                       sim::describe_workload(sc.workload)) +
+           sim::format_step_memory(*m);
+  } else {
+    nlohmann::json j;
+    j["scenario"] = sc.name;
+    j["hardware"] = sim::hardware_display_name(sc);
+    j["workload"] = sim::workload_json(sc.workload);
+    j["memory_per_gpu"] = sim::step_memory_json(*m);
+    text = j.dump(2) + "\n";
+  }
+  if (!options.output.empty()) write_output(options.output, text);
+  else out << text;
+  return kExitOk;
+}
+
 }  // namespace
 
 int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
@@ -350,6 +409,11 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   load.options.validate_sweep = false;
   const std::vector<FlagAssignment>& flag_sets = load.flag_sets;
   const sim::Scenario sc = with_flag_errors(flag_sets, [&] { return sim::load_scenario_file(load.path, load.options); });
+  // Every file the scenario brought in is read now (its profile, model config, routing histogram):
+  // no output may replace one, checked before the schemes run.
+  check_outputs_not_inputs({{"-o", options.output}, {"--trace", options.trace}, {"--plot", options.plot},
+                            {"--graphviz", options.graphviz}});
+  if (options.fit_only) return fit_only(options, sc, *format, out);
 
   std::vector<sim::SchemeSpec> specs = selected_schemes(sc, options.scheme);
   if (!options.params.empty())
@@ -377,8 +441,12 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   const auto failed = static_cast<std::size_t>(
       std::count_if(results.begin(), results.end(), [](const sim::SchemeResult& r) { return r.failed(); }));
   if (failed > 0) {
+    // One line per failed scheme, at most kListedItems of them (a scenario may list thousands).
+    std::size_t shown = 0;
     for (const sim::SchemeResult& r : results)
-      if (r.failed()) err << "overlap-sim: error: " << r.error << "\n";
+      if (r.failed() && shown++ < kListedItems) err << "overlap-sim: error: " << bounded_message(r.error) << "\n";
+    if (failed > kListedItems)
+      err << fmt::format("overlap-sim: ... and {} more failed schemes (their rows say FAILED)\n", failed - kListedItems);
     err << fmt::format("overlap-sim: {} of {} schemes failed (their rows say FAILED); the others' results are "
                        "reported\n", failed, results.size());
     return kExitSchemeFailed;

@@ -33,6 +33,9 @@ struct RunOptions {
   std::string fidelity;            // "" = the scenario's (curve | steps)
   std::vector<std::string> params; // --param key=value: knobs of the --scheme scheme
   bool wide = false;               // table: every column (default: fits 120 columns)
+  // A training step's memory per GPU only (sim/step_memory.hpp), no simulation; a step whose peak exceeds
+  // the profile's HBM is refused as an InputError naming the scenario and the keys that decide it.
+  bool fit_only = false;
 };
 
 // Throws overlap::InputError (bad scenario / --set, or every scheme failed), UsageError (bad option,

@@ -307,6 +307,13 @@ std::string evaluate_points(const PointWork& w, const std::vector<std::size_t>& 
       kinds[k] = 'E';
       stop = true;
       return;
+    } catch (const std::bad_alloc&) {
+      // The point needs more memory than the process may use: the user's to change, like bad input.
+      rows[k] = fmt::format("at {}: out of memory (the process may use no more memory; a smaller point or fewer "
+                            "threads (-j) needs less)", sim::sweep_point_key(w.grid.points[i].values));
+      kinds[k] = 'E';
+      stop = true;
+      return;
     } catch (const sim::ResourceError& e) {
       // Hardware a scheme cannot run on at this point (run reports the same, exit 2).
       rows[k] = fmt::format("at {}: cannot simulate this: {}", sim::sweep_point_key(w.grid.points[i].values), e.what());
@@ -361,16 +368,24 @@ std::vector<std::string> point_texts(const std::vector<std::string>& gathered, c
 
 // -o and --plot are staged and moved into place together (outputs appear all or none): a plot that
 // fails leaves the output file as it was, and stdout gets the table only when everything succeeded.
+// A failure says what was written: nothing, or (a commit that failed part way) which file; the
+// checkpoint `checkpoint_path` stays for --resume.
 void write_sweep_outputs(const SweepOptions& o, const sim::Scenario& sc, const std::string& text, std::ostream& out,
-                         std::ostream& err) {
+                         std::ostream& err, const std::string& checkpoint_path) {
   StagedOutputs staged;
-  auto named = [](const char* flag, const std::string& path, const auto& fn) {
+  const std::string kept = checkpoint_path.empty() ? std::string()
+                                                   : fmt::format("; the finished points stay in {} for --resume", checkpoint_path);
+  auto note = [&](const std::exception& e) {
+    std::string n = written_note(e);
+    return n.substr(0, n.size() - 1) + kept + ")";
+  };
+  auto named = [&](const char* flag, const std::string& path, const auto& fn) {
     try {
       fn();
     } catch (const UsageError&) {
       throw;
     } catch (const std::runtime_error& e) {
-      throw UsageError(fmt::format("{} {}: {} (no output was written)", flag, path, e.what()));
+      throw UsageError(fmt::format("{} {}: {} {}", flag, path, e.what(), note(e)));
     }
   };
   if (!o.output.empty()) named("-o", o.output, [&] { staged.stage(o.output, text); });
@@ -387,9 +402,13 @@ void write_sweep_outputs(const SweepOptions& o, const sim::Scenario& sc, const s
                                false);
     std::error_code ec;
     fs::remove(tmp, ec);
-    if (rc != 0) throw UsageError(fmt::format("--plot: {} failed (exit status {}; no output was written)", script, rc));
+    if (rc != 0) throw UsageError(fmt::format("--plot: {} failed (exit status {}; nothing was written{})", script, rc, kept));
   }
-  staged.commit();
+  try {
+    staged.commit();
+  } catch (const std::runtime_error& e) {
+    throw UsageError(fmt::format("{} {}", e.what(), note(e)));
+  }
   if (o.output.empty()) out << text;
   for (const std::string* written : {&o.output, &o.plot})
     if (!written->empty()) err << "wrote " << *written << "\n";
@@ -434,6 +453,11 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
   const std::string checkpoint_path =
       o.output.empty() || output_in_place ? std::string()
                        : o.output + ".partial" + (world.distributed() ? fmt::format(".{}", world.rank()) : std::string());
+  // --resume read -o FILE and its checkpoints back: they are this command's own outputs. Every input
+  // is read by now (the points' profiles too): no output may replace one, checked before any point runs.
+  forget_input_files("sweep output");
+  forget_input_files("sweep checkpoint");
+  check_outputs_not_inputs({{"-o", o.output}, {"--plot", o.plot}, {"-o's checkpoint", checkpoint_path}});
   // The checkpoint is appended to as points finish: a pipe or a device there would block or swallow it.
   if (!checkpoint_path.empty() && resolve_output(checkpoint_path).in_place)
     throw UsageError(fmt::format("-o {}: its checkpoint {} must be a regular file (it is a pipe or a device)", o.output,
@@ -455,7 +479,7 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
     try {
       const std::vector<std::string> texts = point_texts(gathered, keys, resumed.done);
       progress.finish(remaining.size(), grid.points.size() - remaining.size(), jobs, world.size());
-      write_sweep_outputs(o, sc, sim::assemble_sweep_output(sc, grid, format, texts), out, err);
+      write_sweep_outputs(o, sc, sim::assemble_sweep_output(sc, grid, format, texts), out, err, checkpoint_path);
       for (const std::string& f : resumed.files) {
         std::error_code ec;
         fs::remove(f, ec);

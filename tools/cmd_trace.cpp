@@ -14,6 +14,7 @@
 
 #include "calibrate/traces/profile_fit.hpp"
 #include "calibrate/traces/trace_analysis.hpp"
+#include "cost_model/bounded_message.hpp"
 #include "cost_model/collective_model.hpp"
 #include "cost_model/collective_primitive.hpp"
 #include "cost_model/gemm_model.hpp"
@@ -22,6 +23,7 @@
 #include "sim/schemes/graph_builder.hpp"
 #include "cost_model/atomic_file.hpp"
 #include "tools/cli.hpp"
+#include "tools/trace_flags.hpp"
 
 namespace overlap::tools {
 
@@ -32,7 +34,7 @@ using traces::RankReport;
 
 CLI::App* add_trace_command(CLI::App& app, TraceOptions& o) {
   CLI::App* cmd = app.add_subcommand(
-      "trace", "Measure compute, communication and exposed communication in profiles of a real job (PyTorch "
+      "trace", "Measure compute, communication and unoverlapped communication in profiles of a real job (PyTorch "
                "profiler JSON, plain or .gz, or nsys SQLite exports; one file per rank)");
   cmd->add_option("files", o.files, "Trace files, one per rank")->required();
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json", "csv"}));
@@ -44,11 +46,18 @@ CLI::App* add_trace_command(CLI::App& app, TraceOptions& o) {
                   "print measured vs predicted");
   cmd->add_flag("--kernels", o.kernels,
                "List every kernel group instead (name, class, shape or message, count, total/mean/min/max time)");
+  cmd->add_option("--comm-kernel", o.comm_kernels,
+                  "Kernels whose signature matches this regular expression are communication (repeatable; before "
+                  "the built-in families)");
+  cmd->add_option("--compute-kernel", o.compute_kernels,
+                  "Kernels whose signature matches this regular expression are compute (repeatable; after "
+                  "--comm-kernel, before the built-in families)");
   cmd->footer("\nExamples:\n"
               "  overlap-sim trace rank0.pt.trace.json.gz rank1.pt.trace.json.gz\n"
               "  overlap-sim trace traces/*.json.gz --kernels --format csv -o kernels.csv\n"
               "  overlap-sim trace traces/*.json.gz --hardware h100-sxm-8x-nvswitch\n"
-              "  overlap-sim trace report.sqlite --format json -o overlap.json\n");
+              "  overlap-sim trace report.sqlite --format json -o overlap.json\n"
+              "  overlap-sim trace traces/*.json.gz --comm-kernel 'my_alltoall_kernel'\n");
   return cmd;
 }
 
@@ -80,6 +89,9 @@ nlohmann::json figures_json(const OverlapFigures& f) {
   j["kernels"] = f.kernels;
   j["compute_ns"] = f.compute_ns;
   j["communication_ns"] = f.comm_ns;
+  j["unoverlapped_communication_ns"] = f.exposed_ns;
+  // The key this figure had before it was named apart from run's exposed comm (the trace notebook
+  // and older scripts read it): the same number.
   j["exposed_communication_ns"] = f.exposed_ns;
   j["memory_ns"] = f.memory_ns;
   j["span_ns"] = f.span_ns;
@@ -97,6 +109,8 @@ struct Prediction {
   std::int64_t measured_ns = 0;          // mean
   std::optional<double> predicted_ns;    // nullopt: not predicted (see `why`)
   std::string why;
+  // Collectives: "transfer" (matched across ranks: the wait for peers left out) or "whole kernel".
+  std::string part;
   std::optional<double> error() const {  // (predicted - measured) / measured
     if (!predicted_ns || measured_ns <= 0) return std::nullopt;
     return (*predicted_ns - static_cast<double>(measured_ns)) / static_cast<double>(measured_ns);
@@ -112,6 +126,7 @@ struct ClassSummary {
 struct Run {
   std::vector<RankReport> ranks;
   std::optional<int> world_size;
+  traces::CollectiveSplit split;
   OverlapFigures overall;
   std::size_t files = 0;
   std::string hardware;  // profile name when predicting
@@ -157,6 +172,10 @@ void predict(const TraceOptions& o, Run& run) {
     }
     for (const CommGroup& g : r.comms) {
       Prediction p = measured(r.rank, "collective", g);
+      // Only the transfer is the model's to predict (calibrate/traces/collective_wait.hpp).
+      const bool split = g.matched == g.count && g.count > 0;
+      p.part = split ? "transfer" : "whole kernel";
+      if (split) p.measured_ns = g.transfer_ns / g.matched;
       p.what = fmt::format("{} {} B x{}", g.collective, g.bytes ? std::to_string(*g.bytes) : "?",
                            g.group_size ? std::to_string(*g.group_size) : "?");
       const auto prim = parse_collective_primitive(g.collective);
@@ -194,18 +213,27 @@ void predict(const TraceOptions& o, Run& run) {
   }
 }
 
+// Named apart from `run`'s exposed comm (latency - compute-only latency, a counterfactual the
+// simulator can rerun): a trace has no compute-only run, so this is HolisticTraceAnalysis' interval
+// measure. A measured NCCL kernel starts when its rank launches it and ends when every peer has
+// joined, so its time includes waiting for the slowest peer (nccl-tests times a collective once every
+// member joined for the same reason).
 constexpr const char* kDefinition =
-    "exposed communication = communication-kernel time during which no compute kernel runs on the same GPU "
-    "(union of communication intervals minus its intersection with the union of compute intervals, per GPU; "
-    "HolisticTraceAnalysis' comm/comp overlap); overlap = 1 - exposed / communication";
+    "unoverlapped communication = communication-kernel time during which no compute kernel runs on the same "
+    "GPU (union of communication intervals minus its intersection with the union of compute intervals, per "
+    "GPU; HolisticTraceAnalysis' comm/comp overlap); overlap = 1 - unoverlapped / communication. A measured "
+    "NCCL kernel includes waiting for its peers to arrive. Not run's exposed comm (latency - compute-only "
+    "latency)";
 
 }  // namespace
 
-TraceReports load_trace_reports(const std::vector<std::string>& files, const std::string& step_prefix, std::ostream& err) {
+TraceReports load_trace_reports(const std::vector<std::string>& files, const std::string& step_prefix, std::ostream& err,
+                                const traces::KernelClassifier& kernels) {
   TraceReports run;
   std::vector<traces::RankTrace> loaded;
   for (const std::string& f : files) {
-    for (traces::RankTrace& t : traces::read_traces(f, step_prefix)) {
+    note_input_file(f, "trace");  // the trace readers open their files themselves (gzip, SQLite)
+    for (traces::RankTrace& t : traces::read_traces(f, step_prefix, kernels)) {
       RankReport r = traces::analyze(t);
       r.rank_from_trace = t.rank.has_value();
       r.rank = t.rank.value_or(0);
@@ -250,28 +278,99 @@ TraceReports load_trace_reports(const std::vector<std::string>& files, const std
                          fmt::format("rank {} is also {}'s: one file per rank", *t.rank, it->second));
     }
     if (run.world_size && static_cast<int>(seen.size()) < *run.world_size) {
-      std::string missing;
-      for (int r = 0; r < *run.world_size; ++r)
-        if (!seen.count(r)) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      // The missing ranks as ranges ("1-7, 9"), at most kListedItems of them: a world_size of millions
+      // with one file given is one range, not millions of numbers (cost_model/bounded_message.hpp).
+      std::vector<std::string> missing;
+      const auto gap = [&](int lo, int hi) {
+        if (lo < hi) missing.push_back(fmt::format("{}-{}", lo, hi));
+        else if (lo == hi) missing.push_back(std::to_string(lo));
+      };
+      int next = 0;
+      for (const auto& [r, file] : seen) {
+        gap(next, r - 1);
+        next = r + 1;
+      }
+      gap(next, *run.world_size - 1);
       err << fmt::format("overlap-sim: warning: no trace of rank(s) {} (world_size {}): the overall figures cover the "
                          "{} rank(s) given\n",
-                         missing, *run.world_size, seen.size());
+                         bounded_list(missing), *run.world_size, seen.size());
     }
     std::stable_sort(run.ranks.begin(), run.ranks.end(), [](const RankReport& a, const RankReport& b) { return a.rank < b.rank; });
   }
+  run.split = traces::split_collective_waits(run.ranks);
   return run;
 }
 
 namespace {
 
 Run load(const TraceOptions& o, std::ostream& err) {
-  TraceReports loaded = load_trace_reports(o.files, o.step_prefix, err);
+  for (const auto& [flag, patterns] : {std::pair{"--comm-kernel", &o.comm_kernels}, std::pair{"--compute-kernel", &o.compute_kernels}}) {
+    try {
+      kernel_classifier(*patterns, {});
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(fmt::format("trace: {}: {}", flag, e.what()));
+    }
+  }
+  const traces::KernelClassifier kernels = kernel_classifier(o.comm_kernels, o.compute_kernels);
+  TraceReports loaded = load_trace_reports(o.files, o.step_prefix, err, kernels);
   Run run;
   run.ranks = std::move(loaded.ranks);
   run.world_size = loaded.world_size;
+  run.split = std::move(loaded.split);
   run.files = o.files.size();
   for (const RankReport& r : run.ranks) run.overall += r.figures;
   return run;
+}
+
+// Collective kernels across ranks: wait for the last peer vs transfer (calibrate/traces/collective_wait.hpp);
+// with one rank, or kernels not matched, a line saying that their times include the wait.
+void write_waits(const Run& run, std::ostream& out) {
+  std::int64_t unmatched = 0;
+  for (const RankReport& r : run.ranks)
+    for (const CommGroup& g : r.comms)
+      if (g.matched < g.count && g.library != "peer_copy") unmatched += g.count - g.matched;
+  if (run.split.matched > 0) {
+    std::string offsets;
+    for (const RankReport& r : run.ranks)
+      if (r.clock_offset_ns) offsets += fmt::format("{}rank {} {}", offsets.empty() ? "" : ", ", r.rank, us(*r.clock_offset_ns));
+    const bool one_file = std::all_of(run.ranks.begin(), run.ranks.end(),
+                                      [&](const RankReport& r) { return r.file == run.ranks.front().file; });
+    out << fmt::format("\nCollectives across ranks ({} matched; wait = from the kernel's start to the last rank's start, "
+                       "transfer = after it; {})\n",
+                       run.split.matched,
+                       one_file ? "one export, one clock"
+                                : fmt::format("clock offsets from rank {}, by the collectives' ends: {}", run.ranks.front().rank, offsets));
+    out << fmt::format("{:>5}  {:<48}  {:<14}  {:>14}  {:>7}  {:>14}  {:>14}  {:>14}\n", "rank", "kernel", "collective", "bytes",
+                       "matched", "wait_us", "transfer_us", "mean_xfer_us");
+    for (const RankReport& r : run.ranks)
+      for (const CommGroup& g : r.comms)
+        if (g.matched > 0)
+          out << fmt::format("{:>5}  {:<48}  {:<14}  {:>14}  {:>7}  {:>14}  {:>14}  {:>14}\n", r.rank, clip(g.kernel, 48),
+                             g.collective.empty() ? "?" : clip(g.collective, 14),
+                             g.bytes ? std::to_string(*g.bytes) : "size unknown", g.matched, us(g.wait_ns),
+                             us(g.transfer_ns), us(g.transfer_ns / g.matched));
+  }
+  for (const std::string& note : run.split.notes) out << "note: " << note << "\n";
+  if (unmatched > 0)
+    out << fmt::format("{}Collective kernel times include waiting for the other ranks to arrive: {}\n",
+                       run.split.matched > 0 ? "" : "\n",
+                       run.ranks.size() < 2 ? "one rank's trace cannot tell the wait from the transfer (give every rank's trace)"
+                                            : fmt::format("{} kernel(s) not matched across ranks", unmatched));
+}
+
+// Kernels of no known family, longest total first: what --comm-kernel / --compute-kernel can name.
+void write_unknown(const Run& run, std::ostream& out) {
+  std::vector<std::pair<int, const traces::KernelGroup*>> unknown;
+  for (const RankReport& r : run.ranks)
+    for (const traces::KernelGroup& k : r.kernels)
+      if (k.kind == "unknown") unknown.emplace_back(r.rank, &k);
+  if (unknown.empty()) return;
+  std::stable_sort(unknown.begin(), unknown.end(), [](const auto& a, const auto& b) { return a.second->total_ns > b.second->total_ns; });
+  out << "\nUnknown kernels (no family by name; counted as compute; --comm-kernel / --compute-kernel REGEX name them)\n";
+  out << fmt::format("{:>5}  {:<72}  {:>6}  {:>14}  {:>12}\n", "rank", "kernel", "count", "total_us", "mean_us");
+  for (const auto& [rank, k] : unknown)
+    out << fmt::format("{:>5}  {:<72}  {:>6}  {:>14}  {:>12}\n", rank, clip(k->kernel, 72), k->count, us(k->total_ns),
+                       us(k->total_ns / k->count));
 }
 
 void write_table(const Run& run, std::ostream& out) {
@@ -284,12 +383,12 @@ void write_table(const Run& run, std::ostream& out) {
   out << "# " << kDefinition << "\n";
   out << "# times in microseconds\n\n";
   const auto row = [&](const std::string& rank, const std::string& name, const OverlapFigures& f) {
-    out << fmt::format("{:>5}  {:<40}  {:>8}  {:>14}  {:>14}  {:>14}  {:>9}  {:>12}  {:>14}\n", rank, clip(name, 40),
+    out << fmt::format("{:>5}  {:<40}  {:>8}  {:>14}  {:>14}  {:>15}  {:>9}  {:>12}  {:>14}\n", rank, clip(name, 40),
                        f.kernels, us(f.compute_ns), us(f.comm_ns), us(f.exposed_ns), pct(f), us(f.memory_ns), us(f.span_ns));
   };
   const auto header = [&](const char* what) {
-    out << fmt::format("{:>5}  {:<40}  {:>8}  {:>14}  {:>14}  {:>14}  {:>9}  {:>12}  {:>14}\n", "rank", what, "kernels",
-                       "compute_us", "comm_us", "exposed_us", "overlap_%", "memory_us", "span_us");
+    out << fmt::format("{:>5}  {:<40}  {:>8}  {:>14}  {:>14}  {:>15}  {:>9}  {:>12}  {:>14}\n", "rank", what, "kernels",
+                       "compute_us", "comm_us", "unoverlapped_us", "overlap_%", "memory_us", "span_us");
   };
   header("file");
   for (const RankReport& r : run.ranks)
@@ -315,24 +414,40 @@ void write_table(const Run& run, std::ostream& out) {
                          g.op.empty() ? "-" : clip(g.op, 16), shape_text(g), g.shape && !g.shape->dtype.empty() ? g.shape->dtype : "-",
                          g.count, us(g.total_ns), us(g.total_ns / g.count));
 
-  out << "\nNCCL kernels (message size = max(in, out) elements x dtype, from the collective's args)\n";
+  const bool only_nccl = std::all_of(run.ranks.begin(), run.ranks.end(), [](const RankReport& r) {
+    return std::all_of(r.comms.begin(), r.comms.end(), [](const CommGroup& g) { return g.library == "nccl"; });
+  });
+  out << (only_nccl ? "\nNCCL kernels (message size = max(in, out) elements x dtype, from the collective's args)\n"
+                    : "\nCommunication kernels (NCCL's and other libraries'; message size = max(in, out) elements x dtype, "
+                      "from the collective's args)\n");
   out << fmt::format("{:>5}  {:<48}  {:<14}  {:>14}  {:>5}  {:<9}  {:>6}  {:>14}  {:>12}\n", "rank", "kernel",
                      "collective", "bytes", "group", "dtype", "count", "total_us", "mean_us");
   for (const RankReport& r : run.ranks)
     for (const CommGroup& g : r.comms)
       out << fmt::format("{:>5}  {:<48}  {:<14}  {:>14}  {:>5}  {:<9}  {:>6}  {:>14}  {:>12}\n", r.rank, clip(g.kernel, 48),
-                         g.collective.empty() ? "?" : g.collective, g.bytes ? std::to_string(*g.bytes) : "size unknown",
+                         g.collective.empty() ? "?" : clip(g.collective, 14), g.bytes ? std::to_string(*g.bytes) : "size unknown",
                          g.group_size ? std::to_string(*g.group_size) : "-", g.dtype.empty() ? "-" : g.dtype, g.count,
                          us(g.total_ns), us(g.total_ns / g.count));
+  write_waits(run, out);
+  write_unknown(run, out);
   std::int64_t gemm = 0, gemm_unknown = 0, comm = 0, comm_unknown = 0;
+  std::map<std::string, std::int64_t> other_libraries;
   for (const RankReport& r : run.ranks) {
     gemm += r.gemm_kernels;
     gemm_unknown += r.gemm_shape_unknown;
-    comm += r.comm_kernels;
-    comm_unknown += r.comm_size_unknown;
+    for (const CommGroup& g : r.comms) {
+      if (g.library != "nccl") {
+        other_libraries[g.library] += g.count;
+        continue;
+      }
+      comm += g.count;
+      if (!g.bytes) comm_unknown += g.count;
+    }
   }
-  out << fmt::format("\nGEMM kernels: {} ({} shape unknown); NCCL kernels: {} ({} size unknown)\n", gemm, gemm_unknown,
-                     comm, comm_unknown);
+  std::string others;
+  for (const auto& [library, n] : other_libraries) others += fmt::format("{}{} {}", others.empty() ? "" : ", ", library, n);
+  out << fmt::format("\nGEMM kernels: {} ({} shape unknown); NCCL kernels: {} ({} size unknown){}\n", gemm, gemm_unknown,
+                     comm, comm_unknown, others.empty() ? "" : "; other communication kernels: " + others);
   if (run.hardware.empty()) return;
   out << fmt::format("\nMeasured vs predicted on {} (measured: mean kernel time in the trace, beside other kernels; "
                      "predicted: the cost model, idle GPU; error = (predicted - measured) / measured)\n",
@@ -350,6 +465,17 @@ void write_table(const Run& run, std::ostream& out) {
     out << fmt::format("{}: {} of {} kernel groups predicted; median |error| {}, max |error| {}\n", s.cls, s.predicted,
                        s.groups, s.median_abs_error ? fmt::format("{:.1f} %", 100.0 * *s.median_abs_error) : "-",
                        s.max_abs_error ? fmt::format("{:.1f} %", 100.0 * *s.max_abs_error) : "-");
+  std::int64_t transfer = 0, whole = 0;
+  for (const Prediction& p : run.predictions) (p.part == "transfer" ? transfer : whole) += p.cls == "collective";
+  if (transfer + whole > 0)
+    out << fmt::format("collective: measured = {}\n",
+                       whole == 0 ? "the transfer after the last rank arrived (matched across ranks)"
+                       : transfer == 0
+                           ? "the whole kernel, which includes waiting for the other ranks to arrive (" +
+                                 std::string(run.ranks.size() < 2 ? "one rank's trace" : "not matched across ranks") + ")"
+                           : fmt::format("the transfer for {} group(s) matched across ranks; the whole kernel, "
+                                         "including waiting for peers, for the {} others",
+                                         transfer, whole));
 }
 
 void write_json(const Run& run, std::ostream& out) {
@@ -368,6 +494,7 @@ void write_json(const Run& run, std::ostream& out) {
     jr["figures"] = figures_json(r.figures);
     jr["steps"] = nlohmann::json::array();
     for (const auto& s : r.steps) jr["steps"].push_back({{"name", s.name}, {"figures", figures_json(s.figures)}});
+    jr["clock_offset_ns"] = r.clock_offset_ns ? nlohmann::json(*r.clock_offset_ns) : nlohmann::json(nullptr);
     jr["gemm_kernels"] = r.gemm_kernels;
     jr["gemm_shape_unknown"] = r.gemm_shape_unknown;
     jr["comm_kernels"] = r.comm_kernels;
@@ -386,13 +513,19 @@ void write_json(const Run& run, std::ostream& out) {
     jr["comms"] = nlohmann::json::array();
     for (const CommGroup& g : r.comms) {
       const auto opt = [](const std::optional<std::int64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-      jr["comms"].push_back({{"kernel", g.kernel}, {"collective", g.collective}, {"nelems", opt(g.nelems)},
-                             {"bytes", opt(g.bytes)}, {"group_size", opt(g.group_size)}, {"dtype", g.dtype},
-                             {"process_group", g.process_group}, {"count", g.count}, {"total_ns", g.total_ns}});
+      nlohmann::json jc{{"kernel", g.kernel}, {"collective", g.collective}, {"library", g.library},
+                        {"nelems", opt(g.nelems)}, {"bytes", opt(g.bytes)}, {"group_size", opt(g.group_size)},
+                        {"dtype", g.dtype}, {"process_group", g.process_group}, {"count", g.count},
+                        {"total_ns", g.total_ns}, {"matched", g.matched}};
+      jc["wait_ns"] = g.matched > 0 ? nlohmann::json(g.wait_ns) : nlohmann::json(nullptr);
+      jc["transfer_ns"] = g.matched > 0 ? nlohmann::json(g.transfer_ns) : nlohmann::json(nullptr);
+      jr["comms"].push_back(jc);
     }
     j["ranks"].push_back(jr);
   }
   j["overall"] = figures_json(run.overall);
+  j["collectives_matched"] = run.split.matched;
+  j["collective_notes"] = run.split.notes;
   if (!run.hardware.empty()) {
     nlohmann::json jp;
     jp["hardware"] = run.hardware;
@@ -402,7 +535,8 @@ void write_json(const Run& run, std::ostream& out) {
       jp["rows"].push_back({{"rank", p.rank}, {"class", p.cls}, {"kernel", p.kernel}, {"what", p.what}, {"count", p.count},
                             {"measured_ns", p.measured_ns},
                             {"predicted_ns", p.predicted_ns ? nlohmann::json(*p.predicted_ns) : nlohmann::json(nullptr)},
-                            {"error", e ? nlohmann::json(*e) : nlohmann::json(nullptr)}, {"not_predicted", p.why}});
+                            {"error", e ? nlohmann::json(*e) : nlohmann::json(nullptr)}, {"not_predicted", p.why},
+                            {"measured_part", p.part}});
     }
     jp["summary"] = nlohmann::json::array();
     for (const ClassSummary& s : run.summaries) {
@@ -423,7 +557,7 @@ std::string csv_field(const std::string& s) {
 }
 
 void write_csv(const Run& run, std::ostream& out) {
-  out << "scope,rank,file,step,kernels,compute_us,comm_us,exposed_us,overlap_pct,memory_us,span_us\n";
+  out << "scope,rank,file,step,kernels,compute_us,comm_us,unoverlapped_us,overlap_pct,memory_us,span_us\n";
   const auto row = [&](const char* scope, const std::string& rank, const std::string& file, const std::string& step,
                        const OverlapFigures& f) {
     const auto o = f.overlap();
@@ -443,11 +577,11 @@ void write_kernels_table(const Run& run, std::ostream& out) {
   out << fmt::format("# overlap-sim trace --kernels: {} rank(s) from {} file(s); every kernel group (GEMMs by shape, collectives by "
                      "message, other kernels and copies by name); times in microseconds\n",
                      run.ranks.size(), run.files);
-  out << fmt::format("{:>5}  {:<13}  {:<10}  {:<56}  {:<36}  {:>8}  {:>14}  {:>12}  {:>12}  {:>12}\n", "rank", "class", "kind",
+  out << fmt::format("{:>5}  {:<13}  {:<12}  {:<56}  {:<36}  {:>8}  {:>14}  {:>12}  {:>12}  {:>12}\n", "rank", "class", "kind",
                      "kernel", "what", "count", "total_us", "mean_us", "min_us", "max_us");
   for (const RankReport& r : run.ranks)
     for (const traces::KernelGroup& k : r.kernels)
-      out << fmt::format("{:>5}  {:<13}  {:<10}  {:<56}  {:<36}  {:>8}  {:>14}  {:>12}  {:>12}  {:>12}\n", std::to_string(r.rank),
+      out << fmt::format("{:>5}  {:<13}  {:<12}  {:<56}  {:<36}  {:>8}  {:>14}  {:>12}  {:>12}  {:>12}\n", std::to_string(r.rank),
                          traces::class_name(k.cls), k.kind, clip(k.kernel, 56), k.what.empty() ? "-" : clip(k.what, 36),
                          k.count, us(k.total_ns), us(k.total_ns / k.count), us(k.min_ns), us(k.max_ns));
   std::int64_t groups = 0, kernels = 0, gemm_unknown = 0, comm_unknown = 0;
@@ -455,7 +589,8 @@ void write_kernels_table(const Run& run, std::ostream& out) {
     groups += static_cast<std::int64_t>(r.kernels.size());
     for (const auto& k : r.kernels) kernels += k.count;
     gemm_unknown += r.gemm_shape_unknown;
-    comm_unknown += r.comm_size_unknown;
+    for (const CommGroup& g : r.comms)
+      if (g.library == "nccl" && !g.bytes) comm_unknown += g.count;
   }
   out << fmt::format("\n{} group(s) of {} kernel(s) and copies; GEMM kernels with shape unknown: {}; NCCL kernels with "
                      "size unknown: {}\n",
@@ -472,7 +607,7 @@ void write_kernels_json(const Run& run, std::ostream& out) {
                       {"gemm_shape_unknown", r.gemm_shape_unknown}, {"comm_size_unknown", r.comm_size_unknown}};
     jr["kernels"] = nlohmann::json::array();
     for (const traces::KernelGroup& k : r.kernels)
-      jr["kernels"].push_back({{"kernel", k.kernel}, {"class", traces::class_name(k.cls)}, {"kind", k.kind},
+      jr["kernels"].push_back({{"kernel", k.kernel}, {"class", traces::class_name(k.cls)}, {"kind", k.kind}, {"library", k.library},
                                {"what", k.what}, {"count", k.count}, {"total_ns", k.total_ns},
                                {"mean_ns", k.total_ns / k.count}, {"min_ns", k.min_ns}, {"max_ns", k.max_ns}});
     j["ranks"].push_back(jr);
@@ -495,6 +630,7 @@ void cmd_trace(const TraceOptions& o, std::ostream& out, std::ostream& err) {
   if (o.kernels && !o.hardware.empty()) throw UsageError("trace: --kernels lists the kernels; --hardware goes without it");
   Run run = load(o, err);
   if (!o.hardware.empty()) predict(o, run);
+  check_outputs_not_inputs({{"-o", o.output}});
   std::ostringstream text;
   if (o.kernels) {
     if (o.format == "json") write_kernels_json(run, text);

@@ -3,11 +3,11 @@
 //
 // Reads profiles of a real multi-GPU job, one file per rank: PyTorch profiler (Kineto) JSON traces,
 // plain or gzip, or Nsight Systems SQLite exports (calibrate/traces/). Prints per rank and overall:
-// time in compute kernels, in communication (NCCL) kernels, exposed communication (communication
-// during which no compute kernel runs on that GPU: calibrate/traces/trace_analysis.hpp) and the
-// overlap share; the same per step when the trace marks steps; the GEMM kernels with their shapes
-// (from the launching CPU op's Input Dims) and the NCCL kernels with collective, message size and
-// group size. A kernel whose shape or size the trace does not give is counted as unknown.
+// time in compute kernels, in communication kernels (NCCL's and other libraries'), exposed
+// communication (communication during which no compute kernel runs on that GPU:
+// calibrate/traces/trace_analysis.hpp) and the overlap share; the same per step when the trace marks
+// steps; the GEMM kernels with their shapes (from the launching CPU op's Input Dims) and the
+// communication kernels with collective, message size and group size. A kernel whose shape or size the trace does not give is counted as unknown.
 //
 // Ranks: from each Kineto trace's distributedInfo. Files of one run only: a world_size that differs
 // between files, a rank given twice, a rank outside 0..world_size-1, or some files with a rank and
@@ -18,11 +18,18 @@
 //
 // `--kernels` prints every kernel group instead (name, class, shape or message, count, total, mean,
 // min and max time) as table, JSON or CSV.
+//
+// Kernels are recognised by family on their own name (calibrate/traces/kernel_kind.hpp); unknown
+// ones are listed by time. `--comm-kernel REGEX` / `--compute-kernel REGEX` (repeatable) name a
+// user's own kernels communication or compute before the built-in families. With several ranks,
+// each collective kernel is split into waiting for its last peer and the transfer after it
+// (calibrate/traces/collective_wait.hpp), and `--hardware` compares only the transfer with the model.
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "calibrate/traces/collective_wait.hpp"
 #include "calibrate/traces/trace_analysis.hpp"
 
 namespace CLI {
@@ -38,16 +45,19 @@ struct TraceOptions {
   std::string step_prefix = "ProfilerStep#";
   std::string hardware;  // empty: no predictions
   bool kernels = false;  // --kernels: every kernel group instead of the overlap report
+  std::vector<std::string> comm_kernels, compute_kernels;  // --comm-kernel / --compute-kernel REGEX
 };
 
 // The files read and analysed, one report per rank (an Nsight Systems export of several processes
 // gives one per process), sorted by rank, with the checks above (InputError for files of different
-// runs, a warning on `err` for missing ranks).
+// runs, a warning on `err` for missing ranks), and the collectives split across the ranks.
 struct TraceReports {
   std::vector<traces::RankReport> ranks;
   std::optional<int> world_size;
+  traces::CollectiveSplit split;
 };
-TraceReports load_trace_reports(const std::vector<std::string>& files, const std::string& step_prefix, std::ostream& err);
+TraceReports load_trace_reports(const std::vector<std::string>& files, const std::string& step_prefix, std::ostream& err,
+                                const traces::KernelClassifier& kernels = {});
 
 CLI::App* add_trace_command(CLI::App& app, TraceOptions& options);
 

@@ -85,26 +85,17 @@ sim::Workload operator_workload(const TuneOptions& o) {
   return w;
 }
 
-// FlashOverlap's tuner names a GPU by characters 7-11 of its CUDA device name, lower-cased
-// (tune/search.py: props.name[7:11].lower(): "NVIDIA A800-SXM4-80GB" -> "a800", "NVIDIA H100 80GB
-// HBM3" -> "h100", "NVIDIA GeForce RTX 4090" -> "gefo"). The profile's GPU name stands in for the
-// device name after "NVIDIA ".
-std::string flashoverlap_gpu_token(const std::string& gpu_name) {
-  if (gpu_name.find("RTX") != std::string::npos || gpu_name.find("GeForce") != std::string::npos) return "gefo";
-  std::string token = gpu_name.substr(0, 4);
-  for (char& c : token) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return token;
-}
-
-// --export-flashoverlap DIR/ (or an existing directory): the file FlashOverlap's search writes and its
-// kernels read, configs/m{M}n{N}k{K}_{gpu}_{comm_op}_{world_size}.json (tune/search.py save_solution).
-std::string export_path(const TuneOptions& o, const sim::GemmCollective& g, const HardwareProfile& hw) {
-  const std::string& p = o.export_flashoverlap;
-  std::error_code ec;
-  if (p.back() != '/' && !fs::is_directory(p, ec)) return p;
-  const std::string name = fmt::format("m{}n{}k{}_{}_{}_{}.json", g.m, g.n, g.k, flashoverlap_gpu_token(hw.gpu.name),
-                                       o.primitive, o.ranks);
-  return (fs::path(p) / name).string();
+// --export-flashoverlap FILE or DIR/, checked with -o before anything is tuned: the file
+// flashoverlap_export_file names (tools/export_production.hpp), or "".
+std::string flashoverlap_export_checked(const TuneOptions& o, const sim::GemmCollective& g, const HardwareProfile& hw) {
+  if (o.export_flashoverlap.empty()) return {};
+  const std::string file = flashoverlap_export_file(o.export_flashoverlap, g, hw.gpu.name);
+  try {
+    check_distinct_outputs({{"-o", o.output}, {"--export-flashoverlap", file}});
+  } catch (const OutputError& e) {
+    throw UsageError(e.what());
+  }
+  return file;
 }
 
 // What the best setting of a production scheme means in its stack's own flags (only where they can be
@@ -161,6 +152,9 @@ void tune_operator(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   const HardwareProfile hw = load_profile(path ? resolve_input_path(o.hardware) : o.hardware, hardware_dir(), o.sets);
   if (o.ranks > hw.fabric.num_gpus)
     throw UsageError(fmt::format("--ranks {}: the hardware '{}' has {} GPUs", o.ranks, o.hardware, hw.fabric.num_gpus));
+  const std::string exported = flashoverlap_export_checked(o, sim::gemm_collective_shape(w), hw);
+  // No output replaces the profile read (or any input): the export as flashoverlap_export_file names it.
+  check_outputs_not_inputs({{"-o", o.output}, {"--export-flashoverlap", exported}});
 
   sim::WaveGroupTuneOptions opts;
   opts.search = *search;
@@ -177,10 +171,14 @@ void tune_operator(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   const std::string text = o.format == "json" ? sim::to_json(r).dump(2) + "\n"
                                               : sim::format_tune_table(r, w, o.hardware, o.top);
   const std::string ties = o.format == "table" ? tie_note(r) : std::string();
-  std::string config, exported;
-  if (!o.export_flashoverlap.empty()) {
-    config = sim::flashoverlap_config(r, sim::gemm_collective_shape(w), o.swizzle, o.algo).dump(4) + "\n";
-    exported = export_path(o, sim::gemm_collective_shape(w), hw);
+  std::string config;
+  std::vector<std::string> warnings;
+  if (!exported.empty()) {
+    try {
+      config = flashoverlap_export(r, sim::gemm_collective_shape(w), o.ranks, o.swizzle, o.algo, warnings).dump(4) + "\n";
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--export-flashoverlap: ") + e.what());
+    }
   }
   // -o and --export-flashoverlap land together or not at all: a half-written pair is worse than none.
   StagedOutputs staged;
@@ -190,17 +188,10 @@ void tune_operator(const TuneOptions& o, std::ostream& out, std::ostream& err) {
     staged.commit();
   } catch (const std::runtime_error& e) {
     if (dynamic_cast<const UsageError*>(&e) || dynamic_cast<const InputError*>(&e)) throw;
-    throw UsageError(std::string(e.what()) + " (no output was written)");
+    throw UsageError(std::string(e.what()) + " " + written_note(e));
   }
   if (o.output.empty()) out << text << ties;
-  if (!exported.empty() && !o.algo) {
-    // FlashOverlap's kernels index their GEMM instance by Algo (search.py load_json reads data["Algo"]):
-    // a file without it does not run there as written.
-    (o.output.empty() && o.format == "table" ? out : err)
-        << fmt::format("warning: {} has no Algo (FlashOverlap's index of the {}x{} GEMM kernel in configs/AlgoDict.pt, "
-                       "which its tune/profile_config.py picks); add it with --algo N\n",
-                       exported, r.plan.tile_m, r.plan.tile_n);
-  }
+  for (const std::string& w : warnings) err << "warning: " << exported << ": " << w << "\n";
   for (const std::string* written : {&o.output, static_cast<const std::string*>(&exported)})
     if (!written->empty()) err << "wrote " << *written << "\n";
 }
@@ -237,6 +228,8 @@ std::string te_export_text(const sim::SchemeTuneResult& r, const sim::Scenario& 
         fmt::format("best te_userbuffers setting {}: {:.2f} us ({:.3f}x no_overlap); each GEMM name's entry is its "
                     "own setting (a name the setting leaves out takes the scalar knobs)",
                     best.params.dump(), us_from_ps(best.latency_ps), best.speedup),
+        "searched only over settings TransformerEngine runs as simulated (an all-gather, reduce-scatter or "
+        "column-dgrad group overlapped for every name or for none; no pipeline inherited by an all-gather)",
         "Megatron-LM: " + flags};
     try {
       return te_userbuffers_yaml(sc.workload, best.params, header);
@@ -267,12 +260,20 @@ void tune_scenario(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   const std::string export_path = te_export_path(o);
   sim::Scenario sc = with_flag_errors(flag_sets, [&] { return sim::load_scenario_file(path, load); });
   sc.name = sim::scenario_label(sc.name, shown_overrides(o.sets, flag_sets));
+  check_outputs_not_inputs({{"-o", o.output}, {"--export", export_path}});  // before the tuning runs
   // The export needs te_userbuffers tuned: added when the scenario does not name it.
   if (!export_path.empty() &&
       std::none_of(sc.schemes.begin(), sc.schemes.end(), [](const sim::SchemeSpec& s) { return s.name == "te_userbuffers"; }))
     sc.schemes.push_back(sim::SchemeSpec{"te_userbuffers"});
   const int jobs = o.jobs > 0 ? o.jobs : sim::default_jobs();
-  const sim::SchemeTuneResult r = sim::tune_schemes(sc, jobs);
+  // Exporting for TransformerEngine: te_userbuffers is searched only over what TE runs as simulated,
+  // so the exported setting is the one tuned (tools/export_production.hpp te_undeployable).
+  sim::TuneFilter deployable;
+  if (!export_path.empty())
+    deployable = [](const std::string& scheme, const sim::Workload& w, const nlohmann::json& params) {
+      return scheme == "te_userbuffers" ? te_undeployable(w, params) : std::string();
+    };
+  const sim::SchemeTuneResult r = sim::tune_schemes(sc, jobs, deployable);
   std::string text = o.format == "json" ? sim::to_json(r, sc, o.top).dump(2) + "\n"
                                         : sim::format_scheme_tune_table(r, sc, o.top);
   if (o.format == "table") text += production_notes(r);
@@ -287,17 +288,33 @@ void tune_scenario(const TuneOptions& o, std::ostream& out, std::ostream& err) {
       staged.commit();
     } catch (const std::runtime_error& e) {
       if (dynamic_cast<const UsageError*>(&e) || dynamic_cast<const InputError*>(&e)) throw;
-      throw UsageError(std::string(e.what()) + " (no output was written)");
+      throw UsageError(std::string(e.what()) + " " + written_note(e));
     }
   }
   if (o.output.empty()) out << text;
   if (!o.output.empty()) err << "wrote " << o.output << "\n";
-  if (!exported.empty()) err << "wrote " << export_path << " (Megatron-LM: " << megatron << ")\n";
+  if (!exported.empty()) {
+    if (!r.left_out.empty())
+      err << fmt::format("note: te_userbuffers searched only over settings TransformerEngine runs as simulated; left "
+                         "out: {}{}\n",
+                         r.left_out.front(), r.left_out.size() > 1 ? fmt::format(" (and {} more reasons)", r.left_out.size() - 1) : "");
+    err << "wrote " << export_path << " (Megatron-LM: " << megatron << ")\n";
+  }
 }
 
 }  // namespace
 
 void add_tune_export_option(CLI::App* tune_cmd, TuneOptions& options) {
+  // --export-flashoverlap's file is checked with -o once its name is known (it may be a directory's
+  // FlashOverlap name, which needs the GEMM and the GPU: flashoverlap_export_checked); an empty one
+  // names nothing and is refused here, as every empty output path is.
+  if (CLI::Option* fo = tune_cmd->get_option_no_throw("--export-flashoverlap"))
+    fo->check(CLI::Validator(
+        [](std::string& path) {
+          return path.empty() ? std::string("'': an empty path names no file (give a file name, or a directory/)")
+                              : std::string();
+        },
+        ""));
   tune_cmd->add_option("--export", options.export_spec,
                        "Scheme level: write FORMAT to FILE from the best setting; te-userbuffers = TransformerEngine's "
                        "ub_cfgs YAML (Megatron-LM --tp-comm-overlap-cfg)")

@@ -84,6 +84,9 @@ void cmd_validate(const std::string& dir, const std::string& format, bool record
   }
   if (record) {
     const std::string file = (fs::path(dir) / "validation.json").string();
+    // The previous record was read to hold this run to it: it is this command's own output.
+    forget_input_files("validation record");
+    check_outputs_not_inputs({{"--record", file}});
     write_file_atomically(file, recorded_figures(rep).dump(2) + "\n");
     err << "wrote " << file << "\n";
   }

@@ -1,5 +1,8 @@
 #include "tools/export_production.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -93,6 +96,38 @@ std::string te_userbuffers_yaml(const sim::Workload& w, const nlohmann::json& pa
   return out;
 }
 
+std::string te_undeployable(const sim::Workload& w, const nlohmann::json& params) {
+  const std::vector<std::string> names = te_gemm_names(w);
+  // Per side: the names unoverlapped (bulk) and those overlapped; a side must be one or the other.
+  std::vector<std::string> off[3], on[3];
+  for (const std::string& name : names) {
+    const sim::TeGemmSetting s = sim::te_gemm_setting(params, name);
+    if (s.inherited_pipeline)
+      return fmt::format("method pipeline chunks {}'s all-gather, which TE runs as ring_exchange (add_ub refuses "
+                         "pipeline for an all-gather): set {}.method",
+                         name, name);
+    int side = -1;
+    switch (sim::te_side(name)) {
+      case sim::TeSide::all_gather: side = 0; break;
+      case sim::TeSide::reduce_scatter: side = 1; break;
+      case sim::TeSide::column_dgrad: side = 2; break;
+      case sim::TeSide::column_wgrad: break;  // follows its dgrad
+    }
+    if (side >= 0) (s.method == "bulk" ? off : on)[side].push_back(name);
+  }
+  static const char* const kWhy[3] = {
+      "Megatron-LM gives every TE linear one ub_overlap_ag (--disable-tp-comm-overlap-ag turns off the fprop and "
+      "dgrad all-gathers together) and a name left out of ub_cfgs runs TE's default ring_exchange",
+      "Megatron-LM gives every TE linear one ub_overlap_rs (--disable-tp-comm-overlap-rs) and a name left out of "
+      "ub_cfgs runs TE's default pipeline",
+      "Megatron-LM switches every column-parallel dgrad at once (--tp-comm-overlap-rs-dgrad or the bulk "
+      "dgrad/wgrad overlaps)"};
+  for (int side = 0; side < 3; ++side)
+    if (!off[side].empty() && !on[side].empty())
+      return fmt::format("{} unoverlapped (bulk) but {} overlapped: {}", off[side].front(), on[side].front(), kWhy[side]);
+  return {};
+}
+
 std::string megatron_flags(const sim::Workload& w, const nlohmann::json& params, const std::string& yaml_path) {
   // Per name (te_gemm_setting): the forward's all-gather (reduce-scatter) overlap is off when every
   // such name of the workload is bulk; the dgrad reduce-scatter overlap is on when a column dgrad is not.
@@ -179,12 +214,70 @@ std::vector<NcclTunerRow> nccl_tuner_rows(CollectivePrimitive p, const std::vect
 std::string nccl_tuner_csv(const std::vector<NcclTunerRow>& rows, const std::vector<std::string>& header) {
   std::string out;
   for (const std::string& h : header) out += "# " + h + "\n";
-  // The plugin's own header line, as a comment (ext-tuner/example/README.md "Configuration File Format").
+  // What the plugin does outside the rows (plugins/tuner/example/plugin.c pluginGetCollInfo).
+  out += "# a size or collective no row covers: the plugin keeps NCCL's algorithm and protocol but sets 1 channel "
+         "(pluginGetCollInfo sets *nChannels = 1 before matching); export every size and collective the job runs\n";
+  // The plugin's own header line, as a comment (plugins/tuner/example/README.md "Configuration File Format").
   out += "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff\n";
   for (const NcclTunerRow& r : rows)
     out += fmt::format("{},{},{},{},{},{},{},{},-1,-1\n", r.collective, r.min_bytes, r.max_bytes, r.algorithm,
                        r.protocol, r.channels, r.nodes, r.ranks);
   return out;
+}
+
+std::string flashoverlap_gpu_token(const std::string& gpu_name) {
+  if (gpu_name.find("RTX") != std::string::npos || gpu_name.find("GeForce") != std::string::npos) return "gefo";
+  std::string token = gpu_name.substr(0, 4);
+  for (char& c : token) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return token;
+}
+
+std::string flashoverlap_export_file(const std::string& given, const sim::GemmCollective& g, const std::string& gpu_name) {
+  std::error_code ec;
+  if (given.empty() || (given.back() != '/' && !std::filesystem::is_directory(given, ec))) return given;
+  const std::string name = fmt::format("m{}n{}k{}_{}.json", g.m, g.n, g.k, flashoverlap_gpu_token(gpu_name));
+  return (std::filesystem::path(given) / name).string();
+}
+
+std::optional<int> flashoverlap_algo_for(int tile_m, int tile_n, int swizzle) {
+  // tool/generate_instances.py: per tile (128x128: 3 K/warp-K pairs; 128x256 and 256x128: 2, the
+  // others excluded there) 3 stages x 6 swizzles, in tile order 128x128, 128x256, 256x128.
+  static const int kSwizzles[] = {1, 2, 3, 4, 6, 8};
+  const int* at = std::find(std::begin(kSwizzles), std::end(kSwizzles), swizzle);
+  if (at == std::end(kSwizzles)) return std::nullopt;
+  int first = -1;
+  if (tile_m == 128 && tile_n == 128) first = 0;
+  else if (tile_m == 128 && tile_n == 256) first = 54;
+  else if (tile_m == 256 && tile_n == 128) first = 78;
+  if (first < 0) return std::nullopt;
+  return first + static_cast<int>(at - std::begin(kSwizzles));
+}
+
+nlohmann::ordered_json flashoverlap_export(const sim::WaveGroupTuneResult& r, const sim::GemmCollective& g, int ranks,
+                                           int swizzle, std::optional<int> algo, std::vector<std::string>& warnings) {
+  const std::optional<int> derived = flashoverlap_algo_for(r.plan.tile_m, r.plan.tile_n, swizzle);
+  if (!algo && !derived)
+    throw std::invalid_argument(fmt::format(
+        "FlashOverlap has no kernel instance for the {}x{} tile with swizzle {} (its instances: 128x128, 128x256, "
+        "256x128 tiles, swizzles 1, 2, 3, 4, 6, 8; tool/generate_instances.py): give --algo N, the index of the "
+        "instance to run in its configs/AlgoDict.pt",
+        r.plan.tile_m, r.plan.tile_n, swizzle));
+  nlohmann::ordered_json j = sim::flashoverlap_config(r, g, swizzle, algo ? algo : derived);
+  nlohmann::ordered_json& meta = j["overlap_sim"];
+  meta["dtype"] = dtype_name(g.dtype);
+  meta["primitive"] = sim::primitive_name(g.primitive);
+  meta["ranks"] = ranks;
+  meta["note"] = algo ? "written by overlap-sim tune --export-flashoverlap; Algo as given (--algo)"
+                      : fmt::format("written by overlap-sim tune --export-flashoverlap; Algo {} is FlashOverlap's "
+                                    "{}x{}x32 instance with 3 stages and swizzle {} (tool/generate_instances.py "
+                                    "order); its tune/profile_config.py may time another of the same tile faster",
+                                    *derived, r.plan.tile_m, r.plan.tile_n, swizzle);
+  if (g.dtype != DType::fp16)
+    warnings.push_back(fmt::format("FlashOverlap's kernels are fp16 only (cutlass::half_t GEMMs; its tune scripts "
+                                   "time torch.float16): this configuration was tuned for {} GEMM timings; tune with "
+                                   "--dtype fp16 for what it runs",
+                                   dtype_name(g.dtype)));
+  return j;
 }
 
 }  // namespace overlap::tools

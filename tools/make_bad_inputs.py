@@ -18,10 +18,17 @@ manifest.json lists the entries; each has
   key     the key path the message must name (dotted, list indices as .N), or null when no single
           key is at fault (unparsable YAML, empty file)
   setup   (optional) what to make in {tmp} before the run: ["write", NAME, TEXT], ["mkdir", NAME],
-          ["mkfifo", NAME], ["symlink", TARGET, NAME], ["copytree", SOURCE, NAME], ["remove", NAME]
-          ({src} expands)
+          ["mkfifo", NAME], ["symlink", TARGET, NAME], ["hardlink", TARGET, NAME], ["copy", SOURCE, NAME],
+          ["copytree", SOURCE, NAME], ["remove", NAME] ({src} expands)
   keep    (optional) what must be as it was after the run: [{"path": NAME, "type": "fifo" | "symlink"
-          | "dir" | "char", "text": TEXT}] (an output must never replace a pipe, a link or a device)
+          | "dir" | "char", "text": TEXT, "same_as": SOURCE}] (an output must never replace a pipe, a
+          link, a device or an input of the command)
+  exit    (optional) the exit status when not 2: 1 (a FAILED row among results), 0 (an input that
+          runs with a warning; its stderr is held to max_stderr_bytes)
+  max_stderr_bytes  (optional) the most stderr may hold (messages are bounded whatever the input)
+  limit_as_kb       (optional) the address-space limit (ulimit -v) the entry runs under: running out
+          of memory is a message and exit 2 (skipped under AddressSanitizer)
+`{repeat:TEXT:N}` in an argument, a written file or a kept text stands for TEXT written N times.
 cli.txt lists the CLI entries' command lines, one a line, for reading.
 
 Usage: tools/make_bad_inputs.py [--out tests/data/bad_inputs]
@@ -160,13 +167,14 @@ class Corpus:
             entry["exit"] = exit_code
         self.entries.append(entry)
 
-    def add_cli(self, name, argv, cls, where, key, setup=None, keep=None):
+    def add_cli(self, name, argv, cls, where, key, setup=None, keep=None, **extra):
         ident = re.sub(r"[^A-Za-z0-9_.+-]", "_", f"{len(self.entries):04d}_{name}")[:120]
         entry = {"id": ident, "class": cls, "argv": argv, "where": where, "key": key}
         if setup:
             entry["setup"] = setup
         if keep:
             entry["keep"] = keep
+        entry.update(extra)  # exit, max_stderr_bytes, limit_as_kb
         self.entries.append(entry)
 
 
@@ -1022,6 +1030,97 @@ def add_training_entries(corpus, training, run_file):
     entry(fsdp, "scheme_without_backward_dp", "no_backward", "schemes.0", lambda d: d.update(schemes=["tp_baseline"]))
 
 
+SMALL_SCENARIO = ("hardware: h100-sxm-8x-nvswitch\nworkload:\n  kind: gemm_collective\n  tp: 4\n  m: 2048\n"
+                  "  n: 4096\n  k: 2048\n  primitive: all_reduce\nschemes:\n  - no_overlap\n")
+H100 = "{src}/scenarios/hardware/h100-sxm-8x-nvswitch.yaml"
+RANK0 = "{src}/tests/data/trace/rank0.json"
+MODEL = "{src}/scenarios/models/llama-3.1-8b.json"
+
+
+def add_output_input_entries(corpus, mlp_path):
+    """An output never replaces an input: every command that writes, aimed at a file it reads (the
+    scenario, a profile named on the command line or in the scenario, a model config, a trace, a base
+    profile), also through a symbolic or a hard link; refused, exit 2, the input as it was."""
+    scen = [["write", "s.yaml", SMALL_SCENARIO]]
+    keep_scen = [{"path": "s.yaml", "text": SMALL_SCENARIO}]
+    hw = [["copy", H100, "hw.yaml"]]
+    keep_hw = [{"path": "hw.yaml", "same_as": H100}]
+    trace = [["copy", RANK0, "t.json"]]
+    keep_trace = [{"path": "t.json", "same_as": RANK0}]
+    fit = ["profile", "fit", "{tmp}/t.json", "--hardware"]
+    op = ["--gemm", "4096x4096x4096", "--primitive", "all_reduce", "--ranks", "4", "--search", "optimal"]
+    indirect = SMALL_SCENARIO.replace("hardware: h100-sxm-8x-nvswitch", "hardware: hw.yaml")
+    cases = [
+        ("run_o_scenario", ["run", "{tmp}/s.yaml", "-o", "{tmp}/s.yaml"], "-o", scen, keep_scen),
+        ("run_trace_symlink", ["run", "{tmp}/s.yaml", "--trace", "{tmp}/link.yaml"], "--trace",
+         scen + [["symlink", "s.yaml", "link.yaml"]], keep_scen + [{"path": "link.yaml", "type": "symlink"}]),
+        ("run_graphviz_hardlink", ["run", "{tmp}/s.yaml", "--graphviz", "{tmp}/hard.yaml"], "--graphviz",
+         scen + [["hardlink", "s.yaml", "hard.yaml"]], keep_scen),
+        ("run_o_hardware", ["run", "{tmp}/s.yaml", "--hardware", "{tmp}/hw.yaml", "-o", "{tmp}/hw.yaml"], "-o",
+         scen + hw, keep_hw),
+        ("run_o_hardware_of_scenario", ["run", "{tmp}/i.yaml", "-o", "{tmp}/hw.yaml"], "-o",
+         [["write", "i.yaml", indirect]] + hw, keep_hw),
+        ("run_o_model", ["run", mlp_path, "--scheme", "no_overlap", "--model", "{tmp}/config.json", "-o",
+                         "{tmp}/config.json"], "-o", [["copy", MODEL, "config.json"]],
+         [{"path": "config.json", "same_as": MODEL}]),
+        ("sweep_o_scenario", ["sweep", "{tmp}/s.yaml", "--sweep", "workload.m=2048,4096", "-o", "{tmp}/s.yaml"], "-o",
+         scen, keep_scen),
+        ("sweep_checkpoint_scenario", ["sweep", "{tmp}/r.csv.partial", "--sweep", "workload.m=2048,4096", "-o",
+                                       "{tmp}/r.csv"], "checkpoint", [["write", "r.csv.partial", SMALL_SCENARIO]],
+         [{"path": "r.csv.partial", "text": SMALL_SCENARIO}]),
+        ("trace_o_trace", ["trace", "{tmp}/t.json", "-o", "{tmp}/t.json"], "-o", trace, keep_trace),
+        ("fit_o_trace", fit + ["h100-sxm-8x-nvswitch", "-o", "{tmp}/t.json"], "-o", trace, keep_trace),
+        ("fit_report_trace", fit + ["h100-sxm-8x-nvswitch", "-o", "{tmp}/fit.yaml", "--report", "{tmp}/t.json"],
+         "--report", trace, keep_trace),
+        ("fit_o_base", fit + ["{tmp}/hw.yaml", "-o", "{tmp}/hw.yaml"], "-o", trace + hw, keep_hw),
+        ("tune_export_flashoverlap_hardware", ["tune", "--hardware", "{tmp}/hw.yaml"] + op +
+         ["--export-flashoverlap", "{tmp}/hw.yaml"], "--export-flashoverlap", hw, keep_hw),
+        ("tune_o_hardware", ["tune", "--hardware", "{tmp}/hw.yaml"] + op + ["-o", "{tmp}/hw.yaml"], "-o", hw, keep_hw),
+        # The MLP scenario, where te_userbuffers applies: refused for replacing it, not for the workload.
+        ("tune_export_te_scenario", ["tune", "{tmp}/m.yaml", "-j", "1", "--export", "te-userbuffers", "{tmp}/m.yaml"],
+         "--export", [["copy", mlp_path, "m.yaml"]], [{"path": "m.yaml", "same_as": mlp_path}]),
+        ("collective_export_hardware", ["collective", "all_reduce", "--hardware", "{tmp}/hw.yaml", "-e", "1M",
+                                        "--export", "nccl-tuner", "{tmp}/hw.yaml"], "--export", hw, keep_hw),
+        ("collective_o_hardware", ["collective", "all_reduce", "--hardware", "{tmp}/hw.yaml", "-e", "1M", "-o",
+                                   "{tmp}/hw.yaml"], "-o", hw, keep_hw),
+    ]
+    for name, argv, where, setup, keep in cases:
+        corpus.add_cli(f"output_replaces_input_{name}", argv, "output_replaces_input", where, None, setup, keep)
+
+
+def add_out_of_memory_entries(corpus, mlp_path):
+    """Running out of memory is a message naming what ran, exit 2: a run whose CTA-level trace needs
+    gigabytes, under a 250 MB address-space limit."""
+    corpus.add_cli("out_of_memory_cta_trace", ["run", mlp_path, "--scheme", "no_overlap", "--tokens", "1048576",
+                                               "--trace-level", "cta", "--trace", "{tmp}/t.json"],
+                   "out_of_memory", "out of memory while running", None, limit_as_kb=250000)
+
+
+def add_bounded_message_entries(corpus, mlp_path):
+    """Messages stay short whatever the input holds: a value of 1 MB is quoted to a line's worth and
+    counted; a trace of world_size 16777215 warns in one line (docs/reference/bad-input.md)."""
+    # 1 MB: yaml-cpp takes about 0.3 s per MB to scan a scalar, and the entry must end within 5 s under
+    # the sanitizers too.
+    big = SMALL_SCENARIO.replace("m: 2048", "m: {repeat:7:1000000}")
+    bounded = 1024
+    corpus.add_cli("bounded_scalar_1mb", ["run", "{tmp}/big.yaml"], "bounded_message", "big.yaml", "workload.m",
+                   setup=[["write", "big.yaml", big]], max_stderr_bytes=bounded)
+    corpus.add_cli("bounded_scheme_name_1mb", ["run", "{tmp}/big.yaml"], "bounded_message", "big.yaml", "schemes.0",
+                   setup=[["write", "big.yaml", SMALL_SCENARIO.replace("- no_overlap", "- {repeat:z:1000000}")]],
+                   max_stderr_bytes=bounded)
+    corpus.add_cli("bounded_set_100kb", ["run", mlp_path, "--set", "workload.tokens={repeat:9:100000}"],
+                   "bounded_message", "--set", "workload.tokens", max_stderr_bytes=bounded)
+    corpus.add_cli("bounded_unknown_command_100kb", ["{repeat:z:100000}"], "bounded_message", "unknown command", None,
+                   max_stderr_bytes=bounded)
+    corpus.add_cli("bounded_unknown_flag_100kb", ["run", "--{repeat:z:100000}"], "bounded_message", "--zzz", None,
+                   max_stderr_bytes=bounded)
+    with open(os.path.join(ROOT, "tests", "data", "trace", "rank0.json")) as f:
+        wide = f.read().replace('"world_size": 2', '"world_size": 16777215')
+    corpus.add_cli("bounded_warning_world_size", ["trace", "{tmp}/t.json"], "bounded_message",
+                   "no trace of rank(s) 1-16777214", None, setup=[["write", "t.json", wide]], exit=0,
+                   max_stderr_bytes=512)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "bad_inputs"))
@@ -1066,6 +1165,10 @@ def main():
     add_expert_tp_entries(corpus, expert_tp, run_file)
     add_moe_step_entries(corpus, moe_step, run_file)
     add_moe_transformer_step_entries(corpus, moe_transformer_step, run_file)
+    # Added last, so every earlier entry keeps its id.
+    add_output_input_entries(corpus, mlp_path)
+    add_out_of_memory_entries(corpus, mlp_path)
+    add_bounded_message_entries(corpus, mlp_path)
 
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"generator": "tools/make_bad_inputs.py", "seed": SEED, "entries": corpus.entries}, f, indent=1)

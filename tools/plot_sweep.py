@@ -52,13 +52,16 @@ def as_value(text):
 
 
 def load(path):
-    """(swept keys, baseline, rows); each row: point values (tuple), scheme, speedup, exposed us, params."""
+    """(swept keys, baseline, rows, best); each row: point values (tuple), scheme, speedup, exposed us,
+    params; best: point -> the point's best schemes as overlap-sim names them, ties joined by " = "
+    (its `best` column: equal latency in integer picoseconds), empty when the output has no such column."""
     try:
         with open(path, encoding="utf-8", newline="") as f:
             text = f.read()
     except OSError as e:
         fail(f"cannot read {path}: {e.strerror}")
     rows = []
+    best = {}
     if text.lstrip().startswith("{"):
         try:
             doc = json.loads(text)
@@ -67,10 +70,12 @@ def load(path):
                 rows.append((tuple(as_value(r["point"][k]) for k in keys), r["scheme"],
                              float(r["speedup_vs_no_overlap"]), float(r["exposed_comm_us"]),
                              json.dumps(r.get("params", {}), sort_keys=True)))
+                if isinstance(r.get("best"), list) and r["best"]:
+                    best[rows[-1][0]] = " = ".join(str(b) for b in r["best"])
             baseline = doc["rows"][0].get("baseline", "no_overlap") if doc["rows"] else "no_overlap"
         except (ValueError, KeyError, TypeError) as e:
             fail(f"{path} is not the JSON output of overlap-sim sweep ({e})")
-        return keys, baseline, rows
+        return keys, baseline, rows, best
     reader = csv.reader(text.splitlines())
     try:
         header = next(reader)
@@ -83,16 +88,19 @@ def load(path):
         fail(f"{path} is not the CSV output of overlap-sim sweep (no scenario/scheme/speedup columns)")
     # overlap-sim heads a swept key that is also a report column `swept:KEY` (sweeping hardware).
     keys = [k[len("swept:"):] if k.startswith("swept:") else k for k in header[:n]]
+    i_best = header.index("best") if "best" in header[n:] else None
     for line, r in enumerate(reader, start=2):
         if len(r) != len(header):
             fail(f"{path}:{line}: {len(r)} fields, the header has {len(header)}")
         params = json.dumps(json.loads(r[i_params]), sort_keys=True) if r[i_params] else "{}"
         rows.append((tuple(as_value(v) for v in r[:n]), r[i_scheme], float(r[i_speedup]), float(r[i_exposed]), params))
+        if i_best is not None and r[i_best]:
+            best[rows[-1][0]] = r[i_best]
     # The CSV does not name the baseline: no_overlap, or tp_baseline for decode stacks (which run
     # no no_overlap row), as overlap-sim picks it.
     schemes = {r[1] for r in rows}
     baseline = "no_overlap" if "no_overlap" in schemes or "tp_baseline" not in schemes else "tp_baseline"
-    return keys, baseline, rows
+    return keys, baseline, rows, best
 
 
 def labelled(rows):
@@ -199,18 +207,29 @@ def metric_row(fig, axes, row, m, label, shown, data, xs, ys, keys, cols, small)
     fig.colorbar(im, ax=list(axes[row][:len(shown)]), label=label, shrink=0.9)
 
 
-def best_panel(plt, ax, schemes, data, xs, ys, keys, cols, small):
-    """The best scheme per cell: the highest speedup (the baseline where nothing beats it)."""
+def best_panel(plt, ax, schemes, data, named, xs, ys, keys, cols, small):
+    """The best scheme per cell: the highest speedup (the baseline where nothing beats it), every
+    scheme tied with it named ("async_tp = te_userbuffers"). `named`: overlap-sim's own `best` column
+    per point (ties are equal latency in integer picoseconds); without it, ties are equal speedups."""
     from matplotlib.colors import ListedColormap
     best = [[None for _ in xs] for _ in ys]
     for yi, y in enumerate(ys):
         for xi, x in enumerate(xs):
             cands = [(data[(s, (y, x))]["speedup"], s) for s in schemes if (s, (y, x)) in data]
             if cands:
-                best[yi][xi] = max(cands, key=lambda c: (c[0], -schemes.index(c[1])))
-    winners = [s for s in schemes if any(b and b[1] == s for line in best for b in line)]
+                top = max(c[0] for c in cands)
+                label = named.get((y, x)) or " = ".join(s for v, s in cands if v == top)
+                best[yi][xi] = (top, label)
+    labels = [b[1] for line in best for b in line if b]
+    winners = list(dict.fromkeys(labels))
     palette = plt.get_cmap("tab10")
-    colours = [palette(schemes.index(s) % 10) for s in winners] or [(0.8, 0.8, 0.8, 1.0)]
+    # A scheme's own colour where it wins alone; a tie gets the next colour no scheme uses.
+    def colour(label):
+        alone = label if label in schemes or " = " in label else label.split(" (")[0]
+        if alone in schemes:
+            return palette(schemes.index(alone) % 10)
+        return palette((len(schemes) + winners.index(label)) % 10)
+    colours = [colour(s) for s in winners] or [(0.8, 0.8, 0.8, 1.0)]
     index = [[winners.index(b[1]) if b else float("nan") for b in line] for line in best]
     ax.imshow(index, origin="lower", aspect="auto", cmap=ListedColormap(colours), vmin=-0.5,
               vmax=len(colours) - 0.5)
@@ -220,13 +239,14 @@ def best_panel(plt, ax, schemes, data, xs, ys, keys, cols, small):
         for yi, line in enumerate(best):
             for xi, b in enumerate(line):
                 if b:
-                    ax.text(xi, yi, f"{b[1]}\n{b[0]:.2f}x", ha="center", va="center", fontsize=6, color="white")
+                    names = b[1].replace(" = ", " =\n")
+                    ax.text(xi, yi, f"{names}\n{b[0]:.2f}x", ha="center", va="center", fontsize=6, color="white")
     from matplotlib.patches import Patch
     ax.legend(handles=[Patch(color=c, label=s) for c, s in zip(colours, winners)], fontsize=7,
-              loc="upper left", bbox_to_anchor=(0, -0.25), title="best (highest speedup)", title_fontsize=7)
+              loc="upper left", bbox_to_anchor=(0, -0.25), title="best (highest speedup; = names a tie)", title_fontsize=7)
 
 
-def heatmaps(plt, keys, baseline, schemes, metrics, rows, data):
+def heatmaps(plt, keys, baseline, schemes, metrics, rows, data, named):
     """Two swept keys: a heatmap per scheme and metric, and a panel naming the best scheme per cell."""
     ys = ordered(p[0] for p, *_ in rows)
     xs = ordered(p[1] for p, *_ in rows)
@@ -238,7 +258,7 @@ def heatmaps(plt, keys, baseline, schemes, metrics, rows, data):
     small = len(xs) * len(ys) <= 36
     for row, (m, label) in enumerate(metrics):
         metric_row(fig, axes, row, m, label, shown, data, xs, ys, keys, cols, small)
-    best_panel(plt, axes[0][cols - 1], schemes, data, xs, ys, keys, cols, small)
+    best_panel(plt, axes[0][cols - 1], schemes, data, named, xs, ys, keys, cols, small)
     axes[1][cols - 1].axis("off")
     return fig
 
@@ -257,7 +277,7 @@ def main():
     except ImportError:
         fail("matplotlib is not installed (python3 -m pip install matplotlib, or tools/setup.sh)")
 
-    keys, baseline, rows = load(args.results)
+    keys, baseline, rows, named = load(args.results)
     rows = labelled(rows)
     if not rows:
         fail(f"{args.results} has no rows")
@@ -272,7 +292,7 @@ def main():
     if len(keys) == 1:
         fig = line_charts(plt, keys, schemes, metrics, rows, data)
     else:
-        fig = heatmaps(plt, keys, baseline, schemes, metrics, rows, data)
+        fig = heatmaps(plt, keys, baseline, schemes, metrics, rows, data, named)
     title = args.title + ": " if args.title else ""
     fig.suptitle(f"{title}sweep over {' x '.join(keys)}", fontsize=10)
 

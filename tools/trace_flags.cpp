@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <regex>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -70,6 +71,20 @@ std::pair<Ps, Ps> parse_trace_window(const std::string& text) {
   if (end >= 0 && end <= start)
     throw std::invalid_argument(fmt::format("the window '{}' must end after it starts", text));
   return {ps_from_us(start), end < 0 ? Ps{-1} : ps_from_us(end)};
+}
+
+traces::KernelClassifier kernel_classifier(const std::vector<std::string>& comm_patterns,
+                                           const std::vector<std::string>& compute_patterns) {
+  for (const auto* list : {&comm_patterns, &compute_patterns})
+    for (const std::string& p : *list) {
+      if (p.empty()) throw std::invalid_argument("an empty pattern matches every kernel: give a regular expression");
+      try {
+        std::regex check(p, std::regex::ECMAScript);
+      } catch (const std::regex_error& e) {
+        throw std::invalid_argument(fmt::format("'{}' is not a regular expression ({})", p, e.what()));
+      }
+    }
+  return traces::KernelClassifier(comm_patterns, compute_patterns);
 }
 
 }  // namespace overlap::tools

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <istream>
+#include <functional>
 #include <limits>
 #include <streambuf>
 #include <vector>
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "calibrate/traces/op_link.hpp"
 #include "cost_model/input_error.hpp"
 
 namespace overlap::traces {
@@ -121,6 +123,7 @@ enum class Key : std::uint8_t {
   cat,
   name,
   pid,
+  tid,
   ts,
   dur,
   args,
@@ -140,7 +143,7 @@ enum class Key : std::uint8_t {
 
 struct Event {
   std::string ph, cat, name;
-  std::int64_t pid = 0;
+  std::int64_t pid = 0, tid = 0;
   bool has_pid = false;
   std::int64_t ts_ns = 0, dur_ns = 0;
   bool has_ts = false, has_dur = false;
@@ -155,7 +158,7 @@ struct Event {
     cat.clear();
     name.clear();
     has_pid = has_ts = has_dur = has_dims = false;
-    pid = ts_ns = dur_ns = 0;
+    pid = tid = ts_ns = dur_ns = 0;
     device.reset();
     correlation.reset();
     external_id.reset();
@@ -182,7 +185,8 @@ bool is_gemm_op(const std::string& name) {
 
 class Handler : public nlohmann::json_sax<nlohmann::json> {
  public:
-  Handler(RankTrace& trace, const std::string& step_prefix) : trace_(trace), names_(trace.names), step_prefix_(step_prefix) {
+  Handler(RankTrace& trace, const std::string& step_prefix, const KernelClassifier& kernels)
+      : trace_(trace), names_(trace.names), step_prefix_(step_prefix), kernels_(kernels) {
     keys_.resize(16, Key::other);
   }
 
@@ -190,6 +194,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
   bool root_is_object = false;
   std::string parse_message;
   std::int64_t events = 0;
+  std::int64_t kernel_events = 0;  // cat "kernel" (copies aside)
 
   bool null() override { return scalar_done(); }
   bool boolean(bool) override { return scalar_done(); }
@@ -218,6 +223,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
         case Key::cat: ev_.cat = s; break;
         case Key::name: ev_.name = s; break;
         case Key::pid: ev_.has_pid = parse_int(s, ev_.pid); break;
+        case Key::tid: ev_.tid = thread_key(s); break;
         case Key::ts:
         case Key::dur: {
           std::int64_t ns = 0;
@@ -315,7 +321,12 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
         if (!in_event()) return Key::other;
         switch (k.size()) {
           case 2: return k == "ph" ? Key::ph : k == "ts" ? Key::ts : Key::other;
-          case 3: return k == "cat" ? Key::cat : k == "pid" ? Key::pid : k == "dur" ? Key::dur : Key::other;
+          case 3:
+            return k == "cat"   ? Key::cat
+                   : k == "pid" ? Key::pid
+                   : k == "tid" ? Key::tid
+                   : k == "dur" ? Key::dur
+                                : Key::other;
           case 4: return k == "name" ? Key::name : k == "args" ? Key::args : Key::other;
           default: return Key::other;
         }
@@ -372,6 +383,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
           ev_.pid = v;
           ev_.has_pid = true;
           break;
+        case Key::tid: ev_.tid = v; break;
         case Key::ts:
         case Key::dur:
           if (v > std::numeric_limits<std::int64_t>::max() / 1000 || v < -std::numeric_limits<std::int64_t>::max() / 1000)
@@ -436,6 +448,10 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
   }
 
   void finish_event() {
+    if (link_pass_) {
+      collect_for_linking();
+      return;
+    }
     ++events;
     if (ev_.ph != "X" || !ev_.has_ts) return;
     const std::string& cat = ev_.cat;
@@ -443,18 +459,25 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
     const bool memory = cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "Memcpy" || cat == "Memset";
     if (kernel || memory) {
       if (!ev_.has_dur || ev_.dur_ns < 0) return;
+      if (kernel) ++kernel_events;
       GpuActivity a;
       a.start_ns = ev_.ts_ns;
       a.end_ns = ev_.ts_ns + ev_.dur_ns;
       a.name = names_.intern(ev_.name);
       // Classified once per distinct name: a trace repeats a few hundred kernel names millions of times.
-      if (a.name >= name_class_.size()) name_class_.resize(a.name + 1, -1);
-      if (name_class_[a.name] < 0) name_class_[a.name] = static_cast<std::int8_t>(classify_kernel(ev_.name));
+      if (a.name >= families_.size()) families_.resize(a.name + 1);
+      if (!families_[a.name])
+        families_[a.name] = memory ? kernels_.classify_copy(ev_.name) : kernels_.classify(ev_.name);
       a.device = static_cast<std::int32_t>(ev_.device ? *ev_.device : ev_.pid);
       a.external_id = ev_.external_id.value_or(-1);
       a.correlation = ev_.correlation.value_or(-1);
-      a.cls = memory ? ActivityClass::memory : static_cast<ActivityClass>(name_class_[a.name]);
-      if (a.cls == ActivityClass::communication && has_comm_args()) a.comm_op = add_comm_op();
+      a.kind = families_[a.name]->kind;
+      a.library = families_[a.name]->library;
+      a.cls = activity_class(*families_[a.name]);
+      if (a.cls == ActivityClass::communication && has_comm_args()) {
+        a.op = add_comm_op();
+        a.link = OpLink::comm;
+      }
       trace_.activities.push_back(a);
       return;
     }
@@ -468,17 +491,159 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
         trace_.steps.push_back({ev_.name, ev_.ts_ns, ev_.ts_ns + ev_.dur_ns});
         return;
       }
-      if (!ev_.external_id) return;
-      if (has_comm_args()) trace_.comm_by_external_id.emplace_back(*ev_.external_id, add_comm_op());
-      else if (ev_.has_dims && is_gemm_op(ev_.name)) trace_.gemm_by_external_id.emplace_back(*ev_.external_id, add_gemm_op());
+      // The GEMM and collective ops' ranges on their threads (for kernels whose External id names
+      // no op), marked gemm_ops index i as 2i, comm_ops index j as 2j + 1; the other ops' ranges
+      // are read by a second pass only when a kernel needs them (collect_for_linking).
+      std::int32_t op = -1;
+      if (has_comm_args()) {
+        const std::int32_t j = add_comm_op();
+        op = 2 * j + 1;
+        if (ev_.external_id) trace_.comm_by_external_id.emplace_back(*ev_.external_id, j);
+      } else if (ev_.has_dims && is_gemm_op(ev_.name)) {
+        const std::int32_t i = add_gemm_op();
+        op = 2 * i;
+        if (ev_.external_id) trace_.gemm_by_external_id.emplace_back(*ev_.external_id, i);
+      }
+      if (op >= 0 && is_op_range(cat)) op_ranges_.push_back({thread_of(ev_.pid, ev_.tid), ev_.ts_ns, ev_.ts_ns + ev_.dur_ns, op});
     }
+  }
+
+  bool is_op_range(const std::string& cat) const {
+    return (cat == "cpu_op" || cat == "Operator") && ev_.has_dur && ev_.dur_ns > 0 &&
+           (step_prefix_.empty() || ev_.name.compare(0, step_prefix_.size(), step_prefix_) != 0);
+  }
+
+  // The second pass: the launches of the kernels link_by_id() left (thread, time, External id) and
+  // the ranges of the ops that are neither GEMM nor collective (an aten::copy_ inside an aten::addmm
+  // holds the bias copy's launch, not the GEMM's).
+  void collect_for_linking() {
+    if (ev_.ph != "X" || !ev_.has_ts) return;
+    const std::string& cat = ev_.cat;
+    if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime" || cat == "Driver") {
+      if (ev_.correlation && std::binary_search(needed_.begin(), needed_.end(), *ev_.correlation))
+        launch_ops_.push_back({thread_of(ev_.pid, ev_.tid), ev_.ts_ns, *ev_.correlation, ev_.external_id.value_or(-1)});
+    } else if (is_op_range(cat) && !has_comm_args() && !(ev_.has_dims && is_gemm_op(ev_.name))) {
+      op_ranges_.push_back({thread_of(ev_.pid, ev_.tid), ev_.ts_ns, ev_.ts_ns + ev_.dur_ns, -1});
+    }
+  }
+
+ public:
+  // Each kernel's op (GpuActivity::op, link), once every event is read:
+  //  1. the kernel's own collective args (already linked);
+  //  2. its "External id": the launching op's id in every layout since PyTorch 1.13, which writes
+  //     kernels' External ids apart from their correlation ids;
+  // and in a trace of an older layout (every kernel's External id is its correlation id, or no
+  // kernel has one), from a second pass over the file:
+  //  3. the External id of its runtime launch (same correlation id), when that is not the
+  //     correlation id too;
+  //  4. else the innermost op range on the launching thread that holds the launch
+  //     (calibrate/traces/op_link.hpp);
+  //  5. a kernel whose launch is not in the trace: its External id, whatever it is.
+  // Step 2 in a trace of today's layout (some kernel's External id differs from its correlation
+  // id: there, a kernel whose two ids are equal is a coincidence of two counters, and its External
+  // id is still its op's). In a trace of the older layout (every kernel's External id equals its
+  // correlation id, or no kernel has one) no kernel is linked here: returns whether any is left
+  // for steps 3 to 5, which need the second pass over the file.
+  bool link_by_id() {
+    std::sort(trace_.gemm_by_external_id.begin(), trace_.gemm_by_external_id.end());
+    std::sort(trace_.comm_by_external_id.begin(), trace_.comm_by_external_id.end());
+    const bool older = std::none_of(trace_.activities.begin(), trace_.activities.end(), [](const GpuActivity& a) {
+      return a.external_id >= 0 && a.correlation >= 0 && a.external_id != a.correlation;
+    });
+    for (GpuActivity& a : trace_.activities) {
+      if (a.link != OpLink::none) continue;
+      if (!older && a.external_id >= 0) {
+        by_id(a, a.external_id);
+      } else if (older && a.correlation >= 0) {
+        needed_.push_back(a.correlation);
+      }
+    }
+    std::sort(needed_.begin(), needed_.end());
+    needed_.erase(std::unique(needed_.begin(), needed_.end()), needed_.end());
+    return !needed_.empty();
+  }
+
+  void begin_link_pass() {
+    link_pass_ = true;
+    depth_ = 0;
+    in_events_array_ = in_event_obj_ = in_args_ = in_distributed_ = false;
+  }
+
+  // Steps 3, 4 and 5 for the kernels link_by_id() left, after the second pass.
+  void link_by_thread() {
+    std::sort(launch_ops_.begin(), launch_ops_.end(),
+              [](const Launch& x, const Launch& y) { return x.correlation < y.correlation; });
+    const auto launch_of = [&](std::int64_t correlation) -> const Launch* {
+      const auto it = std::lower_bound(launch_ops_.begin(), launch_ops_.end(), correlation,
+                                       [](const Launch& l, std::int64_t c) { return l.correlation < c; });
+      return it != launch_ops_.end() && it->correlation == correlation ? &*it : nullptr;
+    };
+    std::vector<GpuActivity*> by_thread;
+    std::vector<LaunchAt> points;
+    for (GpuActivity& a : trace_.activities) {
+      if (a.link != OpLink::none || a.correlation < 0 ||
+          !std::binary_search(needed_.begin(), needed_.end(), a.correlation))
+        continue;
+      const Launch* l = launch_of(a.correlation);
+      if (l && l->external_id >= 0 && l->external_id != a.correlation) {
+        by_id(a, l->external_id);
+      } else if (l) {
+        by_thread.push_back(&a);
+        points.push_back({l->thread, l->ts_ns, a.correlation});
+      } else if (a.external_id >= 0) {
+        by_id(a, a.external_id);  // no launch recorded: the External id is all there is
+      }
+    }
+    if (by_thread.empty()) return;
+    const auto found = innermost_ops(std::move(op_ranges_), std::move(points));
+    for (GpuActivity* a : by_thread) {
+      const auto it = std::lower_bound(found.begin(), found.end(), std::make_pair(a->correlation, std::int32_t{INT32_MIN}));
+      if (it == found.end() || it->first != a->correlation) continue;
+      a->op = it->second / 2;
+      a->link = it->second % 2 ? OpLink::comm : OpLink::gemm;
+    }
+  }
+
+ private:
+  void by_id(GpuActivity& a, std::int64_t id) const {
+    const auto find = [](const std::vector<std::pair<std::int64_t, std::int32_t>>& index, std::int64_t key) {
+      const auto it = std::lower_bound(index.begin(), index.end(), std::make_pair(key, std::int32_t{INT32_MIN}));
+      return it != index.end() && it->first == key ? it->second : -1;
+    };
+    const std::int32_t c = find(trace_.comm_by_external_id, id), g = find(trace_.gemm_by_external_id, id);
+    if (c >= 0 && (a.cls == ActivityClass::communication || g < 0)) {
+      a.op = c;
+      a.link = OpLink::comm;
+    } else if (g >= 0) {
+      a.op = g;
+      a.link = OpLink::gemm;
+    }
+  }
+
+  struct Launch {
+    std::int64_t thread, ts_ns, correlation, external_id;
+  };
+  // (pid, tid) as one key; tid folded to 32 bits.
+  static std::int64_t thread_of(std::int64_t pid, std::int64_t tid) {
+    return static_cast<std::int64_t>((static_cast<std::uint64_t>(pid) << 32) ^ (static_cast<std::uint64_t>(tid) & 0xffffffffu));
+  }
+  // A "tid" written as text ("stream 7", "python thread"): its digits when it is a number, else a hash.
+  static std::int64_t thread_key(const std::string& s) {
+    std::int64_t v = 0;
+    if (parse_int(s, v)) return v;
+    return static_cast<std::int64_t>(std::hash<std::string>{}(s) & 0x7fffffff);
   }
 
   RankTrace& trace_;
   NameTable names_;
   std::string step_prefix_;
+  const KernelClassifier& kernels_;
   std::vector<Key> keys_;
-  std::vector<std::int8_t> name_class_;  // per name id: ActivityClass, -1 not yet classified
+  std::vector<std::optional<KernelFamily>> families_;  // per name id, once classified
+  std::vector<Launch> launch_ops_;
+  std::vector<OpRange> op_ranges_;
+  std::vector<std::int64_t> needed_;  // correlation ids of the kernels left for the second pass
+  bool link_pass_ = false;
   int depth_ = 0;
   bool in_events_array_ = false, in_event_obj_ = false, in_args_ = false, in_distributed_ = false;
   Event ev_;
@@ -486,14 +651,14 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
 
 }  // namespace
 
-RankTrace read_kineto_json(const std::string& path, const std::string& step_prefix) {
+RankTrace read_kineto_json(const std::string& path, const std::string& step_prefix, const KernelClassifier& kernels) {
   RankTrace trace;
   trace.file = path;
   trace.format = "kineto";
   GzStreamBuf buf(path);
   if (!buf.is_open()) throw InputError(path, 0, "", std::string("cannot open the trace: ") + std::strerror(errno));
   std::istream in(&buf);
-  Handler handler(trace, step_prefix);
+  Handler handler(trace, step_prefix, kernels);
   const bool ok = nlohmann::json::sax_parse(in, &handler, nlohmann::json::input_format_t::json, true);
   if (!buf.error().empty())
     throw InputError(path, 0, "", fmt::format("truncated or corrupt gzip stream after {} bytes of JSON ({})",
@@ -508,14 +673,18 @@ RankTrace read_kineto_json(const std::string& path, const std::string& step_pref
       if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
     throw InputError(path, 0, "", "not valid JSON (truncated?): " + msg);
   }
-  std::sort(trace.gemm_by_external_id.begin(), trace.gemm_by_external_id.end());
-  std::sort(trace.comm_by_external_id.begin(), trace.comm_by_external_id.end());
+  if (handler.root_is_object && handler.saw_trace_events && handler.link_by_id()) {
+    // A second pass over the file for the kernels whose External ids name no op (older layouts):
+    // their launches and the ops around them, kept only when needed.
+    GzStreamBuf again(path);
+    std::istream in2(&again);
+    handler.begin_link_pass();
+    if (again.is_open() && nlohmann::json::sax_parse(in2, &handler, nlohmann::json::input_format_t::json, true))
+      handler.link_by_thread();
+  }
   if (!handler.root_is_object || !handler.saw_trace_events)
     throw InputError(path, 0, "traceEvents", "no traceEvents array: not a Kineto / Chrome trace");
-  std::size_t kernels = 0;
-  for (const GpuActivity& a : trace.activities)
-    if (a.cls != ActivityClass::memory) ++kernels;
-  if (kernels == 0)
+  if (handler.kernel_events == 0)
     throw InputError(path, 0, "traceEvents",
                      fmt::format("no GPU kernels among {} events (no \"X\" event with cat \"kernel\"): record with "
                                  "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",

@@ -15,14 +15,18 @@
 //   microseconds (decimal, read exactly to the nanosecond), args;
 //   cat "kernel": a GPU kernel (args: device, stream, correlation, External id, and for NCCL
 //   kernels in recent PyTorch the collective's args themselves); "gpu_memcpy" / "gpu_memset": copies;
-//   "cpu_op": an operator (args: External id, "Input Dims" or "Input dims", "Input type", and the
-//   collective's args for record_param_comms); "cuda_runtime" / "cuda_driver": a launch (args:
-//   correlation), whose ts decides which step the kernel belongs to; "cpu_op" / "user_annotation"
-//   named PREFIX<n> (ProfilerStep#<n> by default): a step.
+//   "cpu_op": an operator (pid, tid, ts, dur; args: External id, "Input Dims" or "Input dims",
+//   "Input type", and the collective's args for record_param_comms); "cuda_runtime" /
+//   "cuda_driver": a launch (args: correlation, External id), whose ts decides which step the
+//   kernel belongs to, and whose pid / tid and ts find the op that launched it in traces of older
+//   profilers, which write a kernel's correlation id as its External id (link_by_id and
+//   link_by_thread in the .cpp); "cpu_op" / "user_annotation" named PREFIX<n> (ProfilerStep#<n> by
+//   default): a step.
 // The document is never held whole: nlohmann::json's SAX parser reads it through a 256 KiB zlib
 // buffer (gzread also reads an uncompressed file), so memory grows with the number of GPU
-// activities kept (48 bytes each, plus 16 per launch record and about 64 per matmul or collective
-// op, whose shape is worked out as it is read), not with the file.
+// activities kept (48 bytes each, plus 16 per launch record and about 96 per matmul or collective
+// op, whose shape is worked out as it is read), not with the file. A trace of the older layout is
+// read a second time for its launches and op ranges (32 bytes each).
 #include <string>
 
 #include "calibrate/traces/trace_model.hpp"
@@ -31,6 +35,6 @@ namespace overlap::traces {
 
 // Throws InputError naming the file: truncated or malformed JSON (with line and column), a
 // truncated gzip stream, no traceEvents, no GPU kernels.
-RankTrace read_kineto_json(const std::string& path, const std::string& step_prefix);
+RankTrace read_kineto_json(const std::string& path, const std::string& step_prefix, const KernelClassifier& kernels);
 
 }  // namespace overlap::traces

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "calibrate/traces/op_link.hpp"
 #include "cost_model/input_error.hpp"
 
 namespace overlap::traces {
@@ -128,7 +129,8 @@ std::string dtype_from_kernel_name(const std::string& kernel) {
 
 }  // namespace
 
-std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const std::string& step_prefix) {
+std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const std::string& step_prefix,
+                                        const KernelClassifier& kernels) {
   Db db(path);
   const auto string_cols = db.columns("StringIds");
   const auto kernel_cols = db.columns("CUPTI_ACTIVITY_KIND_KERNEL");
@@ -183,7 +185,10 @@ std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const std::stri
              if (a.end_ns < a.start_ns) return;
              Part& p = part(process_of(s, 5));
              a.name = p.names->intern(name.empty() ? "(unnamed kernel)" : name);
-             a.cls = classify_kernel(name);
+             const KernelFamily family = kernels.classify(name);
+             a.kind = family.kind;
+             a.library = family.library;
+             a.cls = activity_class(family);
              p.trace.activities.push_back(a);
              p.first_device = std::min(p.first_device, a.device);
              p.devices.insert(a.device);
@@ -198,9 +203,11 @@ std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const std::stri
     const auto cols = db.columns(table);
     if (cols.empty()) continue;
     require(path, cols, table, {"start", "end", "deviceId"});
-    const std::string label = std::string(table) == "CUPTI_ACTIVITY_KIND_MEMCPY" ? "[memcpy]" : "[memset]";
-    db.query(fmt::format("SELECT start, end, deviceId, {} FROM {} ORDER BY start, end, deviceId",
-                         cols.count("globalPid") ? "globalPid" : "NULL", table),
+    const bool memcpy = std::string(table) == "CUPTI_ACTIVITY_KIND_MEMCPY";
+    // copyKind 10 is CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: a copy between two GPUs, communication.
+    const bool kinds = memcpy && cols.count("copyKind");
+    db.query(fmt::format("SELECT start, end, deviceId, {}, {} FROM {} ORDER BY start, end, deviceId",
+                         cols.count("globalPid") ? "globalPid" : "NULL", kinds ? "copyKind" : "NULL", table),
              [&](sqlite3_stmt* s) {
                Part* p = known(process_of(s, 3));
                if (!p) return;
@@ -208,8 +215,13 @@ std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const std::stri
                a.start_ns = sqlite3_column_int64(s, 0);
                a.end_ns = sqlite3_column_int64(s, 1);
                a.device = sqlite3_column_int(s, 2);
+               const bool peer = kinds && sqlite3_column_type(s, 4) != SQLITE_NULL && sqlite3_column_int(s, 4) == 10;
+               const std::string label = !memcpy ? "[memset]" : peer ? "[memcpy PtoP]" : "[memcpy]";
                a.name = p->names->intern(label);
-               a.cls = ActivityClass::memory;
+               const KernelFamily family = kernels.classify_copy(label);
+               a.kind = family.kind;
+               a.library = family.library;
+               a.cls = activity_class(family);
                if (a.end_ns >= a.start_ns) p->trace.activities.push_back(a);
              });
   }
@@ -228,11 +240,8 @@ std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const std::stri
   const auto nvtx_cols = db.columns("NVTX_EVENTS");
   const bool has_text = nvtx_cols.count("text") > 0, has_text_id = nvtx_cols.count("textId") > 0;
   const bool join_ops = nvtx_cols.count("globalTid") && runtime_cols.count("globalTid");
-  struct Range {
-    std::int64_t start, end;
-    std::int32_t gemm;  // index into the part's gemm_ops; -1: not a GEMM op
-  };
-  std::map<std::int64_t, std::vector<Range>> ranges_by_thread;
+  // Per process: its threads' op ranges (op: index into the part's gemm_ops; -1: not a GEMM op).
+  std::map<Part*, std::vector<OpRange>> ranges_by_part;
   if (nvtx_cols.count("start") && nvtx_cols.count("end") && (has_text || has_text_id)) {
     const std::string text = has_text && has_text_id ? "COALESCE(n.text, s.value)" : has_text ? "n.text" : "s.value";
     const std::string join = has_text_id ? " LEFT JOIN StringIds s ON s.id = n.textId" : "";
@@ -246,7 +255,7 @@ std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const std::stri
                if (!step_prefix.empty() && name.compare(0, step_prefix.size(), step_prefix) == 0)
                  p->trace.steps.push_back({name, start, end});
                if (!join_ops || sqlite3_column_type(s, 3) == SQLITE_NULL) return;
-               Range r{start, end, -1};
+               OpRange r{sqlite3_column_int64(s, 3), start, end, -1};
                if (name.find(", sizes = [") != std::string::npos) {
                  const OpInfo op = parse_pytorch_nvtx(name);
                  if (const auto shape = gemm_shape(op)) {
@@ -257,42 +266,29 @@ std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const std::stri
                    g.k = shape->k;
                    g.name = p->names->intern(op.name);
                    g.dtype = p->names->intern("");
-                   r.gemm = static_cast<std::int32_t>(p->trace.gemm_ops.size());
+                   r.op = static_cast<std::int32_t>(p->trace.gemm_ops.size());
                    p->trace.gemm_ops.push_back(g);
                  }
                }
-               ranges_by_thread[sqlite3_column_int64(s, 3)].push_back(r);
+               ranges_by_part[p].push_back(r);
              });
   }
-  if (join_ops && !ranges_by_thread.empty()) {
-    // Launches per thread, then a sweep with a stack of open ranges (push/pop ranges nest).
-    std::map<std::int64_t, std::vector<std::pair<std::int64_t, std::int64_t>>> launches_by_thread;  // (start, correlation)
+  if (join_ops && !ranges_by_part.empty()) {
+    // The innermost range open on the launching thread (calibrate/traces/op_link.hpp).
+    std::map<Part*, std::vector<LaunchAt>> launches_by_part;
     db.query("SELECT start, correlationId, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE globalTid IS NOT NULL",
              [&](sqlite3_stmt* s) {
-               launches_by_thread[sqlite3_column_int64(s, 2)].emplace_back(sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1));
+               const std::int64_t tid = sqlite3_column_int64(s, 2);
+               if (Part* p = known(tid / 0x1000000))
+                 launches_by_part[p].push_back({tid, sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1)});
              });
-    for (auto& [tid, ranges] : ranges_by_thread) {
-      Part* p = known(tid / 0x1000000);
-      auto it = launches_by_thread.find(tid);
-      if (!p || it == launches_by_thread.end()) continue;
-      std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
-        return a.start != b.start ? a.start < b.start : a.end > b.end;
-      });
-      auto& launches = it->second;
-      std::sort(launches.begin(), launches.end());
-      std::vector<const Range*> open;
-      std::size_t i = 0;
-      for (const auto& [t, correlation] : launches) {
-        while (i < ranges.size() && ranges[i].start <= t) {
-          while (!open.empty() && open.back()->end <= ranges[i].start) open.pop_back();
-          open.push_back(&ranges[i++]);
-        }
-        while (!open.empty() && open.back()->end <= t) open.pop_back();
-        if (!open.empty() && open.back()->gemm >= 0)
-          p->trace.gemm_by_external_id.emplace_back(correlation, open.back()->gemm);
-      }
+    for (auto& [p, ranges] : ranges_by_part) {
+      auto it = launches_by_part.find(p);
+      if (it == launches_by_part.end()) continue;
+      p->trace.gemm_by_external_id = innermost_ops(std::move(ranges), std::move(it->second));
     }
-    // The GEMM's External id is its launch's correlation id; its dtype the one its kernel's name says.
+    // The GEMM op of the launch with the kernel's correlation id; its dtype the one the kernel's
+    // name says.
     for (auto& [process, p] : parts) {
       auto& index = p.trace.gemm_by_external_id;
       std::sort(index.begin(), index.end());
@@ -300,9 +296,10 @@ std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const std::stri
         if (a.cls != ActivityClass::compute || a.correlation < 0) continue;
         const auto at = std::lower_bound(index.begin(), index.end(), std::make_pair(a.correlation, std::int32_t{INT32_MIN}));
         if (at == index.end() || at->first != a.correlation) continue;
-        a.external_id = a.correlation;
+        a.op = at->second;
+        a.link = OpLink::gemm;
         GemmOp& op = p.trace.gemm_ops[static_cast<std::size_t>(at->second)];
-        if (p.trace.names[op.dtype].empty()) op.dtype = p.names->intern(dtype_from_kernel_name(p.trace.names[a.name]));
+        if (p.trace.names[op.dtype].empty() && (a.kind == KernelKind::gemm || a.kind == KernelKind::unknown)) op.dtype = p.names->intern(dtype_from_kernel_name(p.trace.names[a.name]));
       }
     }
   }

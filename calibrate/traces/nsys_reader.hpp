@@ -20,6 +20,7 @@
 namespace overlap::traces {
 
 // Throws InputError naming the file and the missing table / column.
-std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const std::string& step_prefix);
+std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const std::string& step_prefix,
+                                        const KernelClassifier& kernels);
 
 }  // namespace overlap::traces

@@ -215,7 +215,9 @@ void fit_collectives(const std::vector<RankReport>& ranks, const HardwareProfile
       p.collective = g.collective;
       p.bytes = *g.bytes;
       p.group = *g.group_size;
-      p.durations_ns.insert(p.durations_ns.end(), g.durations_ns.begin(), g.durations_ns.end());
+      // Matched across ranks: the transfer alone, which is what the model predicts.
+      const auto& d = g.matched == g.count && g.count > 0 ? g.transfer_durations_ns : g.durations_ns;
+      p.durations_ns.insert(p.durations_ns.end(), d.begin(), d.end());
     }
   }
   for (const auto& [what, n] : unknown)

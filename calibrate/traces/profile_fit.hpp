@@ -20,7 +20,9 @@
 //                   wave quantisation into every other shape's prediction.
 //   curves          per collective and group size, "<primitive>.n<N>" (cost_model/collective_model.hpp:
 //                   the measured time of the primitive, whatever algorithm NCCL chose): time vs
-//                   message size (nccl-tests' S, as the trace reports it) through the sizes with at
+//                   message size (nccl-tests' S, as the trace reports it; a kernel matched with its
+//                   peers on other ranks timed by its transfer alone, calibrate/traces/collective_wait.hpp)
+//                   through the sizes with at
 //                   least min_samples kernels, linear between them and alpha-beta beyond. Needs 2
 //                   sizes. The base's protocol curves of the same primitive and group size
 //                   ("<primitive>.n<N>.<PROTO>") are dropped: they would stand in front of it.

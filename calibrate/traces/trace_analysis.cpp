@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "cost_model/text.hpp"
+
 namespace overlap::traces {
 
 std::optional<double> OverlapFigures::overlap() const {
@@ -61,11 +63,6 @@ std::int64_t intersection(const std::vector<Interval>& a, const std::vector<Inte
   return sum;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 }  // namespace
 
 const char* class_name(ActivityClass c) {
@@ -85,13 +82,14 @@ std::string describe(const GemmGroup& g) {
 }
 
 std::string describe(const CommGroup& g) {
-  return fmt::format("{} {} group {}", g.collective.empty() ? "collective unknown" : g.collective,
+  const std::string library = g.library.empty() || g.library == "nccl" ? "" : g.library + " ";
+  return fmt::format("{}{} {} group {}", library, g.collective.empty() ? "collective unknown" : g.collective,
                      g.bytes ? std::to_string(*g.bytes) + " B" : std::string("size unknown"),
                      g.group_size ? std::to_string(*g.group_size) : std::string("unknown"));
 }
 
 int dtype_bytes(const std::string& dtype) {
-  const std::string d = lower(dtype);
+  const std::string d = lowercase(dtype);
   static const std::pair<const char*, int> kTypes[] = {
       {"float", 4},    {"float32", 4},  {"double", 8},  {"float64", 8},   {"half", 2},      {"float16", 2},
       {"bfloat16", 2}, {"int", 4},      {"int32", 4},   {"long", 8},      {"int64", 8},     {"short", 2},
@@ -172,9 +170,9 @@ void list_kernels(const RankTrace& trace, RankReport& r) {
   using GemmKey = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string, bool>;
   std::map<GemmKey, GemmGroup> gemms;
   using CommKey = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::int64_t, std::string, std::string>;
-  std::map<CommKey, CommGroup> comms;
-  std::vector<std::int8_t> gemm_name(trace.names.size(), -1);  // is_gemm_kernel once per distinct name
-  // Kernels that are neither GEMM nor collective, and copies: by name (and class).
+  std::map<CommKey, std::pair<CommGroup, std::int32_t>> comms;  // group, order of creation
+  std::vector<std::pair<std::size_t, std::int32_t>> sequence;    // (activity index, comm group's creation order)
+  // Kernels that are neither GEMM nor communication, and copies: by name (and class).
   std::map<std::pair<std::uint32_t, ActivityClass>, KernelGroup> others;
   const auto note_other = [&](const GpuActivity& a, std::int64_t dur) {
     auto [it, fresh] = others.try_emplace({a.name, a.cls});
@@ -182,7 +180,7 @@ void list_kernels(const RankTrace& trace, RankReport& r) {
     if (fresh) {
       k.kernel = trace.names[a.name];
       k.cls = a.cls;
-      k.kind = a.cls == ActivityClass::memory ? "copy" : "other";
+      k.kind = kind_name(a.kind);
       k.min_ns = k.max_ns = dur;
     }
     ++k.count;
@@ -190,25 +188,26 @@ void list_kernels(const RankTrace& trace, RankReport& r) {
     k.min_ns = std::min(k.min_ns, dur);
     k.max_ns = std::max(k.max_ns, dur);
   };
-  for (const GpuActivity& a : trace.activities) {
+  for (std::size_t ai = 0; ai < trace.activities.size(); ++ai) {
+    const GpuActivity& a = trace.activities[ai];
+    const std::int64_t dur = a.end_ns - a.start_ns;
     if (a.cls == ActivityClass::memory) {
-      note_other(a, a.end_ns - a.start_ns);
+      note_other(a, dur);
       continue;
     }
     const std::string& kernel = trace.names[a.name];
-    const auto find = [](const std::vector<std::pair<std::int64_t, std::int32_t>>& index, std::int64_t id) {
-      const auto it = std::lower_bound(index.begin(), index.end(), std::make_pair(id, std::int32_t{INT32_MIN}));
-      return it != index.end() && it->first == id ? it->second : -1;
-    };
-    const std::int64_t dur = a.end_ns - a.start_ns;
     if (a.cls == ActivityClass::communication) {
       ++r.comm_kernels;
       CommGroup g;
       g.kernel = kernel;
-      g.collective = collective_from_kernel_name(kernel);
-      const std::int32_t ci = a.comm_op >= 0 ? a.comm_op : a.external_id >= 0 ? find(trace.comm_by_external_id, a.external_id) : -1;
-      if (ci >= 0) {
-        const CommOp& op = trace.comm_ops[static_cast<std::size_t>(ci)];
+      g.library = library_name(a.library);
+      // NCCL names the collective in the kernel's name; another library's kernel is its own
+      // operation (DeepEP's dispatch, combine, notify_dispatch), a copy a peer copy.
+      g.collective = a.library == CommLibrary::nccl        ? collective_from_kernel_name(kernel)
+                     : a.library == CommLibrary::peer_copy ? std::string("copy")
+                                                           : kernel_own_name(kernel).identifier;
+      if (a.link == OpLink::comm) {
+        const CommOp& op = trace.comm_ops[static_cast<std::size_t>(a.op)];
         const std::string& named = trace.names[op.collective];
         if (!named.empty()) {
           const std::string c = collective_from_kernel_name(named);
@@ -223,24 +222,24 @@ void list_kernels(const RankTrace& trace, RankReport& r) {
       if (!g.bytes) ++r.comm_size_unknown;
       const CommKey key{g.kernel, g.collective, g.nelems.value_or(-1), g.bytes.value_or(-1), g.group_size.value_or(-1),
                         g.dtype, g.process_group};
-      auto [it, fresh] = comms.try_emplace(key, g);
-      ++it->second.count;
-      it->second.total_ns += dur;
-      it->second.durations_ns.push_back(dur);
+      auto [it, fresh] = comms.try_emplace(key, g, static_cast<std::int32_t>(comms.size()));
+      ++it->second.first.count;
+      it->second.first.total_ns += dur;
+      it->second.first.durations_ns.push_back(dur);
+      if (a.library != CommLibrary::peer_copy) sequence.emplace_back(ai, it->second.second);
       continue;
     }
-    // A kernel launched by a matmul op (aten::mm, ...) is a GEMM whatever its library named it.
-    const std::int32_t gi = a.external_id >= 0 ? find(trace.gemm_by_external_id, a.external_id) : -1;
-    if (gemm_name[a.name] < 0) gemm_name[a.name] = is_gemm_kernel(kernel) ? 1 : 0;
-    if (!gemm_name[a.name] && gi < 0) {
+    // Only the GEMM kernel carries its op's shape (see analyze() in the header).
+    const bool via_op = a.link == OpLink::gemm && a.kind == KernelKind::unknown;
+    if (a.kind != KernelKind::gemm && !via_op) {
       note_other(a, dur);
       continue;
     }
     ++r.gemm_kernels;
     GemmGroup g;
     g.kernel = kernel;
-    if (gi >= 0) {
-      const GemmOp& op = trace.gemm_ops[static_cast<std::size_t>(gi)];
+    if (a.link == OpLink::gemm) {
+      const GemmOp& op = trace.gemm_ops[static_cast<std::size_t>(a.op)];
       g.op = trace.names[op.name];
       if (op.batch > 0) g.shape = GemmShape{op.batch, op.m, op.n, op.k, trace.names[op.dtype]};
     }
@@ -253,10 +252,25 @@ void list_kernels(const RankTrace& trace, RankReport& r) {
     it->second.durations_ns.push_back(dur);
   }
   for (auto& [k, g] : gemms) r.gemms.push_back(std::move(g));
-  for (auto& [k, g] : comms) r.comms.push_back(std::move(g));
   // Longest total first; the map's key order breaks ties (stable), so the listing is deterministic.
   std::stable_sort(r.gemms.begin(), r.gemms.end(), [](const GemmGroup& a, const GemmGroup& b) { return a.total_ns > b.total_ns; });
-  std::stable_sort(r.comms.begin(), r.comms.end(), [](const CommGroup& a, const CommGroup& b) { return a.total_ns > b.total_ns; });
+  {
+    std::vector<std::pair<CommGroup, std::int32_t>> ordered;
+    for (auto& [k, g] : comms) ordered.push_back(std::move(g));
+    std::stable_sort(ordered.begin(), ordered.end(),
+                     [](const auto& a, const auto& b) { return a.first.total_ns > b.first.total_ns; });
+    std::vector<std::int32_t> index_of(ordered.size());  // creation order -> index in r.comms
+    for (std::size_t i = 0; i < ordered.size(); ++i) {
+      index_of[static_cast<std::size_t>(ordered[i].second)] = static_cast<std::int32_t>(i);
+      r.comms.push_back(std::move(ordered[i].first));
+    }
+    for (const auto& [ai, created] : sequence) {
+      const GpuActivity& a = trace.activities[ai];
+      r.comm_sequence.push_back({a.start_ns, a.end_ns, index_of[static_cast<std::size_t>(created)]});
+    }
+    std::stable_sort(r.comm_sequence.begin(), r.comm_sequence.end(),
+                     [](const CommKernel& a, const CommKernel& b) { return std::tie(a.start_ns, a.end_ns) < std::tie(b.start_ns, b.end_ns); });
+  }
   const auto group_of = [](const auto& g, ActivityClass cls, const char* kind) {
     KernelGroup k;
     k.kernel = g.kernel;
@@ -271,7 +285,10 @@ void list_kernels(const RankTrace& trace, RankReport& r) {
     return k;
   };
   for (const GemmGroup& g : r.gemms) r.kernels.push_back(group_of(g, ActivityClass::compute, "gemm"));
-  for (const CommGroup& g : r.comms) r.kernels.push_back(group_of(g, ActivityClass::communication, "collective"));
+  for (const CommGroup& g : r.comms) {
+    r.kernels.push_back(group_of(g, ActivityClass::communication, kind_name(KernelKind::communication)));
+    r.kernels.back().library = g.library;
+  }
   for (auto& [k, g] : others) r.kernels.push_back(std::move(g));
   std::stable_sort(r.kernels.begin(), r.kernels.end(),
                    [](const KernelGroup& a, const KernelGroup& b) { return a.total_ns > b.total_ns; });

@@ -9,6 +9,7 @@
 #include "calibrate/traces/kineto_reader.hpp"
 #include "calibrate/traces/nsys_reader.hpp"
 #include "cost_model/input_error.hpp"
+#include "cost_model/text.hpp"
 
 namespace overlap::traces {
 
@@ -23,32 +24,20 @@ std::uint32_t NameTable::intern(const std::string& name) {
 
 namespace {
 
-std::string lower(const std::string& s) {
-  std::string out = s;
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool contains(const std::string& haystack, const char* needle) { return haystack.find(needle) != std::string::npos; }
 
 }  // namespace
 
-ActivityClass classify_kernel(const std::string& name) {
-  return contains(lower(name), "nccl") ? ActivityClass::communication : ActivityClass::compute;
-}
-
-bool is_gemm_kernel(const std::string& name) {
-  const std::string n = lower(name);
-  if (contains(n, "nccl")) return false;
-  // cuBLAS: ampere_sgemm_*, sm80_xmma_gemm_*, sm90_xmma_gemm_*, Kernel names with "gemm";
-  // cuBLASLt on Hopper/Blackwell: nvjet_*; CUTLASS templates: cutlass::*; cuBLAS' gemv/gemvx.
-  for (const char* word : {"gemm", "cutlass", "xmma", "nvjet", "cublas", "gemv"})
-    if (contains(n, word)) return true;
-  return false;
+ActivityClass activity_class(const KernelFamily& family) {
+  switch (family.kind) {
+    case KernelKind::communication: return ActivityClass::communication;
+    case KernelKind::copy: return ActivityClass::memory;
+    default: return ActivityClass::compute;
+  }
 }
 
 std::string collective_from_kernel_name(const std::string& name) {
-  std::string n = lower(name);
+  std::string n = lowercase(name);
   n.erase(std::remove(n.begin(), n.end(), '_'), n.end());
   // Longest names first: "reducescatter" contains "reduce", "allreduce" contains "reduce".
   static const std::pair<const char*, const char*> kNames[] = {
@@ -123,15 +112,16 @@ std::optional<GemmShape> gemm_shape(const OpInfo& op) {
   return out;
 }
 
-RankTrace read_trace(const std::string& path, const std::string& step_prefix) {
-  std::vector<RankTrace> all = read_traces(path, step_prefix);
+RankTrace read_trace(const std::string& path, const std::string& step_prefix, const KernelClassifier& kernels) {
+  std::vector<RankTrace> all = read_traces(path, step_prefix, kernels);
   if (all.size() != 1)
     throw InputError(path, 0, "CUPTI_ACTIVITY_KIND_KERNEL.globalPid",
                      std::to_string(all.size()) + " processes in one export: read it with read_traces");
   return std::move(all.front());
 }
 
-std::vector<RankTrace> read_traces(const std::string& path, const std::string& step_prefix) {
+std::vector<RankTrace> read_traces(const std::string& path, const std::string& step_prefix,
+                                   const KernelClassifier& kernels) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw InputError(path, 0, "", std::string("cannot open the trace: ") + std::strerror(errno));
   unsigned char head[16] = {};
@@ -140,10 +130,10 @@ std::vector<RankTrace> read_traces(const std::string& path, const std::string& s
   if (got == 0) throw InputError(path, 0, "", "empty file: not a Kineto JSON trace nor an Nsight Systems SQLite export");
   const auto one = [&] {
     std::vector<RankTrace> v;
-    v.push_back(read_kineto_json(path, step_prefix));
+    v.push_back(read_kineto_json(path, step_prefix, kernels));
     return v;
   };
-  if (got >= 16 && std::memcmp(head, "SQLite format 3", 16) == 0) return read_nsys_sqlite(path, step_prefix);
+  if (got >= 16 && std::memcmp(head, "SQLite format 3", 16) == 0) return read_nsys_sqlite(path, step_prefix, kernels);
   if (got >= 2 && head[0] == 0x1f && head[1] == 0x8b) return one();
   std::size_t i = 0;
   while (i < got && std::isspace(head[i])) ++i;

@@ -9,20 +9,32 @@
 #include <unordered_map>
 #include <vector>
 
+#include "calibrate/traces/kernel_kind.hpp"
+
 namespace overlap::traces {
 
 enum class ActivityClass : std::uint8_t { compute, communication, memory };
 
+// The CPU op a GPU activity was linked to, as the readers resolve it.
+enum class OpLink : std::uint8_t { none, gemm, comm };
+
 struct GpuActivity {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
-  std::int64_t external_id = -1;  // Kineto "External id": the CPU op that launched it (-1: none)
+  std::int64_t external_id = -1;  // Kineto "External id" as recorded (-1: none)
   std::int64_t correlation = -1;  // CUDA correlation id of the launch (-1: none)
   std::uint32_t name = 0;         // index into RankTrace::names
   std::int32_t device = 0;
-  std::int32_t comm_op = -1;      // index into RankTrace::comm_ops when the kernel carries its own args
+  std::int32_t op = -1;           // index into RankTrace::gemm_ops or comm_ops, as `link` says
   ActivityClass cls = ActivityClass::compute;
+  KernelKind kind = KernelKind::unknown;
+  CommLibrary library = CommLibrary::none;
+  OpLink link = OpLink::none;
 };
+
+// The class a family counts in for exposed communication: communication kernels of every library
+// are communication, copies (peer copies aside) memory, every other kernel compute.
+ActivityClass activity_class(const KernelFamily& family);
 
 // A CPU op (or a kernel's own args) as the reader sees it while parsing; what is kept of it is a
 // GemmOp or a CommOp.
@@ -73,7 +85,7 @@ struct RankTrace {
   std::vector<GpuActivity> activities;
   std::vector<GemmOp> gemm_ops;
   std::vector<CommOp> comm_ops;
-  // (External id, index into gemm_ops / comm_ops), sorted by id once the file is read.
+  // (External id, index into gemm_ops / comm_ops): how the readers link kernels to ops.
   std::vector<std::pair<std::int64_t, std::int32_t>> gemm_by_external_id, comm_by_external_id;
   std::vector<StepRange> steps;
   // (correlation, launch time): when the CPU launched each activity, which decides its step.
@@ -91,20 +103,17 @@ class NameTable {
   std::unordered_map<std::string, std::uint32_t> index_;
 };
 
-// Kernel classes by name. Communication: NCCL's kernels (ncclKernel_*, ncclDevKernel_*; RCCL keeps
-// the prefix). Everything else that runs on the SMs is compute; copies and memsets are memory.
-ActivityClass classify_kernel(const std::string& name);
-// GEMM kernels by the names cuBLAS/cuBLASLt/CUTLASS give them (gemm, cutlass, xmma, nvjet, ...).
-bool is_gemm_kernel(const std::string& name);
 // The collective a kernel name says: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast,
 // reduce, send_recv, send, recv; "" when it names none.
 std::string collective_from_kernel_name(const std::string& name);
 
-// Reads a file in either format, chosen by its first bytes (SQLite header, gzip magic, or JSON).
+// Reads a file in either format, chosen by its first bytes (SQLite header, gzip magic, or JSON),
+// each kernel's family from `kernels` (calibrate/traces/kernel_kind.hpp).
 // Throws InputError naming the file and what is wrong or missing.
-RankTrace read_trace(const std::string& path, const std::string& step_prefix);
+RankTrace read_trace(const std::string& path, const std::string& step_prefix, const KernelClassifier& kernels = {});
 // The same, one RankTrace per rank the file holds: a Kineto trace is one rank; an Nsight Systems
 // export of several processes (nsys profile of a launcher that starts every rank) is one per process.
-std::vector<RankTrace> read_traces(const std::string& path, const std::string& step_prefix);
+std::vector<RankTrace> read_traces(const std::string& path, const std::string& step_prefix,
+                                   const KernelClassifier& kernels = {});
 
 }  // namespace overlap::traces

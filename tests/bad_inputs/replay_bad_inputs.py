@@ -2,13 +2,20 @@
 """Replay the bad-input corpus (tests/data/bad_inputs, made by tools/make_bad_inputs.py) against the
 overlap-sim binary and check, for every entry:
   - exit status 2 (a usage or input error), or the manifest's `exit` (1: one scheme of several FAILED
-    in its row, the others reported); never 0 or a signal;
+    in its row, the others reported; 0: an input that runs with a warning, whose stderr is checked for
+    its size); never a signal;
   - stderr names the file (or the flag) the entry broke, and the key when the manifest gives one
     (the full dotted path, or its parent path and its last part; list indices as `.N` or `[N]`);
   - no sanitizer report on stderr;
   - it ends within --timeout seconds (a hang guard, not a performance assertion);
-  - what the entry's `keep` lists is as it was (an output never replaces a pipe, a link, a directory
-    or a device, and a refused command writes nothing), after the entry's `setup` made it.
+  - what the entry's `keep` lists is as it was (an output never replaces a pipe, a link, a directory,
+    a device or an input of the command, and a refused command writes nothing), after the entry's
+    `setup` made it;
+  - stderr is at most the entry's `max_stderr_bytes` (messages stay bounded whatever the input holds);
+  - under the entry's `limit_as_kb` (an address-space limit, ulimit -v) it still ends with its exit
+    status and message (running out of memory is a message); such entries are skipped for a binary
+    built with AddressSanitizer, whose shadow memory needs terabytes of address space.
+`{repeat:TEXT:N}` in an argument or a written file stands for TEXT written N times.
 Entries run in parallel, each in its own scratch directory (outputs land there). Prints every
 failing entry with the reason and the first lines of its stderr; exit status 1 if any failed.
 
@@ -23,6 +30,7 @@ import concurrent.futures
 import json
 import os
 import re
+import resource
 import shutil
 import stat
 import subprocess
@@ -45,20 +53,37 @@ def names_key(stderr, key):
     return bool(parent) and parent in text and leaf in text
 
 
-def check(entry, binary, corpus, timeout):
+def expand(text):
+    """`{repeat:TEXT:N}` -> TEXT * N (long inputs without a long manifest)."""
+    return re.sub(r"\{repeat:([^:{}]*):(\d+)\}", lambda m: m.group(1) * int(m.group(2)), text)
+
+
+def uses_asan(binary):
+    with open(binary, "rb") as f:
+        return b"__asan_init" in f.read()
+
+
+def check(entry, binary, corpus, timeout, asan=False):
+    if entry.get("limit_as_kb") and asan:
+        return {"id": entry["id"], "class": entry["class"], "argv": entry["argv"], "rc": None, "seconds": 0.0,
+                "problems": [], "stderr": "", "skipped": True}
     with tempfile.TemporaryDirectory(prefix="bad-input-") as tmp:
         subst = {"{file}": os.path.join(corpus, entry["file"]) if "file" in entry else "", "{src}": SRC, "{tmp}": tmp}
         argv = [binary]
         for a in entry["argv"]:
             for k, v in subst.items():
                 a = a.replace(k, v)
-            argv.append(a)
+            argv.append(expand(a))
         for step in entry.get("setup", []):
             step = [x.replace("{src}", SRC) for x in step]
             target = os.path.join(tmp, step[-1])
             if step[0] == "write":
                 with open(os.path.join(tmp, step[1]), "w") as f:
-                    f.write(step[2])
+                    f.write(expand(step[2]))
+            elif step[0] == "copy":
+                shutil.copyfile(step[1], target)
+            elif step[0] == "hardlink":
+                os.link(os.path.join(tmp, step[1]), target)
             elif step[0] == "mkdir":
                 os.makedirs(target, exist_ok=True)
             elif step[0] == "mkfifo":
@@ -69,10 +94,16 @@ def check(entry, binary, corpus, timeout):
                 os.remove(target)
             elif step[0] == "copytree":
                 shutil.copytree(step[1], target, symlinks=True)
+        limit = entry.get("limit_as_kb")
+
+        def set_limit():
+            if limit:
+                resource.setrlimit(resource.RLIMIT_AS, (limit * 1024, limit * 1024))
+
         start = time.monotonic()
         try:
             p = subprocess.run(argv, cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, timeout=timeout)
+                               stderr=subprocess.PIPE, timeout=timeout, preexec_fn=set_limit if limit else None)
             rc, err = p.returncode, p.stderr.decode(errors="replace")
         except subprocess.TimeoutExpired as e:
             rc, err = None, (e.stderr or b"").decode(errors="replace")
@@ -90,7 +121,11 @@ def check(entry, binary, corpus, timeout):
                 kept.append(f"{k['path']} is no longer a {k['type']}")
             if "text" in k:
                 with open(path) as f:
-                    if f.read() != k["text"]:
+                    if f.read() != expand(k["text"]):
+                        kept.append(f"{k['path']} was overwritten")
+            if "same_as" in k:
+                with open(path, "rb") as f, open(k["same_as"].replace("{src}", SRC), "rb") as g:
+                    if f.read() != g.read():
                         kept.append(f"{k['path']} was overwritten")
     problems = list(kept)
     if rc is None:
@@ -99,7 +134,9 @@ def check(entry, binary, corpus, timeout):
         problems.append(f"exit status {rc} (want {entry.get('exit', 2)})")
     if any(m in err for m in SANITIZER_MARKS):
         problems.append("sanitizer report")
-    if rc is not None and rc != 0:  # (an exit 0 already failed; its stderr says nothing)
+    if "max_stderr_bytes" in entry and len(err.encode()) > entry["max_stderr_bytes"]:
+        problems.append(f"stderr is {len(err.encode())} bytes (at most {entry['max_stderr_bytes']})")
+    if rc is not None and (rc != 0 or entry.get("exit") == 0):  # (an unwanted exit 0 already failed)
         where = entry["where"]
         if where not in err:
             problems.append(f"stderr does not name {where!r}")
@@ -126,9 +163,12 @@ def main():
         entries = json.load(f)["entries"]
     entries = [e for i, e in enumerate(entries) if i % args.sample == 0 and args.only in e["id"]]
     binary = os.path.abspath(args.binary)
+    asan = uses_asan(binary)
     start = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        results = list(pool.map(lambda e: check(e, binary, args.corpus, args.timeout), entries))
+        results = list(pool.map(lambda e: check(e, binary, args.corpus, args.timeout, asan), entries))
+    skipped = [r for r in results if r.get("skipped")]
+    results = [r for r in results if not r.get("skipped")]
     wall = time.monotonic() - start
     failed = [r for r in results if r["problems"]]
     if args.json:
@@ -148,6 +188,9 @@ def main():
     for c, (n, bad) in sorted(by_class.items()):
         print(f"{c:<22}{n:>8}{bad:>9}")
     slowest = max(results, key=lambda r: r["seconds"]) if results else None
+    if skipped:
+        print(f"{len(skipped)} entries under a memory limit skipped (AddressSanitizer build): "
+              + ", ".join(r["id"] for r in skipped))
     sampled = f" (1 in {args.sample} of the manifest)" if args.sample > 1 else ""
     print(f"{len(results)} entries{sampled}, {len(failed)} failing, {wall:.1f} s wall with {args.jobs} jobs"
           + (f"; slowest {slowest['id']} {slowest['seconds']:.2f} s" if slowest else ""))

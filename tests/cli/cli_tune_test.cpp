@@ -17,6 +17,7 @@
 #include "tests/support/cli_run.hpp"
 #include "tests/support/temp_file.hpp"
 #include "tools/cli.hpp"
+#include "tools/export_production.hpp"
 
 namespace fs = std::filesystem;
 
@@ -133,6 +134,66 @@ TEST_CASE("tune --export-flashoverlap writes FlashOverlap's configuration", "[cl
   CHECK(j["Algo"] == 3);
   CHECK(j["cSeg"] == tuned["groups_tiles"]);
   CHECK(j["hint"].size() == tuned["tiles"].get<std::size_t>());
+}
+
+TEST_CASE("tune --export-flashoverlap DIR/: FlashOverlap's own name, Algo always, the dtype recorded",
+          "[cli][tune][export]") {
+  TempDir dir("fo-export");
+  const std::string configs = dir.file("configs");
+  fs::create_directory(configs);
+  // The form the README and --help give: a directory with a trailing slash.
+  const CliResult r = cli(with(kA800, {"--search", "flashoverlap", "--format", "json", "--export-flashoverlap", configs + "/"}));
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  // FlashOverlap's main branch reads configs/m{M}n{N}k{K}_{gpu}.json (tune/search.py load_json).
+  const std::string file = configs + "/m8192n8192k4096_a800.json";
+  REQUIRE(fs::exists(file));
+  CHECK_THAT(r.err, Catch::Contains("wrote " + file));
+  CHECK_THAT(r.err, !Catch::Contains("warning"));  // fp16, as FlashOverlap's kernels
+  const auto j = nlohmann::json::parse(read_text(file));
+  REQUIRE(j.contains("Algo"));
+  CHECK(j["Algo"] == overlap::tools::flashoverlap_algo_for(j["BM"].get<int>(), j["BN"].get<int>(), 1).value());
+  CHECK(j["overlap_sim"]["dtype"] == "fp16");
+  CHECK(j["overlap_sim"]["primitive"] == "all_reduce");
+  CHECK(j["overlap_sim"]["ranks"] == 4);
+
+  // An existing directory without the slash: the same file. bf16: written with the dtype recorded
+  // and a warning that FlashOverlap's kernels are fp16 only.
+  std::vector<std::string> bf16 = kA800;
+  bf16[6] = "bf16";
+  const CliResult b = cli(with(bf16, {"--search", "flashoverlap", "--export-flashoverlap", configs}));
+  INFO(b.err);
+  REQUIRE(b.rc == 0);
+  CHECK_THAT(b.err, Catch::Contains("fp16 only"));
+  CHECK(nlohmann::json::parse(read_text(file))["overlap_sim"]["dtype"] == "bf16");
+
+  // -o naming the file the directory form resolves to: refused before anything is tuned or written.
+  write_text(file, "old");
+  const CliResult clash = cli(with(kA800, {"--search", "flashoverlap", "-o", file, "--export-flashoverlap", configs + "/"}));
+  CHECK(clash.rc == 2);
+  CHECK_THAT(clash.err, Catch::Contains("name the same file"));
+  CHECK(read_text(file) == "old");
+  // An empty path names nothing.
+  const CliResult empty = cli(with(kA800, {"--export-flashoverlap", ""}));
+  CHECK(empty.rc == 2);
+  CHECK_THAT(empty.err, Catch::Contains("--export-flashoverlap"));
+}
+
+TEST_CASE("flashoverlap_algo_for: FlashOverlap's kernel instance in its generator's order", "[tune][export]") {
+  using overlap::tools::flashoverlap_algo_for;
+  // tool/generate_instances.py enumerates tile M, N, K, warp K, stages, swizzle (1 2 3 4 6 8) with the
+  // last fastest; the committed src/inc/gemm_instances.inc lists 128x128 at lines 0-53, 128x256 at
+  // 54-77 and 256x128 at 78-101, each tile's K 32 / warp K 32 / 3 stages first: so the index of that
+  // instance is exact.
+  CHECK(flashoverlap_algo_for(128, 128, 1) == 0);
+  CHECK(flashoverlap_algo_for(128, 128, 8) == 5);
+  CHECK(flashoverlap_algo_for(128, 128, 3) == 2);
+  CHECK(flashoverlap_algo_for(128, 256, 1) == 54);
+  CHECK(flashoverlap_algo_for(256, 128, 4) == 81);
+  CHECK(flashoverlap_algo_for(256, 128, 8) == 83);
+  CHECK_FALSE(flashoverlap_algo_for(64, 128, 1).has_value());
+  CHECK_FALSE(flashoverlap_algo_for(256, 256, 1).has_value());  // excluded by the generator
+  CHECK_FALSE(flashoverlap_algo_for(128, 128, 5).has_value());
 }
 
 TEST_CASE("tune SCENARIO prints every scheme's best configuration and the overall best", "[cli][tune]") {

@@ -9,7 +9,7 @@
 //     entry (initialize_ub asserts wgrad_name not in ub_cfgs); an atomic_gemm ring_exchange all-gather
 //     name and its reduce-scatter pair (qkv_fprop / proj_fprop, fc1_fprop / fc2_fprop: ag_rs_pairs)
 //     both or neither (add_ub raises otherwise);
-//   - NCCL's example tuner CSV (NVIDIA/nccl ext-tuner/example/README.md "Configuration File Format"):
+//   - NCCL's example tuner CSV (NVIDIA/nccl plugins/tuner/example/README.md "Configuration File Format"):
 //     collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks[,numPipeOps,regBuff],
 //     collective types broadcast | reduce | allgather | reducescatter | allreduce, algorithms tree |
 //     ring | collnet_direct | collnet_chain | nvls | nvls_tree | pat, protocols ll | ll128 | simple,
@@ -232,6 +232,8 @@ TEST_CASE("collective --export nccl-tuner writes the example tuner plugin's CSV"
   }
   CHECK(rows >= 1);
   CHECK(next_min == 1024LL * 1024 * 1024 + 1);
+  // What the plugin does outside the rows (plugins/tuner/example/plugin.c: one channel) is written.
+  CHECK_THAT(read(csv.path), Catch::Contains("sets 1 channel"));
   // All-to-all: the plugin tunes no send/recv. A directory: refused.
   CHECK(cli({"collective", "all_to_all", "--export", "nccl-tuner", csv.path}).rc == 2);
   CHECK(cli({"collective", "all_reduce", "--export", "nccl-tuner", fs::temp_directory_path().string()}).rc == 2);
@@ -258,4 +260,60 @@ TEST_CASE("te-userbuffers YAML: atomic_gemm as each name simulated it, never an 
   check_ub_schema(named);
   CHECK(named.at("fc2_fprop").at("atomic_gemm") == "1");
   CHECK(named.at("proj_fprop").at("atomic_gemm") == "0");
+}
+
+TEST_CASE("te_undeployable: what TE runs as the simulator ran it, and why not", "[te][export][deployable]") {
+  using overlap::tools::te_undeployable;
+  const overlap::sim::Workload step = transformer_step();
+  // Every default (ring_exchange for every name, the column dgrads' reduce-scatter overlapped): TE runs it.
+  CHECK(te_undeployable(step, nlohmann::json::object()).empty());
+  // proj_dgrad alone unoverlapped: Megatron-LM's one ub_overlap_ag would still overlap it (TE's default
+  // ring_exchange), so the export could not deploy what was simulated.
+  const std::string alone = te_undeployable(step, {{"proj_dgrad.method", "bulk"}});
+  CHECK_THAT(alone, Catch::Contains("proj_dgrad unoverlapped") && Catch::Contains("--disable-tp-comm-overlap-ag"));
+  // Every all-gather name unoverlapped: --disable-tp-comm-overlap-ag deploys it.
+  CHECK(te_undeployable(step, {{"qkv_fprop.method", "bulk"},
+                               {"fc1_fprop.method", "bulk"},
+                               {"proj_dgrad.method", "bulk"},
+                               {"fc2_dgrad.method", "bulk"}})
+            .empty());
+  // One reduce-scatter name, and one column dgrad, apart from the others.
+  CHECK_THAT(te_undeployable(step, {{"fc2_fprop.method", "bulk"}}), Catch::Contains("--disable-tp-comm-overlap-rs"));
+  CHECK_THAT(te_undeployable(step, {{"qkv_dgrad.method", "bulk"}}), Catch::Contains("column-parallel dgrad"));
+  // The scalar pipeline chunks the all-gathers, which TE runs as ring_exchange; naming them deploys it.
+  CHECK_THAT(te_undeployable(step, {{"method", "pipeline"}}), Catch::Contains("set qkv_fprop.method"));
+  CHECK(te_undeployable(step, {{"method", "pipeline"},
+                               {"qkv_fprop.method", "ring_exchange"},
+                               {"fc1_fprop.method", "ring_exchange"},
+                               {"proj_dgrad.method", "ring_exchange"},
+                               {"fc2_dgrad.method", "ring_exchange"}})
+            .empty());
+  // The scalar bulk leaves every side unoverlapped together: deployable with both disable flags.
+  CHECK(te_undeployable(step, {{"method", "bulk"}}).empty());
+}
+
+TEST_CASE("tune --export te-userbuffers searches only what TE deploys, and says so", "[te][export][cli][deployable]") {
+  TempFile yaml("ub.yaml");
+  // An MLP training step: fc1_fprop and fc2_dgrad share Megatron-LM's one all-gather switch.
+  const CliResult r = cli({"tune", "llama3-70b-tp8-mlp", "--set", "workload.tokens=2048", "--set", "workload.pass=step",
+                           "--format", "json", "--export", "te-userbuffers", yaml.path});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  REQUIRE(doc.contains("left_out"));
+  CHECK(doc["left_out"].size() >= 1);
+  CHECK_THAT(r.err, Catch::Contains("searched only over settings TransformerEngine runs as simulated"));
+  nlohmann::json te;
+  for (const auto& s : doc["schemes"])
+    if (s["scheme"] == "te_userbuffers") te = s["best"];
+  REQUIRE(te.is_object());
+  overlap::sim::Workload w;
+  w.kind = "mlp_tpsp";
+  w.tp = 8;
+  w.training.pass = overlap::sim::Pass::step;
+  CHECK(overlap::tools::te_undeployable(w, te["params"]).empty());
+  // The YAML deploys both all-gather names or neither.
+  const Entries e = parse_ub_cfgs(read(yaml.path));
+  check_ub_schema(e);
+  CHECK(e.count("fc1_fprop") == e.count("fc2_dgrad"));
 }

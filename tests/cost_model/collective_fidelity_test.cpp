@@ -7,6 +7,9 @@
 // NVLSTree and CollNet have no steps model yet (their steps are the ring's).
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <utility>
+
 #include "cost_model/collective_model.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "sim/engine.hpp"
@@ -57,9 +60,12 @@ TEST_CASE("curve and steps agree on an idle node for every algorithm and protoco
           "[collective][fidelity]") {
   const std::string dir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware";
   int checked = 0;
-  for (const std::string name : {"h100-sxm-8x-nvswitch", "a800-8x-nvlink", "rtx4090-4x-pcie", "h100-2node-ib400"}) {
+  // Across nodes: NVLink-bound (H100, 8 NICs of 400 Gb/s) and NIC-bound (A100, 8 of 200 Gb/s).
+  const std::pair<std::string, int> cases[] = {{"h100-sxm-8x-nvswitch", 8}, {"a800-8x-nvlink", 8},
+                                               {"rtx4090-4x-pcie", 2},      {"h100-2node-ib400", 16},
+                                               {"a100-4node-hdr200-rail", 16}};
+  for (const auto& [name, n] : cases) {
     const HardwareProfile hw = load_profile(name, dir);
-    const int n = name == std::string("rtx4090-4x-pcie") ? 2 : name == std::string("h100-2node-ib400") ? 16 : 8;
     const std::string link = collective_link_class(hw, n);
     for (Primitive p : {Primitive::all_reduce, Primitive::reduce_scatter, Primitive::all_gather, Primitive::all_to_all}) {
       for (Bytes bytes : {Bytes{96} << 10, Bytes{24} << 20}) {

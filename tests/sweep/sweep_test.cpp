@@ -88,6 +88,7 @@ TEST_CASE("sweep: one row per (point, scheme), swept values first, the same byte
   REQUIRE(rows.size() == 1 + kPoints * kSchemes);
   std::vector<std::string> header = {"workload.k", "hardware.fabric.links.nvlink.bandwidth_gbps"};
   for (const auto& c : sim::csv_columns()) header.push_back(c);
+  header.push_back("best");  // the point's best schemes, ties named (sim/sweep.hpp kSweepBestColumn)
   CHECK(rows[0] == sim::csv_line(header));
   // Grid order: the last axis fastest; schemes in the scenario's order within a point.
   CHECK(rows[1].rfind("512,200,s,h100-sxm-8x-nvswitch,no_overlap,", 0) == 0);
@@ -108,9 +109,16 @@ TEST_CASE("sweep: one row per (point, scheme), swept values first, the same byte
   REQUIRE(run_rows.size() == 1 + kSchemes);
   // run names its scenario with the --set it was given; the sweep's rows carry them as columns.
   const std::string label = "s (workload.k=1024 hardware.fabric.links.nvlink.bandwidth_gbps=450),";
+  // The sweep adds the point's best: the scheme run's JSON names best (no two tie here).
+  const CliResult run_json = cli({"run", scen, "--format", "json", "--set", "workload.k=1024", "--set",
+                                  "hardware.fabric.links.nvlink.bandwidth_gbps=450"});
+  REQUIRE(run_json.rc == 0);
+  const auto best = nlohmann::json::parse(run_json.out)["best"];
+  REQUIRE(best["tied"].size() == 1);
   for (std::size_t s = 0; s < kSchemes; ++s) {
     REQUIRE(run_rows[1 + s].rfind(label, 0) == 0);
-    CHECK(rows[1 + (3 + 1) * kSchemes + s] == "1024,450,s," + run_rows[1 + s].substr(label.size()));
+    CHECK(rows[1 + (3 + 1) * kSchemes + s] ==
+          "1024,450,s," + run_rows[1 + s].substr(label.size()) + "," + best["label"].get<std::string>());
   }
 
   // --sweep adds an axis: 2 x 3 x 2 points.
@@ -213,6 +221,7 @@ TEST_CASE("sweep over hardware: the swept column is headed swept:hardware, besid
   REQUIRE(rows.size() == 1 + 2 * kPoints * kSchemes);
   std::vector<std::string> header = {"workload.k", "hardware.fabric.links.nvlink.bandwidth_gbps", "swept:hardware"};
   for (const auto& c : sim::csv_columns()) header.push_back(c);
+  header.push_back("best");
   CHECK(rows[0] == sim::csv_line(header));
   std::vector<std::string> sorted = header;
   std::sort(sorted.begin(), sorted.end());

@@ -109,6 +109,8 @@ TEST_CASE("trace: exposed communication of a Kineto trace is HTA's union arithme
   CHECK(f["compute_ns"] == 100000);
   CHECK(f["communication_ns"] == 50000);
   CHECK(f["exposed_communication_ns"] == 10000);
+  // Named apart from run's exposed comm (latency - compute-only); the old key stays as an alias.
+  CHECK(f["unoverlapped_communication_ns"] == 10000);
   CHECK(f["memory_ns"] == 5000);
   CHECK(f["span_ns"] == 145000);
   CHECK(f["kernels"] == 5);
@@ -222,7 +224,7 @@ TEST_CASE("trace: CSV rows per rank, per step and overall", "[trace]") {
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   REQUIRE(lines.size() == 1 + 2 + 2 + 1);
-  CHECK(lines[0] == "scope,rank,file,step,kernels,compute_us,comm_us,exposed_us,overlap_pct,memory_us,span_us");
+  CHECK(lines[0] == "scope,rank,file,step,kernels,compute_us,comm_us,unoverlapped_us,overlap_pct,memory_us,span_us");
   CHECK(lines.back() == "overall,,,,7,160.000,100.000,50.000,50.0000,5.000,145.000");
   CHECK(lines[3] == "step,0," + kData + "rank0.json,ProfilerStep#1,3,70.000,40.000,10.000,75.0000,0.000,80.000");
 }
@@ -253,6 +255,22 @@ TEST_CASE("trace: an Nsight Systems SQLite export", "[trace][nsys]") {
   CHECK(r["gemm_shape_unknown"] == 2);
   CHECK(r["comm_size_unknown"] == 1);
   CHECK(r["comms"][0]["collective"] == "reduce_scatter");
+}
+
+TEST_CASE("trace: an nsys peer copy (copyKind 10) is communication, other copies memory", "[trace][nsys]") {
+  // nsys_rank.sql plus a peer copy [7500, 8000): communication [4000, 7000) + [7500, 8000) = 3500 ns,
+  // compute unchanged (4700), hidden [4000, 5000) + [6500, 6800) = 1300, so 2200 exposed; the
+  // device-to-host copy [7000, 7500) stays memory time.
+  const std::string db = nsys_db("nsys_peer.sqlite", "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (7500, 8000, 0, 1, 7, 6, 100, 1048576, 10);");
+  const nlohmann::json j = json_of({db});
+  const auto& f = j["ranks"][0]["figures"];
+  CHECK(f["communication_ns"] == 3500);
+  CHECK(f["compute_ns"] == 4700);
+  CHECK(f["exposed_communication_ns"] == 2200);
+  CHECK(f["memory_ns"] == 500);
+  bool peer = false;
+  for (const auto& g : j["ranks"][0]["comms"]) peer = peer || (g["kernel"] == "[memcpy PtoP]" && g["library"] == "peer_copy");
+  CHECK(peer);
 }
 
 TEST_CASE("trace: an nsys export of two processes is two ranks; emit_nvtx ranges give GEMM shapes", "[trace][nsys]") {
@@ -321,7 +339,7 @@ TEST_CASE("trace --kernels: every kernel group with its class, shape or message,
   // Every activity counted once: compute 100 us + communication 50 us (no overlap among their own
   // kind on this rank) + the 5 us copy.
   CHECK(total == 155000);
-  CHECK(kinds == std::map<std::string, int>{{"collective", 2}, {"copy", 1}, {"gemm", 2}, {"other", 1}});
+  CHECK(kinds == std::map<std::string, int>{{"collective", 2}, {"copy", 1}, {"gemm", 2}, {"memory_bound", 1}});
   for (const auto& k : k0)
     if (k["kind"] == "collective") CHECK(k["class"] == "communication");
   const CliResult csv = cli({kData + "rank0.json", kData + "rank1.json.gz", "--kernels", "--format", "csv"});
@@ -451,11 +469,11 @@ TEST_CASE("trace: -o writes the report atomically", "[trace]") {
 
 TEST_CASE("trace: kernel classes and GEMM shapes by name and op", "[trace]") {
   using namespace overlap::traces;
-  CHECK(classify_kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL") == ActivityClass::communication);
-  CHECK(classify_kernel("sm90_xmma_gemm_bf16bf16") == ActivityClass::compute);
-  CHECK(is_gemm_kernel("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTN"));
-  CHECK(is_gemm_kernel("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn"));
-  CHECK_FALSE(is_gemm_kernel("void at::native::vectorized_elementwise_kernel<4>"));
+  // Every family's names: tests/trace/test_kernel_kind.cpp.
+  CHECK(activity_class(builtin_kernel_family("ncclDevKernel_AllReduce_Sum_bf16_RING_LL")) == ActivityClass::communication);
+  CHECK(activity_class(builtin_kernel_family("sm90_xmma_gemm_bf16bf16")) == ActivityClass::compute);
+  CHECK(builtin_kernel_family("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTN").kind == KernelKind::gemm);
+  CHECK(builtin_kernel_family("void at::native::vectorized_elementwise_kernel<4>").kind == KernelKind::memory_bound);
   CHECK(collective_from_kernel_name("ncclKernel_ReduceScatter_RING_LL_Sum_half") == "reduce_scatter");
   CHECK(collective_from_kernel_name("ncclDevKernel_SendRecv") == "send_recv");
   CHECK(collective_from_kernel_name("reduce_scatter_tensor_coalesced") == "reduce_scatter");

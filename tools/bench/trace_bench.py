@@ -24,7 +24,7 @@ BLOCK_US = 100  # one block every 100 us; GEMM [0, 50), all-reduce [30, 70), GEL
 
 def block(i, pid):
     t = 1_000_000 + i * BLOCK_US
-    c = 3 * i
+    c = 3 * i + 1_000_000_000  # CUPTI's correlation ids: a counter apart from the ops' External ids
     e = 3 * i
     return (
         f'{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": {pid}, "tid": {pid}, "ts": {t - 10}.125, "dur": 3.5, '

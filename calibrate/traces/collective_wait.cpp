@@ -1,0 +1,109 @@
+// Collective kernels split into waiting for peers and the transfer (calibrate/traces/collective_wait.hpp).
+#include "calibrate/traces/collective_wait.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace overlap::traces {
+
+CollectiveSplit split_collective_waits(std::vector<RankReport>& ranks) {
+  CollectiveSplit out;
+  if (ranks.size() < 2) return out;
+  bool every_group_named = true;
+  for (const RankReport& r : ranks)
+    for (const CommKernel& k : r.comm_sequence)
+      every_group_named = every_group_named && !r.comms[static_cast<std::size_t>(k.group)].process_group.empty();
+  // (library, collective, bytes, process group) -> per rank, its kernels of that kind in order.
+  using Kind = std::tuple<std::string, std::string, std::int64_t, std::string>;
+  std::map<Kind, std::vector<std::vector<const CommKernel*>>> kinds;
+  for (std::size_t ri = 0; ri < ranks.size(); ++ri) {
+    for (const CommKernel& k : ranks[ri].comm_sequence) {
+      const CommGroup& g = ranks[ri].comms[static_cast<std::size_t>(k.group)];
+      auto& per_rank = kinds[Kind{g.library, g.collective, g.bytes.value_or(-1), every_group_named ? g.process_group : ""}];
+      per_rank.resize(ranks.size());
+      per_rank[ri].push_back(&k);
+    }
+  }
+  struct Member {
+    std::size_t rank;
+    const CommKernel* kernel;
+  };
+  std::vector<std::vector<Member>> collectives;
+  for (const auto& [kind, per_rank] : kinds) {
+    std::vector<std::size_t> present;
+    for (std::size_t ri = 0; ri < per_rank.size(); ++ri)
+      if (!per_rank[ri].empty()) present.push_back(ri);
+    if (present.size() < 2) continue;  // on one rank only: nothing to wait for that the traces show
+    const std::size_t n = per_rank[present.front()].size();
+    const bool same = std::all_of(present.begin(), present.end(), [&](std::size_t ri) { return per_rank[ri].size() == n; });
+    if (!same) {
+      std::string counts;
+      for (std::size_t ri : present)
+        counts += fmt::format("{}{}{} on rank {}", counts.empty() ? "" : ", ", per_rank[ri].size(),
+                              counts.empty() ? " kernels" : "", ranks[ri].rank);
+      const auto& [library, collective, bytes, group] = kind;
+      out.notes.push_back(fmt::format("{}{}{}: {}: not matched (the traces cover different windows), their times include "
+                                      "waiting",
+                                      collective, bytes >= 0 ? fmt::format(" {} B", bytes) : std::string(),
+                                      group.empty() ? "" : " in process group " + group, counts));
+      continue;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      std::vector<Member> c;
+      for (std::size_t ri : present) c.push_back({ri, per_rank[ri][i]});
+      collectives.push_back(std::move(c));
+    }
+  }
+  if (collectives.empty()) return out;
+  // Clock offsets from the lowest rank (ranks[0]): the lower median of end differences. The
+  // processes of one export (an Nsight Systems report of the whole job) share its clock.
+  const bool one_file = std::all_of(ranks.begin(), ranks.end(), [&](const RankReport& r) { return r.file == ranks[0].file; });
+  std::vector<std::int64_t> offset(ranks.size(), 0);
+  std::vector<bool> aligned(ranks.size(), one_file);
+  aligned[0] = true;
+  for (std::size_t ri = 1; ri < ranks.size() && !one_file; ++ri) {
+    std::vector<std::int64_t> diffs;
+    for (const auto& c : collectives) {
+      const Member* ref = nullptr;
+      const Member* mine = nullptr;
+      for (const Member& m : c) {
+        if (m.rank == 0) ref = &m;
+        if (m.rank == ri) mine = &m;
+      }
+      if (ref && mine) diffs.push_back(mine->kernel->end_ns - ref->kernel->end_ns);
+    }
+    if (diffs.empty()) continue;
+    std::sort(diffs.begin(), diffs.end());
+    offset[ri] = diffs[(diffs.size() - 1) / 2];
+    aligned[ri] = true;
+  }
+  for (std::size_t ri = 0; ri < ranks.size(); ++ri) {
+    if (aligned[ri]) {
+      ranks[ri].clock_offset_ns = offset[ri];
+    } else if (!ranks[ri].comm_sequence.empty()) {
+      out.notes.push_back(fmt::format("rank {} shares no matched collective with rank {}: its clock is taken as recorded",
+                                      ranks[ri].rank, ranks[0].rank));
+    }
+  }
+  for (const auto& c : collectives) {
+    std::int64_t last = INT64_MIN;
+    for (const Member& m : c) last = std::max(last, m.kernel->start_ns - offset[m.rank]);
+    for (const Member& m : c) {
+      const std::int64_t start = m.kernel->start_ns - offset[m.rank];
+      const std::int64_t dur = m.kernel->end_ns - m.kernel->start_ns;
+      const std::int64_t wait = std::clamp(last - start, std::int64_t{0}, dur);
+      CommGroup& g = ranks[m.rank].comms[static_cast<std::size_t>(m.kernel->group)];
+      ++g.matched;
+      g.wait_ns += wait;
+      g.transfer_ns += dur - wait;
+      g.transfer_durations_ns.push_back(dur - wait);
+    }
+  }
+  out.matched = static_cast<std::int64_t>(collectives.size());
+  return out;
+}
+
+}  // namespace overlap::traces

@@ -1,0 +1,143 @@
+#include "sim/step_memory.hpp"
+
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "sim/report.hpp"
+#include "sim/workload_shapes.hpp"
+
+namespace overlap::sim {
+
+namespace {
+
+memory::RecomputePolicy recompute_policy(Recompute r) {
+  switch (r) {
+    case Recompute::none: return memory::RecomputePolicy::none;
+    case Recompute::selective: return memory::RecomputePolicy::selective;
+    case Recompute::full: return memory::RecomputePolicy::full;
+  }
+  return memory::RecomputePolicy::none;
+}
+
+memory::ZeroStage zero_stage(Sharding s) {
+  switch (s) {
+    case Sharding::none: return memory::ZeroStage::none;
+    case Sharding::zero1: return memory::ZeroStage::optimizer;
+    case Sharding::zero2: return memory::ZeroStage::gradients;
+    case Sharding::zero3: return memory::ZeroStage::parameters;
+  }
+  return memory::ZeroStage::none;
+}
+
+std::string gib(Bytes b) { return fmt::format("{:.2f}", static_cast<double>(b) / static_cast<double>(Bytes{1} << 30)); }
+
+}  // namespace
+
+const char* const kStepMemoryScope =
+    "counted: bf16/fp16 weights, gradients in parallel.grad_dtype, Adam's fp32 master weights and two moments (12 "
+    "bytes per parameter) sharded by parallel.fsdp over dp; every layer's stored activations of the micro-batch "
+    "(Korthikanti et al. Sec. 4-5, with GQA, SwiGLU, FlashAttention, no dropout, sequence parallelism); FP8 weight "
+    "copies and amax histories; NCCL and cuBLAS buffers; at the peak, ZeRO-3's gathered layers and the first "
+    "layer's recomputation. Not counted: the embedding and output layer (the workload has no vocabulary), the CUDA "
+    "context, allocator fragmentation";
+
+std::optional<StepMemory> step_memory(const Workload& w, const HardwareProfile& hw) {
+  const auto* t = std::get_if<Transformer>(&w.shape);
+  if (w.kind != "transformer" || t == nullptr || t->moe || t->mla || !has_backward(w)) return std::nullopt;
+  memory::StepMemoryInput in;
+  memory::LayerShape& l = in.layer;
+  l.seq = t->seq;
+  l.micro_batch = t->batch;
+  l.d_model = t->d_model;
+  l.heads = t->heads;
+  l.kv_heads = t->kv_heads;
+  l.head_dim = t->head_dim;
+  l.d_ffn = t->d_ffn;
+  l.gated = transformer_mlp(*t).gated;
+  // FP8 GEMMs keep their other activations in bf16 (Transformer Engine), and their saved inputs in fp8.
+  l.activation_bytes = t->dtype == DType::fp32 ? 4 : 2;
+  l.linear_input_bytes = dtype_bytes(t->dtype);
+  // The simulated layer has no dropout kernels (Llama-family configs: attention_dropout 0) and runs core
+  // attention as a FlashAttention-style tiled kernel (sim/workload_shapes.cpp attention_shapes).
+  l.dropout = false;
+  l.attention = memory::CoreAttention::flash;
+  // The transformer workload is Megatron-LM's TP with sequence parallelism (sim/workload.hpp).
+  in.parallel = memory::LayerParallel{w.tp, true};
+  in.layers = t->layers;
+  in.recompute = recompute_policy(w.training.recompute);
+  const DataParallel& dp = w.training.parallel;
+  in.dp = dp.dp;
+  in.zero = zero_stage(dp.fsdp);
+  in.zero3_prefetch = dp.prefetch;
+  // fp32 weights need no separate master copy: Adam's two moments only.
+  in.state.param_bytes = t->dtype == DType::fp32 ? 4 : 2;
+  in.state.grad_bytes = dtype_bytes(dp.grad_dtype);
+  in.state.optimizer_bytes = t->dtype == DType::fp32 ? 8 : 12;
+  in.fp8 = t->dtype == DType::fp8;
+  in.nccl_channels = hw.comm.channels;
+  in.communicators = dp.dp > 1 ? 2 : 1;
+  StepMemory m;
+  m.bytes = memory::step_memory(in);
+  m.hbm_bytes = hw.gpu.hbm_bytes;
+  return m;
+}
+
+std::string step_memory_keys(const Workload& w) {
+  const auto* t = std::get_if<Transformer>(&w.shape);
+  if (t == nullptr) return {};
+  const DataParallel& dp = w.training.parallel;
+  return fmt::format(
+      "workload.model = {} ({} layers, d_model {}, d_ffn {}), workload.tp = {}, workload.batch = {}, workload.seq = {}, "
+      "workload.dtype = {}, workload.recompute = {}, workload.parallel.dp = {}, workload.parallel.fsdp = {}, "
+      "workload.parallel.grad_dtype = {}",
+      t->model.empty() ? "custom" : t->model, t->layers, t->d_model, t->d_ffn, w.tp, t->batch, t->seq,
+      dtype_name(t->dtype), recompute_name(w.training.recompute), dp.dp, sharding_name(dp.fsdp), dtype_name(dp.grad_dtype));
+}
+
+std::string format_step_memory(const StepMemory& m) {
+  const memory::StepMemoryBytes& b = m.bytes;
+  const std::vector<std::string> headers = {"params", "grads", "optimizer", "activations", "buffers",
+                                            "transient", "peak", "HBM"};
+  const std::vector<std::vector<std::string>> rows = {
+      {gib(b.params_bytes), gib(b.grads_bytes), gib(b.optimizer_bytes), gib(b.activations_bytes), gib(b.buffers_bytes()),
+       gib(b.transient_bytes), gib(b.peak_bytes), m.hbm_bytes > 0 ? gib(m.hbm_bytes) : std::string("not given")}};
+  const std::vector<std::size_t> width = column_widths(headers, rows);
+  const std::string align(headers.size(), '>');
+  std::string out = "\n" + wrap_text(fmt::format("memory per GPU, GiB ({:.2f} B parameters per GPU before sharding; "
+                                                 "peak = the states, activations and buffers, plus what is live at the "
+                                                 "backward's start; HBM = hardware.gpu.hbm_bytes; docs/guide/training.md "
+                                                 "\"Memory per GPU\")",
+                                                 static_cast<double>(b.params_per_gpu) / 1e9),
+                                     kTableWidth, "  ");
+  out += table_line(headers, width, align);
+  for (const auto& row : rows) out += table_line(row, width, align);
+  if (!m.fits())
+    out += wrap_text(fmt::format("WARNING: the peak ({} GiB) exceeds the profile's HBM ({} GiB) by {} GiB: this step "
+                                 "does not fit one GPU (`run --fit-only` refuses it)",
+                                 gib(b.peak_bytes), gib(m.hbm_bytes), gib(b.peak_bytes - m.hbm_bytes)),
+                     kTableWidth, "  ");
+  return out;
+}
+
+nlohmann::json step_memory_json(const StepMemory& m) {
+  const memory::StepMemoryBytes& b = m.bytes;
+  nlohmann::json j;
+  j["params_per_gpu"] = b.params_per_gpu;
+  j["params_bytes"] = b.params_bytes;
+  j["grads_bytes"] = b.grads_bytes;
+  j["optimizer_bytes"] = b.optimizer_bytes;
+  j["activations_bytes"] = b.activations_bytes;
+  j["buffers_bytes"] = b.buffers_bytes();
+  j["fp8_bytes"] = b.fp8_bytes;
+  j["nccl_bytes"] = b.nccl_bytes;
+  j["workspace_bytes"] = b.workspace_bytes;
+  j["transient_bytes"] = b.transient_bytes;
+  j["peak_bytes"] = b.peak_bytes;
+  j["hbm_bytes"] = m.hbm_bytes > 0 ? nlohmann::json(m.hbm_bytes) : nlohmann::json();
+  j["fits"] = m.fits();
+  j["scope"] = kStepMemoryScope;
+  return j;
+}
+
+}  // namespace overlap::sim

@@ -1,0 +1,39 @@
+#pragma once
+// The memory per GPU of a transformer workload's training step (docs/guide/training.md "Memory per
+// GPU"): the workload and the profile mapped onto cost_model/memory_model.hpp, the block the report
+// prints and the check `run --fit-only` makes.
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cost_model/hardware_profile.hpp"
+#include "cost_model/memory_model.hpp"
+#include "sim/workload.hpp"
+
+namespace overlap::sim {
+
+struct StepMemory {
+  memory::StepMemoryBytes bytes;
+  Bytes hbm_bytes = 0;  // the profile's gpu.hbm_bytes; 0 = not given
+  // The peak is within the profile's capacity (true when the capacity is not given: nothing to check).
+  bool fits() const { return hbm_bytes == 0 || bytes.peak_bytes <= hbm_bytes; }
+};
+
+// The step's memory per GPU, or nullopt when the memory model does not cover the workload: only a dense
+// transformer (no MoE layers, no latent attention) with a backward (pass backward or step).
+std::optional<StepMemory> step_memory(const Workload& w, const HardwareProfile& hw);
+
+// What the model counts and leaves out, one line (the report and the docs say it once).
+extern const char* const kStepMemoryScope;
+
+// The workload keys that decide the memory, with their values: "workload.tp = 8, workload.batch = 1, ...".
+std::string step_memory_keys(const Workload& w);
+
+// The report's block: a heading, one row of GiB figures, and a warning line when the peak is above the
+// profile's HBM capacity.
+std::string format_step_memory(const StepMemory& m);
+// The same as JSON: every figure in bytes, the capacity (null when not given) and whether it fits.
+nlohmann::json step_memory_json(const StepMemory& m);
+
+}  // namespace overlap::sim
