@@ -272,9 +272,10 @@ void profile_keys_section(std::ostringstream& o) {
                        info.source.empty() ? "-" : cell(std::string(info.source)));
     }
   }
-  o << "\nThree keys exist only with their topology: `fabric.virtual_link` (`d2d` or `host`; `topology: "
-       "virtual`), `fabric.rails` (bool; `topology: multi_node`), and `fabric.nodes` / `fabric.edges` (the graph "
-       "itself; `topology: explicit`). Measured data go under `curves` (bandwidth curves per "
+  o << "\nSome keys exist only with their topology: `fabric.virtual_link` (`d2d` or `host`; `topology: "
+       "virtual`), `fabric.rails` (bool), `fabric.nics_per_node` (0 = one NIC per GPU) and `fabric.nic_efficiency` "
+       "(the share of a NIC's rate a collective reaches) with `topology: multi_node`, and `fabric.nodes` / "
+       "`fabric.edges` (the graph itself; `topology: explicit`). Measured data go under `curves` (bandwidth curves per "
        "primitive or transport) and `gemm_profiles` (measured GEMMs), which have no defaults:\n\n"
        "| key | type | unit | required | valid range | meaning | source |\n| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const ps::KeyInfo& k : ps::all_keys()) {
