@@ -1121,6 +1121,27 @@ def add_bounded_message_entries(corpus, mlp_path):
                    max_stderr_bytes=512)
 
 
+def add_network_memory_trace_entries(corpus, mlp_path):
+    """The inputs added with the NICs of a multi-node profile, the step's memory check and the trace's
+    own kernel patterns: each refused naming the profile or flag and the key."""
+    base = ["run", mlp_path, "--scheme", "no_overlap", "--hardware", "h100-2node-ib400", "--set"]
+    for value in ["3", "16", "-1", "1.5", "abc"]:
+        corpus.add_cli(f"nics_per_node_{value}", base + [f"hardware.fabric.nics_per_node={value}"], "topology",
+                       "h100-2node-ib400", "hardware.fabric.nics_per_node")
+    for value in ["0", "1.5", "nan"]:
+        corpus.add_cli(f"nic_efficiency_{value}", base + [f"hardware.fabric.nic_efficiency={value}"], "out_of_range",
+                       "h100-2node-ib400", "hardware.fabric.nic_efficiency")
+    corpus.add_cli("nics_per_node_one_node", ["run", mlp_path, "--scheme", "no_overlap", "--set",
+                                              "hardware.fabric.nics_per_node=8"], "topology", "--set",
+                   "hardware.fabric.nics_per_node")
+    corpus.add_cli("fit_only_does_not_fit", ["run", "{src}/scenarios/llama3-70b-tp8-train-step.yaml", "--fit-only"],
+                   "work_budget", "llama3-70b-tp8-train-step.yaml", "workload")
+    corpus.add_cli("trace_comm_kernel_regex", ["trace", RANK0, "--comm-kernel", "nccl[("], "bad_trace_flag",
+                   "--comm-kernel", None)
+    corpus.add_cli("trace_compute_kernel_empty", ["trace", RANK0, "--compute-kernel", ""], "bad_trace_flag",
+                   "--compute-kernel", None)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "bad_inputs"))
@@ -1169,6 +1190,7 @@ def main():
     add_output_input_entries(corpus, mlp_path)
     add_out_of_memory_entries(corpus, mlp_path)
     add_bounded_message_entries(corpus, mlp_path)
+    add_network_memory_trace_entries(corpus, mlp_path)
 
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"generator": "tools/make_bad_inputs.py", "seed": SEED, "entries": corpus.entries}, f, indent=1)
