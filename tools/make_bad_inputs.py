@@ -31,7 +31,9 @@ manifest.json lists the entries; each has
 `{repeat:TEXT:N}` in an argument, a written file or a kept text stands for TEXT written N times.
 cli.txt lists the CLI entries' command lines, one a line, for reading.
 
-Usage: tools/make_bad_inputs.py [--out tests/data/bad_inputs]
+Usage: tools/make_bad_inputs.py [--out tests/data/bad_inputs] [--append]
+  --append keeps the committed entries as they are and adds those of the generators in APPENDED not
+  there yet (a full run re-draws the mutations whenever a shipped scenario, profile or key changes).
 """
 import argparse
 import copy
@@ -147,15 +149,28 @@ def misspell(word, rng):
     return word + "x"
 
 
+def name_of(ident):
+    """An entry's id without its four-digit sequence prefix."""
+    return ident.split("_", 1)[1] if "_" in ident else ident
+
+
 class Corpus:
-    def __init__(self, out):
+    def __init__(self, out, committed=None):
         self.out = out
-        self.entries = []
+        # --append: the committed entries stay as they are; an entry whose name is already among them
+        # is not added again, and every new one is numbered after them.
+        self.entries = list(committed or [])
+        self.known = {name_of(e["id"]) for e in self.entries}
         self.ids = set()
 
+    def _new_ident(self, name):
+        ident = re.sub(r"[^A-Za-z0-9_.+-]", "_", f"{len(self.entries):04d}_{name}")[:120]
+        return None if name_of(ident) in self.known else ident
+
     def add_file(self, sub, name, text, cls, argv, where, key, binary=False, exit_code=2):
-        ident = f"{len(self.entries):04d}_{name}"
-        ident = re.sub(r"[^A-Za-z0-9_.+-]", "_", ident)[:120]
+        ident = self._new_ident(name)
+        if ident is None:
+            return
         rel = f"{sub}/{ident}.yaml"
         path = os.path.join(self.out, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -168,7 +183,9 @@ class Corpus:
         self.entries.append(entry)
 
     def add_cli(self, name, argv, cls, where, key, setup=None, keep=None, **extra):
-        ident = re.sub(r"[^A-Za-z0-9_.+-]", "_", f"{len(self.entries):04d}_{name}")[:120]
+        ident = self._new_ident(name)
+        if ident is None:
+            return
         entry = {"id": ident, "class": cls, "argv": argv, "where": where, "key": key}
         if setup:
             entry["setup"] = setup
@@ -1142,11 +1159,30 @@ def add_network_memory_trace_entries(corpus, mlp_path):
                    "--compute-kernel", None)
 
 
+# Generators whose entries follow every mutation; `--append` runs only these. A new generator goes at
+# the end, so that `tools/make_bad_inputs.py --append` adds its entries and keeps the committed ones.
+APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
+            add_network_memory_trace_entries]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "bad_inputs"))
+    ap.add_argument("--append", action="store_true",
+                    help="keep every committed entry (ids and files) and add only the entries of the "
+                         "generators in APPENDED that are not there yet, numbered after them")
     args = ap.parse_args()
     out = args.out
+    mlp_path = "{src}/scenarios/llama3-70b-tp8-mlp.yaml"
+    if args.append:
+        with open(os.path.join(out, "manifest.json")) as f:
+            corpus = Corpus(out, json.load(f)["entries"])
+        committed = len(corpus.entries)
+        for add in APPENDED:
+            add(corpus, mlp_path)
+        write_manifest(corpus, out)
+        print(f"{len(corpus.entries) - committed} entries appended to the {committed} committed ones in {out}")
+        return 0
     for sub in ("scenarios", "profiles"):
         shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
     os.makedirs(out, exist_ok=True)
@@ -1179,7 +1215,6 @@ def main():
     add_huge_lists(corpus, mlp, run_file)
     h100_text = add_examples(corpus, mlp, run_file, show_file)
     # {src}: the source tree; {tmp}: a scratch directory (outputs land there).
-    mlp_path = "{src}/scenarios/llama3-70b-tp8-mlp.yaml"
     add_cli_entries(corpus, mlp_path)
     add_robustness_entries(corpus, mlp, h100_text, run_file, show_file, mlp_path)
     add_training_entries(corpus, training, run_file)
@@ -1187,11 +1222,12 @@ def main():
     add_moe_step_entries(corpus, moe_step, run_file)
     add_moe_transformer_step_entries(corpus, moe_transformer_step, run_file)
     # Added last, so every earlier entry keeps its id.
-    add_output_input_entries(corpus, mlp_path)
-    add_out_of_memory_entries(corpus, mlp_path)
-    add_bounded_message_entries(corpus, mlp_path)
-    add_network_memory_trace_entries(corpus, mlp_path)
+    for add in APPENDED:
+        add(corpus, mlp_path)
+    write_manifest(corpus, out)
 
+
+def write_manifest(corpus, out):
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"generator": "tools/make_bad_inputs.py", "seed": SEED, "entries": corpus.entries}, f, indent=1)
         f.write("\n")
