@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Every shipped scenario's output and the papers table, compared with the committed ones.
+
+A refactor must leave what users read unchanged; a change of the model must say which outputs moved.
+For every scenario under scenarios/ and scenarios/papers/ this runs `overlap-sim run FILE` (the table a
+user reads, committed as tests/data/golden/<stem>.txt) and `overlap-sim run FILE --format json` (every
+figure at full precision, committed as its SHA-256 in tests/data/golden/SHA256SUMS: 11 MB of JSON is
+too much to keep, and a hash still tells a byte apart); the same for `validate --papers`. The source
+directory is written as {src} so the outputs do not depend on where the clone lives.
+
+  tests/golden/shipped_outputs.py --binary build/tools/overlap-sim            compare (exit 1 on a change)
+  tests/golden/shipped_outputs.py --binary build/tools/overlap-sim --update   rewrite, list what moved
+"""
+import argparse
+import concurrent.futures
+import difflib
+import hashlib
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GOLDEN = os.path.join(ROOT, "tests", "data", "golden")
+
+
+def shipped_runs():
+    """(name, argv) for every output compared: each shipped scenario, and the papers table."""
+    runs = []
+    for sub in ("scenarios", os.path.join("scenarios", "papers")):
+        folder = os.path.join(ROOT, sub)
+        for f in sorted(os.listdir(folder)):
+            if f.endswith(".yaml"):
+                runs.append((os.path.splitext(f)[0], ["run", os.path.join(folder, f)]))
+    runs.append(("validate-papers", ["validate", "--papers"]))
+    return runs
+
+
+def output_of(binary, argv):
+    proc = subprocess.run([binary] + argv, cwd=ROOT, capture_output=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"overlap-sim {' '.join(argv)} exited {proc.returncode}: "
+                           f"{proc.stderr.decode(errors='replace')[:2000]}")
+    return proc.stdout.decode().replace(ROOT, "{src}")
+
+
+def both_outputs(binary, name, argv):
+    text = output_of(binary, argv)
+    digest = hashlib.sha256(output_of(binary, argv + ["--format", "json"]).encode()).hexdigest()
+    return name, text, digest
+
+
+def read_sums():
+    sums = {}
+    path = os.path.join(GOLDEN, "SHA256SUMS")
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                digest, name = line.split()
+                sums[name] = digest
+    return sums
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--binary", required=True)
+    ap.add_argument("--update", action="store_true", help="rewrite the committed outputs")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    runs = shipped_runs()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = list(pool.map(lambda r: both_outputs(args.binary, *r), runs))
+
+    sums = read_sums()
+    moved = []
+    for name, text, digest in results:
+        path = os.path.join(GOLDEN, name + ".txt")
+        old_text = open(path).read() if os.path.exists(path) else None
+        if old_text == text and sums.get(name) == digest:
+            continue
+        moved.append(name)
+        if args.update:
+            continue
+        if old_text is None:
+            print(f"{name}: no committed output ({os.path.relpath(path, ROOT)})")
+        elif old_text != text:
+            diff = list(difflib.unified_diff(old_text.splitlines(), text.splitlines(), "committed", "now",
+                                             lineterm="", n=1))
+            print(f"{name}: the table differs\n" + "\n".join(diff[:80]))
+        else:
+            print(f"{name}: the table is the same, the JSON (full precision) differs")
+    stale = sorted(set(sums) - {name for name, _, _ in results})
+
+    if args.update:
+        os.makedirs(GOLDEN, exist_ok=True)
+        for name, text, _ in results:
+            with open(os.path.join(GOLDEN, name + ".txt"), "w") as f:
+                f.write(text)
+        for name in stale:
+            old = os.path.join(GOLDEN, name + ".txt")
+            if os.path.exists(old):
+                os.remove(old)
+        with open(os.path.join(GOLDEN, "SHA256SUMS"), "w") as f:
+            for name, _, digest in sorted(results):
+                f.write(f"{digest}  {name}\n")
+        print(f"{len(results)} outputs written; changed: {', '.join(moved) or 'none'}"
+              + (f"; removed: {', '.join(stale)}" if stale else ""))
+        return 0
+    for name in stale:
+        print(f"{name}: committed but no longer shipped (run with --update)")
+    if moved or stale:
+        print(f"{len(moved) + len(stale)} of {len(results)} outputs differ from tests/data/golden/. If the "
+              "change is meant, rewrite them with --update and say in the commit which moved and why.")
+        return 1
+    print(f"{len(results)} outputs identical to tests/data/golden/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
