@@ -1,0 +1,95 @@
+#pragma once
+// Pipeline-parallel schedules: the order in which each pipeline stage runs the forward and backward
+// passes of its micro-batches, and the timeline that order gives when each pass takes a known time
+// and activations and gradients take a known time to cross from one stage to the next.
+//
+//   gpipe             every forward, then every backward (Huang et al., GPipe, Sec. 2.2).
+//   one_f_one_b       PipeDream-Flush / 1F1B: stage s runs pp - s - 1 forwards, then alternates one
+//                     forward and one backward, then drains its backwards (Narayanan et al. SC'21,
+//                     Sec. 2.2.1). At most pp - s micro-batches' activations are held at once.
+//   interleaved       Megatron-LM's interleaved 1F1B: each stage holds vpp model chunks (virtual stage
+//                     c * pp + s) and runs micro-batches in groups of pp per chunk (Narayanan et al.
+//                     SC'21, Sec. 2.2.2); the bubble shrinks by vpp at the price of vpp times the
+//                     stage-to-stage transfers.
+//   zero_bubble_h1    ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR'24, Sec. 3.1): the
+//                     backward split into the input gradient (B, on the critical path) and the weight
+//                     gradient (W, needed only by the optimizer); a stage runs B first, then F while it
+//                     holds fewer than 1F1B's pp - s micro-batches, and fills any wait with a pending W.
+//                     Same activation memory as 1F1B, bubble (pp - 1)(F + B - W) instead of
+//                     (pp - 1)(F + B + W).
+//
+// The timeline here is the schedule's own arithmetic: each pass a fixed duration, each transfer a
+// fixed delay that overlaps compute (sent asynchronously, as Megatron-LM and torchtitan do). It is
+// exact for that model and is what the closed forms (the 1F1B bubble (pp - 1) / (m + pp - 1)) are
+// stated for; the engine prices the passes themselves.
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "cost_model/units.hpp"
+
+namespace overlap::sim {
+
+enum class PipelineSchedule : std::uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble_h1 };
+
+// "gpipe", "1f1b", "interleaved", "zb-h1"; from_name throws std::invalid_argument listing them.
+std::string_view pipeline_schedule_name(PipelineSchedule s);
+PipelineSchedule pipeline_schedule_from_name(std::string_view name);
+
+// forward; backward (the whole backward, or only the input gradient where the schedule splits it);
+// weight (the weight gradient, split schedules only).
+enum class PipelinePass : std::uint8_t { forward, backward, weight };
+
+struct PipelineWork {
+  PipelinePass pass = PipelinePass::forward;
+  int micro_batch = 0;
+  int chunk = 0;  // the stage's model chunk (0..vpp-1): virtual stage chunk * pp + stage
+  bool operator==(const PipelineWork&) const = default;
+};
+
+struct PipelineShape {
+  int stages = 1;          // pp
+  int chunks = 1;          // vpp: model chunks per stage (interleaved only; 1 otherwise)
+  int micro_batches = 1;   // per step
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+};
+
+// Throws std::invalid_argument naming the rule a shape breaks: stages, chunks, micro_batches >= 1;
+// chunks > 1 only for interleaved, which also needs micro_batches a multiple of stages (Megatron-LM
+// runs micro-batches in groups of pp per chunk).
+void check_pipeline_shape(const PipelineShape& shape);
+
+// Each stage's fixed order of work (gpipe, one_f_one_b, interleaved). zero_bubble_h1 decides at run
+// time and has no fixed order: run_pipeline's timeline lists what it ran.
+std::vector<std::vector<PipelineWork>> pipeline_order(const PipelineShape& shape);
+
+struct PipelineCosts {
+  // One micro-batch's pass on each virtual stage (chunk * pp + stage), stages * chunks entries each:
+  // uneven first and last stages (the embedding, the output layer and loss) are uneven entries.
+  std::vector<Ps> forward_ps, backward_ps, weight_ps;  // weight_ps: zero_bubble_h1 only (else empty)
+  // Activations (forward) or their gradients (backward) from one stage to the next: the delay
+  // between the end of a pass and when the next stage may start on it. Not paid between two chunks
+  // of the same stage (pp = 1 with vpp > 1).
+  Ps p2p_ps = 0;
+};
+
+struct PipelineSlot {
+  PipelineWork work;
+  Ps start_ps = 0;
+  Ps end_ps = 0;
+};
+
+struct PipelineTimeline {
+  std::vector<std::vector<PipelineSlot>> stages;  // per stage, in the order run
+  Ps step_ps = 0;                                  // the last pass's end
+  std::vector<Ps> busy_ps;                         // per stage: the sum of its passes
+  // Per stage: the most micro-batch chunks whose forward ran and whose backward did not yet (the
+  // activations the stage holds at its peak, in units of one chunk's activations).
+  std::vector<int> peak_in_flight;
+};
+
+// Runs the schedule on the costs. Throws std::invalid_argument for a bad shape or cost vectors of the
+// wrong length or with negative entries, std::logic_error if the order cannot finish (a bug).
+PipelineTimeline run_pipeline(const PipelineShape& shape, const PipelineCosts& costs);
+
+}  // namespace overlap::sim
