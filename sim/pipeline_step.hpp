@@ -1,0 +1,63 @@
+#pragma once
+// A transformer training step under pipeline parallelism: each stage's forward and backward of one
+// micro-batch simulated by the engine with the scheme's tensor-parallel overlap (one TP group; every
+// middle stage alike), the stage-to-stage activation transfers priced by the cost model, and the
+// schedule (sim/pipeline_schedule.hpp) composing them into the step.
+//
+// What is composed, not simulated as one graph: a stage's passes do not overlap each other in the
+// engine (1F1B runs one at a time on a stage, so only the stage-to-stage transfers could overlap
+// compute, and those are sent asynchronously as Megatron-LM does: a delay, not a held resource).
+// Data-parallel gradient reduction runs once per step after a stage's last backward, exposed as the
+// engine measures it for one micro-batch's step of the stage's layers (DDP and ZeRO-1/2; ZeRO-3 with
+// pipeline parallelism, which gathers parameters for every micro-batch, is refused).
+// Not yet in a stage's time: the embedding, the output layer and the loss of the first and last
+// stage (every stage is priced as a middle stage).
+#include <string>
+#include <vector>
+
+#include "sim/metrics.hpp"
+#include "sim/pipeline_schedule.hpp"
+
+namespace overlap::sim {
+
+struct PipelineParallel {
+  int pp = 1;             // stages
+  int vpp = 1;            // model chunks per stage (interleaved)
+  int micro_batches = 1;  // per step; the workload's batch is one micro-batch
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+};
+
+struct PipelineStepResult {
+  std::string scheme;
+  Ps chunk_forward_ps = 0;   // one micro-batch through one model chunk (layers / (pp x vpp))
+  Ps chunk_backward_ps = 0;
+  Bytes p2p_bytes = 0;       // one TP rank's activation shard to the next stage
+  Ps p2p_ps = 0;
+  Ps pipeline_ps = 0;        // the schedule's makespan
+  Ps exposed_dp_ps = 0;      // the gradient reduction after the last backward
+  Ps step_ps = 0;            // pipeline + exposed DP
+  Ps bubble_ps = 0;          // the busiest stage's idle time within the pipeline
+  double bubble_fraction = 0;
+  std::vector<int> peak_micro_batches;  // per stage: chunk activations held at the peak
+  double tokens_per_s = 0;   // the whole job: micro-batch tokens x micro-batches x dp / step
+  PipelineTimeline timeline;
+};
+
+// Throws std::invalid_argument naming the rule a configuration breaks (layers divisible by
+// pp x vpp; the schedule's own rules; a transformer workload; ZeRO-3).
+void check_pipeline_parallel(const Workload& workload, const PipelineParallel& pp);
+
+// The activation shard one TP rank sends to the next stage: micro-batch tokens / tp (sequence
+// parallel) x d_model in the workload's dtype.
+Bytes pipeline_p2p_bytes(const Workload& workload);
+
+// One transfer of `bytes` between adjacent stages: NCCL send/recv over the NIC when a stage boundary
+// leaves the node (tp x dp >= gpus_per_node, Megatron-LM's rank order with PP outermost), over NVLink
+// inside it.
+Ps pipeline_p2p_ps(const HardwareProfile& hardware, const Workload& workload, Bytes bytes);
+
+std::vector<PipelineStepResult> evaluate_pipeline(const std::vector<SchemeRequest>& schemes,
+                                                  const Workload& workload, const HardwareProfile& hardware,
+                                                  Fidelity fidelity, const PipelineParallel& pp);
+
+}  // namespace overlap::sim
