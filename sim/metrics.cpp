@@ -15,7 +15,9 @@
 #include "cost_model/input_error.hpp"
 #include "sim/backward_shapes.hpp"
 #include "sim/engine.hpp"
+#include "sim/layer_composition.hpp"
 #include "sim/node_builder.hpp"
+#include "sim/scenario.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "sim/workload_shapes.hpp"
 
@@ -436,6 +438,9 @@ std::vector<SchemeResult> evaluate_all(const std::vector<SchemeRequest>& schemes
     if (!info) throw std::invalid_argument(fmt::format("schemes: unknown scheme '{}'", req.name));
     infos.push_back(info);
   }
+  // A transformer too deep to simulate whole: its identical layers once, the rest composed.
+  if (composition_base_layers(workload) && gemm_tiles_per_rank(workload) > kMaxGemmTilesPerRank)
+    return evaluate_all_composed(schemes, workload, hardware, fidelity, options);
   const std::string base_name = baseline_scheme_for(workload);
   std::vector<SchemeResult> out;
   std::optional<Ps> baseline_ps;
@@ -569,6 +574,7 @@ nlohmann::json to_json(const SchemeResult& r) {
     util.push_back({{"rank", u.rank}, {"sm", u.sm}, {"copy_engine", u.copy_engine}});
   j["utilization"] = util;
   j["events"] = r.events;
+  if (r.composed_from_layers > 0) j["composed_from_layers"] = r.composed_from_layers;
   nlohmann::json colls = nlohmann::json::array();
   for (const CollectiveFigure& c : r.collectives) colls.push_back(to_json(c));
   j["collectives"] = colls;

@@ -111,6 +111,9 @@ struct SchemeResult {
   std::string error;
   std::string error_key;
   int request = -1;  // index into evaluate_all's request list
+  // > 0: a deep transformer's figures composed from runs of this many layers and one and two more
+  // (sim/layer_composition.hpp); collectives and utilization per rank are then the shorter runs'.
+  int composed_from_layers = 0;
   bool failed() const { return !error.empty(); }
 };
 

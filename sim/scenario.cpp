@@ -18,6 +18,7 @@
 #include "cost_model/profile_loader.hpp"
 #include "cost_model/source_paths.hpp"
 #include "cost_model/yaml_reader.hpp"
+#include "sim/layer_composition.hpp"
 #include "sim/model_config.hpp"
 #include "sim/schemes/moe.hpp"
 #include "sim/workload_shapes.hpp"
@@ -958,41 +959,65 @@ std::int64_t tiles_of(const RankGemm& g) {
 
 }  // namespace
 
+namespace {
+
+// The GEMM tiles of one layer (of every GEMM of the workload for other kinds), the key that sizes
+// them, and the layers.
+struct TileCount {
+  std::int64_t tiles = 0;
+  std::string key = "tokens";
+  int layers = 1;
+};
+
+TileCount tile_count(const Workload& w) {
+  TileCount c;
+  if (const auto* g = std::get_if<GemmCollective>(&w.shape)) {
+    c.tiles = tiles_of(RankGemm{g->m, g->n, g->k, g->dtype});
+    c.key = "m";
+  } else if (const auto* m = std::get_if<MlpTpSp>(&w.shape)) {
+    const MlpShapes s = mlp_shapes(*m, w.tp);
+    c.tiles = tiles_of(s.col) + tiles_of(s.row);
+  } else if (const auto* a = std::get_if<AttentionTpSp>(&w.shape)) {
+    const AttentionShapes s = attention_shapes(*a, w.tp);
+    c.tiles = tiles_of(s.qkv) + tiles_of(s.out) + s.attention_tiles;
+    c.key = "seq";
+  } else if (const auto* u = std::get_if<AttentionUlysses>(&w.shape)) {
+    c.tiles = ulysses_shapes(*u, w.tp).attention_tiles;
+    c.key = "seq";
+  } else if (const auto* t = std::get_if<Transformer>(&w.shape)) {
+    const AttentionShapes a = attention_shapes(transformer_attention(*t), w.tp);
+    const MlpShapes m = mlp_shapes(transformer_mlp(*t), w.tp);
+    c.tiles = tiles_of(a.qkv) + tiles_of(a.out) + a.attention_tiles + tiles_of(m.col) + tiles_of(m.row);
+    c.layers = std::max(1, t->layers);
+    c.key = "seq";
+  }
+  return c;
+}
+
+}  // namespace
+
+std::int64_t gemm_tiles_per_rank(const Workload& w) {
+  const TileCount c = tile_count(w);
+  // At most 2^36 per layer and 1024 layers: the product stays inside int64.
+  return c.tiles * c.layers;
+}
+
 std::optional<WorkOverBudget> work_over_budget(const Workload& w) {
   if (w.tp > kMaxSimulatedRanks)
     return WorkOverBudget{"tp", fmt::format("{} ranks is more than the {} the simulator runs (its routes and "
                                             "collectives take time quadratic in the ranks)",
                                             w.tp, kMaxSimulatedRanks)};
-  std::int64_t tiles = 0;
-  std::string key = "tokens";
-  int layers = 1;
-  if (const auto* g = std::get_if<GemmCollective>(&w.shape)) {
-    tiles = tiles_of(RankGemm{g->m, g->n, g->k, g->dtype});
-    key = "m";
-  } else if (const auto* m = std::get_if<MlpTpSp>(&w.shape)) {
-    const MlpShapes s = mlp_shapes(*m, w.tp);
-    tiles = tiles_of(s.col) + tiles_of(s.row);
-  } else if (const auto* a = std::get_if<AttentionTpSp>(&w.shape)) {
-    const AttentionShapes s = attention_shapes(*a, w.tp);
-    tiles = tiles_of(s.qkv) + tiles_of(s.out) + s.attention_tiles;
-    key = "seq";
-  } else if (const auto* u = std::get_if<AttentionUlysses>(&w.shape)) {
-    tiles = ulysses_shapes(*u, w.tp).attention_tiles;
-    key = "seq";
-  } else if (const auto* t = std::get_if<Transformer>(&w.shape)) {
-    const AttentionShapes a = attention_shapes(transformer_attention(*t), w.tp);
-    const MlpShapes m = mlp_shapes(transformer_mlp(*t), w.tp);
-    tiles = tiles_of(a.qkv) + tiles_of(a.out) + a.attention_tiles + tiles_of(m.col) + tiles_of(m.row);
-    layers = std::max(1, t->layers);
-    key = "seq";
-  }
-  // At most 2^36 per layer and 1024 layers: the product stays inside int64.
-  const std::int64_t total = tiles * layers;
+  const TileCount c = tile_count(w);
+  // A deep transformer is simulated over its dense prefix + 4 layers at most and composed from those
+  // runs (sim/layer_composition.hpp): the budget is those runs'.
+  const std::optional<int> base = composition_base_layers(w);
+  const int simulated = base ? std::min(c.layers, *base + 2) : c.layers;
+  const std::int64_t total = c.tiles * simulated;
   if (total <= kMaxGemmTilesPerRank) return std::nullopt;
-  return WorkOverBudget{key, fmt::format("{} GEMM tiles (128 x 128) per rank{} is more than the {} the simulator "
-                                         "walks in seconds; shrink the workload",
-                                         total, layers > 1 ? fmt::format(" over {} layers", layers) : std::string(),
-                                         kMaxGemmTilesPerRank)};
+  return WorkOverBudget{c.key, fmt::format("{} GEMM tiles (128 x 128) per rank{} is more than the {} the simulator "
+                                           "walks in seconds; shrink the workload",
+                                           total, simulated > 1 ? fmt::format(" over {} layers", simulated) : std::string(),
+                                           kMaxGemmTilesPerRank)};
 }
 
 nlohmann::json yaml_text_to_json(const std::string& text) {

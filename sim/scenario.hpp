@@ -106,7 +106,10 @@ struct WorkOverBudget {
   std::string key;      // the workload key to name ("tp", "m", "tokens", ...)
   std::string message;  // the estimate, the limit and what to do
 };
-// nullopt when the workload is inside both budgets.
+// nullopt when the workload is inside both budgets. A transformer deeper than its dense prefix + 4
+// layers counts the layers it is simulated over (sim/layer_composition.hpp), not all of them.
 std::optional<WorkOverBudget> work_over_budget(const Workload& w);
+// Every GEMM output tile of the workload per rank, all layers counted (what a whole simulation walks).
+std::int64_t gemm_tiles_per_rank(const Workload& w);
 
 }  // namespace overlap::sim
