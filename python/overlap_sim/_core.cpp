@@ -259,16 +259,36 @@ Outcome check_scenario(std::string scenario, std::vector<std::string> sets) {
   });
 }
 
-// The scenario's YAML tree with SETS applied, as JSON (scalars typed as sim::yaml_text_to_json reads
-// them): what a key holds after the overrides, for reading fields from Python. Not validated.
+// A YAML tree as JSON with its maps' keys in the file's order (nlohmann::json would sort them);
+// scalars typed as sim::yaml_text_to_json reads them (int, number, bool, else string).
+nlohmann::ordered_json tree_json(const YAML::Node& n) {
+  if (n.IsMap()) {
+    nlohmann::ordered_json obj = nlohmann::ordered_json::object();
+    for (const auto& kv : n) obj[kv.first.Scalar()] = tree_json(kv.second);
+    return obj;
+  }
+  if (n.IsSequence()) {
+    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+    for (const auto& e : n) arr.push_back(tree_json(e));
+    return arr;
+  }
+  if (n.IsNull()) return nullptr;
+  // A quoted scalar ("8") stays a string, as the loader reads it.
+  if (n.Tag() == "!") return n.Scalar();
+  // A plain scalar whose text reads as a collection ("a: b" in a description) is the string it is.
+  const nlohmann::json typed = sim::yaml_text_to_json(n.Scalar());
+  if (!typed.is_primitive()) return n.Scalar();
+  return nlohmann::ordered_json::parse(typed.dump());
+}
+
+// The scenario's YAML tree with SETS applied, as JSON: what a key holds after the overrides, for
+// reading fields from Python. Not validated.
 Outcome scenario_tree(std::string scenario, std::vector<std::string> sets) {
   return call([&](std::ostream& out, std::ostream&) {
     const ScenarioLoad load = scenario_load(scenario, sets, ScenarioFlags{});
     YAML::Node root = parse_yaml(read_input_file(load.path, "scenario"), load.path);
     apply_overrides(root, load.options.sets);
-    YAML::Emitter emitter;
-    emitter << root;
-    out << sim::yaml_text_to_json(emitter.c_str()).dump() << "\n";
+    out << tree_json(root).dump() << "\n";
     return kExitOk;
   });
 }
