@@ -67,6 +67,7 @@ __all__ = [
     "MAX_JOBS",
     "MAX_ASSIGNMENT_BYTES",
     "MAX_ASSIGNMENTS_TOTAL_BYTES",
+    "DICT_FILE",
 ]
 
 __version__ = "0.1.0"
@@ -203,6 +204,7 @@ def trace(files: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]], *, 
 
 
 # The object API, built on the functions above.
-from .scenario import Profile, Scenario  # noqa: E402
+from .profile import Profile  # noqa: E402
+from .scenario import Scenario  # noqa: E402
 from .results import RunResult, SweepResult, TuneResult  # noqa: E402
 from .profiler_trace import Trace  # noqa: E402

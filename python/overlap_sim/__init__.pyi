@@ -14,7 +14,9 @@ from .errors import (CannotSimulateError as CannotSimulateError, InputError as I
 from .profiler_trace import Trace as Trace
 from .report import Report as Report
 from .results import RunResult as RunResult, SweepResult as SweepResult, TuneResult as TuneResult
-from .scenario import Fields as Fields, Profile as Profile, Scenario as Scenario
+from ._document import Fields as Fields
+from .profile import Profile as Profile
+from .scenario import Scenario as Scenario
 
 ScenarioArg = Union[None, str, os.PathLike[str], Mapping[str, Any]]
 Sets = Union[None, str, Sequence[str], Mapping[str, Any]]
