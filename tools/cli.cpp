@@ -277,7 +277,7 @@ CLI::App* add_tune_command(CLI::App& app, TuneOptions& tune, std::optional<int>&
   tune_cmd->add_option("--top", tune.top, "Candidates listed (default 10)")->transform(decimal_integer());
   tune_cmd->add_option("-j,--jobs", tune.jobs, "Threads running simulations (default: every core)")
       ->transform(decimal_integer())
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(1, kMaxJobs));
   tune_cmd->add_option("--set", tune.sets,
                        "Override a key (repeatable): of the profile (operator level, e.g. hardware.gpu.sm_count=100) "
                        "or of the scenario")
@@ -311,7 +311,7 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& sweep) {
       ->allow_extra_args(false);
   sweep_cmd->add_option("-j,--jobs", sweep.jobs, "Threads (default: every core, shared among mpirun ranks on a machine)")
       ->transform(decimal_integer())
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(1, kMaxJobs));
   sweep_cmd->add_option("--format", sweep.format, "csv or json (default csv)");
   sweep_cmd->add_option("--output,-o", sweep.output, "Write the rows to FILE (atomically at the end; FILE.partial "
                                                       "holds the points finished so far)");

@@ -24,6 +24,10 @@ inline constexpr int kExitInternal = 1;
 inline constexpr int kExitSchemeFailed = 1;
 inline constexpr int kExitUsage = 2;
 
+// The most threads `tune -j` and `sweep -j` take (and the Python package's `jobs=`): a thread each
+// holds a scenario's graphs, so a typo like -j 1000000 must be refused, not spawn a million threads.
+inline constexpr int kMaxJobs = 4096;
+
 // A mistake in how the program was called that is not located in a scenario file (an option value,
 // a missing plotting dependency, an output path that cannot be written). Exit status 2.
 class UsageError : public std::runtime_error {

@@ -30,6 +30,19 @@ if command -v "$py" >/dev/null && ! "$py" -c "import matplotlib" 2>/dev/null; th
   echo "setup: installing matplotlib"
   "$py" -m pip install -q matplotlib || echo "setup: matplotlib not installed; --plot will be unavailable" >&2
 fi
+# pandas: the overlap_sim package's DataFrames (tests/python, notebooks/python_api.ipynb). Debian's
+# python3-pandas when $py is Debian's own interpreter (the package installs only there, and pip may not
+# write to it), else from PyPI.
+if command -v "$py" >/dev/null && ! "$py" -c "import pandas" 2>/dev/null; then
+  if [ "$("$py" -c 'import sys; print(sys.prefix)')" = /usr ] && apt-cache show python3-pandas >/dev/null 2>&1; then
+    echo "setup: installing python3-pandas"
+    $([ "$(id -u)" -eq 0 ] || echo sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      python3-pandas || echo "setup: python3-pandas not installed; tools/test.sh will fail its Python step" >&2
+  else
+    echo "setup: installing pandas"
+    "$py" -m pip install -q pandas || echo "setup: pandas not installed; tools/test.sh will fail its Python step" >&2
+  fi
+fi
 # CUTLASS headers for kernels/ (the signalling GEMM), only where nvcc can build them: the
 # `nvidia-cutlass` PyPI package ships cutlass/ and cute/ under cutlass_library/source/include
 # (facts.md "Getting CUTLASS"). Pinned: a kernel's speed and the headers' API depend on the version.

@@ -4,13 +4,18 @@
 // parses the JSON and raises the error. No C++ exception crosses into Python here: every one is caught
 // and described as data, so a bad input can never take the interpreter down, and the Python layer
 // builds the exception with its attributes (file, line, key) while holding the GIL.
+// Beside the commands: `check_scenario` and `scenario_tree` (load a scenario with its overrides to
+// validate it, or to read its keys) and `trace`, for the object API (overlap_sim/objects.py).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <yaml-cpp/yaml.h>
+
 #include <exception>
+#include <new>
 #include <filesystem>
 #include <optional>
 #include <sstream>
@@ -20,6 +25,9 @@
 
 #include "cost_model/atomic_file.hpp"
 #include "cost_model/input_error.hpp"
+#include "cost_model/input_file.hpp"
+#include "cost_model/overrides.hpp"
+#include "cost_model/yaml_reader.hpp"
 #include "cost_model/profile_json.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "cost_model/units.hpp"
@@ -30,6 +38,7 @@
 #include "tools/cmd_profile.hpp"
 #include "tools/cmd_run.hpp"
 #include "tools/cmd_sweep.hpp"
+#include "tools/cmd_trace.hpp"
 #include "tools/cmd_tune.hpp"
 #include "tools/cmd_validate.hpp"
 
@@ -40,17 +49,29 @@ using namespace overlap::tools;
 
 namespace {
 
-// What went wrong, as the CLI would classify it (tools/cli.cpp report_error): kind "input" for the
-// user's input (exit 2 there: InputError with its location, UsageError, OutputError, and hardware the
-// model cannot simulate), "internal" for anything else (exit 1). Empty kind: no error.
+// What went wrong, as the CLI would classify it (tools/cli.cpp report_error). Exit status 2 there:
+// kind "input" (InputError, with its location), "usage" (an option value: UsageError), "output" (an
+// output that cannot be written: OutputError), "simulate" (hardware or a size the model cannot
+// simulate: ResourceError, RangeError), "memory" (running out of memory). Exit status 1: "internal"
+// (anything else). Empty kind: no error. The Python side maps each kind to an exception class.
 struct Failure {
   std::string kind;
-  std::string message;  // what() as the CLI prints it after "overlap-sim: error: "
+  std::string message;  // as the CLI prints it after "overlap-sim: error: "
   std::string file;
   int line = 0;
   std::string key;
   std::string detail;   // InputError's message without the location
 };
+
+// InputError's what() as cost_model/input_error.cpp formats it, rebuilt from its parts: what() is a C
+// string, so a NUL that a scenario value brought into the message would cut it there.
+std::string input_error_text(const InputError& e) {
+  std::string out = e.file().empty() ? std::string("<input>") : e.file();
+  if (e.line() > 0) out.append(":").append(std::to_string(e.line()));
+  out.append(": ");
+  if (!e.key_path().empty()) out.append(e.key_path()).append(": ");
+  return out.append(e.message());
+}
 
 using Outcome = std::tuple<int, std::string, std::string, std::tuple<std::string, std::string, std::string, int,
                                                                      std::string, std::string>>;
@@ -66,24 +87,26 @@ Outcome call(F&& command) {
     try {
       rc = command(out, err);
     } catch (const InputError& e) {
-      f = {"input", e.what(), e.file(), e.line(), e.key_path(), e.message()};
+      f = {"input", input_error_text(e), e.file(), e.line(), e.key_path(), e.message()};
     } catch (const UsageError& e) {
-      f = {"input", e.what(), "", 0, "", e.what()};
+      f = {"usage", e.what(), "", 0, "", e.what()};
     } catch (const OutputError& e) {
-      f = {"input", e.what(), "", 0, "", e.what()};
+      f = {"output", e.what(), "", 0, "", e.what()};
     } catch (const sim::ResourceError& e) {
-      f = {"input", std::string("cannot simulate this: ") + e.what(), "", 0, "", e.what()};
+      f = {"simulate", std::string("cannot simulate this: ") + e.what(), "", 0, "", e.what()};
     } catch (const RangeError& e) {
-      f = {"input", std::string("cannot simulate this: ") + e.what(), "", 0, "", e.what()};
+      f = {"simulate", std::string("cannot simulate this: ") + e.what(), "", 0, "", e.what()};
     } catch (const QuietExit& e) {
       rc = e.code();
+    } catch (const std::bad_alloc&) {
+      f = {"memory", "out of memory", "", 0, "", "out of memory"};
     } catch (const std::exception& e) {
       f = {"internal", e.what(), "", 0, "", e.what()};
     } catch (...) {
       f = {"internal", "unknown C++ exception", "", 0, "", "unknown C++ exception"};
     }
   }
-  if (!f.kind.empty()) rc = f.kind == "input" ? kExitUsage : kExitInternal;
+  if (!f.kind.empty()) rc = f.kind == "internal" ? kExitInternal : kExitUsage;
   return {rc, out.str(), err.str(), {f.kind, f.message, f.file, f.line, f.key, f.detail}};
 }
 
@@ -206,6 +229,70 @@ Outcome profile_list() {
   });
 }
 
+// `trace FILE... --format json` (tools/cmd_trace.hpp): the overlap report, or with `kernels` every
+// kernel group per rank (`--kernels`).
+Outcome trace(std::vector<std::string> files, std::string step_prefix, std::string hardware, bool kernels,
+              std::vector<std::string> comm_kernels, std::vector<std::string> compute_kernels) {
+  TraceOptions o;
+  o.files = std::move(files);
+  o.format = "json";
+  o.step_prefix = std::move(step_prefix);
+  o.hardware = std::move(hardware);
+  o.kernels = kernels;
+  o.comm_kernels = std::move(comm_kernels);
+  o.compute_kernels = std::move(compute_kernels);
+  return call([&](std::ostream& out, std::ostream& err) {
+    if (o.files.empty()) throw UsageError("trace: give at least one trace file");
+    cmd_trace(o, out, err);
+    return kExitOk;
+  });
+}
+
+// Loads SCENARIO with SETS exactly as `run` does (its sweep block read for shape only) and prints
+// nothing: every mistake `run` would report before simulating is raised, in milliseconds.
+Outcome check_scenario(std::string scenario, std::vector<std::string> sets) {
+  return call([&](std::ostream&, std::ostream&) {
+    ScenarioLoad load = scenario_load(scenario, sets, ScenarioFlags{});
+    load.options.validate_sweep = false;
+    (void)sim::load_scenario_file(load.path, load.options);
+    return kExitOk;
+  });
+}
+
+// A YAML tree as JSON with its maps' keys in the file's order (nlohmann::json would sort them);
+// scalars typed as sim::yaml_text_to_json reads them (int, number, bool, else string).
+nlohmann::ordered_json tree_json(const YAML::Node& n) {
+  if (n.IsMap()) {
+    nlohmann::ordered_json obj = nlohmann::ordered_json::object();
+    for (const auto& kv : n) obj[kv.first.Scalar()] = tree_json(kv.second);
+    return obj;
+  }
+  if (n.IsSequence()) {
+    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+    for (const auto& e : n) arr.push_back(tree_json(e));
+    return arr;
+  }
+  if (n.IsNull()) return nullptr;
+  // A quoted scalar ("8") stays a string, as the loader reads it.
+  if (n.Tag() == "!") return n.Scalar();
+  // A plain scalar whose text reads as a collection ("a: b" in a description) is the string it is.
+  const nlohmann::json typed = sim::yaml_text_to_json(n.Scalar());
+  if (!typed.is_primitive()) return n.Scalar();
+  return nlohmann::ordered_json::parse(typed.dump());
+}
+
+// The scenario's YAML tree with SETS applied, as JSON: what a key holds after the overrides, for
+// reading fields from Python. Not validated.
+Outcome scenario_tree(std::string scenario, std::vector<std::string> sets) {
+  return call([&](std::ostream& out, std::ostream&) {
+    const ScenarioLoad load = scenario_load(scenario, sets, ScenarioFlags{});
+    YAML::Node root = parse_yaml(read_input_file(load.path, "scenario"), load.path);
+    apply_overrides(root, load.options.sets);
+    out << tree_json(root).dump() << "\n";
+    return kExitOk;
+  });
+}
+
 }  // namespace
 
 NB_MODULE(_core, m) {
@@ -224,5 +311,11 @@ NB_MODULE(_core, m) {
   m.def("validate", &validate, nb::arg("dir"), nb::arg("papers"), nb::arg("sources"));
   m.def("profile_show", &profile_show, nb::arg("name"), nb::arg("sets"));
   m.def("profile_list", &profile_list);
+  m.def("trace", &trace, nb::arg("files"), nb::arg("step_prefix"), nb::arg("hardware"), nb::arg("kernels"),
+        nb::arg("comm_kernels"), nb::arg("compute_kernels"));
+  m.def("check_scenario", &check_scenario, nb::arg("scenario"), nb::arg("sets"));
+  m.def("scenario_tree", &scenario_tree, nb::arg("scenario"), nb::arg("sets"));
+  // The CLI's -j range (tools/cli.hpp), checked by the Python side before a command runs.
+  m.attr("MAX_JOBS") = kMaxJobs;
   m.def("source_dir", [] { return source_dir(); }, "The source tree the package reads scenarios/ from");
 }

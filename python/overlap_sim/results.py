@@ -1,0 +1,132 @@
+"""What Scenario.run, .sweep and .tune return: the command's JSON report, and its rows as pandas
+DataFrames by the rule of overlap_sim/report.py (a nested map as dotted columns, lists of maps left
+in the report). Every value in a frame is the report's, which is the CLI's ``--format json``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
+from .report import Report, frame
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .scenario import Scenario
+
+
+class _Result:
+    """The report (``.report``, a dict) and the scenario it ran."""
+
+    def __init__(self, report: Report, scenario: Optional["Scenario"] = None) -> None:
+        self.report = report
+        self.scenario = scenario
+        self._frames: Dict[str, Any] = {}
+
+    def _frame(self, name: str, make) -> Any:
+        if name not in self._frames:
+            self._frames[name] = make()
+        return self._frames[name].copy()
+
+    def __getitem__(self, key: str) -> Any:
+        return self.report[key]
+
+    def _repr_html_(self) -> Optional[str]:  # a notebook shows the main table
+        try:
+            return self.to_dataframe()._repr_html_()
+        except ImportError:  # pragma: no cover - no pandas
+            return None
+
+    def to_dataframe(self):
+        raise NotImplementedError
+
+
+class RunResult(_Result):
+    """``overlap-sim run``: one row per scheme (and knob setting) with its figures.
+
+    - ``schemes``: DataFrame, columns ``scheme``, ``params.*``, then the report's figures
+      (``latency_us``, ``exposed_comm_us``, ``overlap_efficiency``, ``speedup_vs_no_overlap``, ...);
+    - ``best``: the best scheme (dict: ``scheme``, ``params``, ``speedup_vs_baseline``, ``tied``
+      when others equal it);
+    - ``report``: the whole JSON report (``collectives`` and ``utilization`` per scheme live here).
+    """
+
+    @property
+    def schemes(self):
+        return self._frame("schemes", lambda: frame(self.report["results"], first=("scheme",)))
+
+    def to_dataframe(self):
+        return self.schemes
+
+    @property
+    def best(self) -> Dict[str, Any]:
+        return dict(self.report["best"])
+
+    @property
+    def baseline(self) -> Any:
+        return self.report.get("baseline")
+
+    def __repr__(self) -> str:
+        b = self.report.get("best", {})
+        label = b.get("label") or b.get("scheme")
+        return (f"RunResult({self.report.get('scenario')!r}: {len(self.report.get('results', []))} schemes, "
+                f"best {label} x{b.get('speedup_vs_baseline', float('nan')):.3f})")
+
+
+class SweepResult(_Result):
+    """``overlap-sim sweep``: one row per grid point and scheme.
+
+    - ``grid``: DataFrame, columns the swept keys (``workload.tokens``, ...), ``scheme``,
+      ``params.*``, then the figures (a point's ``best`` schemes as a list in each row);
+    - ``swept``: the swept keys; ``points``: how many points;
+    - ``report``: the whole JSON report.
+    """
+
+    @property
+    def swept(self) -> List[str]:
+        return list(self.report.get("swept", []))
+
+    @property
+    def points(self) -> int:
+        return int(self.report.get("points", 0))
+
+    @property
+    def grid(self):
+        return self._frame("grid", lambda: frame(self.report["rows"], first=tuple(self.swept) + ("scheme",),
+                                                 rename={"point.": ""}))
+
+    def to_dataframe(self):
+        return self.grid
+
+    def __repr__(self) -> str:
+        return (f"SweepResult({self.report.get('scenario')!r}: {self.points} points over {', '.join(self.swept)}, "
+                f"{len(self.report.get('rows', []))} rows)")
+
+
+class TuneResult(_Result):
+    """``overlap-sim tune SCENARIO``: each scheme's best knobs.
+
+    - ``schemes``: DataFrame, one row per scheme: ``scheme``, ``best.*`` (latency, params,
+      speedup) and ``best_metrics.*`` (the best setting's figures);
+    - ``candidates``: DataFrame, one row per scheme and knob setting tried;
+    - ``best``: the best scheme over all; ``report``: the whole JSON report.
+    """
+
+    @property
+    def schemes(self):
+        return self._frame("schemes", lambda: frame(self.report["schemes"], first=("scheme",)))
+
+    @property
+    def candidates(self):
+        def make():
+            rows = [dict({"scheme": s["scheme"]}, **c) for s in self.report["schemes"] for c in s.get("candidates", [])]
+            return frame(rows, first=("scheme",))
+        return self._frame("candidates", make)
+
+    def to_dataframe(self):
+        return self.schemes
+
+    @property
+    def best(self) -> Dict[str, Any]:
+        return dict(self.report["best"])
+
+    def __repr__(self) -> str:
+        b = self.report.get("best", {})
+        return f"TuneResult({self.report.get('scenario')!r}: best {b.get('scheme')} {b.get('params')})"
