@@ -276,6 +276,8 @@ nlohmann::ordered_json flashoverlap_export(const sim::WaveGroupTuneResult& r, co
   nlohmann::ordered_json j = sim::flashoverlap_config(r, g, swizzle, algo ? algo : derived);
   nlohmann::ordered_json& meta = j["overlap_sim"];
   meta["dtype"] = dtype_name(g.dtype);
+  // What FlashOverlap's kernels compute in, whatever the dtype tuned for (its GEMMs are cutlass::half_t).
+  meta["kernel_dtype"] = "fp16";
   meta["primitive"] = sim::primitive_name(g.primitive);
   meta["ranks"] = ranks;
   meta["note"] = algo ? "written by overlap-sim tune --export-flashoverlap; Algo as given (--algo)"
