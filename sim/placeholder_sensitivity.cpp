@@ -11,6 +11,7 @@
 #include "cost_model/units.hpp"
 #include "sim/engine.hpp"
 #include "sim/report.hpp"
+#include "sim/sweep_parallel.hpp"
 
 namespace overlap::sim {
 namespace {
@@ -80,32 +81,65 @@ PlaceholderSensitivity placeholder_sensitivity(const Scenario& sc, const std::ve
                                                const std::vector<std::string>& given_sets,
                                                const ScenarioReloader& reload) {
   PlaceholderSensitivity out;
-  for (const PlaceholderRange& ph : sc.hardware.placeholders) {
+  // One re-run per end of each range that is not the value as run. The scenarios are loaded here, one
+  // after another (loading notes every file read); the re-runs then go side by side (parallel_for:
+  // each builds its own graph and engine), each writing only its own slot.
+  struct ReRun {
+    std::size_t placeholder;
+    double value;
+    std::optional<Scenario> scenario;
+    std::vector<SchemeResult> results;
+    std::string error;
+  };
+  std::vector<ReRun> reruns;
+  for (std::size_t i = 0; i < sc.hardware.placeholders.size(); ++i) {
+    const PlaceholderRange& ph = sc.hardware.placeholders[i];
     if (set_by_user(ph.key, given_sets)) {
       out.unchecked.push_back(ph.key + ": set by --set");
       continue;
     }
     out.checked.push_back(ph.key);
-    DecidingPlaceholder d{ph, {}};
     for (const double value : {ph.low, ph.high}) {
       if (value == ph.value) continue;  // the run as given
+      ReRun r{i, value, std::nullopt, {}, {}};
       try {
-        const Scenario at = reload({"hardware." + ph.key + "=" + number_text(value)});
-        EvaluateOptions options;
-        options.keep_going = true;
-        options.latency_only = true;  // the ranking needs latencies and speedups only
-        options.verify_bytes = false;
-        const std::vector<SchemeResult> rerun = evaluate_all(requests, at.workload, at.hardware, at.fidelity, options);
-        if (auto change = compare(results, rerun, value)) d.changes.push_back(std::move(*change));
+        r.scenario = reload({"hardware." + ph.key + "=" + number_text(value)});
       } catch (const InputError& e) {
-        out.unchecked.push_back(fmt::format("{} = {}: {}", ph.key, number_text(value), e.message()));
-      } catch (const std::invalid_argument& e) {
-        out.unchecked.push_back(fmt::format("{} = {}: {}", ph.key, number_text(value), e.what()));
-      } catch (const RangeError& e) {
-        out.unchecked.push_back(fmt::format("{} = {}: {}", ph.key, number_text(value), e.what()));
-      } catch (const SimError& e) {
-        out.unchecked.push_back(fmt::format("{} = {}: {}", ph.key, number_text(value), e.what()));
+        r.error = e.message();
       }
+      reruns.push_back(std::move(r));
+    }
+  }
+  parallel_for(reruns.size(), default_jobs(), [&](std::size_t k) {
+    ReRun& r = reruns[k];
+    if (!r.scenario) return;
+    EvaluateOptions options;
+    options.keep_going = true;
+    options.latency_only = true;  // the ranking needs latencies and speedups only
+    options.verify_bytes = false;
+    try {
+      r.results = evaluate_all(requests, r.scenario->workload, r.scenario->hardware, r.scenario->fidelity, options);
+    } catch (const InputError& e) {
+      r.error = e.message();
+    } catch (const std::invalid_argument& e) {
+      r.error = e.what();
+    } catch (const RangeError& e) {
+      r.error = e.what();
+    } catch (const SimError& e) {
+      r.error = e.what();
+    }
+    r.scenario.reset();  // its graphs' memory back before the next re-run on this thread
+  });
+  for (std::size_t i = 0; i < sc.hardware.placeholders.size(); ++i) {
+    const PlaceholderRange& ph = sc.hardware.placeholders[i];
+    DecidingPlaceholder d{ph, {}};
+    for (const ReRun& r : reruns) {
+      if (r.placeholder != i) continue;
+      if (!r.error.empty()) {
+        out.unchecked.push_back(fmt::format("{} = {}: {}", ph.key, number_text(r.value), r.error));
+        continue;
+      }
+      if (auto change = compare(results, r.results, r.value)) d.changes.push_back(std::move(*change));
     }
     if (!d.changes.empty()) out.deciding.push_back(std::move(d));
   }

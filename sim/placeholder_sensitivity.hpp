@@ -3,7 +3,8 @@
 // nor calibrated, under `placeholders:` with the range a measurement could plausibly find
 // (cost_model/hardware_profile.hpp PlaceholderRange). The check re-runs the run's schemes with each
 // placeholder at the low and at the high end of its range (two evaluations of every scheme per
-// placeholder, at most profile_schema::kMaxPlaceholders placeholders) and keeps those where the
+// placeholder, at most profile_schema::kMaxPlaceholders placeholders, side by side on every core:
+// sim/sweep_parallel.hpp) and keeps those where the
 // ranking changes: the best scheme becomes another (the tied best sets share no scheme), or a
 // scheme moves to the other side of the baseline (faster than no_overlap as given, slower at the
 // extreme, or the reverse). Swaps between two schemes that are neither the best nor the baseline are
