@@ -246,6 +246,18 @@ struct GemmProfileEntry {
   std::vector<double> wave_end_us;  // end of each wave, from per-tile timestamps (may be empty)
 };
 
+// A profile value that is a guess, neither published nor calibrated (a key under `placeholders:`):
+// the key's dotted path ("transports.sm_copy.cta_gbps"), the value the profile gives it, the range a
+// measurement could plausibly find, and where that range comes from. `run` re-runs its schemes at
+// `low` and `high` and names the placeholder when the ranking changes (sim/placeholder_sensitivity).
+struct PlaceholderRange {
+  std::string key;
+  double value = 0;
+  double low = 0;
+  double high = 0;
+  std::string source;
+};
+
 struct HardwareProfile {
   std::string name;
   std::string description;
@@ -260,6 +272,8 @@ struct HardwareProfile {
   // "all_reduce", "reduce_scatter", "all_gather", "all_to_all" (algbw vs full array size).
   std::map<std::string, BandwidthCurve> curves;
   std::vector<GemmProfileEntry> gemm_profiles;
+  // Guessed values and their plausible ranges, in file order (empty for a measured profile).
+  std::vector<PlaceholderRange> placeholders;
   std::string source_file;  // where it was loaded from ("" for built-in/inline)
 };
 

@@ -140,6 +140,13 @@ json profile_to_json(const HardwareProfile& p) {
   j[ps::comm.name_str()] = comm_json(p.comm);
   j[ps::curves.name_str()] = curves_json(p.curves);
   j[ps::gemm_profiles.name_str()] = gemm_profiles_json(p.gemm_profiles);
+  // Written only where the profile has some, so a measured profile's JSON has no empty section.
+  if (!p.placeholders.empty()) {
+    json& ph = j[ps::placeholders.name_str()] = json::object();
+    for (const PlaceholderRange& r : p.placeholders)
+      ph[r.key] = {{ps::placeholder_keys::range.name_str(), {r.low, r.high}},
+                   {ps::placeholder_keys::source.name_str(), r.source}};
+  }
   return j;
 }
 

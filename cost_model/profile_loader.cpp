@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -518,6 +519,66 @@ GemmProfileEntry read_gemm_entry(const YamlReader& r) {
   return e;
 }
 
+// `placeholders:` (profile_schema.hpp placeholder_keys): each entry names a numeric key this profile
+// sets, with a range of values that key accepts and its source. The value read is the one the
+// profile ends with (after --set), so a run reports what it ran with.
+std::vector<PlaceholderRange> read_placeholders(const YamlReader& top, const YamlReader& r) {
+  namespace pk = ps::placeholder_keys;
+  r.expect_map();
+  const std::vector<std::string> keys = r.keys();
+  if (keys.size() > ps::kMaxPlaceholders)
+    r.fail(fmt::format("at most {} placeholders (each costs `run` two more evaluations of every scheme; got {})",
+                       ps::kMaxPlaceholders, keys.size()));
+  std::vector<PlaceholderRange> out;
+  for (const std::string& key : keys) {
+    const ps::KeyInfo* info = ps::find_key(key);
+    if (!info || (info->type != "int" && info->type != "number") || key.rfind("placeholders", 0) == 0 ||
+        key.rfind("curves.", 0) == 0 || key.rfind("gemm_profiles", 0) == 0)
+      r.fail_at(key, "not a numeric profile key (a placeholder names a number the profile sets, e.g. "
+                     "transports.sm_copy.cta_gbps)");
+    // The value it marks: walk the profile's own map by the path's components.
+    std::optional<YamlReader> at = top;
+    for (std::size_t begin = 0; at && begin <= key.size();) {
+      const auto dot = key.find('.', begin);
+      const std::string part = key.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
+      // (Re-constructed, never assigned: assigning a YAML::Node writes into the node it refers to.)
+      std::optional<YamlReader> next = at->is_map() ? at->optional_child(part) : std::nullopt;
+      at.reset();
+      if (next) at.emplace(*next);
+      begin = dot == std::string::npos ? key.size() + 1 : dot + 1;
+    }
+    if (!at || !at->is_scalar()) r.fail_at(key, "this profile gives no value for " + key + " to mark as a placeholder");
+    const YamlReader entry = r.child(key);
+    entry.expect_map();
+    entry.allow_keys(ps::names_of(ps::kPlaceholder));
+    PlaceholderRange ph;
+    ph.key = key;
+    ph.value = at->as_double();
+    const YamlReader range = entry.child(pk::range.name_str());
+    range.expect_sequence();
+    if (range.size() != 2) range.fail(fmt::format("must be [low, high] (got {} values)", range.size()));
+    ph.low = range.element(0).as_double();
+    ph.high = range.element(1).as_double();
+    for (std::size_t i = 0; i < 2; ++i) {
+      const double v = i == 0 ? ph.low : ph.high;
+      if (!ps::loader_accepts(*info, v))
+        range.element(i).fail(fmt::format(
+            "{} is not a value {} accepts ({})", range.element(i).node().Scalar(), key,
+            info->check == ps::Check::fraction ? std::string("a fraction in (0, 1]")
+            : info->range ? fmt::format("{} .. {}{}{}", info->range->min, info->range->max,
+                                        info->range->unit.empty() ? "" : " ", info->range->unit)
+                          : std::string("a number")));
+    }
+    if (!(ph.low < ph.high))
+      range.fail(fmt::format("low must be below high (got [{}, {}])", range.element(0).node().Scalar(),
+                             range.element(1).node().Scalar()));
+    ph.source = entry.get_string(pk::source.name_str());
+    if (ph.source.empty()) entry.fail_at(pk::source.name_str(), "must say where the range comes from");
+    out.push_back(std::move(ph));
+  }
+  return out;
+}
+
 std::string strip_hardware_prefix(const std::string& set) {
   const std::string prefix = "hardware.";
   return set.rfind(prefix, 0) == 0 ? set.substr(prefix.size()) : set;
@@ -593,6 +654,7 @@ HardwareProfile profile_from_yaml(const YamlReader& r, const std::string& base_d
     g->expect_sequence();
     for (std::size_t i = 0; i < g->size(); ++i) p.gemm_profiles.push_back(read_gemm_entry(g->element(i)));
   }
+  if (auto ph = r.optional_child(ps::placeholders.name_str())) p.placeholders = read_placeholders(r, *ph);
   p.source_file = utf8_or_replaced(r.file());  // a path is bytes; JSON outputs carry it as text
   return p;
 }

@@ -33,14 +33,14 @@ std::string_view rest(std::string_view path) {
 
 // A schema path matches a concrete one component by component: equal, or a place holder <...>
 // for any one component; <curve> stands for a curve key, which may hold dots (copy_engine.d2d,
-// all_reduce.n8.LL); "a[]" is "a" followed by an element index.
+// all_reduce.n8.LL), and <key> for a profile key's dotted path (placeholders.<key>.range); "a[]" is "a" followed by an element index.
 bool matches(std::string_view pattern, std::string_view path) {
   if (pattern.empty() || path.empty()) return pattern.empty() && path.empty();
   std::string_view p = first(pattern);
   const std::string_view s = first(path);
   const bool list = p.size() > 2 && p.substr(p.size() - 2) == "[]";
   if (list) p.remove_suffix(2);
-  if (p == "<curve>") {
+  if (p == "<curve>" || p == "<key>") {
     for (std::string_view tail = rest(path); !tail.empty(); tail = rest(tail)) {
       if (matches(rest(pattern), tail)) return true;
     }
@@ -66,6 +66,7 @@ std::vector<KeyInfo> all_keys() {
   add(out, kCurve);
   add(out, std::array{&curve_keys::point_bytes, &curve_keys::point_us});
   add(out, kGemm);
+  add(out, kPlaceholder);
   return out;
 }
 

@@ -58,9 +58,10 @@ struct Key {
   std::string name_str() const { return std::string(name()); }
 };
 
-// True when `value` is one the loader accepts for this key's range check (a fraction check: (0, 1]).
-template <class S>
-bool loader_accepts(const Key<S>& k, double value) {
+// True when `value` is one the loader accepts for this key's range check (a fraction check: (0, 1]);
+// `Row` is a Key<S> or a KeyInfo.
+template <class Row>
+bool loader_accepts(const Row& k, double value) {
   if (!std::isfinite(value)) return false;
   if (k.check == Check::fraction) return value > 0 && value <= 1;
   if (k.check == Check::zero_or_range && value == 0) return true;
@@ -86,8 +87,13 @@ inline constexpr Key<HardwareProfile> curves{"curves", {}, Check::none, nullptr,
                                              "calibrate/ or nccl-tests output"};
 inline constexpr Key<HardwareProfile> gemm_profiles{"gemm_profiles", {}, Check::none, nullptr, false, "list",
                                                     "measured GEMMs", "calibrate/ gemm runs"};
+inline constexpr Key<HardwareProfile> placeholders{
+    "placeholders", {}, Check::none, nullptr, false, "map",
+    "guessed values (neither published nor calibrated) by key path, each with its plausible range; `run` names one "
+    "whose range changes the schemes' ranking",
+    "the profile's author"};
 inline constexpr std::array kTop = {&name, &description, &gpu, &fabric, &comm, &launch, &transports, &curves,
-                                    &gemm_profiles};
+                                    &gemm_profiles, &placeholders};
 
 // ---- gpu (GpuSpec; the meaning of each member is commented there)
 namespace gpu_keys {
@@ -394,6 +400,20 @@ inline constexpr K wave_end_us{"gemm_profiles[].wave_end_us", {}, Check::range, 
 inline constexpr std::array kGemm = {&gemm_keys::m,      &gemm_keys::n,      &gemm_keys::k,
                                      &gemm_keys::dtype,  &gemm_keys::tile_m, &gemm_keys::tile_n,
                                      &gemm_keys::duration_us, &gemm_keys::wave_end_us};
+
+// ---- placeholders.<key> (PlaceholderRange): <key> is a numeric key's dotted path in this profile
+namespace placeholder_keys {
+using K = Key<PlaceholderRange>;
+inline constexpr K range{"placeholders.<key>.range", {}, Check::none, nullptr, true, "list",
+                         "[low, high]: the values a measurement could plausibly give (low < high, each a value the key "
+                         "accepts)",
+                         "the profile's author, with source"};
+inline constexpr K source{"placeholders.<key>.source", &PlaceholderRange::source, Check::none, nullptr, true, "",
+                          "where the range comes from (a measurement, a datasheet ratio, another GPU's figure)", ""};
+}  // namespace placeholder_keys
+inline constexpr std::array kPlaceholder = {&placeholder_keys::range, &placeholder_keys::source};
+// The sensitivity check re-runs the schemes twice per placeholder: at most this many per profile.
+inline constexpr std::size_t kMaxPlaceholders = 8;
 
 // The names of a section's keys, in the table's order (the loader's allowed keys).
 template <class Array>

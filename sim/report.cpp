@@ -353,6 +353,7 @@ nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeRes
   j["not_applicable"] = skipped;
   j["hardware_note"] = ctx.hardware_note;
   if (ctx.memory) j["memory_per_gpu"] = step_memory_json(*ctx.memory);
+  if (!ctx.placeholder_sensitivity.is_null()) j["placeholder_sensitivity"] = ctx.placeholder_sensitivity;
   return j;
 }
 
@@ -756,12 +757,14 @@ std::string format_collectives(const std::vector<SchemeResult>& results, bool wi
   return out;
 }
 
+std::string result_label(const SchemeResult& r) {
+  const std::string p = params_text(non_default_params(r));
+  return p.empty() ? r.scheme : r.scheme + " (" + p + ")";
+}
+
 std::vector<std::string> best_names(const std::vector<SchemeResult>& results) {
   std::vector<std::string> out;
-  for (const SchemeResult* r : best_results(results)) {
-    const std::string p = params_text(non_default_params(*r));
-    out.push_back(p.empty() ? r->scheme : r->scheme + " (" + p + ")");
-  }
+  for (const SchemeResult* r : best_results(results)) out.push_back(result_label(*r));
   return out;
 }
 
@@ -784,6 +787,7 @@ std::string format_summary(const ReportContext& ctx, const std::vector<SchemeRes
                              : fmt::format("only {} ran: {:.3f}x vs {}", who, best->speedup_vs_no_overlap, ctx.baseline),
                      kTableWidth, "  ");
   }
+  out += ctx.placeholder_lines;
   if (!ctx.not_applicable.empty()) {
     // Grouped by where they apply, so six decode-only schemes take one clause.
     std::vector<std::pair<std::string, std::string>> groups;  // applies_to -> names

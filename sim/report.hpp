@@ -39,6 +39,11 @@ struct ReportContext {
   // One line when the profile's figures include placeholder defaults (neither published nor
   // calibrated); "" otherwise.
   std::string hardware_note;
+  // Placeholders whose plausible range changes the ranking (sim/placeholder_sensitivity.hpp): the
+  // table's lines after best: ("" when none decides) and JSON's "placeholder_sensitivity" (null when
+  // the profile has no placeholders: the key is then left out).
+  std::string placeholder_lines;
+  nlohmann::json placeholder_sensitivity;
   // A transformer training step's memory per GPU against the profile's HBM (sim/step_memory.hpp);
   // nullopt where the memory model does not apply.
   std::optional<StepMemory> memory;
@@ -60,6 +65,9 @@ const SchemeResult* best_result(const std::vector<SchemeResult>& results);
 // over the row's, so equal latencies give equal speedups and no rounding can split or join a tie.
 // Empty when best_result is null.
 std::vector<const SchemeResult*> best_results(const std::vector<SchemeResult>& results);
+// A row as the best: line names it: the scheme with the parameters it sets that differ from its
+// defaults ("data_slicing (chunks=2)").
+std::string result_label(const SchemeResult& r);
 // The tied rows named as the table's best: line names them: each scheme with the parameters it sets
 // that differ from its defaults ("data_slicing (chunks=2)"), in best_results order.
 std::vector<std::string> best_names(const std::vector<SchemeResult>& results);
@@ -84,7 +92,7 @@ nlohmann::json workload_json(const Workload& w);
 //  "exposed_comm_definition", "results": [to_json(SchemeResult)...], "best": {scheme, params,
 //  speedup_vs_baseline, tied: [{scheme, params}...] (best_results: the best first), label (best_label)}
 //  or null, "not_applicable": [{scheme, applies_to}...], "memory_per_gpu" (step_memory_json) where
-//  ctx.memory is given}
+//  ctx.memory is given, "placeholder_sensitivity" where the profile has placeholders}
 nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeResult>& results);
 
 // The per-collective figures of every result (SchemeResult::collectives) as a table: one line per

@@ -212,7 +212,7 @@ void cmd_collective(const CollectiveOptions& o, std::ostream& out, std::ostream&
   else err << "wrote " << o.output << "\n";
   if (!exported.empty())
     err << "wrote " << export_path << " (load it with NCCL_TUNER_CONFIG_FILE=" << export_path
-        << " and NCCL_TUNER_PLUGIN=<path to libnccl-tuner-example.so>)\n";
+        << " and NCCL_TUNER_PLUGIN=<path to libnccl-tuner-example.so>; " << nccl_tuner_uncovered_note() << ")\n";
 }
 
 namespace {
@@ -430,22 +430,41 @@ std::string nccl_tuner_export(const CollectiveOptions& o) {
   const HardwareProfile hw = load_profile(resolve_hardware(o.hardware), default_hardware_dir(), o.sets);
   const int n = o.ranks ? *o.ranks : hw.fabric.num_gpus;
   const std::string link = sim::collective_link_class(hw, n);
-  const std::vector<Row> rows = plan_rows(sweep, hw, n, link);
-  std::vector<long long> sizes;
-  std::vector<CollectivePlan> plans;
-  for (const Row& r : rows) {
-    sizes.push_back(r.bytes);
-    plans.push_back(r.plan);
-  }
   const int per_node = hw.fabric.gpus_per_node > 0 ? hw.fabric.gpus_per_node : hw.fabric.num_gpus;
   const int nodes = (n + per_node - 1) / per_node;
+  // Every collective the plugin tunes, so no collective the job runs falls to the plugin's default;
+  // a forced NCCL_ALGO / NCCL_PROTO (--algo, --proto) is a choice for the swept collective only.
+  const bool forced = sweep.overrides.algorithm || sweep.overrides.protocol;
+  std::vector<CollectivePrimitive> prims = {sweep.prim};
+  if (!forced)
+    for (CollectivePrimitive p : nccl_tuner_primitives())
+      if (p != sweep.prim) prims.push_back(p);
+  std::vector<NcclTunerRow> csv_rows;
+  std::string names;
+  for (CollectivePrimitive p : prims) {
+    Sweep each = sweep;
+    each.prim = p;
+    std::vector<long long> sizes;
+    std::vector<CollectivePlan> plans;
+    for (const Row& r : plan_rows(each, hw, n, link)) {
+      sizes.push_back(r.bytes);
+      plans.push_back(r.plan);
+    }
+    for (NcclTunerRow& r : nccl_tuner_rows(p, sizes, plans, nodes, n)) csv_rows.push_back(std::move(r));
+    names += (names.empty() ? "" : ", ") + nccl_tuner_collective(p);
+  }
   const std::vector<std::string> header = {
       "NCCL example tuner plugin configuration (NVIDIA/nccl plugins/tuner/example; NCCL_TUNER_CONFIG_FILE)",
       fmt::format("written by overlap-sim collective from NCCL's tuning model on {}: {} over {} ranks, {} node{}, "
-                  "sizes {} .. {} bytes (nccl-tests' size column)",
-                  hw.name, collective_primitive_name(sweep.prim), n, nodes, nodes == 1 ? "" : "s", sweep.lo, sweep.hi),
+                  "sizes {} .. {} bytes (nccl-tests' size column), each size's choice up to the next swept size",
+                  hw.name, names, n, nodes, nodes == 1 ? "" : "s", sweep.lo, sweep.hi),
+      forced ? fmt::format("only {}: --algo / --proto force its choice; every other collective falls to the plugin's "
+                           "default below",
+                           nccl_tuner_collective(sweep.prim))
+             : std::string("every collective the plugin tunes; all_to_all is not one of them (NCCL runs it as "
+                           "send/recv, which the plugin does not tune)"),
       "a model's choice, not a measurement: compare against nccl-tests before keeping it"};
-  return nccl_tuner_csv(nccl_tuner_rows(sweep.prim, sizes, plans, nodes, n), header);
+  return nccl_tuner_csv(csv_rows, header);
 }
 
 }  // namespace

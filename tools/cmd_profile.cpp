@@ -11,6 +11,7 @@
 #include "cost_model/profile_json.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "cost_model/profile_schema.hpp"
+#include "sim/report.hpp"
 
 namespace overlap {
 namespace {
@@ -110,6 +111,13 @@ void print_table(const HardwareProfile& p, std::ostream& out) {
     }
   }
   if (!p.gemm_profiles.empty()) row(ps::gemm_profiles.name(), std::to_string(p.gemm_profiles.size()) + " entries");
+  if (!p.placeholders.empty()) {
+    out << ps::placeholders.name() << " (guessed values; `run` names one whose range changes the ranking)\n";
+    for (const PlaceholderRange& ph : p.placeholders) {
+      row(ph.key, fmt::format("{:g}, plausible {:g} .. {:g}", ph.value, ph.low, ph.high));
+      out << sim::wrap_text(ph.source, 120 - 4, "    ").insert(0, "    ");
+    }
+  }
 }
 
 // The resolved profile as a profile file the loader reads back: where it came from goes into a

@@ -23,6 +23,7 @@
 #include "sim/engine.hpp"
 #include "sim/metrics.hpp"
 #include "sim/node_builder.hpp"
+#include "sim/placeholder_sensitivity.hpp"
 #include "sim/report.hpp"
 #include "sim/scenario.hpp"
 #include "sim/step_memory.hpp"
@@ -428,6 +429,18 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   if (options.scheme.empty()) ctx.not_applicable = sim::schemes_not_applying(sc.workload);
   // An inline profile's file is the scenario, whose comments are about more than the hardware.
   if (sc.hardware.source_file != sc.file) ctx.hardware_note = placeholder_note(ctx.hardware, sc.hardware.source_file);
+  if (!sc.hardware.placeholders.empty()) {
+    std::vector<sim::SchemeRequest> requests;
+    for (const auto& s : specs) requests.push_back(sim::SchemeRequest{s.name, s.params});
+    const auto reload = [&](const std::vector<std::string>& extra) {
+      sim::ScenarioOptions at = load.options;
+      at.sets.insert(at.sets.end(), extra.begin(), extra.end());
+      return sim::load_scenario_file(load.path, at);
+    };
+    const sim::PlaceholderSensitivity s = sim::placeholder_sensitivity(sc, requests, results, load.options.sets, reload);
+    ctx.placeholder_lines = sim::format_placeholder_sensitivity(s);
+    ctx.placeholder_sensitivity = sim::placeholder_sensitivity_json(s);
+  }
   const std::string report = sim::format_report(*format, ctx, results, options.wide);
   const bool want_trace = !options.trace.empty() || !options.plot.empty();
   const bool first_failed = !results.empty() && results.front().failed() && results.front().request == 0;

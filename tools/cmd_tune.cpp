@@ -139,6 +139,30 @@ std::string tie_note(const sim::WaveGroupTuneResult& r) {
                      tied.size() == 1 ? "" : "s", list, engine ? "simulate to" : "predict", us_from_ps(engine ? r.simulated_ps : r.predicted_ps), why);
 }
 
+// What the operator form took as given, said with its result (the table's "assumed:" line, JSON's
+// "assumed", the export's overlap_sim object): the dtype its GEMM timings are for, the hardware and
+// its GPU, and that FlashOverlap's kernels, which run what it tunes, are fp16 only.
+struct Assumed {
+  std::string dtype, hardware, gpu, kernels;
+};
+Assumed assumed_of(const TuneOptions& o, const sim::GemmCollective& g, const HardwareProfile& hw) {
+  Assumed a;
+  a.dtype = dtype_name(g.dtype);
+  a.hardware = hw.name.empty() ? o.hardware : hw.name;
+  a.gpu = hw.gpu.name;
+  a.kernels = g.dtype == DType::fp16
+                  ? "FlashOverlap's kernels are fp16 only (cutlass::half_t GEMMs), as tuned here"
+                  : fmt::format("FlashOverlap's kernels are fp16 only (cutlass::half_t GEMMs): these are {} GEMM "
+                                "timings; tune with --dtype fp16 for what its kernels run",
+                                a.dtype);
+  return a;
+}
+std::string assumed_line(const Assumed& a) {
+  return sim::wrap_text(fmt::format("assumed: dtype {} (--dtype, default bf16), hardware {} ({}); {}", a.dtype,
+                                    a.hardware, a.gpu, a.kernels),
+                        sim::kTableWidth, "  ");
+}
+
 void tune_operator(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   const auto search = sim::parse_wave_group_search(o.search);
   if (!search)
@@ -168,14 +192,25 @@ void tune_operator(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   } catch (const std::length_error& e) {
     throw UsageError(std::string("--search exhaustive: ") + e.what());
   }
-  const std::string text = o.format == "json" ? sim::to_json(r).dump(2) + "\n"
-                                              : sim::format_tune_table(r, w, o.hardware, o.top);
-  const std::string ties = o.format == "table" ? tie_note(r) : std::string();
+  const Assumed assumed = assumed_of(o, sim::gemm_collective_shape(w), hw);
+  std::string text;
+  if (o.format == "json") {
+    nlohmann::json j = sim::to_json(r);
+    j["assumed"] = {{"dtype", assumed.dtype}, {"hardware", assumed.hardware}, {"gpu", assumed.gpu},
+                    {"flashoverlap_kernels", assumed.kernels}};
+    text = j.dump(2) + "\n";
+  } else {
+    text = sim::format_tune_table(r, w, o.hardware, o.top);
+  }
+  const std::string ties = o.format == "table" ? tie_note(r) + assumed_line(assumed) : std::string();
   std::string config;
   std::vector<std::string> warnings;
   if (!exported.empty()) {
     try {
-      config = flashoverlap_export(r, sim::gemm_collective_shape(w), o.ranks, o.swizzle, o.algo, warnings).dump(4) + "\n";
+      nlohmann::ordered_json j = flashoverlap_export(r, sim::gemm_collective_shape(w), o.ranks, o.swizzle, o.algo, warnings);
+      j["overlap_sim"]["hardware"] = assumed.hardware;
+      j["overlap_sim"]["gpu"] = assumed.gpu;
+      config = j.dump(4) + "\n";
     } catch (const std::invalid_argument& e) {
       throw UsageError(std::string("--export-flashoverlap: ") + e.what());
     }

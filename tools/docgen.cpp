@@ -276,12 +276,15 @@ void profile_keys_section(std::ostringstream& o) {
        "virtual`), `fabric.rails` (bool), `fabric.nics_per_node` (0 = one NIC per GPU) and `fabric.nic_efficiency` "
        "(the share of a NIC's rate a collective reaches) with `topology: multi_node`, and `fabric.nodes` / "
        "`fabric.edges` (the graph itself; `topology: explicit`). Measured data go under `curves` (bandwidth curves per "
-       "primitive or transport) and `gemm_profiles` (measured GEMMs), which have no defaults:\n\n"
+       "primitive or transport) and `gemm_profiles` (measured GEMMs), which have no defaults; guessed values under "
+       "`placeholders` (at most " << ps::kMaxPlaceholders << ", each a numeric key this profile sets, with the range `run`'s "
+       "sensitivity check re-runs the schemes at: [Profiles](../guide/profile.md#guessed-values-and-whether-they-decide-the-answer)):\n\n"
        "| key | type | unit | required | valid range | meaning | source |\n| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const ps::KeyInfo& k : ps::all_keys()) {
     const std::string_view path = k.path;
     const bool listed = path.rfind("fabric.nodes[]", 0) == 0 || path.rfind("fabric.edges[]", 0) == 0 ||
-                        path.rfind("curves.", 0) == 0 || path.rfind("gemm_profiles[]", 0) == 0;
+                        path.rfind("curves.", 0) == 0 || path.rfind("gemm_profiles[]", 0) == 0 ||
+                        path.rfind("placeholders.", 0) == 0;
     if (!listed) continue;
     o << fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", path, k.type, ps::unit_of(k), k.required ? "yes" : "no",
                      k.range ? cell(overlap::range_text(*k.range)) : "-", cell(std::string(k.doc)),

@@ -162,6 +162,18 @@ std::string nccl_tuner_collective(CollectivePrimitive p) {
   return "";
 }
 
+std::vector<CollectivePrimitive> nccl_tuner_primitives() {
+  return {CollectivePrimitive::broadcast, CollectivePrimitive::reduce, CollectivePrimitive::all_gather,
+          CollectivePrimitive::reduce_scatter, CollectivePrimitive::all_reduce};
+}
+
+// plugins/tuner/example/plugin.c pluginGetCollInfo sets *nChannels = 1 before it matches the rows and
+// leaves NCCL's cost table (so its algorithm and protocol choice) as it is when none matches.
+std::string nccl_tuner_uncovered_note() {
+  return "a call no row covers (a size below the first row or above the last, or a collective not written) keeps "
+         "NCCL's own algorithm and protocol, and the example plugin runs it on 1 channel";
+}
+
 std::string nccl_tuner_algorithm(NcclAlgorithm a) {
   switch (a) {
     case NcclAlgorithm::Tree: return "tree";
@@ -215,8 +227,7 @@ std::string nccl_tuner_csv(const std::vector<NcclTunerRow>& rows, const std::vec
   std::string out;
   for (const std::string& h : header) out += "# " + h + "\n";
   // What the plugin does outside the rows (plugins/tuner/example/plugin.c pluginGetCollInfo).
-  out += "# a size or collective no row covers: the plugin keeps NCCL's algorithm and protocol but sets 1 channel "
-         "(pluginGetCollInfo sets *nChannels = 1 before matching); export every size and collective the job runs\n";
+  out += "# " + nccl_tuner_uncovered_note() + ": sweep -b / -e over the smallest to the largest message the job sends\n";
   // The plugin's own header line, as a comment (plugins/tuner/example/README.md "Configuration File Format").
   out += "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff\n";
   for (const NcclTunerRow& r : rows)
@@ -265,6 +276,8 @@ nlohmann::ordered_json flashoverlap_export(const sim::WaveGroupTuneResult& r, co
   nlohmann::ordered_json j = sim::flashoverlap_config(r, g, swizzle, algo ? algo : derived);
   nlohmann::ordered_json& meta = j["overlap_sim"];
   meta["dtype"] = dtype_name(g.dtype);
+  // What FlashOverlap's kernels compute in, whatever the dtype tuned for (its GEMMs are cutlass::half_t).
+  meta["kernel_dtype"] = "fp16";
   meta["primitive"] = sim::primitive_name(g.primitive);
   meta["ranks"] = ranks;
   meta["note"] = algo ? "written by overlap-sim tune --export-flashoverlap; Algo as given (--algo)"

@@ -71,6 +71,11 @@ struct NcclTunerRow {
 };
 // The plugin's names for ours: nullopt-like "" when the plugin has none (all-to-all).
 std::string nccl_tuner_collective(CollectivePrimitive p);
+// The collectives the plugin tunes (every primitive with a plugin name), in the plugin's order.
+std::vector<CollectivePrimitive> nccl_tuner_primitives();
+// What NCCL does with a call no row covers (a size outside the rows, a collective not written): the
+// CSV's comment and the command's stderr say it in these words.
+std::string nccl_tuner_uncovered_note();
 std::string nccl_tuner_algorithm(NcclAlgorithm a);
 std::string nccl_tuner_protocol(NcclProtocol p);
 // Rows for consecutive sizes (ascending, with their plans): one row per run of sizes with the same

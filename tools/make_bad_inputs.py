@@ -1159,10 +1159,37 @@ def add_network_memory_trace_entries(corpus, mlp_path):
                    "--compute-kernel", None)
 
 
+def add_placeholder_entries(corpus, mlp_path):
+    """A profile's placeholders: section (guessed values and their plausible ranges): every malformed
+    entry refused at the profile's file, line and key before anything runs."""
+    profile = ("gpu: {sm_count: 132, peak_tflops: {bf16: 989}, gemm_efficiency: 0.8}\n"
+               "fabric: {num_gpus: 8, links: {nvlink: {bandwidth_gbps: 450}}}\n"
+               "transports: {sm_copy: {cta_gbps: 25}}\n"
+               "placeholders:\n")
+    cta = "placeholders.transports.sm_copy.cta_gbps"
+    cases = [
+        ("low_above_high", "  transports.sm_copy.cta_gbps: {range: [75, 25], source: s}\n", cta + ".range"),
+        ("three_values", "  transports.sm_copy.cta_gbps: {range: [25, 50, 75], source: s}\n", cta + ".range"),
+        ("outside_key_range", "  transports.sm_copy.cta_gbps: {range: [-1, 75], source: s}\n", cta + ".range.0"),
+        ("fraction_above_one", "  gpu.gemm_efficiency: {range: [0.6, 1.5], source: s}\n",
+         "placeholders.gpu.gemm_efficiency.range.1"),
+        ("not_a_number", "  transports.sm_copy.cta_gbps: {range: [25, abc], source: s}\n", cta + ".range.1"),
+        ("unknown_key", "  gpu.no_such_key: {range: [1, 2], source: s}\n", "placeholders.gpu.no_such_key"),
+        ("string_key", "  gpu.name: {range: [1, 2], source: s}\n", "placeholders.gpu.name"),
+        ("key_not_set", "  gpu.gemm_tile_us: {range: [1, 2], source: s}\n", "placeholders.gpu.gemm_tile_us"),
+        ("missing_source", "  transports.sm_copy.cta_gbps: {range: [25, 75]}\n", cta + ".source"),
+        ("misspelt_field", "  transports.sm_copy.cta_gbps: {range: [25, 75], source: s, sorce: t}\n", cta + ".sorce"),
+        ("not_a_map", "  transports.sm_copy.cta_gbps: [25, 75]\n", cta),
+    ]
+    for name, section, key in cases:
+        corpus.add_cli(f"placeholder_{name}", ["run", mlp_path, "--scheme", "no_overlap", "--hardware", "{tmp}/p.yaml"],
+                       "placeholder", "p.yaml", key, setup=[["write", "p.yaml", profile + section]])
+
+
 # Generators whose entries follow every mutation; `--append` runs only these. A new generator goes at
 # the end, so that `tools/make_bad_inputs.py --append` adds its entries and keeps the committed ones.
 APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
-            add_network_memory_trace_entries]
+            add_network_memory_trace_entries, add_placeholder_entries]
 
 
 def main():

@@ -270,6 +270,9 @@ nlohmann::json to_json(const PaperRow& r) {
 
 nlohmann::json to_json(const PapersReport& rep) {
   nlohmann::json j;
+  nlohmann::json sources = nlohmann::json::object();
+  for (const PaperSource& s : sources_of(rep)) sources[s.id] = s.title;
+  j["sources"] = sources;
   nlohmann::json rows = nlohmann::json::array();
   for (const PaperRow& r : rep.rows) rows.push_back(to_json(r));
   j["rows"] = rows;
@@ -293,6 +296,35 @@ nlohmann::json to_json(const PapersReport& rep) {
   return j;
 }
 
+const std::vector<PaperSource>& source_titles() {
+  // Each source by its public title (the figures' tables and sections are named in each row).
+  static const std::vector<PaperSource> kSources = {
+      {"commfuse-paper", "CommFuse: Hiding Tail Latency via Communication Decomposition and Fusion for Distributed "
+                         "LLM Training (arXiv 2604.24013)"},
+      {"flashoverlap-paper", "Efficient and Adaptable Overlapping for Computation and Communication via Signaling and "
+                             "Reordering (FlashOverlap, EuroSys '26)"},
+      {"async-tp-illustrated", "An illustrated deep-dive into how the compute and comms in TP+SP are overlapped using "
+                               "Async TP (blog post, 2025-05-26)"},
+      {"delayed-tp-blog", "Delayed Tensor Parallelism for Faster Transformer Inference (blog post)"},
+      {"flux-report", "FLUX's performance report: github.com/bytedance/flux, docs/performance_report.md"},
+  };
+  return kSources;
+}
+
+std::vector<PaperSource> sources_of(const PapersReport& rep) {
+  std::vector<PaperSource> out;
+  for (const PaperSource& s : source_titles())
+    if (std::any_of(rep.rows.begin(), rep.rows.end(), [&](const PaperRow& r) { return r.source == s.id; }))
+      out.push_back(s);
+  return out;
+}
+
+std::string sources_text(const PapersReport& rep) {
+  std::string out;
+  for (const PaperSource& s : sources_of(rep)) out += fmt::format("  {}: {}\n", s.id, s.title);
+  return out;
+}
+
 std::string format_table(const PapersReport& rep) {
   const std::vector<std::string> headers = {"#", "source", "where", "figure", "published", "predicted", "error",
                                             "tol", "verdict", "cause"};
@@ -309,8 +341,9 @@ std::string format_table(const PapersReport& rep) {
   // The row number and the figures right-aligned, the text left-aligned, the cause not padded.
   auto line = [&](const std::vector<std::string>& cells) { return sim::table_line(cells, width, "><<<>>>><-"); };
   std::string out =
-      "published figures of the sources (/work/shared/seeds) against overlap-sim's predictions; error = (predicted - "
-      "published) / published\n\n";
+      "published figures of the sources against overlap-sim's predictions; error = (predicted - published) / "
+      "published; 'where' is the source's table, section or footnote\n" +
+      sources_text(rep) + "\n";
   out += line(headers);
   std::size_t rule = 0;
   for (std::size_t c = 0; c + 1 < headers.size(); ++c) rule += width[c] + 2;

@@ -1,7 +1,7 @@
 #pragma once
 // `overlap-sim validate --papers`: every published figure of the sources that the simulator can
 // predict, side by side with its prediction. One row per figure: where it is printed
-// (source, table or section, line of /work/shared/seeds/<source>), the configuration it was measured
+// (the source, by its id in source_titles(), and its table, section or footnote), the configuration it was measured
 // on, the published value exactly as printed, our prediction, the relative error, a tolerance and a
 // verdict. Published numbers are never adjusted; where a row compares a ratio of two printed numbers,
 // both are named in `published_text`.
@@ -156,8 +156,19 @@ PapersReport summarize(std::vector<PaperRow> rows);
 nlohmann::json to_json(const PaperRow& row);
 // {"rows": [...], "median_abs_error_pct", "ratio_rows", "median_abs_error_pct_without_explained",
 //  "ratio_rows_without_explained", "max_abs_error_pct", "max_row", "counts": {ok, explained, off,
-//  shipped_default}, "definition"}
+//  shipped_default}, "definition", "sources": {id: public title}}
 nlohmann::json to_json(const PapersReport& report);
 std::string format_table(const PapersReport& report);
+
+// The sources the rows cite, by the id in each row's `source` and their public title (the table's
+// header lists them; JSON "sources").
+struct PaperSource {
+  std::string id;
+  std::string title;
+};
+const std::vector<PaperSource>& source_titles();
+// The sources `report`'s rows cite, in source_titles() order, and one line per source: "  ID: TITLE".
+std::vector<PaperSource> sources_of(const PapersReport& report);
+std::string sources_text(const PapersReport& report);
 
 }  // namespace overlap::tools::papers

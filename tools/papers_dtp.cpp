@@ -1,5 +1,6 @@
-// The Delayed-TP blog's exposed wait-times (delayed-tp-blog.txt "Theoretical Exposed Wait-time",
-// lines 104-127; line numbers of /work/shared/seeds/) against dtp-a1.yaml and dtp-a2.yaml.
+// The Delayed-TP blog's exposed wait-times ("Delayed Tensor Parallelism for Faster Transformer
+// Inference", section "Theoretical Exposed Wait-time"; the line numbers below are of the post's text
+// as the project keeps it) against dtp-a1.yaml and dtp-a2.yaml.
 // The blog prints formulas and their parameters (line 131: MI300X, tau_c = 0.7 us, v_b = 4 TB/s,
 // p = 1 B; Table 1, line 82: A1 N_L = 24, d = 1024; A2 N_L = 16, d = 1536); the published value of a
 // row is its formula evaluated with them (cost_model/closed_forms.hpp) and L = 8 GPUs (not stated;
@@ -60,24 +61,24 @@ std::vector<PaperRow> dtp_rows(ScenarioRunner& runner) {
       bool over_counts;  // a formula the schedule can beat (kOverCount)
     };
     const Item items[] = {
-        {"line 110", "TP baseline exposed wait", "Delta_B = 2 N_L tau_c", exposed_tp_baseline_ps(t), "tp_baseline",
+        {"Theoretical Exposed Wait-time", "TP baseline exposed wait", "Delta_B = 2 N_L tau_c", exposed_tp_baseline_ps(t), "tp_baseline",
          nlohmann::json::object(), false},
-        {"line 111", "GPT-J exposed wait", "Delta_J = N_L tau_c", exposed_gptj_ps(t), "gptj_parallel",
+        {"Theoretical Exposed Wait-time", "GPT-J exposed wait", "Delta_J = N_L tau_c", exposed_gptj_ps(t), "gptj_parallel",
          nlohmann::json::object(), false},
         // Line 112 prints N_L tau_c for PT-Transformer whatever t_d: its t_d = 1 case.
-        {"line 112", "PT-Transformer exposed wait, t_d = 1", "N_L tau_c", exposed_pt_transformer_ps(t, 1),
+        {"Theoretical Exposed Wait-time", "PT-Transformer exposed wait, t_d = 1", "N_L tau_c", exposed_pt_transformer_ps(t, 1),
          "pt_transformer", {{"t_d", 1}}, false},
-        {"line 114", "Ladder Residual exposed wait", "Delta_LR", exposed_ladder_residual_ps(t), "ladder_residual",
+        {"Theoretical Exposed Wait-time", "Ladder Residual exposed wait", "Delta_LR", exposed_ladder_residual_ps(t), "ladder_residual",
          nlohmann::json::object(), true},
-        {"line 119", "DTP(1) exposed wait", "Delta_DTP(1)", exposed_dtp_ps(t, 1), "dtp", {{"delta", 1}}, true},
-        {"line 127", "DTP(2) exposed wait", "Delta_DTP(2k), k = 1", exposed_dtp_ps(t, 2), "dtp", {{"delta", 2}}, true},
-        {"lines 90, 127", "DTP(4) exposed wait ('hides all TP communications')", "Delta_DTP(2k), k = 2",
+        {"Theoretical Exposed Wait-time", "DTP(1) exposed wait", "Delta_DTP(1)", exposed_dtp_ps(t, 1), "dtp", {{"delta", 1}}, true},
+        {"Theoretical Exposed Wait-time", "DTP(2) exposed wait", "Delta_DTP(2k), k = 1", exposed_dtp_ps(t, 2), "dtp", {{"delta", 2}}, true},
+        {"Theoretical Exposed Wait-time", "DTP(4) exposed wait ('hides all TP communications')", "Delta_DTP(2k), k = 2",
          exposed_dtp_ps(t, 4), "dtp", {{"delta", 4}}, true},
     };
     for (const Item& it : items) {
       RowSpec s;
       s.source = kDtpSource;
-      s.location = fmt::format("{} {}", a.name, it.location);
+      s.location = fmt::format("{}, {}", a.name, it.location);
       s.figure = it.figure;
       s.config = cfg;
       s.unit = "us";

@@ -38,7 +38,7 @@ std::vector<PaperRow> flashoverlap_moe_rows(ScenarioRunner& runner) {
       kFile, static_cast<double>(base.latency_ps) / 1e6, static_cast<double>(fo.latency_ps) / 1e6, fo.reason, s);
   std::vector<PaperRow> rows;
   for (int bound = 0; bound < 2; ++bound) {
-    RowSpec spec = row_spec(kMoeSource, "Table 4 line 335; Sec. 6.3 line 368",
+    RowSpec spec = row_spec(kMoeSource, "Table 4; Sec. 6.3",
                             bound == 0 ? "Mixtral-8x7B training end-to-end speedup (EP 4) from the simulated MoE "
                                          "layer, >= the range's low end"
                                        : "Mixtral-8x7B training end-to-end speedup (EP 4) from the simulated MoE "

@@ -85,7 +85,7 @@ std::vector<PaperRow> flashoverlap_step_rows(ScenarioRunner& runner) {
     for (int v = 0; v < 2; ++v) {
       const StepRun& s = runs[v];
       RowSpec spec = row_spec(
-          kStepSource, "Table 4 line 335; Sec. 6.3 line 368",
+          kStepSource, "Table 4; Sec. 6.3",
           bound == 0 ? "Llama3-70B training step speedup (8 layers, TP 8), simulated step, >= the range's low end"
                      : "Llama3-70B training step speedup (8 layers, TP 8), simulated step, <= the range's high end",
           fmt::format("{}.yaml (16384 tokens as 2 x 8192, TP 8 + SP, no recomputation, pass step) with {}: "

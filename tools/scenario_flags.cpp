@@ -114,7 +114,9 @@ std::string placeholder_note(const std::string& profile_name, const std::string&
   int marked = 0;
   for (std::string line; std::getline(in, line);) {
     for (char& c : line) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    marked += line.find("placeholder") != std::string::npos ? 1 : 0;
+    // In a comment: the `placeholders:` section's own lines are data, not marks.
+    const auto comment = line.find('#');
+    marked += comment != std::string::npos && line.find("placeholder", comment) != std::string::npos ? 1 : 0;
   }
   if (marked == 0) return {};
   return fmt::format("note: hardware {}: {} line{} of its profile mark placeholder defaults, neither published nor "

@@ -207,8 +207,9 @@ TEST_CASE("collective --export nccl-tuner writes the example tuner plugin's CSV"
   const std::set<std::string> protos = {"ll", "ll128", "simple"};
   std::istringstream in(read(csv.path));
   std::string line;
-  long long next_min = 1024;
-  int rows = 0;
+  // Per collective: the next size its rows must start at (the ranges tile 1K .. 1G without gaps).
+  std::map<std::string, long long> next_min;
+  std::vector<std::string> order;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
     std::vector<std::string> f;
@@ -216,11 +217,15 @@ TEST_CASE("collective --export nccl-tuner writes the example tuner plugin's CSV"
     for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
     INFO(line);
     REQUIRE(f.size() == 10);
-    CHECK(f[0] == "allreduce");
+    if (!next_min.count(f[0])) {
+      next_min[f[0]] = 1024;
+      order.push_back(f[0]);
+    }
+    CHECK(f[0] == order.back());  // one collective's rows together
     const long long lo = std::stoll(f[1]), hi = std::stoll(f[2]);
-    CHECK(lo == next_min);  // the ranges tile the swept sizes without gaps or overlaps
+    CHECK(lo == next_min[f[0]]);  // no gap or overlap between a collective's size buckets
     CHECK(lo <= hi);
-    next_min = hi + 1;
+    next_min[f[0]] = hi + 1;
     CHECK(algos.count(f[3]) == 1);
     CHECK(protos.count(f[4]) == 1);
     CHECK((std::stoi(f[5]) > 0 || f[5] == "-1"));
@@ -228,12 +233,24 @@ TEST_CASE("collective --export nccl-tuner writes the example tuner plugin's CSV"
     CHECK(f[7] == "8");  // every GPU of the default profile
     CHECK(f[8] == "-1");
     CHECK(f[9] == "-1");
-    ++rows;
   }
-  CHECK(rows >= 1);
-  CHECK(next_min == 1024LL * 1024 * 1024 + 1);
-  // What the plugin does outside the rows (plugins/tuner/example/plugin.c: one channel) is written.
-  CHECK_THAT(read(csv.path), Catch::Contains("sets 1 channel"));
+  // Every collective the plugin tunes (the swept one first), each covering 1K .. 1G whole.
+  CHECK(order == std::vector<std::string>{"allreduce", "broadcast", "reduce", "allgather", "reducescatter"});
+  for (const auto& [coll, end] : next_min) {
+    INFO(coll);
+    CHECK(end == 1024LL * 1024 * 1024 + 1);
+  }
+  // What NCCL and the plugin do outside the rows (plugins/tuner/example/plugin.c: one channel) is
+  // written in the file and said on stderr.
+  CHECK_THAT(read(csv.path), Catch::Contains("the example plugin runs it on 1 channel"));
+  CHECK_THAT(r.err, Catch::Contains("keeps NCCL's own algorithm and protocol"));
+  // A forced algorithm is the swept collective's choice only: the others are left out, and said so.
+  const CliResult forced = cli({"collective", "all_reduce", "-b", "1K", "-e", "1M", "--algo", "Ring", "--export",
+                                "nccl-tuner", csv.path});
+  REQUIRE(forced.rc == 0);
+  const std::string text = read(csv.path);
+  CHECK_THAT(text, Catch::Contains("only allreduce"));
+  CHECK(text.find("\nallgather,") == std::string::npos);
   // All-to-all: the plugin tunes no send/recv. A directory: refused.
   CHECK(cli({"collective", "all_to_all", "--export", "nccl-tuner", csv.path}).rc == 2);
   CHECK(cli({"collective", "all_reduce", "--export", "nccl-tuner", fs::temp_directory_path().string()}).rc == 2);

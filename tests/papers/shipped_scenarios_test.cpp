@@ -140,7 +140,8 @@ TEST_CASE("a row's prediction is what `overlap-sim run` prints for the shipped f
   const auto dj = nlohmann::json::parse(dtp_rows.out);
   bool found = false;
   for (const auto& r : dj["rows"])
-    if (r["location"] == "A1 line 110" && r["variant"] == kShippedDefault) {
+    if (r["location"] == "A1, Theoretical Exposed Wait-time" && r["figure"] == "TP baseline exposed wait" &&
+        r["variant"] == kShippedDefault) {
       found = true;
       CHECK(r["predicted"].get<double>() == Approx(exposed_us).epsilon(1e-12));
     }
