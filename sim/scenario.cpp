@@ -151,7 +151,12 @@ std::optional<Transformer> read_model(const YamlReader& w, ModelUse use) {
   if (!config) {
     std::vector<std::string> known;
     for (const BuiltinModel& m : builtin_models()) known.push_back(m.name);
-    c->fail("unknown model '" + ref + "' (known: " + join(known) + ", custom, or a path to a config.json)");
+    std::error_code ec;
+    if (!ref.empty() && fs::is_directory(ref, ec))
+      c->fail(fmt::format("'{}' is a built-in model name that does not exist, and a directory: to read that checkpoint's "
+                          "config.json write it as a path ('./{}')", ref, ref));
+    c->fail("unknown model '" + ref + "' (known: " + join(known) +
+            ", custom, a path to a config.json, or a checkpoint directory holding one)");
   }
   if (use.ffn && config->moe && !use.moe)
     c->fail(fmt::format("model '{}' is a mixture of experts ({} experts, top {}): its expert layers are not "
@@ -204,6 +209,15 @@ void check_heads(const YamlReader& w, std::int64_t d_model, std::int64_t heads, 
     require_divides(w, "kv_heads", heads, kv_heads,
                     fmt::format("kv_heads = {} (heads must be a multiple of kv_heads)", kv_heads), "heads");
   require_divides(w, "heads", heads, tp, fmt::format("tp = {} (TP shards the heads)", tp));
+  // Key-value heads are split across TP ranks (kv_heads a multiple of tp) or, with fewer of them than
+  // ranks, replicated (Megatron-LM: tp a multiple of kv_heads, each rank one kv head). A split such as
+  // 6 kv heads on 4 ranks (1.5 per rank) is neither; it is refused rather than rounded.
+  const std::int64_t kv = kv_heads > 0 ? kv_heads : heads;
+  if (kv % tp != 0 && tp % kv != 0)
+    w.fail_at(w.has("kv_heads") ? "kv_heads" : "tp",
+              fmt::format("kv_heads = {} on tp = {} ranks: key-value heads must be a multiple of tp (split) or divide "
+                          "it (replicated); {} per rank is not modelled",
+                          kv, tp, static_cast<double>(kv) / tp));
 }
 
 // The keys a workload of one kind allows: kind and tp, then the kind's own.
@@ -752,6 +766,7 @@ std::vector<SweepAxis> read_sweep(const YamlReader& s, const std::string& text, 
       // Points apply on top of the scenario's own --set overrides, as `sweep` will run them.
       if (options.check_sweep_values && checked.insert(point).second) {
         ScenarioOptions trial = options;
+        trial.check_ignored_sweep = false;  // the trial's own sweep block is this one, being checked
         for (std::size_t k = 0; k < axis.keys.size(); ++k) trial.sets.push_back(axis.keys[k] + "=" + point[k]);
         try {
           (void)load_impl(text, file, trial, false);
@@ -935,9 +950,9 @@ Scenario load_checked(const YAML::Node& root, const std::string& text, const std
       sc.text = text_without_sweep(text);
       sc.sweep = read_sweep(*s, sc.text, file, options);
     } else if (options.check_ignored_sweep) {
-      ScenarioOptions shape_only = options;
-      shape_only.check_sweep_values = false;
-      (void)read_sweep(*s, text, file, shape_only);
+      // A command that runs the scenario as written (run, tune) still refuses a sweep value that
+      // makes an invalid scenario, as `sweep` does: the block is checked alike by every command.
+      (void)read_sweep(*s, text, file, options);
     }
   }
   if (sc.text.empty()) sc.text = text;
@@ -963,6 +978,25 @@ std::optional<WorkOverBudget> work_over_budget(const Workload& w) {
     return WorkOverBudget{"tp", fmt::format("{} ranks is more than the {} the simulator runs (its routes and "
                                             "collectives take time quadratic in the ranks)",
                                             w.tp, kMaxSimulatedRanks)};
+  // MoE: EP rank pairs x MoE layers (ep x expert_tp ranks for the moe kind, ep = tp for a MoE transformer).
+  std::int64_t moe_ranks = 0, moe_layers = 0;
+  std::string moe_key = "ep";
+  if (const auto* m = std::get_if<Moe>(&w.shape)) {
+    moe_ranks = static_cast<std::int64_t>(m->ep) * std::max(1, m->expert_tp);
+    moe_layers = 1;
+    if (m->expert_tp > 1) moe_key = "expert_tp";
+  } else if (const auto* t = std::get_if<Transformer>(&w.shape); t && t->moe) {
+    moe_ranks = w.tp;
+    moe_layers = std::max(1, t->layers - t->dense_layers);
+    moe_key = "tp";
+  }
+  if (const std::int64_t pairs = moe_ranks * moe_ranks * moe_layers; pairs > kMaxMoeExchangePairs)  // <= 2^28
+    return WorkOverBudget{moe_key, fmt::format("{} x {} EP ranks{} is {} rank pairs exchanging tokens, more than the "
+                                               "{} the simulator runs in seconds (each dispatch and combine is an "
+                                               "all-to-all of ranks^2 transfers); fewer EP ranks{} fit",
+                                               moe_ranks, moe_ranks,
+                                               moe_layers > 1 ? fmt::format(" x {} MoE layers", moe_layers) : "",
+                                               pairs, kMaxMoeExchangePairs, moe_layers > 1 ? " or layers" : "")};
   std::int64_t tiles = 0;
   std::string key = "tokens";
   int layers = 1;
