@@ -950,9 +950,23 @@ Scenario load_checked(const YAML::Node& root, const std::string& text, const std
       sc.text = text_without_sweep(text);
       sc.sweep = read_sweep(*s, sc.text, file, options);
     } else if (options.check_ignored_sweep) {
-      // A command that runs the scenario as written (run, tune) still refuses a sweep value that
-      // makes an invalid scenario, as `sweep` does: the block is checked alike by every command.
-      (void)read_sweep(*s, text, file, options);
+      // A command that does not run the sweep (run, tune) still refuses a value that makes the file
+      // as written invalid, as `sweep` does: a broken block is broken for every command. Its values
+      // are checked against the file without this command's --set, so a value that only clashes with
+      // an override (another hardware without the swept link) does not stop a run that never runs it.
+      ScenarioOptions as_written = options;
+      as_written.sets.clear();
+      as_written.check_ignored_sweep = false;
+      bool check_values = options.check_sweep_values;
+      if (check_values && !options.sets.empty()) {
+        try {
+          (void)load_impl(text, file, as_written, false);  // the file alone must load to blame a value
+        } catch (const InputError&) {
+          check_values = false;
+        }
+      }
+      as_written.check_sweep_values = check_values;
+      (void)read_sweep(*s, text, file, as_written);
     }
   }
   if (sc.text.empty()) sc.text = text;
