@@ -127,3 +127,19 @@ TEST_CASE("validate: schemes/ as a file and duplicate keys in measurements.json 
   CHECK(dup.rc == 2);
   CHECK_THAT(dup.err, Catch::Contains("measurements.json") && Catch::Contains("fixture") && Catch::Contains("duplicate key"));
 }
+
+TEST_CASE("trace --hardware: a GEMM of 2^40 a side is reported beyond the model, never predicted as 0 us", "[trace][errors]") {
+  const Scratch s;
+  // The sample trace with its aten::mm's Input Dims made 2^40 on every side: tiles, bytes and time
+  // leave 64 bits (the wrapped product predicted 0.000 us, a -100 % error).
+  std::ifstream in(fs::path(OVERLAP_SOURCE_DIR) / "tests/data/trace/rank0.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string dims = "\"Input Dims\": [[4096, 8192], [8192, 2048]]";
+  REQUIRE(text.find(dims) != std::string::npos);
+  text.replace(text.find(dims), dims.size(),
+               "\"Input Dims\": [[1099511627776, 1099511627776], [1099511627776, 1099511627776]]");
+  const auto r = cli({"trace", s.write("huge.json", text), "--hardware", "h100-sxm-8x-nvswitch"});
+  CHECK(r.rc == 0);
+  CHECK_THAT(r.out, Catch::Contains("beyond what the model counts: GEMM 1099511627776 x 1099511627776 x 1099511627776"));
+  CHECK_THAT(r.out, !Catch::Contains("-100.0"));
+}
