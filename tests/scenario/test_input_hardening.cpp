@@ -143,3 +143,26 @@ TEST_CASE("trace --hardware: a GEMM of 2^40 a side is reported beyond the model,
   CHECK_THAT(r.out, Catch::Contains("beyond what the model counts: GEMM 1099511627776 x 1099511627776 x 1099511627776"));
   CHECK_THAT(r.out, !Catch::Contains("-100.0"));
 }
+
+TEST_CASE("trace: a collective of 9e18 elements has no size, never a negative byte count", "[trace][errors]") {
+  const Scratch s;
+  std::ifstream in(fs::path(OVERLAP_SOURCE_DIR) / "tests/data/trace/rank0.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string count = "\"In msg nelems\": 1048576";
+  REQUIRE(text.find(count) != std::string::npos);
+  // 9e18 bf16 elements are 1.8e19 bytes: past int64, the product wrapped to a negative count.
+  text.replace(text.find(count), count.size(), "\"In msg nelems\": 9000000000000000000");
+  const auto r = cli({"trace", s.write("big.json", text), "--format", "json"});
+  CHECK(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  int sized = 0;
+  for (const auto& rank : j.at("ranks"))
+    for (const auto& c : rank.at("comms")) {
+      if (c.contains("bytes") && c.at("bytes").is_number()) {
+        CHECK(c.at("bytes").get<std::int64_t>() >= 0);
+        ++sized;
+      }
+      if (c.contains("nelems") && c.at("nelems") == 9000000000000000000LL) CHECK(c.at("bytes").is_null());
+    }
+  CHECK(sized >= 1);  // the other collective keeps its size
+}
