@@ -66,9 +66,9 @@ struct ScenarioOptions {
   // and reports all the bad ones at once.
   bool check_sweep_values = true;
   // Without validate_sweep, still read the sweep block (keys, lists of values and, with
-  // check_sweep_values, each value loaded alone) so a broken sweep is refused by every command, never
-  // silently ignored. Off for the points of a sweep being run: their scenario text has the block
-  // blanked or was read once already.
+  // check_sweep_values, each value loaded alone on the file as written, without `sets`) so a broken
+  // sweep is refused by every command, never silently ignored. Off for the points of a sweep being
+  // run: their scenario text has the block blanked or was read once already.
   bool check_ignored_sweep = true;
 };
 
