@@ -19,6 +19,14 @@ const GemmProfileEntry* find_calibrated(const HardwareProfile& p, const GemmShap
   return nullptr;
 }
 
+// "GEMM 16777216 x 16777216 x 16777216 (bf16)": the GEMM a RangeError is about.
+std::string shape_text(const GemmShape& s) {
+  return "GEMM " + std::to_string(s.m) + " x " + std::to_string(s.n) + " x " + std::to_string(s.k) + " (" +
+         dtype_name(s.dtype) + ")";
+}
+
+Ps gemm_time_unchecked(const HardwareProfile& profile, const GemmShape& shape, int sms_available);
+
 // FLOP per picosecond one SM sustains on a large compute-bound GEMM.
 double flop_per_ps_per_sm(const GpuSpec& gpu, DType dtype) {
   if (gpu.gemm_tile_us > 0) return 2.0 * 128 * 128 * 1024 / (gpu.gemm_tile_us * 1e6);
@@ -53,13 +61,14 @@ std::int64_t GemmPlan::waves(int sm_avail) const {
   return ceil_div(tiles, static_cast<std::int64_t>(sm_avail) * ctas_per_sm);
 }
 
-GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& s) {
-  if (s.m <= 0 || s.n <= 0 || s.k <= 0) throw std::invalid_argument("GEMM model: m, n, k must be positive");
+namespace {
+
+GemmPlan plan_gemm_unchecked(const HardwareProfile& profile, const GemmShape& s) {
   const GpuSpec& gpu = profile.gpu;
   GemmPlan plan;
   plan.ctas_per_sm = std::max(1, gpu.gemm_ctas_per_sm);
   plan.total_flop = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-  plan.weight_bytes = s.k * s.n * dtype_bytes(s.dtype);
+  plan.weight_bytes = checked_mul(checked_mul(s.k, s.n), dtype_bytes(s.dtype));
   const int slots = gpu.sm_count * plan.ctas_per_sm;
 
   const GemmProfileEntry* cal = find_calibrated(profile, s);
@@ -76,7 +85,7 @@ GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& s) {
     for (int tm : kTileM) {
       for (int tn : kTileN) {
         if (tm * tn > 256 * 128) continue;
-        const std::int64_t tiles = ceil_div(s.m, tm) * ceil_div(s.n, tn);
+        const std::int64_t tiles = checked_mul(ceil_div(s.m, tm), ceil_div(s.n, tn));
         const double us = static_cast<double>(ceil_div(tiles, slots)) * gemm_cta_us(r, tm, tn, s.k, dtype_bytes(s.dtype), plan.ctas_per_sm);
         const bool better = best_us == 0 || us < best_us * (1 - 1e-9) ||
                             (us <= best_us * (1 + 1e-9) && tm * tn > plan.tile_m * plan.tile_n);
@@ -99,7 +108,7 @@ GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& s) {
       plan.tile_n = big_n;
     }
   }
-  plan.tiles = ceil_div(s.m, plan.tile_m) * ceil_div(s.n, plan.tile_n);
+  plan.tiles = checked_mul(ceil_div(s.m, plan.tile_m), ceil_div(s.n, plan.tile_n));
   plan.reference_sms = static_cast<int>(std::min<std::int64_t>(gpu.sm_count, ceil_div(plan.tiles, plan.ctas_per_sm)));
 
   if (cal) {
@@ -123,8 +132,20 @@ GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& s) {
   if (gpu.hbm_bandwidth_gbps > 0) {
     plan.memory_ps = transfer_ps(plan.weight_bytes, gpu.hbm_bandwidth_gbps * gpu.hbm_efficiency);
   }
-  plan.memory_bound = plan.memory_ps > plan.waves(gpu.sm_count) * plan.cta_ps;
+  plan.memory_bound = plan.memory_ps > checked_mul(plan.waves(gpu.sm_count), plan.cta_ps);
   return plan;
+}
+
+}  // namespace
+
+GemmPlan plan_gemm(const HardwareProfile& profile, const GemmShape& s) {
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0) throw std::invalid_argument("GEMM model: m, n, k must be positive");
+  try {
+    return plan_gemm_unchecked(profile, s);
+  } catch (const RangeError& e) {
+    // Every product of the shape (bytes, tiles, waves x CTA time) is checked; the message says which GEMM.
+    throw RangeError(shape_text(s) + ": " + e.what());
+  }
 }
 
 int last_wave_sms(const GemmPlan& plan, int sm_avail) {
@@ -152,20 +173,33 @@ Ps cta_time_ps(const HardwareProfile& profile, const GemmPlan& plan, int busy_sm
 }
 
 Ps gemm_time_ps(const HardwareProfile& profile, const GemmShape& shape, int sms_available) {
+  try {
+    return gemm_time_unchecked(profile, shape, sms_available);
+  } catch (const RangeError& e) {
+    const std::string what = e.what();
+    throw RangeError(what.rfind("GEMM ", 0) == 0 ? what : shape_text(shape) + ": " + what);
+  }
+}
+
+namespace {
+
+Ps gemm_time_unchecked(const HardwareProfile& profile, const GemmShape& shape, int sms_available) {
   const GemmPlan plan = plan_gemm(profile, shape);
   const int busy = std::max(0, profile.gpu.sm_count - sms_available);
   const Ps cta = cta_time_ps(profile, plan, busy);
   const std::int64_t waves = plan.waves(sms_available);
-  Ps compute = waves * cta;
+  Ps compute = checked_mul(waves, cta);
   if (profile.gpu.gemm_full_rate_sms > 0 && waves > 0 && plan.memory_ps <= compute) {
     // Full waves keep every available SM busy; the last holds the SMs its remaining tiles need.
     auto scaled = [&](int sms) {
       return checked_ps(std::ceil(static_cast<double>(cta) * gemm_saturation_factor(profile.gpu, plan.reference_sms, sms) - 1e-6));
     };
-    compute = (waves - 1) * scaled(sms_available) + scaled(last_wave_sms(plan, sms_available));
+    compute = checked_add(checked_mul(waves - 1, scaled(sms_available)), scaled(last_wave_sms(plan, sms_available)));
   }
   return std::max(compute, plan.memory_ps);
 }
+
+}  // namespace
 
 Ps gemm_time_ps(const HardwareProfile& profile, const GemmShape& shape) {
   return gemm_time_ps(profile, shape, profile.gpu.sm_count);

@@ -1,6 +1,7 @@
 #include "cost_model/overrides.hpp"
 
 #include <cstdlib>
+#include <set>
 
 #include "cost_model/input_error.hpp"
 #include "cost_model/yaml_reader.hpp"
@@ -19,7 +20,12 @@ bool is_index(const std::string& s) {
 // A copy of `n` built in code: its nodes carry no YAML::Mark, so an error in an overridden value is
 // reported without the (meaningless) line of the --set text. Tags are kept: a quoted "8192" stays a
 // string, which a number key refuses (cost_model/yaml_reader.hpp).
-YAML::Node without_marks(const YAML::Node& n) {
+struct DuplicateKey {
+  std::string path;
+};
+
+// `path`: the key path of `n` under the --set's own path, for a repeated key's message.
+YAML::Node without_marks(const YAML::Node& n, const std::string& path) {
   if (n.IsScalar()) {
     YAML::Node out(n.Scalar());
     out.SetTag(n.Tag());
@@ -27,12 +33,20 @@ YAML::Node without_marks(const YAML::Node& n) {
   }
   if (n.IsSequence()) {
     YAML::Node out(YAML::NodeType::Sequence);
-    for (const auto& e : n) out.push_back(without_marks(e));
+    std::size_t i = 0;
+    for (const auto& e : n) out.push_back(without_marks(e, path + "." + std::to_string(i++)));
     return out;
   }
   if (n.IsMap()) {
     YAML::Node out(YAML::NodeType::Map);
-    for (const auto& kv : n) out[kv.first.Scalar()] = without_marks(kv.second);
+    std::set<std::string> seen;
+    for (const auto& kv : n) {
+      // A flow map that repeats a key ("{chunks: 2, chunks: 4}") would keep the last value silently,
+      // where the same map in a scenario file is refused (YamlReader::expect_map).
+      const std::string key = kv.first.Scalar();
+      if (!seen.insert(key).second) throw DuplicateKey{path + "." + key};
+      out[key] = without_marks(kv.second, path + "." + key);
+    }
     return out;
   }
   return YAML::Node();
@@ -63,9 +77,11 @@ void apply_override(YAML::Node& root, const Override& o) {
   for (const auto& seg : o.path) dotted += (dotted.empty() ? "" : ".") + seg;
   YAML::Node value;
   try {
-    value = without_marks(parse_yaml(o.value_text, ""));
+    value = without_marks(parse_yaml(o.value_text, ""), dotted);
   } catch (const InputError& e) {
     throw InputError("--set " + dotted + "=" + o.value_text, 0, dotted, "cannot read the value: " + e.message());
+  } catch (const DuplicateKey& d) {
+    throw InputError("--set " + dotted + "=" + o.value_text, 0, d.path, "key given twice in the value's map");
   }
   if (!root.IsMap()) root = YAML::Node(YAML::NodeType::Map);
   // Walk with reset(), never operator=: assigning a yaml-cpp node that came from operator[] would

@@ -520,7 +520,26 @@ bool is_plain_scalar(const YAML::Node& node) {
   return tag.empty() || tag == "?";
 }
 
+// A directive line (%YAML, %TAG, or any %) after a document's end marker "..." opens a second
+// document (YAML 1.2 section 9.1.2, "Explicit documents"); with no "---" after it yaml-cpp drops the
+// directive without a word. Refused at its line, as a second document is.
+void refuse_directive_after_end(const std::string& text, const std::string& file) {
+  std::istringstream in(text);
+  bool ended = false;
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.rfind("...", 0) == 0 && (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '#')) ended = true;
+    else if (ended && !line.empty() && line[0] == '%')
+      throw InputError(file, n, "",
+                       "a YAML directive after the document's end marker '...' starts a second document, which is not "
+                       "read; give one document per file");
+  }
+}
+
 YAML::Node parse_yaml(const std::string& text, const std::string& file) {
+  refuse_directive_after_end(text, file);
   try {
     {
       std::istringstream in(text);

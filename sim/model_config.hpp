@@ -38,9 +38,18 @@ struct ModelConfig {
   std::optional<MoeConfig> moe;
 };
 
-// Reads a config.json. Refuses (InputError naming the file and the key) a file that is not JSON, a
-// missing or non-positive architecture field, inconsistent MoE fields, a MoE layer pattern the
-// transformer cannot express (decoder_sparse_step other than 1, mlp_only_layers not a prefix), and an MLA config (kv_lora_rank) missing one of its head widths. Keys it does not use (rope, vocabulary, dtype, ...) are not ours to check.
+// Reads a config.json, or a Hugging Face checkpoint directory's (`path` a directory: its config.json;
+// the model is then named for the directory). A multimodal checkpoint's language model is read from
+// its `text_config`. Refuses (InputError naming the file, the line and the key path) a file that is
+// not JSON, a key repeated in one object or a number beyond a double anywhere in the file
+// (cost_model/strict_json.hpp), a missing or out-of-range architecture field, inconsistent MoE fields
+// (two expert-count spellings that disagree; a MoE field without an expert count), a MoE layer pattern
+// the transformer cannot express (decoder_sparse_step, moe_layer_freq or interleave_moe_layer_step
+// other than 1, mlp_only_layers not a prefix), an MLA config (kv_lora_rank) missing one of its head
+// widths, and architecture features that are not modelled (linear-attention or hybrid layers,
+// sliding-window or chunked attention, a plain ungated MLP, a shared expert narrower than a multiple
+// of the routed experts' width: docs/reference/limits.md). Keys it does not use (rope, vocabulary,
+// dtype, ...) are not otherwise checked.
 ModelConfig read_model_config(const std::string& path);
 
 // The built-in names and the file each one reads (<source tree>/scenarios/models/<file>.json).

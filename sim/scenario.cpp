@@ -152,7 +152,12 @@ std::optional<Transformer> read_model(const YamlReader& w, ModelUse use) {
   if (!config) {
     std::vector<std::string> known;
     for (const BuiltinModel& m : builtin_models()) known.push_back(m.name);
-    c->fail("unknown model '" + ref + "' (known: " + join(known) + ", custom, or a path to a config.json)");
+    std::error_code ec;
+    if (!ref.empty() && fs::is_directory(ref, ec))
+      c->fail(fmt::format("'{}' is a built-in model name that does not exist, and a directory: to read that checkpoint's "
+                          "config.json write it as a path ('./{}')", ref, ref));
+    c->fail("unknown model '" + ref + "' (known: " + join(known) +
+            ", custom, a path to a config.json, or a checkpoint directory holding one)");
   }
   if (use.ffn && config->moe && !use.moe)
     c->fail(fmt::format("model '{}' is a mixture of experts ({} experts, top {}): its expert layers are not "
@@ -205,6 +210,15 @@ void check_heads(const YamlReader& w, std::int64_t d_model, std::int64_t heads, 
     require_divides(w, "kv_heads", heads, kv_heads,
                     fmt::format("kv_heads = {} (heads must be a multiple of kv_heads)", kv_heads), "heads");
   require_divides(w, "heads", heads, tp, fmt::format("tp = {} (TP shards the heads)", tp));
+  // Key-value heads are split across TP ranks (kv_heads a multiple of tp) or, with fewer of them than
+  // ranks, replicated (Megatron-LM: tp a multiple of kv_heads, each rank one kv head). A split such as
+  // 6 kv heads on 4 ranks (1.5 per rank) is neither; it is refused rather than rounded.
+  const std::int64_t kv = kv_heads > 0 ? kv_heads : heads;
+  if (kv % tp != 0 && tp % kv != 0)
+    w.fail_at(w.has("kv_heads") ? "kv_heads" : "tp",
+              fmt::format("kv_heads = {} on tp = {} ranks: key-value heads must be a multiple of tp (split) or divide "
+                          "it (replicated); {} per rank is not modelled",
+                          kv, tp, static_cast<double>(kv) / tp));
 }
 
 // The keys a workload of one kind allows: kind and tp, then the kind's own.
@@ -753,6 +767,7 @@ std::vector<SweepAxis> read_sweep(const YamlReader& s, const std::string& text, 
       // Points apply on top of the scenario's own --set overrides, as `sweep` will run them.
       if (options.check_sweep_values && checked.insert(point).second) {
         ScenarioOptions trial = options;
+        trial.check_ignored_sweep = false;  // the trial's own sweep block is this one, being checked
         for (std::size_t k = 0; k < axis.keys.size(); ++k) trial.sets.push_back(axis.keys[k] + "=" + point[k]);
         try {
           (void)load_impl(text, file, trial, false);
@@ -936,9 +951,23 @@ Scenario load_checked(const YAML::Node& root, const std::string& text, const std
       sc.text = text_without_sweep(text);
       sc.sweep = read_sweep(*s, sc.text, file, options);
     } else if (options.check_ignored_sweep) {
-      ScenarioOptions shape_only = options;
-      shape_only.check_sweep_values = false;
-      (void)read_sweep(*s, text, file, shape_only);
+      // A command that does not run the sweep (run, tune) still refuses a value that makes the file
+      // as written invalid, as `sweep` does: a broken block is broken for every command. Its values
+      // are checked against the file without this command's --set, so a value that only clashes with
+      // an override (another hardware without the swept link) does not stop a run that never runs it.
+      ScenarioOptions as_written = options;
+      as_written.sets.clear();
+      as_written.check_ignored_sweep = false;
+      bool check_values = options.check_sweep_values;
+      if (check_values && !options.sets.empty()) {
+        try {
+          (void)load_impl(text, file, as_written, false);  // the file alone must load to blame a value
+        } catch (const InputError&) {
+          check_values = false;
+        }
+      }
+      as_written.check_sweep_values = check_values;
+      (void)read_sweep(*s, text, file, as_written);
     }
   }
   if (sc.text.empty()) sc.text = text;
@@ -1009,9 +1038,28 @@ std::optional<WorkOverBudget> work_over_budget(const Workload& w) {
                                             w.tp, kMaxSimulatedRanks)};
   const TileCount c = tile_count(w);
   // A deep transformer is simulated over its dense prefix + 4 layers at most and composed from those
-  // runs (sim/layer_composition.hpp): the budget is those runs'.
+  // runs (sim/layer_composition.hpp): the budgets are those runs'.
   const std::optional<int> base = composition_base_layers(w);
   const int simulated = base ? std::min(c.layers, *base + 2) : c.layers;
+  // MoE: EP rank pairs x MoE layers (ep x expert_tp ranks for the moe kind, ep = tp for a MoE transformer).
+  std::int64_t moe_ranks = 0, moe_layers = 0;
+  std::string moe_key = "ep";
+  if (const auto* m = std::get_if<Moe>(&w.shape)) {
+    moe_ranks = static_cast<std::int64_t>(m->ep) * std::max(1, m->expert_tp);
+    moe_layers = 1;
+    if (m->expert_tp > 1) moe_key = "expert_tp";
+  } else if (const auto* t = std::get_if<Transformer>(&w.shape); t && t->moe) {
+    moe_ranks = w.tp;
+    moe_layers = std::max(1, simulated - t->dense_layers);
+    moe_key = "tp";
+  }
+  if (const std::int64_t pairs = moe_ranks * moe_ranks * moe_layers; pairs > kMaxMoeExchangePairs)  // <= 2^28
+    return WorkOverBudget{moe_key, fmt::format("{} x {} EP ranks{} is {} rank pairs exchanging tokens, more than the "
+                                               "{} the simulator runs in seconds (each dispatch and combine is an "
+                                               "all-to-all of ranks^2 transfers); fewer EP ranks{} fit",
+                                               moe_ranks, moe_ranks,
+                                               moe_layers > 1 ? fmt::format(" x {} MoE layers", moe_layers) : "",
+                                               pairs, kMaxMoeExchangePairs, moe_layers > 1 ? " or layers" : "")};
   const std::int64_t total = c.tiles * simulated;
   if (total <= kMaxGemmTilesPerRank) return std::nullopt;
   return WorkOverBudget{c.key, fmt::format("{} GEMM tiles (128 x 128) per rank{} is more than the {} the simulator "

@@ -65,7 +65,8 @@ struct ScenarioOptions {
   // `overlap-sim sweep` turns this off: it checks every point (every combination of values) itself
   // and reports all the bad ones at once.
   bool check_sweep_values = true;
-  // Without validate_sweep, still read the sweep block's shape (keys, lists of values) so a broken
+  // Without validate_sweep, still read the sweep block (keys, lists of values and, with
+  // check_sweep_values, each value loaded alone on the file as written, without `sets`) so a broken
   // sweep is refused by every command, never silently ignored. Off for the points of a sweep being
   // run: their scenario text has the block blanked or was read once already.
   bool check_ignored_sweep = true;
@@ -100,13 +101,18 @@ const char* fidelity_name(Fidelity f);
 //   - at most kMaxGemmTilesPerRank GEMM output tiles of 128 x 128 per rank, over every GEMM of the
 //     workload (every layer of a transformer or decode stack): FlashOverlap's wave groups and the
 //     tuners walk the tiles wave by wave (a 16777216^3 GEMM has 1.7e10 tiles per rank).
+//   - at most kMaxMoeExchangePairs EP rank pairs over the MoE layers (ranks^2 x MoE layers): every
+//     dispatch and combine is an all-to-all of ranks^2 routed transfers that the schemes split further
+//     (a DeepSeek-V3 MoE layer at EP 256 takes about 10 s and 240 MB for its slowest scheme,
+//     moe_tile_fused, on a 2-core machine; EP 512 four times that).
 inline constexpr int kMaxSimulatedRanks = 512;
+inline constexpr std::int64_t kMaxMoeExchangePairs = std::int64_t{1} << 16;  // 65,536: EP 256, one layer
 inline constexpr std::int64_t kMaxGemmTilesPerRank = std::int64_t{1} << 22;  // 4,194,304
 struct WorkOverBudget {
   std::string key;      // the workload key to name ("tp", "m", "tokens", ...)
   std::string message;  // the estimate, the limit and what to do
 };
-// nullopt when the workload is inside both budgets. A transformer deeper than its dense prefix + 4
+// nullopt when the workload is inside every budget. A transformer deeper than its dense prefix + 4
 // layers counts the layers it is simulated over (sim/layer_composition.hpp), not all of them.
 std::optional<WorkOverBudget> work_over_budget(const Workload& w);
 // Every GEMM output tile of the workload per rank, all layers counted (what a whole simulation walks).

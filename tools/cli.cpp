@@ -212,6 +212,7 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& run) {
       ->type_name("kernel|cta");
   run_cmd->add_option("--trace-ranks", run.trace_ranks,
                       "Trace (--trace) and plot (--plot) only these ranks, e.g. 0,3-5 (--plot alone shows rank 0)")
+      ->check(non_empty_value())
       ->type_name("LIST");
   run_cmd->add_option("--trace-window", run.trace_window, "Trace only events overlapping START_US:END_US")
       ->type_name("START:END");

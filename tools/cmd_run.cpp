@@ -258,6 +258,9 @@ std::vector<sim::SchemeResult> evaluate_schemes(const RunOptions& options, const
   } catch (const std::invalid_argument& e) {
     if (!options.params.empty()) throw InputError("", 0, "--param", fmt::format("scheme '{}': {}", options.scheme, e.what()));
     locate_scheme_error(sc, specs, e.what());
+  } catch (const RangeError& e) {
+    // The baseline (no_overlap) runs outside keep_going: name the scenario its overflow came from.
+    throw InputError(sc.file, 0, "workload", std::string("cannot simulate this: ") + e.what());
   }
   std::size_t failed = 0;
   for (sim::SchemeResult& r : results) {
@@ -405,8 +408,8 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
     throw UsageError("--param sets a knob of one scheme: name it with --scheme (e.g. --scheme data_slicing --param chunks=8)");
   ScenarioLoad load = scenario_load(options.scenario, options.sets, options.flags);
   if (!options.fidelity.empty()) load.options.sets.push_back("fidelity=" + options.fidelity);
-  // `run` runs the scenario as written; its sweep is `overlap-sim sweep`'s business (a sweep value
-  // that does not fit a --set hardware must not stop a run).
+  // `run` runs the scenario as written; its sweep is `overlap-sim sweep`'s to run, but each of its
+  // values is checked as `sweep` checks it (sim/scenario.hpp check_ignored_sweep).
   load.options.validate_sweep = false;
   const std::vector<FlagAssignment>& flag_sets = load.flag_sets;
   const sim::Scenario sc = with_flag_errors(flag_sets, [&] { return sim::load_scenario_file(load.path, load.options); });

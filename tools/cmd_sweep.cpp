@@ -19,6 +19,7 @@
 
 #include "cost_model/input_error.hpp"
 #include "cost_model/atomic_file.hpp"
+#include "cost_model/bounded_message.hpp"
 #include "sim/engine.hpp"
 #include "sim/report.hpp"
 #include "sim/scenario.hpp"
@@ -195,8 +196,16 @@ std::vector<sim::SweepAxis> sweep_axes(const SweepOptions& o, const sim::Scenari
   if (o.only_axes && !o.no_axes.empty()) throw UsageError("--only-axes drops every scenario axis; --no-axis is then redundant");
   std::vector<sim::SweepAxis> own_axes = o.only_axes ? std::vector<sim::SweepAxis>{} : sim::drop_sweep_axes(sc.sweep, o.no_axes);
   std::vector<sim::SweepAxis> flags;
+  std::map<std::string, std::string> flag_of_key;  // each key swept by one --sweep at most
   for (const std::string& f : o.sweeps) {
     sim::SweepAxis axis = sim::parse_sweep_flag(f);
+    for (const std::string& key : axis.keys) {
+      const auto [it, fresh] = flag_of_key.emplace(key, f);
+      // A later --sweep of the same key would replace the earlier one silently (merge_sweep_axes).
+      if (!fresh)
+        throw UsageError(fmt::format("--sweep {}: the axis '{}' is already swept by --sweep {}; give its values once",
+                                     bounded_message(f), key, bounded_message(it->second)));
+    }
     // A profile path typed in a --sweep value is read where it was typed, as with --set.
     if (axis.keys.size() == 1 && axis.keys[0] == "hardware")
       for (auto& point : axis.values) point[0] = resolve_hardware_path(point[0], path);

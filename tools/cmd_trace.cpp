@@ -166,6 +166,9 @@ void predict(const TraceOptions& o, Run& run) {
           p.predicted_ns = static_cast<double>(ps) * static_cast<double>(g.shape->batch) / 1000.0;
         } catch (const std::invalid_argument& e) {
           p.why = fmt::format("dtype {} not in the profile", dtype_name(*dtype));  // no peak_tflops for it
+        } catch (const RangeError& e) {
+          // A shape whose bytes, tiles or time leave 64 bits (2^40 on a side): said per kernel, never a wrapped 0.
+          p.why = bounded_message(std::string("beyond what the model counts: ") + e.what());
         }
       }
       run.predictions.push_back(p);

@@ -6,6 +6,7 @@
 # ASan + UBSan in build-fuzz/.
 #   tools/fuzz.sh [MINUTES] [TARGET...]
 #   TARGET: scenario_loader profile_loader nccl_tests_import results_dir cli
+#   also model_config: the config.json reader (--model), seeded from scenarios/models/ and tests/scenario/model_configs/
 # Working corpora: build-fuzz/corpus/<target>/ (seeded from scenarios/, scenarios/hardware/,
 # tests/data/bad_inputs/, tests/data/ nccl-tests samples and calibration results); not committed.
 # Findings (crashes, leaks, sanitizer reports, timeouts over 5 s, slow units): saved to
@@ -17,6 +18,7 @@ minutes=${1:-10}
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(scenario_loader profile_loader nccl_tests_import results_dir cli)
+[ $# -gt 0 ] || targets+=(model_config)
 case "$minutes" in (*[!0-9.]*|'') echo "fuzz.sh: MINUTES must be a number (got '$minutes')" >&2; exit 2;; esac
 
 bash "$root/tools/setup.sh"
@@ -40,6 +42,7 @@ for t in "${targets[@]}"; do
     scenario_loader) seeds=("$root"/scenarios/*.yaml "$root"/scenarios/papers/*.yaml "$root"/tests/data/bad_inputs/scenarios/*.yaml) ;;
     profile_loader) seeds=("$root"/scenarios/hardware/*.yaml "$root"/tests/data/bad_inputs/profiles/*.yaml) ;;
     nccl_tests_import) seeds=($(find "$root/tests/data" -maxdepth 2 -name '*nccl*' -type f)) ;;
+    model_config) seeds=("$root"/scenarios/models/*.json "$root"/tests/scenario/model_configs/*.json) ;;
     results_dir)
       # The fixture's and the committed H100's measurements, compacted and split by benchmark (a
       # seed must stay under -max_len), and the fixture's scheme runs behind "#--schemes".

@@ -1184,12 +1184,90 @@ def add_placeholder_entries(corpus, mlp_path):
     for name, section, key in cases:
         corpus.add_cli(f"placeholder_{name}", ["run", mlp_path, "--scheme", "no_overlap", "--hardware", "{tmp}/p.yaml"],
                        "placeholder", "p.yaml", key, setup=[["write", "p.yaml", profile + section]])
+def add_input_hardening_entries(corpus, mlp_path):
+    """Config.json, --set and the old survivors read strictly; predictions that never wrap; the MoE work
+    budget (docs/reference/limits.md "Scenarios, model configs and predictions"). Each refused naming
+    the file or flag and the key."""
+    llama = ('{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336, '
+             '"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_act": "silu"')
+    configs = [
+        # A number beyond a double in a key that is not read (nlohmann's out_of_range 406).
+        ("config_number_overflow", llama + ', "rope_theta": 1e999}', "rope_theta"),
+        ("config_number_overflow_nested", llama + ', "rope_scaling": {"factor": -1e400}}', "rope_scaling.factor"),
+        ("config_duplicate_key", llama + ', "hidden_size": 8192}', "hidden_size"),
+        ("config_duplicate_nested_key", llama + ', "rope_scaling": {"factor": 8.0, "factor": 4.0}}',
+         "rope_scaling.factor"),
+        ("config_experts_disagree", llama + ', "num_local_experts": 8, "num_experts": 16, "num_experts_per_tok": 2}',
+         "num_experts"),
+        ("config_top_k_without_experts", llama + ', "num_experts_per_tok": 2}', "num_experts_per_tok"),
+        ("config_linear_attention", llama + ', "layer_types": ["linear_attention", "full_attention"]}', "layer_types"),
+        ("config_linear_widths", llama + ', "linear_num_value_heads": 32}', "linear_num_value_heads"),
+        ("config_sliding_window", llama + ', "sliding_window": 4096}', "sliding_window"),
+        ("config_chunked_attention", llama + ', "attention_chunk_size": 8192}', "attention_chunk_size"),
+        ("config_shared_expert_width", llama + ', "num_experts": 60, "num_experts_per_tok": 4, '
+         '"moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5000}', "shared_expert_intermediate_size"),
+        ("config_plain_gelu_mlp", '{"architectures": ["GPTNeoXForCausalLM"], "hidden_size": 6144, '
+         '"intermediate_size": 24576, "num_hidden_layers": 44, "num_attention_heads": 64, "hidden_act": "gelu"}',
+         "hidden_act"),
+        ("config_text_config_missing", '{"architectures": ["LlavaForConditionalGeneration"], '
+         '"text_config": {"hidden_size": 4096}}', "text_config.intermediate_size"),
+        ("config_text_config_disagrees", '{"hidden_size": 1024, "text_config": {"hidden_size": 4096, '
+         '"intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32}}', "hidden_size"),
+    ]
+    for name, text, key in configs:
+        corpus.add_cli(name, ["run", mlp_path, "--model", "{tmp}/config.json"], "model_config_strict", "config.json",
+                       key, setup=[["write", "config.json", text]])
+    # A checkpoint directory without its config.json; an empty --model, --hardware or --trace-ranks.
+    corpus.add_cli("model_dir_without_config", ["run", mlp_path, "--model", "{tmp}/ckpt"], "model_config_strict",
+                   "ckpt/config.json", None, setup=[["mkdir", "ckpt"]])
+    corpus.add_cli("model_empty", ["run", mlp_path, "--model", ""], "empty_flag", "--model", None)
+    corpus.add_cli("hardware_empty", ["run", mlp_path, "--hardware", ""], "empty_flag", "--hardware", None)
+    corpus.add_cli("trace_ranks_empty", ["run", mlp_path, "--trace", "{tmp}/t.json", "--trace-ranks", ""],
+                   "empty_flag", "--trace-ranks", None)
+    # --set flow maps that repeat a key.
+    corpus.add_cli("set_flow_map_duplicate_param", ["run", mlp_path, "--set",
+                                                    "schemes=[{name: data_slicing, params: {chunks: 2, chunks: 4}}]"],
+                   "duplicate_key", "--set", "schemes.0.params.chunks")
+    corpus.add_cli("set_flow_map_duplicate_workload", ["run", mlp_path, "--set",
+                                                       "workload={kind: mlp_tpsp, tp: 8, tp: 4, tokens: 8192, "
+                                                       "d_model: 8192, d_ffn: 28672}"],
+                   "duplicate_key", "--set", "workload.tp")
+    # Key-value heads TP can neither split nor replicate (6 on 4 ranks).
+    attention = ("hardware: h100-sxm-8x-nvswitch\nworkload:\n  kind: attention_tpsp\n  tp: 4\n  batch: 1\n"
+                 "  seq: 4096\n  d_model: 6144\n  heads: 24\n  kv_heads: 6\nschemes: [no_overlap]\n")
+    corpus.add_cli("kv_heads_not_split_by_tp", ["run", "{tmp}/a.yaml"], "heads", "a.yaml", "workload.kv_heads",
+                   setup=[["write", "a.yaml", attention]])
+    # MoE past the EP work budget: 512^2 rank pairs (EP 256 is the cap).
+    moe = ("hardware: h100-64node-ib400-rail\nworkload:\n  kind: moe\n  experts: 512\n  top_k: 8\n  d_model: 7168\n"
+           "  d_ffn_expert: 2048\n  tokens: 4096\n  ep: 512\nschemes: [no_overlap]\n")
+    corpus.add_cli("moe_ep_512_over_budget", ["run", "{tmp}/m.yaml"], "work_budget", "m.yaml", "workload.ep",
+                   setup=[["write", "m.yaml", moe]])
+    # A GEMM whose time leaves int64 picoseconds on the slowest GPU the ranges allow.
+    corpus.add_cli("gemm_time_overflow", ["run", "{tmp}/s.yaml", "--set", "hardware.gpu.peak_tflops.bf16=0.001",
+                                          "--set", "workload.m=65536", "--set", "workload.n=65536", "--set",
+                                          "workload.k=16777216"],
+                   "prediction_overflow", "GEMM 65536 x 65536 x 16777216", None,
+                   setup=[["write", "s.yaml", SMALL_SCENARIO.replace("tp: 4", "tp: 4\n  dtype: bf16")]])
+    # The old survivors: a sweep value `run` ignored, a --sweep axis given twice, a % directive after
+    # "...", duplicate keys in measurements.json, schemes/ as a file in a results directory.
+    corpus.add_cli("run_checks_sweep_values", ["run", "{tmp}/s.yaml"], "sweep", "s.yaml", "sweep.workload.tp",
+                   setup=[["write", "s.yaml", SMALL_SCENARIO + "sweep:\n  workload.tp: [4, 16]\n"]])
+    corpus.add_cli("sweep_axis_twice", ["sweep", mlp_path, "--sweep", "workload.tp=4,8", "--sweep", "workload.tp=2"],
+                   "sweep", "--sweep workload.tp=2", None)
+    corpus.add_cli("yaml_directive_after_end", ["run", "{tmp}/s.yaml"], "yaml", "s.yaml:12", None,
+                   setup=[["write", "s.yaml", SMALL_SCENARIO + "...\n%YAML 1.2\n"]])
+    corpus.add_cli("measurements_duplicate_key", ["validate", "{tmp}/r"], "duplicate_key", "measurements.json",
+                   "schema", setup=[["mkdir", "r"], ["write", "r/measurements.json",
+                                                     '{"schema": "overlap-calibrate/1", "schema": "x", '
+                                                     '"measurements": []}']])
+    corpus.add_cli("results_schemes_is_a_file", ["validate", "{tmp}/r"], "results_dir", "schemes", None,
+                   setup=[["mkdir", "r"], ["write", "r/schemes", "a file, not a folder\n"]])
 
 
 # Generators whose entries follow every mutation; `--append` runs only these. A new generator goes at
 # the end, so that `tools/make_bad_inputs.py --append` adds its entries and keeps the committed ones.
 APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
-            add_network_memory_trace_entries, add_placeholder_entries]
+            add_network_memory_trace_entries, add_placeholder_entries, add_input_hardening_entries]
 
 
 def main():

@@ -12,11 +12,20 @@
 
 namespace overlap::tools {
 
+CLI::Validator non_empty_value() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        return value.empty() ? "must not be empty (leave the option out instead)" : "";
+      },
+      "TEXT", "non-empty");
+}
+
 void add_scenario_flags(CLI::App* cmd, ScenarioFlags& flags, bool with_hardware) {
   if (with_hardware)
     cmd->add_option("--hardware", flags.hardware,
                     "Hardware profile: a built-in name ('overlap-sim profile list') or a profile YAML; "
                     "the same as --set hardware=VALUE")
+        ->check(non_empty_value())
         ->type_name("NAME|FILE");
   cmd->add_option("--tp", flags.tp, "Tensor-parallel ranks: the same as --set workload.tp=N")
       ->transform(decimal_integer())
@@ -27,9 +36,10 @@ void add_scenario_flags(CLI::App* cmd, ScenarioFlags& flags, bool with_hardware)
       ->transform(decimal_integer())
       ->type_name("N");
   cmd->add_option("--model", flags.model,
-                  "Model: a built-in name (llama3-70b, qwen2.5-72b, ...) or a Hugging Face config.json; "
-                  "the same as --set workload.model=VALUE")
-      ->type_name("NAME|FILE");
+                  "Model: a built-in name (llama3-70b, qwen2.5-72b, ...), a Hugging Face config.json or a checkpoint "
+                  "directory holding one; the same as --set workload.model=VALUE")
+      ->check(non_empty_value())
+      ->type_name("NAME|FILE|DIR");
 }
 
 namespace {

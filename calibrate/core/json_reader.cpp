@@ -2,6 +2,7 @@
 
 #include "cost_model/input_file.hpp"
 #include "cost_model/json_lines.hpp"
+#include "cost_model/strict_json.hpp"
 
 #include <fstream>
 #include <sstream>
@@ -90,13 +91,8 @@ JsonDocument read_json_document(const std::string& path) {
   JsonDocument doc;
   doc.file = path;
   doc.text = std::make_shared<const std::string>(read_input_file(path, "JSON"));
-  try {
-    doc.value = json::parse(*doc.text);
-  } catch (const json::parse_error& e) {
-    throw InputError(path, line_of_byte(*doc.text, e.byte), "", std::string("not valid JSON: ") + e.what());
-  } catch (const json::exception& e) {  // a number beyond a double (1e999)
-    throw InputError(path, 0, "", std::string("not valid JSON: ") + e.what());
-  }
+  // Duplicate keys and numbers beyond a double are refused naming the key (cost_model/strict_json.hpp).
+  doc.value = parse_strict_json(*doc.text, path, "not valid JSON");
   return doc;
 }
 

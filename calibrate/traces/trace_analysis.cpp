@@ -217,7 +217,9 @@ void list_kernels(const RankTrace& trace, RankReport& r) {
         if (op.group_size >= 0) g.group_size = op.group_size;
         g.dtype = trace.names[op.dtype];
         g.process_group = trace.names[op.process_group];
-        if (g.nelems && dtype_bytes(g.dtype) > 0) g.bytes = *g.nelems * dtype_bytes(g.dtype);
+        // A count whose bytes leave int64 (9e18 elements) is a size unknown, never a wrapped negative one.
+        if (std::int64_t b = 0; g.nelems && dtype_bytes(g.dtype) > 0 && !__builtin_mul_overflow(*g.nelems, dtype_bytes(g.dtype), &b))
+          g.bytes = b;
       }
       if (!g.bytes) ++r.comm_size_unknown;
       const CommKey key{g.kernel, g.collective, g.nelems.value_or(-1), g.bytes.value_or(-1), g.group_size.value_or(-1),

@@ -20,6 +20,10 @@ using nlohmann::json;
 ValidationReport validate_dir(const std::string& dir) {
   ValidationReport rep;
   rep.dir = dir;
+  // schemes/ must be a folder: as a file, "schemes/schemes.json" reads as missing (ENOTDIR) and the
+  // scheme runs would be skipped without a word.
+  if (const fs::path schemes = fs::path(dir) / "schemes"; fs::exists(schemes) && !fs::is_directory(schemes))
+    throw InputError(schemes.string(), 0, "", "must be a folder (schemes/schemes.json and the runs' files), not a file");
   const fs::path measurements = fs::path(dir) / "measurements.json";
   if (fs::exists(measurements)) {
     const MeasurementSet set = load_measurement_dir(dir);

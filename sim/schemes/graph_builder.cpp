@@ -135,7 +135,12 @@ OpId GraphBuilder::add_gemm(int rank, StreamId stream, const GemmShape& shape, c
   check_stream_rank(graph_, rank, stream, options.name);
   if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0) return add_delay(rank, stream, 0, options.name, options.deps);
   const HardwareProfile& hw = hardware();
-  const GemmPlan plan = plan_gemm(hw, shape);
+  GemmPlan plan;
+  try {
+    plan = plan_gemm(hw, shape);
+  } catch (const RangeError& e) {
+    throw RangeError("kernel '" + options.name + "': " + e.what());  // which of the graph's GEMMs
+  }
   const int sms = options.sm_budget > 0 ? std::min(options.sm_budget, hw.gpu.sm_count) : hw.gpu.sm_count;
 
   Op op = new_op(graph_, rank, stream, OpKind::tiled, options.name, options.deps);
@@ -148,7 +153,7 @@ OpId GraphBuilder::add_gemm(int rank, StreamId stream, const GemmShape& shape, c
   // memory_ps (gemm_model.hpp: max(waves * cta, memory_ps)).
   const std::int64_t waves = plan.waves(sms);
   op.reference_sms = plan.reference_sms;
-  if (waves > 0 && plan.memory_ps > waves * op.cta_ps) {
+  if (waves > 0 && plan.memory_ps > checked_mul(waves, op.cta_ps)) {
     op.cta_ps = ceil_div(plan.memory_ps, waves);
     op.reference_sms = 0;  // HBM-bound: the tile time is the weights' streaming, not the SMs' rate
   }
@@ -215,7 +220,7 @@ OpId GraphBuilder::add_grouped_gemm(int rank, StreamId stream, const std::vector
   op.reference_sms = plan.reference_sms;
   // As add_gemm: a memory-bound grouped GEMM (few rows per expert) streams every expert's weights.
   const std::int64_t waves = plan.waves(sms);
-  if (waves > 0 && plan.memory_ps > waves * op.cta_ps) {
+  if (waves > 0 && plan.memory_ps > checked_mul(waves, op.cta_ps)) {
     op.cta_ps = ceil_div(plan.memory_ps, waves);
     op.reference_sms = 0;
   }

@@ -149,5 +149,5 @@ TEST_CASE("workload.model takes a built-in name or a config.json, and refuses pa
   s.write("broken.json", R"({"hidden_size": 4096})");
   const CliResult broken = cli({"run", scen, "--set", "workload.model=" + s.file("broken.json")});
   CHECK(broken.rc == 2);
-  CHECK_THAT(broken.err, Catch::Contains("broken.json: intermediate_size: missing"));
+  CHECK_THAT(broken.err, Catch::Contains("broken.json:1: intermediate_size: missing"));
 }

@@ -311,8 +311,8 @@ TEST_CASE("sweep axes are parsed and every value validated", "[scenario][sweep]"
 }
 
 TEST_CASE("a command that does not run the sweep still refuses a broken one", "[scenario][sweep][errors]") {
-  // run and tune load without the sweep (its values are checked by `overlap-sim sweep`), but a
-  // sweep block that is not a map of lists is a broken file, never ignored.
+  // run and tune load without running the sweep, but a sweep block that is not a map of lists, or a
+  // value that makes an invalid scenario, is a broken file, never ignored.
   ScenarioOptions o = options();
   o.validate_sweep = false;
   const std::string broken = kGemm + "sweep:\n  workload.m: [1024]\n  workload {\n";  // line 15
@@ -323,8 +323,16 @@ TEST_CASE("a command that does not run the sweep still refuses a broken one", "[
     CHECK(e.line() == 15);
     CHECK_THAT(e.key_path(), Catch::StartsWith("sweep.workload {"));
   }
-  // Its values are not checked there: 1025 does not divide, but run does not run the sweep.
-  CHECK(load_scenario_text(kGemm + "sweep:\n  workload.m: [1025]\n", "test.yaml", o).sweep.empty());
+  // Its values are checked there too, each alone, as `sweep` checks them: 1025 does not divide.
+  try {
+    (void)load_scenario_text(kGemm + "sweep:\n  workload.m: [1025]\n", "test.yaml", o);
+    FAIL("a sweep value that makes an invalid scenario loaded");
+  } catch (const InputError& e) {
+    CHECK(e.line() == 14);
+    CHECK(e.key_path() == "sweep.workload.m.0");
+    CHECK_THAT(e.message(), Catch::Contains("1025 is not divisible by tp = 4"));
+  }
+  CHECK(load_scenario_text(kGemm + "sweep:\n  workload.m: [1024]\n", "test.yaml", o).sweep.empty());
   // The points of a sweep being run skip the block altogether.
   o.check_ignored_sweep = false;
   CHECK_NOTHROW(load_scenario_text(broken, "test.yaml", o));
