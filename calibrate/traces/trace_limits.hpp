@@ -27,10 +27,10 @@ inline constexpr std::uint64_t kMaxJsonWhitespaceRun = std::uint64_t{1} << 20;
 inline constexpr std::int64_t kMaxTraceRows = std::int64_t{1} << 28;
 inline constexpr std::int64_t kMaxTraceActivities = std::int64_t{1} << 27;
 // SQLite virtual-machine steps per query, counted by sqlite3_progress_handler every kSqliteStepGrain
-// instructions: a plain table scan takes tens of steps per row, so 2^40 is past any export's
-// kMaxTraceRows rows while a query that loops (a view over a recursive CTE, if one got through)
-// stops within minutes.
-inline constexpr std::int64_t kMaxSqliteSteps = std::int64_t{1} << 40;
+// instructions: a table scan and sort take tens to a few hundred steps per row, so 2^36 (69 billion)
+// covers an export of several hundred million rows, while a query that loops (a view over a
+// recursive CTE, if one got through the table check) stops within minutes (about 10^9 steps/s).
+inline constexpr std::int64_t kMaxSqliteSteps = std::int64_t{1} << 36;
 inline constexpr int kSqliteStepGrain = 1 << 16;
 // Timestamps and durations, nanoseconds: an event's start in [0, 2^62) and its end (start + dur)
 // too. 2^62 ns is 146 years, so epoch timestamps fit; sums of durations are checked as they add.
