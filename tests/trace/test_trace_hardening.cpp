@@ -320,8 +320,8 @@ TEST_CASE("trace hardening: a view named like an export's table is refused, neve
 }
 
 TEST_CASE("trace hardening: an export of many processes reads in time linear in them", "[trace][hardening]") {
-  // 30000 processes, one kernel each: 30000 ranks. The ordering of the ranks and the collective
-  // split were quadratic in the processes (a lookup per rank over all of them).
+  // 30000 processes, one kernel each: 30000 ranks. A lookup per rank over all the ranks (naming each
+  // process, matching collectives per rank) would take 30000^2 steps; the bound is far above linear.
   constexpr int kProcesses = 30000;
   const std::string db = nsys_db("many.sqlite",
                                  "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT 1000 + x, 2000 + x, x % 8, x, x * 16777216, "
