@@ -1,6 +1,8 @@
 // Bounded trace bytes for the JSON reader (calibrate/traces/trace_stream.hpp).
 #include "calibrate/traces/trace_stream.hpp"
 
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "calibrate/traces/trace_limits.hpp"
@@ -118,24 +120,37 @@ bool TraceStreamBuf::next_chunk(std::vector<char>& to) {
 }
 
 void TraceStreamBuf::filter(const char* data, std::size_t n) {
-  out_.clear();
-  out_.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const char c = data[i];
+  out_.resize(n);
+  char* out = out_.data();
+  std::size_t o = 0, i = 0;
+  while (i < n) {
     if (in_string_) {
-      if (++token_ > kMaxJsonTokenBytes) {
-        fail(fmt::format("a JSON string longer than {} MiB: refused (the reader would hold it whole)", kMaxJsonTokenBytes >> 20));
-        return;
+      // The run up to the next quote or backslash, copied whole (most of a trace's bytes are names).
+      std::size_t j = i;
+      if (escape_) {
+        escape_ = false;
+        ++j;
       }
-      if (escape_) escape_ = false;
-      else if (c == '\\') escape_ = true;
-      else if (c == '"') in_string_ = false;
-      out_.push_back(c);
+      while (j < n && data[j] != '"' && data[j] != '\\') ++j;
+      if (j < n) {
+        if (data[j] == '"') in_string_ = false;
+        else escape_ = true;
+        ++j;
+      }
+      token_ += j - i;
+      if (token_ > kMaxJsonTokenBytes) {
+        fail(fmt::format("a JSON string longer than {} MiB: refused (the reader would hold it whole)", kMaxJsonTokenBytes >> 20));
+        break;
+      }
+      std::memcpy(out + o, data + i, j - i);
+      o += j - i;
+      i = j;
       continue;
     }
+    const char c = data[i++];
     if (is_space(c)) {
       token_ = 0;
-      if (++whitespace_ <= kMaxJsonWhitespaceRun) out_.push_back(c);
+      if (++whitespace_ <= kMaxJsonWhitespaceRun) out[o++] = c;
       continue;
     }
     whitespace_ = 0;
@@ -146,10 +161,11 @@ void TraceStreamBuf::filter(const char* data, std::size_t n) {
       token_ = 0;
     } else if (++token_ > kMaxJsonTokenBytes) {
       fail(fmt::format("a JSON number or literal longer than {} MiB: refused", kMaxJsonTokenBytes >> 20));
-      return;
+      break;
     }
-    out_.push_back(c);
+    out[o++] = c;
   }
+  out_.resize(o);
 }
 
 TraceStreamBuf::int_type TraceStreamBuf::underflow() {

@@ -407,3 +407,18 @@ TEST_CASE("trace hardening: profile fit writes only a profile its own loader rea
     CHECK(!fs::exists(out));
   }
 }
+
+TEST_CASE("trace hardening: an escape split across the reader's 256 KiB chunks is read as written", "[trace][hardening]") {
+  // The bounded stream (calibrate/traces/trace_stream.cpp) hands the parser 256 KiB at a time and
+  // tracks whether it is inside a string: a backslash as a chunk's last byte must still escape the
+  // quote that opens the next chunk, else the string would end early and the name be cut.
+  constexpr std::size_t kChunk = 256 * 1024;
+  const std::string head = R"({"traceEvents": [{"ph": "X", "cat": "kernel", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "name": "x)";
+  const std::string pad(kChunk - 1 - head.size(), 'p');  // the backslash lands on byte kChunk - 1
+  const std::string doc = head + pad + R"(\"y"}]})";
+  REQUIRE(doc[kChunk - 1] == '\\');
+  spit(scratch("split_escape.json"), doc);
+  const nlohmann::json j = json_ok({scratch("split_escape.json").string(), "--kernels"});
+  REQUIRE(j["ranks"][0]["kernels"].size() == 1);
+  CHECK(j["ranks"][0]["kernels"][0]["kernel"] == "x" + pad + "\"y");
+}
