@@ -12,6 +12,8 @@
 #include "cost_model/atomic_file.hpp"
 #include "cost_model/input_error.hpp"
 #include "cost_model/profile_loader.hpp"
+#include "cost_model/units.hpp"
+#include "cost_model/yaml_reader.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "tools/cli.hpp"
 #include "tools/cmd_profile.hpp"
@@ -33,6 +35,8 @@ CLI::App* add_profile_fit_command(CLI::App& profile_cmd, ProfileFitOptions& o) {
       ->transform(decimal_integer())
       ->check(CLI::Range(1, 1000000));
   cmd->add_option("--format", o.format, "Report format")->check(CLI::IsMember({"table", "json"}));
+  cmd->add_flag("--strict", o.strict,
+               "Refuse a trace with an event that cannot be read as written instead of skipping and counting it");
   cmd->footer("\nExamples:\n"
               "  overlap-sim profile fit traces/*.pt.trace.json.gz --hardware h100-sxm-8x-nvswitch -o my-cluster.yaml\n"
               "  overlap-sim run --hardware my-cluster.yaml\n");
@@ -88,7 +92,8 @@ void write_json(const traces::FitResult& r, const std::string& base, const std::
   j["gemm_batched"] = r.gemm_batched;
   j["comm_kernels"] = r.comm_kernels;
   j["comm_size_unknown"] = r.comm_size_unknown;
-  out << j.dump(2) << "\n";
+  // Paths are bytes, not necessarily UTF-8: invalid bytes as U+FFFD (RFC 8259 section 8.1).
+  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 // The fitted profile's YAML: `profile show --format yaml`'s writer (every key written out, loads
@@ -99,10 +104,32 @@ std::string profile_text(const traces::FitResult& r, const std::string& base, co
   std::size_t body = 0;
   while (body < yaml.size() && yaml[body] == '#') body = yaml.find('\n', body) + 1;
   std::string head = fmt::format("# overlap-sim profile fit: the base profile {} fitted to {} trace file(s):\n", base, files.size());
-  for (const std::string& f : files) head += "#   " + f + "\n";
+  for (const std::string& f : files) head += "#   " + utf8_or_replaced(f) + "\n";
   for (const traces::FitNote& n : r.notes) head += fmt::format("# {}: {}: {}\n", n.key, n.fitted ? "fitted" : "kept", n.text);
   head += "# Load it: --hardware this-file.yaml (or hardware: this-file.yaml in a scenario)\n";
   return head + yaml.substr(body);
+}
+
+// The fitted profile as its own loader reads it: a fit past the schema's ranges (a measured
+// duration, a shape or a curve the loader refuses) or a name that is not valid text is refused
+// here, before anything is written, naming the key as the loader does.
+void check_loads(const std::string& yaml, const std::string& output) {
+  const auto refuse = [&](const std::string& key, const std::string& why) {
+    throw InputError(output, 0, key,
+                     "the fitted profile would not load (" + why + "): nothing written; the traces measure a value past "
+                     "the profile schema's ranges (docs/reference/inputs.md)");
+  };
+  try {
+    // parse_yaml: the loader's own parse (valid UTF-8, the node cap), as a profile file is read.
+    YAML::Node node = parse_yaml(yaml, output);
+    (void)profile_from_yaml(YamlReader(node, "", output), std::filesystem::path(output).parent_path().string());
+  } catch (const InputError& e) {
+    refuse(e.key_path(), e.message());
+  } catch (const RangeError& e) {
+    refuse("", e.what());
+  } catch (const YAML::Exception& e) {
+    refuse("", e.what());
+  }
 }
 
 }  // namespace
@@ -111,16 +138,18 @@ void cmd_profile_fit(const ProfileFitOptions& o, std::ostream& out, std::ostream
   // The base first: a misspelt profile is reported before any trace is read.
   const bool path = std::filesystem::path(o.hardware).extension() == ".yaml" || o.hardware.find('/') != std::string::npos;
   const HardwareProfile base = load_profile(path ? resolve_input_path(o.hardware) : o.hardware, default_hardware_dir());
-  TraceReports loaded = load_trace_reports(o.files, "", err);
+  TraceReports loaded = load_trace_reports(o.files, "", err, {}, o.strict);
   check_outputs_not_inputs({{"-o", o.output}, {"--report", o.report}});  // the base and the traces are read
   traces::FitOptions fit;
   fit.min_samples = o.min_samples;
   fit.link_class = [](const HardwareProfile& hw, int n) { return sim::collective_link_class(hw, n); };
   traces::FitResult r = traces::fit_profile(loaded.ranks, base, fit);
+  if (utf8_or_replaced(o.name) != o.name) throw InputError("", 0, "--name", "is not valid UTF-8: a profile's name is text");
   r.profile.name = o.name.empty() ? base.name + "-fit" : o.name;
   r.profile.description = fmt::format("{}, fitted to {} trace file(s) by overlap-sim profile fit", base.name, o.files.size());
   r.profile.source_file.clear();
   const std::string yaml = profile_text(r, base.name, o.files);
+  check_loads(yaml, o.output);
   std::ostringstream report;
   if (o.format == "json") write_json(r, base.name, o.output, report);
   else write_table(r, base.name, o.output, report);

@@ -7,7 +7,11 @@
 // The report (stdout, or --report FILE) lists every pooled kernel group measured, as the base
 // predicted it and as the fitted profile does, and a line per profile key: fitted, or kept and why.
 //
-// Bad input, exit 2: a trace `trace` refuses; traces with no GEMM kernel or none with a shape (the
+// The fitted profile is read back through the profile loader (cost_model/profile_loader.hpp) before
+// anything is written: a fit the loader would refuse (a duration, shape or curve past the schema's
+// ranges, a --name that is not UTF-8) is an error naming the key, exit 2, and no file is written.
+//
+// Bad input, exit 2: a trace `trace` refuses (`--strict` as for `trace`); traces with no GEMM kernel or none with a shape (the
 // file and the field named); an unknown base profile; an output the atomic writer refuses (a
 // directory, a socket: cost_model/atomic_file.hpp).
 #include <ostream>
@@ -28,6 +32,7 @@ struct ProfileFitOptions {
   std::string name;      // "" = "<base>-fit"
   std::string format = "table";
   int min_samples = 3;
+  bool strict = false;  // --strict: as `trace --strict`
 };
 
 CLI::App* add_profile_fit_command(CLI::App& profile_cmd, ProfileFitOptions& options);

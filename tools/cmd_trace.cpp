@@ -52,6 +52,9 @@ CLI::App* add_trace_command(CLI::App& app, TraceOptions& o) {
   cmd->add_option("--compute-kernel", o.compute_kernels,
                   "Kernels whose signature matches this regular expression are compute (repeatable; after "
                   "--comm-kernel, before the built-in families)");
+  cmd->add_flag("--strict", o.strict,
+               "Refuse a trace with an event that cannot be read as written (a missing, negative or non-numeric "
+               "time, a row that ends before it starts) instead of skipping and counting it");
   cmd->footer("\nExamples:\n"
               "  overlap-sim trace rank0.pt.trace.json.gz rank1.pt.trace.json.gz\n"
               "  overlap-sim trace traces/*.json.gz --kernels --format csv -o kernels.csv\n"
@@ -62,6 +65,13 @@ CLI::App* add_trace_command(CLI::App& app, TraceOptions& o) {
 }
 
 namespace {
+
+// The report as JSON text. File names and kernel or NVTX names are the trace's bytes, which need
+// not be UTF-8 (a path, a name an nsys export stores as it got it): invalid bytes are written as
+// U+FFFD rather than failing the dump (RFC 8259 section 8.1 asks for UTF-8).
+std::string dump_json(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
 
 std::string us(std::int64_t ns) {
   const char* sign = ns < 0 ? "-" : "";
@@ -231,12 +241,12 @@ constexpr const char* kDefinition =
 }  // namespace
 
 TraceReports load_trace_reports(const std::vector<std::string>& files, const std::string& step_prefix, std::ostream& err,
-                                const traces::KernelClassifier& kernels) {
+                                const traces::KernelClassifier& kernels, bool strict) {
   TraceReports run;
   std::vector<traces::RankTrace> loaded;
   for (const std::string& f : files) {
     note_input_file(f, "trace");  // the trace readers open their files themselves (gzip, SQLite)
-    for (traces::RankTrace& t : traces::read_traces(f, step_prefix, kernels)) {
+    for (traces::RankTrace& t : traces::read_traces(f, step_prefix, kernels, strict)) {
       RankReport r = traces::analyze(t);
       r.rank_from_trace = t.rank.has_value();
       r.rank = t.rank.value_or(0);
@@ -300,6 +310,18 @@ TraceReports load_trace_reports(const std::vector<std::string>& files, const std
     }
     std::stable_sort(run.ranks.begin(), run.ranks.end(), [](const RankReport& a, const RankReport& b) { return a.rank < b.rank; });
   }
+  std::int64_t skipped = 0;
+  std::size_t files_skipping = 0;
+  for (const RankReport& r : run.ranks) {
+    std::int64_t n = 0;
+    for (const auto& [why, count] : r.skipped) n += count;
+    skipped += n;
+    files_skipping += n > 0;
+  }
+  if (skipped > 0)
+    err << fmt::format("overlap-sim: warning: {} event(s) in {} trace(s) could not be read as written and were left out "
+                       "(listed under \"Skipped events\"); --strict refuses such a trace\n",
+                       skipped, files_skipping);
   run.split = traces::split_collective_waits(run.ranks);
   return run;
 }
@@ -315,7 +337,7 @@ Run load(const TraceOptions& o, std::ostream& err) {
     }
   }
   const traces::KernelClassifier kernels = kernel_classifier(o.comm_kernels, o.compute_kernels);
-  TraceReports loaded = load_trace_reports(o.files, o.step_prefix, err, kernels);
+  TraceReports loaded = load_trace_reports(o.files, o.step_prefix, err, kernels, o.strict);
   Run run;
   run.ranks = std::move(loaded.ranks);
   run.world_size = loaded.world_size;
@@ -376,6 +398,16 @@ void write_unknown(const Run& run, std::ostream& out) {
                        us(k->total_ns / k->count));
 }
 
+// Events the readers left out, by rank and reason (none: no section).
+void write_skipped(const Run& run, std::ostream& out) {
+  const bool any = std::any_of(run.ranks.begin(), run.ranks.end(), [](const RankReport& r) { return !r.skipped.empty(); });
+  if (!any) return;
+  out << "\nSkipped events (not readable as written, left out of every figure; --strict refuses the file)\n";
+  out << fmt::format("{:>5}  {:<56}  {:>10}\n", "rank", "event: reason", "count");
+  for (const RankReport& r : run.ranks)
+    for (const auto& [why, n] : r.skipped) out << fmt::format("{:>5}  {:<56}  {:>10}\n", r.rank, why, n);
+}
+
 void write_table(const Run& run, std::ostream& out) {
   out << fmt::format("# overlap-sim trace: {} rank(s) from {} file(s){}; ranks {}\n", run.ranks.size(), run.files,
                      run.world_size ? fmt::format(", world_size {}", *run.world_size) : "",
@@ -433,6 +465,7 @@ void write_table(const Run& run, std::ostream& out) {
                          us(g.total_ns), us(g.total_ns / g.count));
   write_waits(run, out);
   write_unknown(run, out);
+  write_skipped(run, out);
   std::int64_t gemm = 0, gemm_unknown = 0, comm = 0, comm_unknown = 0;
   std::map<std::string, std::int64_t> other_libraries;
   for (const RankReport& r : run.ranks) {
@@ -502,6 +535,8 @@ void write_json(const Run& run, std::ostream& out) {
     jr["gemm_shape_unknown"] = r.gemm_shape_unknown;
     jr["comm_kernels"] = r.comm_kernels;
     jr["comm_size_unknown"] = r.comm_size_unknown;
+    jr["skipped_events"] = nlohmann::json::object();
+    for (const auto& [why, n] : r.skipped) jr["skipped_events"][why] = n;
     jr["gemms"] = nlohmann::json::array();
     for (const GemmGroup& g : r.gemms) {
       nlohmann::json jg{{"kernel", g.kernel}, {"op", g.op}, {"count", g.count}, {"total_ns", g.total_ns}};
@@ -549,7 +584,7 @@ void write_json(const Run& run, std::ostream& out) {
     }
     j["predictions"] = jp;
   }
-  out << j.dump(2) << "\n";
+  out << dump_json(j);
 }
 
 std::string csv_field(const std::string& s) {
@@ -608,6 +643,8 @@ void write_kernels_json(const Run& run, std::ostream& out) {
   for (const RankReport& r : run.ranks) {
     nlohmann::json jr{{"rank", r.rank}, {"file", r.file}, {"format", r.format}, {"part", r.part},
                       {"gemm_shape_unknown", r.gemm_shape_unknown}, {"comm_size_unknown", r.comm_size_unknown}};
+    jr["skipped_events"] = nlohmann::json::object();
+    for (const auto& [why, n] : r.skipped) jr["skipped_events"][why] = n;
     jr["kernels"] = nlohmann::json::array();
     for (const traces::KernelGroup& k : r.kernels)
       jr["kernels"].push_back({{"kernel", k.kernel}, {"class", traces::class_name(k.cls)}, {"kind", k.kind}, {"library", k.library},
@@ -615,7 +652,7 @@ void write_kernels_json(const Run& run, std::ostream& out) {
                                {"mean_ns", k.total_ns / k.count}, {"min_ns", k.min_ns}, {"max_ns", k.max_ns}});
     j["ranks"].push_back(jr);
   }
-  out << j.dump(2) << "\n";
+  out << dump_json(j);
 }
 
 void write_kernels_csv(const Run& run, std::ostream& out) {

@@ -16,6 +16,11 @@
 // rank (every Nsight Systems export) are numbered in the order given; an export holding several
 // processes gives one rank per process, in the order of the GPU each used first.
 //
+// Events a reader cannot read as written (a kernel with a negative, missing or non-numeric dur, a
+// ts out of range, an nsys row whose start is text or NULL or that ends before it starts) are
+// left out and counted: a "Skipped events" section (table), "skipped_events" per rank (JSON), and
+// a warning. `--strict` refuses the file at the first such event instead (exit 2).
+//
 // `--kernels` prints every kernel group instead (name, class, shape or message, count, total, mean,
 // min and max time) as table, JSON or CSV.
 //
@@ -46,6 +51,7 @@ struct TraceOptions {
   std::string hardware;  // empty: no predictions
   bool kernels = false;  // --kernels: every kernel group instead of the overlap report
   std::vector<std::string> comm_kernels, compute_kernels;  // --comm-kernel / --compute-kernel REGEX
+  bool strict = false;  // --strict: refuse a trace with an event the readers cannot read as written
 };
 
 // The files read and analysed, one report per rank (an Nsight Systems export of several processes
@@ -56,8 +62,10 @@ struct TraceReports {
   std::optional<int> world_size;
   traces::CollectiveSplit split;
 };
+// Events a reader skipped (RankReport::skipped) are counted in each report and, unless `strict`
+// (which refuses the file instead), summed in a warning on `err`.
 TraceReports load_trace_reports(const std::vector<std::string>& files, const std::string& step_prefix, std::ostream& err,
-                                const traces::KernelClassifier& kernels = {});
+                                const traces::KernelClassifier& kernels = {}, bool strict = false);
 
 CLI::App* add_trace_command(CLI::App& app, TraceOptions& options);
 

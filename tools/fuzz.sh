@@ -2,11 +2,12 @@
 # Fuzz the input loaders with libFuzzer: the scenario loader, the hardware-profile loader,
 # the nccl-tests importer, a calibration results directory (validate and the profile writer) and the
 # whole command line (outputs against a pipe, links and a directory; number options; --set, --param,
-# --sweep; the work budgets) (tests/fuzz/), each for MINUTES minutes (default 10), built with clang +
+# --sweep; the work budgets) and the trace readers (Kineto JSON, plain and gzip; Nsight Systems
+# SQLite) (tests/fuzz/), each for MINUTES minutes (default 10), built with clang +
 # ASan + UBSan in build-fuzz/.
 #   tools/fuzz.sh [MINUTES] [TARGET...]
-#   TARGET: scenario_loader profile_loader nccl_tests_import results_dir cli
-#   also model_config: the config.json reader (--model), seeded from scenarios/models/ and tests/scenario/model_configs/
+#   TARGET: scenario_loader profile_loader nccl_tests_import results_dir cli trace_json trace_sqlite model_config
+#   (model_config: the config.json reader (--model), seeded from scenarios/models/ and tests/scenario/model_configs/)
 # Working corpora: build-fuzz/corpus/<target>/ (seeded from scenarios/, scenarios/hardware/,
 # tests/data/bad_inputs/, tests/data/ nccl-tests samples and calibration results); not committed.
 # Findings (crashes, leaks, sanitizer reports, timeouts over 5 s, slow units): saved to
@@ -17,8 +18,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 minutes=${1:-10}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(scenario_loader profile_loader nccl_tests_import results_dir cli)
-[ $# -gt 0 ] || targets+=(model_config)
+[ ${#targets[@]} -gt 0 ] || targets=(scenario_loader profile_loader nccl_tests_import results_dir cli trace_json trace_sqlite model_config)
 case "$minutes" in (*[!0-9.]*|'') echo "fuzz.sh: MINUTES must be a number (got '$minutes')" >&2; exit 2;; esac
 
 bash "$root/tools/setup.sh"
@@ -54,6 +54,13 @@ for t in "${targets[@]}"; do
       mkdir -p "$build/seeds/cli"
       python3 "$root/tests/fuzz/make_cli_seeds.py" "$root" "$build/seeds/cli"
       seeds=("$build"/seeds/cli/*) ;;
+    trace_json) seeds=("$root"/tests/data/trace/*.json "$root"/tests/data/trace/*.json.gz) ;;
+    trace_sqlite)
+      # The SQL fixtures as small databases, and hostile variants (text or NULL times, rows ending
+      # before they start, a view named like a table, many processes).
+      mkdir -p "$build/seeds/trace_sqlite"
+      python3 "$root/tests/fuzz/make_trace_sqlite_seeds.py" "$root" "$build/seeds/trace_sqlite"
+      seeds=("$build"/seeds/trace_sqlite/*) ;;
     *) echo "fuzz.sh: unknown target '$t'" >&2; exit 2 ;;
   esac
   for s in "${seeds[@]}"; do

@@ -167,11 +167,11 @@ class Corpus:
         ident = re.sub(r"[^A-Za-z0-9_.+-]", "_", f"{len(self.entries):04d}_{name}")[:120]
         return None if name_of(ident) in self.known else ident
 
-    def add_file(self, sub, name, text, cls, argv, where, key, binary=False, exit_code=2):
+    def add_file(self, sub, name, text, cls, argv, where, key, binary=False, exit_code=2, ext=".yaml"):
         ident = self._new_ident(name)
         if ident is None:
             return
-        rel = f"{sub}/{ident}.yaml"
+        rel = f"{sub}/{ident}{ext}"
         path = os.path.join(self.out, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
@@ -1184,6 +1184,8 @@ def add_placeholder_entries(corpus, mlp_path):
     for name, section, key in cases:
         corpus.add_cli(f"placeholder_{name}", ["run", mlp_path, "--scheme", "no_overlap", "--hardware", "{tmp}/p.yaml"],
                        "placeholder", "p.yaml", key, setup=[["write", "p.yaml", profile + section]])
+
+
 def add_input_hardening_entries(corpus, mlp_path):
     """Config.json, --set and the old survivors read strictly; predictions that never wrap; the MoE work
     budget (docs/reference/limits.md "Scenarios, model configs and predictions"). Each refused naming
@@ -1264,10 +1266,125 @@ def add_input_hardening_entries(corpus, mlp_path):
                    setup=[["mkdir", "r"], ["write", "r/schemes", "a file, not a folder\n"]])
 
 
+def add_trace_hardening_entries(corpus, mlp_path):
+    """Traces whose events cannot be read as written (refused under --strict, counted without it),
+    distributedInfo out of range, non-regular files, gzip with bytes after the stream and a gzip bomb,
+    an over-long JSON token, Nsight Systems exports with text / NULL / backward times or a view where a
+    table belongs, a kernel name that is not UTF-8, and profile fit on such traces or fitting a GEMM
+    past the profile schema's range. Binary files (gzip, SQLite) are corpus files under traces/."""
+    import gzip as gz
+    import sqlite3
+    import tempfile
+    gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
+
+    def kineto(extra="", top=""):
+        return ('{' + top + '"traceEvents": [{"ph": "X", "cat": "kernel", "name": "' + gemm + '", "pid": 0, "tid": 7, '
+                '"ts": 100, "dur": 100}' + extra + ']}')
+
+    def kernel(fields):
+        return ', {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7' + fields + '}'
+
+    events = [
+        ("dur_negative", ', "ts": 300, "dur": -5', "dur"),
+        ("dur_missing", ', "ts": 300', "dur"),
+        ("dur_text", ', "ts": 300, "dur": "12abc"', "dur"),
+        ("dur_null", ', "ts": 300, "dur": null', "dur"),
+        ("ts_missing", ', "dur": 5', "ts"),
+        ("ts_negative", ', "ts": -10, "dur": 5', "ts"),
+        ("ts_1e300", ', "ts": 1e300, "dur": 5', "ts"),
+        ("ts_past_uint64", ', "ts": 99999999999999999999, "dur": 5', "ts"),
+        ("end_past_2_62", ', "ts": 4000000000000000, "dur": 1000000000000000', "dur"),
+    ]
+    for name, fields, field in events:
+        text = kineto(kernel(fields))
+        corpus.add_cli(f"trace_strict_{name}", ["trace", "{tmp}/t.json", "--strict"], "bad_trace", "t.json",
+                       f"traceEvents.1.{field}", setup=[["write", "t.json", text]])
+    # Without --strict the same events are counted and named in a warning (exit 0, bounded stderr).
+    corpus.add_cli("trace_skipped_counted", ["trace", "{tmp}/t.json"], "bad_trace", "could not be read as written",
+                   None, setup=[["write", "t.json", kineto("".join(kernel(f) for _, f, _ in events))]], exit=0,
+                   max_stderr_bytes=512)
+    corpus.add_cli("fit_strict_dur_negative", ["profile", "fit", "{tmp}/t.json", "--strict", "--hardware",
+                                               "h100-sxm-8x-nvswitch", "-o", "{tmp}/fit.yaml"], "bad_trace", "t.json",
+                   "traceEvents.1.dur", setup=[["write", "t.json", kineto(kernel(', "ts": 300, "dur": -5'))]])
+    for name, info, key in [("rank_fraction", '{"rank": 0.5, "world_size": 2}', "rank"),
+                            ("rank_negative", '{"rank": -1, "world_size": 2}', "rank"),
+                            ("rank_text", '{"rank": "one", "world_size": 2}', "rank"),
+                            ("world_size_zero", '{"rank": 0, "world_size": 0}', "world_size"),
+                            ("world_size_2_24_plus_1", '{"rank": 0, "world_size": 16777217}', "world_size")]:
+        corpus.add_cli(f"trace_distributed_{name}", ["trace", "{tmp}/t.json"], "bad_trace", "t.json",
+                       f"distributedInfo.{key}", setup=[["write", "t.json", kineto(top='"distributedInfo": ' + info + ', ')]])
+    corpus.add_cli("trace_fifo", ["trace", "{tmp}/t.json"], "bad_trace", "FIFO", None, setup=[["mkfifo", "t.json"]],
+                   keep=[{"path": "t.json", "type": "fifo"}])
+    corpus.add_cli("fit_fifo", ["profile", "fit", "{tmp}/t.json", "--hardware", "h100-sxm-8x-nvswitch", "-o",
+                                "{tmp}/fit.yaml"], "bad_trace", "FIFO", None, setup=[["mkfifo", "t.json"]],
+                   keep=[{"path": "t.json", "type": "fifo"}])
+    corpus.add_cli("trace_directory", ["trace", "{tmp}/d"], "bad_trace", "is a directory", None, setup=[["mkdir", "d"]])
+    corpus.add_cli("trace_token_past_16mib", ["trace", "{tmp}/t.json"], "bad_trace", "longer than 16 MiB", None,
+                   setup=[["write", "t.json", kineto(kernel(', "ts": 1, "dur": 1, "args": {"x": "{repeat:a:16777300}"}'))]])
+    # A GEMM measured at 2 s: gemm_profiles[].duration_us is at most 1e6 us, so the fit is refused.
+    fit_events = []
+    for i in range(1, 4):
+        t = 1000 + i * 2000001
+        fit_events.append('{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 100, "tid": 100, "ts": %d, '
+                          '"dur": 0.2, "args": {"External id": %d, "Input Dims": [[4096, 4096], [4096, 4096]], '
+                          '"Input type": ["c10::BFloat16", "c10::BFloat16"]}}' % (t - 1, i))
+        fit_events.append('{"ph": "X", "cat": "kernel", "name": "%s", "pid": 0, "tid": 7, "ts": %d, "dur": 2000000, '
+                          '"args": {"External id": %d, "device": 0, "stream": 7, "correlation": %d}}' % (gemm, t, i, i))
+    corpus.add_cli("fit_gemm_past_schema", ["profile", "fit", "{tmp}/t.json", "--hardware", "h100-sxm-8x-nvswitch", "-o",
+                                            "{tmp}/fit.yaml"], "bad_fit", "fit.yaml", "gemm_profiles.0.duration_us",
+                   setup=[["write", "t.json", '{"traceEvents": [' + ", ".join(fit_events) + ']}']])
+
+    doc = kineto(kernel(', "ts": 300, "dur": 5'))
+    corpus.add_file("traces", "trace_gzip_trailing_bytes", gz.compress(doc.encode(), mtime=0) + b"garbage", "bad_trace",
+                    ["trace", "{file}"], "bytes after the end of the gzip stream", None, binary=True, ext=".json.gz")
+    bomb = b'{"traceEvents": [' + b" " * (100 << 20) + b"]}"
+    corpus.add_file("traces", "trace_gzip_bomb_100mib", gz.compress(bomb, compresslevel=9, mtime=0), "bad_trace",
+                    ["trace", "{file}"], "gzip bomb", None, binary=True, ext=".json.gz")
+
+    schema = ("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);"
+              "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, "
+              "correlationId INTEGER, globalPid INTEGER, demangledName INTEGER);"
+              "INSERT INTO StringIds VALUES (1, '" + gemm + "');"
+              "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (100000, 200000, 0, 1, NULL, 1);")
+
+    def sqlite_bytes(sql):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "e.sqlite")
+            db = sqlite3.connect(path)
+            db.execute("PRAGMA page_size = 512")
+            db.executescript(schema + sql)
+            db.commit()
+            db.execute("VACUUM")
+            db.close()
+            with open(path, "rb") as f:
+                return f.read()
+
+    rows = [("start_text", "('soon', 400000, 0, 2, NULL, 1)", "start"),
+            ("start_null", "(NULL, 400000, 0, 2, NULL, 1)", "start"),
+            ("end_before_start", "(500000, 400000, 0, 2, NULL, 1)", "end"),
+            ("end_real", "(300000, 450000.5, 0, 2, NULL, 1)", "end"),
+            ("device_real", "(300000, 400000, 1.5, 2, NULL, 1)", "deviceId")]
+    for name, row, column in rows:
+        corpus.add_file("traces", f"nsys_strict_{name}",
+                        sqlite_bytes(f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES {row};"), "bad_trace",
+                        ["trace", "{file}", "--strict"], None, f"CUPTI_ACTIVITY_KIND_KERNEL.{column}", binary=True,
+                        ext=".sqlite")
+    corpus.add_file("traces", "nsys_recursive_view",
+                    sqlite_bytes("DROP TABLE StringIds; CREATE VIEW StringIds AS WITH RECURSIVE c(id, value) AS "
+                                 "(SELECT 1, 'x' UNION ALL SELECT id + 1, value FROM c) SELECT id, value FROM c;"),
+                    "bad_trace", ["trace", "{file}"], None, "StringIds", binary=True, ext=".sqlite")
+    # A kernel name that is not UTF-8, with --format json: written as U+FFFD (exit 0, no internal error).
+    corpus.add_file("traces", "nsys_name_not_utf8",
+                    sqlite_bytes("UPDATE StringIds SET value = CAST('sm90_xmma_gemm_' AS BLOB) || X'FF';"), "bad_trace",
+                    ["trace", "{file}", "--format", "json", "-o", "{tmp}/r.json"], "wrote", None, binary=True,
+                    exit_code=0, ext=".sqlite")
+
+
 # Generators whose entries follow every mutation; `--append` runs only these. A new generator goes at
 # the end, so that `tools/make_bad_inputs.py --append` adds its entries and keeps the committed ones.
 APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
-            add_network_memory_trace_entries, add_placeholder_entries, add_input_hardening_entries]
+            add_network_memory_trace_entries, add_placeholder_entries, add_input_hardening_entries,
+            add_trace_hardening_entries]
 
 
 def main():

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "calibrate/traces/trace_limits.hpp"
+
 namespace overlap::traces {
 
 CollectiveSplit split_collective_waits(std::vector<RankReport>& ranks) {
@@ -16,15 +18,18 @@ CollectiveSplit split_collective_waits(std::vector<RankReport>& ranks) {
   for (const RankReport& r : ranks)
     for (const CommKernel& k : r.comm_sequence)
       every_group_named = every_group_named && !r.comms[static_cast<std::size_t>(k.group)].process_group.empty();
-  // (library, collective, bytes, process group) -> per rank, its kernels of that kind in order.
+  // (library, collective, bytes, process group) -> the ranks that ran that kind, ascending, each with
+  // its kernels of that kind in order. Only the ranks present are listed: kinds x ranks would be
+  // quadratic in an export of many processes that each ran kinds of their own.
   using Kind = std::tuple<std::string, std::string, std::int64_t, std::string>;
-  std::map<Kind, std::vector<std::vector<const CommKernel*>>> kinds;
+  using PerRank = std::vector<std::pair<std::size_t, std::vector<const CommKernel*>>>;
+  std::map<Kind, PerRank> kinds;
   for (std::size_t ri = 0; ri < ranks.size(); ++ri) {
     for (const CommKernel& k : ranks[ri].comm_sequence) {
       const CommGroup& g = ranks[ri].comms[static_cast<std::size_t>(k.group)];
-      auto& per_rank = kinds[Kind{g.library, g.collective, g.bytes.value_or(-1), every_group_named ? g.process_group : ""}];
-      per_rank.resize(ranks.size());
-      per_rank[ri].push_back(&k);
+      PerRank& per_rank = kinds[Kind{g.library, g.collective, g.bytes.value_or(-1), every_group_named ? g.process_group : ""}];
+      if (per_rank.empty() || per_rank.back().first != ri) per_rank.emplace_back(ri, std::vector<const CommKernel*>{});
+      per_rank.back().second.push_back(&k);
     }
   }
   struct Member {
@@ -33,16 +38,13 @@ CollectiveSplit split_collective_waits(std::vector<RankReport>& ranks) {
   };
   std::vector<std::vector<Member>> collectives;
   for (const auto& [kind, per_rank] : kinds) {
-    std::vector<std::size_t> present;
-    for (std::size_t ri = 0; ri < per_rank.size(); ++ri)
-      if (!per_rank[ri].empty()) present.push_back(ri);
-    if (present.size() < 2) continue;  // on one rank only: nothing to wait for that the traces show
-    const std::size_t n = per_rank[present.front()].size();
-    const bool same = std::all_of(present.begin(), present.end(), [&](std::size_t ri) { return per_rank[ri].size() == n; });
+    if (per_rank.size() < 2) continue;  // on one rank only: nothing to wait for that the traces show
+    const std::size_t n = per_rank.front().second.size();
+    const bool same = std::all_of(per_rank.begin(), per_rank.end(), [&](const auto& r) { return r.second.size() == n; });
     if (!same) {
       std::string counts;
-      for (std::size_t ri : present)
-        counts += fmt::format("{}{}{} on rank {}", counts.empty() ? "" : ", ", per_rank[ri].size(),
+      for (const auto& [ri, kernels] : per_rank)
+        counts += fmt::format("{}{}{} on rank {}", counts.empty() ? "" : ", ", kernels.size(),
                               counts.empty() ? " kernels" : "", ranks[ri].rank);
       const auto& [library, collective, bytes, group] = kind;
       out.notes.push_back(fmt::format("{}{}{}: {}: not matched (the traces cover different windows), their times include "
@@ -53,7 +55,7 @@ CollectiveSplit split_collective_waits(std::vector<RankReport>& ranks) {
     }
     for (std::size_t i = 0; i < n; ++i) {
       std::vector<Member> c;
-      for (std::size_t ri : present) c.push_back({ri, per_rank[ri][i]});
+      for (const auto& [ri, kernels] : per_rank) c.push_back({ri, kernels[i]});
       collectives.push_back(std::move(c));
     }
   }
@@ -89,16 +91,19 @@ CollectiveSplit split_collective_waits(std::vector<RankReport>& ranks) {
     }
   }
   for (const auto& c : collectives) {
-    std::int64_t last = INT64_MIN;
-    for (const Member& m : c) last = std::max(last, m.kernel->start_ns - offset[m.rank]);
+    // Times and offsets are below 2^62 in magnitude (calibrate/traces/trace_limits.hpp); their
+    // differences are taken in 128 bits, and the sums checked.
+    __int128 last = INT64_MIN;
+    for (const Member& m : c) last = std::max(last, static_cast<__int128>(m.kernel->start_ns) - offset[m.rank]);
     for (const Member& m : c) {
-      const std::int64_t start = m.kernel->start_ns - offset[m.rank];
+      const __int128 start = static_cast<__int128>(m.kernel->start_ns) - offset[m.rank];
       const std::int64_t dur = m.kernel->end_ns - m.kernel->start_ns;
-      const std::int64_t wait = std::clamp(last - start, std::int64_t{0}, dur);
-      CommGroup& g = ranks[m.rank].comms[static_cast<std::size_t>(m.kernel->group)];
+      const auto wait = static_cast<std::int64_t>(std::clamp(last - start, __int128{0}, static_cast<__int128>(dur)));
+      RankReport& r = ranks[m.rank];
+      CommGroup& g = r.comms[static_cast<std::size_t>(m.kernel->group)];
       ++g.matched;
-      g.wait_ns += wait;
-      g.transfer_ns += dur - wait;
+      g.wait_ns = add_ns(g.wait_ns, wait, r.file, "a collective group's total wait");
+      g.transfer_ns = add_ns(g.transfer_ns, dur - wait, r.file, "a collective group's total transfer");
       g.transfer_durations_ns.push_back(dur - wait);
     }
   }

@@ -1,10 +1,9 @@
 // Streaming Kineto JSON reader (calibrate/traces/kineto_reader.hpp).
 #include "calibrate/traces/kineto_reader.hpp"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <istream>
 #include <functional>
@@ -16,66 +15,31 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/traces/op_link.hpp"
+#include "calibrate/traces/trace_limits.hpp"
+#include "calibrate/traces/trace_stream.hpp"
 #include "cost_model/input_error.hpp"
 
 namespace overlap::traces {
 namespace {
 
-// A std::streambuf over gzread: the SAX parser pulls characters, zlib inflates 256 KiB at a time.
-class GzStreamBuf : public std::streambuf {
- public:
-  explicit GzStreamBuf(const std::string& path) : buffer_(256 * 1024) {
-    file_ = gzopen(path.c_str(), "rb");
-    if (file_) gzbuffer(file_, 256 * 1024);
-  }
-  ~GzStreamBuf() override {
-    if (file_) gzclose(file_);
-  }
-  GzStreamBuf(const GzStreamBuf&) = delete;
-  GzStreamBuf& operator=(const GzStreamBuf&) = delete;
-  bool is_open() const { return file_ != nullptr; }
-  // The zlib error after the stream ended ("" when it ended cleanly).
-  const std::string& error() const { return error_; }
-  std::size_t bytes_read() const { return total_; }
-
- protected:
-  int_type underflow() override {
-    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
-    if (!file_ || done_) return traits_type::eof();
-    const int n = gzread(file_, buffer_.data(), static_cast<unsigned>(buffer_.size()));
-    if (n <= 0) {
-      done_ = true;
-      int code = Z_OK;
-      const char* msg = gzerror(file_, &code);
-      // A gzip stream cut short reads as "unexpected end of file" (Z_BUF_ERROR); corrupt data as
-      // Z_DATA_ERROR. Either way the document is not all there.
-      if (n < 0 || (code != Z_OK && code != Z_STREAM_END)) error_ = msg ? msg : "read error";
-      return traits_type::eof();
-    }
-    total_ += static_cast<std::size_t>(n);
-    setg(buffer_.data(), buffer_.data(), buffer_.data() + n);
-    return traits_type::to_int_type(*gptr());
-  }
-
- private:
-  gzFile file_ = nullptr;
-  std::vector<char> buffer_;
-  bool done_ = false;
-  std::string error_;
-  std::size_t total_ = 0;
-};
+enum class Parsed : std::uint8_t { ok, not_a_number, out_of_range };
 
 // Microseconds as written ("12.345", "1700000000123.456", "5", "1.5e3") to integer nanoseconds,
-// exactly for plain decimals (a double loses nanoseconds at epoch-sized timestamps).
-bool parse_us_to_ns(const std::string& text, std::int64_t& ns) {
+// exactly for plain decimals (a double loses nanoseconds at epoch-sized timestamps). The text must
+// be a JSON number (RFC 8259 section 6) and nothing else: "12abc" is not a number.
+Parsed parse_us_to_ns(const std::string& text, std::int64_t& ns) {
+  const auto digit = [&](std::size_t at) { return at < text.size() && text[at] >= '0' && text[at] <= '9'; };
   std::size_t i = 0;
   bool negative = false;
   if (i < text.size() && (text[i] == '-' || text[i] == '+')) negative = text[i++] == '-';
+  // Whole microseconds, accumulated up to kMaxTraceTimeNs / 1000 (beyond it only flagged: no overflow).
+  constexpr std::int64_t kMaxWholeUs = kMaxTraceTimeNs / 1000;
   std::int64_t whole = 0;
-  bool digits = false;
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-    if (whole > std::numeric_limits<std::int64_t>::max() / 10 / 1000) return false;
-    whole = whole * 10 + (text[i++] - '0');
+  bool digits = false, big = false;
+  while (digit(i)) {
+    if (!big) whole = whole * 10 + (text[i] - '0');
+    big = big || whole > kMaxWholeUs;
+    ++i;
     digits = true;
   }
   std::int64_t frac_ns = 0;
@@ -83,7 +47,7 @@ bool parse_us_to_ns(const std::string& text, std::int64_t& ns) {
     ++i;
     int places = 0;
     bool round_up = false;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+    while (digit(i)) {
       if (places < 3) {
         frac_ns = frac_ns * 10 + (text[i] - '0');
       } else if (places == 3) {
@@ -96,17 +60,24 @@ bool parse_us_to_ns(const std::string& text, std::int64_t& ns) {
     for (int p = places; p < 3; ++p) frac_ns *= 10;
     if (round_up) ++frac_ns;
   }
-  if (!digits) return false;
+  if (!digits) return Parsed::not_a_number;
   if (i != text.size()) {
-    // Exponent form: rare in traces; read through a double.
+    // Exponent form: rare in traces; read through a double once the text is checked.
+    if (text[i] != 'e' && text[i] != 'E') return Parsed::not_a_number;
+    ++i;
+    if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
+    if (!digit(i)) return Parsed::not_a_number;
+    while (digit(i)) ++i;
+    if (i != text.size()) return Parsed::not_a_number;
     const double v = std::strtod(text.c_str(), nullptr) * 1000.0;
-    if (!(v > -9.2e18 && v < 9.2e18)) return false;
+    if (!(v > -9.2e18 && v < 9.2e18)) return Parsed::out_of_range;
     ns = static_cast<std::int64_t>(v >= 0 ? v + 0.5 : v - 0.5);
-    return true;
+    return Parsed::ok;
   }
-  ns = whole * 1000 + frac_ns;
+  if (big) return Parsed::out_of_range;
+  ns = whole * 1000 + frac_ns;  // at most kMaxTraceTimeNs + 999: no overflow
   if (negative) ns = -ns;
-  return true;
+  return Parsed::ok;
 }
 
 enum class Key : std::uint8_t {
@@ -146,7 +117,12 @@ struct Event {
   std::int64_t pid = 0, tid = 0;
   bool has_pid = false;
   std::int64_t ts_ns = 0, dur_ns = 0;
-  bool has_ts = false, has_dur = false;
+  bool has_ts = false, has_dur = false;  // present and in range
+  // Why ts / dur cannot be used: nullptr when valid or missing ("missing" is !has_ and no reason).
+  const char* ts_bad = nullptr;
+  const char* dur_bad = nullptr;
+  // ts + dur within [0, kMaxTraceTimeNs): each is below 2^62, so the sum cannot overflow.
+  bool end_ok() const { return has_ts && has_dur && ts_ns + dur_ns < kMaxTraceTimeNs; }
   std::optional<std::int64_t> device, correlation, external_id, in_nelems, out_nelems, group_size;
   std::vector<std::vector<std::int64_t>> input_dims;
   std::vector<std::string> input_types;
@@ -158,6 +134,7 @@ struct Event {
     cat.clear();
     name.clear();
     has_pid = has_ts = has_dur = has_dims = false;
+    ts_bad = dur_bad = nullptr;
     pid = tid = ts_ns = dur_ns = 0;
     device.reset();
     correlation.reset();
@@ -185,8 +162,8 @@ bool is_gemm_op(const std::string& name) {
 
 class Handler : public nlohmann::json_sax<nlohmann::json> {
  public:
-  Handler(RankTrace& trace, const std::string& step_prefix, const KernelClassifier& kernels)
-      : trace_(trace), names_(trace.names), step_prefix_(step_prefix), kernels_(kernels) {
+  Handler(RankTrace& trace, const std::string& step_prefix, const KernelClassifier& kernels, bool strict)
+      : trace_(trace), names_(trace.names), step_prefix_(step_prefix), kernels_(kernels), strict_(strict) {
     keys_.resize(16, Key::other);
   }
 
@@ -195,9 +172,13 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
   std::string parse_message;
   std::int64_t events = 0;
   std::int64_t kernel_events = 0;  // cat "kernel" (copies aside)
+  // distributedInfo's rank or world_size that is not an integer in range (refused after the parse).
+  std::string distributed_error;
+  // A cap of trace_limits.hpp reached while reading (the parse stops).
+  std::string limit_error;
 
-  bool null() override { return scalar_done(); }
-  bool boolean(bool) override { return scalar_done(); }
+  bool null() override { return not_a_value("null"); }
+  bool boolean(bool b) override { return not_a_value(b ? "true" : "false"); }
   bool number_integer(number_integer_t v) override { return integer(static_cast<std::int64_t>(v), nullptr); }
   bool number_unsigned(number_unsigned_t v) override {
     const auto clipped = v > static_cast<number_unsigned_t>(std::numeric_limits<std::int64_t>::max())
@@ -208,8 +189,11 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
   bool number_float(number_float_t v, const string_t& text) override {
     const Key k = current_key();
     if (in_event() && depth_ == 3 && (k == Key::ts || k == Key::dur)) {
-      std::int64_t ns = 0;
-      if (parse_us_to_ns(text, ns)) set_time(k, ns);
+      time_text(k, text);
+      return true;
+    }
+    if (depth_ == 2 && in_distributed_ && (k == Key::rank || k == Key::world_size)) {
+      bad_distributed(k, text);
       return true;
     }
     const double r = v >= 0 ? v + 0.5 : v - 0.5;
@@ -225,11 +209,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
         case Key::pid: ev_.has_pid = parse_int(s, ev_.pid); break;
         case Key::tid: ev_.tid = thread_key(s); break;
         case Key::ts:
-        case Key::dur: {
-          std::int64_t ns = 0;
-          if (parse_us_to_ns(s, ns)) set_time(current_key(), ns);
-          break;
-        }
+        case Key::dur: time_text(current_key(), s); break;
         default: break;
       }
     } else if (depth_ == 4 && in_event() && in_args_) {
@@ -248,14 +228,14 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       ev_.input_types.push_back(s);
     } else if (depth_ == 2 && in_distributed_) {
       if (current_key() == Key::backend) trace_.backend = s;
-      else if (current_key() == Key::rank) set_rank(s, trace_.rank);
-      else if (current_key() == Key::world_size) set_rank(s, trace_.world_size);
+      else if (current_key() == Key::rank || current_key() == Key::world_size) set_rank(current_key(), s);
     }
     return true;
   }
   bool binary(binary_t&) override { return true; }
 
   bool start_object(std::size_t) override {
+    not_a_value("an object");
     ++depth_;
     if (depth_ == 1) root_is_object = true;
     if (depth_ == 2 && keys_[1] == Key::distributed_info) in_distributed_ = true;
@@ -270,6 +250,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
     if (depth_ == 3 && in_event()) {
       finish_event();
       in_event_obj_ = false;
+      if (!limit_error.empty()) return false;
     }
     if (depth_ == 4) in_args_ = false;
     if (depth_ == 2) in_distributed_ = false;
@@ -277,6 +258,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
     return true;
   }
   bool start_array(std::size_t) override {
+    not_a_value("an array");
     ++depth_;
     if (depth_ == 2 && keys_[1] == Key::trace_events) {
       in_events_array_ = true;
@@ -359,24 +341,70 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
     v = x;
     return true;
   }
-  static void set_rank(const std::string& s, std::optional<int>& field) {
+  // rank in [0, kMaxTraceWorldSize), world_size in [1, kMaxTraceWorldSize]: an integer, or a string
+  // of one; anything else is recorded and the file refused (a rank read as another would mix ranks).
+  void set_rank(Key k, const std::string& text) {
     std::int64_t v = 0;
-    if (parse_int(s, v) && v >= 0 && v < (1 << 24)) field = static_cast<int>(v);
+    if (!parse_int(text, v)) return bad_distributed(k, "\"" + text + "\"");
+    set_rank(k, v, text);
+  }
+  void set_rank(Key k, std::int64_t v, const std::string& text) {
+    const std::int64_t lo = k == Key::rank ? 0 : 1;
+    const std::int64_t hi = k == Key::rank ? kMaxTraceWorldSize - 1 : kMaxTraceWorldSize;
+    if (v < lo || v > hi) return bad_distributed(k, text);
+    (k == Key::rank ? trace_.rank : trace_.world_size) = static_cast<int>(v);
+  }
+  void bad_distributed(Key k, const std::string& text) {
+    if (!distributed_error.empty()) return;
+    const bool rank = k == Key::rank;
+    distributed_error = fmt::format("{}: must be an integer from {} to {} (got {})", rank ? "rank" : "world_size",
+                                    rank ? 0 : 1, rank ? kMaxTraceWorldSize - 1 : kMaxTraceWorldSize,
+                                    text.size() > 40 ? text.substr(0, 40) + "..." : text);
   }
 
+  // A value that is no number where ts, dur, rank or world_size is expected.
+  bool not_a_value(const char* what) {
+    const Key k = current_key();
+    if (depth_ == 3 && in_event() && (k == Key::ts || k == Key::dur)) {
+      (k == Key::ts ? ev_.ts_bad : ev_.dur_bad) = "not a number";
+      (k == Key::ts ? ev_.has_ts : ev_.has_dur) = false;
+    } else if (depth_ == 2 && in_distributed_ && (k == Key::rank || k == Key::world_size)) {
+      bad_distributed(k, what);
+    }
+    return true;
+  }
+
+  void time_text(Key k, const std::string& text) {
+    std::int64_t ns = 0;
+    switch (parse_us_to_ns(text, ns)) {
+      case Parsed::ok: set_time(k, ns); break;
+      case Parsed::not_a_number: set_time_bad(k, "not a number"); break;
+      case Parsed::out_of_range: set_time_bad(k, "out of range"); break;
+    }
+  }
+  void set_time_bad(Key k, const char* why) {
+    (k == Key::ts ? ev_.ts_bad : ev_.dur_bad) = why;
+    (k == Key::ts ? ev_.has_ts : ev_.has_dur) = false;
+  }
+  // ts in [0, kMaxTraceTimeNs); dur in [0, kMaxTraceTimeNs) (their sum is checked by end_ok()).
   void set_time(Key k, std::int64_t ns) {
     if (k == Key::ts) {
+      if (ns < 0 || ns >= kMaxTraceTimeNs) return set_time_bad(k, "out of range");
       ev_.ts_ns = ns;
       ev_.has_ts = true;
+      ev_.ts_bad = nullptr;
     } else {
+      if (ns < 0) return set_time_bad(k, "negative");
+      if (ns >= kMaxTraceTimeNs) return set_time_bad(k, "out of range");
       ev_.dur_ns = ns;
       ev_.has_dur = true;
+      ev_.dur_bad = nullptr;
     }
   }
 
   bool scalar_done() { return true; }
 
-  bool integer(std::int64_t v, const std::string*) {
+  bool integer(std::int64_t v, const std::string* text) {
     if (depth_ == 3 && in_event()) {
       switch (current_key()) {
         case Key::pid:
@@ -387,8 +415,9 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
         case Key::ts:
         case Key::dur:
           if (v > std::numeric_limits<std::int64_t>::max() / 1000 || v < -std::numeric_limits<std::int64_t>::max() / 1000)
-            break;
-          set_time(current_key(), v * 1000);
+            set_time_bad(current_key(), v < 0 && current_key() == Key::dur ? "negative" : "out of range");
+          else
+            set_time(current_key(), v * 1000);
           break;
         default: break;
       }
@@ -405,10 +434,8 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
     } else if (depth_ == 6 && in_event() && in_args_ && keys_[4] == Key::input_dims && !ev_.input_dims.empty()) {
       ev_.input_dims.back().push_back(v);
     } else if (depth_ == 2 && in_distributed_) {
-      std::optional<int>* field = current_key() == Key::rank         ? &trace_.rank
-                                  : current_key() == Key::world_size ? &trace_.world_size
-                                                                     : nullptr;
-      if (field && v >= 0 && v < (1 << 24)) *field = static_cast<int>(v);
+      if (current_key() == Key::rank || current_key() == Key::world_size)
+        set_rank(current_key(), v, text ? *text : std::to_string(v));
     }
     return true;
   }
@@ -453,12 +480,32 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       return;
     }
     ++events;
-    if (ev_.ph != "X" || !ev_.has_ts) return;
+    if (ev_.ph != "X") return;
     const std::string& cat = ev_.cat;
     const bool kernel = cat == "kernel" || cat == "Kernel";
     const bool memory = cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "Memcpy" || cat == "Memset";
+    const bool launch = cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime" || cat == "Driver";
+    const bool cpu = cat == "cpu_op" || cat == "user_annotation" || cat == "Operator" || cat == "python_function";
+    if (!kernel && !memory && !launch && !cpu) return;
+    const bool step = cpu && !step_prefix_.empty() && ev_.name.compare(0, step_prefix_.size(), step_prefix_) == 0 &&
+                      cat != "python_function";
+    const char* what = kernel ? "kernel" : memory ? "copy" : launch ? "launch" : step ? "step" : "op";
+    // Each event read as written or skipped and counted (strict: refused). A kernel, a copy and a step
+    // need both times; a launch its ts; an op its ts, and its dur when it has one.
+    if (!ev_.has_ts) return skip(what, fmt::format("ts {}", ev_.ts_bad ? ev_.ts_bad : "missing"), "ts");
+    const bool needs_dur = kernel || memory || step || ev_.dur_bad;
+    if (needs_dur && !ev_.has_dur) return skip(what, fmt::format("dur {}", ev_.dur_bad ? ev_.dur_bad : "missing"), "dur");
+    if (ev_.has_dur && !ev_.end_ok()) return skip(what, "end (ts + dur) out of range", "dur");
     if (kernel || memory) {
-      if (!ev_.has_dur || ev_.dur_ns < 0) return;
+      const std::int64_t device = ev_.device ? *ev_.device : ev_.pid;
+      if (device < INT32_MIN || device > INT32_MAX)
+        return skip(what, "device out of range", ev_.device ? "args.device" : "pid");
+      if (static_cast<std::int64_t>(trace_.activities.size()) >= kMaxTraceActivities) {
+        limit_error = fmt::format("more than {} GPU activities (kernels and copies) in one file: refused "
+                                  "(docs/reference/limits.md)",
+                                  kMaxTraceActivities);
+        return;
+      }
       if (kernel) ++kernel_events;
       GpuActivity a;
       a.start_ns = ev_.ts_ns;
@@ -468,7 +515,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       if (a.name >= families_.size()) families_.resize(a.name + 1);
       if (!families_[a.name])
         families_[a.name] = memory ? kernels_.classify_copy(ev_.name) : kernels_.classify(ev_.name);
-      a.device = static_cast<std::int32_t>(ev_.device ? *ev_.device : ev_.pid);
+      a.device = static_cast<std::int32_t>(device);
       a.external_id = ev_.external_id.value_or(-1);
       a.correlation = ev_.correlation.value_or(-1);
       a.kind = families_[a.name]->kind;
@@ -481,13 +528,12 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       trace_.activities.push_back(a);
       return;
     }
-    if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime" || cat == "Driver") {
+    if (launch) {
       if (ev_.correlation) trace_.launches.emplace_back(*ev_.correlation, ev_.ts_ns);
       return;
     }
-    if (cat == "cpu_op" || cat == "user_annotation" || cat == "Operator" || cat == "python_function") {
-      if (!step_prefix_.empty() && ev_.name.compare(0, step_prefix_.size(), step_prefix_) == 0 && ev_.has_dur &&
-          cat != "python_function") {
+    if (cpu) {
+      if (step) {
         trace_.steps.push_back({ev_.name, ev_.ts_ns, ev_.ts_ns + ev_.dur_ns});
         return;
       }
@@ -508,8 +554,12 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
     }
   }
 
+  void skip(const char* what, const std::string& why, const char* field) {
+    skip_event(trace_, strict_, what, why, fmt::format("traceEvents[{}].{}", events - 1, field));
+  }
+
   bool is_op_range(const std::string& cat) const {
-    return (cat == "cpu_op" || cat == "Operator") && ev_.has_dur && ev_.dur_ns > 0 &&
+    return (cat == "cpu_op" || cat == "Operator") && ev_.end_ok() && ev_.dur_ns > 0 &&
            (step_prefix_.empty() || ev_.name.compare(0, step_prefix_.size(), step_prefix_) != 0);
   }
 
@@ -638,6 +688,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
   NameTable names_;
   std::string step_prefix_;
   const KernelClassifier& kernels_;
+  bool strict_ = false;
   std::vector<Key> keys_;
   std::vector<std::optional<KernelFamily>> families_;  // per name id, once classified
   std::vector<Launch> launch_ops_;
@@ -651,18 +702,17 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
 
 }  // namespace
 
-RankTrace read_kineto_json(const std::string& path, const std::string& step_prefix, const KernelClassifier& kernels) {
+RankTrace read_kineto_json(const std::string& path, const std::string& step_prefix, const KernelClassifier& kernels,
+                           bool strict) {
   RankTrace trace;
   trace.file = path;
   trace.format = "kineto";
-  GzStreamBuf buf(path);
-  if (!buf.is_open()) throw InputError(path, 0, "", std::string("cannot open the trace: ") + std::strerror(errno));
+  TraceStreamBuf buf(path);
   std::istream in(&buf);
-  Handler handler(trace, step_prefix, kernels);
+  Handler handler(trace, step_prefix, kernels, strict);
   const bool ok = nlohmann::json::sax_parse(in, &handler, nlohmann::json::input_format_t::json, true);
-  if (!buf.error().empty())
-    throw InputError(path, 0, "", fmt::format("truncated or corrupt gzip stream after {} bytes of JSON ({})",
-                                              buf.bytes_read(), buf.error()));
+  if (!buf.error().empty()) throw InputError(path, 0, "", buf.error());
+  if (!handler.limit_error.empty()) throw InputError(path, 0, "traceEvents", handler.limit_error);
   if (!ok) {
     std::string msg = handler.parse_message;
     // nlohmann's text: "[json.exception.parse_error.101] parse error at line 3, column 7: ...".
@@ -673,13 +723,17 @@ RankTrace read_kineto_json(const std::string& path, const std::string& step_pref
       if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
     throw InputError(path, 0, "", "not valid JSON (truncated?): " + msg);
   }
+  if (!handler.distributed_error.empty()) {
+    const std::string key = handler.distributed_error.substr(0, handler.distributed_error.find(':'));
+    throw InputError(path, 0, "distributedInfo." + key, handler.distributed_error.substr(key.size() + 2));
+  }
   if (handler.root_is_object && handler.saw_trace_events && handler.link_by_id()) {
     // A second pass over the file for the kernels whose External ids name no op (older layouts):
     // their launches and the ops around them, kept only when needed.
-    GzStreamBuf again(path);
+    TraceStreamBuf again(path);
     std::istream in2(&again);
     handler.begin_link_pass();
-    if (again.is_open() && nlohmann::json::sax_parse(in2, &handler, nlohmann::json::input_format_t::json, true))
+    if (nlohmann::json::sax_parse(in2, &handler, nlohmann::json::input_format_t::json, true) && again.error().empty())
       handler.link_by_thread();
   }
   if (!handler.root_is_object || !handler.saw_trace_events)

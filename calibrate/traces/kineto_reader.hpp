@@ -22,8 +22,8 @@
 //   profilers, which write a kernel's correlation id as its External id (link_by_id and
 //   link_by_thread in the .cpp); "cpu_op" / "user_annotation" named PREFIX<n> (ProfilerStep#<n> by
 //   default): a step.
-// The document is never held whole: nlohmann::json's SAX parser reads it through a 256 KiB zlib
-// buffer (gzread also reads an uncompressed file), so memory grows with the number of GPU
+// The document is never held whole: nlohmann::json's SAX parser reads it through a 256 KiB buffer
+// (calibrate/traces/trace_stream.hpp inflates a gzip file and bounds tokens), so memory grows with the number of GPU
 // activities kept (48 bytes each, plus 16 per launch record and about 96 per matmul or collective
 // op, whose shape is worked out as it is read), not with the file. A trace of the older layout is
 // read a second time for its launches and op ranges (32 bytes each).
@@ -33,8 +33,14 @@
 
 namespace overlap::traces {
 
+// An "X" event the reader uses (a kernel, a copy, a launch, an op, a step) whose ts is missing, not
+// a number or outside [0, 2^62) ns, whose dur (where used) is missing, not a number, negative, or
+// ends past 2^62 ns, is skipped and counted in RankTrace::skipped ("kernel: dur negative"); with
+// `strict` it refuses the file.
 // Throws InputError naming the file: truncated or malformed JSON (with line and column), a
-// truncated gzip stream, no traceEvents, no GPU kernels.
-RankTrace read_kineto_json(const std::string& path, const std::string& step_prefix, const KernelClassifier& kernels);
+// truncated gzip stream or bytes after it, a cap of trace_limits.hpp, a distributedInfo rank or
+// world_size that is not an integer in range, no traceEvents, no GPU kernels.
+RankTrace read_kineto_json(const std::string& path, const std::string& step_prefix, const KernelClassifier& kernels,
+                           bool strict = false);
 
 }  // namespace overlap::traces

@@ -19,8 +19,11 @@
 
 namespace overlap::traces {
 
+// Only real tables are read (sqlite_master type 'table'): a view of an expected name is refused, as
+// its query could run without end. Rows whose times are not integers, are out of range or end
+// before they start are skipped and counted (RankTrace::skipped), or with `strict` refuse the file.
 // Throws InputError naming the file and the missing table / column.
 std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const std::string& step_prefix,
-                                        const KernelClassifier& kernels);
+                                        const KernelClassifier& kernels, bool strict = false);
 
 }  // namespace overlap::traces

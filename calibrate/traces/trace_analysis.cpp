@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "calibrate/traces/trace_limits.hpp"
+#include "cost_model/input_error.hpp"
 #include "cost_model/text.hpp"
 
 namespace overlap::traces {
@@ -17,10 +19,11 @@ std::optional<double> OverlapFigures::overlap() const {
 }
 
 OverlapFigures& OverlapFigures::operator+=(const OverlapFigures& o) {
-  compute_ns += o.compute_ns;
-  comm_ns += o.comm_ns;
-  exposed_ns += o.exposed_ns;
-  memory_ns += o.memory_ns;
+  // Each figure of one GPU is below 2^62 ns (trace_limits.hpp); their sums are checked.
+  compute_ns = add_ns(compute_ns, o.compute_ns, "", "the summed compute time");
+  comm_ns = add_ns(comm_ns, o.comm_ns, "", "the summed communication time");
+  exposed_ns = add_ns(exposed_ns, o.exposed_ns, "", "the summed unoverlapped communication time");
+  memory_ns = add_ns(memory_ns, o.memory_ns, "", "the summed memory time");
   span_ns = std::max(span_ns, o.span_ns);
   kernels += o.kernels;
   return *this;
@@ -125,12 +128,14 @@ OverlapFigures measure(const std::vector<const GpuActivity*>& activities) {
     merge(d.compute);
     merge(d.comm);
     merge(d.memory);
-    const std::int64_t comm = length(d.comm);
-    f.compute_ns += length(d.compute);
-    f.comm_ns += comm;
-    f.exposed_ns += comm - intersection(d.comm, d.compute);
-    f.memory_ns += length(d.memory);
-    f.span_ns = std::max(f.span_ns, d.last - d.first);
+    // One GPU's figures are lengths of unions of intervals in [0, 2^62): each below 2^62.
+    OverlapFigures one;
+    one.comm_ns = length(d.comm);
+    one.compute_ns = length(d.compute);
+    one.exposed_ns = one.comm_ns - intersection(d.comm, d.compute);
+    one.memory_ns = length(d.memory);
+    one.span_ns = d.last - d.first;
+    f += one;
   }
   return f;
 }
@@ -184,7 +189,7 @@ void list_kernels(const RankTrace& trace, RankReport& r) {
       k.min_ns = k.max_ns = dur;
     }
     ++k.count;
-    k.total_ns += dur;
+    k.total_ns = add_ns(k.total_ns, dur, trace.file, "a kernel group's total time");
     k.min_ns = std::min(k.min_ns, dur);
     k.max_ns = std::max(k.max_ns, dur);
   };
@@ -226,7 +231,7 @@ void list_kernels(const RankTrace& trace, RankReport& r) {
                         g.dtype, g.process_group};
       auto [it, fresh] = comms.try_emplace(key, g, static_cast<std::int32_t>(comms.size()));
       ++it->second.first.count;
-      it->second.first.total_ns += dur;
+      it->second.first.total_ns = add_ns(it->second.first.total_ns, dur, trace.file, "a kernel group's total time");
       it->second.first.durations_ns.push_back(dur);
       if (a.library != CommLibrary::peer_copy) sequence.emplace_back(ai, it->second.second);
       continue;
@@ -250,7 +255,7 @@ void list_kernels(const RankTrace& trace, RankReport& r) {
     const GemmKey key{g.kernel, g.op, s.batch, s.m, s.n, s.k, s.dtype, g.shape.has_value()};
     auto [it, fresh] = gemms.try_emplace(key, g);
     ++it->second.count;
-    it->second.total_ns += dur;
+    it->second.total_ns = add_ns(it->second.total_ns, dur, trace.file, "a kernel group's total time");
     it->second.durations_ns.push_back(dur);
   }
   for (auto& [k, g] : gemms) r.gemms.push_back(std::move(g));
@@ -303,11 +308,18 @@ RankReport analyze(const RankTrace& trace) {
   r.file = trace.file;
   r.format = trace.format;
   r.part = trace.part;
+  r.skipped = trace.skipped;
   std::vector<const GpuActivity*> all;
   all.reserve(trace.activities.size());
   for (const GpuActivity& a : trace.activities) all.push_back(&a);
-  r.figures = measure(all);
-  if (!trace.steps.empty()) r.steps = step_figures(trace, all);
+  try {
+    r.figures = measure(all);
+    if (!trace.steps.empty()) r.steps = step_figures(trace, all);
+  } catch (const InputError& e) {
+    // A sum past int64 (OverlapFigures::operator+=): name the file it came from.
+    if (!e.file().empty()) throw;
+    throw InputError(trace.file, 0, e.key_path(), e.message());
+  }
   list_kernels(trace, r);
   return r;
 }

@@ -12,6 +12,7 @@
 // patterns. Other copies and memsets (cat gpu_memcpy / gpu_memset) are neither: memory time.
 // Rank figures sum their GPUs'; the overall figures sum the ranks'.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,6 +85,7 @@ struct RankReport {
   std::vector<CommKernel> comm_sequence;  // communication kernels by start (peer copies aside)
   std::optional<std::int64_t> clock_offset_ns;  // set by split_collective_waits when aligned
   std::int64_t gemm_kernels = 0, gemm_shape_unknown = 0, comm_kernels = 0, comm_size_unknown = 0;
+  std::map<std::string, std::int64_t> skipped;  // RankTrace::skipped: events left out, by what and why
 };
 
 // Bytes of one element of a dtype as PyTorch / c10 names it (Float, BFloat16, float32, ...); 0 when

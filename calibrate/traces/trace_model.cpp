@@ -8,6 +8,7 @@
 
 #include "calibrate/traces/kineto_reader.hpp"
 #include "calibrate/traces/nsys_reader.hpp"
+#include "calibrate/traces/trace_limits.hpp"
 #include "cost_model/input_error.hpp"
 #include "cost_model/text.hpp"
 
@@ -112,8 +113,15 @@ std::optional<GemmShape> gemm_shape(const OpInfo& op) {
   return out;
 }
 
-RankTrace read_trace(const std::string& path, const std::string& step_prefix, const KernelClassifier& kernels) {
-  std::vector<RankTrace> all = read_traces(path, step_prefix, kernels);
+void skip_event(RankTrace& trace, bool strict, const std::string& what, const std::string& why, const std::string& key) {
+  if (strict)
+    throw InputError(trace.file, 0, key,
+                     what + ": " + why + " (--strict refuses a trace with an event it cannot read as written)");
+  ++trace.skipped[what + ": " + why];
+}
+
+RankTrace read_trace(const std::string& path, const std::string& step_prefix, const KernelClassifier& kernels, bool strict) {
+  std::vector<RankTrace> all = read_traces(path, step_prefix, kernels, strict);
   if (all.size() != 1)
     throw InputError(path, 0, "CUPTI_ACTIVITY_KIND_KERNEL.globalPid",
                      std::to_string(all.size()) + " processes in one export: read it with read_traces");
@@ -121,19 +129,18 @@ RankTrace read_trace(const std::string& path, const std::string& step_prefix, co
 }
 
 std::vector<RankTrace> read_traces(const std::string& path, const std::string& step_prefix,
-                                   const KernelClassifier& kernels) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw InputError(path, 0, "", std::string("cannot open the trace: ") + std::strerror(errno));
+                                   const KernelClassifier& kernels, bool strict) {
+  std::FILE* f = open_trace_file(path);  // a regular file within the caps, or refused before reading
   unsigned char head[16] = {};
   const std::size_t got = std::fread(head, 1, sizeof head, f);
   std::fclose(f);
   if (got == 0) throw InputError(path, 0, "", "empty file: not a Kineto JSON trace nor an Nsight Systems SQLite export");
   const auto one = [&] {
     std::vector<RankTrace> v;
-    v.push_back(read_kineto_json(path, step_prefix, kernels));
+    v.push_back(read_kineto_json(path, step_prefix, kernels, strict));
     return v;
   };
-  if (got >= 16 && std::memcmp(head, "SQLite format 3", 16) == 0) return read_nsys_sqlite(path, step_prefix, kernels);
+  if (got >= 16 && std::memcmp(head, "SQLite format 3", 16) == 0) return read_nsys_sqlite(path, step_prefix, kernels, strict);
   if (got >= 2 && head[0] == 0x1f && head[1] == 0x8b) return one();
   std::size_t i = 0;
   while (i < got && std::isspace(head[i])) ++i;

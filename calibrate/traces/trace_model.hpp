@@ -4,6 +4,7 @@
 // holds millions of events): names are interned, times are integer nanoseconds, and only the CPU
 // ops that can describe a GEMM or a collective are kept.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -90,6 +91,10 @@ struct RankTrace {
   std::vector<StepRange> steps;
   // (correlation, launch time): when the CPU launched each activity, which decides its step.
   std::vector<std::pair<std::int64_t, std::int64_t>> launches;
+  // Events the reader could not read as written and left out, by what and why ("kernel: dur
+  // negative", "kernel: start not an integer"): reported with the figures, or, read with strict,
+  // the file refused at the first one.
+  std::map<std::string, std::int64_t> skipped;
 };
 
 // Interns kernel names: each distinct name once.
@@ -108,12 +113,19 @@ class NameTable {
 std::string collective_from_kernel_name(const std::string& name);
 
 // Reads a file in either format, chosen by its first bytes (SQLite header, gzip magic, or JSON),
-// each kernel's family from `kernels` (calibrate/traces/kernel_kind.hpp).
-// Throws InputError naming the file and what is wrong or missing.
-RankTrace read_trace(const std::string& path, const std::string& step_prefix, const KernelClassifier& kernels = {});
+// each kernel's family from `kernels` (calibrate/traces/kernel_kind.hpp). Only a regular file within
+// the caps of calibrate/traces/trace_limits.hpp is read.
+// Throws InputError naming the file and what is wrong or missing; with `strict`, also at the first
+// event the reader cannot read as written (else counted in RankTrace::skipped).
+RankTrace read_trace(const std::string& path, const std::string& step_prefix, const KernelClassifier& kernels = {},
+                     bool strict = false);
 // The same, one RankTrace per rank the file holds: a Kineto trace is one rank; an Nsight Systems
 // export of several processes (nsys profile of a launcher that starts every rank) is one per process.
 std::vector<RankTrace> read_traces(const std::string& path, const std::string& step_prefix,
-                                   const KernelClassifier& kernels = {});
+                                   const KernelClassifier& kernels = {}, bool strict = false);
+
+// A skipped event: counted in `trace.skipped` under "WHAT: WHY", or with `strict` refused:
+// InputError naming the file, `key` (the event's field) and why.
+void skip_event(RankTrace& trace, bool strict, const std::string& what, const std::string& why, const std::string& key);
 
 }  // namespace overlap::traces
