@@ -158,6 +158,8 @@ def main():
     args = ap.parse_args()
     if args.sample < 1:
         ap.error("--sample must be at least 1")
+    # Entries run in a scratch directory: a corpus given relative to here must still resolve there.
+    args.corpus = os.path.abspath(args.corpus)
 
     with open(os.path.join(args.corpus, "manifest.json")) as f:
         entries = json.load(f)["entries"]
