@@ -788,6 +788,17 @@ std::string format_summary(const ReportContext& ctx, const std::vector<SchemeRes
                      kTableWidth, "  ");
   }
   out += ctx.placeholder_lines;
+  // A deep transformer composed from a few layers (sim/layer_composition.hpp): say so, and what of the
+  // report is the shorter runs'.
+  for (const SchemeResult& r : results)
+    if (!r.failed() && r.composed_from_layers > 0) {
+      out += wrap_text(fmt::format("composed: every figure above from runs of {} layers and one and two periods more, "
+                                   "repeated to the model's depth (exact: its identical layers add the same time "
+                                   "each); the collectives listed are the {}-layer run's",
+                                   r.composed_from_layers, r.composed_from_layers),
+                       kTableWidth, "  ");
+      break;
+    }
   if (!ctx.not_applicable.empty()) {
     // Grouped by where they apply, so six decode-only schemes take one clause.
     std::vector<std::pair<std::string, std::string>> groups;  // applies_to -> names
