@@ -23,7 +23,9 @@ Usage: replay_bad_inputs.py --binary build/tools/overlap-sim [--corpus DIR] [--j
                             [--only SUBSTRING] [--sample K] [--json FAILURES.json]
 --sample K replays every K-th entry of the manifest (its 1st, (K+1)th, ...): the sanitizer build's
 pass, where each process costs several times a release one; the release build replays them all.
-The manifest lists entries block by block, so every block keeps about 1/K of its entries.
+The manifest lists entries block by block, so every block keeps about 1/K of its entries, and the
+first entry of every class the stride misses is replayed too: each class of bad input is checked
+under the sanitizers.
 """
 import argparse
 import concurrent.futures
@@ -163,7 +165,13 @@ def main():
 
     with open(os.path.join(args.corpus, "manifest.json")) as f:
         entries = json.load(f)["entries"]
-    entries = [e for i, e in enumerate(entries) if i % args.sample == 0 and args.only in e["id"]]
+    picked = {i for i in range(len(entries)) if i % args.sample == 0}
+    covered = {entries[i]["class"] for i in picked}
+    for i, e in enumerate(entries):
+        if e["class"] not in covered:
+            picked.add(i)
+            covered.add(e["class"])
+    entries = [e for i, e in enumerate(entries) if i in picked and args.only in e["id"]]
     binary = os.path.abspath(args.binary)
     asan = uses_asan(binary)
     start = time.monotonic()

@@ -33,7 +33,7 @@ const std::string kMlp =
 
 }  // namespace
 
-TEST_CASE("--set: a flow map that repeats a key is refused naming the key", "[scenario][set][errors]") {
+TEST_CASE("set override: a flow map that repeats a key is refused naming the key", "[scenario][set][errors]") {
   const Scratch s;
   const std::string scen = s.write("mlp.yaml", kMlp);
   const auto r = cli({"run", scen, "--set", "schemes=[{name: data_slicing, params: {chunks: 2, chunks: 4}}]"});

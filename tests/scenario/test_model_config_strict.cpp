@@ -168,7 +168,7 @@ TEST_CASE("config.json: a multimodal checkpoint's text_config and a checkpoint d
   CHECK_THAT(std::string(model_config_error(s.file("empty")).what()), Catch::Contains("empty/config.json"));
 }
 
-TEST_CASE("--model: a checkpoint directory runs as its config.json, and an empty value is refused", "[scenario][model][cli]") {
+TEST_CASE("model flag: a checkpoint directory runs as its config.json, and an empty value is refused", "[scenario][model][cli]") {
   const Scratch s;
   std::filesystem::create_directories(s.path / "ckpt");
   s.write("ckpt/config.json", llama());
