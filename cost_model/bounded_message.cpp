@@ -52,6 +52,18 @@ std::string more(std::size_t n) { return " ... (" + grouped(n) + " more characte
 }  // namespace
 
 std::string bounded_message(std::string_view text) {
+  // A NUL (a YAML "\0" escape, a byte of a binary file) would end the message at the C string that
+  // what() returns, hiding the rest: it is written as the two characters \0.
+  std::string without_nul;
+  if (text.find('\0') != std::string_view::npos) {
+    for (char c : text) {
+      if (c == '\0')
+        without_nul.append("\\0");
+      else
+        without_nul.push_back(c);
+    }
+    text = without_nul;
+  }
   std::string out;
   out.reserve(std::min<std::size_t>(text.size(), kMessageHeadChars + kMessageTailChars + 64));
   for (std::size_t i = 0; i < text.size();) {

@@ -25,7 +25,8 @@ inline constexpr std::size_t kMessageTailChars = 500;
 // Items a list in a message or warning shows before "and N more".
 inline constexpr std::size_t kListedItems = 20;
 
-// `text` with every over-long word cut and counted, then cut in the middle when still too long.
+// `text` with every NUL written as \0, every over-long word cut and counted, then cut in the middle
+// when still too long.
 // Cuts fall between UTF-8 characters; counts are of characters (code points). Idempotent.
 std::string bounded_message(std::string_view text);
 // At most `max_items` of `items` joined with ", ", then "and N more" for the rest.

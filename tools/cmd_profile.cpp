@@ -2,7 +2,6 @@
 #include "tools/cmd_profile.hpp"
 
 #include <algorithm>
-#include <iostream>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -187,23 +186,18 @@ void cmd_profile_list(const std::string& format, std::ostream& out) {
 
 int cmd_profile_show(const std::string& name_or_path, const std::string& format,
                      const std::vector<std::string>& sets, std::ostream& out) {
-  try {
-    if (format != "json" && format != "yaml" && format != "table") {
-      throw InputError("", 0, "--format", "must be json, yaml or table (got " + format + ")");
-    }
-    const HardwareProfile p = load_profile(name_or_path, default_hardware_dir(), sets);
-    if (format == "json") {
-      out << profile_to_json(p).dump(2) << "\n";
-    } else if (format == "yaml") {
-      out << profile_yaml(p);
-    } else {
-      print_table(p, out);
-    }
-    return 0;
-  } catch (const InputError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
+  if (format != "json" && format != "yaml" && format != "table") {
+    throw InputError("", 0, "--format", "must be json, yaml or table (got " + format + ")");
   }
+  const HardwareProfile p = load_profile(name_or_path, default_hardware_dir(), sets);
+  if (format == "json") {
+    out << profile_to_json(p).dump(2) << "\n";
+  } else if (format == "yaml") {
+    out << profile_yaml(p);
+  } else {
+    print_table(p, out);
+  }
+  return 0;
 }
 
 }  // namespace overlap

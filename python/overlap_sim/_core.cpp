@@ -209,10 +209,8 @@ Outcome validate(std::string dir, bool papers, std::vector<std::string> sources)
   });
 }
 
-// `profile show NAME|PATH --format json` (tools/cmd_profile.cpp): the resolved profile. Done here
-// rather than through cmd_profile_show, which prints an InputError itself and keeps only the exit
-// status; here the error keeps its file, line and key. A path (a '/' or .yaml) is resolved as the CLI
-// resolves it.
+// `profile show NAME|PATH --format json` (tools/cmd_profile.cpp): the resolved profile, loaded here so
+// that the JSON is all the command writes. A path (a '/' or .yaml) is resolved as the CLI resolves it.
 Outcome profile_show(std::string name, std::vector<std::string> sets) {
   return call([&](std::ostream& out, std::ostream&) {
     const bool path = fs::path(name).extension() == ".yaml" || name.find('/') != std::string::npos;

@@ -130,8 +130,11 @@ TEST_CASE("a link class or key nothing reads is an error naming where it came fr
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Catch::Contains("--set hardware.fabric.links.nvlnk.bandwidth_gbps=5"));
   CHECK_THAT(r.err, Catch::Contains("hardware.fabric.links.nvlnk") && Catch::Contains("unknown link class"));
-  // profile show does not list it either: it refuses it.
-  CHECK(cli({"profile", "show", "h100-sxm-8x-nvswitch", "--set", "fabric.links.nvlnk.bandwidth_gbps=5"}).rc == 2);
+  // profile show does not list it either: it refuses it, on the command's error stream like every command.
+  const CliResult show = cli({"profile", "show", "h100-sxm-8x-nvswitch", "--set", "fabric.links.nvlnk.bandwidth_gbps=5"});
+  CHECK(show.rc == 2);
+  CHECK(show.out.empty());
+  CHECK_THAT(show.err, Catch::StartsWith("overlap-sim: error: ") && Catch::Contains("unknown link class"));
   try {
     (void)overlap::load_profile("h100-sxm-8x-nvswitch", overlap::tools::hardware_dir(), {"fabric.links.nvlnk.bandwidth_gbps=5"});
     FAIL("the misspelt link class was accepted");

@@ -193,6 +193,10 @@ TEST_CASE("bounded_message: a long word is cut at 120 characters and the rest co
   // Idempotent: a bounded message is its own bound.
   CHECK(bounded_message(bounded) == bounded);
   CHECK(bounded_message(bounded_message(big)) == bounded_message(big));
+  // A NUL is written as \0, so what() (a C string) keeps what follows it; still idempotent.
+  const std::string with_nul("a\0b", 3);
+  CHECK(bounded_message(with_nul) == "a\\0b");
+  CHECK(bounded_message(bounded_message(with_nul)) == bounded_message(with_nul));
   CHECK(overlap::bounded_list({"1", "2", "3"}, 2) == "1, 2 and 1 more");
   CHECK(overlap::bounded_list({"1", "2"}, 2) == "1, 2");
 }
@@ -220,6 +224,16 @@ TEST_CASE("a 1 MB scalar gives a message of one line, naming file, line and key"
   const overlap::InputError e("f.yaml", 3, "workload.m", "got " + std::string(10'000'000, '7'));
   CHECK(e.message().size() < 200);
   CHECK(std::string(e.what()).size() < 220);
+}
+
+TEST_CASE("a NUL in a scenario value shows in the message with what follows it", "[messages]") {
+  TempDir d("outin");
+  // YAML's "\0" escape puts a NUL in the value; the message quotes it as \0 and keeps the rest.
+  const std::string scen = d.write("s.yaml", "hardware: h100-sxm-8x-nvswitch\nworkload:\n  kind: gemm_collective\n"
+                                             "  tp: 4\n  m: 4096\n  n: 4096\n  k: 2048\n  primitive: \"all\\0tail\"\n");
+  const CliResult r = cli({"run", scen});
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.err, Catch::Contains(scen + ":8: workload.primitive") && Catch::EndsWith("(got all\\0tail)\n"));
 }
 
 TEST_CASE("a trace of world_size 16777215 warns in one short line", "[messages][trace]") {
