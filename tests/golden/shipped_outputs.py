@@ -5,7 +5,8 @@ A refactor must leave what users read unchanged; a change of the model must say 
 For every scenario under scenarios/ and scenarios/papers/ this runs `overlap-sim run FILE` (the table a
 user reads, committed as tests/data/golden/<stem>.txt) and `overlap-sim run FILE --format json` (every
 figure at full precision, committed as its SHA-256 in tests/data/golden/SHA256SUMS: 11 MB of JSON is
-too much to keep, and a hash still tells a byte apart); the same for `validate --papers`. The source
+too much to keep, and a hash still tells a byte apart); the same for `validate --papers`. The README's
+first code block must be the start of the default scenario's table. The source
 directory is written as {src} so the outputs do not depend on where the clone lives; since a note that
 names a path is wrapped at the path's real length, two tables whose words and order agree are the same
 table (a longer clone path moves a line break, not a figure).
@@ -54,6 +55,20 @@ def both_outputs(binary, name, argv):
 def same_words(a, b):
     """Equal but for where whitespace falls: a wrapped note breaks where the clone's path length puts it."""
     return a is not None and b is not None and a.split() == b.split()
+
+
+def readme_block_differs(results):
+    """The README's first code block is the default scenario's output as `run` prints it: its first lines."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    start = readme.index("```\n") + 4
+    block = readme[start:readme.index("```", start)]
+    default = dict((name, text) for name, text, _ in results).get("llama3-70b-tp8-mlp", "")
+    if default.startswith(block):
+        return None
+    diff = difflib.unified_diff(block.splitlines(), default.splitlines()[:len(block.splitlines())], "README.md",
+                                "run", lineterm="", n=1)
+    return "README.md: its first code block is not what `overlap-sim run` prints now\n" + "\n".join(list(diff)[:40])
 
 
 def read_sums():
@@ -114,6 +129,10 @@ def main():
         return 0
     for name in stale:
         print(f"{name}: committed but no longer shipped (run with --update)")
+    readme = readme_block_differs(results)
+    if readme:
+        print(readme + "\n(edit README.md by hand: --update does not rewrite it)")
+        return 1
     if moved or stale:
         print(f"{len(moved) + len(stale)} of {len(results)} outputs differ from tests/data/golden/. If the "
               "change is meant, rewrite them with --update and say in the commit which moved and why.")
