@@ -436,8 +436,8 @@ nlohmann::ordered_json flashoverlap_config(const WaveGroupTuneResult& r, const G
   meta["predicted_us"] = us_from_ps(r.predicted_ps);
   meta["simulated_us"] = us_from_ps(r.simulated_ps);
   meta["swizzle"] = swizzle;
-  meta["note"] = algo ? "written by overlap-sim tune --export-flashoverlap"
-                      : "written by overlap-sim tune --export-flashoverlap; Algo left out: give --algo with the index "
+  meta["note"] = algo ? "written by overlap-sim tune --export flashoverlap"
+                      : "written by overlap-sim tune --export flashoverlap; Algo left out: give --algo with the index "
                         "of the BMxBN kernel in FlashOverlap's AlgoDict (its tune/profile_config.py picks it)";
   j["overlap_sim"] = meta;
   return j;

@@ -264,8 +264,7 @@ CLI::App* add_tune_command(CLI::App& app, TuneOptions& tune, std::optional<int>&
   tune_cmd->add_option("--format", tune.format, "table or json");
   tune_cmd->add_option("--output,-o", tune.output, "Write the result to FILE (atomically) instead of stdout");
   tune_cmd->add_option("--export-flashoverlap", tune.export_flashoverlap,
-                       "Write the configuration FlashOverlap's kernels read (BM, BN, dur, Algo, hint, cSeg, rLDN) to FILE, "
-                       "or into DIR/ under the name FlashOverlap's main branch reads, m{M}n{N}k{K}_{gpu}.json")
+                       "The older form of --export flashoverlap FILE|DIR/ (kept; it says so on stderr)")
       ->type_name("FILE|DIR/");
   add_tune_export_option(tune_cmd, tune);
   tune_cmd->add_option("--swizzle", tune.swizzle, "Tile order of the exported hint: CUTLASS swizzle 1, 2, 4 or 8")
@@ -286,7 +285,7 @@ CLI::App* add_tune_command(CLI::App& app, TuneOptions& tune, std::optional<int>&
       ->allow_extra_args(false);
   tune_cmd->footer(examples({"overlap-sim tune --hardware a800-8x-nvlink --gemm 8192x8192x4096 --dtype fp16 --primitive all_reduce --ranks 4",
                              "overlap-sim tune --hardware rtx4090-4x-pcie --gemm 4096x8192x7168 --dtype fp16 --primitive reduce_scatter --ranks 4 --search flashoverlap",
-                             "overlap-sim tune --hardware h100-sxm-8x-nvswitch --gemm 16384x8192x8192 --primitive all_reduce --ranks 8 --export-flashoverlap configs/ --algo 3",
+                             "overlap-sim tune --hardware h100-sxm-8x-nvswitch --gemm 16384x8192x8192 --primitive all_reduce --ranks 8 --export flashoverlap configs/ --algo 3",
                              "overlap-sim tune scenarios/llama3-70b-tp8-mlp.yaml --tp 4",
                              "overlap-sim tune flashoverlap-a800-allreduce --format json"}));
   return tune_cmd;
@@ -413,7 +412,12 @@ int run_command(Commands& c, std::ostream& out, std::ostream& err) {
     return cmd_run(c.run, out, err);
   }
   if (c.tune_cmd->parsed()) {
-    check_output_flags({{"-o", &c.tune.output, c.tune_cmd->get_option("--output")}});  // --export-flashoverlap: cmd_tune
+    check_output_flags({{"-o", &c.tune.output, c.tune_cmd->get_option("--output")}});  // the exports: cmd_tune
+    if (c.tune_cmd->get_option("--export-flashoverlap")->count() > 0) {
+      c.tune.export_flashoverlap_flag = "--export-flashoverlap";
+      err << "note: --export-flashoverlap FILE is the older form of --export flashoverlap FILE (one --export flag "
+             "for every export)\n";
+    }
     if (c.tune_algo && *c.tune_algo < 0)
       throw UsageError(fmt::format("--algo must be 0 or more (FlashOverlap's AlgoDict index; got {})", *c.tune_algo));
     c.tune.algo = c.tune_algo;

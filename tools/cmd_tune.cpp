@@ -85,13 +85,13 @@ sim::Workload operator_workload(const TuneOptions& o) {
   return w;
 }
 
-// --export-flashoverlap FILE or DIR/, checked with -o before anything is tuned: the file
+// --export flashoverlap FILE or DIR/, checked with -o before anything is tuned: the file
 // flashoverlap_export_file names (tools/export_production.hpp), or "".
 std::string flashoverlap_export_checked(const TuneOptions& o, const sim::GemmCollective& g, const HardwareProfile& hw) {
   if (o.export_flashoverlap.empty()) return {};
   const std::string file = flashoverlap_export_file(o.export_flashoverlap, g, hw.gpu.name);
   try {
-    check_distinct_outputs({{"-o", o.output}, {"--export-flashoverlap", file}});
+    check_distinct_outputs({{"-o", o.output}, {o.export_flashoverlap_flag, file}});
   } catch (const OutputError& e) {
     throw UsageError(e.what());
   }
@@ -178,7 +178,7 @@ void tune_operator(const TuneOptions& o, std::ostream& out, std::ostream& err) {
     throw UsageError(fmt::format("--ranks {}: the hardware '{}' has {} GPUs", o.ranks, o.hardware, hw.fabric.num_gpus));
   const std::string exported = flashoverlap_export_checked(o, sim::gemm_collective_shape(w), hw);
   // No output replaces the profile read (or any input): the export as flashoverlap_export_file names it.
-  check_outputs_not_inputs({{"-o", o.output}, {"--export-flashoverlap", exported}});
+  check_outputs_not_inputs({{"-o", o.output}, {o.export_flashoverlap_flag, exported}});
 
   sim::WaveGroupTuneOptions opts;
   opts.search = *search;
@@ -212,10 +212,10 @@ void tune_operator(const TuneOptions& o, std::ostream& out, std::ostream& err) {
       j["overlap_sim"]["gpu"] = assumed.gpu;
       config = j.dump(4) + "\n";
     } catch (const std::invalid_argument& e) {
-      throw UsageError(std::string("--export-flashoverlap: ") + e.what());
+      throw UsageError(o.export_flashoverlap_flag + ": " + e.what());
     }
   }
-  // -o and --export-flashoverlap land together or not at all: a half-written pair is worse than none.
+  // -o and the export land together or not at all: a half-written pair is worse than none.
   StagedOutputs staged;
   try {
     if (!o.output.empty()) staged.stage(o.output, text + ties);
@@ -236,9 +236,9 @@ std::string te_export_path(const TuneOptions& o) {
   if (o.export_spec.empty()) return {};
   if (o.export_spec.size() != 2) throw UsageError("--export takes FORMAT FILE (e.g. --export te-userbuffers ub.yaml)");
   if (o.export_spec[0] != "te-userbuffers")
-    throw UsageError(fmt::format("--export: tune writes te-userbuffers (TransformerEngine's ub_cfgs YAML; got '{}'); "
-                                 "FlashOverlap's JSON is --export-flashoverlap, NCCL's tuner CSV is "
-                                 "'collective --export nccl-tuner'",
+    throw UsageError(fmt::format("--export: tune writes te-userbuffers (TransformerEngine's ub_cfgs YAML, from a "
+                                 "SCENARIO) or flashoverlap (FlashOverlap's JSON, from --gemm ...; got '{}'); NCCL's "
+                                 "tuner CSV is 'collective --export nccl-tuner'",
                                  o.export_spec[0]));
   check_distinct_outputs({{"-o", o.output}, {"--export", o.export_spec[1]}});
   // Refused before the tuning runs: a directory, a block device or a socket (cost_model/atomic_file.hpp).
@@ -278,7 +278,9 @@ std::string te_export_text(const sim::SchemeTuneResult& r, const sim::Scenario& 
 
 void tune_scenario(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.export_flashoverlap.empty())
-    throw UsageError("--export-flashoverlap belongs to the operator form (--hardware, --gemm, --primitive, --ranks)");
+    throw UsageError(o.export_flashoverlap_flag +
+                     " belongs to the operator form (--hardware, --gemm, --primitive, --ranks); a SCENARIO exports "
+                     "--export te-userbuffers FILE");
   if (o.sm_margin)
     throw UsageError("--sm-margin belongs to the operator form; in a scenario, give the flashoverlap scheme "
                      "params: {sm_margin: true}");
@@ -340,7 +342,7 @@ void tune_scenario(const TuneOptions& o, std::ostream& out, std::ostream& err) {
 }  // namespace
 
 void add_tune_export_option(CLI::App* tune_cmd, TuneOptions& options) {
-  // --export-flashoverlap's file is checked with -o once its name is known (it may be a directory's
+  // The export's FlashOverlap file is checked with -o once its name is known (it may be a directory's
   // FlashOverlap name, which needs the GEMM and the GPU: flashoverlap_export_checked); an empty one
   // names nothing and is refused here, as every empty output path is.
   if (CLI::Option* fo = tune_cmd->get_option_no_throw("--export-flashoverlap"))
@@ -351,14 +353,33 @@ void add_tune_export_option(CLI::App* tune_cmd, TuneOptions& options) {
         },
         ""));
   tune_cmd->add_option("--export", options.export_spec,
-                       "Scheme level: write FORMAT to FILE from the best setting; te-userbuffers = TransformerEngine's "
-                       "ub_cfgs YAML (Megatron-LM --tp-comm-overlap-cfg)")
+                       "Write FORMAT to FILE from the best setting: te-userbuffers (a SCENARIO) = TransformerEngine's "
+                       "ub_cfgs YAML (Megatron-LM --tp-comm-overlap-cfg); flashoverlap (--gemm ...) = the configuration "
+                       "FlashOverlap's kernels read (BM, BN, dur, Algo, hint, cSeg, rLDN), to FILE or into DIR/ under "
+                       "the name FlashOverlap's main branch reads, m{M}n{N}k{K}_{gpu}.json")
       ->expected(2)
       ->allow_extra_args(true)
       ->type_name("FORMAT FILE");
 }
 
-void cmd_tune(const TuneOptions& options, std::ostream& out, std::ostream& err) {
+// `--export flashoverlap PATH` is the operator form's export: moved into export_flashoverlap, where
+// the older `--export-flashoverlap PATH` puts it too (both given: refused).
+TuneOptions with_flashoverlap_export(const TuneOptions& options) {
+  TuneOptions o = options;
+  if (o.export_spec.size() == 2 && o.export_spec[0] == "flashoverlap") {
+    if (!o.export_flashoverlap.empty())
+      throw UsageError("--export flashoverlap and --export-flashoverlap name the same export: give one");
+    if (o.export_spec[1].empty())
+      throw UsageError("--export flashoverlap: '': an empty path names no file (give a file name, or a directory/)");
+    o.export_flashoverlap = o.export_spec[1];
+    o.export_flashoverlap_flag = "--export flashoverlap";
+    o.export_spec.clear();
+  }
+  return o;
+}
+
+void cmd_tune(const TuneOptions& given, std::ostream& out, std::ostream& err) {
+  const TuneOptions options = with_flashoverlap_export(given);
   if (options.top < 1) throw UsageError(fmt::format("--top must be at least 1 (got {})", options.top));
   if (options.jobs < 0) throw UsageError(fmt::format("-j must be at least 1 (got {})", options.jobs));
   // --hardware alone with a SCENARIO is the scenario's hardware (as in run and sweep).
@@ -367,7 +388,9 @@ void cmd_tune(const TuneOptions& options, std::ostream& out, std::ostream& err) 
                                !options.flags.tokens);
   if (operator_level) {
     if (!options.export_spec.empty())
-      throw UsageError("--export belongs to the scheme level (a SCENARIO); the operator form writes --export-flashoverlap");
+      throw UsageError(fmt::format("--export {}: the operator form (--gemm ...) writes --export flashoverlap FILE|DIR/; "
+                                   "te-userbuffers is the scheme level's (a SCENARIO)",
+                                   options.export_spec.empty() ? std::string() : options.export_spec[0]));
     if (options.flags.tp || options.flags.tokens)
       throw UsageError("--tp and --tokens shape a SCENARIO's workload; the operator form takes --ranks and --gemm MxNxK");
     if (!options.scenario.empty())

@@ -28,9 +28,13 @@ struct TuneOptions {
   std::string search = "simulate"; // flashoverlap | optimal | exhaustive | simulate
   std::string format = "table";    // table | json
   std::string output;              // "" = stdout
-  std::string export_flashoverlap; // FlashOverlap's config JSON
-  // --export FORMAT FILE (scheme level): te-userbuffers = TransformerEngine's ub_cfgs YAML from the
-  // best te_userbuffers configuration (tools/export_production.hpp). Empty = none.
+  std::string export_flashoverlap; // FlashOverlap's config JSON (FILE or DIR/)
+  // How the user named it, for messages: `--export flashoverlap` or the older `--export-flashoverlap`.
+  std::string export_flashoverlap_flag = "--export flashoverlap";
+  // --export FORMAT FILE, the one export flag of every command: te-userbuffers (scheme level) =
+  // TransformerEngine's ub_cfgs YAML from the best te_userbuffers configuration; flashoverlap
+  // (operator level) = FlashOverlap's config JSON, read into export_flashoverlap by cmd_tune
+  // (tools/export_production.hpp). Empty = none.
   std::vector<std::string> export_spec;
   int swizzle = 1;                 // tile order of the exported hint
   std::optional<int> algo;         // FlashOverlap's GEMM instance index (AlgoDict), if known

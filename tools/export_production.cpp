@@ -280,8 +280,8 @@ nlohmann::ordered_json flashoverlap_export(const sim::WaveGroupTuneResult& r, co
   meta["kernel_dtype"] = "fp16";
   meta["primitive"] = sim::primitive_name(g.primitive);
   meta["ranks"] = ranks;
-  meta["note"] = algo ? "written by overlap-sim tune --export-flashoverlap; Algo as given (--algo)"
-                      : fmt::format("written by overlap-sim tune --export-flashoverlap; Algo {} is FlashOverlap's "
+  meta["note"] = algo ? "written by overlap-sim tune --export flashoverlap; Algo as given (--algo)"
+                      : fmt::format("written by overlap-sim tune --export flashoverlap; Algo {} is FlashOverlap's "
                                     "{}x{}x32 instance with 3 stages and swizzle {} (tool/generate_instances.py "
                                     "order); its tune/profile_config.py may time another of the same tile faster",
                                     *derived, r.plan.tile_m, r.plan.tile_n, swizzle);

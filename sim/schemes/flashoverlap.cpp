@@ -78,7 +78,7 @@ const SchemeParam kGroups = [] {
            "predictive search) or \"optimal\" (exact optimum of the same predictor)";
   p.check = groups_problem;
   return p.tune({"auto", "optimal", 1, 2})
-      .production("FlashOverlap's tuner output cSeg (tune/search.py); `overlap-sim tune --export-flashoverlap` writes it");
+      .production("FlashOverlap's tuner output cSeg (tune/search.py); `overlap-sim tune --export flashoverlap` writes it");
 }();
 // The published implementation computes waves with NCCL assumed to hold 2 SMs (facts.md).
 const SchemeParam kWaveSms = [] {

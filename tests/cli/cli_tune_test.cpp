@@ -91,6 +91,9 @@ TEST_CASE("tune: exhaustive above 20 waves and bad options exit 2 with a clear m
   fails_naming(with(kA800, {"--set", "gpu.sm_count=-1"}), "sm_count");
   fails_naming(with(kA800, {"--swizzle", "3"}), "--swizzle");
   fails_naming({"tune", "flashoverlap-a800-allreduce", "--export-flashoverlap", "x.json"}, "--export-flashoverlap");
+  fails_naming({"tune", "flashoverlap-a800-allreduce", "--export", "flashoverlap", "x.json"}, "--export flashoverlap");
+  fails_naming(with(kA800, {"--export", "te-userbuffers", "ub.yaml"}), "--export te-userbuffers");
+  fails_naming(with(kA800, {"--export", "flashoverlap", "a.json", "--export-flashoverlap", "b.json"}), "give one");
   fails_naming({"tune", "flashoverlap-a800-allreduce", "--sm-margin"}, "sm_margin: true");
 }
 
@@ -122,9 +125,9 @@ TEST_CASE("tune --sm-margin: every engine run is FlashOverlap with sm_margin, as
   CHECK(m["simulated_us"].get<double>() < p["simulated_us"].get<double>());
 }
 
-TEST_CASE("tune --export-flashoverlap writes FlashOverlap's configuration", "[cli][tune][export]") {
+TEST_CASE("tune --export flashoverlap writes FlashOverlap's configuration", "[cli][tune][export]") {
   TempFile cfg("fo.json");
-  const CliResult r = cli(with(kA800, {"--search", "flashoverlap", "--format", "json", "--export-flashoverlap",
+  const CliResult r = cli(with(kA800, {"--search", "flashoverlap", "--format", "json", "--export", "flashoverlap",
                                        cfg.path, "--algo", "3"}));
   INFO(r.err);
   REQUIRE(r.rc == 0);
@@ -134,15 +137,23 @@ TEST_CASE("tune --export-flashoverlap writes FlashOverlap's configuration", "[cl
   CHECK(j["Algo"] == 3);
   CHECK(j["cSeg"] == tuned["groups_tiles"]);
   CHECK(j["hint"].size() == tuned["tiles"].get<std::size_t>());
+  CHECK_THAT(r.err, !Catch::Contains("older form"));
+  // The older flag writes the same file and says which flag is the one to use.
+  TempFile old("fo-old.json");
+  const CliResult o = cli(with(kA800, {"--search", "flashoverlap", "--format", "json", "--export-flashoverlap",
+                                       old.path, "--algo", "3"}));
+  REQUIRE(o.rc == 0);
+  CHECK_THAT(o.err, Catch::Contains("--export-flashoverlap FILE is the older form of --export flashoverlap FILE"));
+  CHECK(read_text(old.path) == read_text(cfg.path));
 }
 
-TEST_CASE("tune --export-flashoverlap DIR/: FlashOverlap's own name, Algo always, the dtype recorded",
+TEST_CASE("tune --export flashoverlap DIR/: FlashOverlap's own name, Algo always, the dtype recorded",
           "[cli][tune][export]") {
   TempDir dir("fo-export");
   const std::string configs = dir.file("configs");
   fs::create_directory(configs);
   // The form the README and --help give: a directory with a trailing slash.
-  const CliResult r = cli(with(kA800, {"--search", "flashoverlap", "--format", "json", "--export-flashoverlap", configs + "/"}));
+  const CliResult r = cli(with(kA800, {"--search", "flashoverlap", "--format", "json", "--export", "flashoverlap", configs + "/"}));
   INFO(r.err);
   REQUIRE(r.rc == 0);
   // FlashOverlap's main branch reads configs/m{M}n{N}k{K}_{gpu}.json (tune/search.py load_json).
@@ -169,7 +180,7 @@ TEST_CASE("tune --export-flashoverlap DIR/: FlashOverlap's own name, Algo always
 
   // -o naming the file the directory form resolves to: refused before anything is tuned or written.
   write_text(file, "old");
-  const CliResult clash = cli(with(kA800, {"--search", "flashoverlap", "-o", file, "--export-flashoverlap", configs + "/"}));
+  const CliResult clash = cli(with(kA800, {"--search", "flashoverlap", "-o", file, "--export", "flashoverlap", configs + "/"}));
   CHECK(clash.rc == 2);
   CHECK_THAT(clash.err, Catch::Contains("name the same file"));
   CHECK(read_text(file) == "old");
@@ -177,6 +188,9 @@ TEST_CASE("tune --export-flashoverlap DIR/: FlashOverlap's own name, Algo always
   const CliResult empty = cli(with(kA800, {"--export-flashoverlap", ""}));
   CHECK(empty.rc == 2);
   CHECK_THAT(empty.err, Catch::Contains("--export-flashoverlap"));
+  const CliResult empty_export = cli(with(kA800, {"--export", "flashoverlap", ""}));
+  CHECK(empty_export.rc == 2);
+  CHECK_THAT(empty_export.err, Catch::Contains("--export flashoverlap: ''"));
 }
 
 TEST_CASE("flashoverlap_algo_for: FlashOverlap's kernel instance in its generator's order", "[tune][export]") {
