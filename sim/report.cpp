@@ -337,7 +337,20 @@ nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeRes
   j["baseline"] = ctx.baseline;
   j["exposed_comm_definition"] = kExposedCommDefinition;
   nlohmann::json rows = nlohmann::json::array();
-  for (const SchemeResult& r : results) rows.push_back(report_row_json(r));
+  for (const SchemeResult& r : results) {
+    rows.push_back(report_row_json(r));
+    // A dense transformer step's job figures (sim/job_figures.hpp; the run table's "job figures").
+    if (ctx.step_kernels && !r.failed() && r.step.present) {
+      const JobFigures f = job_figures(ctx.workload, r);
+      rows.back()["job"] = {{"tokens_per_s_per_gpu", f.tokens_per_s_per_gpu},
+                            {"model_tflops_per_gpu", f.model_tflops_per_gpu},
+                            {"mfu", f.mfu},
+                            {"hfu", f.hfu},
+                            {"memory_bound_us", us_from_ps(ctx.step_kernels->memory_bound_ps)},
+                            {"optimizer_us", us_from_ps(ctx.step_kernels->optimizer_ps)},
+                            {"step_kernel_launches", ctx.step_kernels->launches}};
+    }
+  }
   j["results"] = rows;
   const std::vector<const SchemeResult*> tied = best_results(results);
   if (tied.empty()) {
