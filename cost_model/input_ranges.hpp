@@ -96,6 +96,10 @@ inline constexpr InputRange width{"model width", "workload.d_model, workload.d_f
                                   "2^20: the largest published models are < 2^17 wide", true};
 inline constexpr InputRange heads{"attention heads", "workload.heads, workload.kv_heads", 1, 65536, "heads",
                                   "kv_heads may also be 0 (= heads)", true};
+inline constexpr InputRange vocab{"vocabulary", "workload.vocab", 0, 16777216, "tokens",
+                                  "2^24: published vocabularies are < 2^18; 0 = no embedding or output layer", true};
+inline constexpr InputRange dropout{"dropout probability", "workload.dropout", 0, 0.9, "",
+                                    "Megatron-LM's --hidden-dropout: GPT-3 0.1, Llama 0"};
 inline constexpr InputRange layers{"layers", "workload.layers", 1, 1024, "layers",
                                    "the largest published models have about 128; each layer adds graph nodes", true};
 inline constexpr InputRange dp{"data-parallel replicas", "workload.parallel.dp", 1, 65536, "replicas",
@@ -120,7 +124,7 @@ inline constexpr std::array kAll = {&sm_count, &ctas_per_sm,   &clock_mhz, &peak
                                     &copy_engines, &latency_us, &gemm_tile_us, &factor,    &l2_reuse,    &l2_bytes,    &hbm_bytes,   &full_rate_sms,    &channels,
                                     &num_gpus,  &gpus_per_group, &nics_per_node, &fabric_nodes, &curve_bytes, &curve_us,
                                     &curve_points, &tile,       &tp,        &gemm_dim,    &tokens,
-                                    &batch,     &width,         &heads,     &layers,      &dp,          &bucket_mb,
+                                    &batch,     &width,         &vocab,     &dropout,   &heads,     &layers,      &dp,          &bucket_mb,
                                     &prefetch,  &experts,       &shared_experts, &seed, &chunks};
 
 }  // namespace ranges

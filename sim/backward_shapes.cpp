@@ -231,11 +231,18 @@ double forward_flops(const Workload& w, Block block) {
   return 0;
 }
 
+double output_layer_flops(const Workload& w) {
+  const auto* t = std::get_if<Transformer>(&w.shape);
+  if (!t || !t->step_kernels || t->vocab <= 0 || t->moe || t->mla) return 0;
+  const std::int64_t tp = std::max(1, w.tp);
+  return gemm_flops(RankGemm{t->batch * t->seq, (t->vocab + tp - 1) / tp, t->d_model, t->dtype});
+}
+
 double workload_forward_flops(const Workload& w) {
   double per_layer = 0;
   for (const Block b : layer_blocks(w)) per_layer += forward_flops(w, b);
   const auto* t = std::get_if<Transformer>(&w.shape);
-  if (!t || !t->moe) return per_layer * layer_count(w);
+  if (!t || !t->moe) return per_layer * layer_count(w) + output_layer_flops(w);
   const int dense = std::min(t->layers, t->dense_layers);
   const double attention = forward_flops(w, Block::attention);
   return attention * t->layers + (per_layer - attention) * dense + moe_forward_flops(*t->moe) * (t->layers - dense);

@@ -84,8 +84,12 @@ double forward_flops(const Workload& w, Block block);
 // Model FLOPs of the workload's whole forward on one rank: forward_flops of every layer's blocks. A MoE
 // transformer's FFN from dense_layers on is its MoE block's moe_forward_flops: the router, the shared
 // experts and the routed experts' GEMMs on the slots routed (each token's top_k experts, dropped slots
-// left out), per GPU; the inactive experts' weights count nothing.
+// left out), per GPU; the inactive experts' weights count nothing. A dense transformer step with its
+// step kernels and a vocabulary adds the output layer's GEMM (output_layer_flops).
 double workload_forward_flops(const Workload& w);
+// The output layer's forward GEMM on one rank (tokens x vocab / tp x d_model) where the step runs it
+// (sim/schemes/training_step.cpp); 0 otherwise.
+double output_layer_flops(const Workload& w);
 // Trainable weights of one block on one rank (elements): what its gradients and FSDP's gathers move.
 // Norm weights are left out (d_model elements against d_model x d_ffn / tp).
 std::int64_t block_parameters(const Workload& w, Block block);

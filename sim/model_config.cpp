@@ -301,6 +301,7 @@ ModelConfig read_model_config(const std::string& given) {
   m.kv_heads = optional_count(s, "num_key_value_heads", ranges::heads).value_or(m.heads);
   if (m.heads % m.kv_heads != 0)
     s.fail("num_key_value_heads", fmt::format("{} key-value heads do not divide {} attention heads", m.kv_heads, m.heads));
+  m.vocab = optional_count(s, "vocab_size", ranges::vocab).value_or(0);
   refuse_unmodelled(s, m.architecture);
   m.mla = read_mla(s);
   if (!m.mla) {

@@ -205,6 +205,7 @@ ReportContext report_context(const Scenario& scenario) {
   ctx.fidelity = scenario.fidelity;
   ctx.baseline = baseline_scheme_for(scenario.workload);
   ctx.memory = step_memory(scenario.workload, scenario.hardware);
+  ctx.step_kernels = step_kernel_time(scenario.workload, scenario.hardware);
   return ctx;
 }
 
@@ -336,7 +337,20 @@ nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeRes
   j["baseline"] = ctx.baseline;
   j["exposed_comm_definition"] = kExposedCommDefinition;
   nlohmann::json rows = nlohmann::json::array();
-  for (const SchemeResult& r : results) rows.push_back(report_row_json(r));
+  for (const SchemeResult& r : results) {
+    rows.push_back(report_row_json(r));
+    // A dense transformer step's job figures (sim/job_figures.hpp; the run table's "job figures").
+    if (ctx.step_kernels && !r.failed() && r.step.present) {
+      const JobFigures f = job_figures(ctx.workload, r);
+      rows.back()["job"] = {{"tokens_per_s_per_gpu", f.tokens_per_s_per_gpu},
+                            {"model_tflops_per_gpu", f.model_tflops_per_gpu},
+                            {"mfu", f.mfu},
+                            {"hfu", f.hfu},
+                            {"memory_bound_us", us_from_ps(ctx.step_kernels->memory_bound_ps)},
+                            {"optimizer_us", us_from_ps(ctx.step_kernels->optimizer_ps)},
+                            {"step_kernel_launches", ctx.step_kernels->launches}};
+    }
+  }
   j["results"] = rows;
   const std::vector<const SchemeResult*> tied = best_results(results);
   if (tied.empty()) {
@@ -592,13 +606,51 @@ std::string format_narrow_table(const ReportContext& ctx, const std::vector<Sche
 }
 
 // The memory-per-GPU block of a training step (sim/step_memory.hpp); empty where it does not apply.
+// The job figures of a dense transformer step (sim/job_figures.hpp): per GPU, and the step's time split
+// into compute (GEMMs and attention; the memory-bound kernels and the optimizer priced alone) and the
+// exposed communication per communicator.
+std::string format_job_table(const ReportContext& ctx, const std::vector<SchemeResult>& results) {
+  if (!ctx.step_kernels) return {};
+  const StepKernelTime& k = *ctx.step_kernels;
+  const std::vector<std::string> headers = {"scheme",    "tokens/s", "TFLOP/s",   "MFU (%)", "HFU (%)",
+                                            "GEMM+attn", "mem-bound", "optimizer", "TP exp.", "DP exp."};
+  std::vector<std::vector<std::string>> rows;
+  auto ms = [](Ps ps) { return fixed(us_from_ps(ps) / 1000.0, 2); };
+  for (const SchemeResult& r : results) {
+    if (r.failed() || !r.step.present) continue;
+    const JobFigures j = job_figures(ctx.workload, r);
+    const Ps compute = r.latency_ps - r.step.exposed_tp_ps - r.step.exposed_dp_ps;
+    rows.push_back({clip(r.scheme, 26), fixed(j.tokens_per_s_per_gpu, 0), fixed(j.model_tflops_per_gpu, 1),
+                    fixed(100.0 * j.mfu, 1), fixed(100.0 * j.hfu, 1),
+                    ms(compute - k.memory_bound_ps - k.optimizer_ps), ms(k.memory_bound_ps), ms(k.optimizer_ps),
+                    ms(r.step.exposed_tp_ps), ms(r.step.exposed_dp_ps)});
+  }
+  if (rows.empty()) return {};
+  const std::vector<std::size_t> width = column_widths(headers, rows);
+  const std::string align = "<" + std::string(headers.size() - 1, '>');
+  const std::string heading = fmt::format(
+      "job figures per GPU, times in ms: TFLOP/s = model FLOPs / latency; MFU = model FLOPs (PaLM App. B: forward 1x, backward "
+      "2x, the output layer included) / (latency x peak); HFU the same with the recomputation's FLOPs; the step = "
+      "GEMM+attn + mem-bound + optimizer + TP exp. + DP exp. (TP and DP exposed may overlap, GEMM+attn is what "
+      "remains), mem-bound and optimizer = their {} kernels priced alone (fused_elementwise {})",
+      k.launches, step::fusion_name(std::get<Transformer>(ctx.workload.shape).fusion));
+  std::string out = "\n" + wrap_text(heading, kTableWidth, "  ") + "\n";
+  out += table_line(headers, width, align);
+  std::size_t rule = 0;
+  for (std::size_t c = 0; c < headers.size(); ++c) rule += width[c] + (c ? 2 : 0);
+  out += std::string(rule, '-') + "\n";
+  for (const auto& row : rows) out += table_line(row, width, align);
+  return out;
+}
+
 std::string format_memory(const ReportContext& ctx) { return ctx.memory ? format_step_memory(*ctx.memory) : std::string(); }
 
 }  // namespace
 
 std::string format_table(const ReportContext& ctx, const std::vector<SchemeResult>& results, bool wide) {
   if (!wide)
-    return format_narrow_table(ctx, results) + format_step_table(ctx, results, false) + format_memory(ctx) +
+    return format_narrow_table(ctx, results) + format_step_table(ctx, results, false) +
+           format_job_table(ctx, results) + format_memory(ctx) +
            format_collectives(results, false) + format_summary(ctx, results);
   const std::vector<std::string> headers = {
       "scheme",       "latency (us)", "compute-only (us)", "comm (us)", "exposed comm (us)",
@@ -635,6 +687,7 @@ std::string format_table(const ReportContext& ctx, const std::vector<SchemeResul
   out += std::string(rule, '-') + "\n";
   for (const auto& row : rows) out += line(row);
   out += format_step_table(ctx, results, true);
+  out += format_job_table(ctx, results);
   out += format_memory(ctx);
   out += format_collectives(results, true);
   out += format_summary(ctx, results);

@@ -10,6 +10,7 @@
 
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
+#include "sim/job_figures.hpp"
 #include "sim/step_memory.hpp"
 #include "sim/workload.hpp"
 
@@ -47,6 +48,9 @@ struct ReportContext {
   // A transformer training step's memory per GPU against the profile's HBM (sim/step_memory.hpp);
   // nullopt where the memory model does not apply.
   std::optional<StepMemory> memory;
+  // A dense transformer step's memory-bound kernels and optimizer priced alone (sim/job_figures.hpp);
+  // nullopt where the step runs none.
+  std::optional<StepKernelTime> step_kernels;
 };
 ReportContext report_context(const Scenario& scenario);
 // "llama3-70b-tp8-mlp" or, with overrides, "llama3-70b-tp8-mlp (workload.tp=4 hardware=h200)": how

@@ -179,6 +179,7 @@ std::optional<Transformer> read_model(const YamlReader& w, ModelUse use) {
   t.heads = config->heads;
   t.kv_heads = config->kv_heads;
   t.head_dim = config->head_dim;
+  t.vocab = config->vocab;
   if (use.moe && config->moe) {
     Moe m;
     m.experts = config->moe->experts;
@@ -221,9 +222,14 @@ void check_heads(const YamlReader& w, std::int64_t d_model, std::int64_t heads, 
                           kv, tp, static_cast<double>(kv) / tp));
 }
 
+// The keys of a dense transformer's training-step kernels (cost_model/step_kernels.hpp).
+const std::vector<std::string> kStepKernelKeys = {"vocab", "fused_elementwise", "fp8_scaling", "dropout"};
+
 // The keys a workload of one kind allows: kind and tp, then the kind's own.
 std::vector<std::string> workload_keys(std::vector<std::string> extra) {
   extra.insert(extra.begin(), {"kind", "tp", "pass", "recompute", "parallel"});
+  // Read by every kind so that one that does not run them says why (read_step_kernel_keys).
+  extra.insert(extra.end(), kStepKernelKeys.begin(), kStepKernelKeys.end());
   return extra;
 }
 
@@ -515,6 +521,7 @@ Transformer read_transformer(const YamlReader& w, int tp) {
   t.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
   t.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
   t.head_dim = head_dim_field(w, from(model, &Transformer::head_dim));
+  t.vocab = model ? model->vocab : 0;  // workload.vocab overrides it (read_step_kernel_keys)
   t.dtype = read_dtype(w, "dtype", DType::bf16);
   check_heads(w, t.d_model, t.heads, t.kv_heads, tp, t.head_dim);
   require_divides(w, "d_ffn", t.d_ffn, tp, tp_text + " (TP shards the FFN width)");
@@ -526,6 +533,27 @@ Transformer read_transformer(const YamlReader& w, int tp) {
     w.fail_at("head_dim", "multi-head latent attention takes its head widths from the model config "
                           "(qk_nope_head_dim, qk_rope_head_dim, v_head_dim)");
   return t;
+}
+
+// workload.vocab, .fused_elementwise, .fp8_scaling and .dropout: only a dense transformer's training
+// step runs the kernels they shape (sim/schemes/training_step.cpp); anywhere else they are refused.
+void read_step_kernel_keys(const YamlReader& w, Workload& out) {
+  auto* t = std::get_if<Transformer>(&out.shape);
+  const bool applies = t != nullptr && !t->moe && !t->mla && out.training.pass == Pass::step;
+  for (const std::string& key : kStepKernelKeys)
+    if (w.has(key) && !applies)
+      w.fail_at(key, fmt::format("shapes the kernels of a dense transformer's training step (kind transformer, pass: "
+                                 "step, no experts); this workload is {}{}, which does not run them",
+                                 out.kind, t == nullptr ? "" : (t->moe ? " with experts" : fmt::format(" with pass: {}",
+                                                                 pass_name(out.training.pass)))));
+  if (!applies) return;
+  t->step_kernels = true;
+  if (w.has("vocab")) t->vocab = w.get_int_in("vocab", ranges::vocab);
+  t->fusion = read_choice(w, "fused_elementwise", step::Fusion::te, step::parse_fusion, "none, te, compile");
+  if (w.has("fp8_scaling") && t->dtype != DType::fp8)
+    w.fail_at("fp8_scaling", fmt::format("scales FP8 GEMM inputs; this workload's dtype is {}", dtype_name(t->dtype)));
+  t->fp8_scaling = read_choice(w, "fp8_scaling", step::Fp8Scaling::tensorwise, step::parse_fp8_scaling, "tensorwise, rowwise");
+  t->dropout = w.get_double_in("dropout", ranges::dropout, 0);
 }
 
 Workload read_workload(const YamlReader& w, int max_ranks) {
@@ -567,6 +595,7 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
     kind_node.fail("unknown workload kind '" + out.kind + "' (known: " + join(kWorkloadKinds) + ")");
   }
   out.training = read_training(w, out.kind, tp, max_ranks);
+  read_step_kernel_keys(w, out);
   if (has_moe_layers(out)) {
     // Its training step has no data-parallel form (sim/schemes/moe_transformer.cpp).
     if (w.has("parallel")) w.fail_at("parallel", "a mixture-of-experts transformer has no data-parallel traffic yet");

@@ -39,8 +39,8 @@ const char* const kStepMemoryScope =
     "bytes per parameter) sharded by parallel.fsdp over dp; every layer's stored activations of the micro-batch "
     "(Korthikanti et al. Sec. 4-5, with GQA, SwiGLU, FlashAttention, no dropout, sequence parallelism); FP8 weight "
     "copies and amax histories; NCCL and cuBLAS buffers; at the peak, ZeRO-3's gathered layers and the first "
-    "layer's recomputation. Not counted: the embedding and output layer (the workload has no vocabulary), the CUDA "
-    "context, allocator fragmentation";
+    "layer's recomputation. The embedding and output layer (untied, vocabulary-parallel) and the fp32 logits when the step runs them "
+    "(a dense transformer's pass: step with a vocabulary). Not counted: the CUDA context, allocator fragmentation";
 
 std::optional<StepMemory> step_memory(const Workload& w, const HardwareProfile& hw) {
   const auto* t = std::get_if<Transformer>(&w.shape);
@@ -65,6 +65,8 @@ std::optional<StepMemory> step_memory(const Workload& w, const HardwareProfile& 
   // The transformer workload is Megatron-LM's TP with sequence parallelism (sim/workload.hpp).
   in.parallel = memory::LayerParallel{w.tp, true};
   in.layers = t->layers;
+  // The embedding and output layer (untied, as Llama's) where the step runs them (training_step.cpp).
+  in.vocab = t->step_kernels ? t->vocab : 0;
   in.recompute = recompute_policy(w.training.recompute);
   const DataParallel& dp = w.training.parallel;
   in.dp = dp.dp;

@@ -10,6 +10,7 @@
 
 #include "cost_model/hardware_profile.hpp"
 #include "cost_model/moe_routing.hpp"
+#include "cost_model/step_kernels.hpp"
 
 namespace overlap::sim {
 
@@ -129,6 +130,17 @@ struct Transformer {
   // Each head's width, 0 = d_model / heads (AttentionTpSp::head_dim; Qwen3-MoE's head_dim). Last, so
   // the positional initialisations of the fields above stay as they were.
   std::int64_t head_dim = 0;
+  // The vocabulary (the model config's vocab_size, or workload.vocab); 0: no embedding or output layer.
+  std::int64_t vocab = 0;
+  // The memory-bound kernels of a dense transformer's training step (cost_model/step_kernels.hpp):
+  // workload.fused_elementwise, workload.fp8_scaling (FP8 runs) and workload.dropout (> 0: dropout
+  // kernels after each block). Other workloads refuse the keys. step_kernels: whether the step runs
+  // them at all; the scenario loader sets it for a dense transformer with pass: step (a Workload built
+  // in code keeps the layers' GEMMs, attention and collectives alone unless it asks for them).
+  bool step_kernels = false;
+  step::Fusion fusion = step::Fusion::te;
+  step::Fp8Scaling fp8_scaling = step::Fp8Scaling::tensorwise;
+  double dropout = 0;
 };
 
 // What part of a training step a layer workload runs (docs/guide/training.md). forward is what every

@@ -1382,9 +1382,43 @@ def add_trace_hardening_entries(corpus, mlp_path):
 
 # Generators whose entries follow every mutation; `--append` runs only these. A new generator goes at
 # the end, so that `tools/make_bad_inputs.py --append` adds its entries and keeps the committed ones.
+def add_step_kernel_entries(corpus, mlp_path):
+    """The keys of a dense transformer step's kernels (cost_model/step_kernels.hpp) where they do not
+    apply, or with a value they do not take; and a real-size step that does not fit (--fit-only). Each
+    refused naming the file, line and key."""
+    step = ("hardware: h100-sxm-8x-nvswitch\nworkload:\n  kind: transformer\n  tp: 8\n  model: llama3-70b\n"
+            "  layers: 2\n  batch: 1\n  seq: 1024\n  pass: step\n")
+    cases = [
+        # A single layer, a forward, a MoE transformer: none runs the step's kernels.
+        ("step_kernels_on_mlp", "run", mlp_path, ["--set", "workload.fused_elementwise=te"], None,
+         "workload.fused_elementwise"),
+        ("step_kernels_on_forward", "run", "{tmp}/s.yaml", [], step.replace("pass: step", "pass: forward") +
+         "  fused_elementwise: none\nschemes: [no_overlap]\n", "workload.fused_elementwise"),
+        ("step_kernels_on_moe", "run", "{tmp}/s.yaml", [],
+         step.replace("llama3-70b", "mixtral-8x7b").replace("tp: 8", "tp: 4") + "  dropout: 0.1\nschemes: [no_overlap]\n",
+         "workload.dropout"),
+        ("step_fp8_scaling_on_bf16", "run", "{tmp}/s.yaml", [], step + "  fp8_scaling: rowwise\nschemes: [no_overlap]\n",
+         "workload.fp8_scaling"),
+        ("step_fusion_unknown", "run", "{tmp}/s.yaml", [], step + "  fused_elementwise: apex\nschemes: [no_overlap]\n",
+         "workload.fused_elementwise"),
+        ("step_dropout_out_of_range", "run", "{tmp}/s.yaml", [], step + "  dropout: 1.5\nschemes: [no_overlap]\n",
+         "workload.dropout"),
+        ("step_vocab_negative", "run", "{tmp}/s.yaml", [], step + "  vocab: -1\nschemes: [no_overlap]\n",
+         "workload.vocab"),
+    ]
+    for name, cmd, path, extra, text, key in cases:
+        setup = [["write", "s.yaml", text]] if text else None
+        where = "s.yaml" if text else "--set"
+        corpus.add_cli(name, [cmd, path] + extra, "step_kernels", where, key, setup=setup)
+    # The real-size 70B step on one node's HBM with no data parallelism: it does not fit.
+    corpus.add_cli("step_real_size_does_not_fit", ["run", "{src}/scenarios/llama3-70b-tp8xfsdp32-full-step.yaml",
+                                                   "--fit-only", "--set", "workload.parallel={dp: 1}"],
+                   "out_of_hbm", "llama3-70b-tp8xfsdp32-full-step.yaml:19", "hardware.gpu.hbm_bytes")
+
+
 APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
             add_network_memory_trace_entries, add_placeholder_entries, add_input_hardening_entries,
-            add_trace_hardening_entries]
+            add_trace_hardening_entries, add_step_kernel_entries]
 
 
 def main():

@@ -1,6 +1,8 @@
 #include "sim/schemes/training_step.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <variant>
 #include <utility>
 
 #include <fmt/format.h>
@@ -127,22 +129,55 @@ ColumnBackward column_backward(const BuildContext& ctx) {
 
 
 
+std::optional<step::StepShape> step_kernel_shape(const Workload& w) {
+  const auto* t = std::get_if<Transformer>(&w.shape);
+  if (w.kind != "transformer" || t == nullptr || !t->step_kernels || t->moe || t->mla || w.training.pass != Pass::step)
+    return std::nullopt;
+  step::StepShape s;
+  s.tokens = t->batch * t->seq;
+  s.tp = std::max(1, w.tp);
+  s.d_model = t->d_model;
+  s.d_ffn = t->d_ffn;
+  s.heads = t->heads;
+  s.kv_heads = t->kv_heads;
+  s.head_dim = t->head_dim > 0 ? t->head_dim : t->d_model / t->heads;
+  s.gated = transformer_mlp(*t).gated;
+  s.vocab = t->vocab;
+  // FP8 runs keep their other activations in bf16 (Transformer Engine).
+  s.activation_bytes = t->dtype == DType::fp32 ? 4 : 2;
+  s.fp8 = t->dtype == DType::fp8;
+  s.scaling = t->fp8_scaling;
+  s.dropout = t->dropout > 0;
+  s.fusion = t->fusion;
+  return s;
+}
+
 namespace {
 
 class StepDriver {
  public:
   StepDriver(const BuildContext& ctx, PassEmitter& e, const TrainingStepOptions& options)
       : w_(ctx.workload), e_(e), options_(options), dp_(e.builder(), ctx.workload), blocks_(layer_blocks(w_)),
-        layers_(layer_count(w_)) {}
+        layers_(layer_count(w_)), shape_(step_kernel_shape(w_)) {
+    // One layer's weights on this rank (both blocks) and its two norms' (replicated).
+    if (shape_)
+      layer_params_ = block_parameters(w_, Block::attention) + block_parameters(w_, Block::mlp) + 2 * shape_->d_model;
+  }
 
   void run() {
     PerRank at;
-    if (w_.training.pass != Pass::backward)
+    if (w_.training.pass != Pass::backward) {
+      if (shape_) at = head_forward(at);
       for (int l = 0; l < layers_; ++l) at = forward_layer(l, at, "");
+      if (shape_) at = tail_forward(at);
+    }
     if (has_backward(w_)) {
       e_.builder().graph().set_pass(StepPass::backward);
+      if (shape_) at = tail_backward(at);
       for (int l = layers_ - 1; l >= 0; --l) at = backward_layer(l, at);
+      if (shape_) at = head_backward(at);
       dp_.flush();
+      if (shape_) optimizer();
     }
   }
 
@@ -153,14 +188,27 @@ class StepDriver {
     return ends.empty() ? e_.join_streams(dp_.streams(), name) : ends;
   }
 
+  // Memory-bound kernels one after another on the compute stream.
+  PerRank kernels(PerRank at, const step::Kernels& list, const std::string& prefix) {
+    for (const step::MemoryBoundKernel& k : list) at = e_.memory(k.bytes, at, prefix + k.name);
+    return at;
+  }
+
+  static step::Site before(Block b) { return b == Block::mlp ? step::Site::before_mlp : step::Site::before_attention; }
+  static step::Site after(Block b) { return b == Block::mlp ? step::Site::after_mlp : step::Site::after_attention; }
+
   PerRank forward_layer(int l, PerRank at, const std::string& tag) {
     if (tag.empty()) {
       const PerRank gate = dp_.forward_layer(l, at);
       if (!gate.empty()) at = e_.join({at, gate}, fmt::format("L{}.params_ready", l));
+      // FP8 weights are cast once per step; a recomputed forward reuses them.
+      if (shape_) at = kernels(at, step::layer_fp8_weights(*shape_, layer_params_), layer_prefix(l));
     }
     for (const Block block : blocks_) {
       const std::string prefix = tag + layer_prefix(l);
+      if (shape_) at = kernels(at, step::layer_forward(*shape_, before(block)), prefix);
       at = ends_or_join(e_.forward(block, at, prefix), prefix + "forward_end");
+      if (shape_) at = kernels(at, step::layer_forward(*shape_, after(block)), prefix);
     }
     return at;
   }
@@ -171,10 +219,101 @@ class StepDriver {
     // Full recomputation redoes the layer's forward, its collectives included, from the checkpointed
     // input (Korthikanti et al. Sec. 5, Megatron's --recompute-granularity full, uniform, 1 layer).
     if (w_.training.recompute == Recompute::full) at = forward_layer(l, at, "recompute.");
-    for (auto block = blocks_.rbegin(); block != blocks_.rend(); ++block)
+    const std::string prefix = "bwd." + layer_prefix(l);
+    for (auto block = blocks_.rbegin(); block != blocks_.rend(); ++block) {
+      if (shape_) at = kernels(at, step::layer_backward(*shape_, after(*block)), prefix);
       for (const BackwardStep& step : backward_steps(w_, *block)) at = backward_step(step, l, at);
+      if (shape_) at = kernels(at, step::layer_backward(*shape_, before(*block)), prefix);
+    }
     dp_.backward_layer_done(l, at);
     return at;
+  }
+
+  // The token embedding (vocabulary-parallel: each rank looks up the tokens of its shard, the others'
+  // rows are zero) and the reduce-scatter that sums the shards into the sequence-parallel layout
+  // (Megatron-LM's VocabParallelEmbedding with sequence parallelism).
+  PerRank head_forward(PerRank at) {
+    const step::StepShape& s = *shape_;
+    if (s.vocab > 0) {
+      at = kernels(at, step::embedding_forward(s), "");
+      at = e_.collective(Primitive::reduce_scatter, hidden_bytes(), at, "embedding.reduce_scatter");
+    }
+    return kernels(at, step::first_layer_norm(s), "L0.");
+  }
+
+  // The final norm, the output layer (column-parallel over the vocabulary: its input all-gathered) and
+  // the vocabulary-parallel cross-entropy with its all-reduces (the row maxima, then the predicted
+  // logits and the exp sums: two apart, or one fused) over the TP group; the logits are never gathered.
+  PerRank tail_forward(PerRank at) {
+    const step::StepShape& s = *shape_;
+    at = kernels(at, step::final_norm_forward(s), "");
+    if (s.vocab <= 0) return at;
+    at = e_.collective(Primitive::all_gather, hidden_bytes(), at, "output.all_gather");
+    at = e_.gemm(output_gemm(), at, "output");
+    const step::CrossEntropyKernels ce = step::cross_entropy(s);
+    const Bytes ar = step::cross_entropy_all_reduce_bytes(s);
+    at = kernels(at, ce.before_max, "");
+    at = e_.collective(Primitive::all_reduce, ar, at, "loss.max.all_reduce");
+    at = kernels(at, ce.after_max, "");
+    for (int i = 0; i < ce.sum_all_reduces; ++i)
+      at = e_.collective(Primitive::all_reduce, ar, at, fmt::format("loss.sums.all_reduce{}", i));
+    return kernels(at, ce.after_sums, "");
+  }
+
+  // The loss's backward, the output layer's (Megatron's asynchronous column-parallel backward: the
+  // input re-gathered beside dgrad, dX reduce-scattered beside wgrad) and the final norm's.
+  PerRank tail_backward(PerRank at) {
+    const step::StepShape& s = *shape_;
+    if (s.vocab > 0) {
+      at = kernels(at, step::cross_entropy(s).backward, "bwd.");
+      LinearBackward out;
+      out.name = "output";
+      out.dgrad = dgrad_of(output_gemm());
+      out.wgrad = wgrad_of(output_gemm());
+      out.scatter = Primitive::reduce_scatter;
+      out.scatter_bytes = hidden_bytes();
+      out.regather_bytes = hidden_bytes();
+      at = emit_linear_backward(e_, out, ColumnBackward::bulk, "bwd.output", at);
+    }
+    return kernels(at, step::final_norm_backward(s), "bwd.");
+  }
+
+  // The embedding's backward: dY all-gathered from the sequence-parallel shards, then scatter-added.
+  PerRank head_backward(PerRank at) {
+    if (shape_->vocab <= 0) return at;
+    at = e_.collective(Primitive::all_gather, hidden_bytes(), at, "bwd.embedding.all_gather");
+    return kernels(at, step::embedding_backward(*shape_), "bwd.");
+  }
+
+  // After every gradient is reduced: the gradient norm's squares of each layer's local shard, the norm
+  // all-reduced over the TP group (one fp32), the clipping and Adam, each a launch per layer; then the
+  // embedding's, the output layer's and the final norm's parameters.
+  void optimizer() {
+    const step::StepShape& s = *shape_;
+    const DataParallel& dp = w_.training.parallel;
+    const int g = dtype_bytes(dp.grad_dtype);
+    auto local = [&](std::int64_t params) {
+      return dp.dp > 1 && dp.fsdp != Sharding::none ? (params + dp.dp - 1) / dp.dp : params;
+    };
+    const std::int64_t layer = local(layer_params_);
+    const std::int64_t rows = s.vocab > 0 ? (s.vocab + s.tp - 1) / s.tp * s.d_model : 0;
+    const std::int64_t outer = local(2 * rows + s.d_model);
+    PerRank at = e_.join_streams({}, "optimizer.grads_ready");
+    auto per_layer = [&](auto kernels_of) {
+      for (int l = 0; l < layers_; ++l) at = kernels(at, kernels_of(layer), layer_prefix(l));
+      at = kernels(at, kernels_of(outer), "embedding_output.");
+    };
+    per_layer([&](std::int64_t p) { return step::grad_norm(p, g); });
+    at = e_.collective(Primitive::all_reduce, 4, at, "optimizer.grad_norm.all_reduce");
+    per_layer([&](std::int64_t p) { return step::clip_grads(p, g); });
+    per_layer([&](std::int64_t p) { return step::adam(p, g, s.fusion); });
+  }
+
+  Bytes hidden_bytes() const { return shape_->tokens * shape_->d_model * shape_->activation_bytes; }
+  RankGemm output_gemm() const {
+    const step::StepShape& s = *shape_;
+    // The output layer stays in bf16 in FP8 runs (TE's recipes leave it out).
+    return RankGemm{s.tokens, (s.vocab + s.tp - 1) / s.tp, s.d_model, s.activation_bytes == 4 ? DType::fp32 : DType::bf16};
   }
 
   PerRank backward_step(const BackwardStep& step, int l, const PerRank& at) {
@@ -211,6 +350,8 @@ class StepDriver {
   DataParallelTraffic dp_;
   std::vector<Block> blocks_;
   int layers_ = 1;
+  std::optional<step::StepShape> shape_;  // the step's memory-bound kernels; nullopt: not this workload's
+  std::int64_t layer_params_ = 0;
 };
 
 std::string step_reason(const Workload& w) {

@@ -6,9 +6,11 @@
 // backward it overlaps (an all-gather feeding a GEMM, a GEMM feeding a reduce-scatter, Ulysses'
 // all-to-alls); what it does not override runs as no_overlap runs it.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cost_model/step_kernels.hpp"
 #include "sim/backward_shapes.hpp"
 #include "sim/schemes/graph_builder.hpp"
 
@@ -98,6 +100,11 @@ struct TrainingStepOptions {
   std::string reason;  // the scheme's one line; the driver adds the step's
   Ps bound_ps = -1;
 };
+
+// The memory-bound kernels of the workload's step (cost_model/step_kernels.hpp), shaped from it: a dense
+// transformer's pass: step runs them (norms, rotary, residual adds, embedding, loss, optimizer);
+// nullopt for every other workload, whose graph is the layers' GEMMs, attention and collectives alone.
+std::optional<step::StepShape> step_kernel_shape(const Workload& w);
 
 // The workload's pass (workload.training) built with `e`, on e's builder; then finishes it.
 BuiltScheme build_training_step(const BuildContext& ctx, PassEmitter& e, const TrainingStepOptions& options);
