@@ -314,6 +314,7 @@ ModelConfig read_model_config(const std::string& given) {
              fmt::format("hidden_size {} is not a multiple of {} heads (and no head_dim)", m.d_model, m.heads));
   }
   m.moe = read_moe(s, m);
+  m.vocab = optional_count(s, "vocab_size", ranges::vocab).value_or(0);
   return m;
 }
 

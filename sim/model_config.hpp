@@ -36,6 +36,7 @@ struct ModelConfig {
   // transformer runs it (sim/workload_shapes.hpp mla_shapes); the other kinds refuse such a model.
   std::optional<LatentAttention> mla;
   std::optional<MoeConfig> moe;
+  std::int64_t vocab = 0;    // vocab_size (0: absent): a pipeline job's embedding and output layer
 };
 
 // Reads a config.json, or a Hugging Face checkpoint directory's (`path` a directory: its config.json;

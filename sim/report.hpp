@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/metrics.hpp"
+#include "sim/pipeline_report.hpp"
 #include "sim/scenario.hpp"
 #include "sim/step_memory.hpp"
 #include "sim/workload.hpp"
@@ -47,6 +48,9 @@ struct ReportContext {
   // A transformer training step's memory per GPU against the profile's HBM (sim/step_memory.hpp);
   // nullopt where the memory model does not apply.
   std::optional<StepMemory> memory;
+  // A pipeline or context-parallel job (Training::job): its figures after the step's tables and in
+  // JSON's "job" (sim/pipeline_report.hpp); nullopt otherwise. The results are then one stage's step.
+  std::optional<PipelineReport> job;
 };
 ReportContext report_context(const Scenario& scenario);
 // "llama3-70b-tp8-mlp" or, with overrides, "llama3-70b-tp8-mlp (workload.tp=4 hardware=h200)": how
