@@ -108,6 +108,15 @@ inline constexpr InputRange bucket_mb{"gradient bucket", "workload.parallel.buck
                                       "PyTorch DDP's default is 25; below 1 KiB every weight is a bucket of its own"};
 inline constexpr InputRange prefetch{"FSDP prefetch", "workload.parallel.prefetch", 0, 1024, "layers",
                                      "layers gathered ahead; at most the model's layers matter", true};
+// Pipeline and context parallelism (workload.parallel.*, docs/guide/pipeline.md).
+inline constexpr InputRange pp{"pipeline stages", "workload.parallel.pp", 1, 1024, "stages",
+                               "must divide the layers; tp x cp x pp x dp is at most fabric.num_gpus", true};
+inline constexpr InputRange vpp{"model chunks per stage", "workload.parallel.vpp", 1, 1024, "chunks",
+                                "interleaved schedule only; must divide layers / pp", true};
+inline constexpr InputRange micro_batches{"micro-batches per step", "workload.parallel.micro_batches", 1, 65536,
+                                          "micro-batches", "at least pp for 1f1b and interleaved (a multiple of pp)", true};
+inline constexpr InputRange cp{"context-parallel ranks", "workload.parallel.cp", 1, 65536, "ranks",
+                               "2 cp must divide the sequence (causal load balancing)", true};
 // The moe workload (docs/guide/moe.md).
 inline constexpr InputRange experts{"experts", "workload.experts, workload.top_k", 1, 65536, "experts",
                                     "DeepSeek-V3 has 256 routed experts; the routing is EP x experts counts", true};
@@ -125,7 +134,8 @@ inline constexpr std::array kAll = {&sm_count, &ctas_per_sm,   &clock_mhz, &peak
                                     &num_gpus,  &gpus_per_group, &nics_per_node, &fabric_nodes, &curve_bytes, &curve_us,
                                     &curve_points, &tile,       &tp,        &gemm_dim,    &tokens,
                                     &batch,     &width,         &vocab,     &dropout,   &heads,     &layers,      &dp,          &bucket_mb,
-                                    &prefetch,  &experts,       &shared_experts, &seed, &chunks};
+                                    &prefetch,  &pp,           &vpp,       &micro_batches, &cp,
+                                    &experts,       &shared_experts, &seed, &chunks};
 
 }  // namespace ranges
 

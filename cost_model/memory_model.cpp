@@ -131,13 +131,20 @@ StepMemoryBytes step_memory(const StepMemoryInput& in) {
   if (in.layers < 1) throw std::invalid_argument("memory model: layers must be >= 1");
   StepMemoryBytes m;
   const std::int64_t layer_params = layer_params_per_rank(in.layer, in.parallel.tp);
-  m.params_per_gpu = checked_add(checked_mul(in.layers, layer_params),
-                                 embedding_params_per_rank(in.vocab, in.layer.d_model, in.parallel.tp, in.tied_embeddings));
+  std::int64_t embedding = embedding_params_per_rank(in.vocab, in.layer.d_model, in.parallel.tp, in.tied_embeddings);
+  if (in.vocab > 0 && !(in.first_stage && in.last_stage)) {
+    // One end of a pipeline: the embedding on the first stage, the output layer and final norm on the
+    // last (a tied matrix is kept on both, as Megatron-LM does).
+    const std::int64_t matrix = checked_mul(ceil_div(in.vocab, in.parallel.tp), in.layer.d_model);
+    embedding = (in.first_stage ? matrix : 0) + (in.last_stage ? matrix + in.layer.d_model : 0);
+  }
+  m.params_per_gpu = checked_add(checked_mul(in.layers, layer_params), embedding);
   const ModelStateBytes states = model_state_bytes(m.params_per_gpu, in.dp, in.zero, in.state);
   m.params_bytes = states.params_bytes;
   m.grads_bytes = states.grads_bytes;
   m.optimizer_bytes = states.optimizer_bytes;
-  m.activations_bytes = checked_mul(in.layers, stored_activation_bytes_per_layer(in.layer, in.parallel, in.recompute));
+  m.activations_bytes = checked_mul(in.in_flight_layers > 0 ? in.in_flight_layers : std::int64_t{in.layers},
+                                    stored_activation_bytes_per_layer(in.layer, in.parallel, in.recompute));
   const bool zero3 = in.zero == ZeroStage::parameters && in.dp > 1;
   if (in.fp8) {
     // Transformer Engine caches each weight's FP8 copy and, for Hopper's FP8 GEMMs (which take only the
@@ -153,7 +160,7 @@ StepMemoryBytes step_memory(const StepMemoryInput& in) {
     gathered = checked_add(checked_mul(std::int64_t{1} + std::max(0, in.zero3_prefetch), layer_params * in.state.param_bytes),
                            checked_mul(layer_params, in.state.grad_bytes));
   const RankWidths w = rank_widths(in.layer, in.parallel);
-  const Bytes logits = in.vocab > 0 ? checked_mul(checked_mul(w.tokens, ceil_div(in.vocab, in.parallel.tp)), 4) : 0;
+  const Bytes logits = in.vocab > 0 && in.last_stage ? checked_mul(checked_mul(w.tokens, ceil_div(in.vocab, in.parallel.tp)), 4) : 0;
   m.transient_bytes =
       checked_add(gathered, std::max(logits, recompute_working_bytes(in.layer, in.parallel, in.recompute)));
   m.peak_bytes = checked_add(checked_add(states.total_bytes(), m.activations_bytes),

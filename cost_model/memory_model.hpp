@@ -118,7 +118,9 @@ inline constexpr int kFp8TensorsPerLinear = 3;
 // Linears per dense layer: QKV, output projection, and the MLP's two (gate and up are one linear).
 inline constexpr int kLinearsPerLayer = 4;
 
-// A dense transformer's training step on one GPU (one micro-batch in flight: no pipeline parallelism).
+// A dense transformer's training step on one GPU: one micro-batch in flight, or, on a pipeline stage,
+// what its schedule holds (Narayanan et al. SC'21 Sec. 2.2: 1F1B keeps pp - s micro-batches' activations
+// on stage s; the interleaved schedule more).
 struct StepMemoryInput {
   LayerShape layer;
   LayerParallel parallel;
@@ -132,7 +134,14 @@ struct StepMemoryInput {
   StateBytesPerParam state;
   bool fp8 = false;              // FP8 GEMMs (Transformer Engine): fp8 weight copies and amax histories
   int nccl_channels = 0;         // per communicator
-  int communicators = 1;         // TP, and one more when dp > 1
+  int communicators = 1;         // TP, and one more for each of DP, PP and CP in use
+  // A pipeline stage: layer activations held at the peak, in layer-micro-batches (the schedule's
+  // micro-batch chunks in flight x layers per chunk); 0 = `layers` (one micro-batch in flight).
+  std::int64_t in_flight_layers = 0;
+  // The first stage holds the token embedding, the last the output layer, the final norm and the
+  // logits; a job of one stage is both.
+  bool first_stage = true;
+  bool last_stage = true;
 };
 
 struct StepMemoryBytes {

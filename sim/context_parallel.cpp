@@ -30,6 +30,14 @@ double block_work(bool causal, int query_chunk, int key_chunk) {
 
 }  // namespace
 
+const char* context_parallel_name(ContextParallel a) { return a == ContextParallel::ring ? "ring" : "allgather_kv"; }
+
+std::optional<ContextParallel> parse_context_parallel(const std::string& s) {
+  if (s == "ring") return ContextParallel::ring;
+  if (s == "allgather_kv") return ContextParallel::all_gather;
+  return std::nullopt;
+}
+
 double ring_blocks(const ContextShape& shape, int rank, int step) {
   check_cp(shape);
   if (rank < 0 || rank >= shape.cp || step < 0 || step >= shape.cp)

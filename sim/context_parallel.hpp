@@ -16,6 +16,8 @@
 // Work is counted in "blocks": one chunk of S / (2 cp) queries against one chunk of S / (2 cp) keys,
 // unmasked. A causal block on the diagonal is half a block.
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "cost_model/units.hpp"
@@ -23,6 +25,9 @@
 namespace overlap::sim {
 
 enum class ContextParallel : std::uint8_t { ring, all_gather };
+// As a scenario names them (workload.parallel.cp_algorithm): "ring", "allgather_kv".
+const char* context_parallel_name(ContextParallel a);
+std::optional<ContextParallel> parse_context_parallel(const std::string& s);
 
 struct ContextShape {
   int cp = 1;

@@ -438,6 +438,11 @@ std::vector<SchemeResult> evaluate_all(const std::vector<SchemeRequest>& schemes
     if (!info) throw std::invalid_argument(fmt::format("schemes: unknown scheme '{}'", req.name));
     infos.push_back(info);
   }
+  // A pipeline or context-parallel job is its stages' steps composed by a schedule (sim/pipeline_step.hpp),
+  // never one graph: run through evaluate_pipeline, which evaluates each stage's workload here.
+  if (workload.training.job.active())
+    throw std::invalid_argument("workload.parallel: a pipeline or context-parallel job (pp, cp, micro_batches) runs "
+                                "with `overlap-sim run`, which composes its stages; this command simulates one graph");
   // A transformer too deep to simulate whole: its identical layers once, the rest composed.
   if (composition_base_layers(workload) && gemm_tiles_per_rank(workload) > kMaxGemmTilesPerRank)
     return evaluate_all_composed(schemes, workload, hardware, fidelity, options);

@@ -30,7 +30,7 @@ struct ModelConfig {
   std::int64_t d_ffn = 0;    // intermediate_size: the dense FFN's width
   std::int64_t heads = 0;    // num_attention_heads
   std::int64_t kv_heads = 0; // num_key_value_heads (absent: = heads, the Hugging Face default)
-  std::int64_t vocab = 0;    // vocab_size (absent: 0, no embedding or output layer)
+  std::int64_t vocab = 0;    // vocab_size (absent: 0, no embedding or output layer; a pipeline's first/last stage)
   std::int64_t head_dim = 0; // head_dim where it differs from hidden_size / heads (Qwen3-MoE); 0: that quotient
   // Multi-head latent attention (DeepSeek-V2/V3: kv_lora_rank present): q_lora_rank (null or absent:
   // no query compression), kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim. The MoE

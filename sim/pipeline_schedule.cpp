@@ -17,7 +17,7 @@ std::string_view pipeline_schedule_name(PipelineSchedule s) {
     case PipelineSchedule::gpipe: return "gpipe";
     case PipelineSchedule::one_f_one_b: return "1f1b";
     case PipelineSchedule::interleaved: return "interleaved";
-    case PipelineSchedule::zero_bubble_h1: return "zb-h1";
+    case PipelineSchedule::zero_bubble_h1: return "zb_h1";
   }
   return "?";
 }
@@ -27,7 +27,7 @@ PipelineSchedule pipeline_schedule_from_name(std::string_view name) {
                              PipelineSchedule::zero_bubble_h1})
     if (pipeline_schedule_name(s) == name) return s;
   throw std::invalid_argument(
-      fmt::format("unknown pipeline schedule '{}' (gpipe, 1f1b, interleaved, zb-h1)", name.substr(0, 64)));
+      fmt::format("unknown pipeline schedule '{}' (gpipe, 1f1b, interleaved, zb_h1)", name.substr(0, 64)));
 }
 
 void check_pipeline_shape(const PipelineShape& shape) {
@@ -287,7 +287,7 @@ class PipelineRun {
 std::vector<std::vector<PipelineWork>> pipeline_order(const PipelineShape& shape) {
   check_pipeline_shape(shape);
   if (shape.schedule == PipelineSchedule::zero_bubble_h1)
-    throw std::invalid_argument("the zb-h1 schedule decides its order as it runs (run_pipeline lists it)");
+    throw std::invalid_argument("the zb_h1 schedule decides its order as it runs (run_pipeline lists it)");
   std::vector<std::vector<PipelineWork>> orders;
   for (int s = 0; s < shape.stages; ++s) {
     switch (shape.schedule) {
@@ -306,7 +306,7 @@ PipelineTimeline run_pipeline(const PipelineShape& shape, const PipelineCosts& c
   const bool split = shape.schedule == PipelineSchedule::zero_bubble_h1;
   auto check = [&](const std::vector<Ps>& v, const char* what, bool needed) {
     if (!needed) {
-      if (!v.empty()) throw std::invalid_argument(fmt::format("{} is for the zb-h1 schedule only", what));
+      if (!v.empty()) throw std::invalid_argument(fmt::format("{} is for the zb_h1 schedule only", what));
       return;
     }
     if (v.size() != vs)

@@ -32,7 +32,7 @@ namespace overlap::sim {
 
 enum class PipelineSchedule : std::uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble_h1 };
 
-// "gpipe", "1f1b", "interleaved", "zb-h1"; from_name throws std::invalid_argument listing them.
+// "gpipe", "1f1b", "interleaved", "zb_h1"; from_name throws std::invalid_argument listing them.
 std::string_view pipeline_schedule_name(PipelineSchedule s);
 PipelineSchedule pipeline_schedule_from_name(std::string_view name);
 

@@ -9,6 +9,10 @@
 #include <stdexcept>
 #include <variant>
 
+#include "sim/engine.hpp"
+#include "sim/node_builder.hpp"
+#include "sim/schemes/graph_builder.hpp"
+
 namespace overlap::sim {
 
 namespace {
@@ -19,13 +23,53 @@ const Transformer& transformer_of(const Workload& w) {
   return *t;
 }
 
-// The workload one model chunk runs for one micro-batch: layers / (pp x vpp), no data parallelism.
+// The workload one model chunk runs for one micro-batch: layers / (pp x vpp), seq / cp, no data parallelism.
 Workload chunk_workload(const Workload& w, const PipelineParallel& pp, Pass pass) {
-  Workload c = w;
-  std::get<Transformer>(c.shape).layers /= pp.pp * pp.vpp;
+  Workload c = stage_workload(w, pp);
+  std::get<Transformer>(c.shape).layers /= pp.vpp;
   c.training.pass = pass;
   c.training.parallel = DataParallel{};
   return c;
+}
+
+// FlashAttention-2's backward does 2.5 times its forward's FLOPs (five matrix products to two; Dao,
+// "FlashAttention-2", Sec. 3.1.2), the factor sim/backward_shapes.cpp prices core attention's backward with.
+constexpr double kRingBackwardFlopsFactor = 2.5;
+// A FlashAttention-style kernel's query block: one CTA per (batch, head, 128 queries), as the layer's own.
+constexpr std::int64_t kRingQueryBlock = 128;
+
+// One transfer of `bytes` from every sending rank of a group at once: over the NIC when it leaves the
+// node (the ranks of a node sharing its NICs), else over NVLink (PCIe without it) at NCCL send/recv's
+// efficiency.
+Ps send_recv_ps(const HardwareProfile& hw, bool across_nodes, int senders_per_node, Bytes bytes) {
+  const FabricSpec& f = hw.fabric;
+  const TransportSpec& p2p = hw.transports.nccl_p2p;
+  const char* cls = across_nodes ? "network" : f.links.count("nvlink") ? "nvlink" : "pcie";
+  const auto link = f.links.find(cls);
+  if (link == f.links.end() || !(link->second.bandwidth_gbps > 0))
+    throw std::invalid_argument(fmt::format("the profile has no '{}' link for the job's send/recv transfers", cls));
+  double gbps = link->second.bandwidth_gbps;
+  if (across_nodes) {
+    // Every sending rank goes through its PCIe switch's NIC.
+    const int nics = f.nics_per_node > 0 ? f.nics_per_node : f.gpus_per_node;
+    const int sharing = std::max(1, std::min(senders_per_node, f.gpus_per_node) / std::max(1, nics));
+    gbps = gbps * f.nic_efficiency / sharing;
+  } else {
+    gbps *= p2p.efficiency;
+  }
+  return checked_ps((p2p.latency_us + link->second.latency_us) * 1e6 + static_cast<double>(bytes) / gbps * 1e3);
+}
+
+bool multi_node(const HardwareProfile& hw) { return hw.fabric.topology == "multi_node" && hw.fabric.gpus_per_node > 0; }
+
+// One attention kernel of `flops` in `tiles` CTAs, alone on one GPU, as the engine runs it.
+Ps attention_kernel_ps(const Workload& w, const HardwareProfile& hw, double flops, std::int64_t tiles, DType dtype) {
+  const nlohmann::json no_params = nlohmann::json::object();
+  const BuildContext ctx{w, hw, no_params, Fidelity::curve};
+  GraphBuilder b(ctx, 1);
+  const StreamId s = b.add_stream(0, "cp");
+  b.add_flop_kernel(0, s, "cp.block", flops, tiles, dtype);
+  return run(b.graph(), make_node(hw, 1)).makespan_ps;
 }
 
 std::map<std::string, const SchemeResult*> by_scheme(const std::vector<SchemeResult>& results) {
@@ -37,9 +81,76 @@ std::map<std::string, const SchemeResult*> by_scheme(const std::vector<SchemeRes
 
 }  // namespace
 
+PipelineParallel pipeline_parallel_of(const Workload& w) {
+  const JobParallel& j = w.training.job;
+  return PipelineParallel{j.pp, j.vpp, j.micro_batches, j.schedule, j.cp, j.cp_algorithm};
+}
+
+Workload stage_workload(const Workload& w, const PipelineParallel& pp) {
+  Workload s = w;
+  Transformer& t = std::get<Transformer>(s.shape);
+  t.layers /= std::max(1, pp.pp);
+  t.seq /= std::max(1, pp.cp);
+  s.training.pass = Pass::step;
+  s.training.job = JobParallel{};
+  return s;
+}
+
+ContextParallelLayer context_parallel_layer(const Workload& w, const HardwareProfile& hw, const PipelineParallel& pp) {
+  ContextParallelLayer c;
+  if (pp.cp <= 1) return c;
+  const Transformer& t = transformer_of(w);
+  if (t.seq % (2 * pp.cp) != 0)
+    throw std::invalid_argument(fmt::format("2 cp = {} does not divide the sequence ({} tokens): causal load "
+                                            "balancing cuts it into 2 cp chunks", 2 * pp.cp, t.seq));
+  const std::int64_t tp = std::max(1, w.tp);
+  const std::int64_t head_dim = t.head_dim > 0 ? t.head_dim : t.d_model / t.heads;
+  const std::int64_t heads_rank = std::max<std::int64_t>(1, t.heads / tp);
+  const std::int64_t kv = t.kv_heads > 0 ? t.kv_heads : t.heads;
+  const std::int64_t kv_rank = std::max<std::int64_t>(1, kv / tp);  // fewer kv heads than ranks: one each
+  // One block: S / 2cp queries against S / 2cp keys, every score kept (QK^T and PV, 2 FLOPs a product).
+  const std::int64_t chunk = t.seq / (2 * pp.cp);
+  const double block_flops = 4.0 * static_cast<double>(t.batch) * static_cast<double>(chunk) * static_cast<double>(chunk) *
+                             static_cast<double>(heads_rank) * static_cast<double>(head_dim);
+  const std::int64_t tiles = t.batch * heads_rank * ((chunk + kRingQueryBlock - 1) / kRingQueryBlock);
+  c.block_forward_ps = attention_kernel_ps(w, hw, block_flops, tiles, t.dtype);
+  c.block_backward_ps = attention_kernel_ps(w, hw, kRingBackwardFlopsFactor * block_flops, tiles, t.dtype);
+  c.kv_bytes = ring_step_kv_bytes(t.seq, t.batch, pp.cp, kv_rank, head_dim, dtype_bytes(t.dtype));
+  // The CP group's ranks are tp apart (Megatron-LM's order: TP, then CP); it leaves the node when tp x cp
+  // does not fit one. Every TP rank of the group sends at once.
+  const bool across = multi_node(hw) && tp * pp.cp > hw.fabric.gpus_per_node;
+  c.kv_ps = send_recv_ps(hw, across, static_cast<int>(tp), c.kv_bytes);
+  const ContextShape shape{pp.cp, true, true};
+  // The engine's chunk already ran the rank's own two causal chunks: step 0's work (2 blocks).
+  const double own_blocks = ring_blocks_per_step(shape).front();
+  const auto extra = [&](Ps block_ps, Ps kv_ps, Ps& added, Ps& exposed) {
+    const ContextTimes times = context_parallel_times(pp.cp_algorithm, shape, block_ps, kv_ps);
+    added = times.total_ps - checked_ps(own_blocks * static_cast<double>(block_ps));
+    exposed = times.transfer_ps;
+  };
+  if (pp.cp_algorithm == ContextParallel::ring) {
+    // The backward passes the key/value block and its gradient round the ring (Megatron-Core's p2p CP).
+    extra(c.block_forward_ps, c.kv_ps, c.forward_extra_ps, c.forward_exposed_ps);
+    extra(c.block_backward_ps, send_recv_ps(hw, across, static_cast<int>(tp), 2 * c.kv_bytes), c.backward_extra_ps,
+          c.backward_exposed_ps);
+  } else {
+    // Llama 3 Sec. 3.3.2: keys and values all-gathered before attention, their gradients reduce-scattered
+    // after it; either as NCCL's ring, cp - 1 blocks through each link in turn.
+    const Ps collective_ps = (pp.cp - 1) * c.kv_ps;
+    extra(c.block_forward_ps, collective_ps, c.forward_extra_ps, c.forward_exposed_ps);
+    extra(c.block_backward_ps, collective_ps, c.backward_extra_ps, c.backward_exposed_ps);
+  }
+  return c;
+}
+
 void check_pipeline_parallel(const Workload& workload, const PipelineParallel& pp) {
   check_pipeline_shape({pp.pp, pp.vpp, pp.micro_batches, pp.schedule});
   const Transformer& t = transformer_of(workload);
+  if (pp.cp < 1) throw std::invalid_argument(fmt::format("cp must be at least 1 (got {})", pp.cp));
+  if (pp.cp > 1 && t.seq % (2 * pp.cp) != 0)
+    throw std::invalid_argument(fmt::format("2 cp = {} does not divide the sequence ({} tokens)", 2 * pp.cp, t.seq));
+  if (pp.cp > 1 && (t.batch * (t.seq / pp.cp)) % std::max(1, workload.tp) != 0)
+    throw std::invalid_argument(fmt::format("tp {} does not divide a CP rank's batch x seq / cp tokens", workload.tp));
   if (t.layers % (pp.pp * pp.vpp) != 0)
     throw std::invalid_argument(fmt::format("pp {} x vpp {} does not divide the model's {} layers", pp.pp, pp.vpp, t.layers));
   if (t.moe && t.dense_layers > 0 && pp.pp > 1)
@@ -54,7 +165,7 @@ void check_pipeline_parallel(const Workload& workload, const PipelineParallel& p
 
 Bytes pipeline_p2p_bytes(const Workload& workload) {
   const Transformer& t = transformer_of(workload);
-  const std::int64_t tokens = t.batch * t.seq;
+  const std::int64_t tokens = t.batch * t.seq / std::max(1, workload.training.job.cp);
   // Sequence parallelism: each TP rank holds tokens / tp of the activations at the stage boundary.
   const double bytes = static_cast<double>(tokens) / std::max(1, workload.tp) * static_cast<double>(t.d_model) *
                        dtype_bytes(t.dtype);
@@ -63,29 +174,17 @@ Bytes pipeline_p2p_bytes(const Workload& workload) {
 }
 
 Ps pipeline_p2p_ps(const HardwareProfile& hw, const Workload& workload, Bytes bytes) {
-  const FabricSpec& f = hw.fabric;
-  const TransportSpec& p2p = hw.transports.nccl_p2p;
-  const int group = workload.tp * std::max(1, workload.training.parallel.dp);
-  const bool across_nodes = f.topology == "multi_node" && f.gpus_per_node > 0 && group >= f.gpus_per_node;
-  const char* cls = across_nodes ? "network" : f.links.count("nvlink") ? "nvlink" : "pcie";
-  const auto link = f.links.find(cls);
-  if (link == f.links.end() || !(link->second.bandwidth_gbps > 0))
-    throw std::invalid_argument(fmt::format("the profile has no '{}' link for the pipeline's stage-to-stage transfers", cls));
-  double gbps = link->second.bandwidth_gbps;
-  if (across_nodes) {
-    // Every TP rank of the stage sends at once, each through its PCIe switch's NIC.
-    const int nics = f.nics_per_node > 0 ? f.nics_per_node : f.gpus_per_node;
-    const int sharing = std::max(1, std::min(workload.tp, f.gpus_per_node) / nics);
-    gbps = gbps * f.nic_efficiency / sharing;
-  } else {
-    gbps *= p2p.efficiency;
-  }
-  return checked_ps((p2p.latency_us + link->second.latency_us) * 1e6 + static_cast<double>(bytes) / gbps * 1e3);
+  // Megatron-LM's rank order puts PP outermost: a stage spans tp x cp x dp ranks, and the boundary leaves
+  // the node once a stage fills it.
+  const int group = workload.tp * std::max(1, workload.training.job.cp) * std::max(1, workload.training.parallel.dp);
+  return send_recv_ps(hw, multi_node(hw) && group >= hw.fabric.gpus_per_node, workload.tp, bytes);
 }
 
-std::vector<PipelineStepResult> evaluate_pipeline(const std::vector<SchemeRequest>& schemes, const Workload& workload,
+std::vector<PipelineStepResult> evaluate_pipeline(const std::vector<SchemeRequest>& schemes, const Workload& workload_in,
                                                   const HardwareProfile& hardware, Fidelity fidelity,
-                                                  const PipelineParallel& pp) {
+                                                  const PipelineParallel& pp, const std::vector<SchemeResult>* stage_steps) {
+  Workload workload = workload_in;
+  workload.training.job = JobParallel{pp.pp, pp.vpp, pp.micro_batches, pp.schedule, pp.cp, pp.cp_algorithm};
   check_pipeline_parallel(workload, pp);
   const std::vector<SchemeResult> forward =
       evaluate_all(schemes, chunk_workload(workload, pp, Pass::forward), hardware, fidelity);
@@ -96,16 +195,17 @@ std::vector<PipelineStepResult> evaluate_pipeline(const std::vector<SchemeReques
   // stage's layers, data parallel as the workload says.
   std::map<std::string, const SchemeResult*> dp_of;
   std::vector<SchemeResult> dp_runs;
-  if (workload.training.parallel.dp > 1) {
-    Workload stage = workload;
-    std::get<Transformer>(stage.shape).layers /= pp.pp;
-    stage.training.pass = Pass::step;
-    dp_runs = evaluate_all(schemes, stage, hardware, fidelity);
+  if (stage_steps != nullptr) {
+    dp_of = by_scheme(*stage_steps);
+  } else if (workload.training.parallel.dp > 1) {
+    dp_runs = evaluate_all(schemes, stage_workload(workload, pp), hardware, fidelity);
     dp_of = by_scheme(dp_runs);
   }
   const Bytes p2p_bytes = pp.pp > 1 ? pipeline_p2p_bytes(workload) : 0;
   const Ps p2p_ps = pp.pp > 1 ? pipeline_p2p_ps(hardware, workload, p2p_bytes) : 0;
+  const ContextParallelLayer cp = context_parallel_layer(workload, hardware, pp);
   const Transformer& t = transformer_of(workload);
+  const int chunk_layers = t.layers / (pp.pp * pp.vpp);
   const double step_tokens = static_cast<double>(t.batch * t.seq) * pp.micro_batches *
                              std::max(1, workload.training.parallel.dp);
 
@@ -116,8 +216,9 @@ std::vector<PipelineStepResult> evaluate_pipeline(const std::vector<SchemeReques
     if (b == backward_of.end()) continue;  // no backward form: not a training scheme
     PipelineStepResult r;
     r.scheme = f.scheme;
-    r.chunk_forward_ps = f.latency_ps;
-    r.chunk_backward_ps = b->second->latency_ps;
+    r.cp = cp;
+    r.chunk_forward_ps = f.latency_ps + chunk_layers * cp.forward_extra_ps;
+    r.chunk_backward_ps = b->second->latency_ps + chunk_layers * cp.backward_extra_ps;
     r.p2p_bytes = p2p_bytes;
     r.p2p_ps = p2p_ps;
     const std::size_t chunks = static_cast<std::size_t>(pp.pp * pp.vpp);
@@ -133,10 +234,20 @@ std::vector<PipelineStepResult> evaluate_pipeline(const std::vector<SchemeReques
     } else {
       costs.backward_ps.assign(chunks, r.chunk_backward_ps);
     }
-    r.timeline = run_pipeline({pp.pp, pp.vpp, pp.micro_batches, pp.schedule}, costs);
+    const PipelineShape shape{pp.pp, pp.vpp, pp.micro_batches, pp.schedule};
+    r.timeline = run_pipeline(shape, costs);
     r.pipeline_ps = r.timeline.step_ps;
-    r.bubble_ps = r.pipeline_ps - *std::max_element(r.timeline.busy_ps.begin(), r.timeline.busy_ps.end());
+    const Ps busiest = *std::max_element(r.timeline.busy_ps.begin(), r.timeline.busy_ps.end());
+    r.bubble_ps = r.pipeline_ps - busiest;
     r.bubble_fraction = r.pipeline_ps > 0 ? static_cast<double>(r.bubble_ps) / static_cast<double>(r.pipeline_ps) : 0;
+    PipelineCosts free_transfers = costs;
+    free_transfers.p2p_ps = 0;
+    const Ps without_p2p_ps = p2p_ps > 0 ? run_pipeline(shape, free_transfers).step_ps : r.pipeline_ps;
+    r.exposed_p2p_ps = std::max<Ps>(0, r.pipeline_ps - without_p2p_ps);
+    r.exposed_bubble_ps = r.bubble_ps - r.exposed_p2p_ps;
+    // Every stage runs each of its vpp chunks forward and backward once per micro-batch.
+    r.exposed_cp_ps = static_cast<Ps>(pp.micro_batches) * pp.vpp * chunk_layers *
+                      (cp.forward_exposed_ps + cp.backward_exposed_ps);
     r.peak_micro_batches = r.timeline.peak_in_flight;
     if (const auto d = dp_of.find(f.scheme); d != dp_of.end()) r.exposed_dp_ps = std::max<Ps>(0, d->second->step.exposed_dp_ps);
     r.step_ps = r.pipeline_ps + r.exposed_dp_ps;

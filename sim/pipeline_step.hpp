@@ -10,11 +10,18 @@
 // Data-parallel gradient reduction runs once per step after a stage's last backward, exposed as the
 // engine measures it for one micro-batch's step of the stage's layers (DDP and ZeRO-1/2; ZeRO-3 with
 // pipeline parallelism, which gathers parameters for every micro-batch, is refused).
+// Context parallelism (sim/context_parallel.hpp) runs each chunk at seq / cp tokens per rank; the engine
+// prices the rank's own attention (step 0 of the ring: its two causal chunks), and the ring's other
+// cp - 1 steps are added to every layer of the chunk: each step's blocks timed by the engine as one
+// attention kernel, the key/value block to the next CP rank hidden behind them where it is shorter
+// (context_parallel_times). The added attention runs after the chunk's own, not beside its TP
+// collectives.
 // Not yet in a stage's time: the embedding, the output layer and the loss of the first and last
-// stage (every stage is priced as a middle stage).
+// stage (every stage is priced as a middle stage; the memory per stage counts them).
 #include <string>
 #include <vector>
 
+#include "sim/context_parallel.hpp"
 #include "sim/metrics.hpp"
 #include "sim/pipeline_schedule.hpp"
 
@@ -25,7 +32,30 @@ struct PipelineParallel {
   int vpp = 1;            // model chunks per stage (interleaved)
   int micro_batches = 1;  // per step; the workload's batch is one micro-batch
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  int cp = 1;             // context-parallel ranks: the sequence split cp ways
+  ContextParallel cp_algorithm = ContextParallel::ring;
 };
+
+// The workload's own settings (Training::job).
+PipelineParallel pipeline_parallel_of(const Workload& w);
+
+// The workload one stage runs for one micro-batch: layers / pp, seq / cp tokens per rank, pass step,
+// the data parallelism as given and no pipeline or context parallelism of its own.
+Workload stage_workload(const Workload& w, const PipelineParallel& pp);
+
+// One layer's context parallelism beyond the rank's own attention (what the engine's chunk at seq / cp
+// prices), forward and backward.
+struct ContextParallelLayer {
+  Bytes kv_bytes = 0;           // the key/value block a rank passes (ring) or contributes (all-gather)
+  Ps kv_ps = 0;                 // one such block to the next CP rank
+  Ps block_forward_ps = 0;      // one block of attention (S / 2cp queries x S / 2cp keys, unmasked)
+  Ps block_backward_ps = 0;
+  Ps forward_extra_ps = 0;      // added to the layer's forward: the other steps' attention and exposed transfers
+  Ps backward_extra_ps = 0;
+  Ps forward_exposed_ps = 0;    // of which communication not hidden behind attention
+  Ps backward_exposed_ps = 0;
+};
+ContextParallelLayer context_parallel_layer(const Workload& w, const HardwareProfile& hardware, const PipelineParallel& pp);
 
 struct PipelineStepResult {
   std::string scheme;
@@ -38,6 +68,12 @@ struct PipelineStepResult {
   Ps step_ps = 0;            // pipeline + exposed DP
   Ps bubble_ps = 0;          // the busiest stage's idle time within the pipeline
   double bubble_fraction = 0;
+  // bubble_ps split: the schedule's warm-up and cool-down with free transfers, and what the stage-to-
+  // stage transfers add to it (the schedule run again with p2p_ps = 0 tells them apart).
+  Ps exposed_bubble_ps = 0;
+  Ps exposed_p2p_ps = 0;
+  ContextParallelLayer cp;   // per layer (zero without context parallelism)
+  Ps exposed_cp_ps = 0;      // CP communication not hidden, over the busiest stage's passes of the step
   std::vector<int> peak_micro_batches;  // per stage: chunk activations held at the peak
   double tokens_per_s = 0;   // the whole job: micro-batch tokens x micro-batches x dp / step
   PipelineTimeline timeline;
@@ -56,8 +92,11 @@ Bytes pipeline_p2p_bytes(const Workload& workload);
 // inside it.
 Ps pipeline_p2p_ps(const HardwareProfile& hardware, const Workload& workload, Bytes bytes);
 
+// `stage_steps`, when given, are the schemes' results on stage_workload (what `run` shows as the step's
+// table): their exposed DP is the job's; without them the stage step is run here where dp > 1.
 std::vector<PipelineStepResult> evaluate_pipeline(const std::vector<SchemeRequest>& schemes,
                                                   const Workload& workload, const HardwareProfile& hardware,
-                                                  Fidelity fidelity, const PipelineParallel& pp);
+                                                  Fidelity fidelity, const PipelineParallel& pp,
+                                                  const std::vector<SchemeResult>* stage_steps = nullptr);
 
 }  // namespace overlap::sim

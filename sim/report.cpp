@@ -319,6 +319,14 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
     if (t.parallel.fsdp == Sharding::zero3) field(j, text, "prefetch", t.parallel.prefetch);
     else field(j, text, "bucket_mb", t.parallel.bucket_mb);
   }
+  if (t.job.active()) {
+    field(j, text, "pp", t.job.pp);
+    if (t.job.vpp > 1) field(j, text, "vpp", t.job.vpp);
+    field(j, text, "micro_batches", t.job.micro_batches);
+    field(j, text, "schedule", std::string(pipeline_schedule_name(t.job.schedule)));
+    field(j, text, "cp", t.job.cp);
+    if (t.job.cp > 1) field(j, text, "cp_algorithm", std::string(context_parallel_name(t.job.cp_algorithm)));
+  }
   return {j, text};
 }
 
@@ -367,6 +375,7 @@ nlohmann::json report_json(const ReportContext& ctx, const std::vector<SchemeRes
   j["not_applicable"] = skipped;
   j["hardware_note"] = ctx.hardware_note;
   if (ctx.memory) j["memory_per_gpu"] = step_memory_json(*ctx.memory);
+  if (ctx.job) j["job"] = pipeline_report_json(*ctx.job);
   if (!ctx.placeholder_sensitivity.is_null()) j["placeholder_sensitivity"] = ctx.placeholder_sensitivity;
   return j;
 }
@@ -643,7 +652,10 @@ std::string format_job_table(const ReportContext& ctx, const std::vector<SchemeR
   return out;
 }
 
-std::string format_memory(const ReportContext& ctx) { return ctx.memory ? format_step_memory(*ctx.memory) : std::string(); }
+std::string format_memory(const ReportContext& ctx) {
+  return (ctx.memory ? format_step_memory(*ctx.memory) : std::string()) +
+         (ctx.job ? format_pipeline_report(*ctx.job) : std::string());
+}
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/metrics.hpp"
+#include "sim/pipeline_report.hpp"
 #include "sim/scenario.hpp"
 #include "sim/job_figures.hpp"
 #include "sim/step_memory.hpp"
@@ -51,6 +52,9 @@ struct ReportContext {
   // A dense transformer step's memory-bound kernels and optimizer priced alone (sim/job_figures.hpp);
   // nullopt where the step runs none.
   std::optional<StepKernelTime> step_kernels;
+  // A pipeline or context-parallel job (Training::job): its figures after the step's tables and in
+  // JSON's "job" (sim/pipeline_report.hpp); nullopt otherwise. The results are then one stage's step.
+  std::optional<PipelineReport> job;
 };
 ReportContext report_context(const Scenario& scenario);
 // "llama3-70b-tp8-mlp" or, with overrides, "llama3-70b-tp8-mlp (workload.tp=4 hardware=h200)": how

@@ -3,11 +3,13 @@
 #include <cmath>
 #include <filesystem>
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -178,6 +180,7 @@ std::optional<Transformer> read_model(const YamlReader& w, ModelUse use) {
   t.d_ffn = config->d_ffn;
   t.heads = config->heads;
   t.kv_heads = config->kv_heads;
+  t.vocab = config->vocab;
   t.head_dim = config->head_dim;
   t.vocab = config->vocab;
   if (use.moe && config->moe) {
@@ -244,12 +247,16 @@ E read_choice(const YamlReader& w, const std::string& key, E fallback, std::opti
   return *v;
 }
 
+// The workload.parallel keys of a pipeline-parallel or context-parallel job (read_job).
+constexpr std::array<const char*, 6> kJobKeys = {"pp", "vpp", "micro_batches", "schedule", "cp", "cp_algorithm"};
+
 // workload.parallel (docs/reference/scenario.md "Training steps"): data-parallel replicas and their
 // sharding. Every key given must matter: a sharding or bucket with dp = 1, a bucket for ZeRO-3 (which
 // reduces per layer) or a prefetch without ZeRO-3 is refused rather than ignored.
 DataParallel read_parallel(const YamlReader& p, int tp, int max_ranks) {
   p.expect_map();
-  p.allow_keys({"dp", "fsdp", "bucket_mb", "prefetch", "grad_dtype"});
+  p.allow_keys({"dp", "fsdp", "bucket_mb", "prefetch", "grad_dtype", "pp", "vpp", "micro_batches", "schedule", "cp",
+                "cp_algorithm"});
   DataParallel d;
   d.dp = static_cast<int>(p.get_int_in("dp", ranges::dp, 1));
   d.fsdp = read_choice(p, "fsdp", Sharding::none, parse_sharding, "none, zero1, zero2, zero3");
@@ -267,6 +274,82 @@ DataParallel read_parallel(const YamlReader& p, int tp, int max_ranks) {
   if (d.fsdp != Sharding::zero3 && p.has("prefetch"))
     p.fail_at("prefetch", fmt::format("prefetches FSDP's (zero3) per-layer parameter gathers; fsdp is {}", sharding_name(d.fsdp)));
   return d;
+}
+
+// workload.parallel's pipeline and context parallelism (docs/guide/pipeline.md; sim/workload.hpp
+// JobParallel), read once the shape is known: pp and vpp must cut the layers evenly, 1F1B and interleaved
+// need a micro-batch per stage in flight, load-balanced causal CP cuts the sequence into 2 cp chunks.
+// A key that would change nothing (vpp or schedule without pp, cp_algorithm without cp) is refused.
+JobParallel read_job(const YamlReader& p, const Workload& w, int max_ranks) {
+  JobParallel j;
+  j.pp = static_cast<int>(p.get_int_in("pp", ranges::pp, 1));
+  j.vpp = static_cast<int>(p.get_int_in("vpp", ranges::vpp, 1));
+  j.micro_batches = static_cast<int>(p.get_int_in("micro_batches", ranges::micro_batches, 1));
+  j.cp = static_cast<int>(p.get_int_in("cp", ranges::cp, 1));
+  if (p.has("schedule")) {
+    const YamlReader node = p.child("schedule");
+    const std::string text = node.as_string();
+    try {
+      j.schedule = pipeline_schedule_from_name(text);
+    } catch (const std::invalid_argument& e) {
+      node.fail(e.what());
+    }
+  } else if (p.has("vpp") && j.vpp > 1) {
+    j.schedule = PipelineSchedule::interleaved;  // Megatron-LM: a virtual pipeline size means interleaving
+  }
+  j.cp_algorithm = read_choice(p, "cp_algorithm", ContextParallel::ring, parse_context_parallel, "ring, allgather_kv");
+  const bool any = std::any_of(kJobKeys.begin(), kJobKeys.end(), [&](const char* k) { return p.has(k); });
+  if (!any) return j;
+  const auto* t = std::get_if<Transformer>(&w.shape);
+  for (const char* key : kJobKeys) {
+    if (!p.has(key)) continue;
+    const bool context = std::string_view(key).rfind("cp", 0) == 0;
+    if (t == nullptr && context && (w.kind == "mlp_tpsp" || w.kind == "gemm_collective"))
+      p.fail_at(key, fmt::format("context parallelism splits attention's sequence; a {} workload has no attention", w.kind));
+    if (t == nullptr)
+      p.fail_at(key, fmt::format("pipeline and context parallelism are modelled for a transformer's training step; "
+                                 "this is a {} workload (attention_ulysses is the all-to-all form of sequence parallelism)",
+                                 w.kind));
+    if (t->moe || t->mla)
+      p.fail_at(key, "pipeline and context parallelism are modelled for dense transformers; a mixture-of-experts "
+                     "model's stages are not");
+    if (w.training.pass != Pass::step)
+      p.fail_at(key, fmt::format("a pipeline schedule runs forwards and backwards: give workload.pass step (it is {})",
+                                 pass_name(w.training.pass)));
+  }
+  if (p.has("vpp") && j.pp == 1) p.fail_at("vpp", "model chunks per stage need pipeline stages: give pp >= 2");
+  if (p.has("schedule") && j.pp == 1) p.fail_at("schedule", "a pipeline schedule needs pipeline stages: give pp >= 2");
+  if (j.schedule == PipelineSchedule::interleaved && j.vpp < 2)
+    p.fail_at(p.has("vpp") ? "vpp" : "schedule", "the interleaved schedule runs vpp >= 2 model chunks per stage (vpp = 1 is 1f1b)");
+  if (j.vpp > 1 && j.schedule != PipelineSchedule::interleaved)
+    p.fail_at("vpp", fmt::format("vpp = {} model chunks per stage is the interleaved schedule's; schedule is {}", j.vpp,
+                                 pipeline_schedule_name(j.schedule)));
+  require_divides(p, "pp", t->layers, j.pp, fmt::format("pp = {} (each stage runs layers / pp layers)", j.pp),
+                  "the model's layers");
+  require_divides(p, "vpp", t->layers / j.pp, j.vpp, fmt::format("vpp = {} (each chunk runs layers / (pp x vpp) layers)", j.vpp),
+                  "layers / pp");
+  if ((j.schedule == PipelineSchedule::one_f_one_b || j.schedule == PipelineSchedule::interleaved) && j.pp > 1 &&
+      j.micro_batches < j.pp)
+    p.fail_at(p.has("micro_batches") ? "micro_batches" : "pp",
+              fmt::format("micro_batches = {} is fewer than pp = {}: {} keeps a micro-batch in flight on every stage",
+                          j.micro_batches, j.pp, pipeline_schedule_name(j.schedule)));
+  if (j.schedule == PipelineSchedule::interleaved)
+    require_divides(p, p.has("micro_batches") ? "micro_batches" : "pp", j.micro_batches, j.pp,
+                    fmt::format("pp = {} (the interleaved schedule runs micro-batches in groups of pp)", j.pp), "micro_batches");
+  if (p.has("cp_algorithm") && j.cp == 1) p.fail_at("cp_algorithm", "has no effect with cp = 1 (no context parallelism)");
+  if (j.cp > 1) {
+    require_divides(p, "cp", t->seq, 2 * j.cp,
+                    fmt::format("2 cp = {} (causal load balancing cuts the sequence into 2 cp chunks)", 2 * j.cp), "seq");
+    require_divides(p, "cp", t->batch * (t->seq / j.cp), w.tp,
+                    fmt::format("tp = {} (sequence parallelism shards a CP rank's tokens)", w.tp), "batch x seq / cp");
+  }
+  if (j.pp > 1 && w.training.parallel.dp > 1 && w.training.parallel.fsdp == Sharding::zero3)
+    p.fail_at("fsdp", "ZeRO-3 (FSDP) with pipeline parallelism gathers parameters for every micro-batch; use zero1 or zero2");
+  const std::int64_t gpus = std::int64_t{w.tp} * j.cp * j.pp * std::max(1, w.training.parallel.dp);
+  if (gpus > max_ranks)
+    p.fail_at(j.pp > 1 ? "pp" : "cp", fmt::format("tp x cp x pp x dp = {} x {} x {} x {} = {} GPUs, but the hardware has {}",
+                                                  w.tp, j.cp, j.pp, std::max(1, w.training.parallel.dp), gpus, max_ranks));
+  return j;
 }
 
 // workload.pass, .recompute and .parallel (sim/workload.hpp Training).
@@ -529,6 +612,7 @@ Transformer read_transformer(const YamlReader& w, int tp) {
                   "batch x seq");
   read_transformer_moe(w, tp, model ? model->moe : std::nullopt, model ? model->dense_layers : 0, t);
   if (model) t.mla = model->mla;  // read_model admits MLA with a MoE model only
+  if (model) t.vocab = model->vocab;
   if (t.mla && w.has("head_dim"))
     w.fail_at("head_dim", "multi-head latent attention takes its head widths from the model config "
                           "(qk_nope_head_dim, qk_rope_head_dim, v_head_dim)");
@@ -596,13 +680,22 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
   }
   out.training = read_training(w, out.kind, tp, max_ranks);
   read_step_kernel_keys(w, out);
+  if (const auto p = w.optional_child("parallel")) out.training.job = read_job(*p, out, max_ranks);
   if (has_moe_layers(out)) {
     // Its training step has no data-parallel form (sim/schemes/moe_transformer.cpp).
     if (w.has("parallel")) w.fail_at("parallel", "a mixture-of-experts transformer has no data-parallel traffic yet");
   }
-  // The shape library's own check (sim/workload_shapes.hpp) as a safety net, mapped onto the key.
+  // The shape library's own check (sim/workload_shapes.hpp) as a safety net, mapped onto the key. A
+  // pipeline or context-parallel job simulates one stage at a time: its layers / pp at seq / cp.
+  Workload simulated = out;
+  if (out.training.job.active()) {
+    Transformer& t = std::get<Transformer>(simulated.shape);
+    t.layers /= out.training.job.pp;
+    t.seq /= out.training.job.cp;
+    simulated.training.job = JobParallel{};
+  }
   try {
-    validate_workload(out);
+    validate_workload(simulated);
   } catch (const std::invalid_argument& e) {
     std::string msg = e.what();
     std::string key;
@@ -1061,6 +1154,15 @@ std::int64_t gemm_tiles_per_rank(const Workload& w) {
 }
 
 std::optional<WorkOverBudget> work_over_budget(const Workload& w) {
+  if (w.training.job.active()) {
+    // A pipeline or context-parallel job simulates one stage at a time: its layers / pp at seq / cp.
+    Workload stage = w;
+    Transformer& t = std::get<Transformer>(stage.shape);
+    t.layers /= w.training.job.pp;
+    t.seq /= w.training.job.cp;
+    stage.training.job = JobParallel{};
+    return work_over_budget(stage);
+  }
   if (w.tp > kMaxSimulatedRanks)
     return WorkOverBudget{"tp", fmt::format("{} ranks is more than the {} the simulator runs (its routes and "
                                             "collectives take time quadratic in the ranks)",

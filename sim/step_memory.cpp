@@ -1,5 +1,6 @@
 #include "sim/step_memory.hpp"
 
+#include <algorithm>
 #include <variant>
 
 #include <fmt/format.h>
@@ -42,7 +43,9 @@ const char* const kStepMemoryScope =
     "layer's recomputation. The embedding and output layer (untied, vocabulary-parallel) and the fp32 logits when the step runs them "
     "(a dense transformer's pass: step with a vocabulary). Not counted: the CUDA context, allocator fragmentation";
 
-std::optional<StepMemory> step_memory(const Workload& w, const HardwareProfile& hw) {
+namespace {
+
+std::optional<memory::StepMemoryInput> memory_input(const Workload& w, const HardwareProfile& hw) {
   const auto* t = std::get_if<Transformer>(&w.shape);
   if (w.kind != "transformer" || t == nullptr || t->moe || t->mla || !has_backward(w)) return std::nullopt;
   memory::StepMemoryInput in;
@@ -79,22 +82,83 @@ std::optional<StepMemory> step_memory(const Workload& w, const HardwareProfile& 
   in.fp8 = t->dtype == DType::fp8;
   in.nccl_channels = hw.comm.channels;
   in.communicators = dp.dp > 1 ? 2 : 1;
-  StepMemory m;
-  m.bytes = memory::step_memory(in);
-  m.hbm_bytes = hw.gpu.hbm_bytes;
-  return m;
+  return in;
+}
+
+// Each stage's micro-batch chunks in flight at its peak: the schedule run with unit pass times (what
+// a stage holds depends on the order of its passes, not on their lengths: Narayanan et al. SC'21 Sec. 2.2).
+std::vector<int> chunks_in_flight(const JobParallel& j) {
+  const PipelineShape shape{j.pp, j.vpp, j.micro_batches, j.schedule};
+  const auto n = static_cast<std::size_t>(j.pp * j.vpp);
+  PipelineCosts unit;
+  unit.forward_ps.assign(n, 1);
+  unit.backward_ps.assign(n, j.schedule == PipelineSchedule::zero_bubble_h1 ? 1 : 2);
+  if (j.schedule == PipelineSchedule::zero_bubble_h1) unit.weight_ps.assign(n, 1);
+  return run_pipeline(shape, unit).peak_in_flight;
+}
+
+}  // namespace
+
+std::vector<StepMemory> stage_memories(const Workload& w, const HardwareProfile& hw) {
+  std::optional<memory::StepMemoryInput> base = memory_input(w, hw);
+  if (!base) return {};
+  const JobParallel& j = w.training.job;
+  const auto& t = std::get<Transformer>(w.shape);
+  std::vector<StepMemory> out;
+  if (!j.active()) {
+    StepMemory m;
+    m.bytes = memory::step_memory(*base);
+    m.hbm_bytes = hw.gpu.hbm_bytes;
+    out.push_back(m);
+    return out;
+  }
+  // A job: the stage's layers, a CP rank's share of the sequence, the vocabulary at the two ends.
+  memory::StepMemoryInput in = *base;
+  in.layers = t.layers / j.pp;
+  in.layer.seq = t.seq / j.cp;
+  in.vocab = t.vocab;
+  in.communicators += (j.pp > 1 ? 1 : 0) + (j.cp > 1 ? 1 : 0);
+  const std::vector<int> chunks = chunks_in_flight(j);
+  const std::int64_t chunk_layers = t.layers / (j.pp * j.vpp);
+  for (int s = 0; s < j.pp; ++s) {
+    in.first_stage = s == 0;
+    in.last_stage = s == j.pp - 1;
+    // Gradient accumulation without stages (pp = 1) holds one micro-batch at a time.
+    in.in_flight_layers = j.pp > 1 ? chunks[static_cast<std::size_t>(s)] * chunk_layers : 0;
+    StepMemory m;
+    m.bytes = memory::step_memory(in);
+    m.hbm_bytes = hw.gpu.hbm_bytes;
+    m.stage = j.pp > 1 ? s : -1;
+    out.push_back(m);
+  }
+  return out;
+}
+
+std::optional<StepMemory> step_memory(const Workload& w, const HardwareProfile& hw) {
+  const std::vector<StepMemory> stages = stage_memories(w, hw);
+  if (stages.empty()) return std::nullopt;
+  // A job fits when its fullest stage does.
+  return *std::max_element(stages.begin(), stages.end(), [](const StepMemory& a, const StepMemory& b) {
+    return a.bytes.peak_bytes < b.bytes.peak_bytes;
+  });
 }
 
 std::string step_memory_keys(const Workload& w) {
   const auto* t = std::get_if<Transformer>(&w.shape);
   if (t == nullptr) return {};
   const DataParallel& dp = w.training.parallel;
-  return fmt::format(
+  std::string keys = fmt::format(
       "workload.model = {} ({} layers, d_model {}, d_ffn {}), workload.tp = {}, workload.batch = {}, workload.seq = {}, "
       "workload.dtype = {}, workload.recompute = {}, workload.parallel.dp = {}, workload.parallel.fsdp = {}, "
       "workload.parallel.grad_dtype = {}",
       t->model.empty() ? "custom" : t->model, t->layers, t->d_model, t->d_ffn, w.tp, t->batch, t->seq,
       dtype_name(t->dtype), recompute_name(w.training.recompute), dp.dp, sharding_name(dp.fsdp), dtype_name(dp.grad_dtype));
+  const JobParallel& j = w.training.job;
+  if (j.active())
+    keys += fmt::format(", workload.parallel.pp = {}, workload.parallel.vpp = {}, workload.parallel.micro_batches = {}, "
+                        "workload.parallel.schedule = {}, workload.parallel.cp = {}",
+                        j.pp, j.vpp, j.micro_batches, pipeline_schedule_name(j.schedule), j.cp);
+  return keys;
 }
 
 std::string format_step_memory(const StepMemory& m) {
@@ -106,11 +170,12 @@ std::string format_step_memory(const StepMemory& m) {
        gib(b.transient_bytes), gib(b.peak_bytes), m.hbm_bytes > 0 ? gib(m.hbm_bytes) : std::string("not given")}};
   const std::vector<std::size_t> width = column_widths(headers, rows);
   const std::string align(headers.size(), '>');
-  std::string out = "\n" + wrap_text(fmt::format("memory per GPU, GiB ({:.2f} B parameters per GPU before sharding; "
+  const std::string where = m.stage >= 0 ? fmt::format(" on pipeline stage {} (the fullest)", m.stage) : std::string();
+  std::string out = "\n" + wrap_text(fmt::format("memory per GPU{}, GiB ({:.2f} B parameters per GPU before sharding; "
                                                  "peak = the states, activations and buffers, plus what is live at the "
                                                  "backward's start; HBM = hardware.gpu.hbm_bytes; docs/guide/training.md "
                                                  "\"Memory per GPU\")",
-                                                 static_cast<double>(b.params_per_gpu) / 1e9),
+                                                 where, static_cast<double>(b.params_per_gpu) / 1e9),
                                      kTableWidth, "  ");
   out += table_line(headers, width, align);
   for (const auto& row : rows) out += table_line(row, width, align);
@@ -138,6 +203,7 @@ nlohmann::json step_memory_json(const StepMemory& m) {
   j["peak_bytes"] = b.peak_bytes;
   j["hbm_bytes"] = m.hbm_bytes > 0 ? nlohmann::json(m.hbm_bytes) : nlohmann::json();
   j["fits"] = m.fits();
+  if (m.stage >= 0) j["stage"] = m.stage;
   j["scope"] = kStepMemoryScope;
   return j;
 }

@@ -4,6 +4,7 @@
 // prints and the check `run --fit-only` makes.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,13 +17,21 @@ namespace overlap::sim {
 struct StepMemory {
   memory::StepMemoryBytes bytes;
   Bytes hbm_bytes = 0;  // the profile's gpu.hbm_bytes; 0 = not given
+  int stage = -1;       // the pipeline stage (0-based); -1 = not a pipeline job
   // The peak is within the profile's capacity (true when the capacity is not given: nothing to check).
   bool fits() const { return hbm_bytes == 0 || bytes.peak_bytes <= hbm_bytes; }
 };
 
 // The step's memory per GPU, or nullopt when the memory model does not cover the workload: only a dense
-// transformer (no MoE layers, no latent attention) with a backward (pass backward or step).
+// transformer (no MoE layers, no latent attention) with a backward (pass backward or step). A pipeline
+// job's is its fullest stage's (stage_memories).
 std::optional<StepMemory> step_memory(const Workload& w, const HardwareProfile& hw);
+// A pipeline or context-parallel job (Training::job): each stage's memory per GPU, with layers / pp
+// layers, the activations of the micro-batch chunks its schedule holds at once (run_pipeline's
+// peak_in_flight), seq / cp tokens per rank, the embedding on the first stage and the output layer and
+// logits on the last (the model config's vocab_size), and a communicator each for PP and CP. A workload
+// without a job: one entry, step_memory's. Empty where the memory model does not apply.
+std::vector<StepMemory> stage_memories(const Workload& w, const HardwareProfile& hw);
 
 // What the model counts and leaves out, one line (the report and the docs say it once).
 extern const char* const kStepMemoryScope;

@@ -11,6 +11,8 @@
 #include "cost_model/hardware_profile.hpp"
 #include "cost_model/moe_routing.hpp"
 #include "cost_model/step_kernels.hpp"
+#include "sim/context_parallel.hpp"
+#include "sim/pipeline_schedule.hpp"
 
 namespace overlap::sim {
 
@@ -131,6 +133,7 @@ struct Transformer {
   // the positional initialisations of the fields above stay as they were.
   std::int64_t head_dim = 0;
   // The vocabulary (the model config's vocab_size, or workload.vocab); 0: no embedding or output layer.
+  // A pipeline job's first stage holds the embedding and its last the output layer (sim/step_memory.hpp).
   std::int64_t vocab = 0;
   // The memory-bound kernels of a dense transformer's training step (cost_model/step_kernels.hpp):
   // workload.fused_elementwise, workload.fp8_scaling (FP8 runs) and workload.dropout (> 0: dropout
@@ -174,10 +177,26 @@ struct DataParallel {
   DType grad_dtype = DType::fp32;  // gradients reduced in fp32 (Megatron-LM's default main_grad)
 };
 
+// Pipeline and context parallelism of a transformer training job (docs/guide/pipeline.md): the
+// workload's layers cut into pp stages (vpp model chunks each, interleaved), micro_batches micro-batches
+// of the workload's batch per step run by `schedule`; the sequence split over cp ranks. Megatron-LM's
+// rank order: TP innermost, then CP, DP, and PP outermost.
+struct JobParallel {
+  int pp = 1;
+  int vpp = 1;
+  int micro_batches = 1;
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  int cp = 1;
+  ContextParallel cp_algorithm = ContextParallel::ring;
+  // Is the workload a job of stages or context-parallel ranks (run through sim/pipeline_step)?
+  bool active() const { return pp > 1 || cp > 1 || micro_batches > 1; }
+};
+
 struct Training {
   Pass pass = Pass::forward;
   Recompute recompute = Recompute::none;
   DataParallel parallel;
+  JobParallel job;
 };
 
 struct Workload {

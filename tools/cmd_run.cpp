@@ -23,6 +23,7 @@
 #include "sim/engine.hpp"
 #include "sim/metrics.hpp"
 #include "sim/node_builder.hpp"
+#include "sim/pipeline_step.hpp"
 #include "sim/placeholder_sensitivity.hpp"
 #include "sim/report.hpp"
 #include "sim/scenario.hpp"
@@ -314,13 +315,22 @@ UsageError output_error(const RunOptions& options, const std::runtime_error& e) 
 // The report (-o), and the trace, plot and graph of the first scheme: every file is staged before
 // any is moved into place, so an error leaves every target as it was.
 void write_outputs(const RunOptions& options, const sim::Scenario& sc, const std::vector<sim::SchemeSpec>& specs,
-                   const std::string& report, const sim::TraceOptions& trace_opts) {
+                   const std::string& report, const sim::TraceOptions& trace_opts,
+                   const std::optional<sim::PipelineReport>& job) {
   StagedOutputs staged;
   try {
     if (!options.output.empty()) staged.stage(options.output, report);
     if (!options.trace.empty() || !options.plot.empty()) {
       const sim::SchemeSpec& spec = specs.front();
-      const std::string text = trace_of(sc, spec, trace_opts).dump();
+      nlohmann::json trace = trace_of(sc, spec, trace_opts);
+      // A job's schedule beside the stage's step: one process after the step's ranks and fabric.
+      if (job && !job->results.empty()) {
+        int pid = 0;
+        for (const auto& e : trace["traceEvents"])
+          if (e.contains("pid")) pid = std::max(pid, e["pid"].get<int>() + 1);
+        for (auto& e : sim::pipeline_trace_events(job->results.front(), pid)) trace["traceEvents"].push_back(std::move(e));
+      }
+      const std::string text = trace.dump();
       if (!options.trace.empty()) staged.stage(options.trace, text);
       if (!options.plot.empty()) stage_plot(staged, text, options, sc, spec);
     }
@@ -346,6 +356,36 @@ int workload_line(const std::string& text) {
   } catch (const YAML::Exception&) {
   }
   return 0;
+}
+
+// The scenario with the workload one stage runs for one micro-batch (sim/pipeline_step.hpp stage_workload).
+sim::Scenario stage_scenario(const sim::Scenario& job) {
+  sim::Scenario s = job;
+  s.workload = sim::stage_workload(job.workload, sim::pipeline_parallel_of(job.workload));
+  return s;
+}
+
+// A job's figures: the schedule over the passes of every scheme whose stage step ran; a configuration
+// the composition refuses is the scenario's parallel keys' fault (exit 2).
+sim::PipelineReport job_report(const sim::Scenario& job, const std::vector<sim::SchemeSpec>& specs,
+                               const std::vector<sim::SchemeResult>& stage_steps) {
+  std::vector<sim::SchemeRequest> requests;
+  for (const sim::SchemeResult& r : stage_steps)
+    if (!r.failed() && r.request >= 0 && static_cast<std::size_t>(r.request) < specs.size())
+      requests.push_back(sim::SchemeRequest{specs[static_cast<std::size_t>(r.request)].name,
+                                            specs[static_cast<std::size_t>(r.request)].params});
+  sim::PipelineReport report;
+  report.workload = job.workload;
+  try {
+    report.results = sim::evaluate_pipeline(requests, job.workload, job.hardware, job.fidelity,
+                                            sim::pipeline_parallel_of(job.workload), &stage_steps);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(job.file, workload_line(job.text), "workload.parallel", e.what());
+  } catch (const RangeError& e) {
+    throw InputError(job.file, workload_line(job.text), "workload.parallel", std::string("cannot simulate this: ") + e.what());
+  }
+  report.stage_memory = sim::stage_memories(job.workload, job.hardware);
+  return report;
 }
 
 // `run --fit-only`: the step's memory per GPU against the profile's HBM, without simulating anything.
@@ -412,12 +452,16 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   // values is checked as `sweep` checks it (sim/scenario.hpp check_ignored_sweep).
   load.options.validate_sweep = false;
   const std::vector<FlagAssignment>& flag_sets = load.flag_sets;
-  const sim::Scenario sc = with_flag_errors(flag_sets, [&] { return sim::load_scenario_file(load.path, load.options); });
+  const sim::Scenario loaded = with_flag_errors(flag_sets, [&] { return sim::load_scenario_file(load.path, load.options); });
+  // A pipeline or context-parallel job: the schemes run one stage's step of one micro-batch (the tables
+  // and the trace), and the schedule composes the job from its passes (sim/pipeline_step.hpp).
+  const bool is_job = loaded.workload.training.job.active();
+  const sim::Scenario sc = is_job ? stage_scenario(loaded) : loaded;
   // Every file the scenario brought in is read now (its profile, model config, routing histogram):
   // no output may replace one, checked before the schemes run.
   check_outputs_not_inputs({{"-o", options.output}, {"--trace", options.trace}, {"--plot", options.plot},
                             {"--graphviz", options.graphviz}});
-  if (options.fit_only) return fit_only(options, sc, *format, out);
+  if (options.fit_only) return fit_only(options, loaded, *format, out);
 
   std::vector<sim::SchemeSpec> specs = selected_schemes(sc, options.scheme);
   if (!options.params.empty())
@@ -426,7 +470,8 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   const std::vector<sim::SchemeResult> results = evaluate_schemes(options, sc, specs);
 
   // Everything is computed before anything is written.
-  sim::ReportContext ctx = sim::report_context(sc);
+  sim::ReportContext ctx = sim::report_context(loaded);
+  if (is_job) ctx.job = job_report(loaded, specs, results);
   ctx.overrides = shown_overrides(options.sets, flag_sets);
   // With --scheme the user chose one; the others' absence is no news.
   if (options.scheme.empty()) ctx.not_applicable = sim::schemes_not_applying(sc.workload);
@@ -438,7 +483,8 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
     const auto reload = [&](const std::vector<std::string>& extra) {
       sim::ScenarioOptions at = load.options;
       at.sets.insert(at.sets.end(), extra.begin(), extra.end());
-      return sim::load_scenario_file(load.path, at);
+      const sim::Scenario again = sim::load_scenario_file(load.path, at);
+      return is_job ? stage_scenario(again) : again;
     };
     const sim::PlaceholderSensitivity s = sim::placeholder_sensitivity(sc, requests, results, load.options.sets, reload);
     ctx.placeholder_lines = sim::format_placeholder_sensitivity(s);
@@ -450,7 +496,7 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   if ((want_trace || !options.graphviz.empty()) && first_failed)
     throw UsageError(fmt::format("--trace / --plot / --graphviz: scheme '{}' failed: {}", specs.front().name,
                                  results.front().error));
-  write_outputs(options, sc, specs, report, trace_opts);
+  write_outputs(options, sc, specs, report, trace_opts, ctx.job);
   if (options.output.empty()) out << report;
   for (const std::string* written : {&options.output, &options.trace, &options.plot, &options.graphviz})
     if (!written->empty()) err << "wrote " << *written << "\n";

@@ -297,6 +297,12 @@ void tune_scenario(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   const std::string export_path = te_export_path(o);
   sim::Scenario sc = with_flag_errors(flag_sets, [&] { return sim::load_scenario_file(path, load); });
   sc.name = sim::scenario_label(sc.name, shown_overrides(o.sets, flag_sets));
+  // A pipeline or context-parallel job is stages composed by a schedule (`run`), not one graph to tune.
+  if (sc.workload.training.job.active())
+    throw InputError(sc.file, 0, "workload.parallel",
+                     "tune searches one graph's knobs; a pipeline or context-parallel job (pp, cp, micro_batches) is "
+                     "composed from its stages by `overlap-sim run`: tune one stage's step by giving its layers and "
+                     "sequence without those keys");
   check_outputs_not_inputs({{"-o", o.output}, {"--export", export_path}});  // before the tuning runs
   // The export needs te_userbuffers tuned: added when the scenario does not name it.
   if (!export_path.empty() &&

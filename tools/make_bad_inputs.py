@@ -1416,9 +1416,47 @@ def add_step_kernel_entries(corpus, mlp_path):
                    "out_of_hbm", "llama3-70b-tp8xfsdp32-full-step.yaml:19", "hardware.gpu.hbm_bytes")
 
 
+def add_pipeline_entries(corpus, mlp_path):
+    """Pipeline and context parallelism (docs/guide/pipeline.md): the shipped 70B pipeline job with one
+    workload.parallel key made impossible, each refused at the scenario's line and that key: pp not
+    dividing the layers, vpp without pp or not dividing layers / pp, fewer micro-batches than stages for
+    1F1B, an unknown schedule or CP algorithm, cp not cutting the sequence into 2 cp chunks, cp on a
+    workload without attention, ZeRO-3 with stages, more GPUs than the profile has."""
+    base = load(os.path.join(ROOT, "scenarios", "llama3-70b-tp8xpp4-interleaved-step.yaml"))
+    entry = scenario_entry(corpus, base, "pipeline_", ["run", "{file}"])
+
+    def parallel(**kv):
+        def mod(d):
+            par = d["workload"]["parallel"]
+            for k, v in kv.items():
+                if v is None:
+                    par.pop(k, None)
+                else:
+                    par[k] = v
+        return mod
+
+    one_f_one_b = {"vpp": None, "schedule": "1f1b"}
+    entry("pp_not_dividing_layers", "pipeline", "workload.parallel.pp", parallel(pp=3, micro_batches=6, **one_f_one_b))
+    entry("vpp_without_pp", "pipeline", "workload.parallel.vpp", parallel(pp=None, schedule=None, micro_batches=None))
+    entry("vpp_not_dividing_stage_layers", "pipeline", "workload.parallel.vpp", parallel(vpp=3))
+    entry("micro_batches_below_pp", "pipeline", "workload.parallel.micro_batches",
+          parallel(micro_batches=2, **one_f_one_b))
+    entry("schedule_unknown", "pipeline", "workload.parallel.schedule", parallel(schedule="dualpipe"))
+    entry("cp_not_dividing_seq", "pipeline", "workload.parallel.cp", parallel(cp=3))
+    entry("cp_algorithm_unknown", "pipeline", "workload.parallel.cp_algorithm", parallel(cp=2, cp_algorithm="ulysses"))
+    entry("cp_algorithm_without_cp", "pipeline", "workload.parallel.cp_algorithm", parallel(cp_algorithm="ring"))
+    entry("zero3_with_pp", "pipeline", "workload.parallel.fsdp", parallel(fsdp="zero3"))
+    entry("too_many_gpus", "pipeline", "workload.parallel.pp",
+          parallel(pp=16, cp=8, micro_batches=16, **one_f_one_b))
+    entry("cp_without_attention", "pipeline", "workload.parallel.cp",
+          lambda d: d.update({"schemes": ["no_overlap"],
+                              "workload": {"kind": "mlp_tpsp", "tp": 8, "model": "llama3-70b", "tokens": 8192,
+                                           "pass": "step", "parallel": {"cp": 2}}}))
+
+
 APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
             add_network_memory_trace_entries, add_placeholder_entries, add_input_hardening_entries,
-            add_trace_hardening_entries, add_step_kernel_entries]
+            add_trace_hardening_entries, add_step_kernel_entries, add_pipeline_entries]
 
 
 def main():

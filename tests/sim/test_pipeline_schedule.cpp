@@ -164,12 +164,12 @@ TEST_CASE("pipeline shapes a schedule cannot run are refused, naming the rule", 
   CHECK_THROWS_WITH(check_pipeline_shape({4, 2, 8, PipelineSchedule::one_f_one_b}), Contains("interleaved"));
   CHECK_THROWS_WITH(check_pipeline_shape({4, 2, 6, PipelineSchedule::interleaved}), Contains("multiple of pp"));
   CHECK_THROWS_WITH(check_pipeline_shape({4, 1, 0, PipelineSchedule::gpipe}), Contains("micro_batches"));
-  CHECK_THROWS_WITH(pipeline_schedule_from_name("1f2b"), Contains("gpipe, 1f1b, interleaved, zb-h1"));
+  CHECK_THROWS_WITH(pipeline_schedule_from_name("1f2b"), Contains("gpipe, 1f1b, interleaved, zb_h1"));
   const PipelineShape sh{2, 1, 2, PipelineSchedule::one_f_one_b};
   PipelineCosts c = uniform_costs(sh, 1, 1);
   c.forward_ps.pop_back();
   CHECK_THROWS_WITH(run_pipeline(sh, c), Contains("forward_ps has 1 entries"));
-  CHECK_THROWS_WITH(run_pipeline(sh, uniform_costs(sh, 1, 1, 1)), Contains("zb-h1 schedule only"));
+  CHECK_THROWS_WITH(run_pipeline(sh, uniform_costs(sh, 1, 1, 1)), Contains("zb_h1 schedule only"));
 }
 
 TEST_CASE("pipeline timelines are deterministic", "[pipeline]") {

@@ -6,7 +6,9 @@
 //   - the same model at TP 8 x DP 16 with FSDP (ZeRO-3), the two-node FSDP scenario moved to the
 //     64-node rail-optimised profile (128 of its 512 GPUs); target < 10 s; every scheme, and
 //     no_overlap alone;
-//   - the same model at its published training size (16 x 8192 tokens a micro-batch), composed.
+//   - the same model at its published training size (16 x 8192 tokens a micro-batch), composed;
+//   - pipeline jobs (docs/guide/pipeline.md): each stage's chunk passes and stage step from the engine,
+//     composed by the schedule (evaluate_pipeline), for the shipped 70B PP and 405B 4D jobs.
 // One thread (evaluate_all runs the schemes one after another). Run with --benchmark_repetitions=3
 // --benchmark_report_aggregates_only=true for medians; each iteration is seconds long, so one
 // iteration per repetition.
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "sim/metrics.hpp"
+#include "sim/pipeline_step.hpp"
 #include "sim/scenario.hpp"
 
 #ifndef OVERLAP_SOURCE_DIR
@@ -77,6 +80,25 @@ void BM_Llama70bRealSizeStep(benchmark::State& state) {
   run_step(state, state.range(0) == 1 ? fsdp : tp, "");
 }
 BENCHMARK(BM_Llama70bRealSizeStep)->Arg(0)->Arg(1)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
+
+// A large pipeline job as `run` composes it: every scheme's chunk forward and backward, the stage step
+// with its DP tail, ring attention's blocks and the schedule. arg 0: Llama 3 70B, TP 8 x PP 4
+// (interleaved, 2 chunks, 8 micro-batches) x DP 2; arg 1: Llama 3.1 405B, TP 8 x CP 2 x PP 14
+// (interleaved, 3 chunks, 14 micro-batches) x DP 2, 448 GPUs. Target: a few seconds on one core.
+void BM_PipelineJob(benchmark::State& state) {
+  static const Scenario llama70 = load("llama3-70b-tp8xpp4-interleaved-step.yaml");
+  static const Scenario llama405 = load("llama3-405b-4d-step.yaml");
+  const Scenario& sc = state.range(0) == 1 ? llama405 : llama70;
+  std::vector<SchemeRequest> requests;
+  for (const SchemeSpec& s : sc.schemes) requests.push_back(SchemeRequest{s.name, s.params});
+  for (auto _ : state) {
+    const std::vector<PipelineStepResult> results =
+        evaluate_pipeline(requests, sc.workload, sc.hardware, sc.fidelity, pipeline_parallel_of(sc.workload));
+    benchmark::DoNotOptimize(results.data());
+  }
+  state.counters["schemes"] = static_cast<double>(requests.size());
+}
+BENCHMARK(BM_PipelineJob)->Arg(0)->Arg(1)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 
 }  // namespace
 
