@@ -144,6 +144,56 @@ Ps deepep_time_ps(const std::vector<DeepEpPortBytes>& per_gpu, const DeepEpRates
   return worst;
 }
 
+std::vector<DeepEpPortBytes> deepep_port_bytes_of_pairs(DeepEpKernel kernel, const DeepEpLayout& l,
+                                                        const PairBytes& pairs) {
+  check_deepep_layout(l);
+  if (pairs.size() != static_cast<std::size_t>(l.ep))
+    throw std::invalid_argument(fmt::format("DeepEP: {} byte rows for ep {}", pairs.size(), l.ep));
+  const std::vector<AllToAllvPorts> ports = all_to_allv_ports(pairs, l.ep > l.gpus_per_node ? l.gpus_per_node : 0);
+  double rdma_ratio = 1, nvlink_ratio = 1;
+  if (kernel == DeepEpKernel::normal) {
+    const DeepEpPortBytes normal = deepep_expected_port_bytes(DeepEpKernel::normal, l, 1, 1.0);
+    const DeepEpPortBytes selections = deepep_expected_port_bytes(DeepEpKernel::low_latency, l, 1, 1.0);
+    if (selections.rdma_send > 0) rdma_ratio = normal.rdma_send / selections.rdma_send;
+    const double moved = selections.nvlink_send + selections.rdma_send;
+    if (moved > 0) nvlink_ratio = normal.nvlink_send / moved;
+  }
+  std::vector<DeepEpPortBytes> out(ports.size());
+  for (std::size_t g = 0; g < ports.size(); ++g) {
+    const AllToAllvPorts& p = ports[g];
+    DeepEpPortBytes& o = out[g];
+    o.rdma_send = static_cast<double>(p.send_inter_node) * rdma_ratio;
+    o.rdma_recv = static_cast<double>(p.recv_inter_node) * rdma_ratio;
+    if (kernel == DeepEpKernel::low_latency) {
+      o.nvlink_send = static_cast<double>(p.send_intra_node);
+      o.nvlink_recv = static_cast<double>(p.recv_intra_node);
+    } else {
+      // The node's own selections and the remote ones it forwards (sending) or is forwarded (receiving).
+      const double nvlink = static_cast<double>(std::max(p.send_intra_node, p.recv_intra_node)) +
+                            static_cast<double>(std::max(p.send_inter_node, p.recv_inter_node));
+      o.nvlink_send = o.nvlink_recv = nvlink * nvlink_ratio;
+    }
+  }
+  return out;
+}
+
+DeepEpRates deepep_rates(const HardwareProfile& hw) {
+  const FabricSpec& f = hw.fabric;
+  const auto nvlink = f.links.find("nvlink");
+  if (nvlink == f.links.end())
+    throw std::invalid_argument("DeepEP's kernels move a node's tokens over NVLink; the profile has no fabric.links.nvlink");
+  DeepEpRates r;
+  r.nvlink_gbps = nvlink->second.bandwidth_gbps * hw.comm.bandwidth_efficiency;
+  r.latency_us = kDeepEpFixedCostUs;
+  const auto network = f.links.find("network");
+  if (f.topology == "multi_node" && network != f.links.end()) {
+    const int per_node = f.gpus_per_node > 0 ? f.gpus_per_node : f.num_gpus;
+    const int nics = f.nics_per_node > 0 ? std::min(f.nics_per_node, per_node) : per_node;
+    r.rdma_gbps = network->second.bandwidth_gbps * f.nic_efficiency * nics / per_node;
+  }
+  return r;
+}
+
 double deepep_fp8_token_bytes(std::int64_t hidden) {
   return static_cast<double>(hidden) + static_cast<double>(hidden) / 128.0 * 4.0;
 }

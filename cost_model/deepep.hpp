@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "cost_model/all_to_allv.hpp"
+#include "cost_model/hardware_profile.hpp"
 #include "cost_model/units.hpp"
 
 namespace overlap {
@@ -63,6 +65,36 @@ struct DeepEpRates {
 // The busiest GPU's busiest port over its rate, plus the fixed cost.
 Ps deepep_time_ps(const std::vector<DeepEpPortBytes>& per_gpu, const DeepEpRates& rates);
 Ps deepep_time_ps(const DeepEpPortBytes& every_gpu, const DeepEpRates& rates);
+
+// The same per GPU of an EP group from the per-pair bytes an all-to-allv would move (pairs[src][dst], one
+// copy per (token, expert) selection, as NCCL's all-to-all sends them; the group's GPUs node by node,
+// layout.gpus_per_node to a node). Low latency sends one message per selection, so its ports are the
+// pairs' own: bytes to other nodes through the NIC, to the node's other GPUs through NVLink (exact).
+// The normal kernels' deduplication needs each token's experts, which a count matrix does not keep:
+// a GPU's pair bytes are scaled by the ratio of the normal kernels' expected bytes to the selections'
+// under uniform routing within max_nodes (deepep_expected_port_bytes), the NIC by the RDMA ratio and
+// NVLink (its own node's selections plus the remote ones it forwards or receives) by the NVLink ratio.
+// With the expected pairs of uniform routing this is deepep_expected_port_bytes exactly; an imbalanced
+// routing loads its busiest GPU's ports in proportion.
+std::vector<DeepEpPortBytes> deepep_port_bytes_of_pairs(DeepEpKernel kernel, const DeepEpLayout& layout,
+                                                        const PairBytes& pairs);
+
+// The rates of a GPU of `hw` (a multi_node profile, or one node): its share of the node's NICs
+// (fabric.links.network x fabric.nic_efficiency x nics_per_node / gpus_per_node), its NVLink port one
+// way (fabric.links.nvlink x comm.bandwidth_efficiency), and kDeepEpFixedCostUs. Throws
+// std::invalid_argument when the profile has no nvlink class (DeepEP's kernels need NVLink in the node).
+DeepEpRates deepep_rates(const HardwareProfile& hw);
+
+// The fixed cost of one DeepEP operation: DeepEP's EP 8 low-latency dispatch (77 us, docs/legacy.md
+// "Performance", H800) less its NVLink time at H800's 164 GB/s one way (200 x the profiles' ring
+// efficiency 0.82): 128 tokens x 8 selections x 7/8 on other GPUs x 7408 bytes = 40.5 us. The one
+// figure taken from DeepEP's tables; every other row is a prediction (tests/cost_model/deepep_test.cpp).
+inline constexpr double kDeepEpFixedCostUs = 36.5;
+
+// SMs the normal kernels hold while they run: DeepEP's README, "Example use in model training or
+// inference prefilling" (Buffer.set_num_sms(24)). The low-latency kernels hold none once issued: the
+// README's "hook-based communication-computation overlapping method that does not occupy any SM".
+inline constexpr int kDeepEpNormalSms = 24;
 
 // The message of one token: hidden values in FP8 with one 4-byte scale per 128 (DeepEP's per-token,
 // per-128-channel quantisation), or in BF16.

@@ -122,6 +122,8 @@ inline constexpr InputRange experts{"experts", "workload.experts, workload.top_k
                                     "DeepSeek-V3 has 256 routed experts; the routing is EP x experts counts", true};
 inline constexpr InputRange shared_experts{"shared experts", "workload.shared_experts", 0, 1024, "experts",
                                            "DeepSeek-V3 has 1", true};
+inline constexpr InputRange max_nodes{"nodes a token reaches", "workload.max_nodes", 1, 65536, "nodes",
+                                   "DeepSeek-V3 sends a token to at most 4 nodes; at most the EP group's nodes", true};
 inline constexpr InputRange seed{"seed", "workload.seed", 0, 9007199254740992.0, "", "2^53: exact in JSON", true};
 
 // Scheme parameters (schemes[].params.*, --param)
@@ -135,7 +137,7 @@ inline constexpr std::array kAll = {&sm_count, &ctas_per_sm,   &clock_mhz, &peak
                                     &curve_points, &tile,       &tp,        &gemm_dim,    &tokens,
                                     &batch,     &width,         &vocab,     &dropout,   &heads,     &layers,      &dp,          &bucket_mb,
                                     &prefetch,  &pp,           &vpp,       &micro_batches, &cp,
-                                    &experts,       &shared_experts, &seed, &chunks};
+                                    &experts,       &shared_experts, &max_nodes, &seed, &chunks};
 
 }  // namespace ranges
 

@@ -244,6 +244,9 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
         field(j, text, "routing", "histogram: " + s.routing.histogram_file);
         break;
     }
+    // The dispatch and combine's algorithm when it is not NCCL's (docs/guide/moe.md "Dispatch across nodes").
+    if (s.all_to_all != MoeAllToAll::nccl) field(j, text, "all_to_all", std::string(moe_all_to_all_name(s.all_to_all)));
+    if (s.max_nodes > 0) field(j, text, "max_nodes", s.max_nodes);
   };
 
   std::visit(

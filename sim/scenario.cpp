@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "cost_model/deepep.hpp"
+#include "cost_model/hierarchical_all_to_all.hpp"
 #include "cost_model/input_error.hpp"
 #include "cost_model/input_file.hpp"
 #include "cost_model/overrides.hpp"
@@ -470,6 +472,58 @@ DecodeStack read_decode_stack(const YamlReader& w, int tp) {
   return d;
 }
 
+// workload.all_to_all and .max_nodes of a MoE block (docs/guide/moe.md "Dispatch across nodes"): the
+// checks that need no hardware; check_moe_all_to_all does the rest once the profile is known.
+void read_moe_all_to_all(const YamlReader& w, Moe& m) {
+  m.all_to_all = read_choice(w, "all_to_all", MoeAllToAll::nccl, parse_moe_all_to_all,
+                             "nccl, deepep, deepep_low_latency, hierarchical");
+  if (w.has("max_nodes")) {
+    m.max_nodes = static_cast<int>(w.get_int_in("max_nodes", ranges::max_nodes));
+    if (m.all_to_all != MoeAllToAll::deepep)
+      w.fail_at("max_nodes", fmt::format("is the node-limited routing DeepEP's normal kernels deduplicate by "
+                                         "(all_to_all: deepep); all_to_all is {}",
+                                         moe_all_to_all_name(m.all_to_all)));
+  }
+  if (m.all_to_all != MoeAllToAll::nccl && m.expert_tp > 1)
+    w.fail_at("all_to_all", fmt::format("{} with expert_tp = {} is not modelled: the EP group's GPUs are strided "
+                                        "over the ETP groups; use nccl",
+                                        moe_all_to_all_name(m.all_to_all), m.expert_tp));
+}
+
+// workload.all_to_all against the profile: DeepEP sends to whole nodes of the EP group (the group's GPUs
+// node by node, as the ranks sit on the fabric), its max_nodes within them; the hierarchical all-to-all
+// needs two or more nodes.
+void check_moe_all_to_all(const YamlReader& w, const Workload& workload, const HardwareProfile& hw) {
+  const Moe* m = std::get_if<Moe>(&workload.shape);
+  if (const auto* t = std::get_if<Transformer>(&workload.shape); t && t->moe) m = &*t->moe;
+  if (m == nullptr || m->all_to_all == MoeAllToAll::nccl) return;
+  const FabricSpec& f = hw.fabric;
+  const int per_node = f.topology == "multi_node" && f.gpus_per_node > 0 ? f.gpus_per_node : f.num_gpus;
+  const int in_node = std::min(m->ep, per_node);
+  const char* name = moe_all_to_all_name(m->all_to_all);
+  if (m->ep % in_node != 0)
+    w.fail_at("all_to_all", fmt::format("{} sends to whole nodes: ep = {} is not a whole number of nodes of {} GPUs",
+                                        name, m->ep, per_node));
+  try {
+    if (m->all_to_all == MoeAllToAll::hierarchical) {
+      if (m->ep / in_node < 2)
+        w.fail_at("all_to_all", fmt::format("hierarchical gathers a node's tokens for other nodes: ep = {} fits in one "
+                                            "node of {} GPUs (use nccl or deepep)",
+                                            m->ep, per_node));
+      (void)hierarchical_rates(hw);
+      return;
+    }
+    (void)deepep_rates(hw);
+  } catch (const std::invalid_argument& e) {
+    w.fail_at("all_to_all", e.what());
+  }
+  try {
+    check_deepep_layout(DeepEpLayout{m->ep, in_node, m->experts, m->top_k, m->max_nodes});
+  } catch (const std::invalid_argument& e) {
+    w.fail_at(w.has("max_nodes") ? "max_nodes" : "all_to_all", e.what());
+  }
+}
+
 // workload.routing, .seed and .capacity_factor of a MoE block (kind moe, a MoE transformer) into m.
 void read_moe_routing(const YamlReader& w, Moe& m) {
   m.file = w.file();
@@ -502,12 +556,13 @@ void read_moe_routing(const YamlReader& w, Moe& m) {
   m.routing.seed = seed;
   if (w.has("seed") && m.routing.kind != MoeRoutingSpec::Kind::zipf)
     w.fail_at("seed", "only zipf routing draws which experts are popular; uniform and histogram take no seed");
+  read_moe_all_to_all(w, m);
 }
 
 // workload kind moe (sim/workload.hpp Moe; docs/guide/moe.md).
 Moe read_moe(const YamlReader& w, int max_ranks) {
   w.allow_keys(workload_keys({"experts", "top_k", "d_model", "d_ffn_expert", "tokens", "ep", "expert_tp", "capacity_factor",
-                              "routing", "seed", "shared_experts", "dtype"}));
+                              "routing", "seed", "shared_experts", "dtype", "all_to_all", "max_nodes"}));
   if (w.has("tp") && w.get_int_in("tp", ranges::tp) != 1)
     w.fail_at("tp", "moe takes no `tp`: TP inside each expert is `expert_tp` (Megatron-core's "
                     "--expert-tensor-parallel-size), the expert-parallel group is `ep`");
@@ -545,7 +600,8 @@ Moe read_moe(const YamlReader& w, int max_ranks) {
 
 // The MoE keys a transformer takes (a MoE model's experts from its config, or given for a custom one).
 const std::vector<std::string> kTransformerMoeKeys = {"experts",      "top_k",           "d_ffn_expert", "shared_experts",
-                                                      "dense_layers", "capacity_factor", "routing",      "seed"};
+                                                      "dense_layers", "capacity_factor", "routing",      "seed",
+                                                      "all_to_all",   "max_nodes"};
 
 // A transformer's MoE block (Transformer::moe, sim/schemes/moe_transformer.cpp): the model config's
 // experts, or experts / top_k / d_ffn_expert / shared_experts given (a custom model, or overriding the
@@ -808,6 +864,8 @@ SchemeSpec read_scheme(const YamlReader& e, const Workload& workload, const Hard
     if (info->applies && !info->applies(workload))
       throw InputError(name_node.file(), name_node.line(), "workload.expert_tp", *why);
   }
+  if (const auto why = moe_all_to_all_refusal(workload, spec.name))
+    throw InputError(name_node.file(), name_node.line(), "workload.all_to_all", *why);
   if (info->applies && !info->applies(workload))
     name_node.fail("scheme '" + spec.name + "' does not apply to a " + workload.kind +
                    " workload (schemes that do: " + scheme_names_applying(workload) + ")");
@@ -1046,6 +1104,7 @@ Scenario load_checked(const YAML::Node& root, const std::string& text, const std
   if (sc.hardware.fabric.num_gpus < 1) hw.fail("the profile has no GPUs");
 
   sc.workload = read_workload(r.child("workload"), sc.hardware.fabric.num_gpus);
+  check_moe_all_to_all(r.child("workload"), sc.workload, sc.hardware);
   if (const auto over = work_over_budget(sc.workload)) {
     const YamlReader w = r.child("workload");
     w.fail_at(w.has(over->key) ? over->key : "tp", over->message);

@@ -11,6 +11,11 @@ constexpr EnumNames<Recompute, 3> kRecomputeNames{
     {{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}}};
 constexpr EnumNames<Sharding, 4> kShardingNames{
     {{Sharding::none, "none"}, {Sharding::zero1, "zero1"}, {Sharding::zero2, "zero2"}, {Sharding::zero3, "zero3"}}};
+constexpr EnumNames<MoeAllToAll, 4> kMoeAllToAllNames{{{MoeAllToAll::nccl, "nccl"},
+                                                        {MoeAllToAll::deepep, "deepep"},
+                                                        {MoeAllToAll::deepep_low_latency, "deepep_low_latency"},
+                                                        {MoeAllToAll::hierarchical, "hierarchical"}}};
+static_assert(rows_in_enum_order(kMoeAllToAllNames));
 static_assert(rows_in_enum_order(kPassNames) && rows_in_enum_order(kRecomputeNames) && rows_in_enum_order(kShardingNames));
 
 }  // namespace
@@ -31,6 +36,8 @@ const char* sharding_name(Sharding s) { return name_of(kShardingNames, s); }
 std::optional<Pass> parse_pass(const std::string& s) { return parse_name(kPassNames, s); }
 std::optional<Recompute> parse_recompute(const std::string& s) { return parse_name(kRecomputeNames, s); }
 std::optional<Sharding> parse_sharding(const std::string& s) { return parse_name(kShardingNames, s); }
+const char* moe_all_to_all_name(MoeAllToAll a) { return name_of(kMoeAllToAllNames, a); }
+std::optional<MoeAllToAll> parse_moe_all_to_all(const std::string& s) { return parse_name(kMoeAllToAllNames, s); }
 
 bool has_backward(const Workload& w) { return w.training.pass != Pass::forward; }
 bool is_training_step(const Workload& w) { return has_backward(w) || w.training.parallel.dp > 1; }

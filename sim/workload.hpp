@@ -83,6 +83,13 @@ struct DecodeStack {
 // are ep x expert_tp, rank = ep_index x expert_tp + etp_index (ETP innermost), and an all-gather /
 // reduce-scatter over the ETP group surrounds the expert GEMMs (docs/guide/moe.md "Expert tensor
 // parallelism"). Workload::tp holds ep x expert_tp for this kind (the graph's ranks).
+// How a MoE layer's dispatch and combine run (workload.all_to_all; docs/guide/moe.md "Dispatch across
+// nodes"): NCCL's grouped send/recv (cost_model/all_to_allv.hpp), DeepEP's normal or low-latency kernels
+// (cost_model/deepep.hpp) or the hierarchical all-to-all (cost_model/hierarchical_all_to_all.hpp).
+enum class MoeAllToAll : std::uint8_t { nccl, deepep, deepep_low_latency, hierarchical };
+const char* moe_all_to_all_name(MoeAllToAll a);
+std::optional<MoeAllToAll> parse_moe_all_to_all(const std::string& s);
+
 struct Moe {
   int experts = 0;
   int top_k = 0;
@@ -97,6 +104,8 @@ struct Moe {
   DType dtype = DType::bf16;
   std::string file;                  // where it was read (error messages of the histogram)
   int line = 0;
+  MoeAllToAll all_to_all = MoeAllToAll::nccl;  // how the dispatch and combine run
+  int max_nodes = 0;                 // DeepEP's node-limited routing: a token reaches at most this many nodes (0: any)
 };
 
 // Layers composed into a model step (e.g. Llama-3-70B, TP=8): attention + MLP per layer.

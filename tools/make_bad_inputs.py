@@ -1454,9 +1454,44 @@ def add_pipeline_entries(corpus, mlp_path):
                                            "pass": "step", "parallel": {"cp": 2}}}))
 
 
+def add_moe_all_to_all_entries(corpus, mlp_path):
+    """workload.all_to_all and workload.max_nodes (docs/guide/moe.md "Dispatch across nodes"): an unknown
+    algorithm, a node limit without DeepEP or beyond the group's nodes, and layouts the algorithm cannot
+    run, each refused naming the file or flag and the key."""
+    deepseek = "{src}/scenarios/deepseek-v3-ep64-moe.yaml"
+    sets = [
+        ("unknown", ["workload.all_to_all=deep_ep"], "workload.all_to_all"),
+        ("max_nodes_without_deepep", ["workload.max_nodes=4"], "workload.max_nodes"),
+        ("max_nodes_beyond_nodes", ["workload.all_to_all=deepep", "workload.max_nodes=9"], "workload.max_nodes"),
+        ("max_nodes_zero", ["workload.all_to_all=deepep", "workload.max_nodes=0"], "workload.max_nodes"),
+        ("max_nodes_low_latency", ["workload.all_to_all=deepep_low_latency", "workload.max_nodes=2"],
+         "workload.max_nodes"),
+    ]
+    for name, values, key in sets:
+        argv = ["run", deepseek]
+        for v in values:
+            argv += ["--set", v]
+        corpus.add_cli(f"moe_all_to_all_{name}", argv, "moe_all_to_all", "--set", key)
+    layer = ("hardware: {hw}\nworkload:\n  kind: moe\n  experts: {experts}\n  top_k: 8\n  d_model: 1024\n"
+             "  d_ffn_expert: 512\n  tokens: 256\n  ep: {ep}\n")
+    files = [
+        ("hierarchical_one_node", layer.format(hw="h100-sxm-8x-nvswitch", experts=64, ep=8) +
+         "  all_to_all: hierarchical\n"),
+        ("deepep_partial_node", layer.format(hw="h100-2node-ib400", experts=96, ep=12) + "  all_to_all: deepep\n"),
+        ("deepep_expert_tp", layer.format(hw="h100-2node-ib400", experts=64, ep=8) +
+         "  expert_tp: 2\n  all_to_all: deepep\n"),
+        ("tile_fused_deepep", layer.format(hw="h100-2node-ib400", experts=64, ep=16) +
+         "  all_to_all: deepep\nschemes: [moe_tile_fused]\n"),
+    ]
+    for name, text in files:
+        corpus.add_cli(f"moe_all_to_all_{name}", ["run", "{tmp}/m.yaml"], "moe_all_to_all", "m.yaml",
+                       "workload.all_to_all", setup=[["write", "m.yaml", text]])
+
+
 APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
             add_network_memory_trace_entries, add_placeholder_entries, add_input_hardening_entries,
-            add_trace_hardening_entries, add_step_kernel_entries, add_pipeline_entries]
+            add_trace_hardening_entries, add_step_kernel_entries, add_pipeline_entries,
+            add_moe_all_to_all_entries]
 
 
 def main():

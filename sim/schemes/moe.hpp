@@ -64,6 +64,13 @@ MoeExpertBackward moe_expert_backward(const Moe& m, const MoeShapes& sh, int ran
 // after deps[r] (deps empty or kNoOp: none). Defined in moe_pipeline.cpp, as the next.
 std::vector<OpId> add_ep_all_to_allv(GraphBuilder& b, const RankStreams& st, const Moe& m, const std::string& name,
                                      const overlap::PairBytes& bytes, const std::vector<OpId>& deps);
+// A dispatch or combine over the EP group as the workload's all_to_all runs it (moe_all_to_all.cpp):
+// nccl is b.add_all_to_allv(spec) itself; deepep, deepep_low_latency and hierarchical one comm kernel
+// per member of their cost model's time, holding the SMs the algorithm holds.
+std::vector<OpId> add_expert_all_to_allv(GraphBuilder& b, const Moe& m, const AllToAllvSpec& spec);
+// Why a moe scheme cannot run the workload's all_to_all (nullopt: it can): moe_tile_fused moves its rows
+// with its own SM copies, so only nccl (sim/scenario.cpp read_scheme names workload.all_to_all).
+std::optional<std::string> moe_all_to_all_refusal(const Workload& w, const std::string& scheme);
 // The ETP all-gather or reduce-scatter over every ETP group (nccl-tests S = the union's rows x d_model
 // of EP rank e in `ep_shapes`), rank r's member after deps[r]; without expert TP, `deps` itself.
 std::vector<OpId> add_etp_collective(GraphBuilder& b, const RankStreams& st, const Moe& m, const std::string& name,

@@ -225,7 +225,7 @@ std::vector<OpId> add_grouped_all_to_allv(GraphBuilder& b, const RankStreams& st
       a.bytes = groups.bytes[j][0];
       a.streams = st.comm;
       for (const OpId w : ready) a.deps.push_back({w});
-      last = b.add_all_to_allv(a);
+      last = add_expert_all_to_allv(b, m, a);
       continue;
     }
     for (int e = 0; e < m.ep; ++e) {

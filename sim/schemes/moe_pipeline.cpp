@@ -71,7 +71,7 @@ std::vector<OpId> add_ep_all_to_allv(GraphBuilder& b, const RankStreams& st, con
     s.bytes = bytes;
     s.streams = st.comm;
     s.deps = per_member(deps);
-    return b.add_all_to_allv(s);
+    return add_expert_all_to_allv(b, m, s);
   }
   std::vector<OpId> out(static_cast<std::size_t>(m.ep * etp), kNoOp);
   for (int j = 0; j < etp; ++j) {

@@ -367,7 +367,8 @@ SchemeInfo make_moe_tile_fused_scheme() {
                      "they land, output tiles sent as they finish, communication on comm_sms dedicated SMs (with expert_tp, "
                      "NCCL ETP collectives between the fused stages)",
           .params = {kFusedTileSignal, kFusedCommSms, kDispatchPieces},
-          .applies = [](const Workload& w) { return has_moe_layers(w); },
+          // Its own SM copies are its all-to-all: with workload.all_to_all other than nccl it does not apply.
+          .applies = [](const Workload& w) { return has_moe_layers(w) && !moe_all_to_all_refusal(w, "moe_tile_fused"); },
           .build = build_moe_tile_fused};
 }
 

@@ -180,3 +180,41 @@ TEST_CASE("DeepEP layouts that cannot be are refused", "[deepep]") {
   CHECK_THROWS_WITH(deepep_port_bytes(DeepEpKernel::normal, {32, 8, 32, 2, 1}, Routing(32, {{0, 31}}), 1.0),
                     Contains("max_nodes"));
 }
+
+TEST_CASE("DeepEP ports from an all-to-allv's pairs", "[deepep]") {
+  // Uniform routing's expected pairs (t x k selections of B bytes spread evenly over the ep GPUs, a
+  // GPU's own share included): the ports are deepep_expected_port_bytes exactly, for both kernels
+  // (low latency: the selections themselves; normal: scaled by the same expectation's ratios).
+  const std::int64_t t = 4096;
+  const double B = 14336;
+  for (const DeepEpLayout& l : {DeepEpLayout{64, 8, 256, 8, 4}, DeepEpLayout{16, 8, 256, 8, 0}, DeepEpLayout{8, 8, 256, 8, 0}})
+    for (DeepEpKernel kernel : {DeepEpKernel::normal, DeepEpKernel::low_latency}) {
+      const Bytes pair = static_cast<Bytes>(t * l.top_k / l.ep * B);  // whole: t k / ep = 512, 2048, 4096
+      const PairBytes pairs(static_cast<std::size_t>(l.ep), std::vector<Bytes>(static_cast<std::size_t>(l.ep), pair));
+      const auto ports = deepep_port_bytes_of_pairs(kernel, l, pairs);
+      const DeepEpPortBytes e = deepep_expected_port_bytes(kernel, l, t, B);
+      INFO("ep " << l.ep << (kernel == DeepEpKernel::normal ? " normal" : " low latency"));
+      for (const DeepEpPortBytes& p : ports) {
+        CHECK(p.rdma_send == Approx(e.rdma_send).epsilon(1e-12).margin(1e-6));
+        CHECK(p.rdma_recv == Approx(e.rdma_recv).epsilon(1e-12).margin(1e-6));
+        CHECK(p.nvlink_send == Approx(e.nvlink_send).epsilon(1e-12).margin(1e-6));
+        CHECK(p.nvlink_recv == Approx(e.nvlink_recv).epsilon(1e-12).margin(1e-6));
+      }
+    }
+  // A hot destination: GPU 9 (node 1) receives twice; its NIC carries twice the others' receive.
+  const DeepEpLayout l{16, 8, 256, 8, 0};
+  PairBytes pairs(16, std::vector<Bytes>(16, 100));
+  for (auto& row : pairs) row[9] = 200;
+  const auto ports = deepep_port_bytes_of_pairs(DeepEpKernel::low_latency, l, pairs);
+  CHECK(ports[9].rdma_recv == 8 * 200);
+  CHECK(ports[10].rdma_recv == 8 * 100);
+}
+
+TEST_CASE("DeepEP's fixed cost is the EP 8 low-latency dispatch less its NVLink time", "[deepep]") {
+  // DeepEP docs/legacy.md "Performance": 77 us at EP 8, 128 tokens, 7168 hidden, top-8, FP8 (+16-byte
+  // header); H800 NVLink 200 GB/s one way at the profiles' ring efficiency 0.82.
+  const double fp8 = deepep_fp8_token_bytes(7168) + 16;
+  const DeepEpPortBytes ep8 = deepep_expected_port_bytes(DeepEpKernel::low_latency, {8, 8, 288, 8, 0}, 128, fp8);
+  const double nvlink_us = static_cast<double>(deepep_time_ps(ep8, DeepEpRates{0, 200 * 0.82, 0})) / 1e6;
+  CHECK(kDeepEpFixedCostUs == Approx(77.0 - nvlink_us).margin(0.05));
+}
