@@ -10,16 +10,32 @@
 #include <variant>
 
 #include "sim/backward_shapes.hpp"
+#include "sim/scenario.hpp"
 
 namespace overlap::sim {
-
-namespace {
 
 Workload with_layers(const Workload& w, int layers) {
   Workload c = w;
   std::get<Transformer>(c.shape).layers = layers;
   return c;
 }
+
+std::vector<int> composition_depths(const Workload& workload) {
+  const std::optional<int> base = composition_base_layers(workload);
+  if (!base || gemm_tiles_per_rank(workload) <= kMaxGemmTilesPerRank) return {};
+  const int layers = std::get<Transformer>(workload.shape).layers;
+  std::vector<int> out;
+  // The depths evaluate_all_composed may run, period by period, as its loop picks them.
+  for (int period = 1; period <= kMaxCompositionPeriod; ++period) {
+    const int k = *base + (layers - *base) % period;
+    if (k + 2 * period >= layers) break;
+    for (const int depth : {k, k + period, k + 2 * period})
+      if (std::find(out.begin(), out.end(), depth) == out.end()) out.push_back(depth);
+  }
+  return out;
+}
+
+namespace {
 
 // v(L) from v(k) and v(k + P) - v(k): the figure at depth L = k + n P.
 struct Line {

@@ -39,4 +39,10 @@ std::vector<SchemeResult> evaluate_all_composed(const std::vector<SchemeRequest>
 
 inline constexpr int kMaxCompositionPeriod = 4;
 
+// The workload with `layers` layers (a Transformer's depth).
+Workload with_layers(const Workload& w, int layers);
+// The depths evaluate_all simulates for `workload` when it composes it (every depth
+// evaluate_all_composed may run, in the order it may run them); empty when the workload runs whole.
+std::vector<int> composition_depths(const Workload& workload);
+
 }  // namespace overlap::sim

@@ -2,9 +2,14 @@
 // Which guessed profile values decide a run's answer. A profile lists its guesses, neither published
 // nor calibrated, under `placeholders:` with the range a measurement could plausibly find
 // (cost_model/hardware_profile.hpp PlaceholderRange). The check re-runs the run's schemes with each
-// placeholder at the low and at the high end of its range (two evaluations of every scheme per
-// placeholder, at most profile_schema::kMaxPlaceholders placeholders, side by side on every core:
-// sim/sweep_parallel.hpp) and keeps those where the
+// placeholder at the low and at the high end of its range (at most profile_schema::kMaxPlaceholders
+// placeholders, side by side on every core: sim/sweep_parallel.hpp), but only the schemes whose
+// latency the value can reach: the engine is a deterministic function of the graph and the node
+// (engine.hpp), so a scheme whose graphs (every depth a composed run simulates) have the same digest
+// at the new value, on a node that differs at most in the costs of transports its ops do not use,
+// has the latency it had as run. Its row is the row as run, its speedup taken against the baseline
+// at the new value as evaluate_all takes it; the answer equals re-running every scheme
+// (SensitivityRuns::all, which the tests compare it with). It then keeps the ends where the
 // ranking changes: the best scheme becomes another (the tied best sets share no scheme), or a
 // scheme moves to the other side of the baseline (faster than no_overlap as given, slower at the
 // extreme, or the reverse). Swaps between two schemes that are neither the best nor the baseline are
@@ -47,7 +52,15 @@ struct PlaceholderSensitivity {
   // where the re-run failed ("KEY = V: why").
   std::vector<std::string> unchecked;
   std::vector<DecidingPlaceholder> deciding;
+  // Scheme evaluations the re-runs took (the baseline counted where it was run), and what re-running
+  // every requested scheme and the baseline at every end would have taken.
+  int scheme_runs = 0;
+  int scheme_runs_if_all = 0;
 };
+
+// Which schemes a re-run evaluates: those whose inputs the value changes (the check's own way), or
+// every one (what the cheap way must equal; tests and benchmarks).
+enum class SensitivityRuns { changed_inputs, all };
 
 // Re-loads the scenario with extra --set assignments (the caller's loader, with the run's own sets).
 using ScenarioReloader = std::function<Scenario(const std::vector<std::string>& extra_sets)>;
@@ -57,9 +70,19 @@ using ScenarioReloader = std::function<Scenario(const std::vector<std::string>& 
 PlaceholderSensitivity placeholder_sensitivity(const Scenario& sc, const std::vector<SchemeRequest>& requests,
                                                const std::vector<SchemeResult>& results,
                                                const std::vector<std::string>& given_sets,
-                                               const ScenarioReloader& reload);
+                                               const ScenarioReloader& reload,
+                                               SensitivityRuns runs = SensitivityRuns::changed_inputs);
 
-// One line per deciding placeholder (the table prints them after its best: line); "" when none.
+// The rows of `requests` on `at` (the scenario as run with one profile value changed), latency and
+// speedup only, as evaluate_all gives them with keep_going and latency_only: SensitivityRuns::all
+// evaluates every request; changed_inputs evaluates only those whose inputs differ from `as_run`'s
+// and takes the others' rows from `results` (the run as given). `evaluated`: how many scheme
+// evaluations it took (the baseline included).
+std::vector<SchemeResult> rerun_schemes(const Scenario& as_run, const Scenario& at, const std::vector<SchemeRequest>& requests,
+                                        const std::vector<SchemeResult>& results, SensitivityRuns runs, int* evaluated = nullptr);
+
+// One line per deciding placeholder (the table prints them after its best: line); when none decides,
+// one line naming the placeholders checked; "" when the profile marks none.
 std::string format_placeholder_sensitivity(const PlaceholderSensitivity& s);
 // {"checked": [key...], "unchecked": [...], "deciding": [{key, value, low, high, source, changes:
 // [{value, best_before, best_after, crossings: [{scheme, speedup_before, speedup_after}]}]}]}

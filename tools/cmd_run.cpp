@@ -475,8 +475,11 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   ctx.overrides = shown_overrides(options.sets, flag_sets);
   // With --scheme the user chose one; the others' absence is no news.
   if (options.scheme.empty()) ctx.not_applicable = sim::schemes_not_applying(sc.workload);
-  // An inline profile's file is the scenario, whose comments are about more than the hardware.
-  if (sc.hardware.source_file != sc.file) ctx.hardware_note = placeholder_note(ctx.hardware, sc.hardware.source_file);
+  // An inline profile's file is the scenario, whose comments are about more than the hardware; a
+  // profile whose guesses have ranges gets the sensitivity check's line instead of the count of its
+  // comments that say "placeholder".
+  if (sc.hardware.source_file != sc.file && sc.hardware.placeholders.empty())
+    ctx.hardware_note = placeholder_note(ctx.hardware, sc.hardware.source_file);
   if (!sc.hardware.placeholders.empty()) {
     std::vector<sim::SchemeRequest> requests;
     for (const auto& s : specs) requests.push_back(sim::SchemeRequest{s.name, s.params});

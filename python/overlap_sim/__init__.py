@@ -2,10 +2,10 @@
 
 Two layers over one C++ core (the one the command line links, tools/cmd_*.hpp):
 
-- objects (overlap_sim/scenario.py, results.py, trace.py): load or build a :class:`Scenario` and a
-  :class:`Profile`, change fields (checked at once as ``--set`` checks them), run, and read the
-  results as pandas DataFrames (:class:`RunResult`, :class:`SweepResult`, :class:`TuneResult`,
-  :class:`Trace`);
+- objects (overlap_sim/scenario.py, results.py, profiler_trace.py, validation.py): load or build a
+  :class:`Scenario` and a :class:`Profile`, change fields (checked at once as ``--set`` checks them),
+  run, and read the results as pandas DataFrames (:class:`RunResult`, :class:`SweepResult`,
+  :class:`TuneResult`, :class:`GemmTuneResult`, :class:`Trace`, :class:`Validation`);
 - commands (this file): each function runs the overlap-sim command of the same name and returns
   what it prints with ``--format json``, parsed into plain Python data.
 
@@ -42,7 +42,9 @@ __all__ = [
     "RunResult",
     "SweepResult",
     "TuneResult",
+    "GemmTuneResult",
     "Trace",
+    "Validation",
     # errors
     "OverlapSimError",
     "InputError",
@@ -206,5 +208,6 @@ def trace(files: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]], *, 
 # The object API, built on the functions above.
 from .profile import Profile  # noqa: E402
 from .scenario import Scenario  # noqa: E402
-from .results import RunResult, SweepResult, TuneResult  # noqa: E402
+from .results import GemmTuneResult, RunResult, SweepResult, TuneResult  # noqa: E402
 from .profiler_trace import Trace  # noqa: E402
+from .validation import Validation  # noqa: E402

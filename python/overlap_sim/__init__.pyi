@@ -13,7 +13,9 @@ from .errors import (CannotSimulateError as CannotSimulateError, InputError as I
                      SchemeFailedWarning as SchemeFailedWarning)
 from .profiler_trace import Trace as Trace
 from .report import Report as Report
-from .results import RunResult as RunResult, SweepResult as SweepResult, TuneResult as TuneResult
+from .results import (GemmTuneResult as GemmTuneResult, RunResult as RunResult, SweepResult as SweepResult,
+                      TuneResult as TuneResult)
+from .validation import Validation as Validation
 from ._document import Fields as Fields
 from .profile import Profile as Profile
 from .scenario import Scenario as Scenario

@@ -36,6 +36,7 @@
 #include "tools/cmd_collective.hpp"
 #include "tools/cmd_papers.hpp"
 #include "tools/cmd_profile.hpp"
+#include "tools/cmd_profile_fit.hpp"
 #include "tools/cmd_run.hpp"
 #include "tools/cmd_sweep.hpp"
 #include "tools/cmd_trace.hpp"
@@ -246,6 +247,26 @@ Outcome trace(std::vector<std::string> files, std::string step_prefix, std::stri
   });
 }
 
+// `profile fit FILE... --hardware BASE -o OUTPUT --format json` (tools/cmd_profile_fit.hpp): a profile
+// whose launch and kernel-rate keys are fitted to profiler traces, written to OUTPUT; the report on
+// standard output.
+Outcome profile_fit(std::vector<std::string> files, std::string hardware, std::string output, std::string name,
+                    int min_samples) {
+  ProfileFitOptions o;
+  o.files = std::move(files);
+  o.hardware = std::move(hardware);
+  o.output = std::move(output);
+  o.name = std::move(name);
+  o.min_samples = min_samples;
+  o.format = "json";
+  return call([&](std::ostream& out, std::ostream& err) {
+    if (o.files.empty()) throw UsageError("profile fit: give at least one trace file");
+    if (o.output.empty()) throw UsageError("profile fit: give the fitted profile's output path");
+    cmd_profile_fit(o, out, err);
+    return kExitOk;
+  });
+}
+
 // Loads SCENARIO with SETS exactly as `run` does (its sweep block read for shape only) and prints
 // nothing: every mistake `run` would report before simulating is raised, in milliseconds.
 Outcome check_scenario(std::string scenario, std::vector<std::string> sets) {
@@ -311,6 +332,8 @@ NB_MODULE(_core, m) {
   m.def("profile_list", &profile_list);
   m.def("trace", &trace, nb::arg("files"), nb::arg("step_prefix"), nb::arg("hardware"), nb::arg("kernels"),
         nb::arg("comm_kernels"), nb::arg("compute_kernels"));
+  m.def("profile_fit", &profile_fit, nb::arg("files"), nb::arg("hardware"), nb::arg("output"), nb::arg("name"),
+        nb::arg("min_samples"));
   m.def("check_scenario", &check_scenario, nb::arg("scenario"), nb::arg("sets"));
   m.def("scenario_tree", &scenario_tree, nb::arg("scenario"), nb::arg("sets"));
   // The CLI's -j range (tools/cli.hpp), checked by the Python side before a command runs.

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _core
 from ._calls import InputFile, assignments, finish
 from ._document import _Document
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .results import GemmTuneResult
 
 
 class Profile(_Document):
@@ -23,7 +26,7 @@ class Profile(_Document):
     """
 
     _what = "hardware profile"
-    _OWN = ("source", "sets", "set", "update", "check", "copy", "to_dict", "get", "keys", "names", "load",
+    _OWN = ("source", "sets", "set", "update", "check", "copy", "to_dict", "get", "keys", "names", "load", "tune_gemm",
             "from_dict", "collective", "assignments_for_scenario")
 
     def __init__(self, source: Union[str, "os.PathLike[str]", Mapping[str, Any], "Profile"] = "h100-sxm-8x-nvswitch",
@@ -78,6 +81,20 @@ class Profile(_Document):
         sets = list(self._sets) + assignments(options.pop("sets", None))
         report = collective(primitive, self._source, ranks, sets=sets, **options)
         return frame(report["results"])
+
+    def tune_gemm(self, gemm: str, primitive: str, ranks: int, *, dtype: str = "bf16", search: str = "simulate",
+                  sm_margin: bool = False, budget: int = 40, top: int = 10,
+                  export_flashoverlap: Union[None, str, "os.PathLike[str]"] = None) -> "GemmTuneResult":
+        """``overlap-sim tune --gemm MxNxK --primitive P --ranks R`` on this profile: FlashOverlap's wave
+        groups for one GEMM, as a :class:`GemmTuneResult`."""
+        from . import tune
+        from .results import GemmTuneResult
+        if isinstance(self._source, dict) or self._sets:
+            raise NotImplementedError("tune_gemm() needs a named or file profile without fields set (the command "
+                                      "reads a name or path)")
+        return GemmTuneResult(tune(hardware=self._source, gemm=gemm, dtype=dtype, primitive=primitive, ranks=ranks,
+                                   search=search, budget=budget, top=top, sm_margin=sm_margin,
+                                   export_flashoverlap=export_flashoverlap))
 
     def __repr__(self) -> str:
         src = "dict" if isinstance(self._source, dict) else repr(self._source)

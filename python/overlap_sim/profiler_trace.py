@@ -8,10 +8,14 @@ and step; and with ``kernels``, every kernel group per rank (``--kernels``).
 
 from __future__ import annotations
 
+import json
 import os
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from .report import Report, frame
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .profile import Profile
 
 Files = Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]]]
 
@@ -28,7 +32,9 @@ class Trace:
       message), ``count``, ``total_ns``, ``mean_ns``, ``min_ns``, ``max_ns``;
     - ``by_kind``: DataFrame, the kernels summed per ``class`` and ``kind`` over every rank
       (``groups``, ``count``, ``total_ns``), largest total first;
-    - ``report`` / ``kernel_report``: the command's JSON, without and with ``--kernels``.
+    - ``predictions``: with ``hardware``, the model's time beside each kernel class (DataFrame);
+    - ``report`` / ``kernel_report``: the command's JSON, without and with ``--kernels``;
+    - ``fit_profile(output, hardware=...)``: ``profile fit`` of these traces (a Profile and its keys).
     """
 
     def __init__(self, files: Files, *, hardware: Optional[str] = None, step_prefix: str = "ProfilerStep#",
@@ -84,6 +90,27 @@ class Trace:
                   .reset_index())
         return table.sort_values(["total_ns", "class", "kind"], ascending=[False, True, True], kind="stable") \
                     .reset_index(drop=True)
+
+    @property
+    def predictions(self):
+        """With ``hardware``: the model's time beside each kernel class measured (``class``, ``what``,
+        ``measured_ns``, ``predicted_ns``, ``not_predicted``), one row per class; empty without."""
+        return frame(self.report.get("predictions", {}).get("rows", []))
+
+    def fit_profile(self, output: Union[str, "os.PathLike[str]"], *, hardware: str = "h100-sxm-8x-nvswitch",
+                    name: str = "", min_samples: int = 3) -> Tuple["Profile", Any]:
+        """``overlap-sim profile fit FILE... --hardware BASE -o OUTPUT``: a profile of ``hardware`` with the
+        keys these traces measure fitted to them, written to ``output`` (atomically). Returns the
+        :class:`Profile` read from it and the report's keys as a DataFrame (``key``, ``fitted``,
+        ``text``, ...)."""
+        from . import _core
+        from ._calls import finish, path_arg, text_arg
+        from .profile import Profile
+        out = path_arg(output, "output")
+        data = json.loads(finish(_core.profile_fit([path_arg(f, "files") for f in self.files],
+                                                   path_arg(hardware, "hardware"), out, text_arg(name, "name"),
+                                                   int(min_samples))))
+        return Profile(out), frame(data.get("keys", []))
 
     def to_dataframe(self):
         return self.kernels

@@ -55,6 +55,21 @@ class RunResult(_Result):
     def to_dataframe(self):
         return self.schemes
 
+    def row(self, scheme: str, **params: Any):
+        """The first row of ``schemes`` for ``scheme`` whose knobs include ``params`` (as a pandas
+        Series: ``r.row("async_tp", streams=1)["latency_us"]``). KeyError when none matches."""
+        for i, r in enumerate(self.report["results"]):
+            if r["scheme"] == scheme and all(r.get("params", {}).get(k) == v for k, v in params.items()):
+                return self.schemes.iloc[i]
+        raise KeyError(f"no {scheme} with {params} in {self.report.get('scenario')!r}")
+
+    @property
+    def placeholders(self) -> Dict[str, Any]:
+        """Which guessed profile values were re-run at both ends of their plausible ranges and which
+        change the ranking (the report's ``placeholder_sensitivity``; empty when the profile marks no
+        guess): ``checked``, ``unchecked``, ``deciding``."""
+        return dict(self.report.get("placeholder_sensitivity", {}))
+
     @property
     def best(self) -> Dict[str, Any]:
         return dict(self.report["best"])
@@ -98,6 +113,27 @@ class SweepResult(_Result):
     def __repr__(self) -> str:
         return (f"SweepResult({self.report.get('scenario')!r}: {self.points} points over {', '.join(self.swept)}, "
                 f"{len(self.report.get('rows', []))} rows)")
+
+
+class GemmTuneResult(_Result):
+    """``overlap-sim tune --gemm`` (operator level, :meth:`Profile.tune_gemm`): FlashOverlap's wave
+    groups for one GEMM and collective.
+
+    - ``candidates``: DataFrame, one row per partition tried, best first;
+    - ``r["waves"]``, ``r["groups_waves"]``, ``r["speedup_vs_no_overlap"]``, ...: the chosen
+      partition's figures (the report's top-level keys); ``report``: the whole JSON report.
+    """
+
+    @property
+    def candidates(self):
+        return self._frame("candidates", lambda: frame(self.report.get("candidates", [])))
+
+    def to_dataframe(self):
+        return self.candidates
+
+    def __repr__(self) -> str:
+        return (f"GemmTuneResult({self.report.get('waves')} waves, groups {self.report.get('groups_waves')}, "
+                f"x{self.report.get('speedup_vs_no_overlap', float('nan')):.3f})")
 
 
 class TuneResult(_Result):

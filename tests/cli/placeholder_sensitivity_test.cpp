@@ -28,9 +28,14 @@ nlohmann::json run_json(std::vector<std::string> args) {
   return nlohmann::json::parse(r.out);
 }
 
-// The default H100 profile's text with `section` appended (a profile of our own with placeholders).
+// The default H100 profile's text without its own `placeholders:` section (from the comment that
+// opens it), then `section` appended: a profile of our own with only the placeholders given.
+std::string h100_text() {
+  const std::string text = read_text(default_hardware_dir() + "/h100-sxm-8x-nvswitch.yaml");
+  return text.substr(0, text.find("# Guessed values"));
+}
 std::string h100_with(const TempDir& dir, const std::string& section) {
-  return dir.write("h100-guess.yaml", read_text(default_hardware_dir() + "/h100-sxm-8x-nvswitch.yaml") + section);
+  return dir.write("h100-guess.yaml", h100_text() + section);
 }
 
 }  // namespace
@@ -45,7 +50,7 @@ TEST_CASE("placeholders: B200's SM-copy rate per CTA decides whether flux beats 
 
   const nlohmann::json j = run_json({"--hardware", "b200-hgx-8x-nvswitch"});
   const nlohmann::json& s = j.at("placeholder_sensitivity");
-  CHECK(s.at("checked").size() == 3);
+  CHECK(s.at("checked").size() == 8);
   const nlohmann::json* cta = nullptr;
   for (const auto& d : s.at("deciding"))
     if (d.at("key") == "transports.sm_copy.cta_gbps") cta = &d;
@@ -69,7 +74,7 @@ TEST_CASE("placeholders: B200's SM-copy rate per CTA decides whether flux beats 
     if (r.at("scheme") == "flux") CHECK(r.at("speedup_vs_no_overlap").get<double>() == flux.at("speedup_after").get<double>());
   // A value the user set is theirs: not re-run, and said so in the JSON only.
   const nlohmann::json& s2 = set.at("placeholder_sensitivity");
-  CHECK(s2.at("checked").size() == 2);
+  CHECK(s2.at("checked").size() == 7);
   REQUIRE(s2.at("unchecked").size() == 1);
   CHECK(s2.at("unchecked")[0] == "transports.sm_copy.cta_gbps: set by --set");
 }
@@ -82,28 +87,36 @@ TEST_CASE("placeholders: a range that cannot change the ranking adds nothing to 
                                            "  transports.sm_copy.cta_gbps:\n"
                                            "    range: [5, 500]\n"
                                            "    source: a test's range, wide on purpose\n");
+  const std::string none = dir.write("h100-no-ranges.yaml", h100_text());
   const std::string schemes = "  - no_overlap\n  - flashoverlap\n";
-  std::string scenario = gemm_collective_scenario("reduce_scatter") + schemes;
-  const std::string plain = dir.write("plain.yaml", scenario);
-  scenario.replace(scenario.find("h100-sxm-8x-nvswitch"), std::string("h100-sxm-8x-nvswitch").size(), guess);
-  const std::string guessed = dir.write("guessed.yaml", scenario);
+  const std::string scenario = gemm_collective_scenario("reduce_scatter") + schemes;
+  const auto with_profile = [&](const std::string& file, const std::string& profile) {
+    std::string s = scenario;
+    s.replace(s.find("h100-sxm-8x-nvswitch"), std::string("h100-sxm-8x-nvswitch").size(), profile);
+    return dir.write(file, s);
+  };
+  const std::string plain = with_profile("plain.yaml", none);
+  const std::string guessed = with_profile("guessed.yaml", guess);
 
   const CliResult a = cli({"run", plain});
   const CliResult b = cli({"run", guessed});
   REQUIRE(a.rc == 0);
   REQUIRE(b.rc == 0);
   CHECK_FALSE(contains(b.out, "placeholder decides"));
-  // The same table but for the scenario's name in its header and the profile's path in the note.
+  // One line says the guess was checked and decides nothing.
+  CHECK(contains(b.out, "placeholders: no guess decides the ranking (transports.sm_copy.cta_gbps is checked at both ends"));
+  // The same table but for the scenario's name in its header and the lines after `best:` (the ranged
+  // profile's line above; the unranged one's note counting its marked comments).
   const auto body = [](const std::string& out) {
     const std::size_t from = out.find("\nworkload:");
-    return out.substr(from, out.find("\nnote: hardware") - from);
+    return out.substr(from, std::min(out.find("\nplaceholders: "), out.find("\nnot applicable")) - from);
   };
   CHECK(body(a.out) == body(b.out));
   CHECK(body(a.out).size() > 500);
   const nlohmann::json j = run_json({guessed});
   CHECK(j.at("placeholder_sensitivity").at("checked") == nlohmann::json::array({"transports.sm_copy.cta_gbps"}));
   CHECK(j.at("placeholder_sensitivity").at("deciding").empty());
-  // A profile without placeholders has no such key (every H100 scenario's JSON is as it was).
+  // A profile without placeholders has no such key.
   CHECK_FALSE(run_json({plain}).contains("placeholder_sensitivity"));
 }
 
@@ -134,7 +147,7 @@ TEST_CASE("placeholders: a malformed range is refused with file, line and key", 
        "placeholders.gpu.gemm_efficiency.sorce", "unknown"},
   };
   const int base_lines = [] {
-    const std::string t = read_text(default_hardware_dir() + "/h100-sxm-8x-nvswitch.yaml");
+    const std::string t = h100_text();
     return static_cast<int>(std::count(t.begin(), t.end(), '\n'));
   }();
   for (const Case& c : cases) {
