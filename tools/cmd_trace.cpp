@@ -24,6 +24,7 @@
 #include "cost_model/atomic_file.hpp"
 #include "tools/cli.hpp"
 #include "tools/trace_flags.hpp"
+#include "tools/trace_replay_report.hpp"
 
 namespace overlap::tools {
 
@@ -55,12 +56,21 @@ CLI::App* add_trace_command(CLI::App& app, TraceOptions& o) {
   cmd->add_flag("--strict", o.strict,
                "Refuse a trace with an event that cannot be read as written (a missing, negative or non-numeric "
                "time, a row that ends before it starts) instead of skipping and counting it");
+  cmd->add_flag("--replay", o.replay,
+               "Replay the kernels' task graph (streams, launches, stream waits, collectives across ranks) and print "
+               "measured vs replayed span per rank and busy time per stream");
+  cmd->add_option("--what-if", o.what_ifs,
+                  "With --replay: replay again with KEY=VALUE (kind.<kind>.speed=F for a kernel kind, comm.speed=F for "
+                  "communication kernels; repeatable)");
+  cmd->add_option("--replay-trace", o.replay_trace,
+                  "With --replay: write the replay beside the original as a Perfetto / Chrome trace to FILE (atomically)");
   cmd->footer("\nExamples:\n"
               "  overlap-sim trace rank0.pt.trace.json.gz rank1.pt.trace.json.gz\n"
               "  overlap-sim trace traces/*.json.gz --kernels --format csv -o kernels.csv\n"
               "  overlap-sim trace traces/*.json.gz --hardware h100-sxm-8x-nvswitch\n"
               "  overlap-sim trace report.sqlite --format json -o overlap.json\n"
-              "  overlap-sim trace traces/*.json.gz --comm-kernel 'my_alltoall_kernel'\n");
+              "  overlap-sim trace traces/*.json.gz --comm-kernel 'my_alltoall_kernel'\n"
+              "  overlap-sim trace traces/*.json.gz --replay --what-if kind.gemm.speed=1.5 --replay-trace replay.json\n");
   return cmd;
 }
 
@@ -241,7 +251,7 @@ constexpr const char* kDefinition =
 }  // namespace
 
 TraceReports load_trace_reports(const std::vector<std::string>& files, const std::string& step_prefix, std::ostream& err,
-                                const traces::KernelClassifier& kernels, bool strict) {
+                                const traces::KernelClassifier& kernels, bool strict, bool keep_traces) {
   TraceReports run;
   std::vector<traces::RankTrace> loaded;
   for (const std::string& f : files) {
@@ -251,9 +261,13 @@ TraceReports load_trace_reports(const std::vector<std::string>& files, const std
       r.rank_from_trace = t.rank.has_value();
       r.rank = t.rank.value_or(0);
       r.part = t.part;
-      // The trace's activities are not needed after analyze(): drop them before the next file.
-      t.activities = {};
-      t.launches = {};
+      // The trace's activities are not needed after analyze() unless replayed: drop them before the next file.
+      if (!keep_traces) {
+        t.activities = {};
+        t.launches = {};
+        t.launch_threads = {};
+        t.syncs = {};
+      }
       loaded.push_back(std::move(t));
       run.ranks.push_back(std::move(r));
     }
@@ -308,7 +322,17 @@ TraceReports load_trace_reports(const std::vector<std::string>& files, const std
                          "{} rank(s) given\n",
                          bounded_list(missing), *run.world_size, seen.size());
     }
-    std::stable_sort(run.ranks.begin(), run.ranks.end(), [](const RankReport& a, const RankReport& b) { return a.rank < b.rank; });
+    std::vector<std::size_t> order(run.ranks.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return run.ranks[a].rank < run.ranks[b].rank; });
+    std::vector<RankReport> ranks;
+    std::vector<traces::RankTrace> sorted;
+    for (std::size_t i : order) {
+      ranks.push_back(std::move(run.ranks[i]));
+      sorted.push_back(std::move(loaded[i]));
+    }
+    run.ranks = std::move(ranks);
+    loaded = std::move(sorted);
   }
   std::int64_t skipped = 0;
   std::size_t files_skipping = 0;
@@ -323,12 +347,14 @@ TraceReports load_trace_reports(const std::vector<std::string>& files, const std
                        "(listed under \"Skipped events\"); --strict refuses such a trace\n",
                        skipped, files_skipping);
   run.split = traces::split_collective_waits(run.ranks);
+  if (keep_traces) run.traces = std::move(loaded);
   return run;
 }
 
 namespace {
 
-Run load(const TraceOptions& o, std::ostream& err) {
+// --comm-kernel / --compute-kernel, each checked with its flag's name.
+traces::KernelClassifier checked_classifier(const TraceOptions& o) {
   for (const auto& [flag, patterns] : {std::pair{"--comm-kernel", &o.comm_kernels}, std::pair{"--compute-kernel", &o.compute_kernels}}) {
     try {
       kernel_classifier(*patterns, {});
@@ -336,7 +362,11 @@ Run load(const TraceOptions& o, std::ostream& err) {
       throw UsageError(fmt::format("trace: {}: {}", flag, e.what()));
     }
   }
-  const traces::KernelClassifier kernels = kernel_classifier(o.comm_kernels, o.compute_kernels);
+  return kernel_classifier(o.comm_kernels, o.compute_kernels);
+}
+
+Run load(const TraceOptions& o, std::ostream& err) {
+  const traces::KernelClassifier kernels = checked_classifier(o);
   TraceReports loaded = load_trace_reports(o.files, o.step_prefix, err, kernels, o.strict);
   Run run;
   run.ranks = std::move(loaded.ranks);
@@ -666,8 +696,47 @@ void write_kernels_csv(const Run& run, std::ostream& out) {
 
 }  // namespace
 
+namespace {
+
+// `trace --replay`: every flag checked before a file is read, both outputs worked out before either is written.
+void cmd_trace_replay(const TraceOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.kernels) throw UsageError("trace: --replay prints the replay; --kernels goes without it");
+  if (!o.hardware.empty())
+    throw UsageError("trace: --hardware with --replay (kernels priced by the model) is not available yet: replay with "
+                     "--what-if, or compare kernels with --hardware alone");
+  if (o.format == "csv") throw UsageError("trace: --replay prints a table or JSON (--format table|json), not csv");
+  std::vector<traces::WhatIf> what_ifs;
+  for (const std::string& w : o.what_ifs) {
+    try {
+      what_ifs.push_back(traces::parse_what_if(w));
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(fmt::format("trace: --what-if: {}", e.what()));
+    }
+  }
+  if (!o.output.empty() && o.output == o.replay_trace) throw UsageError("trace: -o and --replay-trace name the same file");
+  const traces::KernelClassifier kernels = checked_classifier(o);
+  const TraceReports loaded = load_trace_reports(o.files, o.step_prefix, err, kernels, o.strict, true);
+  check_outputs_not_inputs({{"-o", o.output}, {"--replay-trace", o.replay_trace}});
+  const ReplayReport report = replay_report(loaded, what_ifs, o.format, !o.replay_trace.empty());
+  if (!o.replay_trace.empty()) {
+    write_file_atomically(o.replay_trace, report.chrome_trace);
+    err << "wrote " << o.replay_trace << "\n";
+  }
+  if (o.output.empty()) {
+    out << report.text;
+    return;
+  }
+  write_file_atomically(o.output, report.text);
+  err << "wrote " << o.output << "\n";
+}
+
+}  // namespace
+
 void cmd_trace(const TraceOptions& o, std::ostream& out, std::ostream& err) {
   if (o.kernels && !o.hardware.empty()) throw UsageError("trace: --kernels lists the kernels; --hardware goes without it");
+  if (!o.replay && !o.what_ifs.empty()) throw UsageError("trace: --what-if changes a replay: give --replay with it");
+  if (!o.replay && !o.replay_trace.empty()) throw UsageError("trace: --replay-trace writes a replay: give --replay with it");
+  if (o.replay) return cmd_trace_replay(o, out, err);
   Run run = load(o, err);
   if (!o.hardware.empty()) predict(o, run);
   check_outputs_not_inputs({{"-o", o.output}});

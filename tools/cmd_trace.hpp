@@ -29,6 +29,12 @@
 // user's own kernels communication or compute before the built-in families. With several ranks,
 // each collective kernel is split into waiting for its last peer and the transfer after it
 // (calibrate/traces/collective_wait.hpp), and `--hardware` compares only the transfer with the model.
+//
+// `--replay` replays the kernels' task graph (calibrate/traces/replay_graph.hpp, trace_replay.hpp) and
+// prints measured vs replayed span per rank and busy time per stream; `--what-if KEY=VALUE`
+// (repeatable; calibrate/traces/replay_what_if.hpp) replays again with changed kernel speeds, and
+// `--replay-trace FILE` writes the replay beside the original as a Perfetto trace (atomically).
+// --what-if or --replay-trace without --replay, or a bad key or factor, is refused (exit 2).
 #include <optional>
 #include <ostream>
 #include <string>
@@ -52,6 +58,9 @@ struct TraceOptions {
   bool kernels = false;  // --kernels: every kernel group instead of the overlap report
   std::vector<std::string> comm_kernels, compute_kernels;  // --comm-kernel / --compute-kernel REGEX
   bool strict = false;  // --strict: refuse a trace with an event the readers cannot read as written
+  bool replay = false;  // --replay: replay the kernels' task graph (calibrate/traces/replay_graph.hpp)
+  std::vector<std::string> what_ifs;  // --what-if KEY=VALUE (calibrate/traces/replay_what_if.hpp)
+  std::string replay_trace;           // --replay-trace FILE: the replay as a Perfetto trace
 };
 
 // The files read and analysed, one report per rank (an Nsight Systems export of several processes
@@ -61,11 +70,14 @@ struct TraceReports {
   std::vector<traces::RankReport> ranks;
   std::optional<int> world_size;
   traces::CollectiveSplit split;
+  // With keep_traces: each rank's trace as read, index for index with `ranks` (for the replay).
+  std::vector<traces::RankTrace> traces;
 };
 // Events a reader skipped (RankReport::skipped) are counted in each report and, unless `strict`
 // (which refuses the file instead), summed in a warning on `err`.
 TraceReports load_trace_reports(const std::vector<std::string>& files, const std::string& step_prefix, std::ostream& err,
-                                const traces::KernelClassifier& kernels = {}, bool strict = false);
+                                const traces::KernelClassifier& kernels = {}, bool strict = false,
+                                bool keep_traces = false);
 
 CLI::App* add_trace_command(CLI::App& app, TraceOptions& options);
 

@@ -91,6 +91,8 @@ CollectiveSplit split_collective_waits(std::vector<RankReport>& ranks) {
     }
   }
   for (const auto& c : collectives) {
+    std::vector<std::pair<std::size_t, std::int32_t>>& members = out.members.emplace_back();
+    for (const Member& m : c) members.emplace_back(m.rank, m.kernel->activity);
     // Times and offsets are below 2^62 in magnitude (calibrate/traces/trace_limits.hpp); their
     // differences are taken in 128 bits, and the sums checked.
     __int128 last = INT64_MIN;

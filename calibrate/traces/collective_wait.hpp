@@ -33,6 +33,8 @@ namespace overlap::traces {
 struct CollectiveSplit {
   std::int64_t matched = 0;  // collectives split (each counted once, over its ranks)
   std::vector<std::string> notes;  // kinds not matched, and why
+  // Each matched collective's members: (index into `ranks`, CommKernel::activity), for the replay.
+  std::vector<std::vector<std::pair<std::size_t, std::int32_t>>> members;
 };
 
 // Fills each CommGroup's matched / wait_ns / transfer_ns / transfer_durations_ns and each rank's

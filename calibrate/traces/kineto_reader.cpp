@@ -110,6 +110,9 @@ enum class Key : std::uint8_t {
   group_size,
   dtype,
   process_group_name,
+  stream,
+  wait_on_stream,
+  wait_on_event_record,
 };
 
 struct Event {
@@ -124,6 +127,7 @@ struct Event {
   // ts + dur within [0, kMaxTraceTimeNs): each is below 2^62, so the sum cannot overflow.
   bool end_ok() const { return has_ts && has_dur && ts_ns + dur_ns < kMaxTraceTimeNs; }
   std::optional<std::int64_t> device, correlation, external_id, in_nelems, out_nelems, group_size;
+  std::optional<std::int64_t> stream, wait_on_stream, wait_on_event_record;
   std::vector<std::vector<std::int64_t>> input_dims;
   std::vector<std::string> input_types;
   std::string collective, dtype, process_group;
@@ -142,6 +146,9 @@ struct Event {
     in_nelems.reset();
     out_nelems.reset();
     group_size.reset();
+    stream.reset();
+    wait_on_stream.reset();
+    wait_on_event_record.reset();
     input_dims.clear();
     input_types.clear();
     collective.clear();
@@ -316,16 +323,17 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
         if (!in_args_) return Key::other;
         switch (k.size()) {
           case 5: return k == "dtype" ? Key::dtype : Key::other;
-          case 6: return k == "device" ? Key::device : Key::other;
+          case 6: return k == "device" ? Key::device : k == "stream" ? Key::stream : Key::other;
           case 10:
             if (k == "Input Dims" || k == "Input dims") return Key::input_dims;
             if (k == "Input type") return Key::input_type;
             return k == "Group size" ? Key::group_size : Key::other;
           case 11: return k == "correlation" ? Key::correlation : k == "External id" || k == "external id" ? Key::external_id : Key::other;
           case 13: return k == "In msg nelems" ? Key::in_nelems : Key::other;
-          case 14: return k == "Out msg nelems" ? Key::out_nelems : Key::other;
+          case 14: return k == "Out msg nelems" ? Key::out_nelems : k == "wait_on_stream" ? Key::wait_on_stream : Key::other;
           case 15: return k == "Collective name" ? Key::collective_name : Key::other;
           case 18: return k == "Process Group Name" ? Key::process_group_name : Key::other;
+          case 33: return k == "wait_on_cuda_event_record_corr_id" ? Key::wait_on_event_record : Key::other;
           default: return Key::other;
         }
       default: return Key::other;
@@ -429,6 +437,9 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
         case Key::in_nelems: ev_.in_nelems = v; break;
         case Key::out_nelems: ev_.out_nelems = v; break;
         case Key::group_size: ev_.group_size = v; break;
+        case Key::stream: ev_.stream = v; break;
+        case Key::wait_on_stream: ev_.wait_on_stream = v; break;
+        case Key::wait_on_event_record: ev_.wait_on_event_record = v; break;
         default: break;
       }
     } else if (depth_ == 6 && in_event() && in_args_ && keys_[4] == Key::input_dims && !ev_.input_dims.empty()) {
@@ -486,6 +497,13 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
     const bool memory = cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "Memcpy" || cat == "Memset";
     const bool launch = cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime" || cat == "Driver";
     const bool cpu = cat == "cpu_op" || cat == "user_annotation" || cat == "Operator" || cat == "python_function";
+    // Kineto's CUPTI synchronisation records (libkineto output_json.cpp, CUDA_SYNC activities): on
+    // the GPU's row, args stream, correlation and, for a stream wait, wait_on_stream and
+    // wait_on_cuda_event_record_corr_id. Kept for the replay only; a record it cannot use is left out.
+    if (cat == "cuda_sync") {
+      if (ev_.has_ts) note_sync(true);
+      return;
+    }
     if (!kernel && !memory && !launch && !cpu) return;
     const bool step = cpu && !step_prefix_.empty() && ev_.name.compare(0, step_prefix_.size(), step_prefix_) == 0 &&
                       cat != "python_function";
@@ -518,6 +536,9 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       a.device = static_cast<std::int32_t>(device);
       a.external_id = ev_.external_id.value_or(-1);
       a.correlation = ev_.correlation.value_or(-1);
+      // The stream as args.stream says, else the row Kineto writes it on (tid); -1 when neither is an int32.
+      const std::int64_t stream = ev_.stream ? *ev_.stream : ev_.tid;
+      a.stream = stream >= 0 && stream <= INT32_MAX ? static_cast<std::int32_t>(stream) : -1;
       a.kind = families_[a.name]->kind;
       a.library = families_[a.name]->library;
       a.cls = activity_class(*families_[a.name]);
@@ -529,7 +550,11 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       return;
     }
     if (launch) {
-      if (ev_.correlation) trace_.launches.emplace_back(*ev_.correlation, ev_.ts_ns);
+      if (ev_.correlation) {
+        trace_.launches.emplace_back(*ev_.correlation, ev_.ts_ns);
+        trace_.launch_threads.push_back(thread_of(ev_.pid, ev_.tid));
+      }
+      note_sync(false);
       return;
     }
     if (cpu) {
@@ -552,6 +577,33 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       }
       if (op >= 0 && is_op_range(cat)) op_ranges_.push_back({thread_of(ev_.pid, ev_.tid), ev_.ts_ns, ev_.ts_ns + ev_.dur_ns, op});
     }
+  }
+
+  // A synchronisation for the replay: a runtime call by name (cudaStreamWaitEvent, cudaEventRecord,
+  // cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize), or a cuda_sync record
+  // ("Stream Wait Event", "Stream Sync", "Context Sync", "Event Sync").
+  void note_sync(bool record) {
+    std::optional<SyncKind> kind;
+    const std::string& n = ev_.name;
+    if (n == "cudaStreamWaitEvent" || n == "Stream Wait Event") kind = SyncKind::stream_wait_event;
+    else if (n == "cudaEventRecord" || n == "cudaEventRecordWithFlags") kind = SyncKind::event_record;
+    else if (n == "cudaStreamSynchronize" || n == "Stream Sync") kind = SyncKind::stream_sync;
+    else if (n == "cudaDeviceSynchronize" || n == "Context Sync") kind = SyncKind::device_sync;
+    else if (n == "cudaEventSynchronize" || n == "Event Sync") kind = SyncKind::event_sync;
+    if (!kind) return;
+    SyncCall c;
+    c.kind = *kind;
+    c.start_ns = ev_.ts_ns;
+    c.end_ns = ev_.end_ok() ? ev_.ts_ns + ev_.dur_ns : ev_.ts_ns;
+    c.correlation = ev_.correlation.value_or(-1);
+    if (!record) c.thread = thread_of(ev_.pid, ev_.tid);
+    const auto int32_of = [](const std::optional<std::int64_t>& v) {
+      return v && *v >= 0 && *v <= INT32_MAX ? static_cast<std::int32_t>(*v) : -1;
+    };
+    c.stream = int32_of(record && !ev_.stream ? std::optional<std::int64_t>(ev_.tid) : ev_.stream);
+    c.wait_on_stream = int32_of(ev_.wait_on_stream);
+    c.event_record_correlation = ev_.wait_on_event_record.value_or(-1);
+    trace_.syncs.push_back(c);
   }
 
   void skip(const char* what, const std::string& why, const char* field) {

@@ -24,7 +24,7 @@
 //   default): a step.
 // The document is never held whole: nlohmann::json's SAX parser reads it through a 256 KiB buffer
 // (calibrate/traces/trace_stream.hpp inflates a gzip file and bounds tokens), so memory grows with the number of GPU
-// activities kept (48 bytes each, plus 16 per launch record and about 96 per matmul or collective
+// activities kept (56 bytes each, plus 24 per launch record and about 96 per matmul or collective
 // op, whose shape is worked out as it is read), not with the file. A trace of the older layout is
 // read a second time for its launches and op ranges (32 bytes each).
 #include <string>

@@ -272,9 +272,9 @@ std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const std::stri
                                    "(docs/reference/limits.md)",
                                    kMaxTraceActivities));
   };
-  db.query(fmt::format("SELECT k.start, k.end, k.deviceId, k.correlationId, s.value, {} FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+  db.query(fmt::format("SELECT k.start, k.end, k.deviceId, k.correlationId, s.value, {}, {} FROM CUPTI_ACTIVITY_KIND_KERNEL k "
                        "LEFT JOIN StringIds s ON s.id = k.{} ORDER BY k.start, k.end, k.deviceId, k.correlationId",
-                       by_process ? "k.globalPid" : "NULL", name_col),
+                       by_process ? "k.globalPid" : "NULL", kernel_cols.count("streamId") ? "k.streamId" : "NULL", name_col),
            [&](sqlite3_stmt* s) {
              const std::string table = "CUPTI_ACTIVITY_KIND_KERNEL.";
              std::int64_t process = -1;
@@ -291,6 +291,9 @@ std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const std::stri
                return skip(process, "kernel", std::string("correlationId ") + why, table + "correlationId");
              count_activity();
              a.device = static_cast<std::int32_t>(device);
+             // The stream, for the replay: -1 when not recorded or not an int32 (the figures do not use it).
+             if (std::int64_t stream = -1; !*integer_of(s, 6, stream, -1) && stream >= 0 && stream <= INT32_MAX)
+               a.stream = static_cast<std::int32_t>(stream);
              const std::string name = text_of(s, 4);
              Part& p = part(process);
              a.name = p.names->intern(name.empty() ? "(unnamed kernel)" : name);
@@ -380,7 +383,11 @@ std::vector<RankTrace> read_nsys_sqlite(const std::string& path, const std::stri
                  return skip(-1, "launch", "globalTid not an integer", "CUPTI_ACTIVITY_KIND_RUNTIME.globalTid");
                Part* p = known(process);
                std::int64_t start = 0, correlation = 0;
-               if (p && launch_of(s, 1, 0, *p, start, correlation)) p->trace.launches.emplace_back(correlation, start);
+               if (p && launch_of(s, 1, 0, *p, start, correlation)) {
+                 p->trace.launches.emplace_back(correlation, start);
+                 std::int64_t thread = -1;
+                 p->trace.launch_threads.push_back(*integer_of(s, 2, thread, -1) ? -1 : thread);
+               }
              });
   // NVTX ranges: steps (PREFIX<n>) and, for GEMM shapes, the ranges PyTorch's NVTX profiler pushes
   // per op. A kernel's op is the innermost range open on the launching thread when the launch

@@ -273,7 +273,7 @@ void list_kernels(const RankTrace& trace, RankReport& r) {
     }
     for (const auto& [ai, created] : sequence) {
       const GpuActivity& a = trace.activities[ai];
-      r.comm_sequence.push_back({a.start_ns, a.end_ns, index_of[static_cast<std::size_t>(created)]});
+      r.comm_sequence.push_back({a.start_ns, a.end_ns, index_of[static_cast<std::size_t>(created)], static_cast<std::int32_t>(ai)});
     }
     std::stable_sort(r.comm_sequence.begin(), r.comm_sequence.end(),
                      [](const CommKernel& a, const CommKernel& b) { return std::tie(a.start_ns, a.end_ns) < std::tie(b.start_ns, b.end_ns); });

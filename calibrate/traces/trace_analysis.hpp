@@ -59,6 +59,7 @@ struct CommGroup {
 struct CommKernel {
   std::int64_t start_ns = 0, end_ns = 0;
   std::int32_t group = 0;  // index into RankReport::comms
+  std::int32_t activity = -1;  // index into RankTrace::activities (the replay joins collectives by it)
 };
 
 // Every kernel (and copy) group of a rank, for `trace --kernels`: a GEMM group (kernel, op and

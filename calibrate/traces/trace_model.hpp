@@ -27,6 +27,7 @@ struct GpuActivity {
   std::uint32_t name = 0;         // index into RankTrace::names
   std::int32_t device = 0;
   std::int32_t op = -1;           // index into RankTrace::gemm_ops or comm_ops, as `link` says
+  std::int32_t stream = -1;       // CUDA stream (Kineto args.stream, else tid; nsys streamId); -1: not recorded
   ActivityClass cls = ActivityClass::compute;
   KernelKind kind = KernelKind::unknown;
   CommLibrary library = CommLibrary::none;
@@ -69,6 +70,25 @@ struct CommOp {
   std::uint32_t collective = 0, dtype = 0, process_group = 0;
 };
 
+// A synchronisation the trace records, for the replay (calibrate/traces/replay_graph.hpp).
+enum class SyncKind : std::uint8_t {
+  stream_wait_event,  // the stream waits for an event recorded on another stream (cudaStreamWaitEvent)
+  event_record,       // cudaEventRecord: the event is the recording stream's work launched so far
+  stream_sync,        // the CPU thread waits for one stream (cudaStreamSynchronize)
+  device_sync,        // the CPU thread waits for every stream (cudaDeviceSynchronize)
+  event_sync,         // the CPU thread waits for an event (cudaEventSynchronize)
+};
+struct SyncCall {
+  std::int64_t start_ns = 0, end_ns = 0;  // the runtime call (or CUPTI sync record) as recorded
+  std::int64_t correlation = -1;          // its correlation id: orders it among the launches
+  std::int64_t thread = -1;               // the calling CPU thread (-1: not recorded)
+  // Kineto's cuda_sync record of a stream wait (PyTorch 2.x): the waiting stream, the stream
+  // waited on and the correlation id of the cudaEventRecord it waits for; -1 when not recorded.
+  std::int64_t event_record_correlation = -1;
+  std::int32_t stream = -1, wait_on_stream = -1;
+  SyncKind kind = SyncKind::device_sync;
+};
+
 struct StepRange {
   std::string name;
   std::int64_t start_ns = 0;
@@ -91,6 +111,11 @@ struct RankTrace {
   std::vector<StepRange> steps;
   // (correlation, launch time): when the CPU launched each activity, which decides its step.
   std::vector<std::pair<std::int64_t, std::int64_t>> launches;
+  // The CPU thread of each launch, index for index with `launches` ((pid, tid) folded to one key;
+  // -1: not recorded): the replay's launch order per thread.
+  std::vector<std::int64_t> launch_threads;
+  // Synchronisations the trace records (runtime calls and CUPTI sync records), in file order.
+  std::vector<SyncCall> syncs;
   // Events the reader could not read as written and left out, by what and why ("kernel: dur
   // negative", "kernel: start not an integer"): reported with the figures, or, read with strict,
   // the file refused at the first one.

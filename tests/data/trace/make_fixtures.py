@@ -11,6 +11,9 @@ from these intervals in their comments.
                        dispatch and combine, a peer copy and a TE userbuffers kernel
   late_rank0.json,     two ranks of one job, rank 1's clock 1000 us ahead, each arriving late at
   late_rank1.json      one of two all-reduces
+  replay_rank0.json,   two ranks for the replay (tests/trace/test_trace_replay.cpp): launches,
+  replay_rank1.json    a recorded stream wait (cuda_sync), a collective joined across ranks and a
+                       cross-stream wait the trace does not record
 """
 import json
 import os
@@ -162,8 +165,50 @@ def late(rank):
     write(f"late_rank{rank}.json", events, {"backend": "nccl", "rank": rank, "world_size": 2})
 
 
+def stream_wait(ts, corr, stream, wait_on, record_corr, device):
+    # Kineto's CUPTI synchronisation record of cudaStreamWaitEvent (PyTorch 2.x): on the GPU's row.
+    return {"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": device, "tid": stream, "ts": ts,
+            "dur": 0, "args": {"device": device, "stream": stream, "correlation": corr, "wait_on_stream": wait_on,
+                               "wait_on_cuda_event_record_corr_id": record_corr}}
+
+
+def runtime(name, ts, corr):
+    return {"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 100, "tid": 100, "ts": ts, "dur": 1,
+            "args": {"correlation": corr}}
+
+
+def replay(rank):
+    # One clock for both ranks. The CPU launches GEMM A (corr 1, ts 0) on stream 7, records an event
+    # after it (corr 2), makes stream 20 wait for it (corr 3), launches the all-reduce on stream 20
+    # (corr 4, ts 6), GEMM B (corr 5, ts 8) and an elementwise kernel C (corr 6, ts 10) on stream 7.
+    # The launch latency is 5 (A starts at 5). A takes 100 on rank 0 and 120 on rank 1, so rank 0's
+    # all-reduce arrives at 105 and waits for rank 1's at 125; the transfer takes 50 (both end at 175).
+    # B takes 50 after A. C needs the all-reduce's result: on rank 0 it starts at 175 (after B's end
+    # at 155: a wait on stream 20 the trace does not record); on rank 1 B ends at 175 too.
+    a = 100 if rank == 0 else 120
+    gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1"
+    ar = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+    ew = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)"
+    args = {"Collective name": "allreduce", "In msg nelems": 1048576, "Out msg nelems": 1048576, "Group size": 2,
+            "dtype": "BFloat16", "Process Group Name": "0"}
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 100, "tid": 100, "ts": 0, "dur": 200,
+         "args": {}},
+        launch(0, 1, 1), runtime("cudaEventRecord", 2, 2), runtime("cudaStreamWaitEvent", 4, 3),
+        launch(6, 4, 4), launch(8, 5, 5), launch(10, 6, 6),
+        kernel(gemm, 5, a, 1, 1, device=rank),
+        stream_wait(5, 3, 20, 7, 2, rank),
+        kernel(ar, 5 + a, 175 - (5 + a), 4, 4, stream=20, device=rank, **args),
+        kernel(gemm, 5 + a, 50, 5, 5, device=rank),
+        kernel(ew, 175, 20, 6, 6, device=rank),
+    ]
+    write(f"replay_rank{rank}.json", events, {"backend": "nccl", "rank": rank, "world_size": 2})
+
+
 if __name__ == "__main__":
     old_layout()
     deepep()
     late(0)
     late(1)
+    replay(0)
+    replay(1)

@@ -1,0 +1,146 @@
+// `trace --replay`'s report (tools/trace_replay_report.hpp).
+#include "tools/trace_replay_report.hpp"
+
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "calibrate/traces/replay_chrome_trace.hpp"
+#include "calibrate/traces/trace_replay.hpp"
+
+namespace overlap::tools {
+
+namespace {
+
+double us(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+// (replayed - measured) / measured in percent; 0 when nothing was measured.
+double error_pct(std::int64_t measured, std::int64_t replayed) {
+  return measured > 0 ? 100.0 * static_cast<double>(replayed - measured) / static_cast<double>(measured) : 0.0;
+}
+
+struct StreamBusy {
+  std::int64_t kernels = 0, measured_ns = 0, replayed_ns = 0;
+};
+
+// Busy time per stream: the sum of its kernels' durations (a stream runs one at a time).
+std::vector<StreamBusy> busy(const traces::ReplayGraph& g, const traces::ReplayResult& r) {
+  std::vector<StreamBusy> out(g.streams.size());
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    StreamBusy& b = out[static_cast<std::size_t>(g.nodes[i].stream)];
+    ++b.kernels;
+    b.measured_ns += g.nodes[i].end_ns - g.nodes[i].start_ns;
+    if (r.end_ns[i] != traces::kNeverRan) b.replayed_ns += r.end_ns[i] - r.start_ns[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces::WhatIf>& what_ifs, const std::string& format,
+                           bool want_trace) {
+  std::vector<traces::ReplayRank> in;
+  std::vector<const traces::RankTrace*> traces;
+  for (std::size_t i = 0; i < loaded.traces.size(); ++i) {
+    in.push_back({&loaded.traces[i], loaded.ranks[i].clock_offset_ns.value_or(0)});
+    traces.push_back(&loaded.traces[i]);
+  }
+  const traces::ReplayGraph g = traces::build_replay_graph(in, loaded.split.members);
+  std::vector<std::int64_t> measured_durations;
+  for (const traces::ReplayNode& n : g.nodes) measured_durations.push_back(n.duration_ns);
+  const traces::ReplayResult identity = traces::replay(g, measured_durations);
+  std::optional<traces::ReplayResult> changed;
+  if (!what_ifs.empty()) changed = traces::replay(g, traces::what_if_durations(g, traces, what_ifs));
+  const traces::ReplayResult& last = changed ? *changed : identity;
+  std::int64_t stream_edges = 0;
+  for (const traces::ReplayEdge& e : g.edges) stream_edges += e.source == traces::EdgeSource::stream_order;
+
+  ReplayReport out;
+  const auto rank_of = [&](std::size_t i) { return loaded.ranks[i].rank; };
+  const std::vector<StreamBusy> measured_busy = busy(g, identity);
+  const std::vector<StreamBusy> last_busy = busy(g, last);
+  std::ostringstream s;
+  if (format == "json") {
+    nlohmann::json j;
+    j["graph"] = {{"kernels", g.nodes.size()},
+                  {"stream_order_edges", stream_edges},
+                  {"recorded_stream_waits", g.event_waits},
+                  {"inferred_cross_stream_waits", g.inferred},
+                  {"starts_kept_as_measured", g.unexplained},
+                  {"kernels_without_launch", g.without_launch},
+                  {"collectives_joined", g.collectives.size()},
+                  {"kernels_never_ran", last.stuck}};
+    j["what_if"] = nlohmann::json::array();
+    for (const traces::WhatIf& w : what_ifs) j["what_if"].push_back(w.text);
+    j["ranks"] = nlohmann::json::array();
+    for (std::size_t r = 0; r <= loaded.traces.size(); ++r) {
+      const bool all = r == loaded.traces.size();
+      const auto rank = all ? -1 : static_cast<std::int32_t>(r);
+      nlohmann::json row = {{"rank", all ? nlohmann::json("all") : nlohmann::json(rank_of(r))},
+                            {"measured_span_us", us(traces::measured_span_ns(g, rank))},
+                            {"replayed_span_us", us(traces::replayed_span_ns(g, identity, rank))},
+                            {"replay_error_pct", error_pct(traces::measured_span_ns(g, rank), traces::replayed_span_ns(g, identity, rank))}};
+      if (!all) row["launch_latency_us"] = g.launch_latency_ns[r] >= 0 ? nlohmann::json(us(g.launch_latency_ns[r])) : nlohmann::json();
+      if (changed) row["what_if_span_us"] = us(traces::replayed_span_ns(g, *changed, rank));
+      j["ranks"].push_back(row);
+    }
+    j["streams"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < g.streams.size(); ++i) {
+      nlohmann::json row = {{"rank", rank_of(static_cast<std::size_t>(g.streams[i].rank))},
+                            {"device", g.streams[i].device},
+                            {"stream", g.streams[i].stream},
+                            {"kernels", measured_busy[i].kernels},
+                            {"measured_busy_us", us(measured_busy[i].measured_ns)}};
+      if (changed) row["what_if_busy_us"] = us(last_busy[i].replayed_ns);
+      j["streams"].push_back(row);
+    }
+    s << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    s << fmt::format("Replay: {} kernel(s) on {} rank(s); {} stream-order edge(s), {} recorded stream wait(s), {} inferred "
+                     "cross-stream wait(s), {} collective(s) joined across ranks\n",
+                     g.nodes.size(), loaded.traces.size(), stream_edges, g.event_waits, g.inferred, g.collectives.size());
+    s << fmt::format("  {} start(s) kept as measured (no launch, stream or wait explains them; {} kernel(s) without a "
+                     "recorded launch)\n",
+                     g.unexplained, g.without_launch);
+    if (last.stuck > 0)
+      s << fmt::format("  warning: {} kernel(s) never ran: the graph has a cycle (collectives matched in an order the "
+                       "streams contradict)\n",
+                       last.stuck);
+    for (const traces::WhatIf& w : what_ifs) s << "  what-if: " << w.text << "\n";
+    s << "\n";
+    s << fmt::format("{:<6} {:>12} {:>18} {:>16} {:>10}{}\n", "rank", "launch (us)", "measured span (us)",
+                     "replayed (us)", "error", changed ? fmt::format(" {:>15} {:>9}", "what-if (us)", "change") : "");
+    for (std::size_t r = 0; r <= loaded.traces.size(); ++r) {
+      const bool all = r == loaded.traces.size();
+      if (all && loaded.traces.size() < 2) break;
+      const auto rank = all ? -1 : static_cast<std::int32_t>(r);
+      const std::int64_t m = traces::measured_span_ns(g, rank), rep = traces::replayed_span_ns(g, identity, rank);
+      s << fmt::format("{:<6} {:>12} {:>18.3f} {:>16.3f} {:>9.2f}%", all ? std::string("all") : std::to_string(rank_of(r)),
+                       all || g.launch_latency_ns[r] < 0 ? std::string("-") : fmt::format("{:.3f}", us(g.launch_latency_ns[r])),
+                       us(m), us(rep), error_pct(m, rep));
+      if (changed) {
+        const std::int64_t w = traces::replayed_span_ns(g, *changed, rank);
+        s << fmt::format(" {:>15.3f} {:>8.2f}%", us(w), error_pct(rep, w));
+      }
+      s << "\n";
+    }
+    s << "\nBusy time per stream\n";
+    s << fmt::format("{:<6} {:>6} {:>8} {:>8} {:>14}{}\n", "rank", "device", "stream", "kernels", "measured (us)",
+                     changed ? fmt::format(" {:>13}", "what-if (us)") : "");
+    for (std::size_t i = 0; i < g.streams.size(); ++i) {
+      s << fmt::format("{:<6} {:>6} {:>8} {:>8} {:>14.3f}", rank_of(static_cast<std::size_t>(g.streams[i].rank)),
+                       g.streams[i].device, g.streams[i].stream < 0 ? std::string("-") : std::to_string(g.streams[i].stream),
+                       measured_busy[i].kernels, us(measured_busy[i].measured_ns));
+      if (changed) s << fmt::format(" {:>13.3f}", us(last_busy[i].replayed_ns));
+      s << "\n";
+    }
+  }
+  out.text = s.str();
+  if (want_trace) out.chrome_trace = traces::replay_chrome_trace(g, last, traces);
+  return out;
+}
+
+}  // namespace overlap::tools

@@ -1,0 +1,21 @@
+#pragma once
+// `trace --replay`'s report: the trace's kernels replayed (calibrate/traces/trace_replay.hpp) at
+// their measured durations (the identity: the replayed span must match the measured one) and,
+// with what-ifs, again with changed durations; per rank the spans, per stream the busy time.
+#include <string>
+#include <vector>
+
+#include "calibrate/traces/replay_what_if.hpp"
+#include "tools/cmd_trace.hpp"
+
+namespace overlap::tools {
+
+struct ReplayReport {
+  std::string text;          // the report, as `format` says ("table" or "json")
+  std::string chrome_trace;  // with want_trace: the replay (what-ifs applied) beside the original
+};
+
+ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces::WhatIf>& what_ifs, const std::string& format,
+                           bool want_trace);
+
+}  // namespace overlap::tools
