@@ -166,9 +166,14 @@ Prediction measured(int rank, const char* cls, const Group& g) {
   return p;
 }
 
+// --hardware: a built-in profile's name or a YAML path.
+HardwareProfile load_hardware(const std::string& name) {
+  const bool path = std::filesystem::path(name).extension() == ".yaml" || name.find('/') != std::string::npos;
+  return load_profile(path ? resolve_input_path(name) : name, default_hardware_dir());
+}
+
 void predict(const TraceOptions& o, Run& run) {
-  const bool path = std::filesystem::path(o.hardware).extension() == ".yaml" || o.hardware.find('/') != std::string::npos;
-  const HardwareProfile hw = load_profile(path ? resolve_input_path(o.hardware) : o.hardware, default_hardware_dir());
+  const HardwareProfile hw = load_hardware(o.hardware);
   run.hardware = hw.name;
   for (const RankReport& r : run.ranks) {
     for (const GemmGroup& g : r.gemms) {
@@ -701,9 +706,8 @@ namespace {
 // `trace --replay`: every flag checked before a file is read, both outputs worked out before either is written.
 void cmd_trace_replay(const TraceOptions& o, std::ostream& out, std::ostream& err) {
   if (o.kernels) throw UsageError("trace: --replay prints the replay; --kernels goes without it");
-  if (!o.hardware.empty())
-    throw UsageError("trace: --hardware with --replay (kernels priced by the model) is not available yet: replay with "
-                     "--what-if, or compare kernels with --hardware alone");
+  if (!o.hardware.empty() && !o.what_ifs.empty())
+    throw UsageError("trace: --replay --hardware prices the kernels with the model; --what-if goes without it");
   if (o.format == "csv") throw UsageError("trace: --replay prints a table or JSON (--format table|json), not csv");
   std::vector<traces::WhatIf> what_ifs;
   for (const std::string& w : o.what_ifs) {
@@ -716,8 +720,10 @@ void cmd_trace_replay(const TraceOptions& o, std::ostream& out, std::ostream& er
   if (!o.output.empty() && o.output == o.replay_trace) throw UsageError("trace: -o and --replay-trace name the same file");
   const traces::KernelClassifier kernels = checked_classifier(o);
   const TraceReports loaded = load_trace_reports(o.files, o.step_prefix, err, kernels, o.strict, true);
+  std::optional<HardwareProfile> hw;
+  if (!o.hardware.empty()) hw = load_hardware(o.hardware);
   check_outputs_not_inputs({{"-o", o.output}, {"--replay-trace", o.replay_trace}});
-  const ReplayReport report = replay_report(loaded, what_ifs, o.format, !o.replay_trace.empty());
+  const ReplayReport report = replay_report(loaded, what_ifs, o.format, !o.replay_trace.empty(), hw ? &*hw : nullptr);
   if (!o.replay_trace.empty()) {
     write_file_atomically(o.replay_trace, report.chrome_trace);
     err << "wrote " << o.replay_trace << "\n";

@@ -8,8 +8,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "calibrate/traces/profile_fit.hpp"
 #include "calibrate/traces/replay_chrome_trace.hpp"
+#include "calibrate/traces/trace_analysis.hpp"
 #include "calibrate/traces/trace_replay.hpp"
+#include "cost_model/collective_model.hpp"
+#include "cost_model/collective_primitive.hpp"
+#include "cost_model/gemm_model.hpp"
+#include "sim/schemes/graph_builder.hpp"
 
 namespace overlap::tools {
 
@@ -38,10 +44,47 @@ std::vector<StreamBusy> busy(const traces::ReplayGraph& g, const traces::ReplayR
   return out;
 }
 
+// The model's time for a node's kernel on `hw`, nullopt when the trace does not give what it needs
+// (shape, dtype, size, group) or the model has no such kernel: the same rules as `trace --hardware`.
+std::optional<std::int64_t> priced_ns(const HardwareProfile& hw, const traces::RankTrace& t, const traces::GpuActivity& a) {
+  try {
+    if (a.link == traces::OpLink::gemm && (a.kind == traces::KernelKind::gemm || a.kind == traces::KernelKind::unknown)) {
+      const traces::GemmOp& op = t.gemm_ops[static_cast<std::size_t>(a.op)];
+      const auto dtype = traces::model_dtype(t.names[op.dtype]);
+      if (op.batch <= 0 || !dtype) return std::nullopt;
+      // A batched GEMM as `batch` GEMMs one after another, as `trace --hardware` prices it.
+      const Ps ps = gemm_time_ps(hw, overlap::GemmShape{op.m, op.n, op.k, *dtype});
+      return static_cast<std::int64_t>(ps / 1000) * op.batch;
+    }
+    if (a.link == traces::OpLink::comm && a.library != traces::CommLibrary::peer_copy) {
+      const traces::CommOp& op = t.comm_ops[static_cast<std::size_t>(a.op)];
+      std::string collective = traces::collective_from_kernel_name(t.names[a.name]);
+      if (const std::string& named = t.names[op.collective]; !named.empty()) {
+        const std::string c = traces::collective_from_kernel_name(named);
+        collective = c.empty() ? named : c;
+      }
+      const auto prim = parse_collective_primitive(collective);
+      const std::int64_t nelems = std::max(op.in_nelems, op.out_nelems);
+      const int width = traces::dtype_bytes(t.names[op.dtype]);
+      std::int64_t bytes = 0;
+      if (!prim || nelems < 0 || width <= 0 || op.group_size < 2 || op.group_size > hw.fabric.num_gpus ||
+          __builtin_mul_overflow(nelems, width, &bytes))
+        return std::nullopt;
+      const int n = static_cast<int>(op.group_size);
+      return static_cast<std::int64_t>(collective_time_ps(hw, *prim, bytes, n, sim::collective_link_class(hw, n)) / 1000);
+    }
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;  // a dtype the profile has no peak for
+  } catch (const RangeError&) {
+    return std::nullopt;  // beyond what the model counts
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces::WhatIf>& what_ifs, const std::string& format,
-                           bool want_trace) {
+                           bool want_trace, const HardwareProfile* hw) {
   std::vector<traces::ReplayRank> in;
   std::vector<const traces::RankTrace*> traces;
   for (std::size_t i = 0; i < loaded.traces.size(); ++i) {
@@ -54,6 +97,22 @@ ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces:
   const traces::ReplayResult identity = traces::replay(g, measured_durations);
   std::optional<traces::ReplayResult> changed;
   if (!what_ifs.empty()) changed = traces::replay(g, traces::what_if_durations(g, traces, what_ifs));
+  std::int64_t priced = 0;
+  if (hw) {
+    std::vector<std::int64_t> d = measured_durations;
+    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+      const traces::ReplayNode& n = g.nodes[i];
+      const traces::RankTrace& t = *traces[static_cast<std::size_t>(n.rank)];
+      if (const auto p = priced_ns(*hw, t, t.activities[static_cast<std::size_t>(n.activity)])) {
+        d[i] = *p;
+        ++priced;
+      }
+    }
+    changed = traces::replay(g, d);
+  }
+  // The second run's column: the what-ifs', or the model's on `hw`.
+  const std::string label = hw ? "predicted" : "what-if";
+  const std::string key = hw ? "predicted" : "what_if";
   const traces::ReplayResult& last = changed ? *changed : identity;
   std::int64_t stream_edges = 0;
   for (const traces::ReplayEdge& e : g.edges) stream_edges += e.source == traces::EdgeSource::stream_order;
@@ -73,6 +132,7 @@ ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces:
                   {"kernels_without_launch", g.without_launch},
                   {"collectives_joined", g.collectives.size()},
                   {"kernels_never_ran", last.stuck}};
+    if (hw) j["hardware"] = {{"name", hw->name}, {"kernels_priced", priced}};
     j["what_if"] = nlohmann::json::array();
     for (const traces::WhatIf& w : what_ifs) j["what_if"].push_back(w.text);
     j["ranks"] = nlohmann::json::array();
@@ -84,7 +144,10 @@ ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces:
                             {"replayed_span_us", us(traces::replayed_span_ns(g, identity, rank))},
                             {"replay_error_pct", error_pct(traces::measured_span_ns(g, rank), traces::replayed_span_ns(g, identity, rank))}};
       if (!all) row["launch_latency_us"] = g.launch_latency_ns[r] >= 0 ? nlohmann::json(us(g.launch_latency_ns[r])) : nlohmann::json();
-      if (changed) row["what_if_span_us"] = us(traces::replayed_span_ns(g, *changed, rank));
+      if (changed) {
+        row[key + "_span_us"] = us(traces::replayed_span_ns(g, *changed, rank));
+        if (hw) row["predicted_error_pct"] = error_pct(traces::measured_span_ns(g, rank), traces::replayed_span_ns(g, *changed, rank));
+      }
       j["ranks"].push_back(row);
     }
     j["streams"] = nlohmann::json::array();
@@ -94,7 +157,7 @@ ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces:
                             {"stream", g.streams[i].stream},
                             {"kernels", measured_busy[i].kernels},
                             {"measured_busy_us", us(measured_busy[i].measured_ns)}};
-      if (changed) row["what_if_busy_us"] = us(last_busy[i].replayed_ns);
+      if (changed) row[key + "_busy_us"] = us(last_busy[i].replayed_ns);
       j["streams"].push_back(row);
     }
     s << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
@@ -110,9 +173,13 @@ ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces:
                        "streams contradict)\n",
                        last.stuck);
     for (const traces::WhatIf& w : what_ifs) s << "  what-if: " << w.text << "\n";
+    if (hw)
+      s << fmt::format("  predicted: {} GEMM and collective kernel(s) priced by the cost model on {}, the rest at their "
+                       "measured durations; \"change\" is the predicted span's error against the measured one\n",
+                       priced, hw->name);
     s << "\n";
     s << fmt::format("{:<6} {:>12} {:>18} {:>16} {:>10}{}\n", "rank", "launch (us)", "measured span (us)",
-                     "replayed (us)", "error", changed ? fmt::format(" {:>15} {:>9}", "what-if (us)", "change") : "");
+                     "replayed (us)", "error", changed ? fmt::format(" {:>15} {:>9}", label + " (us)", "change") : "");
     for (std::size_t r = 0; r <= loaded.traces.size(); ++r) {
       const bool all = r == loaded.traces.size();
       if (all && loaded.traces.size() < 2) break;
@@ -123,13 +190,13 @@ ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces:
                        us(m), us(rep), error_pct(m, rep));
       if (changed) {
         const std::int64_t w = traces::replayed_span_ns(g, *changed, rank);
-        s << fmt::format(" {:>15.3f} {:>8.2f}%", us(w), error_pct(rep, w));
+        s << fmt::format(" {:>15.3f} {:>8.2f}%", us(w), error_pct(hw ? m : rep, w));
       }
       s << "\n";
     }
     s << "\nBusy time per stream\n";
     s << fmt::format("{:<6} {:>6} {:>8} {:>8} {:>14}{}\n", "rank", "device", "stream", "kernels", "measured (us)",
-                     changed ? fmt::format(" {:>13}", "what-if (us)") : "");
+                     changed ? fmt::format(" {:>13}", label + " (us)") : "");
     for (std::size_t i = 0; i < g.streams.size(); ++i) {
       s << fmt::format("{:<6} {:>6} {:>8} {:>8} {:>14.3f}", rank_of(static_cast<std::size_t>(g.streams[i].rank)),
                        g.streams[i].device, g.streams[i].stream < 0 ? std::string("-") : std::to_string(g.streams[i].stream),

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "calibrate/traces/replay_what_if.hpp"
+#include "cost_model/hardware_profile.hpp"
 #include "tools/cmd_trace.hpp"
 
 namespace overlap::tools {
@@ -15,7 +16,11 @@ struct ReplayReport {
   std::string chrome_trace;  // with want_trace: the replay (what-ifs applied) beside the original
 };
 
+// With `hw` (and no what-ifs): replayed again with each GEMM whose shape the trace gives and each
+// collective whose size and group it gives priced by the cost model on `hw` (a collective matched
+// across ranks: its transfer), every other kernel at its measured duration; the span's error against
+// the measured one is the model's.
 ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces::WhatIf>& what_ifs, const std::string& format,
-                           bool want_trace);
+                           bool want_trace, const HardwareProfile* hw = nullptr);
 
 }  // namespace overlap::tools
