@@ -5,7 +5,7 @@
 // decomposition); their bytes load the links along the routes the algorithm takes, so other traffic
 // contends with them:
 //   DeepEP normal   a token's copy for another node over RDMA to the GPU of its own index there, then
-//                   over NVLink to the expert's GPU (bytes scaled by the deduplication ratios of
+//                   over NVLink to the expert's GPU (bytes scaled by deepep_dedup_ratios, as
 //                   deepep_port_bytes_of_pairs); its own node's over NVLink. Holds kDeepEpNormalSms SMs.
 //   DeepEP low lat. every selection straight to the expert's GPU; holds no SM once issued.
 //   hierarchical    source -> its node's exchanger -> the other node's exchanger -> destination; holds
