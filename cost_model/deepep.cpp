@@ -144,36 +144,48 @@ Ps deepep_time_ps(const std::vector<DeepEpPortBytes>& per_gpu, const DeepEpRates
   return worst;
 }
 
+DeepEpDedup deepep_dedup_ratios(DeepEpKernel kernel, const DeepEpLayout& l) {
+  DeepEpDedup r;
+  if (kernel == DeepEpKernel::low_latency) return r;
+  const DeepEpPortBytes normal = deepep_expected_port_bytes(DeepEpKernel::normal, l, 1, 1.0);
+  const DeepEpPortBytes selections = deepep_expected_port_bytes(DeepEpKernel::low_latency, l, 1, 1.0);
+  const double g = l.gpus_per_node;
+  if (selections.rdma_send > 0) r.rdma = normal.rdma_send / selections.rdma_send;
+  const double nvlink_hop = selections.nvlink_send + selections.rdma_send * (g - 1) / g;
+  if (nvlink_hop > 0) r.nvlink = normal.nvlink_send / nvlink_hop;
+  return r;
+}
+
 std::vector<DeepEpPortBytes> deepep_port_bytes_of_pairs(DeepEpKernel kernel, const DeepEpLayout& l,
                                                         const PairBytes& pairs) {
   check_deepep_layout(l);
-  if (pairs.size() != static_cast<std::size_t>(l.ep))
-    throw std::invalid_argument(fmt::format("DeepEP: {} byte rows for ep {}", pairs.size(), l.ep));
-  const std::vector<AllToAllvPorts> ports = all_to_allv_ports(pairs, l.ep > l.gpus_per_node ? l.gpus_per_node : 0);
-  double rdma_ratio = 1, nvlink_ratio = 1;
-  if (kernel == DeepEpKernel::normal) {
-    const DeepEpPortBytes normal = deepep_expected_port_bytes(DeepEpKernel::normal, l, 1, 1.0);
-    const DeepEpPortBytes selections = deepep_expected_port_bytes(DeepEpKernel::low_latency, l, 1, 1.0);
-    if (selections.rdma_send > 0) rdma_ratio = normal.rdma_send / selections.rdma_send;
-    const double moved = selections.nvlink_send + selections.rdma_send;
-    if (moved > 0) nvlink_ratio = normal.nvlink_send / moved;
-  }
-  std::vector<DeepEpPortBytes> out(ports.size());
-  for (std::size_t g = 0; g < ports.size(); ++g) {
-    const AllToAllvPorts& p = ports[g];
-    DeepEpPortBytes& o = out[g];
-    o.rdma_send = static_cast<double>(p.send_inter_node) * rdma_ratio;
-    o.rdma_recv = static_cast<double>(p.recv_inter_node) * rdma_ratio;
-    if (kernel == DeepEpKernel::low_latency) {
-      o.nvlink_send = static_cast<double>(p.send_intra_node);
-      o.nvlink_recv = static_cast<double>(p.recv_intra_node);
-    } else {
-      // The node's own selections and the remote ones it forwards (sending) or is forwarded (receiving).
-      const double nvlink = static_cast<double>(std::max(p.send_intra_node, p.recv_intra_node)) +
-                            static_cast<double>(std::max(p.send_inter_node, p.recv_inter_node));
-      o.nvlink_send = o.nvlink_recv = nvlink * nvlink_ratio;
+  const int n = l.ep, g = l.gpus_per_node;
+  if (pairs.size() != static_cast<std::size_t>(n))
+    throw std::invalid_argument(fmt::format("DeepEP: {} byte rows for ep {}", pairs.size(), n));
+  for (const auto& row : pairs)
+    if (row.size() != static_cast<std::size_t>(n)) throw std::invalid_argument("DeepEP: the byte matrix is not square");
+  const DeepEpDedup dedup = deepep_dedup_ratios(kernel, l);
+  std::vector<DeepEpPortBytes> out(static_cast<std::size_t>(n));
+  auto at = [&](int gpu) -> DeepEpPortBytes& { return out[static_cast<std::size_t>(gpu)]; };
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d) {
+      const Bytes raw = pairs[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)];
+      if (raw < 0) throw std::invalid_argument("DeepEP: a negative pair");
+      const double b = static_cast<double>(raw);
+      if (s == d || b == 0) continue;
+      if (s / g == d / g) {  // its own node: over NVLink
+        at(s).nvlink_send += b * dedup.nvlink;
+        at(d).nvlink_recv += b * dedup.nvlink;
+        continue;
+      }
+      const int f = kernel == DeepEpKernel::low_latency ? d : deepep_forwarder(s, d, g);
+      at(s).rdma_send += b * dedup.rdma;
+      at(f).rdma_recv += b * dedup.rdma;
+      if (f != d) {
+        at(f).nvlink_send += b * dedup.nvlink;
+        at(d).nvlink_recv += b * dedup.nvlink;
+      }
     }
-  }
   return out;
 }
 

@@ -70,14 +70,27 @@ Ps deepep_time_ps(const DeepEpPortBytes& every_gpu, const DeepEpRates& rates);
 // copy per (token, expert) selection, as NCCL's all-to-all sends them; the group's GPUs node by node,
 // layout.gpus_per_node to a node). Low latency sends one message per selection, so its ports are the
 // pairs' own: bytes to other nodes through the NIC, to the node's other GPUs through NVLink (exact).
-// The normal kernels' deduplication needs each token's experts, which a count matrix does not keep:
-// a GPU's pair bytes are scaled by the ratio of the normal kernels' expected bytes to the selections'
-// under uniform routing within max_nodes (deepep_expected_port_bytes), the NIC by the RDMA ratio and
-// NVLink (its own node's selections plus the remote ones it forwards or receives) by the NVLink ratio.
-// With the expected pairs of uniform routing this is deepep_expected_port_bytes exactly; an imbalanced
-// routing loads its busiest GPU's ports in proportion.
+// The normal kernels route every pair as DeepEP does (another node's over RDMA to the GPU of the
+// source's index there, then over NVLink to the destination unless it is that GPU; its own node's over
+// NVLink), so a hot GPU's remote traffic arrives through every NIC of its node; the deduplication needs
+// each token's experts, which a count matrix does not keep, so the RDMA and NVLink hops are scaled by
+// deepep_dedup_ratios. With the expected pairs of uniform routing this is deepep_expected_port_bytes
+// exactly.
 std::vector<DeepEpPortBytes> deepep_port_bytes_of_pairs(DeepEpKernel kernel, const DeepEpLayout& layout,
                                                         const PairBytes& pairs);
+
+// The normal kernels' bytes per selection byte under uniform routing within max_nodes: on the RDMA hop
+// (normal / selections to other nodes) and on the NVLink hop (normal / the selections that need one: its
+// own node's other GPUs, and other nodes' GPUs but the forwarder, (g - 1) / g of them). Both 1 for the
+// low-latency kernels.
+struct DeepEpDedup {
+  double rdma = 1, nvlink = 1;
+};
+DeepEpDedup deepep_dedup_ratios(DeepEpKernel kernel, const DeepEpLayout& layout);
+// The GPU a token of `src` for `dst` on another node reaches first: the GPU of src's index on dst's node.
+inline int deepep_forwarder(int src, int dst, int gpus_per_node) {
+  return dst / gpus_per_node * gpus_per_node + src % gpus_per_node;
+}
 
 // The rates of a GPU of `hw` (a multi_node profile, or one node): its share of the node's NICs
 // (fabric.links.network x fabric.nic_efficiency x nics_per_node / gpus_per_node), its NVLink port one

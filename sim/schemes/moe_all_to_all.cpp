@@ -5,7 +5,7 @@
 // decomposition); their bytes load the links along the routes the algorithm takes, so other traffic
 // contends with them:
 //   DeepEP normal   a token's copy for another node over RDMA to the GPU of its own index there, then
-//                   over NVLink to the expert's GPU (bytes scaled by the deduplication ratios of
+//                   over NVLink to the expert's GPU (bytes scaled by deepep_dedup_ratios, as
 //                   deepep_port_bytes_of_pairs); its own node's over NVLink. Holds kDeepEpNormalSms SMs.
 //   DeepEP low lat. every selection straight to the expert's GPU; holds no SM once issued.
 //   hierarchical    source -> its node's exchanger -> the other node's exchanger -> destination; holds
@@ -82,25 +82,18 @@ ExpertExchange price_exchange(const GraphBuilder& b, const Moe& m, const overlap
   x.time_ps = deepep_time_ps(deepep_port_bytes_of_pairs(kernel, layout, pairs), rates);
   x.fixed_ps = std::min(x.time_ps, checked_ps(rates.latency_us * 1e6));
   x.sms = kernel == DeepEpKernel::normal ? std::min(kDeepEpNormalSms, hw.gpu.sm_count) : 0;
-  // The routes' bytes, scaled as deepep_port_bytes_of_pairs scales the ports.
-  double rdma_ratio = 1, nvlink_ratio = 1;
-  if (kernel == DeepEpKernel::normal) {
-    const DeepEpPortBytes normal = deepep_expected_port_bytes(kernel, layout, 1, 1.0);
-    const DeepEpPortBytes selections = deepep_expected_port_bytes(DeepEpKernel::low_latency, layout, 1, 1.0);
-    if (selections.rdma_send > 0) rdma_ratio = normal.rdma_send / selections.rdma_send;
-    if (selections.nvlink_send + selections.rdma_send > 0)
-      nvlink_ratio = normal.nvlink_send / (selections.nvlink_send + selections.rdma_send);
-  }
+  // The routes' bytes, as deepep_port_bytes_of_pairs loads the ports.
+  const DeepEpDedup dedup = deepep_dedup_ratios(kernel, layout);
   for (int s = 0; s < n; ++s)
     for (int d = 0; d < n; ++d) {
       const double bytes = static_cast<double>(pairs[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)]);
       if (kernel == DeepEpKernel::low_latency || node_of(s) == node_of(d)) {
-        put(s, d, kernel == DeepEpKernel::low_latency ? bytes : bytes * nvlink_ratio);
+        put(s, d, kernel == DeepEpKernel::low_latency ? bytes : bytes * dedup.nvlink);
         continue;
       }
-      const int forwarder = node_of(d) * g + s % g;
-      put(s, forwarder, bytes * rdma_ratio);
-      put(forwarder, d, bytes * nvlink_ratio);
+      const int forwarder = deepep_forwarder(s, d, g);
+      put(s, forwarder, bytes * dedup.rdma);
+      put(forwarder, d, bytes * dedup.nvlink);
     }
   return x;
 }

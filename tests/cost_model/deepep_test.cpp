@@ -208,6 +208,15 @@ TEST_CASE("DeepEP ports from an all-to-allv's pairs", "[deepep]") {
   const auto ports = deepep_port_bytes_of_pairs(DeepEpKernel::low_latency, l, pairs);
   CHECK(ports[9].rdma_recv == 8 * 200);
   CHECK(ports[10].rdma_recv == 8 * 100);
+  // Normal kernels: node 0's tokens for node 1 land on the GPU of their source's index there, so GPU 9's
+  // extra traffic arrives through every NIC of node 1 alike (source 1's 7 x 100 + 200 at GPU 9, source
+  // 2's the same at GPU 10), and reaches GPU 9 over NVLink from the 7 forwarders but itself and from its
+  // node's 7 other GPUs: 14 x 200 bytes before deduplication.
+  const auto normal = deepep_port_bytes_of_pairs(DeepEpKernel::normal, l, pairs);
+  const DeepEpDedup r = deepep_dedup_ratios(DeepEpKernel::normal, l);
+  CHECK(normal[9].rdma_recv == Approx(900 * r.rdma));
+  CHECK(normal[10].rdma_recv == Approx(900 * r.rdma));
+  CHECK(normal[9].nvlink_recv == Approx(14 * 200 * r.nvlink));
 }
 
 TEST_CASE("DeepEP's fixed cost is the EP 8 low-latency dispatch less its NVLink time", "[deepep]") {
