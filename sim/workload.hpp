@@ -186,7 +186,7 @@ struct Training {
   Pass pass = Pass::forward;
   Recompute recompute = Recompute::none;
   DataParallel parallel;
-  JobParallel job;
+  JobParallel job = {};
 };
 
 struct Workload {
