@@ -205,7 +205,7 @@ struct Training {
   Pass pass = Pass::forward;
   Recompute recompute = Recompute::none;
   DataParallel parallel;
-  JobParallel job;
+  JobParallel job = {};
 };
 
 struct Workload {

@@ -4,8 +4,10 @@
 #include <string>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "cost_model/input_error.hpp"
+#include "sim/pipeline_step.hpp"
 #include "sim/scenario.hpp"
 
 using namespace overlap;
@@ -131,5 +133,44 @@ TEST_CASE("context parallelism on a workload without attention is refused", "[pi
     CHECK(e.key_path() == "workload.parallel.cp");
     CHECK(e.line() == 8);
     CHECK_THAT(std::string(e.what()), Catch::Contains("no attention"));
+  }
+}
+
+TEST_CASE("1F1B from a scenario: the bubble is (pp - 1) / (m + pp - 1) of the step with free transfers",
+          "[pipeline][scenario][closed_form]") {
+  // Loaded as a user writes it, composed as `run` composes it (pipeline_parallel_of, evaluate_pipeline).
+  // Every stage's chunk has the same forward F and backward B (the engine's runs of the same layers), so
+  // with transfers taking no time 1F1B's makespan is (m + pp - 1)(F + B) against m (F + B) of work on
+  // each stage: exact in integer picoseconds (Narayanan et al. SC'21 Sec. 2.2.1).
+  const std::string small =
+      "hardware: h100-sxm-8x-nvswitch\n"
+      "workload:\n"
+      "  kind: transformer\n"
+      "  tp: 2\n"
+      "  layers: 8\n"
+      "  batch: 1\n"
+      "  seq: 1024\n"
+      "  d_model: 2048\n"
+      "  d_ffn: 8192\n"
+      "  heads: 16\n"
+      "  kv_heads: 8\n"
+      "  pass: step\n";
+  for (const int m : {4, 8, 12}) {
+    ScenarioOptions o;
+    o.hardware_dir = kPipelineHardware;
+    const Scenario sc = load_scenario_text(small + fmt::format("  parallel: {{pp: 4, micro_batches: {}}}\n", m), "job.yaml", o);
+    const std::vector<SchemeRequest> schemes{{"no_overlap", nlohmann::json::object()}};
+    const PipelineStepResult r =
+        evaluate_pipeline(schemes, sc.workload, sc.hardware, sc.fidelity, pipeline_parallel_of(sc.workload)).front();
+    INFO("m " << m);
+    const Ps pass = r.chunk_forward_ps + r.chunk_backward_ps;
+    const Ps free_makespan = r.pipeline_ps - r.exposed_p2p_ps;
+    CHECK(free_makespan == (m + 4 - 1) * pass);
+    CHECK(r.exposed_bubble_ps == (4 - 1) * pass);
+    CHECK(static_cast<double>(r.exposed_bubble_ps) / static_cast<double>(free_makespan) ==
+          Approx(3.0 / (m + 3)).epsilon(1e-12));
+    // The transfers only add (NVLink inside the node: small, never negative).
+    CHECK(r.exposed_p2p_ps >= 0);
+    CHECK(r.bubble_ps == r.exposed_bubble_ps + r.exposed_p2p_ps);
   }
 }
