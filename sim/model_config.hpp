@@ -49,7 +49,7 @@ struct ModelConfig {
 // other than 1, mlp_only_layers not a prefix), an MLA config (kv_lora_rank) missing one of its head
 // widths, and architecture features that are not modelled (linear-attention or hybrid layers,
 // sliding-window or chunked attention, a plain ungated MLP, a shared expert narrower than a multiple
-// of the routed experts' width: docs/reference/limits.md). Keys it does not use (rope, vocabulary,
+// of the routed experts' width: docs/reference/limits.md). Keys it does not use (rope,
 // dtype, ...) are not otherwise checked.
 ModelConfig read_model_config(const std::string& path);
 

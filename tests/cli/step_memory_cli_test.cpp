@@ -58,11 +58,13 @@ TEST_CASE("run --fit-only prints the block of a step that fits, and simulates no
         m.at("params_bytes").get<std::int64_t>() + m.at("grads_bytes").get<std::int64_t>() +
             m.at("optimizer_bytes").get<std::int64_t>() + m.at("activations_bytes").get<std::int64_t>() +
             m.at("buffers_bytes").get<std::int64_t>() + m.at("transient_bytes").get<std::int64_t>());
-  // ZeRO-3 over 32: every state is the 32nd part of the TP shard's (8,557,690,880 parameters = 32 x 267,427,840).
-  CHECK(m.at("params_per_gpu") == 8'557'690'880);
-  CHECK(m.at("params_bytes") == std::int64_t{2} * 267'427'840);
-  CHECK(m.at("grads_bytes") == std::int64_t{4} * 267'427'840);
-  CHECK(m.at("optimizer_bytes") == std::int64_t{12} * 267'427'840);
+  // ZeRO-3 over 32: every state is the 32nd part of the TP shard's: 80 layers' 8,557,690,880 parameters,
+  // the untied embedding and output layer's 2 x 128256 / 8 x 8192 = 262,668,288 (the step runs them:
+  // vocab_size from the config) and the final norm's 8,192: 8,820,367,360 = 32 x 275,636,480.
+  CHECK(m.at("params_per_gpu") == 8'820'367'360);
+  CHECK(m.at("params_bytes") == std::int64_t{2} * 275'636'480);
+  CHECK(m.at("grads_bytes") == std::int64_t{4} * 275'636'480);
+  CHECK(m.at("optimizer_bytes") == std::int64_t{12} * 275'636'480);
   CHECK_FALSE(j.contains("results"));  // nothing simulated
   const CliResult table = cli({"run", kFsdpStep, "--fit-only", "--hardware", "h100-64node-ib400-rail", "--set",
                                "workload.parallel.dp=32"});
