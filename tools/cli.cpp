@@ -228,6 +228,10 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& run) {
   run_cmd->add_option("--fidelity", run.fidelity, "Collective fidelity (overrides the scenario's)")
       ->check(CLI::IsMember({"curve", "steps"}));
   run_cmd->add_flag("--wide", run.wide, "Table: every column and parameter (default: fits 120 columns)");
+  run_cmd->add_option("--placeholder-check", run.placeholder_check,
+                      "Re-run the schemes at both ends of each guessed profile value's range and say whether one "
+                      "decides the ranking: auto (runs of at most 1,000,000 engine events), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
   run_cmd->add_flag("--fit-only", run.fit_only,
                     "Training step: report its memory per GPU without simulating, and refuse it (exit 2) when the peak "
                     "exceeds the profile's HBM (gpu.hbm_bytes)");

@@ -104,6 +104,17 @@ void write_output(const std::string& path, const std::string& content) {
 
 namespace {
 
+// 2827672 -> "2,827,672".
+std::string grouped_count(std::uint64_t n) {
+  const std::string digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 const sim::SchemeInfo& scheme_or_throw(const std::string& name) {
   const sim::SchemeInfo* info = sim::find_scheme(name);
   if (!info) throw std::logic_error("scheme '" + name + "' vanished from the registry");
@@ -480,7 +491,28 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   // comments that say "placeholder".
   if (sc.hardware.source_file != sc.file && sc.hardware.placeholders.empty())
     ctx.hardware_note = placeholder_note(ctx.hardware, sc.hardware.source_file);
-  if (!sc.hardware.placeholders.empty()) {
+  std::uint64_t run_events = 0;
+  for (const sim::SchemeResult& r : results) run_events += r.events;
+  const bool check_placeholders =
+      options.placeholder_check == "always" ||
+      (options.placeholder_check == "auto" && run_events <= kPlaceholderCheckEvents);
+  if (!sc.hardware.placeholders.empty() && !check_placeholders) {
+    std::vector<std::string> keys;
+    for (const PlaceholderRange& ph : sc.hardware.placeholders) keys.push_back(ph.key);
+    const std::string why =
+        options.placeholder_check == "never"
+            ? std::string("--placeholder-check never")
+            : fmt::format("this run took {} engine events, more than the {} the check runs for by default; each "
+                          "guess re-runs the schemes it reaches twice",
+                          grouped_count(run_events), grouped_count(kPlaceholderCheckEvents));
+    ctx.placeholder_lines = sim::wrap_text(
+        fmt::format("placeholders: not checked ({}): {} {} guesses; --placeholder-check always says whether one "
+                    "decides the ranking",
+                    why, bounded_list(keys), keys.size() == 1 ? "is" : "are"),
+        sim::kTableWidth, "  ");
+    ctx.placeholder_sensitivity = {{"skipped", why}, {"guesses", keys}};
+  }
+  if (!sc.hardware.placeholders.empty() && check_placeholders) {
     std::vector<sim::SchemeRequest> requests;
     for (const auto& s : specs) requests.push_back(sim::SchemeRequest{s.name, s.params});
     const auto reload = [&](const std::vector<std::string>& extra) {

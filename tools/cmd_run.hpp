@@ -36,7 +36,17 @@ struct RunOptions {
   // A training step's memory per GPU only (sim/step_memory.hpp), no simulation; a step whose peak exceeds
   // the profile's HBM is refused as an InputError naming the scenario and the keys that decide it.
   bool fit_only = false;
+  // The placeholder check (sim/placeholder_sensitivity.hpp): auto = while the run as given took at most
+  // kPlaceholderCheckEvents engine events; always; never.
+  std::string placeholder_check = "auto";
 };
+
+// `auto` runs the placeholder check when the run as given took at most this many engine events: the
+// check re-runs, at both ends of each guess's range, the schemes that guess reaches (up to twice the
+// guesses times this run), so a layer (a few thousand events) or a 4-layer 70B step (150,000) is
+// checked at once (an 80-layer 70B forward, 870,000), while a whole 80-layer step (2.8 million) is not
+// made several times slower by default.
+inline constexpr std::uint64_t kPlaceholderCheckEvents = 1'000'000;
 
 // Throws overlap::InputError (bad scenario / --set, or every scheme failed), UsageError (bad option,
 // missing plotting dependency, unwritable output); anything else is an internal error. A scheme that

@@ -79,6 +79,27 @@ TEST_CASE("placeholders: B200's SM-copy rate per CTA decides whether flux beats 
   CHECK(s2.at("unchecked")[0] == "transports.sm_copy.cta_gbps: set by --set");
 }
 
+TEST_CASE("placeholders: --placeholder-check never skips the check and says which values are guesses",
+          "[cli][placeholders]") {
+  // The B200 run above, whose SM-copy guess decides flux's place: skipped, the table is the same and
+  // the line names every guess instead of the deciding one.
+  const CliResult checked = cli({"run", "--hardware", "b200-hgx-8x-nvswitch"});
+  const CliResult never = cli({"run", "--hardware", "b200-hgx-8x-nvswitch", "--placeholder-check", "never"});
+  REQUIRE(checked.rc == 0);
+  REQUIRE(never.rc == 0);
+  CHECK_FALSE(contains(never.out, "placeholder decides"));
+  CHECK(contains(never.out, "placeholders: not checked (--placeholder-check never): "));
+  CHECK(contains(never.out, "--placeholder-check always says whether"));
+  CHECK(never.out.substr(0, never.out.find("\nplaceholder")) == checked.out.substr(0, checked.out.find("\nplaceholder")));
+  const nlohmann::json j = run_json({"--hardware", "b200-hgx-8x-nvswitch", "--placeholder-check", "never"});
+  CHECK(j.at("placeholder_sensitivity").at("skipped") == "--placeholder-check never");
+  CHECK(j.at("placeholder_sensitivity").at("guesses").size() == 8);
+  // `always` on a run under the default bound is the default's answer; an unknown mode is a usage error.
+  const CliResult always = cli({"run", "--hardware", "b200-hgx-8x-nvswitch", "--placeholder-check", "always"});
+  CHECK(always.out == checked.out);
+  CHECK(cli({"run", "--placeholder-check", "sometimes"}).rc == 2);
+}
+
 TEST_CASE("placeholders: a range that cannot change the ranking adds nothing to the output", "[cli][placeholders]") {
   // FlashOverlap and no_overlap move their bytes with NCCL collectives, never an SM copy kernel, so
   // the SM copy's rate per CTA cannot change their latencies, whatever its range.
