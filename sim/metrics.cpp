@@ -291,6 +291,71 @@ Ps workload_comm_ps(const Workload& workload, const HardwareProfile& hardware, F
 
 namespace {
 
+// The engine runs one scheme's figures need: the main run (latency, events, busy times, spans and
+// pair bytes for the byte check) and, unless latency only, the compute-only and communication-alone
+// runs.
+std::unique_ptr<SchemeRuns> simulate_runs(const TaskGraph& graph, const NodeConfig& node, const EvaluateOptions& options) {
+  auto fresh = std::make_unique<SchemeRuns>();
+  EngineOptions main_opts;
+  main_opts.record_ctas = options.record_ctas;
+  Timeline tl = run(graph, node, main_opts);
+  fresh->latency_ps = tl.makespan_ps;
+  fresh->events = tl.events;
+  fresh->forward_ps = forward_end_ps(graph, tl);
+  fresh->sm_busy_ps = tl.sm_busy_ps;
+  fresh->copy_engine_busy_ps = tl.copy_engine_busy_ps;
+  fresh->peak_comm_sms = peak_comm_sms(graph, tl);
+  fresh->collective_spans = collective_spans(graph, tl);
+  fresh->pairs = pair_bytes(graph, tl);
+  if (options.keep_timeline) fresh->main = std::move(tl);
+  fresh->latency_only = options.latency_only;
+  if (options.latency_only) return fresh;
+  EngineOptions zero_opts;
+  zero_opts.zero_comm = true;
+  zero_opts.graph_checked = true;
+  // Read for its makespan and op ends only: the TP ranks' identical compute runs once.
+  zero_opts.fold_like_ranks = true;
+  const Timeline compute_only = run(graph, node, zero_opts);
+  fresh->compute_only_ps = compute_only.makespan_ps;
+  fresh->compute_only_forward_ps = forward_end_ps(graph, compute_only);
+  // The scheme's own communication alone: every compute op taking zero time (launch overheads
+  // stay, as they do in the real run, so this is a lower bound of it).
+  EngineOptions comm_opts;
+  comm_opts.zero_compute = true;
+  comm_opts.graph_checked = true;
+  fresh->comm_alone_ps = run(graph, node, comm_opts).makespan_ps;
+  return fresh;
+}
+
+// The figures that follow from the runs alone: exposed communication, overlap efficiency (raw and
+// clamped), the bound and the share of it reached.
+void overlap_figures(SchemeResult& r, const BuiltScheme& built, const BuildContext& ctx) {
+  // The one definition of exposed communication (design.md "Metrics").
+  r.exposed_comm_ps = r.latency_ps - r.compute_only_ps;
+  r.overlap_efficiency_raw = r.comm_ps > 0 ? 1.0 - safe_ratio(static_cast<double>(r.exposed_comm_ps),
+                                                               static_cast<double>(r.comm_ps))
+                                           : 0.0;
+  // Clamped for the report: below 0 the scheme exposes more than the collectives cost alone (extra
+  // per-chunk latency, SM contention) and hides nothing; above 1 it ran faster than compute-only,
+  // which only an engine anomaly could cause. The raw value is reported beside it.
+  r.overlap_efficiency = std::clamp(r.overlap_efficiency_raw, 0.0, 1.0);
+  // Bound: perfect overlap (flashoverlap-paper Sec. 6.4). Nothing beats the compute-only run; with
+  // no scheme-specific bound, the scheme's own communication cannot finish faster than it does alone
+  // either. (Its own, not the workload's collectives: a decomposition into P2P steps may skip NCCL's
+  // per-collective latency and beat comm_ps.)
+  if (built.bound_ps >= 0) {
+    r.bound_ps = std::max(built.bound_ps, r.compute_only_ps);
+    // A training step's data-parallel traffic is outside the scheme's decomposition bound (which
+    // counts the TP collectives it decomposes): its own communication alone bounds it too.
+    if (is_training_step(ctx.workload)) r.bound_ps = std::max(r.bound_ps, r.scheme_comm_ps);
+  } else {
+    r.bound_ps = std::max(r.compute_only_ps, r.scheme_comm_ps);
+  }
+  r.pct_of_bound = r.latency_ps > 0 ? 100.0 * safe_ratio(static_cast<double>(r.bound_ps),
+                                                         static_cast<double>(r.latency_ps))
+                                    : 100.0;
+}
+
 // evaluate, with the runs of a graph already simulated taken from `memo` (nullptr: none kept).
 SchemeResult evaluate_with(const SchemeInfo& scheme, const BuildContext& ctx, const EvaluateOptions& options,
                            RunMemo* memo) {
@@ -307,39 +372,7 @@ SchemeResult evaluate_with(const SchemeInfo& scheme, const BuildContext& ctx, co
 
   const TaskGraph::Digest digest = memo ? built.graph.digest() : TaskGraph::Digest{};
   const SchemeRuns* found = memo ? memo->find(digest, options.latency_only) : nullptr;
-  std::unique_ptr<SchemeRuns> fresh;
-  if (!found) {
-    fresh = std::make_unique<SchemeRuns>();
-    EngineOptions main_opts;
-    main_opts.record_ctas = options.record_ctas;
-    Timeline tl = run(built.graph, node, main_opts);
-    fresh->latency_ps = tl.makespan_ps;
-    fresh->events = tl.events;
-    fresh->forward_ps = forward_end_ps(built.graph, tl);
-    fresh->sm_busy_ps = tl.sm_busy_ps;
-    fresh->copy_engine_busy_ps = tl.copy_engine_busy_ps;
-    fresh->peak_comm_sms = peak_comm_sms(built.graph, tl);
-    fresh->collective_spans = collective_spans(built.graph, tl);
-    fresh->pairs = pair_bytes(built.graph, tl);
-    if (options.keep_timeline) fresh->main = std::move(tl);
-    fresh->latency_only = options.latency_only;
-    if (!options.latency_only) {
-      EngineOptions zero_opts;
-      zero_opts.zero_comm = true;
-      zero_opts.graph_checked = true;
-      // Read for its makespan and op ends only: the TP ranks' identical compute runs once.
-      zero_opts.fold_like_ranks = true;
-      const Timeline compute_only = run(built.graph, node, zero_opts);
-      fresh->compute_only_ps = compute_only.makespan_ps;
-      fresh->compute_only_forward_ps = forward_end_ps(built.graph, compute_only);
-      // The scheme's own communication alone: every compute op taking zero time (launch overheads
-      // stay, as they do in the real run, so this is a lower bound of it).
-      EngineOptions comm_opts;
-      comm_opts.zero_compute = true;
-      comm_opts.graph_checked = true;
-      fresh->comm_alone_ps = run(built.graph, node, comm_opts).makespan_ps;
-    }
-  }
+  std::unique_ptr<SchemeRuns> fresh = found ? nullptr : simulate_runs(built.graph, node, options);
   const SchemeRuns& runs = found ? *found : *fresh;
   // Kept for a later scheme with the same graph once this one's figures are done.
   auto remember = [&] {
@@ -371,30 +404,7 @@ SchemeResult evaluate_with(const SchemeInfo& scheme, const BuildContext& ctx, co
   r.compute_only_ps = runs.compute_only_ps;
   r.comm_ps = options.comm_ps >= 0 ? options.comm_ps : workload_comm_ps(ctx.workload, ctx.hardware, ctx.fidelity);
   r.scheme_comm_ps = runs.comm_alone_ps;
-  // The one definition of exposed communication (design.md "Metrics").
-  r.exposed_comm_ps = r.latency_ps - r.compute_only_ps;
-  r.overlap_efficiency_raw = r.comm_ps > 0 ? 1.0 - safe_ratio(static_cast<double>(r.exposed_comm_ps),
-                                                               static_cast<double>(r.comm_ps))
-                                           : 0.0;
-  // Clamped for the report: below 0 the scheme exposes more than the collectives cost alone (extra
-  // per-chunk latency, SM contention) and hides nothing; above 1 it ran faster than compute-only,
-  // which only an engine anomaly could cause. The raw value is reported beside it.
-  r.overlap_efficiency = std::clamp(r.overlap_efficiency_raw, 0.0, 1.0);
-  // Bound: perfect overlap (flashoverlap-paper Sec. 6.4). Nothing beats the compute-only run; with
-  // no scheme-specific bound, the scheme's own communication cannot finish faster than it does alone
-  // either. (Its own, not the workload's collectives: a decomposition into P2P steps may skip NCCL's
-  // per-collective latency and beat comm_ps.)
-  if (built.bound_ps >= 0) {
-    r.bound_ps = std::max(built.bound_ps, r.compute_only_ps);
-    // A training step's data-parallel traffic is outside the scheme's decomposition bound (which
-    // counts the TP collectives it decomposes): its own communication alone bounds it too.
-    if (is_training_step(ctx.workload)) r.bound_ps = std::max(r.bound_ps, r.scheme_comm_ps);
-  } else {
-    r.bound_ps = std::max(r.compute_only_ps, r.scheme_comm_ps);
-  }
-  r.pct_of_bound = r.latency_ps > 0 ? 100.0 * safe_ratio(static_cast<double>(r.bound_ps),
-                                                         static_cast<double>(r.latency_ps))
-                                    : 100.0;
+  overlap_figures(r, built, ctx);
   r.sms_lost_to_comm = runs.peak_comm_sms;
   r.collectives = collective_figures(built, runs.collective_spans);
   r.reason = built.reason;

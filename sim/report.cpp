@@ -211,44 +211,33 @@ ReportContext report_context(const Scenario& scenario) {
 
 namespace {
 
-// Both renderings of a workload from one walk over its fields, so they never disagree.
-std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
-  nlohmann::json j = nlohmann::json::object();
-  std::string text;
-  j["kind"] = w.kind;
-  j["tp"] = w.tp;
-  // A moe workload's ranks are its EP ranks (Workload::tp holds ep x expert_tp for it): named as such,
-  // with expert_tp when each expert's FFN is split over several GPUs.
-  if (const Moe* m = std::get_if<Moe>(&w.shape))
-    text = m->expert_tp > 1 ? fmt::format("{} ep={} expert_tp={}", w.kind, m->ep, m->expert_tp)
-                            : fmt::format("{} ep={}", w.kind, w.tp);
-  else
-    text = fmt::format("{} tp={}", w.kind, w.tp);
-  // A MoE block's fields; in a transformer (`in_transformer`) d_model is the model's, already printed,
-  // and the tokens are the per-rank shard the transformer's batch x seq gives.
-  auto moe_fields = [&](const Moe& s, bool in_transformer) {
-    field(j, text, "experts", s.experts);
-    field(j, text, "top_k", s.top_k);
-    if (!in_transformer) field(j, text, "d_model", s.d_model);
-    field(j, text, "d_ffn_expert", s.d_ffn_expert);
-    if (!in_transformer) field(j, text, "tokens", s.tokens);
-    if (s.shared_experts > 0) field(j, text, "shared_experts", s.shared_experts);
-    if (s.capacity_factor) field(j, text, "capacity_factor", *s.capacity_factor);
-    switch (s.routing.kind) {
-      case MoeRoutingSpec::Kind::uniform: field(j, text, "routing", std::string("uniform")); break;
-      case MoeRoutingSpec::Kind::zipf:
-        field(j, text, "routing", fmt::format("zipf: {}", s.routing.zipf_s));
-        field(j, text, "seed", static_cast<std::int64_t>(s.routing.seed));
-        break;
-      case MoeRoutingSpec::Kind::histogram:
-        field(j, text, "routing", "histogram: " + s.routing.histogram_file);
-        break;
-    }
-    // The dispatch and combine's algorithm when it is not NCCL's (docs/guide/moe.md "Dispatch across nodes").
-    if (s.all_to_all != MoeAllToAll::nccl) field(j, text, "all_to_all", std::string(moe_all_to_all_name(s.all_to_all)));
-    if (s.max_nodes > 0) field(j, text, "max_nodes", s.max_nodes);
-  };
+// A MoE block's fields; in a transformer (`in_transformer`) d_model is the model's, already printed,
+// and the tokens are the per-rank shard the transformer's batch x seq gives.
+void moe_fields(nlohmann::json& j, std::string& text, const Moe& s, bool in_transformer) {
+  field(j, text, "experts", s.experts);
+  field(j, text, "top_k", s.top_k);
+  if (!in_transformer) field(j, text, "d_model", s.d_model);
+  field(j, text, "d_ffn_expert", s.d_ffn_expert);
+  if (!in_transformer) field(j, text, "tokens", s.tokens);
+  if (s.shared_experts > 0) field(j, text, "shared_experts", s.shared_experts);
+  if (s.capacity_factor) field(j, text, "capacity_factor", *s.capacity_factor);
+  switch (s.routing.kind) {
+    case MoeRoutingSpec::Kind::uniform: field(j, text, "routing", std::string("uniform")); break;
+    case MoeRoutingSpec::Kind::zipf:
+      field(j, text, "routing", fmt::format("zipf: {}", s.routing.zipf_s));
+      field(j, text, "seed", static_cast<std::int64_t>(s.routing.seed));
+      break;
+    case MoeRoutingSpec::Kind::histogram:
+      field(j, text, "routing", "histogram: " + s.routing.histogram_file);
+      break;
+  }
+  // The dispatch and combine's algorithm when it is not NCCL's (docs/guide/moe.md "Dispatch across nodes").
+  if (s.all_to_all != MoeAllToAll::nccl) field(j, text, "all_to_all", std::string(moe_all_to_all_name(s.all_to_all)));
+  if (s.max_nodes > 0) field(j, text, "max_nodes", s.max_nodes);
+}
 
+// The fields of the workload's shape, each kind its own.
+void shape_fields(nlohmann::json& j, std::string& text, const Workload& w) {
   std::visit(
       [&](const auto& s) {
         using S = std::decay_t<decltype(s)>;
@@ -289,7 +278,7 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
         } else if constexpr (std::is_same_v<S, Moe>) {
           j["ep"] = s.ep;
           if (s.expert_tp > 1) j["expert_tp"] = s.expert_tp;
-          moe_fields(s, false);
+          moe_fields(j, text, s, false);
         } else if constexpr (std::is_same_v<S, Transformer>) {
           field(j, text, "model", s.model);
           field(j, text, "layers", s.layers);
@@ -303,15 +292,17 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
           // A MoE model's layers: EP folded onto the TP group (sim/workload.hpp Transformer::moe).
           if (s.moe) {
             if (s.dense_layers > 0) field(j, text, "dense_layers", s.dense_layers);
-            moe_fields(*s.moe, true);
+            moe_fields(j, text, *s.moe, true);
           }
         }
         field(j, text, "dtype", std::string(dtype_name(s.dtype)));
       },
       w.shape);
+}
+
+void training_fields(nlohmann::json& j, std::string& text, const Training& t) {
   // The training keys only where they differ from a forward pass alone, so a forward workload reads
   // as it always has.
-  const Training& t = w.training;
   if (t.pass != Pass::forward || t.recompute != Recompute::none || t.parallel.dp > 1) {
     field(j, text, "pass", std::string(pass_name(t.pass)));
     if (t.recompute != Recompute::none) field(j, text, "recompute", std::string(recompute_name(t.recompute)));
@@ -330,6 +321,23 @@ std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
     field(j, text, "cp", t.job.cp);
     if (t.job.cp > 1) field(j, text, "cp_algorithm", std::string(context_parallel_name(t.job.cp_algorithm)));
   }
+}
+
+// Both renderings of a workload from one walk over its fields, so they never disagree.
+std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
+  nlohmann::json j = nlohmann::json::object();
+  std::string text;
+  j["kind"] = w.kind;
+  j["tp"] = w.tp;
+  // A moe workload's ranks are its EP ranks (Workload::tp holds ep x expert_tp for it): named as such,
+  // with expert_tp when each expert's FFN is split over several GPUs.
+  if (const Moe* m = std::get_if<Moe>(&w.shape))
+    text = m->expert_tp > 1 ? fmt::format("{} ep={} expert_tp={}", w.kind, m->ep, m->expert_tp)
+                            : fmt::format("{} ep={}", w.kind, w.tp);
+  else
+    text = fmt::format("{} tp={}", w.kind, w.tp);
+  shape_fields(j, text, w);
+  training_fields(j, text, w.training);
   return {j, text};
 }
 

@@ -254,6 +254,147 @@ CandidateList collect_candidates(const Scenario& sc, int jobs) {
   return list;
 }
 
+// What timing every candidate found: its latency, or why the scheme refused its grid setting
+// (`refused`) or `keep` left it out (`filtered`); index all.size() is the baseline.
+struct CandidateTimes {
+  std::vector<Ps> latency;
+  std::vector<std::string> refused;
+  std::vector<std::string> filtered;
+};
+
+// Latency of every candidate (one engine run each) and of the baseline.
+CandidateTimes time_candidates(const Scenario& sc, int jobs, const TuneFilter& keep,
+                               const std::vector<SchemeTuneCandidate>& all, const SchemeInfo& base) {
+  CandidateTimes t{std::vector<Ps>(all.size() + 1, 0), std::vector<std::string>(all.size() + 1),
+                   std::vector<std::string>(all.size() + 1)};
+  if (keep)
+    for (std::size_t i = 0; i < all.size(); ++i)
+      t.filtered[i] = keep(all[i].scheme, with_workload_knobs(sc.workload, all[i].workload), all[i].params);
+  parallel_for(all.size() + 1, jobs, [&](std::size_t i) {
+    const bool is_base = i == all.size();
+    if (!t.filtered[i].empty()) return;
+    const SchemeInfo& s = is_base ? base : *find_scheme(all[i].scheme);
+    const nlohmann::json params = is_base ? nlohmann::json::object() : all[i].params;
+    const bool from_grid = !is_base && all[i].origin == "grid";
+    const Workload workload = is_base ? sc.workload : with_workload_knobs(sc.workload, all[i].workload);
+    const BuildContext ctx{workload, sc.hardware, params, sc.fidelity};
+    try {
+      const BuiltScheme built = s.build(ctx);
+      t.latency[i] = run(built.graph, make_node(sc.hardware, built.graph.num_ranks())).makespan_ps;
+    } catch (const InputError& e) {
+      if (from_grid) {
+        t.refused[i] = e.message();
+        return;
+      }
+      throw InputError(sc.file, 0, "schemes." + s.name,
+                       fmt::format("{} with {}: {}", s.name, knobs_text(params), e.message()));
+    } catch (const std::invalid_argument& e) {
+      if (from_grid) {
+        t.refused[i] = e.what();
+        return;
+      }
+      throw InputError(sc.file, 0, "schemes." + s.name, fmt::format("{} with {}: {}", s.name, knobs_text(params), e.what()));
+    }
+  });
+  return t;
+}
+
+// Each candidate's latency and speedup; the settings the scheme refused go to `skipped`, those `keep`
+// left out to `left_out`: one line per scheme and reason (the grid repeats a reason for every value of
+// the other knobs), naming the first setting. Both leave the ranking (`refused` set for them).
+void tally_candidates(SchemeTuneResult& r, std::vector<SchemeTuneCandidate>& all, CandidateTimes& t) {
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> left_out;  // scheme + reason -> candidates
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    all[i].latency_ps = t.latency[i];
+    all[i].speedup = t.latency[i] > 0 ? static_cast<double>(r.baseline_ps) / static_cast<double>(t.latency[i]) : 0;
+    if (!t.filtered[i].empty()) {
+      const std::string key = all[i].scheme + ": " + t.filtered[i];
+      auto it = std::find_if(left_out.begin(), left_out.end(), [&](const auto& g) { return g.first == key; });
+      if (it == left_out.end()) left_out.push_back({key, {i}});
+      else it->second.push_back(i);
+      --r.evaluated;
+      t.refused[i] = t.filtered[i];  // out of the ranking
+      continue;
+    }
+    if (!t.refused[i].empty()) {
+      r.skipped.push_back(fmt::format("{} with {}: {}", all[i].scheme, config_text(all[i]), t.refused[i]));
+      --r.evaluated;
+    }
+  }
+  for (const auto& [key, members] : left_out) {
+    const SchemeTuneCandidate& c = all[members.front()];
+    r.left_out.push_back(members.size() == 1
+                             ? fmt::format("{} with {}: {}", c.scheme, config_text(c), t.filtered[members.front()])
+                             : fmt::format("{}: {} settings not run (first: {}): {}", c.scheme, members.size(),
+                                           config_text(c), t.filtered[members.front()]));
+  }
+}
+
+bool faster_candidate(const SchemeTuneCandidate& a, const SchemeTuneCandidate& b) { return a.latency_ps < b.latency_ps; }
+
+// Grouped knobs (te_userbuffers' per-GEMM-name settings, "<group>.<knob>"): searched from the scheme's
+// best by coordinate descent, one group's grid at a time with every other knob held, in rounds until
+// a round improves nothing (at most kGroupRounds). The groups are a layer's sequential linears: were
+// their times independent, one round would find the joint optimum; they share the node (a
+// ring_exchange linear's pulls and a pipeline's reduce-scatter tail meet the next linear's start, and a
+// training step's data-parallel traffic runs beside them), so a later round re-checks each group
+// against the others' choices. A setting a scheme refuses (a name the workload lacks) is dropped
+// silently: it is not a grid setting of the table but a name that does not apply.
+void search_knob_groups(SchemeTuneResult& r, SchemeTuneEntry& e, const Scenario& sc, int jobs,
+                        const TuneFilter& keep) {
+  constexpr int kGroupRounds = 3;
+  const SchemeInfo& info = *find_scheme(e.scheme);
+  const std::vector<std::string> groups = knob_groups(info, sc.workload);
+  if (groups.empty()) return;
+  SchemeTuneCandidate best = e.candidates.front();
+  const Workload workload = with_workload_knobs(sc.workload, best.workload);
+  std::set<std::string> seen;
+  for (const SchemeTuneCandidate& c : e.candidates) seen.insert(c.params.dump() + c.workload.dump());
+  std::map<std::string, int> left_out;  // per-name settings `keep` refused, by reason
+  for (int round = 0; round < kGroupRounds; ++round) {
+    bool improved = false;
+    for (const std::string& g : groups) {
+      std::vector<SchemeTuneCandidate> fresh;
+      for (const nlohmann::json& c : group_knob_grid(info, workload, best.params, g))
+        if (seen.insert(c.dump() + best.workload.dump()).second) {
+          if (const std::string why = keep ? keep(e.scheme, workload, c) : std::string(); !why.empty()) {
+            ++left_out[why];
+            continue;
+          }
+          fresh.push_back(SchemeTuneCandidate{e.scheme, c, 0, 0, "per-name search", best.workload});
+        }
+      std::vector<Ps> lat(fresh.size(), -1);
+      parallel_for(fresh.size(), jobs, [&](std::size_t i) {
+        const BuildContext ctx{workload, sc.hardware, fresh[i].params, sc.fidelity};
+        try {
+          const BuiltScheme built = info.build(ctx);
+          lat[i] = run(built.graph, make_node(sc.hardware, built.graph.num_ranks())).makespan_ps;
+        } catch (const InputError&) {
+        } catch (const std::invalid_argument&) {
+        }
+      });
+      const Ps from_ps = best.latency_ps;
+      for (std::size_t i = 0; i < fresh.size(); ++i) {
+        if (lat[i] <= 0) continue;
+        fresh[i].latency_ps = lat[i];
+        fresh[i].speedup = static_cast<double>(r.baseline_ps) / static_cast<double>(lat[i]);
+        ++r.evaluated;
+        // A setting that times exactly as the one it started from (a name set to what it inherits)
+        // adds nothing to the ranking: counted, not listed.
+        if (lat[i] != from_ps) e.candidates.push_back(fresh[i]);
+        if (lat[i] < best.latency_ps) {
+          best = fresh[i];
+          improved = true;
+        }
+      }
+    }
+    if (!improved) break;
+  }
+  for (const auto& [why, n] : left_out)
+    r.left_out.push_back(fmt::format("{}: {} per-name setting{} not searched: {}", e.scheme, n, n == 1 ? "" : "s", why));
+  std::stable_sort(e.candidates.begin(), e.candidates.end(), faster_candidate);
+}
+
 }  // namespace
 
 SchemeTuneResult tune_schemes(const Scenario& sc, int jobs, const TuneFilter& keep) {
@@ -263,153 +404,30 @@ SchemeTuneResult tune_schemes(const Scenario& sc, int jobs, const TuneFilter& ke
 
   CandidateList list = collect_candidates(sc, jobs);
   std::vector<SchemeTuneCandidate>& all = list.all;
-  const std::vector<std::string>& order = list.order;
-  std::map<std::string, std::vector<std::size_t>>& by_scheme = list.by_scheme;
-  if (order.empty()) throw InputError(sc.file, 0, "schemes", "no scheme of the scenario applies to its workload");
+  if (list.order.empty()) throw InputError(sc.file, 0, "schemes", "no scheme of the scenario applies to its workload");
 
-  // Latency of every candidate (one engine run each) and of the baseline.
   const SchemeInfo* base = find_scheme(r.baseline);
   if (!base) throw std::logic_error("baseline scheme '" + r.baseline + "' is not registered");
-  std::vector<Ps> latency(all.size() + 1, 0);
-  std::vector<std::string> refused(all.size() + 1);  // a grid setting the scheme refused, and why
-  std::vector<std::string> filtered(all.size() + 1);  // a setting `keep` left out, and why
-  if (keep)
-    for (std::size_t i = 0; i < all.size(); ++i)
-      filtered[i] = keep(all[i].scheme, with_workload_knobs(sc.workload, all[i].workload), all[i].params);
-  parallel_for(all.size() + 1, jobs, [&](std::size_t i) {
-    const bool is_base = i == all.size();
-    if (!filtered[i].empty()) return;
-    const SchemeInfo& s = is_base ? *base : *find_scheme(all[i].scheme);
-    const nlohmann::json params = is_base ? nlohmann::json::object() : all[i].params;
-    const bool from_grid = !is_base && all[i].origin == "grid";
-    const Workload workload = is_base ? sc.workload : with_workload_knobs(sc.workload, all[i].workload);
-    const BuildContext ctx{workload, sc.hardware, params, sc.fidelity};
-    try {
-      const BuiltScheme built = s.build(ctx);
-      latency[i] = run(built.graph, make_node(sc.hardware, built.graph.num_ranks())).makespan_ps;
-    } catch (const InputError& e) {
-      if (from_grid) {
-        refused[i] = e.message();
-        return;
-      }
-      throw InputError(sc.file, 0, "schemes." + s.name,
-                       fmt::format("{} with {}: {}", s.name, knobs_text(params), e.message()));
-    } catch (const std::invalid_argument& e) {
-      if (from_grid) {
-        refused[i] = e.what();
-        return;
-      }
-      throw InputError(sc.file, 0, "schemes." + s.name, fmt::format("{} with {}: {}", s.name, knobs_text(params), e.what()));
-    }
-  });
-  r.baseline_ps = latency.back();
+  CandidateTimes times = time_candidates(sc, jobs, keep, all, *base);
+  r.baseline_ps = times.latency.back();
   r.evaluated = static_cast<int>(all.size());
-  // Left out by `keep`: one line per scheme and reason (the grid repeats a reason for every value of
-  // the other knobs), naming the first setting.
-  std::vector<std::pair<std::string, std::vector<std::size_t>>> left_out;  // scheme + reason -> candidates
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    all[i].latency_ps = latency[i];
-    all[i].speedup = latency[i] > 0 ? static_cast<double>(r.baseline_ps) / static_cast<double>(latency[i]) : 0;
-    if (!filtered[i].empty()) {
-      const std::string key = all[i].scheme + ": " + filtered[i];
-      auto it = std::find_if(left_out.begin(), left_out.end(), [&](const auto& g) { return g.first == key; });
-      if (it == left_out.end()) left_out.push_back({key, {i}});
-      else it->second.push_back(i);
-      --r.evaluated;
-      refused[i] = filtered[i];  // out of the ranking
-      continue;
-    }
-    if (!refused[i].empty()) {
-      r.skipped.push_back(fmt::format("{} with {}: {}", all[i].scheme, config_text(all[i]), refused[i]));
-      --r.evaluated;
-    }
-  }
+  tally_candidates(r, all, times);
 
-  for (const auto& [key, members] : left_out) {
-    const SchemeTuneCandidate& c = all[members.front()];
-    r.left_out.push_back(members.size() == 1
-                             ? fmt::format("{} with {}: {}", c.scheme, config_text(c), filtered[members.front()])
-                             : fmt::format("{}: {} settings not run (first: {}): {}", c.scheme, members.size(),
-                                           config_text(c), filtered[members.front()]));
-  }
-
-  for (const std::string& name : order) {
+  for (const std::string& name : list.order) {
     SchemeTuneEntry e;
     e.scheme = name;
-    for (std::size_t i : by_scheme[name])
-      if (refused[i].empty()) e.candidates.push_back(all[i]);
+    for (std::size_t i : list.by_scheme[name])
+      if (times.refused[i].empty()) e.candidates.push_back(all[i]);
     // The all-defaults setting comes from the grid: a scheme none of whose settings runs here.
     if (e.candidates.empty()) continue;
-    std::stable_sort(e.candidates.begin(), e.candidates.end(),
-                     [](const SchemeTuneCandidate& a, const SchemeTuneCandidate& b) { return a.latency_ps < b.latency_ps; });
+    std::stable_sort(e.candidates.begin(), e.candidates.end(), faster_candidate);
     r.schemes.push_back(std::move(e));
   }
   if (r.schemes.empty())
     throw InputError(sc.file, 0, "schemes",
                      r.skipped.empty() ? "no setting of any scheme can be deployed: " + r.left_out.front()
                                        : "no setting of any scheme runs on this hardware: " + r.skipped.front());
-  // Grouped knobs (te_userbuffers' per-GEMM-name settings, "<group>.<knob>"): searched from each
-  // scheme's best by coordinate descent, one group's grid at a time with every other knob held, in
-  // rounds until a round improves nothing (at most kGroupRounds). The groups are a layer's sequential
-  // linears: were their times independent, one round would find the joint optimum; they share the
-  // node (a ring_exchange linear's pulls and a pipeline's reduce-scatter tail meet the next linear's
-  // start, and a training step's data-parallel traffic runs beside them), so a later round re-checks
-  // each group against the others' choices. A setting a scheme refuses (a name the workload lacks) is
-  // dropped silently: it is not a grid setting of the table but a name that does not apply.
-  constexpr int kGroupRounds = 3;
-  for (SchemeTuneEntry& e : r.schemes) {
-    const SchemeInfo& info = *find_scheme(e.scheme);
-    const std::vector<std::string> groups = knob_groups(info, sc.workload);
-    if (groups.empty()) continue;
-    SchemeTuneCandidate best = e.candidates.front();
-    const Workload workload = with_workload_knobs(sc.workload, best.workload);
-    std::set<std::string> seen;
-    for (const SchemeTuneCandidate& c : e.candidates) seen.insert(c.params.dump() + c.workload.dump());
-    std::map<std::string, int> left_out;  // per-name settings `keep` refused, by reason
-    for (int round = 0; round < kGroupRounds; ++round) {
-      bool improved = false;
-      for (const std::string& g : groups) {
-        std::vector<SchemeTuneCandidate> fresh;
-        for (const nlohmann::json& c : group_knob_grid(info, workload, best.params, g))
-          if (seen.insert(c.dump() + best.workload.dump()).second) {
-            if (const std::string why = keep ? keep(e.scheme, workload, c) : std::string(); !why.empty()) {
-              ++left_out[why];
-              continue;
-            }
-            fresh.push_back(SchemeTuneCandidate{e.scheme, c, 0, 0, "per-name search", best.workload});
-          }
-        std::vector<Ps> lat(fresh.size(), -1);
-        parallel_for(fresh.size(), jobs, [&](std::size_t i) {
-          const BuildContext ctx{workload, sc.hardware, fresh[i].params, sc.fidelity};
-          try {
-            const BuiltScheme built = info.build(ctx);
-            lat[i] = run(built.graph, make_node(sc.hardware, built.graph.num_ranks())).makespan_ps;
-          } catch (const InputError&) {
-          } catch (const std::invalid_argument&) {
-          }
-        });
-        const Ps from_ps = best.latency_ps;
-        for (std::size_t i = 0; i < fresh.size(); ++i) {
-          if (lat[i] <= 0) continue;
-          fresh[i].latency_ps = lat[i];
-          fresh[i].speedup = static_cast<double>(r.baseline_ps) / static_cast<double>(lat[i]);
-          ++r.evaluated;
-          // A setting that times exactly as the one it started from (a name set to what it inherits)
-          // adds nothing to the ranking: counted, not listed.
-          if (lat[i] != from_ps) e.candidates.push_back(fresh[i]);
-          if (lat[i] < best.latency_ps) {
-            best = fresh[i];
-            improved = true;
-          }
-        }
-      }
-      if (!improved) break;
-    }
-    for (const auto& [why, n] : left_out)
-      r.left_out.push_back(fmt::format("{}: {} per-name setting{} not searched: {}", e.scheme, n, n == 1 ? "" : "s", why));
-    std::stable_sort(e.candidates.begin(), e.candidates.end(),
-                     [](const SchemeTuneCandidate& a, const SchemeTuneCandidate& b) { return a.latency_ps < b.latency_ps; });
-  }
+  for (SchemeTuneEntry& e : r.schemes) search_knob_groups(r, e, sc, jobs, keep);
   // Full metrics (exposed communication, bound) of each scheme's best.
   parallel_for(r.schemes.size(), jobs, [&](std::size_t i) {
     SchemeTuneEntry& e = r.schemes[i];

@@ -253,107 +253,130 @@ std::optional<Transformer> named_model(const std::string& name, const Transforme
   return t;
 }
 
+namespace {
+
+// The workload kind each shape is written as (the scenario's `workload.kind`).
+const char* shape_kind(const GemmCollective&) { return "gemm_collective"; }
+const char* shape_kind(const MlpTpSp&) { return "mlp_tpsp"; }
+const char* shape_kind(const AttentionTpSp&) { return "attention_tpsp"; }
+const char* shape_kind(const AttentionUlysses&) { return "attention_ulysses"; }
+const char* shape_kind(const DecodeStack&) { return "decode_stack"; }
+const char* shape_kind(const Moe&) { return "moe"; }
+const char* shape_kind(const Transformer&) { return "transformer"; }
+
+void validate_shape(const GemmCollective& g, int tp) {
+  require_positive(g.m, "m");
+  require_positive(g.n, "n");
+  require_positive(g.k, "k");
+  // Reduce-scatter and all-to-all split the output rows across ranks.
+  if (g.primitive == Primitive::reduce_scatter || g.primitive == Primitive::all_to_all) require_divisible(g.m, tp, "m");
+}
+
+void validate_shape(const MlpTpSp& m, int tp) {
+  require_positive(m.tokens, "tokens");
+  require_positive(m.d_model, "d_model");
+  require_positive(m.d_ffn, "d_ffn");
+  require_divisible(m.tokens, tp, "tokens");
+  require_divisible(m.d_ffn, tp, "d_ffn");
+}
+
+// The attention every TP+SP attention block and transformer layer shares.
+void validate_attention(std::int64_t batch, std::int64_t seq, std::int64_t d, std::int64_t heads, std::int64_t kv,
+                        std::int64_t head_dim, int tp) {
+  require_positive(batch, "batch");
+  require_positive(seq, "seq");
+  require_positive(d, "d_model");
+  require_positive(heads, "heads");
+  if (kv < 0) throw std::invalid_argument("workload.kv_heads: must be >= 0");
+  if (head_dim < 0) throw std::invalid_argument("workload.head_dim: must be >= 0");
+  // An explicit head width frees d_model from being a multiple of heads (Qwen3-MoE).
+  if (head_dim == 0 && d % heads != 0) throw std::invalid_argument("workload.heads: d_model is not divisible by heads");
+  if (kv > 0 && heads % kv != 0) throw std::invalid_argument("workload.kv_heads: heads is not divisible by kv_heads");
+  require_divisible(heads, tp, "heads");
+  require_divisible(batch * seq, tp, "seq");
+}
+
+void validate_shape(const AttentionTpSp& a, int tp) {
+  validate_attention(a.batch, a.seq, a.d_model, a.heads, a.kv_heads, a.head_dim, tp);
+}
+
+// A transformer's MoE block: its EP group is the TP group, routing each rank's sequence-parallel shard.
+void validate_moe_block(const Transformer& t, const Moe& m, int tp) {
+  if (m.experts < 1 || m.top_k < 1 || m.top_k > m.experts)
+    throw std::invalid_argument(fmt::format("workload.top_k: must be in [1, experts = {}] (got {})", m.experts, m.top_k));
+  if (m.ep != tp || m.experts % tp != 0)
+    throw std::invalid_argument(fmt::format(
+        "workload.experts: the EP group is the TP group (ep = tp = {}), which must divide experts = {}", tp, m.experts));
+  require_positive(m.d_ffn_expert, "d_ffn_expert");
+  if (m.d_model != t.d_model || m.tokens * tp != t.batch * t.seq)
+    throw std::invalid_argument("workload.experts: the MoE block must route each rank's batch x seq / tp tokens "
+                                "of d_model");
+  if (t.dense_layers < 0 || t.dense_layers > t.layers)
+    throw std::invalid_argument(fmt::format("workload.dense_layers: must be in [0, layers = {}]", t.layers));
+}
+
+void validate_shape(const Transformer& t, int tp) {
+  if (t.layers < 1) throw std::invalid_argument(fmt::format("workload.layers: must be >= 1 (got {})", t.layers));
+  require_positive(t.d_ffn, "d_ffn");
+  require_divisible(t.d_ffn, tp, "d_ffn");
+  if (t.mla && !t.moe)
+    throw std::invalid_argument("workload.model: multi-head latent attention runs in a mixture-of-experts "
+                                "transformer only");
+  if (t.mla &&
+      (t.mla->kv_lora < 1 || t.mla->qk_nope < 1 || t.mla->qk_rope < 1 || t.mla->v_head < 1 || t.mla->q_lora < 0))
+    throw std::invalid_argument("workload.model: a latent attention width is not positive");
+  if (t.moe) validate_moe_block(t, *t.moe, tp);
+  validate_attention(t.batch, t.seq, t.d_model, t.heads, t.kv_heads, t.head_dim, tp);
+}
+
+void validate_shape(const AttentionUlysses& a, int tp) {
+  require_positive(a.batch, "batch");
+  require_positive(a.seq, "seq");
+  require_positive(a.d_model, "d_model");
+  require_positive(a.heads, "heads");
+  if (a.d_model % a.heads != 0) throw std::invalid_argument("workload.heads: d_model is not divisible by heads");
+  require_divisible(a.seq, tp, "seq");
+  require_divisible(a.heads, tp, "heads");
+}
+
+void validate_shape(const DecodeStack& d, int tp) {
+  if (d.layers < 1) throw std::invalid_argument(fmt::format("workload.layers: must be >= 1 (got {})", d.layers));
+  require_positive(d.d_model, "d_model");
+  require_positive(d.d_ffn, "d_ffn");
+  require_positive(d.heads, "heads");
+  if (d.d_model % d.heads != 0) throw std::invalid_argument("workload.heads: d_model is not divisible by heads");
+  require_divisible(d.heads, tp, "heads");
+  require_divisible(d.d_ffn, tp, "d_ffn");
+}
+
+void validate_shape(const Moe& m, int tp) {
+  require_positive(m.tokens, "tokens");
+  require_positive(m.d_model, "d_model");
+  require_positive(m.d_ffn_expert, "d_ffn_expert");
+  if (m.experts < 1 || m.top_k < 1 || m.top_k > m.experts)
+    throw std::invalid_argument(fmt::format("workload.top_k: must be in [1, experts = {}] (got {})", m.experts, m.top_k));
+  if (m.ep < 1 || m.experts % m.ep != 0)
+    throw std::invalid_argument(fmt::format("workload.ep: must divide experts = {} (got {})", m.experts, m.ep));
+  if (m.expert_tp < 1 || m.d_ffn_expert % m.expert_tp != 0)
+    throw std::invalid_argument(
+        fmt::format("workload.expert_tp: must divide d_ffn_expert = {} (got {})", m.d_ffn_expert, m.expert_tp));
+  if (tp != m.ep * m.expert_tp)
+    throw std::invalid_argument(
+        fmt::format("workload.ep: the graph's ranks ({}) must be ep x expert_tp ({} x {})", tp, m.ep, m.expert_tp));
+  if (m.shared_experts < 0) throw std::invalid_argument("workload.shared_experts: must be >= 0");
+}
+
+}  // namespace
+
 void validate_workload(const Workload& w) {
   if (w.tp < 1) throw std::invalid_argument(fmt::format("workload.tp: must be >= 1 (got {})", w.tp));
-  const int tp = w.tp;
-  if (w.kind == "gemm_collective") {
-    const auto& g = std::get<GemmCollective>(w.shape);
-    require_positive(g.m, "m");
-    require_positive(g.n, "n");
-    require_positive(g.k, "k");
-    // Reduce-scatter and all-to-all split the output rows across ranks.
-    if (g.primitive == Primitive::reduce_scatter || g.primitive == Primitive::all_to_all)
-      require_divisible(g.m, tp, "m");
-  } else if (w.kind == "mlp_tpsp") {
-    const auto& m = std::get<MlpTpSp>(w.shape);
-    require_positive(m.tokens, "tokens");
-    require_positive(m.d_model, "d_model");
-    require_positive(m.d_ffn, "d_ffn");
-    require_divisible(m.tokens, tp, "tokens");
-    require_divisible(m.d_ffn, tp, "d_ffn");
-  } else if (w.kind == "attention_tpsp" || w.kind == "transformer") {
-    std::int64_t batch = 0, seq = 0, d = 0, heads = 0, kv = 0, head_dim = 0;
-    if (w.kind == "attention_tpsp") {
-      const auto& a = std::get<AttentionTpSp>(w.shape);
-      batch = a.batch, seq = a.seq, d = a.d_model, heads = a.heads, kv = a.kv_heads, head_dim = a.head_dim;
-    } else {
-      const auto& t = std::get<Transformer>(w.shape);
-      if (t.layers < 1) throw std::invalid_argument(fmt::format("workload.layers: must be >= 1 (got {})", t.layers));
-      require_positive(t.d_ffn, "d_ffn");
-      require_divisible(t.d_ffn, tp, "d_ffn");
-      batch = t.batch, seq = t.seq, d = t.d_model, heads = t.heads, kv = t.kv_heads, head_dim = t.head_dim;
-      if (t.mla && !t.moe)
-        throw std::invalid_argument("workload.model: multi-head latent attention runs in a mixture-of-experts "
-                                    "transformer only");
-      if (t.mla && (t.mla->kv_lora < 1 || t.mla->qk_nope < 1 || t.mla->qk_rope < 1 || t.mla->v_head < 1 ||
-                    t.mla->q_lora < 0))
-        throw std::invalid_argument("workload.model: a latent attention width is not positive");
-      if (t.moe) {
-        // The MoE block's EP group is the TP group, routing each rank's sequence-parallel shard.
-        const Moe& m = *t.moe;
-        if (m.experts < 1 || m.top_k < 1 || m.top_k > m.experts)
-          throw std::invalid_argument(
-              fmt::format("workload.top_k: must be in [1, experts = {}] (got {})", m.experts, m.top_k));
-        if (m.ep != tp || m.experts % tp != 0)
-          throw std::invalid_argument(
-              fmt::format("workload.experts: the EP group is the TP group (ep = tp = {}), which must divide experts = {}",
-                          tp, m.experts));
-        require_positive(m.d_ffn_expert, "d_ffn_expert");
-        if (m.d_model != t.d_model || m.tokens * tp != t.batch * t.seq)
-          throw std::invalid_argument("workload.experts: the MoE block must route each rank's batch x seq / tp tokens "
-                                      "of d_model");
-        if (t.dense_layers < 0 || t.dense_layers > t.layers)
-          throw std::invalid_argument(fmt::format("workload.dense_layers: must be in [0, layers = {}]", t.layers));
-      }
-    }
-    require_positive(batch, "batch");
-    require_positive(seq, "seq");
-    require_positive(d, "d_model");
-    require_positive(heads, "heads");
-    if (kv < 0) throw std::invalid_argument("workload.kv_heads: must be >= 0");
-    if (head_dim < 0) throw std::invalid_argument("workload.head_dim: must be >= 0");
-    // An explicit head width frees d_model from being a multiple of heads (Qwen3-MoE).
-    if (head_dim == 0 && d % heads != 0) throw std::invalid_argument("workload.heads: d_model is not divisible by heads");
-    if (kv > 0 && heads % kv != 0) throw std::invalid_argument("workload.kv_heads: heads is not divisible by kv_heads");
-    require_divisible(heads, tp, "heads");
-    require_divisible(batch * seq, tp, "seq");
-  } else if (w.kind == "attention_ulysses") {
-    const auto& a = std::get<AttentionUlysses>(w.shape);
-    require_positive(a.batch, "batch");
-    require_positive(a.seq, "seq");
-    require_positive(a.d_model, "d_model");
-    require_positive(a.heads, "heads");
-    if (a.d_model % a.heads != 0) throw std::invalid_argument("workload.heads: d_model is not divisible by heads");
-    require_divisible(a.seq, tp, "seq");
-    require_divisible(a.heads, tp, "heads");
-  } else if (w.kind == "decode_stack") {
-    const auto& d = std::get<DecodeStack>(w.shape);
-    if (d.layers < 1) throw std::invalid_argument(fmt::format("workload.layers: must be >= 1 (got {})", d.layers));
-    require_positive(d.d_model, "d_model");
-    require_positive(d.d_ffn, "d_ffn");
-    require_positive(d.heads, "heads");
-    if (d.d_model % d.heads != 0) throw std::invalid_argument("workload.heads: d_model is not divisible by heads");
-    require_divisible(d.heads, tp, "heads");
-    require_divisible(d.d_ffn, tp, "d_ffn");
-  } else if (w.kind == "moe") {
-    const auto& m = std::get<Moe>(w.shape);
-    require_positive(m.tokens, "tokens");
-    require_positive(m.d_model, "d_model");
-    require_positive(m.d_ffn_expert, "d_ffn_expert");
-    if (m.experts < 1 || m.top_k < 1 || m.top_k > m.experts)
-      throw std::invalid_argument(fmt::format("workload.top_k: must be in [1, experts = {}] (got {})", m.experts, m.top_k));
-    if (m.ep < 1 || m.experts % m.ep != 0)
-      throw std::invalid_argument(fmt::format("workload.ep: must divide experts = {} (got {})", m.experts, m.ep));
-    if (m.expert_tp < 1 || m.d_ffn_expert % m.expert_tp != 0)
-      throw std::invalid_argument(fmt::format("workload.expert_tp: must divide d_ffn_expert = {} (got {})",
-                                              m.d_ffn_expert, m.expert_tp));
-    if (w.tp != m.ep * m.expert_tp)
-      throw std::invalid_argument(fmt::format("workload.ep: the graph's ranks ({}) must be ep x expert_tp ({} x {})", w.tp,
-                                              m.ep, m.expert_tp));
-    if (m.shared_experts < 0) throw std::invalid_argument("workload.shared_experts: must be >= 0");
-  } else {
-    throw std::invalid_argument(fmt::format("workload.kind: unknown kind '{}'", w.kind));
-  }
+  std::visit(
+      [&](const auto& s) {
+        // The kind names the shape; one that does not is a workload built by hand wrongly.
+        if (w.kind != shape_kind(s)) throw std::invalid_argument(fmt::format("workload.kind: unknown kind '{}'", w.kind));
+        validate_shape(s, w.tp);
+      },
+      w.shape);
 }
 
 }  // namespace overlap::sim

@@ -442,6 +442,65 @@ int fit_only(const RunOptions& options, const sim::Scenario& sc, sim::ReportForm
   return kExitOk;
 }
 
+// The placeholder line of a run on a profile with guesses: the check's verdict (each guess's range
+// re-run for the schemes it reaches), or why it did not run.
+void check_placeholders(sim::ReportContext& ctx, const RunOptions& options, const ScenarioLoad& load,
+                        const sim::Scenario& sc, const std::vector<sim::SchemeSpec>& specs,
+                        const std::vector<sim::SchemeResult>& results, bool is_job) {
+  std::uint64_t run_events = 0;
+  for (const sim::SchemeResult& r : results) run_events += r.events;
+  const bool run_check =
+      options.placeholder_check == "always" ||
+      (options.placeholder_check == "auto" && run_events <= kPlaceholderCheckEvents);
+  if (!sc.hardware.placeholders.empty() && !run_check) {
+    std::vector<std::string> keys;
+    for (const PlaceholderRange& ph : sc.hardware.placeholders) keys.push_back(ph.key);
+    const std::string why =
+        options.placeholder_check == "never"
+            ? std::string("--placeholder-check never")
+            : fmt::format("this run took {} engine events, more than the {} the check runs for by default; each "
+                          "guess re-runs the schemes it reaches twice",
+                          grouped_count(run_events), grouped_count(kPlaceholderCheckEvents));
+    ctx.placeholder_lines = sim::wrap_text(
+        fmt::format("placeholders: not checked ({}): {} {} guesses; --placeholder-check always says whether one "
+                    "decides the ranking",
+                    why, bounded_list(keys), keys.size() == 1 ? "is" : "are"),
+        sim::kTableWidth, "  ");
+    ctx.placeholder_sensitivity = {{"skipped", why}, {"guesses", keys}};
+  }
+  if (!sc.hardware.placeholders.empty() && run_check) {
+    std::vector<sim::SchemeRequest> requests;
+    for (const auto& s : specs) requests.push_back(sim::SchemeRequest{s.name, s.params});
+    const auto reload = [&](const std::vector<std::string>& extra) {
+      sim::ScenarioOptions at = load.options;
+      at.sets.insert(at.sets.end(), extra.begin(), extra.end());
+      const sim::Scenario again = sim::load_scenario_file(load.path, at);
+      return is_job ? stage_scenario(again) : again;
+    };
+    const sim::PlaceholderSensitivity s = sim::placeholder_sensitivity(sc, requests, results, load.options.sets, reload);
+    ctx.placeholder_lines = sim::format_placeholder_sensitivity(s);
+    ctx.placeholder_sensitivity = sim::placeholder_sensitivity_json(s);
+  }
+}
+
+// One line per failed scheme, at most kListedItems of them (a scenario may list thousands), and the
+// exit status: kExitSchemeFailed when any failed.
+int report_failed_schemes(const std::vector<sim::SchemeResult>& results, std::ostream& err) {
+  const auto failed = static_cast<std::size_t>(
+      std::count_if(results.begin(), results.end(), [](const sim::SchemeResult& r) { return r.failed(); }));
+  if (failed > 0) {
+    std::size_t shown = 0;
+    for (const sim::SchemeResult& r : results)
+      if (r.failed() && shown++ < kListedItems) err << "overlap-sim: error: " << bounded_message(r.error) << "\n";
+    if (failed > kListedItems)
+      err << fmt::format("overlap-sim: ... and {} more failed schemes (their rows say FAILED)\n", failed - kListedItems);
+    err << fmt::format("overlap-sim: {} of {} schemes failed (their rows say FAILED); the others' results are "
+                       "reported\n", failed, results.size());
+    return kExitSchemeFailed;
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
@@ -491,40 +550,7 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   // comments that say "placeholder".
   if (sc.hardware.source_file != sc.file && sc.hardware.placeholders.empty())
     ctx.hardware_note = placeholder_note(ctx.hardware, sc.hardware.source_file);
-  std::uint64_t run_events = 0;
-  for (const sim::SchemeResult& r : results) run_events += r.events;
-  const bool check_placeholders =
-      options.placeholder_check == "always" ||
-      (options.placeholder_check == "auto" && run_events <= kPlaceholderCheckEvents);
-  if (!sc.hardware.placeholders.empty() && !check_placeholders) {
-    std::vector<std::string> keys;
-    for (const PlaceholderRange& ph : sc.hardware.placeholders) keys.push_back(ph.key);
-    const std::string why =
-        options.placeholder_check == "never"
-            ? std::string("--placeholder-check never")
-            : fmt::format("this run took {} engine events, more than the {} the check runs for by default; each "
-                          "guess re-runs the schemes it reaches twice",
-                          grouped_count(run_events), grouped_count(kPlaceholderCheckEvents));
-    ctx.placeholder_lines = sim::wrap_text(
-        fmt::format("placeholders: not checked ({}): {} {} guesses; --placeholder-check always says whether one "
-                    "decides the ranking",
-                    why, bounded_list(keys), keys.size() == 1 ? "is" : "are"),
-        sim::kTableWidth, "  ");
-    ctx.placeholder_sensitivity = {{"skipped", why}, {"guesses", keys}};
-  }
-  if (!sc.hardware.placeholders.empty() && check_placeholders) {
-    std::vector<sim::SchemeRequest> requests;
-    for (const auto& s : specs) requests.push_back(sim::SchemeRequest{s.name, s.params});
-    const auto reload = [&](const std::vector<std::string>& extra) {
-      sim::ScenarioOptions at = load.options;
-      at.sets.insert(at.sets.end(), extra.begin(), extra.end());
-      const sim::Scenario again = sim::load_scenario_file(load.path, at);
-      return is_job ? stage_scenario(again) : again;
-    };
-    const sim::PlaceholderSensitivity s = sim::placeholder_sensitivity(sc, requests, results, load.options.sets, reload);
-    ctx.placeholder_lines = sim::format_placeholder_sensitivity(s);
-    ctx.placeholder_sensitivity = sim::placeholder_sensitivity_json(s);
-  }
+  check_placeholders(ctx, options, load, sc, specs, results, is_job);
   const std::string report = sim::format_report(*format, ctx, results, options.wide);
   const bool want_trace = !options.trace.empty() || !options.plot.empty();
   const bool first_failed = !results.empty() && results.front().failed() && results.front().request == 0;
@@ -535,20 +561,7 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   if (options.output.empty()) out << report;
   for (const std::string* written : {&options.output, &options.trace, &options.plot, &options.graphviz})
     if (!written->empty()) err << "wrote " << *written << "\n";
-  const auto failed = static_cast<std::size_t>(
-      std::count_if(results.begin(), results.end(), [](const sim::SchemeResult& r) { return r.failed(); }));
-  if (failed > 0) {
-    // One line per failed scheme, at most kListedItems of them (a scenario may list thousands).
-    std::size_t shown = 0;
-    for (const sim::SchemeResult& r : results)
-      if (r.failed() && shown++ < kListedItems) err << "overlap-sim: error: " << bounded_message(r.error) << "\n";
-    if (failed > kListedItems)
-      err << fmt::format("overlap-sim: ... and {} more failed schemes (their rows say FAILED)\n", failed - kListedItems);
-    err << fmt::format("overlap-sim: {} of {} schemes failed (their rows say FAILED); the others' results are "
-                       "reported\n", failed, results.size());
-    return kExitSchemeFailed;
-  }
-  return kExitOk;
+  return report_failed_schemes(results, err);
 }
 
 }  // namespace overlap::tools
