@@ -1273,8 +1273,6 @@ def add_trace_hardening_entries(corpus, mlp_path):
     table belongs, a kernel name that is not UTF-8, and profile fit on such traces or fitting a GEMM
     past the profile schema's range. Binary files (gzip, SQLite) are corpus files under traces/."""
     import gzip as gz
-    import sqlite3
-    import tempfile
     gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
 
     def kineto(extra="", top=""):
@@ -1341,6 +1339,14 @@ def add_trace_hardening_entries(corpus, mlp_path):
     corpus.add_file("traces", "trace_gzip_bomb_100mib", gz.compress(bomb, compresslevel=9, mtime=0), "bad_trace",
                     ["trace", "{file}"], "gzip bomb", None, binary=True, ext=".json.gz")
 
+    add_nsys_hardening_entries(corpus, gemm)
+
+
+def add_nsys_hardening_entries(corpus, gemm):
+    """Nsight Systems exports with text / NULL / backward times, a view where a table belongs, and a
+    kernel name that is not UTF-8 (part of add_trace_hardening_entries)."""
+    import sqlite3
+    import tempfile
     schema = ("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);"
               "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, "
               "correlationId INTEGER, globalPid INTEGER, demangledName INTEGER);"

@@ -1,4 +1,4 @@
-// Collective kernels split into waiting for peers and the transfer (calibrate/traces/collective_wait.hpp).
+// MatchedCollective kernels split into waiting for peers and the transfer (calibrate/traces/collective_wait.hpp).
 #include "calibrate/traces/collective_wait.hpp"
 
 #include <algorithm>
@@ -11,9 +11,18 @@
 
 namespace overlap::traces {
 
-CollectiveSplit split_collective_waits(std::vector<RankReport>& ranks) {
-  CollectiveSplit out;
-  if (ranks.size() < 2) return out;
+namespace {
+
+struct CollectiveMember {
+  std::size_t rank;
+  const CommKernel* kernel;
+};
+using MatchedCollective = std::vector<CollectiveMember>;
+
+// The collectives the ranks ran together: kernels of one kind (library, collective, bytes, process
+// group) matched by their order on each rank. A kind whose ranks ran different counts of it (traces of
+// different windows) is not matched, and a note says so.
+std::vector<MatchedCollective> match_collectives(const std::vector<RankReport>& ranks, std::vector<std::string>& notes) {
   bool every_group_named = true;
   for (const RankReport& r : ranks)
     for (const CommKernel& k : r.comm_sequence)
@@ -32,11 +41,7 @@ CollectiveSplit split_collective_waits(std::vector<RankReport>& ranks) {
       per_rank.back().second.push_back(&k);
     }
   }
-  struct Member {
-    std::size_t rank;
-    const CommKernel* kernel;
-  };
-  std::vector<std::vector<Member>> collectives;
+  std::vector<MatchedCollective> collectives;
   for (const auto& [kind, per_rank] : kinds) {
     if (per_rank.size() < 2) continue;  // on one rank only: nothing to wait for that the traces show
     const std::size_t n = per_rank.front().second.size();
@@ -47,21 +52,26 @@ CollectiveSplit split_collective_waits(std::vector<RankReport>& ranks) {
         counts += fmt::format("{}{}{} on rank {}", counts.empty() ? "" : ", ", kernels.size(),
                               counts.empty() ? " kernels" : "", ranks[ri].rank);
       const auto& [library, collective, bytes, group] = kind;
-      out.notes.push_back(fmt::format("{}{}{}: {}: not matched (the traces cover different windows), their times include "
-                                      "waiting",
-                                      collective, bytes >= 0 ? fmt::format(" {} B", bytes) : std::string(),
-                                      group.empty() ? "" : " in process group " + group, counts));
+      notes.push_back(fmt::format("{}{}{}: {}: not matched (the traces cover different windows), their times include "
+                                  "waiting",
+                                  collective, bytes >= 0 ? fmt::format(" {} B", bytes) : std::string(),
+                                  group.empty() ? "" : " in process group " + group, counts));
       continue;
     }
     for (std::size_t i = 0; i < n; ++i) {
-      std::vector<Member> c;
+      MatchedCollective c;
       for (const auto& [ri, kernels] : per_rank) c.push_back({ri, kernels[i]});
       collectives.push_back(std::move(c));
     }
   }
-  if (collectives.empty()) return out;
-  // Clock offsets from the lowest rank (ranks[0]): the lower median of end differences. The
-  // processes of one export (an Nsight Systems report of the whole job) share its clock.
+  return collectives;
+}
+
+// Clock offsets from the lowest rank (ranks[0]): the lower median of end differences over the
+// collectives both ran, set on each rank that shares one (a note for a rank that shares none). The
+// processes of one export (an Nsight Systems report of the whole job) share its clock.
+std::vector<std::int64_t> align_clocks(std::vector<RankReport>& ranks, const std::vector<MatchedCollective>& collectives,
+                                       std::vector<std::string>& notes) {
   const bool one_file = std::all_of(ranks.begin(), ranks.end(), [&](const RankReport& r) { return r.file == ranks[0].file; });
   std::vector<std::int64_t> offset(ranks.size(), 0);
   std::vector<bool> aligned(ranks.size(), one_file);
@@ -69,9 +79,9 @@ CollectiveSplit split_collective_waits(std::vector<RankReport>& ranks) {
   for (std::size_t ri = 1; ri < ranks.size() && !one_file; ++ri) {
     std::vector<std::int64_t> diffs;
     for (const auto& c : collectives) {
-      const Member* ref = nullptr;
-      const Member* mine = nullptr;
-      for (const Member& m : c) {
+      const CollectiveMember* ref = nullptr;
+      const CollectiveMember* mine = nullptr;
+      for (const CollectiveMember& m : c) {
         if (m.rank == 0) ref = &m;
         if (m.rank == ri) mine = &m;
       }
@@ -86,18 +96,29 @@ CollectiveSplit split_collective_waits(std::vector<RankReport>& ranks) {
     if (aligned[ri]) {
       ranks[ri].clock_offset_ns = offset[ri];
     } else if (!ranks[ri].comm_sequence.empty()) {
-      out.notes.push_back(fmt::format("rank {} shares no matched collective with rank {}: its clock is taken as recorded",
-                                      ranks[ri].rank, ranks[0].rank));
+      notes.push_back(fmt::format("rank {} shares no matched collective with rank {}: its clock is taken as recorded",
+                                  ranks[ri].rank, ranks[0].rank));
     }
   }
+  return offset;
+}
+
+}  // namespace
+
+CollectiveSplit split_collective_waits(std::vector<RankReport>& ranks) {
+  CollectiveSplit out;
+  if (ranks.size() < 2) return out;
+  const std::vector<MatchedCollective> collectives = match_collectives(ranks, out.notes);
+  if (collectives.empty()) return out;
+  const std::vector<std::int64_t> offset = align_clocks(ranks, collectives, out.notes);
   for (const auto& c : collectives) {
     std::vector<std::pair<std::size_t, std::int32_t>>& members = out.members.emplace_back();
-    for (const Member& m : c) members.emplace_back(m.rank, m.kernel->activity);
+    for (const CollectiveMember& m : c) members.emplace_back(m.rank, m.kernel->activity);
     // Times and offsets are below 2^62 in magnitude (calibrate/traces/trace_limits.hpp); their
     // differences are taken in 128 bits, and the sums checked.
     __int128 last = INT64_MIN;
-    for (const Member& m : c) last = std::max(last, static_cast<__int128>(m.kernel->start_ns) - offset[m.rank]);
-    for (const Member& m : c) {
+    for (const CollectiveMember& m : c) last = std::max(last, static_cast<__int128>(m.kernel->start_ns) - offset[m.rank]);
+    for (const CollectiveMember& m : c) {
       const __int128 start = static_cast<__int128>(m.kernel->start_ns) - offset[m.rank];
       const std::int64_t dur = m.kernel->end_ns - m.kernel->start_ns;
       const auto wait = static_cast<std::int64_t>(std::clamp(last - start, __int128{0}, static_cast<__int128>(dur)));

@@ -65,8 +65,12 @@ std::optional<double> gemm_us(const HardwareProfile& hw, const overlap::GemmShap
 
 std::string gemm_text(const overlap::GemmShape& s) { return fmt::format("{}x{}x{} {}", s.m, s.n, s.k, dtype_name(s.dtype)); }
 
-void fit_gemms(const std::vector<RankReport>& ranks, const HardwareProfile& base, const FitOptions& o, FitResult& r) {
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, GemmPool> pools;
+using GemmPools = std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, GemmPool>;
+
+// The traces' GEMM kernels pooled by shape and dtype, counting those the fit cannot use (shape unknown,
+// batched, a dtype the cost model lacks: a row each).
+GemmPools pool_gemms(const std::vector<RankReport>& ranks, FitResult& r) {
+  GemmPools pools;
   std::map<std::string, std::int64_t> unmodelled_dtypes;  // dtype -> kernels
   for (const RankReport& rank : ranks) {
     for (const GemmGroup& g : rank.gemms) {
@@ -93,6 +97,50 @@ void fit_gemms(const std::vector<RankReport>& ranks, const HardwareProfile& base
   for (const auto& [dtype, n] : unmodelled_dtypes)
     r.rows.push_back({"gemm", "dtype " + dtype, n, 0, std::nullopt, std::nullopt, std::nullopt,
                       "dtype '" + dtype + "' has no cost-model counterpart: not used"});
+  return pools;
+}
+
+// The fitted profile's rate: the base's GEMM rate (tile time or efficiency, and the roofline with it)
+// scaled by the median of base prediction / measured over the compute-bound shapes (`ratios`).
+void fit_gemm_rate(const HardwareProfile& base, const std::vector<double>& ratios, const FitOptions& o, FitResult& r) {
+  GpuSpec& gpu = r.profile.gpu;
+  const bool roofline = base.gpu.gemm_sm_load_gbps > 0;
+  const char* rate_key = base.gpu.gemm_tile_us > 0 ? "gpu.gemm_tile_us" : "gpu.gemm_efficiency";
+  if (ratios.size() < 2) {
+    r.notes.push_back({rate_key, false,
+                       fmt::format("kept the base's: {} compute-bound GEMM shape(s) with --min-samples {} kernels and no "
+                                   "entry in the base; the rate needs 2",
+                                   ratios.size(), o.min_samples)});
+    return;
+  }
+  const double f = median(ratios);
+  const std::string how = fmt::format("x {:.6g} = the median over {} shapes of base prediction / measured", f, ratios.size());
+  if (base.gpu.gemm_tile_us > 0) {
+    gpu.gemm_tile_us = base.gpu.gemm_tile_us / f;
+    r.notes.push_back({rate_key, true, fmt::format("{:.6g} -> {:.6g} us (rate {})", base.gpu.gemm_tile_us, gpu.gemm_tile_us, how)});
+  } else if (base.gpu.gemm_efficiency * f > 1.0) {
+    r.notes.push_back({rate_key, false,
+                       fmt::format("kept the base's {:.6g}: the trace's GEMMs ran at {:.6g} of the base's peak_tflops, "
+                                   "above 1 (a peak too low for this GPU? set gpu.peak_tflops)",
+                                   base.gpu.gemm_efficiency, base.gpu.gemm_efficiency * f)});
+  } else {
+    gpu.gemm_efficiency = base.gpu.gemm_efficiency * f;
+    r.notes.push_back({rate_key, true, fmt::format("{:.6g} -> {:.6g} ({})", base.gpu.gemm_efficiency, gpu.gemm_efficiency, how)});
+  }
+  const bool rate_written = gpu.gemm_efficiency != base.gpu.gemm_efficiency || gpu.gemm_tile_us != base.gpu.gemm_tile_us;
+  if (roofline && rate_written) {
+    gpu.gemm_sm_load_gbps = base.gpu.gemm_sm_load_gbps * f;
+    gpu.gemm_cta_overhead_us = base.gpu.gemm_cta_overhead_us / f;
+    r.notes.push_back({"gpu.gemm_sm_load_gbps", true,
+                       fmt::format("{:.6g} -> {:.6g} GB/s, gpu.gemm_cta_overhead_us {:.6g} -> {:.6g} (the roofline "
+                                   "scaled with the rate)",
+                                   base.gpu.gemm_sm_load_gbps, gpu.gemm_sm_load_gbps, base.gpu.gemm_cta_overhead_us,
+                                   gpu.gemm_cta_overhead_us)});
+  }
+}
+
+void fit_gemms(const std::vector<RankReport>& ranks, const HardwareProfile& base, const FitOptions& o, FitResult& r) {
+  const GemmPools pools = pool_gemms(ranks, r);
 
   // Entries and the rate's ratios.
   HardwareProfile& fitted = r.profile;
@@ -143,41 +191,7 @@ void fit_gemms(const std::vector<RankReport>& ranks, const HardwareProfile& base
                        used.empty() ? fmt::format("kept the base's: no GEMM shape has --min-samples {} kernels", o.min_samples)
                                     : fmt::format("{} shape(s) written with their measured median", used.size())});
 
-  // The rate.
-  GpuSpec& gpu = fitted.gpu;
-  const bool roofline = base.gpu.gemm_sm_load_gbps > 0;
-  const char* rate_key = base.gpu.gemm_tile_us > 0 ? "gpu.gemm_tile_us" : "gpu.gemm_efficiency";
-  if (ratios.size() < 2) {
-    r.notes.push_back({rate_key, false,
-                       fmt::format("kept the base's: {} compute-bound GEMM shape(s) with --min-samples {} kernels and no "
-                                   "entry in the base; the rate needs 2",
-                                   ratios.size(), o.min_samples)});
-  } else {
-    const double f = median(ratios);
-    const std::string how = fmt::format("x {:.6g} = the median over {} shapes of base prediction / measured", f, ratios.size());
-    if (base.gpu.gemm_tile_us > 0) {
-      gpu.gemm_tile_us = base.gpu.gemm_tile_us / f;
-      r.notes.push_back({rate_key, true, fmt::format("{:.6g} -> {:.6g} us (rate {})", base.gpu.gemm_tile_us, gpu.gemm_tile_us, how)});
-    } else if (base.gpu.gemm_efficiency * f > 1.0) {
-      r.notes.push_back({rate_key, false,
-                         fmt::format("kept the base's {:.6g}: the trace's GEMMs ran at {:.6g} of the base's peak_tflops, "
-                                     "above 1 (a peak too low for this GPU? set gpu.peak_tflops)",
-                                     base.gpu.gemm_efficiency, base.gpu.gemm_efficiency * f)});
-    } else {
-      gpu.gemm_efficiency = base.gpu.gemm_efficiency * f;
-      r.notes.push_back({rate_key, true, fmt::format("{:.6g} -> {:.6g} ({})", base.gpu.gemm_efficiency, gpu.gemm_efficiency, how)});
-    }
-    const bool rate_written = gpu.gemm_efficiency != base.gpu.gemm_efficiency || gpu.gemm_tile_us != base.gpu.gemm_tile_us;
-    if (roofline && rate_written) {
-      gpu.gemm_sm_load_gbps = base.gpu.gemm_sm_load_gbps * f;
-      gpu.gemm_cta_overhead_us = base.gpu.gemm_cta_overhead_us / f;
-      r.notes.push_back({"gpu.gemm_sm_load_gbps", true,
-                         fmt::format("{:.6g} -> {:.6g} GB/s, gpu.gemm_cta_overhead_us {:.6g} -> {:.6g} (the roofline "
-                                     "scaled with the rate)",
-                                     base.gpu.gemm_sm_load_gbps, gpu.gemm_sm_load_gbps, base.gpu.gemm_cta_overhead_us,
-                                     gpu.gemm_cta_overhead_us)});
-    }
-  }
+  fit_gemm_rate(base, ratios, o, r);
   // Predictions: the fitted profile, and its rate alone (without the trace's entries).
   HardwareProfile rate_only = fitted;
   rate_only.gemm_profiles = base.gemm_profiles;
