@@ -189,8 +189,10 @@ std::string format_plan_report(const PlanResult& r, int top) {
   s += fmt::format("  does not fit memory: {}{}\n", l.out_of_memory.size(),
                    r.hbm_bytes > 0 ? fmt::format(" (HBM {:.2f} GiB)", static_cast<double>(r.hbm_bytes) / kGiB) : "");
   for (std::size_t k = 0; k < l.out_of_memory.size() && k < static_cast<std::size_t>(kPlanNearestLosers); ++k)
-    s += fmt::format("    {:<58} {} GiB at stage {}\n", plan_candidate_label(l.out_of_memory[k]->candidate),
-                     gib(l.out_of_memory[k]->peak_bytes), l.out_of_memory[k]->fullest_stage);
+    s += fmt::format("    {:<58} {} GiB{}\n", plan_candidate_label(l.out_of_memory[k]->candidate),
+                     gib(l.out_of_memory[k]->peak_bytes),
+                     l.out_of_memory[k]->fullest_stage >= 0 ? fmt::format(" at stage {}", l.out_of_memory[k]->fullest_stage)
+                                                            : std::string());
   s += fmt::format("  invalid: {}\n", l.invalid.size());
   for (const auto& [key, v] : l.invalid_by_key)
     s += fmt::format("    {} x {}: e.g. {}: {}\n", v.size(), key.empty() ? "(no key)" : key,

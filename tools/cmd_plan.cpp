@@ -229,6 +229,14 @@ CLI::App* add_plan_command(CLI::App& app, PlanCommandOptions& o) {
   cmd->add_option("-j,--jobs", o.jobs, "Threads (default: every core)")->check(CLI::Range(0, kMaxJobs));
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"table", "json"}));
   cmd->add_option("--output,-o", o.output, "Write the report to FILE (atomically) instead of stdout");
+  cmd->footer(
+      "\nExamples:\n"
+      "  overlap-sim plan --model llama3-70b --hardware h100-64node-ib400-rail --gpus 64 --global-batch 64 --seq 8192 "
+      "--tp 8 --cp 1 --mbs 1\n"
+      "  overlap-sim plan --model llama3-8b --hardware h100-sxm-8x-nvswitch --gpus 8 --global-batch-tokens 131072 "
+      "--seq 8192\n"
+      "  overlap-sim plan scenarios/llama3-70b-tp8xpp4-interleaved-step.yaml --gpus 64 --global-batch 64 --tp 8 "
+      "--format json -o plan.json\n");
   return cmd;
 }
 

@@ -43,6 +43,14 @@ TEST_CASE("plan --format json: the best configurations ranked, ties named, loser
   CHECK(tie);
 }
 
+TEST_CASE("plan --help shows its defaults and examples, as every command's", "[plan][cli]") {
+  const CliResult r = cli({"plan", "--help"});
+  CHECK(r.rc == 0);
+  CHECK(contains(r.out, "Examples:\n  overlap-sim plan "));
+  CHECK(contains(r.out, "--top INT:INT in [1 - 1000]=5"));
+  CHECK_FALSE(contains(r.out, "=[]"));
+}
+
 TEST_CASE("plan refuses bad input naming the flag, exit 2", "[plan][cli]") {
   const overlap::test::TempDir dir("plan-cli");
   const std::string file = dir.write("tiny.yaml", kTinyBase);
