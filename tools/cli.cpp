@@ -25,6 +25,7 @@
 #include "tools/cmd_profile_fit.hpp"
 #include "tools/cmd_run.hpp"
 #include "tools/cmd_schemes.hpp"
+#include "tools/cmd_plan.hpp"
 #include "tools/cmd_sweep.hpp"
 #include "tools/cmd_trace.hpp"
 #include "tools/cmd_tune.hpp"
@@ -114,7 +115,7 @@ constexpr const char* kDescription =
     "overlap-sim: simulates how communication overlaps computation in tensor-parallel LLM layers.\n"
     "Exit status: 0 ok, 2 usage or input error, 1 internal error.";
 
-const std::vector<std::string> kCommands = {"run", "tune", "sweep", "collective", "validate", "schemes", "profile", "trace"};
+const std::vector<std::string> kCommands = {"run", "tune", "sweep", "plan", "collective", "validate", "schemes", "profile", "trace"};
 
 std::string examples(std::initializer_list<const char*> lines) {
   std::string out = "\nExamples:\n";
@@ -349,6 +350,7 @@ struct Commands {
   TuneOptions tune;
   std::optional<int> tune_algo;
   SweepOptions sweep;
+  PlanCommandOptions plan;
   std::string schemes_format = "table";
   ProfileOptions profile;
   CollectiveOptions collective;
@@ -359,7 +361,7 @@ struct Commands {
   PapersOptions papers;
   CLI::App *run_cmd = nullptr, *tune_cmd = nullptr, *sweep_cmd = nullptr, *schemes_cmd = nullptr,
            *list_cmd = nullptr, *show_cmd = nullptr, *collective_cmd = nullptr, *validate_cmd = nullptr,
-           *trace_cmd = nullptr, *fit_cmd = nullptr;
+           *trace_cmd = nullptr, *fit_cmd = nullptr, *plan_cmd = nullptr;
 };
 
 void add_profile_commands(CLI::App& app, Commands& c) {
@@ -439,6 +441,11 @@ int run_command(Commands& c, std::ostream& out, std::ostream& err) {
     // The progress bar goes to a terminal only (and with --progress anywhere).
     c.sweep.progress_if_tty = &err == &std::cerr && ::isatty(STDERR_FILENO);
     cmd_sweep(c.sweep, out, err);
+    return kExitOk;
+  }
+  if (c.plan_cmd->parsed()) {
+    check_output_flags({{"-o", &c.plan.output, c.plan_cmd->get_option("--output")}});
+    cmd_plan(c.plan, out, err);
     return kExitOk;
   }
   if (c.schemes_cmd->parsed()) {
@@ -563,6 +570,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   c.run_cmd = add_run_command(app, c.run);
   c.tune_cmd = add_tune_command(app, c.tune, c.tune_algo);
   c.sweep_cmd = add_sweep_command(app, c.sweep);
+  c.plan_cmd = add_plan_command(app, c.plan);
   c.schemes_cmd = app.add_subcommand("schemes", "List the schemes with their parameters, sources and the "
                                                         "production knobs they correspond to");
   c.schemes_cmd->add_option("--format", c.schemes_format, "Output format")->check(CLI::IsMember({"table", "json"}));

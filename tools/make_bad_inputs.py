@@ -1494,10 +1494,39 @@ def add_moe_all_to_all_entries(corpus, mlp_path):
                        "workload.all_to_all", setup=[["write", "m.yaml", text]])
 
 
+def add_plan_entries(corpus, mlp_path):
+    """`overlap-sim plan` (docs/guide/plan.md "Bad input"): an unknown model, a GPU count the search cannot
+    factor or the profile does not have, a token batch of no whole sequences, a global batch nothing
+    divides, an axis value that is no number, a base that is not a transformer, and a search where
+    nothing fits; each refused naming the flag (or the base's file and key), exit 2."""
+    tiny = ("hardware: h100-sxm-8x-nvswitch\nworkload:\n  {kind: transformer, tp: 1, model: llama3-8b, layers: 4, "
+            "batch: 1, seq: 1024, dtype: bf16, pass: step}\nschemes: [no_overlap]\n")
+    setup = [["write", "p.yaml", tiny]]
+    base = ["plan", "{tmp}/p.yaml"]
+    entries = [
+        ("unknown_model", ["plan", "--model", "llama9-1t", "--hardware", "h100-sxm-8x-nvswitch", "--gpus", "8",
+                           "--global-batch", "8", "--seq", "1024"], "--model llama9-1t", None, None),
+        ("gpus_not_factored", base + ["--gpus", "6", "--global-batch", "6", "--tp", "4", "--cp", "1"], "--gpus 6",
+         None, setup),
+        ("gpus_beyond_profile", base + ["--gpus", "16", "--global-batch", "16"], "--gpus 16", None, setup),
+        ("tokens_not_whole_sequences", base + ["--gpus", "4", "--global-batch-tokens", "5000"],
+         "--global-batch-tokens 5000", None, setup),
+        ("batch_not_divisible", base + ["--gpus", "4", "--global-batch", "3", "--tp", "1", "--cp", "1", "--pp", "1"],
+         "--global-batch 3", None, setup),
+        ("axis_not_a_number", base + ["--gpus", "4", "--global-batch", "4", "--tp", "2,x"], "--tp 2,x", None, setup),
+        ("nothing_fits", base + ["--gpus", "4", "--global-batch", "4", "--tp", "1,2", "--cp", "1", "--recompute", "none",
+                                 "--set", "hardware.gpu.hbm_bytes=1073741824"], "gpu.hbm_bytes", None, setup),
+        ("base_not_a_transformer", ["plan", mlp_path, "--gpus", "8", "--global-batch", "8"], "llama3-70b-tp8-mlp.yaml",
+         "workload.kind", None),
+    ]
+    for name, argv, where, key, files in entries:
+        corpus.add_cli(f"plan_{name}", argv, "plan", where, key, setup=files)
+
+
 APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
             add_network_memory_trace_entries, add_placeholder_entries, add_input_hardening_entries,
             add_trace_hardening_entries, add_step_kernel_entries, add_pipeline_entries,
-            add_moe_all_to_all_entries]
+            add_moe_all_to_all_entries, add_plan_entries]
 
 
 def main():
