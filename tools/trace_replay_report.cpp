@@ -115,7 +115,7 @@ ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces:
   const std::string key = hw ? "predicted" : "what_if";
   const traces::ReplayResult& last = changed ? *changed : identity;
   std::int64_t stream_edges = 0;
-  for (const traces::ReplayEdge& e : g.edges) stream_edges += e.source == traces::EdgeSource::stream_order;
+  for (const traces::ReplayEdge& e : g.edges) stream_edges += e.source == traces::EdgeSource::stream_order ? 1 : 0;
 
   ReplayReport out;
   const auto rank_of = [&](std::size_t i) { return loaded.ranks[i].rank; };
@@ -130,6 +130,10 @@ ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces:
                   {"inferred_cross_stream_waits", g.inferred},
                   {"starts_kept_as_measured", g.unexplained},
                   {"kernels_without_launch", g.without_launch},
+                  {"cpu_threads", g.cpu_threads},
+                  {"cpu_calls", g.cpu.size()},
+                  {"cpu_synchronisations_joined", g.cpu_syncs},
+                  {"launches_not_replayed", g.launches_not_replayed},
                   {"collectives_joined", g.collectives.size()},
                   {"kernels_never_ran", last.stuck}};
     if (hw) j["hardware"] = {{"name", hw->name}, {"kernels_priced", priced}};
@@ -165,9 +169,13 @@ ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces:
     s << fmt::format("Replay: {} kernel(s) on {} rank(s); {} stream-order edge(s), {} recorded stream wait(s), {} inferred "
                      "cross-stream wait(s), {} collective(s) joined across ranks\n",
                      g.nodes.size(), loaded.traces.size(), stream_edges, g.event_waits, g.inferred, g.collectives.size());
-    s << fmt::format("  {} start(s) kept as measured (no launch, stream or wait explains them; {} kernel(s) without a "
+    s << fmt::format("  {} start(s) kept as measured, after their launch where it is replayed (no launch, stream or wait explains them; {} kernel(s) without a "
                      "recorded launch)\n",
                      g.unexplained, g.without_launch);
+    s << fmt::format("  CPU: {} call(s) on {} launching thread(s) replayed with their measured gaps, {} synchronisation(s) "
+                     "joined to the kernels they wait for; {} launch(es) from an unrecorded thread kept at their measured "
+                     "times\n",
+                     g.cpu.size(), g.cpu_threads, g.cpu_syncs, g.launches_not_replayed);
     if (last.stuck > 0)
       s << fmt::format("  warning: {} kernel(s) never ran: the graph has a cycle (collectives matched in an order the "
                        "streams contradict)\n",
