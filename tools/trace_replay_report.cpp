@@ -81,6 +81,34 @@ std::optional<std::int64_t> priced_ns(const HardwareProfile& hw, const traces::R
   return std::nullopt;
 }
 
+// Per node the link class its transfer runs over on `hw` (traces::LinkContext): a communication
+// kernel's group as the model picks its class, a peer copy over nvlink; "" when the trace gives no group.
+traces::LinkContext link_context(const HardwareProfile& hw, const traces::ReplayGraph& g,
+                                 const std::vector<const traces::RankTrace*>& traces) {
+  traces::LinkContext out;
+  for (const auto& [name, link] : hw.fabric.links) out.profile_gbps[name] = link.bandwidth_gbps;
+  out.node_link.resize(g.nodes.size());
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const traces::ReplayNode& n = g.nodes[i];
+    const traces::RankTrace& t = *traces[static_cast<std::size_t>(n.rank)];
+    const traces::GpuActivity& a = t.activities[static_cast<std::size_t>(n.activity)];
+    if (a.cls != traces::ActivityClass::communication) continue;
+    if (a.library == traces::CommLibrary::peer_copy) {
+      if (hw.fabric.links.count("nvlink")) out.node_link[i] = "nvlink";
+      continue;
+    }
+    if (a.link != traces::OpLink::comm) continue;
+    const std::int64_t group = t.comm_ops[static_cast<std::size_t>(a.op)].group_size;
+    if (group < 2 || group > INT32_MAX) continue;
+    try {
+      out.node_link[i] = sim::collective_link_class(hw, static_cast<int>(group));
+    } catch (const std::invalid_argument&) {
+      // a profile with no link class: the kernel stays unscaled
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces::WhatIf>& what_ifs, const std::string& format,
@@ -96,10 +124,9 @@ ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces:
   for (const traces::ReplayNode& n : g.nodes) measured_durations.push_back(n.duration_ns);
   const traces::ReplayResult identity = traces::replay(g, measured_durations);
   std::optional<traces::ReplayResult> changed;
-  if (!what_ifs.empty()) changed = traces::replay(g, traces::what_if_durations(g, traces, what_ifs));
-  std::int64_t priced = 0;
+  std::int64_t priced = 0, unscaled_comm = 0;
+  std::vector<std::int64_t> d = measured_durations;
   if (hw) {
-    std::vector<std::int64_t> d = measured_durations;
     for (std::size_t i = 0; i < g.nodes.size(); ++i) {
       const traces::ReplayNode& n = g.nodes[i];
       const traces::RankTrace& t = *traces[static_cast<std::size_t>(n.rank)];
@@ -108,8 +135,13 @@ ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces:
         ++priced;
       }
     }
-    changed = traces::replay(g, d);
   }
+  if (!what_ifs.empty()) {
+    std::optional<traces::LinkContext> links;
+    if (hw) links = link_context(*hw, g, traces);
+    d = traces::what_if_durations(g, traces, what_ifs, d, links ? &*links : nullptr, &unscaled_comm);
+  }
+  if (hw || !what_ifs.empty()) changed = traces::replay(g, d);
   // The second run's column: the what-ifs', or the model's on `hw`.
   const std::string label = hw ? "predicted" : "what-if";
   const std::string key = hw ? "predicted" : "what_if";
@@ -137,6 +169,7 @@ ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces:
                   {"collectives_joined", g.collectives.size()},
                   {"kernels_never_ran", last.stuck}};
     if (hw) j["hardware"] = {{"name", hw->name}, {"kernels_priced", priced}};
+    if (!what_ifs.empty()) j["what_if_comm_kernels_without_link"] = unscaled_comm;
     j["what_if"] = nlohmann::json::array();
     for (const traces::WhatIf& w : what_ifs) j["what_if"].push_back(w.text);
     j["ranks"] = nlohmann::json::array();
@@ -180,7 +213,11 @@ ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces:
       s << fmt::format("  warning: {} kernel(s) never ran: the graph has a cycle (collectives matched in an order the "
                        "streams contradict)\n",
                        last.stuck);
-    for (const traces::WhatIf& w : what_ifs) s << "  what-if: " << w.text << "\n";
+    for (const traces::WhatIf& w : what_ifs) s << "  what-if: " << w.text << (hw ? " (on the predicted durations)" : "") << "\n";
+    if (unscaled_comm > 0)
+      s << fmt::format("  {} communication kernel(s) whose group the trace does not give left as they were by the link "
+                       "what-if(s)\n",
+                       unscaled_comm);
     if (hw)
       s << fmt::format("  predicted: {} GEMM and collective kernel(s) priced by the cost model on {}, the rest at their "
                        "measured durations; \"change\" is the predicted span's error against the measured one\n",

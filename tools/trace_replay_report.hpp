@@ -16,7 +16,7 @@ struct ReplayReport {
   std::string chrome_trace;  // with want_trace: the replay (what-ifs applied) beside the original
 };
 
-// With `hw` (and no what-ifs): replayed again with each GEMM whose shape the trace gives and each
+// With `hw`: replayed again with each GEMM whose shape the trace gives and each
 // collective whose size and group it gives priced by the cost model on `hw` (a collective matched
 // across ranks: its transfer), every other kernel at its measured duration; the span's error against
 // the measured one is the model's.

@@ -226,7 +226,9 @@ TEST_CASE("trace --replay refuses bad what-ifs and flags, naming the flag, and w
       {"--replay", "--what-if", "comm.speed"},
       {"--replay", "--what-if", "kind.gemm.speed=1e9"},
       {"--replay", "--kernels"},
-      {"--replay", "--hardware", "h100-sxm-8x-nvswitch", "--what-if", "comm.speed=2"},
+      {"--replay", "--what-if", "link.nvlink.gbps=900"},  // a link what-if needs --hardware
+      {"--replay", "--hardware", "h100-sxm-8x-nvswitch", "--what-if", "link.infiniband.gbps=2"},
+      {"--replay", "--hardware", "h100-sxm-8x-nvswitch", "--what-if", "link.nvlink.gbps=0"},
   };
   for (const auto& extra : bad) {
     fs::remove(out);
