@@ -706,7 +706,6 @@ namespace {
 // `trace --replay`: every flag checked before a file is read, both outputs worked out before either is written.
 void cmd_trace_replay(const TraceOptions& o, std::ostream& out, std::ostream& err) {
   if (o.kernels) throw UsageError("trace: --replay prints the replay; --kernels goes without it");
-  if (o.format == "csv") throw UsageError("trace: --replay prints a table or JSON (--format table|json), not csv");
   std::vector<traces::WhatIf> what_ifs;
   for (const std::string& w : o.what_ifs) {
     try {

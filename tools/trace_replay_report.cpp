@@ -44,6 +44,41 @@ std::vector<StreamBusy> busy(const traces::ReplayGraph& g, const traces::ReplayR
   return out;
 }
 
+// Kernel time per kind (kernel_kind.hpp's kind_name), in kind order: what a what-if moved where.
+struct KindBusy {
+  std::int64_t kernels = 0, measured_ns = 0, replayed_ns = 0;
+};
+std::map<std::string, KindBusy> busy_by_kind(const traces::ReplayGraph& g, const traces::ReplayResult& r,
+                                             const std::vector<const traces::RankTrace*>& traces) {
+  std::map<std::string, KindBusy> out;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const traces::ReplayNode& n = g.nodes[i];
+    const traces::GpuActivity& a = traces[static_cast<std::size_t>(n.rank)]->activities[static_cast<std::size_t>(n.activity)];
+    KindBusy& b = out[traces::kind_name(a.kind)];
+    ++b.kernels;
+    b.measured_ns += n.end_ns - n.start_ns;
+    if (r.end_ns[i] != traces::kNeverRan) b.replayed_ns += r.end_ns[i] - r.start_ns[i];
+  }
+  return out;
+}
+
+// A CSV field (RFC 4180 section 2: a field holding a comma, quote or line break is quoted, its
+// quotes doubled).
+std::string csv_text(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// Nanoseconds as microseconds with three decimals, exactly; "" for a kernel that never ran.
+std::string us_text(std::int64_t ns) {
+  if (ns == traces::kNeverRan) return "";
+  const char* sign = ns < 0 ? "-" : "";
+  const unsigned long long a = ns < 0 ? 0ull - static_cast<unsigned long long>(ns) : static_cast<unsigned long long>(ns);
+  return fmt::format("{}{}.{:03}", sign, a / 1000, a % 1000);
+}
+
 // The model's time for a node's kernel on `hw`, nullopt when the trace does not give what it needs
 // (shape, dtype, size, group) or the model has no such kernel: the same rules as `trace --hardware`.
 std::optional<std::int64_t> priced_ns(const HardwareProfile& hw, const traces::RankTrace& t, const traces::GpuActivity& a) {
@@ -154,7 +189,29 @@ ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces:
   const std::vector<StreamBusy> measured_busy = busy(g, identity);
   const std::vector<StreamBusy> last_busy = busy(g, last);
   std::ostringstream s;
-  if (format == "json") {
+  const std::map<std::string, KindBusy> measured_kinds = busy_by_kind(g, identity, traces);
+  const std::map<std::string, KindBusy> last_kinds = busy_by_kind(g, last, traces);
+  if (format == "csv") {
+    // One row per kernel, in the graph's order (rank, then stream, then stream order).
+    s << "rank,device,stream,kind,class,name,measured_start_us,measured_dur_us,replayed_start_us,replayed_dur_us";
+    if (changed) s << fmt::format(",{0}_start_us,{0}_dur_us", key);
+    s << "\n";
+    const auto dur = [](const traces::ReplayResult& r, std::size_t i) {
+      return r.end_ns[i] == traces::kNeverRan ? traces::kNeverRan : r.end_ns[i] - r.start_ns[i];
+    };
+    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+      const traces::ReplayNode& n = g.nodes[i];
+      const traces::RankTrace& t = *traces[static_cast<std::size_t>(n.rank)];
+      const traces::GpuActivity& a = t.activities[static_cast<std::size_t>(n.activity)];
+      const traces::ReplayStream& st = g.streams[static_cast<std::size_t>(n.stream)];
+      s << fmt::format("{},{},{},{},{},{},{},{},{},{}", rank_of(static_cast<std::size_t>(n.rank)), st.device,
+                       st.stream < 0 ? std::string() : std::to_string(st.stream), traces::kind_name(a.kind),
+                       traces::class_name(a.cls), csv_text(t.names[a.name]), us_text(n.start_ns), us_text(n.end_ns - n.start_ns),
+                       us_text(identity.start_ns[i]), us_text(dur(identity, i)));
+      if (changed) s << "," << us_text(changed->start_ns[i]) << "," << us_text(dur(*changed, i));
+      s << "\n";
+    }
+  } else if (format == "json") {
     nlohmann::json j;
     j["graph"] = {{"kernels", g.nodes.size()},
                   {"stream_order_edges", stream_edges},
@@ -197,6 +254,12 @@ ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces:
       if (changed) row[key + "_busy_us"] = us(last_busy[i].replayed_ns);
       j["streams"].push_back(row);
     }
+    j["kinds"] = nlohmann::json::array();
+    for (const auto& [kind, b] : measured_kinds) {
+      nlohmann::json row = {{"kind", kind}, {"kernels", b.kernels}, {"measured_busy_us", us(b.measured_ns)}};
+      if (changed) row[key + "_busy_us"] = us(last_kinds.at(kind).replayed_ns);
+      j["kinds"].push_back(row);
+    }
     s << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     s << fmt::format("Replay: {} kernel(s) on {} rank(s); {} stream-order edge(s), {} recorded stream wait(s), {} inferred "
@@ -236,6 +299,17 @@ ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces:
       if (changed) {
         const std::int64_t w = traces::replayed_span_ns(g, *changed, rank);
         s << fmt::format(" {:>15.3f} {:>8.2f}%", us(w), error_pct(hw ? m : rep, w));
+      }
+      s << "\n";
+    }
+    s << "\nKernel time per kind (all ranks)\n";
+    s << fmt::format("{:<14} {:>8} {:>14}{}\n", "kind", "kernels", "measured (us)",
+                     changed ? fmt::format(" {:>13} {:>9}", label + " (us)", "change") : "");
+    for (const auto& [kind, b] : measured_kinds) {
+      s << fmt::format("{:<14} {:>8} {:>14.3f}", kind, b.kernels, us(b.measured_ns));
+      if (changed) {
+        const std::int64_t w = last_kinds.at(kind).replayed_ns;
+        s << fmt::format(" {:>13.3f} {:>8.2f}%", us(w), error_pct(b.measured_ns, w));
       }
       s << "\n";
     }
