@@ -61,7 +61,7 @@ CLI::App* add_trace_command(CLI::App& app, TraceOptions& o) {
                "measured vs replayed span per rank and busy time per stream");
   cmd->add_option("--what-if", o.what_ifs,
                   "With --replay: replay again with KEY=VALUE (kind.<kind>.speed=F for a kernel kind, comm.speed=F for "
-                  "communication kernels; repeatable)");
+                  "communication kernels, link.<class>.gbps=B for a link of the --hardware profile; repeatable)");
   cmd->add_option("--replay-trace", o.replay_trace,
                   "With --replay: write the replay beside the original as a Perfetto / Chrome trace to FILE (atomically)");
   cmd->footer("\nExamples:\n"
@@ -706,9 +706,6 @@ namespace {
 // `trace --replay`: every flag checked before a file is read, both outputs worked out before either is written.
 void cmd_trace_replay(const TraceOptions& o, std::ostream& out, std::ostream& err) {
   if (o.kernels) throw UsageError("trace: --replay prints the replay; --kernels goes without it");
-  if (!o.hardware.empty() && !o.what_ifs.empty())
-    throw UsageError("trace: --replay --hardware prices the kernels with the model; --what-if goes without it");
-  if (o.format == "csv") throw UsageError("trace: --replay prints a table or JSON (--format table|json), not csv");
   std::vector<traces::WhatIf> what_ifs;
   for (const std::string& w : o.what_ifs) {
     try {
@@ -720,8 +717,20 @@ void cmd_trace_replay(const TraceOptions& o, std::ostream& out, std::ostream& er
   if (!o.output.empty() && o.output == o.replay_trace) throw UsageError("trace: -o and --replay-trace name the same file");
   const traces::KernelClassifier kernels = checked_classifier(o);
   const TraceReports loaded = load_trace_reports(o.files, o.step_prefix, err, kernels, o.strict, true);
+  for (const traces::WhatIf& w : what_ifs)
+    if (!w.link.empty() && o.hardware.empty())
+      throw UsageError(fmt::format("trace: --what-if {}: a link's bandwidth is changed from the profile's: give --hardware "
+                                   "PROFILE (the trace's machine)",
+                                   w.text));
   std::optional<HardwareProfile> hw;
   if (!o.hardware.empty()) hw = load_hardware(o.hardware);
+  for (const traces::WhatIf& w : what_ifs)
+    if (!w.link.empty() && (!hw->fabric.links.count(w.link) || hw->fabric.links.at(w.link).bandwidth_gbps <= 0)) {
+      std::string names;
+      for (const auto& [name, link] : hw->fabric.links) names += (names.empty() ? "" : ", ") + name;
+      throw UsageError(fmt::format("trace: --what-if {}: {} has no link class '{}' (its classes: {}; nic for network)", w.text,
+                                   hw->name, w.link, names));
+    }
   check_outputs_not_inputs({{"-o", o.output}, {"--replay-trace", o.replay_trace}});
   const ReplayReport report = replay_report(loaded, what_ifs, o.format, !o.replay_trace.empty(), hw ? &*hw : nullptr);
   if (!o.replay_trace.empty()) {

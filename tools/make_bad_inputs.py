@@ -1521,12 +1521,48 @@ def add_plan_entries(corpus, mlp_path):
     ]
     for name, argv, where, key, files in entries:
         corpus.add_cli(f"plan_{name}", argv, "plan", where, key, setup=files)
+def add_trace_replay_entries(corpus, mlp_path):
+    """trace --replay (docs/guide/trace.md "Replay"): what-ifs that are not KEY=VALUE, unknown keys,
+    factors and bandwidths out of range, a link what-if without --hardware or naming a link class the
+    profile lacks, a trace with no kernels and ranks of different jobs; each refused naming the flag
+    or file, exit 2, and the -o file left as it was."""
+    pair = ["{src}/tests/data/trace/replay_rank0.json", "{src}/tests/data/trace/replay_rank1.json"]
+    previous = [["write", "out.txt", "previous"]]
+    keep = [{"path": "out.txt", "text": "previous"}]
+    flags = [
+        ("not_key_value", ["--what-if", "comm.speed"], None),
+        ("unknown_key", ["--what-if", "comm.sms=8"], None),
+        ("unknown_kind", ["--what-if", "kind.tensor.speed=2"], None),
+        ("speed_text", ["--what-if", "kind.gemm.speed=fast"], "kind.gemm.speed"),
+        ("speed_zero", ["--what-if", "comm.speed=0"], "comm.speed"),
+        ("speed_nan", ["--what-if", "comm.speed=nan"], "comm.speed"),
+        ("speed_past_1000", ["--what-if", "kind.gemm.speed=1e9"], "kind.gemm.speed"),
+        ("link_without_hardware", ["--what-if", "link.nvlink.gbps=900"], None),
+        ("link_unknown_class", ["--hardware", "h100-sxm-8x-nvswitch", "--what-if", "link.nic.gbps=100"], None),
+        ("link_gbps_zero", ["--hardware", "h100-sxm-8x-nvswitch", "--what-if", "link.nvlink.gbps=0"], "link.nvlink.gbps"),
+        ("link_gbps_inf", ["--hardware", "h100-sxm-8x-nvswitch", "--what-if", "link.nvlink.gbps=inf"],
+         "link.nvlink.gbps"),
+    ]
+    for name, extra, key in flags:
+        corpus.add_cli(f"trace_replay_{name}", ["trace"] + pair + ["--replay", "-o", "{tmp}/out.txt"] + extra,
+                       "trace_replay", "--what-if", key, setup=previous, keep=keep)
+    corpus.add_cli("trace_replay_with_kernels", ["trace"] + pair + ["--replay", "--kernels", "-o", "{tmp}/out.txt"],
+                   "trace_replay", "--kernels", None, setup=previous, keep=keep)
+    no_kernels = ('{"traceEvents": [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, '
+                  '"tid": 1, "ts": 10, "dur": 1, "args": {"correlation": 1}}]}')
+    corpus.add_cli("trace_replay_no_kernels", ["trace", "{tmp}/t.json", "--replay", "-o", "{tmp}/out.txt"],
+                   "trace_replay", "t.json", None, setup=previous + [["write", "t.json", no_kernels]], keep=keep)
+    other_job = ('{"distributedInfo": {"backend": "nccl", "rank": 1, "world_size": 4}, "traceEvents": [{"ph": "X", '
+                 '"cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", "pid": 0, "tid": 7, "ts": 5, '
+                 '"dur": 10, "args": {"device": 0, "stream": 7}}]}')
+    corpus.add_cli("trace_replay_mismatched_ranks", ["trace", pair[0], "{tmp}/t.json", "--replay", "-o", "{tmp}/out.txt"],
+                   "trace_replay", "t.json", None, setup=previous + [["write", "t.json", other_job]], keep=keep)
 
 
 APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
             add_network_memory_trace_entries, add_placeholder_entries, add_input_hardening_entries,
             add_trace_hardening_entries, add_step_kernel_entries, add_pipeline_entries,
-            add_moe_all_to_all_entries, add_plan_entries]
+            add_moe_all_to_all_entries, add_plan_entries, add_trace_replay_entries]
 
 
 def main():

@@ -1,6 +1,10 @@
 // A replay as a Chrome / Perfetto trace (calibrate/traces/replay_chrome_trace.hpp).
 #include "calibrate/traces/replay_chrome_trace.hpp"
 
+#include <algorithm>
+#include <map>
+#include <utility>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -52,6 +56,34 @@ std::string replay_chrome_trace(const ReplayGraph& g, const ReplayResult& r, con
     if (r.start_ns[i] != kNeverRan && r.end_ns[i] != kNeverRan)
       add(fmt::format(R"({{"ph": "X", "name": {}, "cat": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}}})", cache[a.name],
                       kind_name(a.kind), 2 * n.rank + 1, stream, us(r.start_ns[i]), us(r.end_ns[i] - r.start_ns[i])));
+  }
+  // The synchronisations, per (rank, thread) track in order of first appearance.
+  std::map<std::pair<std::int32_t, std::int64_t>, std::int64_t> track;
+  for (std::size_t j = 0; j < g.cpu.size(); ++j) {
+    const CpuNode& c = g.cpu[j];
+    if (c.call != CpuCall::sync) continue;
+    const auto [it, fresh] = track.try_emplace({c.rank, c.thread}, kCpuTrackTid + static_cast<std::int64_t>(track.size()));
+    if (fresh)
+      for (int replayed = 0; replayed < 2; ++replayed)
+        add(fmt::format(R"({{"ph": "M", "name": "thread_name", "pid": {}, "tid": {}, "args": {{"name": "CPU thread {}"}}}})",
+                        2 * c.rank + replayed, it->second, it->second - kCpuTrackTid));
+    const char* name = c.sync == SyncKind::stream_sync ? "cudaStreamSynchronize"
+                       : c.sync == SyncKind::event_sync ? "cudaEventSynchronize"
+                                                        : "cudaDeviceSynchronize";
+    add(fmt::format(R"({{"ph": "X", "name": "{}", "cat": "cpu_sync", "pid": {}, "tid": {}, "ts": {}, "dur": {}}})", name,
+                    2 * c.rank, it->second, us(c.start_ns), us(c.end_ns - c.start_ns)));
+    // Replayed from its call (the thread's previous call's replayed end plus the measured gap, as
+    // the graph's cpu_order edge has it) to its return.
+    const auto id = static_cast<std::size_t>(g.cpu_id(j));
+    if (r.end_ns[id] == kNeverRan) continue;
+    std::int64_t call = c.start_ns;
+    if (j > 0 && g.cpu[j - 1].rank == c.rank && g.cpu[j - 1].thread == c.thread) {
+      const std::int64_t prev_end = r.end_ns[static_cast<std::size_t>(g.cpu_id(j - 1))];
+      if (prev_end == kNeverRan) continue;
+      call = prev_end + std::max<std::int64_t>(c.start_ns - g.cpu[j - 1].end_ns, 0);
+    }
+    add(fmt::format(R"({{"ph": "X", "name": "{}", "cat": "cpu_sync", "pid": {}, "tid": {}, "ts": {}, "dur": {}}})", name,
+                    2 * c.rank + 1, it->second, us(call), us(r.end_ns[id] - call)));
   }
   out += "\n]}\n";
   return out;

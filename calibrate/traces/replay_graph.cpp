@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <iterator>
 #include <map>
 #include <tuple>
 
@@ -59,7 +60,7 @@ void add_rank(ReplayGraph& g, std::int32_t rank, const ReplayRank& in, std::vect
       node.stream = static_cast<std::int32_t>(first_stream + s);
       node.activity = list[i];
       if (const std::int64_t l = launch_of(a.correlation); l >= 0) node.release_ns = l - in.clock_offset_ns + latency;
-      else ++g.without_launch;
+      else ++g.without_launch;  // the CPU phase (add_cpu) replaces a replayed launch's fixed release by an edge
       g.nodes.push_back(node);
       node_of[static_cast<std::size_t>(rank)][static_cast<std::size_t>(list[i])] = n;
       if (i > 0) g.edges.push_back({n - 1, n, EdgeSource::stream_order});
@@ -91,6 +92,147 @@ void add_rank(ReplayGraph& g, std::int32_t rank, const ReplayRank& in, std::vect
   }
 }
 
+// The time an edge's source lets its target start, measured: the source's end plus the lag.
+std::int64_t measured_from(const ReplayGraph& g, const ReplayEdge& e) {
+  const std::int64_t end = g.is_cpu(e.from) ? g.cpu[static_cast<std::size_t>(e.from) - g.nodes.size()].end_ns
+                                            : g.nodes[static_cast<std::size_t>(e.from)].end_ns;
+  return end + e.lag_ns;
+}
+
+// One rank's launching threads as CPU nodes (see the header): call order, launches to their
+// kernels, blocking synchronisations to the kernels they wait for. `launch_edge[n]`: the edge that
+// launches kernel n, for the unexplained-gap rule.
+void add_cpu(ReplayGraph& g, std::int32_t rank, const ReplayRank& in, std::vector<std::int32_t>& launch_edge) {
+  const RankTrace& t = *in.trace;
+  // The rank's kernels by correlation (a CUDA graph launch runs several under one), and per stream
+  // (correlation, node) in correlation order: what a synchronisation launched before it waits for.
+  std::vector<std::pair<std::int64_t, std::int32_t>> by_correlation;
+  std::map<std::int32_t, std::vector<std::pair<std::int64_t, std::int32_t>>> on_stream;  // stream index -> list
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) {
+    const ReplayNode& node = g.nodes[n];
+    if (node.rank != rank) continue;
+    const std::int64_t c = t.activities[static_cast<std::size_t>(node.activity)].correlation;
+    if (c < 0) continue;
+    by_correlation.emplace_back(c, static_cast<std::int32_t>(n));
+    on_stream[node.stream].emplace_back(c, static_cast<std::int32_t>(n));
+  }
+  std::sort(by_correlation.begin(), by_correlation.end());
+  for (auto& [s, list] : on_stream) std::sort(list.begin(), list.end());
+  const auto launched = [&](std::int64_t correlation) {
+    const auto lo = std::lower_bound(by_correlation.begin(), by_correlation.end(), std::make_pair(correlation, std::int32_t{INT32_MIN}));
+    const auto hi = std::upper_bound(by_correlation.begin(), by_correlation.end(), std::make_pair(correlation, std::int32_t{INT32_MAX}));
+    return std::make_pair(lo, hi);
+  };
+  // What the CUPTI records (no thread) add to the runtime call of the same correlation: the stream
+  // synchronised, the event's stream and record.
+  std::map<std::int64_t, const SyncCall*> record_of;
+  for (const SyncCall& c : t.syncs)
+    if (c.thread == -1 && c.correlation >= 0 && (c.stream >= 0 || c.wait_on_stream >= 0)) record_of.try_emplace(c.correlation, &c);
+
+  struct Item {
+    std::int64_t time_ns, correlation;
+    std::int64_t thread;
+    const SyncCall* sync;  // nullptr: a launch
+  };
+  std::vector<Item> items;
+  // One launch per correlation id, the earliest (launch_of's): a kernel has one launch.
+  std::vector<std::size_t> order(t.launches.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return t.launches[a] < t.launches[b]; });
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const std::size_t i = order[k];
+    if (k > 0 && t.launches[order[k - 1]].first == t.launches[i].first) continue;
+    const std::int64_t thread = i < t.launch_threads.size() ? t.launch_threads[i] : -1;
+    const auto [lo, hi] = launched(t.launches[i].first);
+    if (lo == hi) continue;  // a runtime call that launched no activity of this trace
+    if (thread == -1) {
+      g.launches_not_replayed += hi - lo;
+      continue;
+    }
+    items.push_back({t.launches[i].second - in.clock_offset_ns, t.launches[i].first, thread, nullptr});
+  }
+  for (const SyncCall& c : t.syncs)
+    if (c.thread != -1 && (c.kind == SyncKind::stream_sync || c.kind == SyncKind::device_sync || c.kind == SyncKind::event_sync))
+      items.push_back({c.start_ns - in.clock_offset_ns, c.correlation, c.thread, &c});
+  // Per thread in call order: by time, then correlation (the runtime's call order).
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    return std::tie(a.thread, a.time_ns, a.correlation) < std::tie(b.thread, b.time_ns, b.correlation);
+  });
+  // The last node on `stream` (an index into g.streams) launched before `correlation`, -1 if none.
+  const auto last_before = [&](std::int32_t stream, std::int64_t correlation) -> std::int32_t {
+    const auto it = on_stream.find(stream);
+    if (it == on_stream.end()) return -1;
+    const auto pos = std::lower_bound(it->second.begin(), it->second.end(), std::make_pair(correlation, std::int32_t{INT32_MIN}));
+    return pos == it->second.begin() ? -1 : std::prev(pos)->second;
+  };
+  std::int64_t prev_thread = 0;
+  bool have_prev = false;
+  for (const Item& item : items) {
+    const std::size_t j = g.cpu.size();
+    CpuNode c;
+    c.rank = rank;
+    c.thread = item.thread;
+    c.start_ns = item.time_ns;
+    c.end_ns = item.sync ? std::max(item.time_ns, item.sync->end_ns - in.clock_offset_ns) : item.time_ns;
+    const bool first_on_thread = !have_prev || prev_thread != item.thread;
+    if (first_on_thread) {
+      c.release_ns = c.start_ns;
+      ++g.cpu_threads;
+    } else {
+      const CpuNode& p = g.cpu.back();
+      // Built before the kernels' ids are final: CPU ids are offset in build_replay_graph.
+      g.edges.push_back({-static_cast<std::int32_t>(j), -static_cast<std::int32_t>(j) - 1, EdgeSource::cpu_order,
+                         std::max<std::int64_t>(c.start_ns - p.end_ns, 0)});
+    }
+    have_prev = true;
+    prev_thread = item.thread;
+    if (!item.sync) {
+      c.call = CpuCall::launch;
+      const auto [lo, hi] = launched(item.correlation);
+      for (auto it = lo; it != hi; ++it) {
+        ReplayNode& node = g.nodes[static_cast<std::size_t>(it->second)];
+        launch_edge[static_cast<std::size_t>(it->second)] = static_cast<std::int32_t>(g.edges.size());
+        g.edges.push_back({-static_cast<std::int32_t>(j) - 1, it->second, EdgeSource::launch,
+                           node.release_ns - c.start_ns});
+        node.release_ns = kNoRelease;
+      }
+      g.cpu.push_back(c);
+      continue;
+    }
+    const SyncCall& sc = *item.sync;
+    c.call = CpuCall::sync;
+    c.sync = sc.kind;
+    std::int32_t stream = sc.stream, wait_on = sc.wait_on_stream;
+    std::int64_t before = sc.correlation;
+    if (const auto r = record_of.find(sc.correlation); r != record_of.end()) {
+      if (stream < 0) stream = r->second->stream;
+      if (wait_on < 0) wait_on = r->second->wait_on_stream;
+      if (sc.kind == SyncKind::event_sync && r->second->event_record_correlation >= 0) before = r->second->event_record_correlation;
+    }
+    if (sc.kind == SyncKind::event_sync) {
+      stream = wait_on;
+      if (stream < 0) before = sc.correlation;  // the event's stream unknown: every stream, before the call
+    }
+    if (sc.kind == SyncKind::device_sync) stream = -1;
+    std::int64_t awaited_end = INT64_MIN;
+    if (sc.correlation >= 0) {
+      for (const auto& [s, list] : on_stream) {
+        if (stream >= 0 && g.streams[static_cast<std::size_t>(s)].stream != stream) continue;
+        const std::int32_t n = last_before(s, before);
+        if (n < 0) continue;
+        const ReplayNode& node = g.nodes[static_cast<std::size_t>(n)];
+        if (node.end_ns > c.end_ns + kGapToleranceNs) continue;  // still running when it returned: not waited for
+        g.edges.push_back({n, -static_cast<std::int32_t>(j) - 1, EdgeSource::sync, 0});
+        awaited_end = std::max(awaited_end, node.end_ns);
+        ++c.awaited;
+      }
+    }
+    if (c.awaited > 0) ++g.cpu_syncs;
+    c.duration_ns = std::max<std::int64_t>(c.end_ns - std::max(c.start_ns, awaited_end), 0);
+    g.cpu.push_back(c);
+  }
+}
+
 }  // namespace
 
 ReplayGraph build_replay_graph(const std::vector<ReplayRank>& ranks,
@@ -114,11 +256,21 @@ ReplayGraph build_replay_graph(const std::vector<ReplayRank>& ranks,
     }
     g.collectives.push_back(std::move(nodes));
   }
+  // The CPU side: edges to and from CPU nodes are written with -(j + 1) for cpu[j] until every
+  // kernel has its id.
+  std::vector<std::int32_t> launch_edge(g.nodes.size(), -1);
+  const std::size_t first_cpu_edge = g.edges.size();
+  for (std::size_t r = 0; r < ranks.size(); ++r) add_cpu(g, static_cast<std::int32_t>(r), ranks[r], launch_edge);
+  for (std::size_t k = first_cpu_edge; k < g.edges.size(); ++k) {
+    ReplayEdge& e = g.edges[k];
+    if (e.from < 0) e.from = g.cpu_id(static_cast<std::size_t>(-e.from - 1));
+    if (e.to < 0) e.to = g.cpu_id(static_cast<std::size_t>(-e.to - 1));
+  }
   // What each node's start is explained by so far; a later start is a wait to infer or keep.
   std::vector<std::int64_t> bound(g.nodes.size(), 0);
   for (std::size_t n = 0; n < g.nodes.size(); ++n) bound[n] = g.nodes[n].release_ns;
   for (const ReplayEdge& e : g.edges)
-    bound[static_cast<std::size_t>(e.to)] = std::max(bound[static_cast<std::size_t>(e.to)], g.nodes[static_cast<std::size_t>(e.from)].end_ns);
+    if (!g.is_cpu(e.to)) bound[static_cast<std::size_t>(e.to)] = std::max(bound[static_cast<std::size_t>(e.to)], measured_from(g, e));
   // Per rank, (end, node) sorted: the closest end before a start.
   std::vector<std::vector<std::pair<std::int64_t, std::int32_t>>> ends(ranks.size());
   for (std::size_t n = 0; n < g.nodes.size(); ++n)
@@ -142,7 +294,13 @@ ReplayGraph build_replay_graph(const std::vector<ReplayRank>& ranks,
       }
     }
     if (!found) {
-      node.release_ns = node.start_ns;
+      // Kept as measured: relative to its launch when the CPU is replayed, else in time.
+      if (const std::int32_t le = launch_edge[n]; le >= 0) {
+        ReplayEdge& e = g.edges[static_cast<std::size_t>(le)];
+        e.lag_ns = node.start_ns - g.cpu[static_cast<std::size_t>(e.from) - g.nodes.size()].end_ns;
+      } else {
+        node.release_ns = node.start_ns;
+      }
       ++g.unexplained;
     }
   }

@@ -7,8 +7,18 @@
 //   comm.speed=F          communication kernels (every library's, peer copies included) F times as
 //                         fast; of a collective matched across ranks only the transfer changes
 //                         (the wait for the last member is the replay's to work out)
-// F a finite number in 0.001..1000 (so no replayed time leaves int64). Later keys multiply with earlier ones that cover the same kernel.
+//   link.<class>.gbps=B   communication kernels whose transfer runs over the link class <class> of
+//                         the hardware profile (`--hardware`: the trace's machine; its
+//                         fabric.links names, `nic` for `network`) with the link at B GB/s: the
+//                         transfer's time scaled by profile_gbps / B. A kernel's class: its
+//                         group's (sim/schemes/graph_builder.hpp collective_link_class, as the
+//                         model picks it); a peer copy's nvlink; a kernel whose group the trace
+//                         does not give is left as measured (counted). Latency scales with it: a
+//                         latency-bound message's change is overstated.
+// F a finite number in 0.001..1000 and B in 0.001..1e6 (so no replayed time leaves int64). Later
+// keys multiply with earlier ones that cover the same kernel.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,8 +28,10 @@ namespace overlap::traces {
 
 struct WhatIf {
   bool comm = false;                       // comm.speed
-  KernelKind kind = KernelKind::unknown;   // kind.<kind>.speed when !comm
+  KernelKind kind = KernelKind::unknown;   // kind.<kind>.speed when !comm and link is ""
   double speed = 1.0;
+  std::string link;                        // link.<class>.gbps: the class ("nic" read as "network")
+  double gbps = 0;                         // its bandwidth
   std::string text;                        // as given
 };
 
@@ -30,5 +42,18 @@ WhatIf parse_what_if(const std::string& text);
 // Each node's duration with the what-ifs applied (rounded to the nanosecond, at least 0).
 std::vector<std::int64_t> what_if_durations(const ReplayGraph& g, const std::vector<const RankTrace*>& ranks,
                                             const std::vector<WhatIf>& what_ifs);
+
+// The link what-ifs' inputs: per node the link class its transfer runs over ("" none or unknown),
+// and the profile's bandwidth per class.
+struct LinkContext {
+  std::vector<std::string> node_link;
+  std::map<std::string, double> profile_gbps;
+};
+// The same from `base` durations (the measured ones, or the model's); `links` required when a
+// link what-if is given. `unscaled_comm`, when given, counts the communication kernels a link
+// what-if left as they were (no link class known).
+std::vector<std::int64_t> what_if_durations(const ReplayGraph& g, const std::vector<const RankTrace*>& ranks,
+                                            const std::vector<WhatIf>& what_ifs, const std::vector<std::int64_t>& base,
+                                            const LinkContext* links, std::int64_t* unscaled_comm = nullptr);
 
 }  // namespace overlap::traces

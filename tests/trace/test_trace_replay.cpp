@@ -22,6 +22,7 @@
 #include "cost_model/profile_loader.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/trace/replay_test_support.hpp"
 
 namespace {
 
@@ -29,8 +30,9 @@ namespace fs = std::filesystem;
 using overlap::test::cli;
 using overlap::test::CliResult;
 namespace traces = overlap::traces;
-
-const std::string kData = std::string(OVERLAP_SOURCE_DIR) + "/tests/data/trace/";
+using overlap::test::replay::kData;
+using overlap::test::replay::rank_row;
+using overlap::test::replay::replay_json;
 
 fs::path scratch(const std::string& name) {
   const fs::path dir = fs::path(OVERLAP_BINARY_DIR) / "trace_replay_test_tmp";
@@ -43,23 +45,6 @@ std::string slurp(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-nlohmann::json replay_json(std::vector<std::string> args) {
-  args.insert(args.begin(), "trace");
-  args.insert(args.end(), {"--replay", "--format", "json"});
-  const CliResult r = cli(args);
-  INFO(r.err);
-  REQUIRE(r.rc == 0);
-  return nlohmann::json::parse(r.out);
-}
-
-// The row of `rank` ("all" or a number) in the report's ranks.
-nlohmann::json rank_row(const nlohmann::json& j, const nlohmann::json& rank) {
-  for (const auto& row : j["ranks"])
-    if (row["rank"] == rank) return row;
-  FAIL("no row for rank " << rank.dump());
-  return {};
 }
 
 const std::vector<std::string> kPair = {kData + "replay_rank0.json", kData + "replay_rank1.json"};
@@ -133,6 +118,7 @@ TEST_CASE("the replay identity: each kernel at its measured duration lands withi
       {kData + "late_rank0.json", kData + "late_rank1.json"},
       {kData + "deepep_rank0.json"},
       {kData + "old_layout.json"},
+      {kData + "cpu_sync.json"},
       kPair,
   };
   for (const auto& files : sets) {
@@ -240,7 +226,9 @@ TEST_CASE("trace --replay refuses bad what-ifs and flags, naming the flag, and w
       {"--replay", "--what-if", "comm.speed"},
       {"--replay", "--what-if", "kind.gemm.speed=1e9"},
       {"--replay", "--kernels"},
-      {"--replay", "--hardware", "h100-sxm-8x-nvswitch", "--what-if", "comm.speed=2"},
+      {"--replay", "--what-if", "link.nvlink.gbps=900"},  // a link what-if needs --hardware
+      {"--replay", "--hardware", "h100-sxm-8x-nvswitch", "--what-if", "link.infiniband.gbps=2"},
+      {"--replay", "--hardware", "h100-sxm-8x-nvswitch", "--what-if", "link.nvlink.gbps=0"},
   };
   for (const auto& extra : bad) {
     fs::remove(out);

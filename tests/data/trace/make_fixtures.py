@@ -14,6 +14,8 @@ from these intervals in their comments.
   replay_rank0.json,   two ranks for the replay (tests/trace/test_trace_replay.cpp): launches,
   replay_rank1.json    a recorded stream wait (cuda_sync), a collective joined across ranks and a
                        cross-stream wait the trace does not record
+  cpu_sync.json        a step the CPU holds: a cudaStreamSynchronize (with its cuda_sync record) and a
+                       cudaDeviceSynchronize, each followed by measured CPU work before the next launch
 """
 import json
 import os
@@ -205,6 +207,34 @@ def replay(rank):
     write(f"replay_rank{rank}.json", events, {"backend": "nccl", "rank": rank, "world_size": 2})
 
 
+def cpu_sync():
+    # One thread (tid 100), stream 7, launch latency 5. The CPU launches GEMM G1 (corr 1, ts 0; runs
+    # [5, 105]), synchronises the stream (corr 2, call [2, 107]: returns 2 after G1's end), works 50,
+    # launches an elementwise E1 (corr 3, ts 157; [162, 172]), GEMM G2 (corr 4, ts 160; [172, 272]
+    # after E1), elementwise E2 (corr 5, ts 165; [272, 282]), synchronises the device (corr 6, call
+    # [170, 284]), works 30 and launches E3 (corr 7, ts 314), which starts at 325: 6 us later than
+    # its launch and latency explain (kept as measured, relative to its launch). Step: [5, 335].
+    gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1"
+    ew = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)"
+
+    def call(name, ts, dur, corr):
+        return {"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 100, "tid": 100, "ts": ts, "dur": dur,
+                "args": {"correlation": corr}}
+
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 100, "tid": 100, "ts": 0, "dur": 340,
+         "args": {}},
+        launch(0, 1, 1), call("cudaStreamSynchronize", 2, 105, 2),
+        {"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": 7, "ts": 105, "dur": 0,
+         "args": {"device": 0, "stream": 7, "correlation": 2}},
+        launch(157, 3, 3), launch(160, 4, 4), launch(165, 5, 5), call("cudaDeviceSynchronize", 170, 114, 6),
+        launch(314, 7, 7),
+        kernel(gemm, 5, 100, 1, 1), kernel(ew, 162, 10, 3, 3), kernel(gemm, 172, 100, 4, 4),
+        kernel(ew, 272, 10, 5, 5), kernel(ew, 325, 10, 7, 7),
+    ]
+    write("cpu_sync.json", events)
+
+
 if __name__ == "__main__":
     old_layout()
     deepep()
@@ -212,3 +242,4 @@ if __name__ == "__main__":
     late(1)
     replay(0)
     replay(1)
+    cpu_sync()
