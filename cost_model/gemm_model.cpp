@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cost_model/gemm_launch.hpp"
 #include "cost_model/gemm_roofline.hpp"
 
 namespace overlap {
@@ -203,6 +204,73 @@ Ps gemm_time_unchecked(const HardwareProfile& profile, const GemmShape& shape, i
 
 Ps gemm_time_ps(const HardwareProfile& profile, const GemmShape& shape) {
   return gemm_time_ps(profile, shape, profile.gpu.sm_count);
+}
+
+}  // namespace overlap
+
+namespace overlap {
+
+std::optional<double> tf32_peak_tflops(const GpuSpec& gpu) {
+  for (const char* t : {"bf16", "fp16"}) {
+    const auto it = gpu.peak_tflops.find(t);
+    if (it != gpu.peak_tflops.end() && it->second > 0) return it->second / 2;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// One problem of `shape` over K / split, as the launch runs it (`hw` already at the TF32 rate).
+GemmLaunch launch_with_split(const HardwareProfile& hw, const GemmShape& shape, std::int64_t batch, std::int64_t split) {
+  GemmLaunch l;
+  l.batch = batch;
+  l.split_k = split;
+  l.plan = plan_gemm(hw, GemmShape{shape.m, shape.n, ceil_div(shape.k, split), shape.dtype});
+  const std::int64_t slots = static_cast<std::int64_t>(hw.gpu.sm_count) * l.plan.ctas_per_sm;
+  l.ctas = checked_mul(checked_mul(l.plan.tiles, batch), split);
+  l.waves = ceil_div(l.ctas, slots);
+  l.compute_ps = checked_mul(l.waves, l.plan.cta_ps);
+  if (hw.gpu.hbm_bandwidth_gbps > 0) {
+    const double gbps = hw.gpu.hbm_bandwidth_gbps * hw.gpu.hbm_efficiency;
+    l.memory_ps = transfer_ps(checked_mul(checked_mul(shape.k, shape.n), checked_mul(static_cast<std::int64_t>(dtype_bytes(shape.dtype)), batch)), gbps);
+    if (split > 1) l.partials_ps = transfer_ps(checked_mul(checked_mul(checked_mul(shape.m, shape.n), 4), checked_mul(batch, split)), gbps);
+  }
+  l.time_ps = checked_add(std::max(l.compute_ps, l.memory_ps), l.partials_ps);
+  if (batch == 1 && split == 1) l.time_ps = gemm_time_unchecked(hw, shape, hw.gpu.sm_count);
+  return l;
+}
+
+}  // namespace
+
+GemmLaunch plan_gemm_launch(const HardwareProfile& profile, const GemmShape& shape, const GemmLaunchOptions& options) {
+  if (options.batch < 1) throw std::invalid_argument("GEMM model: batch must be at least 1");
+  if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0) throw std::invalid_argument("GEMM model: m, n, k must be positive");
+  HardwareProfile tf32;
+  const HardwareProfile* hw = &profile;
+  if (options.tf32) {
+    if (shape.dtype != DType::fp32) throw std::invalid_argument("GEMM model: TF32 needs fp32 operands");
+    const auto rate = tf32_peak_tflops(profile.gpu);
+    if (!rate) throw std::invalid_argument("GEMM model: no TF32 rate (no peak_tflops for bf16 or fp16)");
+    tf32 = profile;
+    tf32.gpu.peak_tflops["fp32"] = *rate;  // fp32 operands (4 bytes) at the tensor rate
+    hw = &tf32;
+  }
+  try {
+    GemmLaunch best = launch_with_split(*hw, shape, options.batch, 1);
+    const std::int64_t slots = static_cast<std::int64_t>(hw->gpu.sm_count) * best.plan.ctas_per_sm;
+    const std::int64_t grid = best.ctas;  // batch x tiles without a split
+    if (options.split_k && grid < hw->gpu.sm_count) {
+      const std::int64_t max_split = std::min(slots / grid, ceil_div(shape.k, kMinSplitK));
+      for (std::int64_t s = 2; s <= max_split; ++s) {
+        GemmLaunch l = launch_with_split(*hw, shape, options.batch, s);
+        if (l.time_ps < best.time_ps) best = l;
+      }
+    }
+    return best;
+  } catch (const RangeError& e) {
+    const std::string what = e.what();
+    throw RangeError(what.rfind("GEMM ", 0) == 0 ? what : shape_text(shape) + ": " + what);
+  }
 }
 
 }  // namespace overlap

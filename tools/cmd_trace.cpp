@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "calibrate/traces/attention_pricing.hpp"
+#include "calibrate/traces/gemm_pricing.hpp"
 #include "calibrate/traces/profile_fit.hpp"
 #include "calibrate/traces/trace_analysis.hpp"
 #include "cost_model/bounded_message.hpp"
@@ -141,6 +143,7 @@ struct ClassSummary {
   std::string cls;
   std::int64_t groups = 0, predicted = 0;
   std::optional<double> median_abs_error, max_abs_error;
+  std::int64_t unshaped_kernels = 0;  // attention / memory-bound / grouped GEMM kernels with no op shapes
 };
 
 struct Run {
@@ -179,22 +182,15 @@ void predict(const TraceOptions& o, Run& run) {
     for (const GemmGroup& g : r.gemms) {
       Prediction p = measured(r.rank, "gemm", g);
       p.what = shape_text(g);
-      const auto dtype = g.shape ? traces::model_dtype(g.shape->dtype) : std::nullopt;
       if (!g.shape) {
         p.why = "shape unknown";
-      } else if (!dtype) {
-        p.why = "dtype '" + g.shape->dtype + "' not modelled";
       } else {
-        // A batched GEMM as `batch` GEMMs one after another: the model has no batched kernel.
-        try {
-          const Ps ps = gemm_time_ps(hw, overlap::GemmShape{g.shape->m, g.shape->n, g.shape->k, *dtype});
-          p.predicted_ns = static_cast<double>(ps) * static_cast<double>(g.shape->batch) / 1000.0;
-        } catch (const std::invalid_argument& e) {
-          p.why = fmt::format("dtype {} not in the profile", dtype_name(*dtype));  // no peak_tflops for it
-        } catch (const RangeError& e) {
-          // A shape whose bytes, tiles or time leave 64 bits (2^40 on a side): said per kernel, never a wrapped 0.
-          p.why = bounded_message(std::string("beyond what the model counts: ") + e.what());
-        }
+        // One launch as the library ran it: TF32 where the kernel says, batch x tiles, split-K.
+        const traces::GemmPrice price = traces::price_gemm(hw, *g.shape, g.kernel);
+        p.predicted_ns = price.ns;
+        p.why = price.why;
+        if (price.math == traces::GemmMath::tf32) p.what += " tf32";
+        if (price.ns && price.launch.split_k > 1) p.what += fmt::format(" split-K {}", price.launch.split_k);
       }
       run.predictions.push_back(p);
     }
@@ -220,8 +216,25 @@ void predict(const TraceOptions& o, Run& run) {
       }
       run.predictions.push_back(p);
     }
+    for (const traces::ShapedGroup& g : r.shaped) {
+      Prediction p = measured(r.rank, g.kind.c_str(), g);
+      p.what = traces::describe(g);
+      if (g.shape.batch > 0) {
+        const traces::AttentionShape a{g.shape.batch,  g.shape.heads,  g.shape.seq_q,
+                                       g.shape.seq_kv, g.shape.head_dim, g.shape.causal,
+                                       g.shape.backward ? traces::AttentionPass::backward : traces::AttentionPass::forward,
+                                       g.dtype};
+        if (const auto ps = traces::attention_time_ps(hw, a, g.kernel)) p.predicted_ns = static_cast<double>(*ps) / 1000.0;
+        else p.why = "dtype '" + g.dtype + "' has no tensor rate in the profile";
+      } else if (hw.gpu.hbm_bandwidth_gbps > 0) {
+        p.predicted_ns = static_cast<double>(streaming_kernel_ps(hw, g.shape.bytes)) / 1000.0;
+      } else {
+        p.why = "the profile has no HBM bandwidth";
+      }
+      run.predictions.push_back(p);
+    }
   }
-  for (const char* cls : {"gemm", "collective"}) {
+  for (const char* cls : {"gemm", "collective", "attention", "memory_bound", "grouped_gemm"}) {
     ClassSummary s;
     s.cls = cls;
     std::vector<double> errors;
@@ -231,6 +244,12 @@ void predict(const TraceOptions& o, Run& run) {
       if (const auto e = p.error()) errors.push_back(std::abs(*e));
     }
     s.predicted = static_cast<std::int64_t>(errors.size());
+    if (s.groups == 0 && s.cls != "gemm" && s.cls != "collective") {
+      bool any = false;  // a kind the trace ran: listed even when none of its kernels had shapes
+      for (const RankReport& r : run.ranks)
+        for (const traces::KernelGroup& k : r.kernels) any = any || k.kind == s.cls;
+      if (!any) continue;
+    }
     if (!errors.empty()) {
       std::sort(errors.begin(), errors.end());
       const std::size_t n = errors.size();
@@ -238,6 +257,18 @@ void predict(const TraceOptions& o, Run& run) {
       s.max_abs_error = errors.back();
     }
     run.summaries.push_back(s);
+  }
+  // Kernels of these kinds without their op's shapes (older layouts, ops recorded without
+  // record_shapes, grouped GEMMs whose ops name no problem sizes): counted beside the summary.
+  for (ClassSummary& s : run.summaries) {
+    std::int64_t all = 0, shaped = 0;
+    for (const RankReport& r : run.ranks) {
+      for (const traces::KernelGroup& k : r.kernels)
+        if (k.kind == s.cls && s.cls != "gemm" && s.cls != "collective") all += k.count;
+      for (const traces::ShapedGroup& g : r.shaped)
+        if (g.kind == s.cls) shaped += g.count;
+    }
+    s.unshaped_kernels = all - shaped;
   }
 }
 
@@ -523,19 +554,23 @@ void write_table(const Run& run, std::ostream& out) {
   out << fmt::format("\nMeasured vs predicted on {} (measured: mean kernel time in the trace, beside other kernels; "
                      "predicted: the cost model, idle GPU; error = (predicted - measured) / measured)\n",
                      run.hardware);
-  out << fmt::format("{:>5}  {:<10}  {:<48}  {:<32}  {:>6}  {:>12}  {:>12}  {:>8}\n", "rank", "class", "kernel", "what",
+  out << fmt::format("{:>5}  {:<12}  {:<48}  {:<44}  {:>6}  {:>12}  {:>12}  {:>8}\n", "rank", "class", "kernel", "what",
                      "count", "measured_us", "predicted_us", "error_%");
   for (const Prediction& p : run.predictions) {
     const auto e = p.error();
-    out << fmt::format("{:>5}  {:<10}  {:<48}  {:<32}  {:>6}  {:>12}  {:>12}  {:>8}\n", p.rank, p.cls, clip(p.kernel, 48),
-                       clip(p.what, 32), p.count, us(p.measured_ns),
+    out << fmt::format("{:>5}  {:<12}  {:<48}  {:<44}  {:>6}  {:>12}  {:>12}  {:>8}\n", p.rank, p.cls, clip(p.kernel, 48),
+                       clip(p.what, 44), p.count, us(p.measured_ns),
                        p.predicted_ns ? fmt::format("{:.3f}", *p.predicted_ns / 1000.0) : "-",
                        e ? fmt::format("{:+.1f}", 100.0 * *e) : p.why);
   }
   for (const ClassSummary& s : run.summaries)
-    out << fmt::format("{}: {} of {} kernel groups predicted; median |error| {}, max |error| {}\n", s.cls, s.predicted,
+    out << fmt::format("{}: {} of {} kernel groups predicted; median |error| {}, max |error| {}{}\n", s.cls, s.predicted,
                        s.groups, s.median_abs_error ? fmt::format("{:.1f} %", 100.0 * *s.median_abs_error) : "-",
-                       s.max_abs_error ? fmt::format("{:.1f} %", 100.0 * *s.max_abs_error) : "-");
+                       s.max_abs_error ? fmt::format("{:.1f} %", 100.0 * *s.max_abs_error) : "-",
+                       s.unshaped_kernels > 0
+                           ? fmt::format("; {} kernel(s) not priced: their op recorded no shapes the model reads",
+                                         s.unshaped_kernels)
+                           : "");
   std::int64_t transfer = 0, whole = 0;
   for (const Prediction& p : run.predictions) (p.part == "transfer" ? transfer : whole) += p.cls == "collective";
   if (transfer + whole > 0)
@@ -615,7 +650,8 @@ void write_json(const Run& run, std::ostream& out) {
     for (const ClassSummary& s : run.summaries) {
       const auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
       jp["summary"].push_back({{"class", s.cls}, {"groups", s.groups}, {"predicted", s.predicted},
-                               {"median_abs_error", opt(s.median_abs_error)}, {"max_abs_error", opt(s.max_abs_error)}});
+                               {"median_abs_error", opt(s.median_abs_error)}, {"max_abs_error", opt(s.max_abs_error)},
+                               {"kernels_without_shapes", s.unshaped_kernels}});
     }
     j["predictions"] = jp;
   }

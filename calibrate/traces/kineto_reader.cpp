@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "calibrate/traces/attention_pricing.hpp"
+#include "calibrate/traces/memory_pricing.hpp"
 #include "calibrate/traces/op_link.hpp"
 #include "calibrate/traces/trace_limits.hpp"
 #include "calibrate/traces/trace_stream.hpp"
@@ -104,6 +106,7 @@ enum class Key : std::uint8_t {
   external_id,
   input_dims,
   input_type,
+  concrete_inputs,
   collective_name,
   in_nelems,
   out_nelems,
@@ -130,6 +133,7 @@ struct Event {
   std::optional<std::int64_t> stream, wait_on_stream, wait_on_event_record;
   std::vector<std::vector<std::int64_t>> input_dims;
   std::vector<std::string> input_types;
+  std::vector<std::string> concrete_inputs;
   std::string collective, dtype, process_group;
   bool has_dims = false;
 
@@ -151,6 +155,7 @@ struct Event {
     wait_on_event_record.reset();
     input_dims.clear();
     input_types.clear();
+    concrete_inputs.clear();
     collective.clear();
     dtype.clear();
     process_group.clear();
@@ -233,6 +238,8 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       }
     } else if (depth_ == 5 && in_event() && in_args_ && keys_[4] == Key::input_type) {
       ev_.input_types.push_back(s);
+    } else if (depth_ == 5 && in_event() && in_args_ && keys_[4] == Key::concrete_inputs) {
+      ev_.concrete_inputs.push_back(s);
     } else if (depth_ == 2 && in_distributed_) {
       if (current_key() == Key::backend) trace_.backend = s;
       else if (current_key() == Key::rank || current_key() == Key::world_size) set_rank(current_key(), s);
@@ -331,7 +338,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
           case 11: return k == "correlation" ? Key::correlation : k == "External id" || k == "external id" ? Key::external_id : Key::other;
           case 13: return k == "In msg nelems" ? Key::in_nelems : Key::other;
           case 14: return k == "Out msg nelems" ? Key::out_nelems : k == "wait_on_stream" ? Key::wait_on_stream : Key::other;
-          case 15: return k == "Collective name" ? Key::collective_name : Key::other;
+          case 15: return k == "Collective name" ? Key::collective_name : k == "Concrete Inputs" ? Key::concrete_inputs : Key::other;
           case 18: return k == "Process Group Name" ? Key::process_group_name : Key::other;
           case 33: return k == "wait_on_cuda_event_record_corr_id" ? Key::wait_on_event_record : Key::other;
           default: return Key::other;
@@ -485,6 +492,47 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
     return static_cast<std::int32_t>(trace_.gemm_ops.size() - 1);
   }
 
+  // Another op with shapes: what prices the attention or memory-bound kernel it launches (its
+  // dtype in `dtype`); nullopt when it gives neither (aten::view's bytes are 0, an op of unknown
+  // dtypes, an attention op without its causal flag: not guessed, and not priced by its bytes).
+  // Moves the event's dims, types and concrete inputs.
+  std::optional<ShapedOp> shaped_of(std::string& dtype) {
+    OpInfo info;
+    info.name = ev_.name;
+    info.input_dims = std::move(ev_.input_dims);
+    info.input_types = std::move(ev_.input_types);
+    info.concrete_inputs = std::move(ev_.concrete_inputs);
+    ShapedOp op;
+    if (const auto a = attention_shape(info, attention_causal(info))) {
+      op.batch = a->batch;
+      op.heads = a->heads;
+      op.seq_q = a->seq_q;
+      op.seq_kv = a->seq_kv;
+      op.head_dim = a->head_dim;
+      op.causal = a->causal;
+      op.backward = a->pass == AttentionPass::backward;
+      dtype = a->dtype;
+    } else if (is_attention_op(info.name)) {
+      return std::nullopt;
+    } else if (const auto b = memory_bound_bytes(info); b && *b > 0) {
+      op.bytes = *b;
+      dtype = info.input_types.empty() ? std::string() : info.input_types.front();
+    } else {
+      return std::nullopt;
+    }
+    return op;
+  }
+
+  std::int32_t add_shaped_op() {
+    std::string dtype;
+    auto op = shaped_of(dtype);
+    if (!op) return -1;
+    op->name = names_.intern(ev_.name);
+    op->dtype = names_.intern(dtype);
+    trace_.shaped_ops.push_back(*op);
+    return static_cast<std::int32_t>(trace_.shaped_ops.size() - 1);
+  }
+
   void finish_event() {
     if (link_pass_) {
       collect_for_linking();
@@ -563,17 +611,23 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
         return;
       }
       // The GEMM and collective ops' ranges on their threads (for kernels whose External id names
-      // no op), marked gemm_ops index i as 2i, comm_ops index j as 2j + 1; the other ops' ranges
+      // no op), marked gemm_ops index i as 3i, comm_ops index j as 3j + 1, shaped_ops index k as
+      // 3k + 2; the other ops' ranges
       // are read by a second pass only when a kernel needs them (collect_for_linking).
       std::int32_t op = -1;
       if (has_comm_args()) {
         const std::int32_t j = add_comm_op();
-        op = 2 * j + 1;
+        op = 3 * j + 1;
         if (ev_.external_id) trace_.comm_by_external_id.emplace_back(*ev_.external_id, j);
       } else if (ev_.has_dims && is_gemm_op(ev_.name)) {
         const std::int32_t i = add_gemm_op();
-        op = 2 * i;
+        op = 3 * i;
         if (ev_.external_id) trace_.gemm_by_external_id.emplace_back(*ev_.external_id, i);
+      } else if (ev_.has_dims) {
+        if (const std::int32_t k = add_shaped_op(); k >= 0) {
+          op = 3 * k + 2;
+          if (ev_.external_id) trace_.shaped_by_external_id.emplace_back(*ev_.external_id, k);
+        }
       }
       if (op >= 0 && is_op_range(cat)) op_ranges_.push_back({thread_of(ev_.pid, ev_.tid), ev_.ts_ns, ev_.ts_ns + ev_.dur_ns, op});
     }
@@ -624,7 +678,8 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
     if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime" || cat == "Driver") {
       if (ev_.correlation && std::binary_search(needed_.begin(), needed_.end(), *ev_.correlation))
         launch_ops_.push_back({thread_of(ev_.pid, ev_.tid), ev_.ts_ns, *ev_.correlation, ev_.external_id.value_or(-1)});
-    } else if (is_op_range(cat) && !has_comm_args() && !(ev_.has_dims && is_gemm_op(ev_.name))) {
+    } else if (std::string dtype; is_op_range(cat) && !has_comm_args() && !(ev_.has_dims && is_gemm_op(ev_.name)) &&
+                                   !(ev_.has_dims && shaped_of(dtype))) {
       op_ranges_.push_back({thread_of(ev_.pid, ev_.tid), ev_.ts_ns, ev_.ts_ns + ev_.dur_ns, -1});
     }
   }
@@ -649,6 +704,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
   bool link_by_id() {
     std::sort(trace_.gemm_by_external_id.begin(), trace_.gemm_by_external_id.end());
     std::sort(trace_.comm_by_external_id.begin(), trace_.comm_by_external_id.end());
+    std::sort(trace_.shaped_by_external_id.begin(), trace_.shaped_by_external_id.end());
     const bool older = std::none_of(trace_.activities.begin(), trace_.activities.end(), [](const GpuActivity& a) {
       return a.external_id >= 0 && a.correlation >= 0 && a.external_id != a.correlation;
     });
@@ -701,8 +757,13 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
     for (GpuActivity* a : by_thread) {
       const auto it = std::lower_bound(found.begin(), found.end(), std::make_pair(a->correlation, std::int32_t{INT32_MIN}));
       if (it == found.end() || it->first != a->correlation) continue;
-      a->op = it->second / 2;
-      a->link = it->second % 2 ? OpLink::comm : OpLink::gemm;
+      const std::int32_t op = it->second / 3;
+      if (it->second % 3 == 2) {
+        link_shaped(*a, op);
+      } else {
+        a->op = op;
+        a->link = it->second % 3 ? OpLink::comm : OpLink::gemm;
+      }
     }
   }
 
@@ -719,7 +780,19 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
     } else if (g >= 0) {
       a.op = g;
       a.link = OpLink::gemm;
+    } else {
+      link_shaped(a, find(trace_.shaped_by_external_id, id));
     }
+  }
+
+  // An attention kernel to its op's attention shape, a memory-bound one to its op's bytes; any
+  // other pairing (a GEMM's kernel inside an aten::copy_) stays unlinked.
+  void link_shaped(GpuActivity& a, std::int32_t k) const {
+    if (k < 0 || (a.kind != KernelKind::attention && a.kind != KernelKind::memory_bound)) return;
+    const bool attention = trace_.shaped_ops[static_cast<std::size_t>(k)].batch > 0;
+    if (attention != (a.kind == KernelKind::attention)) return;
+    a.op = k;
+    a.link = OpLink::shaped;
   }
 
   struct Launch {

@@ -157,7 +157,7 @@ OpInfo parse_pytorch_nvtx(const std::string& text) {
   if (at == std::string::npos) return op;
   std::size_t i = at + mark.size();
   std::vector<std::vector<std::int64_t>> dims;
-  const auto fail = [&] { return OpInfo{op.name, {}, {}, "", {}, {}, {}, "", ""}; };
+  const auto fail = [&] { return OpInfo{op.name, {}, {}, "", {}, {}, {}, "", "", {}}; };
   while (i < text.size()) {
     while (i < text.size() && (text[i] == ' ' || text[i] == ',')) ++i;
     if (i < text.size() && text[i] == ']') {

@@ -104,6 +104,14 @@ int dtype_bytes(const std::string& dtype) {
   return 0;
 }
 
+std::string describe(const ShapedGroup& g) {
+  const ShapedOp& s = g.shape;
+  if (s.batch > 0)
+    return fmt::format("attention {} {}x{}x{}x{}x{}{} {}", s.backward ? "bwd" : "fwd", s.batch, s.heads, s.seq_q, s.seq_kv,
+                       s.head_dim, s.causal ? " causal" : "", g.dtype);
+  return fmt::format("memory {} B {}", s.bytes, g.dtype);
+}
+
 OverlapFigures measure(const std::vector<const GpuActivity*>& activities) {
   struct Device {
     std::vector<Interval> compute, comm, memory;
@@ -179,7 +187,32 @@ void list_kernels(const RankTrace& trace, RankReport& r) {
   std::vector<std::pair<std::size_t, std::int32_t>> sequence;    // (activity index, comm group's creation order)
   // Kernels that are neither GEMM nor communication, and copies: by name (and class).
   std::map<std::pair<std::uint32_t, ActivityClass>, KernelGroup> others;
+  using ShapedKey = std::tuple<std::uint32_t, std::uint32_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                               std::int64_t, std::int64_t, bool, bool, std::uint32_t>;
+  std::map<ShapedKey, ShapedGroup> shaped;
+  // Kernels per shaped op: an op that launched several (cub's init and scan kernels of a sort, the
+  // three kernels of FlashAttention-2's backward) is priced as one by the model, so none of its
+  // kernels is priced alone; they count as kernels without shapes.
+  std::vector<std::int32_t> kernels_of(trace.shaped_ops.size(), 0);
+  for (const GpuActivity& a : trace.activities)
+    if (a.link == OpLink::shaped) ++kernels_of[static_cast<std::size_t>(a.op)];
+  const auto note_shaped = [&](const GpuActivity& a, std::int64_t dur) {
+    const ShapedOp& op = trace.shaped_ops[static_cast<std::size_t>(a.op)];
+    const ShapedKey key{a.name, op.name, op.bytes, op.batch, op.heads, op.seq_q, op.seq_kv, op.head_dim, op.causal, op.backward, op.dtype};
+    auto [it, fresh] = shaped.try_emplace(key);
+    ShapedGroup& g = it->second;
+    if (fresh) {
+      g.kernel = trace.names[a.name];
+      g.op = trace.names[op.name];
+      g.kind = kind_name(a.kind);
+      g.dtype = trace.names[op.dtype];
+      g.shape = op;
+    }
+    ++g.count;
+    g.total_ns = add_ns(g.total_ns, dur, trace.file, "a kernel group's total time");
+  };
   const auto note_other = [&](const GpuActivity& a, std::int64_t dur) {
+    if (a.link == OpLink::shaped && kernels_of[static_cast<std::size_t>(a.op)] == 1) note_shaped(a, dur);
     auto [it, fresh] = others.try_emplace({a.name, a.cls});
     KernelGroup& k = it->second;
     if (fresh) {
@@ -259,6 +292,8 @@ void list_kernels(const RankTrace& trace, RankReport& r) {
     it->second.durations_ns.push_back(dur);
   }
   for (auto& [k, g] : gemms) r.gemms.push_back(std::move(g));
+  for (auto& [k, g] : shaped) r.shaped.push_back(std::move(g));
+  std::stable_sort(r.shaped.begin(), r.shaped.end(), [](const ShapedGroup& a, const ShapedGroup& b) { return a.total_ns > b.total_ns; });
   // Longest total first; the map's key order breaks ties (stable), so the listing is deterministic.
   std::stable_sort(r.gemms.begin(), r.gemms.end(), [](const GemmGroup& a, const GemmGroup& b) { return a.total_ns > b.total_ns; });
   {

@@ -55,6 +55,15 @@ struct CommGroup {
   std::vector<std::int64_t> transfer_durations_ns;
 };
 
+// Attention and memory-bound kernels whose op gave their shapes (RankTrace::shaped_ops), grouped by
+// kernel, op and shape, for pricing (trace --hardware).
+struct ShapedGroup {
+  std::string kernel, op, kind;  // kind: attention or memory_bound
+  std::string dtype;             // the op's (the query's for attention)
+  ShapedOp shape;                // its name and dtype ids are RankTrace::names' and not used here
+  std::int64_t count = 0, total_ns = 0;
+};
+
 // A communication kernel in the order it ran, for matching it with its peers' on other ranks.
 struct CommKernel {
   std::int64_t start_ns = 0, end_ns = 0;
@@ -82,6 +91,7 @@ struct RankReport {
   std::vector<StepFigures> steps;
   std::vector<GemmGroup> gemms;  // by total time, longest first
   std::vector<CommGroup> comms;
+  std::vector<ShapedGroup> shaped;   // by total time, longest first
   std::vector<KernelGroup> kernels;  // every group, by total time, longest first
   std::vector<CommKernel> comm_sequence;  // communication kernels by start (peer copies aside)
   std::optional<std::int64_t> clock_offset_ns;  // set by split_collective_waits when aligned
@@ -95,6 +105,9 @@ int dtype_bytes(const std::string& dtype);
 
 // "MxNxK dtype" (batched: "Bx(MxNxK) dtype"), or "shape unknown".
 std::string describe(const GemmGroup& g);
+// "attention fwd 2x16x4096x4096x128 causal c10::BFloat16" (batch x heads x seq_q x seq_kv x head dim),
+// "memory 196608 B c10::BFloat16".
+std::string describe(const ShapedGroup& g);
 // "all_reduce 2097152 B group 8", with "size unknown" / "group unknown" for what the trace lacks;
 // another library's kernels start with its name ("deepep dispatch size unknown group unknown").
 std::string describe(const CommGroup& g);

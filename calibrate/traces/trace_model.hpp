@@ -17,7 +17,7 @@ namespace overlap::traces {
 enum class ActivityClass : std::uint8_t { compute, communication, memory };
 
 // The CPU op a GPU activity was linked to, as the readers resolve it.
-enum class OpLink : std::uint8_t { none, gemm, comm };
+enum class OpLink : std::uint8_t { none, gemm, comm, shaped };
 
 struct GpuActivity {
   std::int64_t start_ns = 0;
@@ -26,7 +26,7 @@ struct GpuActivity {
   std::int64_t correlation = -1;  // CUDA correlation id of the launch (-1: none)
   std::uint32_t name = 0;         // index into RankTrace::names
   std::int32_t device = 0;
-  std::int32_t op = -1;           // index into RankTrace::gemm_ops or comm_ops, as `link` says
+  std::int32_t op = -1;           // index into RankTrace::gemm_ops, comm_ops or shaped_ops, as `link` says
   std::int32_t stream = -1;       // CUDA stream (Kineto args.stream, else tid; nsys streamId); -1: not recorded
   ActivityClass cls = ActivityClass::compute;
   KernelKind kind = KernelKind::unknown;
@@ -48,6 +48,7 @@ struct OpInfo {
   std::optional<std::int64_t> in_nelems, out_nelems, group_size;
   std::string dtype;                               // "dtype" of the collective
   std::string process_group;                       // "Process Group Name"
+  std::vector<std::string> concrete_inputs;        // "Concrete Inputs" (PyTorch 2.1+): scalar arguments as text
 };
 
 // A GEMM's problem read from its CPU op's Input Dims (batch 1 unless bmm / baddbmm / batched
@@ -68,6 +69,16 @@ struct GemmOp {
 struct CommOp {
   std::int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
   std::uint32_t collective = 0, dtype = 0, process_group = 0;
+};
+
+// What is kept of another op with Input Dims, to price the attention or memory-bound kernel it
+// launches (calibrate/traces/attention_pricing.hpp, memory_pricing.hpp): 72 bytes.
+struct ShapedOp {
+  std::int64_t bytes = -1;  // memory_bound_bytes(); -1: unknown
+  // attention_shape(); batch 0: not an attention op (or causal not recorded)
+  std::int64_t batch = 0, heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+  std::uint32_t name = 0, dtype = 0;  // op name; the query's dtype (attention) or the first input's
+  bool causal = false, backward = false;
 };
 
 // A synchronisation the trace records, for the replay (calibrate/traces/replay_graph.hpp).
@@ -106,8 +117,9 @@ struct RankTrace {
   std::vector<GpuActivity> activities;
   std::vector<GemmOp> gemm_ops;
   std::vector<CommOp> comm_ops;
+  std::vector<ShapedOp> shaped_ops;  // Kineto: ops with Input Dims that are neither GEMM nor collective
   // (External id, index into gemm_ops / comm_ops): how the readers link kernels to ops.
-  std::vector<std::pair<std::int64_t, std::int32_t>> gemm_by_external_id, comm_by_external_id;
+  std::vector<std::pair<std::int64_t, std::int32_t>> gemm_by_external_id, comm_by_external_id, shaped_by_external_id;
   std::vector<StepRange> steps;
   // (correlation, launch time): when the CPU launched each activity, which decides its step.
   std::vector<std::pair<std::int64_t, std::int64_t>> launches;
