@@ -154,10 +154,11 @@ struct OpState {
   bool done = false;
 };
 
-class Engine final : public NetworkListener, public GpuListener {
+class Engine final : public NetworkClient, public GpuListener {
  public:
-  Engine(const TaskGraph& g, const NodeConfig& node, const EngineOptions& opt)
-      : ctx_(g, node, opt), net_(make_flow_network_side(ctx_, *this)), gpu_(ctx_, *this, *net_), st_(g.ops().size()),
+  Engine(const TaskGraph& g, const NodeConfig& node, const EngineOptions& opt, const NetworkFactory& network)
+      : ctx_(g, node, opt), net_(network(NetworkEnv{ctx_, ctx_.queue, ctx_.now, *this})), gpu_(ctx_, *this, *net_),
+        st_(g.ops().size()),
         issue_ps_(g.ops().size(), 0), folded_(ranks_like_rank0(g, node, opt, ctx_)) {
     counter_value_.assign(g.counters().size(), 0);
     counter_waiters_.resize(g.counters().size());
@@ -277,20 +278,41 @@ class Engine final : public NetworkListener, public GpuListener {
   // A folded run stalled: the caller runs the graph in full (the full run's own message).
   struct Unfold {};
 
-  // ---- NetworkListener / GpuListener ----
+  // ---- NetworkClient / GpuListener ----
 
-  void gang_work_done(OpId id) override {
+  // The timeline's record of what the network moved: every move loads its links; all but a memory
+  // kernel's stream are transfers between GPUs.
+  void moved(TransferReport&& r) override {
+    for (int l : r.links) ctx_.tl.link_bytes[static_cast<std::size_t>(l)] += static_cast<double>(r.bytes);
+    if (!r.memory_stream)
+      ctx_.tl.transfers.push_back(
+          TransferRecord{r.token, r.src_gpu, r.dst_gpu, r.bytes, r.start_ps, ctx_.now, std::move(r.links), r.receiver});
+  }
+  // A copy's bytes arrived, or a gang kernel's work (collective, memory stream, timed kernel) is done.
+  void network_done(NetToken id) override {
+    if (ctx_.op(id).kind == OpKind::copy) {
+      complete(id);
+      gpu_.copy_done(id);
+      return;
+    }
     gpu_.release_gang(id);
     complete(id);
   }
-  void copy_done(OpId id) override {
-    complete(id);
-    gpu_.copy_done(id);
-  }
   void demand_changed(int demand) override { gpu_.demand_changed(demand); }
+  // A gang kernel (comm_kernel or memory) holds its SMs: its work goes to the network side as plain
+  // requests; a collective's members go as they are (start_collective).
   void gang_started(OpId id) override {
     ctx_.mark_start(id);
-    net_->start_gang_work(id);
+    const Op& o = ctx_.op(id);
+    if (o.kind == OpKind::memory) {
+      start_memory_stream(id, o);
+      return;
+    }
+    if (!o.phases.empty() || (o.collective >= 0 && (o.members > 1 || !o.outside_sends.empty() || !o.outside_recvs.empty()))) {
+      net_->start_collective(id);
+      return;
+    }
+    net_->after(o.duration_ps, id);
   }
   void tile_done(OpId id, std::int64_t tile) override {
     const Op& o = ctx_.op(id);
@@ -306,6 +328,19 @@ class Engine final : public NetworkListener, public GpuListener {
     return true;
   }
   void kernel_done(OpId id) override { complete(id); }
+
+  // A memory kernel streams its bytes through its GPU's HBM, no faster than its SMs pull
+  // (GpuSpec::hbm_sm_gbps: a kernel on few SMs, a virtual rank's partition, cannot pull all of HBM).
+  void start_memory_stream(OpId id, const Op& o) {
+    if (o.bytes == 0 || (ctx_.options.zero_compute && !o.comm)) {  // nothing to stream
+      net_->after(0, id);
+      return;
+    }
+    const int r = ctx_.rank(id);
+    const GpuConfig& gpu = ctx_.node.gpus[static_cast<std::size_t>(r)];
+    const double cap = gpu.hbm_sm_bytes_per_ps > 0 ? (o.channels > 0 ? o.channels : gpu.sm_count) * gpu.hbm_sm_bytes_per_ps : 0;
+    net_->stream_memory(MemoryStreamRequest{r, o.bytes, cap, gpu.hbm_latency_ps}, id);
+  }
 
  private:
   OpState& state(OpId id) { return st_[static_cast<std::size_t>(id)]; }
@@ -487,6 +522,11 @@ class Engine final : public NetworkListener, public GpuListener {
 }  // namespace
 
 Timeline run(const TaskGraph& graph, const NodeConfig& node, const EngineOptions& options) {
+  return run_with_network(graph, node, options, make_flow_network_side);
+}
+
+Timeline run_with_network(const TaskGraph& graph, const NodeConfig& node, const EngineOptions& options,
+                          const NetworkFactory& network) {
   if (static_cast<int>(node.gpus.size()) < graph.num_ranks())
     throw SimError(fmt::format("graph has {} ranks but the node has {} GPUs", graph.num_ranks(), node.gpus.size()));
   for (int r = 0; r < graph.num_ranks(); ++r) {
@@ -509,15 +549,15 @@ Timeline run(const TaskGraph& graph, const NodeConfig& node, const EngineOptions
   }
   if (options.fold_like_ranks) {
     try {
-      Engine engine(graph, node, options);
+      Engine engine(graph, node, options, network);
       return engine.run();
     } catch (const Engine::Unfold&) {
       EngineOptions full = options;
       full.fold_like_ranks = false;
-      return Engine(graph, node, full).run();
+      return Engine(graph, node, full, network).run();
     }
   }
-  Engine engine(graph, node, options);
+  Engine engine(graph, node, options, network);
   return engine.run();
 }
 

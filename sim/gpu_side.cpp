@@ -472,7 +472,8 @@ void GpuSide::start_copy(OpId id, int engine) {
   g.engine_since[static_cast<std::size_t>(engine)] = ctx_.now;
   ctx_.mark_start(id);
   ctx_.rec(id).copy_engine = engine;
-  net_.start_copy(id);
+  const Op& o = ctx_.op(id);
+  net_.transfer(TransferRequest{o.src_gpu, o.dst_gpu, o.bytes, Transport::copy_engine, 0}, id);
 }
 
 void GpuSide::copy_done(OpId id) {

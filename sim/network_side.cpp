@@ -22,13 +22,16 @@ namespace overlap::sim {
 
 class NetworkSide final : public NetworkApi {
  public:
-  NetworkSide(SimContext& ctx, NetworkListener& listener);
+  explicit NetworkSide(const NetworkEnv& env);
 
-  // A gang kernel (comm_kernel or memory) holds its SMs: run its work. Collectives wait for all their
-  // members (curve fidelity) or match their phases' sends and receives (steps fidelity).
-  void start_gang_work(OpId op) override;
-  // A copy op got a copy engine: move its bytes.
-  void start_copy(OpId op) override;
+  void transfer(const TransferRequest& request, NetToken done) override;
+  void stream_memory(const MemoryStreamRequest& request, NetToken done) override;
+  void after(Ps delay_ps, NetToken done) override;
+  Ps now() const override { return ctx_.now; }
+
+  // Collectives wait for all their members (curve fidelity) or match their phases' sends and
+  // receives (steps fidelity).
+  void start_collective(OpId op) override;
 
   // A running kernel's HBM traffic at full speed (bytes/ps): an endless flow on its GPU's HBM whose
   // multiplier tells how much of that it gets.
@@ -38,7 +41,6 @@ class NetworkSide final : public NetworkApi {
   double demand_multiplier(int demand) const override { return flows_.multiplier(demand_flow_[static_cast<std::size_t>(demand)]); }
 
   void on_event(const Event& e) override;
-  std::uint64_t reshares() const override { return flows_.reshares(); }
 
   // Diagnostics for a stalled run.
   bool waiting_in_rendezvous(OpId op) const override;
@@ -47,7 +49,7 @@ class NetworkSide final : public NetworkApi {
   enum class Kind : std::uint8_t { copy, phase, switch_leg, memory, curve };
   struct Transfer {
     Kind kind;
-    OpId op;        // copy / memory / switch leg: the op; phase: the sender; curve: a member
+    OpId op;        // copy / memory: the caller's token; switch leg: the op; phase: the sender; curve: a member
     OpId receiver;  // phase: the receiving op
     int src, dst;   // GPUs (kSwitchPeer for a switch leg's far end)
     Bytes bytes;
@@ -75,7 +77,7 @@ class NetworkSide final : public NetworkApi {
     std::int32_t phase = 0;
     std::int32_t outstanding = 0;
   };
-  enum TimerKind : std::int64_t { kGangDone = 0, kPhaseEnd = 1, kCurveDone = 2 };
+  enum TimerKind : std::int64_t { kClientTimer = 0, kPhaseEnd = 1, kCurveDone = 2 };
 
   LinkList endpoint_links(int src, int dst, int reduce_extra) const;
   LinkList outside_links(int src, int dst, int reduce_extra, bool src_simulated) const;
@@ -92,7 +94,7 @@ class NetworkSide final : public NetworkApi {
   void check_bytes(OpId sender, OpId receiver, Bytes sent, Bytes expected) const;
 
   SimContext& ctx_;
-  NetworkListener& listener_;
+  NetworkClient& client_;
   const Fabric& fabric_;
   FlowNetwork flows_;
   std::vector<OpNetState> st_;
@@ -130,9 +132,9 @@ constexpr int kReduceExtraHbm = 2;
 
 }  // namespace
 
-NetworkSide::NetworkSide(SimContext& ctx, NetworkListener& listener)
-    : ctx_(ctx), listener_(listener), fabric_(ctx.node.fabric), flows_(capacities(ctx.node.fabric)),
-      st_(ctx.graph.ops().size()) {}
+NetworkSide::NetworkSide(const NetworkEnv& env)
+    : ctx_(env.ctx), client_(env.client), fabric_(env.ctx.node.fabric), flows_(capacities(env.ctx.node.fabric)),
+      st_(env.ctx.graph.ops().size()) {}
 
 LinkList NetworkSide::endpoint_links(int src, int dst, int reduce_extra) const {
   LinkList links;
@@ -162,53 +164,49 @@ LinkList NetworkSide::outside_links(int src, int dst, int reduce_extra, bool src
   return links;
 }
 
-// ---- work of gang kernels and copies ----
+// ---- transfers, memory streams and delays ----
 
-void NetworkSide::start_gang_work(OpId id) {
-  const Op& o = ctx_.op(id);
-  if (o.kind == OpKind::memory) {
-    const int hbm = fabric_.hbm_link(ctx_.rank(id));
-    if (o.bytes == 0 || hbm < 0 || (ctx_.options.zero_compute && !o.comm)) {  // nothing to stream, or a node without a memory model
-      ctx_.queue.push(ctx_.now, EventType::net_timer, id, kGangDone);
-      return;
-    }
-    const int r = ctx_.rank(id);
-    const GpuConfig& gpu = ctx_.node.gpus[static_cast<std::size_t>(r)];
-    double capacity = fabric_.links()[static_cast<std::size_t>(hbm)].capacity_bytes_per_ps;
-    // A kernel on few SMs (a virtual rank's partition) cannot pull all of HBM (GpuSpec::hbm_sm_gbps).
-    if (gpu.hbm_sm_bytes_per_ps > 0)
-      capacity = std::min(capacity, (o.channels > 0 ? o.channels : gpu.sm_count) * gpu.hbm_sm_bytes_per_ps);
-    const double service = std::ceil(static_cast<double>(o.bytes) / capacity);
-    // The kernel's ramp and drain (GpuSpec::hbm_latency_us) pass as latency: they take no HBM share.
-    start_transfer(Transfer{Kind::memory, id, kNoOp, r, r, o.bytes, LinkList{hbm}, static_cast<double>(o.bytes) / service,
-                            service, ctx_.now, -1},
-                   gpu.hbm_latency_ps);
+void NetworkSide::after(Ps delay_ps, NetToken done) {
+  ctx_.queue.push(checked_add(ctx_.now, delay_ps), EventType::net_timer, done, kClientTimer);
+}
+
+void NetworkSide::stream_memory(const MemoryStreamRequest& r, NetToken done) {
+  const int hbm = fabric_.hbm_link(r.gpu);
+  if (hbm < 0) {  // a node without a memory model
+    after(0, done);
     return;
   }
+  double capacity = fabric_.links()[static_cast<std::size_t>(hbm)].capacity_bytes_per_ps;
+  if (r.max_bytes_per_ps > 0) capacity = std::min(capacity, r.max_bytes_per_ps);
+  const double service = std::ceil(static_cast<double>(r.bytes) / capacity);
+  // The kernel's ramp and drain pass as latency: they take no HBM share.
+  start_transfer(Transfer{Kind::memory, done, kNoOp, r.gpu, r.gpu, r.bytes, LinkList{hbm},
+                          static_cast<double>(r.bytes) / service, service, ctx_.now, -1},
+                 r.latency_ps);
+}
+
+void NetworkSide::transfer(const TransferRequest& r, NetToken done) {
+  const Ps total = fabric_.isolated_ps(r.src_gpu, r.dst_gpu, r.bytes, r.transport, r.ctas);
+  const Ps latency = fabric_.latency_part_ps(r.src_gpu, r.dst_gpu, r.bytes, r.transport, r.ctas);
+  const double service = static_cast<double>(std::max<Ps>(1, total - latency));
+  start_transfer(Transfer{Kind::copy, done, kNoOp, r.src_gpu, r.dst_gpu, r.bytes, endpoint_links(r.src_gpu, r.dst_gpu, 0),
+                          wire_rate(r.src_gpu, r.dst_gpu, r.bytes, service, r.transport, r.ctas), service, ctx_.now, -1},
+                 latency);
+}
+
+// ---- collectives ----
+
+void NetworkSide::start_collective(OpId id) {
+  const Op& o = ctx_.op(id);
   if (!o.phases.empty()) {
     enter_phase(id);
     return;
   }
-  if (o.collective >= 0 && (o.members > 1 || !o.outside_sends.empty() || !o.outside_recvs.empty())) {
-    // Curve fidelity: a collective runs once every member's kernel is resident (a collective of one
-    // simulated member, whose others are outside the graph, at once).
-    auto& arrived = rendezvous_[o.collective];
-    arrived.push_back(id);
-    if (static_cast<int>(arrived.size()) == o.members) start_curve(o.collective);
-    return;
-  }
-  ctx_.queue.push(checked_add(ctx_.now, o.duration_ps), EventType::net_timer, id, kGangDone);
-}
-
-void NetworkSide::start_copy(OpId id) {
-  const Op& o = ctx_.op(id);
-  const Ps total = fabric_.isolated_ps(o.src_gpu, o.dst_gpu, o.bytes, Transport::copy_engine);
-  const Ps latency = fabric_.latency_part_ps(o.src_gpu, o.dst_gpu, o.bytes, Transport::copy_engine);
-  const double service = static_cast<double>(std::max<Ps>(1, total - latency));
-  start_transfer(Transfer{Kind::copy, id, kNoOp, o.src_gpu, o.dst_gpu, o.bytes, endpoint_links(o.src_gpu, o.dst_gpu, 0),
-                          wire_rate(o.src_gpu, o.dst_gpu, o.bytes, service, Transport::copy_engine, 0), service,
-                          ctx_.now, -1},
-                 latency);
+  // Curve fidelity: a collective runs once every member's kernel is resident (a collective of one
+  // simulated member, whose others are outside the graph, at once).
+  auto& arrived = rendezvous_[o.collective];
+  arrived.push_back(id);
+  if (static_cast<int>(arrived.size()) == o.members) start_curve(o.collective);
 }
 
 // The rate a transfer occupies its links at. A mechanism that reaches only a fraction of the line rate
@@ -321,7 +319,7 @@ void NetworkSide::enter_phase(OpId id) {
   const Op& o = ctx_.op(id);
   OpNetState& s = st_[static_cast<std::size_t>(id)];
   if (s.phase == static_cast<std::int32_t>(o.phases.size())) {
-    ctx_.queue.push(checked_add(ctx_.now, o.duration_ps), EventType::net_timer, id, kGangDone);
+    after(o.duration_ps, id);
     return;
   }
   const Phase& ph = o.phases[static_cast<std::size_t>(s.phase)];
@@ -467,23 +465,21 @@ void NetworkSide::apply_changes() {
     if (flow_transfer_[static_cast<std::size_t>(f)] >= 0)
       ctx_.queue.push(flows_.finish_ps(f), EventType::flow_end, f, static_cast<std::int64_t>(flow.version));
     else
-      listener_.demand_changed(demand_of_flow_[static_cast<std::size_t>(f)]);
+      client_.demand_changed(demand_of_flow_[static_cast<std::size_t>(f)]);
   }
   changed.clear();
   if (changed_.empty()) changed_.swap(changed);  // keep the capacity
 }
 
 void NetworkSide::transfer_done(std::int32_t idx) {
-  // Copy out what the completion needs: the listener may start transfers that reuse the slot.
+  // Copy out what the completion needs: the client may start transfers that reuse the slot.
   Transfer t = std::move(transfers_[static_cast<std::size_t>(idx)]);
   free_transfers_.push_back(idx);
-  for (int l : t.links) ctx_.tl.link_bytes[static_cast<std::size_t>(l)] += static_cast<double>(t.bytes);
-  if (t.kind != Kind::memory)
-    ctx_.tl.transfers.push_back(TransferRecord{t.op, t.src, t.dst, t.bytes, t.start_ps, ctx_.now, std::move(t.links),
-                                               t.kind == Kind::phase ? t.receiver : kNoOp});
+  client_.moved(TransferReport{t.op, t.kind == Kind::phase ? t.receiver : kNoOp, t.src, t.dst, t.bytes, t.start_ps,
+                               t.kind == Kind::memory, std::move(t.links)});
   switch (t.kind) {
-    case Kind::memory: listener_.gang_work_done(t.op); break;
-    case Kind::copy: listener_.copy_done(t.op); break;
+    case Kind::memory:
+    case Kind::copy: client_.network_done(t.op); break;
     case Kind::phase:
       phase_leg_done(t.op);
       phase_leg_done(t.receiver);
@@ -544,13 +540,13 @@ void NetworkSide::on_event(const Event& e) {
     }
     case EventType::net_timer:
       switch (e.b) {
-        case kGangDone: listener_.gang_work_done(e.a); break;
+        case kClientTimer: client_.network_done(e.a); break;
         case kPhaseEnd:
           ++st_[static_cast<std::size_t>(e.a)].phase;
           enter_phase(e.a);
           break;
         case kCurveDone:
-          for (OpId m : curves_[static_cast<std::size_t>(e.a)].members) listener_.gang_work_done(m);
+          for (OpId m : curves_[static_cast<std::size_t>(e.a)].members) client_.network_done(m);
           break;
         default: break;
       }
@@ -565,8 +561,6 @@ bool NetworkSide::waiting_in_rendezvous(OpId op) const {
   return it != rendezvous_.end() && std::find(it->second.begin(), it->second.end(), op) != it->second.end();
 }
 
-std::unique_ptr<NetworkApi> make_flow_network_side(SimContext& ctx, NetworkListener& listener) {
-  return std::make_unique<NetworkSide>(ctx, listener);
-}
+std::unique_ptr<NetworkApi> make_flow_network_side(const NetworkEnv& env) { return std::make_unique<NetworkSide>(env); }
 
 }  // namespace overlap::sim

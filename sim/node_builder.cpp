@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "sim/transfer_price.hpp"
+
 namespace overlap::sim {
 
 NodeConfig make_node(const HardwareProfile& profile, int ranks) {
@@ -53,6 +55,15 @@ NodeConfig make_node(const HardwareProfile& profile, int ranks) {
     if (const auto t = parse_transport(key.substr(0, dot))) f.set_curve(*t, key.substr(dot + 1), curve);
   }
   return node;
+}
+
+// The profile's node answers when the scenario has none (transfer_price.hpp): the price is the
+// fabric's own (Fabric::isolated_ps), so a scheme sizes its work by what the engine will simulate.
+Ps isolated_transfer_ps(const HardwareProfile& hw, int ranks, const NodeConfig* node, int src, int dst, Bytes bytes,
+                        Transport transport, int ctas) {
+  if (node && static_cast<int>(node->gpus.size()) >= ranks)
+    return node->fabric.isolated_ps(src, dst, bytes, transport, ctas);
+  return make_node(hw, ranks).fabric.isolated_ps(src, dst, bytes, transport, ctas);
 }
 
 }  // namespace overlap::sim

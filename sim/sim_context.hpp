@@ -50,18 +50,6 @@ struct SimContext {
   Timeline tl;
 };
 
-// What the network side tells the rest of the engine.
-class NetworkListener {
- public:
-  virtual ~NetworkListener() = default;
-  // A gang kernel's work (collective, SM copy, memory kernel) is done: release its SMs, complete it.
-  virtual void gang_work_done(OpId op) = 0;
-  // A copy-engine transfer arrived.
-  virtual void copy_done(OpId op) = 0;
-  // The HBM share of a demand flow (a running GEMM's operand traffic) changed.
-  virtual void demand_changed(int demand) = 0;
-};
-
 // What the GPU side tells the rest of the engine.
 class GpuListener {
  public:

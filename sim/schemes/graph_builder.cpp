@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/node_builder.hpp"
+#include "sim/transfer_price.hpp"
 
 namespace overlap::sim {
 
@@ -591,15 +591,9 @@ std::vector<OpId> GraphBuilder::add_barrier(const std::vector<StreamId>& streams
   return out;
 }
 
-const NodeConfig& GraphBuilder::node() const {
-  if (ctx_.node && static_cast<int>(ctx_.node->gpus.size()) >= ranks()) return *ctx_.node;
-  if (!node_) node_ = std::make_unique<NodeConfig>(make_node(hardware(), ranks()));
-  return *node_;
-}
-
 Ps GraphBuilder::transfer_ps(int src, int dst, Bytes bytes, Transport transport, int ctas) const {
   if (bytes <= 0) return 0;
-  return node().fabric.isolated_ps(src, dst, bytes, transport, ctas);
+  return isolated_transfer_ps(hardware(), ranks(), ctx_.node, src, dst, bytes, transport, ctas);
 }
 
 OpId GraphBuilder::add_wait(int rank, StreamId stream, CounterId counter, std::int64_t target,

@@ -200,8 +200,8 @@ class GraphBuilder {
   // Returns the member ops in `ranks` order (empty ranks = every rank).
   std::vector<OpId> add_barrier(const std::vector<StreamId>& streams, const std::vector<std::vector<OpId>>& deps,
                                 const std::string& name, const std::vector<int>& ranks = {});
-  // How long `bytes` take from src to dst by `transport` alone on an idle node: the fabric's one
-  // answer (fabric.hpp), which the engine also uses, so reasons quote what was simulated.
+  // How long `bytes` take from src to dst by `transport` alone on an idle node: the network side's
+  // one answer (transfer_price.hpp), which the engine also uses, so reasons quote what was simulated.
   Ps transfer_ps(int src, int dst, Bytes bytes, Transport transport, int ctas = 0) const;
 
   OpId add_wait(int rank, StreamId stream, CounterId counter, std::int64_t target,
@@ -229,11 +229,8 @@ class GraphBuilder {
   BuiltScheme finish(std::string reason, Ps bound_ps = -1);
 
  private:
-  const NodeConfig& node() const;
-
   const BuildContext& ctx_;
   TaskGraph graph_;
-  mutable std::unique_ptr<NodeConfig> node_;  // built on first use (transfer_ps)
   // Plans and schedules of the collectives built so far, by (primitive, bytes, members, forced
   // algorithm): a model's layers repeat the same calls, and a schedule costs a list of steps per rank.
   struct PlannedCollective {
