@@ -212,9 +212,17 @@ class PipelineRun {
     Stage& st = st_[static_cast<std::size_t>(stage)];
     const Ps t = st.free_ps;
     std::optional<Ps> earliest;
+    std::optional<Ps> input_gradient;  // zero_bubble_h1: when the next B's input arrives, once known
     for (const PipelineWork& w : candidates(stage)) {
       const std::optional<Ps> r = ready(stage, w);
       if (!r) continue;
+      if (w.pass == PipelinePass::backward) input_gradient = *r;
+      // A weight gradient fills a wait only where it ends before the input gradient arrives: started in
+      // a shorter gap (a stage-to-stage transfer's), it would hold the critical path's B back by the rest
+      // of W, which ZB-H1's schedule never does (Qi et al. Sec. 3.1: W is deferred into the bubbles).
+      if (w.pass == PipelinePass::weight && input_gradient && *input_gradient > t &&
+          t + duration(virtual_stage(stage, w), w.pass) > *input_gradient)
+        continue;
       if (*r <= t) {
         place(stage, w, t);
         return;
