@@ -15,7 +15,7 @@
 //                     backward split into the input gradient (B, on the critical path) and the weight
 //                     gradient (W, needed only by the optimizer); a stage runs B first, then F while it
 //                     holds fewer than 1F1B's pp - s micro-batches, and fills a wait with a pending W
-//                     where W ends before the next input gradient is known to arrive.
+//                     where W ends before the next forward or input gradient could start.
 //                     Same activation memory as 1F1B, bubble (pp - 1)(F + B - W) instead of
 //                     (pp - 1)(F + B + W).
 //
