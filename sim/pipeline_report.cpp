@@ -24,7 +24,8 @@ std::string job_heading(const Workload& w) {
       "job: PP {}{} ({} schedule, {} micro-batches a step){}, TP {}, DP {}: {} GPUs. The tables above are one stage's "
       "step of one micro-batch ({} layers, {} tokens per rank{}); the job below composes each stage's passes by the "
       "schedule (docs/guide/pipeline.md). exposed PP = the busiest stage's idle time (bubble) and what the stage-to-"
-      "stage send/recv adds to it; exposed CP = context parallelism's transfers not hidden behind attention",
+      "stage send/recv adds to it; exposed CP = context parallelism's transfers not hidden behind attention; "
+      "optimizer = the slowest stage's FP8 weight casts and optimizer after the gradient reduction",
       j.pp, vpp, pipeline_schedule_name(j.schedule), j.micro_batches, cp, w.tp, std::max(1, w.training.parallel.dp),
       std::int64_t{w.tp} * j.cp * j.pp * std::max(1, w.training.parallel.dp), t.layers / j.pp, t.batch * t.seq / j.cp,
       j.cp > 1 ? ", before the ring's other steps" : "");
@@ -45,12 +46,12 @@ std::string format_pipeline_report(const PipelineReport& report) {
   if (report.results.empty()) return {};
   std::string out = "\n" + wrap_text(job_heading(report.workload), kTableWidth, "  ");
   const std::vector<std::string> headers = {"scheme",          "step (ms)",       "bubble (%)",      "exposed PP (ms)",
-                                            "of it p2p (ms)",  "exposed CP (ms)", "exposed DP (ms)", "tokens/s"};
+                                            "of it p2p (ms)",  "exposed CP (ms)", "exposed DP (ms)", "optimizer (ms)", "tokens/s"};
   std::vector<std::vector<std::string>> rows;
   for (const PipelineStepResult& r : report.results)
     rows.push_back({r.scheme, job_ms(r.step_ps), fmt::format("{:.1f}", 100.0 * r.bubble_fraction), job_ms(r.bubble_ps),
                     job_ms(r.exposed_p2p_ps), job_ms(r.exposed_cp_ps), job_ms(r.exposed_dp_ps),
-                    fmt::format("{:.0f}", r.tokens_per_s)});
+                    job_ms(r.optimizer_ps), fmt::format("{:.0f}", r.tokens_per_s)});
   std::vector<std::size_t> width = column_widths(headers, rows);
   std::string align = "<" + std::string(headers.size() - 1, '>');
   out += table_line(headers, width, align);
@@ -109,6 +110,7 @@ nlohmann::json pipeline_report_json(const PipelineReport& report) {
     row["exposed_bubble_us"] = job_us(r.exposed_bubble_ps);
     row["exposed_cp_us"] = job_us(r.exposed_cp_ps);
     row["exposed_dp_us"] = job_us(r.exposed_dp_ps);
+    row["optimizer_us"] = job_us(r.optimizer_ps);
     row["tokens_per_s"] = r.tokens_per_s;
     row["chunk_forward_us"] = job_us(r.chunk_forward_ps);
     row["chunk_backward_us"] = job_us(r.chunk_backward_ps);
@@ -128,6 +130,13 @@ nlohmann::json pipeline_report_json(const PipelineReport& report) {
                         {"busy_us", job_us(r.timeline.busy_ps[s])},
                         {"idle_us", job_us(r.pipeline_ps - r.timeline.busy_ps[s])},
                         {"peak_chunks_in_flight", r.timeline.peak_in_flight[s]}});
+    nlohmann::json around = nlohmann::json::array();
+    for (std::size_t vs = 0; vs < r.stage_kernels.size(); ++vs)
+      around.push_back({{"virtual_stage", vs},
+                        {"forward_kernels_us", job_us(r.stage_kernels[vs].forward_ps)},
+                        {"backward_kernels_us", job_us(r.stage_kernels[vs].backward_ps)},
+                        {"once_per_step_us", job_us(r.stage_kernels[vs].once_per_step_ps)}});
+    row["virtual_stage_kernels"] = around;
     row["stages"] = stages;
     rows.push_back(row);
   }

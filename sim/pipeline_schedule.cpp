@@ -212,9 +212,21 @@ class PipelineRun {
     Stage& st = st_[static_cast<std::size_t>(stage)];
     const Ps t = st.free_ps;
     std::optional<Ps> earliest;
+    // zero_bubble_h1: when the stage's next forward or input gradient can start, once its input is known.
+    std::optional<Ps> critical;
+    for (const PipelineWork& w : candidates(stage))
+      if (w.pass != PipelinePass::weight)
+        if (const std::optional<Ps> r = ready(stage, w)) critical = critical ? std::min(*critical, *r) : *r;
     for (const PipelineWork& w : candidates(stage)) {
       const std::optional<Ps> r = ready(stage, w);
       if (!r) continue;
+      // A weight gradient fills a wait only where it ends before a forward or input gradient could start:
+      // started in a shorter gap (a stage-to-stage transfer's), it would hold the critical path back by
+      // the rest of W, which ZB-H1's schedule never does (Qi et al. Sec. 3.1: W is deferred into the
+      // bubbles).
+      if (w.pass == PipelinePass::weight && critical && *critical > t &&
+          t + duration(virtual_stage(stage, w), w.pass) > *critical)
+        continue;
       if (*r <= t) {
         place(stage, w, t);
         return;

@@ -14,7 +14,8 @@
 //   zero_bubble_h1    ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR'24, Sec. 3.1): the
 //                     backward split into the input gradient (B, on the critical path) and the weight
 //                     gradient (W, needed only by the optimizer); a stage runs B first, then F while it
-//                     holds fewer than 1F1B's pp - s micro-batches, and fills any wait with a pending W.
+//                     holds fewer than 1F1B's pp - s micro-batches, and fills a wait with a pending W
+//                     where W ends before the next forward or input gradient could start.
 //                     Same activation memory as 1F1B, bubble (pp - 1)(F + B - W) instead of
 //                     (pp - 1)(F + B + W).
 //

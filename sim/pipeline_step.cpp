@@ -6,12 +6,16 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <stdexcept>
+#include <utility>
 #include <variant>
 
+#include "sim/backward_shapes.hpp"
 #include "sim/engine.hpp"
 #include "sim/node_builder.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/training_step.hpp"
 
 namespace overlap::sim {
 
@@ -72,6 +76,143 @@ Ps attention_kernel_ps(const Workload& w, const HardwareProfile& hw, double flop
   return run(b.graph(), make_node(hw, 1)).makespan_ps;
 }
 
+// The step's own ops on the driver's streams only (training_step.hpp PassEmitter): the kernel chains
+// below have no scheme blocks.
+class ChainEmitter final : public PassEmitter {
+ public:
+  using PassEmitter::PassEmitter;
+  PerRank forward(Block, const PerRank&, const std::string&) override {
+    throw std::logic_error("a stage's kernel chain has no scheme blocks");
+  }
+};
+
+// The chain `emit` builds on the TP group's ranks, run alone by the engine.
+template <typename Emit>
+Ps chain_ps(const Workload& w, const HardwareProfile& hw, Fidelity fidelity, Emit emit) {
+  const nlohmann::json no_params = nlohmann::json::object();
+  const BuildContext ctx{w, hw, no_params, fidelity};
+  const int ranks = std::max(1, w.tp);
+  GraphBuilder b(ctx, ranks);
+  ChainEmitter e(b);
+  if (!emit(e)) return 0;
+  return run(b.graph(), make_node(hw, ranks)).makespan_ps;
+}
+
+// What the step's graph (training_step.cpp StepDriver) runs on a virtual stage besides its layers'
+// blocks, in the same order: the token embedding before the first virtual stage's layers, the final
+// norm, output layer and vocabulary-parallel cross-entropy after the last one's, each layer's norms,
+// rotary and residual adds between its blocks; once per step on a stage, the FP8 weight casts (TE
+// casts weights on a step's first micro-batch only: is_first_microbatch) and the optimizer over its
+// layers' shard (and the embedding's or output layer's).
+// `chunk_layers` > 0: a virtual stage's passes (first and last: of the whole model); `stage_layers` > 0:
+// a physical stage's once-per-step work (first and last: the stage holding the embedding, the output layer).
+StageKernelTimes stage_kernel_times(const Workload& stage, const HardwareProfile& hw, Fidelity fidelity,
+                                    int chunk_layers, int stage_layers, bool first, bool last) {
+  StageKernelTimes out;
+  Workload w = stage;
+  w.training.pass = Pass::step;
+  const std::optional<step::StepShape> shape = step_kernel_shape(w);
+  if (!shape) return out;
+  const step::StepShape& s = *shape;
+  const std::vector<Block> blocks = layer_blocks(w);
+  const std::int64_t layer_params =
+      block_parameters(w, Block::attention) + block_parameters(w, Block::mlp) + 2 * s.d_model;
+  const Bytes hidden = s.tokens * s.d_model * s.activation_bytes;
+  const RankGemm output{s.tokens, (s.vocab + s.tp - 1) / s.tp, s.d_model,
+                        s.activation_bytes == 4 ? DType::fp32 : DType::bf16};
+  const auto site_before = [](Block b) { return b == Block::mlp ? step::Site::before_mlp : step::Site::before_attention; };
+  const auto site_after = [](Block b) { return b == Block::mlp ? step::Site::after_mlp : step::Site::after_attention; };
+  const auto kernels = [](PassEmitter& e, PerRank at, const step::Kernels& list, const std::string& name) {
+    for (const step::MemoryBoundKernel& k : list) at = e.memory(k.bytes, at, name + k.name);
+    return at;
+  };
+  const auto layer_forward = [&](PassEmitter& e, PerRank at, const std::string& tag) {
+    for (int l = 0; l < chunk_layers; ++l)
+      for (const Block block : blocks) {
+        at = kernels(e, at, step::layer_forward(s, site_before(block)), tag);
+        at = kernels(e, at, step::layer_forward(s, site_after(block)), tag);
+      }
+    return at;
+  };
+  if (chunk_layers > 0) {
+  out.forward_ps = chain_ps(w, hw, fidelity, [&](PassEmitter& e) {
+    PerRank at;
+    if (first && s.vocab > 0) {
+      at = kernels(e, at, step::embedding_forward(s), "");
+      at = e.collective(Primitive::reduce_scatter, hidden, at, "embedding.reduce_scatter");
+    }
+    if (first) at = kernels(e, at, step::first_layer_norm(s), "L0.");
+    at = layer_forward(e, at, "");
+    if (last) {
+      at = kernels(e, at, step::final_norm_forward(s), "");
+      if (s.vocab > 0) {
+        at = e.collective(Primitive::all_gather, hidden, at, "output.all_gather");
+        at = e.gemm(output, at, "output");
+        const step::CrossEntropyKernels ce = step::cross_entropy(s);
+        const Bytes ar = step::cross_entropy_all_reduce_bytes(s);
+        at = kernels(e, at, ce.before_max, "");
+        at = e.collective(Primitive::all_reduce, ar, at, "loss.max.all_reduce");
+        at = kernels(e, at, ce.after_max, "");
+        for (int i = 0; i < ce.sum_all_reduces; ++i) at = e.collective(Primitive::all_reduce, ar, at, "loss.sums.all_reduce");
+        at = kernels(e, at, ce.after_sums, "");
+      }
+    }
+    return !at.empty();
+  });
+  out.backward_ps = chain_ps(w, hw, fidelity, [&](PassEmitter& e) {
+    PerRank at;
+    if (last) {
+      if (s.vocab > 0) {
+        at = kernels(e, at, step::cross_entropy(s).backward, "bwd.");
+        LinearBackward o;
+        o.name = "output";
+        o.dgrad = dgrad_of(output);
+        o.wgrad = wgrad_of(output);
+        o.scatter = Primitive::reduce_scatter;
+        o.scatter_bytes = hidden;
+        o.regather_bytes = hidden;
+        at = emit_linear_backward(e, o, ColumnBackward::bulk, "bwd.output", at);
+      }
+      at = kernels(e, at, step::final_norm_backward(s), "bwd.");
+    }
+    // Full recomputation runs each layer's forward again, its kernels with it.
+    if (w.training.recompute == Recompute::full) at = layer_forward(e, at, "recompute.");
+    for (int l = 0; l < chunk_layers; ++l)
+      for (auto block = blocks.rbegin(); block != blocks.rend(); ++block) {
+        at = kernels(e, at, step::layer_backward(s, site_after(*block)), "bwd.");
+        at = kernels(e, at, step::layer_backward(s, site_before(*block)), "bwd.");
+      }
+    if (first && s.vocab > 0) {
+      at = e.collective(Primitive::all_gather, hidden, at, "bwd.embedding.all_gather");
+      at = kernels(e, at, step::embedding_backward(s), "bwd.");
+    }
+    return !at.empty();
+  });
+  }
+  if (stage_layers <= 0) return out;
+  const DataParallel& dp = w.training.parallel;
+  const int g = dtype_bytes(dp.grad_dtype);
+  const auto local = [&](std::int64_t params) {
+    return dp.dp > 1 && dp.fsdp != Sharding::none ? (params + dp.dp - 1) / dp.dp : params;
+  };
+  const std::int64_t rows = s.vocab > 0 ? (s.vocab + s.tp - 1) / s.tp * s.d_model : 0;
+  const std::int64_t outer = local((first ? rows : 0) + (last ? rows + s.d_model : 0));
+  out.once_per_step_ps = chain_ps(w, hw, fidelity, [&](PassEmitter& e) {
+    PerRank at;
+    for (int l = 0; l < stage_layers; ++l) at = kernels(e, at, step::layer_fp8_weights(s, layer_params), "");
+    const auto per_layer = [&](auto kernels_of) {
+      for (int l = 0; l < stage_layers; ++l) at = kernels(e, at, kernels_of(local(layer_params)), "");
+      if (outer > 0) at = kernels(e, at, kernels_of(outer), "embedding_output.");
+    };
+    per_layer([&](std::int64_t p) { return step::grad_norm(p, g); });
+    at = e.collective(Primitive::all_reduce, 4, at, "optimizer.grad_norm.all_reduce");
+    per_layer([&](std::int64_t p) { return step::clip_grads(p, g); });
+    per_layer([&](std::int64_t p) { return step::adam(p, g, s.fusion); });
+    return true;
+  });
+  return out;
+}
+
 std::map<std::string, const SchemeResult*> by_scheme(const std::vector<SchemeResult>& results) {
   std::map<std::string, const SchemeResult*> m;
   for (const SchemeResult& r : results)
@@ -94,6 +235,35 @@ Workload stage_workload(const Workload& w, const PipelineParallel& pp) {
   s.training.pass = Pass::step;
   s.training.job = JobParallel{};
   return s;
+}
+
+std::vector<StageKernelTimes> pipeline_stage_kernels(const Workload& workload, const HardwareProfile& hw, Fidelity fidelity,
+                                                     const PipelineParallel& pp, bool distinct_once) {
+  const Transformer& t = transformer_of(workload);
+  const int stages = std::max(1, pp.pp), chunks = std::max(1, pp.vpp);
+  const int virtual_stages = stages * chunks;
+  const Workload stage = stage_workload(workload, pp);
+  const int chunk_layers = t.layers / virtual_stages, stage_layers = t.layers / stages;
+  // Virtual stages alike in what surrounds their layers (first, last, both or neither) are alike in
+  // every kernel and collective: simulated once each unless asked to simulate every one.
+  std::map<std::pair<bool, bool>, StageKernelTimes> passes, once;
+  const auto times = [&](std::map<std::pair<bool, bool>, StageKernelTimes>& cache, bool first, bool last, bool per_step) {
+    const auto key = std::make_pair(first, last);
+    if (distinct_once)
+      if (const auto hit = cache.find(key); hit != cache.end()) return hit->second;
+    const StageKernelTimes k = per_step ? stage_kernel_times(stage, hw, fidelity, 0, stage_layers, first, last)
+                                        : stage_kernel_times(stage, hw, fidelity, chunk_layers, 0, first, last);
+    cache[key] = k;
+    return k;
+  };
+  std::vector<StageKernelTimes> out(static_cast<std::size_t>(virtual_stages));
+  for (int vs = 0; vs < virtual_stages; ++vs) {
+    StageKernelTimes& k = out[static_cast<std::size_t>(vs)];
+    k = times(passes, vs == 0, vs == virtual_stages - 1, false);
+    // A physical stage's once-per-step work sits on its chunk 0 (virtual stage = the stage).
+    if (vs < stages) k.once_per_step_ps = times(once, vs == 0, vs == stages - 1, true).once_per_step_ps;
+  }
+  return out;
 }
 
 ContextParallelLayer context_parallel_layer(const Workload& w, const HardwareProfile& hw, const PipelineParallel& pp) {
@@ -204,6 +374,7 @@ std::vector<PipelineStepResult> evaluate_pipeline(const std::vector<SchemeReques
   const Bytes p2p_bytes = pp.pp > 1 ? pipeline_p2p_bytes(workload) : 0;
   const Ps p2p_ps = pp.pp > 1 ? pipeline_p2p_ps(hardware, workload, p2p_bytes) : 0;
   const ContextParallelLayer cp = context_parallel_layer(workload, hardware, pp);
+  const std::vector<StageKernelTimes> around = pipeline_stage_kernels(workload, hardware, fidelity, pp);
   const Transformer& t = transformer_of(workload);
   const int chunk_layers = t.layers / (pp.pp * pp.vpp);
   const double step_tokens = static_cast<double>(t.batch * t.seq) * pp.micro_batches *
@@ -221,18 +392,22 @@ std::vector<PipelineStepResult> evaluate_pipeline(const std::vector<SchemeReques
     r.chunk_backward_ps = b->second->latency_ps + chunk_layers * cp.backward_extra_ps;
     r.p2p_bytes = p2p_bytes;
     r.p2p_ps = p2p_ps;
-    const std::size_t chunks = static_cast<std::size_t>(pp.pp * pp.vpp);
+    r.stage_kernels = around;
     PipelineCosts costs;
-    costs.forward_ps.assign(chunks, r.chunk_forward_ps);
     costs.p2p_ps = p2p_ps;
-    if (pp.schedule == PipelineSchedule::zero_bubble_h1) {
-      // ZB-H1 needs the weight gradient apart: a backward's GEMMs are half input gradient (dX = dY W^T)
-      // and half weight gradient (dW = X^T dY), the same FLOPs; the engine does not time them apart yet,
-      // so half the backward goes to W.
-      costs.weight_ps.assign(chunks, r.chunk_backward_ps / 2);
-      costs.backward_ps.assign(chunks, r.chunk_backward_ps - r.chunk_backward_ps / 2);
-    } else {
-      costs.backward_ps.assign(chunks, r.chunk_backward_ps);
+    for (const StageKernelTimes& k : around) {
+      costs.forward_ps.push_back(r.chunk_forward_ps + k.forward_ps);
+      if (pp.schedule == PipelineSchedule::zero_bubble_h1) {
+        // ZB-H1 needs the weight gradient apart: a backward's GEMMs are half input gradient (dX = dY W^T)
+        // and half weight gradient (dW = X^T dY), the same FLOPs; the engine does not time them apart
+        // yet, so half the layers' backward goes to W. The memory-bound kernels around them produce the
+        // input gradient (norms', rotary's and the loss's backward): B.
+        costs.weight_ps.push_back(r.chunk_backward_ps / 2);
+        costs.backward_ps.push_back(r.chunk_backward_ps - r.chunk_backward_ps / 2 + k.backward_ps);
+      } else {
+        costs.backward_ps.push_back(r.chunk_backward_ps + k.backward_ps);
+      }
+      r.optimizer_ps = std::max(r.optimizer_ps, k.once_per_step_ps);
     }
     const PipelineShape shape{pp.pp, pp.vpp, pp.micro_batches, pp.schedule};
     r.timeline = run_pipeline(shape, costs);
@@ -250,7 +425,9 @@ std::vector<PipelineStepResult> evaluate_pipeline(const std::vector<SchemeReques
                       (cp.forward_exposed_ps + cp.backward_exposed_ps);
     r.peak_micro_batches = r.timeline.peak_in_flight;
     if (const auto d = dp_of.find(f.scheme); d != dp_of.end()) r.exposed_dp_ps = std::max<Ps>(0, d->second->step.exposed_dp_ps);
-    r.step_ps = r.pipeline_ps + r.exposed_dp_ps;
+    // The gradient norm is all-reduced over every stage before any clips (clip_grad_norm_ over the
+    // model-parallel group), so the step waits for the slowest stage's optimizer.
+    r.step_ps = r.pipeline_ps + r.exposed_dp_ps + r.optimizer_ps;
     r.tokens_per_s = r.step_ps > 0 ? step_tokens / (static_cast<double>(r.step_ps) / 1e12) : 0;
     out.push_back(std::move(r));
   }

@@ -16,8 +16,13 @@
 // attention kernel, the key/value block to the next CP rank hidden behind them where it is shorter
 // (context_parallel_times). The added attention runs after the chunk's own, not beside its TP
 // collectives.
-// Not yet in a stage's time: the embedding, the output layer and the loss of the first and last
-// stage (every stage is priced as a middle stage; the memory per stage counts them).
+// Around a chunk's layers (pipeline_stage_kernels): the step's memory-bound kernels between its blocks
+// (norms, rotary, residual adds; cost_model/step_kernels.hpp), the token embedding on the first virtual
+// stage and the final norm, output layer and vocabulary-parallel cross-entropy on the last, each chain
+// run by the engine on the TP group and added to the chunk's passes (in the step's graph they sit on the
+// compute stream between the blocks, after one and before the next); once per step on each stage the
+// FP8 weight casts and the optimizer over its shard, after the gradient reduction. First and last stages
+// are heavier than the middle ones, and the schedule runs each stage's own times.
 #include <string>
 #include <vector>
 
@@ -57,6 +62,19 @@ struct ContextParallelLayer {
 };
 ContextParallelLayer context_parallel_layer(const Workload& w, const HardwareProfile& hardware, const PipelineParallel& pp);
 
+// What a virtual stage runs besides its layers' blocks, from the engine (zero where the workload runs
+// no step kernels: not a dense transformer with a vocabulary, see training_step.hpp step_kernel_shape).
+struct StageKernelTimes {
+  Ps forward_ps = 0;        // one micro-batch's forward: layer kernels, the embedding (first), the loss (last)
+  Ps backward_ps = 0;       // its backward, recomputation's kernels included
+  Ps once_per_step_ps = 0;  // the physical stage's FP8 weight casts and optimizer (on its chunk 0's entry)
+};
+// Per virtual stage (chunk x pp + stage). distinct_once: the first, the last and one middle virtual stage
+// simulated and the rest copied (they run the same kernels and collectives); false simulates each one.
+std::vector<StageKernelTimes> pipeline_stage_kernels(const Workload& workload, const HardwareProfile& hardware,
+                                                     Fidelity fidelity, const PipelineParallel& pp,
+                                                     bool distinct_once = true);
+
 struct PipelineStepResult {
   std::string scheme;
   Ps chunk_forward_ps = 0;   // one micro-batch through one model chunk (layers / (pp x vpp))
@@ -65,7 +83,8 @@ struct PipelineStepResult {
   Ps p2p_ps = 0;
   Ps pipeline_ps = 0;        // the schedule's makespan
   Ps exposed_dp_ps = 0;      // the gradient reduction after the last backward
-  Ps step_ps = 0;            // pipeline + exposed DP
+  Ps optimizer_ps = 0;       // the slowest stage's FP8 weight casts and optimizer, once per step
+  Ps step_ps = 0;            // pipeline + exposed DP + optimizer
   Ps bubble_ps = 0;          // the busiest stage's idle time within the pipeline
   double bubble_fraction = 0;
   // bubble_ps split: the schedule's warm-up and cool-down with free transfers, and what the stage-to-
@@ -74,6 +93,7 @@ struct PipelineStepResult {
   Ps exposed_p2p_ps = 0;
   ContextParallelLayer cp;   // per layer (zero without context parallelism)
   Ps exposed_cp_ps = 0;      // CP communication not hidden, over the busiest stage's passes of the step
+  std::vector<StageKernelTimes> stage_kernels;  // per virtual stage, added to the chunk's passes
   std::vector<int> peak_micro_batches;  // per stage: chunk activations held at the peak
   double tokens_per_s = 0;   // the whole job: micro-batch tokens x micro-batches x dp / step
   PipelineTimeline timeline;

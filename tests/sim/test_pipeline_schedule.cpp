@@ -115,6 +115,26 @@ TEST_CASE("ZB-H1 leaves (pp - 1)(F + B - W) of bubble where 1F1B leaves (pp - 1)
     }
 }
 
+TEST_CASE("ZB-H1: transfers shorter than a pass cost it no more than they cost 1F1B", "[pipeline]") {
+  // A weight gradient only fills a wait it fits in: started in a gap as short as one transfer it would
+  // hold the next forward or input gradient back by the rest of W (were W to fill every wait, a 1 ps
+  // transfer would cost ZB-H1 106 ps at pp 4, m 8 and F = B = W = 100 ps, against 1F1B's 16 ps).
+  const Ps f = 2'000'000, b = 2'000'000, w = 2'000'000;
+  for (int pp : {2, 4, 8})
+    for (int m : {pp, 2 * pp, 4 * pp})
+      for (const Ps p2p : {Ps{1}, Ps{10'000}, Ps{300'000}, Ps{1'000'000}, Ps{1'900'000}}) {
+        const PipelineShape zb{pp, 1, m, PipelineSchedule::zero_bubble_h1};
+        const PipelineShape one{pp, 1, m, PipelineSchedule::one_f_one_b};
+        const Ps z = run_pipeline(zb, uniform_costs(zb, f, b, w, p2p)).step_ps -
+                     run_pipeline(zb, uniform_costs(zb, f, b, w)).step_ps;
+        const Ps o = run_pipeline(one, uniform_costs(one, f, b + w, -1, p2p)).step_ps -
+                     run_pipeline(one, uniform_costs(one, f, b + w)).step_ps;
+        INFO("pp " << pp << " m " << m << " p2p " << p2p);
+        CHECK(z >= 2 * (pp - 1) * p2p);  // one micro-batch's round trip at least
+        CHECK(z <= o);
+      }
+}
+
 TEST_CASE("stage-to-stage transfers: one micro-batch pays 2 (pp - 1) of them, a full step at least that",
           "[pipeline]") {
   // One micro-batch crosses the pipeline down and back: pp forwards, pp backwards and 2 (pp - 1)
