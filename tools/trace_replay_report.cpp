@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "calibrate/traces/gemm_pricing.hpp"
 #include "calibrate/traces/profile_fit.hpp"
 #include "calibrate/traces/replay_chrome_trace.hpp"
 #include "calibrate/traces/trace_analysis.hpp"
@@ -85,11 +86,13 @@ std::optional<std::int64_t> priced_ns(const HardwareProfile& hw, const traces::R
   try {
     if (a.link == traces::OpLink::gemm && (a.kind == traces::KernelKind::gemm || a.kind == traces::KernelKind::unknown)) {
       const traces::GemmOp& op = t.gemm_ops[static_cast<std::size_t>(a.op)];
-      const auto dtype = traces::model_dtype(t.names[op.dtype]);
-      if (op.batch <= 0 || !dtype) return std::nullopt;
-      // A batched GEMM as `batch` GEMMs one after another, as `trace --hardware` prices it.
-      const Ps ps = gemm_time_ps(hw, overlap::GemmShape{op.m, op.n, op.k, *dtype});
-      return static_cast<std::int64_t>(ps / 1000) * op.batch;
+      if (op.batch <= 0) return std::nullopt;
+      // As `trace --hardware` prices it: TF32 where the kernel ran it, a batch as one launch, split-K
+      // where the tiles leave SMs idle (calibrate/traces/gemm_pricing.hpp).
+      const traces::GemmPrice price =
+          traces::price_gemm(hw, traces::GemmShape{op.batch, op.m, op.n, op.k, t.names[op.dtype]}, t.names[a.name]);
+      if (!price.ns) return std::nullopt;
+      return static_cast<std::int64_t>(*price.ns);
     }
     if (a.link == traces::OpLink::comm && a.library != traces::CommLibrary::peer_copy) {
       const traces::CommOp& op = t.comm_ops[static_cast<std::size_t>(a.op)];
