@@ -36,7 +36,8 @@ phase "documentation site (mkdocs build --strict: a broken link or an unlisted p
 NO_MKDOCS_2_WARNING=1 "${PYTHON:-python3}" -m mkdocs build --strict --quiet --config-file "$root/mkdocs.yml" --site-dir "$root/build/site"
 
 phase "notebooks (executed headless; any error output fails)"
-"${PYTHON:-python3}" "$root/tests/notebooks/run_notebooks.py" --binary "$root/build/tools/overlap-sim"
+# One kernel runs a notebook's cells one after another: $jobs notebooks at a time keep every core busy.
+"${PYTHON:-python3}" "$root/tests/notebooks/run_notebooks.py" --binary "$root/build/tools/overlap-sim" --jobs "$jobs"
 
 if [ "${1:-}" != "--quick" ]; then
   phase "AddressSanitizer + UndefinedBehaviorSanitizer build"

@@ -60,25 +60,25 @@ TEST_CASE("usage errors exit 2 with a message on stderr", "[cli]") {
   CHECK(none.rc == 2);
   CHECK(!none.err.empty());
 
-  const CliResult bogus = cli({"run", scen, "--bogus"});
+  const CliResult bogus = cli_unchecked({scen, "--bogus"});
   CHECK(bogus.rc == 2);
   CHECK_THAT(bogus.err, Catch::Contains("--bogus"));
 
-  const CliResult format = cli({"run", scen, "--format", "xml"});
+  const CliResult format = cli_unchecked({scen, "--format", "xml"});
   CHECK(format.rc == 2);
   CHECK_THAT(format.err, Catch::Contains("xml"));
 
-  CHECK(cli({"run", scen, "--fidelity", "exact"}).rc == 2);
+  CHECK(cli_unchecked({scen, "--fidelity", "exact"}).rc == 2);
   CHECK(cli({"frobnicate"}).rc == 2);
 
-  const CliResult missing = cli({"run", dir.file("nope.yaml")});
+  const CliResult missing = cli_unchecked({dir.file("nope.yaml")});
   CHECK(missing.rc == 2);
   CHECK_THAT(missing.err, Catch::Contains("nope.yaml"));
 
-  const CliResult scheme = cli({"run", scen, "--scheme", "warp_drive"});
+  const CliResult scheme = cli_unchecked({scen, "--scheme", "warp_drive"});
   CHECK(scheme.rc == 2);
   CHECK_THAT(scheme.err, Catch::Contains("warp_drive"));
-  CHECK(cli({"run", scen, "--scheme", "dtp"}).rc == 2);  // does not apply to this workload
+  CHECK(cli_unchecked({scen, "--scheme", "dtp"}).rc == 2);  // does not apply to this workload
 
   const CliResult help = cli({"--help"});
   CHECK(help.rc == 0);
@@ -91,19 +91,19 @@ TEST_CASE("scenario input errors exit 2 naming the file, line and key", "[cli]")
   const std::string scen = dir.file("s.yaml");
   write_text(scen, kScenario);
 
-  const CliResult set = cli({"run", scen, "--set", "workload.m=0"});
+  const CliResult set = cli_unchecked({scen, "--set", "workload.m=0"});
   CHECK(set.rc == 2);
   CHECK_THAT(set.err, Catch::Contains("workload.m"));
 
   write_text(scen, kScenario + "  - {name: data_slicing, params: {chunkz: 2}}\n");  // line 13
-  const CliResult param = cli({"run", scen});
+  const CliResult param = cli_unchecked({scen});
   CHECK(param.rc == 2);
   CHECK_THAT(param.err, Catch::Contains(scen + ":13"));
   CHECK_THAT(param.err, Catch::Contains("schemes.2.params.chunkz"));  // the path --set accepts
 
   // A value outside the knob's table range is refused by the loader at its line (exit 2).
   write_text(scen, kScenario + "  - {name: data_slicing, params: {chunks: 0}}\n");
-  const CliResult range = cli({"run", scen});
+  const CliResult range = cli_unchecked({scen});
   CHECK(range.rc == 2);
   CHECK_THAT(range.err, Catch::Contains(scen + ":13: schemes.2.params.chunks: must be an integer in [1, 4096] (got 0)"));
 
@@ -111,14 +111,14 @@ TEST_CASE("scenario input errors exit 2 naming the file, line and key", "[cli]")
   // is rejected by the builder and still located at its line; the other schemes' results are
   // reported and the exit status is 1 (one failing scheme does not hide the others).
   write_text(scen, kScenario + "  - {name: commfuse, params: {m: 2000}}\n");
-  const CliResult value = cli({"run", scen});
+  const CliResult value = cli_unchecked({scen});
   CHECK(value.rc == 1);
   CHECK_THAT(value.err, Catch::Contains(scen + ":13"));
   CHECK_THAT(value.err, Catch::Contains("schemes.2.params.m") && Catch::Contains("cannot be cut into m = 2000 slices"));
 
   // Written as a block, the knob's own line is named, not the scheme's.
   write_text(scen, kScenario + "  - name: commfuse\n    params:\n      channels: 8\n      m: 2000\n");  // m: line 16
-  const CliResult block = cli({"run", scen});
+  const CliResult block = cli_unchecked({scen});
   CHECK(block.rc == 1);
   CHECK_THAT(block.err, Catch::Contains(scen + ":16: schemes.2.params.m"));
 }
@@ -127,7 +127,7 @@ TEST_CASE("run --format json has the documented keys and consistent metrics", "[
   TempDir dir("cli-test");
   const std::string scen = dir.file("s.yaml");
   write_text(scen, kScenario);
-  const CliResult r = cli({"run", scen, "--format", "json"});
+  const CliResult r = cli_unchecked({scen, "--format", "json"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -159,14 +159,14 @@ TEST_CASE("run --format json has the documented keys and consistent metrics", "[
         Approx(j["results"][0]["latency_ps"].get<double>() / j["results"][1]["latency_ps"].get<double>()));
 
   // Deterministic: the same run prints the same bytes.
-  CHECK(cli({"run", scen, "--format", "json"}).out == r.out);
+  CHECK(cli_unchecked({scen, "--format", "json"}).out == r.out);
 }
 
 TEST_CASE("run --format csv and table carry the same rows", "[cli][report]") {
   TempDir dir("cli-test");
   const std::string scen = dir.file("s.yaml");
   write_text(scen, kScenario);
-  const CliResult csv = cli({"run", scen, "--format", "csv"});
+  const CliResult csv = cli_unchecked({scen, "--format", "csv"});
   REQUIRE(csv.rc == 0);
   std::istringstream lines(csv.out);
   std::string header, row1, row2, extra;
@@ -180,14 +180,14 @@ TEST_CASE("run --format csv and table carry the same rows", "[cli][report]") {
   CHECK(row1.rfind("s,h100-sxm-8x-nvswitch,no_overlap,", 0) == 0);
   CHECK(row2.rfind("s,h100-sxm-8x-nvswitch,data_slicing,", 0) == 0);
 
-  const CliResult table = cli({"run", scen});
+  const CliResult table = cli_unchecked({scen});
   REQUIRE(table.rc == 0);
   CHECK_THAT(table.out, Catch::Contains("latency (us)"));
   CHECK_THAT(table.out, Catch::Contains("exposed comm (us)"));
   CHECK_THAT(table.out, Catch::Contains("exposed comm = latency - compute-only latency"));
   // The default table names only the parameters that differ from their defaults; --wide names all.
   CHECK_THAT(table.out, Catch::Contains("data_slicing (chunks=2)"));
-  const CliResult wide = cli({"run", scen, "--wide"});
+  const CliResult wide = cli_unchecked({scen, "--wide"});
   REQUIRE(wide.rc == 0);
   CHECK_THAT(wide.out, Catch::Contains("data_slicing (chunks=2 order=linear)"));
   CHECK_THAT(table.out, Catch::Contains("hardware: h100-sxm-8x-nvswitch"));
@@ -200,26 +200,26 @@ TEST_CASE("option output: writes the report atomically and an error leaves no fi
   write_text(scen, kScenario);
   const std::string out = dir.file("out.json");
 
-  const CliResult ok = cli({"run", scen, "--format", "json", "--output", out});
+  const CliResult ok = cli_unchecked({scen, "--format", "json", "--output", out});
   REQUIRE(ok.rc == 0);
   CHECK(ok.out.empty());
-  CHECK(read_text(out) == cli({"run", scen, "--format", "json"}).out);
+  CHECK(read_text(out) == cli_unchecked({scen, "--format", "json"}).out);
 
   // A failing run keeps the previous file untouched and leaves no temporary behind.
   write_text(out, "OLD");
-  const CliResult bad = cli({"run", scen, "--format", "json", "--output", out, "--set", "workload.k=-1"});
+  const CliResult bad = cli_unchecked({scen, "--format", "json", "--output", out, "--set", "workload.k=-1"});
   CHECK(bad.rc == 2);
   CHECK(read_text(out) == "OLD");
   CHECK(dir.entries() == std::vector<std::string>{"out.json", "s.yaml"});
 
   // A failing run writes nothing at all: not the report, not the trace.
-  const CliResult bad2 = cli({"run", scen, "--output", dir.file("new.txt"), "--trace", dir.file("t.json"),
+  const CliResult bad2 = cli_unchecked({scen, "--output", dir.file("new.txt"), "--trace", dir.file("t.json"),
                               "--set", "workload.primitive=gather_everything"});
   CHECK(bad2.rc == 2);
   CHECK(dir.entries() == std::vector<std::string>{"out.json", "s.yaml"});
 
   // An output path that cannot be written is a usage error.
-  const CliResult nodir = cli({"run", scen, "--output", dir.file("no/such/dir/out.txt")});
+  const CliResult nodir = cli_unchecked({scen, "--output", dir.file("no/such/dir/out.txt")});
   CHECK(nodir.rc == 2);
   CHECK_THAT(nodir.err, Catch::Contains("no/such/dir"));
 }
@@ -229,7 +229,7 @@ TEST_CASE("option trace: writes a Chrome trace of one scheme", "[cli][trace]") {
   const std::string scen = dir.file("s.yaml");
   write_text(scen, kScenario);
   const std::string trace = dir.file("t.json");
-  const CliResult r = cli({"run", scen, "--scheme", "data_slicing", "--trace", trace, "--trace-level", "cta"});
+  const CliResult r = cli_unchecked({scen, "--scheme", "data_slicing", "--trace", trace, "--trace-level", "cta"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   // --scheme runs only that scheme.
@@ -260,10 +260,10 @@ TEST_CASE("option trace: writes a Chrome trace of one scheme", "[cli][trace]") {
 
 TEST_CASE("hardware that cannot run a scheme is an input error, not a crash", "[cli]") {
   // async_tp pulls with copy engines; a GPU without any cannot run it.
-  const CliResult r = cli({"run", "--scheme", "async_tp", "--set", "hardware.gpu.copy_engines=0"});
+  const CliResult r = cli_unchecked({"--scheme", "async_tp", "--set", "hardware.gpu.copy_engines=0"});
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Catch::Contains("copy engine"));
-  const CliResult too_many = cli({"run", "--set", "hardware.comm.channels=200"});
+  const CliResult too_many = cli_unchecked({"--set", "hardware.comm.channels=200"});
   CHECK(too_many.rc == 2);
   CHECK_THAT(too_many.err, Catch::Contains("hardware.comm.channels") && Catch::Contains("sm_count"));
 }
@@ -283,7 +283,10 @@ void require_finite(const nlohmann::json& j, const std::string& where) {
 
 }  // namespace
 
-TEST_CASE("every shipped scenario runs and reports finite numbers", "[cli][shipped]") {
+// [sampled]: the sanitizer pass runs this on its sample of the corpus; the release pass leaves it to the
+// golden test (tests/golden/shipped_outputs.py), which checks the same on every shipped scenario's JSON
+// report while it runs them (tests/CMakeLists.txt).
+TEST_CASE("every shipped scenario runs and reports finite numbers", "[cli][shipped][sampled]") {
   std::vector<std::string> files;
   for (const char* dir : {"/scenarios", "/scenarios/papers"})
     for (const auto& e : fs::directory_iterator(std::string(OVERLAP_SOURCE_DIR) + dir))
@@ -303,13 +306,13 @@ TEST_CASE("every shipped scenario runs and reports finite numbers", "[cli][shipp
 }
 
 TEST_CASE("absurd sizes are refused with the key named, not simulated for hours", "[cli]") {
-  const CliResult r = cli({"run", "--scheme", "no_overlap", "--set", "workload.tokens=1099511627776"});
+  const CliResult r = cli_unchecked({"--scheme", "no_overlap", "--set", "workload.tokens=1099511627776"});
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Catch::Contains("workload.tokens") && Catch::Contains("[1, 16777216] tokens"));
 }
 
 TEST_CASE("a profile without a memory model (hbm_bandwidth_gbps 0) still runs", "[cli]") {
-  const CliResult r = cli({"run", "--scheme", "no_overlap", "--set", "hardware.gpu.hbm_bandwidth_gbps=0", "--format", "json"});
+  const CliResult r = cli_unchecked({"--scheme", "no_overlap", "--set", "hardware.gpu.hbm_bandwidth_gbps=0", "--format", "json"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -321,7 +324,7 @@ TEST_CASE("option graphviz: writes the task graph of one scheme as dot", "[cli][
   const std::string scen = dir.file("s.yaml");
   write_text(scen, kScenario);
   const std::string dot = dir.file("g.dot");
-  const CliResult r = cli({"run", scen, "--scheme", "data_slicing", "--graphviz", dot});
+  const CliResult r = cli_unchecked({scen, "--scheme", "data_slicing", "--graphviz", dot});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   const std::string text = read_text(dot);
@@ -331,7 +334,7 @@ TEST_CASE("option graphviz: writes the task graph of one scheme as dot", "[cli][
 }
 
 TEST_CASE("run without a scenario uses the default Llama-3-70B MLP scenario", "[cli]") {
-  const CliResult r = cli({"run", "--scheme", "no_overlap", "--format", "json"});
+  const CliResult r = cli_unchecked({"--scheme", "no_overlap", "--format", "json"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -341,12 +344,12 @@ TEST_CASE("run without a scenario uses the default Llama-3-70B MLP scenario", "[
   CHECK(j["workload"]["d_model"] == 8192);
 
   // A paper scenario by its name, found under the source tree.
-  CHECK(cli({"run", "dtp-a1", "--scheme", "tp_baseline", "--format", "csv"}).rc == 0);
+  CHECK(cli_unchecked({"dtp-a1", "--scheme", "tp_baseline", "--format", "csv"}).rc == 0);
 
   // OVERLAP_HOME moves the source tree: an empty one has no default scenario.
   TempDir home("cli-test");
   ScopedEnv env("OVERLAP_HOME", home.path.string());
-  const CliResult moved = cli({"run"});
+  const CliResult moved = cli_unchecked({});
   CHECK(moved.rc == 2);
   CHECK_THAT(moved.err, Catch::Contains(home.path.string()));
 }
@@ -382,7 +385,7 @@ TEST_CASE("option plot: reports a missing Python clearly and writes nothing", "[
   const std::string scen = dir.file("s.yaml");
   write_text(scen, kScenario);
   ScopedEnv env("PYTHON", dir.file("no-such-python3"));
-  const CliResult r = cli({"run", scen, "--output", dir.file("out.txt"), "--plot", dir.file("t.png")});
+  const CliResult r = cli_unchecked({scen, "--output", dir.file("out.txt"), "--plot", dir.file("t.png")});
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Catch::Contains("Python"));
   CHECK(dir.entries() == std::vector<std::string>{"s.yaml"});
@@ -397,7 +400,7 @@ TEST_CASE("option plot: writes a PNG timeline when matplotlib is available", "[c
   const std::string scen = dir.file("s.yaml");
   write_text(scen, kScenario);
   const std::string png = dir.file("t.png");
-  const CliResult r = cli({"run", scen, "--scheme", "data_slicing", "--plot", png});
+  const CliResult r = cli_unchecked({scen, "--scheme", "data_slicing", "--plot", png});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   const std::string bytes = read_text(png);
@@ -412,7 +415,7 @@ TEST_CASE("trace flags: kernel level by default, ranks and window filters, bad v
   const std::string scen = dir.file("s.yaml");
   write_text(scen, kScenario);
   const std::string trace = dir.file("t.json");
-  const CliResult r = cli({"run", scen, "--scheme", "data_slicing", "--trace", trace});
+  const CliResult r = cli_unchecked({scen, "--scheme", "data_slicing", "--trace", trace});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   const auto kernel = nlohmann::json::parse(read_text(trace));  // valid JSON
@@ -430,7 +433,7 @@ TEST_CASE("trace flags: kernel level by default, ranks and window filters, bad v
   CHECK(slices > 0);
   CHECK(pids.size() == 4);
 
-  const CliResult f = cli({"run", scen, "--scheme", "data_slicing", "--trace", trace, "--trace-ranks", "1,3",
+  const CliResult f = cli_unchecked({scen, "--scheme", "data_slicing", "--trace", trace, "--trace-ranks", "1,3",
                            "--trace-window", "0:1e6"});
   INFO(f.err);
   REQUIRE(f.rc == 0);
@@ -441,20 +444,20 @@ TEST_CASE("trace flags: kernel level by default, ranks and window filters, bad v
   for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
            {"--trace-level", "warp"}, {"--trace-ranks", "2-1"}, {"--trace-ranks", "0,9"},
            {"--trace-window", "9:3"}, {"--trace-window", "x"}}) {
-    const CliResult bad = cli({"run", scen, "--scheme", "data_slicing", "--trace", dir.file("b.json"), flag, value});
+    const CliResult bad = cli_unchecked({scen, "--scheme", "data_slicing", "--trace", dir.file("b.json"), flag, value});
     INFO(flag << " " << value << ": " << bad.err);
     CHECK(bad.rc == 2);
     CHECK_THAT(bad.err, Catch::Contains(flag));
     CHECK_FALSE(fs::exists(dir.file("b.json")));
   }
-  const CliResult lonely = cli({"run", scen, "--trace-level", "cta"});
+  const CliResult lonely = cli_unchecked({scen, "--trace-level", "cta"});
   CHECK(lonely.rc == 2);
   CHECK_THAT(lonely.err, Catch::Contains("--trace"));
 }
 
 TEST_CASE("a run reports a per-GEMM-name knob only when it was given, never its inherited formula", "[cli][te]") {
   // te_userbuffers' "<name>.<knob>" rows default to the scalar knob; the report holds values only.
-  const CliResult r = cli({"run", "--scheme", "te_userbuffers", "--param", "fc2_fprop.num_splits=8", "--format", "json"});
+  const CliResult r = cli_unchecked({"--scheme", "te_userbuffers", "--param", "fc2_fprop.num_splits=8", "--format", "json"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   const auto params = nlohmann::json::parse(r.out)["results"][0]["params"];

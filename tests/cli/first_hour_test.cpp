@@ -31,10 +31,9 @@ using namespace overlap::test;  // cli, CliResult, TempDir, read_text
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 nlohmann::json run_json(std::vector<std::string> args) {
-  args.insert(args.begin(), "run");
   args.push_back("--format");
   args.push_back("json");
-  const CliResult r = cli(args);
+  const CliResult r = cli_unchecked(args);
   INFO(r.err);
   REQUIRE(r.rc == 0);
   return nlohmann::json::parse(r.out);
@@ -70,19 +69,19 @@ TEST_CASE("the shortcut --tokens on attention and transformer workloads is batch
 }
 
 TEST_CASE("an error in a shortcut names the flag and its text", "[cli][first_hour]") {
-  const CliResult tp = cli({"run", "--tp", "3"});
+  const CliResult tp = cli_unchecked({"--tp", "3"});
   CHECK(tp.rc == 2);
   CHECK(contains(tp.err, "not divisible by tp = 3"));
   CHECK(contains(tp.err, "(with --tp 3)"));
   CHECK_FALSE(contains(tp.err, "--set"));
-  const CliResult tokens = cli({"run", "--tokens", "100"});
+  const CliResult tokens = cli_unchecked({"--tokens", "100"});
   CHECK(tokens.rc == 2);
   CHECK(contains(tokens.err, "error: --tokens 100: workload.tokens: 100 is not divisible by tp = 8"));
-  const CliResult hw = cli({"run", "--hardware", "no-such-gpu"});
+  const CliResult hw = cli_unchecked({"--hardware", "no-such-gpu"});
   CHECK(hw.rc == 2);
   CHECK(contains(hw.err, "error: --hardware no-such-gpu: hardware: unknown hardware profile 'no-such-gpu'"));
-  CHECK(cli({"run", "--tp", "x"}).rc == 2);  // CLI11: not a number
-  const CliResult decode = cli({"run", "dtp-a1", "--tokens", "8"});
+  CHECK(cli_unchecked({"--tp", "x"}).rc == 2);  // CLI11: not a number
+  const CliResult decode = cli_unchecked({"dtp-a1", "--tokens", "8"});
   CHECK(decode.rc == 2);
   CHECK(contains(decode.err, "--tokens 8: a decode_stack workload"));
 }
@@ -111,7 +110,7 @@ TEST_CASE("sweep and tune SCENARIO take the shortcuts and show them in every row
 }
 
 TEST_CASE("run ends with the best scheme and the schemes that did not apply", "[cli][first_hour]") {
-  const CliResult r = cli({"run"});
+  const CliResult r = cli_unchecked({});
   REQUIRE(r.rc == 0);
   const nlohmann::json j = run_json({});
   // The best row is the one with the highest speedup.
@@ -146,7 +145,7 @@ TEST_CASE("run ends with the best scheme and the schemes that did not apply", "[
   CHECK(dtp);
   CHECK(contains(r.out, "not applicable to this mlp_tpsp tp=8 workload: flashoverlap (for gemm_collective with"));
   // --scheme on a workload it does not apply to says where it does.
-  const CliResult only = cli({"run", "--scheme", "flashoverlap"});
+  const CliResult only = cli_unchecked({"--scheme", "flashoverlap"});
   CHECK(only.rc == 2);
   CHECK(contains(only.err, "'flashoverlap' does not apply to a mlp_tpsp tp=8 workload; it applies to gemm_collective with "
                            "all_reduce/reduce_scatter/all_to_all, tp >= 2"));
@@ -281,7 +280,7 @@ TEST_CASE("a run on a profile with placeholder figures says so in one line", "[c
 
 TEST_CASE("every command's -o is --output, and a written file is confirmed on stderr", "[cli][first_hour]") {
   TempDir tmp("first-hour");
-  const CliResult run = cli({"run", "-o", tmp.file("r.txt")});
+  const CliResult run = cli_unchecked({"-o", tmp.file("r.txt")});
   CHECK(run.rc == 0);
   CHECK(run.out.empty());
   CHECK(run.err == "wrote " + tmp.file("r.txt") + "\n");
@@ -321,7 +320,7 @@ TEST_CASE("every command's --help shows defaults and examples", "[cli][first_hou
     CHECK(contains(r.out, "Examples:\n  overlap-sim "));
     CHECK_FALSE(contains(r.out, "=[]"));
   }
-  CHECK(contains(cli({"run", "--help"}).out, "--format TEXT:{table,json,csv}=table"));
+  CHECK(contains(cli_unchecked({"--help"}).out, "--format TEXT:{table,json,csv}=table"));
   CHECK(contains(cli({"sweep", "--help"}).out, "--format TEXT=csv"));
   CHECK(contains(cli({"collective", "--help"}).out, "-b,--minbytes TEXT=8"));
   CHECK(contains(cli({"tune", "--help"}).out, "--budget INT=40"));

@@ -52,17 +52,17 @@ std::string load_error(const std::string& text, const std::vector<std::string>& 
 TEST_CASE("out-of-range physical quantities are refused with the key and the limit", "[harden][ranges]") {
   // --set: the message names the flag (not the YAML file), the key and the range.
   for (const std::string v : {"1e-9", "1e300"}) {
-    const CliResult r = cli({"run", "--set", "hardware.gpu.peak_tflops.bf16=" + v});
+    const CliResult r = cli_unchecked({"--set", "hardware.gpu.peak_tflops.bf16=" + v});
     INFO(r.err);
     CHECK(r.rc == 2);
     CHECK_THAT(r.err, Catch::Contains("--set hardware.gpu.peak_tflops.bf16=" + v));
     CHECK_THAT(r.err, Catch::Contains("hardware.gpu.peak_tflops.bf16"));
     CHECK_THAT(r.err, Catch::Contains("[0.001, 100000] TFLOP/s"));
   }
-  const CliResult hbm = cli({"run", "--set", "hardware.gpu.hbm_bandwidth_gbps=1e-300"});
+  const CliResult hbm = cli_unchecked({"--set", "hardware.gpu.hbm_bandwidth_gbps=1e-300"});
   CHECK(hbm.rc == 2);
   CHECK_THAT(hbm.err, Catch::Contains("hardware.gpu.hbm_bandwidth_gbps") && Catch::Contains("GB/s"));
-  const CliResult gpus = cli({"run", "--set", "hardware.fabric.num_gpus=1000000"});
+  const CliResult gpus = cli_unchecked({"--set", "hardware.fabric.num_gpus=1000000"});
   CHECK(gpus.rc == 2);
   CHECK_THAT(gpus.err, Catch::Contains("hardware.fabric.num_gpus") && Catch::Contains("65536"));
 
@@ -126,7 +126,7 @@ TEST_CASE("every range of the table is well formed", "[harden][ranges]") {
 }
 
 TEST_CASE("a link class or key nothing reads is an error naming where it came from", "[harden][keys]") {
-  const CliResult r = cli({"run", "--set", "hardware.fabric.links.nvlnk.bandwidth_gbps=5"});
+  const CliResult r = cli_unchecked({"--set", "hardware.fabric.links.nvlnk.bandwidth_gbps=5"});
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Catch::Contains("--set hardware.fabric.links.nvlnk.bandwidth_gbps=5"));
   CHECK_THAT(r.err, Catch::Contains("hardware.fabric.links.nvlnk") && Catch::Contains("unknown link class"));
@@ -165,7 +165,7 @@ TEST_CASE("FlashOverlap wave groups larger than the GEMM are refused like a wron
   const std::string scen = d.file("fo.yaml");
   for (const std::string groups : {"1000000", "[100, 100]"}) {
     write_text(scen, kGemm + "  - {name: flashoverlap, params: {groups: " + groups + "}}\n");
-    const CliResult r = cli({"run", scen, "--scheme", "flashoverlap"});
+    const CliResult r = cli_unchecked({scen, "--scheme", "flashoverlap"});
     INFO(groups << ": " << r.err);
     CHECK(r.rc == 2);
     CHECK_THAT(r.err, Catch::Contains("groups") && Catch::Contains("waves"));
@@ -175,15 +175,15 @@ TEST_CASE("FlashOverlap wave groups larger than the GEMM are refused like a wron
 TEST_CASE("input paths that are not regular files are refused at once", "[harden][files]") {
   TempDir d("harden");
   // A directory, a device, a FIFO (would block forever), an oversized file.
-  const CliResult dir = cli({"run", d.path.string()});
+  const CliResult dir = cli_unchecked({d.path.string()});
   CHECK(dir.rc == 2);
   CHECK_THAT(dir.err, Catch::Contains(d.path.string()) && Catch::Contains("directory"));
-  const CliResult zero = cli({"run", "/dev/zero"});
+  const CliResult zero = cli_unchecked({"/dev/zero"});
   CHECK(zero.rc == 2);
   CHECK_THAT(zero.err, Catch::Contains("/dev/zero") && Catch::Contains("device"));
   const std::string fifo = d.file("fifo.yaml");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  const CliResult pipe = cli({"run", fifo});
+  const CliResult pipe = cli_unchecked({fifo});
   CHECK(pipe.rc == 2);
   CHECK_THAT(pipe.err, Catch::Contains("FIFO"));
   const std::string big = d.file("big.yaml");
@@ -192,13 +192,13 @@ TEST_CASE("input paths that are not regular files are refused at once", "[harden
     const std::string block(1 << 20, '#');
     for (int i = 0; i < 17; ++i) out << block;
   }
-  const CliResult huge = cli({"run", big});
+  const CliResult huge = cli_unchecked({big});
   CHECK(huge.rc == 2);
   CHECK_THAT(huge.err, Catch::Contains("16 MiB"));
   // A hardware path in a scenario that names a directory: an input error at the scenario's line.
   const std::string scen = d.file("hw.yaml");
   write_text(scen, "hardware: " + d.path.string() + "/\nworkload: {kind: gemm_collective, tp: 2, m: 64, n: 64, k: 64, primitive: all_reduce}\n");
-  const CliResult hw = cli({"run", scen});
+  const CliResult hw = cli_unchecked({scen});
   CHECK(hw.rc == 2);
   CHECK_THAT(hw.err, Catch::Contains("directory"));
   // The reader itself.
@@ -231,7 +231,7 @@ TEST_CASE("one failing scheme is a FAILED row, the others are reported, exit 1",
   TempDir d("harden");
   const std::string scen = d.file("mixed.yaml");
   write_text(scen, kGemm + "  - {name: flashoverlap, params: {groups: 1000000}}\n");  // line 11
-  const CliResult j = cli({"run", scen, "--format", "json"});
+  const CliResult j = cli_unchecked({scen, "--format", "json"});
   INFO(j.err);
   CHECK(j.rc == 1);
   const auto doc = nlohmann::json::parse(j.out);
@@ -244,17 +244,17 @@ TEST_CASE("one failing scheme is a FAILED row, the others are reported, exit 1",
   CHECK_THAT(error, Catch::Contains(scen + ":11") && Catch::Contains("schemes.1.params.groups"));
   CHECK_THAT(j.err, Catch::Contains("schemes.1.params.groups"));
 
-  const CliResult csv = cli({"run", scen, "--format", "csv"});
+  const CliResult csv = cli_unchecked({scen, "--format", "csv"});
   CHECK(csv.rc == 1);
   CHECK_THAT(csv.out, Catch::Contains("FAILED: "));
-  const CliResult table = cli({"run", scen});
+  const CliResult table = cli_unchecked({scen});
   CHECK(table.rc == 1);
   CHECK_THAT(table.out, Catch::Contains("FAILED"));
 
   // Every scheme failing is an invalid scenario: exit 2, nothing reported.
   write_text(scen, "hardware: h100-sxm-8x-nvswitch\nworkload: {kind: gemm_collective, tp: 4, m: 2048, n: 4096, k: 2048, "
               "primitive: all_reduce}\nschemes:\n  - {name: flashoverlap, params: {groups: 1000000}}\n");
-  const CliResult all = cli({"run", scen});
+  const CliResult all = cli_unchecked({scen});
   CHECK(all.rc == 2);
   CHECK(all.out.empty());
 }
@@ -293,7 +293,7 @@ TEST_CASE("outputs are moved into place only when all of them succeeded", "[hard
     CHECK(d.entries().size() == before);  // no temporary left behind
   }
   // All succeed: all are replaced.
-  const CliResult ok = cli({"run", "--scheme", "no_overlap", "--trace", trace, "-o", report, "--format", "json",
+  const CliResult ok = cli_unchecked({"--scheme", "no_overlap", "--trace", trace, "-o", report, "--format", "json",
                       "--graphviz", d.file("g.dot")});
   INFO(ok.err);
   REQUIRE(ok.rc == 0);
@@ -323,11 +323,11 @@ TEST_CASE("a hardware path given by --set is read where the user typed it (the R
   std::ofstream(d.path / "mine" / "t4.yaml") << text;
   const fs::path before = fs::current_path();
   fs::current_path(d.path);
-  const CliResult own = cli({"run", "--set", "hardware=mine/t4.yaml", "--set", "workload.tp=4", "--scheme", "no_overlap",
+  const CliResult own = cli_unchecked({"--set", "hardware=mine/t4.yaml", "--set", "workload.tp=4", "--scheme", "no_overlap",
                        "--format", "json"});
-  const CliResult tree = cli({"run", "--set", "hardware=" + in_tree, "--set", "workload.tp=4", "--scheme", "no_overlap",
+  const CliResult tree = cli_unchecked({"--set", "hardware=" + in_tree, "--set", "workload.tp=4", "--scheme", "no_overlap",
                         "--format", "json"});
-  const CliResult missing = cli({"run", "--set", "hardware=mine/none.yaml", "--set", "workload.tp=4"});
+  const CliResult missing = cli_unchecked({"--set", "hardware=mine/none.yaml", "--set", "workload.tp=4"});
   fs::current_path(before);
   INFO(own.err << tree.err);
   REQUIRE(own.rc == 0);
@@ -344,12 +344,12 @@ TEST_CASE("an edit of the hardware survives a later choice of the hardware, in a
   // `hardware=` chooses the profile, `hardware.a.b=` edits it: applied in that order whatever the
   // order given (a sweep's axes come in file order), so neither assignment is dropped silently.
   auto latency = [](const std::vector<std::string>& sets) {
-    std::vector<std::string> args = {"run", "--scheme", "no_overlap", "--format", "json"};
+    std::vector<std::string> args = {"--scheme", "no_overlap", "--format", "json"};
     for (const auto& s : sets) {
       args.push_back("--set");
       args.push_back(s);
     }
-    const CliResult r = cli(args);
+    const CliResult r = cli_unchecked(args);
     INFO(r.err);
     REQUIRE(r.rc == 0);
     const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -363,10 +363,10 @@ TEST_CASE("an edit of the hardware survives a later choice of the hardware, in a
   CHECK(edit_after != plain);
   // A bad edit of the chosen profile names its own --set; a chosen profile that cannot be read
   // names the choice.
-  const CliResult bad = cli({"run", "--set", "hardware=a800-8x-nvlink", "--set", "hardware.gpu.sm_count=-3"});
+  const CliResult bad = cli_unchecked({"--set", "hardware=a800-8x-nvlink", "--set", "hardware.gpu.sm_count=-3"});
   CHECK(bad.rc == 2);
   CHECK(bad.err.find("--set hardware.gpu.sm_count=-3") != std::string::npos);
-  const CliResult missing = cli({"run", "--set", "hardware.gpu.sm_count=100", "--set", "hardware=/nonexistent/p.yaml"});
+  const CliResult missing = cli_unchecked({"--set", "hardware.gpu.sm_count=100", "--set", "hardware=/nonexistent/p.yaml"});
   CHECK(missing.rc == 2);
   CHECK(missing.err.find("--set hardware=/nonexistent/p.yaml") != std::string::npos);
 }
@@ -406,7 +406,7 @@ TEST_CASE("two outputs naming one file are refused before anything is written", 
   }
   // Through a symbolic link: the link and its target are one file.
   fs::create_symlink("k.json", d.file("link.json"));
-  const CliResult r = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", d.file("link.json"), "--trace", k});
+  const CliResult r = cli_unchecked({src(kMlp), "--scheme", "no_overlap", "-o", d.file("link.json"), "--trace", k});
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Catch::Contains("-o " + d.file("link.json")) && Catch::Contains("--trace " + k));
   CHECK(read_text(k) == "old");
@@ -421,7 +421,7 @@ TEST_CASE("a symbolic link given as an output is written through, the link kept"
   TempDir d("harden");
   fs::create_directories(d.path / "real");
   fs::create_symlink("real/target.txt", d.file("link.txt"));
-  const CliResult r = cli({"run", src(kMlp), "--scheme", "no_overlap", "--format", "csv", "-o", d.file("link.txt")});
+  const CliResult r = cli_unchecked({src(kMlp), "--scheme", "no_overlap", "--format", "csv", "-o", d.file("link.txt")});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   CHECK(fs::is_symlink(d.file("link.txt")));
@@ -435,12 +435,12 @@ TEST_CASE("a named pipe or a character device is written in place, never replace
   const std::string fifo = d.file("fifo");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   // No reader: refused at once (no hang), the pipe stays a pipe.
-  const CliResult none = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", fifo});
+  const CliResult none = cli_unchecked({src(kMlp), "--scheme", "no_overlap", "-o", fifo});
   CHECK(none.rc == 2);
   CHECK_THAT(none.err, Catch::Contains("named pipe with no reader"));
   CHECK(is_fifo(fifo));
   // /dev/null: written in place (exit 0) and still the device.
-  const CliResult null = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", "/dev/null"});
+  const CliResult null = cli_unchecked({src(kMlp), "--scheme", "no_overlap", "-o", "/dev/null"});
   CHECK(null.rc == 0);
   CHECK(null.out.empty());
   struct stat st {};
@@ -448,7 +448,7 @@ TEST_CASE("a named pipe or a character device is written in place, never replace
   CHECK(S_ISCHR(st.st_mode));
   // /dev/full: the write fails with the OS's own error, exit 2.
   if (fs::exists("/dev/full")) {
-    const CliResult full = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", "/dev/full"});
+    const CliResult full = cli_unchecked({src(kMlp), "--scheme", "no_overlap", "-o", "/dev/full"});
     CHECK(full.rc == 2);
     CHECK_THAT(full.err, Catch::Contains(std::strerror(ENOSPC)));
     REQUIRE(::stat("/dev/full", &st) == 0);
@@ -468,7 +468,7 @@ TEST_CASE("an output that is a directory or empty is refused with the OS error, 
     CHECK_THAT(r.err, Catch::Contains("is a directory"));
     CHECK_THAT(r.err, !Catch::Contains("Success"));
   }
-  const CliResult empty = cli({"run", src(kMlp), "--scheme", "no_overlap", "-o", ""});
+  const CliResult empty = cli_unchecked({src(kMlp), "--scheme", "no_overlap", "-o", ""});
   CHECK(empty.rc == 2);
   CHECK_THAT(empty.err, Catch::Contains("-o ''") && Catch::Contains("empty path"));
   CHECK(empty.out.empty());
@@ -549,7 +549,7 @@ TEST_CASE("invalid UTF-8 is refused with file, line and key, or replaced in a na
   TempDir d("harden");
   const std::string path = d.file("\xff.yaml");
   write_text(path, kGemm);
-  const CliResult r = cli({"run", path, "--format", "json"});
+  const CliResult r = cli_unchecked({path, "--format", "json"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   CHECK_THAT(r.out, Catch::Contains("\xEF\xBF\xBD"));
@@ -682,7 +682,7 @@ TEST_CASE("one topology check for every command: errors name the profile file, l
     INFO(c.what << ": " << err);
     CHECK_THAT(err, Catch::Contains(profile + c.where) && Catch::Contains(c.what));
     // `run` refuses it alike, naming the profile (not the scenario).
-    const CliResult r = cli({"run", scenario});
+    const CliResult r = cli_unchecked({scenario});
     CHECK(r.rc == 2);
     CHECK_THAT(r.err, Catch::Contains(profile + c.where) && Catch::Contains(c.what));
   }
@@ -693,12 +693,12 @@ TEST_CASE("loose flags: --algo -1, a repeated --param, --set errors name the --s
                         "--ranks", "4", "--search", "flashoverlap", "--algo", "-1"});
   CHECK(algo.rc == 2);
   CHECK_THAT(algo.err, Catch::Contains("--algo"));
-  const CliResult param = cli({"run", src(kMlp), "--scheme", "data_slicing", "--param", "chunks=4", "--param", "chunks=8"});
+  const CliResult param = cli_unchecked({src(kMlp), "--scheme", "data_slicing", "--param", "chunks=4", "--param", "chunks=8"});
   CHECK(param.rc == 2);
   CHECK_THAT(param.err, Catch::Contains("--param chunks") && Catch::Contains("given twice"));
   // A value --set wrote, refused by the loader: the message names the --set and its text.
   for (const std::string a : {"workload.tokens=\"8192\"", "workload.tokens=08192x", "schemes=~", "hardware.gpu.sm_count=0x84"}) {
-    const CliResult r = cli({"run", src(kMlp), "--set", a});
+    const CliResult r = cli_unchecked({src(kMlp), "--set", a});
     INFO(a << " -> " << r.err);
     CHECK(r.rc == 2);
     CHECK_THAT(r.err, Catch::Contains("--set " + a));

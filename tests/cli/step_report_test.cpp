@@ -95,7 +95,7 @@ TEST_CASE("run on a training step: the JSON step object adds up, forward + backw
   TempDir dir("step-test");
   const std::string scen = dir.file("step.yaml");
   write_text(scen, kStep);
-  const CliResult r = cli({"run", scen, "--format", "json"});
+  const CliResult r = cli_unchecked({scen, "--format", "json"});
   REQUIRE(r.rc == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);
   REQUIRE(j["results"].size() == 2);
@@ -127,7 +127,7 @@ TEST_CASE("run on a training step: the table's step section and the CSV's step c
   const std::string scen = dir.file("step.yaml");
   write_text(scen, kStep);
 
-  const CliResult csv = cli({"run", scen, "--format", "csv"});
+  const CliResult csv = cli_unchecked({scen, "--format", "csv"});
   REQUIRE(csv.rc == 0);
   const std::vector<std::string> lines = lines_of(csv.out);
   REQUIRE(lines.size() == 3);
@@ -157,7 +157,7 @@ TEST_CASE("run on a training step: the table's step section and the CSV's step c
     CHECK(std::stod(f[col["tokens_per_s"]]) > 0);
   }
 
-  const CliResult table = cli({"run", scen});
+  const CliResult table = cli_unchecked({scen});
   REQUIRE(table.rc == 0);
   CHECK_THAT(table.out, Catch::Contains("training step (pass step), times in us"));
   CHECK_THAT(table.out, Catch::Contains("workload: mlp_tpsp tp=8 tokens=2048 d_model=8192 d_ffn=28672 gated=true "
@@ -187,7 +187,7 @@ TEST_CASE("run on a training step: the table's step section and the CSV's step c
   REQUIRE(forward > 0);
   CHECK(forward + backward == Approx(latency).margin(0.011));
   for (const std::string& l : lines_of(table.out)) CHECK(l.size() <= overlap::sim::kTableWidth);
-  const CliResult wide = cli({"run", scen, "--wide"});
+  const CliResult wide = cli_unchecked({scen, "--wide"});
   REQUIRE(wide.rc == 0);
   CHECK_THAT(wide.out, Catch::Contains("fwd compute-only"));
   CHECK_THAT(wide.out, Catch::Contains("bwd overlap eff. (%)"));
@@ -201,29 +201,29 @@ TEST_CASE("a forward pass: no step section or columns, and training-only knobs a
   const std::string scen = dir.file("fwd.yaml");
   // Without column_backward: the forward outputs as they were before training steps.
   write_text(scen, kForward.substr(0, kForward.rfind("      column_backward")));
-  const CliResult json = cli({"run", scen, "--format", "json"});
+  const CliResult json = cli_unchecked({scen, "--format", "json"});
   REQUIRE(json.rc == 0);
   const nlohmann::json j = nlohmann::json::parse(json.out);
   CHECK(j["results"][0]["params"] == nlohmann::json::object());
   CHECK(j["results"][1]["params"] == nlohmann::json{{"chunks", 2}, {"order", "linear"}});
   CHECK(!j["results"][0].contains("step"));
-  const CliResult csv = cli({"run", scen, "--format", "csv"});
+  const CliResult csv = cli_unchecked({scen, "--format", "csv"});
   REQUIRE(csv.rc == 0);
   CHECK(split_csv(lines_of(csv.out)[0]) == overlap::sim::csv_columns());
-  const CliResult table = cli({"run", scen, "--wide"});
+  const CliResult table = cli_unchecked({scen, "--wide"});
   REQUIRE(table.rc == 0);
   CHECK(table.out.find("training step") == std::string::npos);
   CHECK(table.out.find("column_backward") == std::string::npos);
 
   // Named in a forward pass it would have no effect: refused at its line, exit 2.
   write_text(scen, kForward);
-  const CliResult named = cli({"run", scen});
+  const CliResult named = cli_unchecked({scen});
   CHECK(named.rc == 2);
   CHECK_THAT(named.err, Catch::Contains("fwd.yaml:8"));
   CHECK_THAT(named.err, Catch::Contains("schemes.1.params.column_backward"));
   CHECK_THAT(named.err, Catch::Contains("training backward only"));
   write_text(scen, kForward.substr(0, kForward.rfind("      column_backward")));
-  const CliResult flag = cli({"run", scen, "--scheme", "no_overlap", "--param", "column_backward=bulk"});
+  const CliResult flag = cli_unchecked({scen, "--scheme", "no_overlap", "--param", "column_backward=bulk"});
   CHECK(flag.rc == 2);
   CHECK_THAT(flag.err, Catch::Contains("column_backward"));
   CHECK_THAT(flag.err, Catch::Contains("workload.pass"));
@@ -253,7 +253,7 @@ TEST_CASE("the Chrome trace of a step tells the passes and the communicators apa
   const std::string scen = dir.file("step.yaml");
   write_text(scen, kStep);
   const std::string trace = dir.file("t.json");
-  REQUIRE(cli({"run", scen, "--scheme", "no_overlap", "--trace", trace}).rc == 0);
+  REQUIRE(cli_unchecked({scen, "--scheme", "no_overlap", "--trace", trace}).rc == 0);
   const nlohmann::json t = nlohmann::json::parse(read_text(trace));
   CHECK(t["otherData"]["training_step"] == true);
   const double forward_end = t["otherData"]["forward_end_us"].get<double>();
@@ -281,7 +281,7 @@ TEST_CASE("the Chrome trace of a step tells the passes and the communicators apa
   CHECK(communicators["dp"] > 0);
 
   // At the CTA level the SM tracks name the backward's CTAs the same way.
-  REQUIRE(cli({"run", scen, "--scheme", "no_overlap", "--trace", trace, "--trace-level", "cta"}).rc == 0);
+  REQUIRE(cli_unchecked({scen, "--scheme", "no_overlap", "--trace", trace, "--trace-level", "cta"}).rc == 0);
   const nlohmann::json c = nlohmann::json::parse(read_text(trace));
   std::size_t forward_ctas = 0, backward_ctas = 0;
   for (const auto& e : c["traceEvents"])
@@ -293,7 +293,7 @@ TEST_CASE("the Chrome trace of a step tells the passes and the communicators apa
   // A forward pass's trace is as it was: no pass or communicator in the args.
   const std::string fwd = dir.file("fwd.yaml");
   write_text(fwd, kForward.substr(0, kForward.rfind("      column_backward")));
-  REQUIRE(cli({"run", fwd, "--scheme", "no_overlap", "--trace", trace}).rc == 0);
+  REQUIRE(cli_unchecked({fwd, "--scheme", "no_overlap", "--trace", trace}).rc == 0);
   const nlohmann::json f = nlohmann::json::parse(read_text(trace));
   CHECK(!f["otherData"].contains("training_step"));
   for (const auto& e : f["traceEvents"])

@@ -190,7 +190,7 @@ TEST_CASE("DeepEP ports from an all-to-allv's pairs", "[deepep]") {
   for (const DeepEpLayout& l : {DeepEpLayout{64, 8, 256, 8, 4}, DeepEpLayout{16, 8, 256, 8, 0}, DeepEpLayout{8, 8, 256, 8, 0}})
     for (DeepEpKernel kernel : {DeepEpKernel::normal, DeepEpKernel::low_latency}) {
       const Bytes pair = static_cast<Bytes>(t * l.top_k / l.ep * B);  // whole: t k / ep = 512, 2048, 4096
-      const PairBytes pairs(static_cast<std::size_t>(l.ep), std::vector<Bytes>(static_cast<std::size_t>(l.ep), pair));
+      const overlap::PairBytes pairs(static_cast<std::size_t>(l.ep), std::vector<Bytes>(static_cast<std::size_t>(l.ep), pair));
       const auto ports = deepep_port_bytes_of_pairs(kernel, l, pairs);
       const DeepEpPortBytes e = deepep_expected_port_bytes(kernel, l, t, B);
       INFO("ep " << l.ep << (kernel == DeepEpKernel::normal ? " normal" : " low latency"));
@@ -203,7 +203,7 @@ TEST_CASE("DeepEP ports from an all-to-allv's pairs", "[deepep]") {
     }
   // A hot destination: GPU 9 (node 1) receives twice; its NIC carries twice the others' receive.
   const DeepEpLayout l{16, 8, 256, 8, 0};
-  PairBytes pairs(16, std::vector<Bytes>(16, 100));
+  overlap::PairBytes pairs(16, std::vector<Bytes>(16, 100));
   for (auto& row : pairs) row[9] = 200;
   const auto ports = deepep_port_bytes_of_pairs(DeepEpKernel::low_latency, l, pairs);
   CHECK(ports[9].rdma_recv == 8 * 200);

@@ -11,7 +11,7 @@ using namespace overlap;
 
 namespace {
 
-PairBytes even_pairs(int n, Bytes b) { return PairBytes(static_cast<std::size_t>(n), std::vector<Bytes>(static_cast<std::size_t>(n), b)); }
+overlap::PairBytes even_pairs(int n, Bytes b) { return overlap::PairBytes(static_cast<std::size_t>(n), std::vector<Bytes>(static_cast<std::size_t>(n), b)); }
 
 Bytes most(const HierarchicalPhaseBytes& p) {
   Bytes m = 0;
@@ -63,7 +63,7 @@ TEST_CASE("hierarchical all-to-all at 8 nodes: seven NICs a node carry the excha
 TEST_CASE("hierarchical all-to-all conserves bytes under any matrix", "[hierarchical_a2a]") {
   std::mt19937 rng(3);
   std::uniform_int_distribution<int> d(0, 5000);
-  PairBytes p(32, std::vector<Bytes>(32));
+  overlap::PairBytes p(32, std::vector<Bytes>(32));
   Bytes remote = 0;
   for (int s = 0; s < 32; ++s)
     for (int t = 0; t < 32; ++t) {
@@ -82,7 +82,7 @@ TEST_CASE("hierarchical all-to-all refuses groups that are not two or more whole
   using Catch::Matchers::Contains;
   CHECK_THROWS_WITH(hierarchical_all_to_all(even_pairs(8, 1), 8, {}), Contains("two or more nodes"));
   CHECK_THROWS_WITH(hierarchical_all_to_all(even_pairs(12, 1), 8, {}), Contains("two or more nodes"));
-  PairBytes bad = even_pairs(16, 1);
+  overlap::PairBytes bad = even_pairs(16, 1);
   bad[3][4] = -1;
   CHECK_THROWS_WITH(hierarchical_all_to_all(bad, 8, {1, 1, 0, 0}), Contains("negative"));
 }

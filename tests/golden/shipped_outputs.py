@@ -6,7 +6,10 @@ For every scenario under scenarios/ and scenarios/papers/ this runs `overlap-sim
 user reads, committed as tests/data/golden/<stem>.txt) and `overlap-sim run FILE --format json` (every
 figure at full precision, committed as its SHA-256 in tests/data/golden/SHA256SUMS: 11 MB of JSON is
 too much to keep, and a hash still tells a byte apart); the same for `validate --papers`. The README's
-first code block must be the start of the default scenario's table. The source
+first code block must be the start of the default scenario's table. Each scenario's two outputs are also
+checked for what a user relies on: every line of the table within the report's width (kTableWidth in
+sim/report.hpp), every number of the JSON finite and every scheme's latency positive. These two checks
+are the release pass's only run of the whole corpus for them (tests/CMakeLists.txt, [sampled]). The source
 directory is written as {src} so the outputs do not depend on where the clone lives; since a note that
 names a path is wrapped at the path's real length, two tables whose words and order agree are the same
 table (a longer clone path moves a line break, not a figure).
@@ -18,7 +21,10 @@ import argparse
 import concurrent.futures
 import difflib
 import hashlib
+import json
+import math
 import os
+import re
 import subprocess
 import sys
 
@@ -38,18 +44,54 @@ def shipped_runs():
     return runs
 
 
-def output_of(binary, argv):
+def table_width():
+    """The width `run`'s table keeps to: sim/report.hpp's kTableWidth, read where it is defined."""
+    with open(os.path.join(ROOT, "sim", "report.hpp")) as f:
+        return int(re.search(r"kTableWidth = (\d+);", f.read()).group(1))
+
+
+def raw_output_of(binary, argv):
     proc = subprocess.run([binary] + argv, cwd=ROOT, capture_output=True, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"overlap-sim {' '.join(argv)} exited {proc.returncode}: "
                            f"{proc.stderr.decode(errors='replace')[:2000]}")
-    return proc.stdout.decode().replace(ROOT, "{src}")
+    return proc.stdout.decode()
 
 
-def both_outputs(binary, name, argv):
-    text = output_of(binary, argv)
-    digest = hashlib.sha256(output_of(binary, argv + ["--format", "json"]).encode()).hexdigest()
-    return name, text, digest
+def not_finite(value, where):
+    """The first number of a parsed JSON document that is NaN or infinite, as 'where: value'."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{where}: {value}"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, v in items:
+        found = not_finite(v, f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]")
+        if found:
+            return found
+    return None
+
+
+def run_problems(table, report, width):
+    """What a user relies on in a scenario's outputs: the table within its width, the JSON's numbers finite, a
+    positive latency for every scheme (the raw outputs, before the clone's path is written as {src})."""
+    problems = [f"table line {i + 1} is {len(line)} columns, more than {width}: {line}"
+                for i, line in enumerate(table.splitlines()) if len(line) > width]
+    parsed = json.loads(report)
+    if not parsed.get("results"):
+        problems.append("the JSON report has no results")
+    found = not_finite(parsed, "report")
+    if found:
+        problems.append(f"a number is not finite: {found}")
+    problems += [f"{r.get('scheme')}: latency_us {r.get('latency_us')} is not positive"
+                 for r in parsed.get("results", []) if not r.get("latency_us", 0) > 0]
+    return problems
+
+
+def both_outputs(binary, name, argv, width):
+    """(name, table, SHA-256 of the JSON, problems) for one compared output."""
+    table = raw_output_of(binary, argv)
+    report = raw_output_of(binary, argv + ["--format", "json"])
+    problems = run_problems(table, report, width) if argv[0] == "run" else []
+    return name, table.replace(ROOT, "{src}"), hashlib.sha256(report.replace(ROOT, "{src}").encode()).hexdigest(), problems
 
 
 def same_words(a, b):
@@ -90,7 +132,14 @@ def main():
     args = ap.parse_args()
     runs = shipped_runs()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        results = list(pool.map(lambda r: both_outputs(args.binary, *r), runs))
+        width = table_width()
+        checked = list(pool.map(lambda r: both_outputs(args.binary, *r, width), runs))
+    problems = [f"{name}: {p}" for name, _, _, found in checked for p in found]
+    if problems:
+        print("\n".join(problems))
+        print(f"{len(problems)} problems in the shipped scenarios' outputs (nothing written)")
+        return 1
+    results = [(name, text, digest) for name, text, digest, _ in checked]
 
     sums = read_sums()
     moved = []

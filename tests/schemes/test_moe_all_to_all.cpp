@@ -25,7 +25,7 @@ const std::string kSource = OVERLAP_SOURCE_DIR;
 // rank. Uniform routing gives every (rank, expert) pair 4096 x 8 / 256 = 128 tokens: every pair of
 // ranks exchanges the same 128 x 16 experts x 7168 x 2 bytes, so the pairs are the uniform expectation.
 Workload deepseek_ep16(MoeAllToAll a, int max_nodes = 0) {
-  Workload w = test::moe_workload(16, 256, 8, 4096, 7168, 2048);
+  Workload w = sim::test::moe_workload(16, 256, 8, 4096, 7168, 2048);
   Moe& m = std::get<Moe>(w.shape);
   m.all_to_all = a;
   m.max_nodes = max_nodes;
@@ -47,7 +47,7 @@ TEST_CASE("moe all_to_all: DeepEP and hierarchical dispatch take their cost mode
   const std::int64_t pair = 128 * 16 * 7168 * 2;
   const overlap::PairBytes pairs(16, std::vector<Bytes>(16, pair));
   for (const int max_nodes : {0, 1, 2}) {
-    const BuiltScheme b = test::build_moe_scheme("no_overlap", deepseek_ep16(MoeAllToAll::deepep, max_nodes), hw);
+    const BuiltScheme b = sim::test::build_moe_scheme("no_overlap", deepseek_ep16(MoeAllToAll::deepep, max_nodes), hw);
     const Op& d = first_op(b, "dispatch");
     const DeepEpLayout l{16, 8, 256, 8, max_nodes};
     // The pairs are the expectation, so the ports are deepep_expected_port_bytes (tests/cost_model/deepep_test.cpp);
@@ -59,12 +59,12 @@ TEST_CASE("moe all_to_all: DeepEP and hierarchical dispatch take their cost mode
   }
   // Fewer nodes a token reaches, fewer RDMA copies: the dispatch gets faster with max_nodes.
   const auto dispatch_ps = [&](int max_nodes) {
-    return first_op(test::build_moe_scheme("no_overlap", deepseek_ep16(MoeAllToAll::deepep, max_nodes), hw), "dispatch").duration_ps;
+    return first_op(sim::test::build_moe_scheme("no_overlap", deepseek_ep16(MoeAllToAll::deepep, max_nodes), hw), "dispatch").duration_ps;
   };
   CHECK(dispatch_ps(1) < dispatch_ps(2));
   CHECK(dispatch_ps(2) == dispatch_ps(0));  // two nodes: at most 2 is no limit
 
-  const BuiltScheme ll = test::build_moe_scheme("moe_pipeline", deepseek_ep16(MoeAllToAll::deepep_low_latency), hw,
+  const BuiltScheme ll = sim::test::build_moe_scheme("moe_pipeline", deepseek_ep16(MoeAllToAll::deepep_low_latency), hw,
                                                 {{"chunks", 1}});
   const Op& lld = first_op(ll, "dispatch");
   CHECK(lld.channels == 0);  // hook-based: no SM held once issued
@@ -72,11 +72,11 @@ TEST_CASE("moe all_to_all: DeepEP and hierarchical dispatch take their cost mode
                                                                              {16, 8, 256, 8, 0}, pairs),
                                                   deepep_rates(hw))) <= 1);
 
-  const BuiltScheme h = test::build_moe_scheme("no_overlap", deepseek_ep16(MoeAllToAll::hierarchical), hw);
+  const BuiltScheme h = sim::test::build_moe_scheme("no_overlap", deepseek_ep16(MoeAllToAll::hierarchical), hw);
   CHECK(first_op(h, "combine").duration_ps == hierarchical_all_to_all(pairs, 8, hierarchical_rates(hw)).time_ps);
 
   // NCCL (the default) is the all-to-allv exactly as before.
-  const BuiltScheme n = test::build_moe_scheme("no_overlap", deepseek_ep16(MoeAllToAll::nccl), hw);
+  const BuiltScheme n = sim::test::build_moe_scheme("no_overlap", deepseek_ep16(MoeAllToAll::nccl), hw);
   CHECK(first_op(n, "dispatch").duration_ps ==
         all_to_allv_cost(hw, pairs, collective_link_class(hw, 16)).time_ps);
 }
@@ -86,7 +86,7 @@ TEST_CASE("moe all_to_all: DeepEP's normal kernels hold SMs in the engine, low l
   // GEMM runs on the rest) and, alone on an idle fabric (no_overlap), exactly its cost model's time.
   const HardwareProfile hw = load_profile("h100-2node-ib400", kSource + "/scenarios/hardware");
   for (const MoeAllToAll a : {MoeAllToAll::deepep, MoeAllToAll::deepep_low_latency, MoeAllToAll::hierarchical}) {
-    const BuiltScheme b = test::build_moe_scheme("no_overlap", deepseek_ep16(a), hw);
+    const BuiltScheme b = sim::test::build_moe_scheme("no_overlap", deepseek_ep16(a), hw);
     const Timeline t = run(b.graph, make_node(hw, 16));
     int seen = 0;
     for (const Op& o : b.graph.ops()) {

@@ -26,6 +26,19 @@ inline CliResult cli(const std::vector<std::string>& args) {
   return r;
 }
 
+// `overlap-sim run ARGS... --placeholder-check never`: for a test of something other than the
+// placeholder check. On a profile with guessed values (every shipped one) `run` re-runs its schemes at
+// both ends of each guess's range by default, up to 17 runs where one was asked for (the default
+// scenario: 0.16 s of CPU against 0.02 s in the release build, several times that under the
+// sanitizers). The check has tests of its own (cli/placeholder_sensitivity_test.cpp,
+// sim/test_placeholder_reruns.cpp) and runs on every shipped scenario in the golden test.
+inline CliResult cli_unchecked(const std::vector<std::string>& run_args) {
+  std::vector<std::string> args = {"run"};
+  args.insert(args.end(), run_args.begin(), run_args.end());
+  args.insert(args.end(), {"--placeholder-check", "never"});
+  return cli(args);
+}
+
 // A small, fast scenario: one GEMM + `primitive` on 4 of the H100s, up to its `schemes:` line (the
 // caller lists the schemes). Its lines, which the refusal tests cite by number:
 //   1 hardware: h100-sxm-8x-nvswitch   4 tp: 4      7 k: 2048
