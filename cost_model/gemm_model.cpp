@@ -28,9 +28,10 @@ std::string shape_text(const GemmShape& s) {
 
 Ps gemm_time_unchecked(const HardwareProfile& profile, const GemmShape& shape, int sms_available);
 
-// FLOP per picosecond one SM sustains on a large compute-bound GEMM.
+// FLOP per picosecond one SM sustains on a large compute-bound GEMM, at the clock the job holds
+// (GpuSpec::compute_clock_ratio: the tensor cores do a fixed number of FLOP per SM clock).
 double flop_per_ps_per_sm(const GpuSpec& gpu, DType dtype) {
-  if (gpu.gemm_tile_us > 0) return 2.0 * 128 * 128 * 1024 / (gpu.gemm_tile_us * 1e6);
+  if (gpu.gemm_tile_us > 0) return 2.0 * 128 * 128 * 1024 / (gpu.gemm_tile_us * 1e6) * gpu.compute_clock_ratio();
   auto it = gpu.peak_tflops.find(dtype_name(dtype));
   // fp16 and bf16 run at the same tensor-core rate on every GPU in facts.md; accept either.
   if (it == gpu.peak_tflops.end() && (dtype == DType::fp16 || dtype == DType::bf16)) {
@@ -40,12 +41,16 @@ double flop_per_ps_per_sm(const GpuSpec& gpu, DType dtype) {
     throw std::invalid_argument(std::string("GEMM model: no peak_tflops for dtype ") + dtype_name(dtype));
   }
   if (gpu.sm_count <= 0) throw std::invalid_argument("GEMM model: sm_count must be positive");
-  return flop_per_ps_from_tflops(it->second) * gpu.gemm_efficiency / gpu.sm_count;
+  return flop_per_ps_from_tflops(it->second) * gpu.gemm_efficiency / gpu.sm_count * gpu.compute_clock_ratio();
 }
 
-// The per-SM rate as gemm_roofline.hpp's tile time (one 128x128x1024 tile, us).
+// The per-SM rate as gemm_roofline.hpp's tile time (one 128x128x1024 tile, us). The operand loads
+// (from L2) and the fixed part are counted in SM clocks too, so the whole CTA time scales with the
+// clock and the tile choice does not change.
 GemmRoofline roofline_of(const GpuSpec& gpu, DType dtype) {
-  return GemmRoofline{2.0 * 128 * 128 * 1024 / (flop_per_ps_per_sm(gpu, dtype) * 1e6), gpu.gemm_sm_load_gbps, gpu.gemm_cta_overhead_us};
+  const double clock = gpu.compute_clock_ratio();
+  return GemmRoofline{2.0 * 128 * 128 * 1024 / (flop_per_ps_per_sm(gpu, dtype) * 1e6), gpu.gemm_sm_load_gbps * clock,
+                      gpu.gemm_cta_overhead_us / clock};
 }
 
 // Tile shapes cuBLASLt 13.1 chose for bf16 on an H100 over the calibration's grid and wave sweep
@@ -120,7 +125,9 @@ GemmPlan plan_gemm_unchecked(const HardwareProfile& profile, const GemmShape& s)
     const std::int64_t w = plan.waves(gpu.sm_count);
     const double wave_units =
         static_cast<double>(w - 1) + gemm_saturation_factor(gpu, plan.reference_sms, last_wave_sms(plan, gpu.sm_count));
-    plan.cta_ps = std::max<Ps>(1, static_cast<Ps>(static_cast<double>(ps_from_us(cal->duration_us)) / wave_units));
+    // A measured duration holds at peak_clock_mhz; the job's clock scales it like any SM-side rate.
+    plan.cta_ps = std::max<Ps>(1, static_cast<Ps>(static_cast<double>(ps_from_us(cal->duration_us)) / wave_units /
+                                                  gpu.compute_clock_ratio()));
   } else if (roofline) {
     plan.cta_ps = std::max<Ps>(1, checked_ps(std::ceil(
                                       gemm_cta_us(roofline_of(gpu, s.dtype), plan.tile_m, plan.tile_n, s.k, dtype_bytes(s.dtype), plan.ctas_per_sm) * 1e6)));

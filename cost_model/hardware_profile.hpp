@@ -25,6 +25,20 @@ struct GpuSpec {
   int sm_count = 0;
   int gemm_ctas_per_sm = 1;           // GEMM CTAs resident per SM (CUTLASS/cuBLAS big tiles: 1)
   double clock_mhz = 0;               // informational (0 = unknown)
+  // The SM clock the compute rates hold at (peak_tflops x gemm_efficiency, gemm_tile_us, the CTA
+  // roofline, gemm_profiles) and the clock the job sustains under its power limit; with both given,
+  // every SM-side GEMM and attention rate scales by sustained / peak (compute_clock_ratio). A datasheet's
+  // tensor-core peak is quoted at a clock of its own: H100 SXM's 989.4 TFLOP/s bf16 is 540,672 FLOP per
+  // clock x 1.83 GHz, below its 1.98 GHz maximum (clock_mhz); NVIDIA's HPL runs took A100's Rpeak at
+  // the 1305 MHz it sustains at its power limit against its 1410 MHz boost (glennklockwood.com,
+  // "Peak FLOPS", "Matrix FLOPS" and "Rpeak"). HBM, links and launches keep their rates: the memory
+  // clock is not the SM clock. 0 = not given (no scaling).
+  double peak_clock_mhz = 0;
+  double sustained_clock_mhz = 0;
+  // sustained_clock_mhz / peak_clock_mhz when both are given, else 1.
+  double compute_clock_ratio() const {
+    return peak_clock_mhz > 0 && sustained_clock_mhz > 0 ? sustained_clock_mhz / peak_clock_mhz : 1.0;
+  }
   std::map<std::string, double> peak_tflops;  // dense, by dtype name ("bf16", "fp16", "fp8", "fp32")
   double gemm_efficiency = 0.8;       // fraction of peak a large compute-bound GEMM reaches
   double hbm_bandwidth_gbps = 0;      // datasheet HBM bandwidth

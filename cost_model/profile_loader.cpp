@@ -82,6 +82,17 @@ GpuSpec read_gpu(const YamlReader& r) {
   }
   if (g.clock_mhz != 0 && g.clock_mhz < 1)
     r.fail_at(ps::gpu_keys::clock_mhz.name_str(), "must be 0 (not given) or at least 1 MHz");
+  for (const auto& [key, mhz] : {std::pair{&ps::gpu_keys::peak_clock_mhz, g.peak_clock_mhz},
+                                 std::pair{&ps::gpu_keys::sustained_clock_mhz, g.sustained_clock_mhz}}) {
+    if (mhz != 0 && mhz < 1) r.fail_at(key->name_str(), "must be 0 (not given) or at least 1 MHz");
+  }
+  if (g.sustained_clock_mhz > 0 && g.peak_clock_mhz <= 0)
+    r.fail_at(ps::gpu_keys::sustained_clock_mhz.name_str(),
+              "needs " + ps::gpu_keys::peak_clock_mhz.name_str() + ", the clock the compute rates hold at");
+  if (g.sustained_clock_mhz > 0 && g.clock_mhz > 0 && g.sustained_clock_mhz > g.clock_mhz)
+    r.fail_at(ps::gpu_keys::sustained_clock_mhz.name_str(),
+              fmt::format("{:g} MHz is above the GPU's maximum {} ({:g} MHz)", g.sustained_clock_mhz,
+                          ps::gpu_keys::clock_mhz.name_str(), g.clock_mhz));
   const std::string peak = ps::gpu_keys::peak_tflops.name_str();
   if (g.peak_tflops.empty() && g.gemm_tile_us <= 0) {
     throw InputError(r.file(), r.line(), r.path().empty() ? peak : r.path() + "." + peak,

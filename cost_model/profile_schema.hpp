@@ -107,6 +107,15 @@ inline constexpr K gemm_ctas_per_sm{"gpu.gemm_ctas_per_sm", &GpuSpec::gemm_ctas_
                                     "CUTLASS/cuBLAS big tiles: 1"};
 inline constexpr K clock_mhz{"gpu.clock_mhz", &GpuSpec::clock_mhz, Check::range, &ranges::clock_mhz, false, "",
                              "SM clock, informational (0 = unknown)", "device attribute clockRate"};
+inline constexpr K peak_clock_mhz{"gpu.peak_clock_mhz", &GpuSpec::peak_clock_mhz, Check::range, &ranges::clock_mhz,
+                                  false, "",
+                                  "SM clock the compute rates hold at (peak_tflops' clock); 0 = not given",
+                                  "datasheet peak / (FLOP per clock): H100 SXM 1830, A100 1410 (glennklockwood.com, Peak FLOPS)"};
+inline constexpr K sustained_clock_mhz{
+    "gpu.sustained_clock_mhz", &GpuSpec::sustained_clock_mhz, Check::range, &ranges::clock_mhz, false, "",
+    "SM clock the job sustains under its power limit: GEMM and attention rates scale by it / peak_clock_mhz; 0 = no "
+    "scaling",
+    "nvidia-smi clocks.sm during the job; A100 1305 at 400 W (NVIDIA's HPL Rpeak, glennklockwood.com)"};
 inline constexpr K peak_tflops{"gpu.peak_tflops", &GpuSpec::peak_tflops, Check::range,
                                &ranges::peak_tflops, false, "", "dense tensor-core peak per dtype (fp8, fp16, bf16, fp32)",
                                "datasheet (facts.md)"};
@@ -159,7 +168,7 @@ inline constexpr K gemm_full_rate_sms{"gpu.gemm_full_rate_sms", &GpuSpec::gemm_f
 }  // namespace gpu_keys
 inline constexpr std::array kGpu = {
     &gpu_keys::name,           &gpu_keys::sm_count,          &gpu_keys::gemm_ctas_per_sm,
-    &gpu_keys::clock_mhz,      &gpu_keys::peak_tflops,       &gpu_keys::gemm_efficiency,
+    &gpu_keys::clock_mhz,      &gpu_keys::peak_clock_mhz,    &gpu_keys::sustained_clock_mhz, &gpu_keys::peak_tflops,       &gpu_keys::gemm_efficiency,
     &gpu_keys::hbm_bandwidth_gbps, &gpu_keys::hbm_efficiency, &gpu_keys::hbm_latency_us,
     &gpu_keys::hbm_sm_gbps,    &gpu_keys::copy_engines,      &gpu_keys::min_sm_partition,
     &gpu_keys::gemm_tile_us,   &gpu_keys::gemm_sm_load_gbps, &gpu_keys::gemm_cta_overhead_us,

@@ -60,6 +60,9 @@ void print_table(const HardwareProfile& p, std::ostream& out) {
   row(gk::sm_count.name(), std::to_string(g.sm_count));
   for (const auto& [dt, tf] : g.peak_tflops) row(label(gk::peak_tflops) + "." + dt, fmt::format("{:g} {}", tf, unit(gk::peak_tflops)));
   row(gk::gemm_efficiency.name(), fmt::format("{:g}", g.gemm_efficiency));
+  if (g.compute_clock_ratio() != 1.0)
+    row(gk::sustained_clock_mhz.name(), fmt::format("{:g} of {:g} {}: compute x{:.4g}", g.sustained_clock_mhz,
+                                                    g.peak_clock_mhz, unit(gk::sustained_clock_mhz), g.compute_clock_ratio()));
   if (g.gemm_tile_us > 0) row(gk::gemm_tile_us.name(), fmt::format("{:g} {}", g.gemm_tile_us, unit(gk::gemm_tile_us)));
   row(gk::gemm_comm_interference.name(), fmt::format("{:g}", g.gemm_comm_interference));
   row(gk::hbm_bandwidth_gbps.name(), fmt::format("{:g} {} (x{:g})", g.hbm_bandwidth_gbps, unit(gk::hbm_bandwidth_gbps), g.hbm_efficiency));

@@ -1557,12 +1557,29 @@ def add_trace_replay_entries(corpus, mlp_path):
                  '"dur": 10, "args": {"device": 0, "stream": 7}}]}')
     corpus.add_cli("trace_replay_mismatched_ranks", ["trace", pair[0], "{tmp}/t.json", "--replay", "-o", "{tmp}/out.txt"],
                    "trace_replay", "t.json", None, setup=previous + [["write", "t.json", other_job]], keep=keep)
+def add_sustained_clock_entries(corpus, mlp_path):
+    """gpu.peak_clock_mhz and gpu.sustained_clock_mhz (docs/guide/training.md "Sustained clocks"): a
+    sustained clock without the peak clock it scales against, one above the GPU's maximum clock_mhz,
+    a clock below 1 MHz, a negative one and a NaN, each refused naming the profile file and the key."""
+    profile = ("gpu:\n  sm_count: 132\n  clock_mhz: 1980\n  peak_tflops: {{bf16: 989}}\n{clocks}"
+               "fabric: {{num_gpus: 8, links: {{nvlink: {{bandwidth_gbps: 450, latency_us: 1}}}}}}\n")
+    cases = [
+        ("without_peak", "  sustained_clock_mhz: 1700\n", "gpu.sustained_clock_mhz"),
+        ("above_max", "  peak_clock_mhz: 1830\n  sustained_clock_mhz: 2500\n", "gpu.sustained_clock_mhz"),
+        ("peak_below_1mhz", "  peak_clock_mhz: 0.5\n", "gpu.peak_clock_mhz"),
+        ("negative", "  peak_clock_mhz: 1830\n  sustained_clock_mhz: -5\n", "gpu.sustained_clock_mhz"),
+        ("nan", "  peak_clock_mhz: 1830\n  sustained_clock_mhz: .nan\n", "gpu.sustained_clock_mhz"),
+    ]
+    for name, clocks, key in cases:
+        corpus.add_cli(f"sustained_clock_{name}", ["profile", "show", "{tmp}/p.yaml"], "sustained_clock", "p.yaml", key,
+                       setup=[["write", "p.yaml", profile.format(clocks=clocks)]])
 
 
 APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
             add_network_memory_trace_entries, add_placeholder_entries, add_input_hardening_entries,
             add_trace_hardening_entries, add_step_kernel_entries, add_pipeline_entries,
-            add_moe_all_to_all_entries, add_plan_entries, add_trace_replay_entries]
+            add_moe_all_to_all_entries, add_plan_entries, add_trace_replay_entries,
+            add_sustained_clock_entries]
 
 
 def main():

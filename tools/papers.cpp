@@ -155,7 +155,7 @@ const sim::SchemeResult& ScenarioRunner::result(const std::string& name, const s
 }
 
 const std::vector<std::string>& paper_sources() {
-  static const std::vector<std::string> names = {"commfuse", "flashoverlap", "async_tp", "dtp", "flux"};
+  static const std::vector<std::string> names = {"commfuse", "flashoverlap", "async_tp", "dtp", "flux", "megatron"};
   return names;
 }
 
@@ -201,6 +201,8 @@ PapersReport summarize(std::vector<PaperRow> rows) {
 // FlashOverlap's Mixtral-8x7B result from the moe workload (papers_flashoverlap_moe.cpp).
 std::vector<PaperRow> flashoverlap_moe_rows(ScenarioRunner& runner);
 std::vector<PaperRow> flux_rows(ScenarioRunner& runner);
+// Narayanan et al.'s measured Megatron-LM training throughput as simulated steps (papers_training.cpp).
+std::vector<PaperRow> megatron_training_rows(ScenarioRunner& runner);
 
 PapersReport papers_report(ScenarioRunner& runner, const std::vector<std::string>& sources) {
   auto wanted = [&](const std::string& s) {
@@ -217,6 +219,7 @@ PapersReport papers_report(ScenarioRunner& runner, const std::vector<std::string
   if (wanted("async_tp")) add(async_tp_rows(runner));
   if (wanted("dtp")) add(dtp_rows(runner));
   if (wanted("flux")) add(flux_rows(runner));
+  if (wanted("megatron")) add(megatron_training_rows(runner));
   return summarize(std::move(rows));
 }
 
@@ -307,6 +310,8 @@ const std::vector<PaperSource>& source_titles() {
                                "Async TP (blog post, 2025-05-26)"},
       {"delayed-tp-blog", "Delayed Tensor Parallelism for Faster Transformer Inference (blog post)"},
       {"flux-report", "FLUX's performance report: github.com/bytedance/flux, docs/performance_report.md"},
+      {"megatron-sc21", "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM (Narayanan et "
+                        "al., SC '21, arXiv 2104.04473)"},
   };
   return kSources;
 }

@@ -1,0 +1,148 @@
+// Whole training steps against measured runs: Narayanan et al., "Efficient Large-Scale Language Model
+// Training on GPU Clusters Using Megatron-LM" (SC'21, arXiv 2104.04473), Table 1's four rows without
+// pipeline parallelism (GPT 1.7B, 3.6B, 7.5B and 18.4B on 32 to 256 A100s of Selene, tensor-parallel
+// size 1, 2, 4 and 8, data-parallel size 32). Each row's scenario (scenarios/papers/megatron-sc21-*.yaml)
+// states the setting and what is approximated.
+//
+// The paper reports throughput as Eq. 3's FLOPs per iteration, 96 B s l h^2 (1 + s / 6h + V / 16 l h)
+// (recomputation counted), over the measured iteration time and the GPUs. The prediction divides the
+// same FLOPs by the simulated step time, so predicted / published is published time / simulated time.
+//
+// Two kinds of row, judged apart (docs/guide/training.md "Validation on measured runs"):
+// - absolute: TFLOP/s per GPU, within 10 %; not ratio rows, so not in the report's median;
+// - scaling: each row's TFLOP/s over the 1.7B row's (tensor-parallel size 1 -> 2, 4, 8 at data-parallel
+//   size 32, the model growing with it), within 5 %; dimensionless, counted in the median.
+#include <array>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tools/papers.hpp"
+
+namespace overlap::tools::papers {
+
+namespace {
+
+constexpr const char* kMegatronSource = "megatron-sc21";
+
+struct MegatronRow {
+  const char* file;  // scenarios/papers/<file>.yaml
+  const char* size;  // as Table 1 prints the parameter count
+  double heads, hidden, layers;
+  int tp, gpus;
+  double batch;            // global batch, sequences
+  double tflops_per_gpu;   // "Achieved teraFLOP/s per GPU"
+};
+
+// Table 1, the rows with pipeline-parallel size 1 (sequence length 2048, vocabulary 51,200).
+constexpr std::array kMegatronTable1 = {
+    MegatronRow{"megatron-sc21-gpt-1.7b-tp1-dp32", "1.7B", 24, 2304, 24, 1, 32, 512, 137},
+    MegatronRow{"megatron-sc21-gpt-3.6b-tp2-dp32", "3.6B", 32, 3072, 30, 2, 64, 512, 138},
+    MegatronRow{"megatron-sc21-gpt-7.5b-tp4-dp32", "7.5B", 32, 4096, 36, 4, 128, 512, 142},
+    MegatronRow{"megatron-sc21-gpt-18.4b-tp8-dp32", "18.4B", 48, 6144, 40, 8, 256, 1024, 135},
+};
+
+constexpr double kMegatronSeq = 2048, kMegatronVocab = 51200;
+
+// Eq. 3: FLOPs of one iteration with activation recomputation.
+double megatron_eq3_flops(const MegatronRow& r) {
+  const double s = kMegatronSeq, h = r.hidden, l = r.layers;
+  return 96 * r.batch * s * l * h * h * (1 + s / (6 * h) + kMegatronVocab / (16 * l * h));
+}
+
+// Core attention's share of Eq. 3: the s / 6h term over the whole. Megatron-LM of 2021 computed the
+// whole s x s score matrix (unfused, masked afterwards) where the workload's causal kernel skips half,
+// so the simulated step does about half of this share less work.
+double megatron_attention_share(const MegatronRow& r) {
+  const double s = kMegatronSeq, h = r.hidden, l = r.layers;
+  return (s / (6 * h)) / (1 + s / (6 * h) + kMegatronVocab / (16 * l * h));
+}
+
+// What the simulated step leaves out of Megatron-LM's attention of 2021 (its Sec. 4.2 fuses only the
+// scale, mask and softmax into one kernel): the b x a/t x s^2 scores go through HBM. Per score element
+// of one forward, in fp16: QK^T writes it (2 bytes), the fused masked softmax reads and writes it (4),
+// dropout reads it and writes it and its mask (5), and the AV GEMM reads it (2): 13 bytes. With full
+// recomputation the forward runs twice and the backward moves about as much again as both: 4 x 13.
+// An estimate of the missing time at the profile's HBM rate (2039 GB/s x 0.9), not a fitted figure.
+constexpr double kUnfusedScoreBytesPerStep = 4 * 13;
+constexpr double kA100StreamGbps = 2039 * 0.9;
+
+double megatron_unfused_attention_s(const MegatronRow& r) {
+  const double per_replica = r.batch / (r.gpus / r.tp);
+  const double scores = r.layers * per_replica * (r.heads / r.tp) * kMegatronSeq * kMegatronSeq;
+  return scores * kUnfusedScoreBytesPerStep / (kA100StreamGbps * 1e9);
+}
+
+struct MegatronPrediction {
+  double step_s = 0;
+  double tflops_per_gpu = 0;
+};
+
+MegatronPrediction predict_megatron_step(ScenarioRunner& runner, const MegatronRow& r) {
+  const sim::SchemeResult& res = runner.result(r.file, {}, "no_overlap");
+  MegatronPrediction p;
+  p.step_s = static_cast<double>(res.latency_ps) * 1e-12;
+  p.tflops_per_gpu = p.step_s > 0 ? megatron_eq3_flops(r) / (p.step_s * r.gpus) / 1e12 : 0;
+  return p;
+}
+
+std::string megatron_setting(const MegatronRow& r) {
+  return fmt::format("{}.yaml: GPT {} ({} heads, hidden {}, {} layers), TP {} x DP {} on {} A100 "
+                     "(a100-4node-hdr200-rail at 32 nodes), global batch {} x 2048 tokens, full recompute, fp16",
+                     r.file, r.size, r.heads, r.hidden, r.layers, r.tp, r.gpus / r.tp, r.gpus, r.batch);
+}
+
+}  // namespace
+
+std::vector<PaperRow> megatron_training_rows(ScenarioRunner& runner) {
+  std::array<MegatronPrediction, kMegatronTable1.size()> pred;
+  for (std::size_t i = 0; i < kMegatronTable1.size(); ++i) pred[i] = predict_megatron_step(runner, kMegatronTable1[i]);
+  std::vector<PaperRow> rows;
+  for (std::size_t i = 0; i < kMegatronTable1.size(); ++i) {
+    const MegatronRow& r = kMegatronTable1[i];
+    const double published_s = megatron_eq3_flops(r) / (r.tflops_per_gpu * 1e12 * r.gpus);
+    RowSpec spec = row_spec(kMegatronSource, "Table 1", fmt::format("GPT {} throughput per GPU (TP {}, PP 1)", r.size, r.tp),
+                            fmt::format("{}; simulated step {:.3f} s against Eq. 3's {:.3f} s at the measured rate",
+                                        megatron_setting(r), pred[i].step_s, published_s),
+                            r.tflops_per_gpu, fmt::format("{:g} teraFLOP/s per GPU", r.tflops_per_gpu));
+    spec.unit = "TFLOP/s";
+    spec.ratio = false;  // an absolute throughput: judged at 10 %, outside the ratio median
+    spec.tolerance_pct = 10;
+    const double unfused_s = megatron_unfused_attention_s(r);
+    const double with_unfused = megatron_eq3_flops(r) / ((pred[i].step_s + unfused_s) * r.gpus) / 1e12;
+    spec.cause = fmt::format(
+        "ours: unfused attention is not modelled; Megatron-LM of 2021 wrote the s x s scores to HBM (about {:.2f} s "
+        "of the {:.2f} s gap at 52 bytes per score a step: {:.1f} TFLOP/s with it added) and computed all of them "
+        "where the causal kernel does half ({:.1f} % of Eq. 3 is core attention); the GEMM efficiency is the A100 "
+        "profile's default 0.8 for every shape",
+        unfused_s, published_s - pred[i].step_s, with_unfused, 100 * megatron_attention_share(r));
+    spec.cause_is_ours = true;
+    rows.push_back(judge(spec, pred[i].tflops_per_gpu));
+  }
+  for (std::size_t i = 1; i < kMegatronTable1.size(); ++i) {
+    const MegatronRow& r = kMegatronTable1[i];
+    const MegatronRow& base = kMegatronTable1[0];
+    RowSpec spec = row_spec(
+        kMegatronSource, "Table 1",
+        fmt::format("throughput per GPU, GPT {} at TP {} over GPT {} at TP 1 (weak scaling, DP 32)", r.size, r.tp, base.size),
+        fmt::format("{} and {}.yaml: {:.1f} / {:.1f} TFLOP/s per GPU predicted", megatron_setting(r), base.file,
+                    pred[i].tflops_per_gpu, pred[0].tflops_per_gpu),
+        r.tflops_per_gpu / base.tflops_per_gpu,
+        fmt::format("{:g} / {:g} teraFLOP/s per GPU", r.tflops_per_gpu, base.tflops_per_gpu));
+    spec.unit = "x";
+    spec.tolerance_pct = 5;
+    const double with_i = megatron_eq3_flops(r) / ((pred[i].step_s + megatron_unfused_attention_s(r)) * r.gpus);
+    const double with_0 = megatron_eq3_flops(base) / ((pred[0].step_s + megatron_unfused_attention_s(base)) * base.gpus);
+    spec.cause = fmt::format(
+        "ours: the measured rate stays flat as the model grows while ours falls; the unfused attention left out "
+        "costs the small models most (core attention {:.1f} % of Eq. 3 at {}, {:.1f} % at {}): with the estimate "
+        "added the ratio is {:.3f}; one GEMM efficiency for every shape also hides the larger GEMMs' gain",
+        100 * megatron_attention_share(base), base.size, 100 * megatron_attention_share(r), r.size, with_i / with_0);
+    spec.cause_is_ours = true;
+    rows.push_back(judge(spec, pred[0].tflops_per_gpu > 0 ? pred[i].tflops_per_gpu / pred[0].tflops_per_gpu : 0));
+  }
+  return rows;
+}
+
+}  // namespace overlap::tools::papers
