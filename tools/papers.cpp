@@ -155,7 +155,7 @@ const sim::SchemeResult& ScenarioRunner::result(const std::string& name, const s
 }
 
 const std::vector<std::string>& paper_sources() {
-  static const std::vector<std::string> names = {"commfuse", "flashoverlap", "async_tp", "dtp", "flux"};
+  static const std::vector<std::string> names = {"commfuse", "flashoverlap", "async_tp", "dtp", "flux", "collectives"};
   return names;
 }
 
@@ -201,6 +201,8 @@ PapersReport summarize(std::vector<PaperRow> rows) {
 // FlashOverlap's Mixtral-8x7B result from the moe workload (papers_flashoverlap_moe.cpp).
 std::vector<PaperRow> flashoverlap_moe_rows(ScenarioRunner& runner);
 std::vector<PaperRow> flux_rows(ScenarioRunner& runner);
+// DeepEP's tables and multi-node nccl-tests figures (papers_collectives.cpp).
+std::vector<PaperRow> collective_rows(ScenarioRunner& runner);
 
 PapersReport papers_report(ScenarioRunner& runner, const std::vector<std::string>& sources) {
   auto wanted = [&](const std::string& s) {
@@ -217,6 +219,7 @@ PapersReport papers_report(ScenarioRunner& runner, const std::vector<std::string
   if (wanted("async_tp")) add(async_tp_rows(runner));
   if (wanted("dtp")) add(dtp_rows(runner));
   if (wanted("flux")) add(flux_rows(runner));
+  if (wanted("collectives")) add(collective_rows(runner));
   return summarize(std::move(rows));
 }
 
@@ -307,6 +310,10 @@ const std::vector<PaperSource>& source_titles() {
                                "Async TP (blog post, 2025-05-26)"},
       {"delayed-tp-blog", "Delayed Tensor Parallelism for Faster Transformer Inference (blog post)"},
       {"flux-report", "FLUX's performance report: github.com/bytedance/flux, docs/performance_report.md"},
+      {"deepep-tables", "DeepEP's performance tables: github.com/deepseek-ai/DeepEP, docs/legacy.md, Performance"},
+      {"nccl-tests-issue-290", "Single-node and multi-node performance of H100 nodes (NVIDIA/nccl-tests issue 290)"},
+      {"nccl-tests-issue-119", "NCCL all_reduce_perf on 3 nodes of 8x A100 with 4 HDR NICs (NVIDIA/nccl-tests issue 119)"},
+      {"nccl-issue-1244", "2 node 16 H20 GPU allreduce performance is not as expected with NVL sharp (NVIDIA/nccl issue 1244)"},
   };
   return kSources;
 }
