@@ -69,10 +69,10 @@ std::vector<PaperRow> deepep_rows() {
     const DeepEpPortBytes c = deepep_expected_port_bytes(DeepEpKernel::low_latency, l, 128, bf16);
     const double per_gpu_dispatch = 128.0 * 8 * (fp8 + 16);
     if (r.ep != 8)
-      rows.push_back(judge(absolute(kDeepEp, "docs/legacy.md, Performance, low-latency kernels", fmt::format("EP {} dispatch latency", r.ep),
+      rows.push_back(judge(absolute(kDeepEp, "docs/legacy.md, section Performance, low-latency kernels", fmt::format("EP {} dispatch latency", r.ep),
                                     cfg, "us", r.dispatch_us, fmt::format("{} us", r.dispatch_us), per_gpu_dispatch),
                            static_cast<double>(deepep_time_ps(d, rates)) / 1e6));
-    rows.push_back(judge(absolute(kDeepEp, "docs/legacy.md, Performance, low-latency kernels", fmt::format("EP {} combine latency", r.ep),
+    rows.push_back(judge(absolute(kDeepEp, "docs/legacy.md, section Performance, low-latency kernels", fmt::format("EP {} combine latency", r.ep),
                                   cfg, "us", r.combine_us, fmt::format("{} us", r.combine_us), 128.0 * 8 * bf16),
                          static_cast<double>(deepep_time_ps(c, rates)) / 1e6));
   }
@@ -95,7 +95,7 @@ std::vector<PaperRow> deepep_rows() {
       // DeepEP's "bottleneck bandwidth": one node, the NVLink bytes a GPU receives (its own tokens
       // counted); across nodes, the RDMA bytes its tokens take to every node they reach (its own counted).
       const double logical = nodes == 1 ? p.nvlink_recv * 8.0 / 7.0 : p.rdma_send / (1.0 - 1.0 / nodes);
-      RowSpec s = absolute(kDeepEp, "docs/legacy.md, Performance, normal kernels",
+      RowSpec s = absolute(kDeepEp, "docs/legacy.md, section Performance, normal kernels",
                            fmt::format("EP {} {} bottleneck bandwidth ({})", r.ep, name, nodes == 1 ? "NVLink" : "RDMA"),
                            cfg, "GB/s", published, fmt::format("{} GB/s", published), 4096.0 * bytes);
       if (r.ep <= 16) {
@@ -126,7 +126,7 @@ std::vector<PaperRow> nccl_tests_rows(const std::string& hardware_dir) {
     const CollectivePlan plan = plan_collective(hw, CollectivePrimitive::all_reduce, s, 16, "network",
                                                 CollectiveOverrides{NcclAlgorithm::Ring, NcclProtocol::Simple});
     rows.push_back(judge(
-        absolute(kNcclTests290, "NVIDIA's comment: 46-48 GB/s per NIC", "all-reduce busbw, 2 nodes, NCCL_ALGO=RING",
+        absolute(kNcclTests290, "NVIDIA's comment of 2025-03-03", "all-reduce busbw, 2 nodes, NCCL_ALGO=RING",
                  "h100-2node-ib400: 2 x 8 H100 SXM, 8x CX7 NDR 400G a node, Ring/Simple forced, 4 GiB", "GB/s", 376,
                  "46-48 GB/s per NIC x 8 NICs = 368-384 (middle 376)", static_cast<double>(s)),
         all_reduce_busbw(plan, s, 16)));
@@ -142,7 +142,7 @@ std::vector<PaperRow> nccl_tests_rows(const std::string& hardware_dir) {
     expand_topology(hw.fabric);
     const Bytes s = Bytes{128} << 20;
     const CollectivePlan plan = plan_collective(hw, CollectivePrimitive::all_reduce, s, 24, "network");
-    RowSpec spec = absolute(kNcclTests119, "the reporter's run", "all-reduce peak busbw, 3 nodes",
+    RowSpec spec = absolute(kNcclTests119, "the reporter's comment", "all-reduce peak busbw, 3 nodes",
                             "a100-4node-hdr200-rail as 3 nodes, 4 NICs a node (24 ranks), NCCL's choice, 128 MiB",
                             "GB/s", 96, "about 96 GB/s", static_cast<double>(s));
     spec.cause = "at 128 MiB the model's Ring/LL128 latency still weighs; its bandwidth limit, 4 x 25 x 0.94 = 94 GB/s, "
@@ -157,7 +157,7 @@ std::vector<PaperRow> nccl_tests_rows(const std::string& hardware_dir) {
     const Bytes s = 512;
     const CollectivePlan plan = plan_collective(hw, CollectivePrimitive::all_reduce, s, 16, "network",
                                                 CollectiveOverrides{NcclAlgorithm::NVLSTree, NcclProtocol::Simple});
-    RowSpec spec = absolute(kNccl1244, "the reporter's table", "all-reduce time at 512 B, 2 nodes, NVLSTree",
+    RowSpec spec = absolute(kNccl1244, "Table in the description", "all-reduce time at 512 B, 2 nodes, NVLSTree",
                             "h100-2node-ib400 (2 x 8, 8x NDR a node), NVLSTree forced, 512 B", "us", 47,
                             "46-48 us from 4 B to 512 B (middle 47)", static_cast<double>(s));
     spec.cause = "NCCL's published NVLSTree latency constants (25 + 2 x 20.9 us) overestimate this cluster's floor";
