@@ -220,6 +220,14 @@ struct FabricSpec {
   // multi_node: the fraction of a NIC's line rate NCCL's network transport reaches: NVIDIA's figure
   // for NDR 400 Gb/s (50 GB/s) is 46-48 GB/s per NIC in nccl-tests (NVIDIA/nccl-tests issue 290).
   double nic_efficiency = 0.94;
+  // multi_node: nodes under one leaf switch (with rails, one rail switch of each rail); a transfer
+  // between nodes of different leaves crosses the spine, two more switches than one within a leaf
+  // (NVIDIA DGX SuperPOD reference architecture: a scalable unit of 32 nodes per leaf). 0 = every
+  // node under one switch tier.
+  int nodes_per_leaf = 0;
+  // multi_node: one switch's port-to-port latency, microseconds; NCCL's network hop latencies
+  // (comm.latency_us) already hold one crossing, the spine's two more are added (nccl_tuning.cpp).
+  double switch_latency_us = 0;
   std::map<std::string, LinkClass> links;
   std::vector<FabricNode> nodes;  // filled by expand_topology() unless explicit
   std::vector<FabricEdge> edges;

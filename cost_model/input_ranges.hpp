@@ -68,6 +68,8 @@ inline constexpr InputRange gpus_per_group{"GPUs per node / NUMA node", "",
                                            0, 65536, "GPUs", "0 = not given; at most fabric.num_gpus", true};
 inline constexpr InputRange nics_per_node{"NICs per node", "", 0, 65536, "NICs",
                                           "0 = one per GPU; must divide fabric.gpus_per_node", true};
+inline constexpr InputRange nodes_per_leaf{"nodes per leaf switch", "", 0, 65536, "nodes",
+                                        "0 = one switch tier; a 64-port leaf holds at most 64 nodes of a rail", true};
 inline constexpr InputRange fabric_nodes{"explicit fabric nodes / edges", "", 1, 1'000'000,
                                          "entries", "keeps the fabric small enough to build in seconds", true};
 
@@ -133,7 +135,7 @@ inline constexpr InputRange chunks{"integer scheme knob (chunks, streams, SMs, w
 
 inline constexpr std::array kAll = {&sm_count, &ctas_per_sm,   &clock_mhz, &peak_tflops, &bandwidth_gbps,
                                     &copy_engines, &latency_us, &gemm_tile_us, &factor,    &l2_reuse,    &l2_bytes,    &hbm_bytes,   &full_rate_sms,    &channels,
-                                    &num_gpus,  &gpus_per_group, &nics_per_node, &fabric_nodes, &curve_bytes, &curve_us,
+                                    &num_gpus,  &gpus_per_group, &nics_per_node, &nodes_per_leaf, &fabric_nodes, &curve_bytes, &curve_us,
                                     &curve_points, &tile,       &tp,        &gemm_dim,    &tokens,
                                     &batch,     &width,         &vocab,     &dropout,   &heads,     &layers,      &dp,          &bucket_mb,
                                     &prefetch,  &pp,           &vpp,       &micro_batches, &cp,

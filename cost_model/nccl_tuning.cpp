@@ -67,6 +67,33 @@ int nccl_log2i(long long v) {
   return l;
 }
 
+int nccl_spine_hops(const NcclCommunicator& comm, CollectivePrimitive p, NcclAlgorithm a) {
+  if (comm.leaves <= 1) return 0;
+  const int nodes = comm.n_nodes;
+  // At least one level when the nodes span two leaves (a tree over them must cross once each way).
+  const int levels = std::max(1, nccl_log2i(nodes) - nccl_log2i(comm.nodes_per_leaf));
+  switch (a) {
+    case A::Ring:
+      if (p == CollectivePrimitive::all_reduce) return std::min(2 * (nodes - 1), 2 * comm.leaves);
+      if (is_rs_or_ag(p)) return std::min(nodes - 1, comm.leaves);
+      return 1;  // broadcast, reduce: the pipeline's one network step
+    case A::Tree:
+    case A::NVLSTree:
+      return 2 * levels;
+    case A::PAT:
+      return levels;
+    case A::CollnetDirect:
+    case A::CollnetChain:
+    case A::NVLS:
+      return 1;
+    case A::SendRecv: {
+      const long long own_leaf = static_cast<long long>(comm.nodes_per_leaf) * comm.ranks_per_node;
+      return static_cast<int>(std::max<long long>(0, comm.n_ranks - own_leaf));
+    }
+  }
+  return 0;
+}
+
 NcclHw nccl_hw_of_link_class(const HardwareProfile& hw, const std::string& link_class) {
   const auto it = hw.comm.link_kinds.find(link_class);
   if (it != hw.comm.link_kinds.end()) return it->second;
@@ -131,6 +158,11 @@ NcclCommunicator nccl_communicator(const HardwareProfile& hw, int n_ranks, const
       c.ranks_per_node >= 2)
     c.nvls_channels = hw.comm.nvls_channels;
   c.collnet = hw.comm.collnet;
+  if (c.n_nodes > 1 && f.nodes_per_leaf > 0 && f.nodes_per_leaf < c.n_nodes) {
+    c.nodes_per_leaf = f.nodes_per_leaf;
+    c.leaves = (c.n_nodes + f.nodes_per_leaf - 1) / f.nodes_per_leaf;
+    c.spine_hop_us = 2.0 * f.switch_latency_us;
+  }
   c.arch_index = c.n_nodes <= 2 ? c.n_nodes - 1 : 2;
   return c;
 }
@@ -289,7 +321,7 @@ double nccl_latency_us(const HardwareProfile& hw, const NcclCommunicator& comm, 
     case A::SendRecv:
       break;
   }
-  return lat;
+  return lat + nccl_spine_hops(comm, p, a) * comm.spine_hop_us;
 }
 
 }  // namespace
@@ -392,7 +424,8 @@ NcclCost nccl_p2p_cost(const HardwareProfile& hw, const NcclCommunicator& comm, 
     s_per_bus_byte = std::max((n - ppn) / n / bus, (ppn - 1) / n / intra);
   }
   c.bandwidth_gbps = 1.0 / s_per_bus_byte;
-  c.latency_us = l.base_us + (comm.n_ranks - 1) * l.hw_us[static_cast<std::size_t>(index_of(comm.collective_hw))];
+  c.latency_us = l.base_us + (comm.n_ranks - 1) * l.hw_us[static_cast<std::size_t>(index_of(comm.collective_hw))] +
+                 nccl_spine_hops(comm, CollectivePrimitive::all_to_all, A::SendRecv) * comm.spine_hop_us;
   return c;
 }
 

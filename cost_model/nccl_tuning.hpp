@@ -49,6 +49,12 @@ struct NcclCommunicator {
   int channels = 1;                  // comm.channels (ring/tree graph channels)
   int nvls_channels = 0;             // 0 = NVLS unavailable
   bool collnet = false;
+  // Across nodes: the leaf switches the communicator's nodes sit under (fabric.nodes_per_leaf, nodes in
+  // rank order, consecutive nodes sharing a leaf; 1 = one switch tier) and what a hop between two
+  // leaves adds to NCCL's network hop latency: the spine's two crossings (2 x fabric.switch_latency_us).
+  int nodes_per_leaf = 0;  // 0: every node under one leaf
+  int leaves = 1;
+  double spine_hop_us = 0;
   int arch_index = 0;                // node-count class of the bandwidth caps: 0 one node, 1 two, 2 more
 };
 
@@ -99,5 +105,17 @@ NcclHw nccl_hw_of_link_class(const HardwareProfile& hw, const std::string& link_
 
 // floor(log2(v)) for v >= 1, -1 for v <= 0 (NCCL's log2i).
 int nccl_log2i(long long v);
+
+// The hops of one call that cross the spine (each adds comm.spine_hop_us to its latency), by
+// algorithm, with the communicator's nodes in rank order under comm.leaves leaves:
+//   ring all-reduce   min(2 (nodes - 1), 2 x leaves): a pass round the ring of nodes leaves each leaf
+//                     once, NCCL's latency counts two passes; reduce-scatter / all-gather one pass,
+//                     min(nodes - 1, leaves); broadcast / reduce the pipeline's one network step;
+//   tree, NVLSTree    2 x max(1, log2(nodes) - log2(nodes_per_leaf)): the double binary tree's levels above
+//                     a leaf, up and down; PAT the same levels once;
+//   CollNet, NVLS     one: the switches' reduction tree reaches the spine;
+//   send/recv         the rounds to ranks under another leaf: n - ranks under the rank's own leaf.
+// 0 under one leaf. Exact counts of the model's terms (tests/cost_model/nccl_switch_tiers_test.cpp).
+int nccl_spine_hops(const NcclCommunicator& comm, CollectivePrimitive p, NcclAlgorithm a);
 
 }  // namespace overlap

@@ -31,7 +31,8 @@ json fabric_json(const FabricSpec& f) {
   // Keys of one topology only.
   if (f.topology != "virtual") j.erase(fk::virtual_link.name_str());
   if (f.topology != "multi_node")
-    for (const auto* k : {&fk::rails, &fk::nics_per_node, &fk::nic_efficiency}) j.erase(k->name_str());
+    for (const auto* k : {&fk::rails, &fk::nics_per_node, &fk::nic_efficiency, &fk::nodes_per_leaf, &fk::switch_latency_us})
+      j.erase(k->name_str());
   json links = json::object();
   for (const auto& [name, lc] : f.links) links[name] = section(ps::kLink, lc);
   j[fk::links.name_str()] = links;

@@ -247,7 +247,7 @@ FabricSpec read_fabric(const YamlReader& r) {
     if (f.topology != "multi_node") r.fail_at(rails, "only allowed with " + topology + ": multi_node");
     read_key(r, fk::rails, f);
   }
-  for (const auto* k : {&fk::nics_per_node, &fk::nic_efficiency}) {
+  for (const auto* k : {&fk::nics_per_node, &fk::nic_efficiency, &fk::nodes_per_leaf, &fk::switch_latency_us}) {
     if (!r.has(k->name_str())) continue;
     if (f.topology != "multi_node") r.fail_at(k->name_str(), "only allowed with " + topology + ": multi_node");
     read_key(r, *k, f);

@@ -197,6 +197,14 @@ inline constexpr K nics_per_node{"fabric.nics_per_node", &FabricSpec::nics_per_n
 inline constexpr K nic_efficiency{"fabric.nic_efficiency", &FabricSpec::nic_efficiency, Check::fraction, nullptr, false,
                                   "", "multi_node: fraction of a NIC's line rate NCCL reaches",
                                   "NVIDIA/nccl-tests issue 290: 46-48 of 50 GB/s per NDR NIC"};
+inline constexpr K nodes_per_leaf{"fabric.nodes_per_leaf", &FabricSpec::nodes_per_leaf, Check::range,
+                                  &ranges::nodes_per_leaf, false, "",
+                                  "multi_node: nodes under one leaf (rail) switch; 0 = every node under one switch",
+                                  "NVIDIA DGX SuperPOD reference architecture: 32 nodes a scalable unit"};
+inline constexpr K switch_latency_us{"fabric.switch_latency_us", &FabricSpec::switch_latency_us, Check::range,
+                                     &ranges::latency_us, false, "",
+                                     "multi_node: one switch's port-to-port latency (the spine adds two)",
+                                     "switch datasheet (NDR Quantum-2: 0.13-0.33 us reported)"};
 inline constexpr K links{"fabric.links", {}, Check::none, nullptr, true, "map", "link classes by name", ""};
 inline constexpr K nodes{"fabric.nodes", {}, Check::range, &ranges::fabric_nodes, false, "list",
                          "explicit: the graph's nodes", ""};
@@ -206,6 +214,7 @@ inline constexpr K edges{"fabric.edges", {}, Check::range, &ranges::fabric_nodes
 inline constexpr std::array kFabric = {&fabric_keys::topology,     &fabric_keys::num_gpus, &fabric_keys::gpus_per_node,
                                        &fabric_keys::gpus_per_numa, &fabric_keys::virtual_link, &fabric_keys::rails,
                                        &fabric_keys::nics_per_node, &fabric_keys::nic_efficiency,
+                                       &fabric_keys::nodes_per_leaf, &fabric_keys::switch_latency_us,
                                        &fabric_keys::links,        &fabric_keys::nodes,    &fabric_keys::edges};
 
 namespace link_keys {

@@ -1573,13 +1573,35 @@ def add_sustained_clock_entries(corpus, mlp_path):
     for name, clocks, key in cases:
         corpus.add_cli(f"sustained_clock_{name}", ["profile", "show", "{tmp}/p.yaml"], "sustained_clock", "p.yaml", key,
                        setup=[["write", "p.yaml", profile.format(clocks=clocks)]])
+def add_switch_tier_entries(corpus, mlp_path):
+    """fabric.nodes_per_leaf and fabric.switch_latency_us (docs/guide/collective.md "Across nodes"):
+    values they do not take, and either key on a one-node profile, each refused naming the profile or
+    flag and the key. A profile file with a bad value names its line."""
+    base = ["run", mlp_path, "--scheme", "no_overlap", "--hardware", "h100-2node-ib400", "--set"]
+    for value in ["-1", "1.5", "abc", "70000"]:
+        corpus.add_cli(f"nodes_per_leaf_{value}", base + [f"hardware.fabric.nodes_per_leaf={value}"], "out_of_range",
+                       "h100-2node-ib400", "hardware.fabric.nodes_per_leaf")
+    for value in ["-0.1", "nan", "abc"]:
+        corpus.add_cli(f"switch_latency_us_{value}", base + [f"hardware.fabric.switch_latency_us={value}"],
+                       "out_of_range", "h100-2node-ib400", "hardware.fabric.switch_latency_us")
+    for key in ["nodes_per_leaf=2", "switch_latency_us=0.3"]:
+        corpus.add_cli(f"switch_tier_one_node_{key.split('=')[0]}", ["run", mlp_path, "--scheme", "no_overlap", "--set",
+                                                                     f"hardware.fabric.{key}"], "topology", "--set",
+                       "hardware.fabric." + key.split("=")[0])
+    with open(os.path.join(ROOT, "scenarios", "hardware", "h100-64node-ib400-rail.yaml")) as f:
+        text = f.read()
+    bad = text.replace("nodes_per_leaf: 32", "nodes_per_leaf: -32")
+    line = next(i + 1 for i, l in enumerate(bad.splitlines()) if "nodes_per_leaf: -32" in l)
+    corpus.add_cli("nodes_per_leaf_in_profile_file", ["run", mlp_path, "--scheme", "no_overlap", "--hardware",
+                                                      "{tmp}/hw.yaml"], "out_of_range", f"hw.yaml:{line}",
+                   "fabric.nodes_per_leaf", setup=[["write", "hw.yaml", bad]])
 
 
 APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
             add_network_memory_trace_entries, add_placeholder_entries, add_input_hardening_entries,
             add_trace_hardening_entries, add_step_kernel_entries, add_pipeline_entries,
             add_moe_all_to_all_entries, add_plan_entries, add_trace_replay_entries,
-            add_sustained_clock_entries]
+            add_sustained_clock_entries, add_switch_tier_entries]
 
 
 def main():

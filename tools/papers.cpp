@@ -155,7 +155,8 @@ const sim::SchemeResult& ScenarioRunner::result(const std::string& name, const s
 }
 
 const std::vector<std::string>& paper_sources() {
-  static const std::vector<std::string> names = {"commfuse", "flashoverlap", "async_tp", "dtp", "flux", "megatron"};
+  static const std::vector<std::string> names = {"commfuse", "flashoverlap", "async_tp", "dtp", "flux", "megatron",
+                                                  "collectives"};
   return names;
 }
 
@@ -203,6 +204,8 @@ std::vector<PaperRow> flashoverlap_moe_rows(ScenarioRunner& runner);
 std::vector<PaperRow> flux_rows(ScenarioRunner& runner);
 // Narayanan et al.'s measured Megatron-LM training throughput as simulated steps (papers_training.cpp).
 std::vector<PaperRow> megatron_training_rows(ScenarioRunner& runner);
+// DeepEP's tables and multi-node nccl-tests figures (papers_collectives.cpp).
+std::vector<PaperRow> collective_rows(ScenarioRunner& runner);
 
 PapersReport papers_report(ScenarioRunner& runner, const std::vector<std::string>& sources) {
   auto wanted = [&](const std::string& s) {
@@ -220,6 +223,7 @@ PapersReport papers_report(ScenarioRunner& runner, const std::vector<std::string
   if (wanted("dtp")) add(dtp_rows(runner));
   if (wanted("flux")) add(flux_rows(runner));
   if (wanted("megatron")) add(megatron_training_rows(runner));
+  if (wanted("collectives")) add(collective_rows(runner));
   return summarize(std::move(rows));
 }
 
@@ -312,6 +316,10 @@ const std::vector<PaperSource>& source_titles() {
       {"flux-report", "FLUX's performance report: github.com/bytedance/flux, docs/performance_report.md"},
       {"megatron-sc21", "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM (Narayanan et "
                         "al., SC '21, arXiv 2104.04473)"},
+      {"deepep-tables", "DeepEP's performance tables: github.com/deepseek-ai/DeepEP, docs/legacy.md, Performance"},
+      {"nccl-tests-issue-290", "Single-node and multi-node performance of H100 nodes (NVIDIA/nccl-tests issue 290)"},
+      {"nccl-tests-issue-119", "NCCL all_reduce_perf on 3 nodes of 8x A100 with 4 HDR NICs (NVIDIA/nccl-tests issue 119)"},
+      {"nccl-issue-1244", "2 node 16 H20 GPU allreduce performance is not as expected with NVL sharp (NVIDIA/nccl issue 1244)"},
   };
   return kSources;
 }

@@ -147,7 +147,7 @@ TEST_CASE("validate --papers: JSON rows, median, exit codes, one pinned row per 
     // source one of those the report names by title.
     const std::string where = row["location"];
     CHECK_FALSE(where.empty());
-    CHECK(std::regex_search(where, std::regex("Table|Sec\\.|A\\.[0-9]|footnote|section|Exposed|quantization|row ")));
+    CHECK(std::regex_search(where, std::regex("Table|Sec\\.|A\\.[0-9]|footnote|section|Exposed|quantization|row |comment")));
     CHECK_FALSE(std::regex_search(where, std::regex("line[s]? [0-9]")));
     CHECK(j["sources"].contains(row["source"].get<std::string>()));
     const std::string v = row["verdict"];
