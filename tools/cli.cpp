@@ -1,5 +1,7 @@
 #include "tools/cli.hpp"
 
+#include <fmt/ranges.h>
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -30,6 +32,7 @@
 #include "tools/cmd_trace.hpp"
 #include "tools/cmd_tune.hpp"
 #include "tools/cmd_validate.hpp"
+#include "tools/papers.hpp"
 #include "tools/scenario_flags.hpp"
 
 namespace overlap::tools {
@@ -397,8 +400,8 @@ CLI::App* add_validate_command(CLI::App& app, std::string& validate_dir, bool& v
   validate_cmd->add_flag("--record", validate_record,
                          "With DIR: write DIR/validation.json, the error figures CI holds later runs to");
   validate_cmd->add_flag("--strict", papers.strict, "With --papers: exit 1 when a row is off (default: exit 0, a report)");
-  validate_cmd->add_option("--source", papers.sources, "With --papers: only this source's rows: commfuse, flashoverlap, "
-                                                       "async_tp, dtp")
+  validate_cmd->add_option("--source", papers.sources,
+                           "With --papers: only this source's rows: " + fmt::format("{}", fmt::join(papers::paper_sources(), ", ")))
       ->allow_extra_args(false);
   validate_cmd->add_option("--output,-o", papers.output, "With --papers: write the report to FILE (atomically)");
   validate_cmd->footer(examples({"overlap-sim validate calibrate/results/nvidia-h100-80gb-hbm3-vm",
