@@ -84,12 +84,20 @@ def _report(data: Any, rows_key: Optional[str], as_dataframe: bool):
 def run(scenario: Union[None, str, os.PathLike, Mapping[str, Any]] = None,
         sets: Union[None, Sequence[str], Mapping[str, Any]] = None,
         scheme: Optional[str] = None, fidelity: Optional[str] = None,
-        params: Union[None, Sequence[str], Mapping[str, Any]] = None, *, as_dataframe: bool = False):
+        params: Union[None, Sequence[str], Mapping[str, Any]] = None, *, placeholder_check: str = "auto",
+        as_dataframe: bool = False):
     """``overlap-sim run SCENARIO --format json``: every scheme of the scenario (or only ``scheme``,
-    with its knobs ``params``) evaluated. None: the default scenario (Llama-3-70B MLP, TP 8)."""
+    with its knobs ``params``) evaluated. None: the default scenario (Llama-3-70B MLP, TP 8).
+    ``placeholder_check`` is ``--placeholder-check``: "auto" (the default: on runs of at most a million
+    engine events), "always" or "never" (whether a guessed profile value decides the ranking: each
+    guess re-runs the schemes it reaches at both ends of its range)."""
+    if placeholder_check not in ("auto", "always", "never"):
+        raise OptionError(f"placeholder_check must be auto, always or never (got {placeholder_check!r})",
+                          key="placeholder_check", detail="placeholder_check must be auto, always or never")
     with InputFile(scenario) as sc:
         out = finish(_core.run(sc.path, assignments(sets), text_arg(scheme or "", "scheme"),
-                               text_arg(fidelity or "", "fidelity"), assignments(params, "params")), sc.temp)
+                               text_arg(fidelity or "", "fidelity"), assignments(params, "params"), "json",
+                               placeholder_check), sc.temp)
     return _report(json.loads(out), "results", as_dataframe)
 
 

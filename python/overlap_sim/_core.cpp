@@ -112,8 +112,9 @@ Outcome call(F&& command) {
 }
 
 Outcome run(std::string scenario, std::vector<std::string> sets, std::string scheme, std::string fidelity,
-            std::vector<std::string> params, std::string format) {
+            std::vector<std::string> params, std::string format, std::string placeholder_check) {
   RunOptions o;
+  o.placeholder_check = std::move(placeholder_check);
   o.scenario = std::move(scenario);
   o.sets = std::move(sets);
   o.scheme = std::move(scheme);
@@ -317,7 +318,7 @@ Outcome scenario_tree(std::string scenario, std::vector<std::string> sets) {
 NB_MODULE(_core, m) {
   m.doc() = "overlap-sim's commands in-process (tools/cmd_*.hpp); use the overlap_sim package, not this module";
   m.def("run", &run, nb::arg("scenario"), nb::arg("sets"), nb::arg("scheme"), nb::arg("fidelity"), nb::arg("params"),
-        nb::arg("format") = "json");
+        nb::arg("format") = "json", nb::arg("placeholder_check") = "auto");
   m.def("tune", &tune, nb::arg("scenario"), nb::arg("sets"), nb::arg("hardware"), nb::arg("gemm"), nb::arg("dtype"),
         nb::arg("primitive"), nb::arg("ranks"), nb::arg("search"), nb::arg("budget"), nb::arg("top"), nb::arg("jobs"),
         nb::arg("sm_margin"), nb::arg("export_spec") = std::vector<std::string>{},

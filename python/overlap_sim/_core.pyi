@@ -6,7 +6,8 @@ Outcome = Tuple[int, str, str, Tuple[str, str, str, int, str, str]]
 
 MAX_JOBS: int
 
-def run(scenario: str, sets: List[str], scheme: str, fidelity: str, params: List[str], format: str = ...) -> Outcome: ...
+def run(scenario: str, sets: List[str], scheme: str, fidelity: str, params: List[str], format: str = ...,
+        placeholder_check: str = ...) -> Outcome: ...
 def tune(scenario: str, sets: List[str], hardware: str, gemm: str, dtype: str, primitive: str, ranks: int, search: str,
          budget: int, top: int, jobs: int, sm_margin: bool, export_spec: List[str] = ...,
          export_flashoverlap: str = ...) -> Outcome: ...

@@ -72,12 +72,14 @@ class Scenario(_Document):
 
     # -- running -----------------------------------------------------------------------------------
     def run(self, scheme: Optional[str] = None, *, fidelity: Optional[str] = None,
-            params: Union[None, Sequence[str], Mapping[str, Any]] = None) -> "RunResult":
+            params: Union[None, Sequence[str], Mapping[str, Any]] = None,
+            placeholder_check: str = "auto") -> "RunResult":
         """``overlap-sim run``: every scheme of the scenario (or only ``scheme``, with its knobs
-        ``params``), as a :class:`RunResult`."""
+        ``params``), as a :class:`RunResult`; ``placeholder_check`` as :func:`overlap_sim.run`'s."""
         from . import run
         from .results import RunResult
-        return RunResult(run(self._source, self._sets, scheme=scheme, fidelity=fidelity, params=params), self)
+        return RunResult(run(self._source, self._sets, scheme=scheme, fidelity=fidelity, params=params,
+                             placeholder_check=placeholder_check), self)
 
     def sweep(self, axes: Union[None, str, Sequence[str], Mapping[str, Sequence[Any]]] = None, *,
               only_axes: bool = False, no_axes: Sequence[str] = (), jobs: int = 0) -> "SweepResult":

@@ -38,6 +38,20 @@ def test_run_scheme_params_fidelity_and_sets_match_cli(cli_json):
     assert py["results"][0]["params"]["chunks"] == 4
 
 
+def test_run_placeholder_check_matches_cli(cli_json):
+    # H100's profile has guessed values with ranges: "never" skips their re-runs and says so, exactly as
+    # the command's --placeholder-check never; "always" checks them as the default does on this small run.
+    never = overlap_sim.run(DEFAULT, placeholder_check="never")
+    assert never == cli_json("run", DEFAULT, "--placeholder-check", "never", "--format", "json")
+    assert never["placeholder_sensitivity"]["skipped"] == "--placeholder-check never"
+    always = overlap_sim.run(DEFAULT, placeholder_check="always")
+    assert always == overlap_sim.run(DEFAULT)
+    assert "skipped" not in always["placeholder_sensitivity"]
+    assert never["results"] == always["results"]
+    with pytest.raises(overlap_sim.OptionError, match="placeholder_check"):
+        overlap_sim.run(DEFAULT, placeholder_check="sometimes")
+
+
 def test_dict_scenario_is_the_file_it_spells():
     # The default scenario's keys written as a dict (its sweep block left out: `run` does not use it).
     tree = {
