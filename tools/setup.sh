@@ -10,6 +10,8 @@ set -euo pipefail
 debs=(cmake ninja-build g++ make libeigen3-dev libboost-graph-dev libcli11-dev libfmt-dev catch2
       libyaml-cpp-dev nlohmann-json3-dev libbenchmark-dev openmpi-bin libopenmpi-dev zlib1g-dev libsqlite3-dev libxxhash-dev
       libmimalloc-dev)
+# ccache: tools/test.sh compiles the test files once for its two builds through it.
+debs+=(ccache)
 # clang: tools/fuzz.sh builds the libFuzzer targets with it (Debian's clang brings libclang_rt's
 # fuzzer runtime through libclang-rt-dev / libclang-common-*-dev).
 debs+=(clang)

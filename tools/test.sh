@@ -13,13 +13,26 @@ phase() { echo "== $* [${SECONDS} s]"; }
 # generator (CMake refuses to change it).
 generator() { [ -f "$1/CMakeCache.txt" ] || echo "-GNinja"; }
 
+# A compiler cache of this run's own (build-ccache/), when ccache is there (tools/setup.sh installs
+# it): the sanitizer build's test files compile exactly as the release build's (tests/CMakeLists.txt,
+# "One compile for both builds"), so they come from the cache instead of being compiled twice.
+# BASEDIR: paths under the checkout are hashed relative to the build directory, the same in build/
+# and build-asan/. pch_defines, time_macros: the precompiled header of the test files (ccache's
+# manual, "Precompiled headers").
+launcher=()
+if command -v ccache > /dev/null; then
+  export CCACHE_DIR="$root/build-ccache" CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1 \
+         CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime CCACHE_MAXSIZE=5G
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+
 phase "release build"
 # Tests on explicitly: build/ may have been configured by tools/run.sh without them.
 # OVERLAP_BUILD_PYTHON: the same build makes the overlap_sim module (build/python/overlap_sim/), for
 # the interpreter the tests below run under; the C++ core is compiled once for both.
 py=${PYTHON:-python3}
 cmake -S "$root" -B "$root/build" $(generator "$root/build") -DCMAKE_BUILD_TYPE=Release -DOVERLAP_BUILD_TESTS=ON -DOVERLAP_BUILD_BENCH=ON \
-      -DOVERLAP_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v "$py")" > /dev/null
+      -DOVERLAP_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v "$py")" "${launcher[@]}" > /dev/null
 cmake --build "$root/build" -j"$jobs"
 phase "release tests"
 ctest --test-dir "$root/build" --output-on-failure --no-tests=error -j"$jobs"
@@ -41,13 +54,16 @@ phase "notebooks (executed headless; any error output fails)"
 
 if [ "${1:-}" != "--quick" ]; then
   phase "AddressSanitizer + UndefinedBehaviorSanitizer build"
-  # -Og -g1: sanitizers need frames and line numbers, not full optimisation or debug info. -Og rather
-  # than -O1: with UBSan's checks GCC 12 compiles a translation unit about a quarter faster at -Og,
-  # every check kept. The test files themselves build at -O0 (tests/CMakeLists.txt).
+  # The instrumented targets compile at -Og -g1 (the root CMakeLists.txt, OVERLAP_SANITIZE_OPTIONS):
+  # sanitizers need frames and line numbers, not full optimisation or debug info; -Og rather than
+  # -O1: with UBSan's checks GCC 12 compiles a translation unit about a quarter faster, every check
+  # kept. Release as the build type and the Python option as above: the test files, which are not
+  # instrumented, then compile with the release build's very command line and come from the cache.
   # CUDA off: the sanitizer flags are host-compiler flags, and the CUDA programs are not tests (the
   # release build above compiled them).
-  cmake -S "$root" -B "$root/build-asan" $(generator "$root/build-asan") -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-Og -g1" -DOVERLAP_SANITIZE=ON \
-        -DOVERLAP_BUILD_BENCH=OFF -DOVERLAP_WITH_CUDA=OFF > /dev/null
+  cmake -S "$root" -B "$root/build-asan" $(generator "$root/build-asan") -DCMAKE_BUILD_TYPE=Release -DOVERLAP_SANITIZE=ON \
+        -DOVERLAP_BUILD_TESTS=ON -DOVERLAP_BUILD_BENCH=OFF -DOVERLAP_WITH_CUDA=OFF \
+        -DOVERLAP_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v "$py")" "${launcher[@]}" > /dev/null
   cmake --build "$root/build-asan" -j"$jobs" --target overlap_tests overlap-sim overlap-docgen
   phase "sanitizer tests"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

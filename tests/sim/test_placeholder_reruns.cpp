@@ -12,6 +12,7 @@
 #include "sim/metrics.hpp"
 #include "sim/placeholder_sensitivity.hpp"
 #include "sim/scenario.hpp"
+#include "tests/support/corpus_sample.hpp"
 
 #ifndef OVERLAP_SOURCE_DIR
 #define OVERLAP_SOURCE_DIR "."
@@ -146,13 +147,13 @@ TEST_CASE("placeholder re-runs: the 70B step, whole and composed, equals re-runn
   // recomputation) it is composed from runs of fewer layers (layer_composition.hpp), where a scheme
   // the value reaches makes the whole step re-run.
   const std::vector<std::string> schemes = {"no_overlap", "async_tp", "flux"};
-#ifdef OVERLAP_CORPUS_SAMPLE
-  // The sanitizer build (tests/CMakeLists.txt defines the macro there) spent 420 s of CI on the
-  // 80-layer runs below: there the same check runs on 8 layers, whole; the composition's own code
-  // runs under the sanitizers in tests/sim/test_layer_composition.cpp. The release build runs all.
-  check_every_end("llama3-70b-tp8-train-step.yaml", {"workload.layers=8"}, schemes);
-  return;
-#endif
+  if (overlap::test::corpus_sample_every() > 1) {
+    // The sanitizer build (tests/CMakeLists.txt samples the corpus there) spent 420 s of CI on the
+    // 80-layer runs below: there the same check runs on 8 layers, whole; the composition's own code
+    // runs under the sanitizers in tests/sim/test_layer_composition.cpp. The release build runs all.
+    check_every_end("llama3-70b-tp8-train-step.yaml", {"workload.layers=8"}, schemes);
+    return;
+  }
   check_every_end("llama3-70b-tp8-train-step.yaml", {}, schemes);
   const std::vector<std::string> real_size = {"workload.batch=16", "workload.recompute=full"};
   REQUIRE_FALSE(composition_depths(load("llama3-70b-tp8-train-step.yaml", real_size).workload).empty());

@@ -14,6 +14,16 @@
 
 namespace overlap::test {
 
+// The build directory the test binary belongs to (<build>/tests/overlap_tests), for files a test
+// leaves for a person to look at. Found from the running executable rather than compiled in, so the
+// test files compile to the same objects in every build directory (tests/CMakeLists.txt).
+inline std::filesystem::path binary_dir() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec || exe.empty()) return std::filesystem::temp_directory_path();
+  return exe.parent_path().parent_path();
+}
+
 inline std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;

@@ -13,6 +13,7 @@
 #include "calibrate/traces/kernel_kind.hpp"
 #include "calibrate/traces/trace_model.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/temp_file.hpp"
 
 using namespace overlap::traces;
 
@@ -132,7 +133,7 @@ TEST_CASE("trace --comm-kernel / --compute-kernel move a kernel between the expo
 
 TEST_CASE("trace: unknown kernels are listed by time, and named with a pattern", "[trace][kernel_kind]") {
   // In the DeepEP fixture every kernel has a family; a made-up one is unknown until named.
-  const std::string path = std::string(OVERLAP_BINARY_DIR) + "/trace_test_tmp_unknown.json";
+  const std::string path = overlap::test::binary_dir().string() + "/trace_test_tmp_unknown.json";
   {
     std::ofstream out(path);
     out << R"({"traceEvents": [

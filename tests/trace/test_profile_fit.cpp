@@ -23,6 +23,7 @@
 #include "cost_model/profile_loader.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/temp_file.hpp"
 
 using namespace overlap;
 namespace fs = std::filesystem;
@@ -44,7 +45,7 @@ std::int64_t true_gemm_ns(std::int64_t m, std::int64_t n, std::int64_t k) {
 }
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(OVERLAP_BINARY_DIR) / "profile_fit_test_tmp";
+  const fs::path dir = overlap::test::binary_dir() / "profile_fit_test_tmp";
   fs::create_directories(dir);
   return dir / name;
 }

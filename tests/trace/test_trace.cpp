@@ -24,6 +24,7 @@
 #include "sim/schemes/graph_builder.hpp"
 #include "tests/support/cli_run.hpp"
 #include "tools/cli.hpp"
+#include "tests/support/temp_file.hpp"
 
 using namespace overlap;
 namespace fs = std::filesystem;
@@ -41,7 +42,7 @@ CliResult cli(std::vector<std::string> args) {
 }
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(OVERLAP_BINARY_DIR) / "trace_test_tmp";
+  const fs::path dir = overlap::test::binary_dir() / "trace_test_tmp";
   fs::create_directories(dir);
   return dir / name;
 }

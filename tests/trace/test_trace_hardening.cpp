@@ -23,6 +23,7 @@
 #include "calibrate/traces/trace_limits.hpp"
 #include "cost_model/input_error.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/temp_file.hpp"
 
 using namespace overlap;
 namespace fs = std::filesystem;
@@ -41,7 +42,7 @@ CliResult cli(std::vector<std::string> args) {
 }
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(OVERLAP_BINARY_DIR) / "trace_hardening_tmp";
+  const fs::path dir = overlap::test::binary_dir() / "trace_hardening_tmp";
   fs::create_directories(dir);
   return dir / name;
 }

@@ -15,6 +15,7 @@
 
 #include "calibrate/traces/collective_wait.hpp"
 #include "tests/support/cli_run.hpp"
+#include "tests/support/temp_file.hpp"
 
 namespace {
 
@@ -114,7 +115,7 @@ TEST_CASE("trace: a GEMM op's helper kernels keep their own family in today's la
   REQUIRE(at != std::string::npos);
   text.insert(at, R"J(    {"ph": "X", "cat": "kernel", "name": "void splitKreduce_kernel<32, 16, int, float, __nv_bfloat16>(cublasSplitKParams<float>)", "pid": 0, "tid": 7, "ts": 150.000, "dur": 4.000, "args": {"External id": 11, "device": 0, "stream": 7, "correlation": 109}},
 )J");
-  const std::filesystem::path path = std::filesystem::path(OVERLAP_BINARY_DIR) / "trace_test_tmp_splitk.json";
+  const std::filesystem::path path = overlap::test::binary_dir() / "trace_test_tmp_splitk.json";
   std::ofstream(path) << text;
   const nlohmann::json j = json_of({path.string()});
   const auto& mm = group_of(j["ranks"][0]["gemms"], "sm90_xmma_gemm");
@@ -252,7 +253,7 @@ TEST_CASE("trace: in today's layout a kernel whose External id equals its correl
   std::string text = slurp(kData + "rank0.json");
   for (std::size_t at; (at = text.find("\"correlation\": 101}")) != std::string::npos;) text.replace(at, 19, "\"correlation\": 11}");
   for (std::size_t at; (at = text.find("\"correlation\": 101,")) != std::string::npos;) text.replace(at, 19, "\"correlation\": 11,");
-  const std::filesystem::path path = std::filesystem::path(OVERLAP_BINARY_DIR) / "trace_test_tmp_coincide.json";
+  const std::filesystem::path path = overlap::test::binary_dir() / "trace_test_tmp_coincide.json";
   std::ofstream(path) << text;
   const nlohmann::json j = json_of({path.string()});
   const auto& mm = group_of(j["ranks"][0]["gemms"], "sm90_xmma_gemm");

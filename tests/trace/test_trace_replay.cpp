@@ -23,6 +23,7 @@
 #include "sim/schemes/graph_builder.hpp"
 #include "tests/support/cli_run.hpp"
 #include "tests/trace/replay_test_support.hpp"
+#include "tests/support/temp_file.hpp"
 
 namespace {
 
@@ -35,7 +36,7 @@ using overlap::test::replay::rank_row;
 using overlap::test::replay::replay_json;
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(OVERLAP_BINARY_DIR) / "trace_replay_test_tmp";
+  const fs::path dir = overlap::test::binary_dir() / "trace_replay_test_tmp";
   fs::create_directories(dir);
   return dir / name;
 }

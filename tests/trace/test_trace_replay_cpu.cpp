@@ -17,6 +17,7 @@
 #include "calibrate/traces/trace_replay.hpp"
 #include "tests/support/cli_run.hpp"
 #include "tests/trace/replay_test_support.hpp"
+#include "tests/support/temp_file.hpp"
 
 namespace {
 
@@ -125,7 +126,7 @@ TEST_CASE("launches from an unrecorded thread keep their measured times", "[trac
 }
 
 TEST_CASE("the replay trace shows the CPU's synchronisations on their own track, measured and replayed", "[trace][replay][cpu]") {
-  const std::filesystem::path out = std::filesystem::path(OVERLAP_BINARY_DIR) / "trace_replay_cpu_trace.json";
+  const std::filesystem::path out = overlap::test::binary_dir() / "trace_replay_cpu_trace.json";
   std::filesystem::remove(out);
   const overlap::test::CliResult r =
       overlap::test::cli({"trace", kCpu, "--replay", "--what-if", "kind.gemm.speed=2", "--replay-trace", out.string()});
