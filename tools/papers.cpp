@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "cost_model/enum_names.hpp"
+#include "cost_model/statistics.hpp"
 #include "sim/report.hpp"
 #include "tools/cli.hpp"
 
@@ -160,17 +161,6 @@ const std::vector<std::string>& paper_sources() {
   return names;
 }
 
-namespace {
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-}  // namespace
-
 PapersReport summarize(std::vector<PaperRow> rows) {
   PapersReport rep;
   std::vector<double> errs, errs_unexplained;
@@ -191,10 +181,12 @@ PapersReport summarize(std::vector<PaperRow> rows) {
       rep.max_row = fmt::format("{}, {}: {}", r.source, r.location, r.figure);
     }
   }
-  rep.ratio_rows = static_cast<int>(errs.size());
-  rep.ratio_rows_without_explained = static_cast<int>(errs_unexplained.size());
-  rep.median_abs_error_pct = median_of(errs);
-  rep.median_abs_error_pct_without_explained = median_of(errs_unexplained);
+  const AbsErrorFigures all = abs_error_figures(errs);
+  const AbsErrorFigures unexplained = abs_error_figures(errs_unexplained);
+  rep.ratio_rows = all.count;
+  rep.ratio_rows_without_explained = unexplained.count;
+  rep.median_abs_error_pct = all.median;
+  rep.median_abs_error_pct_without_explained = unexplained.median;
   rep.rows = std::move(rows);
   return rep;
 }

@@ -16,6 +16,7 @@
 
 #include "cost_model/collective_model.hpp"
 #include "cost_model/collective_primitive.hpp"
+#include "cost_model/statistics.hpp"
 #include "sim/schemes/flashoverlap.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "tools/papers.hpp"
@@ -119,13 +120,7 @@ struct Stats {
     max = std::max(max, v);
     all.push_back(v);
   }
-  double median() const {
-    if (all.empty()) return 0;
-    std::vector<double> v = all;
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  }
+  double median() const { return all.empty() ? 0 : overlap::median(all); }
   double mean() const { return all.empty() ? 0 : std::accumulate(all.begin(), all.end(), 0.0) / static_cast<double>(all.size()); }
 };
 
