@@ -22,6 +22,7 @@
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
 #include "cost_model/profile_loader.hpp"
+#include "cost_model/statistics.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "cost_model/atomic_file.hpp"
 #include "tools/cli.hpp"
@@ -251,10 +252,9 @@ void predict(const TraceOptions& o, Run& run) {
       if (!any) continue;
     }
     if (!errors.empty()) {
-      std::sort(errors.begin(), errors.end());
-      const std::size_t n = errors.size();
-      s.median_abs_error = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
-      s.max_abs_error = errors.back();
+      const AbsErrorFigures f = abs_error_figures(errors);
+      s.median_abs_error = f.median;
+      s.max_abs_error = f.max;
     }
     run.summaries.push_back(s);
   }

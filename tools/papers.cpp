@@ -11,7 +11,9 @@
 #include <fmt/ranges.h>
 
 #include "cost_model/enum_names.hpp"
+#include "cost_model/statistics.hpp"
 #include "sim/report.hpp"
+#include "tools/paper_data.hpp"
 #include "tools/cli.hpp"
 
 namespace overlap::tools::papers {
@@ -30,18 +32,8 @@ static_assert(rows_in_enum_order(kCompareNames));
 }  // namespace
 
 const char* verdict_name(Verdict v) { return name_of(kVerdictNames, v); }
-
-RowSpec row_spec(const char* source, std::string location, std::string figure, std::string config, double published,
-                 std::string published_text) {
-  RowSpec s;
-  s.source = source;
-  s.location = std::move(location);
-  s.figure = std::move(figure);
-  s.config = std::move(config);
-  s.published = published;
-  s.published_text = std::move(published_text);
-  return s;
-}
+const char* compare_name(Compare c) { return name_of(kCompareNames, c); }
+std::optional<Compare> compare_from_name(const std::string& name) { return parse_name(kCompareNames, name); }
 
 PaperRow judge(const RowSpec& spec, double predicted) {
   PaperRow row;
@@ -80,6 +72,18 @@ PaperRow judge(const RowSpec& spec, double predicted) {
 
 ScenarioRunner::ScenarioRunner(std::string source_dir, std::string hardware_dir)
     : source_dir_(std::move(source_dir)), hardware_dir_(std::move(hardware_dir)) {}
+
+ScenarioRunner::~ScenarioRunner() = default;
+
+const PaperData& ScenarioRunner::data(const std::string& name) {
+  auto it = data_.find(name);
+  if (it != data_.end()) return *it->second;
+  return *data_.emplace(name, std::make_unique<PaperData>(source_dir_, name)).first->second;
+}
+
+void ScenarioRunner::check_data_read() const {
+  for (const auto& [name, d] : data_) d->check_all_read();
+}
 
 namespace {
 
@@ -160,17 +164,6 @@ const std::vector<std::string>& paper_sources() {
   return names;
 }
 
-namespace {
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-}  // namespace
-
 PapersReport summarize(std::vector<PaperRow> rows) {
   PapersReport rep;
   std::vector<double> errs, errs_unexplained;
@@ -191,10 +184,12 @@ PapersReport summarize(std::vector<PaperRow> rows) {
       rep.max_row = fmt::format("{}, {}: {}", r.source, r.location, r.figure);
     }
   }
-  rep.ratio_rows = static_cast<int>(errs.size());
-  rep.ratio_rows_without_explained = static_cast<int>(errs_unexplained.size());
-  rep.median_abs_error_pct = median_of(errs);
-  rep.median_abs_error_pct_without_explained = median_of(errs_unexplained);
+  const AbsErrorFigures all = abs_error_figures(errs);
+  const AbsErrorFigures unexplained = abs_error_figures(errs_unexplained);
+  rep.ratio_rows = all.count;
+  rep.ratio_rows_without_explained = unexplained.count;
+  rep.median_abs_error_pct = all.median;
+  rep.median_abs_error_pct_without_explained = unexplained.median;
   rep.rows = std::move(rows);
   return rep;
 }
@@ -224,6 +219,7 @@ PapersReport papers_report(ScenarioRunner& runner, const std::vector<std::string
   if (wanted("flux")) add(flux_rows(runner));
   if (wanted("megatron")) add(megatron_training_rows(runner));
   if (wanted("collectives")) add(collective_rows(runner));
+  runner.check_data_read();
   return summarize(std::move(rows));
 }
 
@@ -232,7 +228,6 @@ namespace {
 // Finite doubles only in JSON (nlohmann writes NaN as null; say so explicitly instead).
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
-const char* compare_name(Compare c) { return name_of(kCompareNames, c); }
 
 // Four significant figures, no exponent for the magnitudes the rows have.
 std::string num(double v) {

@@ -6,9 +6,11 @@
 // verdict. Published numbers are never adjusted; where a row compares a ratio of two printed numbers,
 // both are named in `published_text`.
 //
-// The rows of each source live in their own file (papers_commfuse.cpp, papers_flashoverlap.cpp,
-// papers_async_tp.cpp, papers_dtp.cpp); this header holds what they share: the row, the verdict rule,
-// and a runner that evaluates the paper scenarios (scenarios/papers/) once each.
+// The published figures are data, one file per source (validation/papers/<source>.yaml, read by
+// paper_data.hpp); the computation of each source's rows lives in its own file (papers_commfuse.cpp,
+// papers_flashoverlap.cpp, papers_async_tp.cpp, papers_dtp.cpp, ...); this header holds what they
+// share: the row, the verdict rule, and a runner that evaluates the paper scenarios
+// (scenarios/papers/) once each and reads each source's figures once.
 //
 // Every prediction is made on a shipped scenario file exactly as a user runs it: the file as written
 // (`overlap-sim run FILE`) or one point of its own sweep (`overlap-sim sweep FILE`), with a scheme entry
@@ -16,6 +18,7 @@
 // lives in the file, with the comment that says why.
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +38,8 @@ enum class Compare {
   at_least,  // the source states a lower bound ("> 99 %", "over 80 %")
   at_most,   // the source states an upper bound ("only 4 %")
 };
+const char* compare_name(Compare c);
+std::optional<Compare> compare_from_name(const std::string& name);  // "value", "at_least", "at_most"
 
 struct RowSpec {
   std::string source;    // "commfuse-paper", "flashoverlap-paper", "async-tp-illustrated", "delayed-tp-blog"
@@ -62,11 +67,6 @@ struct RowSpec {
   std::string variant;
 };
 
-// A row of `source` with where the figure is printed, what it is, the configuration it is predicted
-// with and the value as printed; the other fields keep their defaults.
-RowSpec row_spec(const char* source, std::string location, std::string figure, std::string config, double published,
-                 std::string published_text);
-
 inline constexpr const char* kPaperSetting = "paper setting";
 inline constexpr const char* kShippedDefault = "shipped default";
 
@@ -92,10 +92,19 @@ struct ScenarioRun {
 // Evaluates shipped paper scenarios (scenarios/papers/<name>.yaml), each distinct request once.
 // A point that is not one of the file's sweep points, or a scheme entry the file does not list, is
 // a bug in a row definition: std::logic_error.
+class PaperData;
+
 class ScenarioRunner {
  public:
-  // source_dir: the tree holding scenarios/ (tools::source_dir()); hardware_dir: built-in profiles.
+  // source_dir: the tree holding scenarios/ and validation/papers/ (tools::source_dir());
+  // hardware_dir: built-in profiles.
   ScenarioRunner(std::string source_dir, std::string hardware_dir);
+  ~ScenarioRunner();
+
+  // The published figures of a `--source` (validation/papers/<name>.yaml, paper_data.hpp), read once.
+  const PaperData& data(const std::string& name);
+  // InputError at the first figure of a file read so far that no row read.
+  void check_data_read() const;
 
   // The file as shipped, with its sweep axes and scheme entries.
   const sim::Scenario& shipped(const std::string& name);
@@ -120,6 +129,7 @@ class ScenarioRunner {
   std::map<std::string, std::unique_ptr<sim::Scenario>> shipped_;
   std::map<std::string, std::unique_ptr<sim::Scenario>> scenarios_;
   std::map<std::string, std::unique_ptr<sim::SchemeResult>> results_;
+  std::map<std::string, std::unique_ptr<PaperData>> data_;
   std::vector<ScenarioRun> runs_;
   int evaluations_ = 0;
 };

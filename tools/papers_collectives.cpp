@@ -6,7 +6,8 @@
 // (scenarios/hardware/) or, for DeepEP's H800 (no shipped profile), on the rates the profiles' sources
 // give; the setting is in the row's config. Figures are absolute (us, GB/s), so the rows are not in the
 // dimensionless median; the targets of docs/guide/collective.md (median |error| <= 10 % at 1 MiB and
-// above, <= 25 % below) are each row's tolerance.
+// above, <= 25 % below) are each row's tolerance. The published figures are data
+// (validation/papers/collectives.yaml).
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -18,27 +19,31 @@
 #include "cost_model/deepep.hpp"
 #include "cost_model/hardware_profile.hpp"
 #include "cost_model/profile_loader.hpp"
+#include "tools/paper_data.hpp"
 #include "tools/papers.hpp"
 
 namespace overlap::tools::papers {
 
 namespace {
 
-constexpr const char* kDeepEp = "deepep-tables";
-constexpr const char* kNcclTests290 = "nccl-tests-issue-290";
-constexpr const char* kNcclTests119 = "nccl-tests-issue-119";
-constexpr const char* kNccl1244 = "nccl-issue-1244";
-
 // The targets: 10 % at 1 MiB and above, 25 % below.
 double tolerance_for(double bytes) { return bytes >= 1024.0 * 1024.0 ? 10 : 25; }
 
-RowSpec absolute(const char* source, std::string location, std::string figure, std::string config, std::string unit,
-                 double published, std::string published_text, double bytes) {
-  RowSpec s = row_spec(source, std::move(location), std::move(figure), std::move(config), published,
-                       std::move(published_text));
-  s.unit = std::move(unit);
-  s.ratio = false;
+// The row `id` of validation/papers/collectives.yaml for a message of `bytes`, predicted with `config`.
+RowSpec absolute(const PaperData& data, const std::string& id, std::string config, double bytes) {
+  RowSpec s = data.row(id);
+  s.config = std::move(config);
   s.tolerance_pct = tolerance_for(bytes);
+  return s;
+}
+
+// A row of a DeepEP table: the figure and value the table prints.
+RowSpec deepep_row(const PaperData& data, const std::string& id, std::string figure, std::string config, double published,
+                   const char* unit, double bytes) {
+  RowSpec s = absolute(data, id, std::move(config), bytes);
+  s.figure = std::move(figure);
+  s.published = published;
+  s.published_text = fmt::format("{} {}", published, unit);
   return s;
 }
 
@@ -46,7 +51,7 @@ RowSpec absolute(const char* source, std::string location, std::string figure, s
 // (NVIDIA/nccl-tests issue 290), H800 NVLink 200 GB/s one way at the ring efficiency 0.82 (facts.md);
 // the fixed cost kDeepEpFixedCostUs is the EP 8 low-latency dispatch less its NVLink time, so that
 // row is not shown (it would match by construction).
-std::vector<PaperRow> deepep_rows() {
+std::vector<PaperRow> deepep_rows(const PaperData& data) {
   std::vector<PaperRow> rows;
   const DeepEpRates rates{50 * 0.94, 200 * 0.82, kDeepEpFixedCostUs};
   const std::int64_t hidden = 7168;
@@ -56,8 +61,11 @@ std::vector<PaperRow> deepep_rows() {
     int ep;
     double dispatch_us, combine_us;
   };
-  for (const Ll& r : {Ll{8, 77, 114}, Ll{16, 118, 195}, Ll{32, 155, 273}, Ll{64, 173, 314}, Ll{128, 192, 369},
-                      Ll{256, 194, 360}}) {
+  std::vector<Ll> low_latency;
+  for (const YamlReader& r : data.table("low_latency", {"ep", "dispatch_us", "combine_us"}))
+    low_latency.push_back({static_cast<int>(r.get_positive_int("ep")), r.get_positive_double("dispatch_us"),
+                           r.get_positive_double("combine_us")});
+  for (const Ll& r : low_latency) {
     // DeepEP's test: 128 tokens a GPU, 288 experts (256 from EP 64, which the GPUs divide), top-8; the
     // dispatch message carries a 16-byte header beside the FP8 token.
     const DeepEpLayout l{r.ep, 8, r.ep <= 32 ? 288 : 256, 8, 0};
@@ -69,18 +77,22 @@ std::vector<PaperRow> deepep_rows() {
     const DeepEpPortBytes c = deepep_expected_port_bytes(DeepEpKernel::low_latency, l, 128, bf16);
     const double per_gpu_dispatch = 128.0 * 8 * (fp8 + 16);
     if (r.ep != 8)
-      rows.push_back(judge(absolute(kDeepEp, "docs/legacy.md, section Performance, low-latency kernels", fmt::format("EP {} dispatch latency", r.ep),
-                                    cfg, "us", r.dispatch_us, fmt::format("{} us", r.dispatch_us), per_gpu_dispatch),
+      rows.push_back(judge(deepep_row(data, "deepep_ll_dispatch", fmt::format("EP {} dispatch latency", r.ep), cfg,
+                                      r.dispatch_us, "us", per_gpu_dispatch),
                            static_cast<double>(deepep_time_ps(d, rates)) / 1e6));
-    rows.push_back(judge(absolute(kDeepEp, "docs/legacy.md, section Performance, low-latency kernels", fmt::format("EP {} combine latency", r.ep),
-                                  cfg, "us", r.combine_us, fmt::format("{} us", r.combine_us), 128.0 * 8 * bf16),
+    rows.push_back(judge(deepep_row(data, "deepep_ll_combine", fmt::format("EP {} combine latency", r.ep), cfg, r.combine_us,
+                                    "us", 128.0 * 8 * bf16),
                          static_cast<double>(deepep_time_ps(c, rates)) / 1e6));
   }
   struct Normal {
     int ep;
     double dispatch_gbps, combine_gbps;
   };
-  for (const Normal& r : {Normal{8, 153, 158}, Normal{16, 43, 43}, Normal{32, 58, 57}, Normal{64, 51, 50}}) {
+  std::vector<Normal> normal;
+  for (const YamlReader& r : data.table("normal", {"ep", "dispatch_gbps", "combine_gbps"}))
+    normal.push_back({static_cast<int>(r.get_positive_int("ep")), r.get_positive_double("dispatch_gbps"),
+                      r.get_positive_double("combine_gbps")});
+  for (const Normal& r : normal) {
     // 4096 tokens a GPU, 256 experts, top-8, at most 4 nodes a token (min(4, nodes) in DeepEP's test).
     const int nodes = r.ep / 8;
     const DeepEpLayout l{r.ep, 8, 256, 8, std::min(4, nodes)};
@@ -95,15 +107,10 @@ std::vector<PaperRow> deepep_rows() {
       // DeepEP's "bottleneck bandwidth": one node, the NVLink bytes a GPU receives (its own tokens
       // counted); across nodes, the RDMA bytes its tokens take to every node they reach (its own counted).
       const double logical = nodes == 1 ? p.nvlink_recv * 8.0 / 7.0 : p.rdma_send / (1.0 - 1.0 / nodes);
-      RowSpec s = absolute(kDeepEp, "docs/legacy.md, section Performance, normal kernels",
-                           fmt::format("EP {} {} bottleneck bandwidth ({})", r.ep, name, nodes == 1 ? "NVLink" : "RDMA"),
-                           cfg, "GB/s", published, fmt::format("{} GB/s", published), 4096.0 * bytes);
-      if (r.ep <= 16) {
-        s.cause =
-            "NVLink forwarding binds here: it runs on the 24 SMs DeepEP gives the normal kernels, a copy rate the "
-            "model does not have (it uses the link's 164 GB/s); docs/guide/collective.md";
-        s.cause_is_ours = true;
-      }
+      // At EP 8 and 16 NVLink forwarding binds (the row's cause says why).
+      const RowSpec s = deepep_row(data, r.ep <= 16 ? "deepep_normal_forwarding" : "deepep_normal",
+                                   fmt::format("EP {} {} bottleneck bandwidth ({})", r.ep, name, nodes == 1 ? "NVLink" : "RDMA"),
+                                   cfg, published, "GB/s", 4096.0 * bytes);
       rows.push_back(judge(s, logical / seconds / 1e9));
     }
   }
@@ -115,7 +122,7 @@ double all_reduce_busbw(const CollectivePlan& plan, Bytes bytes, int n) {
   return static_cast<double>(bytes) / (static_cast<double>(plan.time_ps) * 1e-3) * 2.0 * (n - 1) / n;
 }
 
-std::vector<PaperRow> nccl_tests_rows(const std::string& hardware_dir) {
+std::vector<PaperRow> nccl_tests_rows(const PaperData& data, const std::string& hardware_dir) {
   std::vector<PaperRow> rows;
   constexpr Bytes kGiB = Bytes{1} << 30;
   {
@@ -125,11 +132,10 @@ std::vector<PaperRow> nccl_tests_rows(const std::string& hardware_dir) {
     const Bytes s = 4 * kGiB;
     const CollectivePlan plan = plan_collective(hw, CollectivePrimitive::all_reduce, s, 16, "network",
                                                 CollectiveOverrides{NcclAlgorithm::Ring, NcclProtocol::Simple});
-    rows.push_back(judge(
-        absolute(kNcclTests290, "NVIDIA's comment of 2025-03-03", "all-reduce busbw, 2 nodes, NCCL_ALGO=RING",
-                 "h100-2node-ib400: 2 x 8 H100 SXM, 8x CX7 NDR 400G a node, Ring/Simple forced, 4 GiB", "GB/s", 376,
-                 "46-48 GB/s per NIC x 8 NICs = 368-384 (middle 376)", static_cast<double>(s)),
-        all_reduce_busbw(plan, s, 16)));
+    rows.push_back(judge(absolute(data, "nccl_tests_290",
+                                  "h100-2node-ib400: 2 x 8 H100 SXM, 8x CX7 NDR 400G a node, Ring/Simple forced, 4 GiB",
+                                  static_cast<double>(s)),
+                         all_reduce_busbw(plan, s, 16)));
   }
   {
     // NVIDIA/nccl-tests issue 119 (2022): 3 servers of 8x A100-SXM4-40GB, 4 HDR 200 Gb/s NICs each,
@@ -142,12 +148,9 @@ std::vector<PaperRow> nccl_tests_rows(const std::string& hardware_dir) {
     expand_topology(hw.fabric);
     const Bytes s = Bytes{128} << 20;
     const CollectivePlan plan = plan_collective(hw, CollectivePrimitive::all_reduce, s, 24, "network");
-    RowSpec spec = absolute(kNcclTests119, "the reporter's comment", "all-reduce peak busbw, 3 nodes",
-                            "a100-4node-hdr200-rail as 3 nodes, 4 NICs a node (24 ranks), NCCL's choice, 128 MiB",
-                            "GB/s", 96, "about 96 GB/s", static_cast<double>(s));
-    spec.cause = "at 128 MiB the model's Ring/LL128 latency still weighs; its bandwidth limit, 4 x 25 x 0.94 = 94 GB/s, "
-                 "is within 2 %";
-    spec.cause_is_ours = true;
+    const RowSpec spec = absolute(
+        data, "nccl_tests_119", "a100-4node-hdr200-rail as 3 nodes, 4 NICs a node (24 ranks), NCCL's choice, 128 MiB",
+        static_cast<double>(s));
     rows.push_back(judge(spec, all_reduce_busbw(plan, s, 24)));
   }
   {
@@ -157,11 +160,8 @@ std::vector<PaperRow> nccl_tests_rows(const std::string& hardware_dir) {
     const Bytes s = 512;
     const CollectivePlan plan = plan_collective(hw, CollectivePrimitive::all_reduce, s, 16, "network",
                                                 CollectiveOverrides{NcclAlgorithm::NVLSTree, NcclProtocol::Simple});
-    RowSpec spec = absolute(kNccl1244, "Table in the description", "all-reduce time at 512 B, 2 nodes, NVLSTree",
-                            "h100-2node-ib400 (2 x 8, 8x NDR a node), NVLSTree forced, 512 B", "us", 47,
-                            "46-48 us from 4 B to 512 B (middle 47)", static_cast<double>(s));
-    spec.cause = "NCCL's published NVLSTree latency constants (25 + 2 x 20.9 us) overestimate this cluster's floor";
-    spec.cause_is_ours = true;
+    const RowSpec spec = absolute(data, "nccl_1244", "h100-2node-ib400 (2 x 8, 8x NDR a node), NVLSTree forced, 512 B",
+                                  static_cast<double>(s));
     rows.push_back(judge(spec, static_cast<double>(plan.time_ps) / 1e6));
   }
   return rows;
@@ -170,8 +170,9 @@ std::vector<PaperRow> nccl_tests_rows(const std::string& hardware_dir) {
 }  // namespace
 
 std::vector<PaperRow> collective_rows(ScenarioRunner& runner) {
-  std::vector<PaperRow> rows = deepep_rows();
-  std::vector<PaperRow> nccl = nccl_tests_rows(runner.source_dir() + "/scenarios/hardware");
+  const PaperData& data = runner.data("collectives");
+  std::vector<PaperRow> rows = deepep_rows(data);
+  std::vector<PaperRow> nccl = nccl_tests_rows(data, runner.source_dir() + "/scenarios/hardware");
   rows.insert(rows.end(), nccl.begin(), nccl.end());
   return rows;
 }

@@ -3,19 +3,20 @@
 // are of the paper's text as the project keeps it) against commfuse-table1-mlp.yaml and
 // commfuse-table4-attention.yaml. The accelerator is not named, so the comparisons are ratios between
 // schemes; the stand-in profile (scenarios/papers/hardware/commfuse-testbed-fit.yaml) takes its compute
-// rate and link bandwidth from Table 1's baseline row, and everything else is predicted.
+// rate and link bandwidth from Table 1's baseline row, and everything else is predicted. The tables'
+// figures are data (validation/papers/commfuse.yaml).
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "tools/paper_data.hpp"
 #include "tools/papers.hpp"
 
 namespace overlap::tools::papers {
 
 namespace {
 
-constexpr const char* kCommFuseSource = "commfuse-paper";
 constexpr const char* kMlp = "commfuse-table1-mlp";
 constexpr const char* kAttention = "commfuse-table4-attention";
 
@@ -25,102 +26,94 @@ const nlohmann::json kSlicing = {{"chunks", 8}, {"order", "layer"}};
 const nlohmann::json kSlicingDefault = {{"chunks", 8}};
 const nlohmann::json kFuseRs = {{"m", 1}, {"schedule", "ring"}};
 
-// Tables 2-3's columns: b x s = 131072 tokens in every one (line 295).
+// Tables 2-3's columns (validation/papers/commfuse.yaml `columns`).
 struct MlpColumn {
-  const char* label;
-  int batch, seq;
-  double slicing_ms, ours_ms;              // Table 2, lines 300-301
-  double reduction_slicing, reduction_ours;  // Table 3, lines 309-310 (%)
-  double improvement_slicing, improvement_ours;  // Table 3, lines 311-312 (%)
-};
-const MlpColumn kColumns[] = {
-    {"1K", 128, 1024, 83.8, 77.1, 77.9, 99.7, 29.9, 35.8},
-    {"2K", 64, 2048, 83.7, 77.2, 78.9, 99.7, 35.0, 40.2},
-    {"4K", 32, 4096, 83.9, 77.1, 83.9, 99.8, 31.4, 36.9},
-    {"8K", 16, 8192, 83.7, 77.2, 82.7, 99.8, 29.5, 35.0},
-    {"16K", 8, 16384, 83.9, 77.2, 85.2, 99.8, 33.5, 38.8},
+  std::string label;
+  int batch = 0, seq = 0;
+  double slicing_ms = 0, ours_ms = 0;                  // Table 2
+  double reduction_slicing = 0, reduction_ours = 0;    // Table 3 (%)
+  double improvement_slicing = 0, improvement_ours = 0;  // Table 3 (%)
 };
 
-// Table 4 (lines 319-325): forward latency of an attention layer (ms).
+std::vector<MlpColumn> mlp_columns(const PaperData& data) {
+  std::vector<MlpColumn> out;
+  for (const YamlReader& r : data.table("columns", {"label", "batch", "seq", "slicing_ms", "ours_ms", "reduction_slicing",
+                                                    "reduction_ours", "improvement_slicing", "improvement_ours"}))
+    out.push_back({r.get_string("label"), static_cast<int>(r.get_positive_int("batch")),
+                   static_cast<int>(r.get_positive_int("seq")), r.get_positive_double("slicing_ms"),
+                   r.get_positive_double("ours_ms"), r.get_double("reduction_slicing"), r.get_double("reduction_ours"),
+                   r.get_double("improvement_slicing"), r.get_double("improvement_ours")});
+  return out;
+}
+
+// Table 4's rows: forward latency of an attention layer (ms).
 struct AttentionRow {
-  int batch, seq;
-  double baseline, slicing, row_parallel, query_split;
-};
-const AttentionRow kAttentionRows[] = {
-    {64, 1024, 196.2, 179.6, 170.7, 164.2},
-    {32, 2048, 222.8, 202.2, 200.7, 181.2},
-    {16, 4096, 270.1, 246.1, 230.9, 215.8},
-    {4, 8192, 195.6, 279.7, 174.6, 145.1},
+  int batch = 0, seq = 0;
+  double baseline = 0, slicing = 0, row_parallel = 0, query_split = 0;
 };
 
-// Why Tables 2-3's columns spread although their work is the same.
-constexpr const char* kColumnSpread =
-    "b x s = 131072 in every column, so the layer's work is the same; the baselines Tables 2-3 imply spread "
-    "120.1-129.1 ms (run-to-run spread the paper does not average out), ours is one value";
-// Why the attention experiment cannot be matched by a fused-attention model.
-constexpr const char* kAttentionCause =
-    "the paper's attention grows 0.37 ms per million B*S^2 (about 12 TFLOP/s on the score FLOPs: an unfused "
-    "attention) and query split saves 50 ms at 4x8192, more than the whole reduce-scatter (11 ms at Table 1's "
-    "bandwidth): the gains are in the attention kernel, not in hidden communication";
+std::vector<AttentionRow> attention_rows(const PaperData& data) {
+  std::vector<AttentionRow> out;
+  for (const YamlReader& r :
+       data.table("attention", {"batch", "seq", "baseline", "slicing", "row_parallel", "query_split"}))
+    out.push_back({static_cast<int>(r.get_positive_int("batch")), static_cast<int>(r.get_positive_int("seq")),
+                   r.get_positive_double("baseline"), r.get_positive_double("slicing"),
+                   r.get_positive_double("row_parallel"), r.get_positive_double("query_split")});
+  return out;
+}
 
 std::vector<std::string> mlp_sets(int batch, int seq) {
   return {fmt::format("workload.batch={}", batch), fmt::format("workload.seq={}", seq)};
 }
 
-RowSpec commfuse_row(std::string location, std::string figure, std::string config, double published, std::string text) {
-  return row_spec(kCommFuseSource, std::move(location), std::move(figure), std::move(config), published, std::move(text));
+// The row `id` of validation/papers/commfuse.yaml, predicted with `config`.
+RowSpec commfuse_row(const PaperData& data, const std::string& id, std::string config) {
+  RowSpec s = data.row(id);
+  s.config = std::move(config);
+  return s;
 }
 
 constexpr const char* kMlpConfig = "commfuse-table1-mlp: MLP d 4096, ffn 16384, TP 4, FuseRS; slicing 8 (b, s) = ";
 
 // Table 1 (lines 281-285): (b, s, d) = (32, 4096, 4096).
-void add_table1(ScenarioRunner& runner, std::vector<PaperRow>& rows) {
-  const auto sets = mlp_sets(32, 4096);
+void add_table1(ScenarioRunner& runner, const PaperData& data, std::vector<PaperRow>& rows) {
+  const int batch = static_cast<int>(data.number("table1_batch")), seq = static_cast<int>(data.number("table1_seq"));
+  const auto sets = mlp_sets(batch, seq);
   const auto& base = runner.result(kMlp, sets, "no_overlap");
   const auto& slicing = runner.result(kMlp, sets, "data_slicing", kSlicing);
   const auto& ours = runner.result(kMlp, sets, "commfuse", kFuseRs);
-  const std::string cfg = std::string(kMlpConfig) + "(32, 4096)";
+  const std::string cfg = fmt::format("{}({}, {})", kMlpConfig, batch, seq);
   auto ratio = [](const sim::SchemeResult& a, const sim::SchemeResult& b) {
     return static_cast<double>(a.latency_ps) / static_cast<double>(b.latency_ps);
   };
   auto compute_ratio = [](const sim::SchemeResult& a, const sim::SchemeResult& b) {
     return static_cast<double>(a.compute_only_ps) / static_cast<double>(b.compute_only_ps);
   };
-  RowSpec sl = commfuse_row("Table 1", "data slicing latency / vanilla latency", cfg + ", order layer",
-                    83.9 / 122.3, "83.9 / 122.3 ms");
+  RowSpec sl = commfuse_row(data, "table1_slicing", cfg + ", order layer");
   sl.variant = kPaperSetting;
   rows.push_back(judge(sl, ratio(slicing, base)));
   sl.config = cfg + ", order linear (the scheme's default)";
   sl.variant = kShippedDefault;
   rows.push_back(judge(sl, ratio(runner.result(kMlp, sets, "data_slicing", kSlicingDefault), base)));
-  rows.push_back(judge(commfuse_row("Table 1", "CommFuse latency / vanilla latency", cfg, 77.1 / 122.3,
-                            "77.1 / 122.3 ms"),
-                       ratio(ours, base)));
-  RowSpec c1 = commfuse_row("Table 1", "data slicing compute / vanilla compute", cfg, 76.9 / 78.5,
-                    "76.9 / 78.5 ms");
-  RowSpec c2 = commfuse_row("Table 1", "CommFuse compute / vanilla compute", cfg, 77.0 / 78.5,
-                    "77.0 / 78.5 ms");
-  // Our compute grows under decomposition; the paper's falls by 2 %, which no decomposition of the
-  // same GEMMs does (it is within the spread of its baselines, kColumnSpread).
-  c1.cause = c2.cause =
-      "slices quantize into more waves (a 32768-row slice: 31.03 waves -> 32) and FuseRS adds the arriving "
-      "accumulators (Alg. 2 line 16); the paper's compute falls 2 %, within its run-to-run spread";
-  c1.cause_is_ours = c2.cause_is_ours = true;  // the tile plan is our heuristic for an unnamed accelerator
+  rows.push_back(judge(commfuse_row(data, "table1_commfuse", cfg), ratio(ours, base)));
+  const RowSpec c1 = commfuse_row(data, "table1_slicing_compute", cfg);
+  const RowSpec c2 = commfuse_row(data, "table1_commfuse_compute", cfg);
   rows.push_back(judge(c1, compute_ratio(slicing, base)));
   rows.push_back(judge(c2, compute_ratio(ours, base)));
 }
 
 // Table 2 (lines 297-302) and Table 3 (lines 306-312), column by column.
-void add_tables23(ScenarioRunner& runner, std::vector<PaperRow>& rows) {
-  for (const MlpColumn& col : kColumns) {
+void add_tables23(ScenarioRunner& runner, const PaperData& data, std::vector<PaperRow>& rows) {
+  for (const MlpColumn& col : mlp_columns(data)) {
     const auto sets = mlp_sets(col.batch, col.seq);
     const auto& base = runner.result(kMlp, sets, "no_overlap");
     const auto& slicing = runner.result(kMlp, sets, "data_slicing", kSlicing);
     const auto& ours = runner.result(kMlp, sets, "commfuse", kFuseRs);
     const std::string cfg = fmt::format("{}({}, {})", kMlpConfig, col.batch, col.seq);
-    RowSpec t2 = commfuse_row(fmt::format("Table 2 {}", col.label), "CommFuse latency / slicing latency", cfg,
-                      col.ours_ms / col.slicing_ms, fmt::format("{} / {} ms", col.ours_ms, col.slicing_ms));
-    t2.cause = kColumnSpread;
+    RowSpec t2 = commfuse_row(data, "table2", cfg);
+    t2.location = fmt::format("{} {}", t2.location, col.label);
+    t2.published = col.ours_ms / col.slicing_ms;
+    t2.published_text = fmt::format("{} / {} ms", col.ours_ms, col.slicing_ms);
     rows.push_back(judge(t2, static_cast<double>(ours.latency_ps) / static_cast<double>(slicing.latency_ps)));
 
     auto reduction = [&](const sim::SchemeResult& r) {
@@ -130,29 +123,29 @@ void add_tables23(ScenarioRunner& runner, std::vector<PaperRow>& rows) {
       return 100.0 * (1.0 - static_cast<double>(r.latency_ps) / static_cast<double>(base.latency_ps));
     };
     struct Cell {
-      const char* figure;
+      const char* row;
       double published;
       double predicted;
     };
     const Cell cells[] = {
-        {"slicing comm-overhead reduction vs vanilla", col.reduction_slicing, reduction(slicing)},
-        {"CommFuse comm-overhead reduction vs vanilla", col.reduction_ours, reduction(ours)},
-        {"slicing latency improvement vs vanilla", col.improvement_slicing, improvement(slicing)},
-        {"CommFuse latency improvement vs vanilla", col.improvement_ours, improvement(ours)},
+        {"table3_reduction_slicing", col.reduction_slicing, reduction(slicing)},
+        {"table3_reduction_commfuse", col.reduction_ours, reduction(ours)},
+        {"table3_improvement_slicing", col.improvement_slicing, improvement(slicing)},
+        {"table3_improvement_commfuse", col.improvement_ours, improvement(ours)},
     };
     for (const Cell& c : cells) {
-      RowSpec s = commfuse_row(fmt::format("Table 3 {}", col.label), c.figure, cfg, c.published,
-                       fmt::format("{} %", c.published));
-      s.unit = "%";
-      s.cause = kColumnSpread;
+      RowSpec s = commfuse_row(data, c.row, cfg);
+      s.location = fmt::format("{} {}", s.location, col.label);
+      s.published = c.published;
+      s.published_text = fmt::format("{} %", c.published);
       rows.push_back(judge(s, c.predicted));
     }
   }
 }
 
 // Table 4 (lines 319-325): attention, (B x S) as printed.
-void add_table4(ScenarioRunner& runner, std::vector<PaperRow>& rows) {
-  for (const AttentionRow& a : kAttentionRows) {
+void add_table4(ScenarioRunner& runner, const PaperData& data, std::vector<PaperRow>& rows) {
+  for (const AttentionRow& a : attention_rows(data)) {
     const auto sets = mlp_sets(a.batch, a.seq);
     const auto& base = runner.result(kAttention, sets, "no_overlap");
     const auto& slicing = runner.result(kAttention, sets, "data_slicing", kSlicing);
@@ -160,30 +153,30 @@ void add_table4(ScenarioRunner& runner, std::vector<PaperRow>& rows) {
     const auto& query = runner.result(kAttention, sets, "commfuse", {{"attention", "query_split"}});
     const std::string cfg =
         fmt::format("commfuse-table4-attention: d 4096, 32 heads, TP 4, (B, S) = ({}, {})", a.batch, a.seq);
-    const std::string where = fmt::format("Table 4 {}x{}", a.batch, a.seq);
-    RowSpec abs = commfuse_row(where, "baseline latency (testbed fitted on Table 1)", cfg, a.baseline,
-                       fmt::format("{} ms", a.baseline));
-    abs.unit = "ms";
-    abs.ratio = false;
-    abs.tolerance_pct = 10;
-    abs.cause = kAttentionCause;
+    RowSpec abs = commfuse_row(data, "table4_baseline", cfg);
+    abs.location = fmt::format("{} {}x{}", abs.location, a.batch, a.seq);
+    abs.published = a.baseline;
+    abs.published_text = fmt::format("{} ms", a.baseline);
     rows.push_back(judge(abs, static_cast<double>(base.latency_ps) / 1e9));
     const struct {
-      const char* figure;
+      const char* row;
       double published;
       const sim::SchemeResult* r;
-    } cells[] = {{"slicing latency / baseline latency", a.slicing, &slicing},
-                 {"row-parallel FuseRS latency / baseline latency", a.row_parallel, &row_par},
-                 {"query-split FuseRS latency / baseline latency", a.query_split, &query}};
+    } cells[] = {{"table4_slicing", a.slicing, &slicing},
+                 {"table4_row_parallel", a.row_parallel, &row_par},
+                 {"table4_query_split", a.query_split, &query}};
     for (const auto& c : cells) {
-      RowSpec s = commfuse_row(where, c.figure, cfg, c.published / a.baseline, fmt::format("{} / {} ms", c.published, a.baseline));
+      RowSpec s = commfuse_row(data, c.row, cfg);
+      s.location = fmt::format("{} {}x{}", s.location, a.batch, a.seq);
+      s.published = c.published / a.baseline;
+      s.published_text = fmt::format("{} / {} ms", c.published, a.baseline);
       if (c.r == &slicing) s.variant = kPaperSetting;
-      s.cause = kAttentionCause;
       if (c.published > a.baseline) {
         // 4x8192: slicing 43 % slower than no overlap. Nothing in the paper says why.
-        s.cause =
-            "not found: the paper's slicing is slower than no overlap here (279.7 vs 195.6 ms); in our model slicing "
-            "can only add per-slice launches and wave quantization, a few %";
+        s.cause = fmt::format(
+            "not found: the paper's slicing is slower than no overlap here ({} vs {} ms); in our model slicing "
+            "can only add per-slice launches and wave quantization, a few %",
+            c.published, a.baseline);
         s.cause_is_ours = true;
       }
       rows.push_back(judge(s, static_cast<double>(c.r->latency_ps) / static_cast<double>(base.latency_ps)));
@@ -199,10 +192,11 @@ void add_table4(ScenarioRunner& runner, std::vector<PaperRow>& rows) {
 }  // namespace
 
 std::vector<PaperRow> commfuse_rows(ScenarioRunner& runner) {
+  const PaperData& data = runner.data("commfuse");
   std::vector<PaperRow> rows;
-  add_table1(runner, rows);
-  add_tables23(runner, rows);
-  add_table4(runner, rows);
+  add_table1(runner, data, rows);
+  add_tables23(runner, data, rows);
+  add_table4(runner, data, rows);
   return rows;
 }
 

@@ -8,55 +8,67 @@
 // (recomputation counted), over the measured iteration time and the GPUs. The prediction divides the
 // same FLOPs by the simulated step time, so predicted / published is published time / simulated time.
 //
+// Table 1's rows and how each kind of row is judged are data (validation/papers/megatron.yaml).
 // Two kinds of row, judged apart (docs/guide/training.md "Validation on measured runs"):
 // - absolute: TFLOP/s per GPU, within 10 %; not ratio rows, so not in the report's median;
 // - scaling: each row's TFLOP/s over the 1.7B row's (tensor-parallel size 1 -> 2, 4, 8 at data-parallel
 //   size 32, the model growing with it), within 5 %; dimensionless, counted in the median.
-#include <array>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "tools/paper_data.hpp"
 #include "tools/papers.hpp"
 
 namespace overlap::tools::papers {
 
 namespace {
 
-constexpr const char* kMegatronSource = "megatron-sc21";
-
 struct MegatronRow {
-  const char* file;  // scenarios/papers/<file>.yaml
-  const char* size;  // as Table 1 prints the parameter count
-  double heads, hidden, layers;
-  int tp, gpus;
-  double batch;            // global batch, sequences
-  double tflops_per_gpu;   // "Achieved teraFLOP/s per GPU"
+  std::string file;  // scenarios/papers/<file>.yaml
+  std::string size;  // as Table 1 prints the parameter count
+  double heads = 0, hidden = 0, layers = 0;
+  int tp = 0, gpus = 0;
+  double batch = 0;           // global batch, sequences
+  double tflops_per_gpu = 0;  // "Achieved teraFLOP/s per GPU"
+  double seq = 0, vocab = 0;  // sequence length, vocabulary
 };
 
-// Table 1, the rows with pipeline-parallel size 1 (sequence length 2048, vocabulary 51,200).
-constexpr std::array kMegatronTable1 = {
-    MegatronRow{"megatron-sc21-gpt-1.7b-tp1-dp32", "1.7B", 24, 2304, 24, 1, 32, 512, 137},
-    MegatronRow{"megatron-sc21-gpt-3.6b-tp2-dp32", "3.6B", 32, 3072, 30, 2, 64, 512, 138},
-    MegatronRow{"megatron-sc21-gpt-7.5b-tp4-dp32", "7.5B", 32, 4096, 36, 4, 128, 512, 142},
-    MegatronRow{"megatron-sc21-gpt-18.4b-tp8-dp32", "18.4B", 48, 6144, 40, 8, 256, 1024, 135},
-};
-
-constexpr double kMegatronSeq = 2048, kMegatronVocab = 51200;
+// Table 1's rows without pipeline parallelism, as validation/papers/megatron.yaml lists them.
+std::vector<MegatronRow> megatron_table1(const PaperData& data) {
+  std::vector<MegatronRow> rows;
+  for (const YamlReader& r : data.table("table1", {"file", "size", "heads", "hidden", "layers", "tp", "gpus", "batch",
+                                                   "tflops_per_gpu"})) {
+    MegatronRow m;
+    m.file = r.get_string("file");
+    m.size = r.get_string("size");
+    m.heads = r.get_positive_double("heads");
+    m.hidden = r.get_positive_double("hidden");
+    m.layers = r.get_positive_double("layers");
+    m.tp = static_cast<int>(r.get_positive_int("tp"));
+    m.gpus = static_cast<int>(r.get_positive_int("gpus"));
+    m.batch = r.get_positive_double("batch");
+    m.tflops_per_gpu = r.get_positive_double("tflops_per_gpu");
+    m.seq = data.number("seq");
+    m.vocab = data.number("vocab");
+    rows.push_back(std::move(m));
+  }
+  return rows;
+}
 
 // Eq. 3: FLOPs of one iteration with activation recomputation.
 double megatron_eq3_flops(const MegatronRow& r) {
-  const double s = kMegatronSeq, h = r.hidden, l = r.layers;
-  return 96 * r.batch * s * l * h * h * (1 + s / (6 * h) + kMegatronVocab / (16 * l * h));
+  const double s = r.seq, h = r.hidden, l = r.layers;
+  return 96 * r.batch * s * l * h * h * (1 + s / (6 * h) + r.vocab / (16 * l * h));
 }
 
 // Core attention's share of Eq. 3: the s / 6h term over the whole. Megatron-LM of 2021 computed the
 // whole s x s score matrix (unfused, masked afterwards) where the workload's causal kernel skips half,
 // so the simulated step does about half of this share less work.
 double megatron_attention_share(const MegatronRow& r) {
-  const double s = kMegatronSeq, h = r.hidden, l = r.layers;
-  return (s / (6 * h)) / (1 + s / (6 * h) + kMegatronVocab / (16 * l * h));
+  const double s = r.seq, h = r.hidden, l = r.layers;
+  return (s / (6 * h)) / (1 + s / (6 * h) + r.vocab / (16 * l * h));
 }
 
 // What the simulated step leaves out of Megatron-LM's attention of 2021 (its Sec. 4.2 fuses only the
@@ -70,7 +82,7 @@ constexpr double kA100StreamGbps = 2039 * 0.9;
 
 double megatron_unfused_attention_s(const MegatronRow& r) {
   const double per_replica = r.batch / (r.gpus / r.tp);
-  const double scores = r.layers * per_replica * (r.heads / r.tp) * kMegatronSeq * kMegatronSeq;
+  const double scores = r.layers * per_replica * (r.heads / r.tp) * r.seq * r.seq;
   return scores * kUnfusedScoreBytesPerStep / (kA100StreamGbps * 1e9);
 }
 
@@ -96,19 +108,20 @@ std::string megatron_setting(const MegatronRow& r) {
 }  // namespace
 
 std::vector<PaperRow> megatron_training_rows(ScenarioRunner& runner) {
-  std::array<MegatronPrediction, kMegatronTable1.size()> pred;
-  for (std::size_t i = 0; i < kMegatronTable1.size(); ++i) pred[i] = predict_megatron_step(runner, kMegatronTable1[i]);
+  const PaperData& data = runner.data("megatron");
+  const std::vector<MegatronRow> table1 = megatron_table1(data);
+  std::vector<MegatronPrediction> pred;
+  for (const MegatronRow& r : table1) pred.push_back(predict_megatron_step(runner, r));
   std::vector<PaperRow> rows;
-  for (std::size_t i = 0; i < kMegatronTable1.size(); ++i) {
-    const MegatronRow& r = kMegatronTable1[i];
+  for (std::size_t i = 0; i < table1.size(); ++i) {
+    const MegatronRow& r = table1[i];
     const double published_s = megatron_eq3_flops(r) / (r.tflops_per_gpu * 1e12 * r.gpus);
-    RowSpec spec = row_spec(kMegatronSource, "Table 1", fmt::format("GPT {} throughput per GPU (TP {}, PP 1)", r.size, r.tp),
-                            fmt::format("{}; simulated step {:.3f} s against Eq. 3's {:.3f} s at the measured rate",
-                                        megatron_setting(r), pred[i].step_s, published_s),
-                            r.tflops_per_gpu, fmt::format("{:g} teraFLOP/s per GPU", r.tflops_per_gpu));
-    spec.unit = "TFLOP/s";
-    spec.ratio = false;  // an absolute throughput: judged at 10 %, outside the ratio median
-    spec.tolerance_pct = 10;
+    RowSpec spec = data.row("throughput");
+    spec.figure = fmt::format("GPT {} throughput per GPU (TP {}, PP 1)", r.size, r.tp);
+    spec.config = fmt::format("{}; simulated step {:.3f} s against Eq. 3's {:.3f} s at the measured rate",
+                              megatron_setting(r), pred[i].step_s, published_s);
+    spec.published = r.tflops_per_gpu;
+    spec.published_text = fmt::format("{:g} teraFLOP/s per GPU", r.tflops_per_gpu);
     const double unfused_s = megatron_unfused_attention_s(r);
     const double with_unfused = megatron_eq3_flops(r) / ((pred[i].step_s + unfused_s) * r.gpus) / 1e12;
     spec.cause = fmt::format(
@@ -117,21 +130,18 @@ std::vector<PaperRow> megatron_training_rows(ScenarioRunner& runner) {
         "where the causal kernel does half ({:.1f} % of Eq. 3 is core attention); the GEMM efficiency is the A100 "
         "profile's default 0.8 for every shape",
         unfused_s, published_s - pred[i].step_s, with_unfused, 100 * megatron_attention_share(r));
-    spec.cause_is_ours = true;
     rows.push_back(judge(spec, pred[i].tflops_per_gpu));
   }
-  for (std::size_t i = 1; i < kMegatronTable1.size(); ++i) {
-    const MegatronRow& r = kMegatronTable1[i];
-    const MegatronRow& base = kMegatronTable1[0];
-    RowSpec spec = row_spec(
-        kMegatronSource, "Table 1",
-        fmt::format("throughput per GPU, GPT {} at TP {} over GPT {} at TP 1 (weak scaling, DP 32)", r.size, r.tp, base.size),
-        fmt::format("{} and {}.yaml: {:.1f} / {:.1f} TFLOP/s per GPU predicted", megatron_setting(r), base.file,
-                    pred[i].tflops_per_gpu, pred[0].tflops_per_gpu),
-        r.tflops_per_gpu / base.tflops_per_gpu,
-        fmt::format("{:g} / {:g} teraFLOP/s per GPU", r.tflops_per_gpu, base.tflops_per_gpu));
-    spec.unit = "x";
-    spec.tolerance_pct = 5;
+  for (std::size_t i = 1; i < table1.size(); ++i) {
+    const MegatronRow& r = table1[i];
+    const MegatronRow& base = table1[0];
+    RowSpec spec = data.row("scaling");
+    spec.figure =
+        fmt::format("throughput per GPU, GPT {} at TP {} over GPT {} at TP 1 (weak scaling, DP 32)", r.size, r.tp, base.size);
+    spec.config = fmt::format("{} and {}.yaml: {:.1f} / {:.1f} TFLOP/s per GPU predicted", megatron_setting(r), base.file,
+                              pred[i].tflops_per_gpu, pred[0].tflops_per_gpu);
+    spec.published = r.tflops_per_gpu / base.tflops_per_gpu;
+    spec.published_text = fmt::format("{:g} / {:g} teraFLOP/s per GPU", r.tflops_per_gpu, base.tflops_per_gpu);
     const double with_i = megatron_eq3_flops(r) / ((pred[i].step_s + megatron_unfused_attention_s(r)) * r.gpus);
     const double with_0 = megatron_eq3_flops(base) / ((pred[0].step_s + megatron_unfused_attention_s(base)) * base.gpus);
     spec.cause = fmt::format(
@@ -139,7 +149,6 @@ std::vector<PaperRow> megatron_training_rows(ScenarioRunner& runner) {
         "costs the small models most (core attention {:.1f} % of Eq. 3 at {}, {:.1f} % at {}): with the estimate "
         "added the ratio is {:.3f}; one GEMM efficiency for every shape also hides the larger GEMMs' gain",
         100 * megatron_attention_share(base), base.size, 100 * megatron_attention_share(r), r.size, with_i / with_0);
-    spec.cause_is_ours = true;
     rows.push_back(judge(spec, pred[0].tflops_per_gpu > 0 ? pred[i].tflops_per_gpu / pred[0].tflops_per_gpu : 0));
   }
   return rows;

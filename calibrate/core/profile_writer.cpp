@@ -15,6 +15,7 @@
 #include "calibrate/core/scheme_config.hpp"
 #include "cost_model/gemm_roofline.hpp"
 #include "cost_model/profile_schema.hpp"
+#include "cost_model/statistics.hpp"
 
 namespace overlap::calibrate {
 namespace {
@@ -333,7 +334,7 @@ FullRateFit fit_gemm_full_rate_sms(const MeasurementSet& set, int sm_count) {
     // The model inverted: on the partitions (k <= S) a wave takes t0; on the whole GPU, w - 1 full
     // waves take t0 R / S each and the last, of L tiles, t0 max(S, L) / S. With q = D / t0:
     // S = R (w - 1) / (q - 1) when L <= S, else S = (R (w - 1) + L) / q.
-    const double t0 = median_of_values(sh.low_wave_us);
+    const double t0 = median(sh.low_wave_us);
     const double q = sh.whole_us / t0;
     const std::int64_t w = (sh.tiles + sm_count - 1) / sm_count;
     const double last = static_cast<double>(sh.tiles - (w - 1) * sm_count);
@@ -347,7 +348,7 @@ FullRateFit fit_gemm_full_rate_sms(const MeasurementSet& set, int sm_count) {
   }
   if (per_shape.empty()) return fit;
   fit.shapes = static_cast<int>(per_shape.size());
-  fit.sms = median_of_values(per_shape);
+  fit.sms = median(per_shape);
   fit.ok = fit.sms < sm_count;
   return fit;
 }
@@ -370,7 +371,7 @@ double fitted_gemm_comm_interference(const MeasurementSet& set, int sm_count, do
     fits.push_back((m->time_us.median / base - 1.0) * sm_count / k);
   }
   if (fits.empty()) return -1;
-  return std::max(0.0, median_of_values(fits));
+  return std::max(0.0, median(fits));
 }
 
 

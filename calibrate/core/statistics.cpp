@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "cost_model/statistics.hpp"
+
 namespace overlap::calibrate {
 
 SampleStats summarize(std::vector<double> samples) {
@@ -15,11 +17,11 @@ SampleStats summarize(std::vector<double> samples) {
       throw std::invalid_argument("summarize: sample " + std::to_string(s) + " is not a positive duration");
     }
   }
-  std::sort(samples.begin(), samples.end());
+  std::sort(samples.begin(), samples.end());  // the mean sums in ascending order
   const std::size_t n = samples.size();
   SampleStats st;
   st.count = static_cast<int>(n);
-  st.median = n % 2 == 1 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  st.median = median(samples);
   st.min = samples.front();
   st.max = samples.back();
   st.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(n);
@@ -28,15 +30,5 @@ SampleStats summarize(std::vector<double> samples) {
 }
 
 double median_of(std::vector<double> samples) { return summarize(std::move(samples)).median; }
-
-double median_of_values(std::vector<double> values) {
-  if (values.empty()) throw std::invalid_argument("median_of_values: no values");
-  for (double v : values) {
-    if (!std::isfinite(v)) throw std::invalid_argument("median_of_values: a value is not finite");
-  }
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 }  // namespace overlap::calibrate

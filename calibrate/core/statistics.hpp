@@ -2,7 +2,8 @@
 // Summary statistics of repeated timings, the way nccl-tests-style drivers report them: every
 // benchmark is run `repetitions` times after a warm-up, and what the profile uses is the median
 // (robust to a stray slow launch); the spread max/min says how noisy the measurement was
-// (design.md "Calibration and validation": "median and spread recorded").
+// (design.md "Calibration and validation": "median and spread recorded"). The median itself is
+// the one every comparison uses (cost_model/statistics.hpp).
 #include <vector>
 
 namespace overlap::calibrate {
@@ -20,10 +21,8 @@ struct SampleStats {
 // duration of 0 means the timer did not see the work: never a valid measurement).
 SampleStats summarize(std::vector<double> samples);
 
-// The median alone (same rules as summarize()).
+// The median alone (same rules as summarize()). For values that are not durations (fitted
+// coefficients may be 0 or negative) use overlap::median.
 double median_of(std::vector<double> samples);
-// The median of any finite values (fitted coefficients may be 0 or negative); throws
-// std::invalid_argument for none or a value that is not finite.
-double median_of_values(std::vector<double> values);
 
 }  // namespace overlap::calibrate

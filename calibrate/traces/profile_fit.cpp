@@ -14,6 +14,7 @@
 #include "cost_model/collective_model.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
+#include "cost_model/statistics.hpp"
 
 namespace overlap::traces {
 
@@ -29,18 +30,9 @@ std::optional<DType> model_dtype(std::string name) {
 
 namespace {
 
-// The median of integer durations, in us (even count: the mean of the middle two).
-double median_us(std::vector<std::int64_t> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  const double ns = n % 2 ? static_cast<double>(v[n / 2]) : (static_cast<double>(v[n / 2 - 1]) + static_cast<double>(v[n / 2])) / 2;
-  return ns / 1000.0;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+// The median of integer durations, in us.
+double median_us(const std::vector<std::int64_t>& durations_ns) {
+  return median(std::vector<double>(durations_ns.begin(), durations_ns.end())) / 1000.0;
 }
 
 struct GemmPool {

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "calibrate/core/statistics.hpp"
+#include "cost_model/statistics.hpp"
 #include "sim/engine.hpp"
 #include "sim/node_builder.hpp"
 #include "sim/schemes/graph_builder.hpp"
@@ -97,7 +97,7 @@ double simulate_gemm_beside_copies_us(const HardwareProfile& p, const GemmShape&
     const auto& r = tl.ops[static_cast<std::size_t>(measured[i])];
     us.push_back(us_from_ps(r.end_ps - r.start_ps));
   }
-  return median_of_values(us);
+  return median(us);
 }
 
 namespace {

@@ -12,10 +12,10 @@
 
 #include "calibrate/core/measurement.hpp"
 #include "calibrate/core/scheme_config.hpp"
-#include "calibrate/core/statistics.hpp"
 #include "calibrate/validate/validate.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/hardware_profile.hpp"
+#include "cost_model/statistics.hpp"
 
 namespace overlap::calibrate {
 
@@ -30,10 +30,11 @@ void append_scored_errors(const std::vector<ValidationRow>& rows, std::vector<do
 // A group's or the whole report's error figures from its scored rows' |error| %.
 template <class Scored>
 void set_error_figures(Scored& s, const std::vector<double>& errs) {
-  s.scored = static_cast<int>(errs.size());
-  if (errs.empty()) return;
-  s.median_abs_error_pct = median_of_values(errs);
-  s.max_abs_error_pct = *std::max_element(errs.begin(), errs.end());
+  const AbsErrorFigures f = abs_error_figures(errs);
+  s.scored = f.count;
+  if (f.count == 0) return;
+  s.median_abs_error_pct = f.median;
+  s.max_abs_error_pct = f.max;
 }
 // The group's error figures over its scored rows (and its exposed-communication figures).
 void finish(ValidationGroup& g);

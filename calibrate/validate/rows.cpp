@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "calibrate/core/statistics.hpp"
 #include "cost_model/input_error.hpp"
+#include "cost_model/statistics.hpp"
 
 namespace overlap::calibrate {
 
@@ -64,8 +64,8 @@ void finish(ValidationGroup& g) {
   }
   g.exposed_rows = static_cast<int>(exposed_us.size());
   if (!exposed_us.empty()) {
-    g.exposed_median_abs_error_us = median_of_values(exposed_us);
-    g.exposed_median_abs_error_pct_of_latency = median_of_values(exposed_pct);
+    g.exposed_median_abs_error_us = median(exposed_us);
+    g.exposed_median_abs_error_pct_of_latency = median(exposed_pct);
   }
 }
 

@@ -45,7 +45,6 @@ TEST_CASE("summarize rejects what no timer can produce", "[calibrate]") {
   CHECK_THROWS_AS(summarize({1.0, 0.0}), std::invalid_argument);
   CHECK_THROWS_AS(summarize({1.0, -2.0}), std::invalid_argument);
   CHECK_THROWS_AS(summarize({1.0, std::nan("")}), std::invalid_argument);
-  CHECK(median_of_values({-1.0, 0.0, 4.0}) == 0.0);  // fitted coefficients may be <= 0
 }
 
 TEST_CASE("gemm_tile_shape: every big-tile count is a whole number of waves", "[calibrate]") {
