@@ -117,6 +117,10 @@ inline constexpr InputRange vpp{"model chunks per stage", "workload.parallel.vpp
                                 "interleaved schedule only; must divide layers / pp", true};
 inline constexpr InputRange micro_batches{"micro-batches per step", "workload.parallel.micro_batches", 1, 65536,
                                           "micro-batches", "at least pp for 1f1b and interleaved (a multiple of pp)", true};
+inline constexpr InputRange stage_layers{"layers of the first or last pipeline stage",
+                                         "workload.parallel.first_stage_layers, workload.parallel.last_stage_layers", 1,
+                                         1024, "layers", "the rest must split evenly over the other stages (and by vpp)",
+                                         true};
 inline constexpr InputRange cp{"context-parallel ranks", "workload.parallel.cp", 1, 65536, "ranks",
                                "2 cp must divide the sequence (causal load balancing)", true};
 // The moe workload (docs/guide/moe.md).
@@ -138,7 +142,7 @@ inline constexpr std::array kAll = {&sm_count, &ctas_per_sm,   &clock_mhz, &peak
                                     &num_gpus,  &gpus_per_group, &nics_per_node, &nodes_per_leaf, &fabric_nodes, &curve_bytes, &curve_us,
                                     &curve_points, &tile,       &tp,        &gemm_dim,    &tokens,
                                     &batch,     &width,         &vocab,     &dropout,   &heads,     &layers,      &dp,          &bucket_mb,
-                                    &prefetch,  &pp,           &vpp,       &micro_batches, &cp,
+                                    &prefetch,  &pp,           &vpp,       &micro_batches, &stage_layers, &cp,
                                     &experts,       &shared_experts, &max_nodes, &seed, &chunks};
 
 }  // namespace ranges

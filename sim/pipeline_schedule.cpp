@@ -18,16 +18,17 @@ std::string_view pipeline_schedule_name(PipelineSchedule s) {
     case PipelineSchedule::one_f_one_b: return "1f1b";
     case PipelineSchedule::interleaved: return "interleaved";
     case PipelineSchedule::zero_bubble_h1: return "zb_h1";
+    case PipelineSchedule::dualpipe: return "dualpipe";
   }
   return "?";
 }
 
 PipelineSchedule pipeline_schedule_from_name(std::string_view name) {
   for (PipelineSchedule s : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved,
-                             PipelineSchedule::zero_bubble_h1})
+                             PipelineSchedule::zero_bubble_h1, PipelineSchedule::dualpipe})
     if (pipeline_schedule_name(s) == name) return s;
   throw std::invalid_argument(
-      fmt::format("unknown pipeline schedule '{}' (gpipe, 1f1b, interleaved, zb_h1)", name.substr(0, 64)));
+      fmt::format("unknown pipeline schedule '{}' (gpipe, 1f1b, interleaved, zb_h1, dualpipe)", name.substr(0, 64)));
 }
 
 void check_pipeline_shape(const PipelineShape& shape) {
@@ -43,6 +44,18 @@ void check_pipeline_shape(const PipelineShape& shape) {
   if (shape.schedule == PipelineSchedule::interleaved && shape.micro_batches % shape.stages != 0)
     throw std::invalid_argument(fmt::format("the interleaved schedule needs micro_batches ({}) a multiple of pp ({})",
                                             shape.micro_batches, shape.stages));
+  // DeepSeek-V3 Sec. 3.2.1: DualPipe needs the stages and the micro-batches divisible by 2 (half the
+  // micro-batches enter at each end); its reference implementation (deepseek-ai/DualPipe, DualPipe.step)
+  // also needs at least 2 pp of them, one steady-state F&B round per stage at least.
+  if (shape.schedule == PipelineSchedule::dualpipe) {
+    if (shape.stages % 2 != 0)
+      throw std::invalid_argument(fmt::format("the dualpipe schedule needs pp even (got {}): stage s pairs with stage "
+                                              "pp - 1 - s", shape.stages));
+    if (shape.micro_batches % 2 != 0 || shape.micro_batches < 2 * shape.stages)
+      throw std::invalid_argument(fmt::format("the dualpipe schedule needs micro_batches even and at least 2 pp = {} "
+                                              "(got {}): half of them enter at each end of the pipeline",
+                                              2 * shape.stages, shape.micro_batches));
+  }
   const long long work = 3LL * shape.stages * shape.chunks * shape.micro_batches;
   if (work > 50'000'000)
     throw std::invalid_argument(fmt::format(
@@ -97,12 +110,96 @@ std::vector<PipelineWork> interleaved_order(const PipelineShape& sh, int stage) 
   return order;
 }
 
+// DualPipe's order on stage s (DeepSeek-V3 Sec. 3.2.1, Fig. 5; the phases of deepseek-ai/DualPipe's
+// DualPipe.step). With H = pp / 2, h = min(s, pp - 1 - s) and n = m / 2 micro-batches per direction, the
+// "near" direction being the one entering at the stage's own end of the pipeline:
+//   1. 2 (H - h - 1) forwards of the near direction;
+//   2. h + 1 times a near forward and a far forward;
+//   3. H - h - 1 times a far input gradient, its weight gradient, a far forward (zero bubble);
+//   4. n - pp + h + 1 times two F&B chunks: near forward with far backward, far forward with near
+//      backward (on the two middle stages the first near forward and far backward run apart);
+//   5. H - h - 1 times a far backward, then far forward with near backward;
+//   6. h + 1 times a far and a near backward, the second half of them split into B and W;
+//   7. H - h - 1 times a deferred W and a near input gradient;
+//   8. the h + 1 deferred Ws.
+class DualPipeOrder {
+ public:
+  DualPipeOrder(const PipelineShape& sh, int stage)
+      : near_(stage < sh.stages / 2 ? 0 : 1), far_(1 - near_) {
+    const int half = sh.stages / 2, h = std::min(stage, sh.stages - 1 - stage), n = sh.micro_batches / 2;
+    const bool middle = h == half - 1;
+    for (int i = 0; i < 2 * (half - h - 1); ++i) forward(near_);
+    for (int i = 0; i <= h; ++i) {
+      forward(near_);
+      forward(far_);
+    }
+    for (int i = 0; i < half - h - 1; ++i) {
+      backward(far_, true);
+      weight();
+      forward(far_);
+    }
+    for (int i = 0; i < n - sh.stages + h + 1; ++i) {
+      if (i == 0 && middle) {
+        forward(near_);
+        backward(far_, false);
+      } else {
+        pair(near_, far_);
+      }
+      pair(far_, near_);
+    }
+    for (int i = 0; i < half - h - 1; ++i) {
+      backward(far_, false);
+      pair(far_, near_);
+    }
+    bool split = false;
+    for (int i = 0; i <= h; ++i) {
+      if (i == (h + 1) / 2 && h % 2 == 1) split = true;
+      backward(far_, split);
+      if (i == (h + 1) / 2 && h % 2 == 0) split = true;
+      backward(near_, split);
+    }
+    for (int i = 0; i < half - h - 1; ++i) {
+      weight();
+      backward(near_, true);
+    }
+    for (int i = 0; i <= h; ++i) weight();
+  }
+  std::vector<PipelineWork> take() { return std::move(order_); }
+
+ private:
+  void forward(int dir, bool paired = false) {
+    order_.push_back({PipelinePass::forward, next_forward_[dir]++, dir, paired});
+  }
+  // An input gradient; `split`: its weight gradient deferred (run by a later weight()), else right after it.
+  void backward(int dir, bool split) {
+    const int mb = next_backward_[dir]++;
+    order_.push_back({PipelinePass::backward, mb, dir});
+    if (split) deferred_.push_back({PipelinePass::weight, mb, dir});
+    else order_.push_back({PipelinePass::weight, mb, dir});
+  }
+  void weight() {
+    order_.push_back(deferred_.front());
+    deferred_.erase(deferred_.begin());
+  }
+  void pair(int forward_dir, int backward_dir) {
+    forward(forward_dir, true);
+    backward(backward_dir, false);
+  }
+
+  int near_, far_;
+  int next_forward_[2] = {0, 0}, next_backward_[2] = {0, 0};
+  std::vector<PipelineWork> deferred_;
+  std::vector<PipelineWork> order_;
+};
+
 constexpr Ps kUnknown = -1;
 
 class PipelineRun {
  public:
   PipelineRun(const PipelineShape& sh, const PipelineCosts& c) : sh_(sh), c_(c) {
-    const int vs = sh.stages * sh.chunks;
+    dual_ = sh.schedule == PipelineSchedule::dualpipe;
+    // dualpipe: virtual stage dir * pp + position along the direction (two chains of pp).
+    const int vs = dual_ ? 2 * sh.stages : sh.stages * sh.chunks;
     const std::size_t n = static_cast<std::size_t>(vs) * static_cast<std::size_t>(sh.micro_batches);
     for (auto& e : end_) e.assign(n, kUnknown);
     greedy_ = sh.schedule == PipelineSchedule::zero_bubble_h1;
@@ -150,33 +247,58 @@ class PipelineRun {
     std::vector<int> pending_weight;  // zero_bubble_h1: micro-batches whose W has not run
   };
 
-  int virtual_stage(int stage, const PipelineWork& w) const { return w.chunk * sh_.stages + stage; }
+  int virtual_stage(int stage, const PipelineWork& w) const {
+    if (dual_) return w.chunk * sh_.stages + (w.chunk == 0 ? stage : sh_.stages - 1 - stage);
+    return w.chunk * sh_.stages + stage;
+  }
+  int stage_of(int vs) const {
+    const int pos = vs % sh_.stages;
+    return dual_ && vs >= sh_.stages ? sh_.stages - 1 - pos : pos;
+  }
+  // The first and last virtual stage of the chain `vs` is on (dualpipe: of its direction).
+  bool first_vs(int vs) const { return dual_ ? vs % sh_.stages == 0 : vs == 0; }
+  bool last_vs(int vs) const { return dual_ ? vs % sh_.stages == sh_.stages - 1 : vs == sh_.stages * sh_.chunks - 1; }
   std::size_t index(int vs, int mb) const {
     return static_cast<std::size_t>(vs) * static_cast<std::size_t>(sh_.micro_batches) + static_cast<std::size_t>(mb);
   }
   Ps duration(int vs, PipelinePass pass) const {
     const auto& v = pass == PipelinePass::forward ? c_.forward_ps : pass == PipelinePass::backward ? c_.backward_ps
                                                                                                    : c_.weight_ps;
-    return v[static_cast<std::size_t>(vs)];
+    return v[static_cast<std::size_t>(dual_ ? vs % sh_.stages : vs)];
+  }
+  Ps comm(const std::vector<Ps>& v, int vs) const { return v.empty() ? 0 : v[static_cast<std::size_t>(vs % sh_.stages)]; }
+  // A dualpipe F&B chunk: forward on `f_vs`, whole backward (B + W) on `b_vs`.
+  Ps pair_duration(int f_vs, int b_vs) const {
+    return paired_pass_ps(duration(f_vs, PipelinePass::forward),
+                          duration(b_vs, PipelinePass::backward) + duration(b_vs, PipelinePass::weight),
+                          comm(c_.forward_comm_ps, f_vs), comm(c_.backward_comm_ps, b_vs));
   }
   Ps end_of(PipelinePass pass, int vs, int mb) const { return end_[static_cast<int>(pass)][index(vs, mb)]; }
   // A pass's input arriving from another virtual stage: paid the transfer unless both are on one stage.
   Ps arrival(Ps end, int from_vs, int to_vs) const {
-    return from_vs % sh_.stages == to_vs % sh_.stages ? end : end + c_.p2p_ps;
+    return stage_of(from_vs) == stage_of(to_vs) ? end : end + c_.p2p_ps;
   }
 
   // When a pass may start as far as its inputs go; nullopt while an input is not placed yet.
+  // A dualpipe F&B chunk: when both its forward's and its backward's inputs are in.
   std::optional<Ps> ready(int stage, const PipelineWork& w) const {
+    if (!w.paired) return ready_one(stage, w);
+    const Stage& st = st_[static_cast<std::size_t>(stage)];
+    const std::optional<Ps> f = ready_one(stage, w);
+    const std::optional<Ps> b = ready_one(stage, order_[static_cast<std::size_t>(stage)][st.next + 1]);
+    if (!f || !b) return std::nullopt;
+    return std::max(*f, *b);
+  }
+  std::optional<Ps> ready_one(int stage, const PipelineWork& w) const {
     const int vs = virtual_stage(stage, w);
-    const int last = sh_.stages * sh_.chunks - 1;
     Ps t = kUnknown;
     switch (w.pass) {
       case PipelinePass::forward:
-        if (vs == 0) return Ps{0};
+        if (first_vs(vs)) return Ps{0};
         t = end_of(PipelinePass::forward, vs - 1, w.micro_batch);
         return t == kUnknown ? std::nullopt : std::optional<Ps>(arrival(t, vs - 1, vs));
       case PipelinePass::backward:
-        if (vs == last) {
+        if (last_vs(vs)) {
           t = end_of(PipelinePass::forward, vs, w.micro_batch);
           return t == kUnknown ? std::nullopt : std::optional<Ps>(t);
         }
@@ -242,11 +364,25 @@ class PipelineRun {
 
   void place(int stage, const PipelineWork& w, Ps start) {
     Stage& st = st_[static_cast<std::size_t>(stage)];
+    if (w.paired) {
+      // The F&B chunk: the forward, the backward and its weight gradient after it share one span.
+      const auto& order = order_[static_cast<std::size_t>(stage)];
+      const std::size_t at = st.next;  // record() moves st.next on
+      const Ps end = start + pair_duration(virtual_stage(stage, w), virtual_stage(stage, order[at + 1]));
+      for (std::size_t i = 0; i < 3; ++i) record(stage, order[at + i], start, end, i == 0 ? end - start : 0);
+      return;
+    }
     const int vs = virtual_stage(stage, w);
-    const Ps end = start + duration(vs, w.pass);
+    record(stage, w, start, start + duration(vs, w.pass), duration(vs, w.pass));
+  }
+
+  // One pass placed from `start` to `end`, `busy` of it added to the stage's busy time.
+  void record(int stage, const PipelineWork& w, Ps start, Ps end, Ps busy) {
+    Stage& st = st_[static_cast<std::size_t>(stage)];
+    const int vs = virtual_stage(stage, w);
     end_[static_cast<int>(w.pass)][index(vs, w.micro_batch)] = end;
     tl_.stages[static_cast<std::size_t>(stage)].push_back({w, start, end});
-    tl_.busy_ps[static_cast<std::size_t>(stage)] += end - start;
+    tl_.busy_ps[static_cast<std::size_t>(stage)] += busy;
     st.free_ps = end;
     st.waiting = st.blocked = false;
     ++st.done;
@@ -288,6 +424,7 @@ class PipelineRun {
   const PipelineShape& sh_;
   const PipelineCosts& c_;
   bool greedy_ = false;
+  bool dual_ = false;
   std::vector<std::vector<PipelineWork>> order_;
   std::vector<Stage> st_;
   std::vector<Ps> end_[3];  // per pass: end of (virtual stage, micro-batch), kUnknown until placed
@@ -306,6 +443,7 @@ std::vector<std::vector<PipelineWork>> pipeline_order(const PipelineShape& shape
       case PipelineSchedule::gpipe: orders.push_back(gpipe_order(shape)); break;
       case PipelineSchedule::one_f_one_b: orders.push_back(one_f_one_b_order(shape, s)); break;
       case PipelineSchedule::interleaved: orders.push_back(interleaved_order(shape, s)); break;
+      case PipelineSchedule::dualpipe: orders.push_back(DualPipeOrder(shape, s).take()); break;
       case PipelineSchedule::zero_bubble_h1: break;
     }
   }
@@ -315,10 +453,12 @@ std::vector<std::vector<PipelineWork>> pipeline_order(const PipelineShape& shape
 PipelineTimeline run_pipeline(const PipelineShape& shape, const PipelineCosts& costs) {
   check_pipeline_shape(shape);
   const std::size_t vs = static_cast<std::size_t>(shape.stages) * static_cast<std::size_t>(shape.chunks);
-  const bool split = shape.schedule == PipelineSchedule::zero_bubble_h1;
+  const bool dual = shape.schedule == PipelineSchedule::dualpipe;
+  const bool split = shape.schedule == PipelineSchedule::zero_bubble_h1 || dual;
   auto check = [&](const std::vector<Ps>& v, const char* what, bool needed) {
     if (!needed) {
-      if (!v.empty()) throw std::invalid_argument(fmt::format("{} is for the zb_h1 schedule only", what));
+      if (!v.empty()) throw std::invalid_argument(fmt::format("{} is not used by the {} schedule", what,
+                                                              pipeline_schedule_name(shape.schedule)));
       return;
     }
     if (v.size() != vs)
@@ -329,8 +469,51 @@ PipelineTimeline run_pipeline(const PipelineShape& shape, const PipelineCosts& c
   check(costs.forward_ps, "forward_ps", true);
   check(costs.backward_ps, "backward_ps", true);
   check(costs.weight_ps, "weight_ps", split);
+  if (!costs.forward_comm_ps.empty() || dual) check(costs.forward_comm_ps, "forward_comm_ps", dual && !costs.forward_comm_ps.empty());
+  if (!costs.backward_comm_ps.empty() || dual)
+    check(costs.backward_comm_ps, "backward_comm_ps", dual && !costs.backward_comm_ps.empty());
   if (costs.p2p_ps < 0) throw std::invalid_argument("p2p_ps is negative");
   return PipelineRun(shape, costs).run();
+}
+
+}  // namespace overlap::sim
+
+namespace overlap::sim {
+
+Ps paired_pass_ps(Ps f, Ps b, Ps f_comm, Ps b_comm) {
+  const Ps fc = std::clamp<Ps>(f_comm, 0, f), bc = std::clamp<Ps>(b_comm, 0, b);
+  return f + b - std::min(fc, b - bc) - std::min(bc, f - fc);
+}
+
+StageActivationPeak stage_activation_peak(const std::vector<PipelineSlot>& slots, bool split, double full, double weight) {
+  StageActivationPeak peak;
+  int held = 0, waiting = 0;  // chunks whose backward, and whose weight gradient, have not run
+  std::vector<std::pair<int, int>> pending;  // (chunk, micro-batch) whose B ran and W did not
+  for (const PipelineSlot& slot : slots) {
+    const std::pair<int, int> key{slot.work.chunk, slot.work.micro_batch};
+    switch (slot.work.pass) {
+      case PipelinePass::forward: {
+        ++held;
+        const double bytes = held * full + waiting * weight;
+        if (bytes > peak.peak) peak = {bytes, held, waiting};
+        break;
+      }
+      case PipelinePass::backward:
+        --held;
+        if (split) {
+          ++waiting;
+          pending.push_back(key);
+        }
+        break;
+      case PipelinePass::weight:
+        if (const auto it = std::find(pending.begin(), pending.end(), key); it != pending.end()) {
+          pending.erase(it);
+          --waiting;
+        }
+        break;
+    }
+  }
+  return peak;
 }
 
 }  // namespace overlap::sim

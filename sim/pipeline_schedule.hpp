@@ -18,6 +18,14 @@
 //                     where W ends before the next forward or input gradient could start.
 //                     Same activation memory as 1F1B, bubble (pp - 1)(F + B - W) instead of
 //                     (pp - 1)(F + B + W).
+//   dualpipe          DualPipe (DeepSeek-V3 technical report, Sec. 3.2.1; deepseek-ai/DualPipe): micro-batches
+//                     fed from both ends. Stage s holds model stage s for the micro-batches entering at
+//                     stage 0 (direction 0, PipelineWork::chunk 0) and model stage pp - 1 - s for those
+//                     entering at stage pp - 1 (direction 1): two copies of the parameters. In the steady
+//                     state a forward of one direction and a whole backward of the other run as one
+//                     F&B chunk whose communication hides behind the other's compute; warm-up and
+//                     cool-down split backwards into B and W as ZB-H1 does. Bubble
+//                     (pp / 2 - 1)(F&B + B - 3W), B the whole backward (the report's Table 2).
 //
 // The timeline here is the schedule's own arithmetic: each pass a fixed duration, each transfer a
 // fixed delay that overlaps compute (sent asynchronously, as Megatron-LM and torchtitan do). It is
@@ -31,9 +39,9 @@
 
 namespace overlap::sim {
 
-enum class PipelineSchedule : std::uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble_h1 };
+enum class PipelineSchedule : std::uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble_h1, dualpipe };
 
-// "gpipe", "1f1b", "interleaved", "zb_h1"; from_name throws std::invalid_argument listing them.
+// "gpipe", "1f1b", "interleaved", "zb_h1", "dualpipe"; from_name throws std::invalid_argument listing them.
 std::string_view pipeline_schedule_name(PipelineSchedule s);
 PipelineSchedule pipeline_schedule_from_name(std::string_view name);
 
@@ -44,7 +52,10 @@ enum class PipelinePass : std::uint8_t { forward, backward, weight };
 struct PipelineWork {
   PipelinePass pass = PipelinePass::forward;
   int micro_batch = 0;
-  int chunk = 0;  // the stage's model chunk (0..vpp-1): virtual stage chunk * pp + stage
+  int chunk = 0;  // the stage's model chunk (0..vpp-1): virtual stage chunk * pp + stage; dualpipe: the direction
+  // dualpipe: this forward and the backward and weight gradient after it in the order run as one
+  // F&B chunk (their start and end are the pair's).
+  bool paired = false;
   bool operator==(const PipelineWork&) const = default;
 };
 
@@ -57,17 +68,23 @@ struct PipelineShape {
 
 // Throws std::invalid_argument naming the rule a shape breaks: stages, chunks, micro_batches >= 1;
 // chunks > 1 only for interleaved, which also needs micro_batches a multiple of stages (Megatron-LM
-// runs micro-batches in groups of pp per chunk).
+// runs micro-batches in groups of pp per chunk); dualpipe needs pp even and micro_batches even and at
+// least 2 pp (half enter at each end; deepseek-ai/DualPipe's step() asserts the same).
 void check_pipeline_shape(const PipelineShape& shape);
 
-// Each stage's fixed order of work (gpipe, one_f_one_b, interleaved). zero_bubble_h1 decides at run
+// Each stage's fixed order of work (gpipe, one_f_one_b, interleaved, dualpipe). zero_bubble_h1 decides at run
 // time and has no fixed order: run_pipeline's timeline lists what it ran.
 std::vector<std::vector<PipelineWork>> pipeline_order(const PipelineShape& shape);
 
 struct PipelineCosts {
   // One micro-batch's pass on each virtual stage (chunk * pp + stage), stages * chunks entries each:
   // uneven first and last stages (the embedding, the output layer and loss) are uneven entries.
-  std::vector<Ps> forward_ps, backward_ps, weight_ps;  // weight_ps: zero_bubble_h1 only (else empty)
+  // dualpipe: one entry per model stage (pp), the same for both directions.
+  std::vector<Ps> forward_ps, backward_ps, weight_ps;  // weight_ps: zero_bubble_h1 and dualpipe only (else empty)
+  // dualpipe: per model stage, the communication a forward, and a whole backward (B + W), leave exposed
+  // when run alone (the engine's latency less its compute-only latency); an F&B chunk hides each behind
+  // the other's compute: F&B = F + (B + W) - min(fc, B + W - bc) - min(bc, F - fc). Empty: none.
+  std::vector<Ps> forward_comm_ps, backward_comm_ps;
   // Activations (forward) or their gradients (backward) from one stage to the next: the delay
   // between the end of a pass and when the next stage may start on it. Not paid between two chunks
   // of the same stage (pp = 1 with vpp > 1).
@@ -88,6 +105,21 @@ struct PipelineTimeline {
   // activations the stage holds at its peak, in units of one chunk's activations).
   std::vector<int> peak_in_flight;
 };
+
+// One F&B chunk's time (dualpipe): forward `f` and whole backward `b` (B + W) with their exposed
+// communication `f_comm` and `b_comm` each hidden behind the other's compute where it fits.
+Ps paired_pass_ps(Ps f, Ps b, Ps f_comm, Ps b_comm);
+
+// A stage's activations over its timeline, walking its passes in order: `full` per micro-batch chunk
+// whose forward ran and whose backward did not, `weight` per chunk whose input gradient ran and whose
+// weight gradient did not (`split`: a schedule with W passes, which still need the linears' inputs and
+// output gradients). Returns the peak and the two counts at it (the first peak in the order).
+struct StageActivationPeak {
+  double peak = 0;
+  int full_chunks = 0;
+  int weight_chunks = 0;
+};
+StageActivationPeak stage_activation_peak(const std::vector<PipelineSlot>& slots, bool split, double full, double weight);
 
 // Runs the schedule on the costs. Throws std::invalid_argument for a bad shape or cost vectors of the
 // wrong length or with negative entries, std::logic_error if the order cannot finish (a bug).

@@ -8,12 +8,14 @@
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 #include <variant>
 
 #include "sim/backward_shapes.hpp"
 #include "sim/engine.hpp"
 #include "sim/node_builder.hpp"
+#include "sim/pipeline_layers.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "sim/schemes/training_step.hpp"
 
@@ -27,10 +29,10 @@ const Transformer& transformer_of(const Workload& w) {
   return *t;
 }
 
-// The workload one model chunk runs for one micro-batch: layers / (pp x vpp), seq / cp, no data parallelism.
-Workload chunk_workload(const Workload& w, const PipelineParallel& pp, Pass pass) {
+// The workload one model chunk of `layers` layers runs for one micro-batch: seq / cp, no data parallelism.
+Workload chunk_workload(const Workload& w, const PipelineParallel& pp, Pass pass, int layers) {
   Workload c = stage_workload(w, pp);
-  std::get<Transformer>(c.shape).layers /= pp.vpp;
+  std::get<Transformer>(c.shape).layers = layers;
   c.training.pass = pass;
   c.training.parallel = DataParallel{};
   return c;
@@ -98,6 +100,130 @@ Ps chain_ps(const Workload& w, const HardwareProfile& hw, Fidelity fidelity, Emi
   return run(b.graph(), make_node(hw, ranks)).makespan_ps;
 }
 
+// The chains around a virtual stage's layers (stage_kernel_times below), one method per chain; `s` is
+// the step's kernel shape of the stage's workload `w`.
+class StageChains {
+ public:
+  StageChains(const Workload& w, const HardwareProfile& hw, Fidelity fidelity, const step::StepShape& s)
+      : w_(w), hw_(hw), fidelity_(fidelity), s_(s), blocks_(layer_blocks(w)),
+        hidden_(s.tokens * s.d_model * s.activation_bytes),
+        output_{s.tokens, (s.vocab + s.tp - 1) / s.tp, s.d_model, s.activation_bytes == 4 ? DType::fp32 : DType::bf16} {}
+
+  // One micro-batch's forward of `chunk_layers` layers: the embedding first, the loss last.
+  Ps forward_ps(int chunk_layers, bool first, bool last) const {
+    return chain_ps(w_, hw_, fidelity_, [&](PassEmitter& e) {
+      PerRank at;
+      if (first && s_.vocab > 0) {
+        at = kernels(e, at, step::embedding_forward(s_), "");
+        at = e.collective(Primitive::reduce_scatter, hidden_, at, "embedding.reduce_scatter");
+      }
+      if (first) at = kernels(e, at, step::first_layer_norm(s_), "L0.");
+      at = layer_forward(e, at, chunk_layers, "");
+      if (last) at = loss_forward(e, at);
+      return !at.empty();
+    });
+  }
+
+  // Its backward, recomputation's kernels included, in the reverse order.
+  Ps backward_ps(int chunk_layers, bool first, bool last) const {
+    return chain_ps(w_, hw_, fidelity_, [&](PassEmitter& e) {
+      PerRank at;
+      if (last) at = loss_backward(e, at);
+      // Full recomputation runs each layer's forward again, its kernels with it.
+      if (w_.training.recompute == Recompute::full) at = layer_forward(e, at, chunk_layers, "recompute.");
+      for (int l = 0; l < chunk_layers; ++l)
+        for (auto block = blocks_.rbegin(); block != blocks_.rend(); ++block) {
+          at = kernels(e, at, step::layer_backward(s_, site_after(*block)), "bwd.");
+          at = kernels(e, at, step::layer_backward(s_, site_before(*block)), "bwd.");
+        }
+      if (first && s_.vocab > 0) {
+        at = e.collective(Primitive::all_gather, hidden_, at, "bwd.embedding.all_gather");
+        at = kernels(e, at, step::embedding_backward(s_), "bwd.");
+      }
+      return !at.empty();
+    });
+  }
+
+  // A physical stage's FP8 weight casts and optimizer over `stage_layers` layers' shard, the embedding's
+  // on the first stage and the output layer's and final norm's on the last.
+  Ps once_per_step_ps(int stage_layers, bool first, bool last) const {
+    const std::int64_t layer_params =
+        block_parameters(w_, Block::attention) + block_parameters(w_, Block::mlp) + 2 * s_.d_model;
+    const DataParallel& dp = w_.training.parallel;
+    const int g = dtype_bytes(dp.grad_dtype);
+    const auto local = [&](std::int64_t params) {
+      return dp.dp > 1 && dp.fsdp != Sharding::none ? (params + dp.dp - 1) / dp.dp : params;
+    };
+    const std::int64_t rows = s_.vocab > 0 ? (s_.vocab + s_.tp - 1) / s_.tp * s_.d_model : 0;
+    const std::int64_t outer = local((first ? rows : 0) + (last ? rows + s_.d_model : 0));
+    return chain_ps(w_, hw_, fidelity_, [&](PassEmitter& e) {
+      PerRank at;
+      for (int l = 0; l < stage_layers; ++l) at = kernels(e, at, step::layer_fp8_weights(s_, layer_params), "");
+      const auto per_layer = [&](auto kernels_of) {
+        for (int l = 0; l < stage_layers; ++l) at = kernels(e, at, kernels_of(local(layer_params)), "");
+        if (outer > 0) at = kernels(e, at, kernels_of(outer), "embedding_output.");
+      };
+      per_layer([&](std::int64_t p) { return step::grad_norm(p, g); });
+      at = e.collective(Primitive::all_reduce, 4, at, "optimizer.grad_norm.all_reduce");
+      per_layer([&](std::int64_t p) { return step::clip_grads(p, g); });
+      per_layer([&](std::int64_t p) { return step::adam(p, g, s_.fusion); });
+      return true;
+    });
+  }
+
+ private:
+  static step::Site site_before(Block b) { return b == Block::mlp ? step::Site::before_mlp : step::Site::before_attention; }
+  static step::Site site_after(Block b) { return b == Block::mlp ? step::Site::after_mlp : step::Site::after_attention; }
+  static PerRank kernels(PassEmitter& e, PerRank at, const step::Kernels& list, const std::string& name) {
+    for (const step::MemoryBoundKernel& k : list) at = e.memory(k.bytes, at, name + k.name);
+    return at;
+  }
+  PerRank layer_forward(PassEmitter& e, PerRank at, int chunk_layers, const std::string& tag) const {
+    for (int l = 0; l < chunk_layers; ++l)
+      for (const Block block : blocks_) {
+        at = kernels(e, at, step::layer_forward(s_, site_before(block)), tag);
+        at = kernels(e, at, step::layer_forward(s_, site_after(block)), tag);
+      }
+    return at;
+  }
+  // The final norm, the output layer (its input all-gathered first) and the vocabulary-parallel cross-entropy.
+  PerRank loss_forward(PassEmitter& e, PerRank at) const {
+    at = kernels(e, at, step::final_norm_forward(s_), "");
+    if (s_.vocab <= 0) return at;
+    at = e.collective(Primitive::all_gather, hidden_, at, "output.all_gather");
+    at = e.gemm(output_, at, "output");
+    const step::CrossEntropyKernels ce = step::cross_entropy(s_);
+    const Bytes ar = step::cross_entropy_all_reduce_bytes(s_);
+    at = kernels(e, at, ce.before_max, "");
+    at = e.collective(Primitive::all_reduce, ar, at, "loss.max.all_reduce");
+    at = kernels(e, at, ce.after_max, "");
+    for (int i = 0; i < ce.sum_all_reduces; ++i) at = e.collective(Primitive::all_reduce, ar, at, "loss.sums.all_reduce");
+    return kernels(e, at, ce.after_sums, "");
+  }
+  PerRank loss_backward(PassEmitter& e, PerRank at) const {
+    if (s_.vocab > 0) {
+      at = kernels(e, at, step::cross_entropy(s_).backward, "bwd.");
+      LinearBackward o;
+      o.name = "output";
+      o.dgrad = dgrad_of(output_);
+      o.wgrad = wgrad_of(output_);
+      o.scatter = Primitive::reduce_scatter;
+      o.scatter_bytes = hidden_;
+      o.regather_bytes = hidden_;
+      at = emit_linear_backward(e, o, ColumnBackward::bulk, "bwd.output", at);
+    }
+    return kernels(e, at, step::final_norm_backward(s_), "bwd.");
+  }
+
+  const Workload& w_;
+  const HardwareProfile& hw_;
+  Fidelity fidelity_;
+  const step::StepShape& s_;
+  std::vector<Block> blocks_;
+  Bytes hidden_;
+  RankGemm output_;
+};
+
 // What the step's graph (training_step.cpp StepDriver) runs on a virtual stage besides its layers'
 // blocks, in the same order: the token embedding before the first virtual stage's layers, the final
 // norm, output layer and vocabulary-parallel cross-entropy after the last one's, each layer's norms,
@@ -113,103 +239,12 @@ StageKernelTimes stage_kernel_times(const Workload& stage, const HardwareProfile
   w.training.pass = Pass::step;
   const std::optional<step::StepShape> shape = step_kernel_shape(w);
   if (!shape) return out;
-  const step::StepShape& s = *shape;
-  const std::vector<Block> blocks = layer_blocks(w);
-  const std::int64_t layer_params =
-      block_parameters(w, Block::attention) + block_parameters(w, Block::mlp) + 2 * s.d_model;
-  const Bytes hidden = s.tokens * s.d_model * s.activation_bytes;
-  const RankGemm output{s.tokens, (s.vocab + s.tp - 1) / s.tp, s.d_model,
-                        s.activation_bytes == 4 ? DType::fp32 : DType::bf16};
-  const auto site_before = [](Block b) { return b == Block::mlp ? step::Site::before_mlp : step::Site::before_attention; };
-  const auto site_after = [](Block b) { return b == Block::mlp ? step::Site::after_mlp : step::Site::after_attention; };
-  const auto kernels = [](PassEmitter& e, PerRank at, const step::Kernels& list, const std::string& name) {
-    for (const step::MemoryBoundKernel& k : list) at = e.memory(k.bytes, at, name + k.name);
-    return at;
-  };
-  const auto layer_forward = [&](PassEmitter& e, PerRank at, const std::string& tag) {
-    for (int l = 0; l < chunk_layers; ++l)
-      for (const Block block : blocks) {
-        at = kernels(e, at, step::layer_forward(s, site_before(block)), tag);
-        at = kernels(e, at, step::layer_forward(s, site_after(block)), tag);
-      }
-    return at;
-  };
+  const StageChains chains(w, hw, fidelity, *shape);
   if (chunk_layers > 0) {
-  out.forward_ps = chain_ps(w, hw, fidelity, [&](PassEmitter& e) {
-    PerRank at;
-    if (first && s.vocab > 0) {
-      at = kernels(e, at, step::embedding_forward(s), "");
-      at = e.collective(Primitive::reduce_scatter, hidden, at, "embedding.reduce_scatter");
-    }
-    if (first) at = kernels(e, at, step::first_layer_norm(s), "L0.");
-    at = layer_forward(e, at, "");
-    if (last) {
-      at = kernels(e, at, step::final_norm_forward(s), "");
-      if (s.vocab > 0) {
-        at = e.collective(Primitive::all_gather, hidden, at, "output.all_gather");
-        at = e.gemm(output, at, "output");
-        const step::CrossEntropyKernels ce = step::cross_entropy(s);
-        const Bytes ar = step::cross_entropy_all_reduce_bytes(s);
-        at = kernels(e, at, ce.before_max, "");
-        at = e.collective(Primitive::all_reduce, ar, at, "loss.max.all_reduce");
-        at = kernels(e, at, ce.after_max, "");
-        for (int i = 0; i < ce.sum_all_reduces; ++i) at = e.collective(Primitive::all_reduce, ar, at, "loss.sums.all_reduce");
-        at = kernels(e, at, ce.after_sums, "");
-      }
-    }
-    return !at.empty();
-  });
-  out.backward_ps = chain_ps(w, hw, fidelity, [&](PassEmitter& e) {
-    PerRank at;
-    if (last) {
-      if (s.vocab > 0) {
-        at = kernels(e, at, step::cross_entropy(s).backward, "bwd.");
-        LinearBackward o;
-        o.name = "output";
-        o.dgrad = dgrad_of(output);
-        o.wgrad = wgrad_of(output);
-        o.scatter = Primitive::reduce_scatter;
-        o.scatter_bytes = hidden;
-        o.regather_bytes = hidden;
-        at = emit_linear_backward(e, o, ColumnBackward::bulk, "bwd.output", at);
-      }
-      at = kernels(e, at, step::final_norm_backward(s), "bwd.");
-    }
-    // Full recomputation runs each layer's forward again, its kernels with it.
-    if (w.training.recompute == Recompute::full) at = layer_forward(e, at, "recompute.");
-    for (int l = 0; l < chunk_layers; ++l)
-      for (auto block = blocks.rbegin(); block != blocks.rend(); ++block) {
-        at = kernels(e, at, step::layer_backward(s, site_after(*block)), "bwd.");
-        at = kernels(e, at, step::layer_backward(s, site_before(*block)), "bwd.");
-      }
-    if (first && s.vocab > 0) {
-      at = e.collective(Primitive::all_gather, hidden, at, "bwd.embedding.all_gather");
-      at = kernels(e, at, step::embedding_backward(s), "bwd.");
-    }
-    return !at.empty();
-  });
+    out.forward_ps = chains.forward_ps(chunk_layers, first, last);
+    out.backward_ps = chains.backward_ps(chunk_layers, first, last);
   }
-  if (stage_layers <= 0) return out;
-  const DataParallel& dp = w.training.parallel;
-  const int g = dtype_bytes(dp.grad_dtype);
-  const auto local = [&](std::int64_t params) {
-    return dp.dp > 1 && dp.fsdp != Sharding::none ? (params + dp.dp - 1) / dp.dp : params;
-  };
-  const std::int64_t rows = s.vocab > 0 ? (s.vocab + s.tp - 1) / s.tp * s.d_model : 0;
-  const std::int64_t outer = local((first ? rows : 0) + (last ? rows + s.d_model : 0));
-  out.once_per_step_ps = chain_ps(w, hw, fidelity, [&](PassEmitter& e) {
-    PerRank at;
-    for (int l = 0; l < stage_layers; ++l) at = kernels(e, at, step::layer_fp8_weights(s, layer_params), "");
-    const auto per_layer = [&](auto kernels_of) {
-      for (int l = 0; l < stage_layers; ++l) at = kernels(e, at, kernels_of(local(layer_params)), "");
-      if (outer > 0) at = kernels(e, at, kernels_of(outer), "embedding_output.");
-    };
-    per_layer([&](std::int64_t p) { return step::grad_norm(p, g); });
-    at = e.collective(Primitive::all_reduce, 4, at, "optimizer.grad_norm.all_reduce");
-    per_layer([&](std::int64_t p) { return step::clip_grads(p, g); });
-    per_layer([&](std::int64_t p) { return step::adam(p, g, s.fusion); });
-    return true;
-  });
+  if (stage_layers > 0) out.once_per_step_ps = chains.once_per_step_ps(stage_layers, first, last);
   return out;
 }
 
@@ -224,13 +259,30 @@ std::map<std::string, const SchemeResult*> by_scheme(const std::vector<SchemeRes
 
 PipelineParallel pipeline_parallel_of(const Workload& w) {
   const JobParallel& j = w.training.job;
-  return PipelineParallel{j.pp, j.vpp, j.micro_batches, j.schedule, j.cp, j.cp_algorithm};
+  return PipelineParallel{j.pp, j.vpp, j.micro_batches, j.schedule, j.cp, j.cp_algorithm, j.first_stage_layers,
+                          j.last_stage_layers};
+}
+
+std::vector<int> pipeline_stage_layers(const Workload& w, const PipelineParallel& pp) {
+  return pipeline_stage_layers(StageLayersRule{transformer_of(w).layers, std::max(1, pp.pp), std::max(1, pp.vpp),
+                                               pp.first_stage_layers, pp.last_stage_layers});
+}
+
+std::vector<int> pipeline_chunk_layers(const Workload& w, const PipelineParallel& pp) {
+  const std::vector<int> stages = pipeline_stage_layers(w, pp);
+  const int chunks = std::max(1, pp.vpp);
+  std::vector<int> out;
+  for (int c = 0; c < chunks; ++c)
+    for (const int layers : stages) out.push_back(layers / chunks);
+  return out;
 }
 
 Workload stage_workload(const Workload& w, const PipelineParallel& pp) {
   Workload s = w;
   Transformer& t = std::get<Transformer>(s.shape);
-  t.layers /= std::max(1, pp.pp);
+  // The largest stage's layers where they differ (its gradient reduction is the longest).
+  const std::vector<int> layers = pipeline_stage_layers(w, pp);
+  t.layers = *std::max_element(layers.begin(), layers.end());
   t.seq /= std::max(1, pp.cp);
   s.training.pass = Pass::step;
   s.training.job = JobParallel{};
@@ -239,29 +291,32 @@ Workload stage_workload(const Workload& w, const PipelineParallel& pp) {
 
 std::vector<StageKernelTimes> pipeline_stage_kernels(const Workload& workload, const HardwareProfile& hw, Fidelity fidelity,
                                                      const PipelineParallel& pp, bool distinct_once) {
-  const Transformer& t = transformer_of(workload);
   const int stages = std::max(1, pp.pp), chunks = std::max(1, pp.vpp);
   const int virtual_stages = stages * chunks;
   const Workload stage = stage_workload(workload, pp);
-  const int chunk_layers = t.layers / virtual_stages, stage_layers = t.layers / stages;
-  // Virtual stages alike in what surrounds their layers (first, last, both or neither) are alike in
-  // every kernel and collective: simulated once each unless asked to simulate every one.
-  std::map<std::pair<bool, bool>, StageKernelTimes> passes, once;
-  const auto times = [&](std::map<std::pair<bool, bool>, StageKernelTimes>& cache, bool first, bool last, bool per_step) {
-    const auto key = std::make_pair(first, last);
+  const std::vector<int> stage_layers = pipeline_stage_layers(workload, pp);
+  const std::vector<int> chunk_layers = pipeline_chunk_layers(workload, pp);
+  // Virtual stages alike in what surrounds their layers (first, last, both or neither) and in their
+  // layers are alike in every kernel and collective: simulated once each unless asked to simulate every one.
+  using Key = std::tuple<bool, bool, int>;
+  std::map<Key, StageKernelTimes> passes, once;
+  const auto times = [&](std::map<Key, StageKernelTimes>& cache, bool first, bool last, int layers, bool per_step) {
+    const Key key{first, last, layers};
     if (distinct_once)
       if (const auto hit = cache.find(key); hit != cache.end()) return hit->second;
-    const StageKernelTimes k = per_step ? stage_kernel_times(stage, hw, fidelity, 0, stage_layers, first, last)
-                                        : stage_kernel_times(stage, hw, fidelity, chunk_layers, 0, first, last);
+    const StageKernelTimes k = per_step ? stage_kernel_times(stage, hw, fidelity, 0, layers, first, last)
+                                        : stage_kernel_times(stage, hw, fidelity, layers, 0, first, last);
     cache[key] = k;
     return k;
   };
   std::vector<StageKernelTimes> out(static_cast<std::size_t>(virtual_stages));
   for (int vs = 0; vs < virtual_stages; ++vs) {
     StageKernelTimes& k = out[static_cast<std::size_t>(vs)];
-    k = times(passes, vs == 0, vs == virtual_stages - 1, false);
+    k = times(passes, vs == 0, vs == virtual_stages - 1, chunk_layers[static_cast<std::size_t>(vs)], false);
     // A physical stage's once-per-step work sits on its chunk 0 (virtual stage = the stage).
-    if (vs < stages) k.once_per_step_ps = times(once, vs == 0, vs == stages - 1, true).once_per_step_ps;
+    if (vs < stages)
+      k.once_per_step_ps =
+          times(once, vs == 0, vs == stages - 1, stage_layers[static_cast<std::size_t>(vs)], true).once_per_step_ps;
   }
   return out;
 }
@@ -321,8 +376,9 @@ void check_pipeline_parallel(const Workload& workload, const PipelineParallel& p
     throw std::invalid_argument(fmt::format("2 cp = {} does not divide the sequence ({} tokens)", 2 * pp.cp, t.seq));
   if (pp.cp > 1 && (t.batch * (t.seq / pp.cp)) % std::max(1, workload.tp) != 0)
     throw std::invalid_argument(fmt::format("tp {} does not divide a CP rank's batch x seq / cp tokens", workload.tp));
-  if (t.layers % (pp.pp * pp.vpp) != 0)
-    throw std::invalid_argument(fmt::format("pp {} x vpp {} does not divide the model's {} layers", pp.pp, pp.vpp, t.layers));
+  if (const std::optional<StageLayersProblem> p = stage_layers_problem(
+          StageLayersRule{t.layers, pp.pp, pp.vpp, pp.first_stage_layers, pp.last_stage_layers}))
+    throw std::invalid_argument(p->message);
   if (t.moe && t.dense_layers > 0 && pp.pp > 1)
     throw std::invalid_argument(fmt::format(
         "a model whose first {} layers are dense and the rest MoE has stages that differ; pipeline parallelism is "
@@ -350,17 +406,88 @@ Ps pipeline_p2p_ps(const HardwareProfile& hw, const Workload& workload, Bytes by
   return send_recv_ps(hw, multi_node(hw) && group >= hw.fabric.gpus_per_node, workload.tp, bytes);
 }
 
+namespace {
+
+// One scheme's chunk passes from the engine, per virtual stage (chunk layers may differ by stage).
+struct ChunkPasses {
+  std::vector<const SchemeResult*> forward, backward;
+};
+
+// The schedule's costs for one scheme: each virtual stage's chunk passes with context parallelism's
+// added attention and the kernels around its layers.
+PipelineCosts pipeline_costs(const PipelineParallel& pp, const ChunkPasses& passes, const std::vector<int>& chunk_layers,
+                             const std::vector<StageKernelTimes>& around, const ContextParallelLayer& cp, Ps p2p_ps) {
+  PipelineCosts costs;
+  costs.p2p_ps = p2p_ps;
+  const bool split = pp.schedule == PipelineSchedule::zero_bubble_h1 || pp.schedule == PipelineSchedule::dualpipe;
+  for (std::size_t vs = 0; vs < around.size(); ++vs) {
+    const StageKernelTimes& k = around[vs];
+    const Ps forward_ps = passes.forward[vs]->latency_ps + chunk_layers[vs] * cp.forward_extra_ps;
+    const Ps backward_ps = passes.backward[vs]->latency_ps + chunk_layers[vs] * cp.backward_extra_ps;
+    costs.forward_ps.push_back(forward_ps + k.forward_ps);
+    if (split) {
+      // ZB-H1 and DualPipe need the weight gradient apart: a backward's GEMMs are half input gradient
+      // (dX = dY W^T) and half weight gradient (dW = X^T dY), the same FLOPs; the engine does not time
+      // them apart yet, so half the layers' backward goes to W. The memory-bound kernels around them
+      // produce the input gradient (norms', rotary's and the loss's backward): B.
+      costs.weight_ps.push_back(backward_ps / 2);
+      costs.backward_ps.push_back(backward_ps - backward_ps / 2 + k.backward_ps);
+    } else {
+      costs.backward_ps.push_back(backward_ps + k.backward_ps);
+    }
+    if (pp.schedule == PipelineSchedule::dualpipe) {
+      // What an F&B chunk can hide: the communication the engine found exposed in each pass alone.
+      costs.forward_comm_ps.push_back(std::max<Ps>(0, passes.forward[vs]->exposed_comm_ps));
+      costs.backward_comm_ps.push_back(std::max<Ps>(0, passes.backward[vs]->exposed_comm_ps));
+    }
+  }
+  return costs;
+}
+
+// The slowest stage's once-per-step work; a DualPipe stage holds model stages s and pp - 1 - s.
+Ps slowest_optimizer_ps(const PipelineParallel& pp, const std::vector<StageKernelTimes>& around) {
+  Ps out = 0;
+  const int stages = std::max(1, pp.pp);
+  for (int s = 0; s < stages; ++s) {
+    Ps once = around[static_cast<std::size_t>(s)].once_per_step_ps;
+    if (pp.schedule == PipelineSchedule::dualpipe) once += around[static_cast<std::size_t>(stages - 1 - s)].once_per_step_ps;
+    out = std::max(out, once);
+  }
+  return out;
+}
+
+// The schedule run on `costs`, and the figures of the step it gives.
+void compose_step(PipelineStepResult& r, const PipelineParallel& pp, const PipelineCosts& costs) {
+  const PipelineShape shape{pp.pp, pp.vpp, pp.micro_batches, pp.schedule};
+  r.timeline = run_pipeline(shape, costs);
+  r.pipeline_ps = r.timeline.step_ps;
+  const Ps busiest = *std::max_element(r.timeline.busy_ps.begin(), r.timeline.busy_ps.end());
+  r.bubble_ps = r.pipeline_ps - busiest;
+  r.bubble_fraction = r.pipeline_ps > 0 ? static_cast<double>(r.bubble_ps) / static_cast<double>(r.pipeline_ps) : 0;
+  PipelineCosts free_transfers = costs;
+  free_transfers.p2p_ps = 0;
+  const Ps without_p2p_ps = costs.p2p_ps > 0 ? run_pipeline(shape, free_transfers).step_ps : r.pipeline_ps;
+  r.exposed_p2p_ps = std::max<Ps>(0, r.pipeline_ps - without_p2p_ps);
+  r.exposed_bubble_ps = r.bubble_ps - r.exposed_p2p_ps;
+  r.peak_micro_batches = r.timeline.peak_in_flight;
+}
+
+}  // namespace
+
 std::vector<PipelineStepResult> evaluate_pipeline(const std::vector<SchemeRequest>& schemes, const Workload& workload_in,
                                                   const HardwareProfile& hardware, Fidelity fidelity,
                                                   const PipelineParallel& pp, const std::vector<SchemeResult>* stage_steps) {
   Workload workload = workload_in;
-  workload.training.job = JobParallel{pp.pp, pp.vpp, pp.micro_batches, pp.schedule, pp.cp, pp.cp_algorithm};
+  workload.training.job = JobParallel{pp.pp, pp.vpp, pp.micro_batches, pp.schedule, pp.cp, pp.cp_algorithm,
+                                      pp.first_stage_layers, pp.last_stage_layers};
   check_pipeline_parallel(workload, pp);
-  const std::vector<SchemeResult> forward =
-      evaluate_all(schemes, chunk_workload(workload, pp, Pass::forward), hardware, fidelity);
-  const std::vector<SchemeResult> backward =
-      evaluate_all(schemes, chunk_workload(workload, pp, Pass::backward), hardware, fidelity);
-  const auto backward_of = by_scheme(backward);
+  const std::vector<int> chunk_layers = pipeline_chunk_layers(workload, pp);
+  // The engine runs each distinct chunk once, forward and backward.
+  std::map<int, std::pair<std::vector<SchemeResult>, std::vector<SchemeResult>>> runs;
+  for (const int layers : chunk_layers)
+    if (runs.find(layers) == runs.end())
+      runs[layers] = {evaluate_all(schemes, chunk_workload(workload, pp, Pass::forward, layers), hardware, fidelity),
+                      evaluate_all(schemes, chunk_workload(workload, pp, Pass::backward, layers), hardware, fidelity)};
   // The gradient reduction once a stage's last backward is done: one micro-batch's step of the
   // stage's layers, data parallel as the workload says.
   std::map<std::string, const SchemeResult*> dp_of;
@@ -376,54 +503,37 @@ std::vector<PipelineStepResult> evaluate_pipeline(const std::vector<SchemeReques
   const ContextParallelLayer cp = context_parallel_layer(workload, hardware, pp);
   const std::vector<StageKernelTimes> around = pipeline_stage_kernels(workload, hardware, fidelity, pp);
   const Transformer& t = transformer_of(workload);
-  const int chunk_layers = t.layers / (pp.pp * pp.vpp);
   const double step_tokens = static_cast<double>(t.batch * t.seq) * pp.micro_batches *
                              std::max(1, workload.training.parallel.dp);
+  // The report's chunk is the largest one; the busiest stage holds the most layers.
+  const int largest = *std::max_element(chunk_layers.begin(), chunk_layers.end());
+  const std::vector<int> stage_layers = pipeline_stage_layers(workload, pp);
+  const int most_layers = *std::max_element(stage_layers.begin(), stage_layers.end());
 
   std::vector<PipelineStepResult> out;
-  for (const SchemeResult& f : forward) {
+  for (const SchemeResult& f : runs[largest].first) {
     if (f.failed()) continue;
-    const auto b = backward_of.find(f.scheme);
-    if (b == backward_of.end()) continue;  // no backward form: not a training scheme
+    ChunkPasses passes;
+    for (const int layers : chunk_layers) {
+      const auto fo = by_scheme(runs[layers].first), ba = by_scheme(runs[layers].second);
+      const auto fi = fo.find(f.scheme), bi = ba.find(f.scheme);
+      if (fi == fo.end() || bi == ba.end()) break;  // no backward form: not a training scheme
+      passes.forward.push_back(fi->second);
+      passes.backward.push_back(bi->second);
+    }
+    if (passes.backward.size() != chunk_layers.size()) continue;
     PipelineStepResult r;
     r.scheme = f.scheme;
     r.cp = cp;
-    r.chunk_forward_ps = f.latency_ps + chunk_layers * cp.forward_extra_ps;
-    r.chunk_backward_ps = b->second->latency_ps + chunk_layers * cp.backward_extra_ps;
+    r.chunk_forward_ps = f.latency_ps + largest * cp.forward_extra_ps;
+    r.chunk_backward_ps = by_scheme(runs[largest].second).at(f.scheme)->latency_ps + largest * cp.backward_extra_ps;
     r.p2p_bytes = p2p_bytes;
     r.p2p_ps = p2p_ps;
     r.stage_kernels = around;
-    PipelineCosts costs;
-    costs.p2p_ps = p2p_ps;
-    for (const StageKernelTimes& k : around) {
-      costs.forward_ps.push_back(r.chunk_forward_ps + k.forward_ps);
-      if (pp.schedule == PipelineSchedule::zero_bubble_h1) {
-        // ZB-H1 needs the weight gradient apart: a backward's GEMMs are half input gradient (dX = dY W^T)
-        // and half weight gradient (dW = X^T dY), the same FLOPs; the engine does not time them apart
-        // yet, so half the layers' backward goes to W. The memory-bound kernels around them produce the
-        // input gradient (norms', rotary's and the loss's backward): B.
-        costs.weight_ps.push_back(r.chunk_backward_ps / 2);
-        costs.backward_ps.push_back(r.chunk_backward_ps - r.chunk_backward_ps / 2 + k.backward_ps);
-      } else {
-        costs.backward_ps.push_back(r.chunk_backward_ps + k.backward_ps);
-      }
-      r.optimizer_ps = std::max(r.optimizer_ps, k.once_per_step_ps);
-    }
-    const PipelineShape shape{pp.pp, pp.vpp, pp.micro_batches, pp.schedule};
-    r.timeline = run_pipeline(shape, costs);
-    r.pipeline_ps = r.timeline.step_ps;
-    const Ps busiest = *std::max_element(r.timeline.busy_ps.begin(), r.timeline.busy_ps.end());
-    r.bubble_ps = r.pipeline_ps - busiest;
-    r.bubble_fraction = r.pipeline_ps > 0 ? static_cast<double>(r.bubble_ps) / static_cast<double>(r.pipeline_ps) : 0;
-    PipelineCosts free_transfers = costs;
-    free_transfers.p2p_ps = 0;
-    const Ps without_p2p_ps = p2p_ps > 0 ? run_pipeline(shape, free_transfers).step_ps : r.pipeline_ps;
-    r.exposed_p2p_ps = std::max<Ps>(0, r.pipeline_ps - without_p2p_ps);
-    r.exposed_bubble_ps = r.bubble_ps - r.exposed_p2p_ps;
-    // Every stage runs each of its vpp chunks forward and backward once per micro-batch.
-    r.exposed_cp_ps = static_cast<Ps>(pp.micro_batches) * pp.vpp * chunk_layers *
-                      (cp.forward_exposed_ps + cp.backward_exposed_ps);
-    r.peak_micro_batches = r.timeline.peak_in_flight;
+    r.optimizer_ps = slowest_optimizer_ps(pp, around);
+    compose_step(r, pp, pipeline_costs(pp, passes, chunk_layers, around, cp, p2p_ps));
+    // Every stage runs each of its chunks forward and backward once per micro-batch.
+    r.exposed_cp_ps = static_cast<Ps>(pp.micro_batches) * most_layers * (cp.forward_exposed_ps + cp.backward_exposed_ps);
     if (const auto d = dp_of.find(f.scheme); d != dp_of.end()) r.exposed_dp_ps = std::max<Ps>(0, d->second->step.exposed_dp_ps);
     // The gradient norm is all-reduced over every stage before any clips (clip_grad_norm_ over the
     // model-parallel group), so the step waits for the slowest stage's optimizer.

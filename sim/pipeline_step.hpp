@@ -39,7 +39,13 @@ struct PipelineParallel {
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   int cp = 1;             // context-parallel ranks: the sequence split cp ways
   ContextParallel cp_algorithm = ContextParallel::ring;
+  int first_stage_layers = 0;  // 0: layers / pp (sim/pipeline_layers.hpp)
+  int last_stage_layers = 0;
 };
+
+// Layers per stage, and per virtual stage (chunk x pp + stage: the stage's layers / vpp).
+std::vector<int> pipeline_stage_layers(const Workload& w, const PipelineParallel& pp);
+std::vector<int> pipeline_chunk_layers(const Workload& w, const PipelineParallel& pp);
 
 // The workload's own settings (Training::job).
 PipelineParallel pipeline_parallel_of(const Workload& w);

@@ -24,6 +24,7 @@
 #include "cost_model/yaml_reader.hpp"
 #include "sim/layer_composition.hpp"
 #include "sim/model_config.hpp"
+#include "sim/pipeline_layers.hpp"
 #include "sim/schemes/moe.hpp"
 #include "sim/workload_shapes.hpp"
 
@@ -250,7 +251,8 @@ E read_choice(const YamlReader& w, const std::string& key, E fallback, std::opti
 }
 
 // The workload.parallel keys of a pipeline-parallel or context-parallel job (read_job).
-constexpr std::array<const char*, 6> kJobKeys = {"pp", "vpp", "micro_batches", "schedule", "cp", "cp_algorithm"};
+constexpr std::array<const char*, 8> kJobKeys = {"pp", "vpp", "micro_batches", "schedule", "cp", "cp_algorithm",
+                                                 "first_stage_layers", "last_stage_layers"};
 
 // workload.parallel (docs/reference/scenario.md "Training steps"): data-parallel replicas and their
 // sharding. Every key given must matter: a sharding or bucket with dp = 1, a bucket for ZeRO-3 (which
@@ -258,7 +260,7 @@ constexpr std::array<const char*, 6> kJobKeys = {"pp", "vpp", "micro_batches", "
 DataParallel read_parallel(const YamlReader& p, int tp, int max_ranks) {
   p.expect_map();
   p.allow_keys({"dp", "fsdp", "bucket_mb", "prefetch", "grad_dtype", "pp", "vpp", "micro_batches", "schedule", "cp",
-                "cp_algorithm"});
+                "cp_algorithm", "first_stage_layers", "last_stage_layers"});
   DataParallel d;
   d.dp = static_cast<int>(p.get_int_in("dp", ranges::dp, 1));
   d.fsdp = read_choice(p, "fsdp", Sharding::none, parse_sharding, "none, zero1, zero2, zero3");
@@ -288,6 +290,8 @@ JobParallel read_job(const YamlReader& p, const Workload& w, int max_ranks) {
   j.vpp = static_cast<int>(p.get_int_in("vpp", ranges::vpp, 1));
   j.micro_batches = static_cast<int>(p.get_int_in("micro_batches", ranges::micro_batches, 1));
   j.cp = static_cast<int>(p.get_int_in("cp", ranges::cp, 1));
+  if (p.has("first_stage_layers")) j.first_stage_layers = static_cast<int>(p.get_int_in("first_stage_layers", ranges::stage_layers));
+  if (p.has("last_stage_layers")) j.last_stage_layers = static_cast<int>(p.get_int_in("last_stage_layers", ranges::stage_layers));
   if (p.has("schedule")) {
     const YamlReader node = p.child("schedule");
     const std::string text = node.as_string();
@@ -326,10 +330,24 @@ JobParallel read_job(const YamlReader& p, const Workload& w, int max_ranks) {
   if (j.vpp > 1 && j.schedule != PipelineSchedule::interleaved)
     p.fail_at("vpp", fmt::format("vpp = {} model chunks per stage is the interleaved schedule's; schedule is {}", j.vpp,
                                  pipeline_schedule_name(j.schedule)));
-  require_divides(p, "pp", t->layers, j.pp, fmt::format("pp = {} (each stage runs layers / pp layers)", j.pp),
-                  "the model's layers");
-  require_divides(p, "vpp", t->layers / j.pp, j.vpp, fmt::format("vpp = {} (each chunk runs layers / (pp x vpp) layers)", j.vpp),
-                  "layers / pp");
+  if (j.first_stage_layers == 0 && j.last_stage_layers == 0) {
+    require_divides(p, "pp", t->layers, j.pp, fmt::format("pp = {} (each stage runs layers / pp layers)", j.pp),
+                    "the model's layers");
+    require_divides(p, "vpp", t->layers / j.pp, j.vpp,
+                    fmt::format("vpp = {} (each chunk runs layers / (pp x vpp) layers)", j.vpp), "layers / pp");
+  } else if (const std::optional<StageLayersProblem> bad = stage_layers_problem(
+                 StageLayersRule{t->layers, j.pp, j.vpp, j.first_stage_layers, j.last_stage_layers})) {
+    p.fail_at(p.has(bad->key) ? bad->key : (p.has("first_stage_layers") ? "first_stage_layers" : "last_stage_layers"),
+              bad->message);
+  }
+  if (j.schedule == PipelineSchedule::dualpipe && j.pp % 2 != 0)
+    p.fail_at("pp", fmt::format("pp = {} is odd: the dualpipe schedule pairs stage s with stage pp - 1 - s "
+                                "(DeepSeek-V3 Sec. 3.2.1)", j.pp));
+  if (j.schedule == PipelineSchedule::dualpipe && (j.micro_batches % 2 != 0 || j.micro_batches < 2 * j.pp))
+    p.fail_at(p.has("micro_batches") ? "micro_batches" : "pp",
+              fmt::format("micro_batches = {}: the dualpipe schedule needs an even number, at least 2 pp = {} (half "
+                          "enter at each end; deepseek-ai/DualPipe's step() asserts the same)",
+                          j.micro_batches, 2 * j.pp));
   if ((j.schedule == PipelineSchedule::one_f_one_b || j.schedule == PipelineSchedule::interleaved) && j.pp > 1 &&
       j.micro_batches < j.pp)
     p.fail_at(p.has("micro_batches") ? "micro_batches" : "pp",

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/pipeline_layers.hpp"
 #include "sim/report.hpp"
 #include "sim/workload_shapes.hpp"
 
@@ -85,19 +86,40 @@ std::optional<memory::StepMemoryInput> memory_input(const Workload& w, const Har
   return in;
 }
 
-// Each stage's micro-batch chunks in flight at its peak: the schedule run with unit pass times (what
-// a stage holds depends on the order of its passes, not on their lengths: Narayanan et al. SC'21 Sec. 2.2).
-std::vector<int> chunks_in_flight(const JobParallel& j) {
+bool splits_weight_gradient(PipelineSchedule s) {
+  return s == PipelineSchedule::zero_bubble_h1 || s == PipelineSchedule::dualpipe;
+}
+
+// Each stage's passes in order: the schedule run with unit pass times (what a stage holds depends on the
+// order of its passes, not on their lengths: Narayanan et al. SC'21 Sec. 2.2).
+PipelineTimeline unit_timeline(const JobParallel& j) {
   const PipelineShape shape{j.pp, j.vpp, j.micro_batches, j.schedule};
   const auto n = static_cast<std::size_t>(j.pp * j.vpp);
   PipelineCosts unit;
   unit.forward_ps.assign(n, 1);
-  unit.backward_ps.assign(n, j.schedule == PipelineSchedule::zero_bubble_h1 ? 1 : 2);
-  if (j.schedule == PipelineSchedule::zero_bubble_h1) unit.weight_ps.assign(n, 1);
-  return run_pipeline(shape, unit).peak_in_flight;
+  unit.backward_ps.assign(n, splits_weight_gradient(j.schedule) ? 1 : 2);
+  if (splits_weight_gradient(j.schedule)) unit.weight_ps.assign(n, 1);
+  return run_pipeline(shape, unit);
 }
 
 }  // namespace
+
+Bytes weight_gradient_bytes_per_layer(const memory::LayerShape& l, int tp) {
+  const std::int64_t t = std::max(1, tp);
+  const std::int64_t tokens = l.seq * l.micro_batch;
+  const std::int64_t head_dim = l.head_dim > 0 ? l.head_dim : l.d_model / std::max<std::int64_t>(1, l.heads);
+  const std::int64_t kv_heads = l.kv_heads > 0 ? l.kv_heads : l.heads;
+  // Per rank: query heads / t, key/value heads / t (one each where there are fewer than t).
+  const std::int64_t q = l.heads * head_dim / t, kv = std::max<std::int64_t>(1, kv_heads / t) * head_dim;
+  const std::int64_t ffn_out = (l.gated ? 2 : 1) * l.d_ffn / t;
+  // Inputs (sequence-parallel shards where the linear's input is; Korthikanti et al. Sec. 4.2.2): QKV's,
+  // the output projection's, the MLP's first and second linears'.
+  const std::int64_t inputs = tokens * (l.d_model / t + q + l.d_model / t + l.d_ffn / t);
+  // Output gradients: QKV's, the output projection's (its sequence-parallel shard), the first linear's
+  // (gate and up), the second's (its shard).
+  const std::int64_t output_grads = tokens * (q + 2 * kv + l.d_model / t + ffn_out + l.d_model / t);
+  return inputs * l.linear_input_bytes + output_grads * l.activation_bytes;
+}
 
 std::vector<StepMemory> stage_memories(const Workload& w, const HardwareProfile& hw) {
   std::optional<memory::StepMemoryInput> base = memory_input(w, hw);
@@ -114,19 +136,39 @@ std::vector<StepMemory> stage_memories(const Workload& w, const HardwareProfile&
   }
   // A job: the stage's layers, a CP rank's share of the sequence, the vocabulary at the two ends.
   memory::StepMemoryInput in = *base;
-  in.layers = t.layers / j.pp;
   in.layer.seq = t.seq / j.cp;
   in.vocab = t.vocab;
   in.communicators += (j.pp > 1 ? 1 : 0) + (j.cp > 1 ? 1 : 0);
-  const std::vector<int> chunks = chunks_in_flight(j);
-  const std::int64_t chunk_layers = t.layers / (j.pp * j.vpp);
+  const PipelineTimeline timeline = unit_timeline(j);
+  const std::vector<int> layers = pipeline_stage_layers(StageLayersRule{t.layers, j.pp, j.vpp, j.first_stage_layers,
+                                                                        j.last_stage_layers});
+  const bool dual = j.schedule == PipelineSchedule::dualpipe;
+  const bool split = splits_weight_gradient(j.schedule);
+  // One layer's activations held from its forward to its backward, and what its weight gradient still
+  // holds after the input gradient (split schedules).
+  const auto full = static_cast<double>(
+      memory::stored_activation_bytes_per_layer(in.layer, in.parallel, in.recompute));
+  const auto weight = static_cast<double>(weight_gradient_bytes_per_layer(in.layer, w.tp));
   for (int s = 0; s < j.pp; ++s) {
-    in.first_stage = s == 0;
-    in.last_stage = s == j.pp - 1;
+    const auto su = static_cast<std::size_t>(s), mirror = static_cast<std::size_t>(j.pp - 1 - s);
+    // DualPipe: stage s holds model stages s and pp - 1 - s, both ends' embedding and output layer on
+    // the two outer stages (DeepSeek-V3 Sec. 3.2.1: two copies of the parameters).
+    in.layers = dual ? layers[su] + layers[mirror] : layers[su];
+    in.first_stage = s == 0 || (dual && s == j.pp - 1);
+    in.last_stage = s == j.pp - 1 || (dual && s == 0);
+    // A chunk is the stage's layers / vpp (DualPipe: either model stage's; the larger counted).
+    const std::int64_t chunk_layers = (dual ? std::max(layers[su], layers[mirror]) : layers[su]) / j.vpp;
+    const StageActivationPeak peak = stage_activation_peak(timeline.stages[su], split, full, weight);
     // Gradient accumulation without stages (pp = 1) holds one micro-batch at a time.
-    in.in_flight_layers = j.pp > 1 ? chunks[static_cast<std::size_t>(s)] * chunk_layers : 0;
+    in.in_flight_layers = j.pp > 1 ? peak.full_chunks * chunk_layers : 0;
     StepMemory m;
     m.bytes = memory::step_memory(in);
+    if (j.pp > 1 && peak.weight_chunks > 0) {
+      // Chunks whose input gradient ran and whose weight gradient has not yet: W's inputs and output gradients.
+      const auto pending = static_cast<Bytes>(peak.weight_chunks * chunk_layers * weight_gradient_bytes_per_layer(in.layer, w.tp));
+      m.bytes.activations_bytes += pending;
+      m.bytes.peak_bytes += pending;
+    }
     m.hbm_bytes = hw.gpu.hbm_bytes;
     m.stage = j.pp > 1 ? s : -1;
     out.push_back(m);

@@ -33,6 +33,13 @@ std::optional<StepMemory> step_memory(const Workload& w, const HardwareProfile& 
 // without a job: one entry, step_memory's. Empty where the memory model does not apply.
 std::vector<StepMemory> stage_memories(const Workload& w, const HardwareProfile& hw);
 
+// What a layer's weight gradient (W, split off the backward by ZB-H1 and DualPipe) still needs once the
+// input gradient (B) has run, per TP rank: each linear's input (QKV, output projection, the MLP's two) in
+// `linear_input_bytes`, sequence-parallel shards where the layer stores them, and the gradient of each
+// linear's output in `activation_bytes` (dW = X^T dY; Qi et al., "Zero Bubble Pipeline Parallelism",
+// Sec. 2: W needs the layer's inputs and the gradients B computed).
+Bytes weight_gradient_bytes_per_layer(const memory::LayerShape& layer, int tp);
+
 // What the model counts and leaves out, one line (the report and the docs say it once).
 extern const char* const kStepMemoryScope;
 

@@ -197,6 +197,9 @@ struct JobParallel {
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   int cp = 1;
   ContextParallel cp_algorithm = ContextParallel::ring;
+  // Layers of the first and last stages (0: layers / pp); the rest split evenly (sim/pipeline_layers.hpp).
+  int first_stage_layers = 0;
+  int last_stage_layers = 0;
   // Is the workload a job of stages or context-parallel ranks (run through sim/pipeline_step)?
   bool active() const { return pp > 1 || cp > 1 || micro_batches > 1; }
 };

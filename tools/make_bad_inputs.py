@@ -1447,7 +1447,7 @@ def add_pipeline_entries(corpus, mlp_path):
     entry("vpp_not_dividing_stage_layers", "pipeline", "workload.parallel.vpp", parallel(vpp=3))
     entry("micro_batches_below_pp", "pipeline", "workload.parallel.micro_batches",
           parallel(micro_batches=2, **one_f_one_b))
-    entry("schedule_unknown", "pipeline", "workload.parallel.schedule", parallel(schedule="dualpipe"))
+    entry("schedule_unknown", "pipeline", "workload.parallel.schedule", parallel(schedule="zb_v"))
     entry("cp_not_dividing_seq", "pipeline", "workload.parallel.cp", parallel(cp=3))
     entry("cp_algorithm_unknown", "pipeline", "workload.parallel.cp_algorithm", parallel(cp=2, cp_algorithm="ulysses"))
     entry("cp_algorithm_without_cp", "pipeline", "workload.parallel.cp_algorithm", parallel(cp_algorithm="ring"))
@@ -1597,11 +1597,49 @@ def add_switch_tier_entries(corpus, mlp_path):
                    "fabric.nodes_per_leaf", setup=[["write", "hw.yaml", bad]])
 
 
+def add_stage_layers_dualpipe_entries(corpus, mlp_path):
+    """Uneven stages and DualPipe (docs/guide/pipeline.md): the shipped 70B DualPipe job with one
+    workload.parallel key made impossible, each refused at the scenario's line and that key: the first or
+    last stage's layers leaving the rest uneven over the other stages, not divisible by vpp, or given
+    without stages; DualPipe on an odd pp, with fewer than 2 pp or an odd number of micro-batches, or with
+    model chunks (vpp)."""
+    base = load(os.path.join(ROOT, "scenarios", "llama3-70b-tp8xpp4-dualpipe-step.yaml"))
+    entry = scenario_entry(corpus, base, "stage_layers_", ["run", "{file}"])
+
+    def parallel(**kv):
+        def mod(d):
+            par = d["workload"]["parallel"]
+            for k, v in kv.items():
+                if v is None:
+                    par.pop(k, None)
+                else:
+                    par[k] = v
+        return mod
+
+    one_f_one_b = {"schedule": "1f1b"}
+    entry("rest_uneven", "pipeline", "workload.parallel.first_stage_layers",
+          parallel(first_stage_layers=19, last_stage_layers=20, **one_f_one_b))
+    entry("last_rest_uneven", "pipeline", "workload.parallel.last_stage_layers",
+          parallel(last_stage_layers=21, **one_f_one_b))
+    entry("first_not_dividing_vpp", "pipeline", "workload.parallel.first_stage_layers",
+          parallel(vpp=2, schedule="interleaved", first_stage_layers=19, last_stage_layers=19))
+    entry("first_too_many", "pipeline", "workload.parallel.first_stage_layers",
+          parallel(first_stage_layers=79, **one_f_one_b))
+    entry("first_zero", "pipeline", "workload.parallel.first_stage_layers", parallel(first_stage_layers=0))
+    entry("without_pp", "pipeline", "workload.parallel.last_stage_layers",
+          parallel(pp=None, schedule=None, micro_batches=None, last_stage_layers=40))
+    entry("dualpipe_pp_odd", "pipeline", "workload.parallel.pp", parallel(pp=5, micro_batches=10))
+    entry("dualpipe_micro_batches_below_2pp", "pipeline", "workload.parallel.micro_batches",
+          parallel(micro_batches=6))
+    entry("dualpipe_micro_batches_odd", "pipeline", "workload.parallel.micro_batches", parallel(micro_batches=9))
+    entry("dualpipe_with_vpp", "pipeline", "workload.parallel.vpp", parallel(vpp=2))
+
+
 APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
             add_network_memory_trace_entries, add_placeholder_entries, add_input_hardening_entries,
             add_trace_hardening_entries, add_step_kernel_entries, add_pipeline_entries,
             add_moe_all_to_all_entries, add_plan_entries, add_trace_replay_entries,
-            add_sustained_clock_entries, add_switch_tier_entries]
+            add_sustained_clock_entries, add_switch_tier_entries, add_stage_layers_dualpipe_entries]
 
 
 def main():

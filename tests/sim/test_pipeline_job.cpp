@@ -161,3 +161,64 @@ TEST_CASE("a context-parallel job's step: the ring's other steps lengthen every 
   CHECK(r.exposed_cp_ps == 2 * (r.cp.forward_exposed_ps + r.cp.backward_exposed_ps));
   CHECK(r.step_ps == r.chunk_forward_ps + r.chunk_backward_ps);  // one stage, one micro-batch
 }
+
+TEST_CASE("memory per stage: ZB-H1 holds a micro-batch's weight-gradient inputs until its W, not only until B",
+          "[pipeline][memory][zb]") {
+  const HardwareProfile hw = load_profile("h100-64node-ib400-rail", kJobProfiles);
+  JobParallel one_f_one_b;
+  one_f_one_b.pp = 4;
+  one_f_one_b.micro_batches = 8;
+  JobParallel zb = one_f_one_b;
+  zb.schedule = PipelineSchedule::zero_bubble_h1;
+  const Workload w1 = job_workload(16, 4096, one_f_one_b), wz = job_workload(16, 4096, zb);
+  const std::vector<StepMemory> a = stage_memories(w1, hw), z = stage_memories(wz, hw);
+  REQUIRE(z.size() == 4);
+  // What W needs per layer and TP rank (d 4096, d_ffn 14336 gated, 32 heads of 128, 8 kv heads, tp 8,
+  // 4096 tokens, bf16): the linears' inputs 512 + 512 + 512 + 1792 and their output gradients
+  // 512 + 2 x 128 + 512 + 2 x 1792 + 512 values per token, 2 bytes each.
+  memory::LayerShape l;
+  l.seq = 4096;
+  l.micro_batch = 1;
+  l.d_model = 4096;
+  l.heads = 32;
+  l.kv_heads = 8;
+  l.d_ffn = 14336;
+  l.gated = true;
+  CHECK(weight_gradient_bytes_per_layer(l, 8) == 4096 * (3328 + 5376) * 2);
+  // The unit-time ZB-H1 timeline's stage 0: at its peak the chunks held whole and those waiting for W.
+  const PipelineTimeline tl = run_pipeline({4, 1, 8, PipelineSchedule::zero_bubble_h1},
+                                           PipelineCosts{{1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}, {}, {}, 0});
+  Workload one = w1;
+  one.training.job = JobParallel{};
+  std::get<Transformer>(one.shape).layers = 1;
+  const Bytes full = step_memory(one, hw)->bytes.activations_bytes;  // one layer of one micro-batch
+  const Bytes weight = weight_gradient_bytes_per_layer(l, 8);
+  const StageActivationPeak peak =
+      stage_activation_peak(tl.stages[0], true, static_cast<double>(full), static_cast<double>(weight));
+  CHECK(peak.full_chunks == 4);      // ZB-H1 keeps 1F1B's pp - s forwards ahead of their B ...
+  CHECK(peak.weight_chunks >= 1);    // ... and the first stage defers W into its bubbles
+  CHECK(z[0].bytes.activations_bytes == 4 * (peak.full_chunks * full + peak.weight_chunks * weight));
+  // So ZB-H1's first stage holds more than 1F1B's, which the accounting until B alone understated.
+  CHECK(z[0].bytes.activations_bytes > a[0].bytes.activations_bytes);
+  CHECK(z[0].bytes.peak_bytes - a[0].bytes.peak_bytes == z[0].bytes.activations_bytes - a[0].bytes.activations_bytes);
+}
+
+TEST_CASE("memory per stage: DualPipe holds two model stages' parameters and both ends' embedding and output layer",
+          "[pipeline][memory][dualpipe]") {
+  const HardwareProfile hw = load_profile("h100-64node-ib400-rail", kJobProfiles);
+  JobParallel one_f_one_b;
+  one_f_one_b.pp = 4;
+  one_f_one_b.micro_batches = 8;
+  JobParallel dual = one_f_one_b;
+  dual.schedule = PipelineSchedule::dualpipe;
+  const std::vector<StepMemory> a = stage_memories(job_workload(16, 4096, one_f_one_b), hw);
+  const std::vector<StepMemory> d = stage_memories(job_workload(16, 4096, dual), hw);
+  REQUIRE(d.size() == 4);
+  // No vocabulary: a middle stage's parameters are exactly twice 1F1B's (DeepSeek-V3 Table 2: 2x).
+  CHECK(d[1].bytes.params_bytes == 2 * a[1].bytes.params_bytes);
+  CHECK(d[1].bytes.optimizer_bytes == 2 * a[1].bytes.optimizer_bytes);
+  // Both outer stages hold model stages 0 and pp - 1: the embedding and the output layer.
+  const std::vector<StepMemory> dv = stage_memories(job_workload(16, 4096, dual, 128256), hw);
+  CHECK(dv[0].bytes.params_bytes == dv[3].bytes.params_bytes);
+  CHECK(dv[0].bytes.params_bytes > dv[1].bytes.params_bytes);
+}

@@ -85,7 +85,7 @@ TEST_CASE("pipeline and context-parallel keys that cannot run are refused at the
   CHECK_THAT(std::string(few.what()), Catch::Contains("fewer than pp = 4"));
   CHECK(key_of("{pp: 4, vpp: 2, micro_batches: 6}") == "workload.parallel.micro_batches");
   // An unknown schedule or algorithm names the known ones.
-  const InputError schedule = job_error("{pp: 4, micro_batches: 8, schedule: dualpipe}");
+  const InputError schedule = job_error("{pp: 4, micro_batches: 8, schedule: zb_v}");
   CHECK(schedule.key_path() == "workload.parallel.schedule");
   CHECK_THAT(std::string(schedule.what()), Catch::Contains("gpipe, 1f1b, interleaved, zb_h1"));
   CHECK(key_of("{cp: 2, cp_algorithm: ulysses}") == "workload.parallel.cp_algorithm");

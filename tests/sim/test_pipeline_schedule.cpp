@@ -189,7 +189,12 @@ TEST_CASE("pipeline shapes a schedule cannot run are refused, naming the rule", 
   PipelineCosts c = uniform_costs(sh, 1, 1);
   c.forward_ps.pop_back();
   CHECK_THROWS_WITH(run_pipeline(sh, c), Contains("forward_ps has 1 entries"));
-  CHECK_THROWS_WITH(run_pipeline(sh, uniform_costs(sh, 1, 1, 1)), Contains("zb_h1 schedule only"));
+  // Weight-gradient times are for the schedules that split the backward (zb_h1, dualpipe) only.
+  CHECK_THROWS_WITH(run_pipeline(sh, uniform_costs(sh, 1, 1, 1)), Contains("weight_ps is not used by the 1f1b schedule"));
+  // F&B communication is DualPipe's only.
+  PipelineCosts comm = uniform_costs(sh, 1, 1);
+  comm.forward_comm_ps.assign(2, 0);
+  CHECK_THROWS_WITH(run_pipeline(sh, comm), Contains("forward_comm_ps is not used by the 1f1b schedule"));
 }
 
 TEST_CASE("pipeline timelines are deterministic", "[pipeline]") {
