@@ -1,5 +1,7 @@
 #include "sim/chrome_trace.hpp"
 
+#include "sim/node_config.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>

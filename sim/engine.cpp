@@ -1,6 +1,8 @@
 // The engine's core (engine.hpp): the event loop, dependencies and stream order, the host's launch
 // queue, counters and delays. Resources live on the two sides it connects: the GPU side (SMs, CTAs,
-// copy engines) and the network side (links, HBM, flows, collectives).
+// copy engines, its kernels' HBM traffic) and the network side (links, flows, collectives), which
+// load one pool of link and HBM bandwidth (shared_bandwidth.hpp) and meet only through the verbs of
+// network_api.hpp.
 #include "sim/engine.hpp"
 
 #include <fmt/format.h>
@@ -157,7 +159,7 @@ struct OpState {
 class Engine final : public NetworkClient, public GpuListener {
  public:
   Engine(const TaskGraph& g, const NodeConfig& node, const EngineOptions& opt, const NetworkFactory& network)
-      : ctx_(g, node, opt), net_(network(NetworkEnv{ctx_, ctx_.queue, ctx_.now, *this})), gpu_(ctx_, *this, *net_),
+      : ctx_(g, node, opt), net_(network(NetworkEnv{ctx_.node, ctx_.queue, ctx_.now, *this, ctx_.bandwidth})), gpu_(ctx_, *this, *net_),
         st_(g.ops().size()),
         issue_ps_(g.ops().size(), 0), folded_(ranks_like_rank0(g, node, opt, ctx_)) {
     counter_value_.assign(g.counters().size(), 0);
@@ -298,9 +300,8 @@ class Engine final : public NetworkClient, public GpuListener {
     gpu_.release_gang(id);
     complete(id);
   }
-  void demand_changed(int demand) override { gpu_.demand_changed(demand); }
   // A gang kernel (comm_kernel or memory) holds its SMs: its work goes to the network side as plain
-  // requests; a collective's members go as they are (start_collective).
+  // requests (a memory stream, a collective member, or a delay).
   void gang_started(OpId id) override {
     ctx_.mark_start(id);
     const Op& o = ctx_.op(id);
@@ -309,7 +310,7 @@ class Engine final : public NetworkClient, public GpuListener {
       return;
     }
     if (!o.phases.empty() || (o.collective >= 0 && (o.members > 1 || !o.outside_sends.empty() || !o.outside_recvs.empty()))) {
-      net_->start_collective(id);
+      net_->collective(collective_request(id, o), id);
       return;
     }
     net_->after(o.duration_ps, id);
@@ -328,6 +329,17 @@ class Engine final : public NetworkClient, public GpuListener {
     return true;
   }
   void kernel_done(OpId id) override { complete(id); }
+
+  // What the network side needs of a collective member: the op's description of its part as data
+  // (views of the op's phases and legs, which live as long as the graph).
+  CollectiveRequest collective_request(OpId id, const Op& o) const {
+    return CollectiveRequest{.group = o.collective, .members = o.members, .gpu = ctx_.rank(id), .name = o.name,
+                             .phases = o.phases, .transport = o.transport, .ctas = o.channels,
+                             .link_efficiency = o.link_efficiency, .latency_covers_wire = o.phase_latency_covers_wire,
+                             .duration_ps = o.duration_ps, .curve_latency_ps = o.curve_latency_ps,
+                             .sends = o.curve_sends, .outside_sends = o.outside_sends, .outside_recvs = o.outside_recvs,
+                             .from_switch = o.curve_from_switch, .reduces = o.curve_reduces};
+  }
 
   // A memory kernel streams its bytes through its GPU's HBM, no faster than its SMs pull
   // (GpuSpec::hbm_sm_gbps: a kernel on few SMs, a virtual rank's partition, cannot pull all of HBM).

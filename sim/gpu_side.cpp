@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 namespace overlap::sim {
 namespace {
@@ -308,10 +309,7 @@ bool GpuSide::hand_freed_sm(SmPool& p, int sm) {
 
 void GpuSide::kernel_finished(OpId id) {
   KernelState& s = ks(id);
-  if (s.demand >= 0) {
-    net_.remove_demand(s.demand);
-    s.demand = -1;
-  }
+  if (s.demand >= 0) remove_demand(id);
   if (s.in_active) {
     auto& active = phys_of(id).active;
     active.erase(std::find(active.begin(), active.end(), id));
@@ -371,9 +369,28 @@ void GpuSide::mark_demand(OpId id) {
   dirty_demand_.push_back(id);
 }
 
-void GpuSide::demand_changed(int demand) {
-  if (demand < 0 || demand >= static_cast<int>(demand_op_.size())) return;
-  mark_rate(demand_op_[static_cast<std::size_t>(demand)]);
+// A flow is mapped to its op once add_demand has it: the share a new demand gets is read when its
+// rate is marked there.
+void GpuSide::rate_changed(int flow) {
+  if (flow >= static_cast<int>(demand_op_.size())) return;
+  const OpId id = demand_op_[static_cast<std::size_t>(flow)];
+  if (id != kNoOp) mark_rate(id);
+}
+
+void GpuSide::add_demand(OpId id, double bytes_per_ps) {
+  const int hbm = ctx_.bandwidth.hbm(ctx_.rank(id));
+  if (hbm < 0 || !(bytes_per_ps > 0)) return;  // no memory model, or nothing to stream
+  const int flow = ctx_.bandwidth.add(*this, ctx_.now, std::span<const int>(&hbm, 1), bytes_per_ps, -1.0);
+  if (static_cast<int>(demand_op_.size()) <= flow) demand_op_.resize(static_cast<std::size_t>(flow) + 1, kNoOp);
+  demand_op_[static_cast<std::size_t>(flow)] = id;
+  ks(id).demand = flow;
+}
+
+void GpuSide::remove_demand(OpId id) {
+  KernelState& s = ks(id);
+  ctx_.bandwidth.remove(ctx_.now, s.demand);
+  demand_op_[static_cast<std::size_t>(s.demand)] = kNoOp;
+  s.demand = -1;
 }
 
 void GpuSide::mark_rate(OpId id) {
@@ -390,7 +407,7 @@ double GpuSide::target_rate(OpId id) const {
   if (g.interference > 0 && g.comm_sms > 0 && g.sm_total > 0)
     rate = 1.0 / (1.0 + g.interference * std::min(1.0, static_cast<double>(g.comm_sms) / g.sm_total));
   // The HBM demand was set at the saturation rate (flush), so its multiplier is relative to it.
-  if (s.demand >= 0) rate = std::min(rate, net_.demand_multiplier(s.demand));
+  if (s.demand >= 0) rate = std::min(rate, ctx_.bandwidth.multiplier(s.demand));
   const double saturation = saturation_rate(id);
   return saturation == 1.0 ? rate : rate * saturation;
 }
@@ -421,16 +438,11 @@ void GpuSide::flush() {
       const double cap = static_cast<double>(s.running) * static_cast<double>(o.hbm_bytes_per_cta) /
                          static_cast<double>(o.cta_ps) * saturation_rate(id);
       if (s.running == 0) {
-        if (s.demand >= 0) net_.remove_demand(s.demand);
-        s.demand = -1;
+        if (s.demand >= 0) remove_demand(id);
       } else if (s.demand < 0) {
-        s.demand = net_.add_demand(ctx_.rank(id), cap);
-        if (s.demand >= 0) {
-          if (static_cast<int>(demand_op_.size()) <= s.demand) demand_op_.resize(static_cast<std::size_t>(s.demand) + 1, kNoOp);
-          demand_op_[static_cast<std::size_t>(s.demand)] = id;
-        }
+        add_demand(id, cap);
       } else {
-        net_.set_demand(s.demand, cap);
+        ctx_.bandwidth.set_cap(ctx_.now, s.demand, cap);
       }
       mark_rate(id);
     }

@@ -6,7 +6,8 @@
 // together, so a wave of 132 CTAs is one event, not 132. A cohort progresses at
 // the kernel's rate: 1 on an otherwise quiet GPU, slower while communication kernels hold SMs of
 // the same physical GPU (GpuConfig::comm_interference) or while the kernel's HBM traffic gets less
-// than it needs (a demand flow on the network side), and slower or faster than its calibrated CTA
+// than it needs (a demand flow on its GPU's HBM, which the network side's transfers load too:
+// shared_bandwidth.hpp), and slower or faster than its calibrated CTA
 // time as more or fewer SMs of the GPU run GEMM tiles than did at calibration
 // (GpuConfig::full_rate_sms). When a rate changes, the cohorts' remaining
 // work is rescaled and their end events moved, as flows are.
@@ -20,7 +21,7 @@
 
 namespace overlap::sim {
 
-class GpuSide {
+class GpuSide final : public FlowOwner {
  public:
   GpuSide(SimContext& ctx, GpuListener& listener, NetworkApi& net);
 
@@ -33,8 +34,8 @@ class GpuSide {
   void copy_done(OpId op);
 
   void on_cohort_end(std::int32_t cohort, std::uint32_t version);
-  // The network side changed a demand flow's share of HBM.
-  void demand_changed(int demand);
+  // A kernel's HBM demand flow got a new share of its HBM (another flow joined or left it).
+  void rate_changed(int flow) override;
   // Applies what the last event changed: HBM demand of kernels whose running CTAs changed, then the
   // rates of kernels whose interference or HBM share changed. Called after every event.
   void flush();
@@ -60,7 +61,7 @@ class GpuSide {
     std::int64_t grid = 0;        // persistent: CTAs in its grid
     std::int32_t held = 0;        // SMs held now
     std::int32_t running = 0;     // CTAs running now
-    int demand = -1;              // HBM demand flow (network side), -1 none
+    int demand = -1;              // HBM demand flow (ctx.bandwidth), -1 none
     double rate = 1;
     std::int32_t open_cohort = -1;  // the cohort CTAs starting now join
     // Alive cohorts: one or two (a wave and the refills of its freed SMs); inline, not a heap list
@@ -101,6 +102,10 @@ class GpuSide {
   void mark_rate(OpId id);    // its rate is recomputed at the next update
   bool hand_freed_sm(SmPool& p, int sm);
   void kernel_finished(OpId id);
+  // A tile kernel's HBM operand traffic at full speed (bytes/ps): an endless flow on its GPU's HBM
+  // whose multiplier (0..1] says how much of that it gets.
+  void add_demand(OpId id, double bytes_per_ps);
+  void remove_demand(OpId id);
   void start_copy(OpId id, int engine);
 
   SimContext& ctx_;
@@ -111,7 +116,7 @@ class GpuSide {
   std::vector<KernelState> kernels_;
   std::vector<Cohort> cohorts_;
   std::vector<std::int32_t> free_cohorts_;
-  std::vector<OpId> demand_op_;     // demand id -> op
+  std::vector<OpId> demand_op_;     // flow id -> the op whose demand it is (kNoOp: none, or not yet)
   std::vector<OpId> dirty_demand_, dirty_rate_;
   std::vector<int> dirty_phys_;
   // Scratch buffers kept between events (no allocation per event).

@@ -1,9 +1,10 @@
-// The flow-level network side of the engine (network_api.hpp): fabric routes, max-min shared flows,
-// HBM, and the collectives that run on them.
+// The flow-level network side of the engine (network_api.hpp): fabric routes, max-min shared flows
+// and the collectives that run on them.
 //
 // Every transfer crosses its route's links and the HBM it reads at the source and writes at the
-// destination, so copies, collectives, memory kernels and GEMM operand traffic all contend for the
-// same resources.
+// destination, as flows on the bandwidth the GPU side's GEMM operand traffic also loads
+// (shared_bandwidth.hpp), so copies, collectives, memory kernels and GEMMs all contend for the same
+// resources.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,40 +18,36 @@
 
 #include "sim/flow_network.hpp"
 #include "sim/network_api.hpp"
+#include "sim/shared_bandwidth.hpp"
 
 namespace overlap::sim {
 
-class NetworkSide final : public NetworkApi {
+class NetworkSide final : public NetworkApi, public FlowOwner {
  public:
   explicit NetworkSide(const NetworkEnv& env);
 
   void transfer(const TransferRequest& request, NetToken done) override;
   void stream_memory(const MemoryStreamRequest& request, NetToken done) override;
   void after(Ps delay_ps, NetToken done) override;
-  Ps now() const override { return ctx_.now; }
+  Ps now() const override { return now_; }
 
   // Collectives wait for all their members (curve fidelity) or match their phases' sends and
   // receives (steps fidelity).
-  void start_collective(OpId op) override;
-
-  // A running kernel's HBM traffic at full speed (bytes/ps): an endless flow on its GPU's HBM whose
-  // multiplier tells how much of that it gets.
-  int add_demand(int rank, double bytes_per_ps) override;
-  void set_demand(int demand, double bytes_per_ps) override;
-  void remove_demand(int demand) override;
-  double demand_multiplier(int demand) const override { return flows_.multiplier(demand_flow_[static_cast<std::size_t>(demand)]); }
+  void collective(const CollectiveRequest& request, NetToken done) override;
 
   void on_event(const Event& e) override;
+  // A transfer's share of its links changed: its end moves.
+  void rate_changed(int flow) override;
 
   // Diagnostics for a stalled run.
-  bool waiting_in_rendezvous(OpId op) const override;
+  bool waiting_in_rendezvous(NetToken member) const override;
 
  private:
   enum class Kind : std::uint8_t { copy, phase, switch_leg, memory, curve };
   struct Transfer {
     Kind kind;
-    OpId op;        // copy / memory: the caller's token; switch leg: the op; phase: the sender; curve: a member
-    OpId receiver;  // phase: the receiving op
+    NetToken op;        // the caller's token: copy / memory; switch leg and curve: the member; phase: the sender
+    NetToken receiver;  // phase: the receiving member
     int src, dst;   // GPUs (kSwitchPeer for a switch leg's far end)
     Bytes bytes;
     LinkList links;
@@ -60,7 +57,7 @@ class NetworkSide final : public NetworkApi {
     std::int32_t collective;  // curve: index into curves_
   };
   struct CurveRun {
-    std::vector<OpId> members;
+    std::vector<NetToken> members;
     int outstanding = 0;
     Ps latency_ps = 0;
   };
@@ -73,7 +70,9 @@ class NetworkSide final : public NetworkApi {
       return h;
     }
   };
-  struct OpNetState {
+  // A collective member: its request and, at steps fidelity, where it is.
+  struct Member {
+    CollectiveRequest request;
     std::int32_t phase = 0;
     std::int32_t outstanding = 0;
   };
@@ -84,31 +83,31 @@ class NetworkSide final : public NetworkApi {
   double wire_rate(int src, int dst, Bytes bytes, double service, std::optional<Transport> t, int ctas) const;
   void start_transfer(Transfer t, Ps latency_ps);
   void join(std::int32_t idx);
-  void apply_changes();
   void transfer_done(std::int32_t idx);
   void start_curve(std::int64_t collective);
-  void enter_phase(OpId op);
-  void start_phase_transfer(OpId sender, OpId receiver, int src, int dst, Bytes bytes, bool reduce);
-  void start_switch_leg(OpId op, bool up, Bytes bytes);
-  void phase_leg_done(OpId op);
-  void check_bytes(OpId sender, OpId receiver, Bytes sent, Bytes expected) const;
+  void enter_phase(NetToken member);
+  void start_phase_transfer(NetToken sender, NetToken receiver, int src, int dst, Bytes bytes, bool reduce);
+  void start_switch_leg(NetToken member, bool up, Bytes bytes);
+  void phase_leg_done(NetToken member);
+  void check_bytes(NetToken sender, NetToken receiver, Bytes sent, Bytes expected) const;
+  Member& member(NetToken t) { return members_[static_cast<std::size_t>(slot_[static_cast<std::size_t>(t)])]; }
+  const Member& member(NetToken t) const { return members_[static_cast<std::size_t>(slot_[static_cast<std::size_t>(t)])]; }
 
-  SimContext& ctx_;
+  EventQueue& queue_;
+  const Ps& now_;
   NetworkClient& client_;
   const Fabric& fabric_;
-  FlowNetwork flows_;
-  std::vector<OpNetState> st_;
+  SharedBandwidth& bandwidth_;
+  std::vector<Member> members_;
+  std::vector<std::int32_t> slot_;  // token -> index into members_ (-1: not a collective member)
   std::vector<Transfer> transfers_;
   std::vector<std::int32_t> free_transfers_;
-  std::vector<std::int32_t> flow_transfer_;  // flow id -> transfer index (-1: a demand flow)
-  std::vector<int> demand_flow_;             // demand id -> flow id
-  std::vector<int> demand_of_flow_;          // flow id -> demand id (-1: none)
-  std::vector<int> changed_;
-  std::unordered_map<std::int64_t, std::vector<OpId>> rendezvous_;
+  std::vector<std::int32_t> flow_transfer_;  // flow id -> transfer index, for the flows this side added
+  std::unordered_map<std::int64_t, std::vector<NetToken>> rendezvous_;
   std::vector<CurveRun> curves_;
   // Posted and not yet matched, oldest first: one entry almost always (a deque allocated two blocks
   // for it), more only when a rank runs ahead by a whole phase.
-  using Posted = boost::container::small_vector<std::pair<OpId, Bytes>, 2>;
+  using Posted = boost::container::small_vector<std::pair<NetToken, Bytes>, 2>;
   std::unordered_map<MatchKey, Posted, MatchKeyHash> posted_sends_, posted_recvs_;
   // start_curve's scratch: per link, the collective's load and whether a leg has touched it yet.
   std::vector<double> curve_load_;
@@ -118,13 +117,6 @@ class NetworkSide final : public NetworkApi {
 
 namespace {
 
-std::vector<double> capacities(const Fabric& f) {
-  std::vector<double> c;
-  c.reserve(f.links().size());
-  for (const Link& l : f.links()) c.push_back(l.capacity_bytes_per_ps);
-  return c;
-}
-
 // NCCL reduces what arrives inside its copy loop: besides the write of the received bytes into its
 // FIFO, the receiver reads them back and reads its own contribution (Phase::reduce); the sum goes on
 // to the next hop, which counts as that hop's send.
@@ -133,8 +125,7 @@ constexpr int kReduceExtraHbm = 2;
 }  // namespace
 
 NetworkSide::NetworkSide(const NetworkEnv& env)
-    : ctx_(env.ctx), client_(env.client), fabric_(env.ctx.node.fabric), flows_(capacities(env.ctx.node.fabric)),
-      st_(env.ctx.graph.ops().size()) {}
+    : queue_(env.queue), now_(env.now), client_(env.client), fabric_(env.node.fabric), bandwidth_(env.bandwidth) {}
 
 LinkList NetworkSide::endpoint_links(int src, int dst, int reduce_extra) const {
   LinkList links;
@@ -167,7 +158,7 @@ LinkList NetworkSide::outside_links(int src, int dst, int reduce_extra, bool src
 // ---- transfers, memory streams and delays ----
 
 void NetworkSide::after(Ps delay_ps, NetToken done) {
-  ctx_.queue.push(checked_add(ctx_.now, delay_ps), EventType::net_timer, done, kClientTimer);
+  queue_.push(checked_add(now_, delay_ps), EventType::net_timer, done, kClientTimer);
 }
 
 void NetworkSide::stream_memory(const MemoryStreamRequest& r, NetToken done) {
@@ -180,8 +171,8 @@ void NetworkSide::stream_memory(const MemoryStreamRequest& r, NetToken done) {
   if (r.max_bytes_per_ps > 0) capacity = std::min(capacity, r.max_bytes_per_ps);
   const double service = std::ceil(static_cast<double>(r.bytes) / capacity);
   // The kernel's ramp and drain pass as latency: they take no HBM share.
-  start_transfer(Transfer{Kind::memory, done, kNoOp, r.gpu, r.gpu, r.bytes, LinkList{hbm},
-                          static_cast<double>(r.bytes) / service, service, ctx_.now, -1},
+  start_transfer(Transfer{Kind::memory, done, -1, r.gpu, r.gpu, r.bytes, LinkList{hbm},
+                          static_cast<double>(r.bytes) / service, service, now_, -1},
                  r.latency_ps);
 }
 
@@ -189,24 +180,26 @@ void NetworkSide::transfer(const TransferRequest& r, NetToken done) {
   const Ps total = fabric_.isolated_ps(r.src_gpu, r.dst_gpu, r.bytes, r.transport, r.ctas);
   const Ps latency = fabric_.latency_part_ps(r.src_gpu, r.dst_gpu, r.bytes, r.transport, r.ctas);
   const double service = static_cast<double>(std::max<Ps>(1, total - latency));
-  start_transfer(Transfer{Kind::copy, done, kNoOp, r.src_gpu, r.dst_gpu, r.bytes, endpoint_links(r.src_gpu, r.dst_gpu, 0),
-                          wire_rate(r.src_gpu, r.dst_gpu, r.bytes, service, r.transport, r.ctas), service, ctx_.now, -1},
+  start_transfer(Transfer{Kind::copy, done, -1, r.src_gpu, r.dst_gpu, r.bytes, endpoint_links(r.src_gpu, r.dst_gpu, 0),
+                          wire_rate(r.src_gpu, r.dst_gpu, r.bytes, service, r.transport, r.ctas), service, now_, -1},
                  latency);
 }
 
 // ---- collectives ----
 
-void NetworkSide::start_collective(OpId id) {
-  const Op& o = ctx_.op(id);
-  if (!o.phases.empty()) {
-    enter_phase(id);
+void NetworkSide::collective(const CollectiveRequest& r, NetToken done) {
+  if (static_cast<int>(slot_.size()) <= done) slot_.resize(static_cast<std::size_t>(done) + 1, -1);
+  slot_[static_cast<std::size_t>(done)] = static_cast<std::int32_t>(members_.size());
+  members_.push_back(Member{r, 0, 0});
+  if (!r.phases.empty()) {
+    enter_phase(done);
     return;
   }
   // Curve fidelity: a collective runs once every member's kernel is resident (a collective of one
   // simulated member, whose others are outside the graph, at once).
-  auto& arrived = rendezvous_[o.collective];
-  arrived.push_back(id);
-  if (static_cast<int>(arrived.size()) == o.members) start_curve(o.collective);
+  auto& arrived = rendezvous_[r.group];
+  arrived.push_back(done);
+  if (static_cast<int>(arrived.size()) == r.members) start_curve(r.group);
 }
 
 // The rate a transfer occupies its links at. A mechanism that reaches only a fraction of the line rate
@@ -228,46 +221,46 @@ void NetworkSide::start_curve(std::int64_t collective) {
   CurveRun run;
   run.members = std::move(rendezvous_[collective]);
   rendezvous_.erase(collective);
-  const Op& first = ctx_.op(run.members.front());
+  const CollectiveRequest& first = member(run.members.front()).request;
   // At least a picosecond of moving bytes, so a collective timed by a fixed figure (a measured tau_c
   // no longer than its latency) still shows its bytes on the links and in the byte accounting.
   const Ps bandwidth_ps = std::max<Ps>(1, first.duration_ps - first.curve_latency_ps);
   run.latency_ps = std::max<Ps>(0, first.duration_ps - bandwidth_ps);
   std::vector<Transfer> legs;
   {
-    for (OpId m : run.members) {
-      const Op& o = ctx_.op(m);
-      const int r = ctx_.rank(m);
-      for (const PeerBytes& pb : o.curve_sends) {
+    for (NetToken m : run.members) {
+      const CollectiveRequest& o = member(m).request;
+      const int r = o.gpu;
+      for (const PeerBytes& pb : o.sends) {
         LinkList links;
         if (pb.peer == kSwitchPeer) {
           links = {fabric_.switch_links(r).first};
           if (fabric_.hbm_link(r) >= 0) links.push_back(fabric_.hbm_link(r));
         } else {
-          links = endpoint_links(r, pb.peer, o.curve_reduces ? kReduceExtraHbm : 0);
+          links = endpoint_links(r, pb.peer, o.reduces ? kReduceExtraHbm : 0);
         }
-        legs.push_back(Transfer{Kind::curve, m, kNoOp, r, pb.peer, pb.bytes, std::move(links), 0, 0, ctx_.now, 0});
+        legs.push_back(Transfer{Kind::curve, m, -1, r, pb.peer, pb.bytes, std::move(links), 0, 0, now_, 0});
       }
       // Members outside the graph: the sends load the route to them and this GPU's HBM (read); the
       // mirrored receives the route from them and this GPU's HBM (written, and reduced).
-      const int extra = o.curve_reduces ? kReduceExtraHbm : 0;
+      const int extra = o.reduces ? kReduceExtraHbm : 0;
       for (const PeerBytes& pb : o.outside_sends)
-        legs.push_back(Transfer{Kind::curve, m, kNoOp, r, pb.peer, pb.bytes, outside_links(r, pb.peer, extra, true), 0, 0,
-                                ctx_.now, 0});
+        legs.push_back(Transfer{Kind::curve, m, -1, r, pb.peer, pb.bytes, outside_links(r, pb.peer, extra, true), 0, 0,
+                                now_, 0});
       for (const PeerBytes& pb : o.outside_recvs)
-        legs.push_back(Transfer{Kind::curve, m, kNoOp, pb.peer, r, pb.bytes, outside_links(pb.peer, r, extra, false), 0,
-                                0, ctx_.now, 0});
-      if (o.curve_from_switch > 0) {
+        legs.push_back(Transfer{Kind::curve, m, -1, pb.peer, r, pb.bytes, outside_links(pb.peer, r, extra, false), 0,
+                                0, now_, 0});
+      if (o.from_switch > 0) {
         LinkList links = {fabric_.switch_links(r).second};
         if (fabric_.hbm_link(r) >= 0) links.push_back(fabric_.hbm_link(r));
-        legs.push_back(Transfer{Kind::curve, m, kNoOp, kSwitchPeer, r, o.curve_from_switch, std::move(links), 0, 0, ctx_.now, 0});
+        legs.push_back(Transfer{Kind::curve, m, -1, kSwitchPeer, r, o.from_switch, std::move(links), 0, 0, now_, 0});
       }
     }
   }
   if (legs.empty()) {
-    const Ps end = checked_add(ctx_.now, first.duration_ps);
+    const Ps end = checked_add(now_, first.duration_ps);
     curves_.push_back(std::move(run));
-    ctx_.queue.push(end, EventType::net_timer, static_cast<std::int32_t>(curves_.size() - 1), kCurveDone);
+    queue_.push(end, EventType::net_timer, static_cast<std::int32_t>(curves_.size() - 1), kCurveDone);
     return;
   }
   // Each leg moves its bytes in the collective's bandwidth time. On the wire the collective fills its
@@ -315,18 +308,18 @@ void NetworkSide::start_curve(std::int64_t collective) {
 
 // ---- steps fidelity and point-to-point phases ----
 
-void NetworkSide::enter_phase(OpId id) {
-  const Op& o = ctx_.op(id);
-  OpNetState& s = st_[static_cast<std::size_t>(id)];
+void NetworkSide::enter_phase(NetToken id) {
+  Member& s = member(id);
+  const CollectiveRequest& o = s.request;
   if (s.phase == static_cast<std::int32_t>(o.phases.size())) {
     after(o.duration_ps, id);
     return;
   }
   const Phase& ph = o.phases[static_cast<std::size_t>(s.phase)];
-  const int me = ctx_.rank(id);
+  const int me = o.gpu;
   s.outstanding = static_cast<std::int32_t>(ph.sends.size() + ph.recvs.size());
   if (s.outstanding == 0) {
-    ctx_.queue.push(checked_add(ctx_.now, checked_add(ph.compute_ps, ph.latency_ps)), EventType::net_timer, id, kPhaseEnd);
+    queue_.push(checked_add(now_, checked_add(ph.compute_ps, ph.latency_ps)), EventType::net_timer, id, kPhaseEnd);
     return;
   }
   // Sends and receives rendezvous by (collective, phase, src, dst); the transfer starts when both
@@ -337,16 +330,15 @@ void NetworkSide::enter_phase(OpId id) {
       start_switch_leg(id, true, pb.bytes);
       continue;
     }
-    MatchKey key{o.collective, s.phase, me, pb.peer};
+    MatchKey key{o.group, s.phase, me, pb.peer};
     auto it = posted_recvs_.find(key);
     if (it != posted_recvs_.end() && !it->second.empty()) {
       auto [receiver, bytes] = it->second.front();
       it->second.erase(it->second.begin());
       if (it->second.empty()) posted_recvs_.erase(it);
       check_bytes(id, receiver, pb.bytes, bytes);
-      const OpNetState& rs = st_[static_cast<std::size_t>(receiver)];
-      start_phase_transfer(id, receiver, me, pb.peer, pb.bytes,
-                           ctx_.op(receiver).phases[static_cast<std::size_t>(rs.phase)].reduce);
+      const Member& rs = member(receiver);
+      start_phase_transfer(id, receiver, me, pb.peer, pb.bytes, rs.request.phases[static_cast<std::size_t>(rs.phase)].reduce);
     } else {
       posted_sends_[key].push_back({id, pb.bytes});
     }
@@ -356,7 +348,7 @@ void NetworkSide::enter_phase(OpId id) {
       start_switch_leg(id, false, pb.bytes);
       continue;
     }
-    MatchKey key{o.collective, s.phase, pb.peer, me};
+    MatchKey key{o.group, s.phase, pb.peer, me};
     auto it = posted_sends_.find(key);
     if (it != posted_sends_.end() && !it->second.empty()) {
       auto [sender, bytes] = it->second.front();
@@ -370,43 +362,43 @@ void NetworkSide::enter_phase(OpId id) {
   }
 }
 
-void NetworkSide::check_bytes(OpId sender, OpId receiver, Bytes sent, Bytes expected) const {
+void NetworkSide::check_bytes(NetToken sender, NetToken receiver, Bytes sent, Bytes expected) const {
   if (sent != expected)
-    throw SimError(fmt::format("'{}' sends {} bytes but '{}' expects {}", ctx_.op(sender).name, sent,
-                               ctx_.op(receiver).name, expected));
+    throw SimError(fmt::format("'{}' sends {} bytes but '{}' expects {}", member(sender).request.name, sent,
+                               member(receiver).request.name, expected));
 }
 
-void NetworkSide::start_phase_transfer(OpId sender, OpId receiver, int src, int dst, Bytes bytes, bool reduce) {
-  const Op& o = ctx_.op(sender);
+void NetworkSide::start_phase_transfer(NetToken sender, NetToken receiver, int src, int dst, Bytes bytes, bool reduce) {
+  const CollectiveRequest& o = member(sender).request;
   Ps latency = 0;
   double service = 0;
   if (o.transport) {
     // A point-to-point transport (CommFuse's NCCL send/recv, an SM copy kernel, a one-sided put):
     // the fabric's one answer for these bytes on this path.
-    const int ctas = *o.transport == Transport::sm_copy ? o.channels : 0;
+    const int ctas = *o.transport == Transport::sm_copy ? o.ctas : 0;
     const Ps total = fabric_.isolated_ps(src, dst, bytes, *o.transport, ctas);
     latency = fabric_.latency_part_ps(src, dst, bytes, *o.transport, ctas);
     service = static_cast<double>(std::max<Ps>(1, total - latency));
     start_transfer(Transfer{Kind::phase, sender, receiver, src, dst, bytes,
                             endpoint_links(src, dst, reduce ? kReduceExtraHbm : 0),
-                            wire_rate(src, dst, bytes, service, o.transport, ctas), service, ctx_.now, -1},
+                            wire_rate(src, dst, bytes, service, o.transport, ctas), service, now_, -1},
                    latency);
     return;
   } else {
     // An NCCL collective step: the library's busbw falls short of the links' (link_efficiency), and
     // its per-step latency (the phase's) covers the wire's.
     service = static_cast<double>(std::max<Ps>(1, fabric_.wire_ps(src, dst, bytes, o.link_efficiency)));
-    latency = o.phase_latency_covers_wire ? 0 : fabric_.route_latency_ps(src, dst);
+    latency = o.latency_covers_wire ? 0 : fabric_.route_latency_ps(src, dst);
   }
   start_transfer(Transfer{Kind::phase, sender, receiver, src, dst, bytes,
                           endpoint_links(src, dst, reduce ? kReduceExtraHbm : 0),
-                          wire_rate(src, dst, bytes, service, std::nullopt, 0), service, ctx_.now, -1},
+                          wire_rate(src, dst, bytes, service, std::nullopt, 0), service, now_, -1},
                  latency);
 }
 
-void NetworkSide::start_switch_leg(OpId id, bool up, Bytes bytes) {
-  const Op& o = ctx_.op(id);
-  const int r = ctx_.rank(id);
+void NetworkSide::start_switch_leg(NetToken id, bool up, Bytes bytes) {
+  const CollectiveRequest& o = member(id).request;
+  const int r = o.gpu;
   const auto [up_link, down_link] = fabric_.switch_links(r);
   const int link = up ? up_link : down_link;
   const double line = fabric_.links()[static_cast<std::size_t>(link)].capacity_bytes_per_ps;
@@ -414,16 +406,16 @@ void NetworkSide::start_switch_leg(OpId id, bool up, Bytes bytes) {
   LinkList links = {link};
   if (fabric_.hbm_link(r) >= 0) links.push_back(fabric_.hbm_link(r));
   // On the wire at the line rate, its payload at the protocol's (wire_rate).
-  start_transfer(Transfer{Kind::switch_leg, id, kNoOp, up ? r : kSwitchPeer, up ? kSwitchPeer : r, bytes,
-                          std::move(links), std::max(line, static_cast<double>(bytes) / service), service, ctx_.now, -1},
+  start_transfer(Transfer{Kind::switch_leg, id, -1, up ? r : kSwitchPeer, up ? kSwitchPeer : r, bytes,
+                          std::move(links), std::max(line, static_cast<double>(bytes) / service), service, now_, -1},
                  0);
 }
 
-void NetworkSide::phase_leg_done(OpId id) {
-  OpNetState& s = st_[static_cast<std::size_t>(id)];
+void NetworkSide::phase_leg_done(NetToken id) {
+  Member& s = member(id);
   if (--s.outstanding > 0) return;
-  const Phase& ph = ctx_.op(id).phases[static_cast<std::size_t>(s.phase)];
-  ctx_.queue.push(checked_add(ctx_.now, checked_add(ph.compute_ps, ph.latency_ps)), EventType::net_timer, id, kPhaseEnd);
+  const Phase& ph = s.request.phases[static_cast<std::size_t>(s.phase)];
+  queue_.push(checked_add(now_, checked_add(ph.compute_ps, ph.latency_ps)), EventType::net_timer, id, kPhaseEnd);
 }
 
 // ---- flows ----
@@ -438,44 +430,28 @@ void NetworkSide::start_transfer(Transfer t, Ps latency_ps) {
     transfers_.push_back(std::move(t));
     idx = static_cast<std::int32_t>(transfers_.size() - 1);
   }
-  if (latency_ps > 0) ctx_.queue.push(checked_add(ctx_.now, latency_ps), EventType::flow_latency_end, idx, 0);
+  if (latency_ps > 0) queue_.push(checked_add(now_, latency_ps), EventType::flow_latency_end, idx, 0);
   else join(idx);
 }
 
 void NetworkSide::join(std::int32_t idx) {
   Transfer& t = transfers_[static_cast<std::size_t>(idx)];
-  t.start_ps = std::min(t.start_ps, ctx_.now);
-  const int flow = flows_.add(ctx_.now, std::span<const int>(t.links.data(), t.links.size()), t.cap, t.service, changed_);
-  if (static_cast<int>(flow_transfer_.size()) <= flow) {
-    flow_transfer_.resize(static_cast<std::size_t>(flow) + 1, -1);
-    demand_of_flow_.resize(static_cast<std::size_t>(flow) + 1, -1);
-  }
+  t.start_ps = std::min(t.start_ps, now_);
+  const int flow = bandwidth_.add(*this, now_, std::span<const int>(t.links.data(), t.links.size()), t.cap, t.service);
+  if (static_cast<int>(flow_transfer_.size()) <= flow) flow_transfer_.resize(static_cast<std::size_t>(flow) + 1, -1);
   flow_transfer_[static_cast<std::size_t>(flow)] = idx;
-  demand_of_flow_[static_cast<std::size_t>(flow)] = -1;
-  apply_changes();
 }
 
-void NetworkSide::apply_changes() {
-  if (changed_.empty()) return;
-  std::vector<int> changed;
-  changed.swap(changed_);
-  for (int f : changed) {
-    const Flow& flow = flows_.flow(f);
-    if (!flow.active) continue;
-    if (flow_transfer_[static_cast<std::size_t>(f)] >= 0)
-      ctx_.queue.push(flows_.finish_ps(f), EventType::flow_end, f, static_cast<std::int64_t>(flow.version));
-    else
-      client_.demand_changed(demand_of_flow_[static_cast<std::size_t>(f)]);
-  }
-  changed.clear();
-  if (changed_.empty()) changed_.swap(changed);  // keep the capacity
+void NetworkSide::rate_changed(int f) {
+  const FlowNetwork& flows = bandwidth_.flows();
+  queue_.push(flows.finish_ps(f), EventType::flow_end, f, static_cast<std::int64_t>(flows.flow(f).version));
 }
 
 void NetworkSide::transfer_done(std::int32_t idx) {
   // Copy out what the completion needs: the client may start transfers that reuse the slot.
   Transfer t = std::move(transfers_[static_cast<std::size_t>(idx)]);
   free_transfers_.push_back(idx);
-  client_.moved(TransferReport{t.op, t.kind == Kind::phase ? t.receiver : kNoOp, t.src, t.dst, t.bytes, t.start_ps,
+  client_.moved(TransferReport{t.op, t.kind == Kind::phase ? t.receiver : -1, t.src, t.dst, t.bytes, t.start_ps,
                                t.kind == Kind::memory, std::move(t.links)});
   switch (t.kind) {
     case Kind::memory:
@@ -488,40 +464,10 @@ void NetworkSide::transfer_done(std::int32_t idx) {
     case Kind::curve: {
       CurveRun& run = curves_[static_cast<std::size_t>(t.collective)];
       if (--run.outstanding == 0)
-        ctx_.queue.push(checked_add(ctx_.now, run.latency_ps), EventType::net_timer, t.collective, kCurveDone);
+        queue_.push(checked_add(now_, run.latency_ps), EventType::net_timer, t.collective, kCurveDone);
       break;
     }
   }
-}
-
-// ---- HBM demand of running kernels ----
-
-int NetworkSide::add_demand(int rank, double bytes_per_ps) {
-  const int hbm = fabric_.hbm_link(rank);
-  if (hbm < 0 || !(bytes_per_ps > 0)) return -1;
-  const int flow = flows_.add(ctx_.now, std::span<const int>(&hbm, 1), bytes_per_ps, -1.0, changed_);
-  if (static_cast<int>(flow_transfer_.size()) <= flow) {
-    flow_transfer_.resize(static_cast<std::size_t>(flow) + 1, -1);
-    demand_of_flow_.resize(static_cast<std::size_t>(flow) + 1, -1);
-  }
-  demand_flow_.push_back(flow);
-  const int id = static_cast<int>(demand_flow_.size() - 1);
-  flow_transfer_[static_cast<std::size_t>(flow)] = -1;
-  demand_of_flow_[static_cast<std::size_t>(flow)] = id;
-  apply_changes();
-  return id;
-}
-
-void NetworkSide::set_demand(int demand, double bytes_per_ps) {
-  flows_.set_cap(ctx_.now, demand_flow_[static_cast<std::size_t>(demand)], bytes_per_ps, changed_);
-  apply_changes();
-}
-
-void NetworkSide::remove_demand(int demand) {
-  const int flow = demand_flow_[static_cast<std::size_t>(demand)];
-  flows_.remove(ctx_.now, flow, changed_);
-  demand_of_flow_[static_cast<std::size_t>(flow)] = -1;
-  apply_changes();
 }
 
 // ---- events ----
@@ -530,11 +476,10 @@ void NetworkSide::on_event(const Event& e) {
   switch (e.type) {
     case EventType::flow_latency_end: join(e.a); break;
     case EventType::flow_end: {
-      const Flow& f = flows_.flow(e.a);
+      const Flow& f = bandwidth_.flows().flow(e.a);
       if (!f.active || f.version != static_cast<std::uint32_t>(e.b)) return;  // stale
       const std::int32_t idx = flow_transfer_[static_cast<std::size_t>(e.a)];
-      flows_.remove(ctx_.now, e.a, changed_);
-      apply_changes();
+      bandwidth_.remove(now_, e.a);
       transfer_done(idx);
       break;
     }
@@ -542,11 +487,11 @@ void NetworkSide::on_event(const Event& e) {
       switch (e.b) {
         case kClientTimer: client_.network_done(e.a); break;
         case kPhaseEnd:
-          ++st_[static_cast<std::size_t>(e.a)].phase;
+          ++member(e.a).phase;
           enter_phase(e.a);
           break;
         case kCurveDone:
-          for (OpId m : curves_[static_cast<std::size_t>(e.a)].members) client_.network_done(m);
+          for (NetToken m : curves_[static_cast<std::size_t>(e.a)].members) client_.network_done(m);
           break;
         default: break;
       }
@@ -555,9 +500,9 @@ void NetworkSide::on_event(const Event& e) {
   }
 }
 
-bool NetworkSide::waiting_in_rendezvous(OpId op) const {
-  const Op& o = ctx_.op(op);
-  const auto it = rendezvous_.find(o.collective);
+bool NetworkSide::waiting_in_rendezvous(NetToken op) const {
+  if (op < 0 || op >= static_cast<NetToken>(slot_.size()) || slot_[static_cast<std::size_t>(op)] < 0) return false;
+  const auto it = rendezvous_.find(member(op).request.group);
   return it != rendezvous_.end() && std::find(it->second.begin(), it->second.end(), op) != it->second.end();
 }
 

@@ -1,17 +1,21 @@
 #pragma once
-// What the engine's core, GPU side and network side share: the graph and node being run, the clock,
-// the event queue and the timeline being written (engine.hpp). Internal to the engine.
+// What the engine's core and its GPU side share: the graph and node being run, the clock, the event
+// queue, the timeline being written (engine.hpp) and the bandwidth both sides load. Internal to the
+// engine: the network side is handed only the clock, the queue, the node and the bandwidth
+// (network_api.hpp NetworkEnv).
 #include <cstdint>
 #include <vector>
 
 #include "sim/engine.hpp"
 #include "sim/event_queue.hpp"
+#include "sim/node_config.hpp"
+#include "sim/shared_bandwidth.hpp"
 
 namespace overlap::sim {
 
 struct SimContext {
   SimContext(const TaskGraph& g, const NodeConfig& n, const EngineOptions& o)
-      : graph(g), node(n), options(o), ops(g.ops().data()) {
+      : graph(g), node(n), options(o), ops(g.ops().data()), bandwidth(capacities(n.fabric), hbm_links(n.fabric)) {
     rank_of.reserve(g.ops().size());
     for (OpId id = 0; id < static_cast<OpId>(g.ops().size()); ++id) rank_of.push_back(g.rank_of(id));
     tl.num_ranks = g.num_ranks();
@@ -40,6 +44,18 @@ struct SimContext {
     return p < 0 ? rank : p;
   }
 
+  static std::vector<double> capacities(const Fabric& f) {
+    std::vector<double> c;
+    c.reserve(f.links().size());
+    for (const Link& l : f.links()) c.push_back(l.capacity_bytes_per_ps);
+    return c;
+  }
+  static std::vector<int> hbm_links(const Fabric& f) {
+    std::vector<int> h;
+    for (int g = 0; g < f.num_gpus(); ++g) h.push_back(f.hbm_link(g));
+    return h;
+  }
+
   const TaskGraph& graph;
   const NodeConfig& node;
   const EngineOptions& options;
@@ -48,6 +64,9 @@ struct SimContext {
   EventQueue queue;
   Ps now = 0;
   Timeline tl;
+  // The fabric's links and the GPUs' HBM, which the network side's transfers and the GPU side's
+  // kernels load together.
+  SharedBandwidth bandwidth;
 };
 
 // What the GPU side tells the rest of the engine.

@@ -1,6 +1,7 @@
 #pragma once
 // Hand-built nodes for engine tests: numbers chosen so every expected time is exact.
 #include "sim/engine.hpp"
+#include "sim/node_config.hpp"
 
 namespace overlap::sim::test {
 

@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 
 #include "sim/engine.hpp"
+#include "sim/node_config.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
