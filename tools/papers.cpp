@@ -12,7 +12,6 @@
 
 #include "cost_model/enum_names.hpp"
 #include "sim/report.hpp"
-#include "tools/cli.hpp"
 
 namespace overlap::tools::papers {
 
