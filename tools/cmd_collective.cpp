@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -17,8 +18,9 @@
 #include "cost_model/profile_loader.hpp"
 #include "cost_model/atomic_file.hpp"
 #include "sim/schemes/graph_builder.hpp"
-#include "tools/cli.hpp"
+#include "tools/command_errors.hpp"
 #include "tools/export_production.hpp"
+#include "tools/input_paths.hpp"
 
 namespace overlap::tools {
 namespace {
@@ -132,7 +134,9 @@ std::optional<long long> parse_nccl_tests_size(const std::string& text) {
   return static_cast<long long>(bytes);
 }
 
-CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& o) {
+Command add_collective_command(CLI::App& app) {
+  const auto options = std::make_shared<CollectiveOptions>();
+  CollectiveOptions& o = *options;
   CLI::App* cmd = app.add_subcommand(
       "collective", "Print the collective model's times as an nccl-tests table (algorithm, protocol and channels per size)");
   cmd->add_option("primitive", o.primitive,
@@ -167,7 +171,11 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& o) {
               "  overlap-sim collective all_reduce_perf -b 1M -e 1G -g 4 --algo Ring\n"
               "  overlap-sim collective reduce_scatter --hardware a800-8x-nvlink --format json -o rs.json\n"
               "  overlap-sim collective all_reduce -b 1K -e 1G --export nccl-tuner nccl_tuner.conf\n");
-  return cmd;
+  return {cmd, [options, cmd](std::ostream& out, std::ostream& err) {
+            check_output_flags({{"-o", &options->output, cmd->get_option("--output")}});
+            cmd_collective(*options, out, err);
+            return kExitOk;
+          }};
 }
 
 namespace {

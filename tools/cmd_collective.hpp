@@ -15,9 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace CLI {
-class App;
-}
+#include "tools/command.hpp"
 
 namespace overlap::tools {
 
@@ -41,8 +39,8 @@ struct CollectiveOptions {
   std::vector<std::string> export_spec;
 };
 
-// Adds the `collective` subcommand to `app`, filling `options` when parsed.
-CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& options);
+// Registers `collective` and its flags on `app` (tools/command.hpp).
+Command add_collective_command(CLI::App& app);
 
 // Prints the table (or JSON), or writes it to --output (confirmed on `err`). Bad options throw
 // UsageError, bad profiles / impossible forced choices InputError (exit 2 either way, tools/cli.cpp).

@@ -6,7 +6,8 @@
 #include <fmt/format.h>
 
 #include "cost_model/atomic_file.hpp"
-#include "tools/cli.hpp"
+#include "tools/command_errors.hpp"
+#include "tools/input_paths.hpp"
 #include "tools/papers.hpp"
 
 namespace overlap::tools {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <sstream>
@@ -16,8 +17,9 @@
 #include "sim/plan_report.hpp"
 #include "sim/plan_search.hpp"
 #include "sim/sweep_parallel.hpp"
-#include "tools/cli.hpp"
 #include "tools/cmd_run.hpp"
+#include "tools/command_errors.hpp"
+#include "tools/input_paths.hpp"
 #include "tools/scenario_flags.hpp"
 
 namespace overlap::tools {
@@ -199,7 +201,9 @@ sim::PlanAxes axes_of(const PlanCommandOptions& o) {
 
 }  // namespace
 
-CLI::App* add_plan_command(CLI::App& app, PlanCommandOptions& o) {
+Command add_plan_command(CLI::App& app) {
+  const auto options = std::make_shared<PlanCommandOptions>();
+  PlanCommandOptions& o = *options;
   CLI::App* cmd = app.add_subcommand(
       "plan", "Search (tp, cp, pp, vpp, dp and ZeRO stage, micro-batches, recompute, overlap scheme) for the fastest "
               "training step that fits, and say why the others lost");
@@ -237,7 +241,11 @@ CLI::App* add_plan_command(CLI::App& app, PlanCommandOptions& o) {
       "--seq 8192\n"
       "  overlap-sim plan scenarios/llama3-70b-tp8xpp4-interleaved-step.yaml --gpus 64 --global-batch 64 --tp 8 "
       "--format json -o plan.json\n");
-  return cmd;
+  return {cmd, [options, cmd](std::ostream& out, std::ostream& err) {
+            check_output_flags({{"-o", &options->output, cmd->get_option("--output")}});
+            cmd_plan(*options, out, err);
+            return kExitOk;
+          }};
 }
 
 void cmd_plan(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {

@@ -7,9 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace CLI {
-class App;
-}
+#include "tools/command.hpp"
 
 namespace overlap::tools {
 
@@ -30,8 +28,8 @@ struct PlanCommandOptions {
   std::string output;               // -o: write the report to FILE (atomically)
 };
 
-// Adds the `plan` subcommand to `app`, filling `options` when parsed.
-CLI::App* add_plan_command(CLI::App& app, PlanCommandOptions& options);
+// Registers `plan` and its flags on `app` (tools/command.hpp).
+Command add_plan_command(CLI::App& app);
 
 // Bad flags, a GPU count the search cannot factor, a batch it cannot divide, a model or profile that
 // does not load, or a search where nothing fits: UsageError / InputError naming the flag (exit 2).

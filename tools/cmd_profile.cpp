@@ -2,7 +2,10 @@
 #include "tools/cmd_profile.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <memory>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -11,6 +14,9 @@
 #include "cost_model/profile_loader.hpp"
 #include "cost_model/profile_schema.hpp"
 #include "sim/report.hpp"
+#include "tools/cmd_profile_fit.hpp"
+#include "tools/command_errors.hpp"
+#include "tools/input_paths.hpp"
 
 namespace overlap {
 namespace {
@@ -203,4 +209,54 @@ int cmd_profile_show(const std::string& name_or_path, const std::string& format,
   return 0;
 }
 
+namespace tools {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// `profile list` and `profile show`: their flags' values.
+struct ProfileOptions {
+  std::string name;                  // show: a built-in name or a YAML path
+  std::string format = "table";      // show: json | yaml | table
+  std::string list_format = "table"; // list: table | json
+  std::vector<std::string> sets;     // show: --set
+};
+
+}  // namespace
+
+Command add_profile_command(CLI::App& app) {
+  const auto profile = std::make_shared<ProfileOptions>();
+  CLI::App* profile_cmd = app.add_subcommand("profile", "Hardware profiles");
+  profile_cmd->require_subcommand(1);
+  profile_cmd->footer(examples({"overlap-sim profile list", "overlap-sim profile show h100-sxm-8x-nvswitch",
+                                "overlap-sim profile fit traces/*.json.gz --hardware h100-sxm-8x-nvswitch -o my-cluster.yaml"}));
+  CLI::App* list_cmd = profile_cmd->add_subcommand("list", "List the built-in hardware profiles");
+  list_cmd->add_option("--format", profile->list_format, "Output format")->check(CLI::IsMember({"table", "json"}));
+  list_cmd->footer(examples({"overlap-sim profile list", "overlap-sim profile list --format json"}));
+  CLI::App* show_cmd = profile_cmd->add_subcommand("show", "Print a resolved hardware profile");
+  show_cmd->add_option("name", profile->name, "Built-in profile name or a profile YAML path")->required();
+  show_cmd->add_option("--format", profile->format, "Output format")->check(CLI::IsMember({"json", "yaml", "table"}));
+  show_cmd->add_option("--set", profile->sets, "Override a profile key: a.b=value (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  show_cmd->footer(examples({"overlap-sim profile show h100-sxm-8x-nvswitch",
+                             "overlap-sim profile show h100-sxm-8x-nvswitch --format yaml > my-node.yaml   # loads back: --hardware my-node.yaml",
+                             "overlap-sim profile show a800-8x-nvlink --format yaml --set gpu.sm_count=100"}));
+  const Command fit = add_profile_fit_command(*profile_cmd);
+  return {profile_cmd, [profile, list_cmd, fit](std::ostream& out, std::ostream& err) {
+            if (fit.app->parsed()) return fit.run(out, err);
+            if (list_cmd->parsed()) {
+              cmd_profile_list(profile->list_format, out);
+              return kExitOk;
+            }
+            const std::string& name = profile->name;
+            const std::string path = fs::path(name).extension() == ".yaml" || name.find('/') != std::string::npos
+                                         ? resolve_input_path(name)
+                                         : name;
+            return cmd_profile_show(path, profile->format, profile->sets, out);
+          }};
+}
+
+}  // namespace tools
 }  // namespace overlap

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cost_model/hardware_profile.hpp"
+#include "tools/command.hpp"
 
 namespace overlap {
 
@@ -23,5 +24,13 @@ int cmd_profile_show(const std::string& name_or_path, const std::string& format,
 // `overlap-sim profile list [--format table|json]`: every built-in profile (scenarios/hardware) with
 // its GPU, GPU count, fabric and description. Throws InputError when a built-in profile is broken.
 void cmd_profile_list(const std::string& format, std::ostream& out);
+
+namespace tools {
+
+// Registers `profile` with `list`, `show` and `fit` (tools/cmd_profile_fit.hpp) and their flags on
+// `app` (tools/command.hpp); the Command runs whichever of the three was named.
+Command add_profile_command(CLI::App& app);
+
+}  // namespace tools
 
 }  // namespace overlap

@@ -2,6 +2,7 @@
 #include "tools/cmd_profile_fit.hpp"
 
 #include <filesystem>
+#include <memory>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -15,13 +16,16 @@
 #include "cost_model/units.hpp"
 #include "cost_model/yaml_reader.hpp"
 #include "sim/schemes/graph_builder.hpp"
-#include "tools/cli.hpp"
 #include "tools/cmd_profile.hpp"
 #include "tools/cmd_trace.hpp"
+#include "tools/command_errors.hpp"
+#include "tools/input_paths.hpp"
 
 namespace overlap::tools {
 
-CLI::App* add_profile_fit_command(CLI::App& profile_cmd, ProfileFitOptions& o) {
+Command add_profile_fit_command(CLI::App& profile_cmd) {
+  const auto options = std::make_shared<ProfileFitOptions>();
+  ProfileFitOptions& o = *options;
   CLI::App* cmd = profile_cmd.add_subcommand(
       "fit", "Write a hardware profile fitted to the GEMM and NCCL kernels measured in traces of a real job "
              "(the files `overlap-sim trace` reads), starting from a base profile");
@@ -40,7 +44,12 @@ CLI::App* add_profile_fit_command(CLI::App& profile_cmd, ProfileFitOptions& o) {
   cmd->footer("\nExamples:\n"
               "  overlap-sim profile fit traces/*.pt.trace.json.gz --hardware h100-sxm-8x-nvswitch -o my-cluster.yaml\n"
               "  overlap-sim run --hardware my-cluster.yaml\n");
-  return cmd;
+  return {cmd, [options, cmd](std::ostream& out, std::ostream& err) {
+            check_output_flags({{"-o", &options->output, cmd->get_option("--output")},
+                                {"--report", &options->report, cmd->get_option("--report")}});
+            cmd_profile_fit(*options, out, err);
+            return kExitOk;
+          }};
 }
 
 namespace {

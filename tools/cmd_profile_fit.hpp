@@ -18,9 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace CLI {
-class App;
-}
+#include "tools/command.hpp"
 
 namespace overlap::tools {
 
@@ -35,7 +33,8 @@ struct ProfileFitOptions {
   bool strict = false;  // --strict: as `trace --strict`
 };
 
-CLI::App* add_profile_fit_command(CLI::App& profile_cmd, ProfileFitOptions& options);
+// Registers `profile fit` and its flags under `profile_cmd` (tools/command.hpp).
+Command add_profile_fit_command(CLI::App& profile_cmd);
 
 void cmd_profile_fit(const ProfileFitOptions& options, std::ostream& out, std::ostream& err);
 

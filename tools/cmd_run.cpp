@@ -10,8 +10,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 #include <string_view>
+
+#include <CLI/CLI.hpp>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -28,7 +31,8 @@
 #include "sim/report.hpp"
 #include "sim/scenario.hpp"
 #include "sim/step_memory.hpp"
-#include "tools/cli.hpp"
+#include "tools/command_errors.hpp"
+#include "tools/input_paths.hpp"
 
 extern char** environ;
 
@@ -562,6 +566,66 @@ int cmd_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   for (const std::string* written : {&options.output, &options.trace, &options.plot, &options.graphviz})
     if (!written->empty()) err << "wrote " << *written << "\n";
   return report_failed_schemes(results, err);
+}
+
+Command add_run_command(CLI::App& app) {
+  const auto options = std::make_shared<RunOptions>();
+  RunOptions& run = *options;
+  CLI::App* run_cmd = app.add_subcommand("run", "Evaluate a scenario's schemes and report latency, exposed "
+                                                "communication, overlap efficiency, speedup and bound");
+  run_cmd->add_option("scenario", run.scenario,
+                      std::string("Scenario YAML (a path, or a name under scenarios/ or scenarios/papers/); "
+                                  "default ") + kDefaultScenario);
+  run_cmd->add_option("--set", run.sets, "Override a scenario key: a.b.c=value (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  add_scenario_flags(run_cmd, run.flags);
+  run_cmd->add_option("--format", run.format, "Output format")->check(CLI::IsMember({"table", "json", "csv"}));
+  run_cmd->add_option("--output,-o", run.output, "Write the report to FILE (atomically) instead of stdout");
+  run_cmd->add_option("--trace", run.trace, "Write the Chrome trace (Perfetto) of one scheme's run to FILE");
+  run_cmd->add_option("--trace-level", run.trace_level,
+                      "Trace detail: kernel (default: one slice per kernel/copy/collective per rank, send->receive "
+                      "arrows) or cta (every CTA on its SM, copy engines, transfers on links)")
+      ->type_name("kernel|cta");
+  run_cmd->add_option("--trace-ranks", run.trace_ranks,
+                      "Trace (--trace) and plot (--plot) only these ranks, e.g. 0,3-5 (--plot alone shows rank 0)")
+      ->check(non_empty_value())
+      ->type_name("LIST");
+  run_cmd->add_option("--trace-window", run.trace_window, "Trace only events overlapping START_US:END_US")
+      ->type_name("START:END");
+  run_cmd->add_option("--scheme", run.scheme, "Run only this scheme (the one traced / plotted / given --param)");
+  run_cmd->add_option("--param", run.params,
+                      "Set a knob of the --scheme scheme: key=value (repeatable; see 'overlap-sim schemes')")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  run_cmd->add_option("--plot", run.plot,
+                      "Write a PNG timeline of one scheme's run: rank 0 (or --trace-ranks), exposed communication in "
+                      "red, every kernel named (needs python3 + matplotlib)");
+  run_cmd->add_option("--graphviz", run.graphviz, "Write the task graph (Graphviz dot) of one scheme to FILE");
+  run_cmd->add_option("--fidelity", run.fidelity, "Collective fidelity (overrides the scenario's)")
+      ->check(CLI::IsMember({"curve", "steps"}));
+  run_cmd->add_flag("--wide", run.wide, "Table: every column and parameter (default: fits 120 columns)");
+  run_cmd->add_option("--placeholder-check", run.placeholder_check,
+                      "Re-run the schemes at both ends of each guessed profile value's range and say whether one "
+                      "decides the ranking: auto (runs of at most 1,000,000 engine events), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  run_cmd->add_flag("--fit-only", run.fit_only,
+                    "Training step: report its memory per GPU without simulating, and refuse it (exit 2) when the peak "
+                    "exceeds the profile's HBM (gpu.hbm_bytes)");
+  run_cmd->footer(examples({"overlap-sim run",
+                            "overlap-sim run --hardware h200-sxm-8x-nvswitch --tp 4 --tokens 16384",
+                            "overlap-sim run flashoverlap-a800-allreduce --format json",
+                            "overlap-sim run --scheme data_slicing --param chunks=8",
+                            "overlap-sim run --set hardware.fabric.links.nvlink.bandwidth_gbps=900 --wide",
+                            "overlap-sim run llama3-70b-tp8xdp2-fsdp-step --fit-only --set workload.parallel.dp=32",
+                            "overlap-sim run --scheme async_tp --trace async_tp.json --plot async_tp.png"}));
+  return {run_cmd, [options, run_cmd](std::ostream& out, std::ostream& err) {
+            check_output_flags({{"-o", &options->output, run_cmd->get_option("--output")},
+                                {"--trace", &options->trace, run_cmd->get_option("--trace")},
+                                {"--plot", &options->plot, run_cmd->get_option("--plot")},
+                                {"--graphviz", &options->graphviz, run_cmd->get_option("--graphviz")}});
+            return cmd_run(*options, out, err);
+          }};
 }
 
 }  // namespace overlap::tools

@@ -9,6 +9,7 @@
 #include "sim/chrome_trace.hpp"
 #include "sim/report.hpp"
 #include "sim/scenario.hpp"
+#include "tools/command.hpp"
 #include "tools/scenario_flags.hpp"
 #include "tools/trace_flags.hpp"
 
@@ -47,6 +48,9 @@ struct RunOptions {
 // checked at once (an 80-layer 70B forward, 870,000), while a whole 80-layer step (2.8 million) is not
 // made several times slower by default.
 inline constexpr std::uint64_t kPlaceholderCheckEvents = 1'000'000;
+
+// Registers `run` and its flags on `app` (tools/command.hpp).
+Command add_run_command(CLI::App& app);
 
 // Throws overlap::InputError (bad scenario / --set, or every scheme failed), UsageError (bad option,
 // missing plotting dependency, unwritable output); anything else is an internal error. A scheme that

@@ -1,9 +1,12 @@
 #include "tools/cmd_schemes.hpp"
 
+#include <memory>
+
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "sim/schemes/scheme.hpp"
-#include "tools/cli.hpp"
+#include "tools/command_errors.hpp"
 
 namespace overlap::tools {
 
@@ -70,6 +73,18 @@ void cmd_schemes(const std::string& format, std::ostream& out) {
         out << fmt::format("{}training steps only (workload.pass backward | step); refused in a forward pass\n", pad);
     }
   }
+}
+
+Command add_schemes_command(CLI::App& app) {
+  const auto format = std::make_shared<std::string>("table");
+  CLI::App* cmd = app.add_subcommand("schemes", "List the schemes with their parameters, sources and the "
+                                                "production knobs they correspond to");
+  cmd->add_option("--format", *format, "Output format")->check(CLI::IsMember({"table", "json"}));
+  cmd->footer(examples({"overlap-sim schemes", "overlap-sim schemes --format json"}));
+  return {cmd, [format](std::ostream& out, std::ostream&) {
+            cmd_schemes(*format, out);
+            return kExitOk;
+          }};
 }
 
 }  // namespace overlap::tools

@@ -6,9 +6,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/command.hpp"
+
 namespace overlap::tools {
 
 nlohmann::json schemes_json();
 void cmd_schemes(const std::string& format, std::ostream& out);
+
+// Registers `schemes` and its flag on `app` (tools/command.hpp).
+Command add_schemes_command(CLI::App& app);
 
 }  // namespace overlap::tools

@@ -9,12 +9,14 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cost_model/input_error.hpp"
@@ -26,8 +28,9 @@
 #include "sim/sweep.hpp"
 #include "sim/sweep_mpi.hpp"
 #include "sim/sweep_parallel.hpp"
-#include "tools/cli.hpp"
 #include "tools/cmd_run.hpp"
+#include "tools/command_errors.hpp"
+#include "tools/input_paths.hpp"
 
 namespace overlap::tools {
 
@@ -530,6 +533,59 @@ void cmd_sweep(const SweepOptions& options, std::ostream& out, std::ostream& err
   }
   world.barrier();
   if (code != kExitOk) throw QuietExit(code);
+}
+
+Command add_sweep_command(CLI::App& app) {
+  const auto options = std::make_shared<SweepOptions>();
+  SweepOptions& sweep = *options;
+  CLI::App* sweep_cmd = app.add_subcommand(
+      "sweep", "Run a scenario over the cartesian product of its sweep: axes (and --sweep flags), every scheme");
+  sweep_cmd->add_option("scenario", sweep.scenario, std::string("Scenario YAML; default ") + kDefaultScenario);
+  sweep_cmd->add_option("--sweep,--axis", sweep.sweeps,
+                        "An axis: key=v1,v2,... (repeatable; replaces the scenario's axis of that key). A value "
+                        "A..BxF is A, A*F, ... up to B (A..B: x2); A..B+S is A, A+S, ... up to B")
+      ->type_name("KEY=V1,V2,...")
+      ->allow_extra_args(false);
+  sweep_cmd->add_option("--no-axis", sweep.no_axes, "Drop the scenario's own axis over KEY (repeatable)")
+      ->type_name("KEY")
+      ->allow_extra_args(false);
+  sweep_cmd->add_flag("--only-axes", sweep.only_axes, "Sweep only the --sweep axes, none of the scenario's own");
+  add_scenario_flags(sweep_cmd, sweep.flags);
+  sweep_cmd->add_option("--set", sweep.sets, "Override a scenario key: a.b.c=value (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  sweep_cmd->add_option("-j,--jobs", sweep.jobs, "Threads (default: every core, shared among mpirun ranks on a machine)")
+      ->transform(decimal_integer())
+      ->check(CLI::Range(1, kMaxJobs));
+  sweep_cmd->add_option("--format", sweep.format, "csv or json (default csv)");
+  sweep_cmd->add_option("--output,-o", sweep.output, "Write the rows to FILE (atomically at the end; FILE.partial "
+                                                      "holds the points finished so far)");
+  sweep_cmd->add_flag("--resume", sweep.resume, "Skip the points already in --output FILE (and its FILE.partial)");
+  sweep_cmd->add_flag("--progress", sweep.progress, "Show the progress bar even when stderr is not a terminal");
+  sweep_cmd->add_option("--plot", sweep.plot, "PNG: heatmap (two swept keys) or line chart (one) of speedup and "
+                                              "exposed communication per scheme (python3 + matplotlib)");
+  sweep_cmd->add_flag("--verify-bytes", sweep.verify_bytes,
+                      "Check every scheme's byte accounting on a steps-fidelity rebuild (as run does; slower)");
+  sweep_cmd->footer(examples({"overlap-sim sweep -o sweep.csv --plot sweep.png",
+                              "overlap-sim sweep --only-axes --sweep workload.tokens=1024..32768x2 --plot tokens.png",
+                              "overlap-sim sweep --no-axis hardware.fabric.links.nvlink.bandwidth_gbps --tp 4",
+                              "overlap-sim sweep flashoverlap-a800-allreduce --format json -o fo.json",
+                              "overlap-sim sweep --sweep workload.tokens=2048,4096,8192 --sweep hardware.comm.channels=16,24,32",
+                              "overlap-sim sweep -o big.csv --resume --progress",
+                              "mpirun -np 4 overlap-sim sweep -o sweep.csv   # rank 0 writes what one process would"}));
+  return {sweep_cmd, [options, sweep_cmd](std::ostream& out, std::ostream& err) {
+            // FILE.partial, the checkpoint beside -o FILE, is an output too.
+            std::vector<std::pair<std::string, std::string>> checkpoint;
+            if (!options->output.empty() && options->output != "-" && options->output.back() != '/')
+              checkpoint.emplace_back("-o's checkpoint", options->output + ".partial");
+            check_output_flags({{"-o", &options->output, sweep_cmd->get_option("--output")},
+                                {"--plot", &options->plot, sweep_cmd->get_option("--plot")}},
+                               checkpoint);
+            // The progress bar goes to a terminal only (and with --progress anywhere).
+            options->progress_if_tty = &err == &std::cerr && ::isatty(STDERR_FILENO);
+            cmd_sweep(*options, out, err);
+            return kExitOk;
+          }};
 }
 
 }  // namespace overlap::tools

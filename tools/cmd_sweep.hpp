@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/command.hpp"
 #include "tools/scenario_flags.hpp"
 
 namespace overlap::tools {
@@ -26,6 +27,9 @@ struct SweepOptions {
   std::string plot;                  // PNG: heatmap (2 swept keys) or line chart (1)
   bool verify_bytes = false;         // the optional steps-fidelity byte self-check per scheme
 };
+
+// Registers `sweep` and its flags on `app` (tools/command.hpp).
+Command add_sweep_command(CLI::App& app);
 
 // Throws UsageError / InputError (exit 2). Under mpirun, ranks other than 0 throw QuietExit instead
 // of repeating rank 0's message.

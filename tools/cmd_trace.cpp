@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -25,7 +26,8 @@
 #include "cost_model/statistics.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "cost_model/atomic_file.hpp"
-#include "tools/cli.hpp"
+#include "tools/command_errors.hpp"
+#include "tools/input_paths.hpp"
 #include "tools/trace_flags.hpp"
 #include "tools/trace_replay_report.hpp"
 
@@ -36,7 +38,9 @@ using traces::GemmGroup;
 using traces::OverlapFigures;
 using traces::RankReport;
 
-CLI::App* add_trace_command(CLI::App& app, TraceOptions& o) {
+Command add_trace_command(CLI::App& app) {
+  const auto options = std::make_shared<TraceOptions>();
+  TraceOptions& o = *options;
   CLI::App* cmd = app.add_subcommand(
       "trace", "Measure compute, communication and unoverlapped communication in profiles of a real job (PyTorch "
                "profiler JSON, plain or .gz, or nsys SQLite exports; one file per rank)");
@@ -74,7 +78,11 @@ CLI::App* add_trace_command(CLI::App& app, TraceOptions& o) {
               "  overlap-sim trace report.sqlite --format json -o overlap.json\n"
               "  overlap-sim trace traces/*.json.gz --comm-kernel 'my_alltoall_kernel'\n"
               "  overlap-sim trace traces/*.json.gz --replay --what-if kind.gemm.speed=1.5 --replay-trace replay.json\n");
-  return cmd;
+  return {cmd, [options, cmd](std::ostream& out, std::ostream& err) {
+            check_output_flags({{"-o", &options->output, cmd->get_option("--output")}});
+            cmd_trace(*options, out, err);
+            return kExitOk;
+          }};
 }
 
 namespace {

@@ -42,10 +42,7 @@
 
 #include "calibrate/traces/collective_wait.hpp"
 #include "calibrate/traces/trace_analysis.hpp"
-
-namespace CLI {
-class App;
-}
+#include "tools/command.hpp"
 
 namespace overlap::tools {
 
@@ -79,7 +76,8 @@ TraceReports load_trace_reports(const std::vector<std::string>& files, const std
                                 const traces::KernelClassifier& kernels = {}, bool strict = false,
                                 bool keep_traces = false);
 
-CLI::App* add_trace_command(CLI::App& app, TraceOptions& options);
+// Registers `trace` and its flags on `app` (tools/command.hpp).
+Command add_trace_command(CLI::App& app);
 
 // Bad or mismatched files throw InputError (exit 2).
 void cmd_trace(const TraceOptions& options, std::ostream& out, std::ostream& err);

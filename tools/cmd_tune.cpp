@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 
 #include <CLI/CLI.hpp>
@@ -18,9 +19,10 @@
 #include "sim/tune_schemes.hpp"
 #include "sim/tune_wave_groups.hpp"
 #include "sim/workload_shapes.hpp"
-#include "tools/cli.hpp"
 #include "tools/cmd_run.hpp"
+#include "tools/command_errors.hpp"
 #include "tools/export_production.hpp"
+#include "tools/input_paths.hpp"
 
 namespace overlap::tools {
 
@@ -347,27 +349,6 @@ void tune_scenario(const TuneOptions& o, std::ostream& out, std::ostream& err) {
 
 }  // namespace
 
-void add_tune_export_option(CLI::App* tune_cmd, TuneOptions& options) {
-  // The export's FlashOverlap file is checked with -o once its name is known (it may be a directory's
-  // FlashOverlap name, which needs the GEMM and the GPU: flashoverlap_export_checked); an empty one
-  // names nothing and is refused here, as every empty output path is.
-  if (CLI::Option* fo = tune_cmd->get_option_no_throw("--export-flashoverlap"))
-    fo->check(CLI::Validator(
-        [](std::string& path) {
-          return path.empty() ? std::string("'': an empty path names no file (give a file name, or a directory/)")
-                              : std::string();
-        },
-        ""));
-  tune_cmd->add_option("--export", options.export_spec,
-                       "Write FORMAT to FILE from the best setting: te-userbuffers (a SCENARIO) = TransformerEngine's "
-                       "ub_cfgs YAML (Megatron-LM --tp-comm-overlap-cfg); flashoverlap (--gemm ...) = the configuration "
-                       "FlashOverlap's kernels read (BM, BN, dur, Algo, hint, cSeg, rLDN), to FILE or into DIR/ under "
-                       "the name FlashOverlap's main branch reads, m{M}n{N}k{K}_{gpu}.json")
-      ->expected(2)
-      ->allow_extra_args(true)
-      ->type_name("FORMAT FILE");
-}
-
 // `--export flashoverlap PATH` is the operator form's export: moved into export_flashoverlap, where
 // the older `--export-flashoverlap PATH` puts it too (both given: refused).
 TuneOptions with_flashoverlap_export(const TuneOptions& options) {
@@ -409,6 +390,88 @@ void cmd_tune(const TuneOptions& given, std::ostream& out, std::ostream& err) {
   // Like run and sweep: no scenario means the default one.
   if (o.scenario.empty()) o.scenario = (fs::path(source_dir()) / kDefaultScenario).string();
   tune_scenario(o, out, err);
+}
+
+Command add_tune_command(CLI::App& app) {
+  const auto options = std::make_shared<TuneOptions>();
+  TuneOptions& tune = *options;
+  CLI::App* tune_cmd = app.add_subcommand(
+      "tune", "Tune FlashOverlap's wave groups for one GEMM (--gemm ...), or every scheme's knobs for a SCENARIO");
+  tune_cmd->add_option("scenario", tune.scenario,
+                       "Scenario: tune each scheme's knobs (scheme level); on a training step with data "
+                       "parallelism also parallel.bucket_mb (DDP, ZeRO-1/2) or parallel.prefetch (ZeRO-3)");
+  tune_cmd->add_option("--hardware", tune.hardware,
+                       "Hardware profile (name or path): the operator level's, or with a SCENARIO the same as "
+                       "--set hardware=VALUE")
+      ->type_name("NAME|FILE");
+  add_scenario_flags(tune_cmd, tune.flags, false);
+  tune_cmd->add_option("--gemm", tune.gemm, "Operator level: the per-rank GEMM, MxNxK")->type_name("MxNxK");
+  tune_cmd->add_option("--dtype", tune.dtype, "Operator level: fp8, fp16, bf16 or fp32 (default bf16)");
+  tune_cmd->add_option("--primitive", tune.primitive, "Operator level: all_reduce, reduce_scatter or all_to_all");
+  tune_cmd->add_option("--ranks", tune.ranks, "Operator level: GPUs in the collective")->transform(decimal_integer());
+  tune_cmd->add_option("--search", tune.search,
+                       "flashoverlap (the published tuner), optimal (exact optimum of its predictor), exhaustive "
+                       "(2^(T-1) partitions, T <= 20), simulate (the engine decides; default)");
+  tune_cmd->add_option("--format", tune.format, "table or json");
+  tune_cmd->add_option("--output,-o", tune.output, "Write the result to FILE (atomically) instead of stdout");
+  // The one export flag is --export FORMAT FILE; --export-flashoverlap PATH is its older spelling, kept as
+  // an alias that says so on stderr (the run below) and lands where --export flashoverlap does
+  // (with_flashoverlap_export). Its file is checked with -o once its name is known (it may be a
+  // directory's FlashOverlap name, which needs the GEMM and the GPU: flashoverlap_export_checked); an
+  // empty one names nothing and is refused here, as every empty output path is.
+  CLI::Option* older_export =
+      tune_cmd->add_option("--export-flashoverlap", tune.export_flashoverlap,
+                           "The older form of --export flashoverlap FILE|DIR/ (kept; it says so on stderr)")
+          ->type_name("FILE|DIR/")
+          ->check(CLI::Validator(
+              [](std::string& path) {
+                return path.empty() ? std::string("'': an empty path names no file (give a file name, or a directory/)")
+                                    : std::string();
+              },
+              ""));
+  tune_cmd->add_option("--export", tune.export_spec,
+                       "Write FORMAT to FILE from the best setting: te-userbuffers (a SCENARIO) = TransformerEngine's "
+                       "ub_cfgs YAML (Megatron-LM --tp-comm-overlap-cfg); flashoverlap (--gemm ...) = the configuration "
+                       "FlashOverlap's kernels read (BM, BN, dur, Algo, hint, cSeg, rLDN), to FILE or into DIR/ under "
+                       "the name FlashOverlap's main branch reads, m{M}n{N}k{K}_{gpu}.json")
+      ->expected(2)
+      ->allow_extra_args(true)
+      ->type_name("FORMAT FILE");
+  tune_cmd->add_option("--swizzle", tune.swizzle, "Tile order of the exported hint: CUTLASS swizzle 1, 2, 4 or 8")
+      ->transform(decimal_integer());
+  tune_cmd->add_option("--algo", tune.algo, "Exported Algo: FlashOverlap's index of the GEMM kernel (AlgoDict; 0 or more)")
+      ->transform(decimal_integer());
+  tune_cmd->add_option("--budget", tune.budget, "simulate: engine runs at most (default 40)")->transform(decimal_integer());
+  tune_cmd->add_flag("--sm-margin", tune.sm_margin,
+                     "Operator level: the engine runs FlashOverlap with sm_margin (the GEMM leaves NCCL's SMs free)");
+  tune_cmd->add_option("--top", tune.top, "Candidates listed (default 10)")->transform(decimal_integer());
+  tune_cmd->add_option("-j,--jobs", tune.jobs, "Threads running simulations (default: every core)")
+      ->transform(decimal_integer())
+      ->check(CLI::Range(1, kMaxJobs));
+  tune_cmd->add_option("--set", tune.sets,
+                       "Override a key (repeatable): of the profile (operator level, e.g. hardware.gpu.sm_count=100) "
+                       "or of the scenario")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  tune_cmd->footer(examples({"overlap-sim tune --hardware a800-8x-nvlink --gemm 8192x8192x4096 --dtype fp16 --primitive all_reduce --ranks 4",
+                             "overlap-sim tune --hardware rtx4090-4x-pcie --gemm 4096x8192x7168 --dtype fp16 --primitive reduce_scatter --ranks 4 --search flashoverlap",
+                             "overlap-sim tune --hardware h100-sxm-8x-nvswitch --gemm 16384x8192x8192 --primitive all_reduce --ranks 8 --export flashoverlap configs/ --algo 3",
+                             "overlap-sim tune scenarios/llama3-70b-tp8-mlp.yaml --tp 4",
+                             "overlap-sim tune flashoverlap-a800-allreduce --format json"}));
+  return {tune_cmd, [options, tune_cmd, older_export](std::ostream& out, std::ostream& err) {
+            check_output_flags({{"-o", &options->output, tune_cmd->get_option("--output")}});  // the exports: cmd_tune
+            if (older_export->count() > 0) {
+              options->export_flashoverlap_flag = "--export-flashoverlap";
+              err << "note: --export-flashoverlap FILE is the older form of --export flashoverlap FILE (one --export "
+                     "flag for every export)\n";
+            }
+            // Read as a signed number so that a negative value is refused by name, not as a parse error.
+            if (options->algo && *options->algo < 0)
+              throw UsageError(
+                  fmt::format("--algo must be 0 or more (FlashOverlap's AlgoDict index; got {})", *options->algo));
+            cmd_tune(*options, out, err);
+            return kExitOk;
+          }};
 }
 
 }  // namespace overlap::tools

@@ -10,11 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/command.hpp"
 #include "tools/scenario_flags.hpp"
-
-namespace CLI {
-class App;
-}
 
 namespace overlap::tools {
 
@@ -46,8 +43,9 @@ struct TuneOptions {
   ScenarioFlags flags;             // scheme level: --tp, --tokens (and --hardware, given a SCENARIO)
 };
 
-// Adds --export FORMAT FILE to the tune subcommand (called where the subcommand is made, tools/cli.cpp).
-void add_tune_export_option(CLI::App* tune_cmd, TuneOptions& options);
+// Registers `tune` and its flags on `app` (tools/command.hpp), --export-flashoverlap among them as the
+// older spelling of --export flashoverlap: given, it says so on `err` before the tune runs.
+Command add_tune_command(CLI::App& app);
 
 // Throws UsageError / InputError (exit 2); files are written atomically after everything is computed.
 // Each file written is confirmed on `err` ("wrote FILE").

@@ -2,10 +2,17 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cost_model/atomic_file.hpp"
+#include "tools/cmd_papers.hpp"
+#include "tools/command_errors.hpp"
+#include "tools/input_paths.hpp"
+#include "tools/papers.hpp"
 
 namespace overlap::tools {
 
@@ -90,6 +97,60 @@ void cmd_validate(const std::string& dir, const std::string& format, bool record
     write_file_atomically(file, recorded_figures(rep).dump(2) + "\n");
     err << "wrote " << file << "\n";
   }
+}
+
+// `validate`'s two forms share one subcommand and its flags: DIR (this file) and --papers
+// (tools/cmd_papers.hpp).
+namespace {
+struct ValidateOptions {
+  std::string dir;      // DIR: a calibration results directory
+  bool record = false;  // --record: write DIR/validation.json
+  PapersOptions papers; // --papers and the flags that go with it (--format is both forms')
+};
+}  // namespace
+
+Command add_validate_command(CLI::App& app) {
+  const auto options = std::make_shared<ValidateOptions>();
+  std::string& validate_dir = options->dir;
+  bool& validate_record = options->record;
+  PapersOptions& papers = options->papers;
+  CLI::App* validate_cmd = app.add_subcommand(
+      "validate", "Check predictions against measured results (DIR, e.g. calibrate/results/...) or the sources' "
+                  "published figures (--papers)");
+  validate_cmd->add_option("dir", validate_dir, "Results directory (measurements.json, profile.yaml, schemes/)");
+  validate_cmd->add_flag("--papers", papers.papers,
+                         "Compare with every published figure of the sources (CommFuse, FlashOverlap, async TP, DTP)");
+  validate_cmd->add_option("--format", papers.format, "Output format")->check(CLI::IsMember({"table", "json"}));
+  validate_cmd->add_flag("--record", validate_record,
+                         "With DIR: write DIR/validation.json, the error figures CI holds later runs to");
+  validate_cmd->add_flag("--strict", papers.strict, "With --papers: exit 1 when a row is off (default: exit 0, a report)");
+  validate_cmd->add_option("--source", papers.sources,
+                           "With --papers: only this source's rows: " + fmt::format("{}", fmt::join(papers::paper_sources(), ", ")))
+      ->allow_extra_args(false);
+  validate_cmd->add_option("--output,-o", papers.output, "With --papers: write the report to FILE (atomically)");
+  validate_cmd->footer(examples({"overlap-sim validate calibrate/results/nvidia-h100-80gb-hbm3-vm",
+                                 "overlap-sim validate calibrate/results/nvidia-h100-80gb-hbm3-vm --format json",
+                                 "overlap-sim validate --papers --source flashoverlap"}));
+  return {validate_cmd, [options, validate_cmd](std::ostream& out, std::ostream& err) {
+            PapersOptions& papers = options->papers;
+            check_output_flags({{"-o", &papers.output, validate_cmd->get_option("--output")}});
+            if (papers.papers) {
+              if (!options->dir.empty() || options->record)
+                throw UsageError("validate: give either DIR (measured results) or --papers, not both");
+              return cmd_validate_papers(papers, out);
+            }
+            if (options->dir.empty())
+              throw UsageError("validate: give DIR (a calibration results directory) or --papers (the sources' figures)");
+            if (papers.strict || !papers.sources.empty() || !papers.output.empty())
+              throw UsageError("validate DIR: --strict, --source and --output go with --papers");
+            const std::string dir = resolve_input_path(options->dir);
+            if (options->record) {
+              const std::string record = (fs::path(dir) / "validation.json").string();
+              check_output_flags({{"--record", &record, nullptr}});
+            }
+            cmd_validate(dir, papers.format, options->record, out, err);
+            return kExitOk;
+          }};
 }
 
 }  // namespace overlap::tools

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "calibrate/validate/validate.hpp"
+#include "tools/command.hpp"
 
 namespace overlap::tools {
 
@@ -26,5 +27,9 @@ void print_validation_table(const ValidationReport& report, std::ostream& out);
 
 // The command: prints the report; with `record`, writes DIR/validation.json atomically.
 void cmd_validate(const std::string& dir, const std::string& format, bool record, std::ostream& out, std::ostream& err);
+
+// Registers `validate` and its flags on `app` (tools/command.hpp): DIR runs cmd_validate, --papers
+// runs cmd_validate_papers (tools/cmd_papers.hpp); a flag of one form given to the other is refused.
+Command add_validate_command(CLI::App& app);
 
 }  // namespace overlap::tools

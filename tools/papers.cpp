@@ -14,7 +14,6 @@
 #include "cost_model/statistics.hpp"
 #include "sim/report.hpp"
 #include "tools/paper_data.hpp"
-#include "tools/cli.hpp"
 
 namespace overlap::tools::papers {
 

@@ -8,17 +8,11 @@
 
 #include <fmt/format.h>
 
-#include "tools/cli.hpp"
+#include "tools/command.hpp"
+#include "tools/command_errors.hpp"
+#include "tools/input_paths.hpp"
 
 namespace overlap::tools {
-
-CLI::Validator non_empty_value() {
-  return CLI::Validator(
-      [](std::string& value) -> std::string {
-        return value.empty() ? "must not be empty (leave the option out instead)" : "";
-      },
-      "TEXT", "non-empty");
-}
 
 void add_scenario_flags(CLI::App* cmd, ScenarioFlags& flags, bool with_hardware) {
   if (with_hardware)

@@ -11,7 +11,6 @@
 
 namespace CLI {
 class App;
-class Validator;
 }
 
 namespace overlap::tools {
@@ -22,10 +21,6 @@ struct ScenarioFlags {
   std::optional<std::int64_t> tokens;  // --tokens: see scenario_flag_sets
   std::string model;                   // --model: workload.model=NAME|FILE
 };
-
-// A CLI11 check that refuses an empty value ("--model ''"): an option given with nothing would
-// otherwise read as not given at all and run the scenario's own value silently.
-CLI::Validator non_empty_value();
 
 // Adds --hardware, --tp, --tokens and --model to `cmd` (`with_hardware` false where the command already has
 // a --hardware of its own).

@@ -31,7 +31,7 @@ MAX_ASSIGNMENT_BYTES = 32 * 4096
 # All the assignments of one call together: ARG_MAX under the default 8 MiB stack limit (a quarter of
 # it), the most a whole command line can hold.
 MAX_ASSIGNMENTS_TOTAL_BYTES = 2 * 1024 * 1024
-# -j / jobs: the CLI's range (tools/cli.hpp kMaxJobs); 0 here means every core, as the CLI's default.
+# -j / jobs: the CLI's range (tools/command.hpp kMaxJobs); 0 here means every core, as the CLI's default.
 MAX_JOBS: int = _core.MAX_JOBS
 # How much of a refused value a message quotes (cost_model/bounded_message.hpp kQuotedChars).
 _QUOTED_CHARS = 120

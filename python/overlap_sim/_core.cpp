@@ -32,7 +32,6 @@
 #include "cost_model/profile_loader.hpp"
 #include "cost_model/units.hpp"
 #include "sim/engine.hpp"
-#include "tools/cli.hpp"
 #include "tools/cmd_collective.hpp"
 #include "tools/cmd_papers.hpp"
 #include "tools/cmd_profile.hpp"
@@ -42,6 +41,9 @@
 #include "tools/cmd_trace.hpp"
 #include "tools/cmd_tune.hpp"
 #include "tools/cmd_validate.hpp"
+#include "tools/command.hpp"
+#include "tools/command_errors.hpp"
+#include "tools/input_paths.hpp"
 
 namespace nb = nanobind;
 namespace fs = std::filesystem;
@@ -337,7 +339,7 @@ NB_MODULE(_core, m) {
         nb::arg("min_samples"));
   m.def("check_scenario", &check_scenario, nb::arg("scenario"), nb::arg("sets"));
   m.def("scenario_tree", &scenario_tree, nb::arg("scenario"), nb::arg("sets"));
-  // The CLI's -j range (tools/cli.hpp), checked by the Python side before a command runs.
+  // The CLI's -j range (tools/command.hpp), checked by the Python side before a command runs.
   m.attr("MAX_JOBS") = kMaxJobs;
   m.def("source_dir", [] { return source_dir(); }, "The source tree the package reads scenarios/ from");
 }

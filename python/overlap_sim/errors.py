@@ -1,6 +1,6 @@
 """The exceptions overlap_sim raises: the CLI's errors as Python classes.
 
-The CLI sorts every failure into an exit status (tools/cli.hpp): 2 for a mistake in the input (a
+The CLI sorts every failure into an exit status (tools/command_errors.hpp): 2 for a mistake in the input (a
 scenario or profile value, an option, an output that cannot be written, hardware the model cannot
 simulate, running out of memory), 1 for an internal error. Each has a class here, under one base::
 

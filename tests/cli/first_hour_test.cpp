@@ -21,6 +21,7 @@
 #include "tests/support/temp_file.hpp"
 #include "tools/cli.hpp"
 #include "tools/cmd_validate.hpp"
+#include "tools/input_paths.hpp"
 
 namespace fs = std::filesystem;
 

@@ -17,6 +17,7 @@
 #include "tests/support/cli_run.hpp"
 #include "tests/support/temp_file.hpp"
 #include "tools/cli.hpp"
+#include "tools/input_paths.hpp"
 
 namespace fs = std::filesystem;
 

@@ -9,7 +9,7 @@
 
 #include "sim/scenario.hpp"
 #include "tests/support/paper_bounds.hpp"
-#include "tools/cli.hpp"
+#include "tools/input_paths.hpp"
 #include "tools/papers.hpp"
 
 using namespace overlap;

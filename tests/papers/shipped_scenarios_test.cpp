@@ -21,6 +21,7 @@
 #include "sim/schemes/graph_builder.hpp"
 #include "tests/support/cli_run.hpp"
 #include "tools/cli.hpp"
+#include "tools/input_paths.hpp"
 #include "tools/papers.hpp"
 
 using namespace overlap;

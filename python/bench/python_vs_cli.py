@@ -8,7 +8,7 @@ less load-sensitive figure on a shared machine).
 Python: overlap_sim.run(SCENARIO), the JSON report parsed into dicts. CLI: `overlap-sim run SCENARIO
 --format json` as a subprocess, its output read whole.
 
-    PYTHONPATH=build/python python3 tools/bench/python_vs_cli.py [-n 20] [--cli build/tools/overlap-sim]
+    PYTHONPATH=build/python python3 python/bench/python_vs_cli.py [-n 20] [--cli build/tools/overlap-sim]
 """
 import argparse
 import os
