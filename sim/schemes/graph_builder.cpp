@@ -297,20 +297,27 @@ double step_link_efficiency(double schedule_gbps, double port_gbps) {
   return std::min(1.0, schedule_gbps / port_gbps);
 }
 
-// One member's kernel of collective call `id` (n members; NCCL's kind: a communication kernel
-// holding `channels` SMs, issued with `host_ps` of enqueue); its timing (steps or curve) is the
-// caller's.
-Op collective_member_op(const std::string& name, StreamId stream, std::vector<OpId> deps, int channels, std::int64_t id,
-                        int n, Ps host_ps) {
+std::vector<OpId> member_deps(const std::vector<std::vector<OpId>>& deps, int i) {
+  return deps.empty() ? std::vector<OpId>{} : deps[static_cast<std::size_t>(i)];
+}
+
+// Member i's kernel of collective call `id` (NCCL's kind: a communication kernel holding `channels`
+// SMs, issued with `host_ps` of enqueue) on its stream, checked to be its rank's; its timing (steps
+// or curve) is the caller's.
+template <class Spec>
+Op collective_member_op(const TaskGraph& g, const Spec& spec, const std::vector<int>& members, int i, int channels,
+                        std::int64_t id, Ps host_ps) {
+  const StreamId stream = spec.streams[static_cast<std::size_t>(i)];
+  check_stream_rank(g, members[static_cast<std::size_t>(i)], stream, spec.name);
   Op op;
-  op.name = name;
+  op.name = spec.name;
   op.kind = OpKind::comm_kernel;
   op.stream = stream;
   op.comm = true;
-  op.deps = std::move(deps);
+  op.deps = member_deps(spec.deps, i);
   op.channels = channels;
   op.collective = id;
-  op.members = n;
+  op.members = static_cast<int>(members.size());
   op.host_ps = host_ps;
   return op;
 }
@@ -365,10 +372,6 @@ std::vector<int> checked_members(const GraphBuilder& b, const char* what, const 
   return members;
 }
 
-std::vector<OpId> member_deps(const std::vector<std::vector<OpId>>& deps, int i) {
-  return deps.empty() ? std::vector<OpId>{} : deps[static_cast<std::size_t>(i)];
-}
-
 // A call that moves nothing: a zero-time marker per member keeps its stream's order.
 template <class Spec>
 std::vector<OpId> add_markers(GraphBuilder& b, const Spec& spec, const std::vector<int>& members) {
@@ -392,7 +395,6 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
   const int n = static_cast<int>(members.size());
   const CollectivePrimitive prim = to_collective_primitive(spec.primitive);
   const HardwareProfile& hw = hardware();
-  const auto deps_of = [&](int i) { return member_deps(spec.deps, i); };
 
   std::vector<OpId> out;
   if (n <= 1 || spec.bytes <= 0)  // nothing to move: a zero-time marker keeps stream order
@@ -429,10 +431,7 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
   const double port_gbps = collective_port_gbps(hw, link, n);
   const double link_efficiency = step_link_efficiency(schedule.bandwidth_gbps, port_gbps);
   for (int i = 0; i < n; ++i) {
-    const int rank = members[static_cast<std::size_t>(i)];
-    const StreamId stream = spec.streams[static_cast<std::size_t>(i)];
-    check_stream_rank(graph_, rank, stream, spec.name);
-    Op op = collective_member_op(spec.name, stream, deps_of(i), channels, id, n, hw.launch.collective_host_ps(prim));
+    Op op = collective_member_op(graph_, spec, members, i, channels, id, hw.launch.collective_host_ps(prim));
     if (steps) {
       set_step_phases(op, schedule, i, members, link_efficiency);
     } else {
@@ -452,7 +451,6 @@ std::vector<OpId> GraphBuilder::add_all_to_allv(const AllToAllvSpec& spec) {
   const int n = static_cast<int>(members.size());
   if (spec.bytes.size() != members.size())
     throw GraphError(fmt::format("all-to-allv '{}': {} byte rows for {} members", spec.name, spec.bytes.size(), n));
-  const auto deps_of = [&](int i) { return member_deps(spec.deps, i); };
   const HardwareProfile& hw = hardware();
   const std::string link = n > 1 ? collective_link_class(hw, n) : std::string();
   // The even all-to-all's algorithm (NCCL's send/recv, default_algorithm) and no forced protocol, as
@@ -491,10 +489,7 @@ std::vector<OpId> GraphBuilder::add_all_to_allv(const AllToAllvSpec& spec) {
   }
   const CollectivePrimitive prim = CollectivePrimitive::all_to_all;
   for (int i = 0; i < n; ++i) {
-    const int rank = members[static_cast<std::size_t>(i)];
-    const StreamId stream = spec.streams[static_cast<std::size_t>(i)];
-    check_stream_rank(graph_, rank, stream, spec.name);
-    Op op = collective_member_op(spec.name, stream, deps_of(i), channels, id, n, hw.launch.collective_host_ps(prim));
+    Op op = collective_member_op(graph_, spec, members, i, channels, id, hw.launch.collective_host_ps(prim));
     if (steps) {
       set_step_phases(op, schedule, i, members, link_efficiency);
     } else {
