@@ -111,11 +111,20 @@ BackwardStep core_attention_step(const std::string& prefix, double forward_flops
   return core;
 }
 
-std::vector<BackwardStep> attention_backward(const AttentionTpSp& att, int tp, const std::string& prefix) {
-  const AttentionShapes s = attention_shapes(att, tp);
+// The first two steps of an attention block's backward (the forward's last two in reverse): the
+// row-parallel output projection (dY all-gathered), then core attention. `Shapes`: AttentionShapes or
+// MlaShapes, which name these parts alike.
+template <class Shapes>
+std::vector<BackwardStep> out_proj_and_core_backward(const Shapes& s, DType dtype, const std::string& prefix) {
   std::vector<BackwardStep> out;
   out.push_back(linear_step(row_parallel(prefix + "out_proj", s.out, Primitive::reduce_scatter, s.reduce_scatter_bytes)));
-  out.push_back(core_attention_step(prefix, s.attention_flops, s.attention_tiles, att.dtype));
+  out.push_back(core_attention_step(prefix, s.attention_flops, s.attention_tiles, dtype));
+  return out;
+}
+
+std::vector<BackwardStep> attention_backward(const AttentionTpSp& att, int tp, const std::string& prefix) {
+  const AttentionShapes s = attention_shapes(att, tp);
+  std::vector<BackwardStep> out = out_proj_and_core_backward(s, att.dtype, prefix);
   out.push_back(linear_step(column_parallel(prefix + "qkv", s.qkv, att.gather_input)));
   return out;
 }
@@ -144,9 +153,7 @@ LinearBackward duplicated(const std::string& name, const RankGemm& f) {
 // (duplicated above). The residual sum of the two down-projections' dX is elementwise: not counted.
 std::vector<BackwardStep> mla_backward(const Transformer& t, int tp, const std::string& prefix) {
   const MlaShapes s = mla_shapes(t, tp);
-  std::vector<BackwardStep> out;
-  out.push_back(linear_step(row_parallel(prefix + "out_proj", s.out, Primitive::reduce_scatter, s.reduce_scatter_bytes)));
-  out.push_back(core_attention_step(prefix, s.attention_flops, s.attention_tiles, t.dtype));
+  std::vector<BackwardStep> out = out_proj_and_core_backward(s, t.dtype, prefix);
   // RoPE's backward rotates the gradients back: the forward's read + write again.
   out.push_back(memory_step(prefix + "rope", s.rope_bytes, t.dtype));
   LinearBackward kv_up = column_parallel(prefix + "kv_up", s.kv_up, true);

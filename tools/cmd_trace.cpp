@@ -482,7 +482,18 @@ void write_skipped(const Run& run, std::ostream& out) {
     for (const auto& [why, n] : r.skipped) out << fmt::format("{:>5}  {:<56}  {:>10}\n", r.rank, why, n);
 }
 
-void write_table(const Run& run, std::ostream& out) {
+void write_figures_header(std::ostream& out, const char* what) {
+  out << fmt::format("{:>5}  {:<40}  {:>8}  {:>14}  {:>14}  {:>15}  {:>9}  {:>12}  {:>14}\n", "rank", what, "kernels",
+                     "compute_us", "comm_us", "unoverlapped_us", "overlap_%", "memory_us", "span_us");
+}
+
+void write_figures_row(std::ostream& out, const std::string& rank, const std::string& name, const OverlapFigures& f) {
+  out << fmt::format("{:>5}  {:<40}  {:>8}  {:>14}  {:>14}  {:>15}  {:>9}  {:>12}  {:>14}\n", rank, clip(name, 40),
+                     f.kernels, us(f.compute_ns), us(f.comm_ns), us(f.exposed_ns), pct(f), us(f.memory_ns), us(f.span_ns));
+}
+
+// The heading, then the overlap figures per file and overall, then per step where steps were found.
+void write_overlap(const Run& run, std::ostream& out) {
   out << fmt::format("# overlap-sim trace: {} rank(s) from {} file(s){}; ranks {}\n", run.ranks.size(), run.files,
                      run.world_size ? fmt::format(", world_size {}", *run.world_size) : "",
                      run.ranks.empty() || run.ranks.front().rank_from_trace ? "from distributedInfo"
@@ -491,29 +502,23 @@ void write_table(const Run& run, std::ostream& out) {
                          : "by the order of the files");
   out << "# " << kDefinition << "\n";
   out << "# times in microseconds\n\n";
-  const auto row = [&](const std::string& rank, const std::string& name, const OverlapFigures& f) {
-    out << fmt::format("{:>5}  {:<40}  {:>8}  {:>14}  {:>14}  {:>15}  {:>9}  {:>12}  {:>14}\n", rank, clip(name, 40),
-                       f.kernels, us(f.compute_ns), us(f.comm_ns), us(f.exposed_ns), pct(f), us(f.memory_ns), us(f.span_ns));
-  };
-  const auto header = [&](const char* what) {
-    out << fmt::format("{:>5}  {:<40}  {:>8}  {:>14}  {:>14}  {:>15}  {:>9}  {:>12}  {:>14}\n", "rank", what, "kernels",
-                       "compute_us", "comm_us", "unoverlapped_us", "overlap_%", "memory_us", "span_us");
-  };
-  header("file");
+  write_figures_header(out, "file");
   for (const RankReport& r : run.ranks)
-    row(std::to_string(r.rank), r.file.substr(r.file.find_last_of('/') + 1) + (r.part.empty() ? "" : " [" + r.part + "]"),
-        r.figures);
-  row("all", "", run.overall);
+    write_figures_row(out, std::to_string(r.rank),
+                      r.file.substr(r.file.find_last_of('/') + 1) + (r.part.empty() ? "" : " [" + r.part + "]"), r.figures);
+  write_figures_row(out, "all", "", run.overall);
 
   bool any_steps = false;
   for (const RankReport& r : run.ranks) any_steps = any_steps || !r.steps.empty();
   if (any_steps) {
     out << "\nSteps (kernels by the step that launched them)\n";
-    header("step");
+    write_figures_header(out, "step");
     for (const RankReport& r : run.ranks)
-      for (const auto& s : r.steps) row(std::to_string(r.rank), s.name, s.figures);
+      for (const auto& s : r.steps) write_figures_row(out, std::to_string(r.rank), s.name, s.figures);
   }
+}
 
+void write_gemm_kernels(const Run& run, std::ostream& out) {
   out << "\nGEMM kernels (shape MxNxK from the launching op's Input Dims)\n";
   out << fmt::format("{:>5}  {:<48}  {:<16}  {:<20}  {:<13}  {:>6}  {:>14}  {:>12}\n", "rank", "kernel", "op", "shape",
                      "dtype", "count", "total_us", "mean_us");
@@ -522,7 +527,9 @@ void write_table(const Run& run, std::ostream& out) {
       out << fmt::format("{:>5}  {:<48}  {:<16}  {:<20}  {:<13}  {:>6}  {:>14}  {:>12}\n", r.rank, clip(g.kernel, 48),
                          g.op.empty() ? "-" : clip(g.op, 16), shape_text(g), g.shape && !g.shape->dtype.empty() ? g.shape->dtype : "-",
                          g.count, us(g.total_ns), us(g.total_ns / g.count));
+}
 
+void write_comm_kernels(const Run& run, std::ostream& out) {
   const bool only_nccl = std::all_of(run.ranks.begin(), run.ranks.end(), [](const RankReport& r) {
     return std::all_of(r.comms.begin(), r.comms.end(), [](const CommGroup& g) { return g.library == "nccl"; });
   });
@@ -537,9 +544,10 @@ void write_table(const Run& run, std::ostream& out) {
                          g.collective.empty() ? "?" : clip(g.collective, 14), g.bytes ? std::to_string(*g.bytes) : "size unknown",
                          g.group_size ? std::to_string(*g.group_size) : "-", g.dtype.empty() ? "-" : g.dtype, g.count,
                          us(g.total_ns), us(g.total_ns / g.count));
-  write_waits(run, out);
-  write_unknown(run, out);
-  write_skipped(run, out);
+}
+
+// GEMM and NCCL kernels counted, with those whose shape or size the trace does not give.
+void write_kernel_counts(const Run& run, std::ostream& out) {
   std::int64_t gemm = 0, gemm_unknown = 0, comm = 0, comm_unknown = 0;
   std::map<std::string, std::int64_t> other_libraries;
   for (const RankReport& r : run.ranks) {
@@ -558,7 +566,10 @@ void write_table(const Run& run, std::ostream& out) {
   for (const auto& [library, n] : other_libraries) others += fmt::format("{}{} {}", others.empty() ? "" : ", ", library, n);
   out << fmt::format("\nGEMM kernels: {} ({} shape unknown); NCCL kernels: {} ({} size unknown){}\n", gemm, gemm_unknown,
                      comm, comm_unknown, others.empty() ? "" : "; other communication kernels: " + others);
-  if (run.hardware.empty()) return;
+}
+
+// With --hardware: each kernel group's measured time beside the model's, then a summary per class.
+void write_predictions(const Run& run, std::ostream& out) {
   out << fmt::format("\nMeasured vs predicted on {} (measured: mean kernel time in the trace, beside other kernels; "
                      "predicted: the cost model, idle GPU; error = (predicted - measured) / measured)\n",
                      run.hardware);
@@ -590,6 +601,17 @@ void write_table(const Run& run, std::ostream& out) {
                            : fmt::format("the transfer for {} group(s) matched across ranks; the whole kernel, "
                                          "including waiting for peers, for the {} others",
                                          transfer, whole));
+}
+
+void write_table(const Run& run, std::ostream& out) {
+  write_overlap(run, out);
+  write_gemm_kernels(run, out);
+  write_comm_kernels(run, out);
+  write_waits(run, out);
+  write_unknown(run, out);
+  write_skipped(run, out);
+  write_kernel_counts(run, out);
+  if (!run.hardware.empty()) write_predictions(run, out);
 }
 
 void write_json(const Run& run, std::ostream& out) {

@@ -3,6 +3,18 @@ import os
 import tempfile
 
 
+def pyplot(fail):
+    """matplotlib's pyplot with the Agg backend (no display needed); a missing matplotlib goes to
+    `fail` (exit status 2) with how to install it."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        fail("matplotlib is not installed (python3 -m pip install matplotlib, or tools/setup.sh)")
+    return plt
+
+
 def save_png(fig, path, dpi, prefix, fail):
     """Writes `fig` to `path` as a PNG atomically: into a temporary file beside it (named with
     `prefix`), renamed over it, so a failed run leaves the target as it was. An unwritable path goes

@@ -18,7 +18,7 @@ import csv
 import json
 import sys
 
-from plot_common import save_png
+from plot_common import pyplot, save_png
 
 UNITS = {"_gbps": "GB/s", "_us": "us", "_ms": "ms", "_bytes": "bytes", "_mhz": "MHz", "_tflops": "TFLOP/s"}
 
@@ -270,12 +270,7 @@ def main():
     ap.add_argument("--title", default="")
     ap.add_argument("--dpi", type=int, default=90)
     args = ap.parse_args()
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        fail("matplotlib is not installed (python3 -m pip install matplotlib, or tools/setup.sh)")
+    plt = pyplot(fail)
 
     keys, baseline, rows, named = load(args.results)
     rows = labelled(rows)

@@ -21,7 +21,7 @@ import os
 import re
 import sys
 
-from plot_common import save_png
+from plot_common import pyplot, save_png
 
 # Track ids of sim/chrome_trace.cpp: streams below COPY_ENGINE_TID, copy engines from it, SMs from SM_TID.
 COPY_ENGINE_TID = 100000
@@ -285,12 +285,7 @@ def main():
     parser.add_argument("--dpi", type=int, default=120)
     args = parser.parse_args()
 
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        fail("matplotlib is not installed (python3 -m pip install matplotlib, or tools/setup.sh)")
+    plt = pyplot(fail)
 
     trace, events = load_trace(args.trace)
     ranks, _process, thread, slices, sm_counter, link_steps = collect(events)

@@ -147,188 +147,259 @@ traces::LinkContext link_context(const HardwareProfile& hw, const traces::Replay
   return out;
 }
 
+// The replays a report describes: at the measured durations (the identity) and, with `hw` or
+// what-ifs, again with the changed durations.
+struct ReplayRuns {
+  const TraceReports& loaded;
+  const std::vector<traces::WhatIf>& what_ifs;
+  const HardwareProfile* hw;
+  std::vector<const traces::RankTrace*> traces;
+  traces::ReplayGraph g;
+  traces::ReplayResult identity;
+  std::optional<traces::ReplayResult> changed;
+  std::int64_t priced = 0, unscaled_comm = 0;
+
+  // The second run's column: the what-ifs', or the model's on `hw`.
+  std::string label() const { return hw ? "predicted" : "what-if"; }
+  std::string key() const { return hw ? "predicted" : "what_if"; }
+  const traces::ReplayResult& last() const { return changed ? *changed : identity; }
+  int rank_of(std::size_t i) const { return loaded.ranks[i].rank; }
+  std::int64_t stream_edges() const {
+    std::int64_t n = 0;
+    for (const traces::ReplayEdge& e : g.edges) n += e.source == traces::EdgeSource::stream_order ? 1 : 0;
+    return n;
+  }
+};
+
+std::vector<const traces::RankTrace*> trace_pointers(const TraceReports& loaded) {
+  std::vector<const traces::RankTrace*> out;
+  for (const traces::RankTrace& t : loaded.traces) out.push_back(&t);
+  return out;
+}
+
+traces::ReplayGraph replay_graph_of(const TraceReports& loaded) {
+  std::vector<traces::ReplayRank> in;
+  for (std::size_t i = 0; i < loaded.traces.size(); ++i)
+    in.push_back({&loaded.traces[i], loaded.ranks[i].clock_offset_ns.value_or(0)});
+  return traces::build_replay_graph(in, loaded.split.members);
+}
+
+// The durations of the second run: the model's on `hw` where it prices a kernel, then the what-ifs.
+std::vector<std::int64_t> changed_durations(ReplayRuns& r, std::vector<std::int64_t> d) {
+  if (r.hw) {
+    for (std::size_t i = 0; i < r.g.nodes.size(); ++i) {
+      const traces::ReplayNode& n = r.g.nodes[i];
+      const traces::RankTrace& t = *r.traces[static_cast<std::size_t>(n.rank)];
+      if (const auto p = priced_ns(*r.hw, t, t.activities[static_cast<std::size_t>(n.activity)])) {
+        d[i] = *p;
+        ++r.priced;
+      }
+    }
+  }
+  if (!r.what_ifs.empty()) {
+    std::optional<traces::LinkContext> links;
+    if (r.hw) links = link_context(*r.hw, r.g, r.traces);
+    d = traces::what_if_durations(r.g, r.traces, r.what_ifs, d, links ? &*links : nullptr, &r.unscaled_comm);
+  }
+  return d;
+}
+
+ReplayRuns run_replays(const TraceReports& loaded, const std::vector<traces::WhatIf>& what_ifs, const HardwareProfile* hw) {
+  ReplayRuns r{loaded, what_ifs, hw, trace_pointers(loaded), replay_graph_of(loaded), {}, std::nullopt, 0, 0};
+  std::vector<std::int64_t> measured_durations;
+  for (const traces::ReplayNode& n : r.g.nodes) measured_durations.push_back(n.duration_ns);
+  r.identity = traces::replay(r.g, measured_durations);
+  const std::vector<std::int64_t> d = changed_durations(r, measured_durations);
+  if (hw || !what_ifs.empty()) r.changed = traces::replay(r.g, d);
+  return r;
+}
+
+// One row per kernel, in the graph's order (rank, then stream, then stream order).
+void write_csv(const ReplayRuns& r, std::ostream& s) {
+  s << "rank,device,stream,kind,class,name,measured_start_us,measured_dur_us,replayed_start_us,replayed_dur_us";
+  if (r.changed) s << fmt::format(",{0}_start_us,{0}_dur_us", r.key());
+  s << "\n";
+  const auto dur = [](const traces::ReplayResult& x, std::size_t i) {
+    return x.end_ns[i] == traces::kNeverRan ? traces::kNeverRan : x.end_ns[i] - x.start_ns[i];
+  };
+  for (std::size_t i = 0; i < r.g.nodes.size(); ++i) {
+    const traces::ReplayNode& n = r.g.nodes[i];
+    const traces::RankTrace& t = *r.traces[static_cast<std::size_t>(n.rank)];
+    const traces::GpuActivity& a = t.activities[static_cast<std::size_t>(n.activity)];
+    const traces::ReplayStream& st = r.g.streams[static_cast<std::size_t>(n.stream)];
+    s << fmt::format("{},{},{},{},{},{},{},{},{},{}", r.rank_of(static_cast<std::size_t>(n.rank)), st.device,
+                     st.stream < 0 ? std::string() : std::to_string(st.stream), traces::kind_name(a.kind),
+                     traces::class_name(a.cls), csv_text(t.names[a.name]), us_text(n.start_ns), us_text(n.end_ns - n.start_ns),
+                     us_text(r.identity.start_ns[i]), us_text(dur(r.identity, i)));
+    if (r.changed) s << "," << us_text(r.changed->start_ns[i]) << "," << us_text(dur(*r.changed, i));
+    s << "\n";
+  }
+}
+
+nlohmann::json json_graph(const ReplayRuns& r) {
+  const traces::ReplayGraph& g = r.g;
+  return {{"kernels", g.nodes.size()},
+          {"stream_order_edges", r.stream_edges()},
+          {"recorded_stream_waits", g.event_waits},
+          {"inferred_cross_stream_waits", g.inferred},
+          {"starts_kept_as_measured", g.unexplained},
+          {"kernels_without_launch", g.without_launch},
+          {"cpu_threads", g.cpu_threads},
+          {"cpu_calls", g.cpu.size()},
+          {"cpu_synchronisations_joined", g.cpu_syncs},
+          {"launches_not_replayed", g.launches_not_replayed},
+          {"collectives_joined", g.collectives.size()},
+          {"kernels_never_ran", r.last().stuck}};
+}
+
+// Per rank and for all ranks together: the measured and replayed spans.
+nlohmann::json json_ranks(const ReplayRuns& r) {
+  const traces::ReplayGraph& g = r.g;
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = 0; i <= r.loaded.traces.size(); ++i) {
+    const bool all = i == r.loaded.traces.size();
+    const auto rank = all ? -1 : static_cast<std::int32_t>(i);
+    nlohmann::json row = {{"rank", all ? nlohmann::json("all") : nlohmann::json(r.rank_of(i))},
+                          {"measured_span_us", us(traces::measured_span_ns(g, rank))},
+                          {"replayed_span_us", us(traces::replayed_span_ns(g, r.identity, rank))},
+                          {"replay_error_pct", error_pct(traces::measured_span_ns(g, rank), traces::replayed_span_ns(g, r.identity, rank))}};
+    if (!all) row["launch_latency_us"] = g.launch_latency_ns[i] >= 0 ? nlohmann::json(us(g.launch_latency_ns[i])) : nlohmann::json();
+    if (r.changed) {
+      row[r.key() + "_span_us"] = us(traces::replayed_span_ns(g, *r.changed, rank));
+      if (r.hw) row["predicted_error_pct"] = error_pct(traces::measured_span_ns(g, rank), traces::replayed_span_ns(g, *r.changed, rank));
+    }
+    out.push_back(row);
+  }
+  return out;
+}
+
+void write_json(const ReplayRuns& r, std::ostream& s) {
+  nlohmann::json j;
+  j["graph"] = json_graph(r);
+  if (r.hw) j["hardware"] = {{"name", r.hw->name}, {"kernels_priced", r.priced}};
+  if (!r.what_ifs.empty()) j["what_if_comm_kernels_without_link"] = r.unscaled_comm;
+  j["what_if"] = nlohmann::json::array();
+  for (const traces::WhatIf& w : r.what_ifs) j["what_if"].push_back(w.text);
+  j["ranks"] = json_ranks(r);
+  const std::vector<StreamBusy> measured_busy = busy(r.g, r.identity), last_busy = busy(r.g, r.last());
+  j["streams"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < r.g.streams.size(); ++i) {
+    nlohmann::json row = {{"rank", r.rank_of(static_cast<std::size_t>(r.g.streams[i].rank))},
+                          {"device", r.g.streams[i].device},
+                          {"stream", r.g.streams[i].stream},
+                          {"kernels", measured_busy[i].kernels},
+                          {"measured_busy_us", us(measured_busy[i].measured_ns)}};
+    if (r.changed) row[r.key() + "_busy_us"] = us(last_busy[i].replayed_ns);
+    j["streams"].push_back(row);
+  }
+  const std::map<std::string, KindBusy> last_kinds = busy_by_kind(r.g, r.last(), r.traces);
+  j["kinds"] = nlohmann::json::array();
+  for (const auto& [kind, b] : busy_by_kind(r.g, r.identity, r.traces)) {
+    nlohmann::json row = {{"kind", kind}, {"kernels", b.kernels}, {"measured_busy_us", us(b.measured_ns)}};
+    if (r.changed) row[r.key() + "_busy_us"] = us(last_kinds.at(kind).replayed_ns);
+    j["kinds"].push_back(row);
+  }
+  s << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+// The table report's opening lines: what the graph holds and what the second run changed.
+void write_text_summary(const ReplayRuns& r, std::ostream& s) {
+  const traces::ReplayGraph& g = r.g;
+  s << fmt::format("Replay: {} kernel(s) on {} rank(s); {} stream-order edge(s), {} recorded stream wait(s), {} inferred "
+                   "cross-stream wait(s), {} collective(s) joined across ranks\n",
+                   g.nodes.size(), r.loaded.traces.size(), r.stream_edges(), g.event_waits, g.inferred, g.collectives.size());
+  s << fmt::format("  {} start(s) kept as measured, after their launch where it is replayed (no launch, stream or wait explains them; {} kernel(s) without a "
+                   "recorded launch)\n",
+                   g.unexplained, g.without_launch);
+  s << fmt::format("  CPU: {} call(s) on {} launching thread(s) replayed with their measured gaps, {} synchronisation(s) "
+                   "joined to the kernels they wait for; {} launch(es) from an unrecorded thread kept at their measured "
+                   "times\n",
+                   g.cpu.size(), g.cpu_threads, g.cpu_syncs, g.launches_not_replayed);
+  if (r.last().stuck > 0)
+    s << fmt::format("  warning: {} kernel(s) never ran: the graph has a cycle (collectives matched in an order the "
+                     "streams contradict)\n",
+                     r.last().stuck);
+  for (const traces::WhatIf& w : r.what_ifs) s << "  what-if: " << w.text << (r.hw ? " (on the predicted durations)" : "") << "\n";
+  if (r.unscaled_comm > 0)
+    s << fmt::format("  {} communication kernel(s) whose group the trace does not give left as they were by the link "
+                     "what-if(s)\n",
+                     r.unscaled_comm);
+  if (r.hw)
+    s << fmt::format("  predicted: {} GEMM and collective kernel(s) priced by the cost model on {}, the rest at their "
+                     "measured durations; \"change\" is the predicted span's error against the measured one\n",
+                     r.priced, r.hw->name);
+  s << "\n";
+}
+
+void write_text_spans(const ReplayRuns& r, std::ostream& s) {
+  const traces::ReplayGraph& g = r.g;
+  s << fmt::format("{:<6} {:>12} {:>18} {:>16} {:>10}{}\n", "rank", "launch (us)", "measured span (us)",
+                   "replayed (us)", "error", r.changed ? fmt::format(" {:>15} {:>9}", r.label() + " (us)", "change") : "");
+  for (std::size_t i = 0; i <= r.loaded.traces.size(); ++i) {
+    const bool all = i == r.loaded.traces.size();
+    if (all && r.loaded.traces.size() < 2) break;
+    const auto rank = all ? -1 : static_cast<std::int32_t>(i);
+    const std::int64_t m = traces::measured_span_ns(g, rank), rep = traces::replayed_span_ns(g, r.identity, rank);
+    s << fmt::format("{:<6} {:>12} {:>18.3f} {:>16.3f} {:>9.2f}%", all ? std::string("all") : std::to_string(r.rank_of(i)),
+                     all || g.launch_latency_ns[i] < 0 ? std::string("-") : fmt::format("{:.3f}", us(g.launch_latency_ns[i])),
+                     us(m), us(rep), error_pct(m, rep));
+    if (r.changed) {
+      const std::int64_t w = traces::replayed_span_ns(g, *r.changed, rank);
+      s << fmt::format(" {:>15.3f} {:>8.2f}%", us(w), error_pct(r.hw ? m : rep, w));
+    }
+    s << "\n";
+  }
+}
+
+void write_text_kinds(const ReplayRuns& r, std::ostream& s) {
+  s << "\nKernel time per kind (all ranks)\n";
+  s << fmt::format("{:<14} {:>8} {:>14}{}\n", "kind", "kernels", "measured (us)",
+                   r.changed ? fmt::format(" {:>13} {:>9}", r.label() + " (us)", "change") : "");
+  const std::map<std::string, KindBusy> last_kinds = busy_by_kind(r.g, r.last(), r.traces);
+  for (const auto& [kind, b] : busy_by_kind(r.g, r.identity, r.traces)) {
+    s << fmt::format("{:<14} {:>8} {:>14.3f}", kind, b.kernels, us(b.measured_ns));
+    if (r.changed) {
+      const std::int64_t w = last_kinds.at(kind).replayed_ns;
+      s << fmt::format(" {:>13.3f} {:>8.2f}%", us(w), error_pct(b.measured_ns, w));
+    }
+    s << "\n";
+  }
+}
+
+void write_text_streams(const ReplayRuns& r, std::ostream& s) {
+  const traces::ReplayGraph& g = r.g;
+  s << "\nBusy time per stream\n";
+  s << fmt::format("{:<6} {:>6} {:>8} {:>8} {:>14}{}\n", "rank", "device", "stream", "kernels", "measured (us)",
+                   r.changed ? fmt::format(" {:>13}", r.label() + " (us)") : "");
+  const std::vector<StreamBusy> measured_busy = busy(g, r.identity), last_busy = busy(g, r.last());
+  for (std::size_t i = 0; i < g.streams.size(); ++i) {
+    s << fmt::format("{:<6} {:>6} {:>8} {:>8} {:>14.3f}", r.rank_of(static_cast<std::size_t>(g.streams[i].rank)),
+                     g.streams[i].device, g.streams[i].stream < 0 ? std::string("-") : std::to_string(g.streams[i].stream),
+                     measured_busy[i].kernels, us(measured_busy[i].measured_ns));
+    if (r.changed) s << fmt::format(" {:>13.3f}", us(last_busy[i].replayed_ns));
+    s << "\n";
+  }
+}
+
 }  // namespace
 
 ReplayReport replay_report(const TraceReports& loaded, const std::vector<traces::WhatIf>& what_ifs, const std::string& format,
                            bool want_trace, const HardwareProfile* hw) {
-  std::vector<traces::ReplayRank> in;
-  std::vector<const traces::RankTrace*> traces;
-  for (std::size_t i = 0; i < loaded.traces.size(); ++i) {
-    in.push_back({&loaded.traces[i], loaded.ranks[i].clock_offset_ns.value_or(0)});
-    traces.push_back(&loaded.traces[i]);
-  }
-  const traces::ReplayGraph g = traces::build_replay_graph(in, loaded.split.members);
-  std::vector<std::int64_t> measured_durations;
-  for (const traces::ReplayNode& n : g.nodes) measured_durations.push_back(n.duration_ns);
-  const traces::ReplayResult identity = traces::replay(g, measured_durations);
-  std::optional<traces::ReplayResult> changed;
-  std::int64_t priced = 0, unscaled_comm = 0;
-  std::vector<std::int64_t> d = measured_durations;
-  if (hw) {
-    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-      const traces::ReplayNode& n = g.nodes[i];
-      const traces::RankTrace& t = *traces[static_cast<std::size_t>(n.rank)];
-      if (const auto p = priced_ns(*hw, t, t.activities[static_cast<std::size_t>(n.activity)])) {
-        d[i] = *p;
-        ++priced;
-      }
-    }
-  }
-  if (!what_ifs.empty()) {
-    std::optional<traces::LinkContext> links;
-    if (hw) links = link_context(*hw, g, traces);
-    d = traces::what_if_durations(g, traces, what_ifs, d, links ? &*links : nullptr, &unscaled_comm);
-  }
-  if (hw || !what_ifs.empty()) changed = traces::replay(g, d);
-  // The second run's column: the what-ifs', or the model's on `hw`.
-  const std::string label = hw ? "predicted" : "what-if";
-  const std::string key = hw ? "predicted" : "what_if";
-  const traces::ReplayResult& last = changed ? *changed : identity;
-  std::int64_t stream_edges = 0;
-  for (const traces::ReplayEdge& e : g.edges) stream_edges += e.source == traces::EdgeSource::stream_order ? 1 : 0;
-
-  ReplayReport out;
-  const auto rank_of = [&](std::size_t i) { return loaded.ranks[i].rank; };
-  const std::vector<StreamBusy> measured_busy = busy(g, identity);
-  const std::vector<StreamBusy> last_busy = busy(g, last);
+  const ReplayRuns r = run_replays(loaded, what_ifs, hw);
   std::ostringstream s;
-  const std::map<std::string, KindBusy> measured_kinds = busy_by_kind(g, identity, traces);
-  const std::map<std::string, KindBusy> last_kinds = busy_by_kind(g, last, traces);
   if (format == "csv") {
-    // One row per kernel, in the graph's order (rank, then stream, then stream order).
-    s << "rank,device,stream,kind,class,name,measured_start_us,measured_dur_us,replayed_start_us,replayed_dur_us";
-    if (changed) s << fmt::format(",{0}_start_us,{0}_dur_us", key);
-    s << "\n";
-    const auto dur = [](const traces::ReplayResult& r, std::size_t i) {
-      return r.end_ns[i] == traces::kNeverRan ? traces::kNeverRan : r.end_ns[i] - r.start_ns[i];
-    };
-    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-      const traces::ReplayNode& n = g.nodes[i];
-      const traces::RankTrace& t = *traces[static_cast<std::size_t>(n.rank)];
-      const traces::GpuActivity& a = t.activities[static_cast<std::size_t>(n.activity)];
-      const traces::ReplayStream& st = g.streams[static_cast<std::size_t>(n.stream)];
-      s << fmt::format("{},{},{},{},{},{},{},{},{},{}", rank_of(static_cast<std::size_t>(n.rank)), st.device,
-                       st.stream < 0 ? std::string() : std::to_string(st.stream), traces::kind_name(a.kind),
-                       traces::class_name(a.cls), csv_text(t.names[a.name]), us_text(n.start_ns), us_text(n.end_ns - n.start_ns),
-                       us_text(identity.start_ns[i]), us_text(dur(identity, i)));
-      if (changed) s << "," << us_text(changed->start_ns[i]) << "," << us_text(dur(*changed, i));
-      s << "\n";
-    }
+    write_csv(r, s);
   } else if (format == "json") {
-    nlohmann::json j;
-    j["graph"] = {{"kernels", g.nodes.size()},
-                  {"stream_order_edges", stream_edges},
-                  {"recorded_stream_waits", g.event_waits},
-                  {"inferred_cross_stream_waits", g.inferred},
-                  {"starts_kept_as_measured", g.unexplained},
-                  {"kernels_without_launch", g.without_launch},
-                  {"cpu_threads", g.cpu_threads},
-                  {"cpu_calls", g.cpu.size()},
-                  {"cpu_synchronisations_joined", g.cpu_syncs},
-                  {"launches_not_replayed", g.launches_not_replayed},
-                  {"collectives_joined", g.collectives.size()},
-                  {"kernels_never_ran", last.stuck}};
-    if (hw) j["hardware"] = {{"name", hw->name}, {"kernels_priced", priced}};
-    if (!what_ifs.empty()) j["what_if_comm_kernels_without_link"] = unscaled_comm;
-    j["what_if"] = nlohmann::json::array();
-    for (const traces::WhatIf& w : what_ifs) j["what_if"].push_back(w.text);
-    j["ranks"] = nlohmann::json::array();
-    for (std::size_t r = 0; r <= loaded.traces.size(); ++r) {
-      const bool all = r == loaded.traces.size();
-      const auto rank = all ? -1 : static_cast<std::int32_t>(r);
-      nlohmann::json row = {{"rank", all ? nlohmann::json("all") : nlohmann::json(rank_of(r))},
-                            {"measured_span_us", us(traces::measured_span_ns(g, rank))},
-                            {"replayed_span_us", us(traces::replayed_span_ns(g, identity, rank))},
-                            {"replay_error_pct", error_pct(traces::measured_span_ns(g, rank), traces::replayed_span_ns(g, identity, rank))}};
-      if (!all) row["launch_latency_us"] = g.launch_latency_ns[r] >= 0 ? nlohmann::json(us(g.launch_latency_ns[r])) : nlohmann::json();
-      if (changed) {
-        row[key + "_span_us"] = us(traces::replayed_span_ns(g, *changed, rank));
-        if (hw) row["predicted_error_pct"] = error_pct(traces::measured_span_ns(g, rank), traces::replayed_span_ns(g, *changed, rank));
-      }
-      j["ranks"].push_back(row);
-    }
-    j["streams"] = nlohmann::json::array();
-    for (std::size_t i = 0; i < g.streams.size(); ++i) {
-      nlohmann::json row = {{"rank", rank_of(static_cast<std::size_t>(g.streams[i].rank))},
-                            {"device", g.streams[i].device},
-                            {"stream", g.streams[i].stream},
-                            {"kernels", measured_busy[i].kernels},
-                            {"measured_busy_us", us(measured_busy[i].measured_ns)}};
-      if (changed) row[key + "_busy_us"] = us(last_busy[i].replayed_ns);
-      j["streams"].push_back(row);
-    }
-    j["kinds"] = nlohmann::json::array();
-    for (const auto& [kind, b] : measured_kinds) {
-      nlohmann::json row = {{"kind", kind}, {"kernels", b.kernels}, {"measured_busy_us", us(b.measured_ns)}};
-      if (changed) row[key + "_busy_us"] = us(last_kinds.at(kind).replayed_ns);
-      j["kinds"].push_back(row);
-    }
-    s << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    write_json(r, s);
   } else {
-    s << fmt::format("Replay: {} kernel(s) on {} rank(s); {} stream-order edge(s), {} recorded stream wait(s), {} inferred "
-                     "cross-stream wait(s), {} collective(s) joined across ranks\n",
-                     g.nodes.size(), loaded.traces.size(), stream_edges, g.event_waits, g.inferred, g.collectives.size());
-    s << fmt::format("  {} start(s) kept as measured, after their launch where it is replayed (no launch, stream or wait explains them; {} kernel(s) without a "
-                     "recorded launch)\n",
-                     g.unexplained, g.without_launch);
-    s << fmt::format("  CPU: {} call(s) on {} launching thread(s) replayed with their measured gaps, {} synchronisation(s) "
-                     "joined to the kernels they wait for; {} launch(es) from an unrecorded thread kept at their measured "
-                     "times\n",
-                     g.cpu.size(), g.cpu_threads, g.cpu_syncs, g.launches_not_replayed);
-    if (last.stuck > 0)
-      s << fmt::format("  warning: {} kernel(s) never ran: the graph has a cycle (collectives matched in an order the "
-                       "streams contradict)\n",
-                       last.stuck);
-    for (const traces::WhatIf& w : what_ifs) s << "  what-if: " << w.text << (hw ? " (on the predicted durations)" : "") << "\n";
-    if (unscaled_comm > 0)
-      s << fmt::format("  {} communication kernel(s) whose group the trace does not give left as they were by the link "
-                       "what-if(s)\n",
-                       unscaled_comm);
-    if (hw)
-      s << fmt::format("  predicted: {} GEMM and collective kernel(s) priced by the cost model on {}, the rest at their "
-                       "measured durations; \"change\" is the predicted span's error against the measured one\n",
-                       priced, hw->name);
-    s << "\n";
-    s << fmt::format("{:<6} {:>12} {:>18} {:>16} {:>10}{}\n", "rank", "launch (us)", "measured span (us)",
-                     "replayed (us)", "error", changed ? fmt::format(" {:>15} {:>9}", label + " (us)", "change") : "");
-    for (std::size_t r = 0; r <= loaded.traces.size(); ++r) {
-      const bool all = r == loaded.traces.size();
-      if (all && loaded.traces.size() < 2) break;
-      const auto rank = all ? -1 : static_cast<std::int32_t>(r);
-      const std::int64_t m = traces::measured_span_ns(g, rank), rep = traces::replayed_span_ns(g, identity, rank);
-      s << fmt::format("{:<6} {:>12} {:>18.3f} {:>16.3f} {:>9.2f}%", all ? std::string("all") : std::to_string(rank_of(r)),
-                       all || g.launch_latency_ns[r] < 0 ? std::string("-") : fmt::format("{:.3f}", us(g.launch_latency_ns[r])),
-                       us(m), us(rep), error_pct(m, rep));
-      if (changed) {
-        const std::int64_t w = traces::replayed_span_ns(g, *changed, rank);
-        s << fmt::format(" {:>15.3f} {:>8.2f}%", us(w), error_pct(hw ? m : rep, w));
-      }
-      s << "\n";
-    }
-    s << "\nKernel time per kind (all ranks)\n";
-    s << fmt::format("{:<14} {:>8} {:>14}{}\n", "kind", "kernels", "measured (us)",
-                     changed ? fmt::format(" {:>13} {:>9}", label + " (us)", "change") : "");
-    for (const auto& [kind, b] : measured_kinds) {
-      s << fmt::format("{:<14} {:>8} {:>14.3f}", kind, b.kernels, us(b.measured_ns));
-      if (changed) {
-        const std::int64_t w = last_kinds.at(kind).replayed_ns;
-        s << fmt::format(" {:>13.3f} {:>8.2f}%", us(w), error_pct(b.measured_ns, w));
-      }
-      s << "\n";
-    }
-    s << "\nBusy time per stream\n";
-    s << fmt::format("{:<6} {:>6} {:>8} {:>8} {:>14}{}\n", "rank", "device", "stream", "kernels", "measured (us)",
-                     changed ? fmt::format(" {:>13}", label + " (us)") : "");
-    for (std::size_t i = 0; i < g.streams.size(); ++i) {
-      s << fmt::format("{:<6} {:>6} {:>8} {:>8} {:>14.3f}", rank_of(static_cast<std::size_t>(g.streams[i].rank)),
-                       g.streams[i].device, g.streams[i].stream < 0 ? std::string("-") : std::to_string(g.streams[i].stream),
-                       measured_busy[i].kernels, us(measured_busy[i].measured_ns));
-      if (changed) s << fmt::format(" {:>13.3f}", us(last_busy[i].replayed_ns));
-      s << "\n";
-    }
+    write_text_summary(r, s);
+    write_text_spans(r, s);
+    write_text_kinds(r, s);
+    write_text_streams(r, s);
   }
+  ReplayReport out;
   out.text = s.str();
-  if (want_trace) out.chrome_trace = traces::replay_chrome_trace(g, last, traces);
+  if (want_trace) out.chrome_trace = traces::replay_chrome_trace(r.g, r.last(), r.traces);
   return out;
 }
 

@@ -102,109 +102,131 @@ std::int64_t measured_from(const ReplayGraph& g, const ReplayEdge& e) {
 // One rank's launching threads as CPU nodes (see the header): call order, launches to their
 // kernels, blocking synchronisations to the kernels they wait for. `launch_edge[n]`: the edge that
 // launches kernel n, for the unexplained-gap rule.
-void add_cpu(ReplayGraph& g, std::int32_t rank, const ReplayRank& in, std::vector<std::int32_t>& launch_edge) {
-  const RankTrace& t = *in.trace;
-  // The rank's kernels by correlation (a CUDA graph launch runs several under one), and per stream
-  // (correlation, node) in correlation order: what a synchronisation launched before it waits for.
-  std::vector<std::pair<std::int64_t, std::int32_t>> by_correlation;
-  std::map<std::int32_t, std::vector<std::pair<std::int64_t, std::int32_t>>> on_stream;  // stream index -> list
-  for (std::size_t n = 0; n < g.nodes.size(); ++n) {
-    const ReplayNode& node = g.nodes[n];
-    if (node.rank != rank) continue;
-    const std::int64_t c = t.activities[static_cast<std::size_t>(node.activity)].correlation;
-    if (c < 0) continue;
-    by_correlation.emplace_back(c, static_cast<std::int32_t>(n));
-    on_stream[node.stream].emplace_back(c, static_cast<std::int32_t>(n));
+class CpuPhase {
+ public:
+  CpuPhase(ReplayGraph& g, std::int32_t rank, const ReplayRank& in, std::vector<std::int32_t>& launch_edge)
+      : g_(g), rank_(rank), in_(in), t_(*in.trace), launch_edge_(launch_edge) {
+    index_kernels();
+    // What the CUPTI records (no thread) add to the runtime call of the same correlation: the stream
+    // synchronised, the event's stream and record.
+    for (const SyncCall& c : t_.syncs)
+      if (c.thread == -1 && c.correlation >= 0 && (c.stream >= 0 || c.wait_on_stream >= 0)) record_of_.try_emplace(c.correlation, &c);
   }
-  std::sort(by_correlation.begin(), by_correlation.end());
-  for (auto& [s, list] : on_stream) std::sort(list.begin(), list.end());
-  const auto launched = [&](std::int64_t correlation) {
-    const auto lo = std::lower_bound(by_correlation.begin(), by_correlation.end(), std::make_pair(correlation, std::int32_t{INT32_MIN}));
-    const auto hi = std::upper_bound(by_correlation.begin(), by_correlation.end(), std::make_pair(correlation, std::int32_t{INT32_MAX}));
-    return std::make_pair(lo, hi);
-  };
-  // What the CUPTI records (no thread) add to the runtime call of the same correlation: the stream
-  // synchronised, the event's stream and record.
-  std::map<std::int64_t, const SyncCall*> record_of;
-  for (const SyncCall& c : t.syncs)
-    if (c.thread == -1 && c.correlation >= 0 && (c.stream >= 0 || c.wait_on_stream >= 0)) record_of.try_emplace(c.correlation, &c);
 
+  void add() {
+    std::int64_t prev_thread = 0;
+    bool have_prev = false;
+    for (const Item& item : calls_in_order()) {
+      const std::size_t j = g_.cpu.size();
+      CpuNode c;
+      c.rank = rank_;
+      c.thread = item.thread;
+      c.start_ns = item.time_ns;
+      c.end_ns = item.sync ? std::max(item.time_ns, item.sync->end_ns - in_.clock_offset_ns) : item.time_ns;
+      const bool first_on_thread = !have_prev || prev_thread != item.thread;
+      if (first_on_thread) {
+        c.release_ns = c.start_ns;
+        ++g_.cpu_threads;
+      } else {
+        const CpuNode& p = g_.cpu.back();
+        // Built before the kernels' ids are final: CPU ids are offset in build_replay_graph.
+        g_.edges.push_back({-static_cast<std::int32_t>(j), -static_cast<std::int32_t>(j) - 1, EdgeSource::cpu_order,
+                            std::max<std::int64_t>(c.start_ns - p.end_ns, 0)});
+      }
+      have_prev = true;
+      prev_thread = item.thread;
+      if (item.sync) add_sync(c, *item.sync, j);
+      else add_launch(c, item.correlation, j);
+      g_.cpu.push_back(c);
+    }
+  }
+
+ private:
+  using Correlated = std::pair<std::int64_t, std::int32_t>;  // (correlation, node)
   struct Item {
     std::int64_t time_ns, correlation;
     std::int64_t thread;
     const SyncCall* sync;  // nullptr: a launch
   };
-  std::vector<Item> items;
-  // One launch per correlation id, the earliest (launch_of's): a kernel has one launch.
-  std::vector<std::size_t> order(t.launches.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return t.launches[a] < t.launches[b]; });
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    const std::size_t i = order[k];
-    if (k > 0 && t.launches[order[k - 1]].first == t.launches[i].first) continue;
-    const std::int64_t thread = i < t.launch_threads.size() ? t.launch_threads[i] : -1;
-    const auto [lo, hi] = launched(t.launches[i].first);
-    if (lo == hi) continue;  // a runtime call that launched no activity of this trace
-    if (thread == -1) {
-      g.launches_not_replayed += hi - lo;
-      continue;
+
+  // The rank's kernels by correlation (a CUDA graph launch runs several under one), and per stream
+  // (correlation, node) in correlation order: what a synchronisation launched before it waits for.
+  void index_kernels() {
+    for (std::size_t n = 0; n < g_.nodes.size(); ++n) {
+      const ReplayNode& node = g_.nodes[n];
+      if (node.rank != rank_) continue;
+      const std::int64_t c = t_.activities[static_cast<std::size_t>(node.activity)].correlation;
+      if (c < 0) continue;
+      by_correlation_.emplace_back(c, static_cast<std::int32_t>(n));
+      on_stream_[node.stream].emplace_back(c, static_cast<std::int32_t>(n));
     }
-    items.push_back({t.launches[i].second - in.clock_offset_ns, t.launches[i].first, thread, nullptr});
+    std::sort(by_correlation_.begin(), by_correlation_.end());
+    for (auto& [s, list] : on_stream_) std::sort(list.begin(), list.end());
   }
-  for (const SyncCall& c : t.syncs)
-    if (c.thread != -1 && (c.kind == SyncKind::stream_sync || c.kind == SyncKind::device_sync || c.kind == SyncKind::event_sync))
-      items.push_back({c.start_ns - in.clock_offset_ns, c.correlation, c.thread, &c});
-  // Per thread in call order: by time, then correlation (the runtime's call order).
-  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
-    return std::tie(a.thread, a.time_ns, a.correlation) < std::tie(b.thread, b.time_ns, b.correlation);
-  });
+
+  std::pair<std::vector<Correlated>::const_iterator, std::vector<Correlated>::const_iterator> launched(std::int64_t correlation) const {
+    const auto lo = std::lower_bound(by_correlation_.begin(), by_correlation_.end(), std::make_pair(correlation, std::int32_t{INT32_MIN}));
+    const auto hi = std::upper_bound(by_correlation_.begin(), by_correlation_.end(), std::make_pair(correlation, std::int32_t{INT32_MAX}));
+    return {lo, hi};
+  }
+
   // The last node on `stream` (an index into g.streams) launched before `correlation`, -1 if none.
-  const auto last_before = [&](std::int32_t stream, std::int64_t correlation) -> std::int32_t {
-    const auto it = on_stream.find(stream);
-    if (it == on_stream.end()) return -1;
+  std::int32_t last_before(std::int32_t stream, std::int64_t correlation) const {
+    const auto it = on_stream_.find(stream);
+    if (it == on_stream_.end()) return -1;
     const auto pos = std::lower_bound(it->second.begin(), it->second.end(), std::make_pair(correlation, std::int32_t{INT32_MIN}));
     return pos == it->second.begin() ? -1 : std::prev(pos)->second;
-  };
-  std::int64_t prev_thread = 0;
-  bool have_prev = false;
-  for (const Item& item : items) {
-    const std::size_t j = g.cpu.size();
-    CpuNode c;
-    c.rank = rank;
-    c.thread = item.thread;
-    c.start_ns = item.time_ns;
-    c.end_ns = item.sync ? std::max(item.time_ns, item.sync->end_ns - in.clock_offset_ns) : item.time_ns;
-    const bool first_on_thread = !have_prev || prev_thread != item.thread;
-    if (first_on_thread) {
-      c.release_ns = c.start_ns;
-      ++g.cpu_threads;
-    } else {
-      const CpuNode& p = g.cpu.back();
-      // Built before the kernels' ids are final: CPU ids are offset in build_replay_graph.
-      g.edges.push_back({-static_cast<std::int32_t>(j), -static_cast<std::int32_t>(j) - 1, EdgeSource::cpu_order,
-                         std::max<std::int64_t>(c.start_ns - p.end_ns, 0)});
-    }
-    have_prev = true;
-    prev_thread = item.thread;
-    if (!item.sync) {
-      c.call = CpuCall::launch;
-      const auto [lo, hi] = launched(item.correlation);
-      for (auto it = lo; it != hi; ++it) {
-        ReplayNode& node = g.nodes[static_cast<std::size_t>(it->second)];
-        launch_edge[static_cast<std::size_t>(it->second)] = static_cast<std::int32_t>(g.edges.size());
-        g.edges.push_back({-static_cast<std::int32_t>(j) - 1, it->second, EdgeSource::launch,
-                           node.release_ns - c.start_ns});
-        node.release_ns = kNoRelease;
+  }
+
+  // The launches (one per correlation id, the earliest: launch_of's; a kernel has one launch) and
+  // blocking synchronisations, per thread in call order: by time, then correlation (the runtime's
+  // call order).
+  std::vector<Item> calls_in_order() {
+    std::vector<Item> items;
+    std::vector<std::size_t> order(t_.launches.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return t_.launches[a] < t_.launches[b]; });
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const std::size_t i = order[k];
+      if (k > 0 && t_.launches[order[k - 1]].first == t_.launches[i].first) continue;
+      const std::int64_t thread = i < t_.launch_threads.size() ? t_.launch_threads[i] : -1;
+      const auto [lo, hi] = launched(t_.launches[i].first);
+      if (lo == hi) continue;  // a runtime call that launched no activity of this trace
+      if (thread == -1) {
+        g_.launches_not_replayed += hi - lo;
+        continue;
       }
-      g.cpu.push_back(c);
-      continue;
+      items.push_back({t_.launches[i].second - in_.clock_offset_ns, t_.launches[i].first, thread, nullptr});
     }
-    const SyncCall& sc = *item.sync;
+    for (const SyncCall& c : t_.syncs)
+      if (c.thread != -1 && (c.kind == SyncKind::stream_sync || c.kind == SyncKind::device_sync || c.kind == SyncKind::event_sync))
+        items.push_back({c.start_ns - in_.clock_offset_ns, c.correlation, c.thread, &c});
+    std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+      return std::tie(a.thread, a.time_ns, a.correlation) < std::tie(b.thread, b.time_ns, b.correlation);
+    });
+    return items;
+  }
+
+  // A launch (CPU node j) releases its kernels: an edge each, in place of their fixed release.
+  void add_launch(CpuNode& c, std::int64_t correlation, std::size_t j) {
+    c.call = CpuCall::launch;
+    const auto [lo, hi] = launched(correlation);
+    for (auto it = lo; it != hi; ++it) {
+      ReplayNode& node = g_.nodes[static_cast<std::size_t>(it->second)];
+      launch_edge_[static_cast<std::size_t>(it->second)] = static_cast<std::int32_t>(g_.edges.size());
+      g_.edges.push_back({-static_cast<std::int32_t>(j) - 1, it->second, EdgeSource::launch, node.release_ns - c.start_ns});
+      node.release_ns = kNoRelease;
+    }
+  }
+
+  // A synchronisation (CPU node j) waits for the last kernel launched before it on each stream it
+  // covers that had ended by the time it returned.
+  void add_sync(CpuNode& c, const SyncCall& sc, std::size_t j) {
     c.call = CpuCall::sync;
     c.sync = sc.kind;
     std::int32_t stream = sc.stream, wait_on = sc.wait_on_stream;
     std::int64_t before = sc.correlation;
-    if (const auto r = record_of.find(sc.correlation); r != record_of.end()) {
+    if (const auto r = record_of_.find(sc.correlation); r != record_of_.end()) {
       if (stream < 0) stream = r->second->stream;
       if (wait_on < 0) wait_on = r->second->wait_on_stream;
       if (sc.kind == SyncKind::event_sync && r->second->event_record_correlation >= 0) before = r->second->event_record_correlation;
@@ -216,21 +238,33 @@ void add_cpu(ReplayGraph& g, std::int32_t rank, const ReplayRank& in, std::vecto
     if (sc.kind == SyncKind::device_sync) stream = -1;
     std::int64_t awaited_end = INT64_MIN;
     if (sc.correlation >= 0) {
-      for (const auto& [s, list] : on_stream) {
-        if (stream >= 0 && g.streams[static_cast<std::size_t>(s)].stream != stream) continue;
+      for (const auto& [s, list] : on_stream_) {
+        if (stream >= 0 && g_.streams[static_cast<std::size_t>(s)].stream != stream) continue;
         const std::int32_t n = last_before(s, before);
         if (n < 0) continue;
-        const ReplayNode& node = g.nodes[static_cast<std::size_t>(n)];
+        const ReplayNode& node = g_.nodes[static_cast<std::size_t>(n)];
         if (node.end_ns > c.end_ns + kGapToleranceNs) continue;  // still running when it returned: not waited for
-        g.edges.push_back({n, -static_cast<std::int32_t>(j) - 1, EdgeSource::sync, 0});
+        g_.edges.push_back({n, -static_cast<std::int32_t>(j) - 1, EdgeSource::sync, 0});
         awaited_end = std::max(awaited_end, node.end_ns);
         ++c.awaited;
       }
     }
-    if (c.awaited > 0) ++g.cpu_syncs;
+    if (c.awaited > 0) ++g_.cpu_syncs;
     c.duration_ns = std::max<std::int64_t>(c.end_ns - std::max(c.start_ns, awaited_end), 0);
-    g.cpu.push_back(c);
   }
+
+  ReplayGraph& g_;
+  const std::int32_t rank_;
+  const ReplayRank& in_;
+  const RankTrace& t_;
+  std::vector<std::int32_t>& launch_edge_;
+  std::vector<Correlated> by_correlation_;
+  std::map<std::int32_t, std::vector<Correlated>> on_stream_;  // stream index -> list
+  std::map<std::int64_t, const SyncCall*> record_of_;
+};
+
+void add_cpu(ReplayGraph& g, std::int32_t rank, const ReplayRank& in, std::vector<std::int32_t>& launch_edge) {
+  CpuPhase(g, rank, in, launch_edge).add();
 }
 
 }  // namespace

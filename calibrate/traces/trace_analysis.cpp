@@ -178,162 +178,199 @@ std::vector<StepFigures> step_figures(const RankTrace& trace, const std::vector<
   return out;
 }
 
-// Kernel listings, grouped by what is known of each kernel (longest total first).
-void list_kernels(const RankTrace& trace, RankReport& r) {
+// A communication kernel's group: its collective (and message, when its op is linked) as known.
+CommGroup comm_group_of(const RankTrace& trace, const GpuActivity& a) {
+  const std::string& kernel = trace.names[a.name];
+  CommGroup g;
+  g.kernel = kernel;
+  g.library = library_name(a.library);
+  // NCCL names the collective in the kernel's name; another library's kernel is its own
+  // operation (DeepEP's dispatch, combine, notify_dispatch), a copy a peer copy.
+  g.collective = a.library == CommLibrary::nccl        ? collective_from_kernel_name(kernel)
+                 : a.library == CommLibrary::peer_copy ? std::string("copy")
+                                                       : kernel_own_name(kernel).identifier;
+  if (a.link != OpLink::comm) return g;
+  const CommOp& op = trace.comm_ops[static_cast<std::size_t>(a.op)];
+  const std::string& named = trace.names[op.collective];
+  if (!named.empty()) {
+    const std::string c = collective_from_kernel_name(named);
+    g.collective = c.empty() ? named : c;
+  }
+  if (op.in_nelems >= 0 || op.out_nelems >= 0) g.nelems = std::max(op.in_nelems, op.out_nelems);
+  if (op.group_size >= 0) g.group_size = op.group_size;
+  g.dtype = trace.names[op.dtype];
+  g.process_group = trace.names[op.process_group];
+  // A count whose bytes leave int64 (9e18 elements) is a size unknown, never a wrapped negative one.
+  if (std::int64_t b = 0; g.nelems && dtype_bytes(g.dtype) > 0 && !__builtin_mul_overflow(*g.nelems, dtype_bytes(g.dtype), &b))
+    g.bytes = b;
+  return g;
+}
+
+// A GEMM, collective or shaped group as a line of the whole listing.
+template <class Group>
+KernelGroup kernel_group_of(const Group& g, ActivityClass cls, const char* kind) {
+  KernelGroup k;
+  k.kernel = g.kernel;
+  k.cls = cls;
+  k.kind = kind;
+  k.what = describe(g);
+  k.count = g.count;
+  k.total_ns = g.total_ns;
+  const auto [lo, hi] = std::minmax_element(g.durations_ns.begin(), g.durations_ns.end());
+  k.min_ns = *lo;
+  k.max_ns = *hi;
+  return k;
+}
+
+// Kernel listings, grouped by what is known of each kernel (longest total first): each activity
+// noted in its group, then the groups written into the report.
+class KernelListing {
+ public:
+  KernelListing(const RankTrace& trace, RankReport& r) : trace_(trace), r_(r), kernels_of_(trace.shaped_ops.size(), 0) {
+    for (const GpuActivity& a : trace.activities)
+      if (a.link == OpLink::shaped) ++kernels_of_[static_cast<std::size_t>(a.op)];
+  }
+
+  void note_all() {
+    for (std::size_t ai = 0; ai < trace_.activities.size(); ++ai) {
+      const GpuActivity& a = trace_.activities[ai];
+      const std::int64_t dur = a.end_ns - a.start_ns;
+      // Only the GEMM kernel carries its op's shape (see analyze() in the header).
+      const bool via_op = a.link == OpLink::gemm && a.kind == KernelKind::unknown;
+      if (a.cls == ActivityClass::memory) note_other(a, dur);
+      else if (a.cls == ActivityClass::communication) note_comm(ai, a, dur);
+      else if (a.kind != KernelKind::gemm && !via_op) note_other(a, dur);
+      else note_gemm(a, dur);
+    }
+  }
+
+  void write() {
+    for (auto& [k, g] : gemms_) r_.gemms.push_back(std::move(g));
+    for (auto& [k, g] : shaped_) r_.shaped.push_back(std::move(g));
+    std::stable_sort(r_.shaped.begin(), r_.shaped.end(), [](const ShapedGroup& a, const ShapedGroup& b) { return a.total_ns > b.total_ns; });
+    // Longest total first; the map's key order breaks ties (stable), so the listing is deterministic.
+    std::stable_sort(r_.gemms.begin(), r_.gemms.end(), [](const GemmGroup& a, const GemmGroup& b) { return a.total_ns > b.total_ns; });
+    write_comms();
+    for (const GemmGroup& g : r_.gemms) r_.kernels.push_back(kernel_group_of(g, ActivityClass::compute, "gemm"));
+    for (const CommGroup& g : r_.comms) {
+      r_.kernels.push_back(kernel_group_of(g, ActivityClass::communication, kind_name(KernelKind::communication)));
+      r_.kernels.back().library = g.library;
+    }
+    for (auto& [k, g] : others_) r_.kernels.push_back(std::move(g));
+    std::stable_sort(r_.kernels.begin(), r_.kernels.end(),
+                     [](const KernelGroup& a, const KernelGroup& b) { return a.total_ns > b.total_ns; });
+  }
+
+ private:
   using GemmKey = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string, bool>;
-  std::map<GemmKey, GemmGroup> gemms;
   using CommKey = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::int64_t, std::string, std::string>;
-  std::map<CommKey, std::pair<CommGroup, std::int32_t>> comms;  // group, order of creation
-  std::vector<std::pair<std::size_t, std::int32_t>> sequence;    // (activity index, comm group's creation order)
-  // Kernels that are neither GEMM nor communication, and copies: by name (and class).
-  std::map<std::pair<std::uint32_t, ActivityClass>, KernelGroup> others;
   using ShapedKey = std::tuple<std::uint32_t, std::uint32_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                                std::int64_t, std::int64_t, bool, bool, std::uint32_t>;
-  std::map<ShapedKey, ShapedGroup> shaped;
-  // Kernels per shaped op: an op that launched several (cub's init and scan kernels of a sort, the
-  // three kernels of FlashAttention-2's backward) is priced as one by the model, so none of its
-  // kernels is priced alone; they count as kernels without shapes.
-  std::vector<std::int32_t> kernels_of(trace.shaped_ops.size(), 0);
-  for (const GpuActivity& a : trace.activities)
-    if (a.link == OpLink::shaped) ++kernels_of[static_cast<std::size_t>(a.op)];
-  const auto note_shaped = [&](const GpuActivity& a, std::int64_t dur) {
-    const ShapedOp& op = trace.shaped_ops[static_cast<std::size_t>(a.op)];
+
+  std::int64_t add_total(std::int64_t total, std::int64_t dur) const {
+    return add_ns(total, dur, trace_.file, "a kernel group's total time");
+  }
+
+  void note_shaped(const GpuActivity& a, std::int64_t dur) {
+    const ShapedOp& op = trace_.shaped_ops[static_cast<std::size_t>(a.op)];
     const ShapedKey key{a.name, op.name, op.bytes, op.batch, op.heads, op.seq_q, op.seq_kv, op.head_dim, op.causal, op.backward, op.dtype};
-    auto [it, fresh] = shaped.try_emplace(key);
+    auto [it, fresh] = shaped_.try_emplace(key);
     ShapedGroup& g = it->second;
     if (fresh) {
-      g.kernel = trace.names[a.name];
-      g.op = trace.names[op.name];
+      g.kernel = trace_.names[a.name];
+      g.op = trace_.names[op.name];
       g.kind = kind_name(a.kind);
-      g.dtype = trace.names[op.dtype];
+      g.dtype = trace_.names[op.dtype];
       g.shape = op;
     }
     ++g.count;
-    g.total_ns = add_ns(g.total_ns, dur, trace.file, "a kernel group's total time");
-  };
-  const auto note_other = [&](const GpuActivity& a, std::int64_t dur) {
-    if (a.link == OpLink::shaped && kernels_of[static_cast<std::size_t>(a.op)] == 1) note_shaped(a, dur);
-    auto [it, fresh] = others.try_emplace({a.name, a.cls});
+    g.total_ns = add_total(g.total_ns, dur);
+  }
+
+  void note_other(const GpuActivity& a, std::int64_t dur) {
+    if (a.link == OpLink::shaped && kernels_of_[static_cast<std::size_t>(a.op)] == 1) note_shaped(a, dur);
+    auto [it, fresh] = others_.try_emplace({a.name, a.cls});
     KernelGroup& k = it->second;
     if (fresh) {
-      k.kernel = trace.names[a.name];
+      k.kernel = trace_.names[a.name];
       k.cls = a.cls;
       k.kind = kind_name(a.kind);
       k.min_ns = k.max_ns = dur;
     }
     ++k.count;
-    k.total_ns = add_ns(k.total_ns, dur, trace.file, "a kernel group's total time");
+    k.total_ns = add_total(k.total_ns, dur);
     k.min_ns = std::min(k.min_ns, dur);
     k.max_ns = std::max(k.max_ns, dur);
-  };
-  for (std::size_t ai = 0; ai < trace.activities.size(); ++ai) {
-    const GpuActivity& a = trace.activities[ai];
-    const std::int64_t dur = a.end_ns - a.start_ns;
-    if (a.cls == ActivityClass::memory) {
-      note_other(a, dur);
-      continue;
-    }
-    const std::string& kernel = trace.names[a.name];
-    if (a.cls == ActivityClass::communication) {
-      ++r.comm_kernels;
-      CommGroup g;
-      g.kernel = kernel;
-      g.library = library_name(a.library);
-      // NCCL names the collective in the kernel's name; another library's kernel is its own
-      // operation (DeepEP's dispatch, combine, notify_dispatch), a copy a peer copy.
-      g.collective = a.library == CommLibrary::nccl        ? collective_from_kernel_name(kernel)
-                     : a.library == CommLibrary::peer_copy ? std::string("copy")
-                                                           : kernel_own_name(kernel).identifier;
-      if (a.link == OpLink::comm) {
-        const CommOp& op = trace.comm_ops[static_cast<std::size_t>(a.op)];
-        const std::string& named = trace.names[op.collective];
-        if (!named.empty()) {
-          const std::string c = collective_from_kernel_name(named);
-          g.collective = c.empty() ? named : c;
-        }
-        if (op.in_nelems >= 0 || op.out_nelems >= 0) g.nelems = std::max(op.in_nelems, op.out_nelems);
-        if (op.group_size >= 0) g.group_size = op.group_size;
-        g.dtype = trace.names[op.dtype];
-        g.process_group = trace.names[op.process_group];
-        // A count whose bytes leave int64 (9e18 elements) is a size unknown, never a wrapped negative one.
-        if (std::int64_t b = 0; g.nelems && dtype_bytes(g.dtype) > 0 && !__builtin_mul_overflow(*g.nelems, dtype_bytes(g.dtype), &b))
-          g.bytes = b;
-      }
-      if (!g.bytes) ++r.comm_size_unknown;
-      const CommKey key{g.kernel, g.collective, g.nelems.value_or(-1), g.bytes.value_or(-1), g.group_size.value_or(-1),
-                        g.dtype, g.process_group};
-      auto [it, fresh] = comms.try_emplace(key, g, static_cast<std::int32_t>(comms.size()));
-      ++it->second.first.count;
-      it->second.first.total_ns = add_ns(it->second.first.total_ns, dur, trace.file, "a kernel group's total time");
-      it->second.first.durations_ns.push_back(dur);
-      if (a.library != CommLibrary::peer_copy) sequence.emplace_back(ai, it->second.second);
-      continue;
-    }
-    // Only the GEMM kernel carries its op's shape (see analyze() in the header).
-    const bool via_op = a.link == OpLink::gemm && a.kind == KernelKind::unknown;
-    if (a.kind != KernelKind::gemm && !via_op) {
-      note_other(a, dur);
-      continue;
-    }
-    ++r.gemm_kernels;
+  }
+
+  void note_comm(std::size_t ai, const GpuActivity& a, std::int64_t dur) {
+    ++r_.comm_kernels;
+    const CommGroup g = comm_group_of(trace_, a);
+    if (!g.bytes) ++r_.comm_size_unknown;
+    const CommKey key{g.kernel, g.collective, g.nelems.value_or(-1), g.bytes.value_or(-1), g.group_size.value_or(-1),
+                      g.dtype, g.process_group};
+    auto [it, fresh] = comms_.try_emplace(key, g, static_cast<std::int32_t>(comms_.size()));
+    ++it->second.first.count;
+    it->second.first.total_ns = add_total(it->second.first.total_ns, dur);
+    it->second.first.durations_ns.push_back(dur);
+    if (a.library != CommLibrary::peer_copy) sequence_.emplace_back(ai, it->second.second);
+  }
+
+  void note_gemm(const GpuActivity& a, std::int64_t dur) {
+    ++r_.gemm_kernels;
     GemmGroup g;
-    g.kernel = kernel;
+    g.kernel = trace_.names[a.name];
     if (a.link == OpLink::gemm) {
-      const GemmOp& op = trace.gemm_ops[static_cast<std::size_t>(a.op)];
-      g.op = trace.names[op.name];
-      if (op.batch > 0) g.shape = GemmShape{op.batch, op.m, op.n, op.k, trace.names[op.dtype]};
+      const GemmOp& op = trace_.gemm_ops[static_cast<std::size_t>(a.op)];
+      g.op = trace_.names[op.name];
+      if (op.batch > 0) g.shape = GemmShape{op.batch, op.m, op.n, op.k, trace_.names[op.dtype]};
     }
-    if (!g.shape) ++r.gemm_shape_unknown;
+    if (!g.shape) ++r_.gemm_shape_unknown;
     const GemmShape s = g.shape.value_or(GemmShape{0, 0, 0, 0, ""});
     const GemmKey key{g.kernel, g.op, s.batch, s.m, s.n, s.k, s.dtype, g.shape.has_value()};
-    auto [it, fresh] = gemms.try_emplace(key, g);
+    auto [it, fresh] = gemms_.try_emplace(key, g);
     ++it->second.count;
-    it->second.total_ns = add_ns(it->second.total_ns, dur, trace.file, "a kernel group's total time");
+    it->second.total_ns = add_total(it->second.total_ns, dur);
     it->second.durations_ns.push_back(dur);
   }
-  for (auto& [k, g] : gemms) r.gemms.push_back(std::move(g));
-  for (auto& [k, g] : shaped) r.shaped.push_back(std::move(g));
-  std::stable_sort(r.shaped.begin(), r.shaped.end(), [](const ShapedGroup& a, const ShapedGroup& b) { return a.total_ns > b.total_ns; });
-  // Longest total first; the map's key order breaks ties (stable), so the listing is deterministic.
-  std::stable_sort(r.gemms.begin(), r.gemms.end(), [](const GemmGroup& a, const GemmGroup& b) { return a.total_ns > b.total_ns; });
-  {
+
+  // The collective groups, longest total first, and the communication kernels in the order they ran.
+  void write_comms() {
     std::vector<std::pair<CommGroup, std::int32_t>> ordered;
-    for (auto& [k, g] : comms) ordered.push_back(std::move(g));
+    for (auto& [k, g] : comms_) ordered.push_back(std::move(g));
     std::stable_sort(ordered.begin(), ordered.end(),
                      [](const auto& a, const auto& b) { return a.first.total_ns > b.first.total_ns; });
     std::vector<std::int32_t> index_of(ordered.size());  // creation order -> index in r.comms
     for (std::size_t i = 0; i < ordered.size(); ++i) {
       index_of[static_cast<std::size_t>(ordered[i].second)] = static_cast<std::int32_t>(i);
-      r.comms.push_back(std::move(ordered[i].first));
+      r_.comms.push_back(std::move(ordered[i].first));
     }
-    for (const auto& [ai, created] : sequence) {
-      const GpuActivity& a = trace.activities[ai];
-      r.comm_sequence.push_back({a.start_ns, a.end_ns, index_of[static_cast<std::size_t>(created)], static_cast<std::int32_t>(ai)});
+    for (const auto& [ai, created] : sequence_) {
+      const GpuActivity& a = trace_.activities[ai];
+      r_.comm_sequence.push_back({a.start_ns, a.end_ns, index_of[static_cast<std::size_t>(created)], static_cast<std::int32_t>(ai)});
     }
-    std::stable_sort(r.comm_sequence.begin(), r.comm_sequence.end(),
+    std::stable_sort(r_.comm_sequence.begin(), r_.comm_sequence.end(),
                      [](const CommKernel& a, const CommKernel& b) { return std::tie(a.start_ns, a.end_ns) < std::tie(b.start_ns, b.end_ns); });
   }
-  const auto group_of = [](const auto& g, ActivityClass cls, const char* kind) {
-    KernelGroup k;
-    k.kernel = g.kernel;
-    k.cls = cls;
-    k.kind = kind;
-    k.what = describe(g);
-    k.count = g.count;
-    k.total_ns = g.total_ns;
-    const auto [lo, hi] = std::minmax_element(g.durations_ns.begin(), g.durations_ns.end());
-    k.min_ns = *lo;
-    k.max_ns = *hi;
-    return k;
-  };
-  for (const GemmGroup& g : r.gemms) r.kernels.push_back(group_of(g, ActivityClass::compute, "gemm"));
-  for (const CommGroup& g : r.comms) {
-    r.kernels.push_back(group_of(g, ActivityClass::communication, kind_name(KernelKind::communication)));
-    r.kernels.back().library = g.library;
-  }
-  for (auto& [k, g] : others) r.kernels.push_back(std::move(g));
-  std::stable_sort(r.kernels.begin(), r.kernels.end(),
-                   [](const KernelGroup& a, const KernelGroup& b) { return a.total_ns > b.total_ns; });
+
+  const RankTrace& trace_;
+  RankReport& r_;
+  // Kernels per shaped op: an op that launched several (cub's init and scan kernels of a sort, the
+  // three kernels of FlashAttention-2's backward) is priced as one by the model, so none of its
+  // kernels is priced alone; they count as kernels without shapes.
+  std::vector<std::int32_t> kernels_of_;
+  std::map<GemmKey, GemmGroup> gemms_;
+  std::map<CommKey, std::pair<CommGroup, std::int32_t>> comms_;  // group, order of creation
+  std::vector<std::pair<std::size_t, std::int32_t>> sequence_;   // (activity index, comm group's creation order)
+  // Kernels that are neither GEMM nor communication, and copies: by name (and class).
+  std::map<std::pair<std::uint32_t, ActivityClass>, KernelGroup> others_;
+  std::map<ShapedKey, ShapedGroup> shaped_;
+};
+
+void list_kernels(const RankTrace& trace, RankReport& r) {
+  KernelListing listing(trace, r);
+  listing.note_all();
+  listing.write();
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ from ._calls import (DICT_FILE, MAX_ASSIGNMENT_BYTES, MAX_ASSIGNMENTS_TOTAL_BYTE
                      InputFile, assignments, finish, jobs_arg, path_arg, text_arg, yaml_value)
 from .errors import (CannotSimulateError, InputError, InternalError, OptionError, OutOfMemoryError,  # noqa: E402
                      OutputError, OverlapSimError, SchemeFailedWarning)
+from . import errors  # noqa: E402
 from .report import Report  # noqa: E402
 
 __all__ = [
@@ -45,15 +46,8 @@ __all__ = [
     "GemmTuneResult",
     "Trace",
     "Validation",
-    # errors
-    "OverlapSimError",
-    "InputError",
-    "OptionError",
-    "OutputError",
-    "CannotSimulateError",
-    "OutOfMemoryError",
-    "InternalError",
-    "SchemeFailedWarning",
+    # errors (errors.py lists them)
+    *errors.__all__,
     # commands
     "Report",
     "run",

@@ -63,12 +63,10 @@ const SchemeParam kStreams = [] {
   return p.tune({1, 2}).production("PyTorch async TP: two alternating streams");
 }();
 // TransformerEngine's userbuffers default num_sm = 16 (facts.md "Production overlap implementations").
-const SchemeParam kCopySms = [] {
-  SchemeParam p = int_param("copy_sms", 16, 1, 4095, "SMs an SM copy kernel holds (transport sm)");
-  p.hardware_max = [](const HardwareProfile& hw) { return hw.gpu.sm_count - 1.0; };
-  p.max_formula = "sm_count - 1";
-  return p.tune({8, 16, 24, 32}, "transport=sm").production("TransformerEngine userbuffers num_sm (default 16)");
-}();
+const SchemeParam kCopySms =
+    below_sm_count(int_param("copy_sms", 16, 1, 4095, "SMs an SM copy kernel holds (transport sm)"))
+        .tune({8, 16, 24, 32}, "transport=sm")
+        .production("TransformerEngine userbuffers num_sm (default 16)");
 
 AsyncTpParams read_async_tp_params(const BuildContext& ctx) {
   AsyncTpParams p;
@@ -264,12 +262,18 @@ namespace {
 // One layer's blocks. `start`: per-rank ops the block waits for (empty: none); returns the per-rank
 // ops that end it (the reduce of the matmul-reduce-scatter's partials). Appends the S of each
 // collective it decomposes to `collectives`. `prefix` names the layer's ops in a composed model.
+// A block's column-parallel GEMM: an all-gather-matmul when the block gathers its input, else the
+// GEMM alone.
+std::vector<OpId> column_matmul(LoopedEinsum& le, const RankGemm& g, bool gather_input, const std::vector<OpId>& start,
+                                const std::string& name) {
+  return gather_input ? le.all_gather_matmul(g.m, g.k * dtype_bytes(g.dtype), le.unit(g), start, name)
+                      : le.plain_matmul(le.unit(g), g.m, start, name);
+}
+
 std::vector<OpId> emit_mlp(GraphBuilder& b, LoopedEinsum& le, const MlpTpSp& mlp, int T, const std::vector<OpId>& start,
                            const std::string& prefix, std::vector<Bytes>& collectives) {
   const MlpShapes s = mlp_shapes(mlp, T);
-  const std::vector<OpId> ag = mlp.gather_input ? le.all_gather_matmul(s.col.m, s.col.k * dtype_bytes(s.col.dtype),
-                                                                       le.unit(s.col), start, prefix + "fc1")
-                                                : le.plain_matmul(le.unit(s.col), s.col.m, start, prefix + "fc1");
+  const std::vector<OpId> ag = column_matmul(le, s.col, mlp.gather_input, start, prefix + "fc1");
   std::vector<OpId> act;
   for (int r = 0; r < T; ++r)
     act.push_back(b.add_memory(r, le.main_streams()[static_cast<std::size_t>(r)],
@@ -283,9 +287,7 @@ std::vector<OpId> emit_attention(GraphBuilder& b, LoopedEinsum& le, const Attent
                                  const std::vector<OpId>& start, const std::string& prefix,
                                  std::vector<Bytes>& collectives) {
   const AttentionShapes s = attention_shapes(att, T);
-  const std::vector<OpId> ag = att.gather_input ? le.all_gather_matmul(s.qkv.m, s.qkv.k * dtype_bytes(s.qkv.dtype),
-                                                                       le.unit(s.qkv), start, prefix + "qkv")
-                                                : le.plain_matmul(le.unit(s.qkv), s.qkv.m, start, prefix + "qkv");
+  const std::vector<OpId> ag = column_matmul(le, s.qkv, att.gather_input, start, prefix + "qkv");
   std::vector<OpId> attn;
   for (int r = 0; r < T; ++r)
     attn.push_back(b.add_flop_kernel(r, le.main_streams()[static_cast<std::size_t>(r)], prefix + "attention",
@@ -412,15 +414,6 @@ namespace {
 
 BuiltScheme build_async_tp(const BuildContext& ctx) { return build_looped_einsum(ctx, read_async_tp_params(ctx)); }
 
-bool async_tp_applies(const Workload& w) {
-  if (w.tp < 2) return false;
-  if (w.kind == "gemm_collective") {
-    const auto* g = std::get_if<GemmCollective>(&w.shape);
-    return g && (g->primitive == Primitive::all_gather || g->primitive == Primitive::reduce_scatter);
-  }
-  return w.kind == "mlp_tpsp" || w.kind == "attention_tpsp" || w.kind == "transformer";
-}
-
 }  // namespace
 
 SchemeInfo make_async_tp_scheme() {
@@ -431,7 +424,7 @@ SchemeInfo make_async_tp_scheme() {
           .backward = "micro-pipeline TP on the backward: dY all-gather -> dgrad as all-gather-matmul, dgrad -> "
                       "reduce-scatter as matmul-reduce-scatter, the input's re-gather -> wgrad as all-gather-matmul "
                       "along K (partial wgrads accumulating)",
-          .applies = async_tp_applies,
+          .applies = applies_to_tp_sp_linears,
           .build = build_async_tp};
 }
 

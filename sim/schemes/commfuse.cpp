@@ -26,6 +26,7 @@
 #include "sim/backward_shapes.hpp"
 #include "sim/schemes/commfuse_schedule.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/reusable_builders.hpp"
 #include "sim/schemes/training_step.hpp"
 #include "sim/workload_shapes.hpp"
 
@@ -61,9 +62,7 @@ const SchemeParam kChannels = [] {
   SchemeParam p = int_param("channels", -1, 1, 4095, "SMs each P2P exchange kernel holds; -1 = the profile's comm.p2p_channels");
   p.sentinel = -1;
   p.sentinel_meaning = "profile comm.p2p_channels";
-  p.hardware_max = [](const HardwareProfile& hw) { return hw.gpu.sm_count - 1.0; };
-  p.max_formula = "sm_count - 1";
-  return p.tune({-1, 8, 16}).production("NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (one SM per channel); TransformerEngine num_sm");
+  return below_sm_count(p).tune({-1, 8, 16}).production("NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (one SM per channel); TransformerEngine num_sm");
 }();
 
 CommFuseParams read_commfuse_params(const BuildContext& ctx) {

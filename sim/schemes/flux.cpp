@@ -55,14 +55,12 @@ namespace {
 const SchemeParam kTileSignal = tile_signal_overhead_param(
     "per-tile signal (GEMM-RS) or flag-wait (AG-GEMM) cost as a fraction of a tile's time",
     "FLUX fused kernels' per-tile flags (no knob)");
-const SchemeParam kCommSms = [] {
-  SchemeParam p = int_param("comm_sms", 6, 0, 4095,
-                            "CTAs of the GEMM-RS communication kernel (0: copy-engine writes, no SMs); the "
-                            "AllGather-GEMM pulls always use the copy engine");
-  p.hardware_max = [](const HardwareProfile& hw) { return hw.gpu.sm_count - 1.0; };
-  p.max_formula = "sm_count - 1";
-  return p.tune({0, 6, 24}).production("FLUX GEMM-RS num_blocks (default 6 on Hopper)");
-}();
+const SchemeParam kCommSms = below_sm_count(int_param("comm_sms", 6, 0, 4095,
+                                                      "CTAs of the GEMM-RS communication kernel (0: copy-engine "
+                                                      "writes, no SMs); the AllGather-GEMM pulls always use the copy "
+                                                      "engine"))
+                                 .tune({0, 6, 24})
+                                 .production("FLUX GEMM-RS num_blocks (default 6 on Hopper)");
 const SchemeParam kTransfers = int_param("transfers_per_peer", 1, 1, 4096,
                                          "pieces a peer's block of output tiles is sent in as its tiles complete "
                                          "(the simulation's grouping of FLUX's per-tile sends)");
@@ -323,15 +321,6 @@ BuiltScheme build_flux(const BuildContext& ctx) {
   return b.finish("FLUX " + how, decomposition_bound_ps(ctx.hardware, w.tp, e.collectives(), false));
 }
 
-bool flux_applies(const Workload& w) {
-  if (w.tp < 2) return false;
-  if (w.kind == "gemm_collective") {
-    const auto* g = std::get_if<GemmCollective>(&w.shape);
-    return g && (g->primitive == Primitive::all_gather || g->primitive == Primitive::reduce_scatter);
-  }
-  return w.kind == "mlp_tpsp" || w.kind == "attention_tpsp" || w.kind == "transformer";
-}
-
 }  // namespace
 
 SchemeInfo make_flux_scheme() {
@@ -342,7 +331,7 @@ SchemeInfo make_flux_scheme() {
           .params = {kTileSignal, kCommSms, kTransfers, column_backward_param()},
           .backward = "dY all-gather -> dgrad as AllGather-GEMM, dgrad -> reduce-scatter as GEMM-ReduceScatter; the "
                       "input's re-gather -> wgrad unfused (or bulk with column_backward bulk)",
-          .applies = flux_applies,
+          .applies = applies_to_tp_sp_linears,
           .build = build_flux};
 }
 

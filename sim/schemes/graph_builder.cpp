@@ -297,6 +297,31 @@ double step_link_efficiency(double schedule_gbps, double port_gbps) {
   return std::min(1.0, schedule_gbps / port_gbps);
 }
 
+std::vector<OpId> member_deps(const std::vector<std::vector<OpId>>& deps, int i) {
+  return deps.empty() ? std::vector<OpId>{} : deps[static_cast<std::size_t>(i)];
+}
+
+// Member i's kernel of collective call `id` (NCCL's kind: a communication kernel holding `channels`
+// SMs, issued with `host_ps` of enqueue) on its stream, checked to be its rank's; its timing (steps
+// or curve) is the caller's.
+template <class Spec>
+Op collective_member_op(const TaskGraph& g, const Spec& spec, const std::vector<int>& members, int i, int channels,
+                        std::int64_t id, Ps host_ps) {
+  const StreamId stream = spec.streams[static_cast<std::size_t>(i)];
+  check_stream_rank(g, members[static_cast<std::size_t>(i)], stream, spec.name);
+  Op op;
+  op.name = spec.name;
+  op.kind = OpKind::comm_kernel;
+  op.stream = stream;
+  op.comm = true;
+  op.deps = member_deps(spec.deps, i);
+  op.channels = channels;
+  op.collective = id;
+  op.members = static_cast<int>(members.size());
+  op.host_ps = host_ps;
+  return op;
+}
+
 // Member i's part of a steps-fidelity schedule as its op's phases (design.md "Collectives", fidelity
 // `steps`): each step a phase of transfers with its protocol latency; the one-off base latency is paid
 // after the phases (duration_ps). Schedule peers are member indices (-1 the switch).
@@ -333,6 +358,29 @@ CollectiveSchedule engine_schedule(const HardwareProfile& hw, const CollectivePl
   return collective_steps(hw, ring, bytes, n, link);
 }
 
+// A collective call's member ranks (none named: every rank), after checking that the spec gives one
+// stream per member, and one dependency list per member or none. `what` names the call in the error.
+template <class Spec>
+std::vector<int> checked_members(const GraphBuilder& b, const char* what, const Spec& spec) {
+  std::vector<int> members = spec.ranks;
+  if (members.empty())
+    for (int r = 0; r < b.ranks(); ++r) members.push_back(r);
+  if (spec.streams.size() != members.size())
+    throw GraphError(fmt::format("{} '{}': {} streams for {} members", what, spec.name, spec.streams.size(), members.size()));
+  if (!spec.deps.empty() && spec.deps.size() != members.size())
+    throw GraphError(fmt::format("{} '{}': deps must be empty or one list per member", what, spec.name));
+  return members;
+}
+
+// A call that moves nothing: a zero-time marker per member keeps its stream's order.
+template <class Spec>
+std::vector<OpId> add_markers(GraphBuilder& b, const Spec& spec, const std::vector<int>& members) {
+  std::vector<OpId> out;
+  for (std::size_t i = 0; i < members.size(); ++i)
+    out.push_back(b.add_delay(members[i], spec.streams[i], 0, spec.name, member_deps(spec.deps, static_cast<int>(i)), true));
+  return out;
+}
+
 void add_schedule_bytes(GraphBuilder& b, const CollectiveSchedule& schedule, const std::vector<int>& members) {
   for (std::size_t i = 0; i < members.size(); ++i)
     for (const CollectiveStep& st : schedule.ranks[i])
@@ -343,25 +391,14 @@ void add_schedule_bytes(GraphBuilder& b, const CollectiveSchedule& schedule, con
 }  // namespace
 
 std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
-  std::vector<int> members = spec.ranks;
-  if (members.empty())
-    for (int r = 0; r < ranks(); ++r) members.push_back(r);
+  const std::vector<int> members = checked_members(*this, "collective", spec);
   const int n = static_cast<int>(members.size());
-  if (spec.streams.size() != members.size())
-    throw GraphError(fmt::format("collective '{}': {} streams for {} members", spec.name, spec.streams.size(), n));
-  if (!spec.deps.empty() && spec.deps.size() != members.size())
-    throw GraphError(fmt::format("collective '{}': deps must be empty or one list per member", spec.name));
   const CollectivePrimitive prim = to_collective_primitive(spec.primitive);
   const HardwareProfile& hw = hardware();
-  auto deps_of = [&](int i) { return spec.deps.empty() ? std::vector<OpId>{} : spec.deps[static_cast<std::size_t>(i)]; };
 
   std::vector<OpId> out;
-  if (n <= 1 || spec.bytes <= 0) {  // nothing to move: a zero-time marker keeps stream order
-    for (int i = 0; i < n; ++i)
-      out.push_back(add_delay(members[static_cast<std::size_t>(i)], spec.streams[static_cast<std::size_t>(i)], 0,
-                              spec.name, deps_of(i), true));
-    return out;
-  }
+  if (n <= 1 || spec.bytes <= 0)  // nothing to move: a zero-time marker keeps stream order
+    return add_markers(*this, spec, members);
 
   const std::string link = collective_link_class(hw, n);
   // What NCCL would run for this call (algorithm, protocol, channels, time), and its steps.
@@ -394,19 +431,7 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
   const double port_gbps = collective_port_gbps(hw, link, n);
   const double link_efficiency = step_link_efficiency(schedule.bandwidth_gbps, port_gbps);
   for (int i = 0; i < n; ++i) {
-    const int rank = members[static_cast<std::size_t>(i)];
-    const StreamId stream = spec.streams[static_cast<std::size_t>(i)];
-    check_stream_rank(graph_, rank, stream, spec.name);
-    Op op;
-    op.name = spec.name;
-    op.kind = OpKind::comm_kernel;
-    op.stream = stream;
-    op.comm = true;
-    op.deps = deps_of(i);
-    op.channels = channels;
-    op.collective = id;
-    op.members = n;
-    op.host_ps = hw.launch.collective_host_ps(prim);
+    Op op = collective_member_op(graph_, spec, members, i, channels, id, hw.launch.collective_host_ps(prim));
     if (steps) {
       set_step_phases(op, schedule, i, members, link_efficiency);
     } else {
@@ -422,17 +447,10 @@ std::vector<OpId> GraphBuilder::add_collective(const CollectiveSpec& spec) {
 }
 
 std::vector<OpId> GraphBuilder::add_all_to_allv(const AllToAllvSpec& spec) {
-  std::vector<int> members = spec.ranks;
-  if (members.empty())
-    for (int r = 0; r < ranks(); ++r) members.push_back(r);
+  const std::vector<int> members = checked_members(*this, "all-to-allv", spec);
   const int n = static_cast<int>(members.size());
-  if (spec.streams.size() != members.size())
-    throw GraphError(fmt::format("all-to-allv '{}': {} streams for {} members", spec.name, spec.streams.size(), n));
-  if (!spec.deps.empty() && spec.deps.size() != members.size())
-    throw GraphError(fmt::format("all-to-allv '{}': deps must be empty or one list per member", spec.name));
   if (spec.bytes.size() != members.size())
     throw GraphError(fmt::format("all-to-allv '{}': {} byte rows for {} members", spec.name, spec.bytes.size(), n));
-  auto deps_of = [&](int i) { return spec.deps.empty() ? std::vector<OpId>{} : spec.deps[static_cast<std::size_t>(i)]; };
   const HardwareProfile& hw = hardware();
   const std::string link = n > 1 ? collective_link_class(hw, n) : std::string();
   // The even all-to-all's algorithm (NCCL's send/recv, default_algorithm) and no forced protocol, as
@@ -441,12 +459,8 @@ std::vector<OpId> GraphBuilder::add_all_to_allv(const AllToAllvSpec& spec) {
   AllToAllvCost cost;
   if (n > 1) cost = all_to_allv_cost(hw, spec.bytes, link, overrides);
   std::vector<OpId> out;
-  if (n <= 1 || cost.slowest_rank < 0) {  // nothing crosses a port: a zero-time marker keeps stream order
-    for (int i = 0; i < n; ++i)
-      out.push_back(add_delay(members[static_cast<std::size_t>(i)], spec.streams[static_cast<std::size_t>(i)], 0,
-                              spec.name, deps_of(i), true));
-    return out;
-  }
+  if (n <= 1 || cost.slowest_rank < 0)  // nothing crosses a port: a zero-time marker keeps stream order
+    return add_markers(*this, spec, members);
   const CollectivePlan& plan = cost.slowest_plan;
   // nccl-tests' S of the call: the largest send buffer (the even case's S).
   Bytes largest_row = 0;
@@ -475,19 +489,7 @@ std::vector<OpId> GraphBuilder::add_all_to_allv(const AllToAllvSpec& spec) {
   }
   const CollectivePrimitive prim = CollectivePrimitive::all_to_all;
   for (int i = 0; i < n; ++i) {
-    const int rank = members[static_cast<std::size_t>(i)];
-    const StreamId stream = spec.streams[static_cast<std::size_t>(i)];
-    check_stream_rank(graph_, rank, stream, spec.name);
-    Op op;
-    op.name = spec.name;
-    op.kind = OpKind::comm_kernel;
-    op.stream = stream;
-    op.comm = true;
-    op.deps = deps_of(i);
-    op.channels = channels;
-    op.collective = id;
-    op.members = n;
-    op.host_ps = hw.launch.collective_host_ps(prim);
+    Op op = collective_member_op(graph_, spec, members, i, channels, id, hw.launch.collective_host_ps(prim));
     if (steps) {
       set_step_phases(op, schedule, i, members, link_efficiency);
     } else {

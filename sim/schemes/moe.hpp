@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cost_model/all_to_allv.hpp"
@@ -18,6 +19,15 @@
 #include "sim/workload_shapes.hpp"
 
 namespace overlap::sim {
+
+// A GEMM's options in the MoE layers' chains (experts, shared experts, their backward): its name and
+// the one op it waits for (kNoOp: none).
+inline GemmOptions gemm_after(std::string name, OpId dep) {
+  GemmOptions o;
+  o.name = std::move(name);
+  if (dep != kNoOp) o.deps = {dep};
+  return o;
+}
 
 struct MoeLayerOptions {
   // Token chunks: chunk c's dispatch overlaps chunk c-1's expert GEMMs and chunk c-2's combine

@@ -59,26 +59,14 @@ std::vector<RankGemm> dgrads_of(const std::vector<RankGemm>& forward) {
 // dgrad then wgrad of one forward GEMM (or grouped GEMM) on `stream`, after `dep`.
 OpId add_gemm_backward(GraphBuilder& b, int r, StreamId stream, const RankGemm& forward, const std::string& name,
                        OpId dep) {
-  GemmOptions d;
-  d.name = name + ".dgrad";
-  if (dep != kNoOp) d.deps = {dep};
-  const OpId dg = b.add_gemm(r, stream, dgrad_of(forward), d);
-  GemmOptions w;
-  w.name = name + ".wgrad";
-  w.deps = {dg};
-  return b.add_gemm(r, stream, wgrad_of(forward), w);
+  const OpId dg = b.add_gemm(r, stream, dgrad_of(forward), gemm_after(name + ".dgrad", dep));
+  return b.add_gemm(r, stream, wgrad_of(forward), gemm_after(name + ".wgrad", dg));
 }
 
 OpId add_grouped_backward(GraphBuilder& b, int r, StreamId stream, const MoeExpertBackward& e, bool up,
                           const std::string& name, OpId dep) {
-  GemmOptions d;
-  d.name = name + ".dgrad";
-  if (dep != kNoOp) d.deps = {dep};
-  const OpId dg = b.add_grouped_gemm(r, stream, up ? e.up_dgrad : e.down_dgrad, d);
-  GemmOptions w;
-  w.name = name + ".wgrad";
-  w.deps = {dg};
-  return b.add_grouped_gemm(r, stream, up ? e.up_wgrad : e.down_wgrad, w);
+  const OpId dg = b.add_grouped_gemm(r, stream, up ? e.up_dgrad : e.down_dgrad, gemm_after(name + ".dgrad", dep));
+  return b.add_grouped_gemm(r, stream, up ? e.up_wgrad : e.down_wgrad, gemm_after(name + ".wgrad", dg));
 }
 
 // Rank r's routed experts' backward: down, activation, gate+up.

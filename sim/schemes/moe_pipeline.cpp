@@ -39,19 +39,13 @@ namespace {
 // GEMMs those of EP rank `e` in `sh` (e = r without expert TP).
 OpId add_experts(GraphBuilder& b, int r, int e, StreamId stream, const MoeShapes& sh, const std::string& name,
                  OpId dep) {
-  GemmOptions up;
-  up.name = name + ".up";
-  if (dep != kNoOp) up.deps = {dep};
-  const OpId u = b.add_grouped_gemm(r, stream, sh.up[static_cast<std::size_t>(e)], up);
+  const OpId u = b.add_grouped_gemm(r, stream, sh.up[static_cast<std::size_t>(e)], gemm_after(name + ".up", dep));
   MemoryKernel act;
   act.name = name + ".act";
   act.bytes = sh.activation_bytes[static_cast<std::size_t>(e)];
   act.deps = {u};
   const OpId a = b.add_memory(r, stream, act);
-  GemmOptions down;
-  down.name = name + ".down";
-  down.deps = {a};
-  return b.add_grouped_gemm(r, stream, sh.down[static_cast<std::size_t>(e)], down);
+  return b.add_grouped_gemm(r, stream, sh.down[static_cast<std::size_t>(e)], gemm_after(name + ".down", a));
 }
 
 std::vector<std::vector<OpId>> per_member(const std::vector<OpId>& ops) {
@@ -115,19 +109,13 @@ std::vector<OpId> add_etp_collective(GraphBuilder& b, const RankStreams& st, con
 
 OpId add_moe_shared_experts(GraphBuilder& b, int r, StreamId stream, const Moe& m, OpId dep, const std::string& prefix) {
   if (m.shared_experts <= 0) return dep;
-  GemmOptions up;
-  up.name = prefix + "shared.up";
-  if (dep != kNoOp) up.deps = {dep};
-  const OpId u = b.add_gemm(r, stream, moe_shared_up(m), up);
+  const OpId u = b.add_gemm(r, stream, moe_shared_up(m), gemm_after(prefix + "shared.up", dep));
   MemoryKernel act;
   act.name = prefix + "shared.act";
   act.bytes = moe_shared_activation_bytes(m);
   act.deps = {u};
   const OpId a = b.add_memory(r, stream, act);
-  GemmOptions down;
-  down.name = prefix + "shared.down";
-  down.deps = {a};
-  return b.add_gemm(r, stream, moe_shared_down(m), down);
+  return b.add_gemm(r, stream, moe_shared_down(m), gemm_after(prefix + "shared.down", a));
 }
 
 MoeLayerOps emit_moe_layer(GraphBuilder& b, const RankStreams& st, const Moe& m, const MoeRouting& routing,

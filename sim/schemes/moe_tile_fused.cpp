@@ -70,12 +70,11 @@ const SchemeParam kFusedTileSignal = tile_signal_overhead_param(
 const SchemeParam kFusedCommSms = [] {
   // Default 16: at the H100 profile's sm_copy 25 GB/s per CTA, 16 CTAs (400 GB/s) fill an NVLink port
   // (450 GB/s x 0.83); fewer leave the port idle, more take SMs from the GEMMs for nothing.
-  SchemeParam p = int_param("comm_sms", 16, 1, 4095,
-                            "SMs given to communication (thread-block specialisation); the expert GEMMs run on "
-                            "the other sm_count - comm_sms");
-  p.hardware_max = [](const HardwareProfile& hw) { return hw.gpu.sm_count - 1.0; };
-  p.max_formula = "sm_count - 1";
-  return p.tune({2, 4, 8, 16, 32}).production("Comet's adjustable compute / communication SM split");
+  return below_sm_count(int_param("comm_sms", 16, 1, 4095,
+                                  "SMs given to communication (thread-block specialisation); the expert GEMMs run "
+                                  "on the other sm_count - comm_sms"))
+      .tune({2, 4, 8, 16, 32})
+      .production("Comet's adjustable compute / communication SM split");
 }();
 const SchemeParam kDispatchPieces = int_param("dispatch_pieces", 4, 1, 4096,
                                               "pieces the gate+up GEMM consumes the dispatch in as each lands: the "

@@ -93,6 +93,14 @@ class LoopedEinsum {
   std::vector<StreamId> main_, second_, acc_;
 };
 
+// An SM count a kernel beside the GEMM holds (a communication kernel's CTAs): at most the profile's
+// sm_count - 1, so the GEMM keeps at least one SM.
+inline SchemeParam below_sm_count(SchemeParam p) {
+  p.hardware_max = [](const HardwareProfile& hw) { return hw.gpu.sm_count - 1.0; };
+  p.max_formula = "sm_count - 1";
+  return p;
+}
+
 // The per-tile cost of a fused kernel's tile signal (a producer tile's flag write) or flag check (a
 // consumer tile's wait), as a fraction of a tile's time: FlashOverlap measured its per-tile signalling
 // plus reorder under 1 % of the GEMM (flashoverlap-paper Sec. 6.6, Table 5), so 1 % is the default;
@@ -100,6 +108,18 @@ class LoopedEinsum {
 // the help and production lines naming what each scheme's tiles signal (flux.cpp, moe_tile_fused.cpp).
 inline SchemeParam tile_signal_overhead_param(std::string help, std::string production) {
   return number_param("tile_signal_overhead", 0.01, 0, 1, std::move(help)).production(std::move(production));
+}
+
+// The workloads of a scheme that decomposes a TP+SP linear's all-gather before its GEMM or its
+// reduce-scatter after it (async TP, FLUX, TransformerEngine userbuffers): a GEMM with either
+// collective, and the layers made of such linears; two ranks at least.
+inline bool applies_to_tp_sp_linears(const Workload& w) {
+  if (w.tp < 2) return false;
+  if (w.kind == "gemm_collective") {
+    const auto* g = std::get_if<GemmCollective>(&w.shape);
+    return g && (g->primitive == Primitive::all_gather || g->primitive == Primitive::reduce_scatter);
+  }
+  return w.kind == "mlp_tpsp" || w.kind == "attention_tpsp" || w.kind == "transformer";
 }
 
 // data_slicing.cpp's sliced layers with the GEMMs' SM budget and the per-slice collectives' CTAs.

@@ -106,14 +106,12 @@ const SchemeParam kMethod =
         .production("TransformerEngine ub_cfgs <gemm>.method (Megatron-LM --tp-comm-overlap-cfg YAML)");
 // TE's default num_sm is 16 for pipeline and bulk, 1 for ring_exchange (get_default_config); one
 // default serves all three here: 16.
-const SchemeParam kNumSm = [] {
-  SchemeParam p = int_param("num_sm", 16, 1, 4095,
-                            "SMs (CTAs) the communication kernels take: pipeline's and bulk's reduce-scatter, "
-                            "ring_exchange's copies when use_ce is false");
-  p.hardware_max = [](const HardwareProfile& hw) { return hw.gpu.sm_count - 1.0; };
-  p.max_formula = "sm_count - 1";
-  return p.tune({4, 16, 24}, "method=pipeline").production("TransformerEngine ub_cfgs <gemm>.num_sm");
-}();
+const SchemeParam kNumSm = below_sm_count(int_param("num_sm", 16, 1, 4095,
+                                                    "SMs (CTAs) the communication kernels take: pipeline's and "
+                                                    "bulk's reduce-scatter, ring_exchange's copies when use_ce is "
+                                                    "false"))
+                               .tune({4, 16, 24}, "method=pipeline")
+                               .production("TransformerEngine ub_cfgs <gemm>.num_sm");
 const SchemeParam kCgaSize = int_param("cga_size", 2, 1, 8,
                                        "communication kernels' thread-block-cluster size (exported; not timed)")
                                  .production("TransformerEngine ub_cfgs <gemm>.cga_size");
@@ -176,9 +174,7 @@ std::vector<SchemeParam> per_name_params() {
               .tune({"bulk", "ring_exchange", "pipeline"})
               .production(prod + "method"));
     }
-    SchemeParam sm = inherit(int_param(name + ".num_sm", 16, 1, 4095, name + ": num_sm"), "num_sm", 16);
-    sm.hardware_max = [](const HardwareProfile& hw) { return hw.gpu.sm_count - 1.0; };
-    sm.max_formula = "sm_count - 1";
+    SchemeParam sm = below_sm_count(inherit(int_param(name + ".num_sm", 16, 1, 4095, name + ": num_sm"), "num_sm", 16));
     if (side == TeSide::reduce_scatter || side == TeSide::column_dgrad) sm = sm.tune({4, 16, 24}, pipeline_when);
     add(sm.production(prod + "num_sm"));
     add(inherit(int_param(name + ".cga_size", 2, 1, 8, name + ": cga_size (exported; not timed)"), "cga_size", 2)
@@ -737,15 +733,6 @@ BuiltScheme build_te_userbuffers(const BuildContext& ctx) {
   return built;
 }
 
-bool te_applies(const Workload& w) {
-  if (w.tp < 2) return false;
-  if (w.kind == "gemm_collective") {
-    const auto* g = std::get_if<GemmCollective>(&w.shape);
-    return g && (g->primitive == Primitive::all_gather || g->primitive == Primitive::reduce_scatter);
-  }
-  return w.kind == "mlp_tpsp" || w.kind == "attention_tpsp" || w.kind == "transformer";
-}
-
 std::vector<SchemeParam> te_params() {
   std::vector<SchemeParam> out = {kMethod,   kNumSm,     kCgaSize, kSetSmMargin,
                                   kAtomicGemm, kNumSplits, kUseCe,   column_backward_param()};
@@ -819,7 +806,7 @@ SchemeInfo make_te_userbuffers_scheme() {
           .backward = "ring_exchange: dY all-gather -> dgrad and dgrad -> reduce-scatter as P2P chunk exchanges; "
                       "pipeline: both cut into num_splits; bulk (or column_backward bulk): the input's all-gather "
                       "beside dgrad and dgrad's reduce-scatter beside wgrad (TE's qkv/fc1 dgrad/wgrad default)",
-          .applies = te_applies,
+          .applies = applies_to_tp_sp_linears,
           .build = build_te_userbuffers};
 }
 

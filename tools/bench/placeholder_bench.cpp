@@ -16,32 +16,22 @@
 #include "sim/metrics.hpp"
 #include "sim/placeholder_sensitivity.hpp"
 #include "sim/scenario.hpp"
-
-#ifndef OVERLAP_SOURCE_DIR
-#define OVERLAP_SOURCE_DIR "."
-#endif
+#include "tools/bench/bench_scenarios.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
+using bench::load_shipped_scenario;
 
 namespace {
 
-Scenario load(const std::string& file, std::vector<std::string> sets) {
-  ScenarioOptions o;
-  o.hardware_dir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware";
-  o.sets = std::move(sets);
-  o.validate_sweep = false;
-  return load_scenario_file(std::string(OVERLAP_SOURCE_DIR) + "/scenarios/" + file, o);
-}
-
 void run_with_check(benchmark::State& state, const std::string& file, const std::vector<std::string>& sets) {
-  const Scenario sc = load(file, sets);
+  const Scenario sc = load_shipped_scenario(file, sets);
   std::vector<SchemeRequest> requests;
   for (const SchemeSpec& s : sc.schemes) requests.push_back(SchemeRequest{s.name, s.params});
   const auto reload = [&](const std::vector<std::string>& extra) {
     std::vector<std::string> all = sets;
     all.insert(all.end(), extra.begin(), extra.end());
-    return load(file, all);
+    return load_shipped_scenario(file, all);
   };
   const int mode = static_cast<int>(state.range(0));
   int evaluations = 0, if_all = 0;

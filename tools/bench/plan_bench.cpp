@@ -15,6 +15,7 @@
 
 #include "sim/plan_search.hpp"
 #include "sim/scenario.hpp"
+#include "tools/bench/bench_scenarios.hpp"
 
 namespace {
 
@@ -32,7 +33,7 @@ const char* const kBase =
 
 PlanQuery query(int jobs, std::vector<std::string> sets = {}) {
   ScenarioOptions o;
-  o.hardware_dir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware";
+  o.hardware_dir = overlap::bench::kHardwareDir;
   o.sets = std::move(sets);
   PlanQuery q;
   q.base = overlap::sim::load_scenario_text(kBase, "", o);

@@ -20,23 +20,13 @@
 #include "sim/metrics.hpp"
 #include "sim/pipeline_step.hpp"
 #include "sim/scenario.hpp"
-
-#ifndef OVERLAP_SOURCE_DIR
-#define OVERLAP_SOURCE_DIR "."
-#endif
+#include "tools/bench/bench_scenarios.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
+using bench::load_shipped_scenario;
 
 namespace {
-
-Scenario load(const std::string& file, std::vector<std::string> sets = {}) {
-  ScenarioOptions o;
-  o.hardware_dir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware";
-  o.sets = std::move(sets);
-  o.validate_sweep = false;
-  return load_scenario_file(std::string(OVERLAP_SOURCE_DIR) + "/scenarios/" + file, o);
-}
 
 // Every scheme the scenario lists (all that run a step, the file naming none), or only `only`.
 void run_step(benchmark::State& state, const Scenario& sc, const std::string& only) {
@@ -55,15 +45,15 @@ void run_step(benchmark::State& state, const Scenario& sc, const std::string& on
 }
 
 void BM_Llama70bTp8StepAllSchemes(benchmark::State& state) {
-  static const Scenario sc = load("llama3-70b-tp8-train-step.yaml");
+  static const Scenario sc = load_shipped_scenario("llama3-70b-tp8-train-step.yaml");
   run_step(state, sc, "");
 }
 BENCHMARK(BM_Llama70bTp8StepAllSchemes)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 
 // arg 0: 0 = every scheme, 1 = no_overlap alone.
 void BM_Llama70bTp8xDp16FsdpStep(benchmark::State& state) {
-  static const Scenario sc =
-      load("llama3-70b-tp8xdp2-fsdp-step.yaml", {"hardware=h100-64node-ib400-rail", "workload.parallel.dp=16"});
+  static const Scenario sc = load_shipped_scenario("llama3-70b-tp8xdp2-fsdp-step.yaml",
+                                                   {"hardware=h100-64node-ib400-rail", "workload.parallel.dp=16"});
   run_step(state, sc, state.range(0) == 1 ? "no_overlap" : "");
 }
 BENCHMARK(BM_Llama70bTp8xDp16FsdpStep)->Arg(0)->Arg(1)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
@@ -73,10 +63,11 @@ BENCHMARK(BM_Llama70bTp8xDp16FsdpStep)->Arg(0)->Arg(1)->Unit(benchmark::kSecond)
 // FSDP over 32 replicas on the 64-node profile (256 GPUs), every second layer repeating. Target < 10 s.
 // arg 0: 0 = one TP group, 1 = TP 8 x FSDP 32.
 void BM_Llama70bRealSizeStep(benchmark::State& state) {
-  static const Scenario tp = load("llama3-70b-tp8-train-step.yaml", {"workload.batch=16", "workload.recompute=full"});
-  static const Scenario fsdp =
-      load("llama3-70b-tp8xdp2-fsdp-step.yaml", {"hardware=h100-64node-ib400-rail", "workload.parallel.dp=32",
-                                                 "workload.batch=16", "workload.recompute=full"});
+  static const Scenario tp =
+      load_shipped_scenario("llama3-70b-tp8-train-step.yaml", {"workload.batch=16", "workload.recompute=full"});
+  static const Scenario fsdp = load_shipped_scenario(
+      "llama3-70b-tp8xdp2-fsdp-step.yaml",
+      {"hardware=h100-64node-ib400-rail", "workload.parallel.dp=32", "workload.batch=16", "workload.recompute=full"});
   run_step(state, state.range(0) == 1 ? fsdp : tp, "");
 }
 BENCHMARK(BM_Llama70bRealSizeStep)->Arg(0)->Arg(1)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
@@ -86,8 +77,8 @@ BENCHMARK(BM_Llama70bRealSizeStep)->Arg(0)->Arg(1)->Unit(benchmark::kSecond)->It
 // (interleaved, 2 chunks, 8 micro-batches) x DP 2; arg 1: Llama 3.1 405B, TP 8 x CP 2 x PP 14
 // (interleaved, 3 chunks, 14 micro-batches) x DP 2, 448 GPUs. Target: a few seconds on one core.
 void BM_PipelineJob(benchmark::State& state) {
-  static const Scenario llama70 = load("llama3-70b-tp8xpp4-interleaved-step.yaml");
-  static const Scenario llama405 = load("llama3-405b-4d-step.yaml");
+  static const Scenario llama70 = load_shipped_scenario("llama3-70b-tp8xpp4-interleaved-step.yaml");
+  static const Scenario llama405 = load_shipped_scenario("llama3-405b-4d-step.yaml");
   const Scenario& sc = state.range(0) == 1 ? llama405 : llama70;
   std::vector<SchemeRequest> requests;
   for (const SchemeSpec& s : sc.schemes) requests.push_back(SchemeRequest{s.name, s.params});

@@ -12,17 +12,14 @@
 #include "sim/scenario.hpp"
 #include "sim/sweep.hpp"
 #include "sim/tune_wave_groups.hpp"
-
-#ifndef OVERLAP_SOURCE_DIR
-#define OVERLAP_SOURCE_DIR "."
-#endif
+#include "tools/bench/bench_scenarios.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
 
 namespace {
 
-const std::string kHardwareDir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware";
+using bench::kHardwareDir;
 
 const HardwareProfile& h100() {
   static const HardwareProfile hw = load_profile("h100-sxm-8x-nvswitch", kHardwareDir);
