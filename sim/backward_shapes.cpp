@@ -116,6 +116,7 @@ std::vector<BackwardStep> attention_backward(const AttentionTpSp& att, int tp, c
   std::vector<BackwardStep> out;
   out.push_back(linear_step(row_parallel(prefix + "out_proj", s.out, Primitive::reduce_scatter, s.reduce_scatter_bytes)));
   out.push_back(core_attention_step(prefix, s.attention_flops, s.attention_tiles, att.dtype));
+  out.back().unfused = s.unfused;
   out.push_back(linear_step(column_parallel(prefix + "qkv", s.qkv, att.gather_input)));
   return out;
 }

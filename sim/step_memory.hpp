@@ -14,10 +14,14 @@
 
 namespace overlap::sim {
 
+// What the model counts and leaves out, one line (the report and the docs say it once).
+extern const char* const kStepMemoryScope;
+
 struct StepMemory {
   memory::StepMemoryBytes bytes;
   Bytes hbm_bytes = 0;  // the profile's gpu.hbm_bytes; 0 = not given
   int stage = -1;       // the pipeline stage (0-based); -1 = not a pipeline job
+  std::string scope = kStepMemoryScope;  // what is counted (the JSON's "scope")
   // The peak is within the profile's capacity (true when the capacity is not given: nothing to check).
   bool fits() const { return hbm_bytes == 0 || bytes.peak_bytes <= hbm_bytes; }
 };
@@ -33,8 +37,6 @@ std::optional<StepMemory> step_memory(const Workload& w, const HardwareProfile& 
 // without a job: one entry, step_memory's. Empty where the memory model does not apply.
 std::vector<StepMemory> stage_memories(const Workload& w, const HardwareProfile& hw);
 
-// What the model counts and leaves out, one line (the report and the docs say it once).
-extern const char* const kStepMemoryScope;
 
 // The workload keys that decide the memory, with their values: "workload.tp = 8, workload.batch = 1, ...".
 std::string step_memory_keys(const Workload& w);
