@@ -1597,11 +1597,37 @@ def add_switch_tier_entries(corpus, mlp_path):
                    "fabric.nodes_per_leaf", setup=[["write", "hw.yaml", bad]])
 
 
+def add_attention_entries(corpus, mlp_path):
+    """workload.attention (docs/guide/training.md "Core attention"): a value it does not take, and unfused
+    attention where it does not apply: a forward pass, a mixture-of-experts transformer, a single layer
+    workload, context parallelism (whose attention runs as flash attention blocks). Each refused naming
+    the file, the key's line and the key."""
+    step = ("hardware: h100-sxm-8x-nvswitch\nworkload:\n  kind: transformer\n  tp: 8\n  model: llama3-70b\n"
+            "  layers: 2\n  batch: 1\n  seq: 1024\n  pass: step\n")
+    cp = ("hardware: h100-64node-ib400-rail\nworkload:\n  kind: transformer\n  tp: 8\n  model: llama3-70b\n"
+          "  layers: 2\n  batch: 1\n  seq: 4096\n  pass: step\n  parallel: {cp: 2}\n")
+    cases = [
+        ("attention_unknown", step + "  attention: sdpa\nschemes: [no_overlap]\n"),
+        ("attention_unfused_on_forward", step.replace("pass: step", "pass: forward") +
+         "  attention: unfused\nschemes: [no_overlap]\n"),
+        ("attention_unfused_on_moe", step.replace("llama3-70b", "mixtral-8x7b").replace("tp: 8", "tp: 4") +
+         "  attention: unfused\nschemes: [no_overlap]\n"),
+        ("attention_unfused_on_attention_layer",
+         "hardware: h100-sxm-8x-nvswitch\nworkload:\n  kind: attention_tpsp\n  tp: 8\n  batch: 1\n  seq: 1024\n"
+         "  d_model: 8192\n  heads: 64\n  pass: step\n  attention: unfused\nschemes: [no_overlap]\n"),
+        ("attention_unfused_with_cp", cp + "  attention: unfused\nschemes: [no_overlap]\n"),
+    ]
+    for name, text in cases:
+        line = next(i + 1 for i, l in enumerate(text.splitlines()) if l.startswith("  attention:"))
+        corpus.add_cli(name, ["run", "{tmp}/s.yaml"], "step_kernels", f"s.yaml:{line}", "workload.attention",
+                       setup=[["write", "s.yaml", text]])
+
+
 APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
             add_network_memory_trace_entries, add_placeholder_entries, add_input_hardening_entries,
             add_trace_hardening_entries, add_step_kernel_entries, add_pipeline_entries,
             add_moe_all_to_all_entries, add_plan_entries, add_trace_replay_entries,
-            add_sustained_clock_entries, add_switch_tier_entries]
+            add_sustained_clock_entries, add_switch_tier_entries, add_attention_entries]
 
 
 def main():
