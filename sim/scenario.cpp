@@ -707,6 +707,7 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
     out.tp = m.ep * m.expert_tp;  // the graph's ranks: ep x expert_tp (ETP innermost)
     out.shape = m;
     out.training = read_training(w, out.kind, out.tp, max_ranks);
+    read_step_kernel_keys(w, out);  // refuses them: a MoE layer runs no dense step's kernels
     return out;
   }
   const std::int64_t tp64 = w.get_int_in("tp", ranges::tp);

@@ -1599,8 +1599,8 @@ def add_switch_tier_entries(corpus, mlp_path):
 
 def add_attention_entries(corpus, mlp_path):
     """workload.attention (docs/guide/training.md "Core attention"): a value it does not take, and unfused
-    attention where it does not apply: a forward pass, a mixture-of-experts transformer, a single layer
-    workload, context parallelism (whose attention runs as flash attention blocks). Each refused naming
+    attention where it does not apply: a forward pass, a mixture-of-experts transformer or layer, a single
+    attention layer workload, context parallelism (whose attention runs as flash attention blocks). Each refused naming
     the file, the key's line and the key."""
     step = ("hardware: h100-sxm-8x-nvswitch\nworkload:\n  kind: transformer\n  tp: 8\n  model: llama3-70b\n"
             "  layers: 2\n  batch: 1\n  seq: 1024\n  pass: step\n")
@@ -1621,6 +1621,10 @@ def add_attention_entries(corpus, mlp_path):
         line = next(i + 1 for i, l in enumerate(text.splitlines()) if l.startswith("  attention:"))
         corpus.add_cli(name, ["run", "{tmp}/s.yaml"], "step_kernels", f"s.yaml:{line}", "workload.attention",
                        setup=[["write", "s.yaml", text]])
+    # A MoE layer (kind moe) runs no core attention at all.
+    corpus.add_cli("attention_unfused_on_moe_layer", ["run", "{src}/scenarios/mixtral-8x7b-ep4-etp2-moe.yaml", "--set",
+                                                      "workload.attention=unfused"], "step_kernels", "--set",
+                   "workload.attention")
 
 
 APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
