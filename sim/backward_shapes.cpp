@@ -125,6 +125,7 @@ std::vector<BackwardStep> out_proj_and_core_backward(const Shapes& s, DType dtyp
 std::vector<BackwardStep> attention_backward(const AttentionTpSp& att, int tp, const std::string& prefix) {
   const AttentionShapes s = attention_shapes(att, tp);
   std::vector<BackwardStep> out = out_proj_and_core_backward(s, att.dtype, prefix);
+  out.back().unfused = s.unfused;
   out.push_back(linear_step(column_parallel(prefix + "qkv", s.qkv, att.gather_input)));
   return out;
 }

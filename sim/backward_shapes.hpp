@@ -16,6 +16,7 @@
 // forward's FLOPs (Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters",
 // Sec. 5.1: a backward pass is twice a forward pass).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,8 @@ struct BackwardStep {
   std::int64_t heads = 0;  // ulysses: the rank's heads (what data slicing cuts)
   // Core attention forward FLOPs of this step's block (what selective recomputation redoes first).
   double recompute_flops = 0;
+  // flops: core attention unfused (its kernels instead of one tiled kernel of `flops`).
+  std::optional<UnfusedAttention> unfused;
 };
 
 std::vector<BackwardStep> backward_steps(const Workload& w, Block block);

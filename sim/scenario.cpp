@@ -229,7 +229,7 @@ void check_heads(const YamlReader& w, std::int64_t d_model, std::int64_t heads, 
 }
 
 // The keys of a dense transformer's training-step kernels (cost_model/step_kernels.hpp).
-const std::vector<std::string> kStepKernelKeys = {"vocab", "fused_elementwise", "fp8_scaling", "dropout"};
+const std::vector<std::string> kStepKernelKeys = {"vocab", "fused_elementwise", "fp8_scaling", "dropout", "attention"};
 
 // The keys a workload of one kind allows: kind and tp, then the kind's own.
 std::vector<std::string> workload_keys(std::vector<std::string> extra) {
@@ -712,6 +712,7 @@ void read_step_kernel_keys(const YamlReader& w, Workload& out) {
     w.fail_at("fp8_scaling", fmt::format("scales FP8 GEMM inputs; this workload's dtype is {}", dtype_name(t->dtype)));
   t->fp8_scaling = read_choice(w, "fp8_scaling", step::Fp8Scaling::tensorwise, step::parse_fp8_scaling, "tensorwise, rowwise");
   t->dropout = w.get_double_in("dropout", ranges::dropout, 0);
+  t->attention = read_choice(w, "attention", AttentionImplementation::flash, parse_attention_implementation, "flash, unfused");
 }
 
 Workload read_workload(const YamlReader& w, int max_ranks) {
@@ -724,6 +725,7 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
     out.tp = m.ep * m.expert_tp;  // the graph's ranks: ep x expert_tp (ETP innermost)
     out.shape = m;
     out.training = read_training(w, out.kind, out.tp, max_ranks);
+    read_step_kernel_keys(w, out);  // refuses them: a MoE layer runs no dense step's kernels
     return out;
   }
   const std::int64_t tp64 = w.get_int_in("tp", ranges::tp);
@@ -755,6 +757,11 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
   out.training = read_training(w, out.kind, tp, max_ranks);
   read_step_kernel_keys(w, out);
   if (const auto p = w.optional_child("parallel")) out.training.job = read_job(*p, out, max_ranks);
+  if (const auto* t = std::get_if<Transformer>(&out.shape);
+      t && t->attention == AttentionImplementation::unfused && out.training.job.cp > 1)
+    w.fail_at("attention", fmt::format("unfused attention is not modelled with context parallelism (parallel.cp = {}), "
+                                       "whose attention runs as flash attention blocks",
+                                       out.training.job.cp));
   if (has_moe_layers(out)) {
     // Its training step has no data-parallel form (sim/schemes/moe_transformer.cpp).
     if (w.has("parallel")) w.fail_at("parallel", "a mixture-of-experts transformer has no data-parallel traffic yet");

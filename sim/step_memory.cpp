@@ -46,6 +46,19 @@ const char* const kStepMemoryScope =
 
 namespace {
 
+// kStepMemoryScope with the layer's own core attention and dropout where they are not its defaults.
+std::string step_memory_scope(const memory::StepMemoryInput& in) {
+  std::string scope = kStepMemoryScope;
+  const bool unfused = in.layer.attention == memory::CoreAttention::unfused;
+  if (!unfused && !in.layer.dropout) return scope;
+  const std::string flash = "FlashAttention, no dropout";
+  const std::string own = fmt::format("{} attention{}", unfused ? "unfused (Korthikanti et al.'s 5 a s^2 b)" : "FlashAttention",
+                                      in.layer.dropout ? ", dropout masks" : ", no dropout");
+  const std::size_t at = scope.find(flash);
+  if (at != std::string::npos) scope.replace(at, flash.size(), own);
+  return scope;
+}
+
 std::optional<memory::StepMemoryInput> memory_input(const Workload& w, const HardwareProfile& hw) {
   const auto* t = std::get_if<Transformer>(&w.shape);
   if (w.kind != "transformer" || t == nullptr || t->moe || t->mla || !has_backward(w)) return std::nullopt;
@@ -62,10 +75,12 @@ std::optional<memory::StepMemoryInput> memory_input(const Workload& w, const Har
   // FP8 GEMMs keep their other activations in bf16 (Transformer Engine), and their saved inputs in fp8.
   l.activation_bytes = t->dtype == DType::fp32 ? 4 : 2;
   l.linear_input_bytes = dtype_bytes(t->dtype);
-  // The simulated layer has no dropout kernels (Llama-family configs: attention_dropout 0) and runs core
-  // attention as a FlashAttention-style tiled kernel (sim/workload_shapes.cpp attention_shapes).
-  l.dropout = false;
-  l.attention = memory::CoreAttention::flash;
+  // Dropout masks where the step runs dropout kernels (workload.dropout > 0; Llama-family configs have
+  // none). Core attention as the step runs it (workload.attention): FlashAttention keeps the log-sum-exp
+  // alone; unfused keeps the probabilities and, with dropout, its mask and output (Korthikanti et al.
+  // Sec. 4.1's 5 a s^2 b).
+  l.dropout = t->step_kernels && t->dropout > 0;
+  l.attention = t->attention == AttentionImplementation::unfused ? memory::CoreAttention::unfused : memory::CoreAttention::flash;
   // The transformer workload is Megatron-LM's TP with sequence parallelism (sim/workload.hpp).
   in.parallel = memory::LayerParallel{w.tp, true};
   in.layers = t->layers;
@@ -131,6 +146,7 @@ std::vector<StepMemory> stage_memories(const Workload& w, const HardwareProfile&
     StepMemory m;
     m.bytes = memory::step_memory(*base);
     m.hbm_bytes = hw.gpu.hbm_bytes;
+    m.scope = step_memory_scope(*base);
     out.push_back(m);
     return out;
   }
@@ -246,7 +262,7 @@ nlohmann::json step_memory_json(const StepMemory& m) {
   j["hbm_bytes"] = m.hbm_bytes > 0 ? nlohmann::json(m.hbm_bytes) : nlohmann::json();
   j["fits"] = m.fits();
   if (m.stage >= 0) j["stage"] = m.stage;
-  j["scope"] = kStepMemoryScope;
+  j["scope"] = m.scope;
   return j;
 }
 

@@ -14,10 +14,14 @@
 
 namespace overlap::sim {
 
+// What the model counts and leaves out, one line (the report and the docs say it once).
+extern const char* const kStepMemoryScope;
+
 struct StepMemory {
   memory::StepMemoryBytes bytes;
   Bytes hbm_bytes = 0;  // the profile's gpu.hbm_bytes; 0 = not given
   int stage = -1;       // the pipeline stage (0-based); -1 = not a pipeline job
+  std::string scope = kStepMemoryScope;  // what is counted (the JSON's "scope")
   // The peak is within the profile's capacity (true when the capacity is not given: nothing to check).
   bool fits() const { return hbm_bytes == 0 || bytes.peak_bytes <= hbm_bytes; }
 };
@@ -39,9 +43,6 @@ std::vector<StepMemory> stage_memories(const Workload& w, const HardwareProfile&
 // linear's output in `activation_bytes` (dW = X^T dY; Qi et al., "Zero Bubble Pipeline Parallelism",
 // Sec. 2: W needs the layer's inputs and the gradients B computed).
 Bytes weight_gradient_bytes_per_layer(const memory::LayerShape& layer, int tp);
-
-// What the model counts and leaves out, one line (the report and the docs say it once).
-extern const char* const kStepMemoryScope;
 
 // The workload keys that decide the memory, with their values: "workload.tp = 8, workload.batch = 1, ...".
 std::string step_memory_keys(const Workload& w);

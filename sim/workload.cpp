@@ -16,6 +16,9 @@ constexpr EnumNames<MoeAllToAll, 4> kMoeAllToAllNames{{{MoeAllToAll::nccl, "nccl
                                                         {MoeAllToAll::deepep_low_latency, "deepep_low_latency"},
                                                         {MoeAllToAll::hierarchical, "hierarchical"}}};
 static_assert(rows_in_enum_order(kMoeAllToAllNames));
+constexpr EnumNames<AttentionImplementation, 2> kAttentionNames{
+    {{AttentionImplementation::flash, "flash"}, {AttentionImplementation::unfused, "unfused"}}};
+static_assert(rows_in_enum_order(kAttentionNames));
 static_assert(rows_in_enum_order(kPassNames) && rows_in_enum_order(kRecomputeNames) && rows_in_enum_order(kShardingNames));
 
 }  // namespace
@@ -38,6 +41,11 @@ std::optional<Recompute> parse_recompute(const std::string& s) { return parse_na
 std::optional<Sharding> parse_sharding(const std::string& s) { return parse_name(kShardingNames, s); }
 const char* moe_all_to_all_name(MoeAllToAll a) { return name_of(kMoeAllToAllNames, a); }
 std::optional<MoeAllToAll> parse_moe_all_to_all(const std::string& s) { return parse_name(kMoeAllToAllNames, s); }
+
+const char* attention_implementation_name(AttentionImplementation a) { return name_of(kAttentionNames, a); }
+std::optional<AttentionImplementation> parse_attention_implementation(const std::string& s) {
+  return parse_name(kAttentionNames, s);
+}
 
 bool has_backward(const Workload& w) { return w.training.pass != Pass::forward; }
 bool is_training_step(const Workload& w) { return has_backward(w) || w.training.parallel.dp > 1; }

@@ -43,6 +43,17 @@ struct MlpTpSp {
   bool gather_input = true;
 };
 
+// How core attention runs (workload.attention; docs/guide/training.md "Core attention").
+//   flash    one tiled kernel over the causal half of the scores, which never leave the SMs
+//            (FlashAttention-2, Dao 2023): what every workload runs unless told otherwise.
+//   unfused  Megatron-LM's CoreAttention before flash attention (Narayanan et al. SC'21; Korthikanti et
+//            al. MLSys'23 Sec. 4.1): Q K^T as one batched GEMM over every s x s score, a fused
+//            scale-mask-softmax kernel, dropout on the probabilities, then probabilities x V as a second
+//            batched GEMM; every score goes through HBM (sim/schemes/core_attention.hpp).
+enum class AttentionImplementation : std::uint8_t { flash, unfused };
+const char* attention_implementation_name(AttentionImplementation a);
+std::optional<AttentionImplementation> parse_attention_implementation(const std::string& s);
+
 // all-gather -> QKV -> attention -> output projection -> reduce-scatter.
 struct AttentionTpSp {
   std::int64_t batch = 0, seq = 0;
@@ -54,6 +65,8 @@ struct AttentionTpSp {
   // Each head's width; 0 = d_model / heads. Qwen3's MoE models have a wider query/key/value than
   // hidden_size / heads (Qwen3-235B-A22B: 64 x 128 = 8192 against hidden_size 4096).
   std::int64_t head_dim = 0;
+  AttentionImplementation implementation = AttentionImplementation::flash;
+  bool attention_dropout = false;  // unfused: dropout on the probabilities (Megatron-LM's --attention-dropout)
 };
 
 // all-to-all (sequence -> heads) -> attention -> all-to-all (heads -> sequence) (DeepSpeed-Ulysses,
@@ -153,6 +166,10 @@ struct Transformer {
   step::Fusion fusion = step::Fusion::te;
   step::Fp8Scaling fp8_scaling = step::Fp8Scaling::tensorwise;
   double dropout = 0;
+  // workload.attention: a dense transformer's training step only (the scenario loader refuses it
+  // elsewhere). Unfused runs its dropout on the probabilities when `dropout` > 0 (Megatron-LM's
+  // --attention-dropout, whose default equals --hidden-dropout's 0.1).
+  AttentionImplementation attention = AttentionImplementation::flash;
 };
 
 // What part of a training step a layer workload runs (docs/guide/training.md). forward is what every

@@ -46,6 +46,9 @@ double attention_flops(std::int64_t batch, std::int64_t seq, std::int64_t heads,
 
 }  // namespace
 
+Bytes UnfusedAttention::matrix_bytes() const { return checked_mul(checked_mul(problems, seq), seq * dtype_bytes(dtype)); }
+Bytes UnfusedAttention::mask_bytes() const { return checked_mul(problems, seq * seq); }
+
 Bytes activation_bytes(std::int64_t tokens, std::int64_t width, DType dtype) {
   return tokens * width * dtype_bytes(dtype);
 }
@@ -158,6 +161,12 @@ AttentionShapes attention_shapes(const AttentionTpSp& att, int tp) {
   s.qkv = RankGemm{tokens, (heads_rank + 2 * kv_rank) * head_dim, att.d_model, att.dtype};
   s.attention_flops = attention_flops(att.batch, att.seq, heads_rank, head_dim, att.causal);
   s.attention_tiles = att.batch * heads_rank * ceil_div(att.seq, kAttentionQueryBlock);
+  if (att.implementation == AttentionImplementation::unfused) {
+    UnfusedAttention u{att.batch * heads_rank, att.seq, head_dim, att.dtype, att.attention_dropout};
+    const auto tiles128 = [](const RankGemm& g) { return ceil_div(g.m, 128) * ceil_div(g.n, 128); };
+    s.attention_tiles = u.problems * (tiles128(u.scores()) + tiles128(u.context()));
+    s.unfused = u;
+  }
   s.out = RankGemm{tokens, att.d_model, heads_rank * head_dim, att.dtype};
   s.reduce_scatter_bytes = activation_bytes(tokens, att.d_model, att.dtype);
   return s;
@@ -226,6 +235,8 @@ AttentionTpSp transformer_attention(const Transformer& t) {
   a.head_dim = t.head_dim;
   a.causal = true;
   a.dtype = t.dtype;
+  a.implementation = t.attention;
+  a.attention_dropout = t.dropout > 0;
   return a;
 }
 

@@ -30,13 +30,34 @@ struct MlpShapes {
   Bytes reduce_scatter_bytes = 0;  // S: the tokens x d_model partial sums
 };
 
+// Unfused core attention on one rank (AttentionImplementation::unfused): `problems` = batch x heads/tp
+// independent score matrices of seq x seq, each a problem of the batched GEMMs (Megatron-LM's
+// torch.baddbmm and torch.bmm over [batch x heads, seq, head_dim]).
+struct UnfusedAttention {
+  std::int64_t problems = 0;
+  std::int64_t seq = 0, head_dim = 0;
+  DType dtype = DType::bf16;
+  bool dropout = false;  // dropout on the probabilities
+  // Q K^T (and the backward's dP = dO V^T): seq queries x seq keys over head_dim, the whole matrix.
+  RankGemm scores() const { return RankGemm{seq, seq, head_dim, dtype}; }
+  // P V (and dV = P^T dO, dQ = dS K, dK = dS^T Q): seq x head_dim over seq.
+  RankGemm context() const { return RankGemm{seq, head_dim, seq, dtype}; }
+  // Every problem's seq x seq matrix in dtype (the scores, the probabilities, their gradients).
+  Bytes matrix_bytes() const;
+  // The dropout mask: one byte per score (Korthikanti et al. Sec. 4.1).
+  Bytes mask_bytes() const;
+};
+
 // attention_tpsp per rank: all-gather, QKV projection (heads/tp and kv_heads/tp), core attention
-// (a tiled kernel from a FLOP model), output projection, reduce-scatter.
+// (a tiled kernel from a FLOP model, or unfused: `unfused` set), output projection, reduce-scatter.
 struct AttentionShapes {
   Bytes all_gather_bytes = 0;
   RankGemm qkv;
-  double attention_flops = 0;    // QK^T and PV over the rank's heads; causal halves it
-  std::int64_t attention_tiles = 0;  // batch x heads/tp x ceil(seq / 128) query blocks
+  double attention_flops = 0;    // QK^T and PV over the rank's heads; causal halves it (model FLOPs)
+  // Flash: batch x heads/tp x ceil(seq / 128) query blocks. Unfused: the two batched GEMMs' 128 x 128
+  // tiles (what the simulator walks, scenario.cpp's budget).
+  std::int64_t attention_tiles = 0;
+  std::optional<UnfusedAttention> unfused;  // set for AttentionImplementation::unfused
   RankGemm out;
   Bytes reduce_scatter_bytes = 0;
 };

@@ -1635,11 +1635,42 @@ def add_stage_layers_dualpipe_entries(corpus, mlp_path):
     entry("dualpipe_with_vpp", "pipeline", "workload.parallel.vpp", parallel(vpp=2))
 
 
+def add_attention_entries(corpus, mlp_path):
+    """workload.attention (docs/guide/training.md "Core attention"): a value it does not take, and unfused
+    attention where it does not apply: a forward pass, a mixture-of-experts transformer or layer, a single
+    attention layer workload, context parallelism (whose attention runs as flash attention blocks). Each refused naming
+    the file, the key's line and the key."""
+    step = ("hardware: h100-sxm-8x-nvswitch\nworkload:\n  kind: transformer\n  tp: 8\n  model: llama3-70b\n"
+            "  layers: 2\n  batch: 1\n  seq: 1024\n  pass: step\n")
+    cp = ("hardware: h100-64node-ib400-rail\nworkload:\n  kind: transformer\n  tp: 8\n  model: llama3-70b\n"
+          "  layers: 2\n  batch: 1\n  seq: 4096\n  pass: step\n  parallel: {cp: 2}\n")
+    cases = [
+        ("attention_unknown", step + "  attention: sdpa\nschemes: [no_overlap]\n"),
+        ("attention_unfused_on_forward", step.replace("pass: step", "pass: forward") +
+         "  attention: unfused\nschemes: [no_overlap]\n"),
+        ("attention_unfused_on_moe", step.replace("llama3-70b", "mixtral-8x7b").replace("tp: 8", "tp: 4") +
+         "  attention: unfused\nschemes: [no_overlap]\n"),
+        ("attention_unfused_on_attention_layer",
+         "hardware: h100-sxm-8x-nvswitch\nworkload:\n  kind: attention_tpsp\n  tp: 8\n  batch: 1\n  seq: 1024\n"
+         "  d_model: 8192\n  heads: 64\n  pass: step\n  attention: unfused\nschemes: [no_overlap]\n"),
+        ("attention_unfused_with_cp", cp + "  attention: unfused\nschemes: [no_overlap]\n"),
+    ]
+    for name, text in cases:
+        line = next(i + 1 for i, l in enumerate(text.splitlines()) if l.startswith("  attention:"))
+        corpus.add_cli(name, ["run", "{tmp}/s.yaml"], "step_kernels", f"s.yaml:{line}", "workload.attention",
+                       setup=[["write", "s.yaml", text]])
+    # A MoE layer (kind moe) runs no core attention at all.
+    corpus.add_cli("attention_unfused_on_moe_layer", ["run", "{src}/scenarios/mixtral-8x7b-ep4-etp2-moe.yaml", "--set",
+                                                      "workload.attention=unfused"], "step_kernels", "--set",
+                   "workload.attention")
+
+
 APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
             add_network_memory_trace_entries, add_placeholder_entries, add_input_hardening_entries,
             add_trace_hardening_entries, add_step_kernel_entries, add_pipeline_entries,
             add_moe_all_to_all_entries, add_plan_entries, add_trace_replay_entries,
-            add_sustained_clock_entries, add_switch_tier_entries, add_stage_layers_dualpipe_entries]
+            add_sustained_clock_entries, add_switch_tier_entries, add_stage_layers_dualpipe_entries,
+            add_attention_entries]
 
 
 def main():

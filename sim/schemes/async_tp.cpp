@@ -290,8 +290,8 @@ std::vector<OpId> emit_attention(GraphBuilder& b, LoopedEinsum& le, const Attent
   const std::vector<OpId> ag = column_matmul(le, s.qkv, att.gather_input, start, prefix + "qkv");
   std::vector<OpId> attn;
   for (int r = 0; r < T; ++r)
-    attn.push_back(b.add_flop_kernel(r, le.main_streams()[static_cast<std::size_t>(r)], prefix + "attention",
-                                     s.attention_flops, s.attention_tiles, att.dtype, {ag[static_cast<std::size_t>(r)]}));
+    attn.push_back(add_core_attention(b, r, le.main_streams()[static_cast<std::size_t>(r)], s, att.dtype,
+                                      prefix + "attention", {ag[static_cast<std::size_t>(r)]}));
   if (s.all_gather_bytes > 0) collectives.push_back(s.all_gather_bytes);
   collectives.push_back(s.reduce_scatter_bytes);
   return le.matmul_reduce_scatter(s.out.m, s.out.n * dtype_bytes(s.out.dtype), le.unit(s.out), attn, prefix + "out");

@@ -444,8 +444,8 @@ std::vector<OpId> emit_attention(Pipeline& pl, const AttentionTpSp& att, const s
   }
   std::vector<OpId> attn;
   for (int r = 0; r < T; ++r)
-    attn.push_back(b.add_flop_kernel(r, pl.streams.compute[static_cast<std::size_t>(r)], prefix + "attention",
-                                     s.attention_flops, s.attention_tiles, att.dtype, {ag[static_cast<std::size_t>(r)]}));
+    attn.push_back(add_core_attention(b, r, pl.streams.compute[static_cast<std::size_t>(r)], s, att.dtype,
+                                      prefix + "attention", {ag[static_cast<std::size_t>(r)]}));
   const std::vector<OpId> end = pl.fuse_rs(gemm_unit(b, s.out), attn);
   reason = step_reason(b, T, s.out, total_rows, pl.row_bytes, pl.p, "row-parallel FuseRS");
   return end;

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/schemes/core_attention.hpp"
 #include "sim/schemes/graph_builder.hpp"
 #include "sim/schemes/reusable_builders.hpp"
 #include "sim/schemes/training_step.hpp"
@@ -103,6 +104,15 @@ class SlicedEmitter {
                                             slice_flops.size() > 1 ? fmt::format("{}[{}]", name, i) : name,
                                             slice_flops[i], slice_tiles[i], dtype, d));
       }
+    return out;
+  }
+
+  // Core attention (one op per rank; unfused: its kernel sequence) after `deps`, in stream order.
+  PerSlice core_attention(const AttentionShapes& s, DType dtype, const std::string& name) {
+    PerSlice out(1);
+    if (comm_only_) return out;
+    for (int r = 0; r < ranks(); ++r)
+      out[0].push_back(add_core_attention(b_, r, streams_.compute[static_cast<std::size_t>(r)], s, dtype, name, {}));
     return out;
   }
 
@@ -198,7 +208,7 @@ void emit_attention(SlicedEmitter& e, const AttentionTpSp& att, int tp) {
                                        : PerSlice{};
   e.gemm(row_slices(rows, s.qkv.n, s.qkv.k, att.dtype), ag, "attn.qkv");
   // Core attention needs every token of a sequence: one kernel after all QKV slices (stream order).
-  e.flops({s.attention_flops}, {s.attention_tiles}, att.dtype, {}, "attn.core");
+  e.core_attention(s, att.dtype, "attn.core");
   const PerSlice out = e.gemm(row_slices(rows, s.out.n, s.out.k, att.dtype), {}, "attn.out_proj");
   e.collective(Primitive::reduce_scatter, scaled(rows, att.d_model * b), out, "attn.reduce_scatter");
 }

@@ -421,7 +421,7 @@ class FlashOverlapPass final : public PassEmitter {
     const AttentionShapes s = attention_shapes(a, tp_);
     const PerRank gathered = a.gather_input ? collective(Primitive::all_gather, s.all_gather_bytes, start, prefix + "attn.all_gather") : start;
     const PerRank qkv = gemm(s.qkv, gathered, prefix + "attn.qkv");
-    const PerRank core = flops(s.attention_flops, s.attention_tiles, a.dtype, qkv, prefix + "attn.core");
+    const PerRank core = core_attention(s, a.dtype, qkv, prefix + "attn.core");
     const std::string base = prefix + "attn.out_proj";
     return signalled(SignalledGemm{s.out, Primitive::reduce_scatter, s.reduce_scatter_bytes, base, base + ".wait",
                                    prefix + "attn.reduce_scatter", base + ".", base},

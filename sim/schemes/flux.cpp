@@ -208,12 +208,11 @@ class FluxEmitter {
     return out;
   }
 
-  std::vector<OpId> flops(double f, std::int64_t tiles, DType dt, const std::vector<OpId>& after,
-                          const std::string& tag) {
+  std::vector<OpId> core_attention(const AttentionShapes& s, DType dt, const std::vector<OpId>& after,
+                                   const std::string& tag) {
     std::vector<OpId> out;
     for (int r = 0; r < T_; ++r)
-      out.push_back(b_.add_flop_kernel(r, main_[static_cast<std::size_t>(r)], tag, f, tiles, dt,
-                                       {after[static_cast<std::size_t>(r)]}));
+      out.push_back(add_core_attention(b_, r, main_[static_cast<std::size_t>(r)], s, dt, tag, {after[static_cast<std::size_t>(r)]}));
     return out;
   }
 
@@ -239,7 +238,7 @@ std::vector<OpId> emit_attention(FluxEmitter& e, const AttentionTpSp& att, int T
   const AttentionShapes s = attention_shapes(att, T);
   const std::vector<OpId> qkv =
       att.gather_input ? e.all_gather_gemm(s.qkv, start, prefix + "qkv") : e.plain_gemm(s.qkv, start, prefix + "qkv");
-  const std::vector<OpId> core = e.flops(s.attention_flops, s.attention_tiles, att.dtype, qkv, prefix + "attention");
+  const std::vector<OpId> core = e.core_attention(s, att.dtype, qkv, prefix + "attention");
   return e.gemm_reduce_scatter(s.out, core, prefix + "out");
 }
 

@@ -336,11 +336,6 @@ class TeComposer {
       out.push_back(b_.add_memory(r, main_[ri(r)], MemoryKernel{tag, bytes, deps_of(start, r), 0}));
     return out;
   }
-  PerRank flops(double total, std::int64_t tiles, DType dtype, const PerRank& start, const std::string& tag) {
-    PerRank out;
-    for (int r = 0; r < T_; ++r) out.push_back(b_.add_flop_kernel(r, main_[ri(r)], tag, total, tiles, dtype, deps_of(start, r)));
-    return out;
-  }
 
   // One forward block with every linear's setting.
   PerRank forward(const Workload& w, Block block, const PerRank& start, const std::string& prefix) {
@@ -352,7 +347,9 @@ class TeComposer {
       const AttentionShapes s = attention_shapes(att, T);
       const PerRank qkv = all_gather_gemm("qkv_fprop", s.qkv, s.qkv.k * dtype_bytes(s.qkv.dtype), att.gather_input,
                                           start, prefix + "qkv");
-      const PerRank core = flops(s.attention_flops, s.attention_tiles, att.dtype, qkv, prefix + "attention");
+      PerRank core;
+      for (int r = 0; r < T_; ++r)
+        core.push_back(add_core_attention(b_, r, main_[ri(r)], s, att.dtype, prefix + "attention", deps_of(qkv, r)));
       return gemm_reduce_scatter("proj_fprop", s.out, s.reduce_scatter_bytes, core, prefix + "proj");
     }
     const MlpTpSp mlp = t ? transformer_mlp(*t) : std::get<MlpTpSp>(w.shape);

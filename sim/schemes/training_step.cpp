@@ -66,6 +66,22 @@ PerRank PassEmitter::flops(double flops, std::int64_t tiles, DType dtype, const 
   return out;
 }
 
+PerRank PassEmitter::core_attention(const AttentionShapes& s, DType dtype, const PerRank& start, const std::string& name) {
+  if (collectives_only_) return start;
+  PerRank out;
+  for (int r = 0; r < ranks(); ++r) out.push_back(add_core_attention(b_, r, compute_stream(r), s, dtype, name, deps_of(start, r)));
+  return out;
+}
+
+PerRank PassEmitter::unfused_attention(const UnfusedAttention& u, AttentionPass pass, const PerRank& start,
+                                       const std::string& name) {
+  if (collectives_only_) return start;
+  PerRank out;
+  for (int r = 0; r < ranks(); ++r)
+    out.push_back(add_unfused_attention(b_, r, compute_stream(r), u, pass, name, deps_of(start, r)));
+  return out;
+}
+
 PerRank PassEmitter::join(const std::vector<PerRank>& ops, const std::string& name) {
   PerRank out;
   for (int r = 0; r < ranks(); ++r) {
@@ -322,6 +338,7 @@ class StepDriver {
       case BackwardStep::Kind::linear: return linear(step.linear, name, at);
       case BackwardStep::Kind::memory: return e_.memory(step.bytes, at, name);
       case BackwardStep::Kind::flops:
+        if (step.unfused) return e_.unfused_attention(*step.unfused, AttentionPass::backward, recompute_core(step, l, at), name);
         return e_.flops(step.flops, step.tiles, step.dtype, recompute_core(step, l, at), name);
       case BackwardStep::Kind::ulysses: {
         UlyssesPass u{name, step.ulysses_in_bytes, step.flops, step.tiles, step.bytes, step.heads, step.dtype};
@@ -335,6 +352,8 @@ class StepDriver {
   // run again right before its backward. Its collectives are not redone: core attention has none.
   PerRank recompute_core(const BackwardStep& step, int l, const PerRank& at) {
     if (w_.training.recompute != Recompute::selective || !(step.recompute_flops > 0)) return at;
+    if (step.unfused)
+      return e_.unfused_attention(*step.unfused, AttentionPass::forward, at, "recompute." + layer_prefix(l) + step.name);
     return e_.flops(step.recompute_flops, step.tiles, step.dtype, at, "recompute." + layer_prefix(l) + step.name);
   }
 

@@ -12,6 +12,7 @@
 
 #include "cost_model/step_kernels.hpp"
 #include "sim/backward_shapes.hpp"
+#include "sim/schemes/core_attention.hpp"
 #include "sim/schemes/graph_builder.hpp"
 
 namespace overlap::sim {
@@ -81,6 +82,10 @@ class PassEmitter {
   PerRank collective(Primitive p, Bytes bytes, const PerRank& start, const std::string& name);
   PerRank memory(Bytes bytes, const PerRank& start, const std::string& name);
   PerRank flops(double flops, std::int64_t tiles, DType dtype, const PerRank& start, const std::string& name);
+  // Core attention's forward as the workload runs it (sim/schemes/core_attention.hpp), and unfused
+  // attention's kernels of either pass.
+  PerRank core_attention(const AttentionShapes& s, DType dtype, const PerRank& start, const std::string& name);
+  PerRank unfused_attention(const UnfusedAttention& u, AttentionPass pass, const PerRank& start, const std::string& name);
   // A zero-time op per rank after `ops` (any number per rank, kNoOp skipped).
   PerRank join(const std::vector<PerRank>& ops, const std::string& name);
   // A zero-time op per rank after the last op of every stream of the rank except `excluded`.

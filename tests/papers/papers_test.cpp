@@ -196,10 +196,10 @@ TEST_CASE("validate --papers: JSON rows, median, exit codes, one pinned row per 
   // Megatron-LM SC'21 Table 1: an absolute throughput, judged at 10 % and outside the ratio median.
   const auto& mt = row_named(j, "Table 1", "GPT 1.7B throughput per GPU (TP 1, PP 1)");
   CHECK(mt["published"].get<double>() == 137);
-  CHECK(mt["predicted"].get<double>() == Approx(228.45).epsilon(0.001));
+  CHECK(mt["predicted"].get<double>() == Approx(162.88).epsilon(0.001));
   CHECK_FALSE(mt["ratio"].get<bool>());
   CHECK(mt["tolerance_pct"].get<double>() == 10);
-  CHECK(mt["verdict"] == "off");  // unfused attention is not modelled (the row's cause)
+  CHECK(mt["verdict"] == "off");  // +18.9 % with unfused attention modelled: the absolute target is still missed
   const auto& lr = row_named(j, "A1, Theoretical Exposed Wait-time", "Ladder Residual exposed wait");
   CHECK(lr["verdict"] == "explained");  // the schedule beats the blog's per-module sum
   CHECK(lr["predicted"].get<double>() < lr["published"].get<double>());
