@@ -188,7 +188,7 @@ std::vector<BackwardStep> ulysses_backward(const AttentionUlysses& att, int tp) 
 }  // namespace
 
 std::vector<Block> layer_blocks(const Workload& w) {
-  if (w.kind == "transformer") return {Block::attention, Block::mlp};
+  if (w.kind == WorkloadKind::transformer) return {Block::attention, Block::mlp};
   return {Block::whole};
 }
 
@@ -209,7 +209,7 @@ std::vector<BackwardStep> backward_steps(const Workload& w, Block block) {
   if (const auto* m = std::get_if<MlpTpSp>(&w.shape)) return mlp_backward(*m, tp, "mlp.");
   if (const auto* a = std::get_if<AttentionTpSp>(&w.shape)) return attention_backward(*a, tp, "attn.");
   if (const auto* u = std::get_if<AttentionUlysses>(&w.shape)) return ulysses_backward(*u, tp);
-  throw std::invalid_argument(fmt::format("workload.kind: '{}' has no backward pass (decode is inference)", w.kind));
+  throw std::invalid_argument(fmt::format("workload.kind: '{}' has no backward pass (decode is inference)", workload_kind_name(w.kind)));
 }
 
 double forward_flops(const Workload& w, Block block) {

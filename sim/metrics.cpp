@@ -362,7 +362,7 @@ SchemeResult evaluate_with(const SchemeInfo& scheme, const BuildContext& ctx, co
   validate_workload(ctx.workload);
   if (scheme.applies && !scheme.applies(ctx.workload))
     throw std::invalid_argument(
-        fmt::format("scheme '{}' does not apply to a {} workload", scheme.name, ctx.workload.kind));
+        fmt::format("scheme '{}' does not apply to a {} workload", scheme.name, workload_kind_name(ctx.workload.kind)));
   if (const auto refused = check_params_apply(scheme.params, ctx.params, ctx.workload))
     throw InputError("", 0, "params." + refused->name, refused->why);
   BuiltScheme built = scheme.build(ctx);
@@ -436,7 +436,7 @@ SchemeResult evaluate(const SchemeInfo& scheme, const BuildContext& ctx, const E
 
 
 std::string baseline_scheme_for(const Workload& workload) {
-  return workload.kind == "decode_stack" ? "tp_baseline" : "no_overlap";
+  return workload.kind == WorkloadKind::decode_stack ? "tp_baseline" : "no_overlap";
 }
 
 std::vector<SchemeResult> evaluate_all(const std::vector<SchemeRequest>& schemes, const Workload& workload,

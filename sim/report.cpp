@@ -93,13 +93,13 @@ std::vector<std::pair<std::string, Workload>> probe_workloads(int tp) {
     GemmCollective g;
     g.m = g.n = g.k = 8192;
     g.primitive = p;
-    out.push_back({primitive_name(p), Workload{"gemm_collective", tp, g}});
+    out.push_back({primitive_name(p), Workload{WorkloadKind::gemm_collective, tp, g}});
   }
-  out.push_back({"", Workload{"mlp_tpsp", tp, MlpTpSp{8192, 8192, 28672, true, DType::bf16, true}}});
-  out.push_back({"", Workload{"attention_tpsp", tp, AttentionTpSp{1, 8192, 8192, 64, 8, true, DType::bf16, true}}});
-  out.push_back({"", Workload{"attention_ulysses", tp, AttentionUlysses{1, 8192, 8192, 64, true, DType::bf16}}});
-  out.push_back({"", Workload{"decode_stack", tp, DecodeStack{80, 8192, 28672, 64, 8, DType::fp8, -1}}});
-  out.push_back({"", Workload{"transformer", tp, Transformer{"custom", 1, 1, 8192, 8192, 28672, 64, 8, DType::bf16}}});
+  out.push_back({"", Workload{WorkloadKind::mlp_tpsp, tp, MlpTpSp{8192, 8192, 28672, true, DType::bf16, true}}});
+  out.push_back({"", Workload{WorkloadKind::attention_tpsp, tp, AttentionTpSp{1, 8192, 8192, 64, 8, true, DType::bf16, true}}});
+  out.push_back({"", Workload{WorkloadKind::attention_ulysses, tp, AttentionUlysses{1, 8192, 8192, 64, true, DType::bf16}}});
+  out.push_back({"", Workload{WorkloadKind::decode_stack, tp, DecodeStack{80, 8192, 28672, 64, 8, DType::fp8, -1}}});
+  out.push_back({"", Workload{WorkloadKind::transformer, tp, Transformer{"custom", 1, 1, 8192, 8192, 28672, 64, 8, DType::bf16}}});
   Moe moe;  // Mixtral-8x7B's layer over `tp` EP ranks
   moe.experts = 8;
   moe.top_k = 2;
@@ -107,7 +107,7 @@ std::vector<std::pair<std::string, Workload>> probe_workloads(int tp) {
   moe.d_model = 4096;
   moe.d_ffn_expert = 14336;
   moe.tokens = 8192;
-  out.push_back({"", Workload{"moe", tp, moe}});
+  out.push_back({"", Workload{WorkloadKind::moe, tp, moe}});
   return out;
 }
 
@@ -120,14 +120,14 @@ std::string scheme_applies_to(const SchemeInfo& scheme) {
     std::vector<std::string> primitives;
     std::size_t gemm_probes = 0;
     for (const auto& [primitive, w] : probe_workloads(tp)) {
-      if (w.kind == "gemm_collective") ++gemm_probes;
+      if (w.kind == WorkloadKind::gemm_collective) ++gemm_probes;
       if (!scheme.applies(w)) continue;
-      if (w.kind == "gemm_collective") primitives.push_back(primitive);
-      else kinds.push_back(w.kind);
+      if (w.kind == WorkloadKind::gemm_collective) primitives.push_back(primitive);
+      else kinds.push_back(workload_kind_name(w.kind));
     }
     std::string gemm;
     if (!primitives.empty()) {
-      gemm = "gemm_collective";
+      gemm = workload_kind_name(WorkloadKind::gemm_collective);
       if (primitives.size() < gemm_probes) {
         std::string list;
         for (const auto& p : primitives) list += (list.empty() ? "" : "/") + p;
@@ -139,7 +139,8 @@ std::string scheme_applies_to(const SchemeInfo& scheme) {
   };
   const std::vector<std::string> at_tp = kinds_at(8);
   if (at_tp.empty()) return "no workload";
-  if (kinds_at(1) == at_tp && at_tp.size() == 7 && at_tp.front() == "gemm_collective") return "every workload";
+  if (kinds_at(1) == at_tp && at_tp.size() == kWorkloadKindNames.size() &&
+      at_tp.front() == workload_kind_name(WorkloadKind::gemm_collective)) return "every workload";
   std::string out;
   for (const auto& k : at_tp) out += (out.empty() ? "" : ", ") + k;
   return kinds_at(1).empty() ? out + ", tp >= 2" : out;
@@ -327,15 +328,15 @@ void training_fields(nlohmann::json& j, std::string& text, const Training& t) {
 std::pair<nlohmann::json, std::string> workload_fields(const Workload& w) {
   nlohmann::json j = nlohmann::json::object();
   std::string text;
-  j["kind"] = w.kind;
+  j["kind"] = workload_kind_name(w.kind);
   j["tp"] = w.tp;
   // A moe workload's ranks are its EP ranks (Workload::tp holds ep x expert_tp for it): named as such,
   // with expert_tp when each expert's FFN is split over several GPUs.
   if (const Moe* m = std::get_if<Moe>(&w.shape))
-    text = m->expert_tp > 1 ? fmt::format("{} ep={} expert_tp={}", w.kind, m->ep, m->expert_tp)
-                            : fmt::format("{} ep={}", w.kind, w.tp);
+    text = m->expert_tp > 1 ? fmt::format("{} ep={} expert_tp={}", workload_kind_name(w.kind), m->ep, m->expert_tp)
+                            : fmt::format("{} ep={}", workload_kind_name(w.kind), w.tp);
   else
-    text = fmt::format("{} tp={}", w.kind, w.tp);
+    text = fmt::format("{} tp={}", workload_kind_name(w.kind), w.tp);
   shape_fields(j, text, w);
   training_fields(j, text, w.training);
   return {j, text};
@@ -883,7 +884,7 @@ std::string format_summary(const ReportContext& ctx, const std::vector<SchemeRes
       if (it == groups.end()) groups.push_back({s.applies_to, s.scheme});
       else it->second += ", " + s.scheme;
     }
-    std::string text = fmt::format("not applicable to this {} tp={} workload:", ctx.workload.kind, ctx.workload.tp);
+    std::string text = fmt::format("not applicable to this {} tp={} workload:", workload_kind_name(ctx.workload.kind), ctx.workload.tp);
     for (std::size_t i = 0; i < groups.size(); ++i)
       text += fmt::format("{} {} (for {})", i ? ";" : "", groups[i].second, groups[i].first);
     out += wrap_text(text, kTableWidth, "  ");

@@ -26,6 +26,7 @@
 #include "sim/model_config.hpp"
 #include "sim/pipeline_layers.hpp"
 #include "sim/schemes/moe.hpp"
+#include "sim/workload_keys.hpp"
 #include "sim/workload_shapes.hpp"
 
 namespace overlap::sim {
@@ -36,8 +37,6 @@ namespace {
 
 const std::vector<std::string> kTopLevelKeys = {"name",     "description", "hardware", "workload",
                                                 "schemes",  "fidelity",    "sweep"};
-const std::vector<std::string> kWorkloadKinds = {"gemm_collective",   "mlp_tpsp",     "attention_tpsp",
-                                                 "attention_ulysses", "decode_stack", "transformer", "moe"};
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -125,19 +124,10 @@ void require_divides(const YamlReader& w, const std::string& key, std::int64_t v
                                divisor_text));
 }
 
-// Which parts of a model a workload kind builds: a model whose part is not modelled (experts, latent
-// attention) is refused for the kinds that would build that part, never run as something else.
-struct ModelUse {
-  bool ffn = false;
-  bool attention = false;
-  bool moe = false;  // the FFN may be a MoE block (transformer: Transformer::moe)
-  bool mla = false;  // the attention may be MLA when the FFN is a MoE block (sim/schemes/moe_transformer.cpp)
-  bool head_dim = false;  // the kind carries a head width other than d_model / heads (attention_tpsp, transformer)
-};
-
 // `workload.model`: a built-in name, "custom" (every size written in the file), or a config.json path
 // (relative to the scenario's folder).
-std::optional<Transformer> read_model(const YamlReader& w, ModelUse use) {
+std::optional<Transformer> read_model(const YamlReader& w, WorkloadKind kind) {
+  const ModelUse use = workload_kind_keys(kind).model;
   const auto c = w.optional_child("model");
   if (!c) return std::nullopt;
   const std::string ref = c->as_string();
@@ -228,17 +218,6 @@ void check_heads(const YamlReader& w, std::int64_t d_model, std::int64_t heads, 
                           kv, tp, static_cast<double>(kv) / tp));
 }
 
-// The keys of a dense transformer's training-step kernels (cost_model/step_kernels.hpp).
-const std::vector<std::string> kStepKernelKeys = {"vocab", "fused_elementwise", "fp8_scaling", "dropout", "attention"};
-
-// The keys a workload of one kind allows: kind and tp, then the kind's own.
-std::vector<std::string> workload_keys(std::vector<std::string> extra) {
-  extra.insert(extra.begin(), {"kind", "tp", "pass", "recompute", "parallel"});
-  // Read by every kind so that one that does not run them says why (read_step_kernel_keys).
-  extra.insert(extra.end(), kStepKernelKeys.begin(), kStepKernelKeys.end());
-  return extra;
-}
-
 template <typename E>
 E read_choice(const YamlReader& w, const std::string& key, E fallback, std::optional<E> (*parse)(const std::string&),
               const char* known) {
@@ -310,12 +289,12 @@ JobParallel read_job(const YamlReader& p, const Workload& w, int max_ranks) {
   for (const char* key : kJobKeys) {
     if (!p.has(key)) continue;
     const bool context = std::string_view(key).rfind("cp", 0) == 0;
-    if (t == nullptr && context && (w.kind == "mlp_tpsp" || w.kind == "gemm_collective"))
-      p.fail_at(key, fmt::format("context parallelism splits attention's sequence; a {} workload has no attention", w.kind));
+    if (t == nullptr && context && (w.kind == WorkloadKind::mlp_tpsp || w.kind == WorkloadKind::gemm_collective))
+      p.fail_at(key, fmt::format("context parallelism splits attention's sequence; a {} workload has no attention", workload_kind_name(w.kind)));
     if (t == nullptr)
       p.fail_at(key, fmt::format("pipeline and context parallelism are modelled for a transformer's training step; "
                                  "this is a {} workload (attention_ulysses is the all-to-all form of sequence parallelism)",
-                                 w.kind));
+                                 workload_kind_name(w.kind)));
     if (t->moe || t->mla)
       p.fail_at(key, "pipeline and context parallelism are modelled for dense transformers; a mixture-of-experts "
                      "model's stages are not");
@@ -373,18 +352,18 @@ JobParallel read_job(const YamlReader& p, const Workload& w, int max_ranks) {
 }
 
 // workload.pass, .recompute and .parallel (sim/workload.hpp Training).
-Training read_training(const YamlReader& w, const std::string& kind, int tp, int max_ranks) {
+Training read_training(const YamlReader& w, WorkloadKind kind, int tp, int max_ranks) {
   Training t;
   t.pass = read_choice(w, "pass", Pass::forward, parse_pass, "forward, backward, step");
   t.recompute = read_choice(w, "recompute", Recompute::none, parse_recompute, "none, selective, full");
   if (const auto p = w.optional_child("parallel")) t.parallel = read_parallel(*p, tp, max_ranks);
-  if (kind == "moe") {
+  if (kind == WorkloadKind::moe) {
     // The backward (docs/guide/moe.md "Training step") is built without recomputation or data parallelism.
     if (w.has("parallel")) w.fail_at("parallel", "moe has no data-parallel traffic yet (the EP group is `ep`)");
     if (w.has("recompute"))
       w.fail_at("recompute", "moe's backward keeps the forward's activations: recomputation is not modelled");
   }
-  if (kind == "decode_stack") {
+  if (kind == WorkloadKind::decode_stack) {
     if (t.pass != Pass::forward) w.fail_at("pass", "decode_stack is batch-1 inference: it has no backward (pass: forward)");
     if (w.has("parallel")) w.fail_at("parallel", "decode_stack is batch-1 inference: no data-parallel gradients");
   }
@@ -395,7 +374,7 @@ Training read_training(const YamlReader& w, const std::string& kind, int tp, int
 
 GemmCollective read_gemm_collective(const YamlReader& w, int tp) {
   const std::string tp_text = fmt::format("tp = {}", tp);
-  w.allow_keys(workload_keys({"m", "n", "k", "dtype", "primitive", "rmsnorm_after"}));
+  w.allow_keys(workload_keys(WorkloadKind::gemm_collective));
   GemmCollective g;
   g.m = w.get_int_in("m", ranges::gemm_dim);
   g.n = w.get_int_in("n", ranges::gemm_dim);
@@ -411,8 +390,8 @@ GemmCollective read_gemm_collective(const YamlReader& w, int tp) {
 
 MlpTpSp read_mlp_tpsp(const YamlReader& w, int tp) {
   const std::string tp_text = fmt::format("tp = {}", tp);
-  w.allow_keys(workload_keys({"model", "tokens", "batch", "seq", "d_model", "d_ffn", "gated", "dtype", "gather_input"}));
-  const auto model = read_model(w, {.ffn = true});
+  w.allow_keys(workload_keys(WorkloadKind::mlp_tpsp));
+  const auto model = read_model(w, WorkloadKind::mlp_tpsp);
   MlpTpSp m;
   if (w.has("tokens")) {
     if (w.has("batch") || w.has("seq")) w.fail_at("tokens", "give either tokens or batch and seq, not both");
@@ -435,9 +414,8 @@ MlpTpSp read_mlp_tpsp(const YamlReader& w, int tp) {
 
 AttentionTpSp read_attention_tpsp(const YamlReader& w, int tp) {
   const std::string tp_text = fmt::format("tp = {}", tp);
-  w.allow_keys(workload_keys(
-      {"model", "batch", "seq", "d_model", "heads", "kv_heads", "head_dim", "causal", "dtype", "gather_input"}));
-  const auto model = read_model(w, {.attention = true, .head_dim = true});
+  w.allow_keys(workload_keys(WorkloadKind::attention_tpsp));
+  const auto model = read_model(w, WorkloadKind::attention_tpsp);
   AttentionTpSp a;
   a.gather_input = w.get_bool("gather_input", true);
   (void)tokens_of(w, "batch", "seq");
@@ -457,8 +435,8 @@ AttentionTpSp read_attention_tpsp(const YamlReader& w, int tp) {
 
 AttentionUlysses read_attention_ulysses(const YamlReader& w, int tp) {
   const std::string tp_text = fmt::format("tp = {}", tp);
-  w.allow_keys(workload_keys({"model", "batch", "seq", "d_model", "heads", "causal", "dtype"}));
-  const auto model = read_model(w, {.attention = true});
+  w.allow_keys(workload_keys(WorkloadKind::attention_ulysses));
+  const auto model = read_model(w, WorkloadKind::attention_ulysses);
   AttentionUlysses a;
   (void)tokens_of(w, "batch", "seq");
   a.batch = w.get_int_in("batch", ranges::batch);
@@ -474,8 +452,8 @@ AttentionUlysses read_attention_ulysses(const YamlReader& w, int tp) {
 
 DecodeStack read_decode_stack(const YamlReader& w, int tp) {
   const std::string tp_text = fmt::format("tp = {}", tp);
-  w.allow_keys(workload_keys({"model", "layers", "d_model", "d_ffn", "heads", "kv_heads", "dtype", "allreduce_us"}));
-  const auto model = read_model(w, {.ffn = true, .attention = true});
+  w.allow_keys(workload_keys(WorkloadKind::decode_stack));
+  const auto model = read_model(w, WorkloadKind::decode_stack);
   DecodeStack d;
   d.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers), ranges::layers));
   d.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
@@ -579,8 +557,7 @@ void read_moe_routing(const YamlReader& w, Moe& m) {
 
 // workload kind moe (sim/workload.hpp Moe; docs/guide/moe.md).
 Moe read_moe(const YamlReader& w, int max_ranks) {
-  w.allow_keys(workload_keys({"experts", "top_k", "d_model", "d_ffn_expert", "tokens", "ep", "expert_tp", "capacity_factor",
-                              "routing", "seed", "shared_experts", "dtype", "all_to_all", "max_nodes"}));
+  w.allow_keys(workload_keys(WorkloadKind::moe));
   if (w.has("tp") && w.get_int_in("tp", ranges::tp) != 1)
     w.fail_at("tp", "moe takes no `tp`: TP inside each expert is `expert_tp` (Megatron-core's "
                     "--expert-tensor-parallel-size), the expert-parallel group is `ep`");
@@ -616,18 +593,13 @@ Moe read_moe(const YamlReader& w, int max_ranks) {
   return m;
 }
 
-// The MoE keys a transformer takes (a MoE model's experts from its config, or given for a custom one).
-const std::vector<std::string> kTransformerMoeKeys = {"experts",      "top_k",           "d_ffn_expert", "shared_experts",
-                                                      "dense_layers", "capacity_factor", "routing",      "seed",
-                                                      "all_to_all",   "max_nodes"};
-
 // A transformer's MoE block (Transformer::moe, sim/schemes/moe_transformer.cpp): the model config's
 // experts, or experts / top_k / d_ffn_expert / shared_experts given (a custom model, or overriding the
 // config's); the EP group is the TP group (ep = tp), each rank routing its batch x seq / tp tokens.
 void read_transformer_moe(const YamlReader& w, int tp, const std::optional<Moe>& from_model, int model_dense_layers,
                           Transformer& t) {
   if (!from_model && !w.has("experts")) {
-    for (const std::string& key : kTransformerMoeKeys)
+    for (const std::string& key : transformer_moe_keys())
       if (w.has(key))
         w.fail_at(key, "the model has no experts (a dense transformer); give experts, or a mixture-of-experts model");
     return;
@@ -662,11 +634,8 @@ void read_transformer_moe(const YamlReader& w, int tp, const std::optional<Moe>&
 
 Transformer read_transformer(const YamlReader& w, int tp) {
   const std::string tp_text = fmt::format("tp = {}", tp);
-  std::vector<std::string> keys = {"model",   "layers",   "batch",    "seq",  "d_model",
-                                   "d_ffn",   "heads",    "kv_heads", "head_dim", "dtype"};
-  keys.insert(keys.end(), kTransformerMoeKeys.begin(), kTransformerMoeKeys.end());
-  w.allow_keys(workload_keys(keys));
-  const auto model = read_model(w, {.ffn = true, .attention = true, .moe = true, .mla = true, .head_dim = true});
+  w.allow_keys(workload_keys(WorkloadKind::transformer));
+  const auto model = read_model(w, WorkloadKind::transformer);
   Transformer t;
   t.model = model ? model->model : "custom";
   t.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers), ranges::layers));
@@ -698,11 +667,11 @@ Transformer read_transformer(const YamlReader& w, int tp) {
 void read_step_kernel_keys(const YamlReader& w, Workload& out) {
   auto* t = std::get_if<Transformer>(&out.shape);
   const bool applies = t != nullptr && !t->moe && !t->mla && out.training.pass == Pass::step;
-  for (const std::string& key : kStepKernelKeys)
+  for (const std::string& key : step_kernel_keys())
     if (w.has(key) && !applies)
       w.fail_at(key, fmt::format("shapes the kernels of a dense transformer's training step (kind transformer, pass: "
                                  "step, no experts); this workload is {}{}, which does not run them",
-                                 out.kind, t == nullptr ? "" : (t->moe ? " with experts" : fmt::format(" with pass: {}",
+                                 workload_kind_name(out.kind), t == nullptr ? "" : (t->moe ? " with experts" : fmt::format(" with pass: {}",
                                                                  pass_name(out.training.pass)))));
   if (!applies) return;
   t->step_kernels = true;
@@ -719,9 +688,11 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
   w.expect_map();
   Workload out;
   const YamlReader kind_node = w.child("kind");
-  out.kind = kind_node.as_string();
-  if (out.kind == "moe") {
+  const std::string kind_text = kind_node.as_string();
+  const std::optional<WorkloadKind> kind = parse_workload_kind(kind_text);
+  if (kind == WorkloadKind::moe) {
     const Moe m = read_moe(w, max_ranks);
+    out.kind = *kind;
     out.tp = m.ep * m.expert_tp;  // the graph's ranks: ep x expert_tp (ETP innermost)
     out.shape = m;
     out.training = read_training(w, out.kind, out.tp, max_ranks);
@@ -739,20 +710,17 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
   out.tp = static_cast<int>(tp64);
   const int tp = out.tp;
 
-  if (out.kind == "gemm_collective") {
-    out.shape = read_gemm_collective(w, tp);
-  } else if (out.kind == "mlp_tpsp") {
-    out.shape = read_mlp_tpsp(w, tp);
-  } else if (out.kind == "attention_tpsp") {
-    out.shape = read_attention_tpsp(w, tp);
-  } else if (out.kind == "attention_ulysses") {
-    out.shape = read_attention_ulysses(w, tp);
-  } else if (out.kind == "decode_stack") {
-    out.shape = read_decode_stack(w, tp);
-  } else if (out.kind == "transformer") {
-    out.shape = read_transformer(w, tp);
-  } else {
-    kind_node.fail("unknown workload kind '" + out.kind + "' (known: " + join(kWorkloadKinds) + ")");
+  // An unknown kind is named once tp is read: the order of messages the bad-input corpus pins.
+  if (!kind) kind_node.fail("unknown workload kind '" + kind_text + "' (known: " + workload_kind_list() + ")");
+  out.kind = *kind;
+  switch (out.kind) {
+    case WorkloadKind::gemm_collective: out.shape = read_gemm_collective(w, tp); break;
+    case WorkloadKind::mlp_tpsp: out.shape = read_mlp_tpsp(w, tp); break;
+    case WorkloadKind::attention_tpsp: out.shape = read_attention_tpsp(w, tp); break;
+    case WorkloadKind::attention_ulysses: out.shape = read_attention_ulysses(w, tp); break;
+    case WorkloadKind::decode_stack: out.shape = read_decode_stack(w, tp); break;
+    case WorkloadKind::transformer: out.shape = read_transformer(w, tp); break;
+    case WorkloadKind::moe: break;  // read above
   }
   out.training = read_training(w, out.kind, tp, max_ranks);
   read_step_kernel_keys(w, out);
@@ -892,7 +860,7 @@ SchemeSpec read_scheme(const YamlReader& e, const Workload& workload, const Hard
   if (const auto why = moe_all_to_all_refusal(workload, spec.name))
     throw InputError(name_node.file(), name_node.line(), "workload.all_to_all", *why);
   if (info->applies && !info->applies(workload))
-    name_node.fail("scheme '" + spec.name + "' does not apply to a " + workload.kind +
+    name_node.fail("scheme '" + spec.name + "' does not apply to a " + workload_kind_name(workload.kind) +
                    " workload (schemes that do: " + scheme_names_applying(workload) + ")");
   if (params) {
     params->expect_map();
@@ -1149,7 +1117,7 @@ Scenario load_checked(const YAML::Node& root, const std::string& text, const std
   } else {
     for (const auto& s : scheme_registry())
       if (!s.applies || s.applies(sc.workload)) sc.schemes.push_back(SchemeSpec{s.name, nlohmann::json::object(), 0});
-    if (sc.schemes.empty()) r.fail("no scheme applies to a " + sc.workload.kind + " workload");
+    if (sc.schemes.empty()) r.fail(std::string("no scheme applies to a ") + workload_kind_name(sc.workload.kind) + " workload");
   }
 
   if (const auto s = r.optional_child("sweep")) {

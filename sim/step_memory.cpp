@@ -61,7 +61,7 @@ std::string step_memory_scope(const memory::StepMemoryInput& in) {
 
 std::optional<memory::StepMemoryInput> memory_input(const Workload& w, const HardwareProfile& hw) {
   const auto* t = std::get_if<Transformer>(&w.shape);
-  if (w.kind != "transformer" || t == nullptr || t->moe || t->mla || !has_backward(w)) return std::nullopt;
+  if (w.kind != WorkloadKind::transformer || t == nullptr || t->moe || t->mla || !has_backward(w)) return std::nullopt;
   memory::StepMemoryInput in;
   memory::LayerShape& l = in.layer;
   l.seq = t->seq;

@@ -241,7 +241,7 @@ CandidateList collect_candidates(const Scenario& sc, int jobs) {
     if (!first) continue;
     for (const nlohmann::json& wk : workload_grid)
       for (const nlohmann::json& c : scheme_knob_grid(*info, sc.workload)) add(spec.name, c, "grid", wk);
-    if (spec.name == "flashoverlap" && sc.workload.kind == "gemm_collective") {
+    if (spec.name == "flashoverlap" && sc.workload.kind == WorkloadKind::gemm_collective) {
       // The engine-backed wave-group search: its partition competes with the table's settings. It
       // tunes one GEMM + collective; in a layer or a training step every GEMM keeps its own
       // predicted partition (`groups: auto`, FlashOverlap Sec. 4.2), and the grid's knobs compete.

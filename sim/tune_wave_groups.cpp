@@ -82,8 +82,8 @@ class SampledCurve {
 };
 
 void require_flashoverlap_workload(const Workload& w) {
-  if (w.kind != "gemm_collective")
-    throw InputError("", 0, "workload.kind", fmt::format("wave-group tuning needs a gemm_collective workload (got {})", w.kind));
+  if (w.kind != WorkloadKind::gemm_collective)
+    throw InputError("", 0, "workload.kind", fmt::format("wave-group tuning needs a gemm_collective workload (got {})", workload_kind_name(w.kind)));
   const GemmCollective g = gemm_collective_shape(w);
   if (g.primitive == Primitive::all_gather)
     throw InputError("", 0, "workload.primitive",

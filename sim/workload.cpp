@@ -50,7 +50,7 @@ std::optional<AttentionImplementation> parse_attention_implementation(const std:
 bool has_backward(const Workload& w) { return w.training.pass != Pass::forward; }
 bool is_training_step(const Workload& w) { return has_backward(w) || w.training.parallel.dp > 1; }
 bool has_moe_layers(const Workload& w) {
-  if (w.kind == "moe") return true;
+  if (w.kind == WorkloadKind::moe) return true;
   const auto* t = std::get_if<Transformer>(&w.shape);
   return t != nullptr && t->moe.has_value();
 }

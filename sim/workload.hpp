@@ -13,6 +13,7 @@
 #include "cost_model/step_kernels.hpp"
 #include "sim/context_parallel.hpp"
 #include "sim/pipeline_schedule.hpp"
+#include "sim/workload_kind.hpp"
 
 namespace overlap::sim {
 
@@ -229,8 +230,7 @@ struct Training {
 };
 
 struct Workload {
-  // gemm_collective | mlp_tpsp | attention_tpsp | attention_ulysses | decode_stack | transformer | moe
-  std::string kind;
+  WorkloadKind kind = WorkloadKind::gemm_collective;  // names the alternative `shape` holds (validate_workload)
   int tp = 1;  // ranks in the tensor/sequence-parallel group (moe: Moe::ep x Moe::expert_tp)
   std::variant<GemmCollective, MlpTpSp, AttentionTpSp, AttentionUlysses, DecodeStack, Transformer, Moe> shape;
   Training training = {};  // pass, recomputation and data parallelism; the default is a forward pass alone

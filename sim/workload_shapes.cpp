@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 #include <variant>
 
 #include <fmt/format.h>
@@ -266,14 +267,30 @@ std::optional<Transformer> named_model(const std::string& name, const Transforme
 
 namespace {
 
-// The workload kind each shape is written as (the scenario's `workload.kind`).
-const char* shape_kind(const GemmCollective&) { return "gemm_collective"; }
-const char* shape_kind(const MlpTpSp&) { return "mlp_tpsp"; }
-const char* shape_kind(const AttentionTpSp&) { return "attention_tpsp"; }
-const char* shape_kind(const AttentionUlysses&) { return "attention_ulysses"; }
-const char* shape_kind(const DecodeStack&) { return "decode_stack"; }
-const char* shape_kind(const Moe&) { return "moe"; }
-const char* shape_kind(const Transformer&) { return "transformer"; }
+// The kind each shape is written as. WorkloadKind lists the kinds in the order of Workload::shape's
+// alternatives (sim/workload_kind.hpp), so a workload's kind is the index of its shape: checked here.
+using WorkloadShapeVariant = decltype(Workload::shape);
+constexpr WorkloadKind kind_of_shape(const GemmCollective*) { return WorkloadKind::gemm_collective; }
+constexpr WorkloadKind kind_of_shape(const MlpTpSp*) { return WorkloadKind::mlp_tpsp; }
+constexpr WorkloadKind kind_of_shape(const AttentionTpSp*) { return WorkloadKind::attention_tpsp; }
+constexpr WorkloadKind kind_of_shape(const AttentionUlysses*) { return WorkloadKind::attention_ulysses; }
+constexpr WorkloadKind kind_of_shape(const DecodeStack*) { return WorkloadKind::decode_stack; }
+constexpr WorkloadKind kind_of_shape(const Transformer*) { return WorkloadKind::transformer; }
+constexpr WorkloadKind kind_of_shape(const Moe*) { return WorkloadKind::moe; }
+template <std::size_t... I>
+constexpr bool kinds_in_shape_order(std::index_sequence<I...>) {
+  return ((kind_of_shape(static_cast<const std::variant_alternative_t<I, WorkloadShapeVariant>*>(nullptr)) == static_cast<WorkloadKind>(I)) &&
+          ...);
+}
+static_assert(std::variant_size_v<WorkloadShapeVariant> == kWorkloadKindNames.size());
+static_assert(kinds_in_shape_order(std::make_index_sequence<std::variant_size_v<WorkloadShapeVariant>>{}));
+
+WorkloadKind shape_kind(const Workload& w) { return static_cast<WorkloadKind>(w.shape.index()); }
+
+// Each attention head takes d_model / heads of the width (without an explicit head width).
+void require_heads_divide_width(std::int64_t d_model, std::int64_t heads) {
+  if (d_model % heads != 0) throw std::invalid_argument("workload.heads: d_model is not divisible by heads");
+}
 
 void validate_shape(const GemmCollective& g, int tp) {
   require_positive(g.m, "m");
@@ -301,7 +318,7 @@ void validate_attention(std::int64_t batch, std::int64_t seq, std::int64_t d, st
   if (kv < 0) throw std::invalid_argument("workload.kv_heads: must be >= 0");
   if (head_dim < 0) throw std::invalid_argument("workload.head_dim: must be >= 0");
   // An explicit head width frees d_model from being a multiple of heads (Qwen3-MoE).
-  if (head_dim == 0 && d % heads != 0) throw std::invalid_argument("workload.heads: d_model is not divisible by heads");
+  if (head_dim == 0) require_heads_divide_width(d, heads);
   if (kv > 0 && heads % kv != 0) throw std::invalid_argument("workload.kv_heads: heads is not divisible by kv_heads");
   require_divisible(heads, tp, "heads");
   require_divisible(batch * seq, tp, "seq");
@@ -345,7 +362,7 @@ void validate_shape(const AttentionUlysses& a, int tp) {
   require_positive(a.seq, "seq");
   require_positive(a.d_model, "d_model");
   require_positive(a.heads, "heads");
-  if (a.d_model % a.heads != 0) throw std::invalid_argument("workload.heads: d_model is not divisible by heads");
+  require_heads_divide_width(a.d_model, a.heads);
   require_divisible(a.seq, tp, "seq");
   require_divisible(a.heads, tp, "heads");
 }
@@ -355,7 +372,7 @@ void validate_shape(const DecodeStack& d, int tp) {
   require_positive(d.d_model, "d_model");
   require_positive(d.d_ffn, "d_ffn");
   require_positive(d.heads, "heads");
-  if (d.d_model % d.heads != 0) throw std::invalid_argument("workload.heads: d_model is not divisible by heads");
+  require_heads_divide_width(d.d_model, d.heads);
   require_divisible(d.heads, tp, "heads");
   require_divisible(d.d_ffn, tp, "d_ffn");
 }
@@ -381,13 +398,11 @@ void validate_shape(const Moe& m, int tp) {
 
 void validate_workload(const Workload& w) {
   if (w.tp < 1) throw std::invalid_argument(fmt::format("workload.tp: must be >= 1 (got {})", w.tp));
-  std::visit(
-      [&](const auto& s) {
-        // The kind names the shape; one that does not is a workload built by hand wrongly.
-        if (w.kind != shape_kind(s)) throw std::invalid_argument(fmt::format("workload.kind: unknown kind '{}'", w.kind));
-        validate_shape(s, w.tp);
-      },
-      w.shape);
+  // The kind names the shape; one that does not is a workload built by hand wrongly.
+  if (w.kind != shape_kind(w))
+    throw std::invalid_argument(fmt::format("workload.kind: a {} workload holds a {} shape", workload_kind_name(w.kind),
+                                            workload_kind_name(shape_kind(w))));
+  std::visit([&](const auto& s) { validate_shape(s, w.tp); }, w.shape);
 }
 
 }  // namespace overlap::sim

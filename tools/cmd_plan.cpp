@@ -259,9 +259,9 @@ void cmd_plan(const PlanCommandOptions& o, std::ostream& out, std::ostream& err)
   q.axes = axes_of(o);
   q.base = load_base(o, q.hardware_dir);
   const auto* t = std::get_if<sim::Transformer>(&q.base.workload.shape);
-  if (q.base.workload.kind != "transformer" || t == nullptr)
+  if (q.base.workload.kind != sim::WorkloadKind::transformer || t == nullptr)
     throw InputError(q.base.file, 0, "workload.kind",
-                     fmt::format("plan searches a transformer's training step; this base is '{}'", q.base.workload.kind));
+                     fmt::format("plan searches a transformer's training step; this base is '{}'", sim::workload_kind_name(q.base.workload.kind)));
   q.gpus = static_cast<int>(o.gpus);
   if (q.base.hardware.fabric.num_gpus > 0 && q.gpus > q.base.hardware.fabric.num_gpus)
     throw UsageError(fmt::format("--gpus {}: the profile {} has {} GPUs (fabric.num_gpus)", q.gpus,

@@ -167,7 +167,7 @@ std::vector<sim::SchemeSpec> selected_schemes(const sim::Scenario& sc, const std
                                  sc.workload.training.parallel.dp > 1 ? ", data parallelism" : ""));
   if (info->applies && !info->applies(sc.workload))
     throw UsageError(fmt::format("--scheme: '{}' does not apply to a {} tp={} workload; it applies to {}", only,
-                                 sc.workload.kind, sc.workload.tp, sim::scheme_applies_to(*info)));
+                                 sim::workload_kind_name(sc.workload.kind), sc.workload.tp, sim::scheme_applies_to(*info)));
   return {sim::SchemeSpec{only, nlohmann::json::object(), 0}};
 }
 
@@ -415,7 +415,7 @@ int fit_only(const RunOptions& options, const sim::Scenario& sc, sim::ReportForm
     throw UsageError(fmt::format("--fit-only: the memory model covers a dense transformer's training step (workload.kind "
                                  "transformer without MoE layers or latent attention, pass backward or step); this is "
                                  "a {} workload, pass {}",
-                                 sc.workload.kind, sim::pass_name(sc.workload.training.pass)));
+                                 sim::workload_kind_name(sc.workload.kind), sim::pass_name(sc.workload.training.pass)));
   if (m->hbm_bytes == 0)
     throw InputError(sc.hardware.source_file, 0, "hardware.gpu.hbm_bytes",
                      fmt::format("--fit-only needs the GPU's memory capacity, and profile '{}' gives none (gpu.hbm_bytes is 0)",

@@ -70,7 +70,7 @@ sim::Workload operator_workload(const TuneOptions& o) {
   else throw UsageError(fmt::format("--primitive must be all_reduce, reduce_scatter or all_to_all (got '{}')", o.primitive));
   if (o.ranks < 2) throw UsageError(fmt::format("--ranks must be at least 2 (got {})", o.ranks));
   sim::Workload w;
-  w.kind = "gemm_collective";
+  w.kind = overlap::sim::WorkloadKind::gemm_collective;
   w.tp = o.ranks;
   w.shape = g;
   try {

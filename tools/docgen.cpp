@@ -6,8 +6,9 @@
 //     unit, meaning and source are its row of the profile schema (cost_model/profile_schema.hpp);
 //   - a key's valid values are what the loader itself says when given an impossible value
 //     (the message of its InputError), so the range printed is the range enforced;
-//   - the scenario's top-level keys, the workload kinds and each kind's keys are the lists the
-//     scenario loader prints for an unknown key or kind;
+//   - the scenario's top-level keys are the list the scenario loader prints for an unknown key; the
+//     workload kinds, each kind's keys and a workload of each kind are the table the loader allows
+//     them from (sim/workload_keys.hpp);
 //   - the range table is cost_model/input_ranges.hpp's ranges::kAll;
 //   - scheme parameters are sim::scheme_registry(), as `overlap-sim schemes` prints them.
 // `--check FILE` regenerates the page and exits 1 when FILE differs (the ctest docgen_reference).
@@ -33,6 +34,7 @@
 #include "cost_model/yaml_reader.hpp"
 #include "cost_model/atomic_file.hpp"
 #include "sim/scenario.hpp"
+#include "sim/workload_keys.hpp"
 #include "sim/schemes/scheme.hpp"
 
 namespace {
@@ -98,16 +100,6 @@ std::vector<std::string> listed_in(const std::string& message, const std::string
   return out;
 }
 
-// A workload of each kind that loads (on the default profile), so one key at a time can be given an
-// impossible value; the loader's complaint about that key is what the key accepts.
-std::string base_workload(const std::string& kind) {
-  if (kind == "gemm_collective") return "{kind: gemm_collective, tp: 8, m: 4096, n: 4096, k: 4096, primitive: all_reduce}";
-  if (kind == "mlp_tpsp") return "{kind: mlp_tpsp, tp: 8, model: llama3-70b, tokens: 8192}";
-  if (kind == "decode_stack") return "{kind: decode_stack, tp: 8, model: llama3-70b}";
-  if (kind == "moe") return "{kind: moe, experts: 8, top_k: 2, d_model: 4096, d_ffn_expert: 14336, tokens: 8192, ep: 4}";
-  return "{kind: " + kind + ", tp: 8, model: llama3-70b, batch: 1, seq: 8192}";
-}
-
 std::string scenario_text(const std::string& workload, const std::string& extra = "") {
   return "hardware: h100-sxm-8x-nvswitch\nworkload: " + workload + "\n" + extra;
 }
@@ -127,10 +119,8 @@ std::string clean_probe_message(std::string m, const std::string& probe) {
 
 void scenario_section(std::ostringstream& o) {
   const std::string top = scenario_error("no_such_key: 1\n");
-  const std::string fidelity = scenario_error(scenario_text(base_workload("mlp_tpsp"), "fidelity: no_such_value\n"));
-  const std::string kinds_msg = scenario_error(scenario_text("{kind: no_such_kind, tp: 8}"));
-  const std::vector<std::string> kinds = listed_in(kinds_msg, "known");
-  if (kinds.empty()) throw std::runtime_error("the scenario loader no longer lists the workload kinds: " + kinds_msg);
+  const std::string fidelity = scenario_error(
+      scenario_text(overlap::sim::workload_kind_keys(overlap::sim::WorkloadKind::mlp_tpsp).example, "fidelity: no_such_value\n"));
   o << "\n## Scenario keys\n\n"
        "What the scenario loader (`sim/scenario.cpp`) accepts, read from its own messages. Top-level keys: ";
   std::string list;
@@ -139,14 +129,13 @@ void scenario_section(std::ostringstream& o) {
     << "Workload keys by `workload.kind`; the valid values are the loader's message for an impossible value "
        "(`1e300`) of that key, given with an otherwise valid workload. Sizes left out are filled from `model` "
        "where the kind takes one.\n";
-  for (const std::string& kind : kinds) {
-    const std::string base = base_workload(kind);
+  // Each kind's example workload (it loads), then one key at a time given an impossible value.
+  for (const auto& [kind, kind_name] : overlap::sim::kWorkloadKindNames) {
+    const std::string base = overlap::sim::workload_kind_keys(kind).example;
     if (const std::string err = scenario_error(scenario_text(base)); !err.empty())
-      throw std::runtime_error("docgen's " + kind + " workload does not load: " + err);
-    std::string with_bad = base;
-    with_bad.insert(with_bad.size() - 1, ", no_such_key: 1");
-    const std::vector<std::string> keys = listed_in(scenario_error(scenario_text(with_bad)), "allowed");
-    o << "\n### `" << kind << "`\n\n| key | valid values (the loader's check) |\n| --- | --- |\n";
+      throw std::runtime_error(std::string("docgen's ") + kind_name + " workload does not load: " + err);
+    const std::vector<std::string> keys = overlap::sim::workload_keys(kind);
+    o << "\n### `" << kind_name << "`\n\n| key | valid values (the loader's check) |\n| --- | --- |\n";
     for (const std::string& key : keys) {
       if (key == "kind") continue;
       // The base workload with this key set to the probe (replacing the base's own value).

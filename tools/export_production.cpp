@@ -24,9 +24,9 @@ T knob(const nlohmann::json& params, const char* name, T fallback) {
 
 std::vector<std::string> te_gemm_names(const sim::Workload& w) {
   bool attention = false, mlp = false;
-  if (w.kind == "transformer") attention = mlp = true;
-  else if (w.kind == "attention_tpsp") attention = true;
-  else if (w.kind == "mlp_tpsp") mlp = true;
+  if (w.kind == sim::WorkloadKind::transformer) attention = mlp = true;
+  else if (w.kind == sim::WorkloadKind::attention_tpsp) attention = true;
+  else if (w.kind == sim::WorkloadKind::mlp_tpsp) mlp = true;
   else return {};
   const bool backward = sim::has_backward(w);
   std::vector<std::string> out;
@@ -47,7 +47,7 @@ std::string te_userbuffers_yaml(const sim::Workload& w, const nlohmann::json& pa
     throw std::invalid_argument(fmt::format("a '{}' workload has no TransformerEngine GEMM names (qkv_fprop, "
                                             "fc1_fprop, ...): export te-userbuffers for mlp_tpsp, attention_tpsp "
                                             "or transformer",
-                                            w.kind));
+                                            sim::workload_kind_name(w.kind)));
   // Each name's own values (sim/schemes/te_userbuffers.hpp te_gemm_setting: "<name>.<knob>", else
   // the scalar knob): the resolution the scheme simulated.
   std::string out;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/workload_keys.hpp"
 #include "tools/command.hpp"
 #include "tools/command_errors.hpp"
 #include "tools/input_paths.hpp"
@@ -86,20 +87,25 @@ std::vector<FlagAssignment> scenario_flag_sets(const ScenarioFlags& flags, const
       const std::string set = fmt::format("workload.{}={}", key, n);
       out.push_back({set, set, flag});
     };
-    if (k.kind == "mlp_tpsp" && !k.batch_seq) {
-      add("tokens");
-    } else if (k.kind == "mlp_tpsp" || k.kind == "attention_tpsp" || k.kind == "attention_ulysses" ||
-               k.kind == "transformer") {
-      out.push_back({"workload.batch=1", "workload.batch=1", flag});
-      add("seq");
-    } else if (k.kind == "gemm_collective") {
-      add("m");
-    } else if (k.kind.empty()) {
-      // No readable kind: the loader reports the scenario's own mistake, which comes first.
-    } else if (k.kind == "decode_stack") {
-      throw UsageError(fmt::format("{}: a decode_stack workload decodes one token per step; it has no token count", flag));
-    } else {
-      throw UsageError(fmt::format("{}: the scenario's workload.kind ('{}') has no token count", flag, k.kind));
+    // No readable kind: the loader reports the scenario's own mistake, which comes first.
+    if (k.kind.empty()) return out;
+    const std::optional<sim::WorkloadKind> kind = sim::parse_workload_kind(k.kind);
+    switch (kind ? sim::token_keys_of(*kind) : sim::TokenKeys::none) {
+      case sim::TokenKeys::tokens_or_batch_seq:
+        if (!k.batch_seq) {
+          add("tokens");
+          break;
+        }
+        [[fallthrough]];
+      case sim::TokenKeys::batch_seq:
+        out.push_back({"workload.batch=1", "workload.batch=1", flag});
+        add("seq");
+        break;
+      case sim::TokenKeys::gemm_rows: add("m"); break;
+      case sim::TokenKeys::one_per_step:
+        throw UsageError(fmt::format("{}: a decode_stack workload decodes one token per step; it has no token count", flag));
+      case sim::TokenKeys::none:
+        throw UsageError(fmt::format("{}: the scenario's workload.kind ('{}') has no token count", flag, k.kind));
     }
   }
   return out;

@@ -18,7 +18,7 @@ cuda::RunSpec run_spec_of(const SchemeRunConfig& c) {
   cuda::RunSpec s;
   s.scheme = c.scheme;
   s.ranks = c.ranks;
-  if (c.kind == "gemm_collective") {
+  if (c.kind == sim::WorkloadKind::gemm_collective) {
     s.kind = cuda::RunKind::gemm_collective;
     s.m = c.m;
     s.n = c.n;

@@ -98,13 +98,14 @@ void check_params(const JsonReader& params, SchemeRunConfig& c) {
 
 void parse_workload(const JsonReader& w, SchemeRunConfig& c) {
   w.expect_object();
-  c.kind = w.get_string("kind");
+  const std::string kind_text = w.get_string("kind");
+  const std::optional<sim::WorkloadKind> kind = sim::parse_workload_kind(kind_text);
   const std::int64_t tp = w.get_positive_int("tp");
   if (tp < 2 || tp > 16) w.fail_at("tp", "must be 2..16 ranks (got " + std::to_string(tp) + ")");
   c.ranks = static_cast<int>(tp);
   c.dtype = w.get_string("dtype", "bf16");
   if (c.dtype != "bf16") w.fail_at("dtype", "the reference kernels run bf16 only (got '" + c.dtype + "')");
-  if (c.kind == "gemm_collective") {
+  if (kind == sim::WorkloadKind::gemm_collective) {
     w.allow_keys({"kind", "tp", "m", "n", "k", "dtype", "primitive", "rmsnorm_after"});
     c.m = w.get_positive_int("m");
     c.n = w.get_positive_int("n");
@@ -119,7 +120,7 @@ void parse_workload(const JsonReader& w, SchemeRunConfig& c) {
     if (c.primitive != "all_reduce" && c.m % (c.ranks * 128) != 0) {
       w.fail_at("m", "must divide into ranks x 128 rows for " + c.primitive);
     }
-  } else if (c.kind == "decode_stack") {
+  } else if (kind == sim::WorkloadKind::decode_stack) {
     w.allow_keys({"kind", "tp", "layers", "d_model", "d_ffn", "heads", "kv_heads", "dtype"});
     c.layers = static_cast<int>(w.get_positive_int("layers"));
     c.d_model = w.get_positive_int("d_model");
@@ -132,14 +133,15 @@ void parse_workload(const JsonReader& w, SchemeRunConfig& c) {
       w.fail_at("tp", "must divide heads, and d_ffn into multiples of 8");
     }
   } else {
-    w.fail_at("kind", "the reference kernels run gemm_collective and decode_stack (got '" + c.kind + "')");
+    w.fail_at("kind", "the reference kernels run gemm_collective and decode_stack (got '" + kind_text + "')");
   }
+  c.kind = *kind;
 }
 
 void check_applies(const JsonReader& r, const SchemeRunConfig& c) {
   const bool decode = is_decode_scheme(c.scheme);
-  if (decode && c.kind != "decode_stack") r.fail_at("scheme", c.scheme + " runs decode_stack workloads only");
-  if (!decode && c.kind == "decode_stack" && c.scheme != "no_overlap") {
+  if (decode && c.kind != sim::WorkloadKind::decode_stack) r.fail_at("scheme", c.scheme + " runs decode_stack workloads only");
+  if (!decode && c.kind == sim::WorkloadKind::decode_stack && c.scheme != "no_overlap") {
     r.fail_at("scheme", c.scheme + " does not apply to decode_stack");
   }
   if ((c.scheme == "async_tp" || c.scheme == "commfuse") && c.primitive == "all_reduce") {

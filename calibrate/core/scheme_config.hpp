@@ -27,6 +27,7 @@
 
 #include "calibrate/core/measurement.hpp"
 #include "calibrate/core/statistics.hpp"
+#include "sim/workload_kind.hpp"
 
 namespace overlap::calibrate {
 
@@ -41,7 +42,7 @@ struct SchemeRunConfig {
   std::string link = "d2d";  // virtual ranks: d2d (copy engine inside the GPU) | host (staged, PCIe-like)
 
   // The parsed workload the runner executes.
-  std::string kind;          // gemm_collective | decode_stack
+  sim::WorkloadKind kind = sim::WorkloadKind::gemm_collective;  // gemm_collective | decode_stack
   int ranks = 0;             // workload.tp
   std::string dtype = "bf16";
   std::int64_t m = 0, n = 0, k = 0;   // gemm_collective: the per-rank GEMM (scenario convention)

@@ -321,10 +321,10 @@ std::vector<OpId> emit_block(GraphBuilder& b, LoopedEinsum& le, const Workload& 
     if (block == Block::attention) return emit_attention(b, le, transformer_attention(*t), T, start, prefix, collectives);
     return emit_mlp(b, le, transformer_mlp(*t), T, start, prefix, collectives);
   }
-  if (w.kind == "gemm_collective") return emit_gemm_collective(le, w, start, prefix, collectives);
-  if (w.kind == "mlp_tpsp") return emit_mlp(b, le, std::get<MlpTpSp>(w.shape), T, start, prefix, collectives);
-  if (w.kind == "attention_tpsp") return emit_attention(b, le, std::get<AttentionTpSp>(w.shape), T, start, prefix, collectives);
-  throw InputError("", 0, "workload.kind", fmt::format("async_tp does not apply to '{}'", w.kind));
+  if (w.kind == WorkloadKind::gemm_collective) return emit_gemm_collective(le, w, start, prefix, collectives);
+  if (w.kind == WorkloadKind::mlp_tpsp) return emit_mlp(b, le, std::get<MlpTpSp>(w.shape), T, start, prefix, collectives);
+  if (w.kind == WorkloadKind::attention_tpsp) return emit_attention(b, le, std::get<AttentionTpSp>(w.shape), T, start, prefix, collectives);
+  throw InputError("", 0, "workload.kind", fmt::format("async_tp does not apply to '{}'", workload_kind_name(w.kind)));
 }
 
 // The streams a training step's plain steps use: the main stream for computation (what the decomposed
@@ -392,7 +392,7 @@ BuiltScheme build_looped_einsum(const BuildContext& ctx, const LoopedEinsumOptio
     return built;
   }
   std::string layers;
-  if (w.kind == "transformer") {
+  if (w.kind == WorkloadKind::transformer) {
     const Transformer& t = std::get<Transformer>(w.shape);
     compose_layers(
         t.layers,
@@ -407,7 +407,7 @@ BuiltScheme build_looped_einsum(const BuildContext& ctx, const LoopedEinsumOptio
     emit_block(b, le, w, Block::whole, {}, "", collectives);
   }
   return b.finish(fmt::format("{}{}, {}", layers, label, how),
-                  decomposition_bound_ps(ctx.hardware, T, collectives, w.kind == "transformer"));
+                  decomposition_bound_ps(ctx.hardware, T, collectives, w.kind == WorkloadKind::transformer));
 }
 
 namespace {

@@ -519,11 +519,11 @@ std::vector<OpId> emit_block(Pipeline& pl, const Workload& w, Block block, const
     if (block == Block::attention) return emit_attention(pl, transformer_attention(*t), start, prefix, collectives, reason);
     return emit_mlp(pl, transformer_mlp(*t), start, prefix, collectives, reason);
   }
-  if (w.kind == "gemm_collective") return emit_gemm_collective(pl, w, start, collectives, reason);
-  if (w.kind == "mlp_tpsp") return emit_mlp(pl, std::get<MlpTpSp>(w.shape), start, prefix, collectives, reason);
-  if (w.kind == "attention_tpsp") return emit_attention(pl, std::get<AttentionTpSp>(w.shape), start, prefix, collectives, reason);
-  if (w.kind == "attention_ulysses") return emit_ulysses(pl, std::get<AttentionUlysses>(w.shape), start, collectives, reason);
-  throw InputError("", 0, "workload.kind", fmt::format("commfuse does not apply to '{}'", w.kind));
+  if (w.kind == WorkloadKind::gemm_collective) return emit_gemm_collective(pl, w, start, collectives, reason);
+  if (w.kind == WorkloadKind::mlp_tpsp) return emit_mlp(pl, std::get<MlpTpSp>(w.shape), start, prefix, collectives, reason);
+  if (w.kind == WorkloadKind::attention_tpsp) return emit_attention(pl, std::get<AttentionTpSp>(w.shape), start, prefix, collectives, reason);
+  if (w.kind == WorkloadKind::attention_ulysses) return emit_ulysses(pl, std::get<AttentionUlysses>(w.shape), start, collectives, reason);
+  throw InputError("", 0, "workload.kind", fmt::format("commfuse does not apply to '{}'", workload_kind_name(w.kind)));
 }
 
 // A training step's backward with CommFuse's algorithms in place of its collectives. The backward of
@@ -634,12 +634,12 @@ BuiltScheme build_commfuse(const BuildContext& ctx) {
     BuiltScheme built = build_training_step(ctx, pass, TrainingStepOptions{column_backward(ctx), ""});
     // The forward's reasons are known once its blocks are built.
     built.reason = fmt::format("forward {}; backward FuseAG, FuseRS{} ({}); {}", pass.forward_reason(),
-                               w.kind == "attention_ulysses" ? ", Alg. 5 on dK / dV" : "", how, built.reason);
+                               w.kind == WorkloadKind::attention_ulysses ? ", Alg. 5 on dK / dV" : "", how, built.reason);
     // Every decomposed collective of the step crosses the same ports, one after another.
     built.bound_ps = decomposition_bound_ps(ctx.hardware, T, collectives, true);
     return built;
   }
-  if (w.kind == "transformer") {
+  if (w.kind == WorkloadKind::transformer) {
     const Transformer& t = std::get<Transformer>(w.shape);
     std::string attention_reason, mlp_reason;
     compose_layers(
@@ -654,18 +654,17 @@ BuiltScheme build_commfuse(const BuildContext& ctx) {
   } else {
     emit_block(pl, w, Block::whole, {}, "", collectives, reason);
   }
-  const Ps bound = decomposition_bound_ps(ctx.hardware, T, collectives, w.kind == "transformer");
+  const Ps bound = decomposition_bound_ps(ctx.hardware, T, collectives, w.kind == WorkloadKind::transformer);
   return b.finish(fmt::format("{} ({})", reason, how), bound);
 }
 
 bool commfuse_applies(const Workload& w) {
   if (w.tp < 2) return false;
-  if (w.kind == "gemm_collective") {
+  if (w.kind == WorkloadKind::gemm_collective) {
     const auto* gc = std::get_if<GemmCollective>(&w.shape);
     return gc && (gc->primitive == Primitive::reduce_scatter || gc->primitive == Primitive::all_gather);
   }
-  return w.kind == "mlp_tpsp" || w.kind == "attention_tpsp" || w.kind == "attention_ulysses" ||
-         w.kind == "transformer";
+  return is_tpsp_block(w.kind) || w.kind == WorkloadKind::attention_ulysses;
 }
 
 }  // namespace

@@ -242,16 +242,16 @@ void emit_block(SlicedEmitter& e, const Workload& w, Block block, bool layer_ord
   if (const auto* t = std::get_if<Transformer>(&w.shape)) {
     if (block == Block::attention) emit_attention(e, transformer_attention(*t), tp);
     else emit_mlp(e, transformer_mlp(*t), tp, layer_order);
-  } else if (w.kind == "gemm_collective") {
+  } else if (w.kind == WorkloadKind::gemm_collective) {
     emit_gemm_collective(e, std::get<GemmCollective>(w.shape), tp);
-  } else if (w.kind == "mlp_tpsp") {
+  } else if (w.kind == WorkloadKind::mlp_tpsp) {
     emit_mlp(e, std::get<MlpTpSp>(w.shape), tp, layer_order);
-  } else if (w.kind == "attention_tpsp") {
+  } else if (w.kind == WorkloadKind::attention_tpsp) {
     emit_attention(e, std::get<AttentionTpSp>(w.shape), tp);
-  } else if (w.kind == "attention_ulysses") {
+  } else if (w.kind == WorkloadKind::attention_ulysses) {
     emit_ulysses(e, std::get<AttentionUlysses>(w.shape), tp);
   } else {
-    throw std::invalid_argument(fmt::format("workload.kind: '{}' is not a layer workload", w.kind));
+    throw std::invalid_argument(fmt::format("workload.kind: '{}' is not a layer workload", workload_kind_name(w.kind)));
   }
 }
 
@@ -340,7 +340,7 @@ BuiltScheme build_sliced_layers(const BuildContext& ctx, const SlicedLayerOption
     SlicedPass pass(b, e, w, options.layer_order, options.collectives_only);
     return build_training_step(ctx, pass, TrainingStepOptions{options.column, reason});
   }
-  if (w.kind == "transformer") {
+  if (w.kind == WorkloadKind::transformer) {
     // Layers follow one another in stream order (the sliced emitter chains every block).
     const Transformer& t = std::get<Transformer>(w.shape);
     for (int l = 0; l < t.layers; ++l)
@@ -371,7 +371,7 @@ SchemeInfo make_data_slicing_scheme() {
           .summary = "cut the GEMM along M into chunks; chunk i+1's GEMM overlaps chunk i's collective",
           .params = {kChunks, kOrder, column_backward_param()},
           .backward = "dY's all-gather -> dgrad and dgrad -> reduce-scatter cut into `chunks` slices (the input's re-gather -> wgrad sliced along the tokens, wgrad accumulating)",
-          .applies = [](const Workload& w) { return w.kind != "decode_stack"; },
+          .applies = [](const Workload& w) { return w.kind != WorkloadKind::decode_stack; },
           .build = [](const BuildContext& ctx) {
             return build_sliced_layers(ctx, SlicedLayerOptions{ctx.integer(kChunks), false, ctx.text(kOrder) == "layer",
                                                                column_backward(ctx)});

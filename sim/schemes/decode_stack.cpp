@@ -33,9 +33,9 @@ DecodeTimes decode_times(const DecodeStack& dec, int tp, const HardwareProfile& 
 }
 
 BuiltScheme build_decode_stack(const BuildContext& ctx, const DecodePlan& plan, bool collectives_only) {
-  if (ctx.workload.kind != "decode_stack")
+  if (ctx.workload.kind != WorkloadKind::decode_stack)
     throw std::invalid_argument(fmt::format("workload.kind: the decode family needs decode_stack (got '{}')",
-                                            ctx.workload.kind));
+                                            workload_kind_name(ctx.workload.kind)));
   const DecodeStack& dec = std::get<DecodeStack>(ctx.workload.shape);
   const int tp = std::max(1, ctx.workload.tp);
   const DecodeShapes shapes = decode_shapes(dec, tp);
@@ -114,7 +114,7 @@ SchemeInfo decode_stack_scheme(std::string name, std::string source, std::string
           .source = std::move(source),
           .summary = std::move(summary),
           .params = std::move(params),
-          .applies = [](const Workload& w) { return w.kind == "decode_stack"; },
+          .applies = [](const Workload& w) { return w.kind == WorkloadKind::decode_stack; },
           .build = [plan = std::move(plan)](const BuildContext& ctx) {
             return build_decode_stack(ctx, plan(ctx, std::get<DecodeStack>(ctx.workload.shape).layers));
           }};

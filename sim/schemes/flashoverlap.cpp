@@ -361,7 +361,7 @@ class FlashOverlapPass final : public PassEmitter {
     if (const auto* g = std::get_if<GemmCollective>(&w.shape)) return gemm_collective(*g, start, prefix);
     if (const auto* m = std::get_if<MlpTpSp>(&w.shape)) return mlp(*m, start, prefix);
     if (const auto* a = std::get_if<AttentionTpSp>(&w.shape)) return attention(*a, start, prefix);
-    throw InputError("", 0, "workload.kind", fmt::format("flashoverlap does not apply to '{}'", w.kind));
+    throw InputError("", 0, "workload.kind", fmt::format("flashoverlap does not apply to '{}'", workload_kind_name(w.kind)));
   }
 
   PerRank gemm_scatter(const GemmScatter& g, const PerRank& start) override {
@@ -492,9 +492,9 @@ BuiltScheme build_flashoverlap(const BuildContext& ctx) {
   const FlashOverlapParams p = read_flashoverlap_params(ctx);
   const Workload& w = ctx.workload;
   validate_workload(w);
-  if (is_training_step(w) || w.kind != "gemm_collective") {
-    if (w.kind != "gemm_collective" && w.kind != "mlp_tpsp" && w.kind != "attention_tpsp" && w.kind != "transformer")
-      throw InputError("", 0, "workload.kind", fmt::format("flashoverlap does not apply to '{}'", w.kind));
+  if (is_training_step(w) || w.kind != WorkloadKind::gemm_collective) {
+    if (w.kind != WorkloadKind::gemm_collective && !is_tpsp_block(w.kind))
+      throw InputError("", 0, "workload.kind", fmt::format("flashoverlap does not apply to '{}'", workload_kind_name(w.kind)));
     return build_flashoverlap_pass(ctx, p);
   }
   const GemmCollective g = gemm_collective_shape(w);
@@ -522,7 +522,7 @@ BuiltScheme build_flashoverlap(const BuildContext& ctx) {
 
 // Whether a pass has a GEMM followed by a collective FlashOverlap can signal.
 bool has_gemm_then_collective(const Workload& w) {
-  if (w.kind == "mlp_tpsp" || w.kind == "attention_tpsp" || w.kind == "transformer") return true;
+  if (is_tpsp_block(w.kind)) return true;
   const auto* g = std::get_if<GemmCollective>(&w.shape);
   if (!g) return false;
   // The forward's GEMM -> all-reduce / reduce-scatter / all-to-all; a step's backward of a forward
@@ -534,7 +534,7 @@ bool flashoverlap_applies(const Workload& w) {
   if (w.tp < 2) return false;
   // Layer workloads only in a training step: their forward-only runs (the default MLP and transformer
   // scenarios, whose figures the README quotes) keep the schemes they had.
-  if (!is_training_step(w) && w.kind != "gemm_collective") return false;
+  if (!is_training_step(w) && w.kind != WorkloadKind::gemm_collective) return false;
   return has_gemm_then_collective(w);
 }
 

@@ -249,15 +249,15 @@ std::vector<OpId> emit_block(FluxEmitter& e, const Workload& w, Block block, con
     if (block == Block::attention) return emit_attention(e, transformer_attention(*t), T, start, prefix);
     return emit_mlp(e, transformer_mlp(*t), T, start, prefix);
   }
-  if (w.kind == "mlp_tpsp") return emit_mlp(e, std::get<MlpTpSp>(w.shape), T, start, prefix);
-  if (w.kind == "attention_tpsp") return emit_attention(e, std::get<AttentionTpSp>(w.shape), T, start, prefix);
-  if (w.kind == "gemm_collective") {
+  if (w.kind == WorkloadKind::mlp_tpsp) return emit_mlp(e, std::get<MlpTpSp>(w.shape), T, start, prefix);
+  if (w.kind == WorkloadKind::attention_tpsp) return emit_attention(e, std::get<AttentionTpSp>(w.shape), T, start, prefix);
+  if (w.kind == WorkloadKind::gemm_collective) {
     const GemmCollective g = gemm_collective_shape(w);
     const GemmShape shape{g.m, g.n, g.k, g.dtype};
     if (g.primitive == Primitive::all_gather) return e.all_gather_gemm(shape, start, prefix + "ag");
     if (g.primitive == Primitive::reduce_scatter) return e.gemm_reduce_scatter(shape, start, prefix + "rs");
   }
-  throw InputError("", 0, "workload.kind", fmt::format("flux does not apply to '{}'", w.kind));
+  throw InputError("", 0, "workload.kind", fmt::format("flux does not apply to '{}'", workload_kind_name(w.kind)));
 }
 
 class FluxPass final : public PassEmitter {
@@ -303,7 +303,7 @@ BuiltScheme build_flux(const BuildContext& ctx) {
     built.bound_ps = decomposition_bound_ps(ctx.hardware, w.tp, e.collectives(), true);
     return built;
   }
-  if (w.kind == "transformer") {
+  if (w.kind == WorkloadKind::transformer) {
     const Transformer& t = std::get<Transformer>(w.shape);
     compose_layers(
         t.layers,

@@ -450,7 +450,7 @@ BuiltScheme build_moe_flashoverlap(const BuildContext& ctx) {
                                                  const std::string& prefix) {
     return emit_moe_flashoverlap_backward(b, st, m, routing, group_waves, start, prefix);
   };
-  if (ctx.workload.kind == "transformer") return build_moe_transformer(ctx, false, MoeBlockForms{block, backward});
+  if (ctx.workload.kind == WorkloadKind::transformer) return build_moe_transformer(ctx, false, MoeBlockForms{block, backward});
   const Moe& m = std::get<Moe>(ctx.workload.shape);
   GraphBuilder b(ctx, m.ep * std::max(1, m.expert_tp));
   const RankStreams st = b.add_compute_and_comm_streams();

@@ -234,7 +234,7 @@ std::optional<std::string> moe_expert_tp_refusal(const Workload&, const std::str
 }
 
 BuiltScheme build_moe_layer(const BuildContext& ctx, const MoeLayerOptions& options) {
-  if (has_moe_layers(ctx.workload) && ctx.workload.kind == "transformer") return build_moe_transformer(ctx, options);
+  if (has_moe_layers(ctx.workload) && ctx.workload.kind == WorkloadKind::transformer) return build_moe_transformer(ctx, options);
   const Moe& m = std::get<Moe>(ctx.workload.shape);
   GraphBuilder b(ctx, m.ep * m.expert_tp);
   const RankStreams st = b.add_compute_and_comm_streams();

@@ -413,7 +413,7 @@ MoeLayerOps emit_moe_tile_fused(GraphBuilder& b, const RankStreams& st, const Mo
 
 BuiltScheme build_moe_tile_fused(const BuildContext& ctx) {
   const TileFusedKnobs knobs{ctx.number(kFusedTileSignal), ctx.integer(kFusedCommSms), ctx.integer(kDispatchPieces)};
-  if (ctx.workload.kind == "transformer") {
+  if (ctx.workload.kind == WorkloadKind::transformer) {
     // No backward form (the fused kernels' backward, dgrad tiles fused with the all-to-alls, is not built):
     // a MoE transformer's step is refused, never run with another scheme's backward.
     if (has_backward(ctx.workload))

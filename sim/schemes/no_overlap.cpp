@@ -18,14 +18,14 @@ BuiltScheme build_workload_collectives_or_plain(const BuildContext& ctx, bool co
   if (has_moe_layers(ctx.workload)) {
     MoeLayerOptions o{1, collectives_only};
     // A MoE transformer's attention and dense MLPs have column-parallel linears (a moe layer has none).
-    if (!collectives_only && ctx.workload.kind == "transformer") o.column = column_backward(ctx);
+    if (!collectives_only && ctx.workload.kind == WorkloadKind::transformer) o.column = column_backward(ctx);
     return build_moe_layer(ctx, o);
   }
-  if (ctx.workload.kind == "decode_stack")
+  if (ctx.workload.kind == WorkloadKind::decode_stack)
     return build_decode_stack(ctx, tp_baseline_plan(std::get<DecodeStack>(ctx.workload.shape).layers), collectives_only);
   SlicedLayerOptions o;
   o.collectives_only = collectives_only;
-  if (!collectives_only && ctx.workload.kind != "decode_stack") o.column = column_backward(ctx);
+  if (!collectives_only && ctx.workload.kind != WorkloadKind::decode_stack) o.column = column_backward(ctx);
   return build_sliced_layers(ctx, o);
 }
 

@@ -115,11 +115,11 @@ inline SchemeParam tile_signal_overhead_param(std::string help, std::string prod
 // collective, and the layers made of such linears; two ranks at least.
 inline bool applies_to_tp_sp_linears(const Workload& w) {
   if (w.tp < 2) return false;
-  if (w.kind == "gemm_collective") {
+  if (w.kind == WorkloadKind::gemm_collective) {
     const auto* g = std::get_if<GemmCollective>(&w.shape);
     return g && (g->primitive == Primitive::all_gather || g->primitive == Primitive::reduce_scatter);
   }
-  return w.kind == "mlp_tpsp" || w.kind == "attention_tpsp" || w.kind == "transformer";
+  return is_tpsp_block(w.kind);
 }
 
 // data_slicing.cpp's sliced layers with the GEMMs' SM budget and the per-slice collectives' CTAs.

@@ -98,7 +98,7 @@ SchemeParam SchemeParam::training() const {
 namespace {
 
 // A moe layer's GEMMs are the router and the experts' grouped GEMMs: no tensor-parallel linear.
-bool has_column_parallel_linears(const Workload& workload) { return workload.kind != "moe"; }
+bool has_column_parallel_linears(const Workload& workload) { return workload.kind != WorkloadKind::moe; }
 
 }  // namespace
 
@@ -115,7 +115,7 @@ std::optional<ParamRefusal> check_params_apply(const std::vector<SchemeParam>& t
     if (!has_column_parallel_linears(workload))
       return ParamRefusal{p.name, fmt::format("shapes a column-parallel linear's backward; a {} layer has none (its "
                                               "GEMMs are the router and the experts' grouped GEMMs): remove it",
-                                              workload.kind)};
+                                              workload_kind_name(workload.kind))};
     return ParamRefusal{p.name, fmt::format("shapes the training backward only; this workload has none (workload.pass "
                                             "{}): remove it, or set workload.pass: backward or step",
                                             pass_name(workload.training.pass))};

@@ -341,7 +341,7 @@ class TeComposer {
   PerRank forward(const Workload& w, Block block, const PerRank& start, const std::string& prefix) {
     const int T = w.tp;
     const Transformer* t = std::get_if<Transformer>(&w.shape);
-    const bool attention = t ? block == Block::attention : w.kind == "attention_tpsp";
+    const bool attention = t ? block == Block::attention : w.kind == WorkloadKind::attention_tpsp;
     if (attention) {
       const AttentionTpSp att = t ? transformer_attention(*t) : std::get<AttentionTpSp>(w.shape);
       const AttentionShapes s = attention_shapes(att, T);
@@ -532,8 +532,8 @@ class TePass final : public PassEmitter {
 // The per-name knobs given must name linears the workload has, and TE's pairing rules hold.
 void check_per_name(const BuildContext& ctx) {
   const Workload& w = ctx.workload;
-  const bool attention = w.kind == "transformer" || w.kind == "attention_tpsp";
-  const bool mlp = w.kind == "transformer" || w.kind == "mlp_tpsp";
+  const bool attention = w.kind == WorkloadKind::transformer || w.kind == WorkloadKind::attention_tpsp;
+  const bool mlp = w.kind == WorkloadKind::transformer || w.kind == WorkloadKind::mlp_tpsp;
   for (auto it = ctx.params.begin(); it != ctx.params.end(); ++it) {
     const std::string name = gemm_name_of(it.key());
     if (name.empty()) continue;
@@ -547,7 +547,7 @@ void check_per_name(const BuildContext& ctx) {
       throw InputError("", 0, "params." + it.key(),
                        fmt::format("a '{}' workload has no {} GEMM (TE's qkv_* / proj_* are attention's linears, "
                                    "fc1_* / fc2_* the MLP's)",
-                                   w.kind, name));
+                                   workload_kind_name(w.kind), name));
     if (te_side(name) == TeSide::column_wgrad) {
       const std::string dgrad = name.substr(0, name.find('_')) + "_dgrad";
       if (te_gemm_setting(ctx.params, dgrad).method != "bulk")
@@ -562,8 +562,8 @@ void check_per_name(const BuildContext& ctx) {
 // The names a workload runs (forward names; the backward's where it has one), TE's order.
 std::vector<std::string> names_of(const Workload& w) {
   std::vector<std::string> out;
-  const bool attention = w.kind == "transformer" || w.kind == "attention_tpsp";
-  const bool mlp = w.kind == "transformer" || w.kind == "mlp_tpsp";
+  const bool attention = w.kind == WorkloadKind::transformer || w.kind == WorkloadKind::attention_tpsp;
+  const bool mlp = w.kind == WorkloadKind::transformer || w.kind == WorkloadKind::mlp_tpsp;
   for (const std::string& name : te_all_gemm_names()) {
     if (name.find("grad") != std::string::npos && !has_backward(w)) continue;
     if (name.starts_with("qkv_") || name.starts_with("proj_") ? attention : mlp) out.push_back(name);
@@ -585,7 +585,7 @@ void check_atomic(const BuildContext& ctx) {
   // gemm_collective's one GEMM takes the scalars, as an all-gather or a reduce-scatter name would.
   const auto* gc = std::get_if<GemmCollective>(&w.shape);
   const std::vector<std::string> names =
-      w.kind == "gemm_collective" && gc
+      w.kind == WorkloadKind::gemm_collective && gc
           ? std::vector<std::string>{gc->primitive == Primitive::all_gather ? "fc1_fprop" : "fc2_fprop"}
           : names_of(w);
   for (const std::string& name : names) {
@@ -644,7 +644,7 @@ BuiltScheme build_per_name(const BuildContext& ctx) {
     const bool backward = name.find("grad") != std::string::npos;
     if (backward && !has_backward(w)) continue;
     const bool attention = name.starts_with("qkv_") || name.starts_with("proj_");
-    if (attention ? !(w.kind == "transformer" || w.kind == "attention_tpsp") : !(w.kind == "transformer" || w.kind == "mlp_tpsp"))
+    if (attention ? !(w.kind == WorkloadKind::transformer || w.kind == WorkloadKind::attention_tpsp) : !(w.kind == WorkloadKind::transformer || w.kind == WorkloadKind::mlp_tpsp))
       continue;
     const TeGemmSetting s = c.setting(name);
     if (s.method.empty()) continue;
@@ -652,7 +652,7 @@ BuiltScheme build_per_name(const BuildContext& ctx) {
     if (s.method == "pipeline") how += fmt::format(" x{}", s.num_splits);
     if (s.atomic_gemm) how += " atomic";
   }
-  if (w.kind == "gemm_collective") {
+  if (w.kind == WorkloadKind::gemm_collective) {
     // One GEMM and its collective (only the scalar knobs reach here: check_per_name refuses names):
     // the setting of a reduce-scatter name or of an all-gather name, which are the scalars'.
     const GemmCollective g = gemm_collective_shape(w);
@@ -684,7 +684,7 @@ BuiltScheme build_per_name(const BuildContext& ctx) {
     c.forward(w, Block::whole, {}, "");
   }
   return b.finish(fmt::format("{}TE userbuffers per GEMM name ({})", layers, how),
-                  decomposition_bound_ps(ctx.hardware, w.tp, c.collectives(), w.kind == "transformer"));
+                  decomposition_bound_ps(ctx.hardware, w.tp, c.collectives(), w.kind == WorkloadKind::transformer));
 }
 
 BuiltScheme build_te_userbuffers(const BuildContext& ctx) {

@@ -147,7 +147,7 @@ ColumnBackward column_backward(const BuildContext& ctx) {
 
 std::optional<step::StepShape> step_kernel_shape(const Workload& w) {
   const auto* t = std::get_if<Transformer>(&w.shape);
-  if (w.kind != "transformer" || t == nullptr || !t->step_kernels || t->moe || t->mla || w.training.pass != Pass::step)
+  if (w.kind != WorkloadKind::transformer || t == nullptr || !t->step_kernels || t->moe || t->mla || w.training.pass != Pass::step)
     return std::nullopt;
   step::StepShape s;
   s.tokens = t->batch * t->seq;
@@ -198,7 +198,7 @@ class StepDriver {
   }
 
  private:
-  std::string layer_prefix(int l) const { return w_.kind == "transformer" ? fmt::format("L{}.", l) : std::string{}; }
+  std::string layer_prefix(int l) const { return w_.kind == WorkloadKind::transformer ? fmt::format("L{}.", l) : std::string{}; }
 
   PerRank ends_or_join(PerRank ends, const std::string& name) {
     return ends.empty() ? e_.join_streams(dp_.streams(), name) : ends;

@@ -104,7 +104,7 @@ void check_ub_schema(const Entries& e) {
 
 overlap::sim::Workload transformer_step() {
   overlap::sim::Workload w;
-  w.kind = "transformer";
+  w.kind = overlap::sim::WorkloadKind::transformer;
   w.tp = 8;
   w.training.pass = overlap::sim::Pass::step;
   return w;
@@ -141,7 +141,7 @@ TEST_CASE("te-userbuffers YAML: TE's names, keys and the methods TE allows per n
   CHECK(overlap::tools::te_gemm_names(forward) ==
         std::vector<std::string>{"qkv_fprop", "proj_fprop", "fc1_fprop", "fc2_fprop"});
   overlap::sim::Workload gc;
-  gc.kind = "gemm_collective";
+  gc.kind = overlap::sim::WorkloadKind::gemm_collective;
   CHECK_THROWS(overlap::tools::te_userbuffers_yaml(gc, nlohmann::json::object(), {}));
 }
 
@@ -325,7 +325,7 @@ TEST_CASE("tune --export te-userbuffers searches only what TE deploys, and says 
     if (s["scheme"] == "te_userbuffers") te = s["best"];
   REQUIRE(te.is_object());
   overlap::sim::Workload w;
-  w.kind = "mlp_tpsp";
+  w.kind = overlap::sim::WorkloadKind::mlp_tpsp;
   w.tp = 8;
   w.training.pass = overlap::sim::Pass::step;
   CHECK(overlap::tools::te_undeployable(w, te["params"]).empty());

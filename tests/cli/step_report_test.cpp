@@ -165,7 +165,7 @@ TEST_CASE("run on a training step: the table's step section and the CSV's step c
   // A scheme that runs this layer's forward but has no backward form is named as such, not as if the
   // workload's kind were wrong.
   for (const overlap::sim::SchemeInfo& info : overlap::sim::scheme_registry()) {
-    overlap::sim::Workload forward{"mlp_tpsp", 8, overlap::sim::MlpTpSp{2048, 8192, 28672, true, overlap::DType::bf16, true}};
+    overlap::sim::Workload forward{overlap::sim::WorkloadKind::mlp_tpsp, 8, overlap::sim::MlpTpSp{2048, 8192, 28672, true, overlap::DType::bf16, true}};
     if (!info.backward.empty() || !info.applies || !info.applies(forward)) continue;
     INFO(info.name);
     CHECK_THAT(table.out, Catch::Contains("(for forward passes only: no backward form)"));

@@ -36,7 +36,7 @@ Run run_one(const HardwareProfile& profile, Primitive p, Bytes bytes, int n, A a
   HardwareProfile hw = profile;
   hw.comm.protocol = proto;
   Workload w;
-  w.kind = "gemm_collective";
+  w.kind = WorkloadKind::gemm_collective;
   w.tp = n;
   const nlohmann::json params = nlohmann::json::object();
   const BuildContext ctx{w, hw, params, fidelity};

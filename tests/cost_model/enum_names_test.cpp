@@ -14,6 +14,7 @@
 #include "cost_model/nccl_constants.hpp"
 #include "sim/schemes/commfuse_schedule.hpp"
 #include "sim/tune_wave_groups.hpp"
+#include "sim/workload_kind.hpp"
 #include "tools/papers.hpp"
 
 using namespace overlap;
@@ -70,6 +71,7 @@ TEST_CASE("every enum's name parses back to it", "[enum_names]") {
   check_round_trip<NcclArch>(4, nccl_arch_name, parse_nccl_arch);
   check_round_trip<sim::CommFuseSchedule>(3, sim::commfuse_schedule_name, sim::parse_commfuse_schedule);
   check_round_trip<sim::WaveGroupSearch>(4, sim::wave_group_search_name, sim::parse_wave_group_search);
+  check_round_trip<sim::WorkloadKind>(7, sim::workload_kind_name, sim::parse_workload_kind);
 }
 
 TEST_CASE("names are spelt as inputs and outputs spell them", "[enum_names]") {
@@ -83,6 +85,9 @@ TEST_CASE("names are spelt as inputs and outputs spell them", "[enum_names]") {
   CHECK(std::string(nccl_arch_name(NcclArch::blackwell)) == "blackwell");
   CHECK(std::string(sim::commfuse_schedule_name(sim::CommFuseSchedule::circular)) == "circular");
   CHECK(std::string(sim::wave_group_search_name(sim::WaveGroupSearch::exhaustive)) == "exhaustive");
+  CHECK(std::string(sim::workload_kind_name(sim::WorkloadKind::attention_ulysses)) == "attention_ulysses");
+  CHECK(sim::workload_kind_list() ==
+        "gemm_collective, mlp_tpsp, attention_tpsp, attention_ulysses, decode_stack, transformer, moe");
   CHECK(std::string(tools::papers::verdict_name(tools::papers::Verdict::explained)) == "explained");
 }
 
@@ -98,6 +103,7 @@ TEST_CASE("NCCL_ALGO / NCCL_PROTO ignore case; the other names do not", "[enum_n
   CHECK_FALSE(parse_dtype("BF16"));
   CHECK_FALSE(parse_transport("SM_COPY"));
   CHECK_FALSE(parse_collective_primitive("All_Reduce"));
+  CHECK_FALSE(sim::parse_workload_kind("MoE"));
   CHECK_FALSE(parse_nccl_hw("NVLink"));
   CHECK_FALSE(parse_nccl_arch("Hopper"));
   CHECK_FALSE(parse_fabric_node_kind("GPU"));

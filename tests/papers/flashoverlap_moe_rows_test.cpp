@@ -28,7 +28,7 @@ TEST_CASE("the Mixtral-8x7B MoE layer file: Table 4's setting", "[papers][flasho
   ScenarioRunner runner(source_dir(), hardware_dir());
   const sim::Scenario& sc = runner.shipped(kFile);
   CHECK(sc.hardware_name == "a800-8x-nvlink");
-  REQUIRE(sc.workload.kind == "moe");
+  REQUIRE(sc.workload.kind == overlap::sim::WorkloadKind::moe);
   const auto& m = std::get<sim::Moe>(sc.workload.shape);
   CHECK(m.ep == 4);                          // Table 4: EP=4
   CHECK(m.tokens * m.ep == 32768);           // input_token=32768

@@ -26,7 +26,7 @@ TEST_CASE("the Llama-3-70B training step file: Table 4's setting as a step", "[p
   ScenarioRunner runner(source_dir(), hardware_dir());
   const sim::Scenario& sc = runner.shipped(kFile);
   CHECK(sc.hardware_name == "a800-8x-nvlink");
-  CHECK(sc.workload.kind == "transformer");
+  CHECK(sc.workload.kind == overlap::sim::WorkloadKind::transformer);
   CHECK(sc.workload.tp == 8);
   CHECK(sc.workload.training.pass == sim::Pass::step);
   CHECK(sc.workload.training.recompute == sim::Recompute::none);

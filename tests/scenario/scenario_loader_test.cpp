@@ -11,6 +11,8 @@
 
 #include "cost_model/input_error.hpp"
 #include "sim/scenario.hpp"
+#include "sim/workload_keys.hpp"
+#include "sim/workload_shapes.hpp"
 
 namespace fs = std::filesystem;
 using overlap::InputError;
@@ -85,7 +87,7 @@ TEST_CASE("a valid scenario loads with its workload, hardware and schemes", "[sc
   CHECK(sc.name == "test");
   CHECK(sc.hardware_name == "h100-sxm-8x-nvswitch");
   CHECK(sc.hardware.gpu.sm_count > 0);
-  CHECK(sc.workload.kind == "gemm_collective");
+  CHECK(sc.workload.kind == overlap::sim::WorkloadKind::gemm_collective);
   CHECK(sc.workload.tp == 4);
   const auto& g = std::get<GemmCollective>(sc.workload.shape);
   CHECK(g.m == 4096);
@@ -122,6 +124,61 @@ TEST_CASE("unknown keys are errors naming the key and its line", "[scenario][err
   check_located(e, 7, "workload.nn");
   CHECK_THAT(std::string(e.what()), Catch::Contains("unknown key"));
   check_located(load_error(replace_line(kGemm, 12, "  - {name: data_slicing, chunks: 8}")), 12, "schemes.1.chunks");
+}
+
+TEST_CASE("an unknown workload kind is an error naming the key and its line, listing every kind", "[scenario][errors]") {
+  const InputError e = load_error(replace_line(kGemm, 4, "  kind: gemm_colective"));
+  check_located(e, 4, "workload.kind");
+  // The list is the kind table's (sim/workload_kind.hpp), in its order.
+  CHECK_THAT(std::string(e.what()), Catch::Contains("unknown workload kind 'gemm_colective' (known: gemm_collective, "
+                                                    "mlp_tpsp, attention_tpsp, attention_ulysses, decode_stack, "
+                                                    "transformer, moe)"));
+  // Spelt exactly: no case folding, no empty kind.
+  check_located(load_error(replace_line(kGemm, 4, "  kind: GEMM_COLLECTIVE")), 4, "workload.kind");
+  check_located(load_error(replace_line(kGemm, 4, "  kind: ''")), 4, "workload.kind");
+}
+
+TEST_CASE("each kind's row of the key table loads as that kind and allows exactly its keys", "[scenario][errors]") {
+  using overlap::sim::WorkloadKind;
+  for (const auto& [kind, name] : overlap::sim::kWorkloadKindNames) {
+    INFO(name);
+    const overlap::sim::WorkloadKindKeys& row = overlap::sim::workload_kind_keys(kind);
+    CHECK(row.kind == kind);
+    const std::string head = "hardware: h100-sxm-8x-nvswitch\nworkload: ";
+    const Scenario sc = load(head + row.example + "\n");
+    CHECK(sc.workload.kind == kind);
+    // Workload::shape lists its alternatives in WorkloadKind's order: the kind is the shape's index.
+    CHECK(sc.workload.shape.index() == static_cast<std::size_t>(kind));
+    // An unknown key is refused at the workload's line, listing the table's keys in the table's order.
+    std::string unknown = row.example;
+    unknown.insert(unknown.size() - 1, ", no_such_key: 1");
+    const InputError e = load_error(head + unknown + "\n");
+    CHECK(e.line() == 2);
+    CHECK(e.key_path() == "workload.no_such_key");
+    std::string allowed;
+    for (const std::string& key : overlap::sim::workload_keys(kind)) allowed += (allowed.empty() ? "" : ", ") + key;
+    CHECK_THAT(std::string(e.what()), Catch::Contains("(allowed: " + allowed + ")"));
+  }
+  // What the kinds differ in (sim/scenario.cpp reads each of these keys).
+  const auto takes = [](WorkloadKind k, const std::string& key) {
+    const auto keys = overlap::sim::workload_keys(k);
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
+  };
+  CHECK(takes(WorkloadKind::gemm_collective, "primitive"));
+  CHECK_FALSE(takes(WorkloadKind::gemm_collective, "model"));
+  CHECK(takes(WorkloadKind::decode_stack, "allreduce_us"));
+  CHECK_FALSE(takes(WorkloadKind::moe, "model"));
+  CHECK(takes(WorkloadKind::transformer, "dense_layers"));
+  CHECK_FALSE(takes(WorkloadKind::attention_ulysses, "kv_heads"));
+  for (const auto& [kind, name] : overlap::sim::kWorkloadKindNames) CHECK(takes(kind, "dropout"));
+}
+
+TEST_CASE("a workload whose kind does not name its shape is refused by the shape check", "[scenario][errors]") {
+  overlap::sim::Workload w = load(kGemm).workload;
+  CHECK_NOTHROW(overlap::sim::validate_workload(w));
+  w.kind = overlap::sim::WorkloadKind::mlp_tpsp;  // a GemmCollective shape
+  CHECK_THROWS_WITH(overlap::sim::validate_workload(w),
+                    "workload.kind: a mlp_tpsp workload holds a gemm_collective shape");
 }
 
 TEST_CASE("a key given twice is an error at its second line, not silently dropped", "[scenario][errors]") {

@@ -40,7 +40,7 @@ inline HardwareProfile ideal_profile(int gpus, double link_gbps = 500, int chann
 // One GEMM (per-rank m x n x k, bf16) with a collective after it, or an all-gather before it.
 inline Workload gemm_workload(int tp, Primitive p, std::int64_t m, std::int64_t n, std::int64_t k) {
   Workload w;
-  w.kind = "gemm_collective";
+  w.kind = WorkloadKind::gemm_collective;
   w.tp = tp;
   w.shape = GemmCollective{m, n, k, DType::bf16, p, false};
   return w;

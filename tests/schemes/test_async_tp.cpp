@@ -94,7 +94,7 @@ TEST_CASE("async TP byte accounting on every workload it applies to", "[async_tp
       for (const char* transport : {"copy_engine", "sm"}) {
         const nlohmann::json params = {{"transport", transport}, {"streams", streams}};
         BuildContext ctx{w, hw, params, Fidelity::curve};
-        INFO(w.kind << " tp=" << w.tp << " " << transport << " streams=" << streams);
+        INFO(workload_kind_name(w.kind) << " tp=" << w.tp << " " << transport << " streams=" << streams);
         CHECK_NOTHROW(evaluate(*s, ctx));
       }
   }

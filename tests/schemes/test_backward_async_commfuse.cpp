@@ -36,7 +36,7 @@ Workload with_pass(Workload w, Pass p) {
 
 Workload mlp_workload() {
   Workload w;
-  w.kind = "mlp_tpsp";
+  w.kind = WorkloadKind::mlp_tpsp;
   w.tp = 4;
   w.shape = MlpTpSp{4096, 1024, 2048, true, DType::bf16, true};
   return w;
@@ -44,7 +44,7 @@ Workload mlp_workload() {
 
 Workload attention_workload() {
   Workload w;
-  w.kind = "attention_tpsp";
+  w.kind = WorkloadKind::attention_tpsp;
   w.tp = 4;
   w.shape = AttentionTpSp{1, 4096, 1024, 16, 4, true, DType::bf16, true};
   return w;
@@ -52,7 +52,7 @@ Workload attention_workload() {
 
 Workload transformer_workload() {
   Workload w;
-  w.kind = "transformer";
+  w.kind = WorkloadKind::transformer;
   w.tp = 4;
   Transformer t;
   t.model = "custom";
@@ -69,7 +69,7 @@ Workload transformer_workload() {
 
 Workload ulysses_workload() {
   Workload w;
-  w.kind = "attention_ulysses";
+  w.kind = WorkloadKind::attention_ulysses;
   w.tp = 4;
   w.shape = AttentionUlysses{1, 8192, 1024, 16, true, DType::bf16};
   return w;
@@ -119,7 +119,7 @@ TEST_CASE("async TP and CommFuse run training steps: forward part, bytes, determ
   cases.push_back({"commfuse", ulysses_workload(), {{"transport", "copy_engine"}}});
 
   for (const Case& c : cases) {
-    INFO(c.scheme << " " << c.workload.kind << " " << c.params.dump());
+    INFO(c.scheme << " " << workload_kind_name(c.workload.kind) << " " << c.params.dump());
     const Workload step = with_pass(c.workload, Pass::step);
     const SchemeResult fwd = evaluate_named(c.scheme, c.workload, hw, c.params);
     const SchemeResult r = evaluate_named(c.scheme, step, hw, c.params);

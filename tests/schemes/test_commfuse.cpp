@@ -198,7 +198,7 @@ TEST_CASE("commfuse applies and validates its params", "[commfuse][params]") {
   CHECK_FALSE(s->applies(gemm_workload(4, Primitive::all_reduce, 4096, 1024, 1024)));
   CHECK_FALSE(s->applies(gemm_workload(1, Primitive::reduce_scatter, 4096, 1024, 1024)));
   Workload dec;
-  dec.kind = "decode_stack";
+  dec.kind = WorkloadKind::decode_stack;
   dec.tp = 4;
   dec.shape = DecodeStack{};
   CHECK_FALSE(s->applies(dec));
@@ -219,11 +219,11 @@ TEST_CASE("commfuse layers: MLP, attention (query-split / row-parallel), Ulysses
   const HardwareProfile hw = ideal_profile(4, 1000);
   Workload mlp = mlp_tpsp_workload(4, 2048, 1024, 2048);
   Workload att;
-  att.kind = "attention_tpsp";
+  att.kind = WorkloadKind::attention_tpsp;
   att.tp = 4;
   att.shape = AttentionTpSp{2, 1024, 1024, 8, 8, true, DType::bf16};
   Workload uly;
-  uly.kind = "attention_ulysses";
+  uly.kind = WorkloadKind::attention_ulysses;
   uly.tp = 4;
   uly.shape = AttentionUlysses{2, 1024, 1024, 8, true, DType::bf16};
   for (const Workload& w : {mlp, att, uly}) {
@@ -232,7 +232,7 @@ TEST_CASE("commfuse layers: MLP, attention (query-split / row-parallel), Ulysses
       for (const char* attention : {"query_split", "row_parallel"}) {
         const nlohmann::json params = {{"schedule", sched}, {"m", 2}, {"attention", attention}};
         BuildContext ctx{w, hw, params, Fidelity::curve};
-        INFO(w.kind << " " << sched << " " << attention);
+        INFO(workload_kind_name(w.kind) << " " << sched << " " << attention);
         SchemeResult r;
         REQUIRE_NOTHROW(r = evaluate(*s, ctx));
         CHECK(r.latency_ps >= r.compute_only_ps);

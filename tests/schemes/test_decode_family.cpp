@@ -40,7 +40,7 @@ HardwareProfile decode_ideal_profile(int gpus) {
 // tau_att = 4 d^2 p / (v_b L), tau_mlp = 8 d^2 p / (v_b L) exactly.
 Workload decode_workload(int layers, double tau_c_us) {
   Workload w;
-  w.kind = "decode_stack";
+  w.kind = WorkloadKind::decode_stack;
   w.tp = 4;
   DecodeStack d;
   d.layers = layers;

@@ -37,7 +37,7 @@ HardwareProfile fo_profile(double alpha_us, double beta_gbps) {
 // 8192 x 2048 x 8192 per rank: 512 tiles of 256x128 (16 us each), 4 waves of 130; output 32 MiB.
 Workload fo_workload() {
   Workload w;
-  w.kind = "gemm_collective";
+  w.kind = WorkloadKind::gemm_collective;
   w.tp = 2;
   w.shape = GemmCollective{8192, 2048, 8192, DType::bf16, Primitive::all_reduce, false};
   return w;
@@ -115,7 +115,7 @@ TEST_CASE("on the built-in RTX 4090 PCIe profile one-wave groups win, as in the 
   // (scenarios/papers/flashoverlap-rtx4090-allreduce.yaml): M=4096, N=8192, K=8192, fp16.
   const HardwareProfile hw = load_profile("rtx4090-4x-pcie", std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware");
   Workload w;
-  w.kind = "gemm_collective";
+  w.kind = WorkloadKind::gemm_collective;
   w.tp = 2;
   w.shape = GemmCollective{4096, 8192, 8192, DType::fp16, Primitive::all_reduce, false};
   const SchemeInfo* s = find_scheme("flashoverlap");

@@ -39,7 +39,7 @@ const HardwareProfile& h100() {
 // Llama-3-70B's MLP (d_model 8192, SwiGLU FFN 28672), TP 8 + SP.
 Workload mlp_70b(std::int64_t tokens, Pass pass) {
   Workload w;
-  w.kind = "mlp_tpsp";
+  w.kind = WorkloadKind::mlp_tpsp;
   w.tp = 8;
   w.shape = MlpTpSp{tokens, 8192, 28672, true, DType::bf16, true};
   w.training.pass = pass;
@@ -49,7 +49,7 @@ Workload mlp_70b(std::int64_t tokens, Pass pass) {
 // Llama-3-70B's attention (64 heads, 8 KV heads), TP 8 + SP.
 Workload attention_70b(Pass pass) {
   Workload w;
-  w.kind = "attention_tpsp";
+  w.kind = WorkloadKind::attention_tpsp;
   w.tp = 8;
   w.shape = AttentionTpSp{1, 4096, 8192, 64, 8, true, DType::bf16, true};
   w.training.pass = pass;
@@ -102,14 +102,14 @@ TEST_CASE("flashoverlap has a backward form and applies to the layer workloads' 
   // Forward-only layer workloads keep the schemes they had; Ulysses has no GEMM before a collective.
   CHECK_FALSE(fo.applies(mlp_70b(8192, Pass::forward)));
   Workload ulysses;
-  ulysses.kind = "attention_ulysses";
+  ulysses.kind = WorkloadKind::attention_ulysses;
   ulysses.tp = 8;
   ulysses.shape = AttentionUlysses{1, 4096, 8192, 64, true, DType::bf16};
   ulysses.training.pass = Pass::step;
   CHECK_FALSE(fo.applies(ulysses));
   // A GEMM after an all-gather has no signalled forward, but its backward's dgrad -> reduce-scatter is.
   Workload ag;
-  ag.kind = "gemm_collective";
+  ag.kind = WorkloadKind::gemm_collective;
   ag.tp = 8;
   ag.shape = GemmCollective{8192, 1024, 8192, DType::bf16, Primitive::all_gather, false};
   CHECK_FALSE(fo.applies(ag));
@@ -152,7 +152,7 @@ TEST_CASE("flashoverlap steps: forward part = forward alone, TP bytes = no_overl
 
 TEST_CASE("a gemm_collective step's forward equals flashoverlap's forward-only run", "[flashoverlap][step]") {
   Workload w;
-  w.kind = "gemm_collective";
+  w.kind = WorkloadKind::gemm_collective;
   w.tp = 8;
   w.shape = GemmCollective{16384, 8192, 3584, DType::bf16, Primitive::reduce_scatter, true};
   const SchemeResult fwd = evaluate_scheme("flashoverlap", w);
@@ -171,7 +171,7 @@ TEST_CASE("the dgrad's wave groups are the predictive search's for the dgrad sha
   const SchemeResult r = evaluate_scheme("flashoverlap", w);
   auto groups_for = [&](const GemmCollective& g) {
     Workload one;
-    one.kind = "gemm_collective";
+    one.kind = WorkloadKind::gemm_collective;
     one.tp = 8;
     one.shape = g;
     const nlohmann::json params = nlohmann::json::object();

@@ -45,7 +45,7 @@ TEST_CASE("flux: compute-only <= latency <= no_overlap, bytes conserved", "[flux
                             gemm_workload(4, Primitive::all_gather, 4096, 1024, 1024), mlp_workload(4)}) {
     REQUIRE(flux->applies(w));
     for (int comm_sms : {0, 6}) {
-      INFO(w.kind << " comm_sms " << comm_sms);
+      INFO(workload_kind_name(w.kind) << " comm_sms " << comm_sms);
       // The tile signal is FLUX's only cost on this profile; without it, fusion can only hide.
       const nlohmann::json p = {{"comm_sms", comm_sms}, {"tile_signal_overhead", 0.0}, {"transfers_per_peer", 8}};
       const SchemeResult f = eval("flux", w, hw, p);

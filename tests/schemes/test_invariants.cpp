@@ -47,7 +47,7 @@ Case random_case(std::mt19937_64& rng, int which) {
       g.n = 128 * pick({2, 4, 8});
       g.k = pick({256, 512, 1024});
       g.primitive = p;
-      c.workload.kind = "gemm_collective";
+      c.workload.kind = WorkloadKind::gemm_collective;
       c.workload.shape = g;
       const Bytes s = p == Primitive::all_gather ? g.m * g.k * 2 : g.m * g.n * 2;
       c.per_rank_bytes = p == Primitive::all_reduce ? 2 * (tp - 1) * s / tp : (tp - 1) * s / tp;
@@ -58,7 +58,7 @@ Case random_case(std::mt19937_64& rng, int which) {
       m.tokens = 128 * pick({2, 4, 8});
       m.d_model = pick({256, 512});
       m.d_ffn = pick({512, 1024});
-      c.workload.kind = "mlp_tpsp";
+      c.workload.kind = WorkloadKind::mlp_tpsp;
       c.workload.shape = m;
       const Bytes s = m.tokens * m.d_model * 2;
       c.per_rank_bytes = 2 * (tp - 1) * s / tp;  // all-gather + reduce-scatter
@@ -71,7 +71,7 @@ Case random_case(std::mt19937_64& rng, int which) {
       a.d_model = 512;
       a.heads = 8;
       a.kv_heads = pick({2, 8});
-      c.workload.kind = "attention_tpsp";
+      c.workload.kind = WorkloadKind::attention_tpsp;
       c.workload.shape = a;
       const Bytes s = a.batch * a.seq * a.d_model * 2;
       c.per_rank_bytes = 2 * (tp - 1) * s / tp;
@@ -83,7 +83,7 @@ Case random_case(std::mt19937_64& rng, int which) {
       a.seq = 128 * pick({2, 4});
       a.d_model = 512;
       a.heads = 8;
-      c.workload.kind = "attention_ulysses";
+      c.workload.kind = WorkloadKind::attention_ulysses;
       c.workload.shape = a;
       const UlyssesShapes s = ulysses_shapes(a, tp);
       c.per_rank_bytes = (tp - 1) * (s.qkv_all_to_all_bytes + s.out_all_to_all_bytes) / tp;
@@ -99,7 +99,7 @@ Case random_case(std::mt19937_64& rng, int which) {
       t.d_ffn = 512;
       t.heads = 4;
       t.kv_heads = 4;
-      c.workload.kind = "transformer";
+      c.workload.kind = WorkloadKind::transformer;
       c.workload.shape = t;
       const Bytes s = t.seq * t.d_model * 2;
       c.per_rank_bytes = 4 * (tp - 1) * s / tp;  // all-gather + reduce-scatter in attention and MLP
@@ -113,7 +113,7 @@ Case random_case(std::mt19937_64& rng, int which) {
       d.heads = 8;
       d.kv_heads = 8;
       d.allreduce_us = rng() % 2 ? -1.0 : 3.0;
-      c.workload.kind = "decode_stack";
+      c.workload.kind = WorkloadKind::decode_stack;
       c.workload.shape = d;
       break;
     }
@@ -132,7 +132,7 @@ TEST_CASE("every registered scheme keeps the invariants on random workloads", "[
     const HardwareProfile hw = invariant_profile(c.workload.tp);
     for (const SchemeInfo& s : scheme_registry()) {
       if (s.applies && !s.applies(c.workload)) continue;
-      INFO("case " << i << " " << c.workload.kind << " tp " << c.workload.tp << " scheme " << s.name);
+      INFO("case " << i << " " << workload_kind_name(c.workload.kind) << " tp " << c.workload.tp << " scheme " << s.name);
       const BuildContext ctx{c.workload, hw, none, Fidelity::curve};
       const SchemeResult r = evaluate(s, ctx);  // throws InternalError on a byte mismatch
       ++evaluated;
@@ -180,7 +180,7 @@ TEST_CASE("steps fidelity keeps the invariants too", "[invariants][fidelity]") {
     const HardwareProfile hw = invariant_profile(c.workload.tp);
     for (const SchemeInfo& s : scheme_registry()) {
       if (s.applies && !s.applies(c.workload)) continue;
-      INFO("case " << i << " " << c.workload.kind << " scheme " << s.name);
+      INFO("case " << i << " " << workload_kind_name(c.workload.kind) << " scheme " << s.name);
       const SchemeResult r = evaluate(s, BuildContext{c.workload, hw, none, Fidelity::steps});
       CHECK(r.exposed_comm_ps >= 0);
       CHECK(r.compute_only_ps <= r.latency_ps);

@@ -71,7 +71,7 @@ TEST_CASE("exposed communication is latency minus compute-only latency", "[metri
 TEST_CASE("speedup baseline: no_overlap for layers, tp_baseline for decode, evaluated when not asked", "[metrics]") {
   const HardwareProfile hw = metrics_profile(4);
   Workload w;
-  w.kind = "decode_stack";
+  w.kind = WorkloadKind::decode_stack;
   w.tp = 4;
   DecodeStack d;
   d.layers = 4;

@@ -122,7 +122,7 @@ TEST_CASE("moe all_to_all: the loader refuses what cannot run, naming the key", 
     FAIL("expected an InputError for " << extra);
     return InputError("", 0, "", "");
   };
-  CHECK(load_scenario_text(base + "  all_to_all: deepep\n  max_nodes: 2\n", "t.yaml", o).workload.kind == "moe");
+  CHECK(load_scenario_text(base + "  all_to_all: deepep\n  max_nodes: 2\n", "t.yaml", o).workload.kind == WorkloadKind::moe);
   const InputError unknown = error_of("  all_to_all: deep_ep\n");
   CHECK(unknown.key_path() == "workload.all_to_all");
   CHECK(unknown.line() == 10);
@@ -146,7 +146,7 @@ TEST_CASE("moe all_to_all: the loader refuses what cannot run, naming the key", 
   } catch (const InputError& e) {
     CHECK(e.key_path() == "workload.all_to_all");
   }
-  CHECK(load_scenario_text(one_node + "  all_to_all: deepep\n", "t.yaml", o).workload.kind == "moe");
+  CHECK(load_scenario_text(one_node + "  all_to_all: deepep\n", "t.yaml", o).workload.kind == WorkloadKind::moe);
   // moe_tile_fused moves its own rows: listed with DeepEP it is refused on the key.
   try {
     (void)load_scenario_text(base + "  all_to_all: deepep\nschemes: [moe_tile_fused]\n", "t.yaml", o);

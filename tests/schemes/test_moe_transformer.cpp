@@ -31,10 +31,10 @@ Workload moe_transformer(int tp, int layers, int dense, MoeRoutingSpec routing =
 
 // The blocks of one layer as the workloads no_overlap builds on their own.
 Workload attention_alone(const Workload& w) {
-  return Workload{"attention_tpsp", w.tp, transformer_attention(std::get<Transformer>(w.shape))};
+  return Workload{WorkloadKind::attention_tpsp, w.tp, transformer_attention(std::get<Transformer>(w.shape))};
 }
-Workload mlp_alone(const Workload& w) { return Workload{"mlp_tpsp", w.tp, transformer_mlp(std::get<Transformer>(w.shape))}; }
-Workload moe_alone(const Workload& w) { return Workload{"moe", w.tp, *std::get<Transformer>(w.shape).moe}; }
+Workload mlp_alone(const Workload& w) { return Workload{WorkloadKind::mlp_tpsp, w.tp, transformer_mlp(std::get<Transformer>(w.shape))}; }
+Workload moe_alone(const Workload& w) { return Workload{WorkloadKind::moe, w.tp, *std::get<Transformer>(w.shape).moe}; }
 
 BuiltScheme build(const std::string& scheme, const Workload& w, const HardwareProfile& hw,
                   const nlohmann::json& params = nlohmann::json::object()) {

@@ -40,9 +40,9 @@ Workload moe_transformer(int tp, int layers, int dense, MoeRoutingSpec routing =
 using test::with_pass;
 
 Workload attention_alone(const Workload& w) {
-  return Workload{"attention_tpsp", w.tp, transformer_attention(std::get<Transformer>(w.shape)), w.training};
+  return Workload{WorkloadKind::attention_tpsp, w.tp, transformer_attention(std::get<Transformer>(w.shape)), w.training};
 }
-Workload moe_alone(const Workload& w) { return Workload{"moe", w.tp, *std::get<Transformer>(w.shape).moe, w.training}; }
+Workload moe_alone(const Workload& w) { return Workload{WorkloadKind::moe, w.tp, *std::get<Transformer>(w.shape).moe, w.training}; }
 
 using Matrix = std::vector<std::vector<Bytes>>;
 Matrix plus(const Matrix& a, const Matrix& b) {

@@ -107,7 +107,7 @@ TEST_CASE("no_overlap MLP = all-gather + fc1 + activation + fc2 + reduce-scatter
   const SchemeInfo* s = find_scheme("no_overlap");
   REQUIRE(s != nullptr);
   Workload w;
-  w.kind = "mlp_tpsp";
+  w.kind = WorkloadKind::mlp_tpsp;
   w.tp = 4;
   MlpTpSp mlp;
   mlp.tokens = 2048;
@@ -149,15 +149,15 @@ TEST_CASE("no_overlap transformer = layers x (attention layer + MLP layer)", "[n
   Transformer t = *named_model("llama3-8b", base);
   t.layers = 2;
   Workload w;
-  w.kind = "transformer";
+  w.kind = WorkloadKind::transformer;
   w.tp = 4;
   w.shape = t;
   Workload att;
-  att.kind = "attention_tpsp";
+  att.kind = WorkloadKind::attention_tpsp;
   att.tp = 4;
   att.shape = transformer_attention(t);
   Workload mlp;
-  mlp.kind = "mlp_tpsp";
+  mlp.kind = WorkloadKind::mlp_tpsp;
   mlp.tp = 4;
   mlp.shape = transformer_mlp(t);
   const SchemeResult whole = evaluate(*s, BuildContext{w, hw, params, Fidelity::curve});

@@ -54,7 +54,7 @@ std::vector<Workload> workloads() {
 TEST_CASE("te_userbuffers pipeline with num_splits = 1 is no_overlap", "[te][closed_form]") {
   const HardwareProfile hw = ideal_profile(4, 1000, 8);
   for (const Workload& w : workloads()) {
-    INFO(w.kind);
+    INFO(workload_kind_name(w.kind));
     const Ps none = latency("no_overlap", w, hw, nlohmann::json::object());
     // num_sm = the profile's NCCL channels: the collective holds what NCCL's would.
     CHECK(latency("te_userbuffers", w, hw, {{"method", "pipeline"}, {"num_splits", 1}, {"num_sm", 8}}) == none);
@@ -65,7 +65,7 @@ TEST_CASE("te_userbuffers pipeline with num_splits = 1 is no_overlap", "[te][clo
 TEST_CASE("te_userbuffers ring_exchange is async TP's Looped CollectiveEinsum with TE's knobs", "[te][closed_form]") {
   const HardwareProfile hw = ideal_profile(4, 1000, 8);
   for (const Workload& w : workloads()) {
-    INFO(w.kind);
+    INFO(workload_kind_name(w.kind));
     CHECK(latency("te_userbuffers", w, hw, {{"method", "ring_exchange"}, {"use_ce", true}}) ==
           latency("async_tp", w, hw, {{"transport", "copy_engine"}, {"streams", 2}}));
     CHECK(latency("te_userbuffers", w, hw, {{"method", "ring_exchange"}, {"use_ce", false}, {"num_sm", 12}}) ==
@@ -82,7 +82,7 @@ TEST_CASE("te_userbuffers moves no_overlap's bytes whatever the method", "[te][b
     REQUIRE(want > 0);
     for (const char* method : {"ring_exchange", "pipeline", "bulk"})
       for (bool ce : {true, false}) {
-        INFO(w.kind << " " << method << " use_ce=" << ce);
+        INFO(workload_kind_name(w.kind) << " " << method << " use_ce=" << ce);
         const nlohmann::json p = {{"method", method}, {"use_ce", ce}, {"num_splits", 3}};
         CHECK(total(build("te_userbuffers", w, hw, p).required_bytes) == want);
         BuildContext ctx{w, hw, p, Fidelity::curve};

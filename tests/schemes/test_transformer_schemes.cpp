@@ -32,9 +32,9 @@ Transformer small_model(int layers) { return custom_transformer(layers, 1, 2048,
 
 Workload transformer_workload(int layers) { return transformer_on(small_model(layers), kTp); }
 
-Workload attention_workload() { return Workload{"attention_tpsp", kTp, transformer_attention(small_model(1))}; }
+Workload attention_workload() { return Workload{WorkloadKind::attention_tpsp, kTp, transformer_attention(small_model(1))}; }
 
-Workload mlp_workload() { return Workload{"mlp_tpsp", kTp, transformer_mlp(small_model(1))}; }
+Workload mlp_workload() { return Workload{WorkloadKind::mlp_tpsp, kTp, transformer_mlp(small_model(1))}; }
 
 const nlohmann::json& no_params() {
   static const nlohmann::json none = nlohmann::json::object();

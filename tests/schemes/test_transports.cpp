@@ -22,7 +22,7 @@ const std::string kHardwareDir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/h
 
 Workload mlp(int tp) {
   Workload w;
-  w.kind = "mlp_tpsp";
+  w.kind = WorkloadKind::mlp_tpsp;
   w.tp = tp;
   w.shape = MlpTpSp{4096, 4096, 14336, true, DType::bf16};
   return w;
@@ -133,7 +133,7 @@ TEST_CASE("async TP's matmul-reduce-scatter passes accumulators around the ring"
   const HardwareProfile hw = load_profile("h100-sxm-8x-nvswitch", kHardwareDir);
   const nlohmann::json none = nlohmann::json::object();
   Workload w;
-  w.kind = "gemm_collective";
+  w.kind = WorkloadKind::gemm_collective;
   w.tp = 4;
   w.shape = GemmCollective{4096, 4096, 4096, DType::bf16, Primitive::reduce_scatter, false};
   const BuiltScheme built = find_scheme("async_tp")->build(BuildContext{w, hw, none, Fidelity::curve});

@@ -47,7 +47,7 @@ int link_named(const NodeConfig& node, const std::string& name) {
 
 Workload llama70b_step(int tp, int layers, DataParallel dp) {
   Workload w;
-  w.kind = "transformer";
+  w.kind = WorkloadKind::transformer;
   w.tp = tp;
   w.shape = Transformer{.model = "llama3-70b", .layers = layers, .batch = 1, .seq = 8192, .d_model = 8192,
                         .d_ffn = 28672, .heads = 64, .kv_heads = 8, .dtype = DType::bf16};

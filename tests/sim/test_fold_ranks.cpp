@@ -22,7 +22,7 @@ const std::string kHardwareDir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/h
 
 Workload two_layer_step() {
   Workload w;
-  w.kind = "transformer";
+  w.kind = WorkloadKind::transformer;
   w.tp = 8;
   w.shape = Transformer{.model = "llama3-70b", .layers = 2, .batch = 1, .seq = 8192, .d_model = 8192,
                         .d_ffn = 28672, .heads = 64, .kv_heads = 8, .dtype = DType::bf16};

@@ -82,6 +82,6 @@ TEST_CASE("pipeline configurations that cannot run are refused, naming the rule"
   fsdp.training.parallel.dp = 2;
   fsdp.training.parallel.fsdp = Sharding::zero3;
   CHECK_THROWS_WITH(check_pipeline_parallel(fsdp, {2, 1, 4, PipelineSchedule::one_f_one_b}), Contains("ZeRO-3"));
-  const Workload mlp{"mlp_tpsp", 8, MlpTpSp{}};
+  const Workload mlp{WorkloadKind::mlp_tpsp, 8, MlpTpSp{}};
   CHECK_THROWS_WITH(check_pipeline_parallel(mlp, {2, 1, 4, PipelineSchedule::one_f_one_b}), Contains("transformer"));
 }

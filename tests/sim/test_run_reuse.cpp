@@ -24,7 +24,7 @@ const std::string kHardwareDir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/h
 // Two layers of Llama-3-70B at TP 8, a forward and backward step; dp > 1 adds the per-communicator re-runs.
 Workload two_layer_step(int dp) {
   Workload w;
-  w.kind = "transformer";
+  w.kind = WorkloadKind::transformer;
   w.tp = 8;
   w.shape = Transformer{.model = "llama3-70b", .layers = 2, .batch = 1, .seq = 8192, .d_model = 8192,
                         .d_ffn = 28672, .heads = 64, .kv_heads = 8, .dtype = DType::bf16};

@@ -53,7 +53,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 Workload llama70b(int layers, Pass pass, Recompute recompute = Recompute::none, DataParallel dp = {}) {
   Workload w;
-  w.kind = "transformer";
+  w.kind = WorkloadKind::transformer;
   w.tp = 8;
   w.shape = Transformer{.model = "llama3-70b", .layers = layers, .batch = 1, .seq = kTokens, .d_model = kDModel,
                         .d_ffn = 28672, .heads = 64, .kv_heads = 8, .dtype = DType::bf16};
@@ -172,7 +172,7 @@ TEST_CASE("a backward's GEMMs are twice the forward's FLOPs, dgrad and wgrad eac
 
   // The same 2x for every other layer kind with GEMMs.
   const auto check_kind = [](const Workload& lw) {
-    INFO(lw.kind);
+    INFO(workload_kind_name(lw.kind));
     double fwd = 0, bwd = 0, core = 0;
     for (const Block block : layer_blocks(lw)) {
       fwd += forward_flops(lw, block);
@@ -186,12 +186,12 @@ TEST_CASE("a backward's GEMMs are twice the forward's FLOPs, dgrad and wgrad eac
   for (const Primitive p : {Primitive::all_reduce, Primitive::reduce_scatter, Primitive::all_gather, Primitive::all_to_all})
     check_kind(sim::test::gemm_workload(8, p, 4096, 2048, 8192));
   Workload mlp;
-  mlp.kind = "mlp_tpsp";
+  mlp.kind = WorkloadKind::mlp_tpsp;
   mlp.tp = 8;
   mlp.shape = MlpTpSp{.tokens = kTokens, .d_model = kDModel, .d_ffn = 28672};
   check_kind(mlp);
   Workload att;
-  att.kind = "attention_tpsp";
+  att.kind = WorkloadKind::attention_tpsp;
   att.tp = 8;
   att.shape = AttentionTpSp{.batch = 1, .seq = kTokens, .d_model = kDModel, .heads = 64, .kv_heads = 8};
   check_kind(att);
@@ -222,22 +222,22 @@ TEST_CASE("no_overlap: a step is its forward run alone plus its backward run alo
   for (const Primitive p : {Primitive::all_reduce, Primitive::reduce_scatter, Primitive::all_gather, Primitive::all_to_all})
     kinds.push_back(sim::test::gemm_workload(8, p, 4096, 2048, 8192));
   Workload mlp;
-  mlp.kind = "mlp_tpsp";
+  mlp.kind = WorkloadKind::mlp_tpsp;
   mlp.tp = 8;
   mlp.shape = MlpTpSp{.tokens = kTokens, .d_model = kDModel, .d_ffn = 28672};
   kinds.push_back(mlp);
   Workload att;
-  att.kind = "attention_tpsp";
+  att.kind = WorkloadKind::attention_tpsp;
   att.tp = 8;
   att.shape = AttentionTpSp{.batch = 1, .seq = kTokens, .d_model = kDModel, .heads = 64, .kv_heads = 8};
   kinds.push_back(att);
   Workload ulysses;
-  ulysses.kind = "attention_ulysses";
+  ulysses.kind = WorkloadKind::attention_ulysses;
   ulysses.tp = 8;
   ulysses.shape = AttentionUlysses{.batch = 1, .seq = kTokens, .d_model = kDModel, .heads = 64};
   kinds.push_back(ulysses);
   for (Workload w : kinds) {
-    INFO(w.kind);
+    INFO(workload_kind_name(w.kind));
     w.training.pass = Pass::forward;
     const SchemeResult fwd = run_scheme("no_overlap", w, hw);
     w.training.pass = Pass::backward;

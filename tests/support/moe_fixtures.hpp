@@ -33,7 +33,7 @@ inline Workload moe_workload(int ep, int experts, int top_k, std::int64_t tokens
   m.tokens = tokens;
   m.routing = routing;
   Workload w;
-  w.kind = "moe";
+  w.kind = WorkloadKind::moe;
   w.tp = ep;
   w.shape = m;
   return w;

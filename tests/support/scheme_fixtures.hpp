@@ -17,7 +17,7 @@ namespace overlap::sim::test {
 
 inline Workload mlp_tpsp_workload(int tp, std::int64_t tokens, std::int64_t d_model, std::int64_t d_ffn) {
   Workload w;
-  w.kind = "mlp_tpsp";
+  w.kind = WorkloadKind::mlp_tpsp;
   w.tp = tp;
   w.shape = MlpTpSp{tokens, d_model, d_ffn, true, DType::bf16};
   return w;

@@ -61,7 +61,7 @@ inline Transformer moe_transformer_from_config(const std::string& name, const Mo
   return t;
 }
 
-inline Workload transformer_on(const Transformer& t, int tp) { return Workload{"transformer", tp, t}; }
+inline Workload transformer_on(const Transformer& t, int tp) { return Workload{WorkloadKind::transformer, tp, t}; }
 
 inline Workload with_pass(Workload w, Pass p, Recompute r = Recompute::none) {
   w.training.pass = p;

@@ -17,7 +17,7 @@ const std::string kHardwareDir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/h
 
 Workload gemm(int tp, Primitive p, std::int64_t m, std::int64_t n, std::int64_t k, DType dt) {
   Workload w;
-  w.kind = "gemm_collective";
+  w.kind = WorkloadKind::gemm_collective;
   w.tp = tp;
   w.shape = GemmCollective{m, n, k, dt, p, false};
   return w;

@@ -58,7 +58,7 @@ BENCHMARK(BM_ExhaustiveSearch)->Arg(16)->Arg(20)->Unit(benchmark::kMillisecond);
 
 Workload gemm(int tp, Primitive p, std::int64_t m, std::int64_t n, std::int64_t k, DType dt) {
   Workload w;
-  w.kind = "gemm_collective";
+  w.kind = WorkloadKind::gemm_collective;
   w.tp = tp;
   w.shape = GemmCollective{m, n, k, dt, p, false};
   return w;

@@ -40,7 +40,7 @@ void measure_gemms(Driver& d, cuda::Node& node, const std::vector<SchemeRunConfi
   // SM, 128x128 tiles).
   std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> shapes;
   for (const auto& c : runs) {
-    if (c.kind != "gemm_collective") continue;
+    if (c.kind != sim::WorkloadKind::gemm_collective) continue;
     for (auto rows : gemm_rows_of(c)) shapes.insert({rows, c.n, c.k});
   }
   // The largest GEMM on every partition at once, each rank with its own A, B and C as in the
