@@ -12,16 +12,6 @@
 
 namespace overlap::tools {
 
-namespace {
-
-template <typename T>
-T knob(const nlohmann::json& params, const char* name, T fallback) {
-  if (params.is_object() && params.contains(name)) return params.at(name).get<T>();
-  return fallback;
-}
-
-}  // namespace
-
 std::vector<std::string> te_gemm_names(const sim::Workload& w) {
   bool attention = false, mlp = false;
   if (w.kind == sim::WorkloadKind::transformer) attention = mlp = true;

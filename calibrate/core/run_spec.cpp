@@ -24,16 +24,16 @@ cuda::RunSpec run_spec_of(const SchemeRunConfig& c) {
     s.n = c.n;
     s.k = c.k;
     s.primitive = c.primitive;
-    s.chunks = c.params.value("chunks", 4);
-    s.streams = c.params.value("streams", 2);
-    s.slices_per_rank = c.params.value("m", 1);
-    s.schedule = c.params.value("schedule", std::string("ring"));
+    s.chunks = static_cast<int>(run_param(c, sim::knobs::kDataSlicingChunks));
+    s.streams = static_cast<int>(run_param(c, sim::knobs::kAsyncTpStreams));
+    s.slices_per_rank = static_cast<int>(run_param(c, sim::knobs::kCommFuseM));
+    s.schedule = run_param(c, sim::knobs::kCommFuseSchedule);
     s.transport = c.params.value("transport", std::string());
     if (c.scheme == "flashoverlap") {
       s.groups = c.params.at("groups").get<std::vector<int>>();
       s.wave_sms = c.params.at("wave_sms").get<int>();
     }
-    s.ctas_per_sm = c.params.value("ctas_per_sm", 1);
+    s.ctas_per_sm = run_ctas_per_sm(c.params);
     return s;
   }
   s.kind = cuda::RunKind::decode_stack;
@@ -42,8 +42,11 @@ cuda::RunSpec run_spec_of(const SchemeRunConfig& c) {
   s.d_ffn = c.d_ffn;
   s.heads = c.heads;
   s.kv_heads = c.kv_heads;
-  const int param = static_cast<int>(c.params.value("t_d", c.params.value("delta", 0)));
-  s.plan = decode_plan_of(c.scheme, c.layers, param);
+  // pt_transformer's t_d or dtp's delta, the table's default when not given (as the simulator takes it).
+  const std::int64_t param = c.scheme == "pt_transformer" ? run_param(c, sim::knobs::kPtTransformerTd)
+                             : c.scheme == "dtp"          ? run_param(c, sim::knobs::kDtpDelta)
+                                                          : 0;
+  s.plan = decode_plan_of(c.scheme, c.layers, static_cast<int>(param));
   return s;
 }
 

@@ -5,11 +5,13 @@
 
 #include "calibrate/core/json_reader.hpp"
 #include "calibrate/core/measurement.hpp"
+#include "sim/schemes/knob_values.hpp"
 
 namespace overlap::calibrate {
 namespace {
 
 using nlohmann::json;
+namespace knobs = sim::knobs;
 
 const std::vector<std::string> kDecodeSchemes = {"tp_baseline", "gptj_parallel", "pt_transformer",
                                                  "ladder_residual", "dtp", "no_comm"};
@@ -24,6 +26,26 @@ std::int64_t small_param(const JsonReader& params, const std::string& key, std::
   return v;
 }
 
+// A scheme knob the reference kernels run up to `kernel_max` (their limit, within the table's range);
+// absent, the scheme table's default (sim/schemes/knob_values.hpp).
+std::int64_t small_param(const JsonReader& params, const knobs::IntKnob& knob, std::int64_t kernel_max) {
+  return small_param(params, knob.name, knob.default_value, kernel_max);
+}
+
+// A choice knob's value: the one given, else the table's default.
+template <std::size_t N>
+std::string choice(const JsonReader& params, const knobs::ChoiceKnob<N>& knob) {
+  return params.get_string(knob.name, knob.default_value());
+}
+
+// "a, b or c": the choices as a complaint lists them.
+template <std::size_t N>
+std::string choices_text(const knobs::ChoiceKnob<N>& knob) {
+  std::string out;
+  for (std::size_t i = 0; i < N; ++i) out += std::string(i == 0 ? "" : i + 1 == N ? " or " : ", ") + knob.values[i];
+  return out;
+}
+
 void check_params(const JsonReader& params, SchemeRunConfig& c) {
   params.expect_object();
   const std::string& s = c.scheme;
@@ -31,7 +53,7 @@ void check_params(const JsonReader& params, SchemeRunConfig& c) {
     params.allow_keys({});
   } else if (s == "data_slicing") {
     params.allow_keys({"chunks"});
-    const auto chunks = small_param(params, "chunks", 4, 64);
+    const auto chunks = small_param(params, knobs::kDataSlicingChunks, 64);
     const std::int64_t div = chunks * (c.primitive == "all_reduce" ? 1 : c.ranks) * 128;
     if (c.m % div != 0) {
       params.fail_at("chunks", "workload.m = " + std::to_string(c.m) + " must divide into chunks x 128 rows" +
@@ -39,24 +61,24 @@ void check_params(const JsonReader& params, SchemeRunConfig& c) {
     }
   } else if (s == "async_tp") {
     params.allow_keys({"transport", "streams"});
-    if (params.get_string("transport", "copy_engine") != "copy_engine") {
+    if (choice(params, knobs::kAsyncTpTransport) != "copy_engine") {
       params.fail_at("transport", "the reference kernels pull by copy engine only (copy_engine)");
     }
-    const auto streams = small_param(params, "streams", 2, 2);
+    const auto streams = small_param(params, knobs::kAsyncTpStreams, 2);
     (void)streams;
   } else if (s == "commfuse") {
     params.allow_keys({"m", "schedule", "transport"});
     // How the reference kernels exchange: copy-engine pulls (virtual ranks; a real node's ranks
     // through peer memory) or NCCL send/recv (real nodes only; the runner refuses it on virtual
     // ranks); the simulator's commfuse takes the same parameter.
-    const std::string transport = params.get_string("transport", "copy_engine");
-    if (transport != "copy_engine" && transport != "nccl") {
+    const std::string transport = choice(params, knobs::kCommFuseTransport);
+    if (!knobs::is_choice(knobs::kCommFuseTransport, transport)) {
       params.fail_at("transport", "must be copy_engine (copy-engine pulls) or nccl (NCCL send/recv, real nodes) (got '" + transport + "')");
     }
-    const auto m = small_param(params, "m", 1, 64);
-    const std::string sched = params.get_string("schedule", "ring");
-    if (sched != "ring" && sched != "pairwise" && sched != "circular") {
-      params.fail_at("schedule", "must be ring, pairwise or circular (got '" + sched + "')");
+    const auto m = small_param(params, knobs::kCommFuseM, 64);
+    const std::string sched = choice(params, knobs::kCommFuseSchedule);
+    if (!knobs::is_choice(knobs::kCommFuseSchedule, sched)) {
+      params.fail_at("schedule", "must be " + choices_text(knobs::kCommFuseSchedule) + " (got '" + sched + "')");
     }
     if (c.m % (m * c.ranks * 128) != 0) {
       params.fail_at("m", "workload.m must divide into m x ranks slices of 128-row multiples");
@@ -65,11 +87,11 @@ void check_params(const JsonReader& params, SchemeRunConfig& c) {
     // The runner's signalling GEMM uses 128x128 tiles; a wave is `wave_sms` x `ctas_per_sm` of them
     // (given explicitly, so the simulator cuts the same waves: on virtual ranks communication takes
     // no SMs, so wave_sms is the rank's partition, not FlashOverlap's sm_count - 2). ctas_per_sm
-    // defaults to 1 (one CTA per SM), so results that do not state it read as that kernel.
+    // defaults to kRunCtasPerSm (one CTA per SM), so results that do not state it read as that kernel.
     params.allow_keys({"groups", "wave_sms", "ctas_per_sm"});
     const std::int64_t wave_sms = small_param(params, "wave_sms", 0, 1024);
     if (!params.has("wave_sms")) params.fail_at("wave_sms", "missing required field (SMs per wave: the rank's partition)");
-    const std::int64_t ctas = small_param(params, "ctas_per_sm", 1, 2);
+    const std::int64_t ctas = small_param(params, "ctas_per_sm", kRunCtasPerSm, 2);
     const std::int64_t tiles = (c.m / 128) * (c.n / 128);
     const std::int64_t wave_tiles = wave_sms * ctas;
     const std::int64_t waves = (tiles + wave_tiles - 1) / wave_tiles;
@@ -89,10 +111,10 @@ void check_params(const JsonReader& params, SchemeRunConfig& c) {
     }
   } else if (s == "pt_transformer") {
     params.allow_keys({"t_d"});
-    small_param(params, "t_d", 2, 64);
+    small_param(params, knobs::kPtTransformerTd, 64);
   } else if (s == "dtp") {
     params.allow_keys({"delta"});
-    small_param(params, "delta", 2, 64);
+    small_param(params, knobs::kDtpDelta, 64);
   }
 }
 
@@ -178,6 +200,14 @@ SchemeRunConfig parse_run(const JsonReader& r, const std::set<std::string>& extr
 }
 
 }  // namespace
+
+std::int64_t run_param(const SchemeRunConfig& c, const sim::knobs::IntKnob& knob) {
+  return c.params.is_object() ? c.params.value(knob.name, knob.default_value) : knob.default_value;
+}
+
+int run_ctas_per_sm(const nlohmann::json& params) {
+  return params.is_object() ? params.value("ctas_per_sm", kRunCtasPerSm) : kRunCtasPerSm;
+}
 
 const std::vector<std::string>& runnable_schemes() {
   static const std::vector<std::string> s = {"no_overlap",     "data_slicing",  "async_tp",        "commfuse",

@@ -18,6 +18,7 @@
 // latency is the slowest rank's (virtual ranks: the whole run's); compute-only is the same run with
 // every transfer skipped, so exposed communication = latency - compute-only, the simulator's one
 // definition (design.md "Metrics").
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,6 +28,7 @@
 
 #include "calibrate/core/measurement.hpp"
 #include "calibrate/core/statistics.hpp"
+#include "sim/schemes/knob_values.hpp"
 #include "sim/workload_kind.hpp"
 
 namespace overlap::calibrate {
@@ -57,6 +59,20 @@ struct SchemeConfigList {
   int repetitions = 20;
   std::vector<SchemeRunConfig> runs;
 };
+
+// A run's scheme knob: the value in its params, else the scheme table's default
+// (sim/schemes/knob_values.hpp), which the simulator takes too.
+std::int64_t run_param(const SchemeRunConfig& c, const sim::knobs::IntKnob& knob);
+template <std::size_t N>
+std::string run_param(const SchemeRunConfig& c, const sim::knobs::ChoiceKnob<N>& knob) {
+  return c.params.is_object() ? c.params.value(knob.name, std::string(knob.default_value())) : knob.default_value();
+}
+
+// FlashOverlap runs: the signalling GEMM's CTAs per SM when params does not give ctas_per_sm (one per
+// SM). A kernel configuration of the runner, not a scheme knob: the simulator reads it from the virtual
+// node's profile (gpu.gemm_ctas_per_sm).
+inline constexpr int kRunCtasPerSm = 1;
+int run_ctas_per_sm(const nlohmann::json& params);
 
 // Schemes the reference kernels implement, with the workloads each runs.
 const std::vector<std::string>& runnable_schemes();

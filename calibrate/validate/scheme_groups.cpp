@@ -93,7 +93,7 @@ void simulate_run(const SchemeRunSet& runs, const SchemeRunResult& r, const fs::
   // ctas_per_sm is the runner's kernel configuration, which the simulator reads from the virtual
   // node's profile (gpu.gemm_ctas_per_sm), not a scheme parameter: checked against it, not passed.
   json sim_params = r.config.params;
-  const int run_ctas = sim_params.is_object() ? sim_params.value("ctas_per_sm", 1) : 1;
+  const int run_ctas = run_ctas_per_sm(sim_params);
   if (sim_params.is_object()) sim_params.erase("ctas_per_sm");
   const std::string yaml = run_scenario_yaml(r, profile, sim_params);
   try {
@@ -155,8 +155,9 @@ PartitionCheck partition_check(const FoContext& fc, const std::vector<FoCandidat
   if (curve != hw.curves.end()) {
     WaveGroupProblem prob;
     prob.tiles = (cfg.m / 128) * (cfg.n / 128);
-    const int wave_sms = by_measured->params.value("wave_sms", hw.gpu.sm_count);
-    prob.tiles_per_wave = static_cast<std::int64_t>(wave_sms) * by_measured->params.value("ctas_per_sm", 1);
+    // wave_sms is required of every FlashOverlap run (parse_scheme_runs).
+    const int wave_sms = by_measured->params.at("wave_sms").get<int>();
+    prob.tiles_per_wave = static_cast<std::int64_t>(wave_sms) * run_ctas_per_sm(by_measured->params);
     prob.bytes_per_tile = 128 * 128 * 2;
     prob.gemm_ps = gemm_time_ps(hw, GemmShape{cfg.m, cfg.n, cfg.k, DType::bf16}, wave_sms);
     const BandwidthCurve c = curve->second;
@@ -173,8 +174,8 @@ PartitionCheck partition_check(const FoContext& fc, const std::vector<FoCandidat
   pc.tune_best_tiles = t.groups_tiles;
   pc.tune_simulated_us = us_from_ps(t.simulated_ps);
   for (const FoCandidate& c : cands) {
-    const std::int64_t per_wave = static_cast<std::int64_t>(c.params.value("wave_sms", hw.gpu.sm_count)) *
-                                  c.params.value("ctas_per_sm", 1);
+    const std::int64_t per_wave =
+        static_cast<std::int64_t>(c.params.at("wave_sms").get<int>()) * run_ctas_per_sm(c.params);
     std::vector<std::int64_t> tiles;
     for (const int w : c.params.at("groups").get<std::vector<int>>()) tiles.push_back(w * per_wave);
     if (tiles == t.groups_tiles) pc.tune_pick_measured_us = c.measured_us;

@@ -42,6 +42,7 @@
 #include "cost_model/input_error.hpp"
 #include "sim/backward_shapes.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/param_rows.hpp"
 #include "sim/schemes/reusable_builders.hpp"
 #include "sim/schemes/training_step.hpp"
 #include "sim/workload_shapes.hpp"
@@ -53,20 +54,20 @@ namespace {
 using AsyncTpParams = LoopedEinsumOptions;
 
 const SchemeParam kTransport =
-    choice_param("transport", {"copy_engine", "sm"}, "copy_engine (cudaMemcpyAsync pulls, no SMs) | sm (SM copy kernels)")
+    choice_param(knobs::kAsyncTpTransport, "copy_engine (cudaMemcpyAsync pulls, no SMs) | sm (SM copy kernels)")
         .tune({"copy_engine", "sm"})
         .production("PyTorch SymmetricMemory async TP (torchtitan enable_async_tensor_parallel) pulls with the copy "
                     "engine; TransformerEngine userbuffers method=ring_exchange");
 const SchemeParam kStreams = [] {
-  SchemeParam p = int_param("streams", 2, 1, 2, "1 (sub-matmuls back to back: N+S partial waves) | 2 (alternating streams)");
+  SchemeParam p = int_param(knobs::kAsyncTpStreams, "1 (sub-matmuls back to back: N+S partial waves) | 2 (alternating streams)");
   p.allowed = {1, 2};
   return p.tune({1, 2}).production("PyTorch async TP: two alternating streams");
 }();
 // TransformerEngine's userbuffers default num_sm = 16 (facts.md "Production overlap implementations").
-const SchemeParam kCopySms =
-    below_sm_count(int_param("copy_sms", 16, 1, 4095, "SMs an SM copy kernel holds (transport sm)"))
-        .tune({8, 16, 24, 32}, "transport=sm")
-        .production("TransformerEngine userbuffers num_sm (default 16)");
+const SchemeParam kCopySms = [] {
+  SchemeParam p = comm_sms_param("copy_sms", 16, 1, "SMs an SM copy kernel holds (transport sm)");
+  return p.tune({8, 16, 24, 32}, "transport=sm").production("TransformerEngine userbuffers num_sm (default 16)");
+}();
 
 AsyncTpParams read_async_tp_params(const BuildContext& ctx) {
   AsyncTpParams p;

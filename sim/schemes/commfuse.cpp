@@ -26,6 +26,7 @@
 #include "sim/backward_shapes.hpp"
 #include "sim/schemes/commfuse_schedule.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/param_rows.hpp"
 #include "sim/schemes/reusable_builders.hpp"
 #include "sim/schemes/training_step.hpp"
 #include "sim/workload_shapes.hpp"
@@ -45,24 +46,24 @@ struct CommFuseParams {
   bool copy_engine = false;
 };
 
-const SchemeParam kM = int_param("m", 1, 1, 4096, "slicing granularity: the sequence is cut into m x T slices (Sec. 3.2)")
+const SchemeParam kM = int_param(knobs::kCommFuseM, "slicing granularity: the sequence is cut into m x T slices (Sec. 3.2)")
                           .tune({1, 2, 4});
 const SchemeParam kSchedule =
-    choice_param("schedule", {"ring", "pairwise", "circular"},
+    choice_param(knobs::kCommFuseSchedule,
                  "ring (Alg. 1/2) | pairwise (App. A.3 bidirectional) | circular (App. A.4)")
         .tune({"ring", "pairwise", "circular"});
 const SchemeParam kAttention = choice_param("attention", {"query_split", "row_parallel"},
                                             "attention_tpsp: query_split (Alg. 4) | row_parallel (Alg. 3)");
 const SchemeParam kCommFuseTransport =
-    choice_param("transport", {"nccl", "copy_engine"},
+    choice_param(knobs::kCommFuseTransport,
                  "nccl: NCCL send/recv kernels holding `channels` SMs (Alg. 1) | copy_engine: the receiver pulls by copy "
                  "engine, no SMs (the reference kernels on virtual ranks); not in tune's grid: the paper's CommFuse is "
                  "NCCL's");
 const SchemeParam kChannels = [] {
-  SchemeParam p = int_param("channels", -1, 1, 4095, "SMs each P2P exchange kernel holds; -1 = the profile's comm.p2p_channels");
+  SchemeParam p = comm_sms_param("channels", -1, 1, "SMs each P2P exchange kernel holds; -1 = the profile's comm.p2p_channels");
   p.sentinel = -1;
   p.sentinel_meaning = "profile comm.p2p_channels";
-  return below_sm_count(p).tune({-1, 8, 16}).production("NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (one SM per channel); TransformerEngine num_sm");
+  return p.tune({-1, 8, 16}).production("NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (one SM per channel); TransformerEngine num_sm");
 }();
 
 CommFuseParams read_commfuse_params(const BuildContext& ctx) {

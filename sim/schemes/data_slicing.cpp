@@ -16,6 +16,7 @@
 
 #include "sim/schemes/core_attention.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/param_rows.hpp"
 #include "sim/schemes/reusable_builders.hpp"
 #include "sim/schemes/training_step.hpp"
 #include "sim/workload_shapes.hpp"
@@ -354,7 +355,7 @@ BuiltScheme build_sliced_layers(const BuildContext& ctx, const SlicedLayerOption
 namespace {
 
 const SchemeParam kChunks =
-    int_param("chunks", 4, 1, 4096, "slices along M (tokens; heads for Ulysses)")
+    int_param(knobs::kDataSlicingChunks, "slices along M (tokens; heads for Ulysses)")
         .tune({1, 2, 4, 8, 16})
         .production("TransformerEngine userbuffers method=pipeline num_splits (Megatron-LM --tp-comm-overlap; "
                     "TE Linear ub_overlap_rs / ub_overlap_ag)");

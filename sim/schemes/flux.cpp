@@ -44,6 +44,7 @@
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/param_rows.hpp"
 #include "sim/schemes/reusable_builders.hpp"
 #include "sim/schemes/training_step.hpp"
 #include "sim/workload_shapes.hpp"
@@ -55,12 +56,12 @@ namespace {
 const SchemeParam kTileSignal = tile_signal_overhead_param(
     "per-tile signal (GEMM-RS) or flag-wait (AG-GEMM) cost as a fraction of a tile's time",
     "FLUX fused kernels' per-tile flags (no knob)");
-const SchemeParam kCommSms = below_sm_count(int_param("comm_sms", 6, 0, 4095,
-                                                      "CTAs of the GEMM-RS communication kernel (0: copy-engine "
-                                                      "writes, no SMs); the AllGather-GEMM pulls always use the copy "
-                                                      "engine"))
-                                 .tune({0, 6, 24})
-                                 .production("FLUX GEMM-RS num_blocks (default 6 on Hopper)");
+const SchemeParam kCommSms = [] {
+  SchemeParam p = comm_sms_param("comm_sms", 6, 0,
+                                 "CTAs of the GEMM-RS communication kernel (0: copy-engine writes, no SMs); the "
+                                 "AllGather-GEMM pulls always use the copy engine");
+  return p.tune({0, 6, 24}).production("FLUX GEMM-RS num_blocks (default 6 on Hopper)");
+}();
 const SchemeParam kTransfers = int_param("transfers_per_peer", 1, 1, 4096,
                                          "pieces a peer's block of output tiles is sent in as its tiles complete "
                                          "(the simulation's grouping of FLUX's per-tile sends)");

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "sim/schemes/moe.hpp"
+#include "sim/schemes/param_rows.hpp"
 #include "sim/schemes/reusable_builders.hpp"
 #include "sim/workload_shapes.hpp"
 
@@ -70,11 +71,10 @@ const SchemeParam kFusedTileSignal = tile_signal_overhead_param(
 const SchemeParam kFusedCommSms = [] {
   // Default 16: at the H100 profile's sm_copy 25 GB/s per CTA, 16 CTAs (400 GB/s) fill an NVLink port
   // (450 GB/s x 0.83); fewer leave the port idle, more take SMs from the GEMMs for nothing.
-  return below_sm_count(int_param("comm_sms", 16, 1, 4095,
-                                  "SMs given to communication (thread-block specialisation); the expert GEMMs run "
-                                  "on the other sm_count - comm_sms"))
-      .tune({2, 4, 8, 16, 32})
-      .production("Comet's adjustable compute / communication SM split");
+  SchemeParam p = comm_sms_param("comm_sms", 16, 1,
+                                 "SMs given to communication (thread-block specialisation); the expert GEMMs run on "
+                                 "the other sm_count - comm_sms");
+  return p.tune({2, 4, 8, 16, 32}).production("Comet's adjustable compute / communication SM split");
 }();
 const SchemeParam kDispatchPieces = int_param("dispatch_pieces", 4, 1, 4096,
                                               "pieces the gate+up GEMM consumes the dispatch in as each lands: the "

@@ -1,13 +1,14 @@
 // pt_transformer (delayed-tp-blog, "Comparison with SOTA methods" (PT-Transformer) and "Theoretical
 // Exposed Wait-time"): no attention all-reduce, one MLP all-reduce kept every t_d layers.
 #include "sim/schemes/decode_stack.hpp"
+#include "sim/schemes/param_rows.hpp"
 
 namespace overlap::sim {
 
 namespace {
 
 // The upper limit t_d <= layers depends on the workload: pt_transformer_plan checks it.
-const SchemeParam kTd = int_param("t_d", 2, 1, 1024, "track depth: layers between kept MLP all-reduces");
+const SchemeParam kTd = int_param(knobs::kPtTransformerTd, "track depth: layers between kept MLP all-reduces");
 
 }  // namespace
 

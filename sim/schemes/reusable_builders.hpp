@@ -93,14 +93,6 @@ class LoopedEinsum {
   std::vector<StreamId> main_, second_, acc_;
 };
 
-// An SM count a kernel beside the GEMM holds (a communication kernel's CTAs): at most the profile's
-// sm_count - 1, so the GEMM keeps at least one SM.
-inline SchemeParam below_sm_count(SchemeParam p) {
-  p.hardware_max = [](const HardwareProfile& hw) { return hw.gpu.sm_count - 1.0; };
-  p.max_formula = "sm_count - 1";
-  return p;
-}
-
 // The per-tile cost of a fused kernel's tile signal (a producer tile's flag write) or flag check (a
 // consumer tile's wait), as a fraction of a tile's time: FlashOverlap measured its per-tile signalling
 // plus reorder under 1 % of the GEMM (flashoverlap-paper Sec. 6.6, Table 5), so 1 % is the default;

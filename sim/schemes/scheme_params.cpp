@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "cost_model/input_error.hpp"
+#include "cost_model/input_ranges.hpp"
+#include "sim/schemes/param_rows.hpp"
 #include "sim/schemes/scheme.hpp"
 
 namespace overlap::sim {
@@ -143,6 +145,18 @@ SchemeParam int_param(std::string name, std::int64_t default_value, std::int64_t
                       std::string help) {
   return row(std::move(name), ParamType::integer, default_value, std::move(help), static_cast<double>(min),
              static_cast<double>(max));
+}
+
+SchemeParam int_param(const knobs::IntKnob& knob, std::string help) {
+  return int_param(knob.name, knob.default_value, knob.min, knob.max, std::move(help));
+}
+
+SchemeParam comm_sms_param(std::string name, std::int64_t default_value, std::int64_t min, std::string help) {
+  const auto largest = static_cast<std::int64_t>(overlap::ranges::sm_count.max);
+  SchemeParam p = int_param(std::move(name), default_value, min, largest - 1, std::move(help));
+  p.hardware_max = [](const HardwareProfile& hw) { return hw.gpu.sm_count - 1.0; };
+  p.max_formula = "sm_count - 1";
+  return p;
 }
 
 SchemeParam number_param(std::string name, double default_value, double min, double max, std::string help) {

@@ -82,6 +82,7 @@
 #include "cost_model/input_error.hpp"
 #include "sim/backward_shapes.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "sim/schemes/param_rows.hpp"
 #include "sim/schemes/reusable_builders.hpp"
 #include "sim/schemes/te_userbuffers.hpp"
 #include "sim/schemes/training_step.hpp"
@@ -97,6 +98,12 @@ T knob(const nlohmann::json& params, const std::string& name, T fallback) {
   return fallback;
 }
 
+// A scalar knob's value: the one given, else its table row's default.
+template <typename T>
+T scalar_knob(const nlohmann::json& params, const SchemeParam& row) {
+  return knob<T>(params, row.name, row.default_value.get<T>());
+}
+
 const SchemeParam kMethod =
     choice_param("method", {"ring_exchange", "pipeline", "bulk"},
                  "ring_exchange (P2P chunk exchange, each chunk's GEMM beside the next exchange) | pipeline (GEMM "
@@ -106,10 +113,9 @@ const SchemeParam kMethod =
         .production("TransformerEngine ub_cfgs <gemm>.method (Megatron-LM --tp-comm-overlap-cfg YAML)");
 // TE's default num_sm is 16 for pipeline and bulk, 1 for ring_exchange (get_default_config); one
 // default serves all three here: 16.
-const SchemeParam kNumSm = below_sm_count(int_param("num_sm", 16, 1, 4095,
-                                                    "SMs (CTAs) the communication kernels take: pipeline's and "
-                                                    "bulk's reduce-scatter, ring_exchange's copies when use_ce is "
-                                                    "false"))
+const SchemeParam kNumSm = comm_sms_param("num_sm", 16, 1,
+                                          "SMs (CTAs) the communication kernels take: pipeline's and bulk's "
+                                          "reduce-scatter, ring_exchange's copies when use_ce is false")
                                .tune({4, 16, 24}, "method=pipeline")
                                .production("TransformerEngine ub_cfgs <gemm>.num_sm");
 const SchemeParam kCgaSize = int_param("cga_size", 2, 1, 8,
@@ -137,13 +143,21 @@ const SchemeParam kUseCe = bool_param("use_ce", true,
                                .production("TransformerEngine ub_cfgs <gemm>.use_ce");
 
 // The per-name rows: "<name>.<knob>" for each knob TE's ub_cfgs entry of that name takes (a wgrad
-// name is always bulk: no method row), defaulting to the scalar knob (shown as its name). Tune searches
-// the method, num_sm and num_splits rows name by name (sim/tune_schemes.cpp: grouped knobs).
+// name is always bulk: no method row), defaulting to the scalar knob (shown as its name). Each is its
+// scalar row under the name's key (the same type, range and choices), so a default or range is the
+// scalar's. Tune searches the method, num_sm and num_splits rows name by name (sim/tune_schemes.cpp:
+// grouped knobs).
 std::vector<SchemeParam> per_name_params() {
   std::vector<SchemeParam> out;
-  auto inherit = [](SchemeParam p, const std::string& from, nlohmann::json fallback) {
+  auto inherit = [](const SchemeParam& scalar, const std::string& name, std::string help, std::string formula) {
+    SchemeParam p = scalar;
+    p.name = name + "." + scalar.name;
+    p.help = std::move(help);
+    p.tune_values.clear();
+    p.tune_when.clear();
+    const nlohmann::json fallback = scalar.default_value;
     p.hardware_default = [fallback](const HardwareProfile&) { return fallback; };
-    p.default_formula = from;
+    p.default_formula = std::move(formula);
     p.inherits = true;
     return p;
   };
@@ -155,43 +169,38 @@ std::vector<SchemeParam> per_name_params() {
     auto add = [&](SchemeParam p) { out.push_back(backward ? p.training() : p); };
     if (side == TeSide::all_gather) {
       // add_ub: "`pipeline` overlap method is not supported for AllGather".
-      add(inherit(choice_param(name + ".method", {"ring_exchange", "bulk"},
-                               name + ": ring_exchange | bulk (not overlapped); TE refuses pipeline for an all-gather"),
-                  "method (pipeline: ring_exchange)", "ring_exchange")
-              .tune({"ring_exchange", "bulk"})
-              .production(prod + "method"));
+      SchemeParam method = inherit(kMethod, name,
+                                   name + ": ring_exchange | bulk (not overlapped); TE refuses pipeline for an all-gather",
+                                   "method (pipeline: ring_exchange)");
+      std::erase(method.allowed, nlohmann::json("pipeline"));
+      add(method.tune({"ring_exchange", "bulk"}).production(prod + "method"));
     } else if (side == TeSide::reduce_scatter) {
-      add(inherit(choice_param(name + ".method", {"ring_exchange", "pipeline", "bulk"},
-                               name + ": ring_exchange | pipeline | bulk (not overlapped)"),
-                  "method", "ring_exchange")
+      add(inherit(kMethod, name, name + ": ring_exchange | pipeline | bulk (not overlapped)", "method")
               .tune({"ring_exchange", "pipeline", "bulk"})
               .production(prod + "method"));
     } else if (side == TeSide::column_dgrad) {
-      add(inherit(choice_param(name + ".method", {"ring_exchange", "pipeline", "bulk"},
-                               name + ": bulk (input all-gather beside dgrad, reduce-scatter beside wgrad) | "
-                                      "ring_exchange | pipeline (dgrad -> reduce-scatter overlapped)"),
-                  "bulk if method or column_backward is bulk, else method", "ring_exchange")
+      add(inherit(kMethod, name,
+                  name + ": bulk (input all-gather beside dgrad, reduce-scatter beside wgrad) | "
+                         "ring_exchange | pipeline (dgrad -> reduce-scatter overlapped)",
+                  "bulk if method or column_backward is bulk, else method")
               .tune({"bulk", "ring_exchange", "pipeline"})
               .production(prod + "method"));
     }
-    SchemeParam sm = below_sm_count(inherit(int_param(name + ".num_sm", 16, 1, 4095, name + ": num_sm"), "num_sm", 16));
+    SchemeParam sm = inherit(kNumSm, name, name + ": num_sm", "num_sm");
     if (side == TeSide::reduce_scatter || side == TeSide::column_dgrad) sm = sm.tune({4, 16, 24}, pipeline_when);
     add(sm.production(prod + "num_sm"));
-    add(inherit(int_param(name + ".cga_size", 2, 1, 8, name + ": cga_size (exported; not timed)"), "cga_size", 2)
-            .production(prod + "cga_size"));
-    add(inherit(bool_param(name + ".set_sm_margin", false, name + ": set_sm_margin"), "set_sm_margin", false)
-            .production(prod + "set_sm_margin"));
+    add(inherit(kCgaSize, name, name + ": cga_size (exported; not timed)", "cga_size").production(prod + "cga_size"));
+    add(inherit(kSetSmMargin, name, name + ": set_sm_margin", "set_sm_margin").production(prod + "set_sm_margin"));
     if (side == TeSide::reduce_scatter || side == TeSide::column_dgrad)
-      add(inherit(int_param(name + ".num_splits", 4, 1, 4096, name + ": num_splits (pipeline)"), "num_splits", 4)
+      add(inherit(kNumSplits, name, name + ": num_splits (pipeline)", "num_splits")
               .tune({2, 4, 8}, pipeline_when)
               .production(prod + "num_splits"));
     if (side != TeSide::column_wgrad)
-      add(inherit(bool_param(name + ".use_ce", true, name + ": use_ce (ring_exchange)"), "use_ce", true)
-              .production(prod + "use_ce"));
+      add(inherit(kUseCe, name, name + ": use_ce (ring_exchange)", "use_ce").production(prod + "use_ce"));
     // Tuned where it needs no pair (pipeline), on an fp8 workload only (TE's rule).
     if (side != TeSide::column_wgrad) {
-      SchemeParam atomic = inherit(bool_param(name + ".atomic_gemm", false, name + ": atomic_gemm (fp8 only)"),
-                                   "atomic_gemm (false where bulk, or an all-gather under pipeline)", false);
+      SchemeParam atomic = inherit(kAtomicGemm, name, name + ": atomic_gemm (fp8 only)",
+                                   "atomic_gemm (false where bulk, or an all-gather under pipeline)");
       if (side == TeSide::reduce_scatter || side == TeSide::column_dgrad)
         atomic = atomic.tune({false, true}, pipeline_when + " and workload.dtype=fp8");
       add(atomic.production(prod + "atomic_gemm"));
@@ -580,7 +589,7 @@ void check_atomic(const BuildContext& ctx) {
     const std::string own = name + ".atomic_gemm";
     return "params." + (params.is_object() && params.contains(own) ? own : std::string("atomic_gemm"));
   };
-  const bool scalar = knob<bool>(params, "atomic_gemm", false);
+  const bool scalar = scalar_knob<bool>(params, kAtomicGemm);
   std::vector<std::string> atomic_names;
   // gemm_collective's one GEMM takes the scalars, as an all-gather or a reduce-scatter name would.
   const auto* gc = std::get_if<GemmCollective>(&w.shape);
@@ -762,9 +771,8 @@ bool te_has_per_name(const nlohmann::json& params) {
 }
 
 TeGemmSetting te_gemm_setting(const nlohmann::json& params, const std::string& name) {
-  // Defaults: the scalar rows above (kMethod, kNumSm, ...).
-  const std::string method = knob<std::string>(params, "method", "ring_exchange");
-  const bool bulk_backward = method == "bulk" || knob<std::string>(params, "column_backward", "scheme") == "bulk";
+  const std::string method = scalar_knob<std::string>(params, kMethod);
+  const bool bulk_backward = method == "bulk" || scalar_knob<std::string>(params, column_backward_param()) == "bulk";
   TeGemmSetting s;
   const std::string own = name + ".method";
   switch (te_side(name)) {
@@ -780,16 +788,18 @@ TeGemmSetting te_gemm_setting(const nlohmann::json& params, const std::string& n
       break;
     }
   }
-  s.num_sm = knob<int>(params, name + ".num_sm", knob<int>(params, "num_sm", 16));
-  s.cga_size = knob<int>(params, name + ".cga_size", knob<int>(params, "cga_size", 2));
-  s.set_sm_margin = knob<bool>(params, name + ".set_sm_margin", knob<bool>(params, "set_sm_margin", false));
-  s.num_splits = knob<int>(params, name + ".num_splits", knob<int>(params, "num_splits", 4));
-  s.use_ce = knob<bool>(params, name + ".use_ce", knob<bool>(params, "use_ce", true));
+  // Each "<name>.<knob>" falls back to the scalar knob, and that to its row's default.
+  const std::string prefix = name + ".";
+  s.num_sm = knob<int>(params, prefix + kNumSm.name, scalar_knob<int>(params, kNumSm));
+  s.cga_size = knob<int>(params, prefix + kCgaSize.name, scalar_knob<int>(params, kCgaSize));
+  s.set_sm_margin = knob<bool>(params, prefix + kSetSmMargin.name, scalar_knob<bool>(params, kSetSmMargin));
+  s.num_splits = knob<int>(params, prefix + kNumSplits.name, scalar_knob<int>(params, kNumSplits));
+  s.use_ce = knob<bool>(params, prefix + kUseCe.name, scalar_knob<bool>(params, kUseCe));
   // The scalar reaches a name only where TE would keep it (add_ub drops it for bulk; an all-gather
   // under the scalar pipeline runs ring_exchange, whose atomic form needs an atomic ring_exchange pair).
-  const bool scalar_atomic = knob<bool>(params, "atomic_gemm", false) && s.method != "bulk" && !s.method.empty() &&
+  const bool scalar_atomic = scalar_knob<bool>(params, kAtomicGemm) && s.method != "bulk" && !s.method.empty() &&
                              !s.inherited_pipeline;
-  s.atomic_gemm = knob<bool>(params, name + ".atomic_gemm", scalar_atomic);
+  s.atomic_gemm = knob<bool>(params, prefix + kAtomicGemm.name, scalar_atomic);
   return s;
 }
 

@@ -18,13 +18,14 @@ TeSide te_side(const std::string& name);
 // Every name te_userbuffers takes per-name settings for, forward names first (TE's order).
 const std::vector<std::string>& te_all_gemm_names();
 
+// Every field is set by te_gemm_setting, whose defaults are the scheme's table rows.
 struct TeGemmSetting {
   std::string method;  // ring_exchange | pipeline | bulk; "" = no communicator (a wgrad whose dgrad is not bulk)
-  int num_sm = 16;
-  int cga_size = 2;
+  int num_sm = 0;
+  int cga_size = 0;
   bool set_sm_margin = false;
-  int num_splits = 4;
-  bool use_ce = true;
+  int num_splits = 0;
+  bool use_ce = false;
   // cuBLASLt atomic-counter GEMM (te_userbuffers.cpp's header): false where TE drops it (a bulk name,
   // and an all-gather name that took ring_exchange for the scalar pipeline) unless set by name.
   bool atomic_gemm = false;

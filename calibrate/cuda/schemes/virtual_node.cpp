@@ -26,9 +26,9 @@ using Bf16Buffers = std::vector<cuda::DeviceBuffer<__nv_bfloat16>>;
 std::vector<std::int64_t> gemm_rows_of(const SchemeRunConfig& c) {
   const std::int64_t T = c.ranks;
   std::set<std::int64_t> rows = {c.m};
-  if (c.scheme == "data_slicing") rows.insert(c.m / c.params.value("chunks", 4));
+  if (c.scheme == "data_slicing") rows.insert(c.m / run_param(c, sim::knobs::kDataSlicingChunks));
   if (c.scheme == "async_tp") rows.insert(c.m / T);
-  if (c.scheme == "commfuse") rows.insert(c.m / T / c.params.value("m", 1));
+  if (c.scheme == "commfuse") rows.insert(c.m / T / run_param(c, sim::knobs::kCommFuseM));
   return {rows.begin(), rows.end()};
 }
 
