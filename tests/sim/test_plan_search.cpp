@@ -19,7 +19,7 @@ using namespace overlap;
 using namespace overlap::sim;
 
 // Llama 3 8B cut to 4 layers at 1024 tokens on one 8-GPU node: every candidate runs in milliseconds.
-const std::string kTinyBase =
+const std::string kPlanSearchBase =
     "hardware: h100-sxm-8x-nvswitch\n"
     "workload:\n"
     "  {kind: transformer, tp: 1, model: llama3-8b, layers: 4, batch: 1, seq: 1024, dtype: bf16, pass: step}\n"
@@ -51,7 +51,7 @@ PlanQuery tiny_query(const std::string& file, std::vector<std::string> sets = {}
 
 TEST_CASE("plan: the enumeration is exactly the configurations counted by hand", "[plan]") {
   const test::TempDir dir("plan");
-  const PlanQuery q = tiny_query(dir.write("tiny.yaml", kTinyBase));
+  const PlanQuery q = tiny_query(dir.write("tiny.yaml", kPlanSearchBase));
   const std::vector<PlanCandidate> c = plan_candidates(q);
   // By hand, 4 GPUs, global batch 4, one scheme, one recompute policy. (tp, cp) -> pp from the divisors
   // of 4 / (tp cp), dp = what is left; pp = 1 takes vpp 1 and no schedule, pp > 1 takes vpp 1 (1f1b) or
@@ -78,7 +78,7 @@ TEST_CASE("plan: the enumeration is exactly the configurations counted by hand",
 
 TEST_CASE("plan: the best configuration's step is what `run` reports for it as a scenario", "[plan]") {
   const test::TempDir dir("plan");
-  const std::string file = dir.write("tiny.yaml", kTinyBase);
+  const std::string file = dir.write("tiny.yaml", kPlanSearchBase);
   const PlanResult r = plan_search(tiny_query(file));
   REQUIRE(!r.ranking.empty());
   for (std::size_t k = 0; k < 2 && k < r.ranking.size(); ++k) {
@@ -100,7 +100,7 @@ TEST_CASE("plan: the best configuration's step is what `run` reports for it as a
 
 TEST_CASE("plan: memory pruning drops exactly the candidates `run --fit-only` refuses", "[plan]") {
   const test::TempDir dir("plan");
-  const std::string file = dir.write("tiny.yaml", kTinyBase);
+  const std::string file = dir.write("tiny.yaml", kPlanSearchBase);
   // HBM cut to 12 GiB: the 4-layer model with its 128k vocabulary needs about 9 to 34 GiB per GPU across
   // the candidates, so some fit and some do not.
   const std::vector<std::string> small_hbm = {"hardware.gpu.hbm_bytes=12884901888"};
@@ -132,7 +132,7 @@ TEST_CASE("plan: memory pruning drops exactly the candidates `run --fit-only` re
 
 TEST_CASE("plan: the report does not depend on the thread count", "[plan]") {
   const test::TempDir dir("plan");
-  const std::string file = dir.write("tiny.yaml", kTinyBase);
+  const std::string file = dir.write("tiny.yaml", kPlanSearchBase);
   PlanQuery one = tiny_query(file);
   one.jobs = 1;
   PlanQuery two = tiny_query(file);

@@ -27,7 +27,7 @@ const std::string kHardwareDir = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/h
 // batch x heads / tp = 4 score matrices of 256 x 256.
 Workload small_step(AttentionImplementation a, Recompute recompute, double dropout) {
   Workload w;
-  w.kind = "transformer";
+  w.kind = WorkloadKind::transformer;
   w.tp = 2;
   Transformer t{.model = "custom", .layers = 1, .batch = 2, .seq = 256, .d_model = 256, .d_ffn = 512, .heads = 4,
                 .kv_heads = 4, .dtype = DType::bf16};
@@ -63,7 +63,7 @@ constexpr Bytes kMaskBytes = kMatrices * 256 * 256;        // one byte per score
 }  // namespace
 
 TEST_CASE("unfused attention runs Megatron-LM's kernels from their shapes", "[unfused_attention]") {
-  const HardwareProfile hw = test::ideal_profile(2);
+  const HardwareProfile hw = overlap::sim::test::ideal_profile(2);
   const BuiltScheme b = build(small_step(AttentionImplementation::unfused, Recompute::selective, 0.1), hw);
   const TaskGraph& g = b.graph;
   // Forward, then the selective recomputation's forward again before the backward: two of each.
@@ -99,13 +99,13 @@ TEST_CASE("unfused attention runs Megatron-LM's kernels from their shapes", "[un
 }
 
 TEST_CASE("unfused attention without dropout has no dropout kernels", "[unfused_attention]") {
-  const BuiltScheme b = build(small_step(AttentionImplementation::unfused, Recompute::none, 0), test::ideal_profile(2));
+  const BuiltScheme b = build(small_step(AttentionImplementation::unfused, Recompute::none, 0), overlap::sim::test::ideal_profile(2));
   CHECK(ops_ending(b.graph, 0, "core.dropout").empty());
   CHECK(ops_ending(b.graph, 0, "core.softmax").size() == 2);
 }
 
 TEST_CASE("flash attention stays one tiled kernel per pass", "[unfused_attention]") {
-  const BuiltScheme b = build(small_step(AttentionImplementation::flash, Recompute::none, 0.1), test::ideal_profile(2));
+  const BuiltScheme b = build(small_step(AttentionImplementation::flash, Recompute::none, 0.1), overlap::sim::test::ideal_profile(2));
   // Forward (named by the sliced emitter without the layer prefix) and backward.
   const auto core = ops_ending(b.graph, 0, "attn.core");
   REQUIRE(core.size() == 2);
@@ -141,7 +141,7 @@ TEST_CASE("the step's activations follow Korthikanti et al.'s per-layer formula 
   constexpr std::int64_t s = 2048, b = 1, h = 12288, a = 96, t = 8;
   auto gpt3 = [&](AttentionImplementation impl, Recompute recompute) {
     Workload w;
-    w.kind = "transformer";
+    w.kind = WorkloadKind::transformer;
     w.tp = t;
     Transformer tr{.model = "custom", .layers = 2, .batch = b, .seq = s, .d_model = h, .d_ffn = 8 * h / 3, .heads = a,
                    .kv_heads = a, .dtype = DType::bf16};
