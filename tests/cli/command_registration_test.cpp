@@ -71,7 +71,7 @@ TEST_CASE("a command's own checks travel with it: an empty -o is refused without
                     Catch::Contains("--algo must be 0 or more"));
 }
 
-TEST_CASE("--export-flashoverlap, the older spelling of --export flashoverlap, says so in one line and works",
+TEST_CASE("the older spelling --export-flashoverlap of --export flashoverlap says so in one line and works",
           "[cli][command][export]") {
   overlap::test::TempFile older("fo-older.json"), one("fo-one.json");
   const std::vector<std::string> base = {"tune",    "--hardware", "a800-8x-nvlink", "--gemm",  "8192x8192x4096",
