@@ -12,41 +12,16 @@
 #include "sim/pipeline_step.hpp"
 #include "sim/scenario.hpp"
 #include "sim/step_memory.hpp"
+#include "tests/sim/pipeline_job_fixture.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
 
 namespace {
 
-const std::string kHardware = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware";
-
-// A Llama-3-70B step (80 layers) on the 512-GPU profile; `parallel` is at line 10.
-const std::string kBase =
-    "hardware: h100-64node-ib400-rail\n"  // 1
-    "workload:\n"                          // 2
-    "  kind: transformer\n"                // 3
-    "  tp: 8\n"                            // 4
-    "  model: llama3-70b\n"                // 5
-    "  batch: 1\n"                         // 6
-    "  seq: 8192\n"                        // 7
-    "  pass: step\n"                       // 8
-    "  recompute: selective\n";            // 9
-
-Scenario load(const std::string& parallel) {
-  ScenarioOptions o;
-  o.hardware_dir = kHardware;
-  return load_scenario_text(kBase + "  parallel: " + parallel + "\n", "job.yaml", o);
-}
-
-InputError error_of(const std::string& parallel) {
-  try {
-    (void)load(parallel);
-  } catch (const InputError& e) {
-    return e;
-  }
-  FAIL("loaded: " << parallel);
-  return InputError("", 0, "", "");
-}
+// The shared job (tests/sim/pipeline_job_fixture.hpp) with `parallel` at line 10.
+Scenario load(const std::string& parallel) { return pipeline_fixture::load_job(parallel); }
+InputError error_of(const std::string& parallel) { return pipeline_fixture::job_error(parallel); }
 
 }  // namespace
 
@@ -104,7 +79,7 @@ TEST_CASE("stage layers from a scenario: read, and refused at file, line and key
 }
 
 TEST_CASE("stage layers: memory per stage follows each stage's layers", "[pipeline][layers][memory]") {
-  const HardwareProfile hw = load_profile("h100-64node-ib400-rail", kHardware);
+  const HardwareProfile hw = load_profile("h100-64node-ib400-rail", pipeline_fixture::kHardwareDir);
   Workload even = load("{pp: 4, micro_batches: 8}").workload;
   Workload uneven = even;
   uneven.training.job.first_stage_layers = 18;

@@ -9,41 +9,16 @@
 #include "cost_model/input_error.hpp"
 #include "sim/pipeline_step.hpp"
 #include "sim/scenario.hpp"
+#include "tests/sim/pipeline_job_fixture.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
 
 namespace {
 
-const std::string kPipelineHardware = std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware";
-
-// A Llama-3-70B step on the 512-GPU profile; `parallel` is appended at line 10.
-const std::string kJobBase =
-    "hardware: h100-64node-ib400-rail\n"  // 1
-    "workload:\n"                          // 2
-    "  kind: transformer\n"                // 3
-    "  tp: 8\n"                            // 4
-    "  model: llama3-70b\n"                // 5
-    "  batch: 1\n"                         // 6
-    "  seq: 8192\n"                        // 7
-    "  pass: step\n"                       // 8
-    "  recompute: selective\n";            // 9
-
-Scenario load_job(const std::string& parallel, const std::string& base = kJobBase) {
-  ScenarioOptions o;
-  o.hardware_dir = kPipelineHardware;
-  return load_scenario_text(base + "  parallel: " + parallel + "\n", "job.yaml", o);
-}
-
-InputError job_error(const std::string& parallel, const std::string& base = kJobBase) {
-  try {
-    (void)load_job(parallel, base);
-  } catch (const InputError& e) {
-    return e;
-  }
-  FAIL("loaded: " << parallel);
-  return InputError("", 0, "", "");
-}
+using pipeline_fixture::job_error;
+using pipeline_fixture::kJobBase;
+using pipeline_fixture::load_job;
 
 }  // namespace
 
@@ -125,7 +100,7 @@ TEST_CASE("context parallelism on a workload without attention is refused", "[pi
       "  tokens: 8192\n"
       "  pass: step\n";
   ScenarioOptions o;
-  o.hardware_dir = kPipelineHardware;
+  o.hardware_dir = pipeline_fixture::kHardwareDir;
   try {
     (void)load_scenario_text(mlp + "  parallel: {cp: 2}\n", "mlp.yaml", o);
     FAIL("cp on mlp_tpsp was accepted");
@@ -157,7 +132,7 @@ TEST_CASE("1F1B from a scenario: the bubble is (pp - 1) / (m + pp - 1) of the st
       "  pass: step\n";
   for (const int m : {4, 8, 12}) {
     ScenarioOptions o;
-    o.hardware_dir = kPipelineHardware;
+    o.hardware_dir = pipeline_fixture::kHardwareDir;
     const Scenario sc = load_scenario_text(small + fmt::format("  parallel: {{pp: 4, micro_batches: {}}}\n", m), "job.yaml", o);
     const std::vector<SchemeRequest> schemes{{"no_overlap", nlohmann::json::object()}};
     const PipelineStepResult r =
