@@ -18,7 +18,7 @@ namespace overlap::sim {
 
 enum class Fidelity : std::uint8_t { curve, steps };
 
-struct NodeConfig;  // sim/engine.hpp
+struct NodeConfig;  // sim/node_config.hpp
 
 // The type of a scheme knob. `wave_groups` is FlashOverlap's partition: a named search ("auto"),
 // one wave count, or a list of wave counts; its row supplies the check.
