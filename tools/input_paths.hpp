@@ -7,7 +7,7 @@
 namespace overlap::tools {
 
 // The source tree (scenarios/, tools/): $OVERLAP_HOME when set, else the tree the program was built
-// from (compile definition OVERLAP_SOURCE_DIR).
+// from (cost_model/source_paths.hpp).
 std::string source_dir();
 // Built-in hardware profiles: <source_dir>/scenarios/hardware.
 std::string hardware_dir();
