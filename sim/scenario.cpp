@@ -26,6 +26,7 @@
 #include "sim/model_config.hpp"
 #include "sim/pipeline_layers.hpp"
 #include "sim/schemes/moe.hpp"
+#include "sim/workload_key_table.hpp"
 #include "sim/workload_keys.hpp"
 #include "sim/workload_shapes.hpp"
 
@@ -34,6 +35,9 @@ namespace overlap::sim {
 namespace fs = std::filesystem;
 
 namespace {
+
+namespace key = workload_key;
+namespace rule = workload_key::rule;
 
 const std::vector<std::string> kTopLevelKeys = {"name",     "description", "hardware", "workload",
                                                 "schemes",  "fidelity",    "sweep"};
@@ -63,28 +67,52 @@ bool any_set_under(const std::vector<std::string>& sets, const std::string& pref
   return false;
 }
 
-DType read_dtype(const YamlReader& w, const std::string& key, DType fallback) {
-  const auto c = w.optional_child(key);
-  if (!c) return fallback;
+// A key's value read by its row of the key table (sim/workload_key_table.hpp): inside the row's range,
+// required where no default is passed.
+std::int64_t int_in(const YamlReader& w, const key::Key& k) { return w.get_int_in(std::string(k.leaf()), *k.range); }
+// ... or the row's default (for a workload of `kind`) when the key is absent.
+std::int64_t int_or_default(const YamlReader& w, const key::Key& k, WorkloadKind kind = WorkloadKind::gemm_collective) {
+  return w.get_int_in(std::string(k.leaf()), *k.range, key::default_int(k, kind));
+}
+double number_in(const YamlReader& w, const key::Key& k) { return w.get_double_in(std::string(k.leaf()), *k.range); }
+double number_or_default(const YamlReader& w, const key::Key& k) {
+  return w.get_double_in(std::string(k.leaf()), *k.range, key::default_number(k));
+}
+bool bool_or_default(const YamlReader& w, const key::Key& k) {
+  return w.get_bool(std::string(k.leaf()), key::default_bool(k));
+}
+
+// A choice key's default as the loader's type: the table's text through the key's own parser; a
+// default the parser does not know is the table's mistake.
+template <typename E, typename Text>
+E default_choice(const key::Key& k, std::optional<E> (*parse)(Text), WorkloadKind kind = WorkloadKind::gemm_collective) {
+  const std::optional<E> v = parse(std::string(k.default_for(kind)));
+  if (!v) throw std::logic_error(fmt::format("sim/workload_key_table.hpp: workload.{}'s default is not one of its choices",
+                                             k.name));
+  return *v;
+}
+
+DType read_dtype(const YamlReader& w, const key::Key& k, WorkloadKind kind = WorkloadKind::gemm_collective) {
+  const auto c = w.optional_child(std::string(k.leaf()));
+  if (!c) return default_choice(k, parse_dtype, kind);
   const auto d = parse_dtype(c->as_string());
-  if (!d) c->fail("must be one of fp8, fp16, bf16, fp32 (got " + c->as_string() + ")");
+  if (!d) c->fail(fmt::format("must be one of {} (got {})", k.choices, c->as_string()));
   return *d;
 }
 
 Primitive read_primitive(const YamlReader& w) {
-  const YamlReader c = w.child("primitive");
+  const YamlReader c = w.child(std::string(key::primitive.name));
   const std::string s = c.as_string();
   for (Primitive p : {Primitive::all_reduce, Primitive::reduce_scatter, Primitive::all_gather,
                       Primitive::all_to_all}) {
     if (s == primitive_name(p)) return p;
   }
-  c.fail("must be one of all_reduce, reduce_scatter, all_gather, all_to_all (got " + s + ")");
+  c.fail(fmt::format("must be one of {} (got {})", key::primitive.choices, s));
 }
 
 // A size that a named model may supply: the file's value wins, else the model's, else it is missing.
-std::int64_t size_field(const YamlReader& w, const std::string& key, std::optional<std::int64_t> from_model,
-                        const InputRange& range) {
-  if (w.has(key) || !from_model) return w.get_int_in(key, range);
+std::int64_t size_field(const YamlReader& w, const key::Key& k, std::optional<std::int64_t> from_model) {
+  if (w.has(std::string(k.name)) || !from_model) return int_in(w, k);
   return *from_model;
 }
 
@@ -93,7 +121,7 @@ std::int64_t kv_heads_field(const YamlReader& w, std::optional<std::int64_t> fro
   if (w.has("kv_heads")) {
     const YamlReader c = w.child("kv_heads");
     if (c.is_scalar() && c.node().Scalar() == "0") return 0;
-    return c.as_int_in(ranges::heads);
+    return c.as_int_in(*key::kv_heads.range);
   }
   return from_model.value_or(0);
 }
@@ -101,27 +129,31 @@ std::int64_t kv_heads_field(const YamlReader& w, std::optional<std::int64_t> fro
 // head_dim: each head's width; absent (or the model's 0) means d_model / heads. A model config's
 // head_dim (Qwen3-MoE) is kept unless the scenario gives its own.
 std::int64_t head_dim_field(const YamlReader& w, std::optional<std::int64_t> from_model) {
-  if (w.has("head_dim")) return w.get_int_in("head_dim", ranges::width);
+  if (w.has("head_dim")) return int_in(w, key::head_dim);
   return from_model.value_or(0);
 }
 
 // batch x seq tokens, refused beyond the token range before it is multiplied (batch: 1e18 would
 // overflow int64).
-std::int64_t tokens_of(const YamlReader& w, const std::string& batch_key, const std::string& seq_key) {
-  const std::int64_t batch = w.get_int_in(batch_key, ranges::batch);
-  const std::int64_t seq = w.get_int_in(seq_key, ranges::tokens);
+std::int64_t tokens_of(const YamlReader& w) {
+  const std::int64_t batch = int_in(w, key::batch);
+  const std::int64_t seq = int_in(w, key::seq);
   const std::int64_t tokens = batch * seq;  // both bounded: at most 2^44
-  if (const auto why = range_violation(ranges::tokens, static_cast<double>(tokens)))
-    w.fail_at(seq_key, fmt::format("batch x seq = {} x {} = {} tokens: {}", batch, seq, tokens, *why));
+  if (const auto why = range_violation(*key::tokens.range, static_cast<double>(tokens)))
+    w.fail_at(std::string(key::seq.name), fmt::format("batch x seq = {} x {} = {} tokens: {}", batch, seq, tokens, *why));
   return tokens;
 }
 
-// `value_name`: what the value is when it is not the key's own (the experts, when the key is ep).
-void require_divides(const YamlReader& w, const std::string& key, std::int64_t value, std::int64_t divisor,
-                     const std::string& divisor_text, const std::string& value_name = "") {
-  if (divisor > 0 && value % divisor != 0)
-    w.fail_at(key, fmt::format("{}{} is not divisible by {}", value_name.empty() ? "" : value_name + " = ", value,
-                               divisor_text));
+// A cross-key rule of the table (sim/workload_key_table.hpp), refused in its words at its key (or at
+// `at`, the key given where the rule's key was not); `name_value`: say what the value is (its rule's
+// value_name), false where the key named is the value's own.
+void require(const YamlReader& w, const key::DivisibilityRule& r, std::int64_t value, std::int64_t divisor,
+             std::string_view at = {}, bool name_value = true) {
+  if (r.holds(value, divisor)) return;
+  const std::string value_name = name_value ? std::string(r.value_name) : "";
+  w.fail_at(std::string(at.empty() ? r.key : at),
+            fmt::format("{}{} is not divisible by {} = {} ({})", value_name.empty() ? "" : value_name + " = ", value,
+                        r.divisor, divisor, r.why));
 }
 
 // `workload.model`: a built-in name, "custom" (every size written in the file), or a config.json path
@@ -200,13 +232,9 @@ std::optional<std::int64_t> from(const std::optional<Transformer>& m, T Transfor
 // TP shards heads, SP shards tokens.
 void check_heads(const YamlReader& w, std::int64_t d_model, std::int64_t heads, std::int64_t kv_heads, int tp,
                  std::int64_t head_dim = 0) {
-  if (head_dim == 0)
-    require_divides(w, "heads", d_model, heads, fmt::format("heads = {} (d_model must be a multiple of heads)", heads),
-                    "d_model");
-  if (kv_heads > 0)
-    require_divides(w, "kv_heads", heads, kv_heads,
-                    fmt::format("kv_heads = {} (heads must be a multiple of kv_heads)", kv_heads), "heads");
-  require_divides(w, "heads", heads, tp, fmt::format("tp = {} (TP shards the heads)", tp));
+  if (head_dim == 0) require(w, rule::width_by_heads, d_model, heads);
+  require(w, rule::heads_by_kv_heads, heads, kv_heads);
+  require(w, rule::heads_by_tp, heads, tp);
   // Key-value heads are split across TP ranks (kv_heads a multiple of tp) or, with fewer of them than
   // ranks, replicated (Megatron-LM: tp a multiple of kv_heads, each rank one kv head). A split such as
   // 6 kv heads on 4 ranks (1.5 per rank) is neither; it is refused rather than rounded.
@@ -218,34 +246,31 @@ void check_heads(const YamlReader& w, std::int64_t d_model, std::int64_t heads, 
                           kv, tp, static_cast<double>(kv) / tp));
 }
 
-template <typename E>
-E read_choice(const YamlReader& w, const std::string& key, E fallback, std::optional<E> (*parse)(const std::string&),
-              const char* known) {
-  if (!w.has(key)) return fallback;
-  const YamlReader node = w.child(key);
+// A choice key: its row's default when absent, else one of its row's choices.
+template <typename E, typename Text>
+E read_choice(const YamlReader& w, const key::Key& k, std::optional<E> (*parse)(Text)) {
+  const std::string name(k.leaf());
+  if (!w.has(name)) return default_choice(k, parse);
+  const YamlReader node = w.child(name);
   const std::string text = node.as_string();
   const std::optional<E> v = parse(text);
-  if (!v) node.fail(fmt::format("unknown {} '{}' (known: {})", key, text, known));
+  if (!v) node.fail(fmt::format("unknown {} '{}' (known: {})", name, text, k.choices));
   return *v;
 }
 
-// The workload.parallel keys of a pipeline-parallel or context-parallel job (read_job).
-constexpr std::array<const char*, 8> kJobKeys = {"pp", "vpp", "micro_batches", "schedule", "cp", "cp_algorithm",
-                                                 "first_stage_layers", "last_stage_layers"};
 
 // workload.parallel (docs/reference/scenario.md "Training steps"): data-parallel replicas and their
 // sharding. Every key given must matter: a sharding or bucket with dp = 1, a bucket for ZeRO-3 (which
 // reduces per layer) or a prefetch without ZeRO-3 is refused rather than ignored.
 DataParallel read_parallel(const YamlReader& p, int tp, int max_ranks) {
   p.expect_map();
-  p.allow_keys({"dp", "fsdp", "bucket_mb", "prefetch", "grad_dtype", "pp", "vpp", "micro_batches", "schedule", "cp",
-                "cp_algorithm", "first_stage_layers", "last_stage_layers"});
+  p.allow_keys(parallel_keys());
   DataParallel d;
-  d.dp = static_cast<int>(p.get_int_in("dp", ranges::dp, 1));
-  d.fsdp = read_choice(p, "fsdp", Sharding::none, parse_sharding, "none, zero1, zero2, zero3");
-  if (p.has("bucket_mb")) d.bucket_mb = p.get_double_in("bucket_mb", ranges::bucket_mb);
-  if (p.has("prefetch")) d.prefetch = static_cast<int>(p.get_int_in("prefetch", ranges::prefetch));
-  d.grad_dtype = read_dtype(p, "grad_dtype", DType::fp32);
+  d.dp = static_cast<int>(int_or_default(p, key::dp));
+  d.fsdp = read_choice(p, key::fsdp, parse_sharding);
+  d.bucket_mb = number_or_default(p, key::bucket_mb);
+  d.prefetch = static_cast<int>(int_or_default(p, key::prefetch));
+  d.grad_dtype = read_dtype(p, key::grad_dtype);
   if (static_cast<std::int64_t>(d.dp) * tp > max_ranks)
     p.fail_at("dp", fmt::format("dp x tp = {} x {} = {} GPUs, but the hardware has {}", d.dp, tp,
                                 static_cast<std::int64_t>(d.dp) * tp, max_ranks));
@@ -265,12 +290,12 @@ DataParallel read_parallel(const YamlReader& p, int tp, int max_ranks) {
 // A key that would change nothing (vpp or schedule without pp, cp_algorithm without cp) is refused.
 JobParallel read_job(const YamlReader& p, const Workload& w, int max_ranks) {
   JobParallel j;
-  j.pp = static_cast<int>(p.get_int_in("pp", ranges::pp, 1));
-  j.vpp = static_cast<int>(p.get_int_in("vpp", ranges::vpp, 1));
-  j.micro_batches = static_cast<int>(p.get_int_in("micro_batches", ranges::micro_batches, 1));
-  j.cp = static_cast<int>(p.get_int_in("cp", ranges::cp, 1));
-  if (p.has("first_stage_layers")) j.first_stage_layers = static_cast<int>(p.get_int_in("first_stage_layers", ranges::stage_layers));
-  if (p.has("last_stage_layers")) j.last_stage_layers = static_cast<int>(p.get_int_in("last_stage_layers", ranges::stage_layers));
+  j.pp = static_cast<int>(int_or_default(p, key::pp));
+  j.vpp = static_cast<int>(int_or_default(p, key::vpp));
+  j.micro_batches = static_cast<int>(int_or_default(p, key::micro_batches));
+  j.cp = static_cast<int>(int_or_default(p, key::cp));
+  if (p.has("first_stage_layers")) j.first_stage_layers = static_cast<int>(int_in(p, key::first_stage_layers));
+  if (p.has("last_stage_layers")) j.last_stage_layers = static_cast<int>(int_in(p, key::last_stage_layers));
   if (p.has("schedule")) {
     const YamlReader node = p.child("schedule");
     const std::string text = node.as_string();
@@ -282,24 +307,25 @@ JobParallel read_job(const YamlReader& p, const Workload& w, int max_ranks) {
   } else if (p.has("vpp") && j.vpp > 1) {
     j.schedule = PipelineSchedule::interleaved;  // Megatron-LM: a virtual pipeline size means interleaving
   }
-  j.cp_algorithm = read_choice(p, "cp_algorithm", ContextParallel::ring, parse_context_parallel, "ring, allgather_kv");
-  const bool any = std::any_of(kJobKeys.begin(), kJobKeys.end(), [&](const char* k) { return p.has(k); });
+  j.cp_algorithm = read_choice(p, key::cp_algorithm, parse_context_parallel);
+  const bool any = std::any_of(key::kJob.begin(), key::kJob.end(), [&](const key::Key* k) { return p.has(std::string(k->leaf())); });
   if (!any) return j;
   const auto* t = std::get_if<Transformer>(&w.shape);
-  for (const char* key : kJobKeys) {
-    if (!p.has(key)) continue;
-    const bool context = std::string_view(key).rfind("cp", 0) == 0;
+  for (const key::Key* job_key : key::kJob) {
+    const std::string name(job_key->leaf());
+    if (!p.has(name)) continue;
+    const bool context = name.rfind("cp", 0) == 0;
     if (t == nullptr && context && (w.kind == WorkloadKind::mlp_tpsp || w.kind == WorkloadKind::gemm_collective))
-      p.fail_at(key, fmt::format("context parallelism splits attention's sequence; a {} workload has no attention", workload_kind_name(w.kind)));
+      p.fail_at(name, fmt::format("context parallelism splits attention's sequence; a {} workload has no attention", workload_kind_name(w.kind)));
     if (t == nullptr)
-      p.fail_at(key, fmt::format("pipeline and context parallelism are modelled for a transformer's training step; "
+      p.fail_at(name, fmt::format("pipeline and context parallelism are modelled for a transformer's training step; "
                                  "this is a {} workload (attention_ulysses is the all-to-all form of sequence parallelism)",
                                  workload_kind_name(w.kind)));
     if (t->moe || t->mla)
-      p.fail_at(key, "pipeline and context parallelism are modelled for dense transformers; a mixture-of-experts "
+      p.fail_at(name, "pipeline and context parallelism are modelled for dense transformers; a mixture-of-experts "
                      "model's stages are not");
     if (w.training.pass != Pass::step)
-      p.fail_at(key, fmt::format("a pipeline schedule runs forwards and backwards: give workload.pass step (it is {})",
+      p.fail_at(name, fmt::format("a pipeline schedule runs forwards and backwards: give workload.pass step (it is {})",
                                  pass_name(w.training.pass)));
   }
   if (p.has("vpp") && j.pp == 1) p.fail_at("vpp", "model chunks per stage need pipeline stages: give pp >= 2");
@@ -310,10 +336,8 @@ JobParallel read_job(const YamlReader& p, const Workload& w, int max_ranks) {
     p.fail_at("vpp", fmt::format("vpp = {} model chunks per stage is the interleaved schedule's; schedule is {}", j.vpp,
                                  pipeline_schedule_name(j.schedule)));
   if (j.first_stage_layers == 0 && j.last_stage_layers == 0) {
-    require_divides(p, "pp", t->layers, j.pp, fmt::format("pp = {} (each stage runs layers / pp layers)", j.pp),
-                    "the model's layers");
-    require_divides(p, "vpp", t->layers / j.pp, j.vpp,
-                    fmt::format("vpp = {} (each chunk runs layers / (pp x vpp) layers)", j.vpp), "layers / pp");
+    require(p, rule::layers_by_pp, t->layers, j.pp);
+    require(p, rule::stage_layers_by_vpp, t->layers / j.pp, j.vpp);
   } else if (const std::optional<StageLayersProblem> bad = stage_layers_problem(
                  StageLayersRule{t->layers, j.pp, j.vpp, j.first_stage_layers, j.last_stage_layers})) {
     p.fail_at(p.has(bad->key) ? bad->key : (p.has("first_stage_layers") ? "first_stage_layers" : "last_stage_layers"),
@@ -333,14 +357,11 @@ JobParallel read_job(const YamlReader& p, const Workload& w, int max_ranks) {
               fmt::format("micro_batches = {} is fewer than pp = {}: {} keeps a micro-batch in flight on every stage",
                           j.micro_batches, j.pp, pipeline_schedule_name(j.schedule)));
   if (j.schedule == PipelineSchedule::interleaved)
-    require_divides(p, p.has("micro_batches") ? "micro_batches" : "pp", j.micro_batches, j.pp,
-                    fmt::format("pp = {} (the interleaved schedule runs micro-batches in groups of pp)", j.pp), "micro_batches");
+    require(p, rule::micro_batches_by_pp, j.micro_batches, j.pp, p.has("micro_batches") ? "micro_batches" : "pp");
   if (p.has("cp_algorithm") && j.cp == 1) p.fail_at("cp_algorithm", "has no effect with cp = 1 (no context parallelism)");
   if (j.cp > 1) {
-    require_divides(p, "cp", t->seq, 2 * j.cp,
-                    fmt::format("2 cp = {} (causal load balancing cuts the sequence into 2 cp chunks)", 2 * j.cp), "seq");
-    require_divides(p, "cp", t->batch * (t->seq / j.cp), w.tp,
-                    fmt::format("tp = {} (sequence parallelism shards a CP rank's tokens)", w.tp), "batch x seq / cp");
+    require(p, rule::seq_by_2cp, t->seq, 2 * j.cp);
+    require(p, rule::cp_tokens_by_tp, t->batch * (t->seq / j.cp), w.tp);
   }
   if (j.pp > 1 && w.training.parallel.dp > 1 && w.training.parallel.fsdp == Sharding::zero3)
     p.fail_at("fsdp", "ZeRO-3 (FSDP) with pipeline parallelism gathers parameters for every micro-batch; use zero1 or zero2");
@@ -354,8 +375,8 @@ JobParallel read_job(const YamlReader& p, const Workload& w, int max_ranks) {
 // workload.pass, .recompute and .parallel (sim/workload.hpp Training).
 Training read_training(const YamlReader& w, WorkloadKind kind, int tp, int max_ranks) {
   Training t;
-  t.pass = read_choice(w, "pass", Pass::forward, parse_pass, "forward, backward, step");
-  t.recompute = read_choice(w, "recompute", Recompute::none, parse_recompute, "none, selective, full");
+  t.pass = read_choice(w, key::pass, parse_pass);
+  t.recompute = read_choice(w, key::recompute, parse_recompute);
   if (const auto p = w.optional_child("parallel")) t.parallel = read_parallel(*p, tp, max_ranks);
   if (kind == WorkloadKind::moe) {
     // The backward (docs/guide/moe.md "Training step") is built without recomputation or data parallelism.
@@ -373,108 +394,101 @@ Training read_training(const YamlReader& w, WorkloadKind kind, int tp, int max_r
 }
 
 GemmCollective read_gemm_collective(const YamlReader& w, int tp) {
-  const std::string tp_text = fmt::format("tp = {}", tp);
   w.allow_keys(workload_keys(WorkloadKind::gemm_collective));
   GemmCollective g;
-  g.m = w.get_int_in("m", ranges::gemm_dim);
-  g.n = w.get_int_in("n", ranges::gemm_dim);
-  g.k = w.get_int_in("k", ranges::gemm_dim);
-  g.dtype = read_dtype(w, "dtype", DType::bf16);
+  g.m = int_in(w, key::m);
+  g.n = int_in(w, key::n);
+  g.k = int_in(w, key::k);
+  g.dtype = read_dtype(w, key::dtype);
   g.primitive = read_primitive(w);
-  g.rmsnorm_after = w.get_bool("rmsnorm_after", false);
+  g.rmsnorm_after = bool_or_default(w, key::rmsnorm_after);
   // Reduce-scatter and all-to-all hand each rank M / tp rows of the output.
   if (g.primitive == Primitive::reduce_scatter || g.primitive == Primitive::all_to_all)
-    require_divides(w, "m", g.m, tp, tp_text + " (the collective splits the output rows)");
+    require(w, rule::gemm_rows_by_tp, g.m, tp);
   return g;
 }
 
 MlpTpSp read_mlp_tpsp(const YamlReader& w, int tp) {
-  const std::string tp_text = fmt::format("tp = {}", tp);
   w.allow_keys(workload_keys(WorkloadKind::mlp_tpsp));
   const auto model = read_model(w, WorkloadKind::mlp_tpsp);
   MlpTpSp m;
   if (w.has("tokens")) {
     if (w.has("batch") || w.has("seq")) w.fail_at("tokens", "give either tokens or batch and seq, not both");
-    m.tokens = w.get_int_in("tokens", ranges::tokens);
+    m.tokens = int_in(w, key::tokens);
   } else if (w.has("batch") || w.has("seq")) {
-    m.tokens = tokens_of(w, "batch", "seq");
+    m.tokens = tokens_of(w);
   } else {
-    m.tokens = w.get_int_in("tokens", ranges::tokens);  // throws: missing required field
+    m.tokens = int_in(w, key::tokens);  // throws: missing required field
   }
-  m.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
-  m.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn), ranges::width);
-  m.gated = w.get_bool("gated", true);
-  m.gather_input = w.get_bool("gather_input", true);
-  m.dtype = read_dtype(w, "dtype", DType::bf16);
+  m.d_model = size_field(w, key::d_model, from(model, &Transformer::d_model));
+  m.d_ffn = size_field(w, key::d_ffn, from(model, &Transformer::d_ffn));
+  m.gated = bool_or_default(w, key::gated);
+  m.gather_input = bool_or_default(w, key::gather_input);
+  m.dtype = read_dtype(w, key::dtype);
   const std::string tokens_key = w.has("tokens") ? "tokens" : "seq";
-  require_divides(w, tokens_key, m.tokens, tp, tp_text + " (sequence parallelism shards the tokens)");
-  require_divides(w, "d_ffn", m.d_ffn, tp, tp_text + " (TP shards the FFN width)");
+  require(w, rule::tokens_by_tp, m.tokens, tp, tokens_key);
+  require(w, rule::ffn_by_tp, m.d_ffn, tp);
   return m;
 }
 
 AttentionTpSp read_attention_tpsp(const YamlReader& w, int tp) {
-  const std::string tp_text = fmt::format("tp = {}", tp);
   w.allow_keys(workload_keys(WorkloadKind::attention_tpsp));
   const auto model = read_model(w, WorkloadKind::attention_tpsp);
   AttentionTpSp a;
-  a.gather_input = w.get_bool("gather_input", true);
-  (void)tokens_of(w, "batch", "seq");
-  a.batch = w.get_int_in("batch", ranges::batch);
-  a.seq = w.get_int_in("seq", ranges::tokens);
-  a.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
-  a.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
+  a.gather_input = bool_or_default(w, key::gather_input);
+  (void)tokens_of(w);
+  a.batch = int_in(w, key::batch);
+  a.seq = int_in(w, key::seq);
+  a.d_model = size_field(w, key::d_model, from(model, &Transformer::d_model));
+  a.heads = size_field(w, key::heads, from(model, &Transformer::heads));
   a.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
   a.head_dim = head_dim_field(w, from(model, &Transformer::head_dim));
-  a.causal = w.get_bool("causal", true);
-  a.dtype = read_dtype(w, "dtype", DType::bf16);
+  a.causal = bool_or_default(w, key::causal);
+  a.dtype = read_dtype(w, key::dtype);
   check_heads(w, a.d_model, a.heads, a.kv_heads, tp, a.head_dim);
-  require_divides(w, "seq", a.batch * a.seq, tp, tp_text + " (sequence parallelism shards batch x seq tokens)",
-                  "batch x seq");
+  require(w, rule::batch_seq_by_tp, a.batch * a.seq, tp);
   return a;
 }
 
 AttentionUlysses read_attention_ulysses(const YamlReader& w, int tp) {
-  const std::string tp_text = fmt::format("tp = {}", tp);
   w.allow_keys(workload_keys(WorkloadKind::attention_ulysses));
   const auto model = read_model(w, WorkloadKind::attention_ulysses);
   AttentionUlysses a;
-  (void)tokens_of(w, "batch", "seq");
-  a.batch = w.get_int_in("batch", ranges::batch);
-  a.seq = w.get_int_in("seq", ranges::tokens);
-  a.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
-  a.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
-  a.causal = w.get_bool("causal", true);
-  a.dtype = read_dtype(w, "dtype", DType::bf16);
+  (void)tokens_of(w);
+  a.batch = int_in(w, key::batch);
+  a.seq = int_in(w, key::seq);
+  a.d_model = size_field(w, key::d_model, from(model, &Transformer::d_model));
+  a.heads = size_field(w, key::heads, from(model, &Transformer::heads));
+  a.causal = bool_or_default(w, key::causal);
+  a.dtype = read_dtype(w, key::dtype);
   check_heads(w, a.d_model, a.heads, 0, tp);
-  require_divides(w, "seq", a.seq, tp, tp_text + " (Ulysses shards the sequence)");
+  require(w, rule::ulysses_seq_by_tp, a.seq, tp);
   return a;
 }
 
 DecodeStack read_decode_stack(const YamlReader& w, int tp) {
-  const std::string tp_text = fmt::format("tp = {}", tp);
   w.allow_keys(workload_keys(WorkloadKind::decode_stack));
   const auto model = read_model(w, WorkloadKind::decode_stack);
   DecodeStack d;
-  d.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers), ranges::layers));
-  d.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
-  d.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn), ranges::width);
-  d.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
+  d.layers = static_cast<int>(size_field(w, key::layers, from(model, &Transformer::layers)));
+  d.d_model = size_field(w, key::d_model, from(model, &Transformer::d_model));
+  d.d_ffn = size_field(w, key::d_ffn, from(model, &Transformer::d_ffn));
+  d.heads = size_field(w, key::heads, from(model, &Transformer::heads));
   d.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
-  d.dtype = read_dtype(w, "dtype", DType::fp8);
-  d.allreduce_us = w.has("allreduce_us") ? w.get_double_in("allreduce_us", ranges::latency_us) : -1.0;
+  d.dtype = read_dtype(w, key::dtype, WorkloadKind::decode_stack);
+  d.allreduce_us = w.has("allreduce_us") ? number_in(w, key::allreduce_us) : -1.0;
   if (d.allreduce_us == 0) w.fail_at("allreduce_us", "must be a positive number (got 0)");
   check_heads(w, d.d_model, d.heads, d.kv_heads, tp);
-  require_divides(w, "d_ffn", d.d_ffn, tp, tp_text + " (TP shards the FFN width)");
+  require(w, rule::ffn_by_tp, d.d_ffn, tp);
   return d;
 }
 
 // workload.all_to_all and .max_nodes of a MoE block (docs/guide/moe.md "Dispatch across nodes"): the
 // checks that need no hardware; check_moe_all_to_all does the rest once the profile is known.
 void read_moe_all_to_all(const YamlReader& w, Moe& m) {
-  m.all_to_all = read_choice(w, "all_to_all", MoeAllToAll::nccl, parse_moe_all_to_all,
-                             "nccl, deepep, deepep_low_latency, hierarchical");
+  m.all_to_all = read_choice(w, key::all_to_all, parse_moe_all_to_all);
   if (w.has("max_nodes")) {
-    m.max_nodes = static_cast<int>(w.get_int_in("max_nodes", ranges::max_nodes));
+    m.max_nodes = static_cast<int>(int_in(w, key::max_nodes));
     if (m.all_to_all != MoeAllToAll::deepep)
       w.fail_at("max_nodes", fmt::format("is the node-limited routing DeepEP's normal kernels deduplicate by "
                                          "(all_to_all: deepep); all_to_all is {}",
@@ -525,11 +539,11 @@ void read_moe_routing(const YamlReader& w, Moe& m) {
   m.file = w.file();
   m.line = w.line();
   if (w.has("capacity_factor")) {
-    const double c = w.get_double_in("capacity_factor", ranges::factor);
+    const double c = number_in(w, key::capacity_factor);
     if (!(c > 0)) w.fail_at("capacity_factor", fmt::format("must be > 0 (got {}); leave it out for dropless routing", c));
     m.capacity_factor = c;
   }
-  const std::uint64_t seed = static_cast<std::uint64_t>(w.get_int_in("seed", ranges::seed, 0));
+  const std::uint64_t seed = static_cast<std::uint64_t>(int_or_default(w, key::seed));
   if (const auto r = w.optional_child("routing")) {
     // `routing: "zipf: 1.2"` (text) or `routing: {zipf: 1.2}` (a one-key map, what YAML makes of it
     // unquoted in flow style).
@@ -558,35 +572,33 @@ void read_moe_routing(const YamlReader& w, Moe& m) {
 // workload kind moe (sim/workload.hpp Moe; docs/guide/moe.md).
 Moe read_moe(const YamlReader& w, int max_ranks) {
   w.allow_keys(workload_keys(WorkloadKind::moe));
-  if (w.has("tp") && w.get_int_in("tp", ranges::tp) != 1)
+  if (w.has("tp") && int_in(w, key::tp) != 1)
     w.fail_at("tp", "moe takes no `tp`: TP inside each expert is `expert_tp` (Megatron-core's "
                     "--expert-tensor-parallel-size), the expert-parallel group is `ep`");
   Moe m;
   m.file = w.file();
   m.line = w.line();
-  m.experts = static_cast<int>(w.get_int_in("experts", ranges::experts));
-  m.top_k = static_cast<int>(w.get_int_in("top_k", ranges::experts));
+  m.experts = static_cast<int>(int_in(w, key::experts));
+  m.top_k = static_cast<int>(int_in(w, key::top_k));
   if (m.top_k > m.experts)
     w.fail_at("top_k", fmt::format("top_k = {} is more than experts = {} (a token's top_k experts are distinct)", m.top_k,
                                    m.experts));
-  const std::int64_t ep = w.get_int_in("ep", ranges::tp);
+  const std::int64_t ep = int_in(w, key::ep);
   if (ep > max_ranks) w.fail_at("ep", fmt::format("{} EP ranks, but the hardware has {} GPUs", ep, max_ranks));
   m.ep = static_cast<int>(ep);
-  require_divides(w, "ep", m.experts, m.ep, fmt::format("ep = {} (every EP rank holds experts / ep experts)", m.ep),
-                  "experts");
-  m.d_model = w.get_int_in("d_model", ranges::width);
-  m.d_ffn_expert = w.get_int_in("d_ffn_expert", ranges::width);
+  require(w, rule::experts_by_ep, m.experts, m.ep);
+  m.d_model = int_in(w, key::d_model);
+  m.d_ffn_expert = int_in(w, key::d_ffn_expert);
   // Expert TP (docs/guide/moe.md "Expert tensor parallelism"): ep x expert_tp GPUs, ETP innermost.
-  const std::int64_t expert_tp = w.get_int_in("expert_tp", ranges::tp, 1);
+  const std::int64_t expert_tp = int_or_default(w, key::expert_tp);
   if (ep * expert_tp > max_ranks)
     w.fail_at("expert_tp", fmt::format("ep x expert_tp = {} x {} = {} GPUs, but the hardware has {} GPUs", ep, expert_tp,
                                        ep * expert_tp, max_ranks));
   m.expert_tp = static_cast<int>(expert_tp);
-  require_divides(w, "expert_tp", m.d_ffn_expert, m.expert_tp,
-                  fmt::format("expert_tp = {} (each expert's FFN is split expert_tp ways)", m.expert_tp), "d_ffn_expert");
-  m.tokens = w.get_int_in("tokens", ranges::tokens);
-  m.shared_experts = static_cast<int>(w.get_int_in("shared_experts", ranges::shared_experts, 0));
-  m.dtype = read_dtype(w, "dtype", DType::bf16);
+  require(w, rule::expert_ffn_by_expert_tp, m.d_ffn_expert, m.expert_tp);
+  m.tokens = int_in(w, key::tokens);
+  m.shared_experts = static_cast<int>(int_or_default(w, key::shared_experts));
+  m.dtype = read_dtype(w, key::dtype);
   read_moe_routing(w, m);
   // The routing itself, checked here so a bad histogram is refused at load (file, line, key).
   (void)moe_routing(m);
@@ -599,31 +611,29 @@ Moe read_moe(const YamlReader& w, int max_ranks) {
 void read_transformer_moe(const YamlReader& w, int tp, const std::optional<Moe>& from_model, int model_dense_layers,
                           Transformer& t) {
   if (!from_model && !w.has("experts")) {
-    for (const std::string& key : transformer_moe_keys())
-      if (w.has(key))
-        w.fail_at(key, "the model has no experts (a dense transformer); give experts, or a mixture-of-experts model");
+    for (const key::Key* k : key::kTransformerMoe)
+      if (w.has(std::string(k->name)))
+        w.fail_at(std::string(k->name), "the model has no experts (a dense transformer); give experts, or a mixture-of-experts model");
     return;
   }
   Moe m = from_model.value_or(Moe{});
   auto given = [&](int Moe::*field) { return from_model ? std::optional<std::int64_t>((*from_model).*field) : std::nullopt; };
-  m.experts = static_cast<int>(size_field(w, "experts", given(&Moe::experts), ranges::experts));
-  m.top_k = static_cast<int>(size_field(w, "top_k", given(&Moe::top_k), ranges::experts));
+  m.experts = static_cast<int>(size_field(w, key::experts, given(&Moe::experts)));
+  m.top_k = static_cast<int>(size_field(w, key::top_k, given(&Moe::top_k)));
   if (m.top_k > m.experts)
     w.fail_at(w.has("top_k") ? "top_k" : "experts",
               fmt::format("top_k = {} is more than experts = {} (a token's top_k experts are distinct)", m.top_k, m.experts));
-  m.d_ffn_expert = size_field(w, "d_ffn_expert", from_model ? std::optional<std::int64_t>(from_model->d_ffn_expert) : std::nullopt,
-                              ranges::width);
-  m.shared_experts = w.has("shared_experts") ? static_cast<int>(w.get_int_in("shared_experts", ranges::shared_experts))
+  m.d_ffn_expert = size_field(w, key::d_ffn_expert,
+                              from_model ? std::optional<std::int64_t>(from_model->d_ffn_expert) : std::nullopt);
+  m.shared_experts = w.has("shared_experts") ? static_cast<int>(int_in(w, key::shared_experts))
                                              : (from_model ? from_model->shared_experts : 0);
-  t.dense_layers = w.has("dense_layers") ? static_cast<int>(w.get_int_in("dense_layers", ranges::layers, 0)) : model_dense_layers;
+  t.dense_layers = w.has("dense_layers") ? static_cast<int>(int_in(w, key::dense_layers)) : model_dense_layers;
   if (t.dense_layers > t.layers)
     w.fail_at(w.has("dense_layers") ? "dense_layers" : "layers",
               fmt::format("dense_layers = {} is more than layers = {}", t.dense_layers, t.layers));
   // The EP group folded onto the TP group (Megatron-core MoE parallel folding): ep = tp.
   m.ep = tp;
-  require_divides(w, w.has("experts") ? "experts" : "tp", m.experts, tp,
-                  fmt::format("tp = {} (the EP group is the TP group: every rank holds experts / tp experts)", tp),
-                  w.has("experts") ? "" : "experts");
+  require(w, rule::experts_by_tp, m.experts, tp, w.has("experts") ? "experts" : "tp", !w.has("experts"));
   m.d_model = t.d_model;
   m.tokens = t.batch * t.seq / tp;  // each rank's sequence-parallel shard
   m.dtype = t.dtype;
@@ -633,26 +643,24 @@ void read_transformer_moe(const YamlReader& w, int tp, const std::optional<Moe>&
 }
 
 Transformer read_transformer(const YamlReader& w, int tp) {
-  const std::string tp_text = fmt::format("tp = {}", tp);
   w.allow_keys(workload_keys(WorkloadKind::transformer));
   const auto model = read_model(w, WorkloadKind::transformer);
   Transformer t;
   t.model = model ? model->model : "custom";
-  t.layers = static_cast<int>(size_field(w, "layers", from(model, &Transformer::layers), ranges::layers));
-  (void)tokens_of(w, "batch", "seq");
-  t.batch = w.get_int_in("batch", ranges::batch);
-  t.seq = w.get_int_in("seq", ranges::tokens);
-  t.d_model = size_field(w, "d_model", from(model, &Transformer::d_model), ranges::width);
-  t.d_ffn = size_field(w, "d_ffn", from(model, &Transformer::d_ffn), ranges::width);
-  t.heads = size_field(w, "heads", from(model, &Transformer::heads), ranges::heads);
+  t.layers = static_cast<int>(size_field(w, key::layers, from(model, &Transformer::layers)));
+  (void)tokens_of(w);
+  t.batch = int_in(w, key::batch);
+  t.seq = int_in(w, key::seq);
+  t.d_model = size_field(w, key::d_model, from(model, &Transformer::d_model));
+  t.d_ffn = size_field(w, key::d_ffn, from(model, &Transformer::d_ffn));
+  t.heads = size_field(w, key::heads, from(model, &Transformer::heads));
   t.kv_heads = kv_heads_field(w, from(model, &Transformer::kv_heads));
   t.head_dim = head_dim_field(w, from(model, &Transformer::head_dim));
   t.vocab = model ? model->vocab : 0;  // workload.vocab overrides it (read_step_kernel_keys)
-  t.dtype = read_dtype(w, "dtype", DType::bf16);
+  t.dtype = read_dtype(w, key::dtype);
   check_heads(w, t.d_model, t.heads, t.kv_heads, tp, t.head_dim);
-  require_divides(w, "d_ffn", t.d_ffn, tp, tp_text + " (TP shards the FFN width)");
-  require_divides(w, "seq", t.batch * t.seq, tp, tp_text + " (sequence parallelism shards batch x seq tokens)",
-                  "batch x seq");
+  require(w, rule::ffn_by_tp, t.d_ffn, tp);
+  require(w, rule::batch_seq_by_tp, t.batch * t.seq, tp);
   read_transformer_moe(w, tp, model ? model->moe : std::nullopt, model ? model->dense_layers : 0, t);
   if (model) t.mla = model->mla;  // read_model admits MLA with a MoE model only
   if (model) t.vocab = model->vocab;
@@ -667,21 +675,21 @@ Transformer read_transformer(const YamlReader& w, int tp) {
 void read_step_kernel_keys(const YamlReader& w, Workload& out) {
   auto* t = std::get_if<Transformer>(&out.shape);
   const bool applies = t != nullptr && !t->moe && !t->mla && out.training.pass == Pass::step;
-  for (const std::string& key : step_kernel_keys())
-    if (w.has(key) && !applies)
-      w.fail_at(key, fmt::format("shapes the kernels of a dense transformer's training step (kind transformer, pass: "
+  for (const key::Key* k : key::kStepKernel)
+    if (w.has(std::string(k->name)) && !applies)
+      w.fail_at(std::string(k->name), fmt::format("shapes the kernels of a dense transformer's training step (kind transformer, pass: "
                                  "step, no experts); this workload is {}{}, which does not run them",
                                  workload_kind_name(out.kind), t == nullptr ? "" : (t->moe ? " with experts" : fmt::format(" with pass: {}",
                                                                  pass_name(out.training.pass)))));
   if (!applies) return;
   t->step_kernels = true;
-  if (w.has("vocab")) t->vocab = w.get_int_in("vocab", ranges::vocab);
-  t->fusion = read_choice(w, "fused_elementwise", step::Fusion::te, step::parse_fusion, "none, te, compile");
+  if (w.has("vocab")) t->vocab = int_in(w, key::vocab);
+  t->fusion = read_choice(w, key::fused_elementwise, step::parse_fusion);
   if (w.has("fp8_scaling") && t->dtype != DType::fp8)
     w.fail_at("fp8_scaling", fmt::format("scales FP8 GEMM inputs; this workload's dtype is {}", dtype_name(t->dtype)));
-  t->fp8_scaling = read_choice(w, "fp8_scaling", step::Fp8Scaling::tensorwise, step::parse_fp8_scaling, "tensorwise, rowwise");
-  t->dropout = w.get_double_in("dropout", ranges::dropout, 0);
-  t->attention = read_choice(w, "attention", AttentionImplementation::flash, parse_attention_implementation, "flash, unfused");
+  t->fp8_scaling = read_choice(w, key::fp8_scaling, step::parse_fp8_scaling);
+  t->dropout = number_or_default(w, key::dropout);
+  t->attention = read_choice(w, key::attention, parse_attention_implementation);
 }
 
 Workload read_workload(const YamlReader& w, int max_ranks) {
@@ -699,7 +707,7 @@ Workload read_workload(const YamlReader& w, int max_ranks) {
     read_step_kernel_keys(w, out);  // refuses them: a MoE layer runs no dense step's kernels
     return out;
   }
-  const std::int64_t tp64 = w.get_int_in("tp", ranges::tp);
+  const std::int64_t tp64 = int_in(w, key::tp);
   if (tp64 > max_ranks)
     w.fail_at("tp", max_ranks == 1
                         // A calibrated single-GPU host: its profile.yaml has one GPU; the runner's virtual

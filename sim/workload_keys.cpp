@@ -8,55 +8,49 @@ namespace overlap::sim {
 
 namespace {
 
-const std::vector<std::string> kStepKernelKeys = {"vocab", "fused_elementwise", "fp8_scaling", "dropout", "attention"};
+namespace table = workload_key;
 
-const std::vector<std::string> kTransformerMoeKeys = {"experts",      "top_k",           "d_ffn_expert", "shared_experts",
-                                                      "dense_layers", "capacity_factor", "routing",      "seed",
-                                                      "all_to_all",   "max_nodes"};
-
-std::vector<std::string> transformer_keys() {
-  std::vector<std::string> keys = {"model", "layers", "batch",    "seq",      "d_model",
-                                   "d_ffn", "heads",  "kv_heads", "head_dim", "dtype"};
-  keys.insert(keys.end(), kTransformerMoeKeys.begin(), kTransformerMoeKeys.end());
-  return keys;
+std::vector<std::string> names(table::KeyList keys) {
+  std::vector<std::string> out;
+  for (const table::Key* key : keys) out.emplace_back(key->name);
+  return out;
 }
 
 // One row per kind, in WorkloadKind's order (checked in workload_kind_keys).
 const std::array<WorkloadKindKeys, kWorkloadKindNames.size()>& kind_table() {
   static const std::array<WorkloadKindKeys, kWorkloadKindNames.size()> table = {{
       {WorkloadKind::gemm_collective,
-       {"m", "n", "k", "dtype", "primitive", "rmsnorm_after"},
+       names(table::own_keys(WorkloadKind::gemm_collective)),
        {},
        TokenKeys::gemm_rows,
        "{kind: gemm_collective, tp: 8, m: 4096, n: 4096, k: 4096, primitive: all_reduce}"},
       {WorkloadKind::mlp_tpsp,
-       {"model", "tokens", "batch", "seq", "d_model", "d_ffn", "gated", "dtype", "gather_input"},
+       names(table::own_keys(WorkloadKind::mlp_tpsp)),
        {.ffn = true},
        TokenKeys::tokens_or_batch_seq,
        "{kind: mlp_tpsp, tp: 8, model: llama3-70b, tokens: 8192}"},
       {WorkloadKind::attention_tpsp,
-       {"model", "batch", "seq", "d_model", "heads", "kv_heads", "head_dim", "causal", "dtype", "gather_input"},
+       names(table::own_keys(WorkloadKind::attention_tpsp)),
        {.attention = true, .head_dim = true},
        TokenKeys::batch_seq,
        "{kind: attention_tpsp, tp: 8, model: llama3-70b, batch: 1, seq: 8192}"},
       {WorkloadKind::attention_ulysses,
-       {"model", "batch", "seq", "d_model", "heads", "causal", "dtype"},
+       names(table::own_keys(WorkloadKind::attention_ulysses)),
        {.attention = true},
        TokenKeys::batch_seq,
        "{kind: attention_ulysses, tp: 8, model: llama3-70b, batch: 1, seq: 8192}"},
       {WorkloadKind::decode_stack,
-       {"model", "layers", "d_model", "d_ffn", "heads", "kv_heads", "dtype", "allreduce_us"},
+       names(table::own_keys(WorkloadKind::decode_stack)),
        {.ffn = true, .attention = true},
        TokenKeys::one_per_step,
        "{kind: decode_stack, tp: 8, model: llama3-70b}"},
       {WorkloadKind::transformer,
-       transformer_keys(),
+       names(table::own_keys(WorkloadKind::transformer)),
        {.ffn = true, .attention = true, .moe = true, .mla = true, .head_dim = true},
        TokenKeys::batch_seq,
        "{kind: transformer, tp: 8, model: llama3-70b, batch: 1, seq: 8192}"},
       {WorkloadKind::moe,
-       {"experts", "top_k", "d_model", "d_ffn_expert", "tokens", "ep", "expert_tp", "capacity_factor", "routing", "seed",
-        "shared_experts", "dtype", "all_to_all", "max_nodes"},
+        names(table::own_keys(WorkloadKind::moe)),
        {},
        TokenKeys::none,
        "{kind: moe, experts: 8, top_k: 2, d_model: 4096, d_ffn_expert: 14336, tokens: 8192, ep: 4}"},
@@ -74,14 +68,18 @@ const WorkloadKindKeys& workload_kind_keys(WorkloadKind kind) {
 }
 
 std::vector<std::string> workload_keys(WorkloadKind kind) {
-  std::vector<std::string> keys = {"kind", "tp", "pass", "recompute", "parallel"};
+  std::vector<std::string> keys = names(table::kCommon);
   const WorkloadKindKeys& row = workload_kind_keys(kind);
   keys.insert(keys.end(), row.keys.begin(), row.keys.end());
-  keys.insert(keys.end(), kStepKernelKeys.begin(), kStepKernelKeys.end());
+  const std::vector<std::string> step = names(table::kStepKernel);
+  keys.insert(keys.end(), step.begin(), step.end());
   return keys;
 }
 
-const std::vector<std::string>& step_kernel_keys() { return kStepKernelKeys; }
-const std::vector<std::string>& transformer_moe_keys() { return kTransformerMoeKeys; }
+std::vector<std::string> parallel_keys() {
+  std::vector<std::string> keys;
+  for (const table::Key* key : table::kParallel) keys.emplace_back(key->leaf());
+  return keys;
+}
 
 }  // namespace overlap::sim

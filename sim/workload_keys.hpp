@@ -3,11 +3,14 @@
 // workload shape): its keys in the order the loader lists them, which parts of a `model` it builds,
 // how `--tokens N` is written for it, and a workload of the kind that loads. The scenario loader
 // (sim/scenario.cpp) allows exactly these keys, `--tokens` (tools/scenario_flags.cpp) and the generated
-// reference (tools/docgen.cpp) read them here; the values each key accepts are checked where it is read.
+// reference (tools/docgen.cpp) read them here. The keys themselves (type, range, default, which kinds
+// take them) and the rules between them are sim/workload_key_table.hpp's rows; the lists here are
+// its names.
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "sim/workload_key_table.hpp"
 #include "sim/workload_kind.hpp"
 
 namespace overlap::sim {
@@ -47,10 +50,8 @@ const WorkloadKindKeys& workload_kind_keys(WorkloadKind kind);
 // recompute, parallel), the kind's own, then the step kernels' keys (read by every kind so that one
 // that does not run them says why).
 std::vector<std::string> workload_keys(WorkloadKind kind);
-// The keys of a dense transformer's training-step kernels (cost_model/step_kernels.hpp).
-const std::vector<std::string>& step_kernel_keys();
-// The MoE keys a transformer takes (a MoE model's experts from its config, or given for a custom one).
-const std::vector<std::string>& transformer_moe_keys();
+// The keys of workload.parallel, in the loader's order (its "unknown key (allowed: ...)").
+std::vector<std::string> parallel_keys();
 
 inline TokenKeys token_keys_of(WorkloadKind kind) { return workload_kind_keys(kind).tokens; }
 

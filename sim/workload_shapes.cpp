@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "sim/model_config.hpp"
+#include "sim/workload_key_table.hpp"
 
 namespace overlap::sim {
 
@@ -24,9 +25,12 @@ void require_positive(std::int64_t v, const char* field) {
     throw std::invalid_argument(fmt::format("workload.{}: must be at most {} (got {})", field, kMaxDimension, v));
 }
 
-void require_divisible(std::int64_t v, int tp, const char* field) {
-  if (v % tp != 0)
-    throw std::invalid_argument(fmt::format("workload.{}: {} is not divisible by tp = {}", field, v, tp));
+namespace rule = workload_key::rule;
+
+// A cross-key rule of the key table (sim/workload_key_table.hpp) whose divisor is tp, named at its key.
+void require_divisible(const workload_key::DivisibilityRule& r, std::int64_t v, int tp) {
+  if (!r.holds(v, tp))
+    throw std::invalid_argument(fmt::format("workload.{}: {} is not divisible by {} = {}", r.key, v, r.divisor, tp));
 }
 
 // Query block of a FlashAttention-style kernel: one CTA per (batch, head, 128 queries).
@@ -289,7 +293,9 @@ WorkloadKind shape_kind(const Workload& w) { return static_cast<WorkloadKind>(w.
 
 // Each attention head takes d_model / heads of the width (without an explicit head width).
 void require_heads_divide_width(std::int64_t d_model, std::int64_t heads) {
-  if (d_model % heads != 0) throw std::invalid_argument("workload.heads: d_model is not divisible by heads");
+  if (!rule::width_by_heads.holds(d_model, heads))
+    throw std::invalid_argument(fmt::format("workload.{}: {} is not divisible by {}", rule::width_by_heads.key,
+                                            rule::width_by_heads.value_name, rule::width_by_heads.divisor));
 }
 
 void validate_shape(const GemmCollective& g, int tp) {
@@ -297,15 +303,15 @@ void validate_shape(const GemmCollective& g, int tp) {
   require_positive(g.n, "n");
   require_positive(g.k, "k");
   // Reduce-scatter and all-to-all split the output rows across ranks.
-  if (g.primitive == Primitive::reduce_scatter || g.primitive == Primitive::all_to_all) require_divisible(g.m, tp, "m");
+  if (g.primitive == Primitive::reduce_scatter || g.primitive == Primitive::all_to_all) require_divisible(rule::gemm_rows_by_tp, g.m, tp);
 }
 
 void validate_shape(const MlpTpSp& m, int tp) {
   require_positive(m.tokens, "tokens");
   require_positive(m.d_model, "d_model");
   require_positive(m.d_ffn, "d_ffn");
-  require_divisible(m.tokens, tp, "tokens");
-  require_divisible(m.d_ffn, tp, "d_ffn");
+  require_divisible(rule::tokens_by_tp, m.tokens, tp);
+  require_divisible(rule::ffn_by_tp, m.d_ffn, tp);
 }
 
 // The attention every TP+SP attention block and transformer layer shares.
@@ -319,9 +325,11 @@ void validate_attention(std::int64_t batch, std::int64_t seq, std::int64_t d, st
   if (head_dim < 0) throw std::invalid_argument("workload.head_dim: must be >= 0");
   // An explicit head width frees d_model from being a multiple of heads (Qwen3-MoE).
   if (head_dim == 0) require_heads_divide_width(d, heads);
-  if (kv > 0 && heads % kv != 0) throw std::invalid_argument("workload.kv_heads: heads is not divisible by kv_heads");
-  require_divisible(heads, tp, "heads");
-  require_divisible(batch * seq, tp, "seq");
+  if (kv > 0 && !rule::heads_by_kv_heads.holds(heads, kv))
+    throw std::invalid_argument(fmt::format("workload.{}: {} is not divisible by {}", rule::heads_by_kv_heads.key,
+                                            rule::heads_by_kv_heads.value_name, rule::heads_by_kv_heads.divisor));
+  require_divisible(rule::heads_by_tp, heads, tp);
+  require_divisible(rule::batch_seq_by_tp, batch * seq, tp);
 }
 
 void validate_shape(const AttentionTpSp& a, int tp) {
@@ -332,7 +340,7 @@ void validate_shape(const AttentionTpSp& a, int tp) {
 void validate_moe_block(const Transformer& t, const Moe& m, int tp) {
   if (m.experts < 1 || m.top_k < 1 || m.top_k > m.experts)
     throw std::invalid_argument(fmt::format("workload.top_k: must be in [1, experts = {}] (got {})", m.experts, m.top_k));
-  if (m.ep != tp || m.experts % tp != 0)
+  if (m.ep != tp || !rule::experts_by_tp.holds(m.experts, tp))
     throw std::invalid_argument(fmt::format(
         "workload.experts: the EP group is the TP group (ep = tp = {}), which must divide experts = {}", tp, m.experts));
   require_positive(m.d_ffn_expert, "d_ffn_expert");
@@ -346,7 +354,7 @@ void validate_moe_block(const Transformer& t, const Moe& m, int tp) {
 void validate_shape(const Transformer& t, int tp) {
   if (t.layers < 1) throw std::invalid_argument(fmt::format("workload.layers: must be >= 1 (got {})", t.layers));
   require_positive(t.d_ffn, "d_ffn");
-  require_divisible(t.d_ffn, tp, "d_ffn");
+  require_divisible(rule::ffn_by_tp, t.d_ffn, tp);
   if (t.mla && !t.moe)
     throw std::invalid_argument("workload.model: multi-head latent attention runs in a mixture-of-experts "
                                 "transformer only");
@@ -363,8 +371,8 @@ void validate_shape(const AttentionUlysses& a, int tp) {
   require_positive(a.d_model, "d_model");
   require_positive(a.heads, "heads");
   require_heads_divide_width(a.d_model, a.heads);
-  require_divisible(a.seq, tp, "seq");
-  require_divisible(a.heads, tp, "heads");
+  require_divisible(rule::ulysses_seq_by_tp, a.seq, tp);
+  require_divisible(rule::heads_by_tp, a.heads, tp);
 }
 
 void validate_shape(const DecodeStack& d, int tp) {
@@ -373,8 +381,8 @@ void validate_shape(const DecodeStack& d, int tp) {
   require_positive(d.d_ffn, "d_ffn");
   require_positive(d.heads, "heads");
   require_heads_divide_width(d.d_model, d.heads);
-  require_divisible(d.heads, tp, "heads");
-  require_divisible(d.d_ffn, tp, "d_ffn");
+  require_divisible(rule::heads_by_tp, d.heads, tp);
+  require_divisible(rule::ffn_by_tp, d.d_ffn, tp);
 }
 
 void validate_shape(const Moe& m, int tp) {
@@ -383,9 +391,9 @@ void validate_shape(const Moe& m, int tp) {
   require_positive(m.d_ffn_expert, "d_ffn_expert");
   if (m.experts < 1 || m.top_k < 1 || m.top_k > m.experts)
     throw std::invalid_argument(fmt::format("workload.top_k: must be in [1, experts = {}] (got {})", m.experts, m.top_k));
-  if (m.ep < 1 || m.experts % m.ep != 0)
+  if (m.ep < 1 || !rule::experts_by_ep.holds(m.experts, m.ep))
     throw std::invalid_argument(fmt::format("workload.ep: must divide experts = {} (got {})", m.experts, m.ep));
-  if (m.expert_tp < 1 || m.d_ffn_expert % m.expert_tp != 0)
+  if (m.expert_tp < 1 || !rule::expert_ffn_by_expert_tp.holds(m.d_ffn_expert, m.expert_tp))
     throw std::invalid_argument(
         fmt::format("workload.expert_tp: must divide d_ffn_expert = {} (got {})", m.d_ffn_expert, m.expert_tp));
   if (tp != m.ep * m.expert_tp)

@@ -8,10 +8,13 @@
 //     (the message of its InputError), so the range printed is the range enforced;
 //   - the scenario's top-level keys are the list the scenario loader prints for an unknown key; the
 //     workload kinds, each kind's keys and a workload of each kind are the table the loader allows
-//     them from (sim/workload_keys.hpp);
+//     them from (sim/workload_keys.hpp); every workload key's type, range, default and kinds, and the
+//     rules between keys, are the rows of the key table (sim/workload_key_table.hpp), which
+//     `--keys-json FILE` also writes as JSON for the bad-input generator (tools/make_bad_inputs.py);
 //   - the range table is cost_model/input_ranges.hpp's ranges::kAll;
 //   - scheme parameters are sim::scheme_registry(), as `overlap-sim schemes` prints them.
-// `--check FILE` regenerates the page and exits 1 when FILE differs (the ctest docgen_reference).
+// `--check FILE` regenerates the page and exits 1 when FILE differs (the ctest docgen_reference);
+// `--check-keys-json FILE` does the same for the JSON of the key table (ctest docgen_workload_keys).
 #include <yaml-cpp/yaml.h>
 
 #include <fmt/format.h>
@@ -34,6 +37,7 @@
 #include "cost_model/yaml_reader.hpp"
 #include "cost_model/atomic_file.hpp"
 #include "sim/scenario.hpp"
+#include "sim/workload_key_table.hpp"
 #include "sim/workload_keys.hpp"
 #include "sim/schemes/scheme.hpp"
 
@@ -42,6 +46,7 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kRegenerate = "build/tools/overlap-docgen -o docs/reference/inputs.md";
+constexpr const char* kRegenerateKeys = "build/tools/overlap-docgen --keys-json tests/data/bad_inputs/workload_keys.json";
 
 // The smallest profile the loader accepts (scenarios/hardware/README.md "The smallest valid
 // profile"); its resolved form lists every key with its default.
@@ -117,6 +122,94 @@ std::string clean_probe_message(std::string m, const std::string& probe) {
   return m;
 }
 
+namespace wk = overlap::sim::workload_key;
+
+// The kinds `pred` holds for: "every kind", or their names.
+template <typename Pred>
+std::vector<std::string> kinds_where(Pred pred) {
+  std::vector<std::string> out;
+  for (const auto& [kind, name] : overlap::sim::kWorkloadKindNames)
+    if (pred(kind)) out.emplace_back(name);
+  return out;
+}
+std::string kinds_text(const std::vector<std::string>& kinds) {
+  if (kinds.size() == overlap::sim::kWorkloadKindNames.size()) return "every kind";
+  std::string out;
+  for (const std::string& k : kinds) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
+// A key's value when it is absent, as the reference states it.
+std::string default_text(const wk::Key& k) {
+  if (k.required()) return "required";
+  std::string out = k.default_value.empty() ? "" : "`" + std::string(k.default_value) + "`";
+  for (const wk::KindDefault& d : k.kind_defaults)
+    out += fmt::format(" ({}: `{}`)", overlap::sim::workload_kind_name(d.kind), d.value);
+  if (k.from_model) out += std::string(out.empty() ? "" : "; ") + "from `model`";
+  if (!k.absent.empty()) out += std::string(out.empty() ? "" : "; ") + std::string(k.absent);
+  return out;
+}
+
+// A rule's key as a path below workload (a workload.parallel key's rule names its leaf).
+std::string rule_key_path(std::string_view key) {
+  if (wk::find(key) == nullptr && wk::find("parallel." + std::string(key)) != nullptr) return "parallel." + std::string(key);
+  return std::string(key);
+}
+
+// The table of every workload key and the rules between them (sim/workload_key_table.hpp).
+void workload_key_table_section(std::ostringstream& o) {
+  o << "\n### Every workload key\n\n"
+       "The key table (`sim/workload_key_table.hpp`) the loader reads each key's range, default and choices from; "
+       "`parallel.*` are the keys of `workload.parallel`. \"from `model`\": a size a named model supplies when "
+       "the key is left out.\n\n"
+       "| key | type | range or choices | when absent | kinds |\n| --- | --- | --- | --- | --- |\n";
+  for (const wk::Key* k : wk::kAll) {
+    std::string values = k->range ? overlap::range_text(*k->range) : std::string(k->choices);
+    if (k == &wk::kind) values = overlap::sim::workload_kind_list();
+    o << fmt::format("| `workload.{}` | {} | {} | {} | {} |\n", k->name, wk::key_type_name(k->type), cell(values),
+                     cell(default_text(*k)),
+                     kinds_text(kinds_where([&](overlap::sim::WorkloadKind kind) { return wk::takes(kind, *k); })) +
+                         (k->only_when.empty() ? "" : "; has an effect in " + std::string(k->only_when)));
+  }
+  o << "\nThe rules between keys: the value must be a multiple of the divisor; the loader refuses a workload "
+       "that breaks one at the key named.\n\n"
+       "| key | value | divisor | why | kinds |\n| --- | --- | --- | --- | --- |\n";
+  for (const wk::KindRule& r : wk::kRules)
+    o << fmt::format("| `workload.{}` | {} | {} | {} | {} |\n", rule_key_path(r.rule->key),
+                     r.rule->value_name.empty() ? "`" + std::string(r.rule->key) + "`" : std::string(r.rule->value_name),
+                     r.rule->divisor, cell(std::string(r.rule->why)),
+                     kinds_text(kinds_where([&](overlap::sim::WorkloadKind kind) { return r.kinds[static_cast<std::size_t>(kind)]; })));
+}
+
+// The key table as JSON (tools/make_bad_inputs.py reads it to write a value out of each key's range).
+json workload_keys_json() {
+  json keys = json::array();
+  for (const wk::Key* k : wk::kAll) {
+    json row{{"name", k->name}, {"type", wk::key_type_name(k->type)}, {"required", k->required()},
+             {"default", k->default_value}, {"from_model", k->from_model},
+             {"kinds", kinds_where([&](overlap::sim::WorkloadKind kind) { return wk::takes(kind, *k); })}};
+    if (k->range)
+      row["range"] = json{{"min", k->range->min}, {"max", k->range->max}, {"integer", k->range->integer},
+                          {"unit", k->range->unit}};
+    if (!k->choices.empty()) row["choices"] = k->choices;
+    if (!k->only_when.empty()) row["only_when"] = k->only_when;
+    keys.push_back(std::move(row));
+  }
+  json rules = json::array();
+  for (const wk::KindRule& r : wk::kRules)
+    rules.push_back(json{{"key", rule_key_path(r.rule->key)}, {"value", r.rule->value_name}, {"divisor", r.rule->divisor},
+                         {"why", r.rule->why},
+                         {"kinds", kinds_where([&](overlap::sim::WorkloadKind kind) { return r.kinds[static_cast<std::size_t>(kind)]; })}});
+  json own = json::object();
+  json examples = json::object();
+  for (const auto& [kind, name] : overlap::sim::kWorkloadKindNames) {
+    own[name] = overlap::sim::workload_keys(kind);
+    examples[name] = overlap::sim::workload_kind_keys(kind).example;
+  }
+  return json{{"generator", "tools/docgen.cpp (overlap-docgen --keys-json)"}, {"keys", keys}, {"rules", rules},
+              {"allowed_by_kind", own}, {"examples", examples}};
+}
+
 void scenario_section(std::ostringstream& o) {
   const std::string top = scenario_error("no_such_key: 1\n");
   const std::string fidelity = scenario_error(
@@ -129,6 +222,7 @@ void scenario_section(std::ostringstream& o) {
     << "Workload keys by `workload.kind`; the valid values are the loader's message for an impossible value "
        "(`1e300`) of that key, given with an otherwise valid workload. Sizes left out are filled from `model` "
        "where the kind takes one.\n";
+  workload_key_table_section(o);
   // Each kind's example workload (it loads), then one key at a time given an impossible value.
   for (const auto& [kind, kind_name] : overlap::sim::kWorkloadKindNames) {
     const std::string base = overlap::sim::workload_kind_keys(kind).example;
@@ -351,9 +445,10 @@ std::string generate() {
 }
 
 int usage(std::ostream& err) {
-  err << "usage: overlap-docgen [-o FILE | --check FILE]\n"
+  err << "usage: overlap-docgen [-o FILE | --check FILE | --keys-json FILE | --check-keys-json FILE]\n"
          "  writes the generated input reference (docs/reference/inputs.md) to stdout, to FILE, or\n"
-         "  compares it with FILE and exits 1 when they differ.\n";
+         "  compares it with FILE and exits 1 when they differ; --keys-json and --check-keys-json do the\n"
+         "  same for the workload key table's JSON (tests/data/bad_inputs/workload_keys.json).\n";
   return 2;
 }
 
@@ -367,16 +462,18 @@ int main(int argc, char** argv) {
   }
   if (!args.empty() && args.size() != 2) return usage(std::cerr);
   try {
-    const std::string page = generate();
+    const bool keys = !args.empty() && (args[0] == "--keys-json" || args[0] == "--check-keys-json");
+    const std::string page = keys ? workload_keys_json().dump(1) + "\n" : generate();
+    const char* regenerate = keys ? kRegenerateKeys : kRegenerate;
     if (args.empty()) {
       std::cout << page;
       return 0;
     }
-    if (args[0] == "-o" || args[0] == "--output") {
+    if (args[0] == "-o" || args[0] == "--output" || args[0] == "--keys-json") {
       overlap::write_file_atomically(args[1], page);
       return 0;
     }
-    if (args[0] != "--check") return usage(std::cerr);
+    if (args[0] != "--check" && args[0] != "--check-keys-json") return usage(std::cerr);
     std::ifstream in(args[1], std::ios::binary);
     if (!in) {
       std::cerr << "overlap-docgen: cannot read " << args[1] << "\n";
@@ -388,7 +485,7 @@ int main(int argc, char** argv) {
     std::cerr << "overlap-docgen: " << args[1]
               << " differs from what the code generates (a range, default or scheme parameter changed).\n"
                  "Regenerate it from the repository root with:\n  cmake --build build --target overlap-docgen && "
-              << kRegenerate << "\nand commit the result.\n";
+              << regenerate << "\nand commit the result.\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "overlap-docgen: " << e.what() << "\n";

@@ -1,11 +1,14 @@
 #include "calibrate/core/scheme_config.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <set>
+#include <string_view>
 
 #include "calibrate/core/json_reader.hpp"
 #include "calibrate/core/measurement.hpp"
 #include "sim/schemes/knob_values.hpp"
+#include "sim/workload_key_table.hpp"
 
 namespace overlap::calibrate {
 namespace {
@@ -15,6 +18,16 @@ namespace knobs = sim::knobs;
 
 const std::vector<std::string> kDecodeSchemes = {"tp_baseline", "gptj_parallel", "pt_transformer",
                                                  "ladder_residual", "dtp", "no_comm"};
+
+// The workload keys the reference kernels read for `kind`: kind and tp, then the kind's own keys in the
+// simulator's order (sim/workload_key_table.hpp), but those the kernels do not run (`left_out`).
+std::vector<std::string> kernel_keys(sim::WorkloadKind kind, std::initializer_list<std::string_view> left_out) {
+  namespace table = sim::workload_key;
+  std::vector<std::string> keys = {std::string(table::kind.name), std::string(table::tp.name)};
+  for (const table::Key* key : table::own_keys(kind))
+    if (std::find(left_out.begin(), left_out.end(), key->name) == left_out.end()) keys.emplace_back(key->name);
+  return keys;
+}
 
 bool is_decode_scheme(const std::string& s) {
   return std::find(kDecodeSchemes.begin(), kDecodeSchemes.end(), s) != kDecodeSchemes.end();
@@ -128,7 +141,7 @@ void parse_workload(const JsonReader& w, SchemeRunConfig& c) {
   c.dtype = w.get_string("dtype", "bf16");
   if (c.dtype != "bf16") w.fail_at("dtype", "the reference kernels run bf16 only (got '" + c.dtype + "')");
   if (kind == sim::WorkloadKind::gemm_collective) {
-    w.allow_keys({"kind", "tp", "m", "n", "k", "dtype", "primitive", "rmsnorm_after"});
+    w.allow_keys(kernel_keys(sim::WorkloadKind::gemm_collective, {}));
     c.m = w.get_positive_int("m");
     c.n = w.get_positive_int("n");
     c.k = w.get_positive_int("k");
@@ -143,15 +156,18 @@ void parse_workload(const JsonReader& w, SchemeRunConfig& c) {
       w.fail_at("m", "must divide into ranks x 128 rows for " + c.primitive);
     }
   } else if (kind == sim::WorkloadKind::decode_stack) {
-    w.allow_keys({"kind", "tp", "layers", "d_model", "d_ffn", "heads", "kv_heads", "dtype"});
+    // The kernels build the layers from their sizes: no model config, and the all-reduce is measured.
+    w.allow_keys(kernel_keys(sim::WorkloadKind::decode_stack, {"model", "allreduce_us"}));
     c.layers = static_cast<int>(w.get_positive_int("layers"));
     c.d_model = w.get_positive_int("d_model");
     c.d_ffn = w.get_positive_int("d_ffn");
     c.heads = w.get_positive_int("heads");
     c.kv_heads = w.get_positive_int("kv_heads", c.heads);
     if (c.layers > 256) w.fail_at("layers", "must be at most 256");
-    if (c.d_model % c.heads != 0) w.fail_at("heads", "must divide d_model");
-    if (c.heads % c.ranks != 0 || c.d_ffn % (c.ranks * 8) != 0) {
+    if (!sim::workload_key::rule::width_by_heads.holds(c.d_model, c.heads)) w.fail_at("heads", "must divide d_model");
+    // The simulator's rules (heads and the FFN split over tp), the FFN's shard in multiples of 8 (the
+    // kernels' vector width).
+    if (!sim::workload_key::rule::heads_by_tp.holds(c.heads, c.ranks) || c.d_ffn % (c.ranks * 8) != 0) {
       w.fail_at("tp", "must divide heads, and d_ffn into multiples of 8");
     }
   } else {
