@@ -1665,12 +1665,67 @@ def add_attention_entries(corpus, mlp_path):
                    "workload.attention")
 
 
+
+def add_workload_key_range_entries(corpus, mlp_path):
+    """Every workload key with a range (sim/workload_key_table.hpp, read from the JSON dump overlap-docgen
+    writes of it, tests/data/bad_inputs/workload_keys.json) given a value above its range and one below,
+    in a workload of a kind that takes it (a transformer step for the step kernels' and
+    workload.parallel's keys, a MoE transformer for its MoE keys); each refused at the workload's line
+    and that key."""
+    with open(os.path.join(ROOT, "tests", "data", "bad_inputs", "workload_keys.json")) as f:
+        table = json.load(f)
+    step_kernel = set(table["allowed_by_kind"]["gemm_collective"][-5:])  # every kind lists them last
+    transformer = table["allowed_by_kind"]["transformer"]
+    transformer_moe = set(transformer[transformer.index("dtype") + 1:-5])  # its own keys after dtype
+    moe_transformer = "{kind: transformer, tp: 8, model: mixtral-8x7b, batch: 1, seq: 8192}"
+
+    def base(key):
+        """The workload (a dict) the key is probed in, and where the key sits in it."""
+        name = key["name"]
+        if name.startswith("parallel.") or name in step_kernel:
+            w = yaml.safe_load(table["examples"]["transformer"])
+            w["pass"] = "step"
+            if name.startswith("parallel."):
+                w["parallel"] = {}
+                return w, w["parallel"], name.split(".", 1)[1]
+            return w, w, name
+        kind = next(k for k in key["kinds"] if name in table["allowed_by_kind"][k])
+        text = table["examples"][kind]
+        if kind == "transformer" and name in transformer_moe:
+            text = moe_transformer  # a dense model refuses every MoE key but experts as not applying
+        w = yaml.safe_load(text)
+        if name in ("batch", "seq") and "tokens" in w:  # tokens, or batch and seq
+            del w["tokens"]
+            w["seq" if name == "batch" else "batch"] = 8192 if name == "batch" else 1
+        return w, w, name
+
+    def flow(v):
+        return yaml.safe_dump(v, default_flow_style=True, width=10000).strip()
+
+    for key in table["keys"]:
+        r = key.get("range")
+        if r is None:
+            continue
+        if r["integer"]:
+            above, below = int(r["max"]) * 2, int(r["min"]) - 1
+        else:
+            above, below = r["max"] * 2, (r["min"] / 2 if r["min"] > 0 else -1)
+        for side, value in (("above", above), ("below", below)):
+            if key["name"] == "kv_heads" and value == 0:
+                continue  # kv_heads: 0 means as many as heads
+            w, where, leaf = base(key)
+            where[leaf] = value
+            text = "hardware: h100-sxm-8x-nvswitch\nworkload: " + flow(w) + "\nschemes: [no_overlap]\n"
+            ident = "workload_key_{}_{}_range".format(key["name"].replace(".", "_"), side)
+            corpus.add_cli(ident, ["run", "{tmp}/s.yaml"], "out_of_range", "s.yaml:2", "workload." + key["name"],
+                           setup=[["write", "s.yaml", text]])
+
 APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
             add_network_memory_trace_entries, add_placeholder_entries, add_input_hardening_entries,
             add_trace_hardening_entries, add_step_kernel_entries, add_pipeline_entries,
             add_moe_all_to_all_entries, add_plan_entries, add_trace_replay_entries,
             add_sustained_clock_entries, add_switch_tier_entries, add_stage_layers_dualpipe_entries,
-            add_attention_entries]
+            add_attention_entries, add_workload_key_range_entries]
 
 
 def main():
