@@ -155,6 +155,13 @@ void require(const YamlReader& w, const key::DivisibilityRule& r, std::int64_t v
             fmt::format("{}{} is not divisible by {} = {} ({})", value_name.empty() ? "" : value_name + " = ", value,
                         r.divisor, divisor, r.why));
 }
+void require(const YamlReader& w, const key::AtMostRule& r, std::int64_t value, std::int64_t bound,
+             std::string_view at = {}) {
+  if (r.holds(value, bound)) return;
+  w.fail_at(std::string(at.empty() ? r.key : at),
+            fmt::format("{} = {} is more than {} = {}{}", r.key, value, r.bound, bound,
+                        r.why.empty() ? "" : fmt::format(" ({})", r.why)));
+}
 
 // `workload.model`: a built-in name, "custom" (every size written in the file), or a config.json path
 // (relative to the scenario's folder).
@@ -580,9 +587,7 @@ Moe read_moe(const YamlReader& w, int max_ranks) {
   m.line = w.line();
   m.experts = static_cast<int>(int_in(w, key::experts));
   m.top_k = static_cast<int>(int_in(w, key::top_k));
-  if (m.top_k > m.experts)
-    w.fail_at("top_k", fmt::format("top_k = {} is more than experts = {} (a token's top_k experts are distinct)", m.top_k,
-                                   m.experts));
+  require(w, rule::top_k_within_experts, m.top_k, m.experts);
   const std::int64_t ep = int_in(w, key::ep);
   if (ep > max_ranks) w.fail_at("ep", fmt::format("{} EP ranks, but the hardware has {} GPUs", ep, max_ranks));
   m.ep = static_cast<int>(ep);
@@ -620,17 +625,13 @@ void read_transformer_moe(const YamlReader& w, int tp, const std::optional<Moe>&
   auto given = [&](int Moe::*field) { return from_model ? std::optional<std::int64_t>((*from_model).*field) : std::nullopt; };
   m.experts = static_cast<int>(size_field(w, key::experts, given(&Moe::experts)));
   m.top_k = static_cast<int>(size_field(w, key::top_k, given(&Moe::top_k)));
-  if (m.top_k > m.experts)
-    w.fail_at(w.has("top_k") ? "top_k" : "experts",
-              fmt::format("top_k = {} is more than experts = {} (a token's top_k experts are distinct)", m.top_k, m.experts));
+  require(w, rule::top_k_within_experts, m.top_k, m.experts, w.has("top_k") ? "top_k" : "experts");
   m.d_ffn_expert = size_field(w, key::d_ffn_expert,
                               from_model ? std::optional<std::int64_t>(from_model->d_ffn_expert) : std::nullopt);
   m.shared_experts = w.has("shared_experts") ? static_cast<int>(int_in(w, key::shared_experts))
                                              : (from_model ? from_model->shared_experts : 0);
   t.dense_layers = w.has("dense_layers") ? static_cast<int>(int_in(w, key::dense_layers)) : model_dense_layers;
-  if (t.dense_layers > t.layers)
-    w.fail_at(w.has("dense_layers") ? "dense_layers" : "layers",
-              fmt::format("dense_layers = {} is more than layers = {}", t.dense_layers, t.layers));
+  require(w, rule::dense_layers_within_layers, t.dense_layers, t.layers, w.has("dense_layers") ? "dense_layers" : "layers");
   // The EP group folded onto the TP group (Megatron-core MoE parallel folding): ep = tp.
   m.ep = tp;
   require(w, rule::experts_by_tp, m.experts, tp, w.has("experts") ? "experts" : "tp", !w.has("experts"));

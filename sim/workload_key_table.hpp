@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include "cost_model/input_ranges.hpp"
 #include "sim/workload_kind.hpp"
@@ -292,6 +293,20 @@ inline constexpr DivisibilityRule cp_tokens_by_tp{"cp", "batch x seq / cp", "tp"
                                                   "sequence parallelism shards a CP rank's tokens"};
 }  // namespace rule
 
+// ---- cross-key rules: `key`'s value is at most `bound`'s.
+// The loader's message: "key = V is more than bound = B[ (why)]".
+struct AtMostRule {
+  std::string_view key;
+  std::string_view bound;
+  std::string_view why;  // "" when the bound says it all
+  constexpr bool holds(std::int64_t value, std::int64_t bound_value) const { return value <= bound_value; }
+};
+
+namespace rule {
+inline constexpr AtMostRule top_k_within_experts{"top_k", "experts", "a token's top_k experts are distinct"};
+inline constexpr AtMostRule dense_layers_within_layers{"dense_layers", "layers", ""};
+}  // namespace rule
+
 // A rule and the kinds it binds (the reference's list).
 struct KindRule {
   const DivisibilityRule* rule;
@@ -304,6 +319,10 @@ constexpr std::array<bool, kWorkloadKindNames.size()> kinds_of(std::initializer_
   return out;
 }
 }  // namespace detail
+inline constexpr std::array kAtMostRules = {
+    std::pair{&rule::top_k_within_experts, detail::kinds_of({WorkloadKind::transformer, WorkloadKind::moe})},
+    std::pair{&rule::dense_layers_within_layers, detail::kinds_of({WorkloadKind::transformer})},
+};
 inline constexpr std::array kRules = {
     KindRule{&rule::gemm_rows_by_tp, detail::kinds_of({WorkloadKind::gemm_collective})},
     KindRule{&rule::tokens_by_tp, detail::kinds_of({WorkloadKind::mlp_tpsp})},

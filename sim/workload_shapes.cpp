@@ -338,7 +338,7 @@ void validate_shape(const AttentionTpSp& a, int tp) {
 
 // A transformer's MoE block: its EP group is the TP group, routing each rank's sequence-parallel shard.
 void validate_moe_block(const Transformer& t, const Moe& m, int tp) {
-  if (m.experts < 1 || m.top_k < 1 || m.top_k > m.experts)
+  if (m.experts < 1 || m.top_k < 1 || !rule::top_k_within_experts.holds(m.top_k, m.experts))
     throw std::invalid_argument(fmt::format("workload.top_k: must be in [1, experts = {}] (got {})", m.experts, m.top_k));
   if (m.ep != tp || !rule::experts_by_tp.holds(m.experts, tp))
     throw std::invalid_argument(fmt::format(
@@ -347,7 +347,7 @@ void validate_moe_block(const Transformer& t, const Moe& m, int tp) {
   if (m.d_model != t.d_model || m.tokens * tp != t.batch * t.seq)
     throw std::invalid_argument("workload.experts: the MoE block must route each rank's batch x seq / tp tokens "
                                 "of d_model");
-  if (t.dense_layers < 0 || t.dense_layers > t.layers)
+  if (t.dense_layers < 0 || !rule::dense_layers_within_layers.holds(t.dense_layers, t.layers))
     throw std::invalid_argument(fmt::format("workload.dense_layers: must be in [0, layers = {}]", t.layers));
 }
 
@@ -389,7 +389,7 @@ void validate_shape(const Moe& m, int tp) {
   require_positive(m.tokens, "tokens");
   require_positive(m.d_model, "d_model");
   require_positive(m.d_ffn_expert, "d_ffn_expert");
-  if (m.experts < 1 || m.top_k < 1 || m.top_k > m.experts)
+  if (m.experts < 1 || m.top_k < 1 || !rule::top_k_within_experts.holds(m.top_k, m.experts))
     throw std::invalid_argument(fmt::format("workload.top_k: must be in [1, experts = {}] (got {})", m.experts, m.top_k));
   if (m.ep < 1 || !rule::experts_by_ep.holds(m.experts, m.ep))
     throw std::invalid_argument(fmt::format("workload.ep: must divide experts = {} (got {})", m.experts, m.ep));

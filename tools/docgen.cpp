@@ -179,6 +179,10 @@ void workload_key_table_section(std::ostringstream& o) {
                      r.rule->value_name.empty() ? "`" + std::string(r.rule->key) + "`" : std::string(r.rule->value_name),
                      r.rule->divisor, cell(std::string(r.rule->why)),
                      kinds_text(kinds_where([&](overlap::sim::WorkloadKind kind) { return r.kinds[static_cast<std::size_t>(kind)]; })));
+  o << "\nAnd a key at most another:\n\n| key | at most | why | kinds |\n| --- | --- | --- | --- |\n";
+  for (const auto& [r, kinds] : wk::kAtMostRules)
+    o << fmt::format("| `workload.{}` | `{}` | {} | {} |\n", r->key, r->bound, cell(std::string(r->why)),
+                     kinds_text(kinds_where([&](overlap::sim::WorkloadKind kind) { return kinds[static_cast<std::size_t>(kind)]; })));
 }
 
 // The key table as JSON (tools/make_bad_inputs.py reads it to write a value out of each key's range).
@@ -200,13 +204,17 @@ json workload_keys_json() {
     rules.push_back(json{{"key", rule_key_path(r.rule->key)}, {"value", r.rule->value_name}, {"divisor", r.rule->divisor},
                          {"why", r.rule->why},
                          {"kinds", kinds_where([&](overlap::sim::WorkloadKind kind) { return r.kinds[static_cast<std::size_t>(kind)]; })}});
+  json at_most = json::array();
+  for (const auto& [r, kinds] : wk::kAtMostRules)
+    at_most.push_back(json{{"key", r->key}, {"at_most", r->bound}, {"why", r->why},
+                           {"kinds", kinds_where([&](overlap::sim::WorkloadKind kind) { return kinds[static_cast<std::size_t>(kind)]; })}});
   json own = json::object();
   json examples = json::object();
   for (const auto& [kind, name] : overlap::sim::kWorkloadKindNames) {
     own[name] = overlap::sim::workload_keys(kind);
     examples[name] = overlap::sim::workload_kind_keys(kind).example;
   }
-  return json{{"generator", "tools/docgen.cpp (overlap-docgen --keys-json)"}, {"keys", keys}, {"rules", rules},
+  return json{{"generator", "tools/docgen.cpp (overlap-docgen --keys-json)"}, {"keys", keys}, {"rules", rules}, {"at_most_rules", at_most},
               {"allowed_by_kind", own}, {"examples", examples}};
 }
 
