@@ -38,32 +38,10 @@ PaperRow judge(const RowSpec& spec, double predicted) {
   PaperRow row;
   static_cast<RowSpec&>(row) = spec;
   row.predicted = predicted;
-  bool within = false;
-  if (!std::isfinite(predicted)) {
-    row.error_pct = 100;
-  } else if (spec.published == 0) {
-    // A published zero ("no exposed time"): relative error has no meaning; hold it to an absolute
-    // tolerance and report 0 % or 100 %.
-    within = std::abs(predicted) <= spec.zero_tolerance;
-    row.error_pct = within ? 0 : 100;
-  } else {
-    const double rel = 100.0 * (predicted - spec.published) / std::abs(spec.published);
-    switch (spec.compare) {
-      case Compare::value:
-        row.error_pct = rel;
-        within = std::abs(rel) <= spec.tolerance_pct;
-        break;
-      case Compare::at_least:
-        row.error_pct = predicted >= spec.published ? 0 : rel;
-        within = predicted >= spec.published * (1 - spec.tolerance_pct / 100);
-        break;
-      case Compare::at_most:
-        row.error_pct = predicted <= spec.published ? 0 : rel;
-        within = predicted <= spec.published * (1 + spec.tolerance_pct / 100);
-        break;
-    }
-  }
-  if (within) row.verdict = Verdict::ok;
+  const ErrorJudgement j =
+      judge_prediction(predicted, spec.published, spec.tolerance_pct, spec.compare, spec.zero_tolerance);
+  row.error_pct = j.error_pct;
+  if (j.within) row.verdict = Verdict::ok;
   else row.verdict = !spec.cause.empty() && !spec.cause_is_ours ? Verdict::explained : Verdict::off;
   if (row.verdict == Verdict::ok) row.cause.clear();  // a cause is only stated for a miss
   return row;

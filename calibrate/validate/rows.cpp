@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cost_model/input_error.hpp"
+#include "cost_model/prediction_error.hpp"
 #include "cost_model/statistics.hpp"
 
 namespace overlap::calibrate {
@@ -39,7 +40,7 @@ ValidationRow row(std::string config, const Measurement& m, double predicted_us,
   r.config = std::move(config);
   r.measured_us = m.time_us.median;
   r.predicted_us = predicted_us;
-  r.error_pct = 100.0 * (predicted_us - r.measured_us) / r.measured_us;
+  r.error_pct = relative_error_pct(predicted_us, r.measured_us);
   r.spread = m.time_us.spread;
   r.fitted = fitted;
   return r;

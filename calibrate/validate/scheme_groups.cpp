@@ -11,6 +11,7 @@
 #include "calibrate/core/calibration_plan.hpp"
 #include "cost_model/flashoverlap_predictor.hpp"
 #include "cost_model/input_error.hpp"
+#include "cost_model/prediction_error.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
@@ -113,7 +114,7 @@ void simulate_run(const SchemeRunSet& runs, const SchemeRunResult& r, const fs::
     vr.config = fmt::format("{} {}", r.config.id, r.config.params.empty() ? "" : r.config.params.dump());
     vr.measured_us = r.latency_us.median;
     vr.predicted_us = us_from_ps(res.latency_ps);
-    vr.error_pct = 100.0 * (vr.predicted_us - vr.measured_us) / vr.measured_us;
+    vr.error_pct = relative_error_pct(vr.predicted_us, vr.measured_us);
     vr.spread = r.latency_us.spread;
     vr.exposed_measured_us = r.latency_us.median - r.compute_only_us.median;
     vr.exposed_predicted_us = us_from_ps(res.exposed_comm_ps);
