@@ -228,22 +228,21 @@ std::string with_unit(double v, const std::string& unit, Compare c) {
 }  // namespace
 
 nlohmann::json to_json(const PaperRow& r) {
+  // The row's text fields under their own names; the figures as numbers (null when not finite).
+  constexpr std::array kText{std::pair{"source", &RowSpec::source},     std::pair{"location", &RowSpec::location},
+                             std::pair{"figure", &RowSpec::figure},     std::pair{"config", &RowSpec::config},
+                             std::pair{"unit", &RowSpec::unit},         std::pair{"published_text", &RowSpec::published_text},
+                             std::pair{"cause", &RowSpec::cause},       std::pair{"variant", &RowSpec::variant}};
+  using Figure = std::pair<const char*, double PaperRow::*>;
+  constexpr std::array kFigures{Figure{"published", &PaperRow::published}, Figure{"predicted", &PaperRow::predicted},
+                                Figure{"error_pct", &PaperRow::error_pct}};
   nlohmann::json j;
-  j["source"] = r.source;
-  j["location"] = r.location;
-  j["figure"] = r.figure;
-  j["config"] = r.config;
-  j["unit"] = r.unit;
+  for (const auto& [key, field] : kText) j[key] = r.*field;
+  for (const auto& [key, field] : kFigures) j[key] = number(r.*field);
   j["ratio"] = r.ratio;
   j["compare"] = compare_name(r.compare);
-  j["published"] = number(r.published);
-  j["published_text"] = r.published_text;
-  j["predicted"] = number(r.predicted);
-  j["error_pct"] = number(r.error_pct);
   j["tolerance_pct"] = r.tolerance_pct;
   j["verdict"] = verdict_name(r.verdict);
-  j["cause"] = r.cause;
-  j["variant"] = r.variant;
   return j;
 }
 
