@@ -46,6 +46,19 @@ ValidationRow row(std::string config, const Measurement& m, double predicted_us,
   return r;
 }
 
+ValidationGroup new_group(std::string benchmark, std::string model) {
+  ValidationGroup g;
+  g.benchmark = std::move(benchmark);
+  g.model = std::move(model);
+  return g;
+}
+
+void add_groups(ValidationReport& rep, std::initializer_list<ValidationGroup*> groups) {
+  for (ValidationGroup* g : groups) {
+    if (!g->rows.empty()) rep.groups.push_back(std::move(*g));
+  }
+}
+
 void append_scored_errors(const std::vector<ValidationRow>& rows, std::vector<double>& errs) {
   for (const auto& r : rows) {
     if (!r.fitted) errs.push_back(std::fabs(r.error_pct));
