@@ -1,8 +1,9 @@
 #pragma once
 // How far a prediction lies from its reference (a measured time or a published figure) and whether
 // that is within a tolerance: the one rule every predicted-against-measured comparison applies
-// (`validate`'s rows, `validate --papers`' rows, `trace --hardware`'s kernel groups). The statistics
-// over many such errors are cost_model/statistics.hpp's. Standard library only.
+// (`validate`'s rows, `validate --papers`' rows, `trace --hardware`'s kernel groups, `profile fit`'s
+// check of the fitted profile against the traces). The statistics over many such errors are
+// cost_model/statistics.hpp's. Standard library only.
 
 namespace overlap {
 
