@@ -12,10 +12,6 @@
 
 namespace overlap {
 
-// `profile show --format yaml`: the resolved profile as a profile file that loads back to the same
-// profile (every default written out; the fabric graph left to the topology except `explicit`).
-std::string profile_yaml(const HardwareProfile& profile);
-
 // `profile show NAME|PATH`: the resolved profile as a table, JSON or YAML. A bad name, file or --set
 // throws InputError; the CLI prints it on its error stream with file, line and key (exit 2).
 int cmd_profile_show(const std::string& name_or_path, const std::string& format,

@@ -22,6 +22,7 @@
 #include "cost_model/collective_primitive.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
+#include "cost_model/prediction_error.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "cost_model/statistics.hpp"
 #include "sim/schemes/graph_builder.hpp"
@@ -144,7 +145,7 @@ struct Prediction {
   std::string part;
   std::optional<double> error() const {  // (predicted - measured) / measured
     if (!predicted_ns || measured_ns <= 0) return std::nullopt;
-    return (*predicted_ns - static_cast<double>(measured_ns)) / static_cast<double>(measured_ns);
+    return relative_error(*predicted_ns, static_cast<double>(measured_ns));
   }
 };
 

@@ -6,9 +6,10 @@ namespace overlap::tools::papers {
 
 namespace {
 
-const std::vector<std::string> kPaperRowKeys = {"source",        "location",       "figure", "published",
-                                           "published_text", "unit",          "ratio",  "compare",
-                                           "tolerance_pct",  "zero_tolerance", "cause",  "cause_is_ours"};
+const std::vector<std::string> kPaperRowKeys = {"source",        "location",       "figure", "config",
+                                                "published",     "published_text", "unit",   "ratio",
+                                                "compare",       "tolerance_pct",  "zero_tolerance",
+                                                "cause",         "cause_is_ours"};
 
 // <source_dir>/validation/papers/<name>.yaml: the source tree as tools::source_dir() resolves it
 // ($OVERLAP_HOME or the tree built from), like the scenarios the rows run.
@@ -41,6 +42,7 @@ RowSpec PaperData::row(const std::string& id) const {
   s.source = r.get_string("source", source_);
   s.location = r.get_string("location");
   s.figure = r.get_string("figure", "");
+  s.config = r.get_string("config", "");
   if (const auto p = r.optional_child("published")) {
     if (p->is_sequence()) {
       if (p->size() != 2) p->fail("must be a number or a pair [A, B] read as A / B");

@@ -7,7 +7,7 @@
 //
 //   source: flux-report            # the id rows cite (source_titles()); a row may name another
 //   rows:                          # one map per figure, by the id its code asks for
-//     ag-gemm: {location: ..., figure: ..., published: 1.255, published_text: ..., unit: x, ...}
+//     ag-gemm: {location: ..., figure: ..., config: ..., published: 1.255, published_text: ..., unit: x, ...}
 //   tables:                        # a source's tables: a list of maps, one per printed row
 //     a800: [{file: ..., torch_total_ms: 3.099, ...}]
 //   settings: {seq: 2048}          # single numbers or texts the source states
@@ -30,8 +30,9 @@ class PaperData {
   PaperData(const std::string& source_dir, const std::string& name);
 
   const std::string& file() const { return file_; }
-  // The row `id`: every RowSpec field but `config` (the caller's) and `variant`, the file's values or
-  // RowSpec's defaults for the keys it leaves out.
+  // The row `id`: every RowSpec field but `variant`, the file's values or RowSpec's defaults for the
+  // keys it leaves out. `config` is the file's where the setting is fixed text; where it carries
+  // figures the run computes, the caller writes it.
   RowSpec row(const std::string& id) const;
   // The table `id`: one reader per printed row, each a map of exactly `columns` (all required).
   std::vector<YamlReader> table(const std::string& id, const std::vector<std::string>& columns) const;

@@ -38,32 +38,10 @@ PaperRow judge(const RowSpec& spec, double predicted) {
   PaperRow row;
   static_cast<RowSpec&>(row) = spec;
   row.predicted = predicted;
-  bool within = false;
-  if (!std::isfinite(predicted)) {
-    row.error_pct = 100;
-  } else if (spec.published == 0) {
-    // A published zero ("no exposed time"): relative error has no meaning; hold it to an absolute
-    // tolerance and report 0 % or 100 %.
-    within = std::abs(predicted) <= spec.zero_tolerance;
-    row.error_pct = within ? 0 : 100;
-  } else {
-    const double rel = 100.0 * (predicted - spec.published) / std::abs(spec.published);
-    switch (spec.compare) {
-      case Compare::value:
-        row.error_pct = rel;
-        within = std::abs(rel) <= spec.tolerance_pct;
-        break;
-      case Compare::at_least:
-        row.error_pct = predicted >= spec.published ? 0 : rel;
-        within = predicted >= spec.published * (1 - spec.tolerance_pct / 100);
-        break;
-      case Compare::at_most:
-        row.error_pct = predicted <= spec.published ? 0 : rel;
-        within = predicted <= spec.published * (1 + spec.tolerance_pct / 100);
-        break;
-    }
-  }
-  if (within) row.verdict = Verdict::ok;
+  const ErrorJudgement j =
+      judge_prediction(predicted, spec.published, spec.tolerance_pct, spec.compare, spec.zero_tolerance);
+  row.error_pct = j.error_pct;
+  if (j.within) row.verdict = Verdict::ok;
   else row.verdict = !spec.cause.empty() && !spec.cause_is_ours ? Verdict::explained : Verdict::off;
   if (row.verdict == Verdict::ok) row.cause.clear();  // a cause is only stated for a miss
   return row;
@@ -250,22 +228,21 @@ std::string with_unit(double v, const std::string& unit, Compare c) {
 }  // namespace
 
 nlohmann::json to_json(const PaperRow& r) {
+  // The row's text fields under their own names; the figures as numbers (null when not finite).
+  constexpr std::array kText{std::pair{"source", &RowSpec::source},     std::pair{"location", &RowSpec::location},
+                             std::pair{"figure", &RowSpec::figure},     std::pair{"config", &RowSpec::config},
+                             std::pair{"unit", &RowSpec::unit},         std::pair{"published_text", &RowSpec::published_text},
+                             std::pair{"cause", &RowSpec::cause},       std::pair{"variant", &RowSpec::variant}};
+  using Figure = std::pair<const char*, double PaperRow::*>;
+  constexpr std::array kFigures{Figure{"published", &PaperRow::published}, Figure{"predicted", &PaperRow::predicted},
+                                Figure{"error_pct", &PaperRow::error_pct}};
   nlohmann::json j;
-  j["source"] = r.source;
-  j["location"] = r.location;
-  j["figure"] = r.figure;
-  j["config"] = r.config;
-  j["unit"] = r.unit;
+  for (const auto& [key, field] : kText) j[key] = r.*field;
+  for (const auto& [key, field] : kFigures) j[key] = number(r.*field);
   j["ratio"] = r.ratio;
   j["compare"] = compare_name(r.compare);
-  j["published"] = number(r.published);
-  j["published_text"] = r.published_text;
-  j["predicted"] = number(r.predicted);
-  j["error_pct"] = number(r.error_pct);
   j["tolerance_pct"] = r.tolerance_pct;
   j["verdict"] = verdict_name(r.verdict);
-  j["cause"] = r.cause;
-  j["variant"] = r.variant;
   return j;
 }
 

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cost_model/prediction_error.hpp"
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
 
@@ -32,12 +33,9 @@ namespace overlap::tools::papers {
 enum class Verdict { ok, explained, off };
 const char* verdict_name(Verdict v);
 
-// How a prediction is held against the published figure.
-enum class Compare {
-  value,     // |predicted - published| / published within the tolerance
-  at_least,  // the source states a lower bound ("> 99 %", "over 80 %")
-  at_most,   // the source states an upper bound ("only 4 %")
-};
+// How a prediction is held against the published figure (value, at_least "> 99 %", at_most
+// "only 4 %"): the one judge's rule, cost_model/prediction_error.hpp.
+using overlap::Compare;
 const char* compare_name(Compare c);
 std::optional<Compare> compare_from_name(const std::string& name);  // "value", "at_least", "at_most"
 

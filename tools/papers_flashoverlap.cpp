@@ -166,21 +166,27 @@ struct Collector {
   const PaperData& data;
   std::vector<PaperRow>& rows;
 
-  // The row `id` of validation/papers/flashoverlap.yaml.
+  // The row `id` of validation/papers/flashoverlap.yaml, its setting as the file states it, or
+  // `config` where the setting carries figures of the run.
   RowSpec row(const std::string& id) const { return data.row(id); }
+  RowSpec row(const std::string& id, std::string config) const {
+    RowSpec s = data.row(id);
+    s.config = std::move(config);
+    return s;
+  }
 
   // A figure's row at the paper's setting (counted) and, where the files' default differs, at the
-  // default beside it. `gpus`: which files the figure reads (a800: only A800 files).
+  // default beside it, each config naming the FlashOverlap setting. `gpus`: which files the figure
+  // reads (a800: only A800 files).
   template <typename Predict>
-  void both(RowSpec s, const std::string& config, Predict&& predict, Gpus gpus = Gpus::both,
-            const Setting& paper = kPaper) {
+  void both(const RowSpec& s, Predict&& predict, Gpus gpus = Gpus::both, const Setting& paper = kPaper) {
     const bool differs = (gpus != Gpus::a800 && paper.rtx4090 != kDefault.rtx4090) ||
                          (gpus != Gpus::rtx4090 && paper.a800 != kDefault.a800);
     for (const Setting* set : {&paper, &kDefault}) {
       if (set == &kDefault && !differs) break;
       RowSpec v = s;
       v.variant = differs ? set->variant : "";
-      v.config = config + "; FlashOverlap with " + set->label;
+      v.config = s.config + "; FlashOverlap with " + set->label;
       if (set == &kDefault) v.cause.clear(), v.cause_is_ours = false;
       rows.push_back(judge(v, predict(*set)));
     }
@@ -210,22 +216,11 @@ void add_speedup_ranges(Collector& c) {
   };
   const GpuStats g4090[] = {run_grid(rtx4090_grids(), kPaper), run_grid(rtx4090_grids(), kDefault)};
   const GpuStats a800[] = {run_grid(a800_grids(), kPaper), run_grid(a800_grids(), kDefault)};
-  const std::string cfg4090 =
-      "flashoverlap-rtx4090-{allreduce,reducescatter}{,-tp8}, -alltoall: every sweep point (Table 3 sizes, TP 2/4/8, "
-      "A2A at 4), groups auto";
-  const std::string cfga800 =
-      "flashoverlap-a800-{allreduce,reducescatter,alltoall}: every sweep point (Table 3 sizes, TP 2/4/8, A2A at 4), "
-      "groups auto";
-  c.both(c.row("max_speedup_4090"), cfg4090, [&](const Setting& s) { return g4090[at(s)].speedup.max; });
-  {
-    c.both(c.row("min_speedup_4090"), cfg4090, [&](const Setting& s) { return g4090[at(s)].speedup.min; });
-    c.both(c.row("max_speedup_a800"), cfga800, [&](const Setting& s) { return a800[at(s)].speedup.max; }, Gpus::a800);
-  }
-  {
-    const std::string cfg = cfg4090 + "; decomposition = data_slicing chunks 4";
-    c.both(c.row("min_vs_slicing_4090"), cfg, [&](const Setting& s) { return g4090[at(s)].vs_slicing.min; });
-    c.both(c.row("max_vs_slicing_4090"), cfg, [&](const Setting& s) { return g4090[at(s)].vs_slicing.max; });
-  }
+  c.both(c.row("max_speedup_4090"), [&](const Setting& s) { return g4090[at(s)].speedup.max; });
+  c.both(c.row("min_speedup_4090"), [&](const Setting& s) { return g4090[at(s)].speedup.min; });
+  c.both(c.row("max_speedup_a800"), [&](const Setting& s) { return a800[at(s)].speedup.max; }, Gpus::a800);
+  c.both(c.row("min_vs_slicing_4090"), [&](const Setting& s) { return g4090[at(s)].vs_slicing.min; });
+  c.both(c.row("max_vs_slicing_4090"), [&](const Setting& s) { return g4090[at(s)].vs_slicing.max; });
 }
 
 // Sec. 6.4 / Fig. 13: share of the theoretical speedup, RTX 4090 GEMM+RS at TP 2 and A800 GEMM+AR
@@ -243,12 +238,9 @@ void add_theoretical_shares(Collector& c) {
     return share;
   };
   const Stats share[] = {shares(kPaper), shares(kDefault)};
-  const std::string cfg =
-      "Fig. 13 settings: flashoverlap-rtx4090-reducescatter at TP 2 and flashoverlap-a800-allreduce at TP 4, every "
-      "size of their sweeps";
-  c.both(c.row("share_low"), cfg, [&](const Setting& s) { return 100 * share[at(s)].min; });
-  c.both(c.row("share_high"), cfg, [&](const Setting& s) { return 100 * share[at(s)].max; });
-  c.both(c.row("share_median"), cfg, [&](const Setting& s) { return 100 * share[at(s)].median(); });
+  c.both(c.row("share_low"), [&](const Setting& s) { return 100 * share[at(s)].min; });
+  c.both(c.row("share_high"), [&](const Setting& s) { return 100 * share[at(s)].max; });
+  c.both(c.row("share_median"), [&](const Setting& s) { return 100 * share[at(s)].median(); });
 }
 
 // Sec. 4.1.1 (line 225): one-wave groups on four RTX 4090s with AllReduce (the paper's setting: the
@@ -264,14 +256,8 @@ void add_one_wave_groups(Collector& c) {
     baseline_best += one == best;
     ++n;
   }
-  const std::string cfg =
-      "flashoverlap-rtx4090-allreduce at TP 4, every size of its sweep; best of auto, optimal, Egs 1-4; sm_margin";
-  RowSpec s = c.row("one_wave_loss");
-  s.config = cfg;
-  c.rows.push_back(judge(s, loss.mean()));
-  RowSpec f = c.row("one_wave_best");
-  f.config = cfg;
-  c.rows.push_back(judge(f, 100.0 * baseline_best / std::max(1, n)));
+  c.rows.push_back(judge(c.row("one_wave_loss"), loss.mean()));
+  c.rows.push_back(judge(c.row("one_wave_best"), 100.0 * baseline_best / std::max(1, n)));
 }
 
 // Sec. 4.1.2 (line 229): M=4096, N=8192, K=7168 on an RTX 4090. The waves checked are the ones the
@@ -292,7 +278,7 @@ void add_sec412_shape(Collector& c) {
       "ceil(tiles / (SMs - 2))) divide by the SMs NCCL leaves, as the scheme and its predictor do",
       plan.tiles, s412.hardware.gpu.sm_count);
   c.rows.push_back(judge(w, static_cast<double>(prob.waves())));
-  c.both(c.row("sec412_latency"), std::string(sc) + ", groups auto", [&](const Setting& set) {
+  c.both(c.row("sec412_latency"), [&](const Setting& set) {
     return static_cast<double>(runner.result(sc, {}, "flashoverlap", fo(p, set, "auto")).latency_ps) / 1e9;
   });
 }
@@ -312,11 +298,7 @@ void add_small_allreduce_utilisation(Collector& c) {
   };
   double peak = 0;
   for (int i = 0; i <= 35; ++i) peak = std::max(peak, algbw(static_cast<Bytes>(std::llround(2.0 * std::pow(2.0, 20 + i / 4.0)))));
-  RowSpec s = c.row("small_allreduce");
-  s.config =
-      "flashoverlap-rtx4090-allreduce's profile (rtx4090-4x-pcie) collective model; peak over the published code's "
-      "size grid (2-860 MB)";
-  c.rows.push_back(judge(s, 100.0 * algbw(192 * 1024) / peak));
+  c.rows.push_back(judge(c.row("small_allreduce"), 100.0 * algbw(192 * 1024) / peak));
 }
 
 // Sec. 6.5 (line 398): the predictor's error and the searched partitions against the best ones.
@@ -327,7 +309,7 @@ void add_predictor_rows(Collector& c, const std::vector<Grid>& grids, const char
   const std::string cfg = fmt::format(
       "AR and RS on {}, TP 2 and 4, every size of the files' sweeps; partitions auto, Egs 1, Egs 2", gpu);
   c.both(
-      c.row(error_row), cfg,
+      c.row(error_row, cfg),
       [&](const Setting& set) {
         Stats err;
         for (const Grid& g : grids) {
@@ -373,10 +355,9 @@ void add_equal_group_ablation(Collector& c) {
     }
     return static_cast<double>(best_n);
   };
-  c.both(c.row("egs_4090"), "flashoverlap-rtx4090-allreduce-tp2 as written (4096 x 8192 x 8192), Egs 1-4",
-       [&](const Setting& set) { return best_equal("flashoverlap-rtx4090-allreduce-tp2", false, set); });
+  c.both(c.row("egs_4090"), [&](const Setting& set) { return best_equal("flashoverlap-rtx4090-allreduce-tp2", false, set); });
   c.both(
-      c.row("egs_a800"), "flashoverlap-a800-reducescatter as written (8192 x 8192 x 4096, TP 4), Egs 1-4",
+      c.row("egs_a800"),
       [&](const Setting& set) { return best_equal("flashoverlap-a800-reducescatter", true, set); }, Gpus::a800,
       kPredictor);
 }
@@ -434,8 +415,8 @@ void add_end_to_end(Collector& c) {
       "step-video-t2v}}; paper setting's operator speedups {:.3f}x, {:.3f}x, {:.3f}x, {:.3f}x) with the paper's own "
       "time shares (Sec. 2.3; AR: 31.6 and 42.2 %)",
       o[0].inference, o[0].training, o[0].moe, o[0].t2v);
-  c.both(c.row("e2e_low"), cfg, [&](const Setting& s) { return e[at(s)].min; }, Gpus::a800);
-  c.both(c.row("e2e_high"), cfg, [&](const Setting& s) { return e[at(s)].max; }, Gpus::a800);
+  c.both(c.row("e2e_low", cfg), [&](const Setting& s) { return e[at(s)].min; }, Gpus::a800);
+  c.both(c.row("e2e_high", cfg), [&](const Setting& s) { return e[at(s)].max; }, Gpus::a800);
 
   // Step-Video-T2V on its own (Table 4, line 336): "the T2V generation task benefits most" (line
   // 368), so its end-to-end speedup is the range's top, 1.13x. Its GEMM+AR share is not printed
@@ -446,14 +427,14 @@ void add_end_to_end(Collector& c) {
       "flashoverlap-a800-step-video-t2v: 33792 x 6144, K 1536 (x2) and 6144 per block, TP 4; operator speedup "
       "{:.3f}x; e2e at GEMM+AR share 36.9 % (Sec. 2.3.1's 31.6-42.2 % gives {:.3f}-{:.3f}x)",
       o[0].t2v, e2e(ar_low, o[0].t2v), e2e(ar_high, o[0].t2v));
-  c.both(c.row("t2v"), cfg_t2v, [&](const Setting& s) { return e2e(f_mid, o[at(s)].t2v); }, Gpus::a800);
+  c.both(c.row("t2v", cfg_t2v), [&](const Setting& s) { return e2e(f_mid, o[at(s)].t2v); }, Gpus::a800);
   RowSpec most = c.row("t2v_most");
   most.cause = fmt::format(
       "not found: in our model Llama-3-70B inference's operators (TP 8, K 1024 and 3584) gain {:.3f}x, "
       "Step-Video-T2V's (TP 4, K 1536 and 6144) {:.3f}x",
       o[0].inference, o[0].t2v);
   c.both(
-      most, "Table 4 operators on A800 (as above)",
+      most,
       [&](const Setting& s) {
         const Ops& x = o[at(s)];
         return x.t2v / std::max({x.inference, x.training, x.moe});

@@ -14,6 +14,7 @@
 #include "cost_model/collective_model.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "cost_model/input_error.hpp"
+#include "cost_model/prediction_error.hpp"
 #include "cost_model/statistics.hpp"
 
 namespace overlap::traces {
@@ -298,7 +299,7 @@ void fit_collectives(const std::vector<RankReport>& ranks, const HardwareProfile
     for (FitRow& row : r.rows)
       if (row.cls == "collective" && row.what == what) {
         row.fitted_us = us_from_ps(collective_time_ps(fitted, *prim, p.bytes, n, o.link_class(fitted, n)));
-        if (row.status == "fitted" && std::abs(*row.fitted_us - row.measured_us) > 0.01 * row.measured_us)
+        if (row.status == "fitted" && !within_tolerance(relative_error_pct(*row.fitted_us, row.measured_us), 1.0))
           row.status = "fitted, but the fitted profile predicts it differently (a curve of the base's stands in front?)";
       }
   }

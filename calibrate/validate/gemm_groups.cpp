@@ -20,7 +20,7 @@ namespace {
 ValidationGroup on_whole_gpu(const MeasurementSet& set, const HardwareProfile& p, const char* benchmark, std::string model,
                              bool all_fitted, ValidationReport& rep) {
   const int S = p.gpu.sm_count;
-  ValidationGroup g{benchmark, std::move(model), {}, 0, 0, 0};
+  ValidationGroup g = new_group(benchmark, std::move(model));
   std::vector<GemmShape> shapes;
   for (const auto* m : set.of(benchmark)) {
     const GemmShape s = shape_of(*m);
@@ -39,12 +39,12 @@ void gemm_duration_groups(const MeasurementSet& set, const HardwareProfile& p, V
   // With gpu.gemm_full_rate_sms, the rows on the two smallest partitions fitted it (with the whole GPU's).
   const bool full_rate = p.gpu.gemm_full_rate_sms > 0;
   const std::vector<int> fit_sms = full_rate ? fit_gemm_full_rate_sms(set, S).fit_sms : std::vector<int>{};
-  ValidationGroup on_k{bench::gemm_sm,
-                       full_rate ? fmt::format("engine: one tiled kernel on k SMs (green context), calibrated CTA time "
-                                               "x max(F, k) / max(F, R), F = gemm_full_rate_sms = {:g}, R = the whole GPU's busy SMs",
-                                               p.gpu.gemm_full_rate_sms)
-                                 : std::string("engine: one tiled kernel on k SMs (green context), calibrated CTA time"),
-                       {}, 0, 0, 0};
+  ValidationGroup on_k = new_group(
+      bench::gemm_sm,
+      full_rate ? fmt::format("engine: one tiled kernel on k SMs (green context), calibrated CTA time "
+                              "x max(F, k) / max(F, R), F = gemm_full_rate_sms = {:g}, R = the whole GPU's busy SMs",
+                              p.gpu.gemm_full_rate_sms)
+                : std::string("engine: one tiled kernel on k SMs (green context), calibrated CTA time"));
   std::vector<GemmShape> on_k_shapes;
   std::vector<int> on_k_sms;
   for (const auto* m : set.of(bench::gemm_sm)) {
@@ -70,18 +70,16 @@ void gemm_duration_groups(const MeasurementSet& set, const HardwareProfile& p, V
                    false, rep);
   ValidationGroup tile =
       on_whole_gpu(set, p, bench::gemm_tile, "the full-wave GEMMs behind the GEMM rate (fitted, not scored)", true, rep);
-  for (auto* g : {&whole, &on_k, &waves, &tile}) {
-    if (!g->rows.empty()) rep.groups.push_back(std::move(*g));
-  }
+  add_groups(rep, {&whole, &on_k, &waves, &tile});
 }
 
 // A GEMM beside an SM copy or a copy-engine copy.
 void interference_groups(const MeasurementSet& set, const HardwareProfile& p, ValidationReport& rep) {
   const int S = p.gpu.sm_count;
-  ValidationGroup icopy{bench::interference_sm_copy,
-                        "cost_model gemm_time_ps on S - k SMs x (1 + gemm_comm_interference k / S); the one "
-                        "coefficient is fitted over these rows",
-                        {}, 0, 0, 0};
+  ValidationGroup icopy = new_group(
+      bench::interference_sm_copy,
+      "cost_model gemm_time_ps on S - k SMs x (1 + gemm_comm_interference k / S); the one "
+      "coefficient is fitted over these rows");
   for (const auto* m : set.of(bench::interference_sm_copy)) {
     const GemmShape s = shape_of(*m);
     // The GEMM keeps at least one SM: a copy of S or more CTAs would leave it none.
@@ -89,12 +87,12 @@ void interference_groups(const MeasurementSet& set, const HardwareProfile& p, Va
     icopy.rows.push_back(row(fmt::format("{} beside an SM copy of {} CTAs", shape_text(s), k), *m,
                              us_from_ps(gemm_time_ps(p, s, S - k)), false));
   }
-  ValidationGroup ice{bench::interference_copy_engine,
-                      "engine: d2d, the benchmark's warm-up and repetitions replayed (copies queued back to back beside the GEMMs, "
-                      "sharing HBM; the GEMM's tile traffic from the L2 model), median GEMM, or median copy where the copy is "
-                      "timed beside GEMMs; "
-                      "h2d / d2h, the GEMM alone (the profile has no host memory; PCIe moves ~2 % of HBM's rate)",
-                      {}, 0, 0, 0};
+  ValidationGroup ice = new_group(
+      bench::interference_copy_engine,
+      "engine: d2d, the benchmark's warm-up and repetitions replayed (copies queued back to back beside the GEMMs, "
+      "sharing HBM; the GEMM's tile traffic from the L2 model), median GEMM, or median copy where the copy is "
+      "timed beside GEMMs; "
+      "h2d / d2h, the GEMM alone (the profile has no host memory; PCIe moves ~2 % of HBM's rate)");
   for (const auto* m : set.of(bench::interference_copy_engine)) {
     const GemmShape s = shape_of(*m);
     const std::string dir = m->config_string("direction");
@@ -120,19 +118,17 @@ void interference_groups(const MeasurementSet& set, const HardwareProfile& p, Va
                            local ? simulate_gemm_beside_copies_us(p, s, copy_bytes, warmup, reps) : simulate_gemm_us(p, s, S),
                            false));
   }
-  for (auto* g : {&icopy, &ice}) {
-    if (!g->rows.empty()) rep.groups.push_back(std::move(*g));
-  }
+  add_groups(rep, {&icopy, &ice});
 }
 
 // A training step's GEMMs in their layouts (gemm_backward), and one rank's MoE expert GEMMs
 // (grouped_gemm) as a per-expert loop and as one grouped cuBLAS call.
 void training_groups(const MeasurementSet& set, const HardwareProfile& p, ValidationReport& rep) {
   const int S = p.gpu.sm_count;
-  ValidationGroup backward{bench::gemm_backward,
-                           "engine: one tiled kernel on every SM, priced by its shape alone (the layout, nn / nt / tn, "
-                           "is not an input: sim/backward_shapes.hpp)",
-                           {}, 0, 0, 0};
+  ValidationGroup backward = new_group(
+      bench::gemm_backward,
+      "engine: one tiled kernel on every SM, priced by its shape alone (the layout, nn / nt / tn, "
+      "is not an input: sim/backward_shapes.hpp)");
   for (const auto* m : set.of(bench::gemm_backward)) {
     const GemmShape s = shape_of(*m);
     const std::string layout = m->config_string("layout");
@@ -140,13 +136,13 @@ void training_groups(const MeasurementSet& set, const HardwareProfile& p, Valida
     backward.rows.push_back(row(fmt::format("{} {} {}", m->config_string("role"), layout, shape_text(s)), *m,
                                 simulate_gemm_us(p, s, S), has_gemm_profile(p, s)));
   }
-  ValidationGroup loop{"grouped_gemm.per_expert",
-                       "engine: one tiled kernel per expert back to back on one stream, issued at the profile's launch cost",
-                       {}, 0, 0, 0};
-  ValidationGroup grouped{"grouped_gemm.grouped",
-                          "engine: the MoE schemes' grouped GEMM (GraphBuilder::add_grouped_gemm: one kernel, waves over "
-                          "every expert's tiles) against cuBLAS's grouped call (cublasGemmGroupedBatchedEx)",
-                          {}, 0, 0, 0};
+  ValidationGroup loop = new_group(
+      "grouped_gemm.per_expert",
+      "engine: one tiled kernel per expert back to back on one stream, issued at the profile's launch cost");
+  ValidationGroup grouped = new_group(
+      "grouped_gemm.grouped",
+      "engine: the MoE schemes' grouped GEMM (GraphBuilder::add_grouped_gemm: one kernel, waves over "
+      "every expert's tiles) against cuBLAS's grouped call (cublasGemmGroupedBatchedEx)");
   for (const auto* m : set.of(bench::grouped_gemm)) {
     const std::int64_t n = m->config_count("n"), k = m->config_count("k");
     const DType dtype = dtype_of(*m);
@@ -162,9 +158,7 @@ void training_groups(const MeasurementSet& set, const HardwareProfile& p, Valida
       m->fail("config.form", "must be per_expert or grouped (got '" + form + "')");
     }
   }
-  for (auto* g : {&backward, &loop, &grouped}) {
-    if (!g->rows.empty()) rep.groups.push_back(std::move(*g));
-  }
+  add_groups(rep, {&backward, &loop, &grouped});
 }
 
 }  // namespace

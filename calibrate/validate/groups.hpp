@@ -5,6 +5,7 @@
 // verdict (judge.cpp).
 #include <algorithm>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ GemmShape shape_of(const Measurement& m);
 std::string shape_text(const GemmShape& s);
 bool has_gemm_profile(const HardwareProfile& p, const GemmShape& s);
 ValidationRow row(std::string config, const Measurement& m, double predicted_us, bool fitted);
+// An empty group of `benchmark`'s rows, predicted as `model` says.
+ValidationGroup new_group(std::string benchmark, std::string model);
+// Appends each of `groups` that has rows to the report, in order (a benchmark that did not run has none).
+void add_groups(ValidationReport& rep, std::initializer_list<ValidationGroup*> groups);
 // Appends |error| % of each scored row (one not fitted) to errs.
 void append_scored_errors(const std::vector<ValidationRow>& rows, std::vector<double>& errs);
 // A group's or the whole report's error figures from its scored rows' |error| %.

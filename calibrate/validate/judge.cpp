@@ -10,6 +10,7 @@
 
 #include "cost_model/input_error.hpp"
 #include "cost_model/input_file.hpp"
+#include "cost_model/prediction_error.hpp"
 
 namespace overlap::calibrate {
 
@@ -51,7 +52,7 @@ void judge(ValidationReport& rep, const fs::path& recorded) {
     g.tolerance_pct = std::max(kOffFactor * base, kOffFloorPct);
     g.off_rows = 0;
     for (ValidationRow& r : g.rows) {
-      r.off = !r.fitted && std::fabs(r.error_pct) > g.tolerance_pct;
+      r.off = !r.fitted && !within_tolerance(r.error_pct, g.tolerance_pct);
       g.off_rows += r.off ? 1 : 0;
     }
     g.result = "-";

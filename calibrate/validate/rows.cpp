@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cost_model/input_error.hpp"
+#include "cost_model/prediction_error.hpp"
 #include "cost_model/statistics.hpp"
 
 namespace overlap::calibrate {
@@ -39,10 +40,23 @@ ValidationRow row(std::string config, const Measurement& m, double predicted_us,
   r.config = std::move(config);
   r.measured_us = m.time_us.median;
   r.predicted_us = predicted_us;
-  r.error_pct = 100.0 * (predicted_us - r.measured_us) / r.measured_us;
+  r.error_pct = relative_error_pct(predicted_us, r.measured_us);
   r.spread = m.time_us.spread;
   r.fitted = fitted;
   return r;
+}
+
+ValidationGroup new_group(std::string benchmark, std::string model) {
+  ValidationGroup g;
+  g.benchmark = std::move(benchmark);
+  g.model = std::move(model);
+  return g;
+}
+
+void add_groups(ValidationReport& rep, std::initializer_list<ValidationGroup*> groups) {
+  for (ValidationGroup* g : groups) {
+    if (!g->rows.empty()) rep.groups.push_back(std::move(*g));
+  }
 }
 
 void append_scored_errors(const std::vector<ValidationRow>& rows, std::vector<double>& errs) {

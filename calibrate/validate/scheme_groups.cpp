@@ -11,6 +11,7 @@
 #include "calibrate/core/calibration_plan.hpp"
 #include "cost_model/flashoverlap_predictor.hpp"
 #include "cost_model/input_error.hpp"
+#include "cost_model/prediction_error.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "sim/metrics.hpp"
 #include "sim/scenario.hpp"
@@ -28,9 +29,9 @@ std::string groups_text(const json& params) {
 }
 
 void concurrent_gemm_group(const SchemeRunSet& runs, const fs::path& schemes_dir, ValidationReport& rep) {
-  ValidationGroup g{bench::gemm_concurrent,
-                    "engine: the GEMM on every virtual rank at once, sharing HBM (gemm_l2_reuse); virtual-node profile",
-                    {}, 0, 0, 0};
+  ValidationGroup g = new_group(
+      bench::gemm_concurrent,
+      "engine: the GEMM on every virtual rank at once, sharing HBM (gemm_l2_reuse); virtual-node profile");
   // load_scheme_runs checked every node: its profile is a file beside schemes.json.
   for (const VirtualNodeRecord& node : runs.virtual_nodes) {
     MeasurementSet set;
@@ -113,7 +114,7 @@ void simulate_run(const SchemeRunSet& runs, const SchemeRunResult& r, const fs::
     vr.config = fmt::format("{} {}", r.config.id, r.config.params.empty() ? "" : r.config.params.dump());
     vr.measured_us = r.latency_us.median;
     vr.predicted_us = us_from_ps(res.latency_ps);
-    vr.error_pct = 100.0 * (vr.predicted_us - vr.measured_us) / vr.measured_us;
+    vr.error_pct = relative_error_pct(vr.predicted_us, vr.measured_us);
     vr.spread = r.latency_us.spread;
     vr.exposed_measured_us = r.latency_us.median - r.compute_only_us.median;
     vr.exposed_predicted_us = us_from_ps(res.exposed_comm_ps);
@@ -190,13 +191,13 @@ void scheme_groups(const std::string& dir, ValidationReport& rep) {
   if (!fs::exists(file)) return;
   const SchemeRunSet runs = load_scheme_runs(file.string());
   concurrent_gemm_group(runs, file.parent_path(), rep);
-  ValidationGroup g{"schemes", "sim::evaluate_all on the run's workload and scheme with the run's virtual-node profile", {}, 0, 0, 0};
+  ValidationGroup g = new_group("schemes", "sim::evaluate_all on the run's workload and scheme with the run's virtual-node profile");
   FoRuns fo;
   for (const auto& r : runs.runs) simulate_run(runs, r, file, g, fo, rep);
   for (const auto& [key, cands] : fo.candidates) {
     if (cands.size() >= 2) rep.partitions.push_back(partition_check(fo.context.at(key), cands));
   }
-  if (!g.rows.empty()) rep.groups.push_back(std::move(g));
+  add_groups(rep, {&g});
 }
 
 }  // namespace overlap::calibrate

@@ -34,7 +34,7 @@ void transfer_groups(const MeasurementSet& set, const HardwareProfile& p, Valida
     max_ctas[path] = std::max(max_ctas[path], static_cast<int>(m->config_int("ctas", 0)));
   }
   std::set<std::string> no_curve;  // measured paths the profile cannot predict, said once each
-  ValidationGroup tr{bench::transfer, "the profile's curve of that path at that size (what an isolated transfer takes)", {}, 0, 0, 0};
+  ValidationGroup tr = new_group(bench::transfer, "the profile's curve of that path at that size (what an isolated transfer takes)");
   for (const auto* m : set.of(bench::transfer)) {
     const std::string path = m->config_string("path", std::string());
     const int ctas = m->config_int("ctas", 0);
@@ -49,7 +49,7 @@ void transfer_groups(const MeasurementSet& set, const HardwareProfile& p, Valida
     tr.rows.push_back(row(fmt::format("{} {} B{}", path, bytes, ctas > 0 ? fmt::format(" ({} CTAs)", ctas) : ""), *m,
                           us_from_ps(it->second.time_ps(bytes)), curve_sample_size(bytes)));
   }
-  ValidationGroup nccl{bench::nccl, "the profile's collective curve (primitive.n<ranks>) at that size", {}, 0, 0, 0};
+  ValidationGroup nccl = new_group(bench::nccl, "the profile's collective curve (primitive.n<ranks>) at that size");
   for (const auto* m : set.of(bench::nccl)) {
     const int ranks = static_cast<int>(m->config_count("ranks", kMaxUnitCount));
     const std::string key = m->config_string("primitive") + ".n" + std::to_string(ranks);
@@ -62,13 +62,13 @@ void transfer_groups(const MeasurementSet& set, const HardwareProfile& p, Valida
     nccl.rows.push_back(row(fmt::format("{} {} B", key, bytes), *m, us_from_ps(it->second.time_ps(bytes)),
                             curve_sample_size(bytes)));
   }
-  ValidationGroup hbm{bench::hbm_stream,
-                      p.gpu.hbm_latency_us > 0
-                          ? "hbm_latency_us + bytes / min(hbm_bandwidth_gbps x hbm_efficiency, SMs x hbm_sm_gbps), a "
-                            "memory-bound kernel (the line through the smallest and largest reads; per SM from the "
-                            "smallest partition)"
-                          : "bytes / (hbm_bandwidth_gbps x hbm_efficiency), a memory-bound kernel",
-                      {}, 0, 0, 0};
+  ValidationGroup hbm = new_group(
+      bench::hbm_stream,
+      p.gpu.hbm_latency_us > 0
+          ? "hbm_latency_us + bytes / min(hbm_bandwidth_gbps x hbm_efficiency, SMs x hbm_sm_gbps), a "
+            "memory-bound kernel (the line through the smallest and largest reads; per SM from the "
+            "smallest partition)"
+          : "bytes / (hbm_bandwidth_gbps x hbm_efficiency), a memory-bound kernel");
   // The reads the profile's figures came from (fit_hbm_stream): shown, not scored.
   const HbmFit fit = fit_hbm_stream(set);
   for (const auto* m : set.of(bench::hbm_stream)) {
@@ -83,9 +83,7 @@ void transfer_groups(const MeasurementSet& set, const HardwareProfile& p, Valida
     const bool fitted = bytes == fit.large_bytes || (p.gpu.hbm_latency_us > 0 && bytes == fit.small_bytes);
     hbm.rows.push_back(row(fmt::format("GEMV read of {} B", bytes), *m, us_from_ps(streaming_kernel_ps(p, bytes)), fitted));
   }
-  for (auto* g : {&tr, &nccl, &hbm}) {
-    if (!g->rows.empty()) rep.groups.push_back(std::move(*g));
-  }
+  add_groups(rep, {&tr, &nccl, &hbm});
   rep.skipped.insert(rep.skipped.end(), no_curve.begin(), no_curve.end());
 }
 

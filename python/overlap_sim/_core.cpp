@@ -113,6 +113,15 @@ Outcome call(F&& command) {
   return {rc, out.str(), err.str(), {f.kind, f.message, f.file, f.line, f.key, f.detail}};
 }
 
+// A command that reports on its streams and throws on failure (tools/cmd_*.hpp): exit 0 when it returns.
+template <typename Options>
+Outcome call_command(void (*command)(const Options&, std::ostream&, std::ostream&), const Options& o) {
+  return call([&](std::ostream& out, std::ostream& err) {
+    command(o, out, err);
+    return kExitOk;
+  });
+}
+
 Outcome run(std::string scenario, std::vector<std::string> sets, std::string scheme, std::string fidelity,
             std::vector<std::string> params, std::string format, std::string placeholder_check) {
   RunOptions o;
@@ -147,10 +156,7 @@ Outcome tune(std::string scenario, std::vector<std::string> sets, std::string ha
   o.export_spec = std::move(export_spec);
   o.export_flashoverlap = std::move(export_flashoverlap);
   o.format = "json";
-  return call([&](std::ostream& out, std::ostream& err) {
-    cmd_tune(o, out, err);
-    return kExitOk;
-  });
+  return call_command(cmd_tune, o);
 }
 
 Outcome sweep(std::string scenario, std::vector<std::string> sweeps, std::vector<std::string> sets,
@@ -165,10 +171,7 @@ Outcome sweep(std::string scenario, std::vector<std::string> sweeps, std::vector
   o.format = "json";
   o.progress = false;
   o.progress_if_tty = false;  // no progress bar drawn into a string
-  return call([&](std::ostream& out, std::ostream& err) {
-    cmd_sweep(o, out, err);
-    return kExitOk;
-  });
+  return call_command(cmd_sweep, o);
 }
 
 Outcome collective(std::string primitive, std::string hardware, std::optional<int> ranks, std::string min_bytes,
@@ -189,10 +192,7 @@ Outcome collective(std::string primitive, std::string hardware, std::optional<in
   o.sets = std::move(sets);
   o.export_spec = std::move(export_spec);
   o.format = "json";
-  return call([&](std::ostream& out, std::ostream& err) {
-    cmd_collective(o, out, err);
-    return kExitOk;
-  });
+  return call_command(cmd_collective, o);
 }
 
 // `validate DIR` or `validate --papers [--source S]...`, with tools/cli.cpp's checks of the pair.

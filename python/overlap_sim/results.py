@@ -13,7 +13,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class _Result:
-    """The report (``.report``, a dict) and the scenario it ran."""
+    """The report (``.report``, a dict) and the scenario it ran; ``to_dataframe()`` is the table a
+    subclass names in ``_main_table`` (the one a notebook shows)."""
+
+    _main_table = ""
 
     def __init__(self, report: Report, scenario: Optional["Scenario"] = None) -> None:
         self.report = report
@@ -35,7 +38,7 @@ class _Result:
             return None
 
     def to_dataframe(self):
-        raise NotImplementedError
+        return getattr(self, self._main_table)
 
 
 class RunResult(_Result):
@@ -48,12 +51,11 @@ class RunResult(_Result):
     - ``report``: the whole JSON report (``collectives`` and ``utilization`` per scheme live here).
     """
 
+    _main_table = "schemes"
+
     @property
     def schemes(self):
         return self._frame("schemes", lambda: frame(self.report["results"], first=("scheme",)))
-
-    def to_dataframe(self):
-        return self.schemes
 
     def row(self, scheme: str, **params: Any):
         """The first row of ``schemes`` for ``scheme`` whose knobs include ``params`` (as a pandas
@@ -94,6 +96,8 @@ class SweepResult(_Result):
     - ``report``: the whole JSON report.
     """
 
+    _main_table = "grid"
+
     @property
     def swept(self) -> List[str]:
         return list(self.report.get("swept", []))
@@ -106,9 +110,6 @@ class SweepResult(_Result):
     def grid(self):
         return self._frame("grid", lambda: frame(self.report["rows"], first=tuple(self.swept) + ("scheme",),
                                                  rename={"point.": ""}))
-
-    def to_dataframe(self):
-        return self.grid
 
     def __repr__(self) -> str:
         return (f"SweepResult({self.report.get('scenario')!r}: {self.points} points over {', '.join(self.swept)}, "
@@ -124,12 +125,11 @@ class GemmTuneResult(_Result):
       partition's figures (the report's top-level keys); ``report``: the whole JSON report.
     """
 
+    _main_table = "candidates"
+
     @property
     def candidates(self):
         return self._frame("candidates", lambda: frame(self.report.get("candidates", [])))
-
-    def to_dataframe(self):
-        return self.candidates
 
     def __repr__(self) -> str:
         return (f"GemmTuneResult({self.report.get('waves')} waves, groups {self.report.get('groups_waves')}, "
@@ -145,6 +145,8 @@ class TuneResult(_Result):
     - ``best``: the best scheme over all; ``report``: the whole JSON report.
     """
 
+    _main_table = "schemes"
+
     @property
     def schemes(self):
         return self._frame("schemes", lambda: frame(self.report["schemes"], first=("scheme",)))
@@ -155,9 +157,6 @@ class TuneResult(_Result):
             rows = [dict({"scheme": s["scheme"]}, **c) for s in self.report["schemes"] for c in s.get("candidates", [])]
             return frame(rows, first=("scheme",))
         return self._frame("candidates", make)
-
-    def to_dataframe(self):
-        return self.schemes
 
     @property
     def best(self) -> Dict[str, Any]:

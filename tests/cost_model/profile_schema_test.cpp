@@ -19,7 +19,7 @@
 #include "cost_model/profile_json.hpp"
 #include "cost_model/profile_loader.hpp"
 #include "cost_model/profile_schema.hpp"
-#include "tools/cmd_profile.hpp"
+#include "cost_model/profile_yaml.hpp"
 
 namespace fs = std::filesystem;
 namespace ps = overlap::profile_schema;

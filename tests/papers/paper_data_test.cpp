@@ -27,7 +27,7 @@ struct DataTree {
 
 const char* kGood = R"(source: test-paper
 rows:
-  plain: {location: Table 1, figure: a speedup, published: 1.5, published_text: 1.5x}
+  plain: {location: Table 1, figure: a speedup, config: "file.yaml: TP 8, groups auto", published: 1.5, published_text: 1.5x}
   pair: {location: Table 2, published: [83.9, 122.3], published_text: 83.9 / 122.3 ms}
   bound: {location: Sec. 3, source: other-paper, unit: "%", ratio: false, compare: at_least, tolerance_pct: 0, zero_tolerance: 0.5, cause: why, cause_is_ours: true}
 tables:
@@ -63,6 +63,8 @@ TEST_CASE("paper data: rows, tables and settings as written", "[papers]") {
   CHECK(plain.figure == "a speedup");
   CHECK(plain.published == 1.5);
   CHECK(plain.published_text == "1.5x");
+  CHECK(plain.config == "file.yaml: TP 8, groups auto");
+  CHECK(d.row("pair").config.empty());  // no config: the row's code writes it
   // Keys left out keep RowSpec's defaults.
   CHECK(plain.ratio);
   CHECK(plain.compare == Compare::value);
