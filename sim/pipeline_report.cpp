@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sim/report.hpp"
 
@@ -20,15 +21,25 @@ std::string job_heading(const Workload& w) {
   const auto& t = std::get<Transformer>(w.shape);
   std::string cp = j.cp > 1 ? fmt::format(", CP {} ({})", j.cp, context_parallel_name(j.cp_algorithm)) : std::string();
   std::string vpp = j.vpp > 1 ? fmt::format(" x {} chunks", j.vpp) : std::string();
+  // Uneven first and last stages (workload.parallel.first_stage_layers, last_stage_layers): each stage's
+  // layers; the stage step above runs the largest stage's (stage_workload).
+  const std::vector<int> stage_layers = pipeline_stage_layers(w, pipeline_parallel_of(w));
+  const int largest = *std::max_element(stage_layers.begin(), stage_layers.end());
+  if (j.first_stage_layers > 0 || j.last_stage_layers > 0)
+    vpp += fmt::format(" of {} layers", fmt::join(stage_layers, "/"));
   return fmt::format(
       "job: PP {}{} ({} schedule, {} micro-batches a step){}, TP {}, DP {}: {} GPUs. The tables above are one stage's "
       "step of one micro-batch ({} layers, {} tokens per rank{}); the job below composes each stage's passes by the "
       "schedule (docs/guide/pipeline.md). exposed PP = the busiest stage's idle time (bubble) and what the stage-to-"
       "stage send/recv adds to it; exposed CP = context parallelism's transfers not hidden behind attention; "
-      "optimizer = the slowest stage's FP8 weight casts and optimizer after the gradient reduction; times in ms",
+      "optimizer = the slowest stage's FP8 weight casts and optimizer after the gradient reduction{}; times in ms",
       j.pp, vpp, pipeline_schedule_name(j.schedule), j.micro_batches, cp, w.tp, std::max(1, w.training.parallel.dp),
-      std::int64_t{w.tp} * j.cp * j.pp * std::max(1, w.training.parallel.dp), t.layers / j.pp, t.batch * t.seq / j.cp,
-      j.cp > 1 ? ", before the ring's other steps" : "");
+      std::int64_t{w.tp} * j.cp * j.pp * std::max(1, w.training.parallel.dp), largest, t.batch * t.seq / j.cp,
+      j.cp > 1 ? ", before the ring's other steps" : "",
+      j.schedule == PipelineSchedule::dualpipe
+          ? "; exposed DP holds the all-reduce of each stage's gradients with the GPU holding the other copy of its "
+            "two model stages (DualPipe's two parameter copies)"
+          : "");
 }
 
 char pass_letter(PipelinePass p) {
@@ -51,7 +62,7 @@ std::string format_pipeline_report(const PipelineReport& report) {
   std::vector<std::vector<std::string>> rows;
   for (const PipelineStepResult& r : report.results)
     rows.push_back({r.scheme, job_ms(r.step_ps), fmt::format("{:.1f}", 100.0 * r.bubble_fraction), job_ms(r.bubble_ps),
-                    job_ms(r.exposed_p2p_ps), job_ms(r.exposed_cp_ps), job_ms(r.exposed_dp_ps),
+                    job_ms(r.exposed_p2p_ps), job_ms(r.exposed_cp_ps), job_ms(r.exposed_dp_ps + r.mirror_grad_ps),
                     job_ms(r.optimizer_ps), fmt::format("{:.0f}", r.tokens_per_s)});
   std::vector<std::size_t> width = column_widths(headers, rows);
   std::string align = "<" + std::string(headers.size() - 1, '>');
@@ -111,6 +122,7 @@ nlohmann::json pipeline_report_json(const PipelineReport& report) {
     row["exposed_bubble_us"] = job_us(r.exposed_bubble_ps);
     row["exposed_cp_us"] = job_us(r.exposed_cp_ps);
     row["exposed_dp_us"] = job_us(r.exposed_dp_ps);
+    if (j.schedule == PipelineSchedule::dualpipe) row["mirror_grad_us"] = job_us(r.mirror_grad_ps);
     row["optimizer_us"] = job_us(r.optimizer_ps);
     row["tokens_per_s"] = r.tokens_per_s;
     row["chunk_forward_us"] = job_us(r.chunk_forward_ps);

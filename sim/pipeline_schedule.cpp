@@ -87,6 +87,24 @@ std::vector<PipelineWork> one_f_one_b_order(const PipelineShape& sh, int stage) 
   return order;
 }
 
+// ZB-H1 (Qi et al. Sec. 2.1, Fig. 3 top): 1F1B's forwards and backwards, the backward now the input
+// gradient B alone, and the weight gradient W of micro-batch k run right after B of micro-batch k + s on
+// stage s, the last s + 1 Ws after the last B. The W of the first stage follows its B; each stage further
+// down delays its Ws by one more, so that with equal passes every stage ends together: the last B
+// reaches stage 0 s passes after stage s, which fills those s passes with its s deferred Ws. A stage
+// holds 1F1B's pp - s micro-batches awaiting B and at most s more awaiting W: pp at most, 1F1B's first
+// stage's count, so no stage holds more activations than 1F1B's fullest.
+std::vector<PipelineWork> zero_bubble_h1_order(const PipelineShape& sh, int stage) {
+  std::vector<PipelineWork> order;
+  int next_weight = 0;
+  for (const PipelineWork& w : one_f_one_b_order(sh, stage)) {
+    order.push_back(w);
+    if (w.pass == PipelinePass::backward && w.micro_batch >= stage) order.push_back({PipelinePass::weight, next_weight++, 0});
+  }
+  while (next_weight < sh.micro_batches) order.push_back({PipelinePass::weight, next_weight++, 0});
+  return order;
+}
+
 // SC'21 Sec. 2.2.2, as Megatron-LM runs it: the k-th forward of a stage is micro-batch
 // (k / (pp vpp)) pp + k % pp on chunk (k / pp) % vpp; backwards walk the chunks the other way. The
 // warm-up is 2 (pp - s - 1) + (vpp - 1) pp forwards (all of them when m = pp).
@@ -202,13 +220,10 @@ class PipelineRun {
     const int vs = dual_ ? 2 * sh.stages : sh.stages * sh.chunks;
     const std::size_t n = static_cast<std::size_t>(vs) * static_cast<std::size_t>(sh.micro_batches);
     for (auto& e : end_) e.assign(n, kUnknown);
-    greedy_ = sh.schedule == PipelineSchedule::zero_bubble_h1;
-    if (!greedy_) order_ = pipeline_order(sh);
+    order_ = pipeline_order(sh);
     st_.resize(static_cast<std::size_t>(sh.stages));
-    for (int s = 0; s < sh.stages; ++s) {
-      Stage& st = st_[static_cast<std::size_t>(s)];
-      st.total = greedy_ ? 3 * sh.micro_batches : static_cast<int>(order_[static_cast<std::size_t>(s)].size());
-    }
+    for (int s = 0; s < sh.stages; ++s)
+      st_[static_cast<std::size_t>(s)].total = static_cast<int>(order_[static_cast<std::size_t>(s)].size());
     tl_.stages.resize(st_.size());
     tl_.busy_ps.assign(st_.size(), 0);
     tl_.peak_in_flight.assign(st_.size(), 0);
@@ -238,13 +253,11 @@ class PipelineRun {
   struct Stage {
     Ps free_ps = 0;
     int done = 0, total = 0;
-    std::size_t next = 0;      // fixed order: the next entry
+    std::size_t next = 0;      // the next entry of the stage's order
     bool waiting = false;      // free_ps is a wait, not the end of a pass
     bool blocked = false;      // waiting on passes not yet placed
     Ps wait_since = 0;         // when it last found nothing to start
     int in_flight = 0;         // forwards whose backward has not run
-    int next_forward = 0;      // zero_bubble_h1
-    std::vector<int> pending_weight;  // zero_bubble_h1: micro-batches whose W has not run
   };
 
   int virtual_stage(int stage, const PipelineWork& w) const {
@@ -271,7 +284,7 @@ class PipelineRun {
   Ps pair_duration(int f_vs, int b_vs) const {
     return paired_pass_ps(duration(f_vs, PipelinePass::forward),
                           duration(b_vs, PipelinePass::backward) + duration(b_vs, PipelinePass::weight),
-                          comm(c_.forward_comm_ps, f_vs), comm(c_.backward_comm_ps, b_vs));
+                          comm(c_.forward_comm_ps, f_vs), comm(c_.backward_comm_ps, b_vs), c_.paired_compute_rate);
   }
   Ps end_of(PipelinePass pass, int vs, int mb) const { return end_[static_cast<int>(pass)][index(vs, mb)]; }
   // A pass's input arriving from another virtual stage: paid the transfer unless both are on one stage.
@@ -312,54 +325,24 @@ class PipelineRun {
     return std::nullopt;
   }
 
-  // The passes a stage could run next, most urgent first.
-  std::vector<PipelineWork> candidates(int stage) const {
-    const Stage& st = st_[static_cast<std::size_t>(stage)];
-    if (!greedy_) return {order_[static_cast<std::size_t>(stage)][st.next]};
-    // ZB-H1: an input gradient first (it is on the critical path), then a forward while the stage holds
-    // fewer than 1F1B's pp - s micro-batches, then a weight gradient to fill the wait.
-    std::vector<PipelineWork> c;
-    for (int mb = 0; mb < st.next_forward; ++mb)
-      if (end_of(PipelinePass::backward, stage, mb) == kUnknown) {
-        c.push_back({PipelinePass::backward, mb, 0});
-        break;  // backwards run in micro-batch order, as they arrive
-      }
-    if (st.next_forward < sh_.micro_batches && st.in_flight < sh_.stages - stage)
-      c.push_back({PipelinePass::forward, st.next_forward, 0});
-    if (!st.pending_weight.empty()) c.push_back({PipelinePass::weight, st.pending_weight.front(), 0});
-    return c;
+  // The pass a stage runs next: its order's next entry.
+  const PipelineWork& next_work(int stage) const {
+    return order_[static_cast<std::size_t>(stage)][st_[static_cast<std::size_t>(stage)].next];
   }
 
   void step(int stage) {
     Stage& st = st_[static_cast<std::size_t>(stage)];
     const Ps t = st.free_ps;
-    std::optional<Ps> earliest;
-    // zero_bubble_h1: when the stage's next forward or input gradient can start, once its input is known.
-    std::optional<Ps> critical;
-    for (const PipelineWork& w : candidates(stage))
-      if (w.pass != PipelinePass::weight)
-        if (const std::optional<Ps> r = ready(stage, w)) critical = critical ? std::min(*critical, *r) : *r;
-    for (const PipelineWork& w : candidates(stage)) {
-      const std::optional<Ps> r = ready(stage, w);
-      if (!r) continue;
-      // A weight gradient fills a wait only where it ends before a forward or input gradient could start:
-      // started in a shorter gap (a stage-to-stage transfer's), it would hold the critical path back by
-      // the rest of W, which ZB-H1's schedule never does (Qi et al. Sec. 3.1: W is deferred into the
-      // bubbles).
-      if (w.pass == PipelinePass::weight && critical && *critical > t &&
-          t + duration(virtual_stage(stage, w), w.pass) > *critical)
-        continue;
-      if (*r <= t) {
-        place(stage, w, t);
-        return;
-      }
-      earliest = earliest ? std::min(*earliest, *r) : *r;
+    const std::optional<Ps> r = ready(stage, next_work(stage));
+    if (r && *r <= t) {
+      place(stage, next_work(stage), t);
+      return;
     }
-    // Nothing can start now: wait for the earliest known input, or until another stage places one.
+    // Its input is not in yet: wait for it, or until another stage places it.
     st.waiting = true;
     st.wait_since = t;
-    st.blocked = !earliest;
-    if (earliest) st.free_ps = *earliest;
+    st.blocked = !r;
+    if (r) st.free_ps = *r;
   }
 
   void place(int stage, const PipelineWork& w, Ps start) {
@@ -393,13 +376,7 @@ class PipelineRun {
     } else if (w.pass == PipelinePass::backward) {
       --st.in_flight;
     }
-    if (greedy_) {
-      if (w.pass == PipelinePass::forward) ++st.next_forward;
-      if (w.pass == PipelinePass::backward) st.pending_weight.push_back(w.micro_batch);
-      if (w.pass == PipelinePass::weight) st.pending_weight.erase(st.pending_weight.begin());
-    } else {
-      ++st.next;
-    }
+    ++st.next;
     // A placed pass may be the input another stage waits for: look again from where each one waits.
     for (int i = 0; i < sh_.stages; ++i) {
       Stage& other = st_[static_cast<std::size_t>(i)];
@@ -412,9 +389,7 @@ class PipelineRun {
   // decisions are made in time order).
   void rewait(int stage) {
     Stage& st = st_[static_cast<std::size_t>(stage)];
-    std::optional<Ps> earliest;
-    for (const PipelineWork& w : candidates(stage))
-      if (const std::optional<Ps> r = ready(stage, w)) earliest = earliest ? std::min(*earliest, *r) : *r;
+    const std::optional<Ps> earliest = ready(stage, next_work(stage));
     if (!earliest) return;
     const Ps start = std::max(st.wait_since, *earliest);
     st.free_ps = st.blocked ? start : std::min(st.free_ps, start);
@@ -423,7 +398,6 @@ class PipelineRun {
 
   const PipelineShape& sh_;
   const PipelineCosts& c_;
-  bool greedy_ = false;
   bool dual_ = false;
   std::vector<std::vector<PipelineWork>> order_;
   std::vector<Stage> st_;
@@ -435,8 +409,6 @@ class PipelineRun {
 
 std::vector<std::vector<PipelineWork>> pipeline_order(const PipelineShape& shape) {
   check_pipeline_shape(shape);
-  if (shape.schedule == PipelineSchedule::zero_bubble_h1)
-    throw std::invalid_argument("the zb_h1 schedule decides its order as it runs (run_pipeline lists it)");
   std::vector<std::vector<PipelineWork>> orders;
   for (int s = 0; s < shape.stages; ++s) {
     switch (shape.schedule) {
@@ -444,7 +416,7 @@ std::vector<std::vector<PipelineWork>> pipeline_order(const PipelineShape& shape
       case PipelineSchedule::one_f_one_b: orders.push_back(one_f_one_b_order(shape, s)); break;
       case PipelineSchedule::interleaved: orders.push_back(interleaved_order(shape, s)); break;
       case PipelineSchedule::dualpipe: orders.push_back(DualPipeOrder(shape, s).take()); break;
-      case PipelineSchedule::zero_bubble_h1: break;
+      case PipelineSchedule::zero_bubble_h1: orders.push_back(zero_bubble_h1_order(shape, s)); break;
     }
   }
   return orders;
@@ -473,6 +445,8 @@ PipelineTimeline run_pipeline(const PipelineShape& shape, const PipelineCosts& c
   if (!costs.backward_comm_ps.empty() || dual)
     check(costs.backward_comm_ps, "backward_comm_ps", dual && !costs.backward_comm_ps.empty());
   if (costs.p2p_ps < 0) throw std::invalid_argument("p2p_ps is negative");
+  if (!(costs.paired_compute_rate > 0 && costs.paired_compute_rate <= 1))
+    throw std::invalid_argument(fmt::format("paired_compute_rate is {}; it is a speed in (0, 1]", costs.paired_compute_rate));
   return PipelineRun(shape, costs).run();
 }
 
@@ -480,9 +454,12 @@ PipelineTimeline run_pipeline(const PipelineShape& shape, const PipelineCosts& c
 
 namespace overlap::sim {
 
-Ps paired_pass_ps(Ps f, Ps b, Ps f_comm, Ps b_comm) {
+Ps paired_pass_ps(Ps f, Ps b, Ps f_comm, Ps b_comm, double compute_rate) {
   const Ps fc = std::clamp<Ps>(f_comm, 0, f), bc = std::clamp<Ps>(b_comm, 0, b);
-  return f + b - std::min(fc, b - bc) - std::min(bc, f - fc);
+  const Ps hidden = std::min(fc, b - bc) + std::min(bc, f - fc);
+  // While a hidden transfer runs, the compute beside it advances at compute_rate: the chunk is shorter by
+  // that share of the hidden time only (rounded down: exact integers at rate 1).
+  return f + b - static_cast<Ps>(static_cast<double>(hidden) * std::clamp(compute_rate, 0.0, 1.0));
 }
 
 StageActivationPeak stage_activation_peak(const std::vector<PipelineSlot>& slots, bool split, double full, double weight) {

@@ -11,13 +11,14 @@
 //                     c * pp + s) and runs micro-batches in groups of pp per chunk (Narayanan et al.
 //                     SC'21, Sec. 2.2.2); the bubble shrinks by vpp at the price of vpp times the
 //                     stage-to-stage transfers.
-//   zero_bubble_h1    ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR'24, Sec. 3.1): the
-//                     backward split into the input gradient (B, on the critical path) and the weight
-//                     gradient (W, needed only by the optimizer); a stage runs B first, then F while it
-//                     holds fewer than 1F1B's pp - s micro-batches, and fills a wait with a pending W
-//                     where W ends before the next forward or input gradient could start.
-//                     Same activation memory as 1F1B, bubble (pp - 1)(F + B - W) instead of
-//                     (pp - 1)(F + B + W).
+//   zero_bubble_h1    ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR'24, Sec. 2.1, Fig. 3
+//                     top): the backward split into the input gradient (B, on the critical path) and the
+//                     weight gradient (W, needed only by the optimizer); 1F1B's order of F and B, with the
+//                     W of micro-batch k after the B of micro-batch k + s on stage s and the last s + 1
+//                     Ws at the end. Stage s holds 1F1B's pp - s micro-batches awaiting B and at most pp
+//                     awaiting W (1F1B's first stage's count), so no stage holds more activations than
+//                     1F1B's first (W keeps only the linears' inputs and output gradients); bubble
+//                     (pp - 1)(F + B - W), a third of 1F1B's (pp - 1)(F + B + W) at F = B = W.
 //   dualpipe          DualPipe (DeepSeek-V3 technical report, Sec. 3.2.1; deepseek-ai/DualPipe): micro-batches
 //                     fed from both ends. Stage s holds model stage s for the micro-batches entering at
 //                     stage 0 (direction 0, PipelineWork::chunk 0) and model stage pp - 1 - s for those
@@ -72,8 +73,8 @@ struct PipelineShape {
 // least 2 pp (half enter at each end; deepseek-ai/DualPipe's step() asserts the same).
 void check_pipeline_shape(const PipelineShape& shape);
 
-// Each stage's fixed order of work (gpipe, one_f_one_b, interleaved, dualpipe). zero_bubble_h1 decides at run
-// time and has no fixed order: run_pipeline's timeline lists what it ran.
+// Each stage's fixed order of work, every schedule's (run_pipeline runs it: a pass starts once its inputs
+// are in and the stage's pass before it has ended).
 std::vector<std::vector<PipelineWork>> pipeline_order(const PipelineShape& shape);
 
 struct PipelineCosts {
@@ -85,6 +86,10 @@ struct PipelineCosts {
   // when run alone (the engine's latency less its compute-only latency); an F&B chunk hides each behind
   // the other's compute: F&B = F + (B + W) - min(fc, B + W - bc) - min(bc, F - fc). Empty: none.
   std::vector<Ps> forward_comm_ps, backward_comm_ps;
+  // dualpipe: how fast one pass's compute runs while the other pass's communication kernels share the GPU
+  // (1 = full speed). DeepSeek-V3 Sec. 3.2.1: the chunk's communication is hidden behind compute, but its
+  // kernels hold SMs the compute then lacks, so the hidden time is only `rate` of it saved. In (0, 1].
+  double paired_compute_rate = 1.0;
   // Activations (forward) or their gradients (backward) from one stage to the next: the delay
   // between the end of a pass and when the next stage may start on it. Not paid between two chunks
   // of the same stage (pp = 1 with vpp > 1).
@@ -107,8 +112,10 @@ struct PipelineTimeline {
 };
 
 // One F&B chunk's time (dualpipe): forward `f` and whole backward `b` (B + W) with their exposed
-// communication `f_comm` and `b_comm` each hidden behind the other's compute where it fits.
-Ps paired_pass_ps(Ps f, Ps b, Ps f_comm, Ps b_comm);
+// communication `f_comm` and `b_comm` each hidden behind the other's compute where it fits. The compute a
+// communication hides behind runs at `compute_rate` of its speed meanwhile (the SMs the communication
+// kernels hold): of each hidden span h, h x compute_rate is saved.
+Ps paired_pass_ps(Ps f, Ps b, Ps f_comm, Ps b_comm, double compute_rate = 1.0);
 
 // A stage's activations over its timeline, walking its passes in order: `full` per micro-batch chunk
 // whose forward ran and whose backward did not, `weight` per chunk whose input gradient ran and whose

@@ -406,6 +406,37 @@ Ps pipeline_p2p_ps(const HardwareProfile& hw, const Workload& workload, Bytes by
   return send_recv_ps(hw, multi_node(hw) && group >= hw.fabric.gpus_per_node, workload.tp, bytes);
 }
 
+double paired_compute_rate(const HardwareProfile& hw) {
+  const double sms = std::max(1, hw.gpu.sm_count);
+  const double comm = std::clamp<double>(hw.comm.channels, 0, sms - 1);
+  return (sms - comm) / sms / (1 + std::max(0.0, hw.gpu.gemm_comm_interference) * comm / sms);
+}
+
+Ps pipeline_mirror_grad_ps(const HardwareProfile& hw, const Workload& workload, const PipelineParallel& pp) {
+  if (pp.schedule != PipelineSchedule::dualpipe || pp.pp < 2) return 0;
+  const Transformer& t = transformer_of(workload);
+  const std::vector<int> layers = pipeline_stage_layers(workload, pp);
+  const std::int64_t layer_params =
+      block_parameters(workload, Block::attention) + block_parameters(workload, Block::mlp) + 2 * t.d_model;
+  const std::int64_t tp = std::max(1, workload.tp);
+  const std::int64_t vocab_rows = t.vocab > 0 ? (t.vocab + tp - 1) / tp * t.d_model : 0;
+  const int g = dtype_bytes(workload.training.parallel.grad_dtype);
+  // The stage and its mirror are pp - 1 - 2s stages apart: across nodes when a stage boundary is.
+  const int group = workload.tp * std::max(1, pp.cp) * std::max(1, workload.training.parallel.dp);
+  const bool across = multi_node(hw) && group >= hw.fabric.gpus_per_node;
+  Ps slowest = 0;
+  for (int s = 0; s < pp.pp / 2; ++s) {
+    std::int64_t params = (layers[static_cast<std::size_t>(s)] + layers[static_cast<std::size_t>(pp.pp - 1 - s)]) *
+                          layer_params;
+    if (s == 0) params += 2 * vocab_rows + t.d_model;  // the embedding, the output layer and final norm
+    const double bytes = static_cast<double>(params) * g;
+    if (bytes > 4.0e18) throw RangeError("DualPipe's gradients of more bytes than the simulator counts");
+    // Two ranks: a reduce-scatter and an all-gather step, each half the gradients both ways (a ring of 2).
+    slowest = std::max(slowest, 2 * send_recv_ps(hw, across, workload.tp, static_cast<Bytes>(bytes / 2)));
+  }
+  return slowest;
+}
+
 namespace {
 
 // One scheme's chunk passes from the engine, per virtual stage (chunk layers may differ by stage).
@@ -416,9 +447,11 @@ struct ChunkPasses {
 // The schedule's costs for one scheme: each virtual stage's chunk passes with context parallelism's
 // added attention and the kernels around its layers.
 PipelineCosts pipeline_costs(const PipelineParallel& pp, const ChunkPasses& passes, const std::vector<int>& chunk_layers,
-                             const std::vector<StageKernelTimes>& around, const ContextParallelLayer& cp, Ps p2p_ps) {
+                             const std::vector<StageKernelTimes>& around, const ContextParallelLayer& cp, Ps p2p_ps,
+                             double compute_rate) {
   PipelineCosts costs;
   costs.p2p_ps = p2p_ps;
+  if (pp.schedule == PipelineSchedule::dualpipe) costs.paired_compute_rate = compute_rate;
   const bool split = pp.schedule == PipelineSchedule::zero_bubble_h1 || pp.schedule == PipelineSchedule::dualpipe;
   for (std::size_t vs = 0; vs < around.size(); ++vs) {
     const StageKernelTimes& k = around[vs];
@@ -501,6 +534,7 @@ std::vector<PipelineStepResult> evaluate_pipeline(const std::vector<SchemeReques
   const Bytes p2p_bytes = pp.pp > 1 ? pipeline_p2p_bytes(workload) : 0;
   const Ps p2p_ps = pp.pp > 1 ? pipeline_p2p_ps(hardware, workload, p2p_bytes) : 0;
   const ContextParallelLayer cp = context_parallel_layer(workload, hardware, pp);
+  const Ps mirror_grad_ps = pipeline_mirror_grad_ps(hardware, workload, pp);
   const std::vector<StageKernelTimes> around = pipeline_stage_kernels(workload, hardware, fidelity, pp);
   const Transformer& t = transformer_of(workload);
   const double step_tokens = static_cast<double>(t.batch * t.seq) * pp.micro_batches *
@@ -531,13 +565,14 @@ std::vector<PipelineStepResult> evaluate_pipeline(const std::vector<SchemeReques
     r.p2p_ps = p2p_ps;
     r.stage_kernels = around;
     r.optimizer_ps = slowest_optimizer_ps(pp, around);
-    compose_step(r, pp, pipeline_costs(pp, passes, chunk_layers, around, cp, p2p_ps));
+    compose_step(r, pp, pipeline_costs(pp, passes, chunk_layers, around, cp, p2p_ps, paired_compute_rate(hardware)));
+    r.mirror_grad_ps = mirror_grad_ps;
     // Every stage runs each of its chunks forward and backward once per micro-batch.
     r.exposed_cp_ps = static_cast<Ps>(pp.micro_batches) * most_layers * (cp.forward_exposed_ps + cp.backward_exposed_ps);
     if (const auto d = dp_of.find(f.scheme); d != dp_of.end()) r.exposed_dp_ps = std::max<Ps>(0, d->second->step.exposed_dp_ps);
     // The gradient norm is all-reduced over every stage before any clips (clip_grad_norm_ over the
     // model-parallel group), so the step waits for the slowest stage's optimizer.
-    r.step_ps = r.pipeline_ps + r.exposed_dp_ps + r.optimizer_ps;
+    r.step_ps = r.pipeline_ps + r.exposed_dp_ps + r.mirror_grad_ps + r.optimizer_ps;
     r.tokens_per_s = r.step_ps > 0 ? step_tokens / (static_cast<double>(r.step_ps) / 1e12) : 0;
     out.push_back(std::move(r));
   }

@@ -89,8 +89,11 @@ struct PipelineStepResult {
   Ps p2p_ps = 0;
   Ps pipeline_ps = 0;        // the schedule's makespan
   Ps exposed_dp_ps = 0;      // the gradient reduction after the last backward
+  // dualpipe: the all-reduce of each stage's gradients with the GPU holding the other copy of its two
+  // model stages (pipeline_mirror_grad_ps), after the last backward; 0 otherwise.
+  Ps mirror_grad_ps = 0;
   Ps optimizer_ps = 0;       // the slowest stage's FP8 weight casts and optimizer, once per step
-  Ps step_ps = 0;            // pipeline + exposed DP + optimizer
+  Ps step_ps = 0;            // pipeline + exposed DP + mirror gradients + optimizer
   Ps bubble_ps = 0;          // the busiest stage's idle time within the pipeline
   double bubble_fraction = 0;
   // bubble_ps split: the schedule's warm-up and cool-down with free transfers, and what the stage-to-
@@ -117,6 +120,18 @@ Bytes pipeline_p2p_bytes(const Workload& workload);
 // leaves the node (tp x dp >= gpus_per_node, Megatron-LM's rank order with PP outermost), over NVLink
 // inside it.
 Ps pipeline_p2p_ps(const HardwareProfile& hardware, const Workload& workload, Bytes bytes);
+
+// DualPipe (DeepSeek-V3 Sec. 3.2.1) keeps two copies of the parameters: GPU s and GPU pp - 1 - s both hold
+// model stages s and pp - 1 - s and each computes gradients for its half of the micro-batches, so the two
+// sum them (deepseek-ai/DualPipe, examples/example_dualpipe.py, "Check grads"): a two-rank all-reduce of
+// both model stages' gradients per TP rank, in parallel.grad_dtype, over the link between the two stages,
+// every pair at once. The slowest pair's time (the outer one holds the embedding and the output layer).
+Ps pipeline_mirror_grad_ps(const HardwareProfile& hardware, const Workload& workload, const PipelineParallel& pp);
+
+// DualPipe's F&B chunk: the speed of one pass's compute while the other pass's communication kernels hold
+// the profile's NCCL channels' SMs (comm.channels, one SM each) and slow the rest by the profile's
+// gemm_comm_interference: (S - k) / S / (1 + interference x k / S) for S SMs and k channels.
+double paired_compute_rate(const HardwareProfile& hardware);
 
 // `stage_steps`, when given, are the schemes' results on stage_workload (what `run` shows as the step's
 // table): their exposed DP is the job's; without them the stage step is run here where dp > 1.

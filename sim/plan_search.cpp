@@ -3,6 +3,7 @@
 #include "sim/plan_search.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <map>
@@ -15,6 +16,7 @@
 #include "sim/metrics.hpp"
 #include "sim/pipeline_step.hpp"
 #include "sim/step_memory.hpp"
+#include "sim/sweep_mpi.hpp"
 #include "sim/sweep_parallel.hpp"
 
 namespace overlap::sim {
@@ -124,6 +126,46 @@ void simulate_candidate(const Workload& w, const HardwareProfile& hardware, Fide
   o.exposed_pp_ps = r.bubble_ps;
   o.exposed_cp_ps = r.exposed_cp_ps;
   o.bubble_fraction = r.bubble_fraction;
+}
+
+// What simulating a candidate sets in its outcome, as JSON (integers exact, doubles to the digits that
+// read back to the same double), for the ranks of an MPI search to exchange.
+nlohmann::json simulated_fields(const PlanOutcome& o) {
+  return {static_cast<int>(o.verdict), o.reason, o.step_ps, o.tokens_per_s_per_gpu, o.mfu, o.exposed_tp_ps,
+          o.exposed_dp_ps, o.exposed_pp_ps, o.exposed_cp_ps, o.bubble_fraction, o.job};
+}
+
+void read_simulated_fields(const nlohmann::json& j, PlanOutcome& o) {
+  o.verdict = static_cast<PlanVerdict>(j.at(0).get<int>());
+  o.reason = j.at(1).get<std::string>();
+  o.step_ps = j.at(2).get<Ps>();
+  o.tokens_per_s_per_gpu = j.at(3).get<double>();
+  o.mfu = j.at(4).get<double>();
+  o.exposed_tp_ps = j.at(5).get<Ps>();
+  o.exposed_dp_ps = j.at(6).get<Ps>();
+  o.exposed_pp_ps = j.at(7).get<Ps>();
+  o.exposed_cp_ps = j.at(8).get<Ps>();
+  o.bubble_fraction = j.at(9).get<double>();
+  o.job = j.at(10).get<bool>();
+}
+
+// Every rank's simulated outcomes onto every rank: each sends [index, fields] for its share to rank 0,
+// which merges them and sends the whole list back.
+void exchange_simulated(const SweepWorld& world, const std::vector<std::size_t>& mine, PlanResult& result) {
+  nlohmann::json own = nlohmann::json::array();
+  for (const std::size_t i : mine) own.push_back({i, simulated_fields(result.outcomes[i])});
+  std::string all;
+  if (world.rank() == 0) {
+    nlohmann::json merged = nlohmann::json::array();
+    for (const std::string& part : world.gather(own.dump()))
+      for (const nlohmann::json& entry : nlohmann::json::parse(part)) merged.push_back(entry);
+    all = merged.dump();
+  } else {
+    (void)world.gather(own.dump());
+  }
+  world.broadcast(all);
+  for (const nlohmann::json& entry : nlohmann::json::parse(all))
+    read_simulated_fields(entry.at(1), result.outcomes.at(entry.at(0).get<std::size_t>()));
 }
 
 }  // namespace
@@ -284,8 +326,14 @@ PlanResult plan_search(const PlanQuery& query, const PlanOptions& options) {
     const PlanVerdict v = result.outcomes[i].verdict;
     if (v == PlanVerdict::ranked || (options.simulate_all && v == PlanVerdict::out_of_memory)) to_simulate.push_back(i);
   }
-  parallel_for(to_simulate.size(), query.jobs, [&](std::size_t t) {
-    const std::size_t i = to_simulate[t];
+  // Under mpirun this rank's share: every size-th candidate from its rank (the ranks load and prune alike).
+  const bool distributed = options.world != nullptr && options.world->distributed();
+  std::vector<std::size_t> mine;
+  for (std::size_t t = 0; t < to_simulate.size(); ++t)
+    if (!distributed || static_cast<int>(t % static_cast<std::size_t>(options.world->size())) == options.world->rank())
+      mine.push_back(to_simulate[t]);
+  parallel_for(mine.size(), query.jobs, [&](std::size_t t) {
+    const std::size_t i = mine[t];
     PlanOutcome& o = result.outcomes[i];
     const PlanVerdict before = o.verdict;
     try {
@@ -305,6 +353,7 @@ PlanResult plan_search(const PlanQuery& query, const PlanOptions& options) {
     }
     if (before == PlanVerdict::out_of_memory && o.verdict != PlanVerdict::failed) o.verdict = PlanVerdict::out_of_memory;
   });
+  if (distributed) exchange_simulated(*options.world, mine, result);
   result.simulated = static_cast<int>(to_simulate.size());
 
   for (std::size_t i = 0; i < candidates.size(); ++i)

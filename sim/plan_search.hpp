@@ -109,8 +109,14 @@ struct PlanResult {
   bool simulate_all = false;
 };
 
+class SweepWorld;
+
 struct PlanOptions {
   bool simulate_all = false;  // simulate the out-of-memory candidates too (their verdict stays out_of_memory)
+  // Under mpirun (sim/sweep_mpi.hpp): the candidates to simulate are dealt round-robin to the ranks, as a
+  // sweep's points are; each rank simulates its share on query.jobs threads, and every rank ends with
+  // every outcome (rank 0 gathers them and sends them all back), so the result is the one process's.
+  const SweepWorld* world = nullptr;
 };
 
 // Runs the search. Throws std::invalid_argument when the query itself is wrong (no candidate at all).

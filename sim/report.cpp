@@ -319,6 +319,9 @@ void training_fields(nlohmann::json& j, std::string& text, const Training& t) {
     if (t.job.vpp > 1) field(j, text, "vpp", t.job.vpp);
     field(j, text, "micro_batches", t.job.micro_batches);
     field(j, text, "schedule", std::string(pipeline_schedule_name(t.job.schedule)));
+    // Uneven first and last stages (sim/pipeline_layers.hpp); 0, layers / pp, is not printed.
+    if (t.job.first_stage_layers > 0) field(j, text, "first_stage_layers", t.job.first_stage_layers);
+    if (t.job.last_stage_layers > 0) field(j, text, "last_stage_layers", t.job.last_stage_layers);
     field(j, text, "cp", t.job.cp);
     if (t.job.cp > 1) field(j, text, "cp_algorithm", std::string(context_parallel_name(t.job.cp_algorithm)));
   }

@@ -216,6 +216,11 @@ std::string step_memory_keys(const Workload& w) {
     keys += fmt::format(", workload.parallel.pp = {}, workload.parallel.vpp = {}, workload.parallel.micro_batches = {}, "
                         "workload.parallel.schedule = {}, workload.parallel.cp = {}",
                         j.pp, j.vpp, j.micro_batches, pipeline_schedule_name(j.schedule), j.cp);
+  // Uneven first and last stages (sim/pipeline_layers.hpp) set each stage's layers; 0 = layers / pp.
+  if (j.active() && j.first_stage_layers > 0)
+    keys += fmt::format(", workload.parallel.first_stage_layers = {}", j.first_stage_layers);
+  if (j.active() && j.last_stage_layers > 0)
+    keys += fmt::format(", workload.parallel.last_stage_layers = {}", j.last_stage_layers);
   return keys;
 }
 

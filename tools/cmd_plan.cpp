@@ -16,6 +16,7 @@
 #include "cost_model/yaml_reader.hpp"
 #include "sim/plan_report.hpp"
 #include "sim/plan_search.hpp"
+#include "sim/sweep_mpi.hpp"
 #include "sim/sweep_parallel.hpp"
 #include "tools/cmd_run.hpp"
 #include "tools/command_errors.hpp"
@@ -137,7 +138,7 @@ sim::PlanAxes axes_of(const PlanCommandOptions& o) {
           return std::nullopt;
         }
       },
-      "gpipe, 1f1b, interleaved, zb_h1");
+      "gpipe, 1f1b, interleaved, zb_h1, dualpipe");
   a.cp_algorithm = named_list<sim::ContextParallel>("--cp-algorithm", o.cp_algorithm, sim::parse_context_parallel,
                                                     "ring, allgather_kv");
   if (!o.schemes.empty()) a.schemes = split_list(o.schemes);
@@ -248,7 +249,9 @@ Command add_plan_command(CLI::App& app) {
           }};
 }
 
-void cmd_plan(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
+namespace {
+
+void run_plan(const PlanCommandOptions& o, std::ostream& out, std::ostream& err, const sim::SweepWorld& world) {
   if (o.gpus < 1 || o.gpus > 1'000'000) throw UsageError(fmt::format("--gpus {}: give 1 to 1,000,000 GPUs", o.gpus));
   if ((o.global_batch > 0) == (o.global_batch_tokens > 0))
     throw UsageError("plan: give the global batch once, as --global-batch SEQUENCES or --global-batch-tokens TOKENS "
@@ -277,10 +280,15 @@ void cmd_plan(const PlanCommandOptions& o, std::ostream& out, std::ostream& err)
   }
   if (o.scenario.empty() && q.axes.schemes.empty()) q.axes.schemes = kPlanSchemes;
   q.axes = sim::resolve_plan_axes(q.axes, q.base, q.gpus);
-  q.jobs = o.jobs > 0 ? o.jobs : sim::default_jobs();
+  // Under mpirun the ranks on one machine share its cores, as a sweep's do.
+  q.jobs = o.jobs > 0 ? o.jobs : std::max(1, sim::default_jobs() / std::max(1, world.local_size()));
   if (sim::plan_candidates(q).empty()) refuse_empty_search(q);
-  const sim::PlanResult result = sim::plan_search(q);
+  sim::PlanOptions options;
+  options.world = &world;
+  const sim::PlanResult result = sim::plan_search(q, options);
   if (result.ranking.empty()) refuse_no_result(result);
+  // Every rank holds the whole result; rank 0 alone writes it.
+  if (world.rank() != 0) return;
   const std::string text = o.format == "json" ? sim::plan_report_json(result, o.top).dump(2) + "\n"
                                               : sim::format_plan_report(result, o.top);
   if (!o.output.empty() && o.output != "-") {
@@ -289,6 +297,33 @@ void cmd_plan(const PlanCommandOptions& o, std::ostream& out, std::ostream& err)
   } else {
     out << text;
   }
+}
+
+}  // namespace
+
+void cmd_plan(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
+  if (sim::launched_by_mpirun() && !sim::built_with_mpi())
+    throw UsageError("this overlap-sim was built without MPI, so every mpirun rank would run the whole search; "
+                     "install OpenMPI (tools/setup.sh) and rebuild, or run it without mpirun");
+  sim::SweepWorld world;
+  if (!world.distributed()) {
+    run_plan(o, out, err, world);
+    return;
+  }
+  // Every rank reaches the same verdict on the same query and outcomes: rank 0 reports an error, and no
+  // rank leaves before it has (mpirun stops the job when one exits non-zero).
+  int code = kExitOk;
+  try {
+    run_plan(o, out, err, world);
+  } catch (const QuietExit& e) {
+    code = e.code();
+  } catch (const std::exception& e) {
+    const bool input = dynamic_cast<const InputError*>(&e) || dynamic_cast<const UsageError*>(&e);
+    code = input ? kExitUsage : kExitInternal;
+    if (world.rank() == 0) err << "overlap-sim: " << (input ? "error: " : "internal error: ") << e.what() << "\n" << std::flush;
+  }
+  world.barrier();
+  if (code != kExitOk) throw QuietExit(code);
 }
 
 }  // namespace overlap::tools

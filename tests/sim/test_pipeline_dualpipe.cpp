@@ -7,7 +7,11 @@
 #include <algorithm>
 #include <tuple>
 
+#include "cost_model/profile_loader.hpp"
+#include "sim/backward_shapes.hpp"
 #include "sim/pipeline_schedule.hpp"
+#include "sim/pipeline_step.hpp"
+#include "tests/support/transformer_fixtures.hpp"
 
 using namespace overlap;
 using namespace overlap::sim;
@@ -123,6 +127,58 @@ TEST_CASE("dualpipe: an F&B chunk hides each pass's communication behind the oth
   hidden.forward_comm_ps.assign(4, 1'000'000);
   hidden.backward_comm_ps.assign(4, 1'000'000);
   CHECK(run_pipeline(sh, hidden).step_ps < run_pipeline(sh, plain).step_ps);
+}
+
+TEST_CASE("dualpipe: the compute a transfer hides behind runs on the SMs the transfer leaves, so it saves less",
+          "[pipeline][dualpipe]") {
+  // Forward 100 with 40 exposed, backward 200 with 50: 40 + 50 = 90 hidden. At full speed the chunk is
+  // 300 - 90; with the compute at 3/4 speed beside the transfers, 300 - 67 (67.5 rounded down).
+  CHECK(paired_pass_ps(100, 200, 40, 50) == 210);
+  CHECK(paired_pass_ps(100, 200, 40, 50, 0.75) == 233);
+  CHECK(paired_pass_ps(100, 200, 0, 0, 0.75) == 300);  // nothing to hide: nothing shared
+  // The rate from the profile: k = comm.channels SMs of S taken, the rest slowed by the interference.
+  const HardwareProfile hw = load_profile("h100-64node-ib400-rail", std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware");
+  const double sms = hw.gpu.sm_count, k = hw.comm.channels;
+  REQUIRE(k > 0);
+  CHECK(paired_compute_rate(hw) == Approx((sms - k) / sms / (1 + hw.gpu.gemm_comm_interference * k / sms)));
+  CHECK(paired_compute_rate(hw) < 1);
+  // In the schedule: sharing lengthens every F&B chunk and so the step, but never past no hiding at all.
+  const PipelineShape sh{4, 1, 16, PipelineSchedule::dualpipe};
+  PipelineCosts plain = costs_of(sh, 3'000'000, 2'000'000, 2'000'000, true);
+  PipelineCosts full = plain;
+  full.forward_comm_ps.assign(4, 1'000'000);
+  full.backward_comm_ps.assign(4, 1'000'000);
+  PipelineCosts shared = full;
+  shared.paired_compute_rate = paired_compute_rate(hw);
+  const Ps with_full = run_pipeline(sh, full).step_ps, with_shared = run_pipeline(sh, shared).step_ps;
+  CHECK(with_full < with_shared);
+  CHECK(with_shared < run_pipeline(sh, plain).step_ps);
+  shared.paired_compute_rate = 0;
+  CHECK_THROWS_WITH(run_pipeline(sh, shared), Catch::Contains("paired_compute_rate"));
+}
+
+TEST_CASE("dualpipe: the two copies of a stage's parameters all-reduce their gradients once a step",
+          "[pipeline][dualpipe]") {
+  const HardwareProfile hw = load_profile("h100-64node-ib400-rail", std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware");
+  // 16 layers, no vocabulary, TP 8 over 8-GPU nodes: stage s and stage 3 - s both hold 4 + 4 layers.
+  Workload w = test::with_pass(test::transformer_on(test::custom_transformer(16, 1, 4096, 4096, 14336, 32, 8), 8), Pass::step);
+  PipelineParallel pp;
+  pp.pp = 4;
+  pp.micro_batches = 8;
+  CHECK(pipeline_mirror_grad_ps(hw, w, pp) == 0);  // 1F1B: one copy
+  pp.schedule = PipelineSchedule::dualpipe;
+  // A ring of two ranks: half the gradients each way, twice (reduce-scatter, all-gather), each step one
+  // stage-to-stage transfer (the same link and senders as the activations': pipeline_p2p_ps).
+  const std::int64_t layer_params = block_parameters(w, Block::attention) + block_parameters(w, Block::mlp) + 2 * 4096;
+  // The outer pair also holds the final norm (no vocabulary: no embedding or output layer).
+  const Bytes grads = (8 * layer_params + 4096) * dtype_bytes(w.training.parallel.grad_dtype);
+  CHECK(pipeline_mirror_grad_ps(hw, w, pp) == 2 * pipeline_p2p_ps(hw, w, grads / 2));
+  // The step waits for it after the last backward, beside the DP reduction and before the optimizer.
+  const std::vector<PipelineStepResult> r =
+      evaluate_pipeline({SchemeRequest{"no_overlap", nlohmann::json::object()}}, w, hw, Fidelity::curve, pp);
+  REQUIRE(r.size() == 1);
+  CHECK(r[0].mirror_grad_ps == pipeline_mirror_grad_ps(hw, w, pp));
+  CHECK(r[0].step_ps == r[0].pipeline_ps + r[0].exposed_dp_ps + r[0].mirror_grad_ps + r[0].optimizer_ps);
 }
 
 TEST_CASE("dualpipe: pp odd, micro-batches odd or fewer than 2 pp, and vpp are refused", "[pipeline][dualpipe]") {

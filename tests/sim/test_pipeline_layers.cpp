@@ -10,6 +10,7 @@
 #include "cost_model/profile_loader.hpp"
 #include "sim/pipeline_layers.hpp"
 #include "sim/pipeline_step.hpp"
+#include "sim/report.hpp"
 #include "sim/scenario.hpp"
 #include "sim/step_memory.hpp"
 #include "tests/sim/pipeline_job_fixture.hpp"
@@ -97,4 +98,20 @@ TEST_CASE("stage layers: memory per stage follows each stage's layers", "[pipeli
   const PipelineParallel pp = pipeline_parallel_of(uneven);
   CHECK(pipeline_stage_layers(uneven, pp) == std::vector<int>{18, 22, 22, 18});
   CHECK(pipeline_chunk_layers(uneven, pp) == std::vector<int>{18, 22, 22, 18});
+}
+
+TEST_CASE("stage layers are printed beside pp's other keys: the workload line and the memory's deciding keys",
+          "[pipeline][layers][report]") {
+  const Workload uneven = load("{pp: 4, micro_batches: 8, first_stage_layers: 18, last_stage_layers: 18}").workload;
+  const Workload even = load("{pp: 4, micro_batches: 8}").workload;
+  CHECK_THAT(step_memory_keys(uneven), Catch::Contains("workload.parallel.first_stage_layers = 18, "
+                                                       "workload.parallel.last_stage_layers = 18"));
+  CHECK_THAT(describe_workload(uneven), Catch::Contains("first_stage_layers=18 last_stage_layers=18"));
+  // Not given (layers / pp): not printed, so the even jobs' lines stay as they were.
+  CHECK_THAT(step_memory_keys(even), !Catch::Contains("stage_layers"));
+  CHECK_THAT(describe_workload(even), !Catch::Contains("stage_layers"));
+  Workload first_only = even;
+  first_only.training.job.first_stage_layers = 17;
+  CHECK_THAT(step_memory_keys(first_only), Catch::Contains("workload.parallel.first_stage_layers = 17"));
+  CHECK_THAT(step_memory_keys(first_only), !Catch::Contains("last_stage_layers"));
 }

@@ -2,7 +2,7 @@
 // stage taking the same time and free transfers, a step is exactly (m + pp - 1)(F + B) under GPipe and
 // 1F1B (Narayanan et al. SC'21 Sec. 2.2.1: bubble fraction (pp - 1) / (m + pp - 1)), the interleaved
 // schedule divides the bubble by vpp (Sec. 2.2.2), and ZB-H1 leaves (pp - 1)(F + B - W)
-// (Qi et al. ICLR'24 Sec. 3.1). Integer picoseconds, so every comparison is exact.
+// (Qi et al. ICLR'24 Sec. 2.1). Integer picoseconds, so every comparison is exact.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -41,6 +41,21 @@ void check_every_pass_once(const PipelineShape& sh, const PipelineTimeline& tl, 
           CHECK(n == 1);
         }
   }
+}
+
+// Per stage: the most micro-batches whose forward ran and whose weight gradient (W) did not, walking
+// its passes in order (what a split schedule's stage keeps some activations of).
+std::vector<int> peak_awaiting_weight(const PipelineTimeline& tl) {
+  std::vector<int> out;
+  for (const auto& slots : tl.stages) {
+    int held = 0, peak = 0;
+    for (const PipelineSlot& slot : slots) {
+      if (slot.work.pass == PipelinePass::forward) peak = std::max(peak, ++held);
+      if (slot.work.pass == PipelinePass::weight) --held;
+    }
+    out.push_back(peak);
+  }
+  return out;
 }
 
 }  // namespace
@@ -115,10 +130,35 @@ TEST_CASE("ZB-H1 leaves (pp - 1)(F + B - W) of bubble where 1F1B leaves (pp - 1)
     }
 }
 
+TEST_CASE("ZB-H1 holds no more micro-batches than 1F1B's first stage: a W runs before a forward beyond pp",
+          "[pipeline][zb]") {
+  // Qi et al. Sec. 2.1: ZB-H1 keeps 1F1B's peak activation memory. A stage holds a micro-batch's
+  // activations whole until its input gradient (B) and the weight gradient's inputs until its W; 1F1B's
+  // first stage holds pp whole micro-batches, its most. So stage s keeps 1F1B's pp - s ahead of B, and
+  // at most pp ahead of W, on every stage: the bubble stays (pp - 1)(F + B - W) (the test above).
+  for (int pp : {2, 4, 8})
+    for (int m : {pp, 2 * pp, 4 * pp, 4 * pp + 3})
+      for (const Ps w : {Ps{1'000'000}, Ps{2'000'000}, Ps{3'000'000}}) {
+        const PipelineShape zb{pp, 1, m, PipelineSchedule::zero_bubble_h1};
+        const PipelineShape one{pp, 1, m, PipelineSchedule::one_f_one_b};
+        const PipelineTimeline z = run_pipeline(zb, uniform_costs(zb, 2'000'000, 2'000'000, w, 100'000));
+        const PipelineTimeline o = run_pipeline(one, uniform_costs(one, 2'000'000, 2'000'000 + w, -1, 100'000));
+        INFO("pp " << pp << " m " << m << " w " << w);
+        check_every_pass_once(zb, z, true);
+        const std::vector<int> awaiting = peak_awaiting_weight(z);
+        for (int s = 0; s < pp; ++s) {
+          CHECK(z.peak_in_flight[static_cast<std::size_t>(s)] == o.peak_in_flight[static_cast<std::size_t>(s)]);
+          CHECK(awaiting[static_cast<std::size_t>(s)] <= std::min(m, pp));
+        }
+        // The first stage: exactly 1F1B's pp (or all m) micro-batches, never more.
+        CHECK(awaiting.front() == std::min(m, pp));
+      }
+}
+
 TEST_CASE("ZB-H1: transfers shorter than a pass cost it no more than they cost 1F1B", "[pipeline]") {
-  // A weight gradient only fills a wait it fits in: started in a gap as short as one transfer it would
-  // hold the next forward or input gradient back by the rest of W (were W to fill every wait, a 1 ps
-  // transfer would cost ZB-H1 106 ps at pp 4, m 8 and F = B = W = 100 ps, against 1F1B's 16 ps).
+  // ZB-H1's input gradients reach the stage above after B alone, 1F1B's after B + W; each W sits at a
+  // fixed place in the order, never in a gap a transfer leaves, where it would hold the next forward or
+  // input gradient back by the rest of itself.
   const Ps f = 2'000'000, b = 2'000'000, w = 2'000'000;
   for (int pp : {2, 4, 8})
     for (int m : {pp, 2 * pp, 4 * pp})
