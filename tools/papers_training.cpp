@@ -144,9 +144,10 @@ std::vector<PaperRow> megatron_training_rows(ScenarioRunner& runner) {
         megatron_runs_unfused(runner, r)
             ? fmt::format("ours: attention runs unfused as Megatron-LM of 2021 ran it (workload.attention: unfused: "
                           "every s x s score computed and passed through HBM by the softmax and dropout kernels; "
-                          "core attention is {:.1f} % of Eq. 3); what remains is one GEMM efficiency for every shape "
-                          "(the A100 profile's default 0.8), and the step leaves out host gaps, loss scaling and the "
-                          "micro-batch size Table 1 does not print",
+                          "core attention is {:.1f} % of Eq. 3); the scores' HBM traffic, the DP all-reduce after the "
+                          "backward and the launch gaps are priced (docs/guide/training.md); missing is a GEMM rate by "
+                          "shape on the A100 (every GEMM at the profile's one efficiency 0.8: no A100 GEMM calibration "
+                          "to fit one) and the micro-batch size Table 1 does not print",
                           100 * megatron_attention_share(r))
             : fmt::format("ours: this row runs flash attention (workload.attention: flash): unfused, its step is more "
                           "GEMM tiles per rank than the simulator walks, and a data-parallel step is not composed from "
