@@ -11,13 +11,48 @@
 
 #include "sim/backward_shapes.hpp"
 #include "sim/scenario.hpp"
+#include "sim/schemes/training_step.hpp"
 
 namespace overlap::sim {
 
 Workload with_layers(const Workload& w, int layers) {
   Workload c = w;
-  std::get<Transformer>(c.shape).layers = layers;
+  Transformer& t = std::get<Transformer>(c.shape);
+  // A DDP step's one bucket reduces every layer's gradients, however few layers run (composition_refusal).
+  DataParallel& dp = c.training.parallel;
+  if (dp.dp > 1 && dp.fsdp == Sharding::none && dp.gradient_layers == 0) dp.gradient_layers = t.layers;
+  t.layers = layers;
   return c;
+}
+
+std::string composition_refusal(const Workload& workload) {
+  const Transformer* t = std::get_if<Transformer>(&workload.shape);
+  if (t == nullptr) return "only a transformer's layers are composed";
+  const DataParallel& dp = workload.training.parallel;
+  if (dp.dp > 1 && dp.fsdp != Sharding::zero3) {
+    // ZeRO-1/2 gathers every parameter bucket at the forward's first layer and reduce-scatters the
+    // gradients in buckets: a pattern whose period is set by bytes, not layers.
+    if (dp.fsdp != Sharding::none)
+      return fmt::format("ZeRO-1/2 ({}) gathers and reduces in buckets of bytes that straddle layers, so its step "
+                         "does not repeat layer by layer",
+                         sharding_name(dp.fsdp));
+    if (t->moe) return "a MoE model's DDP buckets are not composed";
+    // DDP with one bucket larger than the whole model's gradients (Megatron-LM's local DDP, which
+    // all-reduces one contiguous buffer after the backward): every run of fewer layers reduces the whole
+    // model's gradients too (DataParallel::gradient_layers), so the step repeats layer by layer. Smaller
+    // buckets close at byte counts that straddle layers: not composed.
+    const double grad_bytes = static_cast<double>(layer_gradient_elements(workload)) * t->layers *
+                              dtype_bytes(dp.grad_dtype);
+    if (!(dp.bucket_mb * 1024.0 * 1024.0 > grad_bytes))
+      return fmt::format("DDP's gradient buckets of {:g} MiB close at byte counts that straddle layers (the model's "
+                         "gradients are {:.0f} MiB per rank), so its step does not repeat layer by layer; a bucket "
+                         "larger than the model (one all-reduce after the backward, as Megatron-LM's local DDP) is "
+                         "composed",
+                         dp.bucket_mb, grad_bytes / (1024.0 * 1024.0));
+  }
+  if (t->layers <= t->dense_layers + 6)
+    return fmt::format("{} layers are too few to compose (it takes the dense prefix + 6)", t->layers);
+  return {};
 }
 
 std::vector<int> composition_depths(const Workload& workload) {
@@ -141,16 +176,10 @@ SchemeResult compose(const SchemeResult& a, const SchemeResult& b, int k, std::i
 
 std::optional<int> composition_base_layers(const Workload& workload) {
   const Transformer* t = std::get_if<Transformer>(&workload.shape);
-  if (t == nullptr) return std::nullopt;
-  // DDP and ZeRO-1/2 fill gradient buckets across layer boundaries (and ZeRO-1/2 gathers every bucket
-  // at the first layer): their pattern repeats with a period set by bytes, not layers. Not composed.
-  const DataParallel& dp = workload.training.parallel;
-  if (dp.dp > 1 && dp.fsdp != Sharding::zero3) return std::nullopt;
+  if (t == nullptr || !composition_refusal(workload).empty()) return std::nullopt;
   // Four layers past the dense prefix: FSDP's first gathers and the recomputation's first layer settle
   // within them (the engine statistics too, not only the latencies).
-  const int k = t->dense_layers + 4;
-  if (t->layers <= k + 2) return std::nullopt;
-  return k;
+  return t->dense_layers + 4;
 }
 
 std::vector<SchemeResult> evaluate_all_composed(const std::vector<SchemeRequest>& schemes, const Workload& workload,
@@ -159,7 +188,7 @@ std::vector<SchemeResult> evaluate_all_composed(const std::vector<SchemeRequest>
   const std::optional<int> base = composition_base_layers(workload);
   if (!base)
     throw std::invalid_argument(
-        "layer composition needs a transformer deeper than its dense prefix + 4 layers, without DDP / ZeRO-1/2 buckets");
+        fmt::format("layer composition: {}", composition_refusal(workload)));
   const int layers = std::get<Transformer>(workload.shape).layers;
   EvaluateOptions each = options;
   each.comm_ps = -1;  // every depth's own

@@ -11,7 +11,9 @@
 // alternates two buffers: every second layer); the shortest period of up to kMaxCompositionPeriod
 // layers is used, from a depth k with L - k a whole number of periods. If none repeats, the run is
 // refused with the reason rather than approximated. DDP and ZeRO-1/2 fill gradient buckets across
-// layers, a pattern whose period is set by bytes: those are never composed.
+// layers, a pattern whose period is set by bytes: those are not composed, except DDP whose one bucket
+// holds the whole model (Megatron-LM's local DDP: one all-reduce after the backward), where each run of
+// fewer layers reduces the whole model's gradients as the deep step does (DataParallel::gradient_layers).
 //
 // Only a workload beyond the tile budget (scenario.hpp kMaxGemmTilesPerRank) is composed: below it
 // the full simulation runs, so every result that could be compared with one is one. A composed
@@ -21,15 +23,19 @@
 // batching do not repeat layer by layer in MoE and FSDP runs) and its SM and copy-engine busy
 // fractions by about a millionth; every latency, exposed time and step figure is exact.
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "sim/metrics.hpp"
 
 namespace overlap::sim {
 
-// The layers of the shortest run composition starts from (its dense prefix and two layers), or
-// nullopt when the workload is not a transformer deep enough to compose, or has DDP / ZeRO-1/2 buckets.
+// The layers of the shortest run composition starts from (its dense prefix and four layers), or
+// nullopt when composition_refusal gives a reason.
 std::optional<int> composition_base_layers(const Workload& workload);
+// Why the workload's step is not composed from fewer layers ("" when it may be): not a transformer, too
+// few layers, ZeRO-1/2, or DDP buckets smaller than the model.
+std::string composition_refusal(const Workload& workload);
 
 // evaluate_all over runs of k, k + P and k + 2P layers, composed to the workload's depth. Throws
 // std::invalid_argument when no period up to kMaxCompositionPeriod repeats.
@@ -39,7 +45,8 @@ std::vector<SchemeResult> evaluate_all_composed(const std::vector<SchemeRequest>
 
 inline constexpr int kMaxCompositionPeriod = 4;
 
-// The workload with `layers` layers (a Transformer's depth).
+// The workload with `layers` layers (a Transformer's depth); a DDP step keeps reducing the gradients of
+// the original depth (DataParallel::gradient_layers).
 Workload with_layers(const Workload& w, int layers);
 // The depths evaluate_all simulates for `workload` when it composes it (every depth
 // evaluate_all_composed may run, in the order it may run them); empty when the workload runs whole.

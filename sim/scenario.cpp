@@ -1254,10 +1254,14 @@ std::optional<WorkOverBudget> work_over_budget(const Workload& w) {
                                                pairs, kMaxMoeExchangePairs, moe_layers > 1 ? " or layers" : "")};
   const std::int64_t total = c.tiles * simulated;
   if (total <= kMaxGemmTilesPerRank) return std::nullopt;
+  // A transformer run whole: say why it is not composed from fewer layers.
+  const std::string whole = !base && std::holds_alternative<Transformer>(w.shape)
+                                ? fmt::format(" (it is not composed from fewer layers: {})", composition_refusal(w))
+                                : std::string();
   return WorkOverBudget{c.key, fmt::format("{} GEMM tiles (128 x 128) per rank{} is more than the {} the simulator "
-                                           "walks in seconds; shrink the workload",
+                                           "walks in seconds{}; shrink the workload",
                                            total, simulated > 1 ? fmt::format(" over {} layers", simulated) : std::string(),
-                                           kMaxGemmTilesPerRank)};
+                                           kMaxGemmTilesPerRank, whole)};
 }
 
 nlohmann::json yaml_text_to_json(const std::string& text) {

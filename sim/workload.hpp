@@ -202,6 +202,10 @@ struct DataParallel {
   double bucket_mb = 25;           // gradient bucket (PyTorch DDP bucket_cap_mb default 25); none/zero1/zero2
   int prefetch = 1;                // zero3: layers whose parameters are gathered ahead (FSDP2 default 1)
   DType grad_dtype = DType::fp32;  // gradients reduced in fp32 (Megatron-LM's default main_grad)
+  // Layers whose gradients the one DDP bucket reduces after the backward (0: the workload's own). Not
+  // a key: layer composition (sim/layer_composition.hpp) runs a few layers of a step whose bucket holds
+  // the whole model, and each of those runs reduces the whole model's gradients, as the deep step does.
+  int gradient_layers = 0;
 };
 
 // Pipeline and context parallelism of a transformer training job (docs/guide/pipeline.md): the

@@ -192,6 +192,10 @@ class StepDriver {
       if (shape_) at = tail_backward(at);
       for (int l = layers_ - 1; l >= 0; --l) at = backward_layer(l, at);
       if (shape_) at = head_backward(at);
+      // The layers this run leaves out hand their gradients to the same bucket (layer composition's
+      // shallow runs of a step whose one bucket holds the whole model: DataParallel::gradient_layers).
+      if (const int missing = w_.training.parallel.gradient_layers - layers_; missing > 0)
+        dp_.gradient_ready(missing * layer_gradient_elements(w_), {});
       dp_.flush();
       if (shape_) optimizer();
     }
@@ -413,6 +417,14 @@ PerRank emit_linear_backward(PassEmitter& e, const LinearBackward& l, ColumnBack
                                  ? e.gather_gemm(GatherGemm{name + ".wgrad", Primitive::all_gather, l.regather_bytes, l.wgrad, true}, at)
                                  : e.gemm(l.wgrad, at, name + ".wgrad"));
   return e.join({scattered, wgrad}, name + ".end");
+}
+
+std::int64_t layer_gradient_elements(const Workload& w) {
+  std::int64_t elements = 0;
+  for (const Block block : layer_blocks(w))
+    for (const BackwardStep& s : backward_steps(w, block))
+      if (s.kind == BackwardStep::Kind::linear) elements += s.linear.wgrad.m * s.linear.wgrad.n;
+  return elements;
 }
 
 BuiltScheme build_training_step(const BuildContext& ctx, PassEmitter& e, const TrainingStepOptions& options) {

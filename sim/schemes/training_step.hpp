@@ -111,6 +111,10 @@ struct TrainingStepOptions {
 // nullopt for every other workload, whose graph is the layers' GEMMs, attention and collectives alone.
 std::optional<step::StepShape> step_kernel_shape(const Workload& w);
 
+// The weight-gradient elements per rank one layer's backward hands the data-parallel buckets (every
+// linear's wgrad output; a dense transformer's layers all hand the same).
+std::int64_t layer_gradient_elements(const Workload& w);
+
 // The workload's pass (workload.training) built with `e`, on e's builder; then finishes it.
 BuiltScheme build_training_step(const BuildContext& ctx, PassEmitter& e, const TrainingStepOptions& options);
 

@@ -2,11 +2,13 @@
 // enough to run whole, the composition equals the full simulation, figure for figure.
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <string>
 
 #include "cost_model/profile_loader.hpp"
 #include "sim/layer_composition.hpp"
 #include "sim/scenario.hpp"
+#include "sim/schemes/training_step.hpp"
 #include "tests/support/transformer_fixtures.hpp"
 
 using namespace overlap;
@@ -107,16 +109,62 @@ TEST_CASE("layer composition equals the full simulation: a MoE model with a dens
   check_composes_exactly(test::with_pass(test::transformer_on(t, 8), Pass::step), hw);
 }
 
-TEST_CASE("DDP and ZeRO-1/2 buckets straddle layers: never composed", "[composition]") {
+TEST_CASE("DDP and ZeRO-1/2 buckets straddle layers: not composed, with the reason", "[composition]") {
   Workload w = test::with_pass(test::transformer_on(test::custom_transformer(40, 1, 1024, 2048, 8192, 16, 8), 8),
                                Pass::step);
   w.training.parallel.dp = 2;
   for (Sharding s : {Sharding::none, Sharding::zero1, Sharding::zero2}) {
     w.training.parallel.fsdp = s;
     CHECK_FALSE(composition_base_layers(w));
+    CHECK_THAT(composition_refusal(w), Catch::Matchers::Contains("straddle layers"));
   }
+  w.training.parallel.fsdp = Sharding::none;
+  CHECK_THAT(composition_refusal(w), Catch::Matchers::Contains("25 MiB"));
+  // The whole model's fp32 gradients per rank are 40 x layer_gradient_elements x 4 bytes: a bucket of
+  // exactly that closes at the last gradient, inside the backward; a larger one holds them all and is
+  // reduced once after it.
+  const double model_mib = 40.0 * static_cast<double>(layer_gradient_elements(w)) * 4 / (1024.0 * 1024.0);
+  w.training.parallel.bucket_mb = model_mib;
+  CHECK_FALSE(composition_base_layers(w));
+  w.training.parallel.bucket_mb = model_mib * 1.001;
+  CHECK(composition_base_layers(w) == 4);
+  CHECK(composition_refusal(w).empty());
   w.training.parallel.fsdp = Sharding::zero3;
   CHECK(composition_base_layers(w) == 4);
+  // Past the tile budget, the refusal says why the step is not composed; one bucket lifts it.
+  Workload big = test::with_pass(
+      test::transformer_on(test::custom_transformer(80, 16, 8192, 8192, 28672, 64, 8), 8), Pass::step, Recompute::full);
+  big.training.parallel.dp = 2;
+  const std::optional<WorkOverBudget> over = work_over_budget(big);
+  REQUIRE(over);
+  CHECK_THAT(over->message, Catch::Matchers::Contains("not composed from fewer layers") &&
+                                Catch::Matchers::Contains("buckets of 25 MiB"));
+  big.training.parallel.bucket_mb = 1 << 20;
+  CHECK_FALSE(work_over_budget(big));
+}
+
+TEST_CASE("layer composition equals the full simulation: DDP reducing one bucket after the backward", "[composition]") {
+  // Megatron-LM's local DDP: one contiguous gradient buffer all-reduced after the backward. The runs of
+  // fewer layers reduce the whole model's gradients (DataParallel::gradient_layers), so the step repeats
+  // layer by layer; with the step's own kernels (embedding, loss, optimizer) and without.
+  const HardwareProfile hw = load_profile("h100-2node-ib400", kProfileDir);
+  for (const std::int64_t vocab : {std::int64_t{0}, std::int64_t{32000}}) {
+    Transformer t = test::custom_transformer(11, 1, 2048, 4096, 14336, 32, 8);
+    t.vocab = vocab;
+    Workload w = test::with_pass(test::transformer_on(t, 8), Pass::step, Recompute::full);
+    w.training.parallel.dp = 2;
+    w.training.parallel.bucket_mb = 1 << 20;
+    w.training.parallel.grad_dtype = DType::fp16;
+    REQUIRE(composition_base_layers(w) == 4);
+    INFO("vocab " << vocab);
+    const std::vector<SchemeRequest> schemes{{"no_overlap", {}}, {"async_tp", {}}};
+    const std::vector<SchemeResult> full = evaluate_all(schemes, w, hw, Fidelity::curve);
+    const std::vector<SchemeResult> composed = evaluate_all_composed(schemes, w, hw, Fidelity::curve);
+    REQUIRE(composed.size() == full.size());
+    for (std::size_t i = 0; i < full.size(); ++i) check_same(full[i], composed[i]);
+    // The all-reduce is the whole model's: exposed DP is the same at every depth composition ran.
+    CHECK(full[0].step.exposed_dp_ps > 0);
+  }
 }
 
 TEST_CASE("Llama 3 70B at its real size: 80 layers of 131,072 tokens run, composed", "[composition]") {
