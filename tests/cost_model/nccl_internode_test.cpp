@@ -199,7 +199,7 @@ TEST_CASE("published multi-node all-reduce: 3 nodes of 8 A100 with 4 HDR NICs ea
   // NICs each, all_reduce_perf over 24 ranks up to 128 MB: peak busbw "about 96 GB/s" (100 GB/s in
   // theory, 4 x 25 GB/s), average 84.8 GB/s. The issue gives the peak as a rounded figure, not a table,
   // so the check is the model's bandwidth limit, 4 x 25 x 0.94 = 94 GB/s, within 10 % of it; at 128 MiB
-  // itself the model is 11 % under (Ring/LL128's latency; docs/guide/collective.md "Across nodes").
+  // itself the model is 11 % under (Ring/Simple's latency; docs/guide/collective.md "Across nodes").
   HardwareProfile hw = load_profile("a100-4node-hdr200-rail", kDir);
   hw.fabric.num_gpus = 24;
   hw.fabric.nics_per_node = 4;
