@@ -114,12 +114,21 @@ std::vector<CollectiveCandidate> collective_candidates(const HardwareProfile& hw
   return out;
 }
 
+GroupPlacement strided_group_placement(const HardwareProfile& hw, int stride) {
+  const FabricSpec& f = hw.fabric;
+  if (f.topology != "multi_node" || f.gpus_per_node <= 0) return {};
+  if (stride < 1) throw std::invalid_argument("group placement: the stride must be at least 1");
+  return GroupPlacement{stride >= f.gpus_per_node ? 1 : f.gpus_per_node / stride};
+}
+
 CollectivePlan plan_collective(const HardwareProfile& hw, CollectivePrimitive primitive, Bytes bytes, int n_ranks,
-                               const std::string& link_class, const CollectiveOverrides& overrides) {
+                               const std::string& link_class, const CollectiveOverrides& overrides,
+                               const GroupPlacement& placement) {
   CollectivePlan plan;
   plan.primitive = primitive;
+  plan.placement = placement;
   if (n_ranks <= 1 || bytes <= 0) return plan;
-  const NcclCommunicator comm = nccl_communicator(hw, n_ranks, link_class);
+  const NcclCommunicator comm = nccl_communicator(hw, n_ranks, link_class, placement.ranks_per_node);
   const std::optional<A> forced_algo = overrides.algorithm ? overrides.algorithm : hw.comm.algorithm;
   const std::optional<P> forced_proto = overrides.protocol ? overrides.protocol : hw.comm.protocol;
   const std::string algo_key = override_key(overrides.algorithm.has_value(), "algorithm");
@@ -304,7 +313,7 @@ CollectiveSchedule collective_steps(const HardwareProfile& hw, const CollectiveP
   sched.bytes_total = bytes;
   sched.ranks.assign(static_cast<std::size_t>(n_ranks), {});
   if (n_ranks == 1 || bytes == 0) return sched;  // nothing to move: no steps, no latency
-  const NcclCommunicator comm = nccl_communicator(hw, n_ranks, link_class);
+  const NcclCommunicator comm = nccl_communicator(hw, n_ranks, link_class, plan.placement.ranks_per_node);
   sched.ranks = nccl_algorithm_steps(comm, plan.primitive, plan.algorithm, bytes);
   if (comm.n_nodes > 1) {
     sched.ranks_per_node = comm.ranks_per_node;

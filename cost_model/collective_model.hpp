@@ -37,6 +37,20 @@ struct CollectiveOverrides {
   std::optional<NcclProtocol> protocol;
 };
 
+// Where a group's ranks sit across nodes: ranks_per_node of its members share a node, consecutive
+// members together (0: the group packed onto nodes in rank order, fabric.gpus_per_node to a node, as a
+// TP or EP group of consecutive GPUs; a network-class group no larger than a node then has one rank per
+// node). Only a multi_node profile reads it.
+struct GroupPlacement {
+  int ranks_per_node = 0;
+};
+
+// The placement of a group whose members are `stride` GPUs apart in a job laid out node by node
+// (Megatron's rank order puts TP innermost, so a data-parallel group's members are GPUs r + j x tp):
+// gpus_per_node / stride members to a node while the stride is below a node's GPUs, else one. {0} on a
+// profile of one node.
+GroupPlacement strided_group_placement(const HardwareProfile& hw, int stride);
+
 // What NCCL would run for one call.
 struct CollectivePlan {
   CollectivePrimitive primitive = CollectivePrimitive::all_reduce;
@@ -48,14 +62,16 @@ struct CollectivePlan {
   bool from_curve = false;  // a calibrated / imported curve gave time_ps
   // The bandwidth the bytes move at: S / (time - latency) = NCCL's algorithm bandwidth (GB/s).
   double algbw_gbps = 0;
+  GroupPlacement placement;  // the group's placement it was planned for; collective_steps() follows it
 };
 
 // Throws InputError (key comm.algorithm / comm.protocol, naming the profile file) when a forced
 // algorithm or protocol cannot run this collective on this profile (NCCL fails such a call too), and
 // std::invalid_argument for an unknown link class. n_ranks <= 1 or bytes <= 0: a plan of time 0 and
-// no channels.
+// no channels. placement: where the group's ranks sit (default: packed onto nodes in rank order).
 CollectivePlan plan_collective(const HardwareProfile& hw, CollectivePrimitive primitive, Bytes bytes, int n_ranks,
-                               const std::string& link_class, const CollectiveOverrides& overrides = {});
+                               const std::string& link_class, const CollectiveOverrides& overrides = {},
+                               const GroupPlacement& placement = {});
 
 // Every (algorithm, protocol) NCCL would consider for this call with its model time (curves
 // ignored), in NCCL's order; what `overlap-sim collective --all` prints and the tests compare.

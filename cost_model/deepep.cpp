@@ -74,8 +74,10 @@ std::vector<DeepEpPortBytes> deepep_port_bytes(DeepEpKernel kernel, const DeepEp
           at(g).rdma_send += token_bytes;
           at(forwarder).rdma_recv += token_bytes;
         }
+        // Every GPU of node n holding its experts gets a copy through the forwarder's NVLink stage, the
+        // forwarder itself too (its own copy goes through the same queue and receiver; deepep.hpp).
         for (int target : gpus)
-          if (node_of(target) == n && target != forwarder) {
+          if (node_of(target) == n) {
             at(forwarder).nvlink_send += token_bytes;
             at(target).nvlink_recv += token_bytes;
           }
@@ -106,7 +108,7 @@ DeepEpPortBytes deepep_expected_port_bytes(DeepEpKernel kernel, const DeepEpLayo
   // Its own node is among those reached with probability reached / nodes (the M nodes uniform).
   p.rdma_send = p.rdma_recv = t * reached * (1.0 - 1.0 / nodes) * token_bytes;
   // A reached node holds k_n >= 1 of the experts, k_n ~ Binomial(k, 1/M); they lie on
-  // g (1 - (1 - 1/g)^k_n) distinct GPUs, of which the forwarder is one with probability 1/g.
+  // g (1 - (1 - 1/g)^k_n) distinct GPUs, each a copy of the NVLink stage (the forwarder's own included).
   double weighted = 0, reach = 0;
   double choose = 1;  // C(k, kn)
   for (int kn = 1; kn <= l.top_k; ++kn) {
@@ -115,7 +117,7 @@ DeepEpPortBytes deepep_expected_port_bytes(DeepEpKernel kernel, const DeepEpLayo
     weighted += pk * g * (1.0 - std::pow(1.0 - 1.0 / g, kn));
     reach += pk;
   }
-  const double targets = reach > 0 ? weighted / reach * (g - 1) / g : 0.0;
+  const double targets = reach > 0 ? weighted / reach : 0.0;
   // Every GPU forwards, on average, as many node copies as it sends.
   p.nvlink_send = p.nvlink_recv = t * reached * targets * token_bytes;
   return p;
@@ -149,10 +151,9 @@ DeepEpDedup deepep_dedup_ratios(DeepEpKernel kernel, const DeepEpLayout& l) {
   if (kernel == DeepEpKernel::low_latency) return r;
   const DeepEpPortBytes normal = deepep_expected_port_bytes(DeepEpKernel::normal, l, 1, 1.0);
   const DeepEpPortBytes selections = deepep_expected_port_bytes(DeepEpKernel::low_latency, l, 1, 1.0);
-  const double g = l.gpus_per_node;
   if (selections.rdma_send > 0) r.rdma = normal.rdma_send / selections.rdma_send;
-  const double nvlink_hop = selections.nvlink_send + selections.rdma_send * (g - 1) / g;
-  if (nvlink_hop > 0) r.nvlink = normal.nvlink_send / nvlink_hop;
+  // Every selection, its own GPU's included, passes the NVLink stage once before deduplication.
+  r.nvlink = normal.nvlink_send / l.top_k;
   return r;
 }
 
@@ -172,16 +173,24 @@ std::vector<DeepEpPortBytes> deepep_port_bytes_of_pairs(DeepEpKernel kernel, con
       const Bytes raw = pairs[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)];
       if (raw < 0) throw std::invalid_argument("DeepEP: a negative pair");
       const double b = static_cast<double>(raw);
-      if (s == d || b == 0) continue;
+      if (b == 0) continue;
+      const bool normal = kernel == DeepEpKernel::normal;
+      if (s == d) {  // its own GPU: through the normal kernels' NVLink stage (its queue and receiver)
+        if (normal) {
+          at(s).nvlink_send += b * dedup.nvlink;
+          at(d).nvlink_recv += b * dedup.nvlink;
+        }
+        continue;
+      }
       if (s / g == d / g) {  // its own node: over NVLink
         at(s).nvlink_send += b * dedup.nvlink;
         at(d).nvlink_recv += b * dedup.nvlink;
         continue;
       }
-      const int f = kernel == DeepEpKernel::low_latency ? d : deepep_forwarder(s, d, g);
+      const int f = normal ? deepep_forwarder(s, d, g) : d;
       at(s).rdma_send += b * dedup.rdma;
       at(f).rdma_recv += b * dedup.rdma;
-      if (f != d) {
+      if (normal) {
         at(f).nvlink_send += b * dedup.nvlink;
         at(d).nvlink_recv += b * dedup.nvlink;
       }

@@ -7,7 +7,15 @@
 //                        over RDMA to the GPU of the same index there, which forwards it over NVLink to
 //                        each GPU of its node holding its experts. Node-limited routing (the report's
 //                        "each token is sent to at most M nodes", M = 4 for DeepSeek-V3) bounds the
-//                        RDMA copies; the NVLink forwarding is the node's second hop.
+//                        RDMA copies; the NVLink forwarding is the node's second hop. Every copy a GPU
+//                        receives passes that NVLink stage, its own included: the intranode kernels
+//                        give each rank (the GPU's own among them) a warp group, a channel queue in the
+//                        receiver's buffer and the receiver's copy out of it, and the internode
+//                        forwarders write to every GPU of their node, themselves too
+//                        (csrc/kernels/legacy/intranode.cu, internode.cu: `responsible_rank` runs over
+//                        all ranks). So the NVLink stage's time is every received copy over the
+//                        NVLink rate, as DeepEP's own "bottleneck bandwidth" counts it (its own
+//                        tokens included) against the ~160 GB/s NVLink maximum.
 //   low-latency kernels  (decoding) each (token, expert) selection goes straight to the expert's GPU,
 //                        over RDMA to another node and over NVLink inside the node, all peers at once
 //                        (one message per selection, no deduplication, no forwarding): the time is the
@@ -41,7 +49,7 @@ void check_deepep_layout(const DeepEpLayout& layout);
 // What one GPU's ports carry in one dispatch (or, reversed, one combine), in bytes.
 struct DeepEpPortBytes {
   double rdma_send = 0, rdma_recv = 0;      // through its NIC
-  double nvlink_send = 0, nvlink_recv = 0;  // through its NVLink port
+  double nvlink_send = 0, nvlink_recv = 0;  // through its NVLink stage (normal kernels: its own copies too)
 };
 
 // Per GPU (ep entries) from an explicit routing: experts_of[g][t] lists the experts of token t of GPU
@@ -71,8 +79,9 @@ Ps deepep_time_ps(const DeepEpPortBytes& every_gpu, const DeepEpRates& rates);
 // layout.gpus_per_node to a node). Low latency sends one message per selection, so its ports are the
 // pairs' own: bytes to other nodes through the NIC, to the node's other GPUs through NVLink (exact).
 // The normal kernels route every pair as DeepEP does (another node's over RDMA to the GPU of the
-// source's index there, then over NVLink to the destination unless it is that GPU; its own node's over
-// NVLink), so a hot GPU's remote traffic arrives through every NIC of its node; the deduplication needs
+// source's index there, then through its NVLink stage to the destination, that GPU itself included; its
+// own node's, its own GPU's included, through the NVLink stage), so a hot GPU's remote traffic arrives
+// through every NIC of its node; the deduplication needs
 // each token's experts, which a count matrix does not keep, so the RDMA and NVLink hops are scaled by
 // deepep_dedup_ratios. With the expected pairs of uniform routing this is deepep_expected_port_bytes
 // exactly.
@@ -80,9 +89,8 @@ std::vector<DeepEpPortBytes> deepep_port_bytes_of_pairs(DeepEpKernel kernel, con
                                                         const PairBytes& pairs);
 
 // The normal kernels' bytes per selection byte under uniform routing within max_nodes: on the RDMA hop
-// (normal / selections to other nodes) and on the NVLink hop (normal / the selections that need one: its
-// own node's other GPUs, and other nodes' GPUs but the forwarder, (g - 1) / g of them). Both 1 for the
-// low-latency kernels.
+// (normal / selections to other nodes) and on the NVLink stage (normal / every selection, each passes it
+// once). Both 1 for the low-latency kernels.
 struct DeepEpDedup {
   double rdma = 1, nvlink = 1;
 };

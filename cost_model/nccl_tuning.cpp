@@ -104,7 +104,8 @@ NcclHw nccl_hw_of_link_class(const HardwareProfile& hw, const std::string& link_
   return NcclHw::nvlink;
 }
 
-NcclCommunicator nccl_communicator(const HardwareProfile& hw, int n_ranks, const std::string& link_class) {
+NcclCommunicator nccl_communicator(const HardwareProfile& hw, int n_ranks, const std::string& link_class,
+                                   int group_ranks_per_node) {
   if (n_ranks < 2) throw std::invalid_argument("NCCL model: a communicator needs at least 2 ranks");
   const FabricSpec& f = hw.fabric;
   const auto it = f.links.find(link_class);
@@ -112,7 +113,13 @@ NcclCommunicator nccl_communicator(const HardwareProfile& hw, int n_ranks, const
   NcclCommunicator c;
   c.n_ranks = n_ranks;
   c.collective_hw = nccl_hw_of_link_class(hw, link_class);
-  if (f.topology == "multi_node" && f.gpus_per_node > 0) {
+  if (f.topology == "multi_node" && f.gpus_per_node > 0 && group_ranks_per_node > 0) {
+    // The group's own placement: a group strided over the job's GPUs (a data-parallel group with TP
+    // innermost) has fewer of its ranks on each node than the node holds, so it spans more nodes, and
+    // its channels leave each node only through the NICs of its own ranks' rails.
+    const int per_node = std::min({group_ranks_per_node, f.gpus_per_node, n_ranks});
+    c.n_nodes = (n_ranks + per_node - 1) / per_node;
+  } else if (f.topology == "multi_node" && f.gpus_per_node > 0) {
     c.n_nodes = (n_ranks + f.gpus_per_node - 1) / f.gpus_per_node;
     // A collective on the network among no more ranks than a node holds is a group with one rank per
     // node: a data-parallel group of the TP groups' counterparts (Megatron's rank order, ranks

@@ -58,8 +58,12 @@ struct NcclCommunicator {
   int arch_index = 0;                // node-count class of the bandwidth caps: 0 one node, 1 two, 2 more
 };
 
-// Throws std::invalid_argument for an unknown link class or n_ranks < 2.
-NcclCommunicator nccl_communicator(const HardwareProfile& hw, int n_ranks, const std::string& link_class);
+// Throws std::invalid_argument for an unknown link class or n_ranks < 2. group_ranks_per_node: how many
+// of the group's ranks share a node (GroupPlacement in collective_model.hpp); 0 packs the group onto
+// nodes in rank order, gpus_per_node to a node (a network-class group no larger than a node: one rank
+// per node).
+NcclCommunicator nccl_communicator(const HardwareProfile& hw, int n_ranks, const std::string& link_class,
+                                   int group_ranks_per_node = 0);
 
 // The latency / bandwidth NCCL's table holds for one (collective, algorithm, protocol), before the
 // size-dependent corrections. available == false where NCCL leaves the entry at bandwidth 0 (the

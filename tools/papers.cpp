@@ -291,6 +291,8 @@ const std::vector<PaperSource>& source_titles() {
       {"nccl-tests-issue-290", "Single-node and multi-node performance of H100 nodes (NVIDIA/nccl-tests issue 290)"},
       {"nccl-tests-issue-119", "NCCL all_reduce_perf on 3 nodes of 8x A100 with 4 HDR NICs (NVIDIA/nccl-tests issue 119)"},
       {"nccl-issue-1244", "2 node 16 H20 GPU allreduce performance is not as expected with NVL sharp (NVIDIA/nccl issue 1244)"},
+      {"nccl-issue-652", "NCCL performance on 32 node cluster (NVIDIA/nccl issue 652)"},
+      {"nccl-tests-issue-283", "NCCL Test Multi-node Bus Bandwidth Tuning issue (NVIDIA/nccl-tests issue 283)"},
   };
   return kSources;
 }

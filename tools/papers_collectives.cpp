@@ -104,11 +104,12 @@ std::vector<PaperRow> deepep_rows(const PaperData& data) {
          {std::tuple{"dispatch", fp8, r.dispatch_gbps}, std::tuple{"combine", bf16, r.combine_gbps}}) {
       const DeepEpPortBytes p = deepep_expected_port_bytes(DeepEpKernel::normal, l, 4096, bytes);
       const double seconds = static_cast<double>(deepep_time_ps(p, rates)) / 1e12;
-      // DeepEP's "bottleneck bandwidth": one node, the NVLink bytes a GPU receives (its own tokens
-      // counted); across nodes, the RDMA bytes its tokens take to every node they reach (its own counted).
-      const double logical = nodes == 1 ? p.nvlink_recv * 8.0 / 7.0 : p.rdma_send / (1.0 - 1.0 / nodes);
-      // At EP 8 and 16 NVLink forwarding binds (the row's cause says why).
-      const RowSpec s = deepep_row(data, r.ep <= 16 ? "deepep_normal_forwarding" : "deepep_normal",
+      // DeepEP's "bottleneck bandwidth": one node, the bytes a GPU receives through the NVLink stage (its
+      // own tokens counted, as the model counts them); across nodes, the RDMA bytes its tokens take to
+      // every node they reach (its own counted).
+      const double logical = nodes == 1 ? p.nvlink_recv : p.rdma_send / (1.0 - 1.0 / nodes);
+      // On two nodes the forwarders' NVLink stage binds and the model is still fast (the row's cause).
+      const RowSpec s = deepep_row(data, nodes == 2 ? "deepep_normal_forwarding" : "deepep_normal",
                                    fmt::format("EP {} {} bottleneck bandwidth ({})", r.ep, name, nodes == 1 ? "NVLink" : "RDMA"),
                                    cfg, published, "GB/s", 4096.0 * bytes);
       rows.push_back(judge(s, logical / seconds / 1e9));
@@ -120,6 +121,31 @@ std::vector<PaperRow> deepep_rows(const PaperData& data) {
 // nccl-tests' bus bandwidth of an all-reduce of `bytes` on `n` ranks (algbw = S / time, x 2(n-1)/n).
 double all_reduce_busbw(const CollectivePlan& plan, Bytes bytes, int n) {
   return static_cast<double>(bytes) / (static_cast<double>(plan.time_ps) * 1e-3) * 2.0 * (n - 1) / n;
+}
+
+// A shipped multi-node profile resized to the published cluster: `gpus` GPUs (its nodes of
+// gpus_per_node), `nics` NICs a node (0: the profile's), the fabric's graph expanded again.
+HardwareProfile cluster(const std::string& hardware_dir, const std::string& profile, int gpus, int nics) {
+  HardwareProfile hw = load_profile(profile, hardware_dir);
+  hw.fabric.num_gpus = gpus;
+  if (nics > 0) hw.fabric.nics_per_node = nics;
+  hw.fabric.nodes.clear();
+  hw.fabric.edges.clear();
+  expand_topology(hw.fabric);
+  return hw;
+}
+
+// One all-reduce row of NCCL's own choice on `hw`: the busbw (or, `time`, the time in us) of `bytes` over
+// every GPU, its config `what` followed by the choice and the size (`size`, as the source writes it).
+PaperRow nccl_choice_row(const PaperData& data, const std::string& id, const HardwareProfile& hw, const std::string& what,
+                         Bytes bytes, const char* size, bool time) {
+  const int n = hw.fabric.num_gpus;
+  const CollectivePlan plan = plan_collective(hw, CollectivePrimitive::all_reduce, bytes, n, "network");
+  const RowSpec spec = absolute(data, id,
+                                fmt::format("{}, NCCL's choice ({}/{}), {}", what, nccl_algorithm_name(plan.algorithm),
+                                            nccl_protocol_name(plan.protocol), size),
+                                static_cast<double>(bytes));
+  return judge(spec, time ? static_cast<double>(plan.time_ps) / 1e6 : all_reduce_busbw(plan, bytes, n));
 }
 
 std::vector<PaperRow> nccl_tests_rows(const PaperData& data, const std::string& hardware_dir) {
@@ -137,22 +163,21 @@ std::vector<PaperRow> nccl_tests_rows(const PaperData& data, const std::string& 
                                   static_cast<double>(s)),
                          all_reduce_busbw(plan, s, 16)));
   }
-  {
-    // NVIDIA/nccl-tests issue 119 (2022): 3 servers of 8x A100-SXM4-40GB, 4 HDR 200 Gb/s NICs each,
-    // all_reduce_perf up to 128 MB over 24 ranks, peak busbw "about 96 GB/s"; NCCL version not given.
-    HardwareProfile hw = load_profile("a100-4node-hdr200-rail", hardware_dir);
-    hw.fabric.num_gpus = 24;
-    hw.fabric.nics_per_node = 4;
-    hw.fabric.nodes.clear();
-    hw.fabric.edges.clear();
-    expand_topology(hw.fabric);
-    const Bytes s = Bytes{128} << 20;
-    const CollectivePlan plan = plan_collective(hw, CollectivePrimitive::all_reduce, s, 24, "network");
-    const RowSpec spec = absolute(
-        data, "nccl_tests_119", "a100-4node-hdr200-rail as 3 nodes, 4 NICs a node (24 ranks), NCCL's choice, 128 MiB",
-        static_cast<double>(s));
-    rows.push_back(judge(spec, all_reduce_busbw(plan, s, 24)));
-  }
+  // NVIDIA/nccl-tests issue 119 (2022): 3 servers of 8x A100-SXM4-40GB, 4 HDR 200 Gb/s NICs each,
+  // all_reduce_perf up to 128 MB over 24 ranks, peak busbw "about 96 GB/s"; NCCL version not given.
+  rows.push_back(nccl_choice_row(data, "nccl_tests_119", cluster(hardware_dir, "a100-4node-hdr200-rail", 24, 4),
+                                 "a100-4node-hdr200-rail as 3 nodes, 4 NICs a node (24 ranks)", Bytes{128} << 20, "128 MiB", false));
+  // NVIDIA/nccl issue 652 (2022): 32 nodes of 8x A100-SXM4, 4 HDR 200 Gb/s NICs each, 256 ranks; 62.9-65.5
+  // us from 8 B to 128 B. NCCL's choice there is Tree/LL, whose latency grows with log2(nodes) network
+  // hops (nccl_tuning.cpp).
+  rows.push_back(nccl_choice_row(data, "nccl_652", cluster(hardware_dir, "a100-4node-hdr200-rail", 256, 4),
+                                 "a100-4node-hdr200-rail as 32 nodes, 4 NICs a node (256 ranks)", 64, "64 B", true));
+  // NVIDIA/nccl-tests issue 283 (2025): 248 servers of 8x H200, 8 HCAs each (1984 ranks), 512 MB with
+  // NCCL's default choice: busbw "typically around 350G". The HCAs' speed is not given; the profile's
+  // are DGX H200's 400 Gb/s.
+  rows.push_back(nccl_choice_row(data, "nccl_tests_283", cluster(hardware_dir, "h200-16node-ib400-rail", 1984, 0),
+                                 "h200-16node-ib400-rail as 248 nodes (1984 ranks), 8x 400G NICs a node", Bytes{512} << 20,
+                                 "512 MiB", false));
   {
     // NVIDIA/nccl issue 1244: 2 x 8 H20, 8 CX7 NDR a node, NCCL 2.21.5, NCCL_ALGO=NVLSTree: 46-48 us
     // from 4 B to 512 B. The shipped H100 2-node profile carries the same NCCL constants and NICs.

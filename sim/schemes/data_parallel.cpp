@@ -40,7 +40,10 @@ PerRank DataParallelTraffic::issue(StreamId (DataParallelTraffic::*stream)(int) 
   // Rank r's group is r and its counterparts in the other TP groups: the link class is the one the
   // dp x tp GPUs of the job span (the network once they cover more than a node).
   const std::string link = collective_link_class(hw, b_.ranks() * dp_);
-  const CollectivePlan plan = plan_collective(hw, prim, bytes, dp_, link, CollectiveOverrides{default_algorithm(hw, p), {}});
+  // Its members are tp GPUs apart, so the nodes it spans and its ranks on each (and so the NICs it
+  // leaves them through) follow that stride.
+  const CollectivePlan plan = plan_collective(hw, prim, bytes, dp_, link, CollectiveOverrides{default_algorithm(hw, p), {}},
+                                              strided_group_placement(hw, b_.ranks()));
   // Every member runs member 0's part of the algorithm (the members are symmetric): its sends to
   // and receives from the others load the links between the GPUs and its own HBM, where they meet
   // the TP group's traffic (the NIC when TP spans nodes, NVLink ports when DP stays in the node)

@@ -354,7 +354,7 @@ CollectiveSchedule engine_schedule(const HardwareProfile& hw, const CollectivePl
     // time; their steps (and byte accounting) are the ring's with the same protocol.
   }
   CollectivePlan ring = plan_collective(hw, plan.primitive, bytes, n, link,
-                                        CollectiveOverrides{NcclAlgorithm::Ring, NcclProtocol::Simple});
+                                        CollectiveOverrides{NcclAlgorithm::Ring, NcclProtocol::Simple}, plan.placement);
   return collective_steps(hw, ring, bytes, n, link);
 }
 

@@ -199,7 +199,7 @@ TEST_CASE("published multi-node all-reduce: 3 nodes of 8 A100 with 4 HDR NICs ea
   // NICs each, all_reduce_perf over 24 ranks up to 128 MB: peak busbw "about 96 GB/s" (100 GB/s in
   // theory, 4 x 25 GB/s), average 84.8 GB/s. The issue gives the peak as a rounded figure, not a table,
   // so the check is the model's bandwidth limit, 4 x 25 x 0.94 = 94 GB/s, within 10 % of it; at 128 MiB
-  // itself the model is 11 % under (Ring/LL128's latency; docs/guide/collective.md "Across nodes").
+  // itself the model is 11 % under (Ring/Simple's latency; docs/guide/collective.md "Across nodes").
   HardwareProfile hw = load_profile("a100-4node-hdr200-rail", kDir);
   hw.fabric.num_gpus = 24;
   hw.fabric.nics_per_node = 4;
@@ -211,4 +211,48 @@ TEST_CASE("published multi-node all-reduce: 3 nodes of 8 A100 with 4 HDR NICs ea
   const double busbw = static_cast<double>(s) / (static_cast<double>(plan.time_ps) * 1e-3) * 2.0 * 23 / 24;
   CHECK(std::abs(busbw / 96.0 - 1.0) <= 0.10);
   CHECK(busbw < 94.0);  // the limit is approached from below: latency is never free
+}
+
+TEST_CASE("a strided group spans the nodes its ranks sit on and leaves each through its own rails",
+          "[collective][internode][placement]") {
+  // A data-parallel group of 64 ranks in a TP 8 x DP 64 job (512 GPUs, Megatron's rank order: TP
+  // innermost) has one rank on each of 64 nodes. Its ring crosses the network at every step and leaves
+  // each node through that rank's NIC alone (the node's other NICs carry the other DP groups' rings), so
+  // its bus bandwidth is one NIC's: 50 x 0.94 = 47 GB/s, exact up to the picosecond rounding, as
+  // min(NVLink x 0.82, 1 NIC x 50 x 0.94). Packed as 8 full nodes it would have had 8 NICs a node.
+  const HardwareProfile hw = nodes_profile(64, 8, 50);
+  const Bytes s = 8 * kGiB;
+  const GroupPlacement dp = strided_group_placement(hw, 8);
+  CHECK(dp.ranks_per_node == 1);
+  const NcclCommunicator strided = nccl_communicator(hw, 64, "network", dp.ranks_per_node);
+  CHECK(strided.n_nodes == 64);
+  CHECK(strided.ranks_per_node == 1);
+  CHECK(strided.nics == 1);
+  const CollectivePlan plan = plan_collective(hw, CollectivePrimitive::all_reduce, s, 64, "network",
+                                              CollectiveOverrides{A::Ring, P::Simple}, dp);
+  CHECK(ring_busbw(plan, 64) == Approx(50 * 0.94).epsilon(1e-6));
+  const NcclCommunicator packed = nccl_communicator(hw, 64, "network");
+  CHECK(packed.n_nodes == 8);
+  CHECK(ring_busbw(ring(hw, s, 64), 64) == Approx(450 * 0.82).epsilon(1e-6));
+  // Its latency counts a network hop for every ring step (2 (n - 1) of them, NCCL's inter-node steps),
+  // none at NVLink's: base + 2 x 63 x the Simple ring's network latency (x 1.4, NCCL's plateau factor).
+  const NcclTunerConstants& k = hw.comm.tuner;
+  const double lat_us = (k.at(A::Ring, P::Simple).base_us + 2 * 63 * k.at(A::Tree, P::Simple).hw_us[2]) * 1.4;
+  CHECK(static_cast<double>(plan.latency_ps) / 1e6 == Approx(lat_us).epsilon(1e-9));
+  // The steps follow the plan's placement: one rank a node, its sends all leave through its own NIC.
+  const CollectiveSchedule steps = collective_steps(hw, plan, s, 64, "network");
+  CHECK(steps.ranks_per_node == 1);
+
+  // TP 4 x DP 16 on nodes of 8: members 4 GPUs apart, two on each of 8 nodes, one NIC each (their own
+  // rails): 2 x 47 GB/s of NICs against 369 of NVLink.
+  const GroupPlacement dp4 = strided_group_placement(hw, 4);
+  CHECK(dp4.ranks_per_node == 2);
+  const NcclCommunicator two = nccl_communicator(hw, 16, "network", dp4.ranks_per_node);
+  CHECK(two.n_nodes == 8);
+  CHECK(two.nics == 2);
+  const CollectivePlan plan4 = plan_collective(hw, CollectivePrimitive::all_reduce, s, 16, "network",
+                                               CollectiveOverrides{A::Ring, P::Simple}, dp4);
+  CHECK(ring_busbw(plan4, 16) == Approx(2 * 50 * 0.94).epsilon(1e-6));
+  // One node's profile: no placement to follow.
+  CHECK(strided_group_placement(load_profile("h100-sxm-8x-nvswitch", kDir), 2).ranks_per_node == 0);
 }
