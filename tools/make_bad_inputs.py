@@ -1665,12 +1665,26 @@ def add_attention_entries(corpus, mlp_path):
                    "workload.attention")
 
 
+def add_rocm_trace_entries(corpus, mlp_path):
+    """ROCm traces (docs/guide/trace.md "Recording a profile", ROCm): a ROCm trace with its HIP runtime
+    calls but no kernels (recorded without ProfilerActivity.CUDA), and one cut off mid-event; each
+    refused naming the file, exit 2, and the -o file left as it was."""
+    previous = [["write", "out.txt", "previous"]]
+    keep = [{"path": "out.txt", "text": "previous"}]
+    corpus.add_cli("trace_rocm_no_kernels", ["trace", "{src}/tests/data/trace/rocm_no_kernels.json", "-o", "{tmp}/out.txt"],
+                   "trace_rocm", "rocm_no_kernels.json", None, setup=previous, keep=keep)
+    cut = ('{"traceEvents": [{"ph": "X", "cat": "cuda_runtime", "name": "hipExtModuleLaunchKernel", "pid": 1, '
+           '"tid": 1, "ts": 10, "dur": 1, "args": {"correlation": 1, "kernel": "Custom_Cijk_Alik_Bljk_BBS_BH')
+    corpus.add_cli("trace_rocm_truncated", ["trace", "{tmp}/t.json", "--hardware", "mi300x-8x", "-o", "{tmp}/out.txt"],
+                   "trace_rocm", "t.json", None, setup=previous + [["write", "t.json", cut]], keep=keep)
+
+
 APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
             add_network_memory_trace_entries, add_placeholder_entries, add_input_hardening_entries,
             add_trace_hardening_entries, add_step_kernel_entries, add_pipeline_entries,
             add_moe_all_to_all_entries, add_plan_entries, add_trace_replay_entries,
             add_sustained_clock_entries, add_switch_tier_entries, add_stage_layers_dualpipe_entries,
-            add_attention_entries]
+            add_attention_entries, add_rocm_trace_entries]
 
 
 def main():

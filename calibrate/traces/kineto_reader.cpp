@@ -184,6 +184,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
   std::string parse_message;
   std::int64_t events = 0;
   std::int64_t kernel_events = 0;  // cat "kernel" (copies aside)
+  std::int64_t hip_runtime_events = 0;  // runtime calls named hip*: a trace taken on AMD GPUs (ROCm)
   // distributedInfo's rank or world_size that is not an integer in range (refused after the parse).
   std::string distributed_error;
   // A cap of trace_limits.hpp reached while reading (the parse stops).
@@ -598,6 +599,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       return;
     }
     if (launch) {
+      if (ev_.name.compare(0, 3, "hip") == 0) ++hip_runtime_events;
       if (ev_.correlation) {
         trace_.launches.emplace_back(*ev_.correlation, ev_.ts_ns);
         trace_.launch_threads.push_back(thread_of(ev_.pid, ev_.tid));
@@ -639,11 +641,13 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
   void note_sync(bool record) {
     std::optional<SyncKind> kind;
     const std::string& n = ev_.name;
-    if (n == "cudaStreamWaitEvent" || n == "Stream Wait Event") kind = SyncKind::stream_wait_event;
-    else if (n == "cudaEventRecord" || n == "cudaEventRecordWithFlags") kind = SyncKind::event_record;
-    else if (n == "cudaStreamSynchronize" || n == "Stream Sync") kind = SyncKind::stream_sync;
-    else if (n == "cudaDeviceSynchronize" || n == "Context Sync") kind = SyncKind::device_sync;
-    else if (n == "cudaEventSynchronize" || n == "Event Sync") kind = SyncKind::event_sync;
+    // HIP's calls (a ROCm trace) are CUDA's under their hip names.
+    if (n == "cudaStreamWaitEvent" || n == "hipStreamWaitEvent" || n == "Stream Wait Event") kind = SyncKind::stream_wait_event;
+    else if (n == "cudaEventRecord" || n == "cudaEventRecordWithFlags" || n == "hipEventRecord" || n == "hipEventRecordWithFlags")
+      kind = SyncKind::event_record;
+    else if (n == "cudaStreamSynchronize" || n == "hipStreamSynchronize" || n == "Stream Sync") kind = SyncKind::stream_sync;
+    else if (n == "cudaDeviceSynchronize" || n == "hipDeviceSynchronize" || n == "Context Sync") kind = SyncKind::device_sync;
+    else if (n == "cudaEventSynchronize" || n == "hipEventSynchronize" || n == "Event Sync") kind = SyncKind::event_sync;
     if (!kind) return;
     SyncCall c;
     c.kind = *kind;
@@ -710,7 +714,10 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
     });
     for (GpuActivity& a : trace_.activities) {
       if (a.link != OpLink::none) continue;
-      if (!older && a.external_id >= 0) {
+      if ((!older || a.correlation < 0) && a.external_id >= 0) {
+        // A kernel with no correlation id has its External id and nothing else: Kineto's roctracer
+        // back end (AMD, libkineto RoctracerActivity_inl.h) writes a kernel's args as its op's
+        // External id alone.
         by_id(a, a.external_id);
       } else if (older && a.correlation >= 0) {
         needed_.push_back(a.correlation);
@@ -865,9 +872,13 @@ RankTrace read_kineto_json(const std::string& path, const std::string& step_pref
     throw InputError(path, 0, "traceEvents", "no traceEvents array: not a Kineto / Chrome trace");
   if (handler.kernel_events == 0)
     throw InputError(path, 0, "traceEvents",
-                     fmt::format("no GPU kernels among {} events (no \"X\" event with cat \"kernel\"): record with "
-                                 "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
-                                 handler.events));
+                     fmt::format("no GPU kernels among {} events{} (no \"X\" event with cat \"kernel\"): record with "
+                                 "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]{}",
+                                 handler.events,
+                                 handler.hip_runtime_events ? fmt::format(", {} of them HIP runtime calls: a ROCm trace",
+                                                                          handler.hip_runtime_events)
+                                                            : std::string(),
+                                 handler.hip_runtime_events ? " (PyTorch's name for the GPU on ROCm too)" : ""));
   return trace;
 }
 
