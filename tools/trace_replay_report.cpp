@@ -11,6 +11,7 @@
 #include "calibrate/traces/gemm_pricing.hpp"
 #include "calibrate/traces/profile_fit.hpp"
 #include "calibrate/traces/replay_chrome_trace.hpp"
+#include "calibrate/traces/sm_share.hpp"
 #include "calibrate/traces/trace_analysis.hpp"
 #include "calibrate/traces/trace_replay.hpp"
 #include "cost_model/collective_model.hpp"
@@ -158,6 +159,7 @@ struct ReplayRuns {
   traces::ReplayResult identity;
   std::optional<traces::ReplayResult> changed;
   std::int64_t priced = 0, unscaled_comm = 0;
+  traces::SmShareCounts sm_share;
 
   // The second run's column: the what-ifs', or the model's on `hw`.
   std::string label() const { return hw ? "predicted" : "what-if"; }
@@ -187,14 +189,22 @@ traces::ReplayGraph replay_graph_of(const TraceReports& loaded) {
 // The durations of the second run: the model's on `hw` where it prices a kernel, then the what-ifs.
 std::vector<std::int64_t> changed_durations(ReplayRuns& r, std::vector<std::int64_t> d) {
   if (r.hw) {
+    std::vector<bool> priced(r.g.nodes.size(), false);
     for (std::size_t i = 0; i < r.g.nodes.size(); ++i) {
       const traces::ReplayNode& n = r.g.nodes[i];
       const traces::RankTrace& t = *r.traces[static_cast<std::size_t>(n.rank)];
       if (const auto p = priced_ns(*r.hw, t, t.activities[static_cast<std::size_t>(n.activity)])) {
         d[i] = *p;
+        priced[i] = true;
         ++r.priced;
       }
     }
+    // The model prices a kernel on the whole GPU; beside communication kernels it had the SMs they
+    // left (calibrate/traces/sm_share.hpp), and comm.sms changes what they hold.
+    int comm_sms = 0;
+    for (const traces::WhatIf& w : r.what_ifs) comm_sms = w.comm_sms > 0 ? w.comm_sms : comm_sms;
+    if (r.hw->gpu.sm_count > 0)
+      d = traces::sm_share_durations(r.g, r.traces, d, priced, r.hw->gpu.sm_count, comm_sms, &r.sm_share);
   }
   if (!r.what_ifs.empty()) {
     std::optional<traces::LinkContext> links;
@@ -205,7 +215,7 @@ std::vector<std::int64_t> changed_durations(ReplayRuns& r, std::vector<std::int6
 }
 
 ReplayRuns run_replays(const TraceReports& loaded, const std::vector<traces::WhatIf>& what_ifs, const HardwareProfile* hw) {
-  ReplayRuns r{loaded, what_ifs, hw, trace_pointers(loaded), replay_graph_of(loaded), {}, std::nullopt, 0, 0};
+  ReplayRuns r{loaded, what_ifs, hw, trace_pointers(loaded), replay_graph_of(loaded), {}, std::nullopt, 0, 0, {}};
   std::vector<std::int64_t> measured_durations;
   for (const traces::ReplayNode& n : r.g.nodes) measured_durations.push_back(n.duration_ns);
   r.identity = traces::replay(r.g, measured_durations);
@@ -276,7 +286,13 @@ nlohmann::json json_ranks(const ReplayRuns& r) {
 void write_json(const ReplayRuns& r, std::ostream& s) {
   nlohmann::json j;
   j["graph"] = json_graph(r);
-  if (r.hw) j["hardware"] = {{"name", r.hw->name}, {"kernels_priced", r.priced}};
+  if (r.hw)
+    j["hardware"] = {{"name", r.hw->name},
+                     {"kernels_priced", r.priced},
+                     {"sm_share", {{"sm_count", r.hw->gpu.sm_count},
+                                   {"kernels_rescaled", r.sm_share.rescaled},
+                                   {"kernels_beside_unknown_grid", r.sm_share.unknown_grid},
+                                   {"kernels_capped", r.sm_share.capped}}}};
   if (!r.what_ifs.empty()) j["what_if_comm_kernels_without_link"] = r.unscaled_comm;
   j["what_if"] = nlohmann::json::array();
   for (const traces::WhatIf& w : r.what_ifs) j["what_if"].push_back(w.text);
@@ -320,6 +336,18 @@ void write_text_summary(const ReplayRuns& r, std::ostream& s) {
                      "streams contradict)\n",
                      r.last().stuck);
   for (const traces::WhatIf& w : r.what_ifs) s << "  what-if: " << w.text << (r.hw ? " (on the predicted durations)" : "") << "\n";
+  if (r.hw && (r.sm_share.rescaled > 0 || r.sm_share.unknown_grid > 0))
+    s << fmt::format("  SMs: {} compute kernel(s) beside communication re-timed on the {} SMs less those the communication "
+                     "kernels hold (their grid){}; {} beside a communication kernel of unrecorded grid left as they were "
+                     "there{}\n",
+                     r.sm_share.rescaled, r.hw->gpu.sm_count,
+                     [&] {
+                       for (const traces::WhatIf& w : r.what_ifs)
+                         if (w.comm_sms > 0) return fmt::format(", {} each by comm.sms", w.comm_sms);
+                       return std::string();
+                     }(),
+                     r.sm_share.unknown_grid,
+                     r.sm_share.capped > 0 ? fmt::format("; {} left 1 SM", r.sm_share.capped) : std::string());
   if (r.unscaled_comm > 0)
     s << fmt::format("  {} communication kernel(s) whose group the trace does not give left as they were by the link "
                      "what-if(s)\n",

@@ -116,6 +116,7 @@ enum class Key : std::uint8_t {
   stream,
   wait_on_stream,
   wait_on_event_record,
+  grid,
 };
 
 struct Event {
@@ -131,6 +132,7 @@ struct Event {
   bool end_ok() const { return has_ts && has_dur && ts_ns + dur_ns < kMaxTraceTimeNs; }
   std::optional<std::int64_t> device, correlation, external_id, in_nelems, out_nelems, group_size;
   std::optional<std::int64_t> stream, wait_on_stream, wait_on_event_record;
+  std::optional<std::int64_t> grid_x;  // args.grid[0]
   std::vector<std::vector<std::int64_t>> input_dims;
   std::vector<std::string> input_types;
   std::vector<std::string> concrete_inputs;
@@ -153,6 +155,7 @@ struct Event {
     stream.reset();
     wait_on_stream.reset();
     wait_on_event_record.reset();
+    grid_x.reset();
     input_dims.clear();
     input_types.clear();
     concrete_inputs.clear();
@@ -330,6 +333,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       case 4:
         if (!in_args_) return Key::other;
         switch (k.size()) {
+          case 4: return k == "grid" ? Key::grid : Key::other;
           case 5: return k == "dtype" ? Key::dtype : Key::other;
           case 6: return k == "device" ? Key::device : k == "stream" ? Key::stream : Key::other;
           case 10:
@@ -450,6 +454,8 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
         case Key::wait_on_event_record: ev_.wait_on_event_record = v; break;
         default: break;
       }
+    } else if (depth_ == 5 && in_event() && in_args_ && keys_[4] == Key::grid) {
+      if (!ev_.grid_x) ev_.grid_x = v;  // "grid": [x, y, z]: the first
     } else if (depth_ == 6 && in_event() && in_args_ && keys_[4] == Key::input_dims && !ev_.input_dims.empty()) {
       ev_.input_dims.back().push_back(v);
     } else if (depth_ == 2 && in_distributed_) {
@@ -588,6 +594,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       // The stream as args.stream says, else the row Kineto writes it on (tid); -1 when neither is an int32.
       const std::int64_t stream = ev_.stream ? *ev_.stream : ev_.tid;
       a.stream = stream >= 0 && stream <= INT32_MAX ? static_cast<std::int32_t>(stream) : -1;
+      if (ev_.grid_x && *ev_.grid_x > 0 && *ev_.grid_x <= INT32_MAX) a.grid_x = static_cast<std::int32_t>(*ev_.grid_x);
       a.kind = families_[a.name]->kind;
       a.library = families_[a.name]->library;
       a.cls = activity_class(*families_[a.name]);

@@ -19,7 +19,7 @@ constexpr KernelKind kKinds[] = {KernelKind::unknown,       KernelKind::gemm,   
 std::string kind_list() {
   std::string out;
   for (KernelKind k : kKinds) out += fmt::format("{}kind.{}.speed", out.empty() ? "" : ", ", kind_name(k));
-  return out + ", comm.speed, link.<class>.gbps";
+  return out + ", comm.speed, comm.sms, link.<class>.gbps";
 }
 
 // A number in [lo, hi], or std::invalid_argument naming `key`.
@@ -44,6 +44,12 @@ WhatIf parse_what_if(const std::string& text) {
   bool known = false;
   if (key == "comm.speed") {
     w.comm = known = true;
+  } else if (key == "comm.sms") {
+    // A whole number of SMs; the profile's SM count bounds it (checked where the profile is known).
+    const double n = number_in(key, value, 1, 1e5, "SMs");
+    if (n != std::floor(n)) throw std::invalid_argument(fmt::format("{}: '{}' is not a whole number of SMs", key, value));
+    w.comm_sms = static_cast<int>(n);
+    return w;
   } else if (key.rfind("link.", 0) == 0 && key.size() > 10 && key.compare(key.size() - 5, 5, ".gbps") == 0) {
     w.link = key.substr(5, key.size() - 10);
     if (w.link == "nic") w.link = "network";
@@ -81,6 +87,7 @@ std::vector<std::int64_t> what_if_durations(const ReplayGraph& g, const std::vec
     double speed = 1.0;
     bool unscaled = false;
     for (const WhatIf& w : what_ifs) {
+      if (w.comm_sms > 0) continue;  // sm_share_durations'
       if (!w.link.empty()) {
         if (a.cls != ActivityClass::communication) continue;
         if (!links) throw std::logic_error("what_if_durations: a link what-if without a LinkContext");
