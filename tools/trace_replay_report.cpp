@@ -18,6 +18,8 @@
 #include "cost_model/collective_primitive.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "tools/command_errors.hpp"
+#include "tools/trace_swap.hpp"
 
 namespace overlap::tools {
 
@@ -160,6 +162,7 @@ struct ReplayRuns {
   std::optional<traces::ReplayResult> changed;
   std::int64_t priced = 0, unscaled_comm = 0;
   traces::SmShareCounts sm_share;
+  std::optional<SwapResult> swap;  // swap.all_gather
 
   // The second run's column: the what-ifs', or the model's on `hw`.
   std::string label() const { return hw ? "predicted" : "what-if"; }
@@ -205,6 +208,14 @@ std::vector<std::int64_t> changed_durations(ReplayRuns& r, std::vector<std::int6
     for (const traces::WhatIf& w : r.what_ifs) comm_sms = w.comm_sms > 0 ? w.comm_sms : comm_sms;
     if (r.hw->gpu.sm_count > 0)
       d = traces::sm_share_durations(r.g, r.traces, d, priced, r.hw->gpu.sm_count, comm_sms, &r.sm_share);
+    for (const traces::WhatIf& w : r.what_ifs) {
+      if (w.swap_all_gather.empty()) continue;
+      try {
+        r.swap = swap_all_gathers(r.g, r.traces, *r.hw, w.swap_all_gather, d);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(fmt::format("trace: --what-if {}: {}", w.text, e.what()));
+      }
+    }
   }
   if (!r.what_ifs.empty()) {
     std::optional<traces::LinkContext> links;
@@ -215,7 +226,7 @@ std::vector<std::int64_t> changed_durations(ReplayRuns& r, std::vector<std::int6
 }
 
 ReplayRuns run_replays(const TraceReports& loaded, const std::vector<traces::WhatIf>& what_ifs, const HardwareProfile* hw) {
-  ReplayRuns r{loaded, what_ifs, hw, trace_pointers(loaded), replay_graph_of(loaded), {}, std::nullopt, 0, 0, {}};
+  ReplayRuns r{loaded, what_ifs, hw, trace_pointers(loaded), replay_graph_of(loaded), {}, std::nullopt, 0, 0, {}, std::nullopt};
   std::vector<std::int64_t> measured_durations;
   for (const traces::ReplayNode& n : r.g.nodes) measured_durations.push_back(n.duration_ns);
   r.identity = traces::replay(r.g, measured_durations);
@@ -294,6 +305,16 @@ void write_json(const ReplayRuns& r, std::ostream& s) {
                                    {"kernels_beside_unknown_grid", r.sm_share.unknown_grid},
                                    {"kernels_capped", r.sm_share.capped}}}};
   if (!r.what_ifs.empty()) j["what_if_comm_kernels_without_link"] = r.unscaled_comm;
+  if (r.swap) {
+    nlohmann::json pairs = nlohmann::json::array();
+    for (const SwapPair& p : r.swap->pairs)
+      pairs.push_back({{"rank", r.rank_of(static_cast<std::size_t>(p.rank))},
+                       {"all_gather", r.traces[static_cast<std::size_t>(p.rank)]->names[r.traces[static_cast<std::size_t>(p.rank)]
+                                          ->activities[static_cast<std::size_t>(r.g.nodes[p.all_gather].activity)].name]},
+                       {"m", p.m}, {"n", p.n}, {"k", p.k}, {"dtype", p.dtype}, {"group", p.group},
+                       {"measured_us", us(p.measured_ns)}, {"scheme_us", us(p.scheme_ns)}});
+    j["swap"] = {{"scheme", r.swap->scheme}, {"all_gathers", r.swap->all_gathers}, {"pairs", pairs}};
+  }
   j["what_if"] = nlohmann::json::array();
   for (const traces::WhatIf& w : r.what_ifs) j["what_if"].push_back(w.text);
   j["ranks"] = json_ranks(r);
@@ -348,6 +369,15 @@ void write_text_summary(const ReplayRuns& r, std::ostream& s) {
                      }(),
                      r.sm_share.unknown_grid,
                      r.sm_share.capped > 0 ? fmt::format("; {} left 1 SM", r.sm_share.capped) : std::string());
+  if (r.swap) {
+    s << fmt::format("  swap.all_gather={}: {} of {} all-gather(s) matched to the next GEMM on their GPU (exact: its M x K "
+                     "= the gathered elements), each pair replaced by {}'s time on {}\n",
+                     r.swap->scheme, r.swap->pairs.size(), r.swap->all_gathers, r.swap->scheme, r.hw->name);
+    for (const SwapPair& p : r.swap->pairs)
+      s << fmt::format("    rank {}: all-gather over {} + GEMM {}x{}x{} {}: {:.3f} us as measured / priced -> {:.3f} us\n",
+                       r.rank_of(static_cast<std::size_t>(p.rank)), p.group, p.m, p.n, p.k, p.dtype, us(p.measured_ns),
+                       us(p.scheme_ns));
+  }
   if (r.unscaled_comm > 0)
     s << fmt::format("  {} communication kernel(s) whose group the trace does not give left as they were by the link "
                      "what-if(s)\n",

@@ -19,6 +19,9 @@
 //                         kernel's channels): the compute kernels beside them re-timed on the SMs
 //                         left (calibrate/traces/sm_share.hpp; needs `--hardware` for the SM count,
 //                         N an integer in 1..sm_count - 1). Applied before the other keys.
+//   swap.all_gather=S     an all-gather and the GEMM reading its output replaced by scheme S's time
+//                         for the pair (tools/trace_swap.hpp; needs `--hardware`). Applied after
+//                         comm.sms, before the other keys.
 // F a finite number in 0.001..1000 and B in 0.001..1e6 (so no replayed time leaves int64). Later
 // keys multiply with earlier ones that cover the same kernel.
 #include <cstdint>
@@ -37,6 +40,7 @@ struct WhatIf {
   std::string link;                        // link.<class>.gbps: the class ("nic" read as "network")
   double gbps = 0;                         // its bandwidth
   int comm_sms = 0;                        // comm.sms=N (what_if_durations leaves it to sm_share.hpp)
+  std::string swap_all_gather;             // swap.all_gather=SCHEME (what_if_durations leaves it to the tools)
   std::string text;                        // as given
 };
 

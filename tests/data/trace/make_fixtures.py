@@ -17,6 +17,9 @@ from these intervals in their comments.
   sm_share.json        compute kernels beside NCCL kernels whose grids (their channels) Kineto
                        recorded, one beside a NCCL kernel without a grid, for the replay's SM sharing
                        (tests/trace/test_trace_sm_share.cpp)
+  swap.json            all-gathers and the GEMMs after them, for the replay's scheme swap
+                       (tests/trace/test_trace_swap.cpp): one whose next GEMM reads [8192, 4096] =
+                       its 33554432 gathered elements, one whose next GEMM is of another size
   cpu_sync.json        a step the CPU holds: a cudaStreamSynchronize (with its cuda_sync record) and a
                        cudaDeviceSynchronize, each followed by measured CPU work before the next launch
 """
@@ -262,6 +265,27 @@ def sm_share():
     write("sm_share.json", events, {"backend": "nccl", "rank": 0, "world_size": 1})
 
 
+def swap():
+    # GPU 0 of a TP group of 2, one step. Stream 20: all-gathers of 33554432 bf16 elements [0, 100) and
+    # [500, 600). Stream 7: aten::mm [8192, 4096] x [4096, 2048] [110, 400) (M x K = 33554432: the
+    # gathered tensor), then aten::mm [4096, 4096] x [4096, 2048] [610, 800) (M x K = 16777216: no match).
+    gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
+    ag = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+    comm = {"Collective name": "_allgather_base", "In msg nelems": 16777216, "Out msg nelems": 33554432,
+            "Group size": 2, "dtype": "BFloat16", "Process Group Name": "0"}
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 100, "tid": 100, "ts": 0, "dur": 900,
+         "args": {}},
+        kernel(ag, 0, 100, 31, None, stream=20, **comm),
+        op("aten::mm", 105, 5, 1, **{"Input Dims": [[8192, 4096], [4096, 2048]], "Input type": [BF16, BF16]}),
+        kernel(gemm, 110, 290, 32, 1),
+        kernel(ag, 500, 100, 33, None, stream=20, **comm),
+        op("aten::mm", 605, 5, 2, **{"Input Dims": [[4096, 4096], [4096, 2048]], "Input type": [BF16, BF16]}),
+        kernel(gemm, 610, 190, 34, 2),
+    ]
+    write("swap.json", events, {"backend": "nccl", "rank": 0, "world_size": 2})
+
+
 if __name__ == "__main__":
     old_layout()
     deepep()
@@ -271,3 +295,4 @@ if __name__ == "__main__":
     replay(1)
     cpu_sync()
     sm_share()
+    swap()
