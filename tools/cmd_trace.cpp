@@ -69,7 +69,9 @@ Command add_trace_command(CLI::App& app) {
                "measured vs replayed span per rank and busy time per stream");
   cmd->add_option("--what-if", o.what_ifs,
                   "With --replay: replay again with KEY=VALUE (kind.<kind>.speed=F for a kernel kind, comm.speed=F for "
-                  "communication kernels, link.<class>.gbps=B for a link of the --hardware profile; repeatable)");
+                  "communication kernels, link.<class>.gbps=B for a link of the --hardware profile, comm.sms=N for the SMs each "
+                  "communication kernel holds, swap.all_gather=SCHEME for an all-gather and the GEMM reading it; "
+                  "repeatable)");
   cmd->add_option("--replay-trace", o.replay_trace,
                   "With --replay: write the replay beside the original as a Perfetto / Chrome trace to FILE (atomically)");
   cmd->footer("\nExamples:\n"
@@ -798,6 +800,21 @@ void cmd_trace_replay(const TraceOptions& o, std::ostream& out, std::ostream& er
       throw UsageError(fmt::format("trace: --what-if {}: {} has no link class '{}' (its classes: {}; nic for network)", w.text,
                                    hw->name, w.link, names));
     }
+  for (const traces::WhatIf& w : what_ifs)
+    if (!w.swap_all_gather.empty() && !hw)
+      throw UsageError(fmt::format("trace: --what-if {}: the scheme's time comes from the simulator on a profile: give "
+                                   "--hardware PROFILE (the trace's machine)",
+                                   w.text));
+  for (const traces::WhatIf& w : what_ifs) {
+    if (w.comm_sms <= 0) continue;
+    if (!hw)
+      throw UsageError(fmt::format("trace: --what-if {}: the SMs left to compute are the profile's SM count less the "
+                                   "communication kernels': give --hardware PROFILE (the trace's machine)",
+                                   w.text));
+    if (w.comm_sms >= hw->gpu.sm_count)
+      throw UsageError(fmt::format("trace: --what-if {}: {} has {} SMs; communication can hold 1..{}", w.text, hw->name,
+                                   hw->gpu.sm_count, hw->gpu.sm_count - 1));
+  }
   check_outputs_not_inputs({{"-o", o.output}, {"--replay-trace", o.replay_trace}});
   const ReplayReport report = replay_report(loaded, what_ifs, o.format, !o.replay_trace.empty(), hw ? &*hw : nullptr);
   if (!o.replay_trace.empty()) {

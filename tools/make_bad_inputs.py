@@ -1719,13 +1719,50 @@ def add_workload_key_range_entries(corpus, mlp_path):
             ident = "workload_key_{}_{}_range".format(key["name"].replace(".", "_"), side)
             corpus.add_cli(ident, ["run", "{tmp}/s.yaml"], "out_of_range", "s.yaml:2", "workload." + key["name"],
                            setup=[["write", "s.yaml", text]])
+def add_rocm_trace_entries(corpus, mlp_path):
+    """ROCm traces (docs/guide/trace.md "Recording a profile", ROCm): a ROCm trace with its HIP runtime
+    calls but no kernels (recorded without ProfilerActivity.CUDA), and one cut off mid-event; each
+    refused naming the file, exit 2, and the -o file left as it was."""
+    previous = [["write", "out.txt", "previous"]]
+    keep = [{"path": "out.txt", "text": "previous"}]
+    corpus.add_cli("trace_rocm_no_kernels", ["trace", "{src}/tests/data/trace/rocm_no_kernels.json", "-o", "{tmp}/out.txt"],
+                   "trace_rocm", "rocm_no_kernels.json", None, setup=previous, keep=keep)
+    cut = ('{"traceEvents": [{"ph": "X", "cat": "cuda_runtime", "name": "hipExtModuleLaunchKernel", "pid": 1, '
+           '"tid": 1, "ts": 10, "dur": 1, "args": {"correlation": 1, "kernel": "Custom_Cijk_Alik_Bljk_BBS_BH')
+    corpus.add_cli("trace_rocm_truncated", ["trace", "{tmp}/t.json", "--hardware", "mi300x-8x", "-o", "{tmp}/out.txt"],
+                   "trace_rocm", "t.json", None, setup=previous + [["write", "t.json", cut]], keep=keep)
+
+
+def add_trace_what_if_scheme_entries(corpus, mlp_path):
+    """trace --replay what-ifs comm.sms and swap.all_gather (docs/guide/trace.md "What-ifs"): without
+    --hardware, comm.sms past the profile's SMs or not a whole number, a swap to a name that is no
+    scheme or to a scheme that does not gather before a GEMM; each refused naming --what-if, exit 2,
+    and the -o file left as it was."""
+    previous = [["write", "out.txt", "previous"]]
+    keep = [{"path": "out.txt", "text": "previous"}]
+    sms = "{src}/tests/data/trace/sm_share.json"
+    swap = "{src}/tests/data/trace/swap.json"
+    hw = ["--hardware", "h100-sxm-8x-nvswitch"]
+    cases = [
+        ("sms_without_hardware", sms, ["--what-if", "comm.sms=4"], None),
+        ("sms_past_sm_count", sms, hw + ["--what-if", "comm.sms=132"], None),
+        ("sms_fraction", sms, hw + ["--what-if", "comm.sms=2.5"], "comm.sms"),
+        ("swap_without_hardware", swap, ["--what-if", "swap.all_gather=async_tp"], None),
+        ("swap_unknown_scheme", swap, hw + ["--what-if", "swap.all_gather=no_such_scheme"], None),
+        ("swap_scheme_not_gathering", swap, hw + ["--what-if", "swap.all_gather=dtp"], None),
+    ]
+    for name, trace, extra, key in cases:
+        corpus.add_cli(f"trace_what_if_{name}", ["trace", trace, "--replay", "-o", "{tmp}/out.txt"] + extra,
+                       "trace_replay", "--what-if", key, setup=previous, keep=keep)
+
 
 APPENDED = [add_output_input_entries, add_out_of_memory_entries, add_bounded_message_entries,
             add_network_memory_trace_entries, add_placeholder_entries, add_input_hardening_entries,
             add_trace_hardening_entries, add_step_kernel_entries, add_pipeline_entries,
             add_moe_all_to_all_entries, add_plan_entries, add_trace_replay_entries,
             add_sustained_clock_entries, add_switch_tier_entries, add_stage_layers_dualpipe_entries,
-            add_attention_entries, add_workload_key_range_entries]
+            add_attention_entries, add_workload_key_range_entries, add_rocm_trace_entries,
+            add_trace_what_if_scheme_entries]
 
 
 def main():

@@ -11,12 +11,15 @@
 #include "calibrate/traces/gemm_pricing.hpp"
 #include "calibrate/traces/profile_fit.hpp"
 #include "calibrate/traces/replay_chrome_trace.hpp"
+#include "calibrate/traces/sm_share.hpp"
 #include "calibrate/traces/trace_analysis.hpp"
 #include "calibrate/traces/trace_replay.hpp"
 #include "cost_model/collective_model.hpp"
 #include "cost_model/collective_primitive.hpp"
 #include "cost_model/gemm_model.hpp"
 #include "sim/schemes/graph_builder.hpp"
+#include "tools/command_errors.hpp"
+#include "tools/trace_swap.hpp"
 
 namespace overlap::tools {
 
@@ -158,6 +161,8 @@ struct ReplayRuns {
   traces::ReplayResult identity;
   std::optional<traces::ReplayResult> changed;
   std::int64_t priced = 0, unscaled_comm = 0;
+  traces::SmShareCounts sm_share;
+  std::optional<SwapResult> swap;  // swap.all_gather
 
   // The second run's column: the what-ifs', or the model's on `hw`.
   std::string label() const { return hw ? "predicted" : "what-if"; }
@@ -187,12 +192,28 @@ traces::ReplayGraph replay_graph_of(const TraceReports& loaded) {
 // The durations of the second run: the model's on `hw` where it prices a kernel, then the what-ifs.
 std::vector<std::int64_t> changed_durations(ReplayRuns& r, std::vector<std::int64_t> d) {
   if (r.hw) {
+    std::vector<bool> priced(r.g.nodes.size(), false);
     for (std::size_t i = 0; i < r.g.nodes.size(); ++i) {
       const traces::ReplayNode& n = r.g.nodes[i];
       const traces::RankTrace& t = *r.traces[static_cast<std::size_t>(n.rank)];
       if (const auto p = priced_ns(*r.hw, t, t.activities[static_cast<std::size_t>(n.activity)])) {
         d[i] = *p;
+        priced[i] = true;
         ++r.priced;
+      }
+    }
+    // The model prices a kernel on the whole GPU; beside communication kernels it had the SMs they
+    // left (calibrate/traces/sm_share.hpp), and comm.sms changes what they hold.
+    int comm_sms = 0;
+    for (const traces::WhatIf& w : r.what_ifs) comm_sms = w.comm_sms > 0 ? w.comm_sms : comm_sms;
+    if (r.hw->gpu.sm_count > 0)
+      d = traces::sm_share_durations(r.g, r.traces, d, priced, r.hw->gpu.sm_count, comm_sms, &r.sm_share);
+    for (const traces::WhatIf& w : r.what_ifs) {
+      if (w.swap_all_gather.empty()) continue;
+      try {
+        r.swap = swap_all_gathers(r.g, r.traces, *r.hw, w.swap_all_gather, d);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(fmt::format("trace: --what-if {}: {}", w.text, e.what()));
       }
     }
   }
@@ -205,7 +226,7 @@ std::vector<std::int64_t> changed_durations(ReplayRuns& r, std::vector<std::int6
 }
 
 ReplayRuns run_replays(const TraceReports& loaded, const std::vector<traces::WhatIf>& what_ifs, const HardwareProfile* hw) {
-  ReplayRuns r{loaded, what_ifs, hw, trace_pointers(loaded), replay_graph_of(loaded), {}, std::nullopt, 0, 0};
+  ReplayRuns r{loaded, what_ifs, hw, trace_pointers(loaded), replay_graph_of(loaded), {}, std::nullopt, 0, 0, {}, std::nullopt};
   std::vector<std::int64_t> measured_durations;
   for (const traces::ReplayNode& n : r.g.nodes) measured_durations.push_back(n.duration_ns);
   r.identity = traces::replay(r.g, measured_durations);
@@ -276,8 +297,24 @@ nlohmann::json json_ranks(const ReplayRuns& r) {
 void write_json(const ReplayRuns& r, std::ostream& s) {
   nlohmann::json j;
   j["graph"] = json_graph(r);
-  if (r.hw) j["hardware"] = {{"name", r.hw->name}, {"kernels_priced", r.priced}};
+  if (r.hw)
+    j["hardware"] = {{"name", r.hw->name},
+                     {"kernels_priced", r.priced},
+                     {"sm_share", {{"sm_count", r.hw->gpu.sm_count},
+                                   {"kernels_rescaled", r.sm_share.rescaled},
+                                   {"kernels_beside_unknown_grid", r.sm_share.unknown_grid},
+                                   {"kernels_capped", r.sm_share.capped}}}};
   if (!r.what_ifs.empty()) j["what_if_comm_kernels_without_link"] = r.unscaled_comm;
+  if (r.swap) {
+    nlohmann::json pairs = nlohmann::json::array();
+    for (const SwapPair& p : r.swap->pairs)
+      pairs.push_back({{"rank", r.rank_of(static_cast<std::size_t>(p.rank))},
+                       {"all_gather", r.traces[static_cast<std::size_t>(p.rank)]->names[r.traces[static_cast<std::size_t>(p.rank)]
+                                          ->activities[static_cast<std::size_t>(r.g.nodes[p.all_gather].activity)].name]},
+                       {"m", p.m}, {"n", p.n}, {"k", p.k}, {"dtype", p.dtype}, {"group", p.group},
+                       {"measured_us", us(p.measured_ns)}, {"scheme_us", us(p.scheme_ns)}});
+    j["swap"] = {{"scheme", r.swap->scheme}, {"all_gathers", r.swap->all_gathers}, {"pairs", pairs}};
+  }
   j["what_if"] = nlohmann::json::array();
   for (const traces::WhatIf& w : r.what_ifs) j["what_if"].push_back(w.text);
   j["ranks"] = json_ranks(r);
@@ -320,6 +357,27 @@ void write_text_summary(const ReplayRuns& r, std::ostream& s) {
                      "streams contradict)\n",
                      r.last().stuck);
   for (const traces::WhatIf& w : r.what_ifs) s << "  what-if: " << w.text << (r.hw ? " (on the predicted durations)" : "") << "\n";
+  if (r.hw && (r.sm_share.rescaled > 0 || r.sm_share.unknown_grid > 0))
+    s << fmt::format("  SMs: {} compute kernel(s) beside communication re-timed on the {} SMs less those the communication "
+                     "kernels hold (their grid){}; {} beside a communication kernel of unrecorded grid left as they were "
+                     "there{}\n",
+                     r.sm_share.rescaled, r.hw->gpu.sm_count,
+                     [&] {
+                       for (const traces::WhatIf& w : r.what_ifs)
+                         if (w.comm_sms > 0) return fmt::format(", {} each by comm.sms", w.comm_sms);
+                       return std::string();
+                     }(),
+                     r.sm_share.unknown_grid,
+                     r.sm_share.capped > 0 ? fmt::format("; {} left 1 SM", r.sm_share.capped) : std::string());
+  if (r.swap) {
+    s << fmt::format("  swap.all_gather={}: {} of {} all-gather(s) matched to the next GEMM on their GPU (exact: its M x K "
+                     "= the gathered elements), each pair replaced by {}'s time on {}\n",
+                     r.swap->scheme, r.swap->pairs.size(), r.swap->all_gathers, r.swap->scheme, r.hw->name);
+    for (const SwapPair& p : r.swap->pairs)
+      s << fmt::format("    rank {}: all-gather over {} + GEMM {}x{}x{} {}: {:.3f} us as measured / priced -> {:.3f} us\n",
+                       r.rank_of(static_cast<std::size_t>(p.rank)), p.group, p.m, p.n, p.k, p.dtype, us(p.measured_ns),
+                       us(p.scheme_ns));
+  }
   if (r.unscaled_comm > 0)
     s << fmt::format("  {} communication kernel(s) whose group the trace does not give left as they were by the link "
                      "what-if(s)\n",

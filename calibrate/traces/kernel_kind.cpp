@@ -65,13 +65,43 @@ std::size_t closing(const std::string& s, std::size_t open) {
 
 // Launcher templates whose identifier says nothing of the kernel they run.
 bool is_launcher(const std::string& id) {
-  static const char* kLaunchers[] = {"Kernel", "Kernel2", "device_kernel"};
+  static const char* kLaunchers[] = {"Kernel", "Kernel2", "device_kernel", "kentry"};
   for (const char* l : kLaunchers)
     if (id == l) return true;
   return starts(id, "enable_sm");  // FlashAttention 3 / CUTLASS: enable_sm90_or_later<K>, enable_sm80_to_sm89<K>
 }
 
+std::string trimmed(std::string s) {
+  while (!s.empty() && s.front() == ' ') s.erase(0, 1);
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+// A name the profiler left mangled (AMD's aiter assembly kernels appear as
+// "_ZN5aiter27mxfp4_quant_moe_sort_kernelI...EEvPT0_..."): its nested name, read by the Itanium C++
+// ABI's <nested-name> rule (N <length><identifier>... E) or an unscoped <length><identifier>, as
+// "aiter::mxfp4_quant_moe_sort_kernel"; template arguments and parameters are dropped. The text
+// unchanged when it is not a mangled name.
+std::string unmangled_name(const std::string& s) {
+  if (s.rfind("_Z", 0) != 0) return s;
+  std::size_t i = 2;
+  const bool nested = i < s.size() && s[i] == 'N';
+  if (nested) ++i;
+  std::string out;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+    std::size_t len = 0;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) len = len * 10 + static_cast<std::size_t>(s[i++] - '0');
+    if (len == 0 || len > s.size() - i) return s;
+    if (!out.empty()) out += "::";
+    out += s.substr(i, len);
+    i += len;
+    if (!nested) break;
+  }
+  return out.empty() ? s : out;
+}
+
 KernelName parse_once(std::string s) {
+  s = unmangled_name(s);
   while (!s.empty() && s.back() == ' ') s.pop_back();
   // "(anonymous namespace)" is a scope, not a parameter list.
   for (std::size_t p; (p = s.find("(anonymous namespace)")) != std::string::npos;) s.replace(p, 21, "anonymous");
@@ -102,20 +132,31 @@ KernelName parse_once(std::string s) {
   if (lt != std::string::npos) {
     const std::size_t gt = closing(s, lt);
     std::string args = s.substr(lt + 1, gt == std::string::npos ? std::string::npos : gt - lt - 1);
-    // The first argument: up to the first ',' outside nested brackets.
+    // The first argument that names a type, the arguments split at ',' outside nested brackets.
+    // Composable Kernel's launcher takes its block counts and target first (ck_tile::kentry<256, 1,
+    // ck_tile::FmhaBwdDQDKDVKernel<...>>, ck_tile::kentry<ck_tile::gfx950_t, 2, ck_tile::FmhaFwdKernel<...>>):
+    // numbers and gfx* target tags are skipped.
+    const auto skipped = [](const std::string& arg) {
+      if (arg.empty() || std::isdigit(static_cast<unsigned char>(arg[0]))) return true;
+      const std::string name = arg.substr(0, arg.find('<'));
+      const std::size_t colons = name.rfind("::");
+      return name.compare(colons == std::string::npos ? 0 : colons + 2, 3, "gfx") == 0;
+    };
     int depth = 0;
-    std::size_t cut = args.size();
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      if (args[i] == '<' || args[i] == '(') ++depth;
-      else if (args[i] == '>' || args[i] == ')') --depth;
-      else if (args[i] == ',' && depth == 0) {
-        cut = i;
-        break;
+    std::size_t from = 0;
+    for (std::size_t i = 0; i <= args.size(); ++i) {
+      if (i < args.size() && (args[i] == '<' || args[i] == '(')) ++depth;
+      else if (i < args.size() && (args[i] == '>' || args[i] == ')')) --depth;
+      if (i == args.size() || (args[i] == ',' && depth == 0)) {
+        std::string arg = trimmed(args.substr(from, i - from));
+        if (k.first_argument.empty()) k.first_argument = arg;  // numbers only: the first of them
+        if (!skipped(arg)) {
+          k.first_argument = std::move(arg);
+          break;
+        }
+        from = i + 1;
       }
     }
-    k.first_argument = args.substr(0, cut);
-    while (!k.first_argument.empty() && k.first_argument.front() == ' ') k.first_argument.erase(0, 1);
-    while (!k.first_argument.empty() && k.first_argument.back() == ' ') k.first_argument.pop_back();
   }
   const std::size_t colons = qualified.rfind("::");
   if (colons == std::string::npos) {
@@ -130,7 +171,11 @@ KernelName parse_once(std::string s) {
 bool gemm_identifier(const std::string& lid, const std::vector<std::string>& ws) {
   std::string id = lid;
   for (std::size_t p; (p = id.find("fbgemm")) != std::string::npos;) id.erase(p, 6);  // a library, not a GEMM
-  if (has_any(id, {"gemm", "gemv", "xmma", "matmul"}) || starts(id, "nvjet")) return true;
+  if (has_any(id, {"gemm", "gemv", "xmma", "matmul", "flatmm"}) || starts(id, "nvjet")) return true;
+  // AMD: Tensile's kernels, which rocBLAS and hipBLASLt run, are named for their index order
+  // (Cijk_Ailk_Bljk_BBS_BH_..._MT256x256x64_MI16x16x1_...; hipBLASLt's hand-tuned ones Custom_Cijk_...);
+  // the skinny-GEMM kernels rocBLAS and vLLM ship are wvSplitK / wvSpltK.
+  if (starts(id, "cijk_") || starts(id, "custom_cijk_") || starts(id, "wvsplitk") || starts(id, "wvspltk")) return true;
   // Inductor's template kernels: triton_tem_fused_mm_0, triton_tem_fused_addmm_1.
   return !ws.empty() && ws[0] == "triton" && has_word(ws, {"tem"}) && has_word(ws, {"mm", "addmm", "bmm", "baddbmm"});
 }
@@ -157,6 +202,9 @@ KernelFamily builtin_kernel_family(const std::string& signature) {
   const auto comm = [](CommLibrary l) { return KernelFamily{KernelKind::communication, l}; };
   const auto kind = [](KernelKind x) { return KernelFamily{x, CommLibrary::none}; };
 
+  // ROCm 7.1's profiler records SDMA copies as kernels named for their direction
+  // (MEMORY_COPY_DEVICE_TO_DEVICE, ...): copies, as Kineto's gpu_memcpy events are.
+  if (starts(k.identifier, "MEMORY_COPY_")) return kind(KernelKind::copy);
   // Communication, by library.
   if (has(id, "nccl") || has(scope, "nccl") || has(id, "rccl")) return comm(CommLibrary::nccl);
   if (has(scope, "deep_ep")) {
@@ -174,19 +222,21 @@ KernelFamily builtin_kernel_family(const std::string& signature) {
   }
   // Attention.
   if (has_any(id, {"flash", "fmha", "sdpa", "attention", "attn"}) || has_any(scope, {"flash", "fused_attn", "fmha"}) ||
-      has_word(ws, {"mha", "mqa", "gqa"}))
+      has_word(ws, {"mha", "mqa", "gqa", "mla"}))
     return kind(KernelKind::attention);
   // Grouped GEMMs.
   const std::string first = lowercase(k.first_argument);
   if (has_any(id, {"gemmgrouped", "grouped_gemm", "groupedgemm", "grouped_mm", "group_gemm", "fused_moe"}) ||
-      (has(id, "grouped") && gemm_identifier(id, ws)) || (id == "gemmuniversal" && has(first, "groupproblemshape")))
+      (has(id, "grouped") && gemm_identifier(id, ws)) || (id == "gemmuniversal" && has(first, "groupproblemshape")) ||
+      // A MoE layer's expert GEMMs in one launch: Composable Kernel's MoeFlatmmKernel, aiter's fmoe_* kernels.
+      (has(id, "moe") && gemm_identifier(id, ws)) || starts(id, "fmoe"))
     return kind(KernelKind::grouped_gemm);
   // GEMMs. The split-K reduction cuBLAS launches beside a GEMM is a reduction, read below.
   if (gemm_identifier(id, ws) && !has(id, "reduce")) return kind(KernelKind::gemm);
   // Memory-bound kernels.
   if (has_any(id, {"elementwise", "elemwise", "pointwise", "norm", "reduce", "reduction", "softmax", "copy", "memcpy",
                    "memset", "embedding", "transpose", "permute", "quantiz", "dropout", "multi_tensor", "gather",
-                   "scatter", "concat", "rotary", "topk", "radixsort", "histogram", "cumsum", "amax", "fill"}) ||
+                   "scatter", "concat", "rotary", "topk", "radixsort", "sorting", "histogram", "cumsum", "amax", "fill"}) ||
       has_word(ws, {"cat", "cast", "convert", "index", "sort", "scan", "select", "adam", "adamw", "sgd", "silu", "gelu",
                     "swiglu", "relu", "act", "activation", "bias", "rope", "sum", "mean", "max", "min", "argmax", "where",
                     "clamp", "mul", "add", "pow", "exp", "pad", "split", "stack", "unique", "nonzero", "masked", "zero",

@@ -116,6 +116,7 @@ enum class Key : std::uint8_t {
   stream,
   wait_on_stream,
   wait_on_event_record,
+  grid,
 };
 
 struct Event {
@@ -131,6 +132,7 @@ struct Event {
   bool end_ok() const { return has_ts && has_dur && ts_ns + dur_ns < kMaxTraceTimeNs; }
   std::optional<std::int64_t> device, correlation, external_id, in_nelems, out_nelems, group_size;
   std::optional<std::int64_t> stream, wait_on_stream, wait_on_event_record;
+  std::optional<std::int64_t> grid_x;  // args.grid[0]
   std::vector<std::vector<std::int64_t>> input_dims;
   std::vector<std::string> input_types;
   std::vector<std::string> concrete_inputs;
@@ -153,6 +155,7 @@ struct Event {
     stream.reset();
     wait_on_stream.reset();
     wait_on_event_record.reset();
+    grid_x.reset();
     input_dims.clear();
     input_types.clear();
     concrete_inputs.clear();
@@ -184,6 +187,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
   std::string parse_message;
   std::int64_t events = 0;
   std::int64_t kernel_events = 0;  // cat "kernel" (copies aside)
+  std::int64_t hip_runtime_events = 0;  // runtime calls named hip*: a trace taken on AMD GPUs (ROCm)
   // distributedInfo's rank or world_size that is not an integer in range (refused after the parse).
   std::string distributed_error;
   // A cap of trace_limits.hpp reached while reading (the parse stops).
@@ -329,6 +333,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       case 4:
         if (!in_args_) return Key::other;
         switch (k.size()) {
+          case 4: return k == "grid" ? Key::grid : Key::other;
           case 5: return k == "dtype" ? Key::dtype : Key::other;
           case 6: return k == "device" ? Key::device : k == "stream" ? Key::stream : Key::other;
           case 10:
@@ -449,6 +454,8 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
         case Key::wait_on_event_record: ev_.wait_on_event_record = v; break;
         default: break;
       }
+    } else if (depth_ == 5 && in_event() && in_args_ && keys_[4] == Key::grid) {
+      if (!ev_.grid_x) ev_.grid_x = v;  // "grid": [x, y, z]: the first
     } else if (depth_ == 6 && in_event() && in_args_ && keys_[4] == Key::input_dims && !ev_.input_dims.empty()) {
       ev_.input_dims.back().push_back(v);
     } else if (depth_ == 2 && in_distributed_) {
@@ -587,6 +594,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       // The stream as args.stream says, else the row Kineto writes it on (tid); -1 when neither is an int32.
       const std::int64_t stream = ev_.stream ? *ev_.stream : ev_.tid;
       a.stream = stream >= 0 && stream <= INT32_MAX ? static_cast<std::int32_t>(stream) : -1;
+      if (ev_.grid_x && *ev_.grid_x > 0 && *ev_.grid_x <= INT32_MAX) a.grid_x = static_cast<std::int32_t>(*ev_.grid_x);
       a.kind = families_[a.name]->kind;
       a.library = families_[a.name]->library;
       a.cls = activity_class(*families_[a.name]);
@@ -598,6 +606,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       return;
     }
     if (launch) {
+      if (ev_.name.compare(0, 3, "hip") == 0) ++hip_runtime_events;
       if (ev_.correlation) {
         trace_.launches.emplace_back(*ev_.correlation, ev_.ts_ns);
         trace_.launch_threads.push_back(thread_of(ev_.pid, ev_.tid));
@@ -639,11 +648,13 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
   void note_sync(bool record) {
     std::optional<SyncKind> kind;
     const std::string& n = ev_.name;
-    if (n == "cudaStreamWaitEvent" || n == "Stream Wait Event") kind = SyncKind::stream_wait_event;
-    else if (n == "cudaEventRecord" || n == "cudaEventRecordWithFlags") kind = SyncKind::event_record;
-    else if (n == "cudaStreamSynchronize" || n == "Stream Sync") kind = SyncKind::stream_sync;
-    else if (n == "cudaDeviceSynchronize" || n == "Context Sync") kind = SyncKind::device_sync;
-    else if (n == "cudaEventSynchronize" || n == "Event Sync") kind = SyncKind::event_sync;
+    // HIP's calls (a ROCm trace) are CUDA's under their hip names.
+    if (n == "cudaStreamWaitEvent" || n == "hipStreamWaitEvent" || n == "Stream Wait Event") kind = SyncKind::stream_wait_event;
+    else if (n == "cudaEventRecord" || n == "cudaEventRecordWithFlags" || n == "hipEventRecord" || n == "hipEventRecordWithFlags")
+      kind = SyncKind::event_record;
+    else if (n == "cudaStreamSynchronize" || n == "hipStreamSynchronize" || n == "Stream Sync") kind = SyncKind::stream_sync;
+    else if (n == "cudaDeviceSynchronize" || n == "hipDeviceSynchronize" || n == "Context Sync") kind = SyncKind::device_sync;
+    else if (n == "cudaEventSynchronize" || n == "hipEventSynchronize" || n == "Event Sync") kind = SyncKind::event_sync;
     if (!kind) return;
     SyncCall c;
     c.kind = *kind;
@@ -710,7 +721,10 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
     });
     for (GpuActivity& a : trace_.activities) {
       if (a.link != OpLink::none) continue;
-      if (!older && a.external_id >= 0) {
+      if ((!older || a.correlation < 0) && a.external_id >= 0) {
+        // A kernel with no correlation id has its External id and nothing else: Kineto's roctracer
+        // back end (AMD, libkineto RoctracerActivity_inl.h) writes a kernel's args as its op's
+        // External id alone.
         by_id(a, a.external_id);
       } else if (older && a.correlation >= 0) {
         needed_.push_back(a.correlation);
@@ -865,9 +879,13 @@ RankTrace read_kineto_json(const std::string& path, const std::string& step_pref
     throw InputError(path, 0, "traceEvents", "no traceEvents array: not a Kineto / Chrome trace");
   if (handler.kernel_events == 0)
     throw InputError(path, 0, "traceEvents",
-                     fmt::format("no GPU kernels among {} events (no \"X\" event with cat \"kernel\"): record with "
-                                 "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
-                                 handler.events));
+                     fmt::format("no GPU kernels among {} events{} (no \"X\" event with cat \"kernel\"): record with "
+                                 "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]{}",
+                                 handler.events,
+                                 handler.hip_runtime_events ? fmt::format(", {} of them HIP runtime calls: a ROCm trace",
+                                                                          handler.hip_runtime_events)
+                                                            : std::string(),
+                                 handler.hip_runtime_events ? " (PyTorch's name for the GPU on ROCm too)" : ""));
   return trace;
 }
 

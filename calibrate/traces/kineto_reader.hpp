@@ -22,6 +22,11 @@
 //   profilers, which write a kernel's correlation id as its External id (link_by_id and
 //   link_by_thread in the .cpp); "cpu_op" / "user_annotation" named PREFIX<n> (ProfilerStep#<n> by
 //   default): a step.
+// A trace taken on AMD GPUs (ROCm) has the same layout, its runtime calls named for HIP
+// (hipLaunchKernel, hipExtModuleLaunchKernel, hipStreamWaitEvent, ...; pytorch/kineto
+// libkineto/src/RoctracerActivity_inl.h, RocprofActivity_inl.h); the older roctracer back end writes
+// a kernel's "External id" and nothing else, so a kernel without a correlation id is linked by its
+// External id in every layout.
 // The document is never held whole: nlohmann::json's SAX parser reads it through a 256 KiB buffer
 // (calibrate/traces/trace_stream.hpp inflates a gzip file and bounds tokens), so memory grows with the number of GPU
 // activities kept (56 bytes each, plus 24 per launch record and about 96 per matmul or collective

@@ -325,10 +325,10 @@ class NsysReader {
     if (!name_col)
       throw InputError(path_, 0, "CUPTI_ACTIVITY_KIND_KERNEL.demangledName", "column missing (nor shortName)");
     const bool by_process = kernel_cols.count("globalPid") > 0;
-    db_.query(fmt::format("SELECT k.start, k.end, k.deviceId, k.correlationId, s.value, {}, {} FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+    db_.query(fmt::format("SELECT k.start, k.end, k.deviceId, k.correlationId, s.value, {}, {}, {} FROM CUPTI_ACTIVITY_KIND_KERNEL k "
                           "LEFT JOIN StringIds s ON s.id = k.{} ORDER BY k.start, k.end, k.deviceId, k.correlationId",
                           by_process ? "k.globalPid" : "NULL", kernel_cols.count("streamId") ? "k.streamId" : "NULL",
-                          name_col),
+                          kernel_cols.count("gridX") ? "k.gridX" : "NULL", name_col),
               [&](sqlite3_stmt* s) { read_kernel_row(s); });
   }
 
@@ -344,6 +344,9 @@ class NsysReader {
     // The stream, for the replay: -1 when not recorded or not an int32 (the figures do not use it).
     if (std::int64_t stream = -1; !*integer_of(s, 6, stream, -1) && stream >= 0 && stream <= INT32_MAX)
       a.stream = static_cast<std::int32_t>(stream);
+    // The grid's x, for the replay's SM sharing: -1 when not recorded or not a positive int32.
+    if (std::int64_t grid = -1; !*integer_of(s, 7, grid, -1) && grid > 0 && grid <= INT32_MAX)
+      a.grid_x = static_cast<std::int32_t>(grid);
     const std::string name = text_of(s, 4);
     Part& p = part(process);
     a.name = p.names->intern(name.empty() ? "(unnamed kernel)" : name);

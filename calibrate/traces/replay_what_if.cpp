@@ -1,6 +1,7 @@
 // What-ifs on a replay (calibrate/traces/replay_what_if.hpp).
 #include "calibrate/traces/replay_what_if.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -19,7 +20,7 @@ constexpr KernelKind kKinds[] = {KernelKind::unknown,       KernelKind::gemm,   
 std::string kind_list() {
   std::string out;
   for (KernelKind k : kKinds) out += fmt::format("{}kind.{}.speed", out.empty() ? "" : ", ", kind_name(k));
-  return out + ", comm.speed, link.<class>.gbps";
+  return out + ", comm.speed, comm.sms, link.<class>.gbps, swap.all_gather";
 }
 
 // A number in [lo, hi], or std::invalid_argument naming `key`.
@@ -44,6 +45,20 @@ WhatIf parse_what_if(const std::string& text) {
   bool known = false;
   if (key == "comm.speed") {
     w.comm = known = true;
+  } else if (key == "swap.all_gather") {
+    // A scheme's name (checked against the simulator's schemes where the profile is known).
+    const bool name = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    });
+    if (!name) throw std::invalid_argument(fmt::format("{}: '{}' is not a scheme's name (async_tp, ...)", key, value));
+    w.swap_all_gather = value;
+    return w;
+  } else if (key == "comm.sms") {
+    // A whole number of SMs; the profile's SM count bounds it (checked where the profile is known).
+    const double n = number_in(key, value, 1, 1e5, "SMs");
+    if (n != std::floor(n)) throw std::invalid_argument(fmt::format("{}: '{}' is not a whole number of SMs", key, value));
+    w.comm_sms = static_cast<int>(n);
+    return w;
   } else if (key.rfind("link.", 0) == 0 && key.size() > 10 && key.compare(key.size() - 5, 5, ".gbps") == 0) {
     w.link = key.substr(5, key.size() - 10);
     if (w.link == "nic") w.link = "network";
@@ -81,6 +96,7 @@ std::vector<std::int64_t> what_if_durations(const ReplayGraph& g, const std::vec
     double speed = 1.0;
     bool unscaled = false;
     for (const WhatIf& w : what_ifs) {
+      if (w.comm_sms > 0 || !w.swap_all_gather.empty()) continue;  // sm_share_durations', swap_all_gathers'
       if (!w.link.empty()) {
         if (a.cls != ActivityClass::communication) continue;
         if (!links) throw std::logic_error("what_if_durations: a link what-if without a LinkContext");

@@ -15,6 +15,13 @@
 //                         model picks it); a peer copy's nvlink; a kernel whose group the trace
 //                         does not give is left as measured (counted). Latency scales with it: a
 //                         latency-bound message's change is overstated.
+//   comm.sms=N            communication kernels hold N SMs each instead of their grid's (a NCCL
+//                         kernel's channels): the compute kernels beside them re-timed on the SMs
+//                         left (calibrate/traces/sm_share.hpp; needs `--hardware` for the SM count,
+//                         N an integer in 1..sm_count - 1). Applied before the other keys.
+//   swap.all_gather=S     an all-gather and the GEMM reading its output replaced by scheme S's time
+//                         for the pair (tools/trace_swap.hpp; needs `--hardware`). Applied after
+//                         comm.sms, before the other keys.
 // F a finite number in 0.001..1000 and B in 0.001..1e6 (so no replayed time leaves int64). Later
 // keys multiply with earlier ones that cover the same kernel.
 #include <cstdint>
@@ -32,6 +39,8 @@ struct WhatIf {
   double speed = 1.0;
   std::string link;                        // link.<class>.gbps: the class ("nic" read as "network")
   double gbps = 0;                         // its bandwidth
+  int comm_sms = 0;                        // comm.sms=N (what_if_durations leaves it to sm_share.hpp)
+  std::string swap_all_gather;             // swap.all_gather=SCHEME (what_if_durations leaves it to the tools)
   std::string text;                        // as given
 };
 

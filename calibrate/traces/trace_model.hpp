@@ -28,6 +28,9 @@ struct GpuActivity {
   std::int32_t device = 0;
   std::int32_t op = -1;           // index into RankTrace::gemm_ops, comm_ops or shaped_ops, as `link` says
   std::int32_t stream = -1;       // CUDA stream (Kineto args.stream, else tid; nsys streamId); -1: not recorded
+  // Blocks in the grid's x (Kineto args.grid[0], nsys gridX); -1: not recorded. A NCCL kernel's is its
+  // channel count, one block per SM (calibrate/traces/sm_share.hpp).
+  std::int32_t grid_x = -1;
   ActivityClass cls = ActivityClass::compute;
   KernelKind kind = KernelKind::unknown;
   CommLibrary library = CommLibrary::none;

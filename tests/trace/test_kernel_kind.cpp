@@ -64,7 +64,7 @@ TEST_CASE("kernel families: every name of the corpus gets its one kind and libra
     if (!e.library.empty()) libraries.insert(e.library);
   }
   // The corpus covers every built-in family and every library recognised by name.
-  CHECK(kinds == std::set<std::string>{"attention", "collective", "gemm", "grouped_gemm", "memory_bound", "unknown"});
+  CHECK(kinds == std::set<std::string>{"attention", "collective", "copy", "gemm", "grouped_gemm", "memory_bound", "unknown"});
   CHECK(libraries == std::set<std::string>{"deepep", "flux", "nccl", "nvshmem", "symmetric_memory", "userbuffers"});
   CHECK(entries.size() >= 50);
 }
@@ -86,6 +86,17 @@ TEST_CASE("kernel families: the own name is read past return type, template argu
   // CUTLASS 3's grouped GEMM: GemmUniversal over a GroupProblemShape; the plain one is a GEMM.
   CHECK(kernel_own_name("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::GroupProblemShape<int> > >(P)")
             .first_argument == "cutlass::gemm::GroupProblemShape<int>");
+  // Composable Kernel's launcher: block counts and a gfx target tag before the kernel it runs.
+  const KernelName ck = kernel_own_name("void ck_tile::kentry<ck_tile::gfx950_t, 2, ck_tile::FmhaFwdKernel<P<1>, E> >(K)");
+  CHECK(ck.scope == "ck_tile");
+  CHECK(ck.identifier == "FmhaFwdKernel");
+  CHECK(kernel_own_name("void ck_tile::kentry<256, 1, ck_tile::FmhaBwdDQDKDVKernel<P> >(K)").identifier == "FmhaBwdDQDKDVKernel");
+  // A name left mangled is read for its nested name (Itanium C++ ABI <nested-name>), or its unscoped one.
+  const KernelName mangled = kernel_own_name("_ZN5aiter27mxfp4_quant_moe_sort_kernelIDF16bN4opus5fp4_tELi256ELi32EEEvPT0_PhPKT_");
+  CHECK(mangled.scope == "aiter");
+  CHECK(mangled.identifier == "mxfp4_quant_moe_sort_kernel");
+  CHECK(kernel_own_name("_Z9my_kernelPf").identifier == "my_kernel");
+  CHECK(kernel_own_name("_ZN5aiter99tooshort").identifier == "_ZN5aiter99tooshort");  // a length past the end: as written
   // A name with no signature around it is its own identifier.
   CHECK(kernel_own_name("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTN").identifier == "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTN");
 }

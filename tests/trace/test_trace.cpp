@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "calibrate/traces/gemm_pricing.hpp"
 #include "calibrate/traces/trace_analysis.hpp"
 #include "cost_model/collective_model.hpp"
 #include "cost_model/gemm_model.hpp"
@@ -317,6 +318,33 @@ TEST_CASE("trace: an nsys export of two processes is two ranks; emit_nvtx ranges
   const CliResult t = cli({db});
   CHECK(t.out.find("ranks by the order of the files, an export's processes by the GPU each used first") != std::string::npos);
   CHECK(t.out.find("nsys_two_ranks.sqlite [pid 1000, GPU 1]") != std::string::npos);
+}
+
+TEST_CASE("trace --hardware prices an nsys export's GEMMs from its emit_nvtx shapes", "[trace][nsys]") {
+  // nsys_two_ranks.sql: rank 0's addmm [4096, 1024] x [1024, 4096] (the range text "aten::addmm, seq = 7,
+  // op_id = 12, sizes = [...]"), its dtype bf16 from the kernel's name. Priced as the Kineto reader's
+  // GEMMs are: the same function on the same shape and kernel; the GEMM launched in no op range is
+  // not priced (shape unknown).
+  const std::string db = nsys_db("nsys_two_ranks_hw.sqlite", "", "nsys_two_ranks.sql");
+  const nlohmann::json j = json_of({db, "--hardware", "h100-sxm-8x-nvswitch"});
+  const HardwareProfile hw = load_profile("h100-sxm-8x-nvswitch", std::string(OVERLAP_SOURCE_DIR) + "/scenarios/hardware");
+  int priced = 0, unknown = 0;
+  for (const auto& row : j["predictions"]["rows"]) {
+    if (row["class"] != "gemm" || row["rank"] != 0) continue;
+    if (row["predicted_ns"].is_null()) {
+      CHECK(row["not_predicted"] == "shape unknown");
+      ++unknown;
+      continue;
+    }
+    CHECK(row["what"] == "4096x4096x1024");
+    const overlap::traces::GemmPrice p =
+        overlap::traces::price_gemm(hw, overlap::traces::GemmShape{1, 4096, 4096, 1024, "BFloat16"}, row["kernel"].get<std::string>());
+    REQUIRE(p.ns);
+    CHECK(row["predicted_ns"].get<double>() == *p.ns);
+    ++priced;
+  }
+  CHECK(priced == 1);
+  CHECK(unknown == 1);
 }
 
 TEST_CASE("trace --kernels: every kernel group with its class, shape or message, in table, JSON and CSV", "[trace]") {

@@ -14,6 +14,12 @@ from these intervals in their comments.
   replay_rank0.json,   two ranks for the replay (tests/trace/test_trace_replay.cpp): launches,
   replay_rank1.json    a recorded stream wait (cuda_sync), a collective joined across ranks and a
                        cross-stream wait the trace does not record
+  sm_share.json        compute kernels beside NCCL kernels whose grids (their channels) Kineto
+                       recorded, one beside a NCCL kernel without a grid, for the replay's SM sharing
+                       (tests/trace/test_trace_sm_share.cpp)
+  swap.json            all-gathers and the GEMMs after them, for the replay's scheme swap
+                       (tests/trace/test_trace_swap.cpp): one whose next GEMM reads [8192, 4096] =
+                       its 33554432 gathered elements, one whose next GEMM is of another size
   cpu_sync.json        a step the CPU holds: a cudaStreamSynchronize (with its cuda_sync record) and a
                        cudaDeviceSynchronize, each followed by measured CPU work before the next launch
 """
@@ -235,6 +241,51 @@ def cpu_sync():
     write("cpu_sync.json", events)
 
 
+def sm_share():
+    # GPU 0, one step. Stream 7: a bf16 aten::mm 4096 x 4096 x 4096 (priced by the model) [100, 300),
+    # an nvjet GEMM with no op (kept as measured) [400, 600), an elementwise kernel [700, 800).
+    # Stream 20: NCCL all-reduces holding 32 SMs (grid [32, 1, 1]) over [50, 350) and [450, 550), and
+    # one with no grid recorded over [700, 800). No launches: each kernel starts where it was measured.
+    gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
+    nvjet = "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTN"
+    add = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
+           "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3>)")
+    nccl = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 100, "tid": 100, "ts": 0, "dur": 900,
+         "args": {}},
+        op("aten::mm", 90, 5, 1, **{"Input Dims": [[4096, 4096], [4096, 4096]], "Input type": [BF16, BF16]}),
+        kernel(gemm, 100, 200, 11, 1, grid=[264, 1, 1]),
+        kernel(nvjet, 400, 200, 12, None, grid=[132, 1, 1]),
+        kernel(add, 700, 100, 13, None, grid=[1024, 1, 1]),
+        kernel(nccl, 50, 300, 21, None, stream=20, grid=[32, 1, 1]),
+        kernel(nccl, 450, 100, 22, None, stream=20, grid=[32, 1, 1]),
+        kernel(nccl, 700, 100, 23, None, stream=20),
+    ]
+    write("sm_share.json", events, {"backend": "nccl", "rank": 0, "world_size": 1})
+
+
+def swap():
+    # GPU 0 of a TP group of 2, one step. Stream 20: all-gathers of 33554432 bf16 elements [0, 100) and
+    # [500, 600). Stream 7: aten::mm [8192, 4096] x [4096, 2048] [110, 400) (M x K = 33554432: the
+    # gathered tensor), then aten::mm [4096, 4096] x [4096, 2048] [610, 800) (M x K = 16777216: no match).
+    gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
+    ag = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+    comm = {"Collective name": "_allgather_base", "In msg nelems": 16777216, "Out msg nelems": 33554432,
+            "Group size": 2, "dtype": "BFloat16", "Process Group Name": "0"}
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 100, "tid": 100, "ts": 0, "dur": 900,
+         "args": {}},
+        kernel(ag, 0, 100, 31, None, stream=20, **comm),
+        op("aten::mm", 105, 5, 1, **{"Input Dims": [[8192, 4096], [4096, 2048]], "Input type": [BF16, BF16]}),
+        kernel(gemm, 110, 290, 32, 1),
+        kernel(ag, 500, 100, 33, None, stream=20, **comm),
+        op("aten::mm", 605, 5, 2, **{"Input Dims": [[4096, 4096], [4096, 2048]], "Input type": [BF16, BF16]}),
+        kernel(gemm, 610, 190, 34, 2),
+    ]
+    write("swap.json", events, {"backend": "nccl", "rank": 0, "world_size": 2})
+
+
 if __name__ == "__main__":
     old_layout()
     deepep()
@@ -243,3 +294,5 @@ if __name__ == "__main__":
     replay(0)
     replay(1)
     cpu_sync()
+    sm_share()
+    swap()
