@@ -114,8 +114,15 @@ if [ "$quick" -eq 0 ]; then
     echo "== AddressSanitizer + UndefinedBehaviorSanitizer build [${SECONDS} s]"
     cmake --build "$root/build-asan" -j"$jobs" --target overlap_tests overlap-sim overlap-docgen || return
     echo "== sanitizer tests [${SECONDS} s]"
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      ctest --test-dir "$root/build-asan" --output-on-failure --no-tests=error -j"$jobs"
+    # A temporary directory of its own (short: OpenMPI puts its sockets there): a test file that
+    # writes a fixed name under the temporary directory (tests/schemes/test_mla_attention.cpp,
+    # tests/scenario/scheme_params_cli_test.cpp) may run in both passes at once.
+    local tmp rc=0
+    tmp=$(mktemp -d /tmp/overlap-asan.XXXXXX) || return
+    TMPDIR=$tmp ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      ctest --test-dir "$root/build-asan" --output-on-failure --no-tests=error -j"$jobs" || rc=$?
+    rm -rf "$tmp"
+    return $rc
   }
   start_step sanitizer sanitizer_pass
 fi
