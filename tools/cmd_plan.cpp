@@ -21,6 +21,7 @@
 #include "tools/cmd_run.hpp"
 #include "tools/command_errors.hpp"
 #include "tools/input_paths.hpp"
+#include "tools/mpi_command.hpp"
 #include "tools/scenario_flags.hpp"
 
 namespace overlap::tools {
@@ -302,28 +303,7 @@ void run_plan(const PlanCommandOptions& o, std::ostream& out, std::ostream& err,
 }  // namespace
 
 void cmd_plan(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
-  if (sim::launched_by_mpirun() && !sim::built_with_mpi())
-    throw UsageError("this overlap-sim was built without MPI, so every mpirun rank would run the whole search; "
-                     "install OpenMPI (tools/setup.sh) and rebuild, or run it without mpirun");
-  sim::SweepWorld world;
-  if (!world.distributed()) {
-    run_plan(o, out, err, world);
-    return;
-  }
-  // Every rank reaches the same verdict on the same query and outcomes: rank 0 reports an error, and no
-  // rank leaves before it has (mpirun stops the job when one exits non-zero).
-  int code = kExitOk;
-  try {
-    run_plan(o, out, err, world);
-  } catch (const QuietExit& e) {
-    code = e.code();
-  } catch (const std::exception& e) {
-    const bool input = dynamic_cast<const InputError*>(&e) || dynamic_cast<const UsageError*>(&e);
-    code = input ? kExitUsage : kExitInternal;
-    if (world.rank() == 0) err << "overlap-sim: " << (input ? "error: " : "internal error: ") << e.what() << "\n" << std::flush;
-  }
-  world.barrier();
-  if (code != kExitOk) throw QuietExit(code);
+  run_on_mpi_world("search", [&](sim::SweepWorld& world) { run_plan(o, out, err, world); }, err);
 }
 
 }  // namespace overlap::tools

@@ -31,6 +31,7 @@
 #include "tools/cmd_run.hpp"
 #include "tools/command_errors.hpp"
 #include "tools/input_paths.hpp"
+#include "tools/mpi_command.hpp"
 
 namespace overlap::tools {
 
@@ -511,28 +512,7 @@ void run_sweep(const SweepOptions& o, std::ostream& out, std::ostream& err, cons
 }  // namespace
 
 void cmd_sweep(const SweepOptions& options, std::ostream& out, std::ostream& err) {
-  if (sim::launched_by_mpirun() && !sim::built_with_mpi())
-    throw UsageError("this overlap-sim was built without MPI, so every mpirun rank would run the whole sweep; "
-                     "install OpenMPI (tools/setup.sh) and rebuild, or run it without mpirun");
-  sim::SweepWorld world;
-  if (!world.distributed()) {
-    run_sweep(options, out, err, world);
-    return;
-  }
-  // Every error reaches every rank (those after the ranks part ways travel as messages): rank 0
-  // reports it, and no rank leaves before it has, since mpirun stops the job when one exits non-zero.
-  int code = kExitOk;
-  try {
-    run_sweep(options, out, err, world);
-  } catch (const QuietExit& e) {
-    code = e.code();
-  } catch (const std::exception& e) {
-    const bool input = dynamic_cast<const InputError*>(&e) || dynamic_cast<const UsageError*>(&e);
-    code = input ? kExitUsage : kExitInternal;
-    if (world.rank() == 0) err << "overlap-sim: " << (input ? "error: " : "internal error: ") << e.what() << "\n" << std::flush;
-  }
-  world.barrier();
-  if (code != kExitOk) throw QuietExit(code);
+  run_on_mpi_world("sweep", [&](sim::SweepWorld& world) { run_sweep(options, out, err, world); }, err);
 }
 
 Command add_sweep_command(CLI::App& app) {
