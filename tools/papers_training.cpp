@@ -170,9 +170,12 @@ std::vector<PaperRow> megatron_training_rows(ScenarioRunner& runner) {
     spec.cause =
         unfused_i == unfused_0
             ? fmt::format("ours: both rows run attention {} (core attention {:.1f} % of Eq. 3 at {}, {:.1f} % at {}); "
-                          "one GEMM efficiency for every shape hides the larger GEMMs' gain",
+                          "one GEMM efficiency for every shape hides the larger GEMMs' gain; at TP {} each DP 32 "
+                          "group's ring leaves a node of 8 GPUs on its own {} rail(s), at TP 1 on all 8 "
+                          "(docs/guide/collective.md, where a group's ranks sit)",
                           unfused_i ? "unfused, as Megatron-LM of 2021 did" : "as flash attention",
-                          100 * megatron_attention_share(base), base.size, 100 * megatron_attention_share(r), r.size)
+                          100 * megatron_attention_share(base), base.size, 100 * megatron_attention_share(r), r.size,
+                          r.tp, 8 / r.tp)
             : fmt::format("ours: GPT {} runs {} attention and GPT {} {} (the {} row's unfused step is past the "
                           "simulator's GEMM tile budget), so the ratio compares two attention implementations "
                           "(core attention {:.1f} % of Eq. 3 at {}, {:.1f} % at {})",
