@@ -569,42 +569,7 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
     const bool needs_dur = kernel || memory || step || ev_.dur_bad;
     if (needs_dur && !ev_.has_dur) return skip(what, fmt::format("dur {}", ev_.dur_bad ? ev_.dur_bad : "missing"), "dur");
     if (ev_.has_dur && !ev_.end_ok()) return skip(what, "end (ts + dur) out of range", "dur");
-    if (kernel || memory) {
-      const std::int64_t device = ev_.device ? *ev_.device : ev_.pid;
-      if (device < INT32_MIN || device > INT32_MAX)
-        return skip(what, "device out of range", ev_.device ? "args.device" : "pid");
-      if (static_cast<std::int64_t>(trace_.activities.size()) >= kMaxTraceActivities) {
-        limit_error = fmt::format("more than {} GPU activities (kernels and copies) in one file: refused "
-                                  "(docs/reference/limits.md)",
-                                  kMaxTraceActivities);
-        return;
-      }
-      if (kernel) ++kernel_events;
-      GpuActivity a;
-      a.start_ns = ev_.ts_ns;
-      a.end_ns = ev_.ts_ns + ev_.dur_ns;
-      a.name = names_.intern(ev_.name);
-      // Classified once per distinct name: a trace repeats a few hundred kernel names millions of times.
-      if (a.name >= families_.size()) families_.resize(a.name + 1);
-      if (!families_[a.name])
-        families_[a.name] = memory ? kernels_.classify_copy(ev_.name) : kernels_.classify(ev_.name);
-      a.device = static_cast<std::int32_t>(device);
-      a.external_id = ev_.external_id.value_or(-1);
-      a.correlation = ev_.correlation.value_or(-1);
-      // The stream as args.stream says, else the row Kineto writes it on (tid); -1 when neither is an int32.
-      const std::int64_t stream = ev_.stream ? *ev_.stream : ev_.tid;
-      a.stream = stream >= 0 && stream <= INT32_MAX ? static_cast<std::int32_t>(stream) : -1;
-      if (ev_.grid_x && *ev_.grid_x > 0 && *ev_.grid_x <= INT32_MAX) a.grid_x = static_cast<std::int32_t>(*ev_.grid_x);
-      a.kind = families_[a.name]->kind;
-      a.library = families_[a.name]->library;
-      a.cls = activity_class(*families_[a.name]);
-      if (a.cls == ActivityClass::communication && has_comm_args()) {
-        a.op = add_comm_op();
-        a.link = OpLink::comm;
-      }
-      trace_.activities.push_back(a);
-      return;
-    }
+    if (kernel || memory) return add_gpu_activity(what, kernel, memory);
     if (launch) {
       if (ev_.name.compare(0, 3, "hip") == 0) ++hip_runtime_events;
       if (ev_.correlation) {
@@ -640,6 +605,43 @@ class Handler : public nlohmann::json_sax<nlohmann::json> {
       }
       if (op >= 0 && is_op_range(cat)) op_ranges_.push_back({thread_of(ev_.pid, ev_.tid), ev_.ts_ns, ev_.ts_ns + ev_.dur_ns, op});
     }
+  }
+
+  // A kernel or a copy on the GPU's rows, its family classified once per distinct name.
+  void add_gpu_activity(const char* what, bool kernel, bool memory) {
+    const std::int64_t device = ev_.device ? *ev_.device : ev_.pid;
+    if (device < INT32_MIN || device > INT32_MAX)
+      return skip(what, "device out of range", ev_.device ? "args.device" : "pid");
+    if (static_cast<std::int64_t>(trace_.activities.size()) >= kMaxTraceActivities) {
+      limit_error = fmt::format("more than {} GPU activities (kernels and copies) in one file: refused "
+                                "(docs/reference/limits.md)",
+                                kMaxTraceActivities);
+      return;
+    }
+    if (kernel) ++kernel_events;
+    GpuActivity a;
+    a.start_ns = ev_.ts_ns;
+    a.end_ns = ev_.ts_ns + ev_.dur_ns;
+    a.name = names_.intern(ev_.name);
+    // Classified once per distinct name: a trace repeats a few hundred kernel names millions of times.
+    if (a.name >= families_.size()) families_.resize(a.name + 1);
+    if (!families_[a.name])
+      families_[a.name] = memory ? kernels_.classify_copy(ev_.name) : kernels_.classify(ev_.name);
+    a.device = static_cast<std::int32_t>(device);
+    a.external_id = ev_.external_id.value_or(-1);
+    a.correlation = ev_.correlation.value_or(-1);
+    // The stream as args.stream says, else the row Kineto writes it on (tid); -1 when neither is an int32.
+    const std::int64_t stream = ev_.stream ? *ev_.stream : ev_.tid;
+    a.stream = stream >= 0 && stream <= INT32_MAX ? static_cast<std::int32_t>(stream) : -1;
+    if (ev_.grid_x && *ev_.grid_x > 0 && *ev_.grid_x <= INT32_MAX) a.grid_x = static_cast<std::int32_t>(*ev_.grid_x);
+    a.kind = families_[a.name]->kind;
+    a.library = families_[a.name]->library;
+    a.cls = activity_class(*families_[a.name]);
+    if (a.cls == ActivityClass::communication && has_comm_args()) {
+      a.op = add_comm_op();
+      a.link = OpLink::comm;
+    }
+    trace_.activities.push_back(a);
   }
 
   // A synchronisation for the replay: a runtime call by name (cudaStreamWaitEvent, cudaEventRecord,
