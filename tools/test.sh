@@ -107,11 +107,9 @@ cmake --build "$root/build" -j"$jobs"
 
 if [ "$quick" -eq 0 ]; then
   join sanitizer-configure
-  # The sanitizer pass, after the release tests, the Python package and the notebooks: beside them it
-  # made both slower than one after the other (60d6941: 481 s side by side against 402 s; four
-  # processes on two cores). Its build needs the release build's test objects in the cache, nothing
-  # else of it. Every test, less the three tagged [corpus], with the sampling of tests/CMakeLists.txt
-  # (docs/development.md).
+  # The sanitizer pass, from here on beside the release tests: the build needs the release build's
+  # test objects in the cache, nothing else of it. Every test, less the three tagged [corpus], with
+  # the sampling of tests/CMakeLists.txt (docs/development.md).
   sanitizer_pass() {
     echo "== AddressSanitizer + UndefinedBehaviorSanitizer build [${SECONDS} s]"
     cmake --build "$root/build-asan" -j"$jobs" --target overlap_tests overlap-sim overlap-docgen || return
@@ -126,6 +124,7 @@ if [ "$quick" -eq 0 ]; then
     rm -rf "$tmp"
     return $rc
   }
+  start_step sanitizer sanitizer_pass
 fi
 
 phase "release tests"
@@ -145,7 +144,6 @@ phase "notebooks (executed headless; any error output fails)"
 
 join site
 if [ "$quick" -eq 0 ]; then
-  start_step sanitizer sanitizer_pass
   join sanitizer
 fi
 phase "all passed"
